@@ -1,0 +1,1 @@
+"""Signoff's Slack bot: posts interrupts, takes decisions, resumes runs."""

@@ -1,0 +1,31 @@
+"""Every action, block and callback id the bot sends to Slack, in one place.
+
+Slack echoes these back on a click; they route the click and carry nothing else. The
+button ``value`` is the interrupt id, the only part of a click the bot uses.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+PREFIX: Final = "signoff"
+
+APPROVE: Final = f"{PREFIX}.approve"
+TRUST: Final = f"{PREFIX}.trust"
+DENY: Final = f"{PREFIX}.deny"
+EDIT: Final = f"{PREFIX}.edit"
+REPLY: Final = f"{PREFIX}.reply"
+FULL_ARGS: Final = f"{PREFIX}.args"
+OPEN_PENDING: Final = f"{PREFIX}.open"
+
+BUTTONS: Final = (APPROVE, TRUST, DENY, EDIT, REPLY, FULL_ARGS)
+
+ACTIONS_BLOCK: Final = f"{PREFIX}.decide"
+
+# Modal callbacks, and the one input each modal reads back.
+EDIT_VIEW: Final = f"{PREFIX}.edit_view"
+DENY_VIEW: Final = f"{PREFIX}.deny_view"
+REPLY_VIEW: Final = f"{PREFIX}.reply_view"
+ARGS_VIEW: Final = f"{PREFIX}.args_view"
+INPUT_BLOCK: Final = "input"
+INPUT_ACTION: Final = "text"

@@ -1,0 +1,164 @@
+"""The Slack message for one interrupt: while it waits, and after it is decided.
+
+Agent text (action, description, reason, arguments) is escaped everywhere it appears,
+the ``text`` notification fallback included, and every Block Kit limit holds for any input.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import ids
+from .blocks import (
+    SECTION_TEXT,
+    Block,
+    args_json,
+    button,
+    confirm_dialog,
+    context,
+    date_token,
+    escaped,
+    header,
+    section,
+    user_mention,
+)
+from .cards import Card, Outcome, Verdict
+from .mrkdwn import code_block, is_truncated
+
+FALLBACK_TEXT = 3000
+_ARGS_CODE = SECTION_TEXT - len("*Arguments*\n")
+
+_HEADLINE: dict[Outcome, str] = {
+    "approved": "Approved",
+    "denied": "Denied",
+    "edited": "Approved with edits",
+    "responded": "Answered instead of run",
+    "expired": "Expired, not approved",
+    "cancelled": "Cancelled",
+}
+_ICON: dict[Outcome, str] = {
+    "approved": ":white_check_mark:",
+    "denied": ":no_entry:",
+    "edited": ":pencil2:",
+    "responded": ":speech_balloon:",
+    "expired": ":hourglass:",
+    "cancelled": ":heavy_multiplication_x:",
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class SlackMessage:
+    """The ``text`` fallback and ``blocks`` of a chat.postMessage / chat.update call."""
+
+    text: str
+    blocks: list[Block]
+
+
+def pending_message(card: Card) -> SlackMessage:
+    """The interactive message approvers act on: what, why, the exact arguments, buttons."""
+    blocks = [
+        header(f"Approval needed: {card.action}"),
+        *_summary(card),
+        context(_status_parts(card)),
+    ]
+    buttons = _buttons(card)
+    if buttons:
+        blocks.append({"type": "actions", "block_id": ids.ACTIONS_BLOCK, "elements": buttons})
+    return SlackMessage(text=_fallback("Approval needed:", card), blocks=blocks)
+
+
+def decided_message(card: Card, verdict: Verdict) -> SlackMessage:
+    """The same message after the decision: outcome, who, when; the buttons are gone."""
+    headline = _HEADLINE[verdict.outcome]
+    blocks = [
+        header(f"{headline}: {card.action}"),
+        *_summary(card),
+        context(_verdict_parts(verdict)),
+    ]
+    if verdict.message:
+        label = "Reply" if verdict.outcome == "responded" else "Reason"
+        blocks.append(section(f"*{label}:* {escaped(verdict.message)}"))
+    if verdict.outcome == "edited" and verdict.args is not None:
+        blocks.append(section("*Run with*\n" + code_block(args_json(verdict.args), _ARGS_CODE)))
+    return SlackMessage(text=_fallback(f"{headline}:", card), blocks=blocks)
+
+
+def _fallback(prefix: str, card: Card) -> str:
+    return escaped(f"{prefix} {card.action} ({card.agent})", FALLBACK_TEXT)
+
+
+def _summary(card: Card) -> list[Block]:
+    what = f"*{escaped(card.agent, 200)}* wants to run `{escaped(card.action, 300)}`"
+    if card.description:
+        what += "\n" + escaped(card.description)
+    blocks = [section(what)]
+    if card.reason:
+        blocks.append(section("*Why:* " + escaped(card.reason)))
+    if card.args is not None:
+        blocks.append(section("*Arguments*\n" + code_block(args_json(card.args), _ARGS_CODE)))
+    return blocks
+
+
+def _status_parts(card: Card) -> list[str]:
+    parts = []
+    if card.requested_by:
+        parts.append(f"Requested by {user_mention(card.requested_by)}")
+    if card.expires_at is not None:
+        parts.append(f"Expires {date_token(card.expires_at)}")
+    if card.min_approvals > 1:
+        who = ", ".join(user_mention(u) for u in card.approvals[:20])
+        so_far = f": {who}" if who else ""
+        parts.append(f"{len(card.approvals)} of {card.min_approvals} approvals{so_far}")
+    if card.dangerous:
+        parts.append(":warning: Dangerous action")
+    return parts or ["Waiting for a decision"]
+
+
+def _verdict_parts(verdict: Verdict) -> list[str]:
+    icon, headline = _ICON[verdict.outcome], _HEADLINE[verdict.outcome]
+    if verdict.by:
+        who = ", ".join(user_mention(u) for u in verdict.by[:20])
+        return [f"{icon} {headline} by {who} {date_token(verdict.at)}"]
+    return [f"{icon} {headline} {date_token(verdict.at)}"]
+
+
+def _buttons(card: Card) -> list[Block]:
+    value = card.interrupt_id
+    approve_confirm = (
+        confirm_dialog(
+            title=f"Approve {card.action}?",
+            text=f"{card.agent} will run {card.action}. This action is marked dangerous.",
+            confirm="Approve",
+        )
+        if card.dangerous
+        else None
+    )
+    elements: list[Block] = []
+    if "approve" in card.decisions:
+        elements.append(
+            button(
+                "Approve",
+                action_id=ids.APPROVE,
+                value=value,
+                style="primary",
+                confirm=approve_confirm,
+            )
+        )
+        if card.trust_label:
+            elements.append(
+                button(
+                    f"Approve and trust {card.trust_label}",
+                    action_id=ids.TRUST,
+                    value=value,
+                    confirm=approve_confirm,
+                )
+            )
+    if "edit" in card.decisions and card.args is not None:
+        elements.append(button("Edit", action_id=ids.EDIT, value=value))
+    if "respond" in card.decisions:
+        elements.append(button("Reply", action_id=ids.REPLY, value=value))
+    if "reject" in card.decisions:
+        elements.append(button("Deny", action_id=ids.DENY, value=value, style="danger"))
+    if card.args is not None and is_truncated(args_json(card.args), _ARGS_CODE):
+        elements.append(button("Show full arguments", action_id=ids.FULL_ARGS, value=value))
+    return elements

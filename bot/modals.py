@@ -1,0 +1,181 @@
+"""Modals: edit the arguments, deny with a reason, reply instead of running, full arguments.
+
+Each modal's ``private_metadata`` is the interrupt id alone; on submit the bot looks the
+interrupt up in storage again, exactly as for a button click.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+
+from agent_runtime.messages import JSONValue
+
+from . import ids
+from .blocks import (
+    MODAL_BLOCKS,
+    PRIVATE_METADATA,
+    SECTION_TEXT,
+    TEXT_INPUT,
+    Block,
+    args_json,
+    plain_text,
+    section,
+)
+from .cards import Card
+from .mrkdwn import code_text, escape
+
+_TITLE = 24
+
+
+def edit_modal(card: Card) -> Block:
+    """Arguments as JSON, prefilled, for the approver to change before the tool runs."""
+    text = args_json(card.args)
+    if len(text) > TEXT_INPUT:
+        return _notice(
+            "Edit arguments",
+            "These arguments are too long to edit in Slack. Approve, deny or reply instead.",
+        )
+    element = {
+        "type": "plain_text_input",
+        "action_id": ids.INPUT_ACTION,
+        "multiline": True,
+        "max_length": TEXT_INPUT,
+        "initial_value": text,
+    }
+    return _form(
+        ids.EDIT_VIEW,
+        card,
+        title="Edit arguments",
+        submit="Run with these",
+        intro=f"Change the arguments `{escape(card.action)[:200]}` runs with (JSON).",
+        label="Arguments (JSON)",
+        element=element,
+        optional=False,
+    )
+
+
+def deny_modal(card: Card) -> Block:
+    """An optional reason, returned to the agent as the tool's result."""
+    element = {
+        "type": "plain_text_input",
+        "action_id": ids.INPUT_ACTION,
+        "multiline": True,
+        "max_length": TEXT_INPUT,
+    }
+    return _form(
+        ids.DENY_VIEW,
+        card,
+        title="Deny",
+        submit="Deny",
+        intro="The reason goes back to the agent.",
+        label="Reason (optional)",
+        element=element,
+        optional=True,
+    )
+
+
+def reply_modal(card: Card) -> Block:
+    """Text returned to the agent as the tool's result; the tool does not run."""
+    element = {
+        "type": "plain_text_input",
+        "action_id": ids.INPUT_ACTION,
+        "multiline": True,
+        "max_length": TEXT_INPUT,
+    }
+    return _form(
+        ids.REPLY_VIEW,
+        card,
+        title="Reply",
+        submit="Send reply",
+        intro="Your reply becomes the tool's result; the tool does not run.",
+        label="Reply",
+        element=element,
+        optional=False,
+    )
+
+
+def args_modal(card: Card) -> Block:
+    """The full arguments, split into code blocks that each fit a section."""
+    text = code_text(args_json(card.args))
+    chunk = SECTION_TEXT - 6
+    pieces = _split(text, chunk)
+    blocks = [section("```" + p + "```") for p in pieces[: MODAL_BLOCKS - 1]]
+    if len(pieces) > MODAL_BLOCKS - 1:
+        blocks.append(section("_Cut: the arguments are longer than a modal can show._"))
+    return _view(ids.ARGS_VIEW, card.interrupt_id, title="Arguments", blocks=blocks, submit=None)
+
+
+def errors_for(message: str) -> dict[str, str]:
+    """A ``response_action: errors`` map that shows ``message`` under the modal's input."""
+    return {ids.INPUT_BLOCK: message[:2000]}
+
+
+def _form(
+    callback_id: str,
+    card: Card,
+    *,
+    title: str,
+    submit: str,
+    intro: str,
+    label: str,
+    element: Block,
+    optional: bool,
+) -> Block:
+    blocks = [
+        section(intro),
+        {
+            "type": "input",
+            "block_id": ids.INPUT_BLOCK,
+            "label": plain_text(label, 2000),
+            "element": element,
+            "optional": optional,
+        },
+    ]
+    return _view(callback_id, card.interrupt_id, title=title, blocks=blocks, submit=submit)
+
+
+def _notice(title: str, text: str) -> Block:
+    return _view(ids.ARGS_VIEW, "", title=title, blocks=[section(escape(text))], submit=None)
+
+
+def _view(
+    callback_id: str, interrupt_id: str, *, title: str, blocks: list[Block], submit: str | None
+) -> Block:
+    if len(interrupt_id) > PRIVATE_METADATA:
+        raise ValueError("an interrupt id does not fit in private_metadata")
+    view: Block = {
+        "type": "modal",
+        "callback_id": callback_id,
+        "private_metadata": interrupt_id,
+        "title": plain_text(title, _TITLE),
+        "close": plain_text("Close" if submit is None else "Cancel", _TITLE),
+        "blocks": blocks,
+    }
+    if submit is not None:
+        view["submit"] = plain_text(submit, _TITLE)
+    return view
+
+
+def _split(text: str, size: int) -> list[str]:
+    """``text`` in pieces of at most ``size`` characters, never splitting an entity."""
+    pieces: list[str] = []
+    while text:
+        cut = min(size, len(text))
+        amp = text.rfind("&", max(0, cut - 4), cut)
+        if cut < len(text) and amp != -1 and text.find(";", amp) >= cut:
+            cut = amp
+        pieces.append(text[:cut])
+        text = text[cut:]
+    return pieces or [" "]
+
+
+def parse_args(text: str) -> Mapping[str, JSONValue] | str:
+    """The edited arguments as a JSON object, or a message saying what is wrong."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return f"Not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}."
+    if not isinstance(value, dict):
+        return 'The arguments must be a JSON object, like {"path": "/tmp"}.'
+    return value

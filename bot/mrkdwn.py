@@ -1,0 +1,66 @@
+"""Untrusted text made safe for Slack mrkdwn, and cut to Block Kit limits without breaking it.
+
+mrkdwn has three control characters (``&``, ``<``, ``>``); escaping them disarms every
+mention and link form. Escape first, truncate after, and never cut inside an entity.
+"""
+
+from __future__ import annotations
+
+ELLIPSIS = "…"
+_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+_LONGEST_ENTITY = max(len(e) for e in _ENTITIES.values())
+_FENCE = "```"
+
+
+def escape(text: str) -> str:
+    """``text`` with ``&``, ``<`` and ``>`` replaced by their entities, nothing else."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def truncate(text: str, limit: int, *, ellipsis: str = ELLIPSIS) -> str:
+    """``text`` cut to at most ``limit`` characters, ending in ``ellipsis`` when cut.
+
+    ``text`` must already be escaped: a cut that would split ``&amp;``, ``&lt;`` or ``&gt;``
+    moves before the ``&`` so no half entity is left behind.
+    """
+    if limit < len(ellipsis):
+        raise ValueError(f"limit {limit} is shorter than the ellipsis {ellipsis!r}")
+    if len(text) <= limit:
+        return text
+    cut = limit - len(ellipsis)
+    amp = text.rfind("&", max(0, cut - _LONGEST_ENTITY + 1), cut)
+    if amp != -1:
+        end = text.find(";", amp)
+        if end == -1 or end >= cut:
+            cut = amp
+    return text[:cut] + ellipsis
+
+
+def escape_truncate(text: str, limit: int) -> str:
+    """Untrusted ``text`` escaped for mrkdwn and cut to ``limit`` characters."""
+    return truncate(escape(text), limit)
+
+
+def plain(text: str, limit: int) -> str:
+    """Untrusted ``text`` for a ``plain_text`` object: not escaped, cut to ``limit``."""
+    if len(text) <= limit:
+        return text
+    return text[: limit - len(ELLIPSIS)] + ELLIPSIS
+
+
+def code_text(text: str) -> str:
+    """Untrusted ``text`` escaped for use inside a code block.
+
+    A fence inside the text would close the block early, so a zero-width space breaks it.
+    """
+    return escape(text).replace(_FENCE, "``\u200b`")
+
+
+def code_block(text: str, limit: int) -> str:
+    """Untrusted ``text`` as an escaped mrkdwn code block of at most ``limit`` characters."""
+    return _FENCE + truncate(code_text(text), limit - 2 * len(_FENCE)) + _FENCE
+
+
+def is_truncated(text: str, limit: int) -> bool:
+    """True when ``code_block(text, limit)`` would have to cut ``text``."""
+    return len(code_text(text)) > limit - 2 * len(_FENCE)

@@ -1,0 +1,178 @@
+"""The interrupt message, the decided message and the modals, for any agent input."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from blockkit import check_message, check_modal
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bot import ids
+from bot.cards import Card, Verdict
+from bot.message import decided_message, pending_message
+from bot.modals import args_modal, deny_modal, edit_modal, parse_args, reply_modal
+
+NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
+_OWN_TOKENS = re.compile(r"<@[UW][A-Z0-9]+>|<!date\^\d+\^[^|>]*\|[^<>]*>")
+_ENTITY = re.compile(r"&(amp|lt|gt);")
+
+
+def _mrkdwn_texts(node: Any) -> list[str]:
+    if isinstance(node, dict):
+        found = [node["text"]] if node.get("type") == "mrkdwn" else []
+        return found + [t for v in node.values() for t in _mrkdwn_texts(v)]
+    if isinstance(node, list):
+        return [t for v in node for t in _mrkdwn_texts(v)]
+    return []
+
+
+def _assert_harmless(text: str) -> None:
+    rest = _OWN_TOKENS.sub("", text)
+    assert "<" not in rest and ">" not in rest, text
+    assert _ENTITY.sub("", rest).count("&") == 0, text
+
+
+def _card(**overrides: Any) -> Card:
+    base: dict[str, Any] = {
+        "interrupt_id": "int_" + "a" * 32,
+        "agent": "cleanup",
+        "action": "delete_files",
+        "description": "Delete files older than 5 days",
+        "reason": "disk is full",
+        "args": {"paths": ["/tmp/a", "/tmp/b"]},
+        "requested_by": "U123ABC",
+        "expires_at": NOW + timedelta(hours=4),
+        "decisions": ("approve", "edit", "respond", "reject"),
+    }
+    base.update(overrides)
+    return Card(**base)
+
+
+def _action_ids(blocks: list[dict[str, Any]]) -> list[str]:
+    return [e["action_id"] for b in blocks if b["type"] == "actions" for e in b["elements"]]
+
+
+def test_pending_message_offers_the_policys_decisions() -> None:
+    msg = pending_message(_card(decisions=("approve", "reject")))
+    assert _action_ids(msg.blocks) == [ids.APPROVE, ids.DENY]
+    msg = pending_message(_card(trust_label="for this run"))
+    assert _action_ids(msg.blocks) == [ids.APPROVE, ids.TRUST, ids.EDIT, ids.REPLY, ids.DENY]
+    check_message(msg.text, msg.blocks)
+
+
+def test_dangerous_approve_has_a_confirm_dialog() -> None:
+    msg = pending_message(_card(dangerous=True))
+    approve = next(e for b in msg.blocks if b["type"] == "actions" for e in b["elements"])
+    assert approve["confirm"]["confirm"]["text"] == "Approve"
+    assert "confirm" not in next(
+        e for e in msg.blocks[-1]["elements"] if e["action_id"] == ids.DENY
+    )
+
+
+def test_expiry_is_a_date_token_so_readers_see_local_time() -> None:
+    msg = pending_message(_card())
+    stamp = int((NOW + timedelta(hours=4)).timestamp())
+    assert any(f"<!date^{stamp}^" in t for t in _mrkdwn_texts(msg.blocks))
+
+
+def test_mrkdwn_injection_renders_harmless() -> None:
+    evil = "<!channel> <http://evil.example|click> &lt; <@U999> <!subteam^S1>"
+    card = _card(agent=evil, action=evil, description=evil, reason=evil, args={"x": evil})
+    for msg in (
+        pending_message(card),
+        decided_message(card, Verdict(outcome="denied", at=NOW, by=("U1",), message=evil)),
+    ):
+        assert "<" not in msg.text and ">" not in msg.text
+        assert "&amp;lt;" in msg.text
+        for text in _mrkdwn_texts(msg.blocks):
+            _assert_harmless(text)
+
+
+def test_a_forged_user_id_is_never_a_mention() -> None:
+    card = _card(requested_by="U1> <!channel")
+    texts = _mrkdwn_texts(pending_message(card).blocks)
+    assert not any("<!channel" in t for t in texts)
+
+
+def test_decided_message_has_no_buttons_and_says_who_and_when() -> None:
+    msg = decided_message(_card(), Verdict(outcome="approved", at=NOW, by=("U42",)))
+    assert _action_ids(msg.blocks) == []
+    assert any("Approved by <@U42>" in t for t in _mrkdwn_texts(msg.blocks))
+
+
+def test_expired_message_is_honest() -> None:
+    msg = decided_message(_card(), Verdict(outcome="expired", at=NOW))
+    assert msg.blocks[0]["text"]["text"].startswith("Expired, not approved")
+    assert not any("by" in t.split("Expired")[1][:4] for t in _mrkdwn_texts(msg.blocks[-1:]))
+
+
+def test_quorum_progress_shows_in_the_pending_message() -> None:
+    msg = pending_message(_card(min_approvals=2, approvals=("U1",)))
+    assert any("1 of 2 approvals" in t for t in _mrkdwn_texts(msg.blocks))
+
+
+def test_long_arguments_get_a_full_arguments_button_and_modal() -> None:
+    card = _card(args={"blob": "x" * 10_000})
+    assert ids.FULL_ARGS in _action_ids(pending_message(card).blocks)
+    modal = args_modal(card)
+    check_modal(modal)
+    assert "".join(t.strip("`") for t in _mrkdwn_texts(modal["blocks"])).count("x") == 10_000
+
+
+def test_parse_args_explains_bad_json() -> None:
+    assert parse_args('{"a": 1}') == {"a": 1}
+    assert "Not valid JSON" in str(parse_args("{"))
+    assert "JSON object" in str(parse_args("[1]"))
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda children: (
+        st.lists(children, max_size=5) | st.dictionaries(st.text(max_size=20), children, max_size=5)
+    ),
+    max_leaves=30,
+)
+user_ids = st.from_regex(r"\A[UW][A-Z0-9]{2,10}\Z") | st.text(max_size=30)
+cards = st.builds(
+    Card,
+    interrupt_id=st.from_regex(r"\Aint_[0-9a-f]{32}\Z"),
+    agent=st.text(max_size=500),
+    action=st.text(max_size=500),
+    description=st.none() | st.text(max_size=5000),
+    reason=st.none() | st.text(max_size=5000),
+    args=st.none() | st.dictionaries(st.text(max_size=50), json_values, max_size=8),
+    requested_by=st.none() | user_ids,
+    expires_at=st.none() | st.just(NOW),
+    decisions=st.lists(st.sampled_from(["approve", "edit", "respond", "reject"]), unique=True).map(
+        tuple
+    ),
+    trust_label=st.none() | st.text(max_size=200),
+    dangerous=st.booleans(),
+    min_approvals=st.integers(min_value=1, max_value=30),
+    approvals=st.lists(user_ids, max_size=30).map(tuple),
+)
+verdicts = st.builds(
+    Verdict,
+    outcome=st.sampled_from(["approved", "denied", "edited", "responded", "expired", "cancelled"]),
+    at=st.just(NOW),
+    by=st.lists(user_ids, max_size=30).map(tuple),
+    message=st.none() | st.text(max_size=5000),
+    args=st.none() | st.dictionaries(st.text(max_size=50), json_values, max_size=8),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(cards, verdicts)
+def test_any_input_gives_valid_block_kit_within_limits(card: Card, verdict: Verdict) -> None:
+    for msg in (pending_message(card), decided_message(card, verdict)):
+        check_message(msg.text, msg.blocks)
+        assert "<" not in msg.text and ">" not in msg.text
+        for text in _mrkdwn_texts(msg.blocks):
+            _assert_harmless(text)
+    for modal in (edit_modal(card), deny_modal(card), reply_modal(card), args_modal(card)):
+        check_modal(modal)
+        for text in _mrkdwn_texts(modal["blocks"]):
+            _assert_harmless(text)
