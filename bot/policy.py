@@ -1,0 +1,167 @@
+"""Who may decide an agent's interrupts, where they are asked, and for how long.
+
+Declared in Python next to the agents, per agent with per-tool overrides::
+
+    AgentSpec(
+        name="cleanup",
+        build=make_cleanup_agent,
+        policy=Policy(channel="C0123", users=("U1", "U2"), expires_after=timedelta(hours=4)),
+        tools={"delete_files": Policy(channel="C0123", groups=("S9",), dangerous=True)},
+    )
+
+Fail closed: with no users and no groups nobody may decide, unless ``anyone_in_channel``
+says so explicitly.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import timedelta
+from typing import Literal, Protocol
+
+from agent_runtime.interrupts import DECISION_TYPES, DecisionType, Remember
+from agent_runtime.session import SessionStore
+
+from .errors import PolicyError
+
+_CHANNEL = re.compile(r"^[CGD][A-Z0-9]{2,20}$")
+_USER = re.compile(r"^[UW][A-Z0-9]{2,20}$")
+_GROUP = re.compile(r"^S[A-Z0-9]{2,20}$")
+_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Escalate:
+    """On expiry, ask again elsewhere (a channel and/or other approvers) for ``expires_after``."""
+
+    channel: str | None = None
+    users: tuple[str, ...] = ()
+    groups: tuple[str, ...] = ()
+    expires_after: timedelta = timedelta(hours=4)
+
+
+ExpiryOutcome = Literal["deny"] | Escalate
+
+
+@dataclass(frozen=True, kw_only=True)
+class Reminders:
+    """Remind approvers who have not acted every ``every``, only in their working hours."""
+
+    every: timedelta = timedelta(hours=1)
+    start_hour: int = 9
+    end_hour: int = 18
+    limit: int = 3
+
+
+@dataclass(frozen=True, kw_only=True)
+class Policy:
+    """The approval rules for an agent, or for one of its tools."""
+
+    channel: str | None = None
+    dm: bool = False
+    users: tuple[str, ...] = ()
+    groups: tuple[str, ...] = ()
+    anyone_in_channel: bool = False
+    min_approvals: int = 1
+    self_approval: bool = False
+    expires_after: timedelta | None = timedelta(hours=24)
+    on_expiry: ExpiryOutcome = "deny"
+    reminders: Reminders | None = field(default_factory=Reminders)
+    decisions: tuple[DecisionType, ...] = DECISION_TYPES
+    trust: Remember | None = None
+    dangerous: bool = False
+
+    def __post_init__(self) -> None:
+        _check_ids(self.users, _USER, "users", "a user id such as U0123ABCD")
+        _check_ids(self.groups, _GROUP, "groups", "a user group id such as S0123ABCD")
+        if self.channel is not None and not _CHANNEL.match(self.channel):
+            raise PolicyError(f"channel {self.channel!r}: use a channel id such as C0123ABCD")
+        if self.dm and self.channel is not None:
+            raise PolicyError("choose a channel or dm=True, not both")
+        if self.dm and self.anyone_in_channel:
+            raise PolicyError("anyone_in_channel needs a channel, not dm=True")
+        if self.dm and not self.users:
+            raise PolicyError("dm=True needs users to message (groups are not expanded for DMs)")
+        if self.min_approvals < 1:
+            raise PolicyError(f"min_approvals must be at least 1, got {self.min_approvals}")
+        named = len(self.users) if not self.groups and not self.anyone_in_channel else None
+        if named is not None and self.min_approvals > max(named, 1):
+            raise PolicyError(
+                f"min_approvals={self.min_approvals} but only {named} users may approve"
+            )
+        if not self.decisions or any(d not in DECISION_TYPES for d in self.decisions):
+            raise PolicyError(f"decisions must be a non-empty subset of {DECISION_TYPES}")
+        if self.trust is not None and "approve" not in self.decisions:
+            raise PolicyError("trust needs 'approve' among the decisions")
+        if self.expires_after is not None and self.expires_after <= timedelta(0):
+            raise PolicyError("expires_after must be positive (or None for never)")
+        if isinstance(self.on_expiry, Escalate):
+            esc = self.on_expiry
+            if esc.channel is None and not esc.users and not esc.groups:
+                raise PolicyError("Escalate needs a channel, users or groups")
+            if esc.channel is not None and not _CHANNEL.match(esc.channel):
+                raise PolicyError(f"Escalate channel {esc.channel!r}: use a channel id")
+            _check_ids(esc.users, _USER, "Escalate users", "a user id")
+            _check_ids(esc.groups, _GROUP, "Escalate groups", "a user group id")
+        if self.reminders is not None:
+            r = self.reminders
+            if not (0 <= r.start_hour < r.end_hour <= 24):
+                raise PolicyError("Reminders: need 0 <= start_hour < end_hour <= 24")
+            if r.every < timedelta(minutes=1) or r.limit < 0:
+                raise PolicyError("Reminders: every must be at least a minute, limit >= 0")
+
+    @property
+    def trust_label(self) -> str | None:
+        """How the "Approve and trust" button names its scope, or None when not offered."""
+        if self.trust is None:
+            return None
+        if self.trust.scope == "minutes":
+            return f"for {self.trust.minutes} min"
+        return "for this run" if self.trust.scope == "run" else "for this thread"
+
+    def with_channel(self, channel: str | None) -> Policy:
+        """This policy, posting to ``channel`` when it names none itself."""
+        if self.channel is not None or self.dm or channel is None:
+            return self
+        return replace(self, channel=channel)
+
+
+class RunnableAgent(Protocol):
+    """What the bot needs of an agent: a named run that can be invoked and resumed."""
+
+    name: str
+
+
+AgentFactory = Callable[[SessionStore], RunnableAgent]
+
+
+@dataclass(frozen=True, kw_only=True)
+class AgentSpec:
+    """An agent the bot can run: how to build it over a session store, and its policies."""
+
+    name: str
+    build: AgentFactory
+    policy: Policy
+    tools: Mapping[str, Policy] = field(default_factory=dict)
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        if not _NAME.match(self.name):
+            raise PolicyError(f"agent name {self.name!r}: use letters, digits, '_', '.', '-'")
+        object.__setattr__(self, "tools", dict(self.tools))
+
+    def policy_for(self, tool: str | None) -> Policy:
+        """The policy of ``tool`` when it has its own, else the agent's."""
+        if tool is not None and tool in self.tools:
+            return self.tools[tool]
+        return self.policy
+
+
+def _check_ids(values: tuple[str, ...], pattern: re.Pattern[str], what: str, hint: str) -> None:
+    if isinstance(values, str):
+        raise PolicyError(f"{what} must be a tuple of ids, not the string {values!r}")
+    for value in values:
+        if not isinstance(value, str) or not pattern.match(value):
+            raise PolicyError(f"{what}: {value!r} is not {hint}")

@@ -1,0 +1,123 @@
+"""Settings from the environment, validated once at startup.
+
+Names follow Slack's own examples (``SLACK_BOT_TOKEN``, ``SLACK_SIGNING_SECRET``,
+``SLACK_APP_TOKEN``) plus ``REDIS_URL`` and ``SIGNOFF_*``. A bad value stops startup with
+one line naming the variable; tokens are ``SecretStr`` so they never reach a log.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+
+from .errors import ConfigError
+
+_ENV_NAMES = {
+    "bot_token": "SLACK_BOT_TOKEN",
+    "signing_secret": "SLACK_SIGNING_SECRET",
+    "app_token": "SLACK_APP_TOKEN",
+    "redis_url": "REDIS_URL",
+    "agents": "SIGNOFF_AGENTS",
+    "channel": "SIGNOFF_CHANNEL",
+    "slack_api_url": "SIGNOFF_SLACK_API_URL",
+    "workers": "SIGNOFF_WORKERS",
+    "host": "SIGNOFF_HOST",
+    "port": "SIGNOFF_PORT",
+    "redis_prefix": "SIGNOFF_REDIS_PREFIX",
+    "data_dir": "SIGNOFF_DATA_DIR",
+    "in_process_workers": "SIGNOFF_IN_PROCESS_WORKERS",
+}
+
+
+def _token(prefix: str, value: SecretStr | None) -> SecretStr | None:
+    if value is not None and not value.get_secret_value().startswith(prefix):
+        raise ValueError(f"must start with {prefix!r}; copy it from the app settings page")
+    return value
+
+
+class Settings(BaseModel):
+    """Everything the bot reads from the environment."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    bot_token: SecretStr | None = None
+    signing_secret: SecretStr | None = None
+    app_token: SecretStr | None = None
+    redis_url: str | None = None
+    agents: str | None = None
+    channel: str | None = None
+    slack_api_url: str | None = None
+    workers: int = Field(default=2, ge=0, le=64)
+    host: str = "0.0.0.0"
+    port: int = Field(default=3000, ge=0, le=65535)
+    redis_prefix: str = Field(default="signoff", min_length=1, max_length=64)
+    data_dir: str = "data"
+    in_process_workers: bool = True
+
+    @field_validator("bot_token")
+    @classmethod
+    def _bot_token(cls, v: SecretStr | None) -> SecretStr | None:
+        return _token("xoxb-", v)
+
+    @field_validator("app_token")
+    @classmethod
+    def _app_token(cls, v: SecretStr | None) -> SecretStr | None:
+        return _token("xapp-", v)
+
+    @field_validator("redis_url")
+    @classmethod
+    def _redis_url(cls, v: str | None) -> str | None:
+        if v is not None and not v.startswith(("redis://", "rediss://", "unix://")):
+            raise ValueError("must start with redis://, rediss:// or unix://")
+        return v
+
+    @field_validator("slack_api_url")
+    @classmethod
+    def _api_url(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        if not v.startswith(("http://", "https://")):
+            raise ValueError("must be an http(s) URL such as https://slack.com/api/")
+        return v if v.endswith("/") else v + "/"
+
+    @field_validator("channel")
+    @classmethod
+    def _channel(cls, v: str | None) -> str | None:
+        if v is not None and not (v[:1] in "CGD" and v[1:].isalnum() and v.isupper()):
+            raise ValueError("must be a channel id such as C0123ABCD (not a #name)")
+        return v
+
+    @property
+    def uses_sandbox(self) -> bool:
+        """True when no Slack credentials are set: the bot talks to the local sandbox."""
+        return self.bot_token is None
+
+    @property
+    def socket_mode(self) -> bool:
+        return self.app_token is not None
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> Settings:
+        """Read and validate the settings; raise ``ConfigError`` naming the first bad one."""
+        raw = {field: environ[name] for field, name in _ENV_NAMES.items() if environ.get(name)}
+        try:
+            return cls(**raw)  # type: ignore[arg-type]
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            field = str(first["loc"][0]) if first["loc"] else ""
+            name = _ENV_NAMES.get(field, field)
+            message = first["msg"].removeprefix("Value error, ")
+            raise ConfigError(f"{name}: {message}") from None
+
+    def require_http(self) -> None:
+        """HTTP mode needs the signing secret whenever it talks to real Slack."""
+        if self.bot_token is not None and self.signing_secret is None:
+            raise ConfigError("SLACK_SIGNING_SECRET: required with SLACK_BOT_TOKEN in HTTP mode")
+
+    def require_socket(self) -> None:
+        """Socket Mode needs both the app-level and the bot token."""
+        if self.app_token is None:
+            raise ConfigError("SLACK_APP_TOKEN: required for Socket Mode (an xapp- token)")
+        if self.bot_token is None:
+            raise ConfigError("SLACK_BOT_TOKEN: required for Socket Mode (an xoxb- token)")

@@ -1,0 +1,43 @@
+"""manifest.yml is a valid Slack app manifest with what the bot needs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMA = ROOT.parent / "shared" / "slack" / "manifest.schema.json"
+
+
+def _manifest() -> dict[str, Any]:
+    return yaml.safe_load((ROOT / "manifest.yml").read_text())
+
+
+def test_manifest_validates_against_slacks_schema() -> None:
+    schema = json.loads(SCHEMA.read_text())
+    jsonschema.validate(_manifest(), schema)
+
+
+def test_http_variant_validates_too() -> None:
+    manifest = _manifest()
+    url = "https://signoff.example.com/slack/events"
+    manifest["settings"]["socket_mode_enabled"] = False
+    manifest["settings"]["interactivity"]["request_url"] = url
+    manifest["settings"]["event_subscriptions"]["request_url"] = url
+    manifest["features"]["slash_commands"][0]["url"] = url
+    jsonschema.validate(manifest, json.loads(SCHEMA.read_text()))
+
+
+def test_manifest_asks_for_the_scopes_and_features_the_bot_uses() -> None:
+    manifest = _manifest()
+    scopes = set(manifest["oauth_config"]["scopes"]["bot"])
+    assert {"chat:write", "commands", "users:read", "usergroups:read", "im:write"} <= scopes
+    assert manifest["settings"]["socket_mode_enabled"] is True
+    assert manifest["settings"]["interactivity"]["is_enabled"] is True
+    assert manifest["features"]["app_home"]["home_tab_enabled"] is True
+    assert [c["command"] for c in manifest["features"]["slash_commands"]] == ["/signoff"]
+    assert "url" not in manifest["features"]["slash_commands"][0]

@@ -1,0 +1,59 @@
+"""The policy declaration API refuses inconsistent policies with a clear message."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from agent_runtime.interrupts import Remember
+from bot.errors import PolicyError
+from bot.policy import AgentSpec, Escalate, Policy, Reminders
+
+
+def _build(store: object) -> object:
+    raise AssertionError("not built in these tests")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"users": ("alice",)}, "users"),
+        ({"users": "U123"}, "tuple"),
+        ({"groups": ("U123",)}, "groups"),
+        ({"channel": "#ops"}, "channel"),
+        ({"channel": "C123", "dm": True, "users": ("U1A",)}, "not both"),
+        ({"dm": True}, "needs users"),
+        ({"users": ("U1A",), "min_approvals": 2}, "only 1"),
+        ({"min_approvals": 0}, "at least 1"),
+        ({"decisions": ()}, "non-empty"),
+        ({"decisions": ("reject",), "trust": Remember(scope="run")}, "trust"),
+        ({"expires_after": timedelta(0)}, "positive"),
+        ({"on_expiry": Escalate()}, "Escalate"),
+        ({"reminders": Reminders(start_hour=18, end_hour=9)}, "start_hour"),
+    ],
+)
+def test_inconsistent_policies_are_refused(kwargs: dict[str, object], match: str) -> None:
+    with pytest.raises(PolicyError, match=match):
+        Policy(**kwargs)  # type: ignore[arg-type]
+
+
+def test_tool_policy_overrides_the_agents() -> None:
+    base = Policy(channel="C0AAA", users=("U1A", "U2B"))
+    strict = Policy(channel="C0AAA", groups=("S0OPS",), min_approvals=2, dangerous=True)
+    spec = AgentSpec(name="cleanup", build=_build, policy=base, tools={"delete_files": strict})  # type: ignore[arg-type]
+    assert spec.policy_for("delete_files") is strict
+    assert spec.policy_for("list_files") is base
+    assert spec.policy_for(None) is base
+
+
+def test_default_channel_fills_only_an_unset_channel() -> None:
+    assert Policy(users=("U1A",)).with_channel("C0DEF").channel == "C0DEF"
+    assert Policy(channel="C0AAA").with_channel("C0DEF").channel == "C0AAA"
+    assert Policy(dm=True, users=("U1A",)).with_channel("C0DEF").channel is None
+
+
+def test_trust_label_names_the_scope() -> None:
+    assert Policy(trust=Remember(scope="run")).trust_label == "for this run"
+    assert Policy(trust=Remember(scope="minutes", minutes=30)).trust_label == "for 30 min"
+    assert Policy().trust_label is None

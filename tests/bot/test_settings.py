@@ -1,0 +1,59 @@
+"""Settings from the environment: one line naming a bad setting, tokens never shown."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from bot.errors import ConfigError
+from bot.settings import Settings
+
+
+def test_defaults_with_an_empty_environment_use_the_sandbox() -> None:
+    settings = Settings.from_env({})
+    assert settings.uses_sandbox and not settings.socket_mode
+    assert settings.redis_url is None and settings.workers == 2
+
+
+@pytest.mark.parametrize(
+    ("env", "name"),
+    [
+        ({"SLACK_BOT_TOKEN": "xoxp-user-token"}, "SLACK_BOT_TOKEN"),
+        ({"SLACK_APP_TOKEN": "xoxb-1"}, "SLACK_APP_TOKEN"),
+        ({"REDIS_URL": "localhost:6379"}, "REDIS_URL"),
+        ({"SIGNOFF_WORKERS": "many"}, "SIGNOFF_WORKERS"),
+        ({"SIGNOFF_PORT": "99999"}, "SIGNOFF_PORT"),
+        ({"SIGNOFF_CHANNEL": "#ops"}, "SIGNOFF_CHANNEL"),
+        ({"SIGNOFF_SLACK_API_URL": "slack.com/api"}, "SIGNOFF_SLACK_API_URL"),
+    ],
+)
+def test_a_bad_setting_is_one_line_naming_it(env: dict[str, str], name: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        Settings.from_env(env)
+    message = str(info.value)
+    assert message.startswith(f"{name}: ") and "\n" not in message
+
+
+def test_tokens_never_appear_in_repr_errors_or_logs(caplog: pytest.LogCaptureFixture) -> None:
+    secret = "xoxb-1234-very-secret"
+    settings = Settings.from_env(
+        {"SLACK_BOT_TOKEN": secret, "SLACK_SIGNING_SECRET": "shh-signing", "SIGNOFF_PORT": "1"}
+    )
+    with caplog.at_level(logging.DEBUG):
+        logging.getLogger("bot").info("settings: %s %r", settings, settings)
+    assert secret not in caplog.text and "shh-signing" not in caplog.text
+    assert secret not in repr(settings) and secret not in str(settings.model_dump())
+    with pytest.raises(ConfigError) as info:
+        Settings.from_env({"SLACK_BOT_TOKEN": "xoxa-leaky-secret"})
+    assert "leaky" not in str(info.value)
+
+
+def test_modes_name_what_is_missing() -> None:
+    with pytest.raises(ConfigError, match=r"^SLACK_APP_TOKEN"):
+        Settings.from_env({}).require_socket()
+    with pytest.raises(ConfigError, match=r"^SLACK_SIGNING_SECRET"):
+        Settings.from_env({"SLACK_BOT_TOKEN": "xoxb-1"}).require_http()
+    assert Settings.from_env({"SIGNOFF_SLACK_API_URL": "http://127.0.0.1:9/api"}).slack_api_url == (
+        "http://127.0.0.1:9/api/"
+    )
