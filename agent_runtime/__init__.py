@@ -1,0 +1,100 @@
+"""Signoff's agent runtime: agents and workflows that stop for a human and resume later."""
+
+from .agent import Agent
+from .errors import (
+    AgentRuntimeError,
+    ModelError,
+    ResumeError,
+    StaleSessionError,
+    ToolInputError,
+    UsageError,
+)
+from .events import (
+    AfterInvocation,
+    AfterModelCall,
+    AfterNodeCall,
+    AfterToolCall,
+    AfterTools,
+    BeforeInvocation,
+    BeforeModelCall,
+    BeforeNodeCall,
+    BeforeToolCall,
+    BeforeTools,
+    HookEvent,
+    Interrupted,
+    MessageAdded,
+)
+from .hooks import HookProvider, HookRegistry
+from .interrupts import Decision, DecisionType, Interrupt, InterruptResponse, Remember
+from .messages import Message, ToolCall, args_digest
+from .models import Model, ModelRequest, ModelResponse, ScriptedModel, ToolSpec
+from .policy import ApprovalRule
+from .results import AgentResult, StopReason, ToolResult
+from .run_events import (
+    RunEvent,
+    RunFinished,
+    RunStarted,
+    TextMessage,
+    ToolCallFinished,
+    ToolCallStarted,
+)
+from .session import InMemorySessionStore, SessionStore, Snapshot, StoredSession
+from .state import RunInfo
+from .tools import Tool, ToolContext, interrupt_tool, tool
+
+__all__ = [
+    "AfterInvocation",
+    "AfterModelCall",
+    "AfterNodeCall",
+    "AfterToolCall",
+    "AfterTools",
+    "Agent",
+    "AgentResult",
+    "AgentRuntimeError",
+    "ApprovalRule",
+    "BeforeInvocation",
+    "BeforeModelCall",
+    "BeforeNodeCall",
+    "BeforeToolCall",
+    "BeforeTools",
+    "Decision",
+    "DecisionType",
+    "HookEvent",
+    "HookProvider",
+    "HookRegistry",
+    "InMemorySessionStore",
+    "Interrupt",
+    "InterruptResponse",
+    "Interrupted",
+    "Message",
+    "MessageAdded",
+    "Model",
+    "ModelError",
+    "ModelRequest",
+    "ModelResponse",
+    "Remember",
+    "ResumeError",
+    "RunEvent",
+    "RunFinished",
+    "RunInfo",
+    "RunStarted",
+    "ScriptedModel",
+    "SessionStore",
+    "Snapshot",
+    "StaleSessionError",
+    "StopReason",
+    "StoredSession",
+    "TextMessage",
+    "Tool",
+    "ToolCall",
+    "ToolCallFinished",
+    "ToolCallStarted",
+    "ToolContext",
+    "ToolInputError",
+    "ToolResult",
+    "ToolSpec",
+    "UsageError",
+    "args_digest",
+    "interrupt_tool",
+    "tool",
+]

@@ -1,0 +1,101 @@
+"""The Agent: a model, its tools and hooks, and the store that keeps its threads."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from typing import Any
+
+from .agent_loop import Invocation
+from .errors import ResumeError, ToolInputError, UsageError
+from .hooks import HookCallback, HookProvider, HookRegistry
+from .messages import JSONValue, ToolCall, new_id
+from .models.base import Model
+from .policy import ApprovalOptions, ApprovalPolicy, ApprovalRule, parse_interrupt_on
+from .results import AgentResult
+from .resume import RunInput
+from .run_events import RunEvent, RunFinished
+from .session import InMemorySessionStore, SessionStore
+from .tools import Tool
+
+
+class Agent:
+    """An LLM tool loop whose tools and hooks can stop for a human and resume later.
+
+    Each thread's state is saved to ``session_store`` after every step, so any process
+    holding an ``Agent`` with the same tools and store can resume it.
+    """
+
+    def __init__(
+        self,
+        *,
+        model: Model,
+        tools: Iterable[Tool] = (),
+        hooks: Iterable[HookCallback[Any] | HookProvider] = (),
+        interrupt_on: Mapping[str, bool | ApprovalOptions | ApprovalRule] | None = None,
+        session_store: SessionStore | None = None,
+        system_prompt: str | None = None,
+        name: str = "agent",
+        max_steps: int = 25,
+    ) -> None:
+        self.model = model
+        self.name = name
+        self.system_prompt = system_prompt
+        self.max_steps = max_steps
+        self.session_store: SessionStore = session_store or InMemorySessionStore()
+        self.tools: dict[str, Tool] = {}
+        for item in tools:
+            if not isinstance(item, Tool):
+                raise UsageError(f"{item!r} is not a Tool; decorate it with @tool")
+            if item.name in self.tools:
+                raise UsageError(f"two tools are named {item.name!r}")
+            self.tools[item.name] = item
+        self.approval_rules = parse_interrupt_on(interrupt_on or {})
+        unknown = set(self.approval_rules) - set(self.tools)
+        if unknown:
+            raise UsageError(f"interrupt_on names tools this agent lacks: {sorted(unknown)}")
+        self.hooks = HookRegistry()
+        if self.approval_rules:
+            self.hooks.add(ApprovalPolicy(self.approval_rules))
+        for hook in hooks:
+            self.hooks.add(hook)
+
+    async def invoke(self, input: RunInput, *, thread_id: str | None = None) -> AgentResult:
+        """Run until the agent finishes or stops for a human; see ``stream`` for the events."""
+        result: AgentResult | None = None
+        async for event in self.stream(input, thread_id=thread_id):
+            if isinstance(event, RunFinished):
+                result = event.result
+        assert result is not None, "every run ends with RunFinished"
+        return result
+
+    async def stream(
+        self, input: RunInput, *, thread_id: str | None = None
+    ) -> AsyncIterator[RunEvent]:
+        """Run and yield events as they happen.
+
+        ``input`` is a prompt to start a run, or interrupt responses to resume the
+        thread's interrupted run. A hook may set ``AfterInvocation.resume`` to go on at
+        once with new input.
+        """
+        thread = thread_id or new_id("thread")
+        next_input: RunInput | None = input
+        while next_input is not None:
+            invocation = Invocation(self, thread)
+            async for event in invocation.run(next_input):
+                yield event
+            next_input = _as_input(invocation.resume_with)
+
+    def check_edit(self, call: ToolCall, args: dict[str, JSONValue]) -> None:
+        """Refuse edited arguments that do not fit the tool's input schema."""
+        tool = self.tools.get(call.name)
+        if tool is not None:
+            try:
+                tool.validate(args)
+            except ToolInputError as error:
+                raise ResumeError(str(error)) from error
+
+
+def _as_input(value: str | Sequence[Any] | None) -> RunInput | None:
+    if value is None or isinstance(value, str):
+        return value
+    return list(value)

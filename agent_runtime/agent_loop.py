@@ -1,0 +1,301 @@
+"""One invocation of an agent: the model/tool loop between two stops.
+
+The thread's state is loaded, the input applied (a prompt, or answers to open
+interrupts), and the loop runs until the model ends its turn, a human must decide, or a
+limit is hit. State is saved after every model turn and every tool batch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import logging
+from collections.abc import AsyncIterator, Sequence
+from typing import TYPE_CHECKING
+
+from .asking import InterruptPoint
+from .errors import ResumeError, ToolInputError
+from .events import (
+    AfterInvocation,
+    AfterModelCall,
+    AfterToolCall,
+    AfterTools,
+    BeforeInvocation,
+    BeforeModelCall,
+    BeforeToolCall,
+    BeforeTools,
+    Interrupted,
+    MessageAdded,
+)
+from .interrupts import Interrupt, InterruptRequested, InterruptResponse
+from .messages import Message, ToolCall, new_id
+from .models.base import ModelRequest, ModelResponse
+from .results import AgentResult, StopReason, ToolResult
+from .resume import RunInput, apply_answers, parse_input
+from .run_events import (
+    RunEvent,
+    RunFinished,
+    RunStarted,
+    TextMessage,
+    ToolCallFinished,
+    ToolCallStarted,
+)
+from .state import PendingInterrupt, RunState
+from .tools import ToolContext
+
+if TYPE_CHECKING:
+    from .agent import Agent
+
+log = logging.getLogger(__name__)
+
+MAX_RETRIES = 5
+
+
+class Invocation:
+    """Runs one invocation of ``agent`` on ``thread_id``; ``resume_with`` is set by hooks."""
+
+    def __init__(self, agent: Agent, thread_id: str) -> None:
+        self.agent = agent
+        self.thread_id = thread_id
+        self.version = 0
+        self.state = RunState(thread_id=thread_id)
+        self.info = self.state.run_info()
+        self.resume_with: str | Sequence[InterruptResponse] | None = None
+
+    async def run(self, input: RunInput) -> AsyncIterator[RunEvent]:
+        prompt, responses = await self._load(input)
+        self.info = self.state.run_info()
+        yield RunStarted(thread_id=self.thread_id, run_id=self.state.run_id)
+        await self.agent.hooks.emit(
+            BeforeInvocation(
+                source=self.agent, run=self.info, prompt=prompt, responses=tuple(responses)
+            )
+        )
+        if prompt is not None:
+            await self._add_message(Message(role="user", content=prompt))
+        result: AgentResult | None = None
+        while result is None:
+            if self.state.batch is None:
+                if self.state.steps >= self.agent.max_steps:
+                    result = await self._finish(
+                        "max_steps", f"stopped after {self.state.steps} steps"
+                    )
+                    break
+                response = await self._call_model()
+                if isinstance(response, Exception):
+                    result = await self._finish("error", f"model call failed: {response}")
+                    break
+                self.state.steps += 1
+                message_id = new_id("msg")
+                await self._add_message(
+                    Message(role="assistant", content=response.text, tool_calls=response.tool_calls)
+                )
+                if response.text:
+                    yield TextMessage(message_id=message_id, text=response.text)
+                if not response.tool_calls:
+                    result = await self._finish("end_turn", response.text)
+                    break
+                self.state.batch = list(response.tool_calls)
+                self.state.batch_results = {}
+                await self._save()
+            async for event in self._run_batch():
+                yield event
+            if self.state.pending:
+                result = await self._stop_for_humans()
+        after = AfterInvocation(source=self.agent, run=self.info, result=result)
+        await self.agent.hooks.emit(after)
+        self.resume_with = after.resume
+        yield RunFinished(result=result)
+
+    async def _load(self, input: RunInput) -> tuple[str | None, list[InterruptResponse]]:
+        """Load the thread and apply ``input``; a bad input raises and saves nothing."""
+        stored = await self.agent.session_store.load(self.thread_id)
+        if stored is not None:
+            self.state = RunState.from_snapshot(stored.snapshot)
+            self.version = stored.version
+        parsed = parse_input(input)
+        if isinstance(parsed, str):
+            if self.state.status == "interrupted":
+                open_ids = [p.interrupt.id for p in self.state.pending]
+                raise ResumeError(
+                    f"thread {self.thread_id} is waiting on interrupts {open_ids}; "
+                    "answer them with InterruptResponse before sending a new prompt"
+                )
+            self.state.start_run()
+            return parsed, []
+        apply_answers(self.state, parsed, check_edit=self.agent.check_edit)
+        self.state.pending = []
+        self.state.status = "idle"
+        return None, parsed
+
+    async def _add_message(self, message: Message) -> None:
+        self.state.messages.append(message)
+        await self.agent.hooks.emit(MessageAdded(source=self.agent, run=self.info, message=message))
+
+    async def _save(self) -> None:
+        self.version = await self.agent.session_store.save(
+            self.thread_id, self.state.to_snapshot(), expected_version=self.version
+        )
+
+    async def _call_model(self) -> ModelResponse | Exception:
+        """Call the model, retrying while an AfterModelCall hook asks for it."""
+        request = ModelRequest(
+            system_prompt=self.agent.system_prompt,
+            messages=tuple(self.state.messages),
+            tools=tuple(tool.spec for tool in self.agent.tools.values()),
+        )
+        for _ in range(MAX_RETRIES + 1):
+            await self.agent.hooks.emit(
+                BeforeModelCall(source=self.agent, run=self.info, request=request)
+            )
+            response: ModelResponse | None = None
+            failure: Exception | None = None
+            try:
+                response = await self.agent.model.generate(request)
+            except Exception as error:  # a provider failure ends the run as "error"
+                failure = error
+                log.warning("thread %s: model call failed: %s", self.thread_id, error)
+            after = AfterModelCall(
+                source=self.agent,
+                run=self.info,
+                request=request,
+                response=response,
+                exception=failure,
+            )
+            await self.agent.hooks.emit(after)
+            if not after.retry:
+                return response if response is not None else failure  # type: ignore[return-value]
+        return failure or RuntimeError("model call retried too often")
+
+    async def _run_batch(self) -> AsyncIterator[RunEvent]:
+        """Run the turn's tool calls that have no result yet; collect interrupts."""
+        batch = self.state.batch
+        assert batch is not None
+        point = InterruptPoint(
+            f"{batch[0].id}:tools", responses=self.state.responses(), unique_names=True
+        )
+        before = BeforeTools(source=self.agent, run=self.info, point=point, tool_calls=tuple(batch))
+        interrupts = await self.agent.hooks.emit(before)
+        if interrupts:
+            self._hold(point.source_id, interrupts)
+            return
+        todo = [call for call in batch if call.id not in self.state.batch_results]
+        for call in todo:
+            yield ToolCallStarted(tool_call=call)
+        if before.cancel_message is not None:
+            outcomes: list[ToolResult | list[Interrupt]] = [
+                ToolResult(content=before.cancel_message, is_error=True) for _ in todo
+            ]
+        else:
+            outcomes = list(await asyncio.gather(*(self._run_tool(call) for call in todo)))
+        for call, outcome in zip(todo, outcomes, strict=True):
+            if isinstance(outcome, ToolResult):
+                self.state.batch_results[call.id] = outcome
+                yield ToolCallFinished(tool_call=call, result=outcome)
+            else:
+                self._hold(call.id, outcome)
+        if self.state.pending:
+            return
+        for call in batch:
+            result = self.state.batch_results[call.id]
+            await self._add_message(
+                Message(
+                    role="tool",
+                    content=result.as_text(),
+                    tool_call_id=call.id,
+                    is_error=result.is_error,
+                )
+            )
+        results = dict(self.state.batch_results)
+        self.state.batch = None
+        self.state.batch_results = {}
+        await self._save()
+        await self.agent.hooks.emit(
+            AfterTools(source=self.agent, run=self.info, tool_calls=tuple(batch), results=results)
+        )
+
+    def _hold(self, source_id: str, interrupts: list[Interrupt]) -> None:
+        self.state.pending.extend(
+            PendingInterrupt(source_id=source_id, interrupt=i) for i in interrupts
+        )
+
+    async def _run_tool(self, stored_call: ToolCall) -> ToolResult | list[Interrupt]:
+        """BeforeToolCall hooks, then the tool (again while AfterToolCall asks to retry)."""
+        call = ToolCall(
+            id=stored_call.id, name=stored_call.name, args=copy.deepcopy(stored_call.args)
+        )
+        tool = self.agent.tools.get(call.name)
+        responses = self.state.responses()
+        point = InterruptPoint(call.id, responses=responses, tool_call=call, unique_names=True)
+        before = BeforeToolCall(
+            source=self.agent, run=self.info, point=point, tool_call=call, selected_tool=tool
+        )
+        interrupts = await self.agent.hooks.emit(before)
+        if interrupts:
+            return interrupts
+        tool = before.selected_tool
+        answers = self.state.answers_from(call.id)
+        metadata = {k: v for answer in answers for k, v in answer.metadata.items()}
+        context = ToolContext(
+            tool_call=call,
+            point=InterruptPoint(call.id, responses=responses, tool_call=call),
+            is_resumed=bool(answers),
+            resumed_metadata=metadata,
+            original_input=stored_call.args if call.args != stored_call.args else None,
+            state=self.state.app_state,
+        )
+        for _ in range(MAX_RETRIES + 1):
+            failure: Exception | None = None
+            if before.cancel_message is not None:
+                result = ToolResult(content=before.cancel_message, is_error=True)
+            elif tool is None:
+                result = ToolResult(content=f"unknown tool {call.name!r}", is_error=True)
+            else:
+                try:
+                    result = ToolResult(content=await tool.run(call.args, context))
+                except InterruptRequested as raised:
+                    return [raised.interrupt]
+                except ToolInputError as error:
+                    failure = error
+                    result = ToolResult(content=str(error), is_error=True)
+                except Exception as error:  # a failing tool is reported to the model
+                    failure = error
+                    log.info("thread %s: tool %s failed: %r", self.thread_id, call.name, error)
+                    result = ToolResult(content=f"{call.name} failed: {error}", is_error=True)
+            after = AfterToolCall(
+                source=self.agent,
+                run=self.info,
+                tool_call=call,
+                selected_tool=tool,
+                result=result,
+                exception=failure,
+            )
+            await self.agent.hooks.emit(after)
+            if not after.retry:
+                return after.result
+        return after.result
+
+    async def _stop_for_humans(self) -> AgentResult:
+        self.state.status = "interrupted"
+        await self._save()
+        result = self._result("interrupt", "waiting for a human decision")
+        await self.agent.hooks.emit(Interrupted(source=self.agent, run=self.info, result=result))
+        return result
+
+    async def _finish(self, stop_reason: StopReason, message: str) -> AgentResult:
+        self.state.status = "idle"
+        self.state.batch = None
+        self.state.batch_results = {}
+        self.state.answers = {}
+        self.state.trusts.end_run(self.state.run_id)
+        await self._save()
+        return self._result(stop_reason, message)
+
+    def _result(self, stop_reason: StopReason, message: str) -> AgentResult:
+        return AgentResult(
+            stop_reason=stop_reason,
+            message=message,
+            thread_id=self.thread_id,
+            run_id=self.state.run_id,
+            interrupts=tuple(p.interrupt for p in self.state.pending),
+        )

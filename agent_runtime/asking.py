@@ -1,0 +1,67 @@
+"""Asking a human from inside a run: raise an interrupt, or return its stored answer."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from .errors import UsageError
+from .interrupts import (
+    DecisionType,
+    Interrupt,
+    InterruptRequested,
+    InterruptResponse,
+    interrupt_id,
+)
+from .messages import JSONValue, ToolCall
+
+
+class InterruptPoint:
+    """Where interrupts are raised: one tool call, one tool batch or one workflow node.
+
+    ``source_id`` fixes the interrupt ids, so asking again on replay finds the answer.
+    """
+
+    def __init__(
+        self,
+        source_id: str,
+        *,
+        responses: Mapping[str, InterruptResponse],
+        tool_call: ToolCall | None = None,
+        unique_names: bool = False,
+    ) -> None:
+        self.source_id = source_id
+        self.tool_call = tool_call
+        self._responses = responses
+        self._unique_names = unique_names
+        self._names: set[str] = set()
+
+    def ask(
+        self,
+        name: str,
+        reason: JSONValue = None,
+        *,
+        allowed_decisions: Sequence[DecisionType] = (),
+        description: str | None = None,
+    ) -> JSONValue:
+        """Return the human's answer to ``name``; raise ``InterruptRequested`` if none yet."""
+        if not name:
+            raise UsageError("an interrupt needs a name")
+        if self._unique_names and name in self._names:
+            raise UsageError(
+                f"interrupt name {name!r} was used twice on one event; give each a unique name"
+            )
+        self._names.add(name)
+        iid = interrupt_id(self.source_id, name)
+        answer = self._responses.get(iid)
+        if answer is not None:
+            return answer.value
+        raise InterruptRequested(
+            Interrupt(
+                id=iid,
+                name=name,
+                reason=reason,
+                tool_call=self.tool_call,
+                allowed_decisions=tuple(allowed_decisions),
+                description=description,
+            )
+        )

@@ -1,0 +1,27 @@
+"""Errors raised by the agent runtime; every one derives from AgentRuntimeError."""
+
+from __future__ import annotations
+
+
+class AgentRuntimeError(Exception):
+    """Base class of every error the runtime raises on purpose."""
+
+
+class UsageError(AgentRuntimeError):
+    """The runtime was called the wrong way: a programmer mistake, fixed in code."""
+
+
+class ResumeError(AgentRuntimeError):
+    """A resume did not match the run's pending interrupts; the stored run is unchanged."""
+
+
+class StaleSessionError(AgentRuntimeError):
+    """A snapshot was saved over a newer one; reload the run and try again."""
+
+
+class ModelError(AgentRuntimeError):
+    """The model provider failed or answered something the runtime cannot use."""
+
+
+class ToolInputError(AgentRuntimeError):
+    """A tool was called with arguments that fail its input schema."""

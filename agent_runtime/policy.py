@@ -1,0 +1,112 @@
+"""Approval policy: which tool calls stop for a human, and how each decision is applied.
+
+``interrupt_on={"delete_files": True, "send_email": {"allowed_decisions": [...],
+"description": fn}}`` raises one ``approval`` interrupt per guarded call. approve runs the
+tool; edit runs it with the human's arguments; reject and respond skip it and give the
+model the human's message as the tool's result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TypedDict
+
+from .errors import UsageError
+from .events import BeforeToolCall
+from .hooks import HookRegistry
+from .interrupts import DECISION_TYPES, Decision, DecisionType
+from .messages import ToolCall
+
+APPROVAL = "approval"
+Description = str | Callable[[ToolCall], str]
+
+
+class ApprovalOptions(TypedDict, total=False):
+    allowed_decisions: Sequence[DecisionType]
+    description: Description
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApprovalRule:
+    """How one tool is guarded: the decisions offered and what the human is told."""
+
+    allowed_decisions: tuple[DecisionType, ...] = DECISION_TYPES
+    description: Description | None = None
+
+    def describe(self, call: ToolCall) -> str:
+        if self.description is None:
+            return f"{call.name} needs approval"
+        if isinstance(self.description, str):
+            return self.description
+        return self.description(call)
+
+
+def parse_interrupt_on(
+    interrupt_on: Mapping[str, bool | ApprovalOptions | ApprovalRule],
+) -> dict[str, ApprovalRule]:
+    """Normalise the ``interrupt_on`` mapping; an unknown decision name is a UsageError."""
+    rules: dict[str, ApprovalRule] = {}
+    for tool_name, option in interrupt_on.items():
+        if option is False:
+            continue
+        if option is True:
+            rules[tool_name] = ApprovalRule()
+        elif isinstance(option, ApprovalRule):
+            rules[tool_name] = option
+        elif isinstance(option, Mapping):
+            allowed = tuple(option.get("allowed_decisions", DECISION_TYPES))
+            unknown = [d for d in allowed if d not in DECISION_TYPES]
+            if unknown or not allowed:
+                raise UsageError(
+                    f"interrupt_on[{tool_name!r}]: allowed_decisions must be a non-empty subset "
+                    f"of {DECISION_TYPES}, got {list(allowed)}"
+                )
+            rules[tool_name] = ApprovalRule(
+                allowed_decisions=allowed, description=option.get("description")
+            )
+        else:
+            raise UsageError(f"interrupt_on[{tool_name!r}]: use True, False or a dict of options")
+    return rules
+
+
+class ApprovalPolicy:
+    """A hook provider that asks before each guarded tool call and applies the decision."""
+
+    def __init__(self, rules: Mapping[str, ApprovalRule]) -> None:
+        self.rules = dict(rules)
+
+    def register_hooks(self, registry: HookRegistry) -> None:
+        registry.add(self.before_tool_call, BeforeToolCall)
+
+    def before_tool_call(self, event: BeforeToolCall) -> None:
+        rule = self.rules.get(event.tool_call.name)
+        if rule is None:
+            return
+        call = event.tool_call
+        decision = event.run.trusts.find(call, run_id=event.run.run_id)
+        if decision is None:
+            description = rule.describe(call)
+            answer = event.interrupt(
+                APPROVAL,
+                reason={"tool": call.name, "args": call.args, "description": description},
+                allowed_decisions=rule.allowed_decisions,
+                description=description,
+            )
+            if not isinstance(answer, Decision):
+                raise UsageError(f"the approval of {call.id} was answered without a Decision")
+            decision = answer
+            event.run.trusts.remember(call, decision, run_id=event.run.run_id)
+        apply_decision(event, decision)
+
+
+def apply_decision(event: BeforeToolCall, decision: Decision) -> None:
+    """Carry out ``decision`` on the pending tool call."""
+    name = event.tool_call.name
+    if decision.type == "edit" and decision.args is not None:
+        event.tool_call.args.clear()
+        event.tool_call.args.update(decision.args)
+    elif decision.type == "reject":
+        event.cancel(decision.message or f"A person declined to let {name} run.")
+    elif decision.type == "respond":
+        event.cancel(decision.message or "")

@@ -1,0 +1,96 @@
+"""Checking a human's answers against a run's open interrupts before anything changes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+from .errors import ResumeError
+from .interrupts import Decision, InterruptResponse
+from .messages import JSONValue, ToolCall
+from .state import Answer, RunState
+
+RunInput = str | InterruptResponse | Sequence[InterruptResponse] | Mapping[str, JSONValue]
+"""A prompt starts a run; interrupt responses (or ``{interrupt_id: answer}``) resume one."""
+
+EditCheck = Callable[[ToolCall, dict[str, JSONValue]], None]
+
+
+def parse_input(value: RunInput) -> str | list[InterruptResponse]:
+    """Normalise what ``invoke`` was given into a prompt or a list of responses."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, InterruptResponse):
+        return [value]
+    if isinstance(value, Mapping):
+        return [
+            InterruptResponse(interrupt_id=str(iid), decision=answer)
+            if isinstance(answer, Decision)
+            else InterruptResponse(interrupt_id=str(iid), response=answer)
+            for iid, answer in value.items()
+        ]
+    if isinstance(value, Sequence):
+        responses: list[InterruptResponse] = []
+        for item in value:
+            if not isinstance(item, InterruptResponse):
+                raise ResumeError(f"expected InterruptResponse items, got {item!r}")
+            responses.append(item)
+        return responses
+    raise ResumeError(f"cannot run with input of type {type(value).__name__}")
+
+
+def apply_answers(
+    state: RunState, responses: Sequence[InterruptResponse], *, check_edit: EditCheck
+) -> None:
+    """Record ``responses`` as answers to the run's open interrupts.
+
+    Every response is checked first (known id, answered once, a decision the interrupt
+    allows, edited arguments that fit the tool), so a bad resume changes nothing.
+    """
+    if state.status != "interrupted":
+        raise ResumeError(
+            f"thread {state.thread_id} has no open interrupts; start a new run with a prompt"
+        )
+    pending = {p.interrupt.id: p for p in state.pending}
+    seen: set[str] = set()
+    answers: dict[str, Answer] = {}
+    for response in responses:
+        iid = response.interrupt_id
+        if iid in seen:
+            raise ResumeError(f"interrupt {iid} was answered twice in one resume")
+        seen.add(iid)
+        open_interrupt = pending.get(iid)
+        if open_interrupt is None:
+            raise ResumeError(
+                f"unknown interrupt id {iid!r}; the open interrupts are {sorted(pending)}"
+            )
+        interrupt = open_interrupt.interrupt
+        if interrupt.is_approval:
+            response = _as_decision(response)
+            decision = response.decision
+            assert decision is not None
+            if decision.type not in interrupt.allowed_decisions:
+                raise ResumeError(
+                    f"interrupt {iid} allows {list(interrupt.allowed_decisions)}, "
+                    f"not {decision.type!r}"
+                )
+            if decision.type == "edit" and interrupt.tool_call and decision.args is not None:
+                check_edit(interrupt.tool_call, decision.args)
+        answers[iid] = Answer(source_id=open_interrupt.source_id, response=response)
+    if not answers:
+        raise ResumeError("a resume needs at least one interrupt response")
+    state.answers.update(answers)
+
+
+def _as_decision(response: InterruptResponse) -> InterruptResponse:
+    """Accept a decision sent as plain JSON (``{"type": "approve"}``) from a transport."""
+    if response.decision is not None:
+        return response
+    if not isinstance(response.response, Mapping):
+        raise ResumeError(
+            f"interrupt {response.interrupt_id} is an approval: answer it with a Decision, "
+            f"got {response.response!r}"
+        )
+    decision = Decision.from_dict(response.response)
+    return InterruptResponse(
+        interrupt_id=response.interrupt_id, decision=decision, metadata=response.metadata
+    )

@@ -1,0 +1,133 @@
+"""A thread's whole state between steps, and its JSON snapshot."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from .interrupts import Interrupt, InterruptResponse
+from .messages import JSONValue, Message, ToolCall, new_id
+from .results import ToolResult
+from .session import Snapshot
+from .trust import Trust, TrustLedger
+
+SNAPSHOT_FORMAT = 1
+RunStatus = Literal["idle", "interrupted"]
+
+
+@dataclass(kw_only=True)
+class RunInfo:
+    """What hooks and tools may read of the current run; ``state`` is the app's own data."""
+
+    thread_id: str
+    run_id: str
+    state: dict[str, JSONValue]
+    trusts: TrustLedger
+
+
+@dataclass(frozen=True, kw_only=True)
+class PendingInterrupt:
+    """An open interrupt and the tool call, batch or node (``source_id``) that raised it."""
+
+    source_id: str
+    interrupt: Interrupt
+
+
+@dataclass(frozen=True, kw_only=True)
+class Answer:
+    """A human's answer, kept until the run ends so replayed code finds it."""
+
+    source_id: str
+    response: InterruptResponse
+
+
+@dataclass(kw_only=True)
+class RunState:
+    """Everything needed to continue a thread in another process.
+
+    ``batch`` holds the current model turn's tool calls until every one has a result in
+    ``batch_results``; only then are the tool messages appended, so the history never
+    shows a tool call without its result.
+    """
+
+    thread_id: str
+    run_id: str = ""
+    status: RunStatus = "idle"
+    steps: int = 0
+    messages: list[Message] = field(default_factory=list)
+    batch: list[ToolCall] | None = None
+    batch_results: dict[str, ToolResult] = field(default_factory=dict)
+    pending: list[PendingInterrupt] = field(default_factory=list)
+    answers: dict[str, Answer] = field(default_factory=dict)
+    app_state: dict[str, JSONValue] = field(default_factory=dict)
+    trusts: TrustLedger = field(default_factory=TrustLedger)
+
+    def start_run(self) -> None:
+        """Begin a new run on this thread (a new prompt, not a resume)."""
+        self.trusts.end_run(self.run_id)
+        self.run_id = new_id("run")
+        self.status = "idle"
+        self.steps = 0
+        self.batch = None
+        self.batch_results = {}
+        self.pending = []
+        self.answers = {}
+
+    def run_info(self) -> RunInfo:
+        return RunInfo(
+            thread_id=self.thread_id, run_id=self.run_id, state=self.app_state, trusts=self.trusts
+        )
+
+    def responses(self) -> dict[str, InterruptResponse]:
+        return {iid: answer.response for iid, answer in self.answers.items()}
+
+    def answers_from(self, source_id: str) -> list[InterruptResponse]:
+        return [a.response for a in self.answers.values() if a.source_id == source_id]
+
+    def to_snapshot(self) -> Snapshot:
+        return {
+            "format": SNAPSHOT_FORMAT,
+            "thread_id": self.thread_id,
+            "run_id": self.run_id,
+            "status": self.status,
+            "steps": self.steps,
+            "messages": [m.to_dict() for m in self.messages],
+            "batch": None if self.batch is None else [c.to_dict() for c in self.batch],
+            "batch_results": {k: r.to_dict() for k, r in self.batch_results.items()},
+            "pending": [
+                {"source_id": p.source_id, "interrupt": p.interrupt.to_dict()} for p in self.pending
+            ],
+            "answers": {
+                iid: {"source_id": a.source_id, "response": a.response.to_dict()}
+                for iid, a in self.answers.items()
+            },
+            "app_state": self.app_state,
+            "trusts": [t.to_dict() for t in self.trusts.trusts],
+        }
+
+    @classmethod
+    def from_snapshot(cls, data: Snapshot) -> RunState:
+        batch = data.get("batch")
+        return cls(
+            thread_id=data["thread_id"],
+            run_id=data["run_id"],
+            status=data["status"],
+            steps=data["steps"],
+            messages=[Message.from_dict(m) for m in data["messages"]],
+            batch=None if batch is None else [ToolCall.from_dict(c) for c in batch],
+            batch_results={k: ToolResult.from_dict(r) for k, r in data["batch_results"].items()},
+            pending=[
+                PendingInterrupt(
+                    source_id=p["source_id"], interrupt=Interrupt.from_dict(p["interrupt"])
+                )
+                for p in data["pending"]
+            ],
+            answers={
+                iid: Answer(
+                    source_id=a["source_id"], response=InterruptResponse.from_dict(a["response"])
+                )
+                for iid, a in data["answers"].items()
+            },
+            app_state=dict(data.get("app_state") or {}),
+            trusts=TrustLedger([Trust.from_dict(t) for t in data.get("trusts") or ()]),
+        )

@@ -1,0 +1,109 @@
+"""Remembered decisions: a human's "trust this" that spares them the same question again."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from .interrupts import Decision, RememberScope
+from .messages import JSONValue, ToolCall, args_digest
+
+
+@dataclass(frozen=True, kw_only=True)
+class Trust:
+    """A decision that stands for later calls of ``tool`` (optionally only the same args)."""
+
+    tool: str
+    decision: Decision
+    scope: RememberScope
+    run_id: str
+    args_digest: str | None = None
+    expires_at: float | None = None
+
+    def covers(self, call: ToolCall, *, run_id: str, now: float) -> bool:
+        if call.name != self.tool:
+            return False
+        if self.args_digest is not None and self.args_digest != args_digest(call.args):
+            return False
+        if self.scope == "run":
+            return run_id == self.run_id
+        if self.scope == "minutes":
+            return self.expires_at is not None and now < self.expires_at
+        return True
+
+    def to_dict(self) -> dict[str, JSONValue]:
+        return {
+            "tool": self.tool,
+            "decision": self.decision.to_dict(),
+            "scope": self.scope,
+            "run_id": self.run_id,
+            "args_digest": self.args_digest,
+            "expires_at": self.expires_at,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, JSONValue]) -> Trust:
+        return cls(
+            tool=str(data["tool"]),
+            decision=Decision.from_dict(data["decision"]),
+            scope=data["scope"],
+            run_id=str(data["run_id"]),
+            args_digest=data.get("args_digest"),
+            expires_at=data.get("expires_at"),
+        )
+
+
+class TrustLedger:
+    """The thread's remembered decisions; run-scoped ones are dropped when the run ends."""
+
+    def __init__(self, trusts: list[Trust] | None = None) -> None:
+        self.trusts: list[Trust] = list(trusts or [])
+
+    def find(self, call: ToolCall, *, run_id: str, now: float | None = None) -> Decision | None:
+        """The remembered decision covering ``call``, if any."""
+        moment = time.time() if now is None else now
+        for trust in reversed(self.trusts):
+            if trust.covers(call, run_id=run_id, now=moment):
+                return trust.decision
+        return None
+
+    def remember(
+        self, call: ToolCall, decision: Decision, *, run_id: str, now: float | None = None
+    ) -> None:
+        """Record ``decision`` for its ``remember`` scope; a decision without one is ignored."""
+        remember = decision.remember
+        if remember is None:
+            return
+        moment = time.time() if now is None else now
+        trust = Trust(
+            tool=call.name,
+            decision=decision,
+            scope=remember.scope,
+            run_id=run_id,
+            args_digest=args_digest(call.args) if remember.same_args else None,
+            expires_at=moment + 60 * remember.minutes if remember.minutes else None,
+        )
+        # A replayed hook remembers the same answer again: keep one copy.
+        if not any(_same_rule(trust, t) for t in self.trusts):
+            self.trusts.append(trust)
+
+    def end_run(self, run_id: str, *, now: float | None = None) -> None:
+        """Forget decisions scoped to ``run_id`` and those whose time ran out."""
+        moment = time.time() if now is None else now
+        self.trusts = [
+            t
+            for t in self.trusts
+            if not (t.scope == "run" and t.run_id == run_id)
+            and not (t.expires_at is not None and t.expires_at <= moment)
+        ]
+
+
+def _same_rule(a: Trust, b: Trust) -> bool:
+    return (a.tool, a.decision, a.scope, a.run_id, a.args_digest) == (
+        b.tool,
+        b.decision,
+        b.scope,
+        b.run_id,
+        b.args_digest,
+    )
