@@ -11,8 +11,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-from agent_runtime.interrupts import DecisionType
+from agent_runtime.interrupts import Decision, DecisionType
 from agent_runtime.messages import JSONValue
+from storage.records import InterruptRecord
+
+from .blocks import to_text
 
 Outcome = Literal["approved", "denied", "edited", "responded", "expired", "cancelled"]
 
@@ -34,6 +37,12 @@ class Card:
     dangerous: bool = False
     min_approvals: int = 1
     approvals: tuple[str, ...] = ()
+    digest: str = ""
+
+    @property
+    def button_value(self) -> str:
+        """What each button carries: the interrupt id and the digest of the arguments shown."""
+        return f"{self.interrupt_id} {self.digest}" if self.digest else self.interrupt_id
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -45,3 +54,46 @@ class Verdict:
     by: tuple[str, ...] = ()
     message: str | None = None
     args: Mapping[str, JSONValue] | None = None
+
+
+def card_from_record(record: InterruptRecord, *, trust_label: str | None = None) -> Card:
+    """The card of a stored interrupt; ``trust_label`` comes from the agent's policy."""
+    interrupt = record.runtime_interrupt
+    call = interrupt.tool_call
+    reason = interrupt.reason
+    if interrupt.is_approval and isinstance(reason, dict):
+        reason = None  # the runtime's approval reason repeats the tool, args and description
+    return Card(
+        interrupt_id=record.id,
+        agent=record.agent,
+        action=call.name if call else interrupt.name,
+        description=interrupt.description,
+        reason=to_text(reason) or None,
+        args=call.args if call else None,
+        requested_by=record.requested_by,
+        expires_at=record.expires_at,
+        decisions=record.policy.decisions,
+        trust_label=trust_label,
+        dangerous=record.policy.dangerous,
+        min_approvals=record.policy.min_approvals,
+        approvals=record.approvals,
+        digest=record.args_digest,
+    )
+
+
+def verdict_from_record(record: InterruptRecord) -> Verdict | None:
+    """How the stored interrupt ended, or None while it is pending."""
+    if record.state == "pending":
+        return None
+    decision = Decision.from_dict(record.decision) if record.decision else None
+    if record.state == "approved":
+        by = record.approvals or ((record.decided_by,) if record.decided_by else ())
+    else:
+        by = (record.decided_by,) if record.decided_by else ()
+    return Verdict(
+        outcome=record.state,
+        at=record.decided_at or record.created_at,
+        by=by,
+        message=decision.message if decision and decision.type != "approve" else None,
+        args=decision.args if decision and decision.type == "edit" else None,
+    )

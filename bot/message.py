@@ -123,7 +123,7 @@ def _verdict_parts(verdict: Verdict) -> list[str]:
 
 
 def _buttons(card: Card) -> list[Block]:
-    value = card.interrupt_id
+    value = card.button_value
     approve_confirm = (
         confirm_dialog(
             title=f"Approve {card.action}?",

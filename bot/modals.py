@@ -1,6 +1,7 @@
 """Modals: edit the arguments, deny with a reason, reply instead of running, full arguments.
 
-Each modal's ``private_metadata`` is the interrupt id alone; on submit the bot looks the
+Each modal's ``private_metadata`` is what its button carried (interrupt id and args
+digest); on submit the bot looks the
 interrupt up in storage again, exactly as for a button click.
 """
 
@@ -103,7 +104,7 @@ def args_modal(card: Card) -> Block:
     blocks = [section("```" + p + "```") for p in pieces[: MODAL_BLOCKS - 1]]
     if len(pieces) > MODAL_BLOCKS - 1:
         blocks.append(section("_Cut: the arguments are longer than a modal can show._"))
-    return _view(ids.ARGS_VIEW, card.interrupt_id, title="Arguments", blocks=blocks, submit=None)
+    return _view(ids.ARGS_VIEW, card.button_value, title="Arguments", blocks=blocks, submit=None)
 
 
 def errors_for(message: str) -> dict[str, str]:
@@ -132,7 +133,7 @@ def _form(
             "optional": optional,
         },
     ]
-    return _view(callback_id, card.interrupt_id, title=title, blocks=blocks, submit=submit)
+    return _view(callback_id, card.button_value, title=title, blocks=blocks, submit=submit)
 
 
 def _notice(title: str, text: str) -> Block:
@@ -140,14 +141,14 @@ def _notice(title: str, text: str) -> Block:
 
 
 def _view(
-    callback_id: str, interrupt_id: str, *, title: str, blocks: list[Block], submit: str | None
+    callback_id: str, metadata: str, *, title: str, blocks: list[Block], submit: str | None
 ) -> Block:
-    if len(interrupt_id) > PRIVATE_METADATA:
+    if len(metadata) > PRIVATE_METADATA:
         raise ValueError("an interrupt id does not fit in private_metadata")
     view: Block = {
         "type": "modal",
         "callback_id": callback_id,
-        "private_metadata": interrupt_id,
+        "private_metadata": metadata,
         "title": plain_text(title, _TITLE),
         "close": plain_text("Close" if submit is None else "Cancel", _TITLE),
         "blocks": blocks,

@@ -1,0 +1,74 @@
+"""Who is who in the workspace: user time zones and user group members, cached.
+
+Both come from rate-limited Web API methods (``users.info`` tier 4,
+``usergroups.users.list`` tier 2), so answers are kept for ``ttl`` and never fetched on
+the click path.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from .clock import Clock
+from .workhours import UserZone
+
+log = logging.getLogger(__name__)
+
+
+class Directory:
+    """Cached lookups of user time zones and group members."""
+
+    def __init__(
+        self, client: AsyncWebClient, *, clock: Clock, ttl: timedelta = timedelta(hours=6)
+    ) -> None:
+        self._client = client
+        self._clock = clock
+        self._ttl = ttl
+        self._zones: dict[str, tuple[datetime, UserZone]] = {}
+        self._groups: dict[str, tuple[datetime, tuple[str, ...]]] = {}
+
+    async def zone(self, user_id: str) -> UserZone:
+        """The user's time zone; UTC when Slack cannot tell (logged, not raised)."""
+        now = self._clock.now()
+        cached = self._zones.get(user_id)
+        if cached and now - cached[0] < self._ttl:
+            return cached[1]
+        try:
+            answer = await self._client.users_info(user=user_id)
+            user = answer.get("user") or {}
+            zone = UserZone(
+                user_id=user_id,
+                tz=user.get("tz") or None,
+                offset_seconds=int(user.get("tz_offset") or 0),
+            )
+        except SlackApiError as exc:
+            error = exc.response.get("error")
+            log.warning("users.info failed for %s: %s; assuming UTC", user_id, error)
+            zone = UserZone(user_id=user_id)
+        self._zones[user_id] = (now, zone)
+        return zone
+
+    async def members(self, groups: Iterable[str]) -> tuple[str, ...]:
+        """The distinct members of ``groups``; a group Slack refuses counts as empty."""
+        found: dict[str, None] = {}
+        now = self._clock.now()
+        for group in groups:
+            cached = self._groups.get(group)
+            if cached and now - cached[0] < self._ttl:
+                users = cached[1]
+            else:
+                try:
+                    answer = await self._client.usergroups_users_list(usergroup=group)
+                    users = tuple(str(u) for u in answer.get("users") or ())
+                except SlackApiError as exc:
+                    error = exc.response.get("error")
+                    log.warning("usergroups.users.list failed for %s: %s", group, error)
+                    users = ()
+                self._groups[group] = (now, users)
+            found.update(dict.fromkeys(users))
+        return tuple(found)

@@ -1,0 +1,33 @@
+"""The Slack Web API client: retries on connection errors, rate limits and server errors.
+
+The rate-limit handler sleeps inside the call for ``Retry-After``, which is why no Web API
+call ever runs before a listener's ``ack()``.
+"""
+
+from __future__ import annotations
+
+from slack_sdk.http_retry.builtin_async_handlers import (
+    AsyncConnectionErrorRetryHandler,
+    AsyncRateLimitErrorRetryHandler,
+    AsyncServerErrorRetryHandler,
+)
+from slack_sdk.web.async_client import AsyncWebClient
+
+from .settings import Settings
+
+SLACK_API_URL = "https://slack.com/api/"
+
+
+def make_client(settings: Settings, *, retries: int = 3, timeout: int = 10) -> AsyncWebClient:
+    """A client for ``settings``' token and API URL, with slack-sdk's retry handlers."""
+    token = settings.bot_token.get_secret_value() if settings.bot_token else None
+    return AsyncWebClient(
+        token=token,
+        base_url=settings.slack_api_url or SLACK_API_URL,
+        timeout=timeout,
+        retry_handlers=[
+            AsyncConnectionErrorRetryHandler(max_retry_count=retries),
+            AsyncRateLimitErrorRetryHandler(max_retry_count=retries),
+            AsyncServerErrorRetryHandler(max_retry_count=retries),
+        ],
+    )

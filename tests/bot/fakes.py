@@ -1,0 +1,266 @@
+"""Fakes for the bot's tests, in one place: a local Slack Web API that records every call,
+signed interaction requests, and a clock the tests move by hand."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import itertools
+import json
+import time
+import urllib.parse
+from collections import defaultdict, deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+
+SIGNING_SECRET = "test-signing-secret"
+BOT_TOKEN = "xoxb-test-token"
+BOT_USER = "UBOT0001"
+
+
+@dataclass
+class Call:
+    method: str
+    args: dict[str, Any]
+
+
+@dataclass
+class Fault:
+    """One scripted answer that replaces the next normal one: a status, headers, a body."""
+
+    status: int
+    headers: dict[str, str] = field(default_factory=dict)
+    body: dict[str, Any] = field(default_factory=lambda: {"ok": False, "error": "fault"})
+
+
+class FakeSlack:
+    """A local Slack Web API: answers like Slack for the methods the bot uses, records calls.
+
+    ``faults[method]`` is a queue of answers served before the normal one (429, 500, ...);
+    ``down`` makes every call answer 503 until cleared.
+    """
+
+    def __init__(self) -> None:
+        self.calls: list[Call] = []
+        self.faults: dict[str, deque[Fault]] = defaultdict(deque)
+        self.down = False
+        self.users: dict[str, dict[str, Any]] = {}
+        self.groups: dict[str, list[str]] = {}
+        self.socket_url: str | None = None
+        self._ts = itertools.count(1)
+        self._changed = asyncio.Condition()
+        self.server: TestServer | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    async def start(self) -> str:
+        app = web.Application()
+        app.router.add_post("/api/{method}", self._handle)
+        self.server = TestServer(app, host="127.0.0.1", port=0)
+        await self.server.start_server()
+        return self.api_url
+
+    async def close(self) -> None:
+        if self.server is not None:
+            await self.server.close()
+
+    @property
+    def api_url(self) -> str:
+        assert self.server is not None
+        return f"http://127.0.0.1:{self.server.port}/api/"
+
+    # -- what tests look at ------------------------------------------------------------
+
+    def add_user(self, user_id: str, *, tz: str = "Europe/London", offset: int = 0) -> None:
+        self.users[user_id] = {
+            "id": user_id,
+            "name": user_id.lower(),
+            "tz": tz,
+            "tz_label": tz,
+            "tz_offset": offset,
+        }
+
+    def called(self, method: str) -> list[dict[str, Any]]:
+        return [c.args for c in self.calls if c.method == method]
+
+    async def wait_for(
+        self, predicate: Callable[[], bool], *, within: float = 5.0, what: str = "condition"
+    ) -> None:
+        """Wait until ``predicate()`` holds after some call, or fail after ``within`` seconds."""
+        async with self._changed:
+            try:
+                await asyncio.wait_for(self._changed.wait_for(predicate), within)
+            except TimeoutError:
+                raise AssertionError(f"timed out waiting for {what}; calls: {self.calls}") from None
+
+    async def wait_calls(self, method: str, count: int = 1, *, within: float = 5.0) -> None:
+        await self.wait_for(
+            lambda: len(self.called(method)) >= count,
+            within=within,
+            what=f"{count} {method} call(s)",
+        )
+
+    async def notify(self) -> None:
+        async with self._changed:
+            self._changed.notify_all()
+
+    # -- the Web API -------------------------------------------------------------------
+
+    async def _handle(self, request: web.Request) -> web.Response:
+        method = request.match_info["method"]
+        if request.headers.get("Authorization") != f"Bearer {BOT_TOKEN}" and method != (
+            "apps.connections.open"
+        ):
+            return web.json_response({"ok": False, "error": "invalid_auth"})
+        args = await _read_args(request)
+        self.calls.append(Call(method=method, args=args))
+        try:
+            if self.down:
+                return web.json_response({"ok": False, "error": "down"}, status=503)
+            if self.faults[method]:
+                fault = self.faults[method].popleft()
+                return web.json_response(fault.body, status=fault.status, headers=fault.headers)
+            return web.json_response(self._answer(method, args))
+        finally:
+            await self.notify()
+
+    def _answer(self, method: str, args: dict[str, Any]) -> dict[str, Any]:
+        if method == "auth.test":
+            return {"ok": True, "user_id": BOT_USER, "team_id": "T0TEST", "bot_id": "B0TEST"}
+        if method == "chat.postMessage":
+            ts = f"{1_700_000_000 + next(self._ts)}.000100"
+            return {"ok": True, "channel": args.get("channel"), "ts": ts, "message": args}
+        if method == "chat.update":
+            return {"ok": True, "channel": args.get("channel"), "ts": args.get("ts")}
+        if method == "chat.postEphemeral":
+            return {"ok": True, "message_ts": f"{time.time():.6f}"}
+        if method in ("views.open", "views.publish", "views.update"):
+            return {"ok": True, "view": {"id": "V0TEST", **_as_dict(args.get("view"))}}
+        if method == "users.info":
+            user = self.users.get(str(args.get("user")))
+            return {"ok": True, "user": user} if user else {"ok": False, "error": "user_not_found"}
+        if method == "usergroups.users.list":
+            group = self.groups.get(str(args.get("usergroup")))
+            if group is None:
+                return {"ok": False, "error": "no_such_subteam"}
+            return {"ok": True, "users": group}
+        if method == "conversations.open":
+            return {"ok": True, "channel": {"id": "D" + str(args.get("users", "X"))[1:]}}
+        if method == "apps.connections.open":
+            return {"ok": True, "url": self.socket_url}
+        return {"ok": False, "error": "unknown_method"}
+
+
+def _as_dict(value: Any) -> dict[str, Any]:
+    if isinstance(value, str):
+        return dict(json.loads(value))
+    return dict(value or {})
+
+
+async def _read_args(request: web.Request) -> dict[str, Any]:
+    if request.content_type == "application/json":
+        return dict(await request.json())
+    form = await request.post()
+    args: dict[str, Any] = {}
+    for key, value in form.items():
+        text = str(value)
+        if key in ("blocks", "view", "attachments"):
+            try:
+                args[key] = json.loads(text)
+                continue
+            except json.JSONDecodeError:
+                pass
+        args[key] = text
+    return args
+
+
+# -- signed interactions -----------------------------------------------------------------
+
+
+def sign(
+    body: str, *, timestamp: int | None = None, secret: str = SIGNING_SECRET
+) -> dict[str, str]:
+    """Headers Slack sends with ``body``: a v0 signature over a current timestamp."""
+    ts = str(int(time.time()) if timestamp is None else timestamp)
+    base = f"v0:{ts}:{body}".encode()
+    digest = hmac.new(secret.encode(), base, hashlib.sha256).hexdigest()
+    return {
+        "X-Slack-Request-Timestamp": ts,
+        "X-Slack-Signature": f"v0={digest}",
+        "Content-Type": "application/x-www-form-urlencoded",
+    }
+
+
+def form_body(payload: dict[str, Any]) -> str:
+    return urllib.parse.urlencode({"payload": json.dumps(payload)})
+
+
+def click_payload(
+    *,
+    action_id: str,
+    value: str,
+    user: str,
+    channel: str,
+    message_ts: str,
+    trigger_id: str = "trig.1",
+) -> dict[str, Any]:
+    """A ``block_actions`` payload as Slack sends it for a button click."""
+    return {
+        "type": "block_actions",
+        "user": {"id": user, "username": user.lower(), "team_id": "T0TEST"},
+        "api_app_id": "A0TEST",
+        "team": {"id": "T0TEST", "domain": "test"},
+        "container": {"type": "message", "message_ts": message_ts, "channel_id": channel},
+        "channel": {"id": channel, "name": "ops"},
+        "message": {"ts": message_ts, "text": "", "blocks": []},
+        "response_url": "https://hooks.slack.invalid/actions/1",
+        "trigger_id": trigger_id,
+        "actions": [
+            {
+                "type": "button",
+                "action_id": action_id,
+                "block_id": "signoff.decide",
+                "value": value,
+                "action_ts": f"{time.time():.6f}",
+            }
+        ],
+    }
+
+
+def submit_payload(
+    *, callback_id: str, metadata: str, user: str, text: str | None
+) -> dict[str, Any]:
+    """A ``view_submission`` payload for one of the bot's modals."""
+    return {
+        "type": "view_submission",
+        "user": {"id": user, "username": user.lower(), "team_id": "T0TEST"},
+        "api_app_id": "A0TEST",
+        "team": {"id": "T0TEST", "domain": "test"},
+        "trigger_id": "trig.2",
+        "view": {
+            "id": "V0TEST",
+            "type": "modal",
+            "callback_id": callback_id,
+            "private_metadata": metadata,
+            "state": {"values": {"input": {"text": {"type": "plain_text_input", "value": text}}}},
+        },
+    }
+
+
+class ManualClock:
+    """A clock that moves only when a test says so."""
+
+    def __init__(self, start: datetime | None = None) -> None:
+        self.current = start or datetime(2026, 11, 23, 10, 0, tzinfo=UTC)
+
+    def now(self) -> datetime:
+        return self.current
+
+    def advance(self, delta: timedelta) -> None:
+        self.current += delta
