@@ -25,7 +25,14 @@ from .events import (
     MessageAdded,
 )
 from .hooks import HookProvider, HookRegistry
-from .interrupts import Decision, DecisionType, Interrupt, InterruptResponse, Remember
+from .interrupts import (
+    Decision,
+    DecisionType,
+    Interrupt,
+    InterruptResponse,
+    Remember,
+    interrupt_id,
+)
 from .messages import Message, ToolCall, args_digest
 from .models import Model, ModelRequest, ModelResponse, ScriptedModel, ToolSpec
 from .policy import ApprovalRule
@@ -95,6 +102,7 @@ __all__ = [
     "ToolSpec",
     "UsageError",
     "args_digest",
+    "interrupt_id",
     "interrupt_tool",
     "tool",
 ]

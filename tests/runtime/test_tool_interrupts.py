@@ -1,0 +1,119 @@
+"""Tools that stop for a human and continue with the answer."""
+
+from pydantic import BaseModel
+
+from agent_runtime import (
+    Agent,
+    InterruptResponse,
+    ScriptedModel,
+    ToolCall,
+    ToolContext,
+    interrupt_id,
+    interrupt_tool,
+    tool,
+)
+
+
+def make_booking_tool(log: list[str]):
+    @tool
+    def book_flight(city: str, context: ToolContext) -> str:
+        """Book a flight after a human picks the seat."""
+        log.append(f"before:{city}")
+        seat = context.interrupt("seat", reason={"city": city})
+        log.append(f"after:{seat}")
+        return f"booked {city} seat {seat}"
+
+    return book_flight
+
+
+async def test_tool_interrupt_stops_and_resume_returns_the_answer():
+    log: list[str] = []
+    model = ScriptedModel([[ToolCall(id="c1", name="book_flight", args={"city": "Oslo"})], "ok"])
+    agent = Agent(model=model, tools=[make_booking_tool(log)])
+
+    first = await agent.invoke("book", thread_id="t")
+    assert first.stop_reason == "interrupt"
+    [pending] = first.interrupts
+    assert pending.name == "seat" and pending.reason == {"city": "Oslo"}
+
+    second = await agent.invoke(
+        [InterruptResponse(interrupt_id=pending.id, response="12A")], thread_id="t"
+    )
+    assert second.stop_reason == "end_turn"
+    tool_message = model.requests[1].messages[-1]
+    assert tool_message.role == "tool" and tool_message.content == "booked Oslo seat 12A"
+    # Code before interrupt() runs again on resume; code after it runs once.
+    assert log == ["before:Oslo", "before:Oslo", "after:12A"]
+
+
+async def test_interrupt_id_derives_from_tool_call_id_and_name():
+    model = ScriptedModel([[ToolCall(id="c1", name="book_flight", args={"city": "Oslo"})]])
+    agent = Agent(model=model, tools=[make_booking_tool([])])
+    result = await agent.invoke("book")
+    assert result.interrupts[0].id == interrupt_id("c1", "seat")
+    assert interrupt_id("c1", "seat") != interrupt_id("c2", "seat")
+    assert interrupt_id("c1", "seat") != interrupt_id("c1", "window")
+
+
+async def test_one_tool_interrupts_again_after_its_first_answer():
+    @tool
+    def transfer(amount: int, context: ToolContext) -> str:
+        """Move money with two confirmations."""
+        first = context.interrupt("confirm", reason=amount)
+        second = context.interrupt("second_confirm", reason=amount)
+        return f"{first}/{second}"
+
+    model = ScriptedModel([[ToolCall(id="c1", name="transfer", args={"amount": 5})], "done"])
+    agent = Agent(model=model, tools=[transfer])
+    first = await agent.invoke("pay", thread_id="t")
+    assert [i.name for i in first.interrupts] == ["confirm"]
+    second = await agent.invoke({first.interrupts[0].id: "yes"}, thread_id="t")
+    assert [i.name for i in second.interrupts] == ["second_confirm"]
+    assert second.interrupts[0].id != first.interrupts[0].id
+    third = await agent.invoke({second.interrupts[0].id: "sure"}, thread_id="t")
+    assert third.stop_reason == "end_turn"
+    assert model.requests[1].messages[-1].content == "yes/sure"
+
+
+async def test_resumed_context_knows_it_was_resumed_and_sees_metadata():
+    seen: list[tuple[bool, dict]] = []
+
+    @tool
+    def ask(context: ToolContext) -> str:
+        """Ask a question."""
+        seen.append((context.is_resumed, dict(context.resumed_metadata)))
+        return str(context.interrupt("q"))
+
+    model = ScriptedModel([[ToolCall(id="c1", name="ask", args={})], "done"])
+    agent = Agent(model=model, tools=[ask])
+    first = await agent.invoke("go", thread_id="t")
+    answer = InterruptResponse(
+        interrupt_id=first.interrupts[0].id, response="42", metadata={"user": "U1"}
+    )
+    await agent.invoke([answer], thread_id="t")
+    assert seen == [(False, {}), (True, {"user": "U1"})]
+
+
+async def test_interrupt_tool_asks_and_returns_the_answer_as_output():
+    class Question(BaseModel):
+        question: str
+        choices: list[str]
+
+    ask_user = interrupt_tool("ask_user", Question, "Ask the user to choose")
+    model = ScriptedModel(
+        [
+            [
+                ToolCall(
+                    id="c1", name="ask_user", args={"question": "Color?", "choices": ["r", "g"]}
+                )
+            ],
+            "ok",
+        ]
+    )
+    agent = Agent(model=model, tools=[ask_user])
+    first = await agent.invoke("pick", thread_id="t")
+    [pending] = first.interrupts
+    assert pending.reason == {"question": "Color?", "choices": ["r", "g"]}
+    assert ask_user.input_schema["required"] == ["question", "choices"]
+    await agent.invoke({pending.id: "g"}, thread_id="t")
+    assert model.requests[1].messages[-1].content == "g"
