@@ -34,7 +34,7 @@ from .interrupts import (
     interrupt_id,
 )
 from .messages import Message, ToolCall, args_digest
-from .models import Model, ModelRequest, ModelResponse, ScriptedModel, ToolSpec
+from .models import Model, ModelRequest, ModelResponse, OpenAIChatModel, ScriptedModel, ToolSpec
 from .policy import ApprovalRule
 from .results import AgentResult, StopReason, ToolResult
 from .run_events import (
@@ -79,6 +79,7 @@ __all__ = [
     "ModelError",
     "ModelRequest",
     "ModelResponse",
+    "OpenAIChatModel",
     "Remember",
     "ResumeError",
     "RunEvent",
