@@ -1,0 +1,93 @@
+"""Signoff's storage: Redis as the source of truth for interrupts, decisions and runs.
+
+Entry point::
+
+    storage = await connect(os.environ.get("REDIS_URL"), prefix="signoff")
+    # url None: starts an embedded server (data under ~/.local/share/signoff/redis)
+    async with storage: ...
+
+``Storage`` holds:
+
+- ``sessions: RedisSessionStore`` - the runtime's ``SessionStore`` (load, save with
+  ``expected_version``, delete).
+- ``interrupts: InterruptStore`` - every change of a record, each one atomic step:
+  ``create_interrupt(record)``, ``create_interrupts(records)`` (one run's batch),
+  ``claim_outbox(now, *, limit, lease)`` (stored, not yet posted: post, then)
+  ``mark_posted(id, channel, ts, *, thread_ts, now)``,
+  ``decide(id, user_id, decision, *, args_digest, now, channel, message_ts) -> DecideOutcome``,
+  ``expire_due(now, *, limit) -> list[ExpiryResult]``,
+  ``due_reminders(now, *, limit) -> list[ReminderDue]``,
+  ``cancel_run(run_id, *, reason, now, by) -> int``.
+- ``queries: InterruptQueries`` - ``get(id)``, ``pending_for_user(user_id, *, limit,
+  cursor) -> Page``, ``pending_for_channel(channel, ...) -> Page``,
+  ``pending_for_run(run_id)``, ``many(ids)``.
+- ``resume: ResumeQueue`` - ``claim``, ``reclaim``, ``begin``, ``complete``, ``release``,
+  ``ack`` (see ``storage.resume`` for the worker loop).
+- ``audit: AuditLog`` - ``append(AuditEntry)``, ``read(*, after, count)``.
+
+A record's id (``InterruptRecord.id``) is ``"<run_id>/<interrupt id>"``: put it in the
+button value; ``decide`` needs nothing else from the click but the user id (and, to check
+the click's origin, its channel and message ts). Build records with
+``InterruptRecord.new(interrupt, run_id=..., thread_id=..., agent=..., requested_by=...,
+policy=ApproverPolicy(...), now=...)``; ``record.response()`` is the ``InterruptResponse``
+a resumed run receives. Every error is a ``StorageError``.
+"""
+
+from .audit import AuditEntry, AuditLog
+from .connection import Storage, connect, default_data_dir
+from .embedded import EmbeddedRedis, find_server_binary
+from .errors import (
+    CorruptRecordError,
+    DuplicateInterruptError,
+    EmbeddedServerError,
+    InvalidIdError,
+    StorageAuthError,
+    StorageError,
+    StorageResponseError,
+    StorageUnavailableError,
+)
+from .interrupts import InterruptStore, Retention
+from .keys import Keys, record_id, split_record_id
+from .outcomes import DecideOutcome, ExpiryResult, Page, RefusalReason, ReminderDue
+from .queries import InterruptQueries
+from .records import ApproverPolicy, InterruptRecord, InterruptState, Vote, digest_args
+from .resume import BeginResult, ResumeJob, ResumeQueue
+from .sessions import RedisSessionStore
+
+__all__ = [
+    "ApproverPolicy",
+    "AuditEntry",
+    "AuditLog",
+    "BeginResult",
+    "CorruptRecordError",
+    "DecideOutcome",
+    "DuplicateInterruptError",
+    "EmbeddedRedis",
+    "EmbeddedServerError",
+    "ExpiryResult",
+    "InterruptQueries",
+    "InterruptRecord",
+    "InterruptState",
+    "InterruptStore",
+    "InvalidIdError",
+    "Keys",
+    "Page",
+    "RedisSessionStore",
+    "RefusalReason",
+    "ReminderDue",
+    "ResumeJob",
+    "ResumeQueue",
+    "Retention",
+    "Storage",
+    "StorageAuthError",
+    "StorageError",
+    "StorageResponseError",
+    "StorageUnavailableError",
+    "Vote",
+    "connect",
+    "default_data_dir",
+    "digest_args",
+    "find_server_binary",
+    "record_id",
+    "split_record_id",
+]

@@ -1,0 +1,81 @@
+"""The audit stream: every transition of every interrupt (who, what, when, where)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import cast
+
+from redis.typing import EncodableT, FieldT
+
+from .client import RedisClient
+from .keys import Keys
+from .records import from_ms, to_ms
+
+
+@dataclass(frozen=True, kw_only=True)
+class AuditEntry:
+    """One audit event; ``user_id`` is None for the system (expiry, escalation)."""
+
+    event: str
+    record_id: str
+    run_id: str
+    at: datetime
+    user_id: str | None = None
+    channel: str | None = None
+    message_ts: str | None = None
+    detail: str = ""
+    entry_id: str | None = None
+
+
+class AuditLog:
+    """Appends to and reads the audit stream; the Lua transitions append their own entries."""
+
+    def __init__(self, client: RedisClient, keys: Keys, *, max_entries: int) -> None:
+        self._client = client
+        self._keys = keys
+        self._max_entries = max_entries
+
+    async def append(self, entry: AuditEntry) -> str:
+        """Add an entry the bot observed (a message update, a repost); its stream id."""
+        fields: dict[FieldT, EncodableT] = {
+            "event": entry.event,
+            "record_id": entry.record_id,
+            "run_id": entry.run_id,
+            "user_id": entry.user_id or "",
+            "at": str(to_ms(entry.at)),
+            "channel": entry.channel or "",
+            "message_ts": entry.message_ts or "",
+            "detail": entry.detail,
+        }
+        async with self._client.guard("append audit entry"):
+            return cast(
+                str,
+                await self._client.raw.xadd(
+                    self._keys.audit_stream,
+                    dict(fields),
+                    maxlen=self._max_entries,
+                    approximate=True,
+                ),
+            )
+
+    async def read(self, *, after: str = "-", count: int = 100) -> list[AuditEntry]:
+        """Entries oldest first, starting after stream id ``after`` (``-``: the beginning)."""
+        start = after if after == "-" else f"({after}"
+        async with self._client.guard("read audit stream"):
+            reply = await self._client.raw.xrange(self._keys.audit_stream, start, "+", count)
+        rows = cast(list[tuple[str, dict[str, str]]], reply)
+        return [
+            AuditEntry(
+                event=f.get("event", ""),
+                record_id=f.get("record_id", ""),
+                run_id=f.get("run_id", ""),
+                at=from_ms(int(f.get("at") or 0)),
+                user_id=f.get("user_id") or None,
+                channel=f.get("channel") or None,
+                message_ts=f.get("message_ts") or None,
+                detail=f.get("detail", ""),
+                entry_id=entry_id,
+            )
+            for entry_id, f in rows
+        ]

@@ -1,0 +1,97 @@
+"""The one Redis connection storage uses: retries with backoff, typed errors, Lua scripts.
+
+Wraps ``redis.asyncio.Redis`` rather than subclassing it; every call site goes through
+``guard`` so a Redis failure surfaces as a StorageError saying what to check.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from importlib import resources
+
+import redis.asyncio as aioredis
+from redis import exceptions as rexc
+from redis.asyncio.client import Pipeline
+from redis.backoff import ExponentialBackoff
+from redis.commands.core import AsyncScript
+from redis.retry import Retry
+
+from .errors import StorageAuthError, StorageResponseError, StorageUnavailableError
+
+log = logging.getLogger(__name__)
+
+_LUA_PRELUDE = "common.lua"
+
+
+class RedisClient:
+    """An async Redis connection with retry, error translation and our Lua scripts."""
+
+    def __init__(self, url: str, *, retries: int = 5, timeout: float = 5.0) -> None:
+        self.url = url
+        self.raw: aioredis.Redis = aioredis.Redis.from_url(
+            url,
+            decode_responses=True,
+            retry=Retry(ExponentialBackoff(cap=2.0, base=0.05), retries),
+            retry_on_error=[rexc.ConnectionError, rexc.TimeoutError],
+            socket_timeout=timeout,
+            socket_connect_timeout=timeout,
+            health_check_interval=30,
+        )
+        self._scripts: dict[str, AsyncScript] = {}
+
+    @property
+    def where(self) -> str:
+        """The server address for messages, without credentials."""
+        kwargs = self.raw.connection_pool.connection_kwargs
+        if "path" in kwargs:
+            return f"unix:{kwargs['path']}"
+        return f"{kwargs.get('host', '?')}:{kwargs.get('port', '?')}"
+
+    @asynccontextmanager
+    async def guard(self, action: str) -> AsyncIterator[None]:
+        """Translate redis-py exceptions raised while doing ``action`` into StorageErrors."""
+        try:
+            yield
+        except rexc.AuthenticationError as exc:
+            raise StorageAuthError(
+                f"{action}: Redis at {self.where} refused our credentials ({exc}); "
+                "check the user and password in REDIS_URL"
+            ) from exc
+        except (rexc.ConnectionError, rexc.TimeoutError, OSError) as exc:
+            raise StorageUnavailableError(
+                f"{action}: cannot reach Redis at {self.where} after retrying ({exc}); "
+                "check REDIS_URL, that the server is running, and the network"
+            ) from exc
+        except rexc.ResponseError as exc:
+            raise StorageResponseError(
+                f"{action}: Redis at {self.where} answered an error: {exc}. A WRONGTYPE error "
+                "means another application writes under our key prefix; choose another prefix"
+            ) from exc
+
+    def script(self, name: str) -> AsyncScript:
+        """The Lua script ``storage/lua/<name>.lua`` (with the shared prelude), run by EVALSHA."""
+        script = self._scripts.get(name)
+        if script is None:
+            lua = resources.files(__package__) / "lua"
+            source = (lua / _LUA_PRELUDE).read_text() + "\n" + (lua / f"{name}.lua").read_text()
+            script = self.raw.register_script(source)
+            self._scripts[name] = script
+        return script
+
+    async def eval(self, name: str, keys: list[str], args: list[str | int]) -> object:
+        """Run script ``name`` once; the result as Redis returned it."""
+        async with self.guard(f"script {name}"):
+            return await self.script(name)(keys=keys, args=args)
+
+    def pipeline(self) -> Pipeline:
+        """A non-transactional pipeline: many commands, one round trip."""
+        return self.raw.pipeline(transaction=False)
+
+    async def ping(self) -> None:
+        async with self.guard("ping"):
+            await self.raw.ping()
+
+    async def close(self) -> None:
+        await self.raw.aclose()

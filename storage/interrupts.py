@@ -1,0 +1,311 @@
+"""Interrupt records in Redis: create, post, decide, expire, remind, cancel.
+
+Every change of a record is one Lua script, so a double click, a racing sweeper or a
+crash between two commands can never leave a half-made decision. Reads are in
+``storage/queries.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Literal, cast
+
+from agent_runtime.interrupts import Decision
+
+from .client import RedisClient
+from .errors import (
+    CorruptRecordError,
+    DuplicateInterruptError,
+    InvalidIdError,
+    StorageResponseError,
+)
+from .keys import Keys, check_id, split_record_id
+from .outcomes import DecideOutcome, ExpiryResult, RefusalReason, ReminderDue
+from .queries import InterruptQueries, parse_flat
+from .records import InterruptRecord, to_ms
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Retention:
+    """How long storage keeps things that have served their purpose."""
+
+    decided: timedelta = timedelta(days=7)
+    """A decided, expired or cancelled record (and the run's bookkeeping)."""
+    pending: timedelta = timedelta(days=30)
+    """A pending record with no expiry; one with an expiry is kept this long past it."""
+    audit_entries: int = 100_000
+    """Approximate length the audit stream is trimmed to."""
+    resume_entries: int = 100_000
+    """Approximate length the resume stream is trimmed to (acknowledged jobs go first)."""
+
+
+class InterruptStore:
+    """Writes interrupt records; every method is one atomic step per record."""
+
+    def __init__(
+        self, client: RedisClient, keys: Keys, retention: Retention, queries: InterruptQueries
+    ) -> None:
+        self._client = client
+        self._keys = keys
+        self._retention = retention
+        self._queries = queries
+
+    def _transition_keys(self, rid: str) -> list[str]:
+        run_id, _ = split_record_id(rid)
+        k = self._keys
+        return [
+            k.record(rid),
+            k.run_pending(run_id),
+            k.run_round(run_id),
+            k.due,
+            k.reminders,
+            k.outbox,
+            k.by_user,
+            k.by_channel,
+            k.resume_stream,
+            k.audit_stream,
+            k.run_decided(run_id),
+        ]
+
+    async def _transition(self, name: str, rid: str, args: list[str | int]) -> list[str]:
+        try:
+            result = await self._client.eval(name, self._transition_keys(rid), [rid, *args])
+        except StorageResponseError as exc:
+            if "corrupt record" in str(exc) or "WRONGTYPE" in str(exc):
+                raise CorruptRecordError(self._keys.record(rid), str(exc)) from exc
+            raise
+        return cast(list[str], result)
+
+    def _record(self, rid: str, flat: Sequence[str]) -> InterruptRecord:
+        return InterruptRecord.from_hash(self._keys.record(rid), parse_flat(flat))
+
+    async def create_interrupt(self, record: InterruptRecord) -> InterruptRecord:
+        """Store a new pending record, index it and put it in the outbox, atomically."""
+        await self.create_interrupts([record])
+        return record
+
+    async def create_interrupts(self, records: Sequence[InterruptRecord]) -> None:
+        """Store the pending interrupts of one run together, so none is decided alone first.
+
+        DuplicateInterruptError (nothing written) when any of them already exists.
+        """
+        if not records:
+            return
+        run_ids = {r.run_id for r in records}
+        if len(run_ids) != 1:
+            raise InvalidIdError(f"create_interrupts takes one run's records, got runs {run_ids}")
+        if any(r.state != "pending" or r.votes for r in records):
+            raise InvalidIdError("only pending records without votes can be created")
+        now = min(to_ms(r.created_at) for r in records)
+        k = self._keys
+        keys = [k.run_pending(records[0].run_id), k.due, k.reminders, k.outbox]
+        keys += [k.by_user, k.by_channel, k.audit_stream] + [k.record(r.id) for r in records]
+        args: list[str | int] = [now, _ms(self._retention.pending), self._retention.audit_entries]
+        for record in records:
+            fields = record.to_hash()
+            args.append(len(fields))
+            for name, value in fields.items():
+                args += [name, value]
+        result = cast(list[str], await self._client.eval("create", keys, args))
+        if result[0] == "exists":
+            raise DuplicateInterruptError(
+                f"interrupt {result[1]} is already stored; each interrupt is created once"
+            )
+        log.info("stored interrupts %s", ", ".join(r.id for r in records))
+
+    async def claim_outbox(
+        self, now: datetime, *, limit: int = 20, lease: timedelta = timedelta(seconds=30)
+    ) -> list[InterruptRecord]:
+        """Pending records not yet posted, leased to this caller for ``lease``.
+
+        Post each and call ``mark_posted``; one whose post fails comes back after the lease.
+        """
+        args: list[str | int] = [to_ms(now), limit, _ms(lease)]
+        ids = cast(list[str], await self._client.eval("claim_outbox", [self._keys.outbox], args))
+        records, _ = await self._queries.many(ids)
+        return [r for r in records if r.state == "pending" and not r.message_ts]
+
+    async def mark_posted(
+        self,
+        interrupt_id: str,
+        channel: str,
+        ts: str,
+        *,
+        thread_ts: str | None = None,
+        now: datetime,
+    ) -> InterruptRecord | None:
+        """Record the Slack message an interrupt was posted as; None for an unknown id."""
+        check_id("channel", channel)
+        check_id("message ts", ts)
+        if thread_ts is not None:
+            check_id("thread ts", thread_ts)
+        result = await self._transition(
+            "mark_posted",
+            interrupt_id,
+            [channel, ts, thread_ts or "", to_ms(now), self._retention.audit_entries],
+        )
+        if result[0] == "unknown":
+            return None
+        log.info("interrupt %s posted in %s at %s", interrupt_id, channel, ts)
+        return self._record(interrupt_id, result[2:])
+
+    async def decide(
+        self,
+        interrupt_id: str,
+        user_id: str,
+        decision: Decision,
+        *,
+        args_digest: str,
+        now: datetime,
+        channel: str | None = None,
+        message_ts: str | None = None,
+    ) -> DecideOutcome:
+        """Record ``user_id``'s decision in one atomic step (one round trip).
+
+        Refused, changing nothing, when the user may not decide, the record is no longer
+        pending or has expired, the digest differs from the stored arguments' digest, or
+        (when ``channel`` and ``message_ts`` are given) the click came from another
+        message. When this decision settles the run's last pending interrupt, the same
+        step enqueues the run's resume job.
+        """
+        try:
+            split_record_id(interrupt_id)
+            check_id("user", user_id)
+        except InvalidIdError:
+            return DecideOutcome(status="refused", reason="unknown")
+        vote = {"user_id": user_id, "decision": decision.to_dict(), "at": now.isoformat()}
+        result = await self._transition(
+            "decide",
+            interrupt_id,
+            [
+                user_id,
+                decision.type,
+                json.dumps(decision.to_dict(), separators=(",", ":")),
+                json.dumps(vote, separators=(",", ":")),
+                args_digest,
+                to_ms(now),
+                channel or "",
+                message_ts or "",
+                _ms(self._retention.decided),
+                self._retention.resume_entries,
+                self._retention.audit_entries,
+            ],
+        )
+        status = result[0]
+        record = self._record(interrupt_id, result[3:]) if len(result) > 3 else None
+        if status == "refused":
+            reason = cast(RefusalReason, result[1])
+            log.info("decision on %s by %s refused: %s", interrupt_id, user_id, reason)
+            return DecideOutcome(status="refused", reason=reason, record=record)
+        log.info("decision on %s by %s: %s (%s)", interrupt_id, user_id, decision.type, status)
+        return DecideOutcome(
+            status="recorded" if status == "recorded" else "progress",
+            record=record,
+            resume_job_id=result[2] or None,
+        )
+
+    async def expire_due(self, now: datetime, *, limit: int = 100) -> list[ExpiryResult]:
+        """Expire (or escalate once) up to ``limit`` interrupts whose time is up.
+
+        Safe to run from several schedulers at once: each interrupt is handled once.
+        """
+        due = await self._due(self._keys.due, now, limit)
+        results: list[ExpiryResult] = []
+        for rid, result in zip(due, await self._each("expire", due, now), strict=True):
+            if result is None:
+                await self._drop_corrupt(self._keys.due, rid)
+            elif result[0] in ("expired", "escalated"):
+                outcome: Literal["expired", "escalated"] = (
+                    "expired" if result[0] == "expired" else "escalated"
+                )
+                log.info("interrupt %s %s", rid, outcome)
+                results.append(
+                    ExpiryResult(
+                        outcome=outcome,
+                        record=self._record(rid, result[2:]),
+                        resume_job_id=result[1] or None,
+                    )
+                )
+        return results
+
+    async def due_reminders(self, now: datetime, *, limit: int = 100) -> list[ReminderDue]:
+        """Reminders due by ``now``, each handed to exactly one caller, next one scheduled.
+
+        A reminder taken by a caller that crashes before sending it is not sent again.
+        """
+        due = await self._due(self._keys.reminders, now, limit)
+        reminders: list[ReminderDue] = []
+        for rid, result in zip(due, await self._each("remind", due, now), strict=True):
+            if result is None:
+                await self._drop_corrupt(self._keys.reminders, rid)
+            elif result[0] == "due":
+                reminders.append(
+                    ReminderDue(number=int(result[1]), record=self._record(rid, result[2:]))
+                )
+        return reminders
+
+    async def cancel_run(
+        self, run_id: str, *, reason: str, now: datetime, by: str | None = None
+    ) -> int:
+        """Cancel every pending interrupt of a run (no resume follows); the number cancelled."""
+        async with self._client.guard("cancel run"):
+            members = await self._client.raw.smembers(self._keys.run_pending(run_id))
+        pending = sorted(cast(set[str], members))
+        decision = json.dumps(Decision.reject(reason).to_dict(), separators=(",", ":"))
+        extra: list[str | int] = [
+            decision,
+            _ms(self._retention.decided),
+            self._retention.audit_entries,
+        ]
+        results = await self._pipelined("cancel", pending, [by or "", to_ms(now), *extra])
+        cancelled = sum(1 for r in results if r is not None and r[0] == "cancelled")
+        log.info("run %s: cancelled %d pending interrupts", run_id, cancelled)
+        return cancelled
+
+    async def _due(self, key: str, now: datetime, limit: int) -> list[str]:
+        async with self._client.guard("read due times"):
+            found = await self._client.raw.zrangebyscore(key, "-inf", to_ms(now), 0, limit)
+        return cast(list[str], found)
+
+    async def _drop_corrupt(self, index: str, rid: str) -> None:
+        """Take a corrupt record out of a sweep's index so it cannot stall every later sweep."""
+        async with self._client.guard("drop corrupt record from index"):
+            await self._client.raw.zrem(index, rid)
+
+    async def _each(self, script: str, rids: list[str], now: datetime) -> list[list[str] | None]:
+        args: list[str | int] = [to_ms(now)]
+        if script == "expire":
+            r = self._retention
+            args += [_ms(r.decided), r.resume_entries, r.audit_entries]
+        return await self._pipelined(script, rids, args)
+
+    async def _pipelined(
+        self, script: str, rids: list[str], args: list[str | int]
+    ) -> list[list[str] | None]:
+        """Run ``script`` for each record in one pipeline; None where a record is corrupt."""
+        if not rids:
+            return []
+        lua = self._client.script(script)
+        async with self._client.guard(f"script {script}"):
+            pipe = self._client.pipeline()
+            for rid in rids:
+                await lua(keys=self._transition_keys(rid), args=[rid, *args], client=pipe)
+            replies = await pipe.execute(raise_on_error=False)
+        results: list[list[str] | None] = []
+        for rid, reply in zip(rids, replies, strict=True):
+            if isinstance(reply, Exception):
+                log.error("%s", CorruptRecordError(self._keys.record(rid), str(reply)))
+                results.append(None)
+            else:
+                results.append(cast(list[str], reply))
+        return results
+
+
+def _ms(delta: timedelta) -> int:
+    return int(delta.total_seconds() * 1000)

@@ -1,0 +1,106 @@
+"""Every Redis key name storage uses, built under one configurable prefix.
+
+The keys of one run share the hash tag ``{run_id}`` (a thread's session shares
+``{thread_id}``), so a run's keys land in one Redis Cluster slot. The global indexes
+(due times, outbox, per-user and per-channel lists, streams) are one key each.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .errors import InvalidIdError
+
+_ID = re.compile(r"[A-Za-z0-9_.:\-]{1,128}")
+_PREFIX = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
+
+
+def check_id(kind: str, value: object) -> str:
+    """``value`` if it is a well-formed id, else InvalidIdError naming what was wrong."""
+    if not isinstance(value, str) or not _ID.fullmatch(value):
+        raise InvalidIdError(f"malformed {kind} id {value!r}: use 1-128 letters, digits or _ . : -")
+    return value
+
+
+def record_id(run_id: str, interrupt_id: str) -> str:
+    """The storage id of a run's interrupt: ``<run_id>/<interrupt_id>``.
+
+    Runtime interrupt ids repeat across runs of one workflow, so the run id makes the
+    record id unique, and carries the run so a decision needs no lookup round trip.
+    """
+    return f"{check_id('run', run_id)}/{check_id('interrupt', interrupt_id)}"
+
+
+def split_record_id(value: object) -> tuple[str, str]:
+    """``(run_id, interrupt_id)`` of a record id; InvalidIdError when malformed."""
+    if not isinstance(value, str) or value.count("/") != 1:
+        raise InvalidIdError(f"malformed interrupt record id {value!r}: expected 'run/interrupt'")
+    run_id, interrupt_id = value.split("/")
+    return check_id("run", run_id), check_id("interrupt", interrupt_id)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Keys:
+    """Builds key names under ``prefix`` (default ``signoff``)."""
+
+    prefix: str = "signoff"
+
+    def __post_init__(self) -> None:
+        if not _PREFIX.fullmatch(self.prefix):
+            raise ValueError(f"key prefix {self.prefix!r}: use 1-64 letters, digits or _ . -")
+
+    def record(self, rid: str) -> str:
+        run_id, interrupt_id = split_record_id(rid)
+        return f"{self.prefix}:run:{{{run_id}}}:int:{interrupt_id}"
+
+    def run_pending(self, run_id: str) -> str:
+        return f"{self.prefix}:run:{{{check_id('run', run_id)}}}:pending"
+
+    def run_decided(self, run_id: str) -> str:
+        return f"{self.prefix}:run:{{{check_id('run', run_id)}}}:decided"
+
+    def run_round(self, run_id: str) -> str:
+        return f"{self.prefix}:run:{{{check_id('run', run_id)}}}:round"
+
+    def run_lease(self, run_id: str) -> str:
+        return f"{self.prefix}:run:{{{check_id('run', run_id)}}}:lease"
+
+    def run_applied(self, run_id: str) -> str:
+        return f"{self.prefix}:run:{{{check_id('run', run_id)}}}:applied"
+
+    def session(self, thread_id: str) -> str:
+        return f"{self.prefix}:thread:{{{check_id('thread', thread_id)}}}:session"
+
+    @property
+    def due(self) -> str:
+        """Sorted set: record id scored by its expiry time (ms)."""
+        return f"{self.prefix}:due"
+
+    @property
+    def reminders(self) -> str:
+        """Sorted set: record id scored by its next reminder time (ms)."""
+        return f"{self.prefix}:reminders"
+
+    @property
+    def outbox(self) -> str:
+        """Sorted set: records not yet posted, scored by when they may next be tried."""
+        return f"{self.prefix}:outbox"
+
+    @property
+    def by_user(self) -> str:
+        """Lexicographic set: ``user \\0 created_ms \\0 record_id`` for pending records."""
+        return f"{self.prefix}:pending:user"
+
+    @property
+    def by_channel(self) -> str:
+        """Lexicographic set: ``channel \\0 created_ms \\0 record_id`` for pending records."""
+        return f"{self.prefix}:pending:channel"
+
+    @property
+    def resume_stream(self) -> str:
+        return f"{self.prefix}:resume"
+
+    @property
+    def audit_stream(self) -> str:
+        return f"{self.prefix}:audit"

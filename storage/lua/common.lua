@@ -1,0 +1,87 @@
+-- Shared by the interrupt transition scripts (prepended to each by storage/client.py).
+-- KEYS of a transition: 1 record, 2 run pending set, 3 run round counter, 4 due,
+-- 5 reminders, 6 outbox, 7 pending-by-user, 8 pending-by-channel, 9 resume stream,
+-- 10 audit stream, 11 run decided set (records decided since the last resume job).
+
+local function field(key, name)
+  local value = redis.call('HGET', key, name)
+  if value == false then return '' end
+  return value
+end
+
+-- A JSON field of the record; a clear per-record error when it is not JSON.
+local function json_field(key, name)
+  local ok, value = pcall(cjson.decode, field(key, name))
+  if not ok or type(value) ~= 'table' then
+    error('corrupt record ' .. key .. ': field ' .. name .. ' is not JSON')
+  end
+  return value
+end
+
+-- Index members of the users who may decide: "user \0 created_ms \0 record_id".
+local function user_members(key, rid)
+  local policy = json_field(key, 'policy')
+  local created = field(key, 'created_at')
+  local seen, out = {}, {}
+  local function add(list)
+    for _, user in ipairs(list) do
+      if not seen[user] then
+        seen[user] = true
+        out[#out + 1] = user .. '\0' .. created .. '\0' .. rid
+      end
+    end
+  end
+  add(policy.allowed_users)
+  add(policy.group_members)
+  if field(key, 'escalated') == '1' then add(policy.escalate_to_users) end
+  return out
+end
+
+local function channel_member(key, rid, channel)
+  return channel .. '\0' .. field(key, 'created_at') .. '\0' .. rid
+end
+
+local function audit(stream, maxlen, event, rid, user, now, detail)
+  local key = KEYS[1]
+  redis.call('XADD', stream, 'MAXLEN', '~', maxlen, '*',
+    'event', event, 'record_id', rid, 'run_id', field(key, 'run_id'), 'user_id', user,
+    'at', now, 'channel', field(key, 'channel'), 'message_ts', field(key, 'message_ts'),
+    'detail', detail)
+end
+
+-- Move a pending record to a final state: drop it from every pending index, keep it for
+-- `retention` ms, and when it was the run's last pending interrupt (and `resume` is set)
+-- append exactly one resume job. Returns the job's stream id or ''.
+local function finalize(rid, state, by, now, decision, retention, resume, stream_maxlen)
+  local key = KEYS[1]
+  for _, member in ipairs(user_members(key, rid)) do
+    redis.call('ZREM', KEYS[7], member)
+  end
+  local channel = field(key, 'channel')
+  if channel ~= '' then redis.call('ZREM', KEYS[8], channel_member(key, rid, channel)) end
+  redis.call('ZREM', KEYS[4], rid)
+  redis.call('ZREM', KEYS[5], rid)
+  redis.call('ZREM', KEYS[6], rid)
+  redis.call('HSET', key, 'state', state, 'decided_by', by, 'decided_at', now,
+    'decision', decision, 'next_reminder_at', '')
+  redis.call('PEXPIRE', key, retention)
+  redis.call('SREM', KEYS[2], rid)
+  if not resume then return '' end
+  redis.call('SADD', KEYS[11], rid)
+  redis.call('PEXPIRE', KEYS[11], retention)
+  if redis.call('SCARD', KEYS[2]) > 0 then return '' end
+  local decided = redis.call('SMEMBERS', KEYS[11])
+  table.sort(decided)
+  redis.call('DEL', KEYS[11])
+  local round = redis.call('INCR', KEYS[3])
+  redis.call('PEXPIRE', KEYS[3], retention)
+  return redis.call('XADD', KEYS[9], 'MAXLEN', '~', stream_maxlen, '*',
+    'run_id', field(key, 'run_id'), 'thread_id', field(key, 'thread_id'),
+    'round', round, 'record_ids', table.concat(decided, ' '), 'at', now)
+end
+
+local function with_record(result)
+  local flat = redis.call('HGETALL', KEYS[1])
+  for _, value in ipairs(flat) do result[#result + 1] = value end
+  return result
+end

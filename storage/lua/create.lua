@@ -1,0 +1,46 @@
+-- Store a run's new interrupt records, index them and put them in the outbox, atomically.
+-- KEYS: 1 run pending, 2 due, 3 reminders, 4 outbox, 5 by-user, 6 by-channel, 7 audit,
+--       8.. one record key per record.
+-- ARGV: now, ttl_ms, audit_maxlen, then per record: field count, name, value, ...
+-- Returns {'created'} or {'exists', record_id} (nothing written).
+local now, ttl, audit_maxlen = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+local records, pos = {}, 4
+for i = 8, #KEYS do
+  local count = tonumber(ARGV[pos])
+  local fields = {}
+  for j = pos + 1, pos + count * 2 do fields[#fields + 1] = ARGV[j] end
+  pos = pos + count * 2 + 1
+  records[#records + 1] = {key = KEYS[i], fields = fields}
+end
+for _, rec in ipairs(records) do
+  if redis.call('EXISTS', rec.key) == 1 then
+    return {'exists', redis.call('HGET', rec.key, 'id')}
+  end
+end
+local longest = 0
+for _, rec in ipairs(records) do
+  local key = rec.key
+  redis.call('HSET', key, unpack(rec.fields))
+  local rid = field(key, 'id')
+  local expires = field(key, 'expires_at')
+  local keep = ttl
+  if expires ~= '' then
+    keep = tonumber(expires) - tonumber(now) + ttl
+    redis.call('ZADD', KEYS[2], expires, rid)
+  end
+  redis.call('PEXPIRE', key, keep)
+  if keep > longest then longest = keep end
+  local reminder = field(key, 'next_reminder_at')
+  if reminder ~= '' then redis.call('ZADD', KEYS[3], reminder, rid) end
+  redis.call('ZADD', KEYS[4], now, rid)
+  for _, member in ipairs(user_members(key, rid)) do redis.call('ZADD', KEYS[5], 0, member) end
+  local channel = field(key, 'channel')
+  if channel ~= '' then redis.call('ZADD', KEYS[6], 0, channel_member(key, rid, channel)) end
+  redis.call('SADD', KEYS[1], rid)
+  redis.call('XADD', KEYS[7], 'MAXLEN', '~', audit_maxlen, '*',
+    'event', 'created', 'record_id', rid, 'run_id', field(key, 'run_id'),
+    'user_id', field(key, 'requested_by'), 'at', now, 'channel', channel,
+    'message_ts', '', 'detail', '')
+end
+if redis.call('PTTL', KEYS[1]) < longest then redis.call('PEXPIRE', KEYS[1], longest) end
+return {'created'}

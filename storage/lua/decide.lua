@@ -1,0 +1,58 @@
+-- Record one person's decision on a pending interrupt (KEYS as in common.lua).
+-- ARGV: 1 record id, 2 user, 3 decision type, 4 decision json, 5 vote json, 6 args digest,
+--       7 now, 8 channel ('' = not checked), 9 message ts, 10 retention ms,
+--       11 resume stream maxlen, 12 audit maxlen.
+-- Returns {status, reason, job id, record hash...}; status is recorded|progress|refused.
+local key = KEYS[1]
+local rid, user, dtype = ARGV[1], ARGV[2], ARGV[3]
+local now = ARGV[7]
+if redis.call('EXISTS', key) == 0 then return {'refused', 'unknown', ''} end
+local function refuse(reason) return with_record({'refused', reason, ''}) end
+if field(key, 'id') ~= rid then return refuse('unknown') end
+
+local policy = json_field(key, 'policy')
+local function member(list)
+  for _, value in ipairs(list) do if value == user then return true end end
+  return false
+end
+local allowed = policy.open_to_channel or member(policy.allowed_users)
+  or member(policy.group_members)
+  or (field(key, 'escalated') == '1' and member(policy.escalate_to_users))
+if not allowed then return refuse('not_allowed') end
+if user == field(key, 'requested_by') and not policy.allow_self_approval then
+  return refuse('self_approval')
+end
+if field(key, 'state') ~= 'pending' then return refuse('already_decided') end
+local expires = field(key, 'expires_at')
+if expires ~= '' and tonumber(now) >= tonumber(expires) then return refuse('expired') end
+if ARGV[8] ~= '' and (ARGV[8] ~= field(key, 'channel') or ARGV[9] ~= field(key, 'message_ts')) then
+  return refuse('wrong_message')
+end
+if ARGV[6] ~= field(key, 'args_digest') then return refuse('wrong_digest') end
+local offered = false
+for _, offer in ipairs(policy.decisions) do if offer == dtype then offered = true end end
+if not offered then return refuse('not_offered') end
+
+local voters = json_field(key, 'voters')
+if dtype == 'approve' then
+  for _, voter in ipairs(voters) do
+    if voter == user then return refuse('already_voted') end
+  end
+end
+local votes = field(key, 'votes')
+if votes == '[]' then votes = '[' .. ARGV[5] .. ']'
+else votes = string.sub(votes, 1, -2) .. ',' .. ARGV[5] .. ']' end
+redis.call('HSET', key, 'votes', votes)
+
+local finals = {approve = 'approved', reject = 'denied', edit = 'edited', respond = 'responded'}
+if dtype == 'approve' then
+  voters[#voters + 1] = user
+  redis.call('HSET', key, 'voters', cjson.encode(voters))
+  if #voters < tonumber(policy.min_approvals) then
+    audit(KEYS[10], ARGV[12], 'vote', rid, user, now, dtype)
+    return with_record({'progress', '', ''})
+  end
+end
+local job = finalize(rid, finals[dtype], user, now, ARGV[4], tonumber(ARGV[10]), true, ARGV[11])
+audit(KEYS[10], ARGV[12], finals[dtype], rid, user, now, ARGV[4])
+return with_record({'recorded', '', job})

@@ -1,0 +1,31 @@
+-- Expire one interrupt whose time is up (KEYS as in common.lua), exactly once.
+-- ARGV: 1 record id, 2 now, 3 retention ms, 4 resume stream maxlen, 5 audit maxlen.
+-- Returns {status, job id, record hash...}; status is expired|escalated|skip|missing.
+local key, rid, now = KEYS[1], ARGV[1], ARGV[2]
+if redis.call('EXISTS', key) == 0 then
+  redis.call('ZREM', KEYS[4], rid)
+  return {'missing', ''}
+end
+if field(key, 'state') ~= 'pending' then
+  redis.call('ZREM', KEYS[4], rid)
+  return {'skip', ''}
+end
+local expires = field(key, 'expires_at')
+if expires == '' or tonumber(now) < tonumber(expires) then
+  if expires ~= '' then redis.call('ZADD', KEYS[4], expires, rid) end
+  return {'skip', ''}
+end
+local policy = json_field(key, 'policy')
+if policy.on_expiry == 'escalate' and field(key, 'escalated') ~= '1' then
+  local later = tonumber(now) + math.floor(tonumber(policy.expires_in) * 1000)
+  redis.call('HSET', key, 'escalated', '1', 'expires_at', string.format('%d', later))
+  redis.call('ZADD', KEYS[4], later, rid)
+  local ttl = redis.call('PTTL', key)
+  if ttl > 0 then redis.call('PEXPIRE', key, ttl + later - tonumber(expires)) end
+  for _, member in ipairs(user_members(key, rid)) do redis.call('ZADD', KEYS[7], 0, member) end
+  audit(KEYS[10], ARGV[5], 'escalated', rid, '', now, '')
+  return with_record({'escalated', ''})
+end
+local job = finalize(rid, 'expired', '', now, '', tonumber(ARGV[3]), true, ARGV[4])
+audit(KEYS[10], ARGV[5], 'expired', rid, '', now, '')
+return with_record({'expired', job})

@@ -1,0 +1,22 @@
+-- Take one due reminder, exactly once, and schedule the next from the policy's offsets.
+-- KEYS as in common.lua. ARGV: 1 record id, 2 now.
+-- Returns {status, reminder number, record hash...}; status is due|skip.
+local key, rid, now = KEYS[1], ARGV[1], tonumber(ARGV[2])
+if redis.call('EXISTS', key) == 0 or field(key, 'state') ~= 'pending' then
+  redis.call('ZREM', KEYS[5], rid)
+  return {'skip', ''}
+end
+local at = field(key, 'next_reminder_at')
+if at == '' or now < tonumber(at) then return {'skip', ''} end
+local policy = json_field(key, 'policy')
+local index = tonumber(field(key, 'reminder_index')) + 1
+local offset = policy.reminders[index + 1]
+local nxt = ''
+if offset then
+  local when = tonumber(field(key, 'created_at')) + math.floor(offset * 1000)
+  local expires = field(key, 'expires_at')
+  if expires == '' or when < tonumber(expires) then nxt = string.format('%d', when) end
+end
+redis.call('HSET', key, 'reminder_index', index, 'next_reminder_at', nxt)
+if nxt == '' then redis.call('ZREM', KEYS[5], rid) else redis.call('ZADD', KEYS[5], nxt, rid) end
+return with_record({'due', tostring(index)})

@@ -1,0 +1,78 @@
+"""What a state change reports back: plain data the bot turns into a message or a refusal."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from .records import InterruptRecord, InterruptState
+
+RefusalReason = Literal[
+    "unknown",  # no such interrupt (or a malformed id)
+    "not_allowed",  # the user is not among the policy's approvers
+    "self_approval",  # the requester may not decide their own request
+    "already_decided",  # the record left 'pending'; see state and decided_by
+    "expired",  # the interrupt's time is up
+    "wrong_message",  # the click did not come from the message the interrupt was posted as
+    "wrong_digest",  # the click was for other arguments than the stored ones
+    "not_offered",  # the policy does not offer this kind of decision
+    "already_voted",  # this user's approval is already counted toward the quorum
+]
+
+
+@dataclass(frozen=True, kw_only=True)
+class DecideOutcome:
+    """The result of one ``decide`` call.
+
+    ``status`` is ``recorded`` (the interrupt reached a final state), ``progress`` (an
+    approval counted, the quorum not yet met) or ``refused`` (nothing changed; see
+    ``reason``). ``record`` is the record after the call, None only for unknown ids.
+    ``resume_job_id`` is set when this decision enqueued the run's resume job.
+    """
+
+    status: Literal["recorded", "progress", "refused"]
+    reason: RefusalReason | None = None
+    record: InterruptRecord | None = None
+    resume_job_id: str | None = None
+
+    @property
+    def state(self) -> InterruptState | None:
+        return self.record.state if self.record else None
+
+    @property
+    def decided_by(self) -> str | None:
+        return self.record.decided_by if self.record else None
+
+    @property
+    def approvals(self) -> int:
+        """Distinct approvals counted so far (k of ``required``)."""
+        return len(self.record.approvals) if self.record else 0
+
+    @property
+    def required(self) -> int:
+        return self.record.policy.min_approvals if self.record else 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExpiryResult:
+    """One interrupt handled by an expiry sweep: expired for good, or escalated once."""
+
+    outcome: Literal["expired", "escalated"]
+    record: InterruptRecord
+    resume_job_id: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReminderDue:
+    """A reminder this caller alone must send now (``number`` counts from 1)."""
+
+    number: int
+    record: InterruptRecord
+
+
+@dataclass(frozen=True, kw_only=True)
+class Page:
+    """One page of pending records; pass ``next_cursor`` back for the next page."""
+
+    records: tuple[InterruptRecord, ...]
+    next_cursor: str | None = None

@@ -1,0 +1,123 @@
+"""Reading interrupt records: one by id, and the pending ones by user, channel or run.
+
+Listings read an index page and then the records in one pipeline (two round trips
+whatever the number of pending interrupts). A corrupt record is logged and left out of
+a listing; ``get`` raises CorruptRecordError for it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import cast
+
+from .client import RedisClient
+from .errors import CorruptRecordError, InvalidIdError
+from .keys import Keys, check_id, split_record_id
+from .outcomes import Page
+from .records import InterruptRecord
+
+log = logging.getLogger(__name__)
+
+
+def parse_flat(flat: Sequence[str]) -> dict[str, str]:
+    """A hash from the flat ``[field, value, ...]`` list HGETALL returns inside Lua."""
+    return dict(zip(flat[::2], flat[1::2], strict=True))
+
+
+class InterruptQueries:
+    """Read-only access to interrupt records and their pending indexes."""
+
+    def __init__(self, client: RedisClient, keys: Keys) -> None:
+        self._client = client
+        self._keys = keys
+
+    async def get(self, interrupt_id: str) -> InterruptRecord | None:
+        """The record, None when unknown (or the id is malformed); CorruptRecordError if bad."""
+        try:
+            key = self._keys.record(interrupt_id)
+        except InvalidIdError:
+            return None
+        async with self._client.guard("read interrupt"):
+            try:
+                fields = await self._client.raw.hgetall(key)
+            except Exception as exc:
+                if "WRONGTYPE" in str(exc):
+                    raise CorruptRecordError(key, str(exc)) from exc
+                raise
+        if not fields:
+            return None
+        return InterruptRecord.from_hash(key, cast(dict[str, str], fields))
+
+    async def pending_for_user(
+        self, user_id: str, *, limit: int = 50, cursor: str | None = None
+    ) -> Page:
+        """Pending interrupts ``user_id`` may decide (allowed directly or via a group), oldest
+        first. Interrupts open to a whole channel are listed by channel only."""
+        return await self._page(self._keys.by_user, check_id("user", user_id), limit, cursor)
+
+    async def pending_for_channel(
+        self, channel: str, *, limit: int = 50, cursor: str | None = None
+    ) -> Page:
+        """Pending interrupts posted (or to be posted) in ``channel``, oldest first."""
+        return await self._page(self._keys.by_channel, check_id("channel", channel), limit, cursor)
+
+    async def pending_for_run(self, run_id: str) -> list[InterruptRecord]:
+        """The run's pending interrupts, in id order."""
+        async with self._client.guard("read run"):
+            members = await self._client.raw.smembers(self._keys.run_pending(run_id))
+        ids = sorted(cast(set[str], members))
+        records, _ = await self.many(ids)
+        return [r for r in records if r.state == "pending"]
+
+    async def many(self, ids: Sequence[str]) -> tuple[list[InterruptRecord], list[str]]:
+        """Records by id in one round trip: (the readable ones, the ids missing or corrupt)."""
+        keys = [self._keys.record(i) for i in ids]
+        async with self._client.guard("read interrupts"):
+            pipe = self._client.pipeline()
+            for key in keys:
+                pipe.hgetall(key)
+            replies = await pipe.execute(raise_on_error=False)
+        records: list[InterruptRecord] = []
+        unreadable: list[str] = []
+        for rid, key, reply in zip(ids, keys, replies, strict=True):
+            try:
+                if isinstance(reply, Exception):
+                    raise CorruptRecordError(key, str(reply))
+                if not reply:
+                    unreadable.append(rid)
+                    continue
+                records.append(InterruptRecord.from_hash(key, cast(dict[str, str], reply)))
+            except CorruptRecordError as exc:
+                log.error("%s", exc)
+                unreadable.append(rid)
+        return records, unreadable
+
+    async def _page(self, index: str, owner: str, limit: int, cursor: str | None) -> Page:
+        # Members are "owner \0 created_ms \0 record_id", so one owner's are contiguous and
+        # in creation order; the cursor is the last member returned.
+        low = f"({cursor}" if cursor and cursor.startswith(owner + "\0") else f"[{owner}\0"
+        async with self._client.guard("list pending interrupts"):
+            members = cast(
+                list[str],
+                await self._client.raw.zrangebylex(index, low, f"({owner}\x01", 0, limit),
+            )
+        ids = [m.rsplit("\0", 1)[1] for m in members]
+        valid = [i for i in ids if _is_record_id(i)]
+        records, unreadable = await self.many(valid)
+        gone = [m for m in members if m.rsplit("\0", 1)[1] in unreadable]
+        if gone:
+            # Index entries whose record expired by TTL or was removed: clean them lazily.
+            async with self._client.guard("clean index"):
+                await self._client.raw.zrem(index, *gone)
+        pending = tuple(r for r in records if r.state == "pending")
+        next_cursor = members[-1] if len(members) == limit else None
+        return Page(records=pending, next_cursor=next_cursor)
+
+
+def _is_record_id(value: str) -> bool:
+    try:
+        split_record_id(value)
+    except InvalidIdError:
+        return False
+    return True

@@ -1,0 +1,303 @@
+"""What storage keeps per interrupt: who may decide (ApproverPolicy) and the record itself.
+
+Both are pydantic models because they cross a trust boundary twice: the bot builds them
+from configuration, and they are read back from Redis, where anything could be written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal, Self
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from agent_runtime.errors import AgentRuntimeError
+from agent_runtime.interrupts import Decision, DecisionType, Interrupt, InterruptResponse
+
+from .errors import CorruptRecordError
+from .keys import check_id, record_id
+
+InterruptState = Literal[
+    "pending", "approved", "denied", "edited", "responded", "expired", "cancelled"
+]
+FINAL_STATE_OF: dict[DecisionType, InterruptState] = {
+    "approve": "approved",
+    "reject": "denied",
+    "edit": "edited",
+    "respond": "responded",
+}
+
+_MODEL = ConfigDict(frozen=True, extra="forbid", ser_json_timedelta="float")
+
+
+def digest_args(args: object) -> str:
+    """A stable digest of tool arguments; a click must carry the digest of what it showed."""
+    canonical = json.dumps(args, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:32]
+
+
+def to_ms(moment: datetime) -> int:
+    """Milliseconds since the epoch; naive datetimes are refused as ambiguous."""
+    if moment.tzinfo is None:
+        raise ValueError(f"{moment!r} has no time zone; pass an aware datetime (UTC)")
+    return int(moment.timestamp() * 1000)
+
+
+def from_ms(ms: int) -> datetime:
+    return datetime.fromtimestamp(ms / 1000, tz=UTC)
+
+
+class ApproverPolicy(BaseModel):
+    """Who may decide an interrupt, how many must agree, and what happens when time runs out.
+
+    An empty allow list means nobody may decide, unless ``open_to_channel`` is set (fail
+    closed). ``group_members`` holds the member ids of ``allowed_groups`` as captured when
+    the interrupt was posted. Reminder offsets count from the interrupt's creation.
+    """
+
+    model_config = _MODEL
+
+    allowed_users: tuple[str, ...] = ()
+    allowed_groups: tuple[str, ...] = ()
+    group_members: tuple[str, ...] = ()
+    open_to_channel: bool = False
+    min_approvals: int = Field(default=1, ge=1, le=100)
+    allow_self_approval: bool = False
+    expires_in: timedelta | None = None
+    on_expiry: Literal["deny", "escalate"] = "deny"
+    escalate_to_channel: str | None = None
+    escalate_to_users: tuple[str, ...] = ()
+    reminders: tuple[timedelta, ...] = ()
+    decisions: tuple[DecisionType, ...] = ("approve", "reject")
+    dangerous: bool = False
+
+    @field_validator("allowed_users", "allowed_groups", "group_members", "escalate_to_users")
+    @classmethod
+    def _ids(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(check_id("user or group", v) for v in value))
+
+    @field_validator("reminders")
+    @classmethod
+    def _sorted(cls, value: tuple[timedelta, ...]) -> tuple[timedelta, ...]:
+        if any(offset <= timedelta(0) for offset in value):
+            raise ValueError("reminder offsets must be positive")
+        return tuple(sorted(value))
+
+    @model_validator(mode="after")
+    def _escalation(self) -> Self:
+        if self.on_expiry == "escalate":
+            if self.expires_in is None:
+                raise ValueError("on_expiry='escalate' needs expires_in")
+            if not (self.escalate_to_channel or self.escalate_to_users):
+                raise ValueError("on_expiry='escalate' needs escalate_to_channel or _users")
+        if self.expires_in is not None and self.expires_in <= timedelta(0):
+            raise ValueError("expires_in must be positive")
+        if not self.decisions:
+            raise ValueError("offer at least one decision")
+        return self
+
+
+class Vote(BaseModel):
+    """One person's decision on an interrupt, as recorded (an approval may await quorum)."""
+
+    model_config = _MODEL
+
+    user_id: str
+    decision: dict[str, Any]
+    at: datetime
+
+    @field_validator("decision")
+    @classmethod
+    def _decision(cls, value: dict[str, Any]) -> dict[str, Any]:
+        try:
+            Decision.from_dict(value)
+        except AgentRuntimeError as exc:
+            raise ValueError(str(exc)) from exc
+        return value
+
+    @property
+    def as_decision(self) -> Decision:
+        return Decision.from_dict(self.decision)
+
+
+class InterruptRecord(BaseModel):
+    """One interrupt the bot posts: the runtime interrupt, its policy, state and votes."""
+
+    model_config = _MODEL
+
+    interrupt: dict[str, Any]
+    run_id: str
+    thread_id: str
+    agent: str
+    requested_by: str
+    policy: ApproverPolicy
+    args_digest: str
+    created_at: datetime
+    expires_at: datetime | None = None
+    next_reminder_at: datetime | None = None
+    channel: str | None = None
+    message_ts: str | None = None
+    thread_ts: str | None = None
+    state: InterruptState = "pending"
+    votes: tuple[Vote, ...] = ()
+    decided_by: str | None = None
+    decided_at: datetime | None = None
+    decision: dict[str, Any] | None = None
+    escalated: bool = False
+
+    @field_validator("interrupt")
+    @classmethod
+    def _interrupt(cls, value: dict[str, Any]) -> dict[str, Any]:
+        try:
+            check_id("interrupt", Interrupt.from_dict(value).id)
+        except (KeyError, TypeError, ValueError, AgentRuntimeError) as exc:
+            raise ValueError(f"not a runtime interrupt: {exc!r}") from exc
+        return value
+
+    @field_validator("run_id", "thread_id", "requested_by")
+    @classmethod
+    def _ids(cls, value: str) -> str:
+        return check_id("run, thread or user", value)
+
+    @classmethod
+    def new(
+        cls,
+        interrupt: Interrupt,
+        *,
+        run_id: str,
+        thread_id: str,
+        agent: str,
+        requested_by: str,
+        policy: ApproverPolicy,
+        now: datetime,
+        channel: str | None = None,
+    ) -> InterruptRecord:
+        """A pending record for ``interrupt``, with expiry and first reminder from ``policy``."""
+        args = interrupt.tool_call.args if interrupt.tool_call else interrupt.reason
+        expires = now + policy.expires_in if policy.expires_in else None
+        reminder = now + policy.reminders[0] if policy.reminders else None
+        return cls(
+            interrupt=interrupt.to_dict(),
+            run_id=run_id,
+            thread_id=thread_id,
+            agent=agent,
+            requested_by=requested_by,
+            policy=policy,
+            args_digest=digest_args(args),
+            created_at=now,
+            expires_at=expires,
+            next_reminder_at=reminder if reminder and (not expires or reminder < expires) else None,
+            channel=channel,
+        )
+
+    @property
+    def id(self) -> str:
+        """The storage id (``<run_id>/<interrupt id>``) buttons carry and every call takes."""
+        return record_id(self.run_id, str(self.interrupt["id"]))
+
+    @property
+    def runtime_interrupt(self) -> Interrupt:
+        return Interrupt.from_dict(self.interrupt)
+
+    @property
+    def approvals(self) -> tuple[str, ...]:
+        """Distinct users whose approval counts toward the quorum, in order."""
+        return tuple(
+            dict.fromkeys(v.user_id for v in self.votes if v.decision["type"] == "approve")
+        )
+
+    def response(self) -> InterruptResponse | None:
+        """The answer the resumed run receives, or None while the record is pending.
+
+        An expiry or cancellation is a rejection whose metadata says so honestly; it is
+        never presented as a person's denial.
+        """
+        if self.state == "pending":
+            return None
+        meta: dict[str, Any] = {"state": self.state, "decided_by": self.decided_by}
+        meta["decided_at"] = self.decided_at.isoformat() if self.decided_at else None
+        if self.state == "approved":
+            meta["approvers"] = list(self.approvals)
+        if self.decision is not None:
+            decision = Decision.from_dict(self.decision)
+        else:
+            decision = Decision.reject(f"not approved: the request was {self.state}")
+        return InterruptResponse(
+            interrupt_id=str(self.interrupt["id"]), decision=decision, metadata=meta
+        )
+
+    # -- the Redis hash form --------------------------------------------------------------
+
+    def to_hash(self) -> dict[str, str]:
+        """The fields of the record's Redis hash; scripts read and update them in place."""
+        data = self.model_dump(mode="json")
+        approvals = list(self.approvals)
+
+        def ms(moment: datetime | None) -> str:
+            return str(to_ms(moment)) if moment else ""
+
+        return {
+            "id": self.id,
+            "run_id": self.run_id,
+            "thread_id": self.thread_id,
+            "agent": self.agent,
+            "requested_by": self.requested_by,
+            "interrupt": json.dumps(data["interrupt"], separators=(",", ":")),
+            "policy": json.dumps(data["policy"], separators=(",", ":")),
+            "args_digest": self.args_digest,
+            "created_at": ms(self.created_at),
+            "expires_at": ms(self.expires_at),
+            "next_reminder_at": ms(self.next_reminder_at),
+            "reminder_index": "0",
+            "channel": self.channel or "",
+            "message_ts": self.message_ts or "",
+            "thread_ts": self.thread_ts or "",
+            "state": self.state,
+            "votes": json.dumps(data["votes"], separators=(",", ":")),
+            "voters": json.dumps(approvals) if approvals else "[]",
+            "decided_by": self.decided_by or "",
+            "decided_at": ms(self.decided_at),
+            "decision": json.dumps(data["decision"]) if self.decision is not None else "",
+            "escalated": "1" if self.escalated else "0",
+        }
+
+    @classmethod
+    def from_hash(cls, key: str, fields: dict[str, str]) -> InterruptRecord:
+        """Validate a hash read back from Redis; CorruptRecordError names the key if bad."""
+        try:
+
+            def opt_ms(name: str) -> datetime | None:
+                raw = fields.get(name, "")
+                return from_ms(int(raw)) if raw else None
+
+            def opt(name: str) -> str | None:
+                return fields.get(name) or None
+
+            record = cls(
+                interrupt=json.loads(fields["interrupt"]),
+                run_id=fields["run_id"],
+                thread_id=fields["thread_id"],
+                agent=fields["agent"],
+                requested_by=fields["requested_by"],
+                policy=ApproverPolicy.model_validate_json(fields["policy"]),
+                args_digest=fields["args_digest"],
+                created_at=from_ms(int(fields["created_at"])),
+                expires_at=opt_ms("expires_at"),
+                next_reminder_at=opt_ms("next_reminder_at"),
+                channel=opt("channel"),
+                message_ts=opt("message_ts"),
+                thread_ts=opt("thread_ts"),
+                state=fields["state"],  # type: ignore[arg-type]
+                votes=tuple(Vote.model_validate(v) for v in json.loads(fields["votes"])),
+                decided_by=opt("decided_by"),
+                decided_at=opt_ms("decided_at"),
+                decision=json.loads(fields["decision"]) if fields.get("decision") else None,
+                escalated=fields.get("escalated") == "1",
+            )
+        except (KeyError, ValueError, TypeError, ValidationError) as exc:
+            raise CorruptRecordError(key, f"{type(exc).__name__}: {exc}") from exc
+        if record.id != fields.get("id"):
+            raise CorruptRecordError(key, f"its id field {fields.get('id')!r} does not match")
+        return record

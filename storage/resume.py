@@ -1,0 +1,162 @@
+"""ResumeQueue: the jobs that continue a run once its last pending interrupt is decided.
+
+Jobs are appended by the decide/expire scripts to a Redis Stream and read through a
+consumer group. A worker's loop::
+
+    for job in await queue.claim("worker-1"):
+        stored = await sessions.load(job.thread_id)
+        match await queue.begin(job, consumer="worker-1", session_version=stored.version):
+            case "done": await queue.ack(job)          # applied before: nothing to do
+            case "busy": continue                      # another worker holds the run
+            case "go":
+                new_version = ...resume the run, save the snapshot...
+                await queue.complete(job, consumer="worker-1",
+                                     session_version=stored.version)
+
+``complete`` acknowledges only after the new snapshot is saved; a job whose worker
+died is picked up again by ``reclaim`` once idle past a timeout, and ``begin`` makes
+sure a job is applied at most once per run version.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Literal, cast
+
+from redis import exceptions as rexc
+
+from .client import RedisClient
+from .keys import Keys
+from .records import from_ms
+
+log = logging.getLogger(__name__)
+
+BeginResult = Literal["go", "done", "busy"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResumeJob:
+    """Continue run ``run_id`` (thread ``thread_id``) with the answers of ``record_ids``."""
+
+    id: str
+    run_id: str
+    thread_id: str
+    round: int
+    record_ids: tuple[str, ...]
+    enqueued_at: datetime
+
+
+class ResumeQueue:
+    """A consumer group over the resume stream, with leases that keep resumes single."""
+
+    def __init__(
+        self,
+        client: RedisClient,
+        keys: Keys,
+        *,
+        group: str = "resume-workers",
+        lease: timedelta = timedelta(seconds=60),
+        applied_ttl: timedelta = timedelta(days=7),
+    ) -> None:
+        self._client = client
+        self._keys = keys
+        self.group = group
+        self._lease_ms = int(lease.total_seconds() * 1000)
+        self._applied_ms = int(applied_ttl.total_seconds() * 1000)
+
+    async def ensure_group(self) -> None:
+        """Create the consumer group (and stream) if missing; jobs already queued are kept."""
+        async with self._client.guard("create resume consumer group"):
+            try:
+                await self._client.raw.xgroup_create(
+                    self._keys.resume_stream, self.group, id="0", mkstream=True
+                )
+            except rexc.ResponseError as exc:
+                if "BUSYGROUP" not in str(exc):
+                    raise
+
+    async def claim(
+        self, consumer: str, *, count: int = 10, block: timedelta | None = None
+    ) -> list[ResumeJob]:
+        """New jobs for ``consumer``; waits up to ``block`` for one when none is queued."""
+        block_ms = int(block.total_seconds() * 1000) if block else None
+        async with self._client.guard("read resume jobs"):
+            reply = await self._client.raw.xreadgroup(
+                self.group, consumer, {self._keys.resume_stream: ">"}, count=count, block=block_ms
+            )
+        streams = cast(list[tuple[str, list[tuple[str, dict[str, str]]]]], reply)
+        entries = streams[0][1] if streams else []
+        return [_job(entry_id, fields) for entry_id, fields in entries]
+
+    async def reclaim(
+        self, consumer: str, *, min_idle: timedelta, count: int = 10
+    ) -> list[ResumeJob]:
+        """Take over jobs another consumer claimed but did not finish within ``min_idle``."""
+        async with self._client.guard("reclaim resume jobs"):
+            reply = await self._client.raw.xautoclaim(
+                self._keys.resume_stream,
+                self.group,
+                consumer,
+                int(min_idle.total_seconds() * 1000),
+                "0-0",
+                count=count,
+            )
+        claimed = cast(list[list[tuple[str, dict[str, str] | None]]], reply)
+        entries = claimed[1] if claimed else []
+        jobs = [_job(entry_id, fields) for entry_id, fields in entries if fields]
+        for job in jobs:
+            log.warning("resume job %s of run %s reclaimed by %s", job.id, job.run_id, consumer)
+        return jobs
+
+    async def begin(self, job: ResumeJob, *, consumer: str, session_version: int) -> BeginResult:
+        """Take the run's lease to apply ``job`` to snapshot ``session_version``.
+
+        ``done``: this job or another already resumed from that version (ack it);
+        ``busy``: another consumer holds the run's lease (leave the job for later).
+        """
+        keys = [self._keys.run_lease(job.run_id), self._keys.run_applied(job.run_id)]
+        args: list[str | int] = [job.id, session_version, consumer, self._lease_ms]
+        return cast(BeginResult, await self._client.eval("resume_begin", keys, args))
+
+    async def complete(self, job: ResumeJob, *, consumer: str, session_version: int) -> None:
+        """After the run's new snapshot is saved: mark the version applied, release, ack."""
+        keys = [
+            self._keys.run_lease(job.run_id),
+            self._keys.run_applied(job.run_id),
+            self._keys.resume_stream,
+        ]
+        args: list[str | int] = [job.id, session_version, consumer, self.group, self._applied_ms]
+        await self._client.eval("resume_complete", keys, args)
+        log.info(
+            "resume job %s of run %s applied from version %d", job.id, job.run_id, session_version
+        )
+
+    async def release(self, job: ResumeJob, *, consumer: str) -> None:
+        """Give a job up unacknowledged (the resume failed); it is reclaimed later."""
+        await self._client.eval(
+            "resume_release", [self._keys.run_lease(job.run_id)], [job.id, consumer]
+        )
+
+    async def ack(self, job: ResumeJob) -> None:
+        """Acknowledge a job that needs no work (``begin`` answered ``done``)."""
+        async with self._client.guard("ack resume job"):
+            await self._client.raw.xack(self._keys.resume_stream, self.group, job.id)
+
+    async def pending_count(self) -> int:
+        """Jobs delivered to a consumer and not yet acknowledged."""
+        async with self._client.guard("count pending resume jobs"):
+            info = await self._client.raw.xpending(self._keys.resume_stream, self.group)
+        return int(info["pending"])
+
+
+def _job(entry_id: str, fields: dict[str, str]) -> ResumeJob:
+    return ResumeJob(
+        id=entry_id,
+        run_id=fields["run_id"],
+        thread_id=fields["thread_id"],
+        round=int(fields["round"]),
+        record_ids=tuple(fields.get("record_ids", "").split()),
+        enqueued_at=from_ms(int(fields["at"])),
+    )

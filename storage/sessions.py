@@ -1,0 +1,60 @@
+"""RedisSessionStore: the runtime's SessionStore, one JSON snapshot per thread in Redis."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from typing import cast
+
+from agent_runtime.errors import StaleSessionError
+from agent_runtime.session import Snapshot, StoredSession
+
+from .client import RedisClient
+from .errors import CorruptRecordError
+from .keys import Keys
+
+
+class RedisSessionStore:
+    """Versioned snapshots with compare-and-set saves; a stale save is refused.
+
+    Each save refreshes the session's TTL (default 30 days; None keeps it forever).
+    """
+
+    def __init__(
+        self, client: RedisClient, keys: Keys, *, ttl: timedelta | None = timedelta(days=30)
+    ) -> None:
+        self._client = client
+        self._keys = keys
+        self._ttl_ms = int(ttl.total_seconds() * 1000) if ttl else 0
+
+    async def load(self, thread_id: str) -> StoredSession | None:
+        key = self._keys.session(thread_id)
+        async with self._client.guard("load session"):
+            version, raw = await self._client.raw.hmget(key, ["version", "snapshot"])
+        if version is None and raw is None:
+            return None
+        try:
+            snapshot = json.loads(cast(str, raw))
+            if not isinstance(snapshot, dict):
+                raise ValueError("the snapshot is not a JSON object")
+            return StoredSession(version=int(cast(str, version)), snapshot=snapshot)
+        except (TypeError, ValueError) as exc:
+            raise CorruptRecordError(key, str(exc)) from exc
+
+    async def save(self, thread_id: str, snapshot: Snapshot, *, expected_version: int) -> int:
+        data = json.dumps(snapshot, separators=(",", ":"), allow_nan=False)
+        key = self._keys.session(thread_id)
+        ok, version = cast(
+            list[int],
+            await self._client.eval("session_save", [key], [expected_version, data, self._ttl_ms]),
+        )
+        if not ok:
+            raise StaleSessionError(
+                f"thread {thread_id}: expected version {expected_version}, "
+                f"stored version is {version}; reload the session and try again"
+            )
+        return int(version)
+
+    async def delete(self, thread_id: str) -> None:
+        async with self._client.guard("delete session"):
+            await self._client.raw.delete(self._keys.session(thread_id))
