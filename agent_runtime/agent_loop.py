@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING
 
 from .asking import InterruptPoint
-from .errors import ResumeError, ToolInputError
+from .errors import ModelError, ResumeError, ToolInputError
 from .events import (
     AfterInvocation,
     AfterModelCall,
@@ -144,12 +144,12 @@ class Invocation:
             messages=tuple(self.state.messages),
             tools=tuple(tool.spec for tool in self.agent.tools.values()),
         )
+        response: ModelResponse | None = None
+        failure: Exception | None = None
         for _ in range(MAX_RETRIES + 1):
-            await self.agent.hooks.emit(
-                BeforeModelCall(source=self.agent, run=self.info, request=request)
-            )
-            response: ModelResponse | None = None
-            failure: Exception | None = None
+            before = BeforeModelCall(source=self.agent, run=self.info, request=request)
+            await self.agent.hooks.emit(before)
+            response, failure = None, None
             try:
                 response = await self.agent.model.generate(request)
             except Exception as error:  # a provider failure ends the run as "error"
@@ -164,8 +164,10 @@ class Invocation:
             )
             await self.agent.hooks.emit(after)
             if not after.retry:
-                return response if response is not None else failure  # type: ignore[return-value]
-        return failure or RuntimeError("model call retried too often")
+                break
+        if response is not None:
+            return response
+        return failure or ModelError(f"the model call was retried {MAX_RETRIES} times")
 
     async def _run_batch(self) -> AsyncIterator[RunEvent]:
         """Run the turn's tool calls that have no result yet; collect interrupts."""
