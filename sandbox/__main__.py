@@ -1,0 +1,48 @@
+"""`python -m sandbox`: run the sandbox workspace until Ctrl-C and print how to reach it."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+
+from .server import Sandbox
+
+
+def _parse() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m sandbox", description=__doc__)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0, help="0 picks a free port (default)")
+    parser.add_argument(
+        "--request-url",
+        default=None,
+        help="the app's HTTP endpoint, e.g. http://127.0.0.1:3000/slack/events",
+    )
+    parser.add_argument("-v", "--verbose", action="store_true")
+    return parser.parse_args()
+
+
+async def _serve(options: argparse.Namespace) -> None:
+    async with Sandbox(host=options.host, port=options.port, request_url=options.request_url) as sb:
+        print(f"Sandbox workspace:  {sb.base_url}/")
+        print(f"SLACK_API_URL       {sb.api_url}")
+        print(f"SLACK_BOT_TOKEN     {sb.bot_token}")
+        print(f"SLACK_APP_TOKEN     {sb.app_token}")
+        print(f"SLACK_SIGNING_SECRET {sb.signing_secret}")
+        print(f"request URL         {sb.request_url or '(none; set with PUT /admin/request-url)'}")
+        await asyncio.Event().wait()
+
+
+def main() -> None:
+    options = _parse()
+    logging.basicConfig(
+        level=logging.DEBUG if options.verbose else logging.INFO,
+        format="%(asctime)s %(name)s %(levelname)s %(message)s",
+    )
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(_serve(options))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,5 @@
+"""Slack's Web API methods the sandbox plays, served under `/api/<method>`."""
+
+from .router import METHODS, WebApi
+
+__all__ = ["METHODS", "WebApi"]

@@ -1,0 +1,105 @@
+"""chat.postMessage, chat.update and chat.postEphemeral."""
+
+from __future__ import annotations
+
+from ..blocks import checked_blocks
+from ..entities import Channel, Ephemeral, JsonObject, Message
+from ..errors import SlackApiFailure
+from . import args
+from .context import ApiContext
+
+MAX_TEXT = 40_000
+
+
+def _postable_channel(ctx: ApiContext, ref: str) -> Channel:
+    channel = ctx.workspace.resolve_channel(ref)
+    if channel is None:
+        raise SlackApiFailure("channel_not_found")
+    if ctx.workspace.app.bot_user_id not in channel.members:
+        raise SlackApiFailure("not_in_channel")
+    return channel
+
+
+def _content(
+    text: str | None, blocks: list[JsonObject] | None
+) -> tuple[str, tuple[JsonObject, ...]]:
+    if not text and not blocks:
+        raise SlackApiFailure("no_text")
+    if text and len(text) > MAX_TEXT:
+        raise SlackApiFailure("msg_too_long")
+    return text or "", checked_blocks(blocks, surface="message") if blocks else ()
+
+
+def post_message(ctx: ApiContext, a: args.PostMessage) -> JsonObject:
+    ws = ctx.workspace
+    channel = _postable_channel(ctx, a.channel)
+    text, blocks = _content(a.text, a.blocks)
+    thread_ts = None
+    if a.thread_ts:
+        parent = ws.message(channel.id, a.thread_ts)
+        if parent is None:
+            raise SlackApiFailure("thread_not_found")
+        thread_ts = parent.thread_ts or parent.ts  # a reply to a reply joins the same thread
+    app = ws.app
+    message = ws.post(
+        Message(
+            channel=channel.id,
+            ts=ws.ids.ts(),
+            user=app.bot_user_id,
+            text=text,
+            blocks=blocks,
+            thread_ts=thread_ts,
+            bot_id=app.bot_id,
+            app_id=app.app_id,
+            team=ws.team_id,
+        )
+    )
+    return {"channel": channel.id, "ts": message.ts, "message": message.to_slack()}
+
+
+def update(ctx: ApiContext, a: args.Update) -> JsonObject:
+    ws = ctx.workspace
+    channel = ws.resolve_channel(a.channel)
+    if channel is None:
+        raise SlackApiFailure("channel_not_found")
+    message = ws.message(channel.id, a.ts)
+    if message is None:
+        raise SlackApiFailure("message_not_found")
+    if message.user != ws.app.bot_user_id:
+        raise SlackApiFailure("cant_update_message")
+    if a.text is None and a.blocks is None:
+        raise SlackApiFailure("no_text")
+    text = message.text if a.text is None else a.text
+    if len(text) > MAX_TEXT:
+        raise SlackApiFailure("msg_too_long")
+    # Omitted blocks are kept; an empty list removes them (Slack's rule).
+    blocks = message.blocks if a.blocks is None else checked_blocks(a.blocks, surface="message")
+    updated = ws.replace(message, text=text, blocks=blocks, edited_ts=ws.ids.ts())
+    return {
+        "channel": channel.id,
+        "ts": updated.ts,
+        "text": updated.text,
+        "message": ws.to_slack(updated),
+    }
+
+
+def post_ephemeral(ctx: ApiContext, a: args.PostEphemeral) -> JsonObject:
+    ws = ctx.workspace
+    channel = _postable_channel(ctx, a.channel)
+    if a.user not in ws.users:
+        raise SlackApiFailure("user_not_found")
+    if a.user not in channel.members:
+        raise SlackApiFailure("user_not_in_channel")
+    text, blocks = _content(a.text, a.blocks)
+    ephemeral = ws.add_ephemeral(
+        Ephemeral(
+            id=ws.ids.ts(),
+            channel=channel.id,
+            user=a.user,
+            text=text,
+            blocks=blocks,
+            thread_ts=a.thread_ts,
+            sender=ws.app.bot_user_id,
+        )
+    )
+    return {"message_ts": ephemeral.id}

@@ -1,0 +1,62 @@
+"""auth.test, users.info, usergroups.users.list, conversations.open, apps.connections.open."""
+
+from __future__ import annotations
+
+from ..entities import JsonObject
+from ..errors import SlackApiFailure
+from . import args
+from .context import ApiContext
+
+
+def auth_test(ctx: ApiContext, _: args.NoArgs) -> JsonObject:
+    ws = ctx.workspace
+    return {
+        "url": f"https://{ws.team_domain}.slack.com/",
+        "team": ws.team_name,
+        "user": ws.app.bot_name,
+        "team_id": ws.team_id,
+        "user_id": ws.app.bot_user_id,
+        "bot_id": ws.app.bot_id,
+        "is_enterprise_install": False,
+    }
+
+
+def users_info(ctx: ApiContext, a: args.UsersInfo) -> JsonObject:
+    user = ctx.workspace.users.get(a.user)
+    if user is None:
+        raise SlackApiFailure("user_not_found")
+    return {"user": user.to_slack()}
+
+
+def usergroup_users(ctx: ApiContext, a: args.UsergroupUsers) -> JsonObject:
+    group = ctx.workspace.groups.get(a.usergroup)
+    if group is None:
+        raise SlackApiFailure("no_such_subteam")
+    return {"users": list(group.users)}
+
+
+def conversations_open(ctx: ApiContext, a: args.ConversationsOpen) -> JsonObject:
+    ws = ctx.workspace
+    if a.channel:
+        channel = ws.channels.get(a.channel)
+        if channel is None:
+            raise SlackApiFailure("channel_not_found")
+        return {"channel": {"id": channel.id}}
+    users = [u for u in (a.users or "").split(",") if u]
+    if not users:
+        raise SlackApiFailure("users_list_not_supplied")
+    if len(users) > 1:
+        raise SlackApiFailure("not_supported")  # group DMs are not part of the sandbox
+    user = ws.users.get(users[0])
+    if user is None or user.is_bot:
+        raise SlackApiFailure("user_not_found")
+    existed = any(c.im_user == user.id for c in ws.channels.values())
+    channel = ws.open_dm(user.id)
+    out: JsonObject = {"channel": {"id": channel.id}}
+    if existed:
+        out.update(no_op=True, already_open=True)
+    return out
+
+
+def connections_open(ctx: ApiContext, _: args.NoArgs) -> JsonObject:
+    return {"url": ctx.hub.issue_url(ctx.origin)}
