@@ -28,10 +28,15 @@ _LUA_PRELUDE = "common.lua"
 class RedisClient:
     """An async Redis connection with retry, error translation and our Lua scripts."""
 
-    def __init__(self, url: str, *, retries: int = 5, timeout: float = 5.0) -> None:
+    def __init__(
+        self, url: str, *, retries: int = 5, timeout: float = 5.0, max_connections: int = 64
+    ) -> None:
         self.url = url
-        self.raw: aioredis.Redis = aioredis.Redis.from_url(
+        # A blocking pool makes a burst of callers wait for a connection instead of failing.
+        pool = aioredis.BlockingConnectionPool.from_url(
             url,
+            max_connections=max_connections,
+            timeout=timeout,
             decode_responses=True,
             retry=Retry(ExponentialBackoff(cap=2.0, base=0.05), retries),
             retry_on_error=[rexc.ConnectionError, rexc.TimeoutError],
@@ -39,6 +44,7 @@ class RedisClient:
             socket_connect_timeout=timeout,
             health_check_interval=30,
         )
+        self.raw: aioredis.Redis = aioredis.Redis(connection_pool=pool)
         self._scripts: dict[str, AsyncScript] = {}
 
     @property
@@ -94,4 +100,4 @@ class RedisClient:
             await self.raw.ping()
 
     async def close(self) -> None:
-        await self.raw.aclose()
+        await self.raw.aclose(close_connection_pool=True)

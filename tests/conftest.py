@@ -1,0 +1,39 @@
+"""Fixtures shared by every suite: one real Redis-compatible server per test session.
+
+The server is the embedded one the product itself uses (storage.EmbeddedRedis) on a
+free port. If it cannot start the session fails loudly; no test is ever skipped for it.
+"""
+
+from __future__ import annotations
+
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+# pytest puts tests/ first on sys.path, where tests/storage and tests/bot (folders without
+# __init__.py) would shadow the real packages of the same name; the project root goes first.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from storage.embedded import EmbeddedRedis  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedRedis]:
+    server = EmbeddedRedis(tmp_path_factory.mktemp("redis"))
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_url(redis_server: EmbeddedRedis) -> str:
+    return redis_server.url
+
+
+@pytest.fixture
+def key_prefix() -> str:
+    """A fresh key prefix, so tests sharing the server never see each other's keys."""
+    return f"t{uuid.uuid4().hex[:12]}"

@@ -1,0 +1,187 @@
+"""Decisions: one atomic step each; refusals change nothing (issue 3, tests 1, 2 and 6)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import redis.asyncio as aioredis
+
+from agent_runtime.interrupts import Decision
+from storage import Storage, digest_args
+from storage_helpers import NOW, later, make_record, snapshot
+
+DIGEST = digest_args({"path": "/tmp/old"})
+
+
+async def test_approval_records_decision_and_enqueues_one_resume(storage: Storage) -> None:
+    record = await storage.interrupts.create_interrupt(make_record())
+    outcome = await storage.interrupts.decide(
+        record.id, "UALICE", Decision.approve(), args_digest=DIGEST, now=later(minutes=1)
+    )
+    assert outcome.status == "recorded"
+    assert outcome.state == "approved" and outcome.decided_by == "UALICE"
+    assert outcome.resume_job_id is not None
+    stored = await storage.queries.get(record.id)
+    assert stored is not None and stored.state == "approved"
+    response = stored.response()
+    assert response is not None and response.decision == Decision.approve()
+    assert response.metadata["decided_by"] == "UALICE"
+
+
+async def test_200_concurrent_clicks_make_exactly_one_decision(storage: Storage) -> None:
+    users = [f"U{i:04d}" for i in range(200)]
+    record = await storage.interrupts.create_interrupt(make_record(allowed_users=tuple(users)))
+    outcomes = await asyncio.gather(
+        *(
+            storage.interrupts.decide(
+                record.id, user, Decision.approve(), args_digest=DIGEST, now=later(minutes=1)
+            )
+            for user in users
+        )
+    )
+    recorded = [o for o in outcomes if o.status == "recorded"]
+    assert len(recorded) == 1
+    winner = recorded[0].decided_by
+    refused = [o for o in outcomes if o.status == "refused"]
+    assert len(refused) == 199
+    assert all(o.reason == "already_decided" and o.decided_by == winner for o in refused)
+    assert all(o.state == "approved" for o in refused)
+    stream = storage.keys.resume_stream
+    assert await storage.client.raw.xlen(stream) == 1
+
+
+async def test_quorum_of_two_counts_each_user_once(storage: Storage) -> None:
+    record = await storage.interrupts.create_interrupt(make_record(min_approvals=2))
+    decide = storage.interrupts.decide
+    first = await decide(record.id, "UALICE", Decision.approve(), args_digest=DIGEST, now=NOW)
+    again = await decide(record.id, "UALICE", Decision.approve(), args_digest=DIGEST, now=NOW)
+    assert (first.status, first.approvals, first.required) == ("progress", 1, 2)
+    assert (again.status, again.reason, again.approvals) == ("refused", "already_voted", 1)
+    assert await storage.client.raw.xlen(storage.keys.resume_stream) == 0
+
+
+async def test_quorum_three_concurrent_approvers_one_decision(storage: Storage) -> None:
+    record = await storage.interrupts.create_interrupt(make_record(min_approvals=2))
+    outcomes = await asyncio.gather(
+        *(
+            storage.interrupts.decide(
+                record.id, user, Decision.approve(), args_digest=DIGEST, now=NOW
+            )
+            for user in ("UALICE", "UBOB", "UCAROL")
+        )
+    )
+    statuses = sorted(o.status for o in outcomes)
+    assert statuses == ["progress", "recorded", "refused"]
+    stored = await storage.queries.get(record.id)
+    assert stored is not None and stored.state == "approved" and len(stored.approvals) == 2
+    assert await storage.client.raw.xlen(storage.keys.resume_stream) == 1
+
+
+async def test_deny_after_one_approval_ends_it_denied(storage: Storage) -> None:
+    record = await storage.interrupts.create_interrupt(make_record(min_approvals=2))
+    decide = storage.interrupts.decide
+    await decide(record.id, "UALICE", Decision.approve(), args_digest=DIGEST, now=NOW)
+    deny = await decide(
+        record.id, "UBOB", Decision.reject("not today"), args_digest=DIGEST, now=NOW
+    )
+    assert deny.status == "recorded" and deny.state == "denied" and deny.decided_by == "UBOB"
+    late = await decide(record.id, "UCAROL", Decision.approve(), args_digest=DIGEST, now=NOW)
+    assert late.reason == "already_decided" and late.state == "denied"
+    assert deny.record is not None and [v.user_id for v in deny.record.votes] == [
+        "UALICE",
+        "UBOB",
+    ]
+
+
+async def test_edit_and_respond_are_final_and_keep_their_payload(storage: Storage) -> None:
+    offered = ("approve", "reject", "edit", "respond")
+    one = await storage.interrupts.create_interrupt(make_record(call_id="c1", decisions=offered))
+    two = await storage.interrupts.create_interrupt(make_record(call_id="c2", decisions=offered))
+    edit = Decision.edit({"path": "/tmp/old/only-logs", "n": 12345678901234567890})
+    out = await storage.interrupts.decide(one.id, "UBOB", edit, args_digest=DIGEST, now=NOW)
+    assert out.state == "edited" and out.record is not None
+    assert out.record.decision == edit.to_dict()
+    reply = Decision.respond("use the archive instead")
+    out = await storage.interrupts.decide(two.id, "UBOB", reply, args_digest=DIGEST, now=NOW)
+    assert out.state == "responded" and out.resume_job_id is not None
+
+
+async def test_refusals_leave_every_key_byte_for_byte_unchanged(
+    storage: Storage, raw: aioredis.Redis, key_prefix: str
+) -> None:
+    record = await storage.interrupts.create_interrupt(
+        make_record(requested_by="UALICE", decisions=("approve", "reject"))
+    )
+    posted = await storage.interrupts.mark_posted(record.id, "CAPPROVALS", "1700.0001", now=NOW)
+    assert posted is not None
+    before = await snapshot(raw, key_prefix)
+    decide = storage.interrupts.decide
+    cases = [
+        (record.id, "UMALLORY", Decision.approve(), DIGEST, {}, "not_allowed"),
+        (record.id, "UALICE", Decision.approve(), DIGEST, {}, "self_approval"),
+        (record.id, "UBOB", Decision.approve(), "0" * 32, {}, "wrong_digest"),
+        (record.id, "UBOB", Decision.respond("x"), DIGEST, {}, "not_offered"),
+        (
+            record.id,
+            "UBOB",
+            Decision.approve(),
+            DIGEST,
+            {"channel": "COTHER", "message_ts": "1700.0001"},
+            "wrong_message",
+        ),
+        ("run_1/int_nope", "UBOB", Decision.approve(), DIGEST, {}, "unknown"),
+        ("no-slash", "UBOB", Decision.approve(), DIGEST, {}, "unknown"),
+        ("run 1/int_x", "UBOB", Decision.approve(), DIGEST, {}, "unknown"),
+        ("run_1/int_{x}", "UBOB", Decision.approve(), DIGEST, {}, "unknown"),
+        (record.id, "U<!channel>", Decision.approve(), DIGEST, {}, "unknown"),
+        (record.id, "UBOB", Decision.approve(), DIGEST, {}, None),
+    ]
+    for rid, user, decision, digest, origin, reason in cases[:-1]:
+        out = await decide(rid, user, decision, args_digest=digest, now=NOW, **origin)
+        assert (out.status, out.reason) == ("refused", reason), (rid, user)
+        assert await snapshot(raw, key_prefix) == before, reason
+    rid, user, decision, digest, origin, _ = cases[-1]
+    ok = await decide(
+        rid,
+        user,
+        decision,
+        args_digest=digest,
+        now=NOW,
+        channel="CAPPROVALS",
+        message_ts="1700.0001",
+    )
+    assert ok.status == "recorded"
+
+
+async def test_empty_allow_list_means_nobody_unless_open_to_channel(storage: Storage) -> None:
+    closed = await storage.interrupts.create_interrupt(make_record(call_id="c1", allowed_users=()))
+    opened = await storage.interrupts.create_interrupt(
+        make_record(call_id="c2", allowed_users=(), open_to_channel=True)
+    )
+    decide = storage.interrupts.decide
+    out = await decide(closed.id, "UANY", Decision.approve(), args_digest=DIGEST, now=NOW)
+    assert out.reason == "not_allowed"
+    out = await decide(opened.id, "UANY", Decision.approve(), args_digest=DIGEST, now=NOW)
+    assert out.status == "recorded"
+
+
+async def test_group_members_captured_at_posting_may_decide(storage: Storage) -> None:
+    record = await storage.interrupts.create_interrupt(
+        make_record(allowed_users=(), allowed_groups=("SOPS",), group_members=("UDAVE",))
+    )
+    out = await storage.interrupts.decide(
+        record.id, "UDAVE", Decision.approve(), args_digest=DIGEST, now=NOW
+    )
+    assert out.status == "recorded"
+
+
+async def test_resume_waits_for_the_last_pending_interrupt_of_the_run(storage: Storage) -> None:
+    first, second = make_record(call_id="c1"), make_record(call_id="c2")
+    await storage.interrupts.create_interrupts([first, second])
+    decide = storage.interrupts.decide
+    one = await decide(first.id, "UBOB", Decision.approve(), args_digest=DIGEST, now=NOW)
+    assert one.status == "recorded" and one.resume_job_id is None
+    two = await decide(second.id, "UBOB", Decision.reject("no"), args_digest=DIGEST, now=NOW)
+    assert two.resume_job_id is not None
+    jobs = await storage.resume.claim("w1")
+    assert [j.record_ids for j in jobs] == [tuple(sorted([first.id, second.id]))]
