@@ -111,7 +111,7 @@ class Sandbox:
         return list(self._delivery.log)
 
     async def wait_for(self, probe: Callable[[], _T | None], *, within: float = 5.0) -> _T:
-        """Wait until `probe()` is truthy-not-None, re-checking whenever the workspace changes."""
+        """Wait until `probe()` returns something truthy (tests: no sleeping, no polling loops)."""
         return await self.workspace.wait_for(probe, within=within)
 
     # -- lifecycle -----------------------------------------------------------------

@@ -7,6 +7,7 @@ Every change bumps `version` and wakes waiters, so the page (long polling) and t
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 from collections.abc import Callable, Iterable
 from datetime import datetime
@@ -19,6 +20,7 @@ from .errors import UserActionError
 from .ids import Ids
 
 _T = TypeVar("_T")
+_RECHECK_SECONDS = 0.02
 
 
 def _user(seed: UserSeed, team_id: str) -> User:
@@ -85,14 +87,16 @@ class Workspace:
         self._changed = asyncio.Event()
 
     async def wait_for(self, probe: Callable[[], _T | None], *, within: float = 5.0) -> _T:
-        """Wait until `probe()` returns something other than None/False, re-checking on change."""
+        """Wait until `probe()` returns something truthy, re-checking on every change."""
         async with asyncio.timeout(within):
             while True:
                 event = self._changed
                 result = probe()
-                if result is not None and result is not False:
+                if result:
                     return result
-                await event.wait()
+                # Also re-check now and then: probes may watch things outside the workspace.
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(event.wait(), _RECHECK_SECONDS)
 
     async def next_version(self, since: int, *, within: float) -> int:
         """Return once `version > since`, or after `within` seconds (long polling)."""

@@ -15,14 +15,20 @@ from slack_sdk.web.async_client import AsyncWebClient
 # package; putting the checkout first makes the real package win until it is reinstalled.
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from sandbox import Sandbox
+from sandbox import Sandbox, Timing
 
 Serve = Callable[[AsyncApp], Awaitable[str]]
 
 
 @pytest.fixture
-async def sb() -> AsyncIterator[Sandbox]:
-    async with Sandbox() as sandbox:
+def timing(request: pytest.FixtureRequest) -> Timing:
+    """Slack's clocks, unless a test parametrizes shorter ones (`indirect=True`)."""
+    return getattr(request, "param", Timing())
+
+
+@pytest.fixture
+async def sb(timing: Timing) -> AsyncIterator[Sandbox]:
+    async with Sandbox(timing=timing) as sandbox:
         yield sandbox
 
 

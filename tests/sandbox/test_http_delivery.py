@@ -1,0 +1,367 @@
+"""Deliveries to a real Bolt app over HTTP: signed, shaped as Slack sends them, acked in 3 s."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from conftest import Serve
+from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
+from slack_sdk.errors import SlackApiError
+from slack_sdk.models.blocks import Block
+from slack_sdk.models.views import View
+from slack_sdk.web.async_client import AsyncWebClient
+
+from sandbox import Sandbox, Timing
+
+APPROVAL = [
+    {
+        "type": "section",
+        "block_id": "what",
+        "text": {"type": "mrkdwn", "text": "Delete `/tmp/scratch`?"},
+    },
+    {
+        "type": "actions",
+        "block_id": "decide",
+        "elements": [
+            {
+                "type": "button",
+                "action_id": "approve",
+                "value": "int-1",
+                "style": "primary",
+                "text": {"type": "plain_text", "text": "Approve"},
+                "confirm": {
+                    "title": {"type": "plain_text", "text": "Sure?"},
+                    "text": {"type": "plain_text", "text": "Files go away."},
+                    "confirm": {"type": "plain_text", "text": "Yes"},
+                    "deny": {"type": "plain_text", "text": "No"},
+                },
+            },
+            {
+                "type": "button",
+                "action_id": "deny",
+                "value": "int-1",
+                "style": "danger",
+                "text": {"type": "plain_text", "text": "Deny"},
+            },
+        ],
+    },
+]
+
+REASON_MODAL = {
+    "type": "modal",
+    "callback_id": "deny_reason",
+    "private_metadata": "int-1",
+    "notify_on_close": True,
+    "title": {"type": "plain_text", "text": "Deny"},
+    "submit": {"type": "plain_text", "text": "Deny"},
+    "blocks": [
+        {
+            "type": "input",
+            "block_id": "reason",
+            "label": {"type": "plain_text", "text": "Why?"},
+            "element": {"type": "plain_text_input", "action_id": "text", "multiline": True},
+        },
+        {
+            "type": "input",
+            "block_id": "scope",
+            "label": {"type": "plain_text", "text": "Scope"},
+            "element": {
+                "type": "static_select",
+                "action_id": "pick",
+                "options": [
+                    {"text": {"type": "plain_text", "text": "This run"}, "value": "run"},
+                    {"text": {"type": "plain_text", "text": "Always"}, "value": "always"},
+                ],
+            },
+        },
+    ],
+}
+
+
+async def _post(sb: Sandbox, blocks: list[dict[str, Any]] = APPROVAL) -> str:
+    client = AsyncWebClient(base_url=sb.api_url, token=sb.bot_token)
+    return str(
+        (await client.chat_postMessage(channel="C0OPS", text="approve?", blocks=blocks))["ts"]
+    )
+
+
+async def test_click_reaches_bolt_signed_and_shaped_like_slack(
+    sb: Sandbox, app: AsyncApp, serve: Serve
+) -> None:
+    seen: list[dict[str, Any]] = []
+
+    @app.action("approve")
+    async def on_approve(ack: AsyncAck, body: dict[str, Any], context: Any) -> None:
+        await ack()
+        seen.append({"body": body, "user_id": context.user_id, "channel_id": context.channel_id})
+
+    await serve(app)
+    ts = await _post(sb)
+    ack = await sb.interactions.click(
+        "U0ALICE", channel="C0OPS", message_ts=ts, action_id="approve"
+    )
+    assert ack.status == "acked"
+    await sb.wait_for(lambda: seen)
+    body = seen[0]["body"]
+    assert seen[0]["user_id"] == "U0ALICE" and seen[0]["channel_id"] == "C0OPS"
+    assert body["type"] == "block_actions"
+    assert body["container"] == {
+        "type": "message",
+        "message_ts": ts,
+        "channel_id": "C0OPS",
+        "is_ephemeral": False,
+    }
+    assert body["channel"]["id"] == "C0OPS"
+    assert body["message"]["ts"] == ts
+    assert body["actions"][0]["value"] == "int-1" and body["actions"][0]["block_id"] == "decide"
+    assert body["trigger_id"] and body["response_url"].startswith(sb.base_url)
+    blocks = Block.parse_all(body["message"]["blocks"])
+    assert [type(b).__name__ for b in blocks] == ["SectionBlock", "ActionsBlock"]
+
+
+async def test_wrong_signing_secret_is_refused_by_bolt(sb: Sandbox, serve: Serve) -> None:
+    other = AsyncApp(
+        client=AsyncWebClient(base_url=sb.api_url, token=sb.bot_token),
+        signing_secret="not-the-sandbox-secret",
+    )
+    clicked: list[str] = []
+
+    @other.action("approve")
+    async def on_approve(ack: AsyncAck) -> None:
+        await ack()
+        clicked.append("yes")
+
+    await serve(other)
+    ts = await _post(sb)
+    ack = await sb.interactions.click(
+        "U0ALICE", channel="C0OPS", message_ts=ts, action_id="approve"
+    )
+    assert ack.status == "failed" and ack.detail == "HTTP 401"
+    assert clicked == []
+    assert "failed" in sb.workspace.notices("U0ALICE")[0].text
+
+
+async def test_no_ack_in_three_seconds_times_out_and_is_not_redelivered(
+    sb: Sandbox, app: AsyncApp, serve: Serve
+) -> None:
+    calls: list[str] = []
+
+    @app.action("approve")
+    async def never_acks(body: dict[str, Any]) -> None:
+        calls.append(body["actions"][0]["action_id"])
+        await asyncio.sleep(5)
+
+    await serve(app)
+    ts = await _post(sb)
+    ack = await sb.interactions.click("U0BOB", channel="C0OPS", message_ts=ts, action_id="approve")
+    assert ack.status == "timed_out"
+    assert 2.9 < ack.seconds < 3.5
+    notices = sb.workspace.notices("U0BOB")
+    assert len(notices) == 1 and "Operation timed out" in notices[0].text
+    assert calls == ["approve"]
+    assert len(sb.deliveries) == 1
+
+
+@pytest.mark.parametrize("timing", [Timing(ack_timeout=0.3)], indirect=True)
+async def test_late_ack_counts_as_timed_out(sb: Sandbox, serve: Serve) -> None:
+    slow = AsyncApp(
+        client=AsyncWebClient(base_url=sb.api_url, token=sb.bot_token),
+        signing_secret=sb.signing_secret,
+        process_before_response=True,
+    )
+
+    @slow.action("approve")
+    async def acks_late(ack: AsyncAck) -> None:
+        await asyncio.sleep(0.6)
+        await ack()
+
+    await serve(slow)
+    ts = await _post(sb)
+    ack = await sb.interactions.click("U0BOB", channel="C0OPS", message_ts=ts, action_id="approve")
+    assert ack.status == "timed_out"
+    assert "Operation timed out" in sb.workspace.notices("U0BOB")[0].text
+
+
+async def test_modal_round_trip_with_field_errors_update_and_close(
+    sb: Sandbox, app: AsyncApp, serve: Serve
+) -> None:
+    submissions: list[dict[str, Any]] = []
+    closed: list[dict[str, Any]] = []
+
+    @app.action("deny")
+    async def open_reason(ack: AsyncAck, body: dict[str, Any], client: AsyncWebClient) -> None:
+        await ack()
+        await client.views_open(trigger_id=body["trigger_id"], view=REASON_MODAL)
+
+    @app.view("deny_reason")
+    async def on_submit(ack: AsyncAck, view: dict[str, Any]) -> None:
+        submissions.append(view)
+        reason = view["state"]["values"]["reason"]["text"]["value"]
+        if len(reason) < 5:
+            await ack(response_action="errors", errors={"reason": "Say a little more."})
+        else:
+            await ack(
+                response_action="update",
+                view={
+                    "type": "modal",
+                    "title": {"type": "plain_text", "text": "Denied"},
+                    "callback_id": "deny_reason",
+                    "notify_on_close": True,
+                    "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": "Done."}}],
+                },
+            )
+
+    @app.view_closed("deny_reason")
+    async def on_close(ack: AsyncAck, view: dict[str, Any]) -> None:
+        await ack()
+        closed.append(view)
+
+    await serve(app)
+    ts = await _post(sb)
+    await sb.interactions.click("U0CAROL", channel="C0OPS", message_ts=ts, action_id="deny")
+    modal = await sb.wait_for(lambda: next(iter(sb.workspace.modals("U0CAROL")), None))
+    View(**{k: v for k, v in modal.to_slack().items() if k not in ("app_installed_team_id",)})
+
+    refused = await sb.interactions.submit_view("U0CAROL", view_id=modal.id, values={})
+    assert refused is None, "the client does not submit an empty required field"
+    assert set(sb.workspace.modals("U0CAROL")[-1].errors) == {"reason", "scope"}
+
+    ack = await sb.interactions.submit_view(
+        "U0CAROL", view_id=modal.id, values={"reason": {"text": "no"}, "scope": {"pick": "run"}}
+    )
+    assert ack is not None and ack.body is not None and ack.body["response_action"] == "errors"
+    assert sb.workspace.modals("U0CAROL")[-1].errors == {"reason": "Say a little more."}
+    state = submissions[0]["state"]["values"]
+    assert state["scope"]["pick"]["selected_option"]["value"] == "run"
+    assert submissions[0]["private_metadata"] == "int-1"
+
+    await sb.interactions.submit_view(
+        "U0CAROL",
+        view_id=modal.id,
+        values={"reason": {"text": "too risky today"}, "scope": {"pick": "always"}},
+    )
+    updated = sb.workspace.modals("U0CAROL")[-1]
+    assert updated.id == modal.id and updated.spec["title"]["text"] == "Denied"
+    assert updated.errors == {}
+
+    await sb.interactions.close_view("U0CAROL", view_id=modal.id)
+    assert sb.workspace.modals("U0CAROL") == []
+    await sb.wait_for(lambda: closed)
+    assert closed[0]["id"] == modal.id
+
+
+async def test_trigger_id_is_single_use(sb: Sandbox, app: AsyncApp, serve: Serve) -> None:
+    errors: list[str] = []
+
+    @app.action("deny")
+    async def open_twice(ack: AsyncAck, body: dict[str, Any], client: AsyncWebClient) -> None:
+        await ack()
+        await client.views_open(trigger_id=body["trigger_id"], view=REASON_MODAL)
+        try:
+            await client.views_open(trigger_id=body["trigger_id"], view=REASON_MODAL)
+        except SlackApiError as exc:
+            errors.append(exc.response["error"])
+
+    await serve(app)
+    ts = await _post(sb)
+    await sb.interactions.click("U0ALICE", channel="C0OPS", message_ts=ts, action_id="deny")
+    assert await sb.wait_for(lambda: errors) == ["expired_trigger_id"]
+
+
+@pytest.mark.parametrize("timing", [Timing(trigger_ttl=0.05)], indirect=True)
+async def test_trigger_id_expires(sb: Sandbox, app: AsyncApp, serve: Serve) -> None:
+    errors: list[str] = []
+
+    @app.action("deny")
+    async def open_late(ack: AsyncAck, body: dict[str, Any], client: AsyncWebClient) -> None:
+        await ack()
+        await asyncio.sleep(0.1)  # the slow work before views.open that Slack punishes
+        try:
+            await client.views_open(trigger_id=body["trigger_id"], view=REASON_MODAL)
+        except SlackApiError as exc:
+            errors.append(exc.response["error"])
+
+    await serve(app)
+    ts = await _post(sb)
+    await sb.interactions.click("U0ALICE", channel="C0OPS", message_ts=ts, action_id="deny")
+    assert await sb.wait_for(lambda: errors) == ["expired_trigger_id"]
+    assert sb.workspace.modals("U0ALICE") == []
+
+
+async def test_slash_command_ack_text_is_an_ephemeral_reply(
+    sb: Sandbox, app: AsyncApp, serve: Serve
+) -> None:
+    commands: list[dict[str, Any]] = []
+
+    @app.command("/approvals")
+    async def on_command(ack: AsyncAck, command: dict[str, Any]) -> None:
+        commands.append(command)
+        await ack("Nothing is waiting for you.")
+
+    await serve(app)
+    ack = await sb.interactions.slash_command(
+        "U0DAVE", channel="C0GENERAL", command="/approvals", text="mine"
+    )
+    assert ack.status == "acked"
+    assert commands[0]["user_id"] == "U0DAVE" and commands[0]["text"] == "mine"
+    assert commands[0]["channel_id"] == "C0GENERAL" and commands[0]["trigger_id"]
+    replies = sb.workspace.ephemerals("U0DAVE", "C0GENERAL")
+    assert [r.text for r in replies] == ["Nothing is waiting for you."]
+
+
+async def test_respond_through_the_response_url(sb: Sandbox, app: AsyncApp, serve: Serve) -> None:
+    @app.action("approve")
+    async def on_approve(ack: AsyncAck, respond: AsyncRespond) -> None:
+        await ack()
+        await respond(text="Approved by <@U0ALICE>", replace_original=True)
+
+    await serve(app)
+    ts = await _post(sb)
+    await sb.interactions.click("U0ALICE", channel="C0OPS", message_ts=ts, action_id="approve")
+    message = await sb.wait_for(
+        lambda: (m := sb.workspace.message("C0OPS", ts)) and m.text.startswith("Approved") and m
+    )
+    assert message.blocks == ()
+
+
+async def test_mention_and_home_opened_events(sb: Sandbox, app: AsyncApp, serve: Serve) -> None:
+    events: list[dict[str, Any]] = []
+
+    @app.event("app_mention")
+    async def on_mention(event: dict[str, Any]) -> None:
+        events.append(event)
+
+    @app.event("app_home_opened")
+    async def on_home(event: dict[str, Any], client: AsyncWebClient) -> None:
+        events.append(event)
+        await client.views_publish(
+            user_id=event["user"],
+            view={
+                "type": "home",
+                "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": "2 waiting"}}],
+            },
+        )
+
+    await serve(app)
+    bot = sb.workspace.app.bot_user_id
+    _, ack = await sb.interactions.post_message(
+        "U0BOB", channel="C0OPS", text=f"<@{bot}> clean up /tmp"
+    )
+    assert ack is not None and ack.status == "acked"
+    assert (await sb.interactions.open_home("U0BOB")).status == "acked"
+    home = await sb.wait_for(lambda: sb.workspace.home("U0BOB"))
+    assert home.spec["blocks"][0]["text"]["text"] == "2 waiting"
+    assert [e["type"] for e in events] == ["app_mention", "app_home_opened"]
+    assert events[0]["text"].endswith("clean up /tmp") and events[0]["channel"] == "C0OPS"
+    assert events[1]["channel"].startswith("D") and events[1]["tab"] == "home"
+
+
+async def test_without_an_app_the_user_is_told(sb: Sandbox) -> None:
+    ts = await _post(sb)
+    ack = await sb.interactions.click(
+        "U0ALICE", channel="C0OPS", message_ts=ts, action_id="approve"
+    )
+    assert ack.status == "no_app"
+    assert "not connected" in sb.workspace.notices("U0ALICE")[0].text
