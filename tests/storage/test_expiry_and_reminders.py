@@ -1,0 +1,89 @@
+"""Expiry, escalation and reminders (issue 3, test 3)."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+from agent_runtime.interrupts import Decision
+from storage import Storage, digest_args
+from storage_helpers import later, make_record
+
+DIGEST = digest_args({"path": "/tmp/old"})
+
+
+async def test_two_racing_sweepers_expire_once_and_record_it_honestly(storage: Storage) -> None:
+    record = await storage.interrupts.create_interrupt(make_record(expires_in=timedelta(hours=1)))
+    assert await storage.interrupts.expire_due(later(minutes=59)) == []
+    first, second = await asyncio.gather(
+        storage.interrupts.expire_due(later(hours=1)), storage.interrupts.expire_due(later(hours=1))
+    )
+    results = first + second
+    assert len(results) == 1 and results[0].outcome == "expired"
+    assert results[0].resume_job_id is not None
+    assert await storage.client.raw.xlen(storage.keys.resume_stream) == 1
+    stored = await storage.queries.get(record.id)
+    assert stored is not None and stored.state == "expired" and stored.decided_by is None
+    response = stored.response()
+    assert response is not None and response.decision is not None
+    assert response.decision.type == "reject" and response.metadata["state"] == "expired"
+    late = await storage.interrupts.decide(
+        record.id, "UBOB", Decision.approve(), args_digest=DIGEST, now=later(hours=2)
+    )
+    assert (late.reason, late.state) == ("already_decided", "expired")
+
+
+async def test_click_after_expiry_time_is_refused_before_the_sweep(storage: Storage) -> None:
+    record = await storage.interrupts.create_interrupt(make_record(expires_in=timedelta(hours=1)))
+    out = await storage.interrupts.decide(
+        record.id, "UBOB", Decision.approve(), args_digest=DIGEST, now=later(hours=1)
+    )
+    assert (out.status, out.reason, out.state) == ("refused", "expired", "pending")
+
+
+async def test_escalation_extends_once_and_lets_the_target_decide(storage: Storage) -> None:
+    record = await storage.interrupts.create_interrupt(
+        make_record(
+            expires_in=timedelta(hours=1),
+            on_expiry="escalate",
+            escalate_to_users=("UBOSS",),
+            escalate_to_channel="CESCALATE",
+        )
+    )
+    [escalated] = await storage.interrupts.expire_due(later(hours=1))
+    assert escalated.outcome == "escalated" and escalated.record.escalated
+    page = await storage.queries.pending_for_user("UBOSS")
+    assert [r.id for r in page.records] == [record.id]
+    [expired] = await storage.interrupts.expire_due(later(hours=2))
+    assert expired.outcome == "expired"
+
+
+async def test_escalated_approver_may_decide(storage: Storage) -> None:
+    record = await storage.interrupts.create_interrupt(
+        make_record(
+            expires_in=timedelta(hours=1), on_expiry="escalate", escalate_to_users=("UBOSS",)
+        )
+    )
+    await storage.interrupts.expire_due(later(hours=1))
+    out = await storage.interrupts.decide(
+        record.id, "UBOSS", Decision.approve(), args_digest=DIGEST, now=later(hours=1, minutes=1)
+    )
+    assert out.status == "recorded"
+
+
+async def test_each_reminder_is_handed_out_once_in_schedule_order(storage: Storage) -> None:
+    await storage.interrupts.create_interrupt(
+        make_record(
+            expires_in=timedelta(hours=5),
+            reminders=(timedelta(hours=1), timedelta(hours=3), timedelta(hours=6)),
+        )
+    )
+    assert await storage.interrupts.due_reminders(later(minutes=30)) == []
+    a, b = await asyncio.gather(
+        storage.interrupts.due_reminders(later(hours=1)),
+        storage.interrupts.due_reminders(later(hours=1)),
+    )
+    assert [r.number for r in a + b] == [1]
+    [second] = await storage.interrupts.due_reminders(later(hours=4))
+    assert second.number == 2 and second.record.next_reminder_at is None  # 6h is past expiry
+    assert await storage.interrupts.due_reminders(later(hours=7)) == []

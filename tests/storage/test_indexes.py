@@ -1,0 +1,112 @@
+"""Indexes, outbox, posting, cancellation, audit and corrupt records."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from agent_runtime.interrupts import Decision
+from storage import CorruptRecordError, DuplicateInterruptError, Storage, digest_args
+from storage_helpers import NOW, later, make_record
+
+DIGEST = digest_args({"path": "/tmp/old"})
+
+
+async def test_pending_lists_by_user_channel_and_run_drop_decided(storage: Storage) -> None:
+    records = [make_record(call_id=f"c{i}", now=later(seconds=i)) for i in range(5)]
+    await storage.interrupts.create_interrupts(records)
+    other = make_record(run_id="run_2", allowed_users=("UZED",), channel="COTHER")
+    await storage.interrupts.create_interrupt(other)
+    await storage.interrupts.decide(
+        records[0].id, "UBOB", Decision.approve(), args_digest=DIGEST, now=NOW
+    )
+    page = await storage.queries.pending_for_user("UALICE", limit=3)
+    assert [r.id for r in page.records] == [r.id for r in records[1:4]]
+    rest = await storage.queries.pending_for_user("UALICE", limit=3, cursor=page.next_cursor)
+    assert [r.id for r in rest.records] == [r.id for r in records[4:]]
+    channel = await storage.queries.pending_for_channel("CAPPROVALS")
+    assert len(channel.records) == 4
+    assert [r.id for r in (await storage.queries.pending_for_channel("COTHER")).records] == [
+        other.id
+    ]
+    assert len(await storage.queries.pending_for_run("run_1")) == 4
+
+
+async def test_outbox_hands_out_unposted_until_marked_posted(storage: Storage) -> None:
+    record = await storage.interrupts.create_interrupt(make_record(channel=None))
+    claimed = await storage.interrupts.claim_outbox(NOW, lease=timedelta(seconds=30))
+    assert [r.id for r in claimed] == [record.id]
+    assert await storage.interrupts.claim_outbox(later(seconds=10)) == []
+    again = await storage.interrupts.claim_outbox(later(seconds=31))
+    assert [r.id for r in again] == [record.id]  # the first post failed: it comes back
+    posted = await storage.interrupts.mark_posted(
+        record.id, "CDM1", "1700.1", thread_ts="1700.1", now=later(seconds=32)
+    )
+    assert posted is not None and (posted.channel, posted.message_ts) == ("CDM1", "1700.1")
+    assert await storage.interrupts.claim_outbox(later(minutes=5)) == []
+    assert [r.id for r in (await storage.queries.pending_for_channel("CDM1")).records] == [
+        record.id
+    ]
+
+
+async def test_duplicate_create_is_refused(storage: Storage) -> None:
+    record = await storage.interrupts.create_interrupt(make_record())
+    with pytest.raises(DuplicateInterruptError, match=record.id):
+        await storage.interrupts.create_interrupt(record)
+
+
+async def test_cancel_run_cancels_pending_without_resume(storage: Storage) -> None:
+    records = [make_record(call_id="c1"), make_record(call_id="c2")]
+    await storage.interrupts.create_interrupts(records)
+    assert await storage.interrupts.cancel_run("run_1", reason="stopped", now=NOW, by="UREQ") == 2
+    assert await storage.queries.pending_for_run("run_1") == []
+    stored = await storage.queries.get(records[0].id)
+    assert stored is not None and stored.state == "cancelled"
+    assert await storage.client.raw.xlen(storage.keys.resume_stream) == 0
+
+
+async def test_audit_stream_records_every_transition(storage: Storage) -> None:
+    record = await storage.interrupts.create_interrupt(make_record(min_approvals=2))
+    await storage.interrupts.mark_posted(record.id, "CAPPROVALS", "1700.2", now=NOW)
+    decide = storage.interrupts.decide
+    await decide(record.id, "UALICE", Decision.approve(), args_digest=DIGEST, now=NOW)
+    await decide(record.id, "UBOB", Decision.approve(), args_digest=DIGEST, now=NOW)
+    entries = await storage.audit.read()
+    assert [(e.event, e.user_id) for e in entries] == [
+        ("created", "UREQ"),
+        ("posted", None),
+        ("vote", "UALICE"),
+        ("approved", "UBOB"),
+    ]
+    assert entries[-1].channel == "CAPPROVALS" and entries[-1].message_ts == "1700.2"
+
+
+async def test_corrupt_record_is_a_clear_error_for_that_record_only(storage: Storage) -> None:
+    good, bad = make_record(call_id="c1"), make_record(call_id="c2")
+    await storage.interrupts.create_interrupts([good, bad])
+    await storage.client.raw.hset(storage.keys.record(bad.id), "policy", "{not json")
+    with pytest.raises(CorruptRecordError, match="int_c2"):
+        await storage.queries.get(bad.id)
+    with pytest.raises(CorruptRecordError, match="int_c2"):
+        await storage.interrupts.decide(
+            bad.id, "UBOB", Decision.approve(), args_digest=DIGEST, now=NOW
+        )
+    page = await storage.queries.pending_for_user("UBOB")
+    assert [r.id for r in page.records] == [good.id]
+    await storage.client.raw.delete(storage.keys.record(good.id))
+    await storage.client.raw.set(storage.keys.record(good.id), "foreign")
+    with pytest.raises(CorruptRecordError):
+        await storage.queries.get(good.id)
+
+
+async def test_every_record_key_has_a_ttl(storage: Storage) -> None:
+    record = await storage.interrupts.create_interrupt(make_record())
+    raw = storage.client.raw
+    assert await raw.pttl(storage.keys.record(record.id)) > 0
+    assert await raw.pttl(storage.keys.run_pending("run_1")) > 0
+    await storage.interrupts.decide(
+        record.id, "UBOB", Decision.approve(), args_digest=DIGEST, now=NOW
+    )
+    ttl = await raw.pttl(storage.keys.record(record.id))
+    assert 0 < ttl <= 7 * 24 * 3600 * 1000
