@@ -1,0 +1,136 @@
+"""Resume queue and run sessions (issue 3, tests 4 and 7)."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+import pytest
+
+from agent_runtime.errors import StaleSessionError
+from agent_runtime.interrupts import Decision
+from storage import ResumeJob, Storage, digest_args
+from storage_helpers import NOW, make_record, wait_for
+
+DIGEST = digest_args({"path": "/tmp/old"})
+
+
+async def _decided_run(storage: Storage) -> str:
+    """A run whose one interrupt is approved; its session saved at version 1."""
+    record = await storage.interrupts.create_interrupt(make_record())
+    await storage.sessions.save("thread_run_1", {"step": "waiting"}, expected_version=0)
+    await storage.interrupts.decide(
+        record.id, "UBOB", Decision.approve(), args_digest=DIGEST, now=NOW
+    )
+    return record.id
+
+
+async def _resume(storage: Storage, job: ResumeJob, consumer: str, applied: list[str]) -> bool:
+    """One worker's pass over a job: true when this worker resumed the run."""
+    stored = await storage.sessions.load(job.thread_id)
+    assert stored is not None
+    verdict = await storage.resume.begin(job, consumer=consumer, session_version=stored.version)
+    if verdict == "done":
+        await storage.resume.ack(job)
+        return False
+    if verdict == "busy":
+        return False
+    applied.append(consumer)  # the guarded tool "runs" here
+    try:
+        await storage.sessions.save(
+            job.thread_id, {"step": "resumed"}, expected_version=stored.version
+        )
+    except StaleSessionError:
+        await storage.resume.release(job, consumer=consumer)
+        return False
+    await storage.resume.complete(job, consumer=consumer, session_version=stored.version)
+    return True
+
+
+async def test_worker_dies_before_ack_and_another_resumes_the_run_once(
+    storage: Storage, redis_url: str, key_prefix: str
+) -> None:
+    from storage import ResumeQueue
+
+    rid = await _decided_run(storage)
+    short = ResumeQueue(storage.client, storage.keys, lease=timedelta(milliseconds=200))
+    [job] = await short.claim("worker-a")
+    assert job.record_ids == (rid,)
+    stored = await storage.sessions.load(job.thread_id)
+    assert stored is not None
+    assert await short.begin(job, consumer="worker-a", session_version=stored.version) == "go"
+    # worker-a dies here: no save, no ack.
+    reclaimed: list[ResumeJob] = []
+
+    async def reclaim() -> bool:
+        reclaimed.extend(await short.reclaim("worker-b", min_idle=timedelta(milliseconds=50)))
+        return bool(reclaimed)
+
+    await wait_for(reclaim, what="the job to be reclaimable")
+    assert [j.id for j in reclaimed] == [job.id]
+    applied: list[str] = []
+
+    async def resumed() -> bool:
+        verdict = await short.begin(job, consumer="worker-b", session_version=stored.version)
+        if verdict == "busy":
+            return False  # worker-a's lease has not lapsed yet
+        assert verdict == "go"
+        applied.append("worker-b")
+        await storage.sessions.save(job.thread_id, {"step": "resumed"}, expected_version=1)
+        await short.complete(job, consumer="worker-b", session_version=stored.version)
+        return True
+
+    await wait_for(resumed, what="worker-a's lease to lapse")
+    assert applied == ["worker-b"]
+    assert await short.pending_count() == 0
+    # A late redelivery of the same job is recognised as done.
+    assert await short.begin(job, consumer="worker-c", session_version=1) == "done"
+    assert await short.begin(job, consumer="worker-c", session_version=2) == "done"
+
+
+async def test_two_concurrent_resumes_of_one_run_one_wins(storage: Storage) -> None:
+    await _decided_run(storage)
+    [job] = await storage.resume.claim("worker-a")
+    applied: list[str] = []
+    results = await asyncio.gather(
+        _resume(storage, job, "worker-a", applied), _resume(storage, job, "worker-b", applied)
+    )
+    assert sorted(results) == [False, True] and len(applied) == 1
+    stored = await storage.sessions.load("thread_run_1")
+    assert stored is not None and stored.version == 2
+    assert await storage.resume.pending_count() == 0
+
+
+async def test_claim_blocks_until_a_job_arrives(storage: Storage) -> None:
+    waiting = asyncio.create_task(storage.resume.claim("w", block=timedelta(seconds=5)))
+    await asyncio.sleep(0)
+    await _decided_run(storage)
+    jobs = await asyncio.wait_for(waiting, timeout=5)
+    assert len(jobs) == 1 and jobs[0].run_id == "run_1"
+
+
+async def test_stale_session_save_is_refused(storage: Storage) -> None:
+    sessions = storage.sessions
+    assert await sessions.load("t1") is None
+    assert await sessions.save("t1", {"n": 1}, expected_version=0) == 1
+    with pytest.raises(StaleSessionError, match="expected version 0"):
+        await sessions.save("t1", {"n": 2}, expected_version=0)
+    assert await sessions.save("t1", {"n": 2, "ü": [None, 1.5]}, expected_version=1) == 2
+    stored = await sessions.load("t1")
+    assert stored is not None and (stored.version, stored.snapshot) == (
+        2,
+        {"n": 2, "ü": [None, 1.5]},
+    )
+    assert await storage.client.raw.pttl(storage.keys.session("t1")) > 0
+    await sessions.delete("t1")
+    assert await sessions.load("t1") is None
+
+
+async def test_concurrent_saves_of_one_version_one_wins(storage: Storage) -> None:
+    await storage.sessions.save("t2", {"n": 0}, expected_version=0)
+    results = await asyncio.gather(
+        *(storage.sessions.save("t2", {"n": i}, expected_version=1) for i in range(20)),
+        return_exceptions=True,
+    )
+    assert sum(1 for r in results if r == 2) == 1
+    assert sum(1 for r in results if isinstance(r, StaleSessionError)) == 19
