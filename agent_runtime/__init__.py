@@ -48,6 +48,7 @@ from .run_events import (
 from .session import InMemorySessionStore, SessionStore, Snapshot, StoredSession
 from .state import RunInfo
 from .tools import Tool, ToolContext, interrupt_tool, tool
+from .workflow import NodeContext, Workflow
 
 __all__ = [
     "AfterInvocation",
@@ -79,6 +80,7 @@ __all__ = [
     "ModelError",
     "ModelRequest",
     "ModelResponse",
+    "NodeContext",
     "OpenAIChatModel",
     "Remember",
     "ResumeError",
@@ -102,6 +104,7 @@ __all__ = [
     "ToolResult",
     "ToolSpec",
     "UsageError",
+    "Workflow",
     "args_digest",
     "interrupt_id",
     "interrupt_tool",

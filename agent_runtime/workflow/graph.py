@@ -1,0 +1,120 @@
+"""The Workflow: named nodes joined by edges, for deterministic jobs that stop for a human."""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from ..agent import Agent
+from ..errors import UsageError
+from ..hooks import HookCallback, HookProvider, HookRegistry
+from ..messages import JSONValue, new_id
+from ..results import AgentResult
+from ..resume import RunInput
+from ..run_events import RunEvent, RunFinished
+from ..session import InMemorySessionStore, SessionStore
+from .approvals import InterruptBefore, NodeApprovalPolicy, parse_interrupt_before
+from .context import NodeFunction
+from .run import WorkflowRun
+
+Node = NodeFunction | Agent
+Router = Callable[[JSONValue], str | None]
+"""Chooses the next node by name from a node's output; None ends the workflow."""
+Edge = str | Router
+
+
+class Workflow:
+    """A graph of nodes (async functions or Agents); each receives the previous node's output.
+
+    ``edges`` maps a node to the next node's name or to a ``Router``; a node without an
+    edge ends the run. Without ``edges`` the nodes run in the order given. A
+    ``BeforeNodeCall`` hook may interrupt, cancel (the run ends ``cancelled``) or replace
+    ``event.input``. The state is saved to ``session_store`` after every node, so any
+    process holding the same workflow and store can resume it.
+    """
+
+    def __init__(
+        self,
+        *,
+        nodes: Mapping[str, Node],
+        edges: Mapping[str, Edge] | None = None,
+        start: str | None = None,
+        hooks: Iterable[HookCallback[Any] | HookProvider] = (),
+        interrupt_before: InterruptBefore | None = None,
+        session_store: SessionStore | None = None,
+        name: str = "workflow",
+        max_steps: int = 50,
+    ) -> None:
+        if not nodes:
+            raise UsageError("a workflow needs at least one node")
+        for node_name, node in nodes.items():
+            if not (isinstance(node, Agent) or inspect.iscoroutinefunction(node)):
+                raise UsageError(f"node {node_name!r} must be an async function or an Agent")
+        self.nodes: dict[str, Node] = dict(nodes)
+        names = list(self.nodes)
+        self.edges: dict[str, Edge] = (
+            dict(edges) if edges is not None else dict(itertools.pairwise(names))
+        )
+        self.start = start if start is not None else names[0]
+        targets = [t for t in self.edges.values() if isinstance(t, str)]
+        unknown = {self.start, *self.edges, *targets} - set(self.nodes)
+        if unknown:
+            raise UsageError(f"edges or start name nodes this workflow lacks: {sorted(unknown)}")
+        self.name = name
+        self.max_steps = max_steps
+        self.session_store: SessionStore = session_store or InMemorySessionStore()
+        rules = parse_interrupt_before(interrupt_before or {})
+        unguarded = set(rules) - set(self.nodes)
+        if unguarded:
+            raise UsageError(
+                f"interrupt_before names nodes this workflow lacks: {sorted(unguarded)}"
+            )
+        self.hooks = HookRegistry()
+        if rules:
+            self.hooks.add(NodeApprovalPolicy(rules))
+        for hook in hooks:
+            self.hooks.add(hook)
+
+    def next_node(self, node: str, output: JSONValue) -> str | None:
+        """The node to run after ``node`` produced ``output``; None when the run is over."""
+        edge = self.edges.get(node)
+        if edge is None or isinstance(edge, str):
+            return edge
+        chosen = edge(output)
+        if chosen is not None and chosen not in self.nodes:
+            raise UsageError(f"the router after {node!r} chose {chosen!r}, which is not a node")
+        return chosen
+
+    async def invoke(self, input: RunInput, *, thread_id: str | None = None) -> AgentResult:
+        """Run until the last node finishes or the run stops for a human; see ``stream``."""
+        result: AgentResult | None = None
+        async for event in self.stream(input, thread_id=thread_id):
+            if isinstance(event, RunFinished):
+                result = event.result
+        assert result is not None, "every run ends with RunFinished"
+        return result
+
+    async def stream(
+        self, input: RunInput, *, thread_id: str | None = None
+    ) -> AsyncIterator[RunEvent]:
+        """Run and yield events as they happen.
+
+        ``input`` is a prompt (the first node's input) to start a run, or interrupt
+        responses to resume the thread's interrupted run. A hook may set
+        ``AfterInvocation.resume`` to go on at once with new input.
+        """
+        thread = thread_id or new_id("thread")
+        next_input: RunInput | None = input
+        while next_input is not None:
+            run = WorkflowRun(self, thread)
+            async for event in run.run(next_input):
+                yield event
+            next_input = _as_input(run.resume_with)
+
+
+def _as_input(value: str | Sequence[Any] | None) -> RunInput | None:
+    if value is None or isinstance(value, str):
+        return value
+    return list(value)

@@ -1,0 +1,244 @@
+"""One invocation of a workflow: node after node between two stops.
+
+The thread's state is loaded and the input applied (a prompt starts a new run, answers
+resume an interrupted one). Each node runs after its ``BeforeNodeCall`` hooks; the state
+is saved after every completed node, so a replayed resume finds the node already done.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import AsyncIterator, Sequence
+from typing import TYPE_CHECKING
+
+from ..agent import Agent
+from ..asking import InterruptPoint
+from ..errors import ResumeError, UsageError
+from ..events import AfterInvocation, AfterNodeCall, BeforeInvocation, BeforeNodeCall, Interrupted
+from ..interrupts import Interrupt, InterruptRequested, InterruptResponse
+from ..messages import JSONValue, ToolCall, new_id
+from ..results import AgentResult, StopReason
+from ..resume import RunInput, apply_answers, parse_input
+from ..run_events import RunEvent, RunFinished, RunStarted, TextMessage
+from ..state import PendingInterrupt, RunState
+from .context import NodeContext, NodeFunction, as_text, node_call
+from .state import WorkflowState
+
+if TYPE_CHECKING:
+    from .graph import Workflow
+
+log = logging.getLogger(__name__)
+
+
+class WorkflowRun:
+    """Runs one invocation of ``workflow`` on ``thread_id``; ``resume_with`` is set by hooks."""
+
+    def __init__(self, workflow: Workflow, thread_id: str) -> None:
+        self.workflow = workflow
+        self.thread_id = thread_id
+        self.version = 0
+        self.state = WorkflowState(run=RunState(thread_id=thread_id))
+        self.info = self.state.run.run_info()
+        self.result: AgentResult | None = None
+        self.agent_answers: list[InterruptResponse] = []
+        self.resume_with: str | Sequence[InterruptResponse] | None = None
+
+    async def run(self, input: RunInput) -> AsyncIterator[RunEvent]:
+        prompt, responses = await self._load(input)
+        self.info = self.state.run.run_info()
+        yield RunStarted(thread_id=self.thread_id, run_id=self.state.run.run_id)
+        await self.workflow.hooks.emit(
+            BeforeInvocation(
+                source=self.workflow, run=self.info, prompt=prompt, responses=tuple(responses)
+            )
+        )
+        while self.result is None:
+            if self.state.node is None:
+                self.result = await self._finish("end_turn", as_text(self.state.input))
+            elif self.state.run.steps >= self.workflow.max_steps:
+                message = f"stopped after {self.state.run.steps} nodes"
+                self.result = await self._finish("max_steps", message)
+            else:
+                async for event in self._step(self.state.node):
+                    yield event
+        after = AfterInvocation(source=self.workflow, run=self.info, result=self.result)
+        await self.workflow.hooks.emit(after)
+        self.resume_with = after.resume
+        yield RunFinished(result=self.result)
+
+    async def _load(self, input: RunInput) -> tuple[str | None, list[InterruptResponse]]:
+        """Load the thread and apply ``input``; a bad input raises and saves nothing."""
+        stored = await self.workflow.session_store.load(self.thread_id)
+        if stored is not None:
+            self.state = WorkflowState.from_snapshot(stored.snapshot)
+            self.version = stored.version
+        if self.state.node is not None and self.state.node not in self.workflow.nodes:
+            raise UsageError(
+                f"thread {self.thread_id} stopped at node {self.state.node!r}, "
+                "which this workflow does not have"
+            )
+        run = self.state.run
+        parsed = parse_input(input)
+        if isinstance(parsed, str):
+            if run.status == "interrupted":
+                open_ids = [p.interrupt.id for p in run.pending]
+                raise ResumeError(
+                    f"thread {self.thread_id} is waiting on interrupts {open_ids}; "
+                    "answer them with InterruptResponse before sending a new prompt"
+                )
+            run.start_run()
+            self.state.node = self.workflow.start
+            self.state.input = parsed
+            return parsed, []
+        agent_ids = {p.interrupt.id for p in run.pending if p.source_id == self.state.agent_source}
+        apply_answers(run, parsed, check_edit=self._check_edit)
+        self.agent_answers = [
+            run.answers[r.interrupt_id].response for r in parsed if r.interrupt_id in agent_ids
+        ]
+        run.pending = []
+        run.status = "idle"
+        return None, parsed
+
+    def _check_edit(self, call: ToolCall, args: dict[str, JSONValue]) -> None:
+        """Refuse edited arguments the node (or the agent's tool) cannot take."""
+        if call.id == self.state.node_id:
+            if not isinstance(self.state.input, dict) and set(args) != {"input"}:
+                raise ResumeError(
+                    f"node {self.state.node} takes a single input: edit it as {{'input': ...}}"
+                )
+            return
+        node = self.workflow.nodes.get(self.state.node or "")
+        if isinstance(node, Agent):
+            node.check_edit(call, args)
+
+    async def _step(self, name: str) -> AsyncIterator[RunEvent]:
+        """Run the current node after its hooks; on success, route on and save."""
+        before = await self._before(name)
+        if before is None:
+            return
+        node = self.workflow.nodes[name]
+        if isinstance(node, Agent):
+            finished: AgentResult | None = None
+            agent_input = self.agent_answers or as_text(before.input)
+            thread_id = f"{self.thread_id}/{self.state.node_id}"
+            async for event in node.stream(agent_input, thread_id=thread_id):
+                if isinstance(event, RunFinished):
+                    finished = event.result
+                elif not isinstance(event, RunStarted):
+                    yield event
+            assert finished is not None, "every run ends with RunFinished"
+            output = await self._agent_output(name, finished)
+        else:
+            output = await self._function_output(node, before)
+            if self.result is None and isinstance(output, str) and output:
+                yield TextMessage(message_id=new_id("msg"), text=output)
+        if self.result is None:
+            await self._complete(name, output)
+
+    async def _before(self, name: str) -> BeforeNodeCall | None:
+        """Emit BeforeNodeCall; None when a hook interrupted or cancelled the node."""
+        node_id = self.state.node_id
+        point = InterruptPoint(
+            node_id,
+            responses=self.state.run.responses(),
+            tool_call=node_call(node_id, name, self.state.input),
+            unique_names=True,
+        )
+        before = BeforeNodeCall(
+            source=self.workflow,
+            run=self.info,
+            point=point,
+            node=name,
+            input=copy.deepcopy(self.state.input),
+        )
+        interrupts = await self.workflow.hooks.emit(before)
+        if interrupts:
+            self.result = await self._stop_for_humans(node_id, interrupts)
+        elif before.cancel_message is not None:
+            self.result = await self._finish("cancelled", before.cancel_message)
+        return before if self.result is None else None
+
+    async def _function_output(self, function: NodeFunction, before: BeforeNodeCall) -> JSONValue:
+        """Call a function node; an interrupt or a failure stops the run (sets ``result``)."""
+        node_id = self.state.node_id
+        run = self.state.run
+        answers = run.answers_from(node_id)
+        context = NodeContext(
+            node=before.node,
+            input=before.input,
+            run=self.info,
+            point=InterruptPoint(
+                node_id,
+                responses=run.responses(),
+                tool_call=node_call(node_id, before.node, before.input),
+            ),
+            is_resumed=bool(answers),
+            resumed_metadata={k: v for answer in answers for k, v in answer.metadata.items()},
+            original_input=self.state.input if before.input != self.state.input else None,
+        )
+        try:
+            return await function(context)
+        except InterruptRequested as raised:
+            self.result = await self._stop_for_humans(node_id, [raised.interrupt])
+        except Exception as error:  # a failing node ends the run as "error"
+            log.warning("thread %s: node %s failed: %r", self.thread_id, node_id, error)
+            self.result = await self._finish("error", f"node {before.node} failed: {error}")
+        return None
+
+    async def _agent_output(self, name: str, finished: AgentResult) -> JSONValue:
+        """An agent node's final text; its interrupts or failure stop the run."""
+        if finished.stop_reason == "interrupt":
+            source = self.state.agent_source
+            self.result = await self._stop_for_humans(source, list(finished.interrupts))
+        elif finished.stop_reason != "end_turn":
+            message = f"node {name}: {finished.message}"
+            self.result = await self._finish(finished.stop_reason, message)
+        return finished.message
+
+    async def _complete(self, name: str, output: JSONValue) -> None:
+        """AfterNodeCall, then move to the next node and save: the node is done for good."""
+        await self.workflow.hooks.emit(
+            AfterNodeCall(source=self.workflow, run=self.info, node=name, output=output)
+        )
+        run = self.state.run
+        run.steps += 1
+        run.answers = {}
+        self.agent_answers = []
+        self.state.node = self.workflow.next_node(name, output)
+        self.state.input = output
+        await self._save()
+
+    async def _save(self) -> None:
+        self.version = await self.workflow.session_store.save(
+            self.thread_id, self.state.to_snapshot(), expected_version=self.version
+        )
+
+    async def _stop_for_humans(self, source_id: str, interrupts: list[Interrupt]) -> AgentResult:
+        run = self.state.run
+        run.pending = [PendingInterrupt(source_id=source_id, interrupt=i) for i in interrupts]
+        run.status = "interrupted"
+        await self._save()
+        result = self._result("interrupt", "waiting for a human decision")
+        await self.workflow.hooks.emit(
+            Interrupted(source=self.workflow, run=self.info, result=result)
+        )
+        return result
+
+    async def _finish(self, stop_reason: StopReason, message: str) -> AgentResult:
+        run = self.state.run
+        run.status = "idle"
+        run.answers = {}
+        run.trusts.end_run(run.run_id)
+        self.state.node = None
+        await self._save()
+        return self._result(stop_reason, message)
+
+    def _result(self, stop_reason: StopReason, message: str) -> AgentResult:
+        return AgentResult(
+            stop_reason=stop_reason,
+            message=message,
+            thread_id=self.thread_id,
+            run_id=self.state.run.run_id,
+            interrupts=tuple(p.interrupt for p in self.state.run.pending),
+        )
