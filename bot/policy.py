@@ -19,8 +19,9 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
-from typing import Literal, Protocol
+from typing import Literal
 
+from agent_runtime.agent import Agent
 from agent_runtime.interrupts import DECISION_TYPES, DecisionType, Remember
 from agent_runtime.session import SessionStore
 
@@ -128,13 +129,8 @@ class Policy:
         return replace(self, channel=channel)
 
 
-class RunnableAgent(Protocol):
-    """What the bot needs of an agent: a named run that can be invoked and resumed."""
-
-    name: str
-
-
-AgentFactory = Callable[[SessionStore], RunnableAgent]
+AgentFactory = Callable[[SessionStore], Agent]
+"""Builds an agent over the bot's session store, so any bot process can resume its runs."""
 
 
 @dataclass(frozen=True, kw_only=True)

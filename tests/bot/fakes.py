@@ -28,6 +28,7 @@ BOT_USER = "UBOT0001"
 class Call:
     method: str
     args: dict[str, Any]
+    answer: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -42,12 +43,14 @@ class Fault:
 class FakeSlack:
     """A local Slack Web API: answers like Slack for the methods the bot uses, records calls.
 
-    ``faults[method]`` is a queue of answers served before the normal one (429, 500, ...);
-    ``down`` makes every call answer 503 until cleared.
+        ``faults[method]`` is a queue of answers served before the normal one (429, 500, ...);
+        ``down`` makes every call answer 503 until cleared. ``calls`` holds the calls answered
+    normally, ``failed`` those answered with a fault.
     """
 
     def __init__(self) -> None:
         self.calls: list[Call] = []
+        self.failed: list[Call] = []
         self.faults: dict[str, deque[Fault]] = defaultdict(deque)
         self.down = False
         self.users: dict[str, dict[str, Any]] = {}
@@ -87,7 +90,11 @@ class FakeSlack:
         }
 
     def called(self, method: str) -> list[dict[str, Any]]:
+        """The arguments of every successful call of ``method``, in order."""
         return [c.args for c in self.calls if c.method == method]
+
+    def answers(self, method: str) -> list[dict[str, Any]]:
+        return [c.answer for c in self.calls if c.method == method]
 
     async def wait_for(
         self, predicate: Callable[[], bool], *, within: float = 5.0, what: str = "condition"
@@ -119,14 +126,18 @@ class FakeSlack:
         ):
             return web.json_response({"ok": False, "error": "invalid_auth"})
         args = await _read_args(request)
-        self.calls.append(Call(method=method, args=args))
+        call = Call(method=method, args=args)
         try:
             if self.down:
+                self.failed.append(call)
                 return web.json_response({"ok": False, "error": "down"}, status=503)
             if self.faults[method]:
                 fault = self.faults[method].popleft()
+                self.failed.append(call)
                 return web.json_response(fault.body, status=fault.status, headers=fault.headers)
-            return web.json_response(self._answer(method, args))
+            call.answer = self._answer(method, args)
+            self.calls.append(call)
+            return web.json_response(call.answer)
         finally:
             await self.notify()
 
@@ -264,3 +275,27 @@ class ManualClock:
 
     def advance(self, delta: timedelta) -> None:
         self.current += delta
+
+
+# -- a deterministic agent ------------------------------------------------------------------
+
+
+class OneToolModel:
+    """Asks for one tool call, then reports the tool's result: stateless, so any process
+    (or a fresh agent after a restart) continues a run the same way."""
+
+    def __init__(self, tool: str, args: dict[str, Any]) -> None:
+        self.tool = tool
+        self.args = args
+        self.requests: list[Any] = []
+
+    async def generate(self, request: Any) -> Any:
+        from agent_runtime import ModelResponse, ToolCall
+
+        self.requests.append(request)
+        results = [m for m in request.messages if m.role == "tool"]
+        if not results:
+            return ModelResponse(
+                tool_calls=(ToolCall(id="call_1", name=self.tool, args=self.args),)
+            )
+        return ModelResponse(text=f"done: {results[-1].content}")

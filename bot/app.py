@@ -1,0 +1,46 @@
+"""The Bolt app: every Signoff listener registered on one ``AsyncApp``.
+
+``process_before_response=True``: Bolt runs a listener and answers Slack when it
+returns, instead of polling every 10 ms for the ack. Each listener acks first and hands
+slow work to ``Background``, so the answer leaves in about a millisecond.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from slack_bolt.async_app import AsyncApp
+from slack_bolt.context.ack.async_ack import AsyncAck
+
+from . import clicks, commands, ids, submissions
+from .services import Services
+
+_BUTTONS = re.compile("^(" + "|".join(re.escape(a) for a in ids.BUTTONS) + ")$")
+_MODALS = re.compile(
+    "^(" + "|".join(re.escape(v) for v in (ids.EDIT_VIEW, ids.DENY_VIEW, ids.REPLY_VIEW)) + ")$"
+)
+
+
+def build_app(services: Services, *, signing_secret: str | None) -> AsyncApp:
+    """The app; ``signing_secret`` None (Socket Mode) turns request signing checks off."""
+    app = AsyncApp(
+        client=services.client,
+        signing_secret=signing_secret or "",
+        request_verification_enabled=signing_secret is not None,
+        process_before_response=True,
+        ssl_check_enabled=False,
+        url_verification_enabled=True,
+    )
+    app.action(_BUTTONS)(clicks.listener(services))
+    app.action(ids.OPEN_PENDING)(_ack_only)
+    app.view(_MODALS)(submissions.listener(services))
+    app.view_closed(re.compile(".*"))(_ack_only)
+    app.command("/signoff")(commands.command_listener(services))
+    app.event("app_mention")(commands.mention_listener(services))
+    app.event("app_home_opened")(commands.home_listener(services))
+    return app
+
+
+async def _ack_only(ack: AsyncAck, body: dict[str, Any]) -> None:
+    await ack()

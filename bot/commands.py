@@ -1,0 +1,87 @@
+"""The ``/signoff`` command, mentions of the bot, and the App Home tab."""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+from slack_bolt.context.ack.async_ack import AsyncAck
+from slack_bolt.context.respond.async_respond import AsyncRespond
+
+from .errors import BotError
+from .listing import help_text, pending_blocks
+from .poster import post_in_thread
+from .runs import Place, start_run
+from .services import Services
+
+log = logging.getLogger(__name__)
+
+_RUN = re.compile(r"^\s*run\s+(?P<agent>[A-Za-z0-9_.\-]+)\s*(?P<input>.*)$", re.S)
+_MENTION = re.compile(r"<@[A-Z0-9]+>")
+
+
+def command_listener(services: Services) -> Any:
+    async def on_command(ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond) -> None:
+        text = str(body.get("text") or "").strip()
+        user, channel = str(body.get("user_id", "")), str(body.get("channel_id", ""))
+        match = _RUN.match(text)
+        if text == "help":
+            await ack(text=help_text())
+        elif match:
+            await ack(text=f"Starting {match['agent']}…")
+            place = Place(channel=channel, thread_ts=None, requested_by=user)
+            services.background.spawn(
+                _start(services, match["agent"], match["input"], place), name="slash run"
+            )
+        else:
+            await ack()
+            page = await services.storage.queries.pending_for_user(user)
+            await respond(
+                text=f"{len(page.records)} waiting for you", blocks=pending_blocks(page.records)
+            )
+
+    return on_command
+
+
+def mention_listener(services: Services) -> Any:
+    async def on_mention(body: dict[str, Any]) -> None:
+        event = body.get("event") or {}
+        text = _MENTION.sub("", str(event.get("text") or "")).strip()
+        match = _RUN.match(text)
+        if not match:
+            return
+        place = Place(
+            channel=str(event.get("channel") or ""),
+            thread_ts=str(event.get("thread_ts") or event.get("ts") or "") or None,
+            requested_by=str(event.get("user") or "unknown"),
+        )
+        services.background.spawn(
+            _start(services, match["agent"], match["input"], place), name="mention run"
+        )
+
+    return on_mention
+
+
+def home_listener(services: Services) -> Any:
+    async def on_home(body: dict[str, Any]) -> None:
+        user = str((body.get("event") or {}).get("user") or "")
+        if user:
+            services.background.spawn(publish_home(services, user), name=f"home {user}")
+
+    return on_home
+
+
+async def publish_home(services: Services, user: str) -> None:
+    """Show ``user`` what waits for them on the App Home tab."""
+    page = await services.storage.queries.pending_for_user(user, limit=40)
+    view = {"type": "home", "blocks": pending_blocks(page.records)}
+    await services.client.views_publish(user_id=user, view=view)
+
+
+async def _start(services: Services, agent: str, prompt: str, place: Place) -> None:
+    try:
+        await start_run(services, agent, prompt, place=place)
+    except BotError as exc:
+        where = {"channel": place.channel, "thread_ts": place.thread_ts}
+        await post_in_thread(services, text=str(exc), **where)

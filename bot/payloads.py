@@ -1,0 +1,112 @@
+"""The parts of Slack interaction payloads the bot reads, validated at the trust boundary.
+
+Only the signature (checked by Bolt) and ``user.id`` are trusted. The button value and a
+modal's ``private_metadata`` are echoes of what the bot sent: they name an interrupt and
+the digest of the arguments shown, and are looked up in storage, never believed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from . import ids
+
+_ID = r"^[A-Za-z0-9_.:\-]{1,128}$"
+_TS = r"^[0-9]{1,12}\.[0-9]{1,8}$"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+
+class _User(_Model):
+    id: str = Field(pattern=r"^[UW][A-Z0-9]{2,20}$")
+
+
+class _Container(_Model):
+    channel_id: str = Field(pattern=_ID)
+    message_ts: str = Field(pattern=_TS)
+
+
+class _Action(_Model):
+    action_id: str = Field(max_length=255)
+    value: str = Field(max_length=2000)
+
+
+class Ref(_Model):
+    """An interrupt reference as the bot sent it: record id and the args digest shown."""
+
+    record_id: str
+    digest: str
+
+    @classmethod
+    def parse(cls, value: str) -> Ref | None:
+        record_id, _, digest = value.partition(" ")
+        if not record_id or len(record_id) > 300 or len(digest) > 128:
+            return None
+        return cls(record_id=record_id, digest=digest)
+
+
+class Click(_Model):
+    """A button click on one of the bot's messages."""
+
+    user: _User
+    container: _Container
+    trigger_id: str = Field(max_length=255)
+    actions: list[_Action] = Field(min_length=1, max_length=1)
+
+    @property
+    def action(self) -> _Action:
+        return self.actions[0]
+
+    @property
+    def ref(self) -> Ref | None:
+        return Ref.parse(self.action.value)
+
+
+class _InputValue(_Model):
+    value: str | None = None
+
+
+class _State(_Model):
+    values: dict[str, dict[str, _InputValue]] = {}
+
+
+class _View(_Model):
+    callback_id: str = Field(max_length=255)
+    private_metadata: str = Field(max_length=3000)
+    state: _State = _State()
+
+
+class Submission(_Model):
+    """A modal submission: who submitted, which interrupt, and the text they typed."""
+
+    user: _User
+    view: _View
+
+    @property
+    def ref(self) -> Ref | None:
+        return Ref.parse(self.view.private_metadata)
+
+    @property
+    def text(self) -> str:
+        block = self.view.state.values.get(ids.INPUT_BLOCK, {})
+        value = block.get(ids.INPUT_ACTION)
+        return (value.value if value else None) or ""
+
+
+def parse_click(body: dict[str, Any]) -> Click | None:
+    """The click in ``body``, or None when the payload is not a well-formed click."""
+    try:
+        return Click.model_validate(body)
+    except ValidationError:
+        return None
+
+
+def parse_submission(body: dict[str, Any]) -> Submission | None:
+    try:
+        return Submission.model_validate(body)
+    except ValidationError:
+        return None

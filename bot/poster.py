@@ -1,0 +1,119 @@
+"""Posting interrupts to Slack and updating their message in place.
+
+An interrupt is stored (and in the outbox) before it is posted; a post that fails leaves
+it there for the scheduler to post again, so nothing is dropped while Slack is away.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from aiohttp import ClientError
+from slack_sdk.errors import SlackApiError
+
+from storage.records import InterruptRecord
+
+from .blocks import to_text
+from .cards import card_from_record, verdict_from_record
+from .message import SlackMessage, decided_message, pending_message
+from .mrkdwn import escape_truncate
+from .services import Services
+
+log = logging.getLogger(__name__)
+
+_THREAD_TEXT = 3000
+
+
+def trust_label(services: Services, record: InterruptRecord) -> str | None:
+    """The "Approve and trust" label from the agent's policy for this tool, if offered."""
+    spec = services.registry.spec(record.agent)
+    if spec is None:
+        return None
+    call = record.runtime_interrupt.tool_call
+    return spec.policy_for(call.name if call else None).trust_label
+
+
+def render(services: Services, record: InterruptRecord) -> SlackMessage:
+    """The message for the record's current state: buttons while pending, the verdict after."""
+    card = card_from_record(record, trust_label=trust_label(services, record))
+    verdict = verdict_from_record(record)
+    return pending_message(card) if verdict is None else decided_message(card, verdict)
+
+
+async def post_interrupt(services: Services, record: InterruptRecord) -> InterruptRecord | None:
+    """Post a stored interrupt and record where; None (still in the outbox) when Slack fails."""
+    try:
+        channel = record.channel or await _dm_channel(services, record)
+        message = render(services, record)
+        answer = await services.client.chat_postMessage(
+            channel=channel,
+            text=message.text,
+            blocks=message.blocks,
+            thread_ts=record.thread_ts,
+            unfurl_links=False,
+            unfurl_media=False,
+        )
+    except (SlackApiError, ClientError, TimeoutError, OSError) as exc:
+        log.warning("interrupt %s not posted yet, left in the outbox: %s", record.id, _why(exc))
+        return None
+    ts = str(answer["ts"])
+    posted = await services.storage.interrupts.mark_posted(
+        record.id,
+        str(answer.get("channel") or channel),
+        ts,
+        thread_ts=record.thread_ts or ts,
+        now=services.clock.now(),
+    )
+    return posted
+
+
+async def update_message(services: Services, record: InterruptRecord) -> None:
+    """Redraw the interrupt's message in place (``chat.update`` from the stored channel/ts)."""
+    if not record.channel or not record.message_ts:
+        return
+    message = render(services, record)
+    try:
+        await services.client.chat_update(
+            channel=record.channel, ts=record.message_ts, text=message.text, blocks=message.blocks
+        )
+    except (SlackApiError, ClientError, TimeoutError, OSError) as exc:
+        log.error("interrupt %s: message not updated: %s", record.id, _why(exc))
+
+
+async def post_in_thread(
+    services: Services, *, channel: str | None, thread_ts: str | None, text: str
+) -> None:
+    """Post untrusted ``text`` (escaped) in the run's thread, or the channel without one."""
+    if not channel:
+        log.info("no channel for run progress: %s", text[:200])
+        return
+    try:
+        await services.client.chat_postMessage(
+            channel=channel,
+            thread_ts=thread_ts,
+            text=escape_truncate(text, _THREAD_TEXT),
+            unfurl_links=False,
+            unfurl_media=False,
+        )
+    except (SlackApiError, ClientError, TimeoutError, OSError) as exc:
+        log.error("progress not posted in %s/%s: %s", channel, thread_ts, _why(exc))
+
+
+async def post_ephemeral(services: Services, *, channel: str, user: str, text: str) -> None:
+    """Tell one user something only they see (``text`` is the bot's own mrkdwn)."""
+    try:
+        await services.client.chat_postEphemeral(channel=channel, user=user, text=text)
+    except (SlackApiError, ClientError, TimeoutError, OSError) as exc:
+        log.warning("ephemeral to %s in %s failed: %s", user, channel, _why(exc))
+
+
+async def _dm_channel(services: Services, record: InterruptRecord) -> str:
+    users = ",".join(record.policy.allowed_users[:8])
+    answer = await services.client.conversations_open(users=users)
+    return str(answer["channel"]["id"])
+
+
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, SlackApiError):
+        return to_text(exc.response.get("error")) or f"HTTP {exc.response.status_code}"
+    return f"{type(exc).__name__}: {exc}"

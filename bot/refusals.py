@@ -1,0 +1,36 @@
+"""What a user is told when their click changes nothing, and why."""
+
+from __future__ import annotations
+
+from storage.outcomes import DecideOutcome
+
+from .blocks import user_mention
+
+_TEXT = {
+    "unknown": "This approval request no longer exists; nothing was decided.",
+    "not_allowed": "You are not among the approvers of this request; nothing was decided.",
+    "self_approval": "You asked for this, so someone else has to decide it.",
+    "expired": "This request has expired; nothing was approved.",
+    "wrong_message": "This button does not belong to this request's message; nothing changed.",
+    "wrong_digest": "The arguments changed since this message was shown; nothing was decided.",
+    "not_offered": "That decision is not offered for this request.",
+}
+
+
+def refusal_text(outcome: DecideOutcome) -> str:
+    """One sentence, in the bot's own mrkdwn (user ids only as mentions)."""
+    reason = outcome.reason or "unknown"
+    if reason == "already_decided":
+        who = f" by {user_mention(outcome.decided_by)}" if outcome.decided_by else ""
+        return f"Already {outcome.state or 'decided'}{who}; your click changed nothing."
+    if reason == "already_voted":
+        return (
+            f"Your approval is already counted ({outcome.approvals} of {outcome.required}); "
+            "waiting for others."
+        )
+    return reason_text(reason)
+
+
+def reason_text(reason: str) -> str:
+    """The sentence for a refusal reason that needs no record to explain."""
+    return _TEXT.get(reason, "Nothing was decided.")

@@ -1,0 +1,65 @@
+"""The agents the bot may run, loaded from the module named by ``SIGNOFF_AGENTS``.
+
+The module exposes ``agents``: a sequence of ``AgentSpec``. Each agent is built once over
+the bot's session store and reused for every thread.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterable
+
+from agent_runtime import Agent
+from agent_runtime.session import SessionStore
+
+from .errors import AgentsModuleError, PolicyError
+from .policy import AgentSpec
+
+
+class Registry:
+    """Agent specs by name, and the agents built from them."""
+
+    def __init__(self, specs: Iterable[AgentSpec], *, sessions: SessionStore) -> None:
+        self._specs: dict[str, AgentSpec] = {}
+        for spec in specs:
+            if spec.name in self._specs:
+                raise PolicyError(f"two agents are named {spec.name!r}")
+            self._specs[spec.name] = spec
+        self._sessions = sessions
+        self._agents: dict[str, Agent] = {}
+
+    @property
+    def names(self) -> list[str]:
+        return sorted(self._specs)
+
+    def spec(self, name: str) -> AgentSpec | None:
+        return self._specs.get(name)
+
+    def agent(self, name: str) -> Agent:
+        """The agent called ``name``, built on first use; KeyError when unknown."""
+        agent = self._agents.get(name)
+        if agent is None:
+            built = self._specs[name].build(self._sessions)
+            if not isinstance(built, Agent):
+                raise PolicyError(f"agent {name!r}: build() must return an agent_runtime.Agent")
+            agent = self._agents[name] = built
+        return agent
+
+
+def load_specs(module_name: str) -> list[AgentSpec]:
+    """The ``agents`` declared by ``module_name``; AgentsModuleError says what is wrong."""
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise AgentsModuleError(f"SIGNOFF_AGENTS: cannot import {module_name!r} ({exc})") from exc
+    specs = getattr(module, "agents", None)
+    if not isinstance(specs, list | tuple) or not specs:
+        raise AgentsModuleError(
+            f"SIGNOFF_AGENTS: {module_name!r} must define agents = [AgentSpec(...), ...]"
+        )
+    bad = [s for s in specs if not isinstance(s, AgentSpec)]
+    if bad:
+        raise AgentsModuleError(
+            f"SIGNOFF_AGENTS: {module_name}.agents holds {bad[0]!r}, not an AgentSpec"
+        )
+    return list(specs)

@@ -1,0 +1,115 @@
+"""The scheduler: expires due interrupts, sends reminders in working hours, drains the outbox.
+
+Every step is safe with several schedulers running: storage hands each expiry, reminder
+and outbox entry to exactly one caller.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from datetime import timedelta
+
+from aiohttp import ClientError
+from slack_sdk.errors import SlackApiError
+
+from storage.errors import StorageError
+from storage.outcomes import ExpiryResult, ReminderDue
+
+from .blocks import user_mention
+from .poster import post_interrupt, update_message
+from .services import Services
+from .workhours import in_working_hours
+
+log = logging.getLogger(__name__)
+
+WORK_START, WORK_END = 9, 18
+
+
+class Scheduler:
+    """Runs ``tick`` every ``interval`` until stopped; tests call ``tick`` directly."""
+
+    def __init__(self, services: Services, *, interval: timedelta = timedelta(seconds=5)) -> None:
+        self._services = services
+        self._interval = interval.total_seconds()
+        self._stopping = asyncio.Event()
+
+    def stop(self) -> None:
+        self._stopping.set()
+
+    async def run(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                await self.tick()
+            except StorageError as exc:
+                log.error("scheduler tick failed: %s", exc)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), self._interval)
+
+    async def tick(self) -> None:
+        """One pass: expire, remind, then (re)post what the outbox holds."""
+        now = self._services.clock.now()
+        for expired in await self._services.storage.interrupts.expire_due(now):
+            await self._expired(expired)
+        for reminder in await self._services.storage.interrupts.due_reminders(now):
+            await self._remind(reminder)
+        await self.drain_outbox()
+
+    async def drain_outbox(self) -> int:
+        """Post interrupts stored but not yet posted; the number posted."""
+        services = self._services
+        posted = 0
+        for record in await services.storage.interrupts.claim_outbox(services.clock.now()):
+            if await post_interrupt(services, record) is not None:
+                posted += 1
+        return posted
+
+    async def _expired(self, result: ExpiryResult) -> None:
+        record = result.record
+        services = self._services
+        if result.outcome == "expired":
+            services.metrics.decisions["expired"] += 1
+            await update_message(services, record)
+            return
+        # Escalated: ask the escalation approvers, in their channel or the same thread.
+        policy = record.policy
+        who = " ".join(user_mention(u) for u in policy.escalate_to_users[:20])
+        text = f"Escalated: this request was not decided in time. {who}".strip()
+        channel = policy.escalate_to_channel or record.channel
+        thread = record.thread_ts if channel == record.channel else None
+        await _post_mrkdwn(services, channel=channel, thread_ts=thread, text=text)
+        await update_message(services, record)
+
+    async def _remind(self, due: ReminderDue) -> None:
+        services, record = self._services, due.record
+        policy = record.policy
+        voted = set(record.approvals)
+        approvers = [
+            u for u in dict.fromkeys(policy.allowed_users + policy.group_members) if u not in voted
+        ]
+        now = services.clock.now()
+        awake = []
+        for user in approvers:
+            zone = await services.directory.zone(user)
+            if in_working_hours(zone, now, start_hour=WORK_START, end_hour=WORK_END):
+                awake.append(user)
+        if approvers and not awake:
+            log.info("reminder %d of %s skipped: nobody in working hours", due.number, record.id)
+            return
+        mentions = " ".join(user_mention(u) for u in awake[:30])
+        text = f"Reminder: this request is still waiting for a decision. {mentions}".strip()
+        thread = record.thread_ts or record.message_ts
+        await _post_mrkdwn(services, channel=record.channel, thread_ts=thread, text=text)
+
+
+async def _post_mrkdwn(
+    services: Services, *, channel: str | None, thread_ts: str | None, text: str
+) -> None:
+    """Post the bot's own mrkdwn (mentions built from stored user ids only)."""
+    if not channel:
+        return
+    try:
+        await services.client.chat_postMessage(channel=channel, thread_ts=thread_ts, text=text)
+    except (SlackApiError, ClientError, TimeoutError, OSError) as exc:
+        log.error("scheduler post to %s failed: %s", channel, exc)

@@ -1,0 +1,110 @@
+"""HTTP mode: ``/slack/events`` plus ``/healthz``, ``/readyz`` and ``/metrics`` on aiohttp.
+
+The events route checks the signature before anything else (401), refuses a body that is
+not a well-formed form or payload (400), then hands the request to Bolt. Its duration is
+the ack latency the metrics report.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import urllib.parse
+from collections.abc import Awaitable, Callable
+
+from aiohttp import web
+from slack_bolt.adapter.aiohttp import to_aiohttp_response
+from slack_bolt.async_app import AsyncApp
+from slack_bolt.request.async_request import AsyncBoltRequest
+from slack_sdk.signature import SignatureVerifier
+
+from storage.errors import StorageError
+
+from .services import Services
+
+log = logging.getLogger(__name__)
+
+EVENTS_PATH = "/slack/events"
+Check = Callable[[], Awaitable[str | None]]
+"""A readiness check: None when healthy, else what is wrong."""
+
+
+def web_app(
+    app: AsyncApp,
+    services: Services,
+    *,
+    signing_secret: str,
+    checks: tuple[Check, ...] = (),
+) -> web.Application:
+    """The aiohttp application serving Slack and the operator endpoints."""
+    verifier = SignatureVerifier(signing_secret)
+    metrics = services.metrics
+
+    async def events(request: web.Request) -> web.Response:
+        started = time.perf_counter()
+        body = await request.text()
+        if not verifier.is_valid_request(body, dict(request.headers)):
+            return web.Response(status=401, text="invalid signature")
+        if not _well_formed(body, request.content_type):
+            return web.Response(status=400, text="malformed body")
+        bolt_request = AsyncBoltRequest(
+            body=body,
+            query=request.query_string,
+            headers=request.headers,  # type: ignore[arg-type]
+        )
+        response = await to_aiohttp_response(await app.async_dispatch(bolt_request))
+        metrics.ack.observe(time.perf_counter() - started)
+        return response
+
+    async def healthz(_: web.Request) -> web.Response:
+        return web.Response(text="ok\n")
+
+    async def readyz(_: web.Request) -> web.Response:
+        problems = [p for p in [await _redis(services), *[await c() for c in checks]] if p]
+        if problems:
+            return web.Response(status=503, text="\n".join(problems) + "\n")
+        return web.Response(text="ready\n")
+
+    async def metrics_page(_: web.Request) -> web.Response:
+        try:
+            lag: int | None = await services.storage.resume.pending_count()
+        except StorageError:
+            lag = None
+        text = metrics.render(pending=None, queue_lag=lag)
+        return web.Response(text=text, content_type="text/plain", charset="utf-8")
+
+    web_app = web.Application()
+    web_app.router.add_post(EVENTS_PATH, events)
+    web_app.router.add_get("/healthz", healthz)
+    web_app.router.add_get("/readyz", readyz)
+    web_app.router.add_get("/metrics", metrics_page)
+    return web_app
+
+
+async def _redis(services: Services) -> str | None:
+    try:
+        await services.storage.client.ping()
+    except StorageError as exc:
+        return f"redis: {exc}"
+    return None
+
+
+def _well_formed(body: str, content_type: str) -> bool:
+    """A JSON body (events), or a form whose ``payload``, if any, is a JSON object with a type."""
+    if content_type == "application/json":
+        try:
+            return isinstance(json.loads(body), dict)
+        except ValueError:
+            return False
+    try:
+        form = urllib.parse.parse_qs(body, keep_blank_values=True, strict_parsing=bool(body))
+    except ValueError:
+        return False
+    if "payload" not in form:
+        return "command" in form
+    try:
+        payload = json.loads(form["payload"][0])
+    except ValueError:
+        return False
+    return isinstance(payload, dict) and isinstance(payload.get("type"), str)

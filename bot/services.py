@@ -1,0 +1,29 @@
+"""Everything the bot's handlers, workers and scheduler share, built once per process."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from slack_sdk.web.async_client import AsyncWebClient
+
+from storage import Storage
+
+from .background import Background
+from .clock import Clock
+from .directory import Directory
+from .metrics import Metrics
+from .registry import Registry
+
+
+@dataclass(frozen=True, kw_only=True)
+class Services:
+    """The bot's collaborators: Slack client, storage, agents, clock and background work."""
+
+    client: AsyncWebClient
+    storage: Storage
+    registry: Registry
+    directory: Directory
+    clock: Clock
+    background: Background
+    metrics: Metrics
+    default_channel: str | None = None

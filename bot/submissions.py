@@ -1,0 +1,92 @@
+"""Modal submissions: Edit (validated against the tool's schema), Deny with a reason, Reply.
+
+The decision is recorded before the ack (one Redis round trip, no Web API call), so a bad
+edit or a refused decision is shown as a field error inside the modal and nothing changes.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from slack_bolt.context.ack.async_ack import AsyncAck
+
+from agent_runtime.errors import AgentRuntimeError
+from agent_runtime.interrupts import Decision
+from storage.records import InterruptRecord
+
+from . import ids
+from .modals import errors_for, parse_args
+from .payloads import Submission, parse_submission
+from .poster import update_message
+from .refusals import reason_text, refusal_text
+from .services import Services
+
+log = logging.getLogger(__name__)
+
+
+def listener(services: Services) -> Any:
+    """The Bolt view_submission listener for the Edit, Deny and Reply modals."""
+
+    async def on_submit(ack: AsyncAck, body: dict[str, Any]) -> None:
+        submission = parse_submission(body)
+        ref = submission.ref if submission else None
+        if submission is None or ref is None:
+            await ack()
+            log.warning("ignored a malformed view submission")
+            return
+        record = await services.storage.queries.get(ref.record_id)
+        if record is None:
+            await ack(response_action="errors", errors=errors_for(reason_text("unknown")))
+            return
+        decision = _decision(services, submission, record)
+        if isinstance(decision, str):
+            await ack(response_action="errors", errors=errors_for(decision))
+            return
+        outcome = await services.storage.interrupts.decide(
+            ref.record_id,
+            submission.user.id,
+            decision,
+            args_digest=ref.digest,
+            now=services.clock.now(),
+        )
+        if outcome.status == "refused":
+            services.metrics.refusals[outcome.reason or "unknown"] += 1
+            await ack(response_action="errors", errors=errors_for(refusal_text(outcome)))
+            return
+        await ack()
+        if outcome.status == "recorded":
+            services.metrics.decisions[outcome.state or decision.type] += 1
+        if outcome.record is not None:
+            services.background.spawn(
+                update_message(services, outcome.record), name=f"update {record.id}"
+            )
+
+    return on_submit
+
+
+def _decision(
+    services: Services, submission: Submission, record: InterruptRecord
+) -> Decision | str:
+    """The decision the modal asks for, or a message saying what is wrong with the input."""
+    callback, text = submission.view.callback_id, submission.text
+    if callback == ids.DENY_VIEW:
+        return Decision.reject(text.strip())
+    if callback == ids.REPLY_VIEW:
+        if not text.strip():
+            return "Write the reply the agent should receive."
+        return Decision.respond(text)
+    if callback != ids.EDIT_VIEW:
+        return "This form is not one of Signoff's."
+    args = parse_args(text)
+    if isinstance(args, str):
+        return args
+    call = record.runtime_interrupt.tool_call
+    if call is None:
+        return "This request has no arguments to edit."
+    if services.registry.spec(record.agent) is not None:
+        try:
+            services.registry.agent(record.agent).check_edit(call, dict(args))
+        except AgentRuntimeError as exc:
+            return f"These arguments do not fit {call.name}: {exc}"
+    return Decision.edit(dict(args))

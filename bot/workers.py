@@ -1,0 +1,95 @@
+"""Resume workers: continue runs whose last pending interrupt was decided.
+
+Each worker reads jobs from storage's resume queue (a consumer group), takes the run's
+lease for the session version it resumes from, runs the agent, and acknowledges only
+after the new snapshot is saved. Jobs of a crashed worker are reclaimed after a timeout,
+and storage makes sure a job is applied at most once per run version.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+from datetime import timedelta
+
+from storage.errors import StorageError
+from storage.resume import ResumeJob
+
+from .runs import resume_run
+from .services import Services
+
+log = logging.getLogger(__name__)
+
+
+def consumer_name(index: int) -> str:
+    """A consumer name unique to this process and worker."""
+    return f"{socket.gethostname()}-{os.getpid()}-{index}"
+
+
+class ResumeWorker:
+    """One consumer of the resume queue; ``run`` until ``stop`` is called."""
+
+    def __init__(
+        self,
+        services: Services,
+        *,
+        consumer: str,
+        block: timedelta = timedelta(seconds=1),
+        reclaim_after: timedelta = timedelta(seconds=60),
+    ) -> None:
+        self._services = services
+        self.consumer = consumer
+        self._block = block
+        self._reclaim_after = reclaim_after
+        self._stopping = asyncio.Event()
+
+    def stop(self) -> None:
+        self._stopping.set()
+
+    async def run(self) -> None:
+        queue = self._services.storage.resume
+        while not self._stopping.is_set():
+            try:
+                jobs = await queue.reclaim(self.consumer, min_idle=self._reclaim_after)
+                jobs += await queue.claim(self.consumer, count=10, block=self._block)
+            except StorageError as exc:
+                log.error("resume worker %s cannot read jobs: %s", self.consumer, exc)
+                await self._pause(1.0)
+                continue
+            for job in jobs:
+                await self.handle(job)
+
+    async def handle(self, job: ResumeJob) -> None:
+        """Apply one job exactly once; on failure release it so it is retried later."""
+        services, queue = self._services, self._services.storage.resume
+        stored = await services.storage.sessions.load(job.thread_id)
+        version = stored.version if stored else 0
+        begun = await queue.begin(job, consumer=self.consumer, session_version=version)
+        if begun == "done":
+            await queue.ack(job)
+            return
+        if begun == "busy":
+            return
+        try:
+            records, missing = await services.storage.queries.many(job.record_ids)
+            if missing or not records:
+                log.error("resume job %s: records %s are gone; dropping it", job.id, missing)
+                await queue.complete(job, consumer=self.consumer, session_version=version)
+                return
+            decided_at = max((r.decided_at for r in records if r.decided_at), default=None)
+            if decided_at is not None:
+                lag = (services.clock.now() - decided_at).total_seconds()
+                services.metrics.click_to_resume.observe(max(lag, 0.0))
+            await resume_run(services, records, thread_id=job.thread_id)
+        except Exception:
+            log.exception("resume job %s of run %s failed; it will be retried", job.id, job.run_id)
+            await queue.release(job, consumer=self.consumer)
+            return
+        await queue.complete(job, consumer=self.consumer, session_version=version)
+
+    async def _pause(self, seconds: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._stopping.wait(), seconds)
