@@ -1,0 +1,236 @@
+"""AG-UI 1.0 events as plain camelCase dicts, and how a run's events become them.
+
+The shapes follow ag-ui-protocol 1.0 exactly (optional fields are left out, never
+null), so a client can ``json.dumps`` them straight onto an SSE stream. An interrupt's
+``reason`` is its name; what the run asks about (the runtime's ``reason`` value) travels
+as ``metadata.payload``, because the 1.0 ``Interrupt`` has no ``payload`` field.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Literal, NotRequired, TypedDict
+
+from ..interrupts import DecisionType, Interrupt
+from ..messages import JSONValue, ToolCall
+from ..results import AgentResult, ToolResult
+from ..run_events import TextMessage
+
+PROTOCOL_VERSION = "1.0"
+
+
+class RunStartedEvent(TypedDict):
+    type: Literal["RUN_STARTED"]
+    threadId: str
+    runId: str
+    protocolVersion: str
+
+
+class AguiInterrupt(TypedDict):
+    """One thing the run waits for; a resume entry answers it by ``id``."""
+
+    id: str
+    reason: str
+    message: NotRequired[str]
+    toolCallId: NotRequired[str]
+    responseSchema: NotRequired[dict[str, JSONValue]]
+    metadata: NotRequired[dict[str, JSONValue]]
+
+
+class SuccessOutcome(TypedDict):
+    type: Literal["success"]
+
+
+class InterruptOutcome(TypedDict):
+    type: Literal["interrupt"]
+    interrupts: list[AguiInterrupt]
+
+
+class CancelledOutcome(TypedDict):
+    type: Literal["cancelled"]
+
+
+class RunFinishedEvent(TypedDict):
+    type: Literal["RUN_FINISHED"]
+    threadId: str
+    runId: str
+    outcome: SuccessOutcome | InterruptOutcome | CancelledOutcome
+    result: NotRequired[JSONValue]
+    metadata: NotRequired[dict[str, JSONValue]]
+
+
+class RunErrorEvent(TypedDict):
+    type: Literal["RUN_ERROR"]
+    message: str
+    code: str
+
+
+class TextMessageStartEvent(TypedDict):
+    type: Literal["TEXT_MESSAGE_START"]
+    messageId: str
+    role: Literal["assistant"]
+
+
+class TextMessageContentEvent(TypedDict):
+    type: Literal["TEXT_MESSAGE_CONTENT"]
+    messageId: str
+    delta: str
+
+
+class TextMessageEndEvent(TypedDict):
+    type: Literal["TEXT_MESSAGE_END"]
+    messageId: str
+
+
+class ToolCallStartEvent(TypedDict):
+    type: Literal["TOOL_CALL_START"]
+    toolCallId: str
+    toolCallName: str
+
+
+class ToolCallArgsEvent(TypedDict):
+    type: Literal["TOOL_CALL_ARGS"]
+    toolCallId: str
+    delta: str
+
+
+class ToolCallEndEvent(TypedDict):
+    type: Literal["TOOL_CALL_END"]
+    toolCallId: str
+
+
+class ToolCallResultEvent(TypedDict):
+    """A tool's output; ``metadata.isError`` marks failures and refused calls."""
+
+    type: Literal["TOOL_CALL_RESULT"]
+    messageId: str
+    toolCallId: str
+    content: str
+    role: Literal["tool"]
+    metadata: NotRequired[dict[str, JSONValue]]
+
+
+AguiEvent = (
+    RunStartedEvent
+    | RunFinishedEvent
+    | RunErrorEvent
+    | TextMessageStartEvent
+    | TextMessageContentEvent
+    | TextMessageEndEvent
+    | ToolCallStartEvent
+    | ToolCallArgsEvent
+    | ToolCallEndEvent
+    | ToolCallResultEvent
+)
+
+
+def run_started(*, thread_id: str, run_id: str) -> RunStartedEvent:
+    return {
+        "type": "RUN_STARTED",
+        "threadId": thread_id,
+        "runId": run_id,
+        "protocolVersion": PROTOCOL_VERSION,
+    }
+
+
+def run_error(message: str, *, code: str) -> RunErrorEvent:
+    return {"type": "RUN_ERROR", "message": message, "code": code}
+
+
+def run_finished(
+    result: AgentResult, *, thread_id: str, run_id: str
+) -> RunFinishedEvent | RunErrorEvent:
+    """The event that ends the run: finished (success, interrupt, cancelled) or an error.
+
+    A run stopped by an error or by its step limit did not do its job: RUN_ERROR, with
+    the stop reason as ``code``.
+    """
+    event: RunFinishedEvent = {
+        "type": "RUN_FINISHED",
+        "threadId": thread_id,
+        "runId": run_id,
+        "outcome": {"type": "success"},
+    }
+    if result.stop_reason == "end_turn":
+        event["result"] = result.message
+        return event
+    if result.stop_reason == "interrupt" and result.interrupts:
+        interrupts = [agui_interrupt(i) for i in result.interrupts]
+        event["outcome"] = {"type": "interrupt", "interrupts": interrupts}
+        return event
+    if result.stop_reason == "cancelled":
+        event["outcome"] = {"type": "cancelled"}
+        event["metadata"] = {"reason": result.message}
+        return event
+    return run_error(result.message, code=result.stop_reason)
+
+
+def agui_interrupt(interrupt: Interrupt) -> AguiInterrupt:
+    """An open interrupt as AG-UI shows it; approvals carry the schema of a decision."""
+    wire: AguiInterrupt = {"id": interrupt.id, "reason": interrupt.name}
+    message = interrupt.description or (
+        interrupt.reason if isinstance(interrupt.reason, str) else None
+    )
+    if message:
+        wire["message"] = message
+    if interrupt.tool_call is not None:
+        wire["toolCallId"] = interrupt.tool_call.id
+    if interrupt.is_approval:
+        wire["responseSchema"] = _decision_schema(interrupt.allowed_decisions)
+    if interrupt.reason is not None:
+        wire["metadata"] = {"payload": interrupt.reason}
+    return wire
+
+
+def _decision_schema(allowed: tuple[DecisionType, ...]) -> dict[str, JSONValue]:
+    """The JSON schema of an approval's answer, e.g. ``{"type": "approve"}``."""
+    return {
+        "type": "object",
+        "properties": {
+            "type": {"enum": list(allowed)},
+            "args": {"type": "object", "description": "new arguments, for edit"},
+            "message": {"type": "string", "description": "the reason, for reject or respond"},
+            "remember": {
+                "type": "object",
+                "properties": {
+                    "scope": {"enum": ["run", "thread", "minutes"]},
+                    "minutes": {"type": "integer", "minimum": 1},
+                    "same_args": {"type": "boolean"},
+                },
+                "required": ["scope"],
+            },
+        },
+        "required": ["type"],
+    }
+
+
+def text_message(event: TextMessage) -> list[AguiEvent]:
+    """The assistant's text as one START, CONTENT, END sequence."""
+    mid = event.message_id
+    return [
+        {"type": "TEXT_MESSAGE_START", "messageId": mid, "role": "assistant"},
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": mid, "delta": event.text},
+        {"type": "TEXT_MESSAGE_END", "messageId": mid},
+    ]
+
+
+def tool_call(call: ToolCall) -> list[AguiEvent]:
+    """A tool call with its complete arguments as one START, ARGS, END sequence."""
+    return [
+        {"type": "TOOL_CALL_START", "toolCallId": call.id, "toolCallName": call.name},
+        {"type": "TOOL_CALL_ARGS", "toolCallId": call.id, "delta": json.dumps(call.args)},
+        {"type": "TOOL_CALL_END", "toolCallId": call.id},
+    ]
+
+
+def tool_call_result(call: ToolCall, result: ToolResult) -> ToolCallResultEvent:
+    event: ToolCallResultEvent = {
+        "type": "TOOL_CALL_RESULT",
+        "messageId": f"{call.id}_result",
+        "toolCallId": call.id,
+        "content": result.as_text(),
+        "role": "tool",
+    }
+    if result.is_error:
+        event["metadata"] = {"isError": True}
+    return event

@@ -1,0 +1,85 @@
+"""Serving an agent over AG-UI: one ``RunAgentInput`` in, one run's events out."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Mapping
+
+from ..agent import Agent
+from ..errors import AgentRuntimeError
+from ..interrupts import Interrupt
+from ..messages import JSONValue
+from ..results import AgentResult
+from ..resume import RunInput
+from ..run_events import RunFinished, TextMessage, ToolCallFinished, ToolCallStarted
+from ..state import RunState
+from .events import (
+    AguiEvent,
+    run_error,
+    run_finished,
+    run_started,
+    text_message,
+    tool_call,
+    tool_call_result,
+)
+from .input import interrupt_responses, parse_run_input
+
+log = logging.getLogger(__name__)
+
+
+async def run_agui(agent: Agent, input: Mapping[str, JSONValue]) -> AsyncIterator[AguiEvent]:
+    """Run ``agent`` for one AG-UI request and yield its AG-UI events.
+
+    The stream opens with RUN_STARTED and ends with RUN_FINISHED (success, interrupt or
+    cancelled) or RUN_ERROR; an input that cannot be read at all yields RUN_ERROR alone.
+    A refused input (a resume that leaves an interrupt unanswered, a prompt while the
+    thread waits for a human) is a RUN_ERROR and changes nothing stored.
+    """
+    try:
+        request = parse_run_input(input)
+    except AgentRuntimeError as error:
+        yield run_error(str(error), code=type(error).__name__)
+        return
+    thread_id, run_id = request.thread_id, request.run_id
+    yield run_started(thread_id=thread_id, run_id=run_id)
+    try:
+        open_interrupts = await _open_interrupts(agent, thread_id)
+        run_input: RunInput = request.prompt or interrupt_responses(request.resume, open_interrupts)
+        # A tool call that interrupted was announced by the run it interrupted; this
+        # run only reports its result.
+        announced = {i.tool_call.id for i in open_interrupts if i.tool_call is not None}
+        result: AgentResult | None = None
+        async for event in agent.stream(run_input, thread_id=thread_id):
+            if isinstance(event, RunFinished):
+                # A hook may chain invocations (AfterInvocation.resume): AG-UI sees one
+                # run, which ends with the last invocation's result.
+                result = event.result
+            elif isinstance(event, TextMessage):
+                for agui_event in text_message(event):
+                    yield agui_event
+            elif isinstance(event, ToolCallStarted):
+                if event.tool_call.id not in announced:
+                    announced.add(event.tool_call.id)
+                    for agui_event in tool_call(event.tool_call):
+                        yield agui_event
+            elif isinstance(event, ToolCallFinished):
+                yield tool_call_result(event.tool_call, event.result)
+        assert result is not None, "every run ends with RunFinished"
+        yield run_finished(result, thread_id=thread_id, run_id=run_id)
+    except AgentRuntimeError as error:
+        log.info("AG-UI run %s on thread %s ended with an error: %s", run_id, thread_id, error)
+        yield run_error(str(error), code=type(error).__name__)
+    except Exception:
+        log.exception("AG-UI run %s on thread %s failed", run_id, thread_id)
+        yield run_error("the agent failed unexpectedly; see the server log", code="internal_error")
+
+
+async def _open_interrupts(agent: Agent, thread_id: str) -> list[Interrupt]:
+    """The interrupts the thread waits on, read from its stored snapshot."""
+    stored = await agent.session_store.load(thread_id)
+    if stored is None:
+        return []
+    state = RunState.from_snapshot(stored.snapshot)
+    if state.status != "interrupted":
+        return []
+    return [pending.interrupt for pending in state.pending]
