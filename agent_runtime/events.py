@@ -135,7 +135,7 @@ class Interrupted(HookEvent):
 
 @dataclass(kw_only=True)
 class BeforeNodeCall(InterruptibleEvent):
-    """Before a workflow node runs; cancel ends the workflow with the message."""
+    """Before a workflow node runs. Writable: ``input``; cancel ends the run with the message."""
 
     node: str
     input: JSONValue
