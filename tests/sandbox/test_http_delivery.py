@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
-from conftest import Serve
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 from slack_sdk.errors import SlackApiError
 from slack_sdk.models.blocks import Block
@@ -14,6 +14,8 @@ from slack_sdk.models.views import View
 from slack_sdk.web.async_client import AsyncWebClient
 
 from sandbox import Sandbox, Timing
+
+Serve = Callable[[AsyncApp], Awaitable[str]]  # the `serve` fixture in conftest.py
 
 APPROVAL = [
     {
