@@ -50,17 +50,35 @@ class ResumeWorker:
         self._stopping.set()
 
     async def run(self) -> None:
-        queue = self._services.storage.resume
         while not self._stopping.is_set():
             try:
-                jobs = await queue.reclaim(self.consumer, min_idle=self._reclaim_after)
-                jobs += await queue.claim(self.consumer, count=10, block=self._block)
+                jobs = await self._next_jobs()
             except StorageError as exc:
                 log.error("resume worker %s cannot read jobs: %s", self.consumer, exc)
                 await self._pause(1.0)
                 continue
             for job in jobs:
                 await self.handle(job)
+
+    async def _next_jobs(self) -> list[ResumeJob]:
+        """Reclaimed jobs, then new ones; a blocking read gives way at once to ``stop``.
+
+        A read cut short may leave a job delivered to this consumer unacknowledged; it is
+        reclaimed by another worker after ``reclaim_after``, never lost.
+        """
+        queue = self._services.storage.resume
+        jobs = await queue.reclaim(self.consumer, min_idle=self._reclaim_after)
+        if jobs:
+            return jobs
+        read = asyncio.ensure_future(queue.claim(self.consumer, count=10, block=self._block))
+        stopping = asyncio.ensure_future(self._stopping.wait())
+        await asyncio.wait({read, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        stopping.cancel()
+        if not read.done():
+            read.cancel()
+            await asyncio.gather(read, return_exceptions=True)
+            return []
+        return read.result()
 
     async def handle(self, job: ResumeJob) -> None:
         """Apply one job exactly once; on failure release it so it is retried later."""

@@ -122,6 +122,24 @@ class Harness:
             text_body = await response.text()
             return response.status, text_body
 
+    def thread(self) -> list[str]:
+        """Texts posted in the first interrupt message's thread."""
+        root = self.message_ts()
+        posts = self.slack.called("chat.postMessage")
+        return [str(p.get("text")) for p in posts if p.get("thread_ts") == root]
+
+    async def finished(self) -> str:
+        """Wait for the run's final result in the thread, and return it."""
+
+        def done() -> bool:
+            return any(t.startswith(("Finished", "Stopped")) for t in self.thread())
+
+        await self.slack.wait_for(done, what="the run's final result in the thread")
+        return next(t for t in self.thread() if t.startswith(("Finished", "Stopped")))
+
+    def record_id(self, value: str) -> str:
+        return value.split(" ")[0]
+
     def message_ts(self, index: int = 0) -> str:
         return str(self.slack.answers("chat.postMessage")[index]["ts"])
 

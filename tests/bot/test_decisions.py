@@ -1,30 +1,21 @@
-"""Decisions over signed HTTP: approve, deny with a reason, edit, reply, quorum (issue tests 1-4, 6)."""
+"""Decisions over signed HTTP: approve, deny, edit, reply, quorum (issue 4, tests 1-4 and 6)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from conftest import ALICE, CHANNEL, Harness
+from conftest import ALICE, BOB, CAROL, CHANNEL, Harness
 
 from bot import ids
+from bot.policy import Policy
 
 
-async def _resumed(bot: Harness) -> None:
-    """Wait until the run's final result is posted in the thread."""
-    await bot.slack.wait_for(
-        lambda: any(
-            str(p.get("text", "")).startswith("Finished")
-            for p in bot.slack.called("chat.postMessage")
-        ),
-        what="the run's final result in the thread",
-    )
-
-
-def _thread_texts(bot: Harness) -> list[str]:
-    root = bot.message_ts()
-    return [
-        str(p["text"]) for p in bot.slack.called("chat.postMessage") if p.get("thread_ts") == root
-    ]
+def _tool_messages(bot: Harness) -> list[str]:
+    """What the model was told each tool returned, across every model request."""
+    agent = bot.services.registry.agent("cleanup")
+    requests = agent.model.requests  # type: ignore[attr-defined]
+    return [m.content for r in requests for m in r.messages if m.role == "tool"]
 
 
 async def test_approve_runs_the_tool_once_updates_the_message_and_posts_the_result(
@@ -37,12 +28,90 @@ async def test_approve_runs_the_tool_once_updates_the_message_and_posts_the_resu
 
     response = await bot.click(ids.APPROVE, value, user=ALICE)
     assert response.status == 200
-    await _resumed(bot)
+    assert "deleted 2 file(s)" in await bot.finished()
 
     assert bot.tool_log.calls == [{"paths": ["/tmp/a", "/tmp/b"]}]
     update = bot.slack.called("chat.update")[-1]
     assert update["ts"] == bot.message_ts() and update["channel"] == CHANNEL
     assert "actions" not in [b["type"] for b in update["blocks"]]
-    assert any(f"<@{ALICE}>" in str(b) for b in update["blocks"])
-    thread = _thread_texts(bot)
-    assert any("deleted 2 file(s)" in t for t in thread)
+    assert any(f"Approved by <@{ALICE}>" in str(b) for b in update["blocks"])
+    assert any("delete_files: deleted 2 file(s)" in t for t in bot.thread())
+
+
+async def test_deny_with_a_reason_never_runs_the_tool_and_the_model_gets_the_reason(
+    make_bot: Any,
+) -> None:
+    bot: Harness = await make_bot()
+    value = await bot.start()
+    await bot.click(ids.DENY, value, user=BOB)
+    await bot.slack.wait_calls("views.open")
+    view = bot.slack.called("views.open")[-1]["view"]
+    assert view["callback_id"] == ids.DENY_VIEW and view["private_metadata"] == value
+
+    status, body = await bot.submit(ids.DENY_VIEW, value, user=BOB, text="not on a Friday")
+    assert status == 200 and "errors" not in body
+    await bot.finished()
+    assert bot.tool_log.calls == []
+    assert "not on a Friday" in _tool_messages(bot)
+    update = bot.slack.called("chat.update")[-1]
+    assert any("not on a Friday" in str(b) for b in update["blocks"])
+
+
+async def test_edit_with_valid_args_runs_the_tool_with_them(make_bot: Any) -> None:
+    bot: Harness = await make_bot()
+    value = await bot.start()
+    await bot.click(ids.EDIT, value, user=ALICE)
+    await bot.slack.wait_calls("views.open")
+    view = bot.slack.called("views.open")[-1]["view"]
+    assert '"/tmp/a"' in view["blocks"][1]["element"]["initial_value"]
+
+    status, body = await bot.submit(ids.EDIT_VIEW, value, user=ALICE, text='{"paths": ["/tmp/a"]}')
+    assert status == 200 and "errors" not in body
+    await bot.finished()
+    assert bot.tool_log.calls == [{"paths": ["/tmp/a"]}]
+
+
+async def test_edit_with_bad_json_or_bad_args_shows_field_errors_and_records_nothing(
+    make_bot: Any,
+) -> None:
+    bot: Harness = await make_bot()
+    value = await bot.start()
+    for text in ('{"paths": [', '{"paths": "not a list"}', '["/tmp/a"]'):
+        status, body = await bot.submit(ids.EDIT_VIEW, value, user=ALICE, text=text)
+        assert status == 200
+        answer = json.loads(body)
+        assert answer["response_action"] == "errors" and answer["errors"][ids.INPUT_BLOCK]
+    record = await bot.services.storage.queries.get(bot.record_id(value))
+    assert record is not None and record.state == "pending" and record.votes == ()
+    assert bot.slack.called("chat.update") == []
+
+
+async def test_reply_becomes_the_tool_result_and_the_tool_never_runs(make_bot: Any) -> None:
+    bot: Harness = await make_bot()
+    value = await bot.start()
+    status, _ = await bot.submit(ids.REPLY_VIEW, value, user=ALICE, text="already cleaned by hand")
+    assert status == 200
+    await bot.finished()
+    assert bot.tool_log.calls == []
+    assert "already cleaned by hand" in _tool_messages(bot)
+
+
+async def test_quorum_of_two_shows_progress_then_resumes_on_the_second_approval(
+    make_bot: Any,
+) -> None:
+    policy = Policy(channel=CHANNEL, users=(ALICE, BOB), min_approvals=2)
+    bot: Harness = await make_bot(policy)
+    value = await bot.start(requested_by=CAROL)
+
+    await bot.click(ids.APPROVE, value, user=ALICE)
+    await bot.slack.wait_calls("chat.update")
+    progress = bot.slack.called("chat.update")[-1]
+    assert any("1 of 2 approvals" in str(b) for b in progress["blocks"])
+    assert "actions" in [b["type"] for b in progress["blocks"]]
+    assert bot.tool_log.calls == []
+
+    await bot.click(ids.APPROVE, value, user=BOB)
+    await bot.finished()
+    assert len(bot.tool_log.calls) == 1
+    final = bot.slack.called("chat.update")[-1]
+    assert any(f"<@{ALICE}>, <@{BOB}>" in str(b) for b in final["blocks"])
