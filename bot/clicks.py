@@ -19,6 +19,7 @@ from storage.outcomes import DecideOutcome
 
 from . import ids
 from .cards import card_from_record
+from .directory import slack_error
 from .modals import args_modal, deny_modal, edit_modal, reply_modal
 from .payloads import Click, parse_click
 from .poster import post_ephemeral, trust_label, update_message
@@ -110,4 +111,4 @@ async def open_modal(services: Services, click: Click) -> None:
     try:
         await services.client.views_open(trigger_id=click.trigger_id, view=view)
     except SlackApiError as exc:
-        log.warning("modal for %s not opened: %s", record.id, exc.response.get("error"))
+        log.warning("modal for %s not opened: %s", record.id, slack_error(exc))

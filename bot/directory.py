@@ -20,6 +20,14 @@ from .workhours import UserZone
 log = logging.getLogger(__name__)
 
 
+def slack_error(exc: SlackApiError) -> str:
+    """Slack's error code, or the HTTP status when the answer was not Slack's JSON."""
+    data = exc.response.data
+    if isinstance(data, dict) and data.get("error"):
+        return str(data["error"])
+    return f"HTTP {exc.response.status_code}"
+
+
 class Directory:
     """Cached lookups of user time zones and group members."""
 
@@ -47,8 +55,7 @@ class Directory:
                 offset_seconds=int(user.get("tz_offset") or 0),
             )
         except SlackApiError as exc:
-            error = exc.response.get("error")
-            log.warning("users.info failed for %s: %s; assuming UTC", user_id, error)
+            log.warning("users.info failed for %s: %s; assuming UTC", user_id, slack_error(exc))
             zone = UserZone(user_id=user_id)
         self._zones[user_id] = (now, zone)
         return zone
@@ -66,7 +73,7 @@ class Directory:
                     answer = await self._client.usergroups_users_list(usergroup=group)
                     users = tuple(str(u) for u in answer.get("users") or ())
                 except SlackApiError as exc:
-                    error = exc.response.get("error")
+                    error = slack_error(exc)
                     log.warning("usergroups.users.list failed for %s: %s", group, error)
                     users = ()
                 self._groups[group] = (now, users)

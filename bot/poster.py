@@ -13,8 +13,8 @@ from slack_sdk.errors import SlackApiError
 
 from storage.records import InterruptRecord
 
-from .blocks import to_text
 from .cards import card_from_record, verdict_from_record
+from .directory import slack_error
 from .message import SlackMessage, decided_message, pending_message
 from .mrkdwn import escape_truncate
 from .services import Services
@@ -115,5 +115,5 @@ async def _dm_channel(services: Services, record: InterruptRecord) -> str:
 
 def _why(exc: BaseException) -> str:
     if isinstance(exc, SlackApiError):
-        return to_text(exc.response.get("error")) or f"HTTP {exc.response.status_code}"
+        return slack_error(exc)
     return f"{type(exc).__name__}: {exc}"

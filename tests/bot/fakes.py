@@ -43,9 +43,9 @@ class Fault:
 class FakeSlack:
     """A local Slack Web API: answers like Slack for the methods the bot uses, records calls.
 
-        ``faults[method]`` is a queue of answers served before the normal one (429, 500, ...);
-        ``down`` makes every call answer 503 until cleared. ``calls`` holds the calls answered
-    normally, ``failed`` those answered with a fault.
+    ``faults[method]`` is a queue of answers served before the normal one (429, 500, ...);
+    ``down`` makes every call answer 502 (an outage the client does not retry) until
+    cleared. ``calls`` holds the calls answered normally, ``failed`` those that faulted.
     """
 
     def __init__(self) -> None:
@@ -65,6 +65,7 @@ class FakeSlack:
     async def start(self) -> str:
         app = web.Application()
         app.router.add_post("/api/{method}", self._handle)
+        app.router.add_get("/api/{method}", self._handle)
         self.server = TestServer(app, host="127.0.0.1", port=0)
         await self.server.start_server()
         return self.api_url
@@ -130,7 +131,7 @@ class FakeSlack:
         try:
             if self.down:
                 self.failed.append(call)
-                return web.json_response({"ok": False, "error": "down"}, status=503)
+                return web.json_response({"ok": False, "error": "down"}, status=502)
             if self.faults[method]:
                 fault = self.faults[method].popleft()
                 self.failed.append(call)
@@ -175,6 +176,8 @@ def _as_dict(value: Any) -> dict[str, Any]:
 
 
 async def _read_args(request: web.Request) -> dict[str, Any]:
+    if request.method == "GET":
+        return dict(request.query)
     if request.content_type == "application/json":
         return dict(await request.json())
     form = await request.post()

@@ -1,0 +1,64 @@
+"""Requests that are not Slack's are refused before anything is stored (issue 4, test 7)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from conftest import ALICE, Harness
+from fakes import click_payload, form_body, sign
+
+from bot import ids
+from bot.server import EVENTS_PATH
+
+
+async def _post(bot: Harness, body: str, headers: dict[str, str]) -> int:
+    async with bot.http.post(bot.url + EVENTS_PATH, data=body.encode(), headers=headers) as r:
+        await r.read()
+        return r.status
+
+
+async def test_bad_signature_stale_timestamp_and_malformed_payload_are_refused(
+    make_bot: Any,
+) -> None:
+    bot: Harness = await make_bot()
+    value = await bot.start()
+    key = bot.services.storage.keys.record(bot.record_id(value))
+    before = await bot.services.storage.client.raw.hgetall(key)
+    calls_before = len(bot.slack.calls)
+    click = form_body(
+        click_payload(
+            action_id=ids.APPROVE,
+            value=value,
+            user=ALICE,
+            channel="C0OPS",
+            message_ts=bot.message_ts(),
+        )
+    )
+
+    assert await _post(bot, click, sign(click, secret="not-the-secret")) == 401
+    assert await _post(bot, click, sign(click, timestamp=int(time.time()) - 301)) == 401
+    tampered = sign(click)
+    assert await _post(bot, click.replace("U0ALICE", "U0BOB"), tampered) == 401
+    for body in ("payload=%7Bnot-json", "payload=%5B1%5D", "payload=%7B%7D", "&&=&"):
+        assert await _post(bot, body, sign(body)) == 400, body
+
+    assert await bot.services.storage.client.raw.hgetall(key) == before
+    assert len(bot.slack.calls) == calls_before
+    assert bot.services.background.pending == 0
+
+
+async def test_health_readiness_and_metrics_answer(make_bot: Any) -> None:
+    bot: Harness = await make_bot()
+    value = await bot.start()
+    await bot.click(ids.APPROVE, value, user=ALICE)
+    await bot.finished()
+    async with bot.http.get(bot.url + "/healthz") as r:
+        assert r.status == 200
+    async with bot.http.get(bot.url + "/readyz") as r:
+        assert r.status == 200
+    async with bot.http.get(bot.url + "/metrics") as r:
+        text = await r.text()
+    assert 'signoff_decisions_total{outcome="approved"} 1' in text
+    assert "signoff_ack_seconds_count 1" in text
+    assert "signoff_click_to_resume_seconds_count 1" in text

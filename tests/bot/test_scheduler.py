@@ -1,0 +1,125 @@
+"""Expiry, reminders in each approver's working hours, and the outbox (issue 4, tests 8, 10)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from conftest import ALICE, BOB, CAROL, CHANNEL, Harness
+from fakes import Fault
+
+from bot import ids
+from bot.policy import Policy, Reminders
+from bot.runs import Place, start_run
+from bot.scheduler import Scheduler
+
+# A Monday: 12:00 UTC is 13:00 in Paris (Alice) and 07:00 in New York (Bob).
+NOON_UTC = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
+
+
+def _reminders(bot: Harness) -> list[str]:
+    posts = bot.slack.called("chat.postMessage")
+    return [str(p["text"]) for p in posts if str(p.get("text", "")).startswith("Reminder")]
+
+
+async def test_reminders_mention_only_approvers_inside_their_working_hours(make_bot: Any) -> None:
+    policy = Policy(
+        channel=CHANNEL,
+        users=(ALICE, BOB),
+        expires_after=timedelta(hours=4),
+        reminders=Reminders(every=timedelta(hours=1), limit=3),
+    )
+    bot: Harness = await make_bot(policy)
+    bot.clock.current = NOON_UTC
+    await bot.start(requested_by=CAROL)
+    scheduler = Scheduler(bot.services)
+
+    await scheduler.tick()
+    assert _reminders(bot) == []  # nothing due yet
+
+    bot.clock.advance(timedelta(hours=1))  # 13:00 UTC: Paris 14:00, New York 08:00
+    await scheduler.tick()
+    first = _reminders(bot)
+    assert len(first) == 1 and f"<@{ALICE}>" in first[0] and f"<@{BOB}>" not in first[0]
+    reminder = next(p for p in bot.slack.called("chat.postMessage") if p["text"] == first[0])
+    assert reminder["thread_ts"] == bot.message_ts()
+
+    bot.clock.advance(timedelta(hours=1))  # 14:00 UTC: Paris 15:00, New York 09:00
+    await scheduler.tick()
+    second = _reminders(bot)[-1]
+    assert f"<@{ALICE}>" in second and f"<@{BOB}>" in second
+
+
+async def test_no_reminder_when_every_approver_is_off_hours(make_bot: Any) -> None:
+    policy = Policy(
+        channel=CHANNEL,
+        users=(BOB,),
+        reminders=Reminders(every=timedelta(hours=1), limit=2),
+    )
+    bot: Harness = await make_bot(policy)
+    bot.clock.current = datetime(2026, 11, 23, 3, 0, tzinfo=UTC)  # 22:00 in New York
+    await bot.start(requested_by=CAROL)
+    bot.clock.advance(timedelta(hours=1))
+    await Scheduler(bot.services).tick()
+    assert _reminders(bot) == []
+
+
+async def test_expiry_updates_the_message_honestly_and_the_tool_never_runs(make_bot: Any) -> None:
+    policy = Policy(channel=CHANNEL, users=(ALICE,), expires_after=timedelta(minutes=30))
+    bot: Harness = await make_bot(policy)
+    value = await bot.start(requested_by=CAROL)
+    scheduler = Scheduler(bot.services)
+    bot.clock.advance(timedelta(minutes=29))
+    await scheduler.tick()
+    assert bot.slack.called("chat.update") == []
+
+    bot.clock.advance(timedelta(minutes=2))
+    await scheduler.tick()
+    update = bot.slack.called("chat.update")[-1]
+    assert update["blocks"][0]["text"]["text"].startswith("Expired, not approved")
+    assert "actions" not in [b["type"] for b in update["blocks"]]
+    assert not any("by <@" in str(b) for b in update["blocks"])
+    await bot.finished()
+    assert bot.tool_log.calls == []
+    record = await bot.services.storage.queries.get(bot.record_id(value))
+    assert record is not None and record.state == "expired"
+
+
+async def test_rate_limit_then_server_error_then_ok_posts_the_interrupt_once(
+    make_bot: Any,
+) -> None:
+    bot: Harness = await make_bot()
+    bot.slack.faults["chat.postMessage"].extend(
+        [
+            Fault(
+                status=429, headers={"Retry-After": "0"}, body={"ok": False, "error": "ratelimited"}
+            ),
+            Fault(status=500),
+        ]
+    )
+    await bot.start()
+    assert len(bot.slack.failed) == 2
+    assert len(bot.slack.called("chat.postMessage")) == 1
+    assert await Scheduler(bot.services).drain_outbox() == 0
+    assert len(bot.slack.called("chat.postMessage")) == 1
+
+
+async def test_interrupt_waits_in_the_outbox_while_slack_is_down(make_bot: Any) -> None:
+    bot: Harness = await make_bot()
+    bot.slack.down = True
+    place = Place(channel=CHANNEL, thread_ts=None, requested_by=CAROL)
+    await start_run(bot.services, "cleanup", "clean up", place=place)
+    assert bot.slack.called("chat.postMessage") == []
+    scheduler = Scheduler(bot.services)
+    await scheduler.tick()
+    assert bot.slack.called("chat.postMessage") == []
+
+    bot.slack.down = False
+    bot.clock.advance(timedelta(minutes=1))  # past the failed claimer's lease
+    assert await scheduler.drain_outbox() == 1
+    assert await scheduler.drain_outbox() == 0
+    assert len(bot.slack.called("chat.postMessage")) == 1
+    value = bot.posted()["blocks"][-1]["elements"][0]["value"]
+    await bot.click(ids.APPROVE, value, user=ALICE)
+    await bot.finished()
+    assert len(bot.tool_log.calls) == 1
