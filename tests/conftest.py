@@ -17,7 +17,7 @@ import pytest
 # __init__.py) would shadow the real packages of the same name; the project root goes first.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from storage.embedded import EmbeddedRedis  # noqa: E402
+from storage.embedded import EmbeddedRedis
 
 
 @pytest.fixture(scope="session")

@@ -56,13 +56,13 @@ async def snapshot(raw: aioredis.Redis, prefix: str) -> dict[bytes, bytes | None
 
 
 async def wait_for(
-    condition: Callable[[], Awaitable[bool]], *, timeout: float = 5.0, what: str = "condition"
+    condition: Callable[[], Awaitable[bool]], *, within: float = 5.0, what: str = "condition"
 ) -> None:
-    """Poll ``condition`` until true; fail after ``timeout`` seconds (no fixed sleeps)."""
-    deadline = time.monotonic() + timeout
+    """Poll ``condition`` until true; fail after ``within`` seconds (no fixed sleeps)."""
+    deadline = time.monotonic() + within
     while not await condition():
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+            raise AssertionError(f"timed out after {within}s waiting for {what}")
         await asyncio.sleep(0.01)
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 
 import redis.asyncio as aioredis
+from storage_helpers import NOW, later, make_record, snapshot
 
 from agent_runtime.interrupts import Decision
 from storage import Storage, digest_args
-from storage_helpers import NOW, later, make_record, snapshot
 
 DIGEST = digest_args({"path": "/tmp/old"})
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
+from storage_helpers import later, make_record
+
 from agent_runtime.interrupts import Decision
 from storage import Storage, digest_args
-from storage_helpers import later, make_record
 
 DIGEST = digest_args({"path": "/tmp/old"})
 

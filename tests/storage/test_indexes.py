@@ -5,10 +5,10 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from storage_helpers import NOW, later, make_record
 
 from agent_runtime.interrupts import Decision
 from storage import CorruptRecordError, DuplicateInterruptError, Storage, digest_args
-from storage_helpers import NOW, later, make_record
 
 DIGEST = digest_args({"path": "/tmp/old"})
 

@@ -6,11 +6,11 @@ import asyncio
 from datetime import timedelta
 
 import pytest
+from storage_helpers import NOW, make_record, wait_for
 
 from agent_runtime.errors import StaleSessionError
 from agent_runtime.interrupts import Decision
 from storage import ResumeJob, Storage, digest_args
-from storage_helpers import NOW, make_record, wait_for
 
 DIGEST = digest_args({"path": "/tmp/old"})
 

@@ -6,6 +6,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from storage_helpers import NOW, make_record
 
 from agent_runtime.interrupts import Decision
 from storage import (
@@ -15,7 +16,6 @@ from storage import (
     digest_args,
     find_server_binary,
 )
-from storage_helpers import NOW, make_record
 
 DIGEST = digest_args({"path": "/tmp/old"})
 
@@ -75,7 +75,6 @@ async def test_unreachable_server_is_a_typed_error_saying_what_to_check(tmp_path
 
 
 async def test_async_context_manager_runs_a_throwaway_server(tmp_path: Path) -> None:
-    async with EmbeddedRedis(tmp_path) as url:
-        async with await connect(url, prefix="ctx") as storage:
-            await storage.interrupts.create_interrupt(make_record(expires_in=timedelta(hours=1)))
-            assert len(await storage.queries.pending_for_run("run_1")) == 1
+    async with EmbeddedRedis(tmp_path) as url, await connect(url, prefix="ctx") as storage:
+        await storage.interrupts.create_interrupt(make_record(expires_in=timedelta(hours=1)))
+        assert len(await storage.queries.pending_for_run("run_1")) == 1

@@ -1,0 +1,227 @@
+"""Storage benchmark against a real embedded server.
+
+Prints round trips per decision and per full interrupt lifecycle (counted on the client
+as request flushes, plus the server's own command count from INFO commandstats),
+decisions/s with 50 concurrent deciders, memory per pending interrupt over 10k records,
+and the cost of listing a channel page and of one expiry sweep at 1k and 100k pending.
+The last line is one JSON object with every figure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from redis.asyncio.connection import Connection
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from agent_runtime.interrupts import Decision, Interrupt
+from agent_runtime.messages import ToolCall
+from storage import ApproverPolicy, EmbeddedRedis, InterruptRecord, Storage, connect
+
+NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+POLICY = ApproverPolicy(
+    allowed_users=("UALICE", "UBOB", "UCAROL"),
+    expires_in=timedelta(days=1),
+    reminders=(timedelta(hours=1), timedelta(hours=4)),
+)
+SENDS = 0
+_send = Connection.send_packed_command
+
+
+async def _counting_send(self: Connection, command: Any, check_health: bool = True) -> None:
+    global SENDS
+    SENDS += 1
+    await _send(self, command, check_health)
+
+
+Connection.send_packed_command = _counting_send  # type: ignore[method-assign]
+
+
+def record(run: str, n: int, *, now: datetime = NOW, expires_in: timedelta | None = None) -> Any:
+    interrupt = Interrupt(
+        id=f"int_{n}",
+        name="delete_files",
+        reason="delete files older than 5 days",
+        tool_call=ToolCall(id=f"call_{n}", name="delete_files", args={"paths": ["/tmp/a.log"]}),
+        allowed_decisions=("approve", "reject"),
+        created_at=now,
+    )
+    policy = POLICY.model_copy(update={"expires_in": expires_in}) if expires_in else POLICY
+    return InterruptRecord.new(
+        interrupt,
+        run_id=run,
+        thread_id=f"th_{run}",
+        agent="cleanup",
+        requested_by="UREQ",
+        policy=policy,
+        now=now,
+        channel="CAPPROVALS",
+    )
+
+
+async def counted(storage: Storage, action: Callable[[], Awaitable[object]]) -> tuple[int, int]:
+    """(client round trips, server commands incl. those inside scripts) for ``action``."""
+    global SENDS
+
+    async def server_calls() -> int:
+        stats = await storage.client.raw.info("commandstats")
+        return sum(v["calls"] for k, v in stats.items() if not k.startswith("cmdstat_info"))
+
+    before = await server_calls()
+    SENDS = 0
+    await action()
+    sends = SENDS
+    return sends, await server_calls() - before
+
+
+async def fill(storage: Storage, count: int, *, tag: str, expires_in: timedelta) -> None:
+    batch = 500
+    for start in range(0, count, batch):
+        records = [
+            record(f"{tag}_{start}", n, expires_in=expires_in)
+            for n in range(start, min(start + batch, count))
+        ]
+        await storage.interrupts.create_interrupts(records)
+
+
+async def median_ms(action: Callable[[], Awaitable[object]], repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        await action()
+        times.append((time.perf_counter() - started) * 1000)
+    return statistics.median(times)
+
+
+async def lifecycle(storage: Storage, n: int) -> None:
+    """Create, claim from the outbox, post, decide, resume, save, acknowledge."""
+    rec = record(f"life_{n}", n)
+    await storage.interrupts.create_interrupt(rec)
+    await storage.interrupts.claim_outbox(NOW)
+    await storage.interrupts.mark_posted(rec.id, "CAPPROVALS", "1700.1", now=NOW)
+    await storage.interrupts.decide(
+        rec.id, "UBOB", Decision.approve(), args_digest=rec.args_digest, now=NOW
+    )
+    [job] = await storage.resume.claim("bench")
+    stored = await storage.sessions.load(job.thread_id)
+    version = stored.version if stored else 0
+    assert await storage.resume.begin(job, consumer="bench", session_version=version) == "go"
+    await storage.queries.many(job.record_ids)
+    await storage.sessions.save(job.thread_id, {"done": True}, expected_version=version)
+    await storage.resume.complete(job, consumer="bench", session_version=version)
+
+
+async def scale_costs(url: str, pending: int) -> tuple[float, float]:
+    """(channel page ms, expiry sweep ms) with ``pending`` interrupts waiting."""
+    storage = await connect(url, prefix=f"scale{pending}")
+    await fill(storage, pending, tag="p", expires_in=timedelta(days=2))
+    page_ms = await median_ms(lambda: storage.queries.pending_for_channel("CAPPROVALS"), 200)
+    sweeps = []
+    for round_ in range(20):
+        due = [record(f"due_{round_}", n, expires_in=timedelta(minutes=1)) for n in range(100)]
+        await storage.interrupts.create_interrupts(due)
+        started = time.perf_counter()
+        expired = await storage.interrupts.expire_due(NOW + timedelta(minutes=2), limit=100)
+        sweeps.append((time.perf_counter() - started) * 1000)
+        assert len(expired) == 100
+    await storage.client.raw.flushdb()
+    await storage.close()
+    return page_ms, statistics.median(sweeps)
+
+
+async def main() -> None:
+    with tempfile.TemporaryDirectory() as data_dir:
+        async with EmbeddedRedis(data_dir) as url:
+            storage = await connect(url, prefix="bench")
+            version = (await storage.client.raw.info("server"))["redis_version"]
+
+            decide_rt = []
+            for n in range(100):
+                rec = record(f"rt_{n}", n)
+                await storage.interrupts.create_interrupt(rec)
+                decide_rt.append(
+                    await counted(
+                        storage,
+                        lambda rec=rec: storage.interrupts.decide(
+                            rec.id, "UBOB", Decision.approve(), args_digest=rec.args_digest, now=NOW
+                        ),
+                    )
+                )
+            await storage.client.raw.flushdb()
+            await storage.resume.ensure_group()
+            cold_life = await counted(storage, lambda: lifecycle(storage, 1))
+            life_rt = await counted(storage, lambda: lifecycle(storage, 2))
+
+            total = 5000
+            recs = [record(f"c_{n}", n) for n in range(total)]
+            for start in range(0, total, 50):
+                await asyncio.gather(
+                    *(storage.interrupts.create_interrupt(r) for r in recs[start : start + 50])
+                )
+            queue: asyncio.Queue[InterruptRecord] = asyncio.Queue()
+            for r in recs:
+                queue.put_nowait(r)
+
+            async def decider() -> None:
+                while not queue.empty():
+                    r = queue.get_nowait()
+                    out = await storage.interrupts.decide(
+                        r.id, "UBOB", Decision.approve(), args_digest=r.args_digest, now=NOW
+                    )
+                    assert out.status == "recorded"
+
+            started = time.perf_counter()
+            await asyncio.gather(*(decider() for _ in range(50)))
+            decisions_per_s = total / (time.perf_counter() - started)
+            await storage.client.raw.flushdb()
+
+            before = (await storage.client.raw.info("memory"))["used_memory"]
+            await fill(storage, 10_000, tag="m", expires_in=timedelta(days=1))
+            after = (await storage.client.raw.info("memory"))["used_memory"]
+            record_bytes = 0
+            async for key in storage.client.raw.scan_iter(match="bench:run:*:int:*", count=1000):
+                record_bytes += await storage.client.raw.memory_usage(key) or 0
+            await storage.client.raw.flushdb()
+            await storage.close()
+
+            page_1k, sweep_1k = await scale_costs(url, 1_000)
+            page_100k, sweep_100k = await scale_costs(url, 100_000)
+
+    figures = {
+        "server": f"valkey/redis {version}",
+        "round_trips_per_decision": statistics.median(rt for rt, _ in decide_rt),
+        "round_trips_first_decision_with_script_load": decide_rt[0][0],
+        "server_commands_per_decision": statistics.median(sc for _, sc in decide_rt),
+        "round_trips_per_lifecycle": life_rt[0],
+        "server_commands_per_lifecycle": life_rt[1],
+        "round_trips_first_lifecycle_with_script_loads": cold_life[0],
+        "decisions_per_s_50_concurrent": round(decisions_per_s),
+        "bytes_per_pending_interrupt": round((after - before) / 10_000),
+        "record_hash_bytes_per_interrupt": round(record_bytes / 10_000),
+        "channel_page_ms_1k": round(page_1k, 3),
+        "channel_page_ms_100k": round(page_100k, 3),
+        "channel_page_ratio_100k_over_1k": round(page_100k / page_1k, 2),
+        "expiry_sweep_100_due_ms_1k": round(sweep_1k, 3),
+        "expiry_sweep_100_due_ms_100k": round(sweep_100k, 3),
+        "expiry_sweep_ratio_100k_over_1k": round(sweep_100k / sweep_1k, 2),
+    }
+    width = max(len(k) for k in figures)
+    print(f"{'figure':<{width}}  value")
+    print(f"{'-' * width}  -----")
+    for name, value in figures.items():
+        print(f"{name:<{width}}  {value}")
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

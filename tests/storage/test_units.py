@@ -1,0 +1,77 @@
+"""Fast unit tests: key names, ids, policy and record validation, and Lua on fakeredis."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import fakeredis
+import pytest
+from pydantic import ValidationError
+from storage_helpers import NOW, make_record
+
+from agent_runtime.interrupts import Decision
+from storage import (
+    ApproverPolicy,
+    CorruptRecordError,
+    InterruptRecord,
+    InvalidIdError,
+    Keys,
+    digest_args,
+    record_id,
+    split_record_id,
+)
+from storage.client import RedisClient
+from storage.interrupts import InterruptStore, Retention
+from storage.queries import InterruptQueries
+
+
+def test_a_runs_keys_share_its_hash_tag_under_the_prefix() -> None:
+    keys = Keys(prefix="acme")
+    rid = record_id("run_7", "int_x")
+    assert keys.record(rid) == "acme:run:{run_7}:int:int_x"
+    assert keys.run_pending("run_7") == "acme:run:{run_7}:pending"
+    assert keys.session("th_1") == "acme:thread:{th_1}:session"
+    assert split_record_id(rid) == ("run_7", "int_x")
+
+
+@pytest.mark.parametrize("bad", ["", "a/b/c", "run{1}/x", "run 1/x", "r/" + "x" * 200, None])
+def test_malformed_record_ids_are_refused(bad: object) -> None:
+    with pytest.raises(InvalidIdError):
+        split_record_id(bad)
+
+
+def test_policy_fails_closed_and_validates_escalation() -> None:
+    assert ApproverPolicy().allowed_users == () and not ApproverPolicy().open_to_channel
+    with pytest.raises(ValidationError, match="escalate"):
+        ApproverPolicy(expires_in=timedelta(hours=1), on_expiry="escalate")
+    with pytest.raises(ValidationError):
+        ApproverPolicy(min_approvals=0)
+    policy = ApproverPolicy(reminders=(timedelta(hours=2), timedelta(hours=1)))
+    assert policy.reminders == (timedelta(hours=1), timedelta(hours=2))
+
+
+def test_record_round_trips_through_its_hash() -> None:
+    record = make_record(reminders=(timedelta(minutes=30),), expires_in=timedelta(hours=1))
+    again = InterruptRecord.from_hash("k", record.to_hash())
+    assert again == record
+    assert record.args_digest == digest_args({"path": "/tmp/old"})
+
+
+def test_a_hash_missing_fields_is_a_corrupt_record_naming_its_key() -> None:
+    fields = make_record().to_hash()
+    del fields["policy"]
+    with pytest.raises(CorruptRecordError, match="signoff:run:"):
+        InterruptRecord.from_hash("signoff:run:{run_1}:int:int_call_1", fields)
+
+
+async def test_decide_script_runs_on_fakeredis() -> None:
+    client = RedisClient("redis://fake")
+    client.raw = fakeredis.FakeAsyncRedis(decode_responses=True)
+    keys = Keys(prefix="unit")
+    store = InterruptStore(client, keys, Retention(), InterruptQueries(client, keys))
+    record = await store.create_interrupt(make_record())
+    digest = record.args_digest
+    out = await store.decide(record.id, "UALICE", Decision.approve(), args_digest=digest, now=NOW)
+    assert out.status == "recorded" and out.resume_job_id
+    again = await store.decide(record.id, "UBOB", Decision.approve(), args_digest=digest, now=NOW)
+    assert (again.reason, again.decided_by) == ("already_decided", "UALICE")
