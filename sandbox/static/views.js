@@ -1,0 +1,138 @@
+// Modals (with inputs, field errors, submit/close) and confirm dialogs.
+"use strict";
+
+const Views = (() => {
+  const { el } = Mrkdwn;
+
+  // An input block; registers a getter in ctx.inputs so submit can collect the value.
+  function input(block, ctx) {
+    const element = block.element || {};
+    const key = `${block.block_id}/${element.action_id}`;
+    const wrapper = el("div", "bk-input");
+    const id = "in-" + block.block_id;
+    const label = el("label", "", block.label ? block.label.text : "");
+    label.htmlFor = id;
+    if (block.optional) label.append(el("span", "muted", " (optional)"));
+    wrapper.append(label);
+    let control;
+    let read;
+    if (element.type === "plain_text_input") {
+      control = el(element.multiline ? "textarea" : "input");
+      control.value = element.initial_value || "";
+      if (element.placeholder) control.placeholder = element.placeholder.text;
+      read = () => control.value;
+    } else if (element.type === "static_select") {
+      control = Blocks.select(block, element, ctx, null);
+      read = () => control.value || null;
+    } else if (element.type === "radio_buttons" || element.type === "checkboxes") {
+      control = el("div", "bk-choices");
+      const kind = element.type === "radio_buttons" ? "radio" : "checkbox";
+      const initial = new Set([element.initial_option, ...(element.initial_options || [])]
+        .filter(Boolean).map((o) => o.value));
+      for (const option of Blocks.options(element)) {
+        const choice = el("label", "bk-choice");
+        const box = el("input");
+        box.type = kind;
+        box.name = key;
+        box.value = option.value;
+        box.checked = initial.has(option.value);
+        choice.append(box, " ", Blocks.text(option.text, ctx));
+        control.append(choice);
+      }
+      read = () => {
+        const picked = [...control.querySelectorAll("input:checked")].map((b) => b.value);
+        return kind === "radio" ? picked[0] || null : picked;
+      };
+    } else {
+      control = el("span", "unsupported", `[${element.type}]`);
+      read = () => null;
+    }
+    control.id = id;
+    control.dataset.actionId = element.action_id || "";
+    wrapper.append(control);
+    if (block.hint) wrapper.append(el("div", "muted hint", block.hint.text));
+    const error = ctx.errors[block.block_id];
+    if (error) {
+      wrapper.classList.add("has-error");
+      wrapper.append(el("div", "field-error", error));
+    }
+    ctx.inputs.set(key, { block_id: block.block_id, action_id: element.action_id, read });
+    return wrapper;
+  }
+
+  // Show new field errors without rebuilding the modal, so what the user typed stays.
+  function showErrors(box, errors) {
+    for (const wrapper of box.querySelectorAll(".bk-input")) {
+      wrapper.querySelectorAll(".field-error").forEach((n) => n.remove());
+      const error = errors[wrapper.dataset.blockId];
+      wrapper.classList.toggle("has-error", Boolean(error));
+      if (error) wrapper.append(el("div", "field-error", error));
+    }
+  }
+
+  // Collect `{block_id: {action_id: value}}` from a rendered modal.
+  function values(inputs) {
+    const out = {};
+    for (const { block_id, action_id, read } of inputs.values()) {
+      out[block_id] = { [action_id]: read() };
+    }
+    return out;
+  }
+
+  function modal(view, ctx, { onSubmit, onClose }) {
+    const inputs = new Map();
+    const viewCtx = { ...ctx, inputs, errors: view.errors || {}, input: null };
+    viewCtx.input = (block) => input(block, viewCtx);
+    const box = el("div", "modal");
+    box.setAttribute("role", "dialog");
+    box.setAttribute("aria-modal", "true");
+    box.dataset.viewId = view.id;
+    box.dataset.callbackId = view.callback_id || "";
+    const title = el("h2", "", view.title ? view.title.text : "");
+    box.append(title);
+    box.append(Blocks.render(view.blocks, viewCtx, ""));
+    const footer = el("div", "modal-footer");
+    const close = el("button", "bk-button", view.close ? view.close.text : "Cancel");
+    close.type = "button";
+    close.dataset.role = "close";
+    close.addEventListener("click", () => onClose(view));
+    footer.append(close);
+    if (view.submit) {
+      const submit = el("button", "bk-button primary", view.submit.text);
+      submit.type = "button";
+      submit.dataset.role = "submit";
+      submit.addEventListener("click", () => onSubmit(view, values(inputs), submit));
+      footer.append(submit);
+    }
+    box.append(footer);
+    return box;
+  }
+
+  // Slack's confirm dialog; resolves true when confirmed.
+  function confirm(layer, dialog, ctx) {
+    return new Promise((resolve) => {
+      layer.replaceChildren();
+      const box = el("div", "modal confirm");
+      box.setAttribute("role", "alertdialog");
+      box.append(el("h2", "", dialog.title ? dialog.title.text : "Are you sure?"));
+      box.append(Blocks.text(dialog.text, ctx));
+      const footer = el("div", "modal-footer");
+      const deny = el("button", "bk-button", dialog.deny ? dialog.deny.text : "Cancel");
+      const ok = el("button", "bk-button " + (dialog.style === "danger" ? "danger" : "primary"),
+        dialog.confirm ? dialog.confirm.text : "Yes");
+      deny.type = ok.type = "button";
+      deny.dataset.role = "deny";
+      ok.dataset.role = "confirm";
+      const done = (answer) => { layer.hidden = true; layer.replaceChildren(); resolve(answer); };
+      deny.addEventListener("click", () => done(false));
+      ok.addEventListener("click", () => done(true));
+      footer.append(deny, ok);
+      box.append(footer);
+      layer.append(box);
+      layer.hidden = false;
+      ok.focus();
+    });
+  }
+
+  return { modal, confirm, showErrors };
+})();
