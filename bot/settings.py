@@ -52,7 +52,7 @@ class Settings(BaseModel):
     host: str = "0.0.0.0"
     port: int = Field(default=3000, ge=0, le=65535)
     redis_prefix: str = Field(default="signoff", min_length=1, max_length=64)
-    data_dir: str = "data"
+    data_dir: str | None = None
     in_process_workers: bool = True
 
     @field_validator("bot_token")

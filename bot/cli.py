@@ -1,0 +1,181 @@
+"""``signoff serve | socket | worker | run``: the bot's command line.
+
+``serve`` answers Slack over HTTP, ``socket`` over Socket Mode; both run the resume
+workers and the scheduler in-process unless ``--no-workers``. ``worker`` runs only those,
+to scale out. ``run`` starts one agent run and returns once it has finished or stopped
+for approval. A bad setting stops startup with one line naming it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+
+from aiohttp import web
+from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+
+from storage import Storage, connect
+from storage.errors import StorageError
+
+from .app import build_app
+from .errors import BotError
+from .process import Loops, make_services
+from .registry import load_specs
+from .runs import Place, start_run
+from .server import web_app
+from .services import Services
+from .settings import Settings
+from .slack_client import make_client
+
+log = logging.getLogger(__name__)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``signoff`` console script."""
+    args = _parser().parse_args(argv)
+    logging.basicConfig(
+        level=os.environ.get("SIGNOFF_LOG_LEVEL", "INFO"),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        settings = Settings.from_env(os.environ)
+        return asyncio.run(_COMMANDS[args.command](settings, args))
+    except (BotError, StorageError) as exc:
+        print(f"signoff: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="signoff", description="Slack approvals for agents")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, help_text in (
+        ("serve", "answer Slack over HTTP at /slack/events"),
+        ("socket", "answer Slack over Socket Mode"),
+        ("worker", "run only the resume workers and the scheduler"),
+    ):
+        command = sub.add_parser(name, help=help_text)
+        command.add_argument("--agents", help="module declaring agents (default SIGNOFF_AGENTS)")
+        if name != "worker":
+            command.add_argument("--no-workers", action="store_true", help="no in-process workers")
+    run = sub.add_parser("run", help="start one run of an agent")
+    run.add_argument("agent")
+    run.add_argument("--channel", required=True, help="channel id for the run's messages")
+    run.add_argument("--input", required=True, help="the prompt the agent starts from")
+    run.add_argument("--user", default="cli", help="who asked (a Slack user id)")
+    run.add_argument("--agents", help="module declaring agents (default SIGNOFF_AGENTS)")
+    return parser
+
+
+@contextlib.asynccontextmanager
+async def _services(settings: Settings, args: argparse.Namespace) -> AsyncIterator[Services]:
+    module = args.agents or settings.agents
+    if not module:
+        raise BotError("SIGNOFF_AGENTS: not set; name the module that declares your agents")
+    if settings.bot_token is None:
+        raise BotError("SLACK_BOT_TOKEN: not set; copy the bot token (xoxb-...) from the app")
+    specs = load_specs(module)
+    data_dir = Path(settings.data_dir) if settings.data_dir else None
+    storage: Storage = await connect(
+        settings.redis_url, prefix=settings.redis_prefix, data_dir=data_dir
+    )
+    try:
+        yield make_services(
+            client=make_client(settings),
+            storage=storage,
+            specs=specs,
+            default_channel=settings.channel,
+        )
+    finally:
+        await storage.close()
+
+
+async def _until_stopped() -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+
+
+async def _serve(settings: Settings, args: argparse.Namespace) -> int:
+    settings.require_http()
+    secret = settings.signing_secret.get_secret_value() if settings.signing_secret else ""
+    async with _services(settings, args) as services:
+        app = build_app(services, signing_secret=secret)
+        runner = web.AppRunner(web_app(app, services, signing_secret=secret))
+        await runner.setup()
+        await web.TCPSite(runner, settings.host, settings.port).start()
+        loops = Loops(services, workers=0 if args.no_workers else settings.workers)
+        loops.start()
+        log.info("serving Slack at http://%s:%d/slack/events", settings.host, settings.port)
+        try:
+            await _until_stopped()
+        finally:
+            await loops.stop()
+            await runner.cleanup()
+    return 0
+
+
+async def _socket(settings: Settings, args: argparse.Namespace) -> int:
+    settings.require_socket()
+    assert settings.app_token is not None
+    async with _services(settings, args) as services:
+        app = build_app(services, signing_secret=None)
+        handler = AsyncSocketModeHandler(
+            app, settings.app_token.get_secret_value(), web_client=services.client
+        )
+        await handler.connect_async()  # type: ignore[no-untyped-call]
+        loops = Loops(services, workers=0 if args.no_workers else settings.workers)
+        loops.start()
+        watchdog = asyncio.create_task(_watch_socket(handler))
+        log.info("connected to Slack over Socket Mode")
+        try:
+            await _until_stopped()
+        finally:
+            watchdog.cancel()
+            await loops.stop()
+            await handler.close_async()  # type: ignore[no-untyped-call]
+    return 0
+
+
+async def _watch_socket(handler: AsyncSocketModeHandler, *, every: float = 30.0) -> None:
+    """Reconnect a Socket Mode connection that died quietly (seen after idle periods)."""
+    while True:
+        await asyncio.sleep(every)
+        if not await handler.client.is_connected():
+            log.warning("Socket Mode connection lost; reconnecting")
+            await handler.client.connect()  # type: ignore[no-untyped-call]
+
+
+async def _worker(settings: Settings, args: argparse.Namespace) -> int:
+    async with _services(settings, args) as services:
+        loops = Loops(services, workers=max(settings.workers, 1))
+        loops.start()
+        try:
+            await _until_stopped()
+        finally:
+            await loops.stop()
+    return 0
+
+
+async def _run(settings: Settings, args: argparse.Namespace) -> int:
+    async with _services(settings, args) as services:
+        place = Place(channel=args.channel, thread_ts=None, requested_by=args.user)
+        result = await start_run(services, args.agent, args.input, place=place)
+        await services.background.close()
+        print(f"{result.stop_reason}: {result.message}".rstrip(": "))
+        for interrupt in result.interrupts:
+            print(f"  waiting for approval: {interrupt.id} ({interrupt.name})")
+    return 0
+
+
+_COMMANDS = {"serve": _serve, "socket": _socket, "worker": _worker, "run": _run}
