@@ -55,7 +55,8 @@ class FakeSlack:
         self.down = False
         self.users: dict[str, dict[str, Any]] = {}
         self.groups: dict[str, list[str]] = {}
-        self.socket_url: str | None = None
+        self.sockets: list[web.WebSocketResponse] = []
+        self.socket_acks: list[dict[str, Any]] = []
         self._ts = itertools.count(1)
         self._changed = asyncio.Condition()
         self.server: TestServer | None = None
@@ -66,6 +67,7 @@ class FakeSlack:
         app = web.Application()
         app.router.add_post("/api/{method}", self._handle)
         app.router.add_get("/api/{method}", self._handle)
+        app.router.add_get("/socket", self._socket)
         self.server = TestServer(app, host="127.0.0.1", port=0)
         await self.server.start_server()
         return self.api_url
@@ -78,6 +80,35 @@ class FakeSlack:
     def api_url(self) -> str:
         assert self.server is not None
         return f"http://127.0.0.1:{self.server.port}/api/"
+
+    # -- Socket Mode -------------------------------------------------------------------
+
+    async def _socket(self, request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse(autoping=True)
+        await ws.prepare(request)
+        self.sockets.append(ws)
+        await ws.send_json({"type": "hello", "num_connections": len(self.sockets)})
+        await self.notify()
+        async for message in ws:
+            if message.type.name == "TEXT":
+                self.socket_acks.append(json.loads(message.data))
+                await self.notify()
+        return ws
+
+    async def deliver(self, payload: dict[str, Any], *, kind: str = "interactive") -> str:
+        """Send an envelope over the open Socket Mode connection; its envelope id."""
+        await self.wait_for(lambda: bool(self.sockets), what="a Socket Mode connection")
+        envelope_id = f"env-{next(self._ts)}"
+        envelope = {
+            "envelope_id": envelope_id,
+            "type": kind,
+            "payload": payload,
+            "accepts_response_payload": kind == "interactive",
+            "retry_attempt": 0,
+            "retry_reason": "",
+        }
+        await self.sockets[-1].send_json(envelope)
+        return envelope_id
 
     # -- what tests look at ------------------------------------------------------------
 
@@ -165,7 +196,8 @@ class FakeSlack:
         if method == "conversations.open":
             return {"ok": True, "channel": {"id": "D" + str(args.get("users", "X"))[1:]}}
         if method == "apps.connections.open":
-            return {"ok": True, "url": self.socket_url}
+            assert self.server is not None
+            return {"ok": True, "url": f"ws://127.0.0.1:{self.server.port}/socket"}
         return {"ok": False, "error": "unknown_method"}
 
 

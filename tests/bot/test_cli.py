@@ -1,0 +1,60 @@
+"""The ``signoff`` command line, run as a real process."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+from fakes import BOT_TOKEN, FakeSlack
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+async def _signoff(*args: str, env: dict[str, str]) -> tuple[int, str, str]:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        "import sys; from bot.cli import main; raise SystemExit(main(sys.argv[1:]))",
+        *args,
+        env={**os.environ, "PYTHONPATH": f"{ROOT}:{ROOT / 'tests' / 'bot'}", **env},
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()
+
+
+async def test_run_posts_the_interrupt_to_the_channel(
+    slack: FakeSlack, redis_url: str, key_prefix: str
+) -> None:
+    env = {
+        "SLACK_BOT_TOKEN": BOT_TOKEN,
+        "SIGNOFF_SLACK_API_URL": slack.api_url,
+        "REDIS_URL": redis_url,
+        "SIGNOFF_REDIS_PREFIX": key_prefix,
+    }
+    code, out, err = await _signoff(
+        "run",
+        "cleanup",
+        "--channel",
+        "C0OPS",
+        "--input",
+        "tidy",
+        "--agents",
+        "cleanup_agents",
+        env=env,
+    )
+    assert code == 0, err
+    assert out.startswith("interrupt")
+    posts = slack.called("chat.postMessage")
+    assert len(posts) == 1 and posts[0]["channel"] == "C0OPS"
+    assert BOT_TOKEN not in out + err
+
+
+async def test_a_bad_setting_stops_startup_with_one_line(slack: FakeSlack) -> None:
+    code, out, err = await _signoff("serve", env={"SIGNOFF_WORKERS": "lots"})
+    assert code == 2 and out == ""
+    assert err.strip().splitlines() == [err.strip()] and err.startswith("signoff: SIGNOFF_WORKERS")
