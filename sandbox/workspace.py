@@ -100,12 +100,9 @@ class Workspace:
 
     async def next_version(self, since: int, *, within: float) -> int:
         """Return once `version > since`, or after `within` seconds (long polling)."""
-        try:
-            return await self.wait_for(
-                lambda: self.version if self.version > since else None, within=within
-            )
-        except TimeoutError:
-            return self.version
+        with contextlib.suppress(TimeoutError):
+            await self.wait_for(lambda: self.version > since, within=within)
+        return self.version
 
     # -- lookups ---------------------------------------------------------------
 

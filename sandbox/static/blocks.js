@@ -1,5 +1,5 @@
 // Block Kit rendered as DOM. ctx: {users, channels, groups, onAction(block, element, value),
-// inputs (Map for modal inputs), errors ({block_id: text})}. No innerHTML anywhere.
+// inputs (Map for modal inputs), errors ({block_id: text})}. DOM nodes and textContent only.
 "use strict";
 
 const Blocks = (() => {
