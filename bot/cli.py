@@ -32,7 +32,7 @@ from .runs import Place, start_run
 from .server import web_app
 from .services import Services
 from .settings import Settings
-from .slack_client import make_client
+from .slack_client import close_client, make_client
 
 log = logging.getLogger(__name__)
 
@@ -87,14 +87,13 @@ async def _services(settings: Settings, args: argparse.Namespace) -> AsyncIterat
     storage: Storage = await connect(
         settings.redis_url, prefix=settings.redis_prefix, data_dir=data_dir
     )
+    client = make_client(settings)
     try:
         yield make_services(
-            client=make_client(settings),
-            storage=storage,
-            specs=specs,
-            default_channel=settings.channel,
+            client=client, storage=storage, specs=specs, default_channel=settings.channel
         )
     finally:
+        await close_client(client)
         await storage.close()
 
 

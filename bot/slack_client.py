@@ -6,6 +6,7 @@ call ever runs before a listener's ``ack()``.
 
 from __future__ import annotations
 
+import aiohttp
 from slack_sdk.http_retry.builtin_async_handlers import (
     AsyncConnectionErrorRetryHandler,
     AsyncRateLimitErrorRetryHandler,
@@ -19,15 +20,26 @@ SLACK_API_URL = "https://slack.com/api/"
 
 
 def make_client(settings: Settings, *, retries: int = 3, timeout: int = 10) -> AsyncWebClient:
-    """A client for ``settings``' token and API URL, with slack-sdk's retry handlers."""
+    """A client for ``settings``' token and API URL, with slack-sdk's retry handlers.
+
+    It keeps one HTTP session (connections are reused across calls); call inside the
+    event loop, and ``close_client`` at shutdown.
+    """
     token = settings.bot_token.get_secret_value() if settings.bot_token else None
     return AsyncWebClient(
         token=token,
         base_url=settings.slack_api_url or SLACK_API_URL,
         timeout=timeout,
+        session=aiohttp.ClientSession(),
         retry_handlers=[
             AsyncConnectionErrorRetryHandler(max_retry_count=retries),
             AsyncRateLimitErrorRetryHandler(max_retry_count=retries),
             AsyncServerErrorRetryHandler(max_retry_count=retries),
         ],
     )
+
+
+async def close_client(client: AsyncWebClient) -> None:
+    """Close the client's HTTP session."""
+    if client.session is not None and not client.session.closed:
+        await client.session.close()

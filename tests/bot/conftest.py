@@ -32,7 +32,7 @@ from bot.runs import Place, start_run
 from bot.server import EVENTS_PATH, web_app
 from bot.services import Services
 from bot.settings import Settings
-from bot.slack_client import make_client
+from bot.slack_client import close_client, make_client
 from storage import Storage, connect
 
 CHANNEL = "C0OPS"
@@ -217,6 +217,7 @@ async def make_bot(slack: FakeSlack, storage: Storage) -> AsyncIterator[Callable
         await harness.loops.stop()
         await harness.http.close()
         await server.close()
+        await close_client(harness.services.client)
 
 
 __all__ = ["ALICE", "BOB", "CAROL", "CHANNEL", "MALLORY", "Harness", "web"]
