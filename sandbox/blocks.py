@@ -117,12 +117,10 @@ def find_element(
     return None
 
 
-def options_of(element: Mapping[str, object]) -> list[JsonObject]:
+def options_of(element: JsonObject) -> list[JsonObject]:
     """Every option of a select or radio group, including those inside option groups."""
-    options = [o for o in element.get("options") or [] if isinstance(o, dict)]  # type: ignore[attr-defined]
-    for group in element.get("option_groups") or []:  # type: ignore[attr-defined]
-        options.extend(o for o in group.get("options") or [] if isinstance(o, dict))
-    return options
+    groups = [element, *(element.get("option_groups") or [])]
+    return [o for g in groups for o in g.get("options") or [] if isinstance(o, dict)]
 
 
 def checked_view(raw: object) -> JsonObject:

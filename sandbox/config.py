@@ -71,6 +71,8 @@ class Timing:
     trigger_ttl: float = 3.0
     response_url_ttl: float = 30 * 60
     response_url_uses: int = 5
+    # Slack retries a failed event nearly at once, after a minute and after five minutes.
+    event_retry_delays: tuple[float, ...] = (1.0, 60.0, 300.0)
 
 
 def demo_workspace() -> WorkspaceSeed:

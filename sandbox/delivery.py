@@ -2,12 +2,14 @@
 
 Over Socket Mode when the app has a connection open, otherwise by HTTP POST to the
 request URL: interactions form-encoded as `payload=<json>`, slash commands as form
-fields, events as JSON, all signed with v0 HMAC. Nothing is ever redelivered.
+fields, events as JSON, all signed with v0 HMAC. Interactions are never redelivered;
+events are retried as Slack retries them (`X-Slack-Retry-Num`, `X-Slack-Retry-Reason`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import time
@@ -35,6 +37,8 @@ class Outbound:
     kind: DeliveryKind
     payload: JsonObject
     accepts_response_payload: bool = False
+    retry_num: int = 0
+    retry_reason: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -45,6 +49,7 @@ class Ack:
     body: JsonObject | None = None
     detail: str = ""
     seconds: float = 0.0
+    reason: str = ""  # Slack's retry reason for a failed attempt, e.g. `http_timeout`
 
     def to_json(self) -> JsonObject:
         return {
@@ -81,13 +86,21 @@ class Delivery:
     """Sends payloads to the app and reports each ack, timeout or failure."""
 
     def __init__(
-        self, *, signing_secret: str, faults: Faults, hub: SocketModeHub, ack_timeout: float
+        self,
+        *,
+        signing_secret: str,
+        faults: Faults,
+        hub: SocketModeHub,
+        ack_timeout: float,
+        event_retry_delays: tuple[float, ...],
     ) -> None:
         self.request_url: str | None = None
         self._secret = signing_secret
         self._faults = faults
         self._hub = hub
         self._ack_timeout = ack_timeout
+        self._retry_delays = event_retry_delays
+        self._retries: set[asyncio.Task[None]] = set()
         self._session: aiohttp.ClientSession | None = None
         self.log: list[tuple[Outbound, Ack]] = []
 
@@ -95,16 +108,34 @@ class Delivery:
         self._session = aiohttp.ClientSession()
 
     async def stop(self) -> None:
+        """Abandon pending event retries and close the HTTP session."""
+        for task in list(self._retries):
+            task.cancel()
+        await asyncio.gather(*self._retries, return_exceptions=True)
         if self._session is not None:
             await self._session.close()
 
     async def deliver(self, outbound: Outbound) -> Ack:
-        """Deliver once and wait at most the ack timeout for the answer."""
+        """Deliver and wait at most the ack timeout; a failed event is retried in the background."""
+        ack = await self._deliver_once(outbound)
+        if outbound.kind == "events_api" and ack.reason and self._retry_delays:
+            task = asyncio.create_task(self._retry(outbound, ack.reason))
+            self._retries.add(task)
+            task.add_done_callback(self._retries.discard)
+        return ack
+
+    async def _retry(self, outbound: Outbound, reason: str) -> None:
+        for attempt, delay in enumerate(self._retry_delays, start=1):
+            await asyncio.sleep(delay)
+            retry = dataclasses.replace(outbound, retry_num=attempt, retry_reason=reason)
+            ack = await self._deliver_once(retry)
+            if not ack.reason:
+                return
+            reason = ack.reason
+
+    async def _deliver_once(self, outbound: Outbound) -> Ack:
         started = time.monotonic()
-        ack = await self._attempt(outbound)
-        ack = Ack(
-            status=ack.status, body=ack.body, detail=ack.detail, seconds=time.monotonic() - started
-        )
+        ack = dataclasses.replace(await self._attempt(outbound), seconds=time.monotonic() - started)
         self.log.append((outbound, ack))
         log.info(
             "delivered %s %s: %s %s", outbound.kind, _describe(outbound), ack.status, ack.detail
@@ -115,7 +146,9 @@ class Delivery:
         if self._faults.take_drop():
             # Lost on the way: the app never sees it and the user waits out the timeout.
             await asyncio.sleep(self._ack_timeout)
-            return Ack(status="timed_out", detail="delivery dropped by an injected fault")
+            return Ack(
+                status="timed_out", detail="delivery dropped by an injected fault", reason="timeout"
+            )
         if self._hub.connected:
             try:
                 body = await self._hub.send(
@@ -123,9 +156,11 @@ class Delivery:
                     outbound.payload,
                     ack_within=self._ack_timeout,
                     accepts_response_payload=outbound.accepts_response_payload,
+                    retry_attempt=outbound.retry_num,
+                    retry_reason=outbound.retry_reason,
                 )
             except TimeoutError:
-                return Ack(status="timed_out", detail="no ack over socket mode")
+                return Ack(status="timed_out", detail="no ack over socket mode", reason="timeout")
             except NotConnected:
                 pass
             else:
@@ -141,18 +176,24 @@ class Delivery:
             "Content-Type": content_type,
             "User-Agent": "Slackbot 1.0 (+https://api.slack.com/robots)",
         }
+        if outbound.retry_num:
+            headers["X-Slack-Retry-Num"] = str(outbound.retry_num)
+            headers["X-Slack-Retry-Reason"] = outbound.retry_reason
         headers.update(signature_headers(self._secret, body))
         try:
             async with asyncio.timeout(self._ack_timeout):
                 async with self._session.post(url, data=body, headers=headers) as response:
                     raw = await response.read()
                     if response.status != 200:
-                        return Ack(status="failed", detail=f"HTTP {response.status}")
+                        detail = f"HTTP {response.status}"
+                        return Ack(status="failed", detail=detail, reason="http_error")
                     return Ack(status="acked", body=_ack_body(raw, response.content_type))
         except TimeoutError:
-            return Ack(status="timed_out", detail=f"no answer from {url} in time")
+            detail = f"no answer from {url} in time"
+            return Ack(status="timed_out", detail=detail, reason="http_timeout")
         except aiohttp.ClientError as exc:
-            return Ack(status="failed", detail=f"{type(exc).__name__}: {exc}")
+            detail = f"{type(exc).__name__}: {exc}"
+            return Ack(status="failed", detail=detail, reason="connection_failed")
         except json.JSONDecodeError:
             return Ack(status="failed", detail="the ack body is not valid JSON")
 

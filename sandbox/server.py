@@ -58,6 +58,7 @@ class Sandbox:
             faults=self.faults,
             hub=self._hub,
             ack_timeout=self.timing.ack_timeout,
+            event_retry_delays=self.timing.event_retry_delays,
         )
         self._delivery.request_url = request_url
         self._response_urls = ResponseUrls(

@@ -87,7 +87,14 @@ class SocketModeHub:
             future.set_result(ack.payload)
 
     async def send(
-        self, kind: str, payload: JsonObject, *, accepts_response_payload: bool, ack_within: float
+        self,
+        kind: str,
+        payload: JsonObject,
+        *,
+        accepts_response_payload: bool,
+        ack_within: float,
+        retry_attempt: int = 0,
+        retry_reason: str = "",
     ) -> JsonObject | None:
         """Send one envelope and return the ack's payload; `TimeoutError` when not acked."""
         if not self._connections:
@@ -102,7 +109,7 @@ class SocketModeHub:
             "accepts_response_payload": accepts_response_payload,
         }
         if kind == "events_api":
-            envelope.update(retry_attempt=0, retry_reason="")
+            envelope.update(retry_attempt=retry_attempt, retry_reason=retry_reason)
         future: asyncio.Future[JsonObject | None] = asyncio.get_running_loop().create_future()
         self._pending[envelope_id] = future
         try:

@@ -367,3 +367,43 @@ async def test_without_an_app_the_user_is_told(sb: Sandbox) -> None:
     )
     assert ack.status == "no_app"
     assert "not connected" in sb.workspace.notices("U0ALICE")[0].text
+
+
+@pytest.mark.parametrize(
+    "timing", [Timing(ack_timeout=0.2, event_retry_delays=(0.0, 0.0, 0.0))], indirect=True
+)
+async def test_a_lost_event_is_retried_with_slack_retry_headers(
+    sb: Sandbox, app: AsyncApp, serve: Serve
+) -> None:
+    seen: list[tuple[str | None, str | None]] = []
+
+    @app.event("app_mention")
+    async def on_mention(request: Any) -> None:
+        seen.append(
+            (
+                request.headers.get("x-slack-retry-num", [None])[0],
+                request.headers.get("x-slack-retry-reason", [None])[0],
+            )
+        )
+
+    await serve(app)
+    sb.faults.drop_deliveries(1)
+    bot = sb.workspace.app.bot_user_id
+    _, ack = await sb.interactions.post_message("U0BOB", channel="C0OPS", text=f"<@{bot}> hi")
+    assert ack is not None and ack.status == "timed_out"
+    assert await sb.wait_for(lambda: seen) == [("1", "timeout")]
+    assert [a.status for _, a in sb.deliveries] == ["timed_out", "acked"]
+    assert sb.deliveries[1][0].retry_num == 1
+
+
+async def test_a_failed_click_is_never_retried(sb: Sandbox, app: AsyncApp, serve: Serve) -> None:
+    other = AsyncApp(
+        client=AsyncWebClient(base_url=sb.api_url, token=sb.bot_token), signing_secret="wrong"
+    )
+    await serve(other)
+    ts = await _post(sb)
+    ack = await sb.interactions.click(
+        "U0ALICE", channel="C0OPS", message_ts=ts, action_id="approve"
+    )
+    assert ack.status == "failed" and ack.reason == "http_error"
+    assert len(sb.deliveries) == 1

@@ -125,3 +125,40 @@ async def test_slash_command_and_event_over_socket_mode(
     await sb.interactions.post_message("U0BOB", channel="C0OPS", text=f"hey <@{bot}>")
     await sb.wait_for(lambda: mentions)
     assert mentions[0]["user"] == "U0BOB"
+
+
+def _recorder(name: str, into: list[tuple[str, str]]) -> Any:
+    async def on_command(ack: AsyncAck, command: dict[str, Any]) -> None:
+        await ack()
+        into.append((name, command["text"]))
+
+    return on_command
+
+
+async def test_each_envelope_goes_to_exactly_one_connection(sb: Sandbox) -> None:
+    received: list[tuple[str, str]] = []
+    handlers = []
+    for name in ("first", "second"):
+        bolt = AsyncApp(
+            client=AsyncWebClient(base_url=sb.api_url, token=sb.bot_token),
+            signing_secret=sb.signing_secret,
+        )
+        bolt.command("/signoff")(_recorder(name, received))
+        handler = AsyncSocketModeHandler(
+            bolt, sb.app_token, web_client=AsyncWebClient(base_url=sb.api_url)
+        )
+        await handler.connect_async()
+        handlers.append(handler)
+    try:
+        await sb.wait_for(lambda: sb.socket_connections == 2)
+        for text in ("a", "b", "c", "d"):
+            ack = await sb.interactions.slash_command(
+                "U0BOB", channel="C0OPS", command="/signoff", text=text
+            )
+            assert ack.status == "acked"
+        await sb.wait_for(lambda: len(received) == 4)
+        assert sorted(text for _, text in received) == ["a", "b", "c", "d"]
+        assert {name for name, _ in received} == {"first", "second"}
+    finally:
+        for handler in handlers:
+            await handler.close_async()
