@@ -1,0 +1,364 @@
+"""Click benchmark: Signoff's real server against a Bolt app that only acks.
+
+Starts a real Redis and, each in its own process, a local stand-in for the Slack Web
+API, Signoff's HTTP server, Signoff's resume workers (``signoff worker``, scaled out as
+in production) and a minimal Bolt app whose action listener only calls ``ack()``.
+Sends signed button clicks for distinct interrupts, 50 clients at once and then one at
+a time, and prints clicks/s and ack latency for both, plus Signoff's click-to-resumed-
+tool latency. The last line is one JSON object with every figure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import json
+import multiprocessing
+import os
+import sys
+import tempfile
+import time
+import urllib.parse
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import redis.asyncio as aioredis
+from aiohttp import web
+from slack_bolt.async_app import AsyncApp
+from slack_sdk.web.async_client import AsyncWebClient
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from agent_runtime import Agent, ModelResponse, ToolCall, tool
+from agent_runtime.session import SessionStore
+from bot import ids
+from bot.app import build_app
+from bot.policy import AgentSpec, Policy
+from bot.process import Loops, make_services
+from bot.runs import Place, start_run
+from bot.server import EVENTS_PATH, web_app
+from storage import EmbeddedRedis, connect
+
+SECRET = "bench-signing-secret"
+TOKEN = "xoxb-bench"
+CHANNEL = "C0BENCH"
+APPROVERS = tuple(f"U0APP{i:03d}" for i in range(50))
+CONCURRENCY = 50
+CLICKS = 2000
+SINGLE_CLICKS = 300
+WORKERS = 8
+
+RESUMED = "bench:resumed"
+_redis: Any = None
+
+
+class TargetModel:
+    """Calls the guarded tool with the run's prompt as its target, then finishes."""
+
+    async def generate(self, request: Any) -> ModelResponse:
+        if any(m.role == "tool" for m in request.messages):
+            return ModelResponse(text="done")
+        prompt = next(m.content for m in request.messages if m.role == "user")
+        call = ToolCall(id="call_1", name="restart", args={"target": prompt})
+        return ModelResponse(tool_calls=(call,))
+
+
+@tool
+async def restart(target: str) -> str:
+    """Restart a service (records in Redis when it ran, for the click-to-resume figure)."""
+    global _redis
+    if _redis is None:
+        _redis = aioredis.from_url(os.environ["BENCH_REDIS_URL"])
+    await _redis.hsetnx(RESUMED, target, repr(time.time()))
+    return "restarted"
+
+
+def build(store: SessionStore) -> Agent:
+    return Agent(
+        model=TargetModel(),
+        tools=[restart],
+        interrupt_on={"restart": True},
+        session_store=store,
+        name="ops",
+    )
+
+
+# -- a stand-in for the Slack Web API ----------------------------------------------------
+
+
+async def fake_slack() -> web.AppRunner:
+    counter = iter(range(1, 10**9))
+
+    async def handle(request: web.Request) -> web.Response:
+        method = request.match_info["method"]
+        await request.read()
+        if method == "auth.test":
+            return web.json_response({"ok": True, "user_id": "U0BOT", "team_id": "T0"})
+        if method == "chat.postMessage":
+            ts = f"1700000000.{next(counter):06d}"
+            return web.json_response({"ok": True, "channel": CHANNEL, "ts": ts})
+        return web.json_response({"ok": True})
+
+    app = web.Application()
+    app.router.add_route("*", "/api/{method}", handle)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    return runner
+
+
+def port_of(runner: web.AppRunner) -> int:
+    return int(runner.addresses[0][1])
+
+
+async def serve(app: web.Application) -> web.AppRunner:
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    return runner
+
+
+# -- signed clicks -----------------------------------------------------------------------
+
+
+def click(value: str, user: str, message_ts: str) -> tuple[bytes, dict[str, str]]:
+    payload = {
+        "type": "block_actions",
+        "user": {"id": user, "username": user.lower(), "team_id": "T0"},
+        "api_app_id": "A0",
+        "team": {"id": "T0", "domain": "bench"},
+        "container": {"type": "message", "message_ts": message_ts, "channel_id": CHANNEL},
+        "channel": {"id": CHANNEL, "name": "bench"},
+        "message": {"ts": message_ts, "text": "", "blocks": []},
+        "response_url": "https://hooks.slack.invalid/1",
+        "trigger_id": "t.1",
+        "actions": [
+            {
+                "type": "button",
+                "action_id": ids.APPROVE,
+                "block_id": ids.ACTIONS_BLOCK,
+                "value": value,
+                "action_ts": "1.0",
+            }
+        ],
+    }
+    body = urllib.parse.urlencode({"payload": json.dumps(payload)})
+    ts = str(int(time.time()))
+    signature = hmac.new(SECRET.encode(), f"v0:{ts}:{body}".encode(), hashlib.sha256).hexdigest()
+    headers = {
+        "X-Slack-Request-Timestamp": ts,
+        "X-Slack-Signature": f"v0={signature}",
+        "Content-Type": "application/x-www-form-urlencoded",
+    }
+    return body.encode(), headers
+
+
+async def drive(
+    url: str, clicks: list[tuple[bytes, dict[str, str], str]], concurrency: int
+) -> tuple[float, list[float], dict[str, float]]:
+    """Send ``clicks`` from ``concurrency`` clients; (elapsed s, ack latencies s, sent-at)."""
+    latencies: list[float] = []
+    sent: dict[str, float] = {}
+    queue: asyncio.Queue[tuple[bytes, dict[str, str], str]] = asyncio.Queue()
+    for item in clicks:
+        queue.put_nowait(item)
+    connector = aiohttp.TCPConnector(limit=concurrency)
+    async with aiohttp.ClientSession(connector=connector) as session:
+
+        async def client() -> None:
+            while not queue.empty():
+                body, headers, key = queue.get_nowait()
+                started = time.perf_counter()
+                sent[key] = time.time()
+                async with session.post(url, data=body, headers=headers) as response:
+                    await response.read()
+                    if response.status != 200:
+                        raise RuntimeError(f"click answered {response.status}")
+                latencies.append(time.perf_counter() - started)
+
+        began = time.perf_counter()
+        await asyncio.gather(*(client() for _ in range(concurrency)))
+        return time.perf_counter() - began, latencies, sent
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
+
+
+# -- the two apps ------------------------------------------------------------------------
+
+
+def floor_app(api_url: str) -> web.Application:
+    app = AsyncApp(
+        client=AsyncWebClient(token=TOKEN, base_url=api_url, session=aiohttp.ClientSession()),
+        signing_secret=SECRET,
+        process_before_response=True,
+    )
+
+    @app.action(ids.APPROVE)
+    async def only_ack(ack: Any) -> None:
+        await ack()
+
+    return app.web_app(path=EVENTS_PATH)
+
+
+async def post_interrupts(services: Any, count: int) -> list[tuple[str, str]]:
+    """Start ``count`` runs; (button value, message ts) of each posted interrupt."""
+    for i in range(0, count, 100):
+        batch = range(i, min(i + 100, count))
+        place = Place(channel=CHANNEL, thread_ts=None, requested_by="U0REQUESTER")
+        await asyncio.gather(*(start_run(services, "ops", f"svc-{n}", place=place) for n in batch))
+    posted: list[tuple[str, str]] = []
+    cursor = None
+    while True:
+        page = await services.storage.queries.pending_for_channel(CHANNEL, limit=500, cursor=cursor)
+        posted += [(f"{r.id} {r.args_digest}", str(r.message_ts)) for r in page.records]
+        if page.next_cursor is None:
+            return posted
+        cursor = page.next_cursor
+
+
+def spec() -> AgentSpec:
+    policy = Policy(channel=CHANNEL, users=APPROVERS, reminders=None)
+    return AgentSpec(name="ops", build=build, policy=policy)
+
+
+# -- the processes -----------------------------------------------------------------------
+
+
+def child(role: str, ports: Any, api_url: str, redis_url: str) -> None:
+    """Run one server (``role``) until the benchmark terminates this process."""
+    os.environ["BENCH_REDIS_URL"] = redis_url
+    asyncio.run(_child(role, ports, api_url, redis_url))
+
+
+async def _child(role: str, ports: Any, api_url: str, redis_url: str) -> None:
+    if role == "slack":
+        runner = await fake_slack()
+        ports.put(port_of(runner))
+    elif role == "floor":
+        runner = await serve(floor_app(api_url))
+        ports.put(port_of(runner))
+    else:
+        storage = await connect(redis_url, prefix="bench")
+        client = AsyncWebClient(token=TOKEN, base_url=api_url, session=aiohttp.ClientSession())
+        services = make_services(client=client, storage=storage, specs=[spec()])
+        if role == "signoff":
+            bolt = build_app(services, signing_secret=SECRET)
+            runner = await serve(web_app(bolt, services, signing_secret=SECRET))
+            ports.put(port_of(runner))
+        else:
+            Loops(services, workers=WORKERS, scheduler=False).start()
+            ports.put(0)
+    await asyncio.Event().wait()
+
+
+def start(role: str, api_url: str = "", redis_url: str = "") -> tuple[Any, int]:
+    context = multiprocessing.get_context("spawn")
+    ports = context.Queue()
+    process = context.Process(target=child, args=(role, ports, api_url, redis_url), daemon=True)
+    process.start()
+    return process, int(ports.get(timeout=60))
+
+
+async def main() -> dict[str, Any]:
+    redis = EmbeddedRedis(Path(tempfile.mkdtemp(prefix="signoff-bench-")))
+    redis_url = redis.start()
+    processes = []
+    try:
+        slack, slack_port = start("slack")
+        processes.append(slack)
+        api_url = f"http://127.0.0.1:{slack_port}/api/"
+        storage = await connect(redis_url, prefix="bench")
+        client = AsyncWebClient(token=TOKEN, base_url=api_url, session=aiohttp.ClientSession())
+        services = make_services(client=client, storage=storage, specs=[spec()])
+        posted = await post_interrupts(services, CLICKS + SINGLE_CLICKS + 20)
+        floor, floor_port = start("floor", api_url)
+        signoff, signoff_port = start("signoff", api_url, redis_url)
+        worker, _ = start("worker", api_url, redis_url)
+        processes += [floor, signoff, worker]
+        figures = await measure(
+            storage,
+            posted,
+            floor_url=f"http://127.0.0.1:{floor_port}{EVENTS_PATH}",
+            signoff_url=f"http://127.0.0.1:{signoff_port}{EVENTS_PATH}",
+        )
+        await client.session.close()  # type: ignore[union-attr]
+        await storage.close()
+        return figures
+    finally:
+        for process in processes:
+            process.terminate()
+            process.join(10)
+        redis.stop()
+
+
+async def measure(
+    storage: Any, posted: list[tuple[str, str]], *, floor_url: str, signoff_url: str
+) -> dict[str, Any]:
+    figures: dict[str, Any] = {}
+    warm, rest = posted[:20], posted[20:]
+    for value, ts in warm:  # Bolt's first request calls auth.test; warm both apps
+        body, headers = click(value, APPROVERS[0], ts)
+        await drive(signoff_url, [(body, headers, value)], 1)
+        await drive(floor_url, [(body, headers, value)], 1)
+    many, single = rest[:CLICKS], rest[CLICKS : CLICKS + SINGLE_CLICKS]
+
+    def clicks_for(items: list[tuple[str, str]]) -> list[tuple[bytes, dict[str, str], str]]:
+        out = []
+        for n, (value, ts) in enumerate(items):
+            body, headers = click(value, APPROVERS[n % len(APPROVERS)], ts)
+            out.append((body, headers, value))
+        return out
+
+    resume: dict[str, list[float]] = {}
+    for name, url in (("floor", floor_url), ("signoff", signoff_url)):
+        elapsed, latencies, sent = await drive(url, clicks_for(many), CONCURRENCY)
+        figures[f"{name}_clicks_per_s"] = round(len(latencies) / elapsed)
+        figures[f"{name}_ack_p50_ms_c50"] = round(pct(latencies, 0.50), 3)
+        figures[f"{name}_ack_p99_ms_c50"] = round(pct(latencies, 0.99), 3)
+        if name == "signoff":
+            resume["c50"] = await resume_latencies(storage, many, sent)
+        _, latencies_1, sent_1 = await drive(url, clicks_for(single), 1)
+        figures[f"{name}_ack_p50_ms_c1"] = round(pct(latencies_1, 0.50), 3)
+        if name == "signoff":
+            resume["c1"] = await resume_latencies(storage, single, sent_1)
+    for level, values in resume.items():
+        figures[f"click_to_resume_p50_ms_{level}"] = round(pct(values, 0.50), 2)
+        figures[f"click_to_resume_p99_ms_{level}"] = round(pct(values, 0.99), 2)
+    figures["throughput_ratio"] = round(
+        figures["signoff_clicks_per_s"] / figures["floor_clicks_per_s"], 3
+    )
+    return figures
+
+
+async def resume_latencies(
+    storage: Any, items: list[tuple[str, str]], sent: dict[str, float]
+) -> list[float]:
+    """Wait until every clicked interrupt's tool ran; click-to-tool latencies in seconds."""
+    records, _ = await storage.queries.many([v.split(" ")[0] for v, _ in items])
+    targets: dict[str, str] = {}
+    for record in records:
+        call = record.runtime_interrupt.tool_call
+        assert call is not None
+        targets[f"{record.id} {record.args_digest}"] = call.args["target"]
+    deadline = time.time() + 120
+    while True:
+        done = await storage.client.raw.hgetall(RESUMED)
+        if all(t in done for t in targets.values()):
+            break
+        if time.time() > deadline:
+            raise RuntimeError("resumes did not finish within 120 s")
+        await asyncio.sleep(0.05)
+    return [float(done[targets[v]]) - sent[v] for v, _ in items if v in sent]
+
+
+if __name__ == "__main__":
+    result = asyncio.run(main())
+    print(f"{'figure':<32} value")
+    for key, value in result.items():
+        print(f"{key:<32} {value}")
+    print(json.dumps(result))
