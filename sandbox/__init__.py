@@ -1,9 +1,11 @@
 """A local stand-in for a Slack workspace, for demos and end-to-end tests of any Bolt app.
 
-Public API: `Sandbox` (the server), the seed types and `demo_workspace()`, `Timing`,
-the `Ack` an interaction returns, and the errors.
+Public API: `Sandbox` (the server, in-process), `SandboxClient` (drives a running one
+over HTTP), the seed types and `demo_workspace()`, `Timing`, the `Ack` an interaction
+returns, and the errors.
 """
 
+from .client import SandboxClient
 from .config import AppSeed, ChannelSeed, GroupSeed, Timing, UserSeed, WorkspaceSeed, demo_workspace
 from .delivery import Ack, Outbound
 from .errors import SandboxError, SlackApiFailure, UserActionError
@@ -22,6 +24,7 @@ __all__ = [
     "Interactions",
     "Outbound",
     "Sandbox",
+    "SandboxClient",
     "SandboxError",
     "SlackApiFailure",
     "Timing",
