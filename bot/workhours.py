@@ -28,16 +28,3 @@ def in_working_hours(zone: UserZone, now: datetime, *, start_hour: int, end_hour
     """True when ``now`` falls in ``[start_hour, end_hour)`` on the user's own clock."""
     local = now.astimezone(zone.zone())
     return start_hour <= local.hour < end_hour
-
-
-def next_working_start(
-    zone: UserZone, now: datetime, *, start_hour: int, end_hour: int
-) -> datetime:
-    """The earliest moment at or after ``now`` inside the user's working hours."""
-    if in_working_hours(zone, now, start_hour=start_hour, end_hour=end_hour):
-        return now
-    local = now.astimezone(zone.zone())
-    start = local.replace(hour=start_hour, minute=0, second=0, microsecond=0)
-    if local.hour >= start_hour:
-        start = (start + timedelta(days=1)).replace(hour=start_hour)
-    return start.astimezone(now.tzinfo)
