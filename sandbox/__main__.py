@@ -25,12 +25,16 @@ def _parse() -> argparse.Namespace:
 
 async def _serve(options: argparse.Namespace) -> None:
     async with Sandbox(host=options.host, port=options.port, request_url=options.request_url) as sb:
-        print(f"Sandbox workspace:  {sb.base_url}/")
-        print(f"SLACK_API_URL       {sb.api_url}")
-        print(f"SLACK_BOT_TOKEN     {sb.bot_token}")
-        print(f"SLACK_APP_TOKEN     {sb.app_token}")
-        print(f"SLACK_SIGNING_SECRET {sb.signing_secret}")
-        print(f"request URL         {sb.request_url or '(none; set with PUT /admin/request-url)'}")
+        request_url = sb.request_url or "(none yet: PUT /admin/request-url or Socket Mode)"
+        banner = (
+            f"Sandbox workspace:   {sb.base_url}/\n"
+            f"SLACK_API_URL        {sb.api_url}\n"
+            f"SLACK_BOT_TOKEN      {sb.bot_token}\n"
+            f"SLACK_APP_TOKEN      {sb.app_token}\n"
+            f"SLACK_SIGNING_SECRET {sb.signing_secret}\n"
+            f"request URL          {request_url}"
+        )
+        print(banner, flush=True)
         await asyncio.Event().wait()
 
 

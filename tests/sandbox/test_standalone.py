@@ -1,0 +1,46 @@
+"""`python -m sandbox` runs the workspace on its own and stops cleanly on Ctrl-C."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import signal
+import sys
+from pathlib import Path
+
+import aiohttp
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+async def test_python_dash_m_sandbox_serves_and_stops_on_ctrl_c() -> None:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "sandbox",
+        "--port",
+        "0",
+        cwd=ROOT,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    assert process.stdout is not None
+    try:
+        async with asyncio.timeout(20):
+            banner = ""
+            while "SLACK_SIGNING_SECRET" not in banner:
+                banner += (await process.stdout.readline()).decode()
+        base_url = re.search(r"Sandbox workspace:\s+(\S+)/", banner)
+        token = re.search(r"SLACK_BOT_TOKEN\s+(\S+)", banner)
+        assert base_url and token
+        async with aiohttp.ClientSession() as http:
+            async with http.get(base_url[1] + "/") as page:
+                assert page.status == 200
+            headers = {"Authorization": f"Bearer {token[1]}"}
+            async with http.post(base_url[1] + "/api/auth.test", headers=headers) as response:
+                assert (await response.json())["ok"] is True
+    finally:
+        process.send_signal(signal.SIGINT)
+        async with asyncio.timeout(10):
+            code = await process.wait()
+    assert code == 0
