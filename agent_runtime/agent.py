@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
 
 from .agent_loop import Invocation
@@ -11,14 +11,14 @@ from .hooks import HookCallback, HookProvider, HookRegistry
 from .messages import JSONValue, ToolCall, new_id
 from .models.base import Model
 from .policy import ApprovalOptions, ApprovalPolicy, ApprovalRule, parse_interrupt_on
-from .results import AgentResult
 from .resume import RunInput
-from .run_events import RunEvent, RunFinished
+from .run_events import RunEvent
+from .runnable import Runnable, next_input
 from .session import InMemorySessionStore, SessionStore
 from .tools import Tool
 
 
-class Agent:
+class Agent(Runnable):
     """An LLM tool loop whose tools and hooks can stop for a human and resume later.
 
     Each thread's state is saved to ``session_store`` after every step, so any process
@@ -59,15 +59,6 @@ class Agent:
         for hook in hooks:
             self.hooks.add(hook)
 
-    async def invoke(self, input: RunInput, *, thread_id: str | None = None) -> AgentResult:
-        """Run until the agent finishes or stops for a human; see ``stream`` for the events."""
-        result: AgentResult | None = None
-        async for event in self.stream(input, thread_id=thread_id):
-            if isinstance(event, RunFinished):
-                result = event.result
-        assert result is not None, "every run ends with RunFinished"
-        return result
-
     async def stream(
         self, input: RunInput, *, thread_id: str | None = None
     ) -> AsyncIterator[RunEvent]:
@@ -78,12 +69,12 @@ class Agent:
         once with new input.
         """
         thread = thread_id or new_id("thread")
-        next_input: RunInput | None = input
-        while next_input is not None:
+        queued: RunInput | None = input
+        while queued is not None:
             invocation = Invocation(self, thread)
-            async for event in invocation.run(next_input):
+            async for event in invocation.run(queued):
                 yield event
-            next_input = _as_input(invocation.resume_with)
+            queued = next_input(invocation.resume_with)
 
     def check_edit(self, call: ToolCall, args: dict[str, JSONValue]) -> None:
         """Refuse edited arguments that do not fit the tool's input schema."""
@@ -93,9 +84,3 @@ class Agent:
                 tool.validate(args)
             except ToolInputError as error:
                 raise ResumeError(str(error)) from error
-
-
-def _as_input(value: str | Sequence[Any] | None) -> RunInput | None:
-    if value is None or isinstance(value, str):
-        return value
-    return list(value)

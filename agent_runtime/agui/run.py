@@ -7,12 +7,10 @@ from collections.abc import AsyncIterator, Mapping
 
 from ..agent import Agent
 from ..errors import AgentRuntimeError
-from ..interrupts import Interrupt
 from ..messages import JSONValue
 from ..results import AgentResult
 from ..resume import RunInput
 from ..run_events import RunFinished, TextMessage, ToolCallFinished, ToolCallStarted
-from ..state import RunState
 from .events import (
     AguiEvent,
     run_error,
@@ -43,7 +41,7 @@ async def run_agui(agent: Agent, input: Mapping[str, JSONValue]) -> AsyncIterato
     thread_id, run_id = request.thread_id, request.run_id
     yield run_started(thread_id=thread_id, run_id=run_id)
     try:
-        open_interrupts = await _open_interrupts(agent, thread_id)
+        open_interrupts = await agent.open_interrupts(thread_id)
         run_input: RunInput = request.prompt or interrupt_responses(request.resume, open_interrupts)
         # A tool call that interrupted was announced by the run it interrupted; this
         # run only reports its result.
@@ -72,14 +70,3 @@ async def run_agui(agent: Agent, input: Mapping[str, JSONValue]) -> AsyncIterato
     except Exception:
         log.exception("AG-UI run %s on thread %s failed", run_id, thread_id)
         yield run_error("the agent failed unexpectedly; see the server log", code="internal_error")
-
-
-async def _open_interrupts(agent: Agent, thread_id: str) -> list[Interrupt]:
-    """The interrupts the thread waits on, read from its stored snapshot."""
-    stored = await agent.session_store.load(thread_id)
-    if stored is None:
-        return []
-    state = RunState.from_snapshot(stored.snapshot)
-    if state.status != "interrupted":
-        return []
-    return [pending.interrupt for pending in state.pending]

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import inspect
 import itertools
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import Any
 
 from ..agent import Agent
 from ..errors import UsageError
 from ..hooks import HookCallback, HookProvider, HookRegistry
 from ..messages import JSONValue, new_id
-from ..results import AgentResult
 from ..resume import RunInput
-from ..run_events import RunEvent, RunFinished
+from ..run_events import RunEvent
+from ..runnable import Runnable, next_input
 from ..session import InMemorySessionStore, SessionStore
 from .approvals import InterruptBefore, NodeApprovalPolicy, parse_interrupt_before
 from .context import NodeFunction
@@ -25,7 +25,7 @@ Router = Callable[[JSONValue], str | None]
 Edge = str | Router
 
 
-class Workflow:
+class Workflow(Runnable):
     """A graph of nodes (async functions or Agents); each receives the previous node's output.
 
     ``edges`` maps a node to the next node's name or to a ``Router``; a node without an
@@ -87,15 +87,6 @@ class Workflow:
             raise UsageError(f"the router after {node!r} chose {chosen!r}, which is not a node")
         return chosen
 
-    async def invoke(self, input: RunInput, *, thread_id: str | None = None) -> AgentResult:
-        """Run until the last node finishes or the run stops for a human; see ``stream``."""
-        result: AgentResult | None = None
-        async for event in self.stream(input, thread_id=thread_id):
-            if isinstance(event, RunFinished):
-                result = event.result
-        assert result is not None, "every run ends with RunFinished"
-        return result
-
     async def stream(
         self, input: RunInput, *, thread_id: str | None = None
     ) -> AsyncIterator[RunEvent]:
@@ -106,15 +97,9 @@ class Workflow:
         ``AfterInvocation.resume`` to go on at once with new input.
         """
         thread = thread_id or new_id("thread")
-        next_input: RunInput | None = input
-        while next_input is not None:
+        queued: RunInput | None = input
+        while queued is not None:
             run = WorkflowRun(self, thread)
-            async for event in run.run(next_input):
+            async for event in run.run(queued):
                 yield event
-            next_input = _as_input(run.resume_with)
-
-
-def _as_input(value: str | Sequence[Any] | None) -> RunInput | None:
-    if value is None or isinstance(value, str):
-        return value
-    return list(value)
+            queued = next_input(run.resume_with)

@@ -177,3 +177,13 @@ def test_an_interrupt_response_needs_exactly_one_answer():
         InterruptResponse(interrupt_id="int_1")
     with pytest.raises(ResumeError):
         InterruptResponse(interrupt_id="int_1", response="x", decision=Decision.approve())
+
+
+async def test_open_interrupts_lists_what_the_thread_waits_on():
+    turn = [ToolCall(id="c1", name="purge", args={"name": "a"})]
+    agent = Agent(model=ScriptedModel([turn, "done"]), tools=batch_tools([]))
+    assert await agent.open_interrupts("t") == []
+    result = await agent.invoke("clean", thread_id="t")
+    assert await agent.open_interrupts("t") == list(result.interrupts)
+    await agent.invoke({result.interrupts[0].id: "yes"}, thread_id="t")
+    assert await agent.open_interrupts("t") == []
