@@ -67,24 +67,33 @@ def _limit_errors(block: JsonObject) -> Iterator[str]:
                     yield f"confirm {key} longer than {most}"
 
 
+def _problems(block: JsonObject) -> Iterator[str]:
+    parsed = Block.parse(block)
+    if parsed is None:
+        yield f"unsupported block type {block.get('type')!r}"
+        return
+    try:
+        parsed.validate_json()
+    except SlackObjectFormationError as exc:
+        yield str(exc)
+    yield from _limit_errors(block)
+
+
 def checked_blocks(raw: object, *, surface: str) -> tuple[JsonObject, ...]:
     """Validate blocks for a message, modal or home tab and fill in Slack's generated ids."""
     if not isinstance(raw, list) or not all(isinstance(b, dict) for b in raw):
         raise SlackApiFailure("invalid_blocks_format")
     if len(raw) > MAX_BLOCKS[surface]:
-        raise SlackApiFailure("invalid_blocks")
+        limit = MAX_BLOCKS[surface]
+        raise SlackApiFailure("invalid_blocks", messages=[f"[ERROR] more than {limit} blocks"])
     out: list[JsonObject] = []
-    for raw_block in raw:
+    for index, raw_block in enumerate(raw):
         block = copy.deepcopy(raw_block)
-        parsed = Block.parse(block)
-        if parsed is None:
-            raise SlackApiFailure("invalid_blocks")
-        try:
-            parsed.validate_json()
-        except SlackObjectFormationError as exc:
-            raise SlackApiFailure("invalid_blocks") from exc
-        if next(_limit_errors(block), None) is not None:
-            raise SlackApiFailure("invalid_blocks")
+        problems = list(_problems(block))
+        if problems:
+            pointer = f"[json-pointer:/blocks/{index}]"
+            messages = [f"[ERROR] {problem} {pointer}" for problem in problems]
+            raise SlackApiFailure("invalid_blocks", messages=messages)
         block.setdefault("block_id", Ids.new("", 5))
         for element in elements_of(block):
             if element.get("type") in _INTERACTIVE:

@@ -57,6 +57,7 @@ class Ack:
             "body": self.body,
             "detail": self.detail,
             "seconds": round(self.seconds, 4),
+            "reason": self.reason,
         }
 
 
@@ -161,8 +162,8 @@ class Delivery:
                 )
             except TimeoutError:
                 return Ack(status="timed_out", detail="no ack over socket mode", reason="timeout")
-            except NotConnected:
-                pass
+            except (NotConnected, ConnectionResetError):
+                pass  # the connection went away; fall back to HTTP like Slack would
             else:
                 return Ack(status="acked", body=body)
         if self.request_url is None:

@@ -6,6 +6,7 @@ private. Writes are the things a person does in the Slack client.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -75,7 +76,7 @@ def _guard(handler: Handler) -> Handler:
     async def wrapped(request: web.Request) -> web.StreamResponse:
         try:
             return await handler(request)
-        except (UserActionError, ValidationError) as exc:
+        except (UserActionError, ValidationError, json.JSONDecodeError) as exc:
             return web.json_response({"error": str(exc)}, status=400)
 
     return wrapped

@@ -38,7 +38,7 @@
     const params = new URLSearchParams(location.hash.slice(1));
     state.user = params.get("user") || state.user || Object.keys(state.users)
       .find((id) => !state.users[id].is_bot);
-    state.channel = params.get("channel") || state.channel;
+    state.channel = params.get("channel");
     state.thread = params.get("thread");
     state.home = params.get("home") === "1";
   }
@@ -46,6 +46,10 @@
   function go(changes) {
     const next = { user: state.user, channel: state.channel, thread: state.thread,
       home: state.home, ...changes };
+    if (next.user !== state.user && !("channel" in changes)) {
+      next.channel = null;  // another user may not see this channel
+      next.thread = null;
+    }
     const params = new URLSearchParams();
     params.set("user", next.user);
     if (next.channel) params.set("channel", next.channel);
@@ -244,6 +248,10 @@
 
   function render() {
     const data = state.data;
+    if (!state.channel && !state.home && data.channels.length) {
+      go({ channel: data.channels[0].id });
+      return;
+    }
     const user = state.users[state.user];
     $("acting-as").value = state.user;
     $("acting-tz").textContent = user ? `${user.tz_label} (${user.tz})` : "";
@@ -297,6 +305,7 @@
     composer("thread-composer", "thread-input", () => state.thread);
     readHash();
     restart();
+    if (state.home) api("/ui/home", { user: state.user }).catch((e) => localNotice(e.message));
   }
 
   start();

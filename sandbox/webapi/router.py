@@ -88,6 +88,8 @@ class WebApi:
             body = {"ok": True, **await self._call(request, name, token, raw)}
         except SlackApiFailure as exc:
             body, status, headers = {"ok": False, "error": exc.code}, exc.status, exc.headers
+            if exc.messages:
+                body["response_metadata"] = {"messages": exc.messages}
         self._faults.record(name, raw, status=status, error=None if body["ok"] else body["error"])
         if not body["ok"]:
             log.info("%s -> %s (HTTP %d)", name, body["error"], status)

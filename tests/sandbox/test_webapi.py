@@ -112,6 +112,7 @@ async def test_blocks_over_slack_limits_are_invalid_blocks(client: AsyncWebClien
         with pytest.raises(SlackApiError) as caught:
             await client.chat_postMessage(channel="C0OPS", text="x", blocks=blocks)
         assert caught.value.response["error"] == "invalid_blocks"
+        assert caught.value.response["response_metadata"]["messages"][0].startswith("[ERROR]")
 
 
 async def test_update_replaces_text_and_blocks(client: AsyncWebClient, sb: Sandbox) -> None:
