@@ -6,16 +6,10 @@ free port. If it cannot start the session fails loudly; no test is ever skipped 
 
 from __future__ import annotations
 
-import sys
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-
-# pytest puts tests/ first on sys.path, where tests/storage and tests/bot (folders without
-# __init__.py) would shadow the real packages of the same name; the project root goes first.
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from storage.embedded import EmbeddedRedis
 
