@@ -6,7 +6,16 @@ returns, and the errors.
 """
 
 from .client import SandboxClient
-from .config import AppSeed, ChannelSeed, GroupSeed, Timing, UserSeed, WorkspaceSeed, demo_workspace
+from .config import (
+    AppSeed,
+    ChannelSeed,
+    GroupSeed,
+    Timing,
+    UserSeed,
+    WorkspaceSeed,
+    demo_workspace,
+    load_workspace,
+)
 from .delivery import Ack, Outbound
 from .errors import SandboxError, SlackApiFailure, UserActionError
 from .faults import Call, Faults
@@ -33,4 +42,5 @@ __all__ = [
     "Workspace",
     "WorkspaceSeed",
     "demo_workspace",
+    "load_workspace",
 ]

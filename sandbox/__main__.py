@@ -6,7 +6,9 @@ import argparse
 import asyncio
 import contextlib
 import logging
+from pathlib import Path
 
+from .config import demo_workspace, load_workspace
 from .server import Sandbox
 
 
@@ -19,12 +21,21 @@ def _parse() -> argparse.Namespace:
         default=None,
         help="the app's HTTP endpoint, e.g. http://127.0.0.1:3000/slack/events",
     )
+    parser.add_argument(
+        "--workspace",
+        type=Path,
+        default=None,
+        help="a JSON workspace seed (users, groups, channels); default: the demo",
+    )
     parser.add_argument("-v", "--verbose", action="store_true")
     return parser.parse_args()
 
 
 async def _serve(options: argparse.Namespace) -> None:
-    async with Sandbox(host=options.host, port=options.port, request_url=options.request_url) as sb:
+    seed = load_workspace(options.workspace.read_text()) if options.workspace else demo_workspace()
+    async with Sandbox(
+        seed=seed, host=options.host, port=options.port, request_url=options.request_url
+    ) as sb:
         request_url = sb.request_url or "(none yet: PUT /admin/request-url or Socket Mode)"
         banner = (
             f"Sandbox workspace:   {sb.base_url}/\n"

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pydantic import TypeAdapter, ValidationError
+
+from .errors import SandboxError
+
 
 @dataclass(frozen=True, kw_only=True)
 class UserSeed:
@@ -73,6 +77,29 @@ class Timing:
     response_url_uses: int = 5
     # Slack retries a failed event nearly at once, after a minute and after five minutes.
     event_retry_delays: tuple[float, ...] = (1.0, 60.0, 300.0)
+
+
+def load_workspace(text: str) -> WorkspaceSeed:
+    """Parse a workspace seed from JSON (same fields as `WorkspaceSeed`), checking references."""
+    try:
+        seed = TypeAdapter(WorkspaceSeed).validate_json(text)
+    except ValidationError as exc:
+        raise SandboxError(f"invalid workspace seed: {exc}") from exc
+    check_seed(seed)
+    return seed
+
+
+def check_seed(seed: WorkspaceSeed) -> None:
+    """Every group and channel member must be a seeded user; ids must be unique."""
+    users = {u.id for u in seed.users}
+    if len(users) != len(seed.users):
+        raise SandboxError("workspace seed: two users share an id")
+    for owner, members in [(g.id, g.users) for g in seed.groups] + [
+        (c.id, c.members) for c in seed.channels
+    ]:
+        unknown = sorted(set(members) - users)
+        if unknown:
+            raise SandboxError(f"workspace seed: {owner} lists unknown users {unknown}")
 
 
 def demo_workspace() -> WorkspaceSeed:

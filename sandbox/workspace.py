@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import TypeVar
 from zoneinfo import ZoneInfo
 
-from .config import AppSeed, UserSeed, WorkspaceSeed
+from .config import AppSeed, UserSeed, WorkspaceSeed, check_seed
 from .entities import Channel, Ephemeral, JsonObject, Message, Notice, User, UserGroup, View
 from .errors import UserActionError
 from .ids import Ids
@@ -55,6 +55,7 @@ class Workspace:
     """One team with one installed app; the single source of truth for every view of it."""
 
     def __init__(self, seed: WorkspaceSeed, *, ids: Ids) -> None:
+        check_seed(seed)
         self.ids = ids
         self.team_id = seed.team_id
         self.team_domain = seed.team_domain

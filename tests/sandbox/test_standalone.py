@@ -9,6 +9,9 @@ import sys
 from pathlib import Path
 
 import aiohttp
+import pytest
+
+from sandbox import SandboxError, load_workspace
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -44,3 +47,15 @@ async def test_python_dash_m_sandbox_serves_and_stops_on_ctrl_c() -> None:
         async with asyncio.timeout(10):
             code = await process.wait()
     assert code == 0
+
+
+def test_a_workspace_seed_loads_from_json_and_is_checked() -> None:
+    seed = load_workspace(
+        '{"team_name": "Acme", "users": [{"id": "U1", "name": "ann", "real_name": "Ann",'
+        ' "tz": "Europe/Oslo"}], "channels": [{"id": "C1", "name": "ops", "members": ["U1"]}]}'
+    )
+    assert seed.team_name == "Acme" and seed.users[0].tz == "Europe/Oslo"
+    with pytest.raises(SandboxError, match="unknown users"):
+        load_workspace('{"channels": [{"id": "C1", "name": "ops", "members": ["U9"]}]}')
+    with pytest.raises(SandboxError, match="invalid workspace seed"):
+        load_workspace('{"users": [{"id": "U1"}]}')
