@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from conftest import ALICE, BOB, CAROL, CHANNEL, Harness
+from harness import ALICE, BOB, CAROL, CHANNEL, Harness
 
 from bot import ids
 from bot.policy import Policy

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from conftest import ALICE, BOB, CAROL, CHANNEL, MALLORY, Harness
+from harness import ALICE, BOB, CAROL, CHANNEL, MALLORY, Harness
 
 from bot import ids
 from bot.policy import Policy

@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from conftest import ALICE, Harness
 from fakes import click_payload, form_body, sign
+from harness import ALICE, Harness
 
 from bot import ids
 from bot.server import EVENTS_PATH

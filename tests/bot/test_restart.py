@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from conftest import ALICE, Harness
+from harness import ALICE, Harness
 
 from bot import ids
 

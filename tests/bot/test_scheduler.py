@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from conftest import ALICE, BOB, CAROL, CHANNEL, Harness
 from fakes import Fault
+from harness import ALICE, BOB, CAROL, CHANNEL, Harness
 
 from bot import ids
 from bot.policy import Policy, Reminders
