@@ -10,7 +10,8 @@ import jsonschema
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
-SCHEMA = ROOT.parent / "shared" / "slack" / "manifest.schema.json"
+# Slack's published app manifest schema, copied unchanged from slackapi/manifest-schema v1.0.0.
+SCHEMA = Path(__file__).with_name("manifest.schema.json")
 
 
 def _manifest() -> dict[str, Any]:
