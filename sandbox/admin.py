@@ -8,6 +8,7 @@ from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from .delivery import Delivery
+from .errors import SandboxError
 from .faults import ANY_METHOD, Faults
 
 
@@ -46,6 +47,10 @@ FaultRequest = Annotated[
 _faults_adapter: TypeAdapter[FaultRequest] = TypeAdapter(FaultRequest)
 
 
+class Redeliver(BaseModel):
+    index: int = -1
+
+
 class RequestUrl(BaseModel):
     url: str | None
 
@@ -64,6 +69,7 @@ class Admin:
             web.get("/admin/calls", self.calls),
             web.delete("/admin/calls", self.clear_calls),
             web.get("/admin/deliveries", self.deliveries),
+            web.post("/admin/redeliver", self.redeliver),
             web.put("/admin/request-url", self.set_request_url),
         ]
 
@@ -110,6 +116,14 @@ class Admin:
                 ]
             }
         )
+
+    async def redeliver(self, request: web.Request) -> web.Response:
+        try:
+            body = Redeliver.model_validate_json(await request.read() or b"{}")
+            ack = await self._delivery.redeliver(body.index)
+        except (ValidationError, IndexError, SandboxError) as exc:
+            return web.json_response({"error": str(exc)}, status=400)
+        return web.json_response({"ack": ack.to_json()})
 
     async def set_request_url(self, request: web.Request) -> web.Response:
         try:

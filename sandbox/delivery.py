@@ -20,6 +20,7 @@ from urllib.parse import urlencode
 import aiohttp
 
 from .entities import JsonObject
+from .errors import SandboxError
 from .faults import Faults
 from .signing import signature_headers
 from .socket_mode import NotConnected, SocketModeHub
@@ -124,6 +125,17 @@ class Delivery:
             self._retries.add(task)
             task.add_done_callback(self._retries.discard)
         return ack
+
+    async def redeliver(self, index: int = -1) -> Ack:
+        """Send an earlier delivery again, byte for byte (a replay or a network duplicate).
+
+        Slack itself never does this for interactions; it is here so tests can check that
+        the app deduplicates (Bolt has no replay protection).
+        """
+        if not self.log:
+            raise SandboxError("nothing has been delivered yet")
+        outbound, _ = self.log[index]
+        return await self._deliver_once(outbound)
 
     async def _retry(self, outbound: Outbound, reason: str) -> None:
         for attempt, delay in enumerate(self._retry_delays, start=1):

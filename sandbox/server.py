@@ -111,6 +111,10 @@ class Sandbox:
         """Every delivery so far with the app's answer, oldest first."""
         return list(self._delivery.log)
 
+    async def redeliver(self, index: int = -1) -> Ack:
+        """Replay delivery `index` of `deliveries` (default: the last) to test deduplication."""
+        return await self._delivery.redeliver(index)
+
     async def wait_for(self, probe: Callable[[], _T | None], *, within: float = 5.0) -> _T:
         """Wait until `probe()` returns something truthy (tests: no sleeping, no polling loops)."""
         return await self.workspace.wait_for(probe, within=within)

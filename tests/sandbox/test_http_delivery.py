@@ -407,3 +407,22 @@ async def test_a_failed_click_is_never_retried(sb: Sandbox, app: AsyncApp, serve
     )
     assert ack.status == "failed" and ack.reason == "http_error"
     assert len(sb.deliveries) == 1
+
+
+async def test_redelivery_replays_the_same_signed_click(
+    sb: Sandbox, app: AsyncApp, serve: Serve
+) -> None:
+    seen: list[dict[str, Any]] = []
+
+    @app.action("approve")
+    async def on_approve(ack: AsyncAck, body: dict[str, Any]) -> None:
+        await ack()
+        seen.append(body)
+
+    await serve(app)
+    ts = await _post(sb)
+    await sb.interactions.click("U0ALICE", channel="C0OPS", message_ts=ts, action_id="approve")
+    assert (await sb.redeliver()).status == "acked", "Bolt accepts a replay: apps must dedupe"
+    await sb.wait_for(lambda: len(seen) == 2)
+    assert seen[0]["trigger_id"] == seen[1]["trigger_id"]
+    assert seen[0]["actions"] == seen[1]["actions"]
