@@ -21,8 +21,8 @@ from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Literal
 
-from agent_runtime.agent import Agent
 from agent_runtime.interrupts import DECISION_TYPES, DecisionType, Remember
+from agent_runtime.runnable import Runnable
 from agent_runtime.session import SessionStore
 
 from .errors import PolicyError
@@ -129,8 +129,9 @@ class Policy:
         return replace(self, channel=channel)
 
 
-AgentFactory = Callable[[SessionStore], Agent]
-"""Builds an agent over the bot's session store, so any bot process can resume its runs."""
+AgentFactory = Callable[[SessionStore], Runnable]
+"""Builds an Agent or a Workflow over the bot's session store, so any bot process can
+resume its runs."""
 
 
 @dataclass(frozen=True, kw_only=True)

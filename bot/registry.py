@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Iterable
 
-from agent_runtime import Agent
+from agent_runtime.runnable import Runnable
 from agent_runtime.session import SessionStore
 
 from .errors import AgentsModuleError, PolicyError
@@ -26,7 +26,7 @@ class Registry:
                 raise PolicyError(f"two agents are named {spec.name!r}")
             self._specs[spec.name] = spec
         self._sessions = sessions
-        self._agents: dict[str, Agent] = {}
+        self._agents: dict[str, Runnable] = {}
 
     @property
     def names(self) -> list[str]:
@@ -35,13 +35,13 @@ class Registry:
     def spec(self, name: str) -> AgentSpec | None:
         return self._specs.get(name)
 
-    def agent(self, name: str) -> Agent:
-        """The agent called ``name``, built on first use; KeyError when unknown."""
+    def agent(self, name: str) -> Runnable:
+        """The agent (or workflow) called ``name``, built on first use; KeyError when unknown."""
         agent = self._agents.get(name)
         if agent is None:
             built = self._specs[name].build(self._sessions)
-            if not isinstance(built, Agent):
-                raise PolicyError(f"agent {name!r}: build() must return an agent_runtime.Agent")
+            if not isinstance(built, Runnable):
+                raise PolicyError(f"agent {name!r}: build() must return an Agent or a Workflow")
             agent = self._agents[name] = built
         return agent
 

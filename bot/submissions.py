@@ -11,6 +11,7 @@ from typing import Any
 
 from slack_bolt.context.ack.async_ack import AsyncAck
 
+from agent_runtime import Agent
 from agent_runtime.errors import AgentRuntimeError
 from agent_runtime.interrupts import Decision
 from storage.records import InterruptRecord
@@ -84,9 +85,11 @@ def _decision(
     call = record.runtime_interrupt.tool_call
     if call is None:
         return "This request has no arguments to edit."
-    if services.registry.spec(record.agent) is not None:
+    known = services.registry.spec(record.agent) is not None
+    runnable = services.registry.agent(record.agent) if known else None
+    if isinstance(runnable, Agent):  # a workflow checks a node's edited input when it resumes
         try:
-            services.registry.agent(record.agent).check_edit(call, dict(args))
+            runnable.check_edit(call, dict(args))
         except AgentRuntimeError as exc:
             return f"These arguments do not fit {call.name}: {exc}"
     return Decision.edit(dict(args))
