@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -17,6 +19,7 @@ from .faults import Faults
 from .ids import Ids
 from .interactions import Interactions
 from .pageapi import PageApi
+from .persistence import StateFile
 from .response_urls import ResponseUrls
 from .socket_mode import SocketModeHub
 from .triggers import Triggers
@@ -35,6 +38,7 @@ class Sandbox:
 
     `async with Sandbox() as sb:` listens on a free port; point the app's client at
     `sb.api_url` with `sb.bot_token`, and set `sb.request_url` to where the app listens.
+    With `state_file` the workspace's messages are kept there and restored on the next start.
     """
 
     def __init__(
@@ -45,6 +49,7 @@ class Sandbox:
         host: str = "127.0.0.1",
         port: int = 0,
         request_url: str | None = None,
+        state_file: Path | None = None,
     ) -> None:
         self._host = host
         self._port = port
@@ -70,6 +75,8 @@ class Sandbox:
             triggers=self._triggers,
             response_urls=self._response_urls,
         )
+        self._state = StateFile(state_file) if state_file else None
+        self._saver: asyncio.Task[None] | None = None
         self._runner: web.AppRunner | None = None
         self.base_url = ""
 
@@ -151,6 +158,9 @@ class Sandbox:
 
     async def start(self) -> None:
         """Listen (on a free port unless one was given) and start delivering."""
+        if self._state is not None:
+            self._state.load(self.workspace)
+            self._saver = asyncio.create_task(self._state.run(self.workspace), name="sandbox state")
         await self._delivery.start()
         self._runner = web.AppRunner(self.build_app(), shutdown_timeout=1.0)
         await self._runner.setup()
@@ -166,6 +176,13 @@ class Sandbox:
             await self._runner.cleanup()
             self._runner = None
         await self._delivery.stop()
+        if self._saver is not None:
+            self._saver.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._saver
+            self._saver = None
+        if self._state is not None:
+            self._state.save(self.workspace)
 
     async def __aenter__(self) -> Sandbox:
         await self.start()

@@ -119,13 +119,14 @@ class Workspace:
             return self.open_dm(ref)
         return None
 
-    def open_dm(self, user_id: str) -> Channel:
-        """The bot's direct-message channel with `user_id`, created on first use."""
+    def open_dm(self, user_id: str, *, channel_id: str | None = None) -> Channel:
+        """The bot's direct-message channel with `user_id`, created on first use (with
+        `channel_id` when a saved workspace is restored)."""
         for channel in self.channels.values():
             if channel.im_user == user_id:
                 return channel
         channel = Channel(
-            id=self.ids.new("D"),
+            id=channel_id or self.ids.new("D"),
             name=self.users[user_id].name,
             members=frozenset({user_id, self.app.bot_user_id}),
             im_user=user_id,
@@ -161,6 +162,10 @@ class Workspace:
     def delete(self, message: Message) -> None:
         self._messages[message.channel].pop(message.ts, None)
         self.touch()
+
+    def all_messages(self) -> list[Message]:
+        """Every message and thread reply in every channel (what a saved workspace keeps)."""
+        return [m for messages in self._messages.values() for m in messages.values()]
 
     def history(self, channel: str) -> list[Message]:
         """Top-level messages, oldest first."""
