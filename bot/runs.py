@@ -15,6 +15,7 @@ from agent_runtime.interrupts import Interrupt, InterruptResponse
 from agent_runtime.messages import new_id
 from agent_runtime.results import AgentResult
 from agent_runtime.run_events import RunFinished, ToolCallFinished
+from storage.errors import DuplicateInterruptError
 from storage.records import ApproverPolicy, InterruptRecord
 
 from .errors import BotError
@@ -53,12 +54,17 @@ async def resume_run(
     """Continue the run of ``records`` (all decided) with their stored answers."""
     first = records[0]
     responses: list[InterruptResponse] = [r for r in (rec.response() for rec in records) if r]
-    place = Place(
-        channel=first.channel,
-        thread_ts=first.thread_ts or first.message_ts,
-        requested_by=first.requested_by,
-    )
+    place = place_of(first)
     return await _drive(services, first.agent, responses, thread_id=thread_id, place=place)
+
+
+def place_of(record: InterruptRecord) -> Place:
+    """Where the run of ``record`` talks: the thread of its first message."""
+    return Place(
+        channel=record.channel,
+        thread_ts=record.thread_ts or record.message_ts,
+        requested_by=record.requested_by,
+    )
 
 
 async def _drive(
@@ -85,10 +91,18 @@ async def _drive(
 
 
 async def settle(services: Services, agent_name: str, result: AgentResult, *, place: Place) -> None:
-    """Store and post the run's new interrupts, or post how it ended."""
+    """Store and post the run's new interrupts, or post how it ended.
+
+    Interrupts an earlier attempt already stored are not an error: they are left as stored.
+    """
     if result.stop_reason == "interrupt" and result.interrupts:
         records = await _records(services, agent_name, result, place)
-        await services.storage.interrupts.create_interrupts(records)
+        try:
+            await services.storage.interrupts.create_interrupts(records)
+        except DuplicateInterruptError:
+            # An earlier attempt stored them; the outbox posts any it did not (once, leased).
+            log.info("interrupts of run %s were already stored", result.run_id)
+            return
         for record in records:
             await post_interrupt(services, record)
         return

@@ -15,9 +15,12 @@ import os
 import socket
 from datetime import timedelta
 
+from agent_runtime.errors import ResumeError
 from storage.errors import StorageError
+from storage.records import InterruptRecord
 from storage.resume import ResumeJob
 
+from .recovery import catch_up
 from .runs import resume_run
 from .services import Services
 
@@ -102,11 +105,36 @@ class ResumeWorker:
                 lag = (services.clock.now() - decided_at).total_seconds()
                 services.metrics.click_to_resume.observe(max(lag, 0.0))
             await resume_run(services, records, thread_id=job.thread_id)
+        except ResumeError as refused:
+            if not await self._caught_up(job, records, refused):
+                await queue.release(job, consumer=self.consumer)
+            return
         except Exception:
             log.exception("resume job %s of run %s failed; it will be retried", job.id, job.run_id)
             await queue.release(job, consumer=self.consumer)
             return
         await queue.complete(job, consumer=self.consumer, session_version=version)
+
+    async def _caught_up(
+        self, job: ResumeJob, records: list[InterruptRecord], refused: ResumeError
+    ) -> bool:
+        """After a refused resume: catch the run up if an earlier attempt applied the answers.
+
+        The job is acknowledged without marking a version applied: the stored version is
+        the one the run's next resume job will start from.
+        """
+        queue = self._services.storage.resume
+        try:
+            caught_up = await catch_up(self._services, records, thread_id=job.thread_id)
+        except Exception:
+            log.exception("resume job %s of run %s: catching up failed", job.id, job.run_id)
+            return False
+        if not caught_up:
+            log.error("resume job %s refused (%s); it will be retried", job.id, refused)
+            return False
+        await queue.ack(job)
+        await queue.release(job, consumer=self.consumer)
+        return True
 
     async def _pause(self, seconds: float) -> None:
         with contextlib.suppress(TimeoutError):

@@ -44,7 +44,11 @@ async def make_bot(slack: FakeSlack, storage: Storage) -> AsyncIterator[Callable
     started: list[tuple[Harness, TestServer]] = []
 
     async def start(
-        policy: Policy | None = None, *, workers: int = 1, reclaim_after: float = 60.0
+        policy: Policy | None = None,
+        *,
+        workers: int = 1,
+        reclaim_after: float = 60.0,
+        then: tuple[dict[str, Any], ...] = (),
     ) -> Harness:
         settings = Settings.from_env(
             {
@@ -59,7 +63,7 @@ async def make_bot(slack: FakeSlack, storage: Storage) -> AsyncIterator[Callable
         services = make_services(
             client=make_client(settings, retries=3),
             storage=storage,
-            specs=[cleanup_spec(log, the_policy)],
+            specs=[cleanup_spec(log, the_policy, then=then)],
             clock=clock,
         )
         app = build_app(services, signing_secret=SIGNING_SECRET)

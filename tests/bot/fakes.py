@@ -316,12 +316,15 @@ class ManualClock:
 
 
 class OneToolModel:
-    """Asks for one tool call, then reports the tool's result: stateless, so any process
-    (or a fresh agent after a restart) continues a run the same way."""
+    """Asks for one tool call (then one per entry of ``then``, a round each), then reports the
+    last tool result: stateless, so any process (or a fresh agent after a restart) continues a
+    run the same way."""
 
-    def __init__(self, tool: str, args: dict[str, Any]) -> None:
+    def __init__(
+        self, tool: str, args: dict[str, Any], *, then: tuple[dict[str, Any], ...] = ()
+    ) -> None:
         self.tool = tool
-        self.args = args
+        self.rounds = (args, *then)
         self.requests: list[Any] = []
 
     async def generate(self, request: Any) -> Any:
@@ -329,8 +332,9 @@ class OneToolModel:
 
         self.requests.append(request)
         results = [m for m in request.messages if m.role == "tool"]
-        if not results:
-            return ModelResponse(
-                tool_calls=(ToolCall(id="call_1", name=self.tool, args=self.args),)
+        if len(results) < len(self.rounds):
+            call = ToolCall(
+                id=f"call_{len(results) + 1}", name=self.tool, args=self.rounds[len(results)]
             )
+            return ModelResponse(tool_calls=(call,))
         return ModelResponse(text=f"done: {results[-1].content}")

@@ -36,7 +36,11 @@ class ToolLog:
     calls: list[dict[str, Any]] = field(default_factory=list)
 
 
-def cleanup_spec(log: ToolLog, policy: Policy) -> AgentSpec:
+def cleanup_spec(
+    log: ToolLog, policy: Policy, *, then: tuple[dict[str, Any], ...] = ()
+) -> AgentSpec:
+    """The cleanup agent: one guarded ``delete_files`` call, then one per entry of ``then``."""
+
     @tool
     def delete_files(paths: list[str]) -> str:
         """Delete the given files."""
@@ -45,7 +49,7 @@ def cleanup_spec(log: ToolLog, policy: Policy) -> AgentSpec:
 
     def build(store: SessionStore) -> Agent:
         return Agent(
-            model=OneToolModel("delete_files", {"paths": ["/tmp/a", "/tmp/b"]}),
+            model=OneToolModel("delete_files", {"paths": ["/tmp/a", "/tmp/b"]}, then=then),
             tools=[delete_files],
             interrupt_on={"delete_files": True},
             session_store=store,

@@ -1,0 +1,107 @@
+"""A worker killed after the agent saved its snapshot, before the bot stored and posted what
+came next: another worker catches the run up exactly once instead of failing forever."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from harness import ALICE, Harness
+
+from agent_runtime.session import SessionStore, Snapshot, StoredSession
+from bot import ids
+from bot.recovery import LOST_RESULT
+
+
+class WorkerKilled(Exception):
+    """Stands for the process dying at the point the store was told to fail."""
+
+
+class DiesAfterSave:
+    """A session store that raises right after the first save matching ``when``, as if the
+    worker's process died there: the snapshot is saved, nothing after it happens."""
+
+    def __init__(self, inner: SessionStore, when: Callable[[Snapshot], bool]) -> None:
+        self.inner = inner
+        self.when = when
+        self.died = asyncio.Event()
+
+    async def load(self, thread_id: str) -> StoredSession | None:
+        return await self.inner.load(thread_id)
+
+    async def save(self, thread_id: str, snapshot: Snapshot, *, expected_version: int) -> int:
+        version = await self.inner.save(thread_id, snapshot, expected_version=expected_version)
+        if not self.died.is_set() and self.when(snapshot):
+            self.died.set()
+            raise WorkerKilled(f"killed after saving version {version}")
+        return version
+
+    async def delete(self, thread_id: str) -> None:
+        await self.inner.delete(thread_id)
+
+
+def _interrupt_posts(bot: Harness) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """(arguments, answer) of every interrupt message posted (those carrying buttons)."""
+    return [
+        (c.args, c.answer)
+        for c in bot.slack.calls
+        if c.method == "chat.postMessage" and "actions" in str(c.args.get("blocks"))
+    ]
+
+
+async def _kill_first_worker(bot: Harness, value: str, when: Callable[[Snapshot], bool]) -> None:
+    agent = bot.services.registry.agent("cleanup")
+    store = DiesAfterSave(agent.session_store, when)
+    agent.session_store = store
+    await bot.click(ids.APPROVE, value, user=ALICE)
+    await asyncio.wait_for(store.died.wait(), 5)
+    await bot.loops.stop()
+
+
+async def test_next_interrupt_is_stored_and_posted_once_after_the_worker_died(
+    make_bot: Any,
+) -> None:
+    then = ({"paths": ["/tmp/c"]},)
+    first: Harness = await make_bot(then=then)
+    value = await first.start()
+    await _kill_first_worker(first, value, lambda snap: snap["status"] == "interrupted")
+    assert first.tool_log.calls == [{"paths": ["/tmp/a", "/tmp/b"]}]
+    assert len(_interrupt_posts(first)) == 1  # the second round was saved, never posted
+
+    second: Harness = await make_bot(workers=1, reclaim_after=0.05, then=then)
+    await second.slack.wait_for(lambda: len(_interrupt_posts(second)) == 2, what="round two")
+    args, answer = _interrupt_posts(second)[-1]
+    assert args["thread_ts"] == first.message_ts()
+    next_value = args["blocks"][-1]["elements"][0]["value"]
+    assert next_value != value
+
+    await second.click(ids.APPROVE, next_value, user=ALICE, message_ts=answer["ts"])
+    assert "deleted 1 file(s)" in await second.finished()
+    await second.loops.stop()
+    assert len(_interrupt_posts(second)) == 2
+    assert [t for t in second.thread() if t.startswith("Finished")] == [
+        "Finished: done: deleted 1 file(s)"
+    ]
+    assert first.tool_log.calls == [{"paths": ["/tmp/a", "/tmp/b"]}]
+    assert second.tool_log.calls == [{"paths": ["/tmp/c"]}]
+    assert await second.services.storage.resume.pending_count() == 0
+
+
+async def test_a_run_that_ended_before_the_worker_died_is_reported_once(make_bot: Any) -> None:
+    first: Harness = await make_bot()
+    value = await first.start()
+
+    def ended(snap: Snapshot) -> bool:
+        return snap["status"] == "idle" and not snap["answers"]
+
+    await _kill_first_worker(first, value, ended)
+    assert first.tool_log.calls == [{"paths": ["/tmp/a", "/tmp/b"]}]
+    assert not any(t.startswith("Finished") for t in first.thread())
+
+    second: Harness = await make_bot(workers=1, reclaim_after=0.05)
+    assert await second.finished() == LOST_RESULT
+    await second.loops.stop()
+    assert [t for t in second.thread() if t.startswith("Finished")] == [LOST_RESULT]
+    assert second.tool_log.calls == []
+    assert await second.services.storage.resume.pending_count() == 0
