@@ -12,17 +12,13 @@ from __future__ import annotations
 import asyncio
 import json
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 from redis.asyncio.connection import Connection
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from agent_runtime.interrupts import Decision, Interrupt
 from agent_runtime.messages import ToolCall

@@ -2,18 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
-from pathlib import Path
 
 import pytest
 from aiohttp import web
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
-
-# The venv's editable install predates sandbox/__init__.py and maps `sandbox` to a namespace
-# package; putting the checkout first makes the real package win until it is reinstalled.
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from sandbox import Sandbox, Timing
 
