@@ -21,6 +21,8 @@ Entry point::
 - ``queries: InterruptQueries`` - ``get(id)``, ``pending_for_user(user_id, *, limit,
   cursor) -> Page``, ``pending_for_channel(channel, ...) -> Page``,
   ``pending_for_run(run_id)``, ``many(ids)``.
+- ``reminders: ReminderStore`` - ``defer(id, number, *, until)``: hand a reminder just
+  taken out again later (when none of its approvers is at work).
 - ``resume: ResumeQueue`` - ``claim``, ``reclaim``, ``begin``, ``complete``, ``release``,
   ``ack`` (see ``storage.resume`` for the worker loop).
 - ``audit: AuditLog`` - ``append(AuditEntry)``, ``read(*, after, count)``.
@@ -51,6 +53,7 @@ from .keys import Keys, record_id, split_record_id
 from .outcomes import DecideOutcome, ExpiryResult, Page, RefusalReason, ReminderDue
 from .queries import InterruptQueries
 from .records import ApproverPolicy, InterruptRecord, InterruptState, Vote, digest_args
+from .reminders import ReminderStore
 from .resume import BeginResult, ResumeJob, ResumeQueue
 from .sessions import RedisSessionStore
 
@@ -75,6 +78,7 @@ __all__ = [
     "RedisSessionStore",
     "RefusalReason",
     "ReminderDue",
+    "ReminderStore",
     "ResumeJob",
     "ResumeQueue",
     "Retention",

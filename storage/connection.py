@@ -14,6 +14,7 @@ from .embedded import EmbeddedRedis
 from .interrupts import InterruptStore, Retention
 from .keys import Keys
 from .queries import InterruptQueries
+from .reminders import ReminderStore
 from .resume import ResumeQueue
 from .sessions import RedisSessionStore
 
@@ -28,13 +29,14 @@ def default_data_dir() -> Path:
 
 @dataclass(kw_only=True)
 class Storage:
-    """Everything on one connection: sessions, interrupts, reads, resume queue, audit."""
+    """Everything on one connection: sessions, interrupts, reads, reminders, resume queue, audit."""
 
     client: RedisClient
     keys: Keys
     sessions: RedisSessionStore
     interrupts: InterruptStore
     queries: InterruptQueries
+    reminders: ReminderStore
     resume: ResumeQueue
     audit: AuditLog
     embedded: EmbeddedRedis | None = field(default=None)
@@ -81,6 +83,7 @@ async def connect(
         sessions=RedisSessionStore(client, keys),
         interrupts=InterruptStore(client, keys, kept, queries),
         queries=queries,
+        reminders=ReminderStore(client, keys),
         resume=ResumeQueue(client, keys),
         audit=AuditLog(client, keys, max_entries=kept.audit_entries),
         embedded=embedded,

@@ -1,4 +1,5 @@
--- Take one due reminder, exactly once, and schedule the next from the policy's offsets.
+-- Take one due reminder, exactly once, and schedule the next from the policy's offsets
+-- (never sooner after this one than the offsets are apart).
 -- KEYS as in common.lua. ARGV: 1 record id, 2 now.
 -- Returns {status, reminder number, record hash...}; status is due|skip.
 local key, rid, now = KEYS[1], ARGV[1], tonumber(ARGV[2])
@@ -14,6 +15,9 @@ local offset = policy.reminders[index + 1]
 local nxt = ''
 if offset then
   local when = tonumber(field(key, 'created_at')) + math.floor(offset * 1000)
+  -- A reminder handed out late (moved to working hours) keeps its spacing to the next one.
+  local gap = math.floor((offset - policy.reminders[index]) * 1000)
+  if when < now + gap then when = now + gap end
   local expires = field(key, 'expires_at')
   if expires == '' or when < tonumber(expires) then nxt = string.format('%d', when) end
 end
