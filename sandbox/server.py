@@ -176,13 +176,12 @@ class Sandbox:
             await self._runner.cleanup()
             self._runner = None
         await self._delivery.stop()
-        if self._saver is not None:
+        if self._state is not None and self._saver is not None:
             self._saver.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._saver
             self._saver = None
-        if self._state is not None:
-            self._state.save(self.workspace)
+            self._state.save(self.workspace)  # only a workspace that was loaded, never over it
 
     async def __aenter__(self) -> Sandbox:
         await self.start()
