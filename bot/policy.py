@@ -100,6 +100,11 @@ class Policy:
             raise PolicyError("expires_after must be positive (or None for never)")
         if isinstance(self.on_expiry, Escalate):
             esc = self.on_expiry
+            if self.expires_after is None:
+                raise PolicyError(
+                    "on_expiry=Escalate(...) needs expires_after: without an expiry nothing "
+                    "is ever escalated (set expires_after=timedelta(hours=4), for example)"
+                )
             if esc.channel is None and not esc.users and not esc.groups:
                 raise PolicyError("Escalate needs a channel, users or groups")
             if esc.channel is not None and not _CHANNEL.match(esc.channel):

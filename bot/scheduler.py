@@ -1,5 +1,8 @@
 """The scheduler: expires due interrupts, sends reminders in working hours, drains the outbox.
 
+A reminder due while every approver is off work is moved to the earliest start of one of
+their working days.
+
 Every step is safe with several schedulers running: storage hands each expiry, reminder
 and outbox entry to exactly one caller.
 """
@@ -20,7 +23,7 @@ from storage.outcomes import ExpiryResult, ReminderDue
 from .blocks import user_mention
 from .poster import post_interrupt, update_message
 from .services import Services
-from .workhours import in_working_hours
+from .workhours import in_working_hours, next_start
 
 log = logging.getLogger(__name__)
 
@@ -89,13 +92,18 @@ class Scheduler:
             u for u in dict.fromkeys(policy.allowed_users + policy.group_members) if u not in voted
         ]
         now = services.clock.now()
-        awake = []
+        awake, starts = [], []
         for user in approvers:
             zone = await services.directory.zone(user)
             if in_working_hours(zone, now, start_hour=WORK_START, end_hour=WORK_END):
                 awake.append(user)
+            else:
+                starts.append(next_start(zone, now, start_hour=WORK_START))
         if approvers and not awake:
-            log.info("reminder %d of %s skipped: nobody in working hours", due.number, record.id)
+            # Nobody would read it now: hand it out again when the first of them starts work.
+            until = min(starts)
+            if not await services.storage.reminders.defer(record.id, due.number, until=until):
+                log.info("reminder %d of %s dropped: it would come too late", due.number, record.id)
             return
         mentions = " ".join(user_mention(u) for u in awake[:30])
         text = f"Reminder: this request is still waiting for a decision. {mentions}".strip()

@@ -30,6 +30,7 @@ def _build(store: object) -> object:
         ({"decisions": ("reject",), "trust": Remember(scope="run")}, "trust"),
         ({"expires_after": timedelta(0)}, "positive"),
         ({"on_expiry": Escalate()}, "Escalate"),
+        ({"expires_after": None, "on_expiry": Escalate(channel="C0ESC")}, "needs expires_after"),
         ({"reminders": Reminders(start_hour=18, end_hour=9)}, "start_hour"),
     ],
 )

@@ -50,18 +50,38 @@ async def test_reminders_mention_only_approvers_inside_their_working_hours(make_
     assert f"<@{ALICE}>" in second and f"<@{BOB}>" in second
 
 
-async def test_no_reminder_when_every_approver_is_off_hours(make_bot: Any) -> None:
+async def test_a_reminder_due_while_everyone_is_off_hours_waits_for_the_first_workday(
+    make_bot: Any,
+) -> None:
     policy = Policy(
         channel=CHANNEL,
-        users=(BOB,),
+        users=(ALICE, BOB),
         reminders=Reminders(every=timedelta(hours=1), limit=2),
     )
     bot: Harness = await make_bot(policy)
-    bot.clock.current = datetime(2026, 11, 23, 3, 0, tzinfo=UTC)  # 22:00 in New York
+    bot.clock.current = datetime(2026, 11, 23, 3, 0, tzinfo=UTC)  # Paris 04:00, New York 22:00
     await bot.start(requested_by=CAROL)
+    scheduler = Scheduler(bot.services)
     bot.clock.advance(timedelta(hours=1))
-    await Scheduler(bot.services).tick()
+    await scheduler.tick()
     assert _reminders(bot) == []
+
+    bot.clock.current = datetime(2026, 11, 23, 7, 59, tzinfo=UTC)
+    await scheduler.tick()
+    assert _reminders(bot) == []
+
+    bot.clock.current = datetime(2026, 11, 23, 8, 0, tzinfo=UTC)  # 09:00 in Paris
+    await scheduler.tick()
+    await scheduler.tick()
+    [first] = _reminders(bot)
+    assert f"<@{ALICE}>" in first and f"<@{BOB}>" not in first
+
+    bot.clock.advance(timedelta(minutes=59))  # the next keeps its hour of spacing
+    await scheduler.tick()
+    assert len(_reminders(bot)) == 1
+    bot.clock.advance(timedelta(minutes=1))
+    await scheduler.tick()
+    assert len(_reminders(bot)) == 2
 
 
 async def test_expiry_updates_the_message_honestly_and_the_tool_never_runs(make_bot: Any) -> None:
