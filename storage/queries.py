@@ -70,6 +70,14 @@ class InterruptQueries:
         records, _ = await self.many(ids)
         return [r for r in records if r.state == "pending"]
 
+    async def pending_count(self) -> int:
+        """How many pending interrupts have a channel (one ZCARD, for the metrics gauge).
+
+        An interrupt bound for a direct message is counted once it has been posted.
+        """
+        async with self._client.guard("count pending interrupts"):
+            return int(await self._client.raw.zcard(self._keys.by_channel))
+
     async def many(self, ids: Sequence[str]) -> tuple[list[InterruptRecord], list[str]]:
         """Records by id in one round trip: (the readable ones, the ids missing or corrupt)."""
         keys = [self._keys.record(i) for i in ids]
