@@ -68,10 +68,11 @@ def web_app(
 
     async def metrics_page(_: web.Request) -> web.Response:
         try:
-            lag: int | None = await services.storage.resume.pending_count()
+            pending: int | None = await services.storage.queries.pending_count()
+            lag: int | None = await services.storage.resume.lag()
         except StorageError:
-            lag = None
-        text = metrics.render(pending=None, queue_lag=lag)
+            pending = lag = None
+        text = metrics.render(pending=pending, queue_lag=lag)
         return web.Response(text=text, content_type="text/plain", charset="utf-8")
 
     web_app = web.Application()
