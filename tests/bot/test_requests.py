@@ -49,16 +49,43 @@ async def test_bad_signature_stale_timestamp_and_malformed_payload_are_refused(
 
 
 async def test_health_readiness_and_metrics_answer(make_bot: Any) -> None:
-    bot: Harness = await make_bot()
+    bot: Harness = await make_bot(workers=0)
     value = await bot.start()
-    await bot.click(ids.APPROVE, value, user=ALICE)
-    await bot.finished()
+    await bot.start()
+    assert "signoff_pending_interrupts 2" in await _metrics(bot)
+
+    await bot.click(ids.APPROVE, value, user=ALICE, message_ts=bot.message_ts(0))
+    await bot.slack.wait_calls("chat.update")
+    text = await _metrics(bot)
+    assert "signoff_pending_interrupts 1" in text
+    assert "signoff_resume_queue_lag 1" in text  # decided, no worker has read it yet
+
+    await bot.loops.stop()
+    worker: Harness = await make_bot(workers=1)
+    await worker.finished()
+    await worker.loops.stop()
     async with bot.http.get(bot.url + "/healthz") as r:
         assert r.status == 200
     async with bot.http.get(bot.url + "/readyz") as r:
         assert r.status == 200
-    async with bot.http.get(bot.url + "/metrics") as r:
-        text = await r.text()
+    text = await _metrics(bot)
+    assert "signoff_resume_queue_lag 0" in text
     assert 'signoff_decisions_total{outcome="approved"} 1' in text
     assert "signoff_ack_seconds_count 1" in text
-    assert "signoff_click_to_resume_seconds_count 1" in text
+    assert 'signoff_ack_seconds_bucket{le="+Inf"} 1' in text
+    worker_text = await _metrics(worker)
+    assert "signoff_click_to_resume_seconds_count 1" in worker_text
+    for series in (
+        "signoff_pending_interrupts gauge",
+        "signoff_resume_queue_lag gauge",
+        "signoff_decisions_total counter",
+        "signoff_ack_seconds histogram",
+        "signoff_click_to_resume_seconds histogram",
+    ):
+        assert f"# TYPE {series}" in text
+
+
+async def _metrics(bot: Harness) -> str:
+    async with bot.http.get(bot.url + "/metrics") as r:
+        assert r.status == 200 and r.content_type == "text/plain"
+        return await r.text()
