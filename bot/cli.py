@@ -10,29 +10,23 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import logging
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 
 from aiohttp import web
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
-from storage import Storage, connect
 from storage.errors import StorageError
 
 from .app import build_app
 from .errors import BotError
-from .process import Loops, make_services
-from .registry import load_specs
+from .process import Loops, open_services
 from .runs import Place, start_run
 from .server import web_app
-from .services import Services
 from .settings import Settings
-from .slack_client import close_client, make_client
 
 log = logging.getLogger(__name__)
 
@@ -75,28 +69,6 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-@contextlib.asynccontextmanager
-async def _services(settings: Settings, args: argparse.Namespace) -> AsyncIterator[Services]:
-    module = args.agents or settings.agents
-    if not module:
-        raise BotError("SIGNOFF_AGENTS: not set; name the module that declares your agents")
-    if settings.bot_token is None:
-        raise BotError("SLACK_BOT_TOKEN: not set; copy the bot token (xoxb-...) from the app")
-    specs = load_specs(module)
-    data_dir = Path(settings.data_dir) if settings.data_dir else None
-    storage: Storage = await connect(
-        settings.redis_url, prefix=settings.redis_prefix, data_dir=data_dir
-    )
-    client = make_client(settings)
-    try:
-        yield make_services(
-            client=client, storage=storage, specs=specs, default_channel=settings.channel
-        )
-    finally:
-        await close_client(client)
-        await storage.close()
-
-
 async def _until_stopped() -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -108,7 +80,7 @@ async def _until_stopped() -> None:
 async def _serve(settings: Settings, args: argparse.Namespace) -> int:
     settings.require_http()
     secret = settings.signing_secret.get_secret_value() if settings.signing_secret else ""
-    async with _services(settings, args) as services:
+    async with open_services(settings, agents=args.agents) as services:
         app = build_app(services, signing_secret=secret)
         runner = web.AppRunner(web_app(app, services, signing_secret=secret))
         await runner.setup()
@@ -127,7 +99,7 @@ async def _serve(settings: Settings, args: argparse.Namespace) -> int:
 async def _socket(settings: Settings, args: argparse.Namespace) -> int:
     settings.require_socket()
     assert settings.app_token is not None
-    async with _services(settings, args) as services:
+    async with open_services(settings, agents=args.agents) as services:
         app = build_app(services, signing_secret=None)
         handler = AsyncSocketModeHandler(
             app, settings.app_token.get_secret_value(), web_client=services.client
@@ -156,7 +128,7 @@ async def _watch_socket(handler: AsyncSocketModeHandler, *, every: float = 30.0)
 
 
 async def _worker(settings: Settings, args: argparse.Namespace) -> int:
-    async with _services(settings, args) as services:
+    async with open_services(settings, agents=args.agents) as services:
         loops = Loops(services, workers=max(settings.workers, 1))
         loops.start()
         try:
@@ -167,7 +139,7 @@ async def _worker(settings: Settings, args: argparse.Namespace) -> int:
 
 
 async def _run(settings: Settings, args: argparse.Namespace) -> int:
-    async with _services(settings, args) as services:
+    async with open_services(settings, agents=args.agents) as services:
         place = Place(channel=args.channel, thread_ts=None, requested_by=args.user)
         result = await start_run(services, args.agent, args.input, place=place)
         await services.background.close()

@@ -7,25 +7,58 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from datetime import timedelta
+from pathlib import Path
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from storage import Storage
+from storage import Storage, connect
 
 from .background import Background
 from .clock import Clock, SystemClock
 from .directory import Directory
+from .errors import BotError
 from .metrics import Metrics
 from .policy import AgentSpec
-from .registry import Registry
+from .registry import Registry, load_specs
 from .scheduler import Scheduler
 from .services import Services
+from .settings import Settings
+from .slack_client import close_client, make_client
 from .workers import ResumeWorker, consumer_name
 
 log = logging.getLogger(__name__)
+
+
+@contextlib.asynccontextmanager
+async def open_services(
+    settings: Settings,
+    *,
+    agents: str | None = None,
+    specs: Sequence[AgentSpec] | None = None,
+) -> AsyncIterator[Services]:
+    """Services from ``settings``: the agents of ``specs``, else of the module ``agents`` (or
+    SIGNOFF_AGENTS); the Slack client and storage connection are closed on exit."""
+    if settings.bot_token is None:
+        raise BotError("SLACK_BOT_TOKEN: not set; copy the bot token (xoxb-...) from the app")
+    if specs is None:
+        module = agents or settings.agents
+        if not module:
+            raise BotError("SIGNOFF_AGENTS: not set; name the module that declares your agents")
+        specs = load_specs(module)
+    data_dir = Path(settings.data_dir) if settings.data_dir else None
+    storage = await connect(settings.redis_url, prefix=settings.redis_prefix, data_dir=data_dir)
+    client = make_client(settings)
+    try:
+        yield make_services(
+            client=client, storage=storage, specs=specs, default_channel=settings.channel
+        )
+    finally:
+        await close_client(client)
+        await storage.close()
 
 
 def make_services(
