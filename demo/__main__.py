@@ -1,0 +1,74 @@
+"""``python -m demo``: run the Signoff demo until Ctrl-C and print the one address to open."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import sys
+import webbrowser
+from pathlib import Path
+
+from bot.errors import BotError
+from sandbox import SandboxError
+from storage.errors import StorageError
+
+from .stack import DemoStack, default_data_dir
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="./run demo",
+        description="Signoff in a local Slack workspace: approve, deny and edit what agents do.",
+    )
+    parser.add_argument("--port", type=int, default=0, help="the page's port (default: a free one)")
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        help=f"where the demo keeps its state (default: {default_data_dir()})",
+    )
+    parser.add_argument("--no-browser", action="store_true", help="do not open a browser")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log what the bot does")
+    return parser.parse_args(argv)
+
+
+def _has_display() -> bool:
+    """A graphical browser can open: macOS, Windows, or a Linux desktop session."""
+    if sys.platform in ("darwin", "win32"):
+        return True
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
+async def _run(options: argparse.Namespace) -> None:
+    stopping = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stopping.set)
+    data_dir = options.data_dir or default_data_dir()
+    async with DemoStack(data_dir=data_dir, port=options.port) as stack:
+        print(f"Signoff demo: {stack.url}", flush=True)
+        print(f"  state in {data_dir}; Ctrl-C stops it", flush=True)
+        if not options.no_browser and _has_display():
+            await asyncio.to_thread(webbrowser.open, stack.url)
+        await stopping.wait()
+
+
+def main(argv: list[str] | None = None) -> int:
+    options = _parse(argv)
+    logging.basicConfig(
+        level=logging.INFO if options.verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        asyncio.run(_run(options))
+    except (BotError, SandboxError, StorageError, OSError) as exc:
+        print(f"demo: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,140 @@
+"""The whole demo in one process: embedded Redis, the sandbox workspace and the bot.
+
+The bot runs in HTTP mode exactly as it would against Slack; only its Web API base URL,
+token, signing secret and request URL point at the sandbox. Everything lives under one
+data directory: Redis's append-only file, the sandbox's messages, the agents' scratch
+files. So a restart shows what was left pending, and it can still be decided.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from pathlib import Path
+from types import TracebackType
+
+from aiohttp import web
+from pydantic import SecretStr
+
+from bot.app import build_app
+from bot.process import Loops, make_services
+from bot.server import EVENTS_PATH, web_app
+from bot.services import Services
+from bot.settings import Settings
+from bot.slack_client import close_client, make_client
+from sandbox import Sandbox, demo_workspace
+from storage import Storage, connect
+from storage.embedded import EmbeddedRedis
+
+from .agents import check_workspace, demo_agents
+
+log = logging.getLogger(__name__)
+
+WELCOME_CHANNEL = "C0GENERAL"
+WELCOME = (
+    "*Welcome to the Signoff demo.* Type a command below, then approve or deny as one of "
+    "the people in *Acting as*:\n"
+    "• `/signoff run file-cleanup` deletes old files once someone approves\n"
+    "• `/signoff run oncall-cleanup` needs two on-call approvals (see #ops)\n"
+    "• `/signoff run email` lets you edit the email before it is sent\n"
+    "• `/signoff` lists what is waiting for you"
+)
+
+
+def default_data_dir() -> Path:
+    """``$XDG_DATA_HOME/signoff/demo`` (``~/.local/share/signoff/demo`` by default)."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "signoff" / "demo"
+
+
+class DemoStack:
+    """``async with DemoStack(data_dir=...) as stack:`` serves the demo at ``stack.url``."""
+
+    def __init__(self, *, data_dir: Path, port: int = 0, host: str = "127.0.0.1") -> None:
+        self.data_dir = data_dir
+        self._host = host
+        seed = demo_workspace()
+        self._specs = demo_agents(data_dir)
+        check_workspace(self._specs, seed)
+        self.sandbox = Sandbox(
+            seed=seed, host=host, port=port, state_file=data_dir / "workspace.json"
+        )
+        self._redis = EmbeddedRedis(data_dir / "redis")
+        self._storage: Storage | None = None
+        self._services: Services | None = None
+        self._runner: web.AppRunner | None = None
+        self._loops: Loops | None = None
+
+    @property
+    def url(self) -> str:
+        """The workspace page: the one address a person needs."""
+        return self.sandbox.base_url + "/"
+
+    async def start(self) -> None:
+        """Start Redis and the sandbox side by side, then the bot, then point Slack at it."""
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        # Valkey boots in its own process; wait for it in a thread while the sandbox starts.
+        redis_url = asyncio.ensure_future(asyncio.to_thread(self._redis.start))
+        try:
+            await self.sandbox.start()
+        finally:
+            url = await redis_url
+        self._storage = await connect(url)
+        settings = Settings(
+            bot_token=SecretStr(self.sandbox.bot_token),
+            signing_secret=SecretStr(self.sandbox.signing_secret),
+            slack_api_url=self.sandbox.api_url,
+        )
+        self._services = make_services(
+            client=make_client(settings), storage=self._storage, specs=self._specs
+        )
+        secret = self.sandbox.signing_secret
+        app = build_app(self._services, signing_secret=secret)
+        self._runner = web.AppRunner(web_app(app, self._services, signing_secret=secret))
+        await self._runner.setup()
+        await web.TCPSite(self._runner, self._host, 0).start()
+        host, port = self._runner.addresses[0][:2]
+        self.sandbox.request_url = f"http://{host}:{port}{EVENTS_PATH}"
+        self._loops = Loops(self._services, workers=2)
+        self._loops.start()
+        await self._welcome()
+        log.info("demo ready at %s (bot at %s)", self.url, self.sandbox.request_url)
+
+    async def _welcome(self) -> None:
+        """Greet a new workspace once, from the bot, with what to try."""
+        assert self._services is not None
+        if self.sandbox.workspace.all_messages():
+            return
+        await self._services.client.chat_postMessage(
+            channel=WELCOME_CHANNEL, text=WELCOME, unfurl_links=False
+        )
+
+    async def stop(self) -> None:
+        """Stop in dependency order: the bot's loops and server, the sandbox, then Redis."""
+        if self._loops is not None:
+            await self._loops.stop()
+        if self._runner is not None:
+            await self._runner.cleanup()
+        await self.sandbox.stop()
+        if self._services is not None:
+            await close_client(self._services.client)
+        if self._storage is not None:
+            await self._storage.close()
+        self._redis.stop()
+
+    async def __aenter__(self) -> DemoStack:
+        try:
+            await self.start()
+        except BaseException:
+            await self.stop()
+            raise
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()

@@ -1,0 +1,124 @@
+"""The demo in a real browser: run agents from the page, then approve, deny and edit."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from collections.abc import Callable
+
+from demo_process import DemoProcess
+from playwright.sync_api import expect
+from workspace_page import SlackPage
+
+ALICE, BOB = "U0ALICE", "U0BOB"
+OpenAs = Callable[[str], SlackPage]
+
+
+def _scratch(demo: DemoProcess) -> list[str]:
+    return sorted(p.name for p in (demo.data_dir / "scratch").iterdir())
+
+
+def _inject(demo: DemoProcess, fault: dict[str, object]) -> None:
+    """Add a fault through the sandbox's admin API."""
+    request = urllib.request.Request(
+        demo.url + "admin/faults",
+        data=json.dumps(fault).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=5) as answer:
+        assert answer.status == 200
+
+
+def test_approve_cleanup_from_the_page(open_as: OpenAs, demo: DemoProcess) -> None:
+    alice = open_as(ALICE)
+    alice.send("/signoff run file-cleanup")
+    request = alice.message("Approval needed: delete_files")
+    expect(request).to_contain_text("Delete 3 file(s) older than 5 days")
+    expect(request).to_contain_text("build-1042.log")
+    alice.screenshot("pending")
+
+    alice.button(request, "Approve").click()
+    alice.confirm()
+
+    decided = alice.message("Approved: delete_files")
+    expect(decided).to_contain_text("Approved by @alice")
+    expect(alice.button(decided, "Approve")).to_have_count(0)
+    thread = alice.open_thread(decided)
+    expect(thread).to_contain_text("delete_files: deleted 3 file(s)")
+    expect(thread).to_contain_text("Finished: Cleanup finished: deleted 3 file(s).")
+    alice.screenshot("approved")
+    assert _scratch(demo) == ["notes-today.txt", "report-draft.md"]
+
+
+def test_deny_with_a_reason_through_the_modal(open_as: OpenAs, demo: DemoProcess) -> None:
+    alice = open_as(ALICE)
+    alice.send("/signoff run file-cleanup")
+    request = alice.message("Approval needed: delete_files")
+    alice.button(request, "Deny").click()
+
+    modal = alice.modal("Deny")
+    modal.get_by_label("Reason").fill("Not during the release freeze.")
+    alice.screenshot("deny-modal")
+    modal.locator("[data-role=submit]").click()
+    expect(modal).to_be_hidden()
+
+    denied = alice.message("Denied: delete_files")
+    expect(denied).to_contain_text("Reason: Not during the release freeze.")
+    thread = alice.open_thread(denied)
+    expect(thread).to_contain_text("Nothing was deleted")
+    expect(thread).to_contain_text("Not during the release freeze.")
+    alice.screenshot("denied")
+    assert "build-1042.log" in _scratch(demo)
+
+
+def test_edit_the_email_with_one_invalid_attempt(open_as: OpenAs) -> None:
+    alice = open_as(ALICE)
+    alice.send("/signoff run email")
+    request = alice.message("Approval needed: send_email")
+    expect(request).to_contain_text("team@example.com")
+    alice.button(request, "Edit").click()
+
+    modal = alice.modal("Edit arguments")
+    arguments = modal.get_by_label("Arguments (JSON)")
+    draft = json.loads(arguments.input_value())
+    arguments.fill(json.dumps({**draft, "to": ["not an address"]}))
+    modal.locator("[data-role=submit]").click()
+    error = modal.locator(".field-error")
+    expect(error).to_contain_text("These arguments do not fit send_email")
+    expect(error).to_contain_text("to.0")
+    alice.screenshot("edit-invalid")
+
+    edited = {**draft, "to": ["ops@example.com"], "subject": "Ops summary, week 47"}
+    arguments.fill(json.dumps(edited))
+    modal.locator("[data-role=submit]").click()
+    expect(modal).to_be_hidden()
+
+    sent = alice.message("Approved with edits: send_email")
+    expect(sent).to_contain_text("ops@example.com")
+    thread = alice.open_thread(sent)
+    expect(thread).to_contain_text("sent 'Ops summary, week 47' to ops@example.com")
+    alice.screenshot("edited")
+
+
+def test_second_approver_learns_it_was_already_decided(open_as: OpenAs, demo: DemoProcess) -> None:
+    alice, bob = open_as(ALICE), open_as(BOB)
+    alice.send("/signoff run file-cleanup")
+    pending = alice.message("Approval needed: delete_files")
+    expect(pending).to_be_visible()
+    stale = bob.message("Approval needed: delete_files")
+    expect(stale).to_be_visible()
+    # Slack is slow to redraw the message (chat.update fails for a while), so Bob still
+    # sees the buttons after Alice's decision, as happens when two people click at once.
+    _inject(demo, {"kind": "server_error", "method": "chat.update", "count": 20})
+
+    alice.button(pending, "Approve").click()
+    alice.confirm()
+    expect(alice.open_thread(pending)).to_contain_text("Finished: Cleanup finished")
+
+    bob.button(stale, "Approve").click()
+    bob.confirm()
+    why = bob.ephemeral("your click changed nothing")
+    expect(why).to_contain_text("Already approved by @alice")
+    expect(why).to_contain_text("Only visible to you")
+    bob.screenshot("already-decided")
+    expect(alice.ephemeral("your click changed nothing")).to_have_count(0)
