@@ -7,12 +7,11 @@ import re
 from typing import Any
 
 from slack_bolt.context.ack.async_ack import AsyncAck
-from slack_bolt.context.respond.async_respond import AsyncRespond
 
 from .errors import BotError
 from .listing import help_text, pending_blocks
 from .poster import post_in_thread
-from .runs import Place, start_run
+from .runs import Place, start_run, unknown_agent
 from .services import Services
 
 log = logging.getLogger(__name__)
@@ -22,12 +21,14 @@ _MENTION = re.compile(r"<@[A-Z0-9]+>")
 
 
 def command_listener(services: Services) -> Any:
-    async def on_command(ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond) -> None:
+    async def on_command(ack: AsyncAck, body: dict[str, Any]) -> None:
         text = str(body.get("text") or "").strip()
         user, channel = str(body.get("user_id", "")), str(body.get("channel_id", ""))
         match = _RUN.match(text)
         if text == "help":
             await ack(text=help_text())
+        elif match and services.registry.spec(match["agent"]) is None:
+            await ack(text=unknown_agent(services, match["agent"]))
         elif match:
             await ack(text=f"Starting {match['agent']}…")
             place = Place(channel=channel, thread_ts=None, requested_by=user)
@@ -35,11 +36,10 @@ def command_listener(services: Services) -> Any:
                 _start(services, match["agent"], match["input"], place), name="slash run"
             )
         else:
-            await ack()
+            # The list rides on the ack (one Redis read), so no response_url call is needed.
             page = await services.storage.queries.pending_for_user(user)
-            await respond(
-                text=f"{len(page.records)} waiting for you", blocks=pending_blocks(page.records)
-            )
+            count = len(page.records)
+            await ack(text=f"{count} waiting for you", blocks=pending_blocks(page.records))
 
     return on_command
 

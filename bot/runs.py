@@ -40,9 +40,14 @@ async def start_run(
 ) -> AgentResult:
     """Run ``agent_name`` on ``prompt`` until it finishes or stops for approval."""
     if services.registry.spec(agent_name) is None:
-        known = ", ".join(services.registry.names) or "none"
-        raise BotError(f"no agent named {agent_name!r} (known: {known})")
+        raise BotError(unknown_agent(services, agent_name))
     return await _drive(services, agent_name, prompt, thread_id=new_id("thread"), place=place)
+
+
+def unknown_agent(services: Services, agent_name: str) -> str:
+    """Why ``agent_name`` cannot run, naming the agents that can."""
+    known = ", ".join(services.registry.names) or "none"
+    return f"no agent named {agent_name!r} (known: {known})"
 
 
 async def resume_run(

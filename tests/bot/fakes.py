@@ -208,12 +208,13 @@ def _as_dict(value: Any) -> dict[str, Any]:
 
 
 async def _read_args(request: web.Request) -> dict[str, Any]:
+    """The call's arguments: slack-sdk sends some methods' (``params=``) in the query string."""
+    args: dict[str, Any] = dict(request.query)
     if request.method == "GET":
-        return dict(request.query)
+        return args
     if request.content_type == "application/json":
-        return dict(await request.json())
+        return {**args, **(await request.json())}
     form = await request.post()
-    args: dict[str, Any] = {}
     for key, value in form.items():
         text = str(value)
         if key in ("blocks", "view", "attachments"):
@@ -277,6 +278,41 @@ def click_payload(
             }
         ],
     }
+
+
+def command_body(*, text: str, user: str, channel: str) -> str:
+    """The form body Slack sends for ``/signoff <text>``."""
+    return urllib.parse.urlencode(
+        {
+            "token": "unused",
+            "team_id": "T0TEST",
+            "team_domain": "test",
+            "channel_id": channel,
+            "channel_name": "ops",
+            "user_id": user,
+            "user_name": user.lower(),
+            "command": "/signoff",
+            "text": text,
+            "api_app_id": "A0TEST",
+            "response_url": "https://hooks.slack.invalid/commands/1",
+            "trigger_id": "trig.3",
+        }
+    )
+
+
+def event_body(event: dict[str, Any]) -> str:
+    """The JSON body of an Events API delivery of ``event``."""
+    return json.dumps(
+        {
+            "token": "unused",
+            "team_id": "T0TEST",
+            "api_app_id": "A0TEST",
+            "type": "event_callback",
+            "event_id": f"Ev{time.time_ns()}",
+            "event_time": int(time.time()),
+            "event": event,
+        }
+    )
 
 
 def submit_payload(

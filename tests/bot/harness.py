@@ -3,6 +3,7 @@ that sends signed requests to one running bot process and reads the fake Slack."
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,6 +13,8 @@ from fakes import (
     ManualClock,
     OneToolModel,
     click_payload,
+    command_body,
+    event_body,
     form_body,
     sign,
     submit_payload,
@@ -90,6 +93,27 @@ class Harness:
         ) as response:
             await response.read()
             return response
+
+    async def command(self, text: str, *, user: str, channel: str = CHANNEL) -> Any:
+        """Send ``/signoff <text>``; the ack's message (Bolt answers plain text as the body).
+
+        Slack shows either form only to the caller."""
+        body = command_body(text=text, user=user, channel=channel)
+        async with self.http.post(
+            self.url + EVENTS_PATH, data=body.encode(), headers=sign(body)
+        ) as response:
+            assert response.status == 200
+            answer = await response.text()
+            if response.content_type == "application/json":
+                return json.loads(answer)
+            return {"text": answer}
+
+    async def event(self, event: dict[str, Any]) -> None:
+        """Deliver an Events API event, as JSON, signed."""
+        body = event_body(event)
+        headers = {**sign(body), "Content-Type": "application/json"}
+        async with self.http.post(self.url + EVENTS_PATH, data=body.encode(), headers=headers) as r:
+            assert r.status == 200
 
     async def click(
         self,

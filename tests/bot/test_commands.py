@@ -1,0 +1,98 @@
+"""``/signoff``, mentions of the bot and the App Home tab, over signed HTTP."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness import ALICE, BOB, CAROL, CHANNEL, MALLORY, Harness
+
+from bot import ids
+
+
+def _buttons(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [b["accessory"] for b in blocks if b.get("accessory", {}).get("type") == "button"]
+
+
+async def test_signoff_alone_lists_what_waits_for_the_caller_with_buttons(make_bot: Any) -> None:
+    bot: Harness = await make_bot()
+    value = await bot.start(requested_by=CAROL)
+
+    answer = await bot.command("", user=ALICE)
+    assert answer["text"] == "1 waiting for you"
+    assert answer["blocks"][0]["text"]["text"] == "Waiting for you: 1"
+    [button] = _buttons(answer["blocks"])
+    assert button["action_id"] == ids.OPEN_PENDING and button["value"] == bot.record_id(value)
+    ts = bot.message_ts().replace(".", "")
+    assert button["url"] == f"https://slack.com/archives/{CHANNEL}/p{ts}"
+
+    nothing = await bot.command("", user=MALLORY)
+    assert nothing["text"] == "0 waiting for you" and _buttons(nothing["blocks"]) == []
+
+
+async def test_signoff_help_explains_the_commands(make_bot: Any) -> None:
+    bot: Harness = await make_bot()
+    answer = await bot.command("help", user=ALICE)
+    assert "/signoff run <agent> <input>" in answer["text"]
+    assert bot.slack.called("chat.postMessage") == []
+
+
+async def test_signoff_run_starts_a_run_and_posts_its_interrupt(make_bot: Any) -> None:
+    bot: Harness = await make_bot()
+    answer = await bot.command("run cleanup tidy the disk", user=CAROL)
+    assert answer["text"].startswith("Starting cleanup")
+    await bot.slack.wait_calls("chat.postMessage")
+    post = bot.posted()
+    assert post["channel"] == CHANNEL and f"<@{CAROL}>" in str(post["blocks"])
+    model = bot.services.registry.agent("cleanup").model  # type: ignore[attr-defined]
+    assert model.requests[0].messages[0].content == "tidy the disk"
+
+
+async def test_signoff_run_with_an_unknown_agent_answers_only_the_caller(make_bot: Any) -> None:
+    bot: Harness = await make_bot()
+    answer = await bot.command("run nope tidy", user=CAROL)
+    assert answer["text"] == "no agent named 'nope' (known: cleanup)"
+    assert answer.get("response_type", "ephemeral") == "ephemeral"
+    await bot.services.background.idle()
+    assert bot.slack.called("chat.postMessage") == []
+
+
+async def test_a_mention_starts_a_run_in_the_mentions_thread(make_bot: Any) -> None:
+    bot: Harness = await make_bot()
+    mention = {
+        "type": "app_mention",
+        "user": CAROL,
+        "text": "<@UBOT0001> run cleanup tidy",
+        "ts": "1700000000.000200",
+        "channel": CHANNEL,
+        "event_ts": "1700000000.000200",
+    }
+    await bot.event(mention)
+    await bot.slack.wait_calls("chat.postMessage")
+    post = bot.posted()
+    assert post["channel"] == CHANNEL and post["thread_ts"] == mention["ts"]
+    assert f"<@{CAROL}>" in str(post["blocks"])
+
+    value = post["blocks"][-1]["elements"][0]["value"]
+    await bot.click(ids.APPROVE, value, user=BOB)
+    await bot.slack.wait_for(
+        lambda: any(
+            str(p.get("text", "")).startswith("Finished") and p.get("thread_ts") == mention["ts"]
+            for p in bot.slack.called("chat.postMessage")
+        ),
+        what="the result in the mention's thread",
+    )
+    assert len(bot.tool_log.calls) == 1
+
+
+async def test_app_home_shows_the_same_list(make_bot: Any) -> None:
+    bot: Harness = await make_bot()
+    value = await bot.start(requested_by=CAROL)
+    listed = await bot.command("", user=ALICE)
+
+    await bot.event({"type": "app_home_opened", "user": ALICE, "channel": "D0HOME", "tab": "home"})
+    await bot.slack.wait_calls("views.publish")
+    [publish] = bot.slack.called("views.publish")
+    assert publish["user_id"] == ALICE
+    assert publish["view"]["type"] == "home"
+    assert publish["view"]["blocks"] == listed["blocks"]
+    assert _buttons(publish["view"]["blocks"])[0]["value"] == bot.record_id(value)

@@ -1,0 +1,70 @@
+"""Where interrupts go: escalation on expiry, and direct messages to the approvers."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from harness import ALICE, BOB, CAROL, CHANNEL, Harness
+
+from bot import ids
+from bot.policy import Escalate, Policy
+from bot.scheduler import Scheduler
+
+ESCALATION = "C0ESCALATE"
+
+
+async def test_expiry_with_escalate_asks_the_escalation_users_who_can_then_decide(
+    make_bot: Any,
+) -> None:
+    policy = Policy(
+        channel=CHANNEL,
+        users=(ALICE,),
+        expires_after=timedelta(minutes=30),
+        on_expiry=Escalate(channel=ESCALATION, users=(BOB,)),
+    )
+    bot: Harness = await make_bot(policy)
+    value = await bot.start(requested_by=CAROL)
+    refused = await bot.click(ids.APPROVE, value, user=BOB)
+    assert refused.status == 200
+    await bot.slack.wait_calls("chat.postEphemeral")  # Bob may not decide yet
+
+    bot.clock.advance(timedelta(minutes=31))
+    await Scheduler(bot.services).tick()
+    escalation = [p for p in bot.slack.called("chat.postMessage") if p["channel"] == ESCALATION]
+    assert len(escalation) == 1
+    assert escalation[0]["text"].startswith("Escalated") and f"<@{BOB}>" in escalation[0]["text"]
+    assert "thread_ts" not in escalation[0]
+    assert bot.tool_log.calls == []
+    listed = await bot.command("", user=BOB)
+    assert listed["text"] == "1 waiting for you"
+
+    await bot.click(ids.APPROVE, value, user=BOB)
+    await bot.finished()
+    assert bot.tool_log.calls == [{"paths": ["/tmp/a", "/tmp/b"]}]
+    record = await bot.services.storage.queries.get(bot.record_id(value))
+    assert record is not None and record.state == "approved" and record.decided_by == BOB
+
+
+async def test_a_dm_policy_posts_the_interrupt_in_a_conversation_opened_with_the_approver(
+    make_bot: Any,
+) -> None:
+    bot: Harness = await make_bot(Policy(dm=True, users=(ALICE,)))
+    value = await bot.start(requested_by=CAROL)
+    [opened] = bot.slack.called("conversations.open")
+    assert opened["users"] == ALICE
+    dm = bot.slack.answers("conversations.open")[0]["channel"]["id"]
+    post = bot.posted()
+    assert post["channel"] == dm and dm.startswith("D")
+
+    await bot.click(ids.APPROVE, value, user=ALICE, channel=dm)
+    await bot.slack.wait_for(
+        lambda: any(
+            p["channel"] == dm and str(p.get("text", "")).startswith("Finished")
+            for p in bot.slack.called("chat.postMessage")
+        ),
+        what="the result in the direct message's thread",
+    )
+    assert bot.tool_log.calls == [{"paths": ["/tmp/a", "/tmp/b"]}]
+    update = bot.slack.called("chat.update")[-1]
+    assert update["channel"] == dm and update["ts"] == bot.message_ts()
