@@ -1,13 +1,17 @@
 """Button clicks: acknowledge first, then decide through storage or open a modal.
 
-Listeners run with ``process_before_response=True``: each calls ``ack()`` at once and
-hands the rest to ``Background``, so Slack's answer never waits for Redis or the Web API.
-Only the interrupt reference in the button and the clicking user's id are used; storage
-checks the rest, including that the click came from the message the interrupt was posted as.
+In HTTP mode ``bot/server.py`` answers a click itself and hands it to a ``ClickQueue``;
+in Socket Mode the Bolt listener below acks and does the same. Approve clicks are
+decided a few at a time by the queue's drainers, so a burst of clicks neither delays the
+next acks nor opens a Redis connection per click; modal buttons skip the queue because
+their ``trigger_id`` expires 3 s after the click. Only the interrupt reference in the
+button and the clicking user's id are used; storage checks the rest, including that the
+click came from the message the interrupt was posted as.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -34,22 +38,70 @@ _MODALS = {
     ids.REPLY: reply_modal,
     ids.FULL_ARGS: args_modal,
 }
+_DECISIONS = (ids.APPROVE, ids.TRUST)
+
+
+class ClickQueue:
+    """Clicks acknowledged but not yet handled, drained by at most ``drainers`` tasks.
+
+    Drainers are ``Background`` tasks that end when the queue is empty, so shutdown waits
+    for queued clicks like any other background work. ``accept`` waits only when ``limit``
+    clicks are already queued: the ack then slows down rather than a click being dropped.
+    """
+
+    def __init__(self, services: Services, *, drainers: int = 4, limit: int = 4096) -> None:
+        self._services = services
+        self._queue: asyncio.Queue[Click] = asyncio.Queue(limit)
+        self._drainers = drainers
+        self._running = 0
+
+    async def accept(self, click: Click) -> None:
+        """Queue a decision click; start a modal click's work at once."""
+        action = click.action.action_id
+        if action in _MODALS:
+            self._services.background.spawn(open_modal(self._services, click), name=action)
+        elif action in _DECISIONS:
+            await self._queue.put(click)
+            if self._running < self._drainers:
+                self._services.background.spawn(self._drain(), name="clicks")
+                self._running += 1
+
+    async def _drain(self) -> None:
+        try:
+            while True:
+                try:
+                    click = self._queue.get_nowait()
+                except asyncio.QueueEmpty:
+                    return
+                try:
+                    await decide_click(self._services, click)
+                except Exception:
+                    log.exception("click by %s on %s failed", click.user.id, click.action.value)
+        finally:
+            self._running -= 1
+
+
+def signoff_click(payload: dict[str, Any]) -> Click | None:
+    """The click in ``payload`` when it is a well-formed click on one of Signoff's buttons."""
+    if payload.get("type") != "block_actions":
+        return None
+    click = parse_click(payload)
+    if click is None or click.ref is None or click.action.action_id not in ids.BUTTONS:
+        return None
+    return click
 
 
 def listener(services: Services) -> Any:
-    """The Bolt action listener for every Signoff button."""
+    """The Bolt action listener for every Signoff button (Socket Mode's path)."""
+    queue = ClickQueue(services)
 
     async def on_click(ack: AsyncAck, body: dict[str, Any]) -> None:
         await ack()
-        click = parse_click(body)
-        if click is None or click.ref is None:
+        click = signoff_click(body)
+        if click is None:
             log.warning("ignored a malformed click payload")
             return
-        action = click.action.action_id
-        if action in (ids.APPROVE, ids.TRUST):
-            services.background.spawn(decide_click(services, click), name=f"click {action}")
-        elif action in _MODALS:
-            services.background.spawn(open_modal(services, click), name=f"modal {action}")
+        await queue.accept(click)
 
     return on_click
 

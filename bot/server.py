@@ -1,7 +1,9 @@
 """HTTP mode: ``/slack/events`` plus ``/healthz``, ``/readyz`` and ``/metrics`` on aiohttp.
 
-The events route checks the signature before anything else (401), refuses a body that is
-not a well-formed form or payload (400), then hands the request to Bolt. Its duration is
+The events route checks the signature before anything else (401) and refuses a body that
+is not a well-formed form or payload (400). A click on one of Signoff's buttons is then
+answered at once and queued (``ClickQueue``), without Bolt's middleware chain: the ack
+is the hot path of every decision. Everything else goes to Bolt. The route's duration is
 the ack latency the metrics report.
 """
 
@@ -12,6 +14,7 @@ import logging
 import time
 import urllib.parse
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response
@@ -21,6 +24,7 @@ from slack_sdk.signature import SignatureVerifier
 
 from storage.errors import StorageError
 
+from .clicks import ClickQueue, signoff_click
 from .services import Services
 
 log = logging.getLogger(__name__)
@@ -40,20 +44,27 @@ def web_app(
     """The aiohttp application serving Slack and the operator endpoints."""
     verifier = SignatureVerifier(signing_secret)
     metrics = services.metrics
+    clicks = ClickQueue(services)
 
     async def events(request: web.Request) -> web.Response:
         started = time.perf_counter()
         body = await request.text()
         if not verifier.is_valid_request(body, dict(request.headers)):
             return web.Response(status=401, text="invalid signature")
-        if not _well_formed(body, request.content_type):
+        well_formed, payload = _parse(body, request.content_type)
+        if not well_formed:
             return web.Response(status=400, text="malformed body")
-        bolt_request = AsyncBoltRequest(
-            body=body,
-            query=request.query_string,
-            headers=request.headers,  # type: ignore[arg-type]
-        )
-        response = await to_aiohttp_response(await app.async_dispatch(bolt_request))
+        click = signoff_click(payload) if payload is not None else None
+        if click is not None:
+            await clicks.accept(click)
+            response = web.Response()
+        else:
+            bolt_request = AsyncBoltRequest(
+                body=body,
+                query=request.query_string,
+                headers=request.headers,  # type: ignore[arg-type]
+            )
+            response = await to_aiohttp_response(await app.async_dispatch(bolt_request))
         metrics.ack.observe(time.perf_counter() - started)
         return response
 
@@ -91,21 +102,27 @@ async def _redis(services: Services) -> str | None:
     return None
 
 
-def _well_formed(body: str, content_type: str) -> bool:
-    """A JSON body (events), or a form whose ``payload``, if any, is a JSON object with a type."""
+def _parse(body: str, content_type: str) -> tuple[bool, dict[str, Any] | None]:
+    """Whether the body is well formed, and the interaction payload it carries, if any.
+
+    Well formed: a JSON object (events), or a form whose ``payload``, if any, is a JSON
+    object with a type.
+    """
     if content_type == "application/json":
         try:
-            return isinstance(json.loads(body), dict)
+            return isinstance(json.loads(body), dict), None
         except ValueError:
-            return False
+            return False, None
     try:
         form = urllib.parse.parse_qs(body, keep_blank_values=True, strict_parsing=bool(body))
     except ValueError:
-        return False
+        return False, None
     if "payload" not in form:
-        return "command" in form
+        return "command" in form, None
     try:
         payload = json.loads(form["payload"][0])
     except ValueError:
-        return False
-    return isinstance(payload, dict) and isinstance(payload.get("type"), str)
+        return False, None
+    if isinstance(payload, dict) and isinstance(payload.get("type"), str):
+        return True, payload
+    return False, None
