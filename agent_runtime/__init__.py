@@ -37,6 +37,7 @@ from .messages import Message, ToolCall, args_digest
 from .models import Model, ModelRequest, ModelResponse, OpenAIChatModel, ScriptedModel, ToolSpec
 from .policy import ApprovalRule
 from .results import AgentResult, StopReason, ToolResult
+from .resume import ContinueRun, RunInput
 from .run_events import (
     RunEvent,
     RunFinished,
@@ -45,8 +46,9 @@ from .run_events import (
     ToolCallFinished,
     ToolCallStarted,
 )
+from .runnable import Runnable, ThreadStatus
 from .session import InMemorySessionStore, SessionStore, Snapshot, StoredSession
-from .state import RunInfo
+from .state import RunInfo, RunStatus
 from .tools import Tool, ToolContext, interrupt_tool, tool
 from .workflow import NodeContext, Workflow
 
@@ -65,6 +67,7 @@ __all__ = [
     "BeforeNodeCall",
     "BeforeToolCall",
     "BeforeTools",
+    "ContinueRun",
     "Decision",
     "DecisionType",
     "HookEvent",
@@ -87,7 +90,10 @@ __all__ = [
     "RunEvent",
     "RunFinished",
     "RunInfo",
+    "RunInput",
     "RunStarted",
+    "RunStatus",
+    "Runnable",
     "ScriptedModel",
     "SessionStore",
     "Snapshot",
@@ -95,6 +101,7 @@ __all__ = [
     "StopReason",
     "StoredSession",
     "TextMessage",
+    "ThreadStatus",
     "Tool",
     "ToolCall",
     "ToolCallFinished",

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING
 
 from .asking import InterruptPoint
-from .errors import ModelError, ResumeError, ToolInputError
+from .errors import ModelError, ToolInputError
 from .events import (
     AfterInvocation,
     AfterModelCall,
@@ -31,7 +31,7 @@ from .interrupts import Interrupt, InterruptRequested, InterruptResponse
 from .messages import Message, ToolCall, new_id
 from .models.base import ModelRequest, ModelResponse
 from .results import AgentResult, StopReason, ToolResult
-from .resume import RunInput, apply_answers, parse_input
+from .resume import RunInput, begin, parse_input
 from .run_events import (
     RunEvent,
     RunFinished,
@@ -113,20 +113,7 @@ class Invocation:
         if stored is not None:
             self.state = RunState.from_snapshot(stored.snapshot)
             self.version = stored.version
-        parsed = parse_input(input)
-        if isinstance(parsed, str):
-            if self.state.status == "interrupted":
-                open_ids = [p.interrupt.id for p in self.state.pending]
-                raise ResumeError(
-                    f"thread {self.thread_id} is waiting on interrupts {open_ids}; "
-                    "answer them with InterruptResponse before sending a new prompt"
-                )
-            self.state.start_run()
-            return parsed, []
-        apply_answers(self.state, parsed, check_edit=self.agent.check_edit)
-        self.state.pending = []
-        self.state.status = "idle"
-        return None, parsed
+        return begin(self.state, parse_input(input), check_edit=self.agent.check_edit)
 
     async def _add_message(self, message: Message) -> None:
         self.state.messages.append(message)
@@ -279,8 +266,8 @@ class Invocation:
 
     async def _stop_for_humans(self) -> AgentResult:
         self.state.status = "interrupted"
+        result = self.state.last_result = self._result("interrupt", "waiting for a human decision")
         await self._save()
-        result = self._result("interrupt", "waiting for a human decision")
         await self.agent.hooks.emit(Interrupted(source=self.agent, run=self.info, result=result))
         return result
 
@@ -290,8 +277,9 @@ class Invocation:
         self.state.batch_results = {}
         self.state.answers = {}
         self.state.trusts.end_run(self.state.run_id)
+        result = self.state.last_result = self._result(stop_reason, message)
         await self._save()
-        return self._result(stop_reason, message)
+        return result
 
     def _result(self, stop_reason: StopReason, message: str) -> AgentResult:
         return AgentResult(

@@ -52,3 +52,13 @@ class AgentResult:
             "run_id": self.run_id,
             "interrupts": [i.to_dict() for i in self.interrupts],
         }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, JSONValue]) -> AgentResult:
+        return cls(
+            stop_reason=data["stop_reason"],
+            message=str(data["message"]),
+            thread_id=str(data["thread_id"]),
+            run_id=str(data["run_id"]),
+            interrupts=tuple(Interrupt.from_dict(i) for i in data.get("interrupts") or ()),
+        )

@@ -3,21 +3,35 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 from .errors import ResumeError
 from .interrupts import Decision, InterruptResponse
 from .messages import JSONValue, ToolCall
 from .state import Answer, RunState
 
-RunInput = str | InterruptResponse | Sequence[InterruptResponse] | Mapping[str, JSONValue]
-"""A prompt starts a run; interrupt responses (or ``{interrupt_id: answer}``) resume one."""
+
+@dataclass(frozen=True)
+class ContinueRun:
+    """Input that continues a run cut off mid-step (its process died) from its last checkpoint.
+
+    Steps after the checkpoint run again: a tool call whose result was not saved yet runs
+    a second time.
+    """
+
+
+RunInput = (
+    str | InterruptResponse | Sequence[InterruptResponse] | Mapping[str, JSONValue] | ContinueRun
+)
+"""A prompt starts a run; interrupt responses (or ``{interrupt_id: answer}``) resume one;
+``ContinueRun()`` continues one whose process died."""
 
 EditCheck = Callable[[ToolCall, dict[str, JSONValue]], None]
 
 
-def parse_input(value: RunInput) -> str | list[InterruptResponse]:
-    """Normalise what ``invoke`` was given into a prompt or a list of responses."""
-    if isinstance(value, str):
+def parse_input(value: RunInput) -> str | ContinueRun | list[InterruptResponse]:
+    """Normalise what ``invoke`` was given into a prompt, a continue, or a list of responses."""
+    if isinstance(value, str | ContinueRun):
         return value
     if isinstance(value, InterruptResponse):
         return [value]
@@ -36,6 +50,38 @@ def parse_input(value: RunInput) -> str | list[InterruptResponse]:
             responses.append(item)
         return responses
     raise ResumeError(f"cannot run with input of type {type(value).__name__}")
+
+
+def begin(
+    state: RunState, parsed: str | ContinueRun | list[InterruptResponse], *, check_edit: EditCheck
+) -> tuple[str | None, list[InterruptResponse]]:
+    """Start, continue or resume the loaded run; returns the prompt and the answers applied.
+
+    Bad input raises ``ResumeError`` before anything changes.
+    """
+    if isinstance(parsed, ContinueRun):
+        if state.status != "running":
+            raise ResumeError(f"thread {state.thread_id} has no run in progress to continue")
+        return None, []
+    if isinstance(parsed, str):
+        if state.status == "interrupted":
+            open_ids = [p.interrupt.id for p in state.pending]
+            raise ResumeError(
+                f"thread {state.thread_id} is waiting on interrupts {open_ids}; "
+                "answer them with InterruptResponse before sending a new prompt"
+            )
+        if state.status == "running":
+            raise ResumeError(
+                f"a run is in progress on thread {state.thread_id}; "
+                "if its process died, continue it with ContinueRun()"
+            )
+        state.start_run()
+        state.status = "running"
+        return parsed, []
+    apply_answers(state, parsed, check_edit=check_edit)
+    state.pending = []
+    state.status = "running"
+    return None, parsed
 
 
 def apply_answers(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from .interrupts import Interrupt
@@ -11,7 +12,7 @@ from .results import AgentResult
 from .resume import RunInput
 from .run_events import RunEvent, RunFinished
 from .session import SessionStore
-from .state import RunState
+from .state import RunState, RunStatus
 
 
 class Runnable(ABC):
@@ -32,15 +33,41 @@ class Runnable(ABC):
         assert result is not None, "every run ends with RunFinished"
         return result
 
-    async def open_interrupts(self, thread_id: str) -> list[Interrupt]:
-        """The interrupts the thread waits on now, read from its stored snapshot."""
+    async def thread_status(self, thread_id: str) -> ThreadStatus | None:
+        """Where the thread stands, read from its stored snapshot; None for an unknown thread."""
         stored = await self.session_store.load(thread_id)
         if stored is None:
-            return []
+            return None
         state = RunState.from_snapshot(stored.snapshot)
-        if state.status != "interrupted":
-            return []
-        return [pending.interrupt for pending in state.pending]
+        return ThreadStatus(
+            thread_id=thread_id,
+            run_id=state.run_id,
+            status=state.status,
+            version=stored.version,
+            interrupts=tuple(p.interrupt for p in state.pending)
+            if state.status == "interrupted"
+            else (),
+            last_result=state.last_result,
+        )
+
+    async def open_interrupts(self, thread_id: str) -> list[Interrupt]:
+        """The interrupts the thread waits on now."""
+        status = await self.thread_status(thread_id)
+        return list(status.interrupts) if status else []
+
+
+@dataclass(frozen=True, kw_only=True)
+class ThreadStatus:
+    """A thread as stored: ``running`` means a run stopped between checkpoints (its process
+    may have died: ``ContinueRun()`` continues it); ``last_result`` is how the last stop ended.
+    """
+
+    thread_id: str
+    run_id: str
+    status: RunStatus
+    version: int
+    interrupts: tuple[Interrupt, ...]
+    last_result: AgentResult | None
 
 
 def next_input(value: str | Sequence[Any] | None) -> RunInput | None:

@@ -7,12 +7,14 @@ from typing import Literal
 
 from .interrupts import Interrupt, InterruptResponse
 from .messages import JSONValue, Message, ToolCall, new_id
-from .results import ToolResult
+from .results import AgentResult, ToolResult
 from .session import Snapshot
 from .trust import Trust, TrustLedger
 
 SNAPSHOT_FORMAT = 1
-RunStatus = Literal["idle", "interrupted"]
+RunStatus = Literal["idle", "running", "interrupted"]
+"""idle: no run, or the last one ended; running: a run is between checkpoints; interrupted:
+waiting on humans."""
 
 
 @dataclass(kw_only=True)
@@ -61,6 +63,7 @@ class RunState:
     answers: dict[str, Answer] = field(default_factory=dict)
     app_state: dict[str, JSONValue] = field(default_factory=dict)
     trusts: TrustLedger = field(default_factory=TrustLedger)
+    last_result: AgentResult | None = None
 
     def start_run(self) -> None:
         """Begin a new run on this thread (a new prompt, not a resume)."""
@@ -103,6 +106,7 @@ class RunState:
             },
             "app_state": self.app_state,
             "trusts": [t.to_dict() for t in self.trusts.trusts],
+            "last_result": self.last_result.to_dict() if self.last_result else None,
         }
 
     @classmethod
@@ -130,4 +134,7 @@ class RunState:
             },
             app_state=dict(data.get("app_state") or {}),
             trusts=TrustLedger([Trust.from_dict(t) for t in data.get("trusts") or ()]),
+            last_result=AgentResult.from_dict(data["last_result"])
+            if data.get("last_result")
+            else None,
         )

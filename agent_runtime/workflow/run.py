@@ -19,7 +19,7 @@ from ..events import AfterInvocation, AfterNodeCall, BeforeInvocation, BeforeNod
 from ..interrupts import Interrupt, InterruptRequested, InterruptResponse
 from ..messages import JSONValue, ToolCall, new_id
 from ..results import AgentResult, StopReason
-from ..resume import RunInput, apply_answers, parse_input
+from ..resume import ContinueRun, RunInput, begin, parse_input
 from ..run_events import RunEvent, RunFinished, RunStarted, TextMessage
 from ..state import PendingInterrupt, RunState
 from .context import NodeContext, NodeFunction, as_text, node_call
@@ -42,6 +42,7 @@ class WorkflowRun:
         self.info = self.state.run.run_info()
         self.result: AgentResult | None = None
         self.agent_answers: list[InterruptResponse] = []
+        self.continuing = False
         self.resume_with: str | Sequence[InterruptResponse] | None = None
 
     async def run(self, input: RunInput) -> AsyncIterator[RunEvent]:
@@ -80,25 +81,16 @@ class WorkflowRun:
             )
         run = self.state.run
         parsed = parse_input(input)
-        if isinstance(parsed, str):
-            if run.status == "interrupted":
-                open_ids = [p.interrupt.id for p in run.pending]
-                raise ResumeError(
-                    f"thread {self.thread_id} is waiting on interrupts {open_ids}; "
-                    "answer them with InterruptResponse before sending a new prompt"
-                )
-            run.start_run()
-            self.state.node = self.workflow.start
-            self.state.input = parsed
-            return parsed, []
+        self.continuing = isinstance(parsed, ContinueRun)
         agent_ids = {p.interrupt.id for p in run.pending if p.source_id == self.state.agent_source}
-        apply_answers(run, parsed, check_edit=self._check_edit)
+        prompt, responses = begin(run, parsed, check_edit=self._check_edit)
+        if prompt is not None:
+            self.state.node = self.workflow.start
+            self.state.input = prompt
         self.agent_answers = [
-            run.answers[r.interrupt_id].response for r in parsed if r.interrupt_id in agent_ids
+            run.answers[r.interrupt_id].response for r in responses if r.interrupt_id in agent_ids
         ]
-        run.pending = []
-        run.status = "idle"
-        return None, parsed
+        return prompt, responses
 
     def _check_edit(self, call: ToolCall, args: dict[str, JSONValue]) -> None:
         """Refuse edited arguments the node (or the agent's tool) cannot take."""
@@ -120,8 +112,8 @@ class WorkflowRun:
         node = self.workflow.nodes[name]
         if isinstance(node, Agent):
             finished: AgentResult | None = None
-            agent_input = self.agent_answers or as_text(before.input)
             thread_id = f"{self.thread_id}/{self.state.node_id}"
+            agent_input = await self._agent_input(node, thread_id, before.input)
             async for event in node.stream(agent_input, thread_id=thread_id):
                 if isinstance(event, RunFinished):
                     finished = event.result
@@ -135,6 +127,16 @@ class WorkflowRun:
                 yield TextMessage(message_id=new_id("msg"), text=output)
         if self.result is None:
             await self._complete(name, output)
+
+    async def _agent_input(self, agent: Agent, thread_id: str, node_input: JSONValue) -> RunInput:
+        """Answers for the agent's interrupts, a continue of its cut-off run, or a prompt."""
+        if self.agent_answers:
+            return self.agent_answers
+        if self.continuing:
+            status = await agent.thread_status(thread_id)
+            if status is not None and status.status == "running":
+                return ContinueRun()
+        return as_text(node_input)
 
     async def _before(self, name: str) -> BeforeNodeCall | None:
         """Emit BeforeNodeCall; None when a hook interrupted or cancelled the node."""
@@ -205,6 +207,7 @@ class WorkflowRun:
         run.steps += 1
         run.answers = {}
         self.agent_answers = []
+        self.continuing = False
         self.state.node = self.workflow.next_node(name, output)
         self.state.input = output
         await self._save()
@@ -218,8 +221,8 @@ class WorkflowRun:
         run = self.state.run
         run.pending = [PendingInterrupt(source_id=source_id, interrupt=i) for i in interrupts]
         run.status = "interrupted"
+        result = run.last_result = self._result("interrupt", "waiting for a human decision")
         await self._save()
-        result = self._result("interrupt", "waiting for a human decision")
         await self.workflow.hooks.emit(
             Interrupted(source=self.workflow, run=self.info, result=result)
         )
@@ -231,8 +234,9 @@ class WorkflowRun:
         run.answers = {}
         run.trusts.end_run(run.run_id)
         self.state.node = None
+        result = run.last_result = self._result(stop_reason, message)
         await self._save()
-        return self._result(stop_reason, message)
+        return result
 
     def _result(self, stop_reason: StopReason, message: str) -> AgentResult:
         return AgentResult(

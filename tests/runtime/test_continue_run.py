@@ -1,0 +1,104 @@
+"""A run whose process died between checkpoints continues from the last one."""
+
+import pytest
+
+from agent_runtime import (
+    Agent,
+    ContinueRun,
+    InMemorySessionStore,
+    ResumeError,
+    ScriptedModel,
+    Snapshot,
+    ToolCall,
+    Workflow,
+    tool,
+)
+from agent_runtime.workflow import NodeContext
+
+
+class ProcessDied(Exception):
+    """Stands for the process being killed at a save."""
+
+
+class DyingStore(InMemorySessionStore):
+    """Saves normally, then 'dies' at save number ``die_at`` (that save is lost)."""
+
+    def __init__(self, die_at: int) -> None:
+        super().__init__()
+        self.saves = 0
+        self.die_at = die_at
+
+    async def save(self, thread_id: str, snapshot: Snapshot, *, expected_version: int) -> int:
+        self.saves += 1
+        if self.saves == self.die_at:
+            raise ProcessDied
+        return await super().save(thread_id, snapshot, expected_version=expected_version)
+
+
+def stepping_agent(runs: list[int], store: InMemorySessionStore, turns) -> Agent:
+    @tool
+    def step(n: int) -> str:
+        """Do one step."""
+        runs.append(n)
+        return f"step {n} done"
+
+    return Agent(model=ScriptedModel(turns), tools=[step], session_store=store)
+
+
+async def test_a_run_cut_off_mid_way_continues_from_its_last_checkpoint():
+    runs: list[int] = []
+    store = DyingStore(die_at=3)  # saves: turn 1, batch 1, [turn 2 is lost]
+    first_turns = [[ToolCall(name="step", args={"n": 1})], [ToolCall(name="step", args={"n": 2})]]
+    with pytest.raises(ProcessDied):
+        await stepping_agent(runs, store, first_turns).invoke("go", thread_id="t")
+    status = await stepping_agent(runs, store, []).thread_status("t")
+    assert status is not None and status.status == "running"
+
+    later_turns = [[ToolCall(name="step", args={"n": 2})], "all done"]
+    survivor = stepping_agent(runs, store, later_turns)
+    result = await survivor.invoke(ContinueRun(), thread_id="t")
+    assert result.stop_reason == "end_turn" and result.message == "all done"
+    assert runs == [1, 2]  # step 1 ran once; the continued run picked up after it
+    final = await survivor.thread_status("t")
+    assert final is not None and final.status == "idle" and final.last_result == result
+
+
+async def test_continue_is_refused_when_no_run_is_in_progress():
+    agent = stepping_agent([], InMemorySessionStore(), ["hello"])
+    await agent.invoke("hi", thread_id="t")
+    with pytest.raises(ResumeError, match="no run in progress"):
+        await agent.invoke(ContinueRun(), thread_id="t")
+
+
+async def test_a_new_prompt_is_refused_while_a_cut_off_run_is_in_progress():
+    store = DyingStore(die_at=2)
+    agent = stepping_agent([], store, [[ToolCall(name="step", args={"n": 1})]])
+    with pytest.raises(ProcessDied):
+        await agent.invoke("go", thread_id="t")
+    with pytest.raises(ResumeError, match="in progress"):
+        await agent.invoke("another prompt", thread_id="t")
+
+
+async def test_a_workflow_cut_off_between_nodes_continues_at_the_next_node():
+    ran: list[str] = []
+
+    def node(name: str):
+        async def run(context: NodeContext) -> str:
+            ran.append(name)
+            return f"{name} done"
+
+        return run
+
+    def workflow(store: InMemorySessionStore) -> Workflow:
+        return Workflow(
+            nodes={"inspect": node("inspect"), "delete": node("delete"), "report": node("report")},
+            session_store=store,
+        )
+
+    store = DyingStore(die_at=2)  # the save after "delete" is lost
+    with pytest.raises(ProcessDied):
+        await workflow(store).invoke("go", thread_id="t")
+    result = await workflow(store).invoke(ContinueRun(), thread_id="t")
+    assert result.stop_reason == "end_turn" and result.message == "report done"
+    # "delete" ran again: its completion was never saved. "inspect" did not.
+    assert ran == ["inspect", "delete", "delete", "report"]
