@@ -31,9 +31,10 @@ SAMPLES = (
 
 
 def old_files(scratch: Path, days: int) -> list[str]:
-    """Files under ``scratch`` last modified more than ``days`` days ago, sorted."""
+    """Files under ``scratch`` last modified more than ``days`` days ago, relative to it."""
     cutoff = time.time() - days * DAY
-    return sorted(str(p) for p in scratch.rglob("*") if p.is_file() and p.stat().st_mtime < cutoff)
+    found = [p for p in scratch.rglob("*") if p.is_file() and p.stat().st_mtime < cutoff]
+    return sorted(str(p.relative_to(scratch)) for p in found)
 
 
 def top_up(scratch: Path) -> None:
@@ -52,19 +53,19 @@ def _tools(scratch: Path) -> list[Tool]:
     root = scratch.resolve()
 
     @tool
-    def find_old_files(directory: str, days: int) -> list[str]:
-        """List the files under ``directory`` last modified more than ``days`` days ago."""
-        return old_files(Path(directory), days)
+    def find_old_files(days: int) -> list[str]:
+        """List the scratch directory's files last modified more than ``days`` days ago."""
+        return old_files(root, days)
 
     @tool
     def delete_files(paths: list[str]) -> str:
-        """Delete the given files (only inside the scratch directory)."""
+        """Delete the given files, relative to the scratch directory (and only inside it)."""
         deleted, refused = 0, []
-        for path in map(Path, paths):
-            if not path.resolve().is_relative_to(root):
-                refused.append(str(path))
-                continue
-            if path.is_file():
+        for name in paths:
+            path = (root / name).resolve()
+            if not path.is_relative_to(root):
+                refused.append(name)
+            elif path.is_file():
                 path.unlink()
                 deleted += 1
         summary = f"deleted {deleted} file(s)"
@@ -87,13 +88,12 @@ def _summary(messages: Sequence[Message]) -> str:
     return f"Cleanup finished: {result}."
 
 
-def _describe(call: ToolCall) -> str:
-    count = len(call.args.get("paths") or [])
-    return f"Delete {count} file(s) older than {OLDER_THAN_DAYS} days from the scratch directory"
-
-
 def file_cleanup(scratch: Path) -> AgentFactory:
     """How the bot builds the agent over its session store, working in ``scratch``."""
+
+    def describe(call: ToolCall) -> str:
+        count = len(call.args.get("paths") or [])
+        return f"Delete {count} file(s) older than {OLDER_THAN_DAYS} days from {scratch}"
 
     def build(store: SessionStore) -> Agent:
         def refill(event: BeforeInvocation) -> None:
@@ -102,12 +102,7 @@ def file_cleanup(scratch: Path) -> AgentFactory:
 
         model = ConversationScript(
             [
-                [
-                    ToolCall(
-                        name="find_old_files",
-                        args={"directory": str(scratch), "days": OLDER_THAN_DAYS},
-                    )
-                ],
+                [ToolCall(name="find_old_files", args={"days": OLDER_THAN_DAYS})],
                 _delete_or_stop,
                 _summary,
             ]
@@ -116,7 +111,7 @@ def file_cleanup(scratch: Path) -> AgentFactory:
             model=model,
             tools=_tools(scratch),
             hooks=[refill],
-            interrupt_on={"delete_files": {"description": _describe}},
+            interrupt_on={"delete_files": {"description": describe}},
             session_store=store,
             system_prompt=f"You delete files older than {OLDER_THAN_DAYS} days.",
             name="file-cleanup",

@@ -41,8 +41,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     return report
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
+    """Chromium for one test module: Playwright's sync API keeps an event loop running
+    while it is open, which must be gone before any asyncio test runs."""
     if not CHROMIUM.exists():
         pytest.fail(
             f"{CHROMIUM} is missing: the browser tests need Debian's chromium "

@@ -1,0 +1,138 @@
+"""``python -m demo`` as a user runs it, driven over the sandbox's HTTP interface.
+
+One approval goes through to the end; Ctrl-C stops everything at once with exit code 0;
+a restart on the same data directory still shows what was pending, and it can be approved.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from demo_process import DemoProcess
+
+from sandbox import SandboxClient
+
+ALICE, BOB, CAROL, DAVE = "U0ALICE", "U0BOB", "U0CAROL", "U0DAVE"
+GENERAL, OPS = "C0GENERAL", "C0OPS"
+APPROVE = "signoff.approve"
+State = dict[str, Any]
+
+
+def _button(message: State, action_id: str) -> State | None:
+    for block in message.get("blocks") or []:
+        for element in block.get("elements") or []:
+            if block["type"] == "actions" and element.get("action_id") == action_id:
+                return {"block_id": block["block_id"], "action_id": action_id}
+    return None
+
+
+def _headed(header: str, *, pending: bool) -> Callable[[State], State | None]:
+    """A probe for the latest message under ``header``, with or without its buttons."""
+
+    def probe(state: State) -> State | None:
+        for message in reversed(state.get("messages") or []):
+            heads = [
+                b["text"]["text"] for b in message.get("blocks") or [] if b["type"] == "header"
+            ]
+            if any(header in h for h in heads) and bool(_button(message, APPROVE)) == pending:
+                return message
+        return None
+
+    return probe
+
+
+def _thread_says(text: str) -> Callable[[State], bool]:
+    return lambda state: any(text in m["text"] for m in state.get("thread") or [])
+
+
+async def _approve(slack: SandboxClient, user: str, channel: str, message: State) -> State:
+    button = _button(message, APPROVE)
+    assert button is not None, message
+    return await slack.click(user, channel=channel, message_ts=message["ts"], **button)
+
+
+async def _start(data_dir: Path) -> DemoProcess:
+    return await asyncio.to_thread(DemoProcess.start, data_dir)
+
+
+async def _stop(demo: DemoProcess) -> float:
+    code, seconds, stderr = await asyncio.to_thread(demo.stop)
+    assert code == 0, stderr
+    assert "Traceback" not in stderr, stderr
+    return seconds
+
+
+async def test_demo_approves_then_restarts_with_what_was_pending(tmp_path: Path) -> None:
+    data_dir = tmp_path / "demo"
+    first = await _start(data_dir)
+    async with SandboxClient(first.url) as slack:
+        await slack.command(ALICE, channel=GENERAL, command="/signoff", text="run file-cleanup")
+        cleanup = await slack.wait_for(
+            BOB, _headed("Approval needed: delete_files", pending=True), channel=GENERAL
+        )
+        await _approve(slack, BOB, GENERAL, cleanup)
+        await slack.wait_for(
+            BOB, _thread_says("Finished: Cleanup finished"), channel=GENERAL, thread=cleanup["ts"]
+        )
+
+        await slack.command(CAROL, channel=GENERAL, command="/signoff", text="run email")
+        email = await slack.wait_for(
+            CAROL, _headed("Approval needed: send_email", pending=True), channel=GENERAL
+        )
+    assert await _stop(first) < 5.0
+
+    second = await _start(data_dir)
+    async with SandboxClient(second.url) as slack:
+        state = await slack.state(CAROL, channel=GENERAL)
+        left = _headed("Approval needed: send_email", pending=True)(state)
+        assert left is not None and left["ts"] == email["ts"]
+        done = _headed("Approved: delete_files", pending=False)(state)
+        assert done is not None and done["ts"] == cleanup["ts"]
+
+        await _approve(slack, CAROL, GENERAL, left)
+        await slack.wait_for(
+            CAROL, _thread_says("Finished: Done: sent"), channel=GENERAL, thread=email["ts"]
+        )
+        assert _headed("Approved: send_email", pending=False)(
+            await slack.state(CAROL, channel=GENERAL)
+        )
+    await _stop(second)
+
+
+async def test_oncall_cleanup_waits_for_two_oncall_approvals(tmp_path: Path) -> None:
+    demo = await _start(tmp_path / "demo")
+    async with SandboxClient(demo.url) as slack:
+        await slack.command(DAVE, channel=GENERAL, command="/signoff", text="run oncall-cleanup")
+        request = await slack.wait_for(
+            ALICE, _headed("Approval needed: delete_volumes", pending=True), channel=OPS
+        )
+        assert "Delete 3 unattached volume(s), 420 GB" in str(request["blocks"])
+
+        await _approve(slack, DAVE, OPS, request)  # asked for it, and not on call
+        await _approve(slack, ALICE, OPS, request)
+        await _approve(slack, ALICE, OPS, request)  # her vote counts once
+        for user, why in (
+            (DAVE, "not among the approvers"),
+            (ALICE, "already counted (1 of 2)"),
+        ):
+            await slack.wait_for(
+                user,
+                lambda s, why=why: any(why in e["text"] for e in s["ephemerals"]),
+                channel=OPS,
+            )
+
+        await _approve(slack, BOB, OPS, request)
+        await slack.wait_for(
+            ALICE,
+            _thread_says("Finished: Deleted 3 stale volume(s) in eu-west-1"),
+            channel=OPS,
+            thread=request["ts"],
+        )
+        decided = await slack.wait_for(
+            ALICE, _headed("Approved: delete_volumes", pending=False), channel=OPS
+        )
+        assert "Approved by <@U0ALICE>, <@U0BOB>" in str(decided["blocks"])
+    await _stop(demo)
