@@ -1,4 +1,4 @@
-"""A worker killed after the agent saved its snapshot, before the bot stored and posted what
+"""A worker killed after the agent saved a checkpoint, before the bot stored and posted what
 came next: another worker catches the run up exactly once instead of failing forever."""
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from harness import ALICE, Harness
 
 from agent_runtime.session import SessionStore, Snapshot, StoredSession
 from bot import ids
-from bot.recovery import LOST_RESULT
 
 
 class WorkerKilled(Exception):
@@ -100,8 +99,27 @@ async def test_a_run_that_ended_before_the_worker_died_is_reported_once(make_bot
     assert not any(t.startswith("Finished") for t in first.thread())
 
     second: Harness = await make_bot(workers=1, reclaim_after=0.05)
-    assert await second.finished() == LOST_RESULT
+    assert await second.finished() == "Finished: done: deleted 2 file(s)"
     await second.loops.stop()
-    assert [t for t in second.thread() if t.startswith("Finished")] == [LOST_RESULT]
+    assert [t for t in second.thread() if t.startswith("Finished")] == [
+        "Finished: done: deleted 2 file(s)"
+    ]
     assert second.tool_log.calls == []
+    assert await second.services.storage.resume.pending_count() == 0
+
+
+async def test_a_run_cut_off_mid_way_is_continued_from_its_checkpoint(make_bot: Any) -> None:
+    first: Harness = await make_bot()
+    value = await first.start()
+
+    def tool_result_saved(snap: Snapshot) -> bool:
+        return snap["status"] == "running" and any(m["role"] == "tool" for m in snap["messages"])
+
+    await _kill_first_worker(first, value, tool_result_saved)
+    assert first.tool_log.calls == [{"paths": ["/tmp/a", "/tmp/b"]}]
+
+    second: Harness = await make_bot(workers=1, reclaim_after=0.05)
+    assert await second.finished() == "Finished: done: deleted 2 file(s)"
+    await second.loops.stop()
+    assert second.tool_log.calls == []  # the tool's saved result is not redone
     assert await second.services.storage.resume.pending_count() == 0
