@@ -265,27 +265,12 @@ class Invocation:
         return after.result
 
     async def _stop_for_humans(self) -> AgentResult:
-        self.state.status = "interrupted"
-        result = self.state.last_result = self._result("interrupt", "waiting for a human decision")
+        result = self.state.wait_for_humans()
         await self._save()
         await self.agent.hooks.emit(Interrupted(source=self.agent, run=self.info, result=result))
         return result
 
     async def _finish(self, stop_reason: StopReason, message: str) -> AgentResult:
-        self.state.status = "idle"
-        self.state.batch = None
-        self.state.batch_results = {}
-        self.state.answers = {}
-        self.state.trusts.end_run(self.state.run_id)
-        result = self.state.last_result = self._result(stop_reason, message)
+        result = self.state.end_run(stop_reason, message)
         await self._save()
         return result
-
-    def _result(self, stop_reason: StopReason, message: str) -> AgentResult:
-        return AgentResult(
-            stop_reason=stop_reason,
-            message=message,
-            thread_id=self.thread_id,
-            run_id=self.state.run_id,
-            interrupts=tuple(p.interrupt for p in self.state.pending),
-        )

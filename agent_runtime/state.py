@@ -7,7 +7,7 @@ from typing import Literal
 
 from .interrupts import Interrupt, InterruptResponse
 from .messages import JSONValue, Message, ToolCall, new_id
-from .results import AgentResult, ToolResult
+from .results import AgentResult, StopReason, ToolResult
 from .session import Snapshot
 from .trust import Trust, TrustLedger
 
@@ -80,6 +80,30 @@ class RunState:
         return RunInfo(
             thread_id=self.thread_id, run_id=self.run_id, state=self.app_state, trusts=self.trusts
         )
+
+    def wait_for_humans(self) -> AgentResult:
+        """Stop the run on its pending interrupts; returns (and keeps) the result."""
+        self.status = "interrupted"
+        return self._keep_result("interrupt", "waiting for a human decision")
+
+    def end_run(self, stop_reason: StopReason, message: str) -> AgentResult:
+        """End the run: forget its answers, batch and run-scoped trusts; returns the result."""
+        self.status = "idle"
+        self.batch = None
+        self.batch_results = {}
+        self.answers = {}
+        self.trusts.end_run(self.run_id)
+        return self._keep_result(stop_reason, message)
+
+    def _keep_result(self, stop_reason: StopReason, message: str) -> AgentResult:
+        self.last_result = AgentResult(
+            stop_reason=stop_reason,
+            message=message,
+            thread_id=self.thread_id,
+            run_id=self.run_id,
+            interrupts=tuple(p.interrupt for p in self.pending),
+        )
+        return self.last_result
 
     def responses(self) -> dict[str, InterruptResponse]:
         return {iid: answer.response for iid, answer in self.answers.items()}

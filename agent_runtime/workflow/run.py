@@ -220,8 +220,7 @@ class WorkflowRun:
     async def _stop_for_humans(self, source_id: str, interrupts: list[Interrupt]) -> AgentResult:
         run = self.state.run
         run.pending = [PendingInterrupt(source_id=source_id, interrupt=i) for i in interrupts]
-        run.status = "interrupted"
-        result = run.last_result = self._result("interrupt", "waiting for a human decision")
+        result = run.wait_for_humans()
         await self._save()
         await self.workflow.hooks.emit(
             Interrupted(source=self.workflow, run=self.info, result=result)
@@ -229,20 +228,7 @@ class WorkflowRun:
         return result
 
     async def _finish(self, stop_reason: StopReason, message: str) -> AgentResult:
-        run = self.state.run
-        run.status = "idle"
-        run.answers = {}
-        run.trusts.end_run(run.run_id)
+        result = self.state.run.end_run(stop_reason, message)
         self.state.node = None
-        result = run.last_result = self._result(stop_reason, message)
         await self._save()
         return result
-
-    def _result(self, stop_reason: StopReason, message: str) -> AgentResult:
-        return AgentResult(
-            stop_reason=stop_reason,
-            message=message,
-            thread_id=self.thread_id,
-            run_id=self.state.run.run_id,
-            interrupts=tuple(p.interrupt for p in self.state.run.pending),
-        )
