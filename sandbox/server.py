@@ -155,6 +155,8 @@ class Sandbox:
 
     async def _on_shutdown(self, _: web.Application) -> None:
         await self._hub.close()
+        # Answer the pages' long polls now, so stopping never waits out shutdown_timeout.
+        self.workspace.touch()
 
     async def start(self) -> None:
         """Listen (on a free port unless one was given) and start delivering."""
