@@ -15,6 +15,7 @@ from bot.errors import BotError
 from sandbox import SandboxError
 from storage.errors import StorageError
 
+from .errors import DemoError
 from .stack import DemoStack, default_data_dir
 
 
@@ -64,9 +65,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         asyncio.run(_run(options))
-    except (BotError, SandboxError, StorageError, OSError) as exc:
+    except (DemoError, BotError, SandboxError, StorageError, OSError) as exc:
         print(f"demo: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C while starting: everything started is stopped
+        return 130
     return 0
 
 

@@ -9,6 +9,7 @@ files. So a restart shows what was left pending, and it can still be decided.
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import logging
 import os
 from pathlib import Path
@@ -28,6 +29,7 @@ from storage import Storage, connect
 from storage.embedded import EmbeddedRedis
 
 from .agents import check_workspace, demo_agents
+from .errors import DemoError
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +67,7 @@ class DemoStack:
         self._services: Services | None = None
         self._runner: web.AppRunner | None = None
         self._loops: Loops | None = None
+        self._lock: int | None = None
 
     @property
     def url(self) -> str:
@@ -73,7 +76,7 @@ class DemoStack:
 
     async def start(self) -> None:
         """Start Redis and the sandbox side by side, then the bot, then point Slack at it."""
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._take_lock()
         # Valkey boots in its own process; wait for it in a thread while the sandbox starts.
         redis_url = asyncio.ensure_future(asyncio.to_thread(self._redis.start))
         try:
@@ -101,6 +104,19 @@ class DemoStack:
         await self._welcome()
         log.info("demo ready at %s (bot at %s)", self.url, self.sandbox.request_url)
 
+    def _take_lock(self) -> None:
+        """One demo per data directory: two would share (and corrupt) one Redis file."""
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.data_dir / "demo.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise DemoError(
+                f"another demo is running on {self.data_dir}; stop it, or pass --data-dir"
+            ) from None
+        self._lock = fd
+
     async def _welcome(self) -> None:
         """Greet a new workspace once, from the bot, with what to try."""
         assert self._services is not None
@@ -122,6 +138,9 @@ class DemoStack:
         if self._storage is not None:
             await self._storage.close()
         self._redis.stop()
+        if self._lock is not None:
+            os.close(self._lock)  # closing the file releases the lock
+            self._lock = None
 
     async def __aenter__(self) -> DemoStack:
         try:

@@ -7,11 +7,12 @@ a restart on the same data directory still shows what was pending, and it can be
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from demo_process import DemoProcess
+from demo_process import ROOT, DemoProcess
 
 from sandbox import SandboxClient
 
@@ -82,7 +83,11 @@ async def test_demo_approves_then_restarts_with_what_was_pending(tmp_path: Path)
         email = await slack.wait_for(
             CAROL, _headed("Approval needed: send_email", pending=True), channel=GENERAL
         )
-    assert await _stop(first) < 5.0
+        # Stop while a page is open (a long poll is waiting), as a person would.
+        version = (await slack.state(CAROL))["version"]
+        page = asyncio.ensure_future(slack.state(CAROL, since=version))
+        assert await _stop(first) < 5.0
+        await asyncio.gather(page, return_exceptions=True)
 
     second = await _start(data_dir)
     async with SandboxClient(second.url) as slack:
@@ -135,4 +140,18 @@ async def test_oncall_cleanup_waits_for_two_oncall_approvals(tmp_path: Path) -> 
             ALICE, _headed("Approved: delete_volumes", pending=False), channel=OPS
         )
         assert "Approved by <@U0ALICE>, <@U0BOB>" in str(decided["blocks"])
+    await _stop(demo)
+
+
+async def test_a_second_demo_on_the_same_data_dir_refuses_to_start(tmp_path: Path) -> None:
+    demo = await _start(tmp_path / "demo")
+    second = await asyncio.create_subprocess_exec(
+        *(sys.executable, "-m", "demo", "--no-browser", "--data-dir", str(demo.data_dir)),
+        cwd=ROOT,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    _, stderr = await second.communicate()
+    assert second.returncode == 2
+    assert f"another demo is running on {demo.data_dir}" in stderr.decode()
     await _stop(demo)
