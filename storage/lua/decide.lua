@@ -2,12 +2,21 @@
 -- ARGV: 1 record id, 2 user, 3 decision type, 4 decision json, 5 vote json, 6 args digest,
 --       7 now, 8 channel ('' = not checked), 9 message ts, 10 retention ms,
 --       11 resume stream maxlen, 12 audit maxlen.
--- Returns {status, reason, job id, record hash...}; status is recorded|progress|refused.
+-- Returns {status, reason, job id, record as a JSON object}; status is recorded|progress|refused.
 local key = KEYS[1]
 local rid, user, dtype = ARGV[1], ARGV[2], ARGV[3]
 local now = ARGV[7]
 if redis.call('EXISTS', key) == 0 then return {'refused', 'unknown', ''} end
-local function refuse(reason) return with_record({'refused', reason, ''}) end
+
+-- The record travels as one JSON string: the client reads one reply instead of the
+-- flat HGETALL list's fifty, which was most of a click's cost on the bot's side.
+local function with_json_record(result)
+  local flat, record = redis.call('HGETALL', key), {}
+  for i = 1, #flat, 2 do record[flat[i]] = flat[i + 1] end
+  result[#result + 1] = cjson.encode(record)
+  return result
+end
+local function refuse(reason) return with_json_record({'refused', reason, ''}) end
 if field(key, 'id') ~= rid then return refuse('unknown') end
 
 local policy = json_field(key, 'policy')
@@ -50,9 +59,9 @@ if dtype == 'approve' then
   redis.call('HSET', key, 'voters', cjson.encode(voters))
   if #voters < tonumber(policy.min_approvals) then
     audit(KEYS[10], ARGV[12], 'vote', rid, user, now, dtype)
-    return with_record({'progress', '', ''})
+    return with_json_record({'progress', '', ''})
   end
 end
 local job = finalize(rid, finals[dtype], user, now, ARGV[4], tonumber(ARGV[10]), true, ARGV[11])
 audit(KEYS[10], ARGV[12], finals[dtype], rid, user, now, ARGV[4])
-return with_record({'recorded', '', job})
+return with_json_record({'recorded', '', job})
