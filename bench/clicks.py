@@ -5,7 +5,10 @@ API, Signoff's HTTP server, Signoff's resume workers (``signoff worker``, scaled
 in production) and a minimal Bolt app whose action listener only calls ``ack()``.
 Sends signed button clicks for distinct interrupts, 50 clients at once and then one at
 a time, and prints clicks/s and ack latency for both, plus Signoff's click-to-resumed-
-tool latency. The last line is one JSON object with every figure.
+tool latency: under each of those loads, and unloaded (one click at a time, the next
+only once the previous click's tool ran), since clicks sent as fast as the acks come
+back queue up behind the resumes and measure the workers' throughput, not a click's
+latency. The last line is one JSON object with every figure.
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ APPROVERS = tuple(f"U0APP{i:03d}" for i in range(50))
 CONCURRENCY = 50
 CLICKS = 2000
 SINGLE_CLICKS = 300
+UNLOADED_CLICKS = 50
 WORKERS = 8
 
 RESUMED = "bench:resumed"
@@ -275,7 +279,7 @@ async def main() -> dict[str, Any]:
         storage = await connect(redis_url, prefix="bench")
         client = AsyncWebClient(token=TOKEN, base_url=api_url, session=aiohttp.ClientSession())
         services = make_services(client=client, storage=storage, specs=[spec()])
-        posted = await post_interrupts(services, CLICKS + SINGLE_CLICKS + 20)
+        posted = await post_interrupts(services, CLICKS + SINGLE_CLICKS + UNLOADED_CLICKS + 20)
         floor, floor_port = start("floor", api_url)
         signoff, signoff_port = start("signoff", api_url, redis_url)
         worker, _ = start("worker", api_url, redis_url)
@@ -306,6 +310,7 @@ async def measure(
         await drive(signoff_url, [(body, headers, value)], 1)
         await drive(floor_url, [(body, headers, value)], 1)
     many, single = rest[:CLICKS], rest[CLICKS : CLICKS + SINGLE_CLICKS]
+    unloaded = rest[CLICKS + SINGLE_CLICKS : CLICKS + SINGLE_CLICKS + UNLOADED_CLICKS]
 
     def clicks_for(items: list[tuple[str, str]]) -> list[tuple[bytes, dict[str, str], str]]:
         out = []
@@ -326,6 +331,11 @@ async def measure(
         figures[f"{name}_ack_p50_ms_c1"] = round(pct(latencies_1, 0.50), 3)
         if name == "signoff":
             resume["c1"] = await resume_latencies(storage, single, sent_1)
+    resume["unloaded"] = []
+    for n, (value, ts) in enumerate(unloaded):
+        body, headers = click(value, APPROVERS[n % len(APPROVERS)], ts)
+        _, _, sent_one = await drive(signoff_url, [(body, headers, value)], 1)
+        resume["unloaded"] += await resume_latencies(storage, [(value, ts)], sent_one)
     for level, values in resume.items():
         figures[f"click_to_resume_p50_ms_{level}"] = round(pct(values, 0.50), 2)
         figures[f"click_to_resume_p99_ms_{level}"] = round(pct(values, 0.99), 2)
@@ -364,8 +374,20 @@ async def resume_latencies(
     return [done[targets[v]] - sent[v] for v, _ in items if v in sent]
 
 
+SETUP = f"""\
+Each app serves HTTP from one process (asyncio, default event loop); the same aiohttp
+client (this process, 50 connections or 1) sends both the same signed clicks.
+  floor    Bolt AsyncApp, process_before_response=True; the action listener only acks.
+  signoff  the bot's aiohttp app (signoff serve): clicks acked before Bolt, decided by
+           in-process drainers (Redis decide, chat.update); plus one resume-worker
+           process (signoff worker, {WORKERS} workers). Shared: one Valkey, one fake Web API.
+Machine: {os.cpu_count()} cores, shared by every process above.
+"""
+
+
 if __name__ == "__main__":
     result = asyncio.run(main())
+    print(SETUP)
     print(f"{'figure':<32} value")
     for key, value in result.items():
         print(f"{key:<32} {value}")
