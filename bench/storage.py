@@ -179,6 +179,20 @@ async def main() -> None:
             started = time.perf_counter()
             await asyncio.gather(*(decider() for _ in range(50)))
             decisions_per_s = total / (time.perf_counter() - started)
+
+            # Baseline in the same run: the same 50 clients doing the cheapest one-round-trip
+            # read of the same records, the ceiling for anything that costs one round trip.
+            for r in recs:
+                queue.put_nowait(r)
+
+            async def reader() -> None:
+                while not queue.empty():
+                    r = queue.get_nowait()
+                    await storage.client.raw.hget(storage.keys.record(r.id), "state")
+
+            started = time.perf_counter()
+            await asyncio.gather(*(reader() for _ in range(50)))
+            reads_per_s = total / (time.perf_counter() - started)
             await storage.client.raw.flushdb()
 
             before = (await storage.client.raw.info("memory"))["used_memory"]
@@ -202,6 +216,8 @@ async def main() -> None:
         "server_commands_per_lifecycle": life_rt[1],
         "round_trips_first_lifecycle_with_script_loads": cold_life[0],
         "decisions_per_s_50_concurrent": round(decisions_per_s),
+        "baseline_hget_per_s_50_concurrent": round(reads_per_s),
+        "decisions_over_baseline": round(decisions_per_s / reads_per_s, 2),
         "bytes_per_pending_interrupt": round((after - before) / 10_000),
         "record_hash_bytes_per_interrupt": round(record_bytes / 10_000),
         "channel_page_ms_1k": round(page_1k, 3),
