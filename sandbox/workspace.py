@@ -96,8 +96,13 @@ class Workspace:
                 if result:
                     return result
                 # Also re-check now and then: probes may watch things outside the workspace.
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(event.wait(), _RECHECK_SECONDS)
+                # asyncio.wait, not wait_for: on 3.11 wait_for's timeout can swallow a
+                # cancellation, leaving a cancelled waiter (a saver, a long poll) looping.
+                changed = asyncio.ensure_future(event.wait())
+                try:
+                    await asyncio.wait({changed}, timeout=_RECHECK_SECONDS)
+                finally:
+                    changed.cancel()
 
     async def next_version(self, since: int, *, within: float) -> int:
         """Return once `version > since`, or after `within` seconds (long polling)."""
