@@ -47,6 +47,7 @@ class ResumeWorker:
         self.consumer = consumer
         self._block = block
         self._reclaim_after = reclaim_after
+        self._reclaim_due = 0.0
         self._stopping = asyncio.Event()
 
     def stop(self) -> None:
@@ -61,7 +62,11 @@ class ResumeWorker:
                 await self._pause(1.0)
                 continue
             for job in jobs:
-                await self.handle(job)
+                try:
+                    await self.handle(job)
+                except StorageError as exc:
+                    # Left unacknowledged: reclaimed once idle past ``reclaim_after``.
+                    log.error("resume job %s of run %s: %s", job.id, job.run_id, exc)
 
     async def _next_jobs(self) -> list[ResumeJob]:
         """Reclaimed jobs, then new ones; a blocking read gives way at once to ``stop``.
@@ -70,9 +75,13 @@ class ResumeWorker:
         reclaimed by another worker after ``reclaim_after``, never lost.
         """
         queue = self._services.storage.resume
-        jobs = await queue.reclaim(self.consumer, min_idle=self._reclaim_after)
-        if jobs:
-            return jobs
+        now = asyncio.get_running_loop().time()
+        if now >= self._reclaim_due:
+            jobs = await queue.reclaim(self.consumer, min_idle=self._reclaim_after)
+            if jobs:
+                return jobs
+            # Nothing idle that long: look again in half the timeout, not before every read.
+            self._reclaim_due = now + self._reclaim_after.total_seconds() / 2
         read = asyncio.ensure_future(queue.claim(self.consumer, count=10, block=self._block))
         stopping = asyncio.ensure_future(self._stopping.wait())
         await asyncio.wait({read, stopping}, return_when=asyncio.FIRST_COMPLETED)
@@ -86,25 +95,27 @@ class ResumeWorker:
     async def handle(self, job: ResumeJob) -> None:
         """Apply one job exactly once; on failure release it so it is retried later."""
         services, queue = self._services, self._services.storage.resume
-        stored = await services.storage.sessions.load(job.thread_id)
-        version = stored.version if stored else 0
-        begun = await queue.begin(job, consumer=self.consumer, session_version=version)
-        if begun == "done":
+        taken = await queue.take(job, consumer=self.consumer)
+        if taken.status == "done":
             await queue.ack(job)
             return
-        if begun == "busy":
+        if taken.status == "busy":
             return
+        version, records = taken.session_version, list(taken.records)
         try:
-            records, missing = await services.storage.queries.many(job.record_ids)
-            if missing or not records:
-                log.error("resume job %s: records %s are gone; dropping it", job.id, missing)
+            if taken.missing or not records:
+                log.error("resume job %s: records %s are gone; dropping it", job.id, taken.missing)
                 await queue.complete(job, consumer=self.consumer, session_version=version)
                 return
             decided_at = max((r.decided_at for r in records if r.decided_at), default=None)
             if decided_at is not None:
                 lag = (services.clock.now() - decided_at).total_seconds()
                 services.metrics.click_to_resume.observe(max(lag, 0.0))
-            await resume_run(services, records, thread_id=job.thread_id)
+            if taken.session is None:
+                await resume_run(services, records, thread_id=job.thread_id)
+            else:
+                with services.storage.sessions.preloaded(job.thread_id, taken.session):
+                    await resume_run(services, records, thread_id=job.thread_id)
         except ResumeError as refused:
             if not await self._caught_up(job, records, refused):
                 await queue.release(job, consumer=self.consumer)

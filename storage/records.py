@@ -264,6 +264,17 @@ class InterruptRecord(BaseModel):
         }
 
     @classmethod
+    def from_json(cls, key: str, text: str) -> InterruptRecord:
+        """Validate a hash a script returned as one JSON object (one reply, not a flat list)."""
+        try:
+            fields = json.loads(text)
+        except ValueError as exc:
+            raise CorruptRecordError(key, f"not JSON: {exc}") from exc
+        if not isinstance(fields, dict):
+            raise CorruptRecordError(key, "not a JSON object")
+        return cls.from_hash(key, fields)
+
+    @classmethod
     def from_hash(cls, key: str, fields: dict[str, str]) -> InterruptRecord:
         """Validate a hash read back from Redis; CorruptRecordError names the key if bad."""
         try:

@@ -4,18 +4,20 @@ Jobs are appended by the decide/expire scripts to a Redis Stream and read throug
 consumer group. A worker's loop::
 
     for job in await queue.claim("worker-1"):
-        stored = await sessions.load(job.thread_id)
-        match await queue.begin(job, consumer="worker-1", session_version=stored.version):
+        taken = await queue.take(job, consumer="worker-1")
+        match taken.status:
             case "done": await queue.ack(job)          # applied before: nothing to do
             case "busy": continue                      # another worker holds the run
             case "go":
-                new_version = ...resume the run, save the snapshot...
+                ...resume the run with taken.records, save the snapshot...
                 await queue.complete(job, consumer="worker-1",
-                                     session_version=stored.version)
+                                     session_version=taken.session_version)
 
+``take`` reads the session version and the job's records with the lease, in one round
+trip (``begin`` is the same check for a caller that already knows the version).
 ``complete`` acknowledges only after the new snapshot is saved; a job whose worker
-died is picked up again by ``reclaim`` once idle past a timeout, and ``begin`` makes
-sure a job is applied at most once per run version.
+died is picked up again by ``reclaim`` once idle past a timeout, and ``begin``/``take``
+make sure a job is applied at most once per run version.
 """
 
 from __future__ import annotations
@@ -27,13 +29,29 @@ from typing import Literal, cast
 
 from redis import exceptions as rexc
 
+from agent_runtime.session import StoredSession
+
 from .client import RedisClient
+from .errors import CorruptRecordError
 from .keys import Keys
-from .records import from_ms
+from .records import InterruptRecord, from_ms
+from .sessions import parse_session
 
 log = logging.getLogger(__name__)
 
 BeginResult = Literal["go", "done", "busy"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Taken:
+    """What ``take`` found: go, done or busy; the version resumed from; on ``go``, the
+    session as stored and the job's records (``missing``: ids gone or unreadable)."""
+
+    status: BeginResult
+    session_version: int
+    session: StoredSession | None = None
+    records: tuple[InterruptRecord, ...] = ()
+    missing: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -118,7 +136,47 @@ class ResumeQueue:
         """
         keys = [self._keys.run_lease(job.run_id), self._keys.run_applied(job.run_id)]
         args: list[str | int] = [job.id, session_version, consumer, self._lease_ms]
-        return cast(BeginResult, await self._client.eval("resume_begin", keys, args))
+        reply = cast(list[str], await self._client.eval("resume_begin", keys, args))
+        return cast(BeginResult, reply[0])
+
+    async def take(self, job: ResumeJob, *, consumer: str) -> Taken:
+        """``begin`` from the thread's stored session, reading it and the job's records too.
+
+        One round trip instead of four (session, lease, records, the agent's own load): a
+        resume's bookkeeping is most of its cost when the agent itself is quick.
+        """
+        record_keys = [self._keys.record(rid) for rid in job.record_ids]
+        session_key = self._keys.session(job.thread_id)
+        keys = [
+            self._keys.run_lease(job.run_id),
+            self._keys.run_applied(job.run_id),
+            session_key,
+            *record_keys,
+        ]
+        args: list[str | int] = [job.id, "", consumer, self._lease_ms]
+        reply = cast(list[str], await self._client.eval("resume_begin", keys, args))
+        status, version = cast(BeginResult, reply[0]), int(reply[1])
+        if status != "go":
+            return Taken(status=status, session_version=version)
+        session = parse_session(session_key, version, reply[2]) if reply[2] else None
+        records: list[InterruptRecord] = []
+        missing: list[str] = []
+        for rid, key, text in zip(job.record_ids, record_keys, reply[3:], strict=True):
+            try:
+                if not text:
+                    missing.append(rid)
+                    continue
+                records.append(InterruptRecord.from_json(key, text))
+            except CorruptRecordError as exc:
+                log.error("%s", exc)
+                missing.append(rid)
+        return Taken(
+            status=status,
+            session_version=version,
+            session=session,
+            records=tuple(records),
+            missing=tuple(missing),
+        )
 
     async def complete(self, job: ResumeJob, *, consumer: str, session_version: int) -> None:
         """After the run's new snapshot is saved: mark the version applied, release, ack."""
