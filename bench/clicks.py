@@ -3,12 +3,14 @@
 Starts a real Redis and, each in its own process, a local stand-in for the Slack Web
 API, Signoff's HTTP server, Signoff's resume workers (``signoff worker``, scaled out as
 in production) and a minimal Bolt app whose action listener only calls ``ack()``.
-Sends signed button clicks for distinct interrupts, 50 clients at once and then one at
-a time, and prints clicks/s and ack latency for both, plus Signoff's click-to-resumed-
-tool latency: under each of those loads, and unloaded (one click at a time, the next
-only once the previous click's tool ran), since clicks sent as fast as the acks come
-back queue up behind the resumes and measure the workers' throughput, not a click's
-latency. The last line is one JSON object with every figure.
+Sends signed button clicks for distinct interrupts to both apps at three loads: 50
+clients as fast as the acks come back (``c50``), one client as fast as the acks come
+back (``c1_b2b``), and one click in flight whose consequences (message updated, tool
+run, run's end posted, resume job acknowledged) finish before the next is sent (``c1``:
+concurrency 1 for a pipeline). Prints clicks/s and ack latency for both apps and
+Signoff's click-to-resumed-tool latency; at the first two loads the clicks queue up
+behind the resumes, so that latency measures the workers' throughput. The last line is
+one JSON object with every figure.
 """
 
 from __future__ import annotations
@@ -19,10 +21,11 @@ import hmac
 import json
 import multiprocessing
 import os
-import sys
 import tempfile
 import time
 import urllib.parse
+from collections.abc import Awaitable, Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -31,8 +34,6 @@ import redis.asyncio as aioredis
 from aiohttp import web
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from agent_runtime import Agent, ModelResponse, ToolCall, tool
 from agent_runtime.session import SessionStore
@@ -51,10 +52,11 @@ APPROVERS = tuple(f"U0APP{i:03d}" for i in range(50))
 CONCURRENCY = 50
 CLICKS = 2000
 SINGLE_CLICKS = 300
-UNLOADED_CLICKS = 50
+WARM = 20
 WORKERS = 8
 
 RESUMED = "bench:resumed"
+SETTLED = "bench:settled"
 _redis: Any = None
 
 
@@ -92,15 +94,22 @@ def build(store: SessionStore) -> Agent:
 # -- a stand-in for the Slack Web API ----------------------------------------------------
 
 
-async def fake_slack() -> web.AppRunner:
+async def fake_slack(redis_url: str) -> web.AppRunner:
+    """Answers like Slack; pushes to ``SETTLED`` each message update and each run's end, the
+    last visible consequences of a click, so the benchmark can wait for them without polling."""
     counter = iter(range(1, 10**9))
+    redis = aioredis.from_url(redis_url)
 
     async def handle(request: web.Request) -> web.Response:
         method = request.match_info["method"]
-        await request.read()
+        body = await request.read()
         if method == "auth.test":
             return web.json_response({"ok": True, "user_id": "U0BOT", "team_id": "T0"})
+        if method == "chat.update":
+            await redis.rpush(SETTLED, "updated")
         if method == "chat.postMessage":
+            if json.loads(body).get("text", "").startswith("Finished"):
+                await redis.rpush(SETTLED, "finished")
             ts = f"1700000000.{next(counter):06d}"
             return web.json_response({"ok": True, "channel": CHANNEL, "ts": ts})
         return web.json_response({"ok": True})
@@ -160,9 +169,13 @@ def click(value: str, user: str, message_ts: str) -> tuple[bytes, dict[str, str]
 
 
 async def drive(
-    url: str, clicks: list[tuple[bytes, dict[str, str], str]], concurrency: int
+    url: str,
+    clicks: list[tuple[bytes, dict[str, str], str]],
+    concurrency: int,
+    then: Callable[[], Awaitable[None]] | None = None,
 ) -> tuple[float, list[float], dict[str, float]]:
-    """Send ``clicks`` from ``concurrency`` clients; (elapsed s, ack latencies s, sent-at)."""
+    """Send ``clicks`` from ``concurrency`` clients, each awaiting ``then()`` after each ack
+    before its next click; (elapsed s, ack latencies s, sent-at)."""
     latencies: list[float] = []
     sent: dict[str, float] = {}
     queue: asyncio.Queue[tuple[bytes, dict[str, str], str]] = asyncio.Queue()
@@ -181,6 +194,8 @@ async def drive(
                     if response.status != 200:
                         raise RuntimeError(f"click answered {response.status}")
                 latencies.append(time.perf_counter() - started)
+                if then is not None:
+                    await then()
 
         began = time.perf_counter()
         await asyncio.gather(*(client() for _ in range(concurrency)))
@@ -241,7 +256,7 @@ def child(role: str, ports: Any, api_url: str, redis_url: str) -> None:
 
 async def _child(role: str, ports: Any, api_url: str, redis_url: str) -> None:
     if role == "slack":
-        runner = await fake_slack()
+        runner = await fake_slack(redis_url)
         ports.put(port_of(runner))
     elif role == "floor":
         runner = await serve(floor_app(api_url))
@@ -273,13 +288,13 @@ async def main() -> dict[str, Any]:
     redis_url = redis.start()
     processes = []
     try:
-        slack, slack_port = start("slack")
+        slack, slack_port = start("slack", redis_url=redis_url)
         processes.append(slack)
         api_url = f"http://127.0.0.1:{slack_port}/api/"
         storage = await connect(redis_url, prefix="bench")
         client = AsyncWebClient(token=TOKEN, base_url=api_url, session=aiohttp.ClientSession())
         services = make_services(client=client, storage=storage, specs=[spec()])
-        posted = await post_interrupts(services, CLICKS + SINGLE_CLICKS + UNLOADED_CLICKS + 20)
+        posted = await post_interrupts(services, WARM + CLICKS + 2 * SINGLE_CLICKS)
         floor, floor_port = start("floor", api_url)
         signoff, signoff_port = start("signoff", api_url, redis_url)
         worker, _ = start("worker", api_url, redis_url)
@@ -304,38 +319,33 @@ async def measure(
     storage: Any, posted: list[tuple[str, str]], *, floor_url: str, signoff_url: str
 ) -> dict[str, Any]:
     figures: dict[str, Any] = {}
-    warm, rest = posted[:20], posted[20:]
-    for value, ts in warm:  # Bolt's first request calls auth.test; warm both apps
-        body, headers = click(value, APPROVERS[0], ts)
-        await drive(signoff_url, [(body, headers, value)], 1)
-        await drive(floor_url, [(body, headers, value)], 1)
-    many, single = rest[:CLICKS], rest[CLICKS : CLICKS + SINGLE_CLICKS]
-    unloaded = rest[CLICKS + SINGLE_CLICKS : CLICKS + SINGLE_CLICKS + UNLOADED_CLICKS]
-
-    def clicks_for(items: list[tuple[str, str]]) -> list[tuple[bytes, dict[str, str], str]]:
-        out = []
-        for n, (value, ts) in enumerate(items):
-            body, headers = click(value, APPROVERS[n % len(APPROVERS)], ts)
-            out.append((body, headers, value))
-        return out
-
+    warm, rest = posted[:WARM], posted[WARM:]
+    # Bolt's first request calls auth.test; warm both apps.
+    await drive(floor_url, clicks_for(warm), 1)
+    await drive(signoff_url, clicks_for(warm), 1, partial(settled, storage, 1))
+    many = rest[:CLICKS]
+    back_to_back = rest[CLICKS : CLICKS + SINGLE_CLICKS]
+    one_by_one = rest[CLICKS + SINGLE_CLICKS : CLICKS + 2 * SINGLE_CLICKS]
     resume: dict[str, list[float]] = {}
+    # Clicks sent as fast as the acks come back: 50 clients, then one (back to back).
+    for level, items, concurrency in (("c50", many, CONCURRENCY), ("c1_b2b", back_to_back, 1)):
+        sent: dict[str, float] = {}
+        for name, url in (("floor", floor_url), ("signoff", signoff_url)):
+            elapsed, latencies, sent = await drive(url, clicks_for(items), concurrency)
+            if level == "c50":
+                figures[f"{name}_clicks_per_s"] = round(len(latencies) / elapsed)
+                figures[f"{name}_ack_p50_ms_c50"] = round(pct(latencies, 0.50), 3)
+                figures[f"{name}_ack_p99_ms_c50"] = round(pct(latencies, 0.99), 3)
+            else:
+                figures[f"{name}_ack_p50_ms_c1_b2b"] = round(pct(latencies, 0.50), 3)
+        await settled(storage, len(items))
+        resume[level] = await resume_latencies(storage, items, sent)
+    # Concurrency 1: one click in flight, the next only once its consequences are done.
     for name, url in (("floor", floor_url), ("signoff", signoff_url)):
-        elapsed, latencies, sent = await drive(url, clicks_for(many), CONCURRENCY)
-        figures[f"{name}_clicks_per_s"] = round(len(latencies) / elapsed)
-        figures[f"{name}_ack_p50_ms_c50"] = round(pct(latencies, 0.50), 3)
-        figures[f"{name}_ack_p99_ms_c50"] = round(pct(latencies, 0.99), 3)
-        if name == "signoff":
-            resume["c50"] = await resume_latencies(storage, many, sent)
-        _, latencies_1, sent_1 = await drive(url, clicks_for(single), 1)
-        figures[f"{name}_ack_p50_ms_c1"] = round(pct(latencies_1, 0.50), 3)
-        if name == "signoff":
-            resume["c1"] = await resume_latencies(storage, single, sent_1)
-    resume["unloaded"] = []
-    for n, (value, ts) in enumerate(unloaded):
-        body, headers = click(value, APPROVERS[n % len(APPROVERS)], ts)
-        _, _, sent_one = await drive(signoff_url, [(body, headers, value)], 1)
-        resume["unloaded"] += await resume_latencies(storage, [(value, ts)], sent_one)
+        then = partial(settled, storage, 1) if name == "signoff" else None
+        _, latencies, sent = await drive(url, clicks_for(one_by_one), 1, then)
+        figures[f"{name}_ack_p50_ms_c1"] = round(pct(latencies, 0.50), 3)
+    resume["c1"] = await resume_latencies(storage, one_by_one, sent)
     for level, values in resume.items():
         figures[f"click_to_resume_p50_ms_{level}"] = round(pct(values, 0.50), 2)
         figures[f"click_to_resume_p99_ms_{level}"] = round(pct(values, 0.99), 2)
@@ -345,42 +355,64 @@ async def measure(
     return figures
 
 
+def clicks_for(items: list[tuple[str, str]]) -> list[tuple[bytes, dict[str, str], str]]:
+    """Signed clicks on ``items`` (button value, message ts), by approvers in turn."""
+    out = []
+    for n, (value, ts) in enumerate(items):
+        body, headers = click(value, APPROVERS[n % len(APPROVERS)], ts)
+        out.append((body, headers, value))
+    return out
+
+
+async def settled(storage: Any, clicks: int) -> None:
+    """Wait until the last ``clicks`` clicks on Signoff have no consequence left to come:
+    each message updated, each run's end posted, every resume job acknowledged.
+
+    One click waits in BLPOP, woken the moment it settles; a burst polls every 20 ms, so
+    the benchmark takes no CPU from the servers while they catch up.
+    """
+    raw, deadline = storage.client.raw, time.time() + 120
+    if clicks == 1:
+        for _ in range(2):
+            if await raw.blpop([SETTLED], timeout=120) is None:
+                raise RuntimeError("a click's message update or run end did not come in 120 s")
+    else:
+        while int(await raw.llen(SETTLED)) < 2 * clicks:
+            if time.time() > deadline:
+                raise RuntimeError("the clicks' updates and run ends did not come in 120 s")
+            await asyncio.sleep(0.02)
+        await raw.lpop(SETTLED, 2 * clicks)
+    # The job is acknowledged one Redis call after the run's end is posted.
+    while await storage.resume.lag():
+        if time.time() > deadline:
+            raise RuntimeError("resume jobs were not acknowledged within 120 s")
+        await asyncio.sleep(0.001)
+
+
 async def resume_latencies(
     storage: Any, items: list[tuple[str, str]], sent: dict[str, float]
 ) -> list[float]:
-    """Wait until every clicked interrupt's tool ran; click-to-tool latencies in seconds."""
+    """Click-to-tool latencies (s) of clicks that have ``settled``: when each tool ran
+    (the tool records it) minus when its click was sent."""
     records, _ = await storage.queries.many([v.split(" ")[0] for v, _ in items])
     targets: dict[str, str] = {}
     for record in records:
         call = record.runtime_interrupt.tool_call
         assert call is not None
         targets[f"{record.id} {record.args_digest}"] = call.args["target"]
-    # Poll the hash's length (O(1)) and read the clicked targets only when enough new
-    # entries arrived: reading the whole hash every few ms would take CPU from the servers.
-    raw, names = storage.client.raw, list(targets.values())
-    done: dict[str, float] = {}
-    read_at, deadline = -1, time.time() + 120
-    while True:
-        size = int(await raw.hlen(RESUMED))
-        if read_at < 0 or size - read_at >= len(names) - len(done):
-            read_at = size
-            values = await raw.hmget(RESUMED, names)
-            done = {n: float(v) for n, v in zip(names, values, strict=True) if v is not None}
-            if len(done) == len(names):
-                break
-        if time.time() > deadline:
-            raise RuntimeError("resumes did not finish within 120 s")
-        await asyncio.sleep(0.02)
-    return [done[targets[v]] - sent[v] for v, _ in items if v in sent]
+    values = await storage.client.raw.hmget(RESUMED, [targets[v] for v, _ in items])
+    return [float(ran) - sent[v] for (v, _), ran in zip(items, values, strict=True)]
 
 
 SETUP = f"""\
-Each app serves HTTP from one process (asyncio, default event loop); the same aiohttp
-client (this process, 50 connections or 1) sends both the same signed clicks.
+How each app runs: each serves HTTP from one process (asyncio, default event loop); this
+process sends both the same signed clicks through one aiohttp client.
   floor    Bolt AsyncApp, process_before_response=True; the action listener only acks.
   signoff  the bot's aiohttp app (signoff serve): clicks acked before Bolt, decided by
            in-process drainers (Redis decide, chat.update); plus one resume-worker
            process (signoff worker, {WORKERS} workers). Shared: one Valkey, one fake Web API.
+Loads: c50 = 50 clients back to back; c1_b2b = 1 client back to back; c1 = 1 click in
+flight, the next sent once the previous one's consequences are done (for the floor, its ack).
 Machine: {os.cpu_count()} cores, shared by every process above.
 """
 

@@ -6,6 +6,7 @@ from configuration, and they are read back from Redis, where anything could be w
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from datetime import UTC, datetime, timedelta
@@ -292,7 +293,7 @@ class InterruptRecord(BaseModel):
                 thread_id=fields["thread_id"],
                 agent=fields["agent"],
                 requested_by=fields["requested_by"],
-                policy=ApproverPolicy.model_validate_json(fields["policy"]),
+                policy=_policy(fields["policy"]),
                 args_digest=fields["args_digest"],
                 created_at=from_ms(int(fields["created_at"])),
                 expires_at=opt_ms("expires_at"),
@@ -312,3 +313,11 @@ class InterruptRecord(BaseModel):
         if record.id != fields.get("id"):
             raise CorruptRecordError(key, f"its id field {fields.get('id')!r} does not match")
         return record
+
+
+@functools.lru_cache(maxsize=1024)
+def _policy(text: str) -> ApproverPolicy:
+    """A stored policy, validated once per distinct JSON text: the interrupts of one agent's
+    tool share a policy (up to hundreds of ids to check), and the model is frozen, so one
+    instance serves them all. Invalid text raises every time; errors are not cached."""
+    return ApproverPolicy.model_validate_json(text)
