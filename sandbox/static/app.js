@@ -22,7 +22,8 @@
   }
 
   function ctx(onAction) {
-    return { users: state.users, groups: state.groups, channels: state.channels, onAction,
+    const tz = state.users[state.user] ? state.users[state.user].tz : undefined;
+    return { users: state.users, groups: state.groups, channels: state.channels, onAction, tz,
       inputs: new Map(), errors: {}, input: null };
   }
 

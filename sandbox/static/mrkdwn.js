@@ -21,6 +21,25 @@ const Mrkdwn = (() => {
     return node;
   }
 
+  // `<!date^SECONDS^TEMPLATE|fallback>` in the reader's own time zone, as Slack shows it.
+  function date(target, fallback, tz) {
+    const [, seconds, template] = target.split("^");
+    const when = new Date(Number(seconds) * 1000);
+    if (!template || Number.isNaN(when.getTime())) return fallback || target;
+    const format = (options) => new Intl.DateTimeFormat("en-US", { timeZone: tz, ...options })
+      .format(when);
+    const tokens = {
+      date_num: () => format({ year: "numeric", month: "2-digit", day: "2-digit" }),
+      date: () => format({ year: "numeric", month: "long", day: "numeric" }),
+      date_short: () => format({ year: "numeric", month: "short", day: "numeric" }),
+      date_long: () => format({ weekday: "long", year: "numeric", month: "long", day: "numeric" }),
+      time: () => format({ hour: "numeric", minute: "2-digit" }),
+      time_secs: () => format({ hour: "numeric", minute: "2-digit", second: "2-digit" }),
+    };
+    for (const kind of ["date", "date_short", "date_long"]) tokens[kind + "_pretty"] = tokens[kind];
+    return template.replace(/\{(\w+)\}/g, (m, name) => (tokens[name] ? tokens[name]() : m));
+  }
+
   // One `<...>` control sequence: mention, channel, broadcast, group, date or link.
   function control(body, ctx) {
     const bar = body.indexOf("|");
@@ -41,6 +60,7 @@ const Mrkdwn = (() => {
       const group = ctx.groups && ctx.groups[target.slice(9)];
       return el("span", "mention", group ? "@" + group.handle : label || "@group");
     }
+    if (target.startsWith("!date^")) return document.createTextNode(date(target, label, ctx.tz));
     if (target.startsWith("!")) return document.createTextNode(label || target);
     const url = decode(target);
     if (!SAFE_URL.test(url)) return document.createTextNode(label || url);

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
+import re
 import urllib.request
 from collections.abc import Callable
+from datetime import datetime
+from zoneinfo import ZoneInfo
 
 from demo_process import DemoProcess
 from playwright.sync_api import expect
 from workspace_page import SlackPage
 
-ALICE, BOB = "U0ALICE", "U0BOB"
+ALICE, BOB, CAROL = "U0ALICE", "U0BOB", "U0CAROL"
 OpenAs = Callable[[str], SlackPage]
 
 
@@ -122,3 +125,36 @@ def test_second_approver_learns_it_was_already_decided(open_as: OpenAs, demo: De
     expect(why).to_contain_text("Only visible to you")
     bob.screenshot("already-decided")
     expect(alice.ephemeral("your click changed nothing")).to_have_count(0)
+
+
+def _expiry_seconds(demo: DemoProcess, channel: str) -> int:
+    """The expiry timestamp inside the last interrupt message's Slack date token."""
+    url = f"{demo.url}ui/channels/{channel}/messages?user={ALICE}"
+    with urllib.request.urlopen(url, timeout=5) as answer:
+        messages = json.load(answer)["messages"]
+    found = re.findall(r"Expires <!date\^(\d+)\^", json.dumps(messages[-1]["blocks"]))
+    assert found, messages[-1]
+    return int(found[0])
+
+
+def _as_slack_shows(seconds: int, zone: str) -> str:
+    """``{date_short_pretty} at {time}`` as a reader in ``zone`` sees it."""
+    moment = datetime.fromtimestamp(seconds, ZoneInfo(zone))
+    hour = moment.hour % 12 or 12
+    return f"{moment:%b} {moment.day}, {moment.year} at {hour}:{moment:%M} {moment:%p}"
+
+
+def test_every_reader_sees_the_expiry_in_their_own_time_zone(
+    open_as: OpenAs, demo: DemoProcess
+) -> None:
+    alice = open_as(ALICE)
+    alice.send("/signoff run file-cleanup")
+    expect(alice.message("Approval needed: delete_files")).to_be_visible()
+    seconds = _expiry_seconds(demo, "C0GENERAL")
+    paris, tokyo = _as_slack_shows(seconds, "Europe/Paris"), _as_slack_shows(seconds, "Asia/Tokyo")
+    assert paris != tokyo
+    expect(alice.message("Approval needed: delete_files")).to_contain_text(f"Expires {paris}")
+
+    carol = open_as(CAROL)
+    expect(carol.message("Approval needed: delete_files")).to_contain_text(f"Expires {tokyo}")
+    carol.screenshot("tokyo-time")
