@@ -9,6 +9,8 @@ only this user may open: no TCP port is exposed to other users of the machine.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import importlib.util
 import logging
 import os
@@ -60,6 +62,7 @@ class EmbeddedRedis:
         self._binary = binary
         self._socket: Path | None = None
         self._process: subprocess.Popen[bytes] | None = None
+        self._lock: int | None = None
 
     @property
     def url(self) -> str:
@@ -81,9 +84,50 @@ class EmbeddedRedis:
             raise EmbeddedServerError("the embedded server needs a data directory")
         self._data_dir.mkdir(parents=True, exist_ok=True)
         self._data_dir.chmod(0o700)
-        self._socket = self._socket or self._socket_path(self._data_dir.resolve())
-        self._launch(self._binary or find_server_binary(), self._socket)
+        self._take_lock(self._data_dir)
+        try:
+            self._socket = self._socket or self._socket_path(self._data_dir.resolve())
+            self._stop_orphan(self._socket)
+            self._launch(self._binary or find_server_binary(), self._socket)
+        except BaseException:
+            self._release_lock()
+            raise
         return self.url
+
+    def _take_lock(self, data_dir: Path) -> None:
+        """Own ``data_dir`` while the server runs; the OS drops the lock if this process dies."""
+        fd = os.open(data_dir / "server.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise EmbeddedServerError(
+                f"another process runs the embedded server on {data_dir}; share it by "
+                f"setting REDIS_URL=unix://{data_dir.resolve() / 'redis.sock'} or use another "
+                "data directory"
+            ) from None
+        self._lock = fd
+
+    def _release_lock(self) -> None:
+        if self._lock is not None:
+            os.close(self._lock)  # closing the file releases the lock
+            self._lock = None
+
+    @staticmethod
+    def _stop_orphan(socket_path: Path) -> None:
+        """Shut down a server left on ``socket_path`` by an owner that died (kill -9).
+
+        We hold the data dir's lock, so a server still answering there has no owner.
+        """
+        if not _answers_ping(socket_path):
+            return
+        log.warning("shutting down an embedded redis left running on %s", socket_path)
+        with contextlib.suppress(OSError), _connect(socket_path) as sock:
+            sock.sendall(b"SHUTDOWN\r\n")
+            sock.recv(64)  # the server closes the connection once it has flushed its data
+        deadline = time.monotonic() + _START_TIMEOUT_S
+        while _answers_ping(socket_path) and time.monotonic() < deadline:
+            time.sleep(0.01)
 
     @staticmethod
     def _socket_path(data_dir: Path) -> Path:
@@ -150,14 +194,14 @@ class EmbeddedRedis:
     def stop(self, timeout: float = 10.0) -> None:
         """Shut the server down cleanly (SIGTERM flushes the AOF); SIGKILL after ``timeout``."""
         process, self._process = self._process, None
-        if process is None:
-            return
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        if process is not None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        self._release_lock()
 
     def kill(self) -> None:
         """Kill the server without a clean shutdown (``kill -9``), as a crash would."""
@@ -165,6 +209,7 @@ class EmbeddedRedis:
         if process is not None:
             process.kill()
             process.wait()
+        self._release_lock()
 
     async def __aenter__(self) -> str:
         return self.start()
@@ -178,11 +223,20 @@ class EmbeddedRedis:
         self.stop()
 
 
+def _connect(socket_path: Path) -> socket.socket:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(0.5)
+    try:
+        sock.connect(str(socket_path))
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
 def _answers_ping(socket_path: Path) -> bool:
     try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-            sock.settimeout(0.2)
-            sock.connect(str(socket_path))
+        with _connect(socket_path) as sock:
             sock.sendall(b"PING\r\n")
             return sock.recv(16).startswith(b"+PONG")
     except OSError:

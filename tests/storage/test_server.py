@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import subprocess
+import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -11,6 +14,8 @@ from storage_helpers import NOW, make_record
 from agent_runtime.interrupts import Decision
 from storage import (
     EmbeddedRedis,
+    EmbeddedServerError,
+    InterruptRecord,
     StorageUnavailableError,
     connect,
     digest_args,
@@ -78,3 +83,70 @@ async def test_async_context_manager_runs_a_throwaway_server(tmp_path: Path) -> 
     async with EmbeddedRedis(tmp_path) as url, await connect(url, prefix="ctx") as storage:
         await storage.interrupts.create_interrupt(make_record(expires_in=timedelta(hours=1)))
         assert len(await storage.queries.pending_for_run("run_1")) == 1
+
+
+def test_a_second_server_on_a_data_dir_in_use_is_refused(tmp_path: Path) -> None:
+    owner = EmbeddedRedis(tmp_path)
+    owner.start()
+    try:
+        with pytest.raises(EmbeddedServerError, match="another process runs"):
+            EmbeddedRedis(tmp_path).start()
+    finally:
+        owner.stop()
+    # Once the owner stops, the directory is free again.
+    successor = EmbeddedRedis(tmp_path)
+    successor.start()
+    successor.stop()
+
+
+def test_a_server_orphaned_by_a_killed_owner_is_replaced_and_keeps_its_data(
+    tmp_path: Path,
+) -> None:
+    owner_script = (
+        "import sys\n"
+        "from storage import EmbeddedRedis\n"
+        f"server = EmbeddedRedis({str(tmp_path)!r})\n"
+        "print(server.start(), server.pid, flush=True)\n"
+        "sys.stdin.readline()\n"
+    )
+    owner = subprocess.Popen(
+        [sys.executable, "-c", owner_script],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert owner.stdout is not None
+    url, pid = owner.stdout.readline().split()
+    record = make_record(call_id="c1")
+    asyncio.run(_store(url, record))
+    owner.kill()  # kill -9: the server it started keeps running, its lock is gone
+    owner.wait()
+    assert _running(int(pid))
+
+    successor = EmbeddedRedis(tmp_path)
+    assert successor.start() == url
+    try:
+        assert not _running(int(pid))
+        stored = asyncio.run(_read(url, record.id))
+        assert stored is not None and stored.state == "pending"
+    finally:
+        successor.stop()
+
+
+async def _store(url: str, record: InterruptRecord) -> None:
+    async with await connect(url, prefix="orphan") as storage:
+        await storage.interrupts.create_interrupt(record)
+
+
+async def _read(url: str, record_id: str) -> InterruptRecord | None:
+    async with await connect(url, prefix="orphan") as storage:
+        return await storage.queries.get(record_id)
+
+
+def _running(pid: int) -> bool:
+    """True while ``pid`` runs; an exited process nobody reaped yet (a zombie) does not."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
