@@ -9,8 +9,9 @@ Declared in Python next to the agents, per agent with per-tool overrides::
         tools={"delete_files": Policy(channel="C0123", groups=("S9",), dangerous=True)},
     )
 
-Fail closed: with no users and no groups nobody may decide, unless ``anyone_in_channel``
-says so explicitly.
+A policy must say who decides (users, groups, or ``anyone_in_channel`` explicitly): one
+nobody could satisfy is refused when it is declared, not discovered when an interrupt
+waits forever. ``dm=True`` messages its users, at most 8 (Slack's group DM limit).
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ _CHANNEL = re.compile(r"^[CGD][A-Z0-9]{2,20}$")
 _USER = re.compile(r"^[UW][A-Z0-9]{2,20}$")
 _GROUP = re.compile(r"^S[A-Z0-9]{2,20}$")
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+
+MAX_DM_USERS = 8
+"""A group DM (``conversations.open`` with several users) holds at most 8 people."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -83,8 +87,19 @@ class Policy:
             raise PolicyError("choose a channel or dm=True, not both")
         if self.dm and self.anyone_in_channel:
             raise PolicyError("anyone_in_channel needs a channel, not dm=True")
+        if not self.users and not self.groups and not self.anyone_in_channel:
+            raise PolicyError(
+                "nobody may decide under this policy: set users=(...) or groups=(...), "
+                "or anyone_in_channel=True to let any member of the channel decide"
+            )
         if self.dm and not self.users:
             raise PolicyError("dm=True needs users to message (groups are not expanded for DMs)")
+        if self.dm and len(self.users) > MAX_DM_USERS:
+            raise PolicyError(
+                f"dm=True with {len(self.users)} users: a group DM holds at most "
+                f"{MAX_DM_USERS} people; name at most {MAX_DM_USERS} users, or post to a "
+                "channel instead (channel=..., users=... or groups=...)"
+            )
         if self.min_approvals < 1:
             raise PolicyError(f"min_approvals must be at least 1, got {self.min_approvals}")
         named = len(self.users) if not self.groups and not self.anyone_in_channel else None

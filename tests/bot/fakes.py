@@ -194,11 +194,24 @@ class FakeSlack:
                 return {"ok": False, "error": "no_such_subteam"}
             return {"ok": True, "users": group}
         if method == "conversations.open":
-            return {"ok": True, "channel": {"id": "D" + str(args.get("users", "X"))[1:]}}
+            return _open_conversation(str(args.get("users", "")))
         if method == "apps.connections.open":
             assert self.server is not None
             return {"ok": True, "url": f"ws://127.0.0.1:{self.server.port}/socket"}
         return {"ok": False, "error": "unknown_method"}
+
+
+def _open_conversation(users: str) -> dict[str, Any]:
+    """``conversations.open``: a DM (``D...``) for one user, a group DM (``G...``) for 2-8."""
+    ids = [u for u in users.split(",") if u]
+    if not ids:
+        return {"ok": False, "error": "users_list_not_supplied"}
+    if len(ids) > 8:
+        return {"ok": False, "error": "too_many_users"}
+    if len(ids) == 1:
+        return {"ok": True, "channel": {"id": "D" + ids[0][1:]}}
+    digest = hashlib.sha256(",".join(sorted(ids)).encode()).hexdigest()[:9].upper()
+    return {"ok": True, "channel": {"id": "G" + digest, "is_mpim": True}}
 
 
 def _as_dict(value: Any) -> dict[str, Any]:

@@ -36,7 +36,10 @@ def test_http_variant_validates_too() -> None:
 def test_manifest_asks_for_the_scopes_and_features_the_bot_uses() -> None:
     manifest = _manifest()
     scopes = set(manifest["oauth_config"]["scopes"]["bot"])
-    assert {"chat:write", "commands", "users:read", "usergroups:read", "im:write"} <= scopes
+    needed = {"chat:write", "commands", "users:read", "usergroups:read", "im:write"}
+    # conversations.open with several users (a dm=True policy with 2-8 approvers) needs
+    # mpim:write, as with one user it needs im:write.
+    assert needed | {"mpim:write", "app_mentions:read"} <= scopes
     assert manifest["settings"]["socket_mode_enabled"] is True
     assert manifest["settings"]["interactivity"]["is_enabled"] is True
     assert manifest["features"]["app_home"]["home_tab_enabled"] is True

@@ -23,15 +23,24 @@ def _build(store: object) -> object:
         ({"groups": ("U123",)}, "groups"),
         ({"channel": "#ops"}, "channel"),
         ({"channel": "C123", "dm": True, "users": ("U1A",)}, "not both"),
-        ({"dm": True}, "needs users"),
+        ({}, "nobody may decide.*users=.*groups=.*anyone_in_channel=True"),
+        ({"channel": "C123"}, "nobody may decide"),
+        ({"dm": True, "groups": ("S0OPS",)}, "needs users"),
+        ({"dm": True, "users": tuple(f"U0{i}A" for i in range(9))}, "at most 8"),
         ({"users": ("U1A",), "min_approvals": 2}, "only 1"),
-        ({"min_approvals": 0}, "at least 1"),
-        ({"decisions": ()}, "non-empty"),
-        ({"decisions": ("reject",), "trust": Remember(scope="run")}, "trust"),
-        ({"expires_after": timedelta(0)}, "positive"),
-        ({"on_expiry": Escalate()}, "Escalate"),
-        ({"expires_after": None, "on_expiry": Escalate(channel="C0ESC")}, "needs expires_after"),
-        ({"reminders": Reminders(start_hour=18, end_hour=9)}, "start_hour"),
+        ({"users": ("U1A",), "min_approvals": 0}, "at least 1"),
+        ({"users": ("U1A",), "decisions": ()}, "non-empty"),
+        (
+            {"users": ("U1A",), "decisions": ("reject",), "trust": Remember(scope="run")},
+            "trust",
+        ),
+        ({"users": ("U1A",), "expires_after": timedelta(0)}, "positive"),
+        ({"users": ("U1A",), "on_expiry": Escalate()}, "Escalate"),
+        (
+            {"users": ("U1A",), "expires_after": None, "on_expiry": Escalate(channel="C0ESC")},
+            "needs expires_after",
+        ),
+        ({"users": ("U1A",), "reminders": Reminders(start_hour=18, end_hour=9)}, "start_hour"),
     ],
 )
 def test_inconsistent_policies_are_refused(kwargs: dict[str, object], match: str) -> None:
@@ -50,11 +59,18 @@ def test_tool_policy_overrides_the_agents() -> None:
 
 def test_default_channel_fills_only_an_unset_channel() -> None:
     assert Policy(users=("U1A",)).with_channel("C0DEF").channel == "C0DEF"
-    assert Policy(channel="C0AAA").with_channel("C0DEF").channel == "C0AAA"
+    assert Policy(channel="C0AAA", users=("U1A",)).with_channel("C0DEF").channel == "C0AAA"
     assert Policy(dm=True, users=("U1A",)).with_channel("C0DEF").channel is None
 
 
 def test_trust_label_names_the_scope() -> None:
-    assert Policy(trust=Remember(scope="run")).trust_label == "for this run"
-    assert Policy(trust=Remember(scope="minutes", minutes=30)).trust_label == "for 30 min"
-    assert Policy().trust_label is None
+    run = Policy(users=("U1A",), trust=Remember(scope="run"))
+    assert run.trust_label == "for this run"
+    minutes = Policy(users=("U1A",), trust=Remember(scope="minutes", minutes=30))
+    assert minutes.trust_label == "for 30 min"
+    assert Policy(users=("U1A",)).trust_label is None
+
+
+def test_a_policy_open_to_the_channel_or_a_group_dm_of_eight_is_accepted() -> None:
+    assert Policy(channel="C0AAA", anyone_in_channel=True).anyone_in_channel
+    assert len(Policy(dm=True, users=tuple(f"U0{i}A" for i in range(8))).users) == 8

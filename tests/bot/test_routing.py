@@ -68,3 +68,35 @@ async def test_a_dm_policy_posts_the_interrupt_in_a_conversation_opened_with_the
     assert bot.tool_log.calls == [{"paths": ["/tmp/a", "/tmp/b"]}]
     update = bot.slack.called("chat.update")[-1]
     assert update["channel"] == dm and update["ts"] == bot.message_ts()
+
+
+async def test_a_dm_policy_with_two_approvers_posts_in_their_group_dm_where_both_decide(
+    make_bot: Any,
+) -> None:
+    policy = Policy(dm=True, users=(ALICE, BOB), min_approvals=2)
+    bot: Harness = await make_bot(policy)
+    value = await bot.start(requested_by=CAROL)
+    [opened] = bot.slack.called("conversations.open")
+    assert opened["users"] == f"{ALICE},{BOB}"
+    group_dm = bot.slack.answers("conversations.open")[0]["channel"]["id"]
+    assert group_dm.startswith("G") and bot.posted()["channel"] == group_dm
+
+    await bot.click(ids.APPROVE, value, user=ALICE, channel=group_dm)
+    await bot.slack.wait_calls("chat.update")
+    progress = bot.slack.called("chat.update")[-1]
+    assert progress["channel"] == group_dm
+    assert any("1 of 2 approvals" in str(b) for b in progress["blocks"])
+    assert bot.tool_log.calls == []
+
+    await bot.click(ids.APPROVE, value, user=BOB, channel=group_dm)
+    await bot.slack.wait_for(
+        lambda: any(
+            p["channel"] == group_dm and str(p.get("text", "")).startswith("Finished")
+            for p in bot.slack.called("chat.postMessage")
+        ),
+        what="the result in the group DM's thread",
+    )
+    assert bot.tool_log.calls == [{"paths": ["/tmp/a", "/tmp/b"]}]
+    record = await bot.services.storage.queries.get(bot.record_id(value))
+    assert record is not None and record.state == "approved"
+    assert {v.user_id for v in record.votes} == {ALICE, BOB}
