@@ -24,7 +24,7 @@ from .blocks import (
     section,
 )
 from .cards import Card
-from .mrkdwn import code_text, escape
+from .mrkdwn import code_text, escape, escape_truncate
 
 _TITLE = 24
 
@@ -49,7 +49,7 @@ def edit_modal(card: Card) -> Block:
         card,
         title="Edit arguments",
         submit="Run with these",
-        intro=f"Change the arguments `{escape(card.action)[:200]}` runs with (JSON).",
+        intro=f"Change the arguments `{escape_truncate(card.action, 200)}` runs with (JSON).",
         label="Arguments (JSON)",
         element=element,
         optional=False,
