@@ -11,6 +11,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from bot import ids
+from bot.blocks import date_token
 from bot.cards import Card, Verdict
 from bot.message import decided_message, pending_message
 from bot.modals import args_modal, deny_modal, edit_modal, parse_args, reply_modal
@@ -104,9 +105,14 @@ def test_decided_message_has_no_buttons_and_says_who_and_when() -> None:
 
 
 def test_expired_message_is_honest() -> None:
-    msg = decided_message(_card(), Verdict(outcome="expired", at=NOW))
+    card = _card(requested_by="U123ABC", min_approvals=2, approvals=("U1A",))
+    msg = decided_message(card, Verdict(outcome="expired", at=NOW))
     assert msg.blocks[0]["text"]["text"].startswith("Expired, not approved")
-    assert not any("by" in t.split("Expired")[1][:4] for t in _mrkdwn_texts(msg.blocks[-1:]))
+    assert msg.text.startswith("Expired, not approved")
+    [status] = _mrkdwn_texts(msg.blocks[-1])
+    assert status == f":hourglass: Expired, not approved {date_token(NOW)}"
+    texts = [msg.text, *_mrkdwn_texts(msg.blocks)]
+    assert not any("<@" in t or " by " in t for t in texts), texts
 
 
 def test_quorum_progress_shows_in_the_pending_message() -> None:
