@@ -1,4 +1,5 @@
-"""Decisions over signed HTTP: approve, deny, edit, reply, quorum (issue 4, tests 1-4 and 6)."""
+"""Decisions over signed HTTP: approve, deny, edit, reply, quorum (issue 4, tests 1-4 and 6),
+and approve and trust."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any
 
 from harness import ALICE, BOB, CAROL, CHANNEL, Harness
 
+from agent_runtime.interrupts import Remember
 from bot import ids
 from bot.policy import Policy
 
@@ -115,3 +117,33 @@ async def test_quorum_of_two_shows_progress_then_resumes_on_the_second_approval(
     assert len(bot.tool_log.calls) == 1
     final = bot.slack.called("chat.update")[-1]
     assert any(f"<@{ALICE}>, <@{BOB}>" in str(b) for b in final["blocks"])
+
+
+def _interrupt_messages(bot: Harness) -> list[dict[str, Any]]:
+    """Every interrupt message posted so far (those carrying decision buttons)."""
+    posts = bot.slack.called("chat.postMessage")
+    return [p for p in posts if any(b["type"] == "actions" for b in p.get("blocks") or ())]
+
+
+async def test_approve_and_trust_covers_later_calls_of_the_run_and_no_other_run(
+    make_bot: Any,
+) -> None:
+    policy = Policy(channel=CHANNEL, users=(ALICE, BOB), trust=Remember(scope="run"))
+    bot: Harness = await make_bot(policy, then=({"paths": ["/tmp/c"]},))
+    value = await bot.start(requested_by=CAROL)
+    [asked] = _interrupt_messages(bot)
+    trust = [e for e in asked["blocks"][-1]["elements"] if e["action_id"] == ids.TRUST]
+    assert [e["text"]["text"] for e in trust] == ["Approve and trust for this run"]
+
+    await bot.click(ids.TRUST, value, user=ALICE)
+    assert "deleted 1 file(s)" in await bot.finished()
+    # The run's second delete_files call ran on the trust: no new approval was asked.
+    assert bot.tool_log.calls == [{"paths": ["/tmp/a", "/tmp/b"]}, {"paths": ["/tmp/c"]}]
+    assert len(_interrupt_messages(bot)) == 1
+    record = await bot.services.storage.queries.get(bot.record_id(value))
+    assert record is not None and record.state == "approved" and record.decided_by == ALICE
+
+    # Another run is outside the run's scope: it asks again, and nothing runs meanwhile.
+    await bot.start("clean up again", requested_by=CAROL)
+    await bot.slack.wait_for(lambda: len(_interrupt_messages(bot)) == 2, what="a second ask")
+    assert len(bot.tool_log.calls) == 2
