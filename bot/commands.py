@@ -56,8 +56,10 @@ def mention_listener(services: Services) -> Any:
             thread_ts=str(event.get("thread_ts") or event.get("ts") or "") or None,
             requested_by=str(event.get("user") or "unknown"),
         )
+        event_id = str(body.get("event_id") or "")
         services.background.spawn(
-            _start(services, match["agent"], match["input"], place), name="mention run"
+            _start_once(services, event_id, match["agent"], match["input"], place),
+            name=f"mention run {event_id}",
         )
 
     return on_mention
@@ -77,6 +79,18 @@ async def publish_home(services: Services, user: str) -> None:
     page = await services.storage.queries.pending_for_user(user, limit=40)
     view = {"type": "home", "blocks": pending_blocks(page.records)}
     await services.client.views_publish(user_id=user, view=view)
+
+
+async def _start_once(
+    services: Services, event_id: str, agent: str, prompt: str, place: Place
+) -> None:
+    """Start the run a mention asks for, unless Slack is retrying a delivery already handled.
+
+    A retry carries the same ``event_id``; without one there is nothing to compare.
+    """
+    if event_id and not await services.storage.deliveries.first(event_id):
+        return
+    await _start(services, agent, prompt, place)
 
 
 async def _start(services: Services, agent: str, prompt: str, place: Place) -> None:

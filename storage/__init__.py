@@ -26,6 +26,8 @@ Entry point::
 - ``resume: ResumeQueue`` - ``claim``, ``reclaim``, ``begin``, ``complete``, ``release``,
   ``ack`` (see ``storage.resume`` for the worker loop).
 - ``audit: AuditLog`` - ``append(AuditEntry)``, ``read(*, after, count)``.
+- ``deliveries: Deliveries`` - ``first(event_id) -> bool``: False for a retried Events
+  API delivery already handled (ids remembered for an hour).
 
 A record's id (``InterruptRecord.id``) is ``"<run_id>/<interrupt id>"``: put it in the
 button value; ``decide`` needs nothing else from the click but the user id (and, to check
@@ -37,6 +39,7 @@ a resumed run receives. Every error is a ``StorageError``.
 
 from .audit import AuditEntry, AuditLog
 from .connection import Storage, connect, default_data_dir
+from .deliveries import Deliveries
 from .embedded import EmbeddedRedis, find_server_binary
 from .errors import (
     CorruptRecordError,
@@ -64,6 +67,7 @@ __all__ = [
     "BeginResult",
     "CorruptRecordError",
     "DecideOutcome",
+    "Deliveries",
     "DuplicateInterruptError",
     "EmbeddedRedis",
     "EmbeddedServerError",

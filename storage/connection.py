@@ -10,6 +10,7 @@ from types import TracebackType
 
 from .audit import AuditLog
 from .client import RedisClient
+from .deliveries import Deliveries
 from .embedded import EmbeddedRedis
 from .interrupts import InterruptStore, Retention
 from .keys import Keys
@@ -29,7 +30,8 @@ def default_data_dir() -> Path:
 
 @dataclass(kw_only=True)
 class Storage:
-    """Everything on one connection: sessions, interrupts, reads, reminders, resume queue, audit."""
+    """Everything on one connection: sessions, interrupts, reads, reminders, resume queue,
+    audit, and the Events API deliveries already handled."""
 
     client: RedisClient
     keys: Keys
@@ -39,6 +41,7 @@ class Storage:
     reminders: ReminderStore
     resume: ResumeQueue
     audit: AuditLog
+    deliveries: Deliveries
     embedded: EmbeddedRedis | None = field(default=None)
 
     async def close(self) -> None:
@@ -86,6 +89,7 @@ async def connect(
         reminders=ReminderStore(client, keys),
         resume=ResumeQueue(client, keys),
         audit=AuditLog(client, keys, max_entries=kept.audit_entries),
+        deliveries=Deliveries(client, keys),
         embedded=embedded,
     )
     try:

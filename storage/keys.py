@@ -69,6 +69,10 @@ class Keys:
     def run_applied(self, run_id: str) -> str:
         return f"{self.prefix}:run:{{{check_id('run', run_id)}}}:applied"
 
+    def delivery(self, event_id: str) -> str:
+        """String: set when an Events API event was first delivered, so retries are skipped."""
+        return f"{self.prefix}:event:{check_id('event', event_id)}"
+
     def session(self, thread_id: str) -> str:
         return f"{self.prefix}:thread:{{{check_id('thread', thread_id)}}}:session"
 

@@ -313,15 +313,15 @@ def command_body(*, text: str, user: str, channel: str) -> str:
     )
 
 
-def event_body(event: dict[str, Any]) -> str:
-    """The JSON body of an Events API delivery of ``event``."""
+def event_body(event: dict[str, Any], *, event_id: str | None = None) -> str:
+    """The JSON body of an Events API delivery of ``event`` (a fresh ``event_id`` unless given)."""
     return json.dumps(
         {
             "token": "unused",
             "team_id": "T0TEST",
             "api_app_id": "A0TEST",
             "type": "event_callback",
-            "event_id": f"Ev{time.time_ns()}",
+            "event_id": event_id or f"Ev{time.time_ns()}",
             "event_time": int(time.time()),
             "event": event,
         }

@@ -108,10 +108,14 @@ class Harness:
                 return json.loads(answer)
             return {"text": answer}
 
-    async def event(self, event: dict[str, Any]) -> None:
-        """Deliver an Events API event, as JSON, signed."""
-        body = event_body(event)
+    async def event(
+        self, event: dict[str, Any], *, event_id: str | None = None, retry: int = 0
+    ) -> None:
+        """Deliver an Events API event, as JSON, signed; ``retry`` > 0 as Slack's retry."""
+        body = event_body(event, event_id=event_id)
         headers = {**sign(body), "Content-Type": "application/json"}
+        if retry:
+            headers |= {"X-Slack-Retry-Num": str(retry), "X-Slack-Retry-Reason": "http_timeout"}
         async with self.http.post(self.url + EVENTS_PATH, data=body.encode(), headers=headers) as r:
             assert r.status == 200
 

@@ -84,6 +84,27 @@ async def test_a_mention_starts_a_run_in_the_mentions_thread(make_bot: Any) -> N
     assert len(bot.tool_log.calls) == 1
 
 
+async def test_a_retried_mention_never_starts_a_second_run(make_bot: Any) -> None:
+    bot: Harness = await make_bot()
+    mention = {
+        "type": "app_mention",
+        "user": CAROL,
+        "text": "<@UBOT0001> run cleanup tidy",
+        "ts": "1700000000.000300",
+        "channel": CHANNEL,
+        "event_ts": "1700000000.000300",
+    }
+    await bot.event(mention, event_id="Ev0RETRIED")
+    await bot.event(mention, event_id="Ev0RETRIED", retry=1)
+    await bot.event(mention, event_id="Ev0RETRIED", retry=2)
+    await bot.services.background.idle()
+
+    [post] = bot.slack.called("chat.postMessage")
+    assert post["thread_ts"] == mention["ts"]
+    model = bot.services.registry.agent("cleanup").model  # type: ignore[attr-defined]
+    assert len(model.requests) == 1
+
+
 async def test_app_home_shows_the_same_list(make_bot: Any) -> None:
     bot: Harness = await make_bot()
     value = await bot.start(requested_by=CAROL)

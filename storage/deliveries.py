@@ -1,0 +1,41 @@
+"""Events API deliveries already handled, so a retried event is acted on once.
+
+Slack retries an event it thinks was missed (up to 3 times, with ``X-Slack-Retry-Num``)
+and every retry carries the same ``event_id``. Each id is remembered for an hour, longer
+than Slack's retries take, so the key never outlives its purpose by much.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from .client import RedisClient
+from .keys import Keys
+
+log = logging.getLogger(__name__)
+
+REMEMBER_FOR = timedelta(hours=1)
+
+
+class Deliveries:
+    """Claims Events API event ids: the first delivery of an id wins, retries lose."""
+
+    def __init__(
+        self, client: RedisClient, keys: Keys, *, remember_for: timedelta = REMEMBER_FOR
+    ) -> None:
+        self._client = client
+        self._keys = keys
+        self._ttl_ms = int(remember_for.total_seconds() * 1000)
+
+    async def first(self, event_id: str) -> bool:
+        """True for the first delivery of ``event_id``, False for a retry of one seen.
+
+        One ``SET NX PX``, so two processes receiving the same event agree on one winner.
+        """
+        key = self._keys.delivery(event_id)
+        async with self._client.guard(f"claim event {event_id}"):
+            claimed = await self._client.raw.set(key, "1", nx=True, px=self._ttl_ms)
+        if not claimed:
+            log.info("event %s was delivered before; this retry is ignored", event_id)
+        return bool(claimed)

@@ -1,0 +1,28 @@
+"""Events API deliveries: the first delivery of an event id wins, a retry does not."""
+
+from __future__ import annotations
+
+import asyncio
+
+import redis.asyncio as aioredis
+
+from storage import Storage
+
+
+async def test_only_the_first_delivery_of_an_event_id_is_claimed(storage: Storage) -> None:
+    assert await storage.deliveries.first("Ev0AAA")
+    assert not await storage.deliveries.first("Ev0AAA")
+    assert await storage.deliveries.first("Ev0BBB")
+
+
+async def test_concurrent_deliveries_of_one_event_have_one_winner(storage: Storage) -> None:
+    claims = await asyncio.gather(*(storage.deliveries.first("Ev0SAME") for _ in range(20)))
+    assert claims.count(True) == 1
+
+
+async def test_a_delivery_is_remembered_for_an_hour_under_the_prefix(
+    storage: Storage, raw: aioredis.Redis
+) -> None:
+    await storage.deliveries.first("Ev0TTL")
+    key = f"{storage.keys.prefix}:event:Ev0TTL"
+    assert 3590_000 < await raw.pttl(key) <= 3600_000
