@@ -40,7 +40,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         settings = Settings.from_env(os.environ)
-        return asyncio.run(_COMMANDS[args.command](settings, args))
+        return asyncio.run(_main(settings, args))
     except (BotError, StorageError) as exc:
         print(f"signoff: {exc}", file=sys.stderr)
         return 2
@@ -69,15 +69,16 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-async def _until_stopped() -> None:
-    stop = asyncio.Event()
+async def _main(settings: Settings, args: argparse.Namespace) -> int:
+    """Run the command; SIGINT or SIGTERM, even during start-up, stops it cleanly."""
+    stopping = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
+        loop.add_signal_handler(sig, stopping.set)
+    return await _COMMANDS[args.command](settings, args, stopping)
 
 
-async def _serve(settings: Settings, args: argparse.Namespace) -> int:
+async def _serve(settings: Settings, args: argparse.Namespace, stopping: asyncio.Event) -> int:
     settings.require_http()
     secret = settings.signing_secret.get_secret_value() if settings.signing_secret else ""
     async with open_services(settings, agents=args.agents) as services:
@@ -89,14 +90,14 @@ async def _serve(settings: Settings, args: argparse.Namespace) -> int:
         loops.start()
         log.info("serving Slack at http://%s:%d/slack/events", settings.host, settings.port)
         try:
-            await _until_stopped()
+            await stopping.wait()
         finally:
             await loops.stop()
             await runner.cleanup()
     return 0
 
 
-async def _socket(settings: Settings, args: argparse.Namespace) -> int:
+async def _socket(settings: Settings, args: argparse.Namespace, stopping: asyncio.Event) -> int:
     settings.require_socket()
     assert settings.app_token is not None
     async with open_services(settings, agents=args.agents) as services:
@@ -110,7 +111,7 @@ async def _socket(settings: Settings, args: argparse.Namespace) -> int:
         watchdog = asyncio.create_task(_watch_socket(handler))
         log.info("connected to Slack over Socket Mode")
         try:
-            await _until_stopped()
+            await stopping.wait()
         finally:
             watchdog.cancel()
             await loops.stop()
@@ -127,18 +128,19 @@ async def _watch_socket(handler: AsyncSocketModeHandler, *, every: float = 30.0)
             await handler.client.connect()  # type: ignore[no-untyped-call]
 
 
-async def _worker(settings: Settings, args: argparse.Namespace) -> int:
+async def _worker(settings: Settings, args: argparse.Namespace, stopping: asyncio.Event) -> int:
     async with open_services(settings, agents=args.agents) as services:
         loops = Loops(services, workers=max(settings.workers, 1))
         loops.start()
+        log.info("resume workers (%d) and the scheduler are running", max(settings.workers, 1))
         try:
-            await _until_stopped()
+            await stopping.wait()
         finally:
             await loops.stop()
     return 0
 
 
-async def _run(settings: Settings, args: argparse.Namespace) -> int:
+async def _run(settings: Settings, args: argparse.Namespace, stopping: asyncio.Event) -> int:
     async with open_services(settings, agents=args.agents) as services:
         place = Place(channel=args.channel, thread_ts=None, requested_by=args.user)
         result = await start_run(services, args.agent, args.input, place=place)

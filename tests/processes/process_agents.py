@@ -1,0 +1,48 @@
+"""Agents for the multi-process tests (SIGNOFF_AGENTS=process_agents).
+
+The cleanup tool appends a line to the file named by SIGNOFF_TEST_MARKS every time it
+runs, so a test can count runs across processes.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from agent_runtime import Agent, ModelRequest, ModelResponse, SessionStore, ToolCall, tool
+from signoff import AgentSpec, Policy
+
+ALICE, BOB = "U0ALICE", "U0BOB"
+
+
+class CleanupModel:
+    """Asks to delete two files, then reports the tool's result: it reads the conversation,
+    so any process continues a run the same way."""
+
+    async def generate(self, request: ModelRequest) -> ModelResponse:
+        results = [m for m in request.messages if m.role == "tool"]
+        if not results:
+            call = ToolCall(id="call_1", name="delete_files", args={"paths": ["/tmp/a", "/tmp/b"]})
+            return ModelResponse(tool_calls=(call,))
+        return ModelResponse(text=f"done: {results[-1].content}")
+
+
+@tool
+def delete_files(paths: list[str]) -> str:
+    """Delete the given files (here: record that it ran)."""
+    with Path(os.environ["SIGNOFF_TEST_MARKS"]).open("a") as marks:
+        marks.write(f"{os.getpid()} {' '.join(paths)}\n")
+    return f"deleted {len(paths)} file(s)"
+
+
+def build(sessions: SessionStore) -> Agent:
+    return Agent(
+        model=CleanupModel(),
+        tools=[delete_files],
+        interrupt_on={"delete_files": True},
+        session_store=sessions,
+        name="cleanup",
+    )
+
+
+agents = [AgentSpec(name="cleanup", build=build, policy=Policy(users=(ALICE, BOB)))]
