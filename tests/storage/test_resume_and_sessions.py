@@ -6,6 +6,7 @@ import asyncio
 from datetime import timedelta
 
 import pytest
+import redis.asyncio as aioredis
 from storage_helpers import NOW, make_record, wait_for
 
 from agent_runtime.errors import StaleSessionError
@@ -101,9 +102,23 @@ async def test_two_concurrent_resumes_of_one_run_one_wins(storage: Storage) -> N
     assert await storage.resume.pending_count() == 0
 
 
-async def test_claim_blocks_until_a_job_arrives(storage: Storage) -> None:
-    waiting = asyncio.create_task(storage.resume.claim("w", block=timedelta(seconds=5)))
-    await asyncio.sleep(0)
+async def _blocked_claims(raw: aioredis.Redis) -> int:
+    """How many clients the server reports blocked in XREADGROUP (``flags`` has ``b``)."""
+    clients = await raw.client_list()
+    return sum(1 for c in clients if "b" in c["flags"] and c["cmd"] == "xreadgroup")
+
+
+async def test_claim_blocks_until_a_job_arrives(storage: Storage, raw: aioredis.Redis) -> None:
+    before = await _blocked_claims(raw)
+    waiting = asyncio.create_task(storage.resume.claim("w", block=timedelta(seconds=30)))
+
+    async def blocked() -> bool:
+        return await _blocked_claims(raw) > before
+
+    # Only once Redis holds the claim blocked is the job added: the claim must then wake
+    # up with it, well before its 30 s block runs out.
+    await wait_for(blocked, what="the server to report the claim blocked")
+    assert not waiting.done()
     await _decided_run(storage)
     jobs = await asyncio.wait_for(waiting, timeout=5)
     assert len(jobs) == 1 and jobs[0].run_id == "run_1"
