@@ -13,6 +13,7 @@ from typing import TypeVar
 from aiohttp import web
 
 from .admin import Admin
+from .browser_guard import OwnOrigins, browser_guard
 from .config import Timing, WorkspaceSeed, demo_workspace
 from .delivery import Ack, Delivery, Outbound
 from .faults import Faults
@@ -53,6 +54,7 @@ class Sandbox:
     ) -> None:
         self._host = host
         self._port = port
+        self._own_origins = OwnOrigins(host)
         self.timing = timing or Timing()
         self.workspace = Workspace(seed or demo_workspace(), ids=Ids())
         self.faults = Faults()
@@ -138,7 +140,7 @@ class Sandbox:
 
     def build_app(self) -> web.Application:
         """The aiohttp application; `start()` serves it."""
-        app = web.Application()
+        app = web.Application(middlewares=[browser_guard(self._own_origins)])
         webapi = WebApi(context=self._api_context, faults=self.faults)
         app.router.add_route("*", "/api/{method}", webapi.handle)
         app.router.add_get("/socket-mode/{ticket}", self._hub.handle)
@@ -170,6 +172,7 @@ class Sandbox:
         await site.start()
         host, port = self._runner.addresses[0][:2]
         self.base_url = f"http://{host}:{port}"
+        self._own_origins.port = port
         self._response_urls.origin = self.base_url
         log.info("sandbox listening on %s", self.base_url)
 
