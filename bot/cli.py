@@ -1,9 +1,10 @@
 """``signoff serve | socket | worker | run``: the bot's command line.
 
-``serve`` answers Slack over HTTP, ``socket`` over Socket Mode; both run the resume
-workers and the scheduler in-process unless ``--no-workers``. ``worker`` runs only those,
-to scale out. ``run`` starts one agent run and returns once it has finished or stopped
-for approval. A bad setting stops startup with one line naming it.
+``serve`` answers Slack over HTTP, ``socket`` over Socket Mode; both serve ``/healthz``,
+``/readyz`` and ``/metrics`` on ``SIGNOFF_PORT`` (``socket`` only those, no events route)
+and run the resume workers and the scheduler in-process unless ``--no-workers``.
+``worker`` runs only those, to scale out. ``run`` starts one agent run and returns once it
+has finished or stopped for approval. A bad setting stops startup with one line naming it.
 """
 
 from __future__ import annotations
@@ -23,10 +24,12 @@ from storage.errors import StorageError
 
 from .app import build_app
 from .errors import BotError
+from .operator import operator_app
 from .process import Loops, open_services
 from .runs import Place, start_run
 from .server import web_app
 from .settings import Settings
+from .socket_mode import connection_check, watch_connection
 
 log = logging.getLogger(__name__)
 
@@ -105,27 +108,29 @@ async def _socket(settings: Settings, args: argparse.Namespace, stopping: asynci
         handler = AsyncSocketModeHandler(
             app, settings.app_token.get_secret_value(), web_client=services.client
         )
-        await handler.connect_async()  # type: ignore[no-untyped-call]
-        loops = Loops(services, workers=0 if args.no_workers else settings.workers)
-        loops.start()
-        watchdog = asyncio.create_task(_watch_socket(handler))
-        log.info("connected to Slack over Socket Mode")
+        # Probes reach /readyz from the start: not ready until the connection is up.
+        runner = web.AppRunner(operator_app(services, checks=(connection_check(handler),)))
+        await runner.setup()
         try:
-            await stopping.wait()
+            await web.TCPSite(runner, settings.host, settings.port).start()
+            await handler.connect_async()  # type: ignore[no-untyped-call]
+            loops = Loops(services, workers=0 if args.no_workers else settings.workers)
+            loops.start()
+            watchdog = asyncio.create_task(watch_connection(handler))
+            log.info(
+                "connected to Slack over Socket Mode; /readyz and /metrics on http://%s:%d",
+                settings.host,
+                settings.port,
+            )
+            try:
+                await stopping.wait()
+            finally:
+                watchdog.cancel()
+                await loops.stop()
+                await handler.close_async()  # type: ignore[no-untyped-call]
         finally:
-            watchdog.cancel()
-            await loops.stop()
-            await handler.close_async()  # type: ignore[no-untyped-call]
+            await runner.cleanup()
     return 0
-
-
-async def _watch_socket(handler: AsyncSocketModeHandler, *, every: float = 30.0) -> None:
-    """Reconnect a Socket Mode connection that died quietly (seen after idle periods)."""
-    while True:
-        await asyncio.sleep(every)
-        if not await handler.client.is_connected():
-            log.warning("Socket Mode connection lost; reconnecting")
-            await handler.client.connect()  # type: ignore[no-untyped-call]
 
 
 async def _worker(settings: Settings, args: argparse.Namespace, stopping: asyncio.Event) -> int:

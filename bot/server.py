@@ -1,4 +1,4 @@
-"""HTTP mode: ``/slack/events`` plus ``/healthz``, ``/readyz`` and ``/metrics`` on aiohttp.
+"""HTTP mode: ``/slack/events`` plus the operator endpoints (``bot.operator``) on aiohttp.
 
 The events route checks the signature before anything else (401) and refuses a body that
 is not a well-formed form or payload (400). A click on one of Signoff's buttons is then
@@ -13,7 +13,6 @@ import json
 import logging
 import time
 import urllib.parse
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
@@ -22,16 +21,13 @@ from slack_bolt.async_app import AsyncApp
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_sdk.signature import SignatureVerifier
 
-from storage.errors import StorageError
-
 from .clicks import ClickQueue, signoff_click
+from .operator import Check, add_operator_routes
 from .services import Services
 
 log = logging.getLogger(__name__)
 
 EVENTS_PATH = "/slack/events"
-Check = Callable[[], Awaitable[str | None]]
-"""A readiness check: None when healthy, else what is wrong."""
 
 
 def web_app(
@@ -68,38 +64,10 @@ def web_app(
         metrics.ack.observe(time.perf_counter() - started)
         return response
 
-    async def healthz(_: web.Request) -> web.Response:
-        return web.Response(text="ok\n")
-
-    async def readyz(_: web.Request) -> web.Response:
-        problems = [p for p in [await _redis(services), *[await c() for c in checks]] if p]
-        if problems:
-            return web.Response(status=503, text="\n".join(problems) + "\n")
-        return web.Response(text="ready\n")
-
-    async def metrics_page(_: web.Request) -> web.Response:
-        try:
-            pending: int | None = await services.storage.queries.pending_count()
-            lag: int | None = await services.storage.resume.lag()
-        except StorageError:
-            pending = lag = None
-        text = metrics.render(pending=pending, queue_lag=lag)
-        return web.Response(text=text, content_type="text/plain", charset="utf-8")
-
     web_app = web.Application()
     web_app.router.add_post(EVENTS_PATH, events)
-    web_app.router.add_get("/healthz", healthz)
-    web_app.router.add_get("/readyz", readyz)
-    web_app.router.add_get("/metrics", metrics_page)
+    add_operator_routes(web_app, services, checks=checks)
     return web_app
-
-
-async def _redis(services: Services) -> str | None:
-    try:
-        await services.storage.client.ping()
-    except StorageError as exc:
-        return f"redis: {exc}"
-    return None
 
 
 def _parse(body: str, content_type: str) -> tuple[bool, dict[str, Any] | None]:

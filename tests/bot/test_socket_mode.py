@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from aiohttp.test_utils import TestServer
 from fakes import click_payload
 from harness import ALICE, CHANNEL, Harness
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
 from bot import ids
 from bot.app import build_app
+from bot.operator import operator_app
+from bot.server import EVENTS_PATH
+from bot.socket_mode import connection_check
 
 
 async def test_approve_over_socket_mode_runs_the_tool_once(make_bot: Any) -> None:
@@ -36,3 +40,37 @@ async def test_approve_over_socket_mode_runs_the_tool_once(make_bot: Any) -> Non
         assert await handler.client.is_connected()
     finally:
         await handler.close_async()  # type: ignore[no-untyped-call]
+
+
+async def test_readyz_follows_the_socket_mode_connection(make_bot: Any) -> None:
+    bot: Harness = await make_bot()
+    handler = AsyncSocketModeHandler(
+        build_app(bot.services, signing_secret=None),
+        "xapp-test-token",
+        web_client=bot.services.client,
+    )
+    checks = (connection_check(handler),)
+    server = TestServer(operator_app(bot.services, checks=checks), host="127.0.0.1", port=0)
+    await server.start_server()
+    url = f"http://127.0.0.1:{server.port}"
+
+    async def status(path: str) -> tuple[int, str]:
+        async with bot.http.get(url + path) as response:
+            return response.status, await response.text()
+
+    try:
+        code, text = await status("/readyz")
+        assert code == 503 and "Socket Mode connection is down" in text
+        await handler.connect_async()  # type: ignore[no-untyped-call]
+        assert await status("/readyz") == (200, "ready\n")
+        assert (await status("/healthz"))[0] == 200
+        code, text = await status("/metrics")
+        assert code == 200 and "signoff_pending_interrupts 0" in text
+        async with bot.http.post(url + EVENTS_PATH, data=b"{}") as response:
+            assert response.status == 404  # no events route in Socket Mode
+        await handler.close_async()  # type: ignore[no-untyped-call]
+        code, text = await status("/readyz")
+        assert code == 503 and "Socket Mode connection is down" in text
+    finally:
+        await handler.close_async()  # type: ignore[no-untyped-call]
+        await server.close()

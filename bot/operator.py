@@ -1,0 +1,62 @@
+"""The operator endpoints: ``/healthz``, ``/readyz`` and ``/metrics``.
+
+HTTP mode serves them beside ``/slack/events``; Socket Mode serves them alone, so a
+process in either mode can be probed and scraped. ``/readyz`` checks Redis plus any
+mode-specific ``Check`` (in Socket Mode, the connection to Slack).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from aiohttp import web
+
+from storage.errors import StorageError
+
+from .services import Services
+
+Check = Callable[[], Awaitable[str | None]]
+"""A readiness check: None when healthy, else what is wrong."""
+
+
+def operator_app(services: Services, *, checks: tuple[Check, ...] = ()) -> web.Application:
+    """An aiohttp application serving only the operator endpoints (Socket Mode)."""
+    app = web.Application()
+    add_operator_routes(app, services, checks=checks)
+    return app
+
+
+def add_operator_routes(
+    app: web.Application, services: Services, *, checks: tuple[Check, ...] = ()
+) -> None:
+    """Add ``/healthz``, ``/readyz`` (Redis, then each of ``checks``) and ``/metrics``."""
+
+    async def healthz(_: web.Request) -> web.Response:
+        return web.Response(text="ok\n")
+
+    async def readyz(_: web.Request) -> web.Response:
+        problems = [p for p in [await _redis(services), *[await c() for c in checks]] if p]
+        if problems:
+            return web.Response(status=503, text="\n".join(problems) + "\n")
+        return web.Response(text="ready\n")
+
+    async def metrics_page(_: web.Request) -> web.Response:
+        try:
+            pending: int | None = await services.storage.queries.pending_count()
+            lag: int | None = await services.storage.resume.lag()
+        except StorageError:
+            pending = lag = None
+        text = services.metrics.render(pending=pending, queue_lag=lag)
+        return web.Response(text=text, content_type="text/plain", charset="utf-8")
+
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
+    app.router.add_get("/metrics", metrics_page)
+
+
+async def _redis(services: Services) -> str | None:
+    try:
+        await services.storage.client.ping()
+    except StorageError as exc:
+        return f"redis: {exc}"
+    return None
