@@ -10,7 +10,8 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 
 from .errors import BotError
 from .listing import help_text, pending_blocks
-from .poster import post_in_thread
+from .policy import AgentSpec
+from .poster import post_ephemeral, post_in_thread
 from .runs import Place, start_run, unknown_agent
 from .services import Services
 
@@ -25,11 +26,15 @@ def command_listener(services: Services) -> Any:
         text = str(body.get("text") or "").strip()
         user, channel = str(body.get("user_id", "")), str(body.get("channel_id", ""))
         match = _RUN.match(text)
+        spec = services.registry.spec(match["agent"]) if match else None
         if text == "help":
             await ack(text=help_text())
-        elif match and services.registry.spec(match["agent"]) is None:
+        elif match and spec is None:
             await ack(text=unknown_agent(services, match["agent"]))
+        elif spec and not spec.starts_freely(user) and not spec.starter_groups:
+            await ack(text=not_a_starter(spec))
         elif match:
+            # Group membership needs a rate-limited Slack call: checked after the ack.
             await ack(text=f"Starting {match['agent']}…")
             place = Place(channel=channel, thread_ts=None, requested_by=user)
             services.background.spawn(
@@ -93,7 +98,28 @@ async def _start_once(
     await _start(services, agent, prompt, place)
 
 
+def not_a_starter(spec: AgentSpec) -> str:
+    """Why the caller may not start ``spec``."""
+    who = ", ".join(f"<!subteam^{s}>" if s.startswith("S") else f"<@{s}>" for s in spec.started_by)
+    return f"You may not start {spec.name}; it can be started by {who}."
+
+
+async def _may_start(services: Services, agent: str, user: str) -> bool:
+    spec = services.registry.spec(agent)
+    if spec is None or spec.starts_freely(user):
+        return True
+    return user in await services.directory.members(spec.starter_groups)
+
+
 async def _start(services: Services, agent: str, prompt: str, place: Place) -> None:
+    spec = services.registry.spec(agent)
+    if spec is not None and not await _may_start(services, agent, place.requested_by):
+        refusal = not_a_starter(spec)
+        if place.channel:
+            await post_ephemeral(
+                services, channel=place.channel, user=place.requested_by, text=refusal
+            )
+        return
     try:
         await start_run(services, agent, prompt, place=place)
     except BotError as exc:

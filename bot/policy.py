@@ -31,6 +31,7 @@ from .errors import PolicyError
 _CHANNEL = re.compile(r"^[CGD][A-Z0-9]{2,20}$")
 _USER = re.compile(r"^[UW][A-Z0-9]{2,20}$")
 _GROUP = re.compile(r"^S[A-Z0-9]{2,20}$")
+_STARTER = re.compile(r"^[UWS][A-Z0-9]{2,20}$")
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
 MAX_DM_USERS = 8
@@ -163,11 +164,22 @@ class AgentSpec:
     policy: Policy
     tools: Mapping[str, Policy] = field(default_factory=dict)
     description: str = ""
+    started_by: tuple[str, ...] = ()
+    """Who may start it from Slack (user or user group ids); empty: anyone in the workspace."""
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.name):
             raise PolicyError(f"agent name {self.name!r}: use letters, digits, '_', '.', '-'")
+        _check_ids(self.started_by, _STARTER, "started_by", "a user or user group id")
         object.__setattr__(self, "tools", dict(self.tools))
+
+    @property
+    def starter_groups(self) -> tuple[str, ...]:
+        return tuple(s for s in self.started_by if s.startswith("S"))
+
+    def starts_freely(self, user: str) -> bool:
+        """True when ``user`` may start this agent without looking up group members."""
+        return not self.started_by or user in self.started_by
 
     def policy_for(self, tool: str | None) -> Policy:
         """The policy of ``tool`` when it has its own, else the agent's."""

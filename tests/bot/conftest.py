@@ -49,6 +49,7 @@ async def make_bot(slack: FakeSlack, storage: Storage) -> AsyncIterator[Callable
         workers: int = 1,
         reclaim_after: float = 60.0,
         then: tuple[dict[str, Any], ...] = (),
+        started_by: tuple[str, ...] = (),
     ) -> Harness:
         settings = Settings.from_env(
             {
@@ -63,7 +64,7 @@ async def make_bot(slack: FakeSlack, storage: Storage) -> AsyncIterator[Callable
         services = make_services(
             client=make_client(settings, retries=3),
             storage=storage,
-            specs=[cleanup_spec(log, the_policy, then=then)],
+            specs=[cleanup_spec(log, the_policy, then=then, started_by=started_by)],
             clock=clock,
         )
         app = build_app(services, signing_secret=SIGNING_SECRET)

@@ -40,7 +40,11 @@ class ToolLog:
 
 
 def cleanup_spec(
-    log: ToolLog, policy: Policy, *, then: tuple[dict[str, Any], ...] = ()
+    log: ToolLog,
+    policy: Policy,
+    *,
+    then: tuple[dict[str, Any], ...] = (),
+    started_by: tuple[str, ...] = (),
 ) -> AgentSpec:
     """The cleanup agent: one guarded ``delete_files`` call, then one per entry of ``then``."""
 
@@ -59,7 +63,7 @@ def cleanup_spec(
             name="cleanup",
         )
 
-    return AgentSpec(name="cleanup", build=build, policy=policy)
+    return AgentSpec(name="cleanup", build=build, policy=policy, started_by=started_by)
 
 
 @dataclass

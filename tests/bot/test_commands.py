@@ -56,6 +56,31 @@ async def test_signoff_run_with_an_unknown_agent_answers_only_the_caller(make_bo
     assert bot.slack.called("chat.postMessage") == []
 
 
+async def test_only_the_listed_starters_may_start_an_agent(make_bot: Any) -> None:
+    bot: Harness = await make_bot(started_by=(CAROL,))
+    refused = await bot.command("run cleanup tidy", user=MALLORY)
+    assert refused["text"] == f"You may not start cleanup; it can be started by <@{CAROL}>."
+    allowed = await bot.command("run cleanup tidy", user=CAROL)
+    assert allowed["text"].startswith("Starting cleanup")
+    await bot.slack.wait_calls("chat.postMessage")
+    assert f"<@{CAROL}>" in str(bot.posted()["blocks"])
+    assert len(bot.slack.called("chat.postMessage")) == 1
+
+
+async def test_starters_named_by_group_are_checked_after_the_ack(make_bot: Any) -> None:
+    bot: Harness = await make_bot(started_by=("S0STARTERS",))
+    bot.slack.groups["S0STARTERS"] = [CAROL]
+    answer = await bot.command("run cleanup tidy", user=MALLORY)
+    assert answer["text"].startswith("Starting cleanup")  # no Slack call before the ack
+    await bot.slack.wait_calls("chat.postEphemeral")
+    [refusal] = bot.slack.called("chat.postEphemeral")
+    assert refusal["user"] == MALLORY and "You may not start cleanup" in refusal["text"]
+    assert bot.slack.called("chat.postMessage") == []
+    await bot.command("run cleanup tidy", user=CAROL)
+    await bot.slack.wait_calls("chat.postMessage")
+    assert f"<@{CAROL}>" in str(bot.posted()["blocks"])
+
+
 async def test_a_mention_starts_a_run_in_the_mentions_thread(make_bot: Any) -> None:
     bot: Harness = await make_bot()
     mention = {
