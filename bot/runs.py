@@ -19,7 +19,7 @@ from storage.errors import DuplicateInterruptError
 from storage.records import ApproverPolicy, InterruptRecord
 
 from .errors import BotError
-from .policy import Escalate, Policy
+from .policy import Escalate, Policy, Reminders
 from .poster import post_in_thread, post_interrupt
 from .services import Services
 
@@ -172,6 +172,8 @@ async def approver_policy(
         reminders=tuple(reminders.every * (i + 1) for i in range(reminders.limit))
         if reminders
         else (),
+        work_start_hour=(reminders or Reminders()).start_hour,
+        work_end_hour=(reminders or Reminders()).end_hour,
         decisions=decisions,
         dangerous=policy.dangerous,
     )

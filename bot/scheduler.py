@@ -1,7 +1,8 @@
 """The scheduler: expires due interrupts, sends reminders in working hours, drains the outbox.
 
-A reminder due while every approver is off work is moved to the earliest start of one of
-their working days.
+Working hours are the policy's (``Reminders(start_hour=, end_hour=)``, stored with each
+interrupt) on each approver's own clock. A reminder due while every approver is off work
+is moved to the earliest start of one of their working days.
 
 Every step is safe with several schedulers running: storage hands each expiry, reminder
 and outbox entry to exactly one caller.
@@ -26,8 +27,6 @@ from .services import Services
 from .workhours import in_working_hours, next_start
 
 log = logging.getLogger(__name__)
-
-WORK_START, WORK_END = 9, 18
 
 
 class Scheduler:
@@ -95,10 +94,11 @@ class Scheduler:
         awake, starts = [], []
         for user in approvers:
             zone = await services.directory.zone(user)
-            if in_working_hours(zone, now, start_hour=WORK_START, end_hour=WORK_END):
+            start, end = policy.work_start_hour, policy.work_end_hour
+            if in_working_hours(zone, now, start_hour=start, end_hour=end):
                 awake.append(user)
             else:
-                starts.append(next_start(zone, now, start_hour=WORK_START))
+                starts.append(next_start(zone, now, start_hour=start))
         if approvers and not awake:
             # Nobody would read it now: hand it out again when the first of them starts work.
             until = min(starts)

@@ -55,7 +55,9 @@ class ApproverPolicy(BaseModel):
 
     An empty allow list means nobody may decide, unless ``open_to_channel`` is set (fail
     closed). ``group_members`` holds the member ids of ``allowed_groups`` as captured when
-    the interrupt was posted. Reminder offsets count from the interrupt's creation.
+    the interrupt was posted. Reminder offsets count from the interrupt's creation; a
+    reminder reaches an approver only between ``work_start_hour`` and ``work_end_hour``
+    on their own clock (records stored before these fields existed read as 9 to 18).
     """
 
     model_config = _MODEL
@@ -71,6 +73,8 @@ class ApproverPolicy(BaseModel):
     escalate_to_channel: str | None = None
     escalate_to_users: tuple[str, ...] = ()
     reminders: tuple[timedelta, ...] = ()
+    work_start_hour: int = Field(default=9, ge=0, le=23)
+    work_end_hour: int = Field(default=18, ge=1, le=24)
     decisions: tuple[DecisionType, ...] = ("approve", "reject")
     dangerous: bool = False
 
@@ -97,6 +101,8 @@ class ApproverPolicy(BaseModel):
             raise ValueError("expires_in must be positive")
         if not self.decisions:
             raise ValueError("offer at least one decision")
+        if self.work_start_hour >= self.work_end_hour:
+            raise ValueError("work_start_hour must come before work_end_hour")
         return self
 
 

@@ -50,6 +50,23 @@ async def test_reminders_mention_only_approvers_inside_their_working_hours(make_
     assert f"<@{ALICE}>" in second and f"<@{BOB}>" in second
 
 
+async def test_reminders_keep_the_policys_own_working_hours(make_bot: Any) -> None:
+    policy = Policy(
+        channel=CHANNEL,
+        users=(ALICE, BOB),
+        reminders=Reminders(every=timedelta(hours=1), start_hour=7, end_hour=10, limit=2),
+    )
+    bot: Harness = await make_bot(policy)
+    bot.clock.current = NOON_UTC
+    await bot.start(requested_by=CAROL)
+    scheduler = Scheduler(bot.services)
+
+    bot.clock.advance(timedelta(hours=1))  # 13:00 UTC: Paris 14:00 (off), New York 08:00 (on)
+    await scheduler.tick()
+    [first] = _reminders(bot)
+    assert f"<@{BOB}>" in first and f"<@{ALICE}>" not in first
+
+
 async def test_a_reminder_due_while_everyone_is_off_hours_waits_for_the_first_workday(
     make_bot: Any,
 ) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 import fakeredis
@@ -55,6 +56,20 @@ def test_record_round_trips_through_its_hash() -> None:
     again = InterruptRecord.from_hash("k", record.to_hash())
     assert again == record
     assert record.args_digest == digest_args({"path": "/tmp/old"})
+
+
+def test_a_policy_keeps_its_working_hours_and_older_records_read_as_nine_to_six() -> None:
+    record = make_record(work_start_hour=7, work_end_hour=10)
+    again = InterruptRecord.from_hash("k", record.to_hash())
+    assert (again.policy.work_start_hour, again.policy.work_end_hour) == (7, 10)
+    fields = make_record().to_hash()
+    stored = json.loads(fields["policy"])
+    del stored["work_start_hour"], stored["work_end_hour"]
+    fields["policy"] = json.dumps(stored)
+    old = InterruptRecord.from_hash("k", fields)
+    assert (old.policy.work_start_hour, old.policy.work_end_hour) == (9, 18)
+    with pytest.raises(ValidationError, match="before"):
+        ApproverPolicy(work_start_hour=18, work_end_hour=9)
 
 
 def test_a_hash_missing_fields_is_a_corrupt_record_naming_its_key() -> None:
