@@ -1,4 +1,5 @@
-"""Prometheus text metrics: pending interrupts, decisions, ack and click-to-resume latency."""
+"""Prometheus text metrics: pending interrupts, decisions, dead-lettered resumes, ack and
+click-to-resume latency."""
 
 from __future__ import annotations
 
@@ -44,6 +45,7 @@ class Metrics:
     def __init__(self) -> None:
         self.decisions: Counter[str] = Counter()
         self.refusals: Counter[str] = Counter()
+        self.resume_dead_letters = 0
         self.ack = Histogram(_ACK_BUCKETS)
         self.click_to_resume = Histogram(_RESUME_BUCKETS)
 
@@ -55,6 +57,10 @@ class Metrics:
             lines += _gauge("signoff_resume_queue_lag", queue_lag)
         lines += _counter("signoff_decisions_total", "outcome", self.decisions)
         lines += _counter("signoff_refused_clicks_total", "reason", self.refusals)
+        lines += [
+            "# TYPE signoff_resume_dead_letters_total counter",
+            f"signoff_resume_dead_letters_total {self.resume_dead_letters}",
+        ]
         lines += self.ack.render("signoff_ack_seconds")
         lines += self.click_to_resume.render("signoff_click_to_resume_seconds")
         return "\n".join(lines) + "\n"

@@ -3,7 +3,9 @@
 Each worker reads jobs from storage's resume queue (a consumer group), takes the run's
 lease for the session version it resumes from, runs the agent, and acknowledges only
 after the new snapshot is saved. Jobs of a crashed worker are reclaimed after a timeout,
-and storage makes sure a job is applied at most once per run version.
+and storage makes sure a job is applied at most once per run version. A job whose resume
+keeps failing is retried after the same timeout, up to storage's ``max_attempts``; then
+it is dead-lettered and the run's thread is told, instead of retrying it forever.
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ from storage.errors import StorageError
 from storage.records import InterruptRecord
 from storage.resume import ResumeJob
 
+from .poster import post_in_thread
 from .recovery import catch_up
-from .runs import resume_run
+from .runs import place_of, resume_run
 from .services import Services
 
 log = logging.getLogger(__name__)
@@ -82,7 +85,9 @@ class ResumeWorker:
                 return jobs
             # Nothing idle that long: look again in half the timeout, not before every read.
             self._reclaim_due = now + self._reclaim_after.total_seconds() / 2
-        read = asyncio.ensure_future(queue.claim(self.consumer, count=10, block=self._block))
+        # Wake for the next reclaim check too, so a failed job is retried on time.
+        block = min(self._block, timedelta(seconds=max(self._reclaim_due - now, 0.001)))
+        read = asyncio.ensure_future(queue.claim(self.consumer, count=10, block=block))
         stopping = asyncio.ensure_future(self._stopping.wait())
         await asyncio.wait({read, stopping}, return_when=asyncio.FIRST_COMPLETED)
         stopping.cancel()
@@ -93,7 +98,7 @@ class ResumeWorker:
         return read.result()
 
     async def handle(self, job: ResumeJob) -> None:
-        """Apply one job exactly once; on failure release it so it is retried later."""
+        """Apply one job exactly once; on failure count the attempt (``_failed``)."""
         services, queue = self._services, self._services.storage.resume
         taken = await queue.take(job, consumer=self.consumer)
         if taken.status == "done":
@@ -118,13 +123,51 @@ class ResumeWorker:
                     await resume_run(services, records, thread_id=job.thread_id)
         except ResumeError as refused:
             if not await self._caught_up(job, records, refused):
-                await queue.release(job, consumer=self.consumer)
+                await self._failed(job, records, refused)
             return
-        except Exception:
-            log.exception("resume job %s of run %s failed; it will be retried", job.id, job.run_id)
-            await queue.release(job, consumer=self.consumer)
+        except Exception as exc:
+            log.exception("resume job %s of run %s failed", job.id, job.run_id)
+            await self._failed(job, records, exc)
             return
         await queue.complete(job, consumer=self.consumer, session_version=version)
+
+    async def _failed(
+        self, job: ResumeJob, records: list[InterruptRecord], exc: BaseException
+    ) -> None:
+        """Count the failure: the job is retried later, or, after the last attempt, given
+        up (dead-lettered) and the run's thread told why it stopped."""
+        services = self._services
+        error = type(exc).__name__
+        failure = await services.storage.resume.fail(
+            job, consumer=self.consumer, error=error, now=services.clock.now()
+        )
+        if not failure.dead:
+            log.warning(
+                "resume job %s of run %s: attempt %d of %d failed (%s); it will be retried",
+                job.id,
+                job.run_id,
+                failure.attempts,
+                services.storage.resume.max_attempts,
+                error,
+            )
+            return
+        services.metrics.resume_dead_letters += 1
+        log.error(
+            "resume job %s of run %s given up after %d attempts (%s); moved to the "
+            "dead-letter stream",
+            job.id,
+            job.run_id,
+            failure.attempts,
+            error,
+        )
+        if not records:
+            return
+        place = place_of(records[0])
+        text = (
+            f"Could not resume this run after {failure.attempts} attempts: {error}; "
+            "see the worker log"
+        )
+        await post_in_thread(services, channel=place.channel, thread_ts=place.thread_ts, text=text)
 
     async def _caught_up(
         self, job: ResumeJob, records: list[InterruptRecord], refused: ResumeError

@@ -24,7 +24,8 @@ Entry point::
 - ``reminders: ReminderStore`` - ``defer(id, number, *, until)``: hand a reminder just
   taken out again later (when none of its approvers is at work).
 - ``resume: ResumeQueue`` - ``claim``, ``reclaim``, ``begin``, ``complete``, ``release``,
-  ``ack`` (see ``storage.resume`` for the worker loop).
+  ``ack``, ``fail`` (a failed resume: retried, or after ``max_attempts`` moved to the
+  dead-letter stream), ``dead_letters()`` (see ``storage.resume`` for the worker loop).
 - ``audit: AuditLog`` - ``append(AuditEntry)``, ``read(*, after, count)``.
 - ``deliveries: Deliveries`` - ``first(event_id) -> bool``: False for a retried Events
   API delivery already handled (ids remembered for an hour).
@@ -57,7 +58,7 @@ from .outcomes import DecideOutcome, ExpiryResult, Page, RefusalReason, Reminder
 from .queries import InterruptQueries
 from .records import ApproverPolicy, InterruptRecord, InterruptState, Vote, digest_args
 from .reminders import ReminderStore
-from .resume import BeginResult, ResumeJob, ResumeQueue
+from .resume import BeginResult, Failure, ResumeJob, ResumeQueue
 from .sessions import RedisSessionStore
 
 __all__ = [
@@ -72,6 +73,7 @@ __all__ = [
     "EmbeddedRedis",
     "EmbeddedServerError",
     "ExpiryResult",
+    "Failure",
     "InterruptQueries",
     "InterruptRecord",
     "InterruptState",

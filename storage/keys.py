@@ -69,6 +69,10 @@ class Keys:
     def run_applied(self, run_id: str) -> str:
         return f"{self.prefix}:run:{{{check_id('run', run_id)}}}:applied"
 
+    def run_attempts(self, run_id: str) -> str:
+        """Hash: resume job id -> its failed attempts (expires like the applied markers)."""
+        return f"{self.prefix}:run:{{{check_id('run', run_id)}}}:attempts"
+
     def delivery(self, event_id: str) -> str:
         """String: set when an Events API event was first delivered, so retries are skipped."""
         return f"{self.prefix}:event:{check_id('event', event_id)}"
@@ -104,6 +108,11 @@ class Keys:
     @property
     def resume_stream(self) -> str:
         return f"{self.prefix}:resume"
+
+    @property
+    def resume_dead_letters(self) -> str:
+        """Stream: resume jobs given up after too many failed attempts, for an operator."""
+        return f"{self.prefix}:resume:dead"
 
     @property
     def audit_stream(self) -> str:

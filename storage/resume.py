@@ -17,7 +17,9 @@ consumer group. A worker's loop::
 trip (``begin`` is the same check for a caller that already knows the version).
 ``complete`` acknowledges only after the new snapshot is saved; a job whose worker
 died is picked up again by ``reclaim`` once idle past a timeout, and ``begin``/``take``
-make sure a job is applied at most once per run version.
+make sure a job is applied at most once per run version. A resume that raises calls
+``fail``: the job is retried after the timeout, until its ``max_attempts``-th failure
+moves it to the dead-letter stream (acknowledged, never retried again).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from agent_runtime.session import StoredSession
 from .client import RedisClient
 from .errors import CorruptRecordError
 from .keys import Keys
-from .records import InterruptRecord, from_ms
+from .records import InterruptRecord, from_ms, to_ms
 from .sessions import parse_session
 
 log = logging.getLogger(__name__)
@@ -66,6 +68,14 @@ class ResumeJob:
     enqueued_at: datetime
 
 
+@dataclass(frozen=True, kw_only=True)
+class Failure:
+    """What ``fail`` did: the job's failed attempts so far, and whether it was given up."""
+
+    attempts: int
+    dead: bool
+
+
 class ResumeQueue:
     """A consumer group over the resume stream, with leases that keep resumes single."""
 
@@ -77,12 +87,16 @@ class ResumeQueue:
         group: str = "resume-workers",
         lease: timedelta = timedelta(seconds=60),
         applied_ttl: timedelta = timedelta(days=7),
+        max_attempts: int = 5,
+        dead_letters: int = 10_000,
     ) -> None:
         self._client = client
         self._keys = keys
         self.group = group
+        self.max_attempts = max_attempts
         self._lease_ms = int(lease.total_seconds() * 1000)
         self._applied_ms = int(applied_ttl.total_seconds() * 1000)
+        self._dead_letters = dead_letters
 
     async def ensure_group(self) -> None:
         """Create the consumer group (and stream) if missing; jobs already queued are kept."""
@@ -99,7 +113,8 @@ class ResumeQueue:
         self, consumer: str, *, count: int = 10, block: timedelta | None = None
     ) -> list[ResumeJob]:
         """New jobs for ``consumer``; waits up to ``block`` for one when none is queued."""
-        block_ms = int(block.total_seconds() * 1000) if block else None
+        # At least 1 ms: BLOCK 0 would wait forever.
+        block_ms = max(1, int(block.total_seconds() * 1000)) if block else None
         async with self._client.guard("read resume jobs"):
             reply = await self._client.raw.xreadgroup(
                 self.group, consumer, {self._keys.resume_stream: ">"}, count=count, block=block_ms
@@ -196,6 +211,37 @@ class ResumeQueue:
         await self._client.eval(
             "resume_release", [self._keys.run_lease(job.run_id)], [job.id, consumer]
         )
+
+    async def fail(self, job: ResumeJob, *, consumer: str, error: str, now: datetime) -> Failure:
+        """Count a failed resume and release the job; at ``max_attempts`` failures, move it
+        to the dead-letter stream with ``error`` and acknowledge it, in the same step."""
+        keys = [
+            self._keys.run_lease(job.run_id),
+            self._keys.run_attempts(job.run_id),
+            self._keys.resume_stream,
+            self._keys.resume_dead_letters,
+        ]
+        args: list[str | int] = [
+            job.id,
+            consumer,
+            self.group,
+            self.max_attempts,
+            self._applied_ms,
+            error,
+            to_ms(now),
+            job.run_id,
+            job.thread_id,
+            " ".join(job.record_ids),
+            self._dead_letters,
+        ]
+        reply = cast(list[str | int], await self._client.eval("resume_fail", keys, args))
+        return Failure(attempts=int(reply[1]), dead=reply[0] == "dead")
+
+    async def dead_letters(self, *, count: int = 100) -> list[dict[str, str]]:
+        """The most recent dead-lettered jobs, newest first, as stored (for an operator)."""
+        async with self._client.guard("read dead-lettered resume jobs"):
+            entries = await self._client.raw.xrevrange(self._keys.resume_dead_letters, count=count)
+        return [dict(fields) for _, fields in cast(list[tuple[str, dict[str, str]]], entries)]
 
     async def ack(self, job: ResumeJob) -> None:
         """Acknowledge a job that needs no work (``begin`` answered ``done``)."""

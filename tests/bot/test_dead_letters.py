@@ -1,0 +1,58 @@
+"""A resume that keeps failing is given up after five attempts, visibly, not retried forever."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+from harness import ALICE, Harness
+
+from agent_runtime.session import Snapshot, StoredSession
+from bot import ids
+
+GIVEN_UP = "Could not resume this run after 5 attempts: StoreDown; see the worker log"
+
+
+class StoreDown(Exception):
+    """The session store cannot be read."""
+
+
+class BrokenStore:
+    """A session store that fails every call, so every resume of the run raises."""
+
+    async def load(self, thread_id: str) -> StoredSession | None:
+        raise StoreDown(f"cannot load {thread_id}")
+
+    async def save(self, thread_id: str, snapshot: Snapshot, *, expected_version: int) -> int:
+        raise StoreDown(f"cannot save {thread_id}")
+
+    async def delete(self, thread_id: str) -> None:
+        raise StoreDown(f"cannot delete {thread_id}")
+
+
+async def test_a_resume_that_always_fails_is_dead_lettered_after_five_attempts(
+    make_bot: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    bot: Harness = await make_bot(workers=1, reclaim_after=0.01)
+    value = await bot.start()
+    record = await bot.services.storage.queries.get(bot.record_id(value))
+    assert record is not None
+    bot.services.registry.agent("cleanup").session_store = BrokenStore()
+    caplog.set_level(logging.WARNING, logger="bot.workers")
+
+    await bot.click(ids.APPROVE, value, user=ALICE)
+    await bot.slack.wait_for(lambda: GIVEN_UP in bot.thread(), what="the given-up message")
+    await bot.loops.stop()
+
+    assert bot.thread().count(GIVEN_UP) == 1
+    queue = bot.services.storage.resume
+    assert await queue.pending_count() == 0
+    [dead] = await queue.dead_letters()
+    assert (dead["run_id"], dead["error"], dead["attempts"]) == (record.run_id, "StoreDown", "5")
+    errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert any(record.run_id in m and "dead-letter" in m for m in errors)
+    retried = [r for r in caplog.records if "will be retried" in r.getMessage()]
+    assert len(retried) == 4
+    async with bot.http.get(bot.url + "/metrics") as response:
+        assert "signoff_resume_dead_letters_total 1" in await response.text()
