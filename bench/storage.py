@@ -23,6 +23,7 @@ from redis.asyncio.connection import AbstractConnection
 from agent_runtime.interrupts import Decision, Interrupt
 from agent_runtime.messages import ToolCall
 from storage import ApproverPolicy, EmbeddedRedis, InterruptRecord, Storage, connect
+from storage.interrupts import POST_LEASE
 
 NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 POLICY = ApproverPolicy(
@@ -103,7 +104,7 @@ async def lifecycle(storage: Storage, n: int) -> None:
     """Create, claim from the outbox, post, decide, resume, save, acknowledge."""
     rec = record(f"life_{n}", n)
     await storage.interrupts.create_interrupt(rec)
-    await storage.interrupts.claim_outbox(NOW)
+    await storage.interrupts.claim_outbox(NOW + POST_LEASE)  # the creator's post failed
     await storage.interrupts.mark_posted(rec.id, "CAPPROVALS", "1700.1", now=NOW)
     await storage.interrupts.decide(
         rec.id, "UBOB", Decision.approve(), args_digest=rec.args_digest, now=NOW

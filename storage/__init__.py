@@ -11,8 +11,10 @@ Entry point::
 - ``sessions: RedisSessionStore`` - the runtime's ``SessionStore`` (load, save with
   ``expected_version``, delete).
 - ``interrupts: InterruptStore`` - every change of a record, each one atomic step:
-  ``create_interrupt(record)``, ``create_interrupts(records)`` (one run's batch),
-  ``claim_outbox(now, *, limit, lease)`` (stored, not yet posted: post, then)
+  ``create_interrupt(record, *, post_lease)``, ``create_interrupts(records, *,
+  post_lease)`` (one run's batch; the caller posts them, the outbox hands them out only
+  after ``post_lease``), ``claim_outbox(now, *, limit, lease)`` (stored, not yet posted:
+  post, then)
   ``mark_posted(id, channel, ts, *, thread_ts, now)``,
   ``decide(id, user_id, decision, *, args_digest, now, channel, message_ts) -> DecideOutcome``,
   ``expire_due(now, *, limit) -> list[ExpiryResult]``,

@@ -30,6 +30,9 @@ from .records import InterruptRecord, to_ms
 
 log = logging.getLogger(__name__)
 
+POST_LEASE = timedelta(seconds=30)
+"""How long a new interrupt is its creator's to post before the outbox hands it out."""
+
 
 @dataclass(frozen=True, kw_only=True)
 class Retention:
@@ -93,15 +96,21 @@ class InterruptStore:
             raise CorruptRecordError(key, f"not readable as JSON: {exc}") from exc
         return InterruptRecord.from_hash(key, fields)
 
-    async def create_interrupt(self, record: InterruptRecord) -> InterruptRecord:
+    async def create_interrupt(
+        self, record: InterruptRecord, *, post_lease: timedelta = POST_LEASE
+    ) -> InterruptRecord:
         """Store a new pending record, index it and put it in the outbox, atomically."""
-        await self.create_interrupts([record])
+        await self.create_interrupts([record], post_lease=post_lease)
         return record
 
-    async def create_interrupts(self, records: Sequence[InterruptRecord]) -> None:
+    async def create_interrupts(
+        self, records: Sequence[InterruptRecord], *, post_lease: timedelta = POST_LEASE
+    ) -> None:
         """Store the pending interrupts of one run together, so none is decided alone first.
 
-        DuplicateInterruptError (nothing written) when any of them already exists.
+        The caller posts them: ``claim_outbox`` hands them out only ``post_lease`` after
+        their creation, when that first post failed. DuplicateInterruptError (nothing
+        written) when any of them already exists.
         """
         if not records:
             return
@@ -114,7 +123,12 @@ class InterruptStore:
         k = self._keys
         keys = [k.run_pending(records[0].run_id), k.due, k.reminders, k.outbox]
         keys += [k.by_user, k.by_channel, k.audit_stream] + [k.record(r.id) for r in records]
-        args: list[str | int] = [now, _ms(self._retention.pending), self._retention.audit_entries]
+        args: list[str | int] = [
+            now,
+            _ms(self._retention.pending),
+            self._retention.audit_entries,
+            _ms(post_lease),
+        ]
         for record in records:
             fields = record.to_hash()
             args.append(len(fields))
@@ -128,7 +142,7 @@ class InterruptStore:
         log.info("stored interrupts %s", ", ".join(r.id for r in records))
 
     async def claim_outbox(
-        self, now: datetime, *, limit: int = 20, lease: timedelta = timedelta(seconds=30)
+        self, now: datetime, *, limit: int = 20, lease: timedelta = POST_LEASE
     ) -> list[InterruptRecord]:
         """Pending records not yet posted, leased to this caller for ``lease``.
 

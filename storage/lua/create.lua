@@ -1,10 +1,14 @@
 -- Store a run's new interrupt records, index them and put them in the outbox, atomically.
+-- The outbox entry is due only after post_lease ms: the creator posts first, and the
+-- scheduler reposts only when that failed (no double post during a slow first attempt).
 -- KEYS: 1 run pending, 2 due, 3 reminders, 4 outbox, 5 by-user, 6 by-channel, 7 audit,
 --       8.. one record key per record.
--- ARGV: now, ttl_ms, audit_maxlen, then per record: field count, name, value, ...
+-- ARGV: now, ttl_ms, audit_maxlen, post_lease ms, then per record: field count, name,
+--       value, ...
 -- Returns {'created'} or {'exists', record_id} (nothing written).
 local now, ttl, audit_maxlen = ARGV[1], tonumber(ARGV[2]), ARGV[3]
-local records, pos = {}, 4
+local post_after = tonumber(now) + tonumber(ARGV[4])
+local records, pos = {}, 5
 for i = 8, #KEYS do
   local count = tonumber(ARGV[pos])
   local fields = {}
@@ -32,7 +36,7 @@ for _, rec in ipairs(records) do
   if keep > longest then longest = keep end
   local reminder = field(key, 'next_reminder_at')
   if reminder ~= '' then redis.call('ZADD', KEYS[3], reminder, rid) end
-  redis.call('ZADD', KEYS[4], now, rid)
+  redis.call('ZADD', KEYS[4], post_after, rid)
   for _, member in ipairs(user_members(key, rid)) do redis.call('ZADD', KEYS[5], 0, member) end
   local channel = field(key, 'channel')
   if channel ~= '' then redis.call('ZADD', KEYS[6], 0, channel_member(key, rid, channel)) end

@@ -148,11 +148,12 @@ async def test_interrupt_waits_in_the_outbox_while_slack_is_down(make_bot: Any) 
     await start_run(bot.services, "cleanup", "clean up", place=place)
     assert bot.slack.called("chat.postMessage") == []
     scheduler = Scheduler(bot.services)
+    bot.clock.advance(timedelta(seconds=31))  # past the creator's lease: the outbox hands it out
     await scheduler.tick()
     assert bot.slack.called("chat.postMessage") == []
 
     bot.slack.down = False
-    bot.clock.advance(timedelta(minutes=1))  # past the failed claimer's lease
+    bot.clock.advance(timedelta(minutes=1))  # past the failed scheduler's lease
     assert await scheduler.drain_outbox() == 1
     assert await scheduler.drain_outbox() == 0
     assert len(bot.slack.called("chat.postMessage")) == 1

@@ -33,15 +33,26 @@ async def test_pending_lists_by_user_channel_and_run_drop_decided(storage: Stora
     assert len(await storage.queries.pending_for_run("run_1")) == 4
 
 
+async def test_a_new_interrupt_is_its_creators_to_post_first(storage: Storage) -> None:
+    record = await storage.interrupts.create_interrupt(
+        make_record(), post_lease=timedelta(seconds=30)
+    )
+    assert await storage.interrupts.claim_outbox(NOW) == []
+    assert await storage.interrupts.claim_outbox(later(seconds=29)) == []
+    claimed = await storage.interrupts.claim_outbox(later(seconds=30))
+    assert [r.id for r in claimed] == [record.id]  # the creator's post failed
+
+
 async def test_outbox_hands_out_unposted_until_marked_posted(storage: Storage) -> None:
     record = await storage.interrupts.create_interrupt(make_record(channel=None))
-    claimed = await storage.interrupts.claim_outbox(NOW, lease=timedelta(seconds=30))
+    start = later(seconds=30)  # past the creator's own lease
+    claimed = await storage.interrupts.claim_outbox(start, lease=timedelta(seconds=30))
     assert [r.id for r in claimed] == [record.id]
-    assert await storage.interrupts.claim_outbox(later(seconds=10)) == []
-    again = await storage.interrupts.claim_outbox(later(seconds=31))
+    assert await storage.interrupts.claim_outbox(start + timedelta(seconds=10)) == []
+    again = await storage.interrupts.claim_outbox(start + timedelta(seconds=31))
     assert [r.id for r in again] == [record.id]  # the first post failed: it comes back
     posted = await storage.interrupts.mark_posted(
-        record.id, "CDM1", "1700.1", thread_ts="1700.1", now=later(seconds=32)
+        record.id, "CDM1", "1700.1", thread_ts="1700.1", now=start + timedelta(seconds=32)
     )
     assert posted is not None and (posted.channel, posted.message_ts) == ("CDM1", "1700.1")
     assert await storage.interrupts.claim_outbox(later(minutes=5)) == []
