@@ -13,7 +13,7 @@ from typing import Literal
 
 from agent_runtime.interrupts import Decision, DecisionType
 from agent_runtime.messages import JSONValue
-from storage.records import InterruptRecord
+from storage.records import ApproverPolicy, InterruptRecord
 
 from .blocks import to_text
 
@@ -38,6 +38,8 @@ class Card:
     min_approvals: int = 1
     approvals: tuple[str, ...] = ()
     digest: str = ""
+    nobody_can_approve: str | None = None
+    """Why no one can approve it (e.g. its groups resolved to nobody), shown on the card."""
 
     @property
     def button_value(self) -> str:
@@ -78,6 +80,28 @@ def card_from_record(record: InterruptRecord, *, trust_label: str | None = None)
         min_approvals=record.policy.min_approvals,
         approvals=record.approvals,
         digest=record.args_digest,
+        nobody_can_approve=nobody_can_approve(record.policy, escalated=record.escalated),
+    )
+
+
+def nobody_can_approve(policy: ApproverPolicy, *, escalated: bool = False) -> str | None:
+    """Why nobody can approve under ``policy``, or None when someone can.
+
+    Group members are resolved when the interrupt is posted; a group Slack would not list
+    (no ``usergroups:read`` scope) or an empty one leaves a policy with only groups with
+    nobody, and storage refuses everyone (fail closed): the card and the refusal say so.
+    """
+    if policy.open_to_channel or policy.allowed_users or policy.group_members:
+        return None
+    if escalated and policy.escalate_to_users:
+        return None
+    groups = policy.allowed_groups[:10]
+    if not groups:
+        return "Nobody can approve this: its policy names no approvers."
+    which = f"group {groups[0]} has" if len(groups) == 1 else f"groups {', '.join(groups)} have"
+    return (
+        f"Nobody can approve this yet: {which} no members Signoff can see; "
+        "check the app's usergroups:read scope"
     )
 
 

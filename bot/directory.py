@@ -39,6 +39,7 @@ class Directory:
         self._ttl = ttl
         self._zones: dict[str, tuple[datetime, UserZone]] = {}
         self._groups: dict[str, tuple[datetime, tuple[str, ...]]] = {}
+        self._empty_groups: set[str] = set()
 
     async def zone(self, user_id: str) -> UserZone:
         """The user's time zone; UTC when Slack cannot tell (logged, not raised)."""
@@ -61,7 +62,11 @@ class Directory:
         return zone
 
     async def members(self, groups: Iterable[str]) -> tuple[str, ...]:
-        """The distinct members of ``groups``; a group Slack refuses counts as empty."""
+        """The distinct members of ``groups``; a group Slack refuses counts as empty.
+
+        A group that resolves to nobody leaves its interrupts without approvers, so it is
+        logged as an error, once per group until it has members again.
+        """
         found: dict[str, None] = {}
         now = self._clock.now()
         for group in groups:
@@ -69,13 +74,26 @@ class Directory:
             if cached and now - cached[0] < self._ttl:
                 users = cached[1]
             else:
-                try:
-                    answer = await self._client.usergroups_users_list(usergroup=group)
-                    users = tuple(str(u) for u in answer.get("users") or ())
-                except SlackApiError as exc:
-                    error = slack_error(exc)
-                    log.warning("usergroups.users.list failed for %s: %s", group, error)
-                    users = ()
+                users = await self._fetch_members(group)
                 self._groups[group] = (now, users)
             found.update(dict.fromkeys(users))
         return tuple(found)
+
+    async def _fetch_members(self, group: str) -> tuple[str, ...]:
+        why = "it has no members"
+        try:
+            answer = await self._client.usergroups_users_list(usergroup=group)
+            users = tuple(str(u) for u in answer.get("users") or ())
+        except SlackApiError as exc:
+            why, users = f"usergroups.users.list answered {slack_error(exc)}", ()
+        if users:
+            self._empty_groups.discard(group)
+        elif group not in self._empty_groups:
+            self._empty_groups.add(group)
+            log.error(
+                "user group %s resolves to nobody (%s): its members cannot approve; check "
+                "the app's usergroups:read scope and the group's members",
+                group,
+                why,
+            )
+        return users

@@ -111,6 +111,8 @@ def _status_parts(card: Card) -> list[str]:
         parts.append(f"{len(card.approvals)} of {card.min_approvals} approvals{so_far}")
     if card.dangerous:
         parts.append(":warning: Dangerous action")
+    if card.nobody_can_approve:
+        parts.append(card.nobody_can_approve)
     return parts or ["Waiting for a decision"]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from storage.outcomes import DecideOutcome
 
 from .blocks import user_mention
+from .cards import nobody_can_approve
 
 _TEXT = {
     "unknown": "This approval request no longer exists; nothing was decided.",
@@ -23,6 +24,11 @@ def refusal_text(outcome: DecideOutcome) -> str:
     if reason == "already_decided":
         who = f" by {user_mention(outcome.decided_by)}" if outcome.decided_by else ""
         return f"Already {outcome.state or 'decided'}{who}; your click changed nothing."
+    if reason == "not_allowed" and outcome.record is not None:
+        record = outcome.record
+        unreachable = nobody_can_approve(record.policy, escalated=record.escalated)
+        if unreachable:
+            return unreachable
     if reason == "already_voted":
         return (
             f"Your approval is already counted ({outcome.approvals} of {outcome.required}); "
