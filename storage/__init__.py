@@ -58,7 +58,7 @@ from .interrupts import InterruptStore, Retention
 from .keys import Keys, record_id, split_record_id
 from .outcomes import DecideOutcome, ExpiryResult, Page, RefusalReason, ReminderDue
 from .queries import InterruptQueries
-from .records import ApproverPolicy, InterruptRecord, InterruptState, Vote, digest_args
+from .records import ApproverPolicy, InterruptRecord, InterruptState, Vote
 from .reminders import ReminderStore
 from .resume import BeginResult, Failure, ResumeJob, ResumeQueue
 from .sessions import RedisSessionStore
@@ -98,7 +98,6 @@ __all__ = [
     "Vote",
     "connect",
     "default_data_dir",
-    "digest_args",
     "find_server_binary",
     "record_id",
     "split_record_id",

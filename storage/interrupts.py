@@ -88,14 +88,6 @@ class InterruptStore:
     def _record(self, rid: str, flat: Sequence[str]) -> InterruptRecord:
         return InterruptRecord.from_hash(self._keys.record(rid), parse_flat(flat))
 
-    def _json_record(self, rid: str, text: str) -> InterruptRecord:
-        key = self._keys.record(rid)
-        try:
-            fields = json.loads(text)
-        except ValueError as exc:
-            raise CorruptRecordError(key, f"not readable as JSON: {exc}") from exc
-        return InterruptRecord.from_hash(key, fields)
-
     async def create_interrupt(
         self, record: InterruptRecord, *, post_lease: timedelta = POST_LEASE
     ) -> InterruptRecord:
@@ -220,7 +212,8 @@ class InterruptStore:
             ],
         )
         status = result[0]
-        record = self._json_record(interrupt_id, result[3]) if len(result) > 3 else None
+        key = self._keys.record(interrupt_id)
+        record = InterruptRecord.from_json(key, result[3]) if len(result) > 3 else None
         if status == "refused":
             reason = cast(RefusalReason, result[1])
             log.info("decision on %s by %s refused: %s", interrupt_id, user_id, reason)

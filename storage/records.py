@@ -7,7 +7,6 @@ from configuration, and they are read back from Redis, where anything could be w
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, Self
@@ -16,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from agent_runtime.errors import AgentRuntimeError
 from agent_runtime.interrupts import Decision, DecisionType, Interrupt, InterruptResponse
+from agent_runtime.messages import args_digest
 
 from .errors import CorruptRecordError
 from .keys import check_id, record_id
@@ -31,12 +31,6 @@ FINAL_STATE_OF: dict[DecisionType, InterruptState] = {
 }
 
 _MODEL = ConfigDict(frozen=True, extra="forbid", ser_json_timedelta="float")
-
-
-def digest_args(args: object) -> str:
-    """A stable digest of tool arguments; a click must carry the digest of what it showed."""
-    canonical = json.dumps(args, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode()).hexdigest()[:32]
 
 
 def to_ms(moment: datetime) -> int:
@@ -181,8 +175,13 @@ class InterruptRecord(BaseModel):
         now: datetime,
         channel: str | None = None,
     ) -> InterruptRecord:
-        """A pending record for ``interrupt``, with expiry and first reminder from ``policy``."""
-        args = interrupt.tool_call.args if interrupt.tool_call else interrupt.reason
+        """A pending record for ``interrupt``, with expiry and first reminder from ``policy``.
+
+        ``args_digest`` fingerprints what the message shows (the tool's arguments, else the
+        reason): a click must carry the same digest to decide.
+        """
+        call = interrupt.tool_call
+        shown = call.args if call else {"reason": interrupt.reason}
         expires = now + policy.expires_in if policy.expires_in else None
         reminder = now + policy.reminders[0] if policy.reminders else None
         return cls(
@@ -192,7 +191,7 @@ class InterruptRecord(BaseModel):
             agent=agent,
             requested_by=requested_by,
             policy=policy,
-            args_digest=digest_args(args),
+            args_digest=args_digest(shown),
             created_at=now,
             expires_at=expires,
             next_reminder_at=reminder if reminder and (not expires or reminder < expires) else None,

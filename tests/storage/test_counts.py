@@ -7,7 +7,8 @@ from datetime import timedelta
 from storage_helpers import later, make_record
 
 from agent_runtime.interrupts import Decision
-from storage import Storage, digest_args
+from agent_runtime.messages import args_digest
+from storage import Storage
 
 
 async def test_pending_count_follows_creation_and_decisions(storage: Storage) -> None:
@@ -19,7 +20,7 @@ async def test_pending_count_follows_creation_and_decisions(storage: Storage) ->
         first.id,
         "UALICE",
         Decision.approve(),
-        args_digest=digest_args({"path": "/tmp/old"}),
+        args_digest=args_digest({"path": "/tmp/old"}),
         now=later(minutes=1),
     )
     assert await storage.queries.pending_count() == 1
@@ -32,7 +33,7 @@ async def test_lag_counts_waiting_and_unacknowledged_jobs(storage: Storage) -> N
         record.id,
         "UALICE",
         Decision.approve(),
-        args_digest=digest_args({"path": "/tmp/old"}),
+        args_digest=args_digest({"path": "/tmp/old"}),
         now=later(minutes=1),
     )
     assert await storage.resume.lag() == 1  # waiting for a worker

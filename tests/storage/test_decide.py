@@ -8,9 +8,10 @@ import redis.asyncio as aioredis
 from storage_helpers import NOW, later, make_record, snapshot
 
 from agent_runtime.interrupts import Decision
-from storage import Storage, digest_args
+from agent_runtime.messages import args_digest
+from storage import Storage
 
-DIGEST = digest_args({"path": "/tmp/old"})
+DIGEST = args_digest({"path": "/tmp/old"})
 
 
 async def test_approval_records_decision_and_enqueues_one_resume(storage: Storage) -> None:

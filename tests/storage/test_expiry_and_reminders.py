@@ -8,9 +8,10 @@ from datetime import timedelta
 from storage_helpers import later, make_record
 
 from agent_runtime.interrupts import Decision
-from storage import Storage, digest_args
+from agent_runtime.messages import args_digest
+from storage import Storage
 
-DIGEST = digest_args({"path": "/tmp/old"})
+DIGEST = args_digest({"path": "/tmp/old"})
 
 
 async def test_two_racing_sweepers_expire_once_and_record_it_honestly(storage: Storage) -> None:

@@ -8,9 +8,10 @@ import pytest
 from storage_helpers import NOW, later, make_record
 
 from agent_runtime.interrupts import Decision
-from storage import CorruptRecordError, DuplicateInterruptError, Storage, digest_args
+from agent_runtime.messages import args_digest
+from storage import CorruptRecordError, DuplicateInterruptError, Storage
 
-DIGEST = digest_args({"path": "/tmp/old"})
+DIGEST = args_digest({"path": "/tmp/old"})
 
 
 async def test_pending_lists_by_user_channel_and_run_drop_decided(storage: Storage) -> None:

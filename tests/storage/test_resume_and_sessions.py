@@ -11,9 +11,10 @@ from storage_helpers import NOW, make_record, wait_for
 
 from agent_runtime.errors import StaleSessionError
 from agent_runtime.interrupts import Decision
-from storage import ResumeJob, Storage, digest_args
+from agent_runtime.messages import args_digest
+from storage import ResumeJob, Storage
 
-DIGEST = digest_args({"path": "/tmp/old"})
+DIGEST = args_digest({"path": "/tmp/old"})
 
 
 async def _decided_run(storage: Storage) -> str:

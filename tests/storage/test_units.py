@@ -11,13 +11,13 @@ from pydantic import ValidationError
 from storage_helpers import NOW, make_record
 
 from agent_runtime.interrupts import Decision
+from agent_runtime.messages import args_digest
 from storage import (
     ApproverPolicy,
     CorruptRecordError,
     InterruptRecord,
     InvalidIdError,
     Keys,
-    digest_args,
     record_id,
     split_record_id,
 )
@@ -55,7 +55,7 @@ def test_record_round_trips_through_its_hash() -> None:
     record = make_record(reminders=(timedelta(minutes=30),), expires_in=timedelta(hours=1))
     again = InterruptRecord.from_hash("k", record.to_hash())
     assert again == record
-    assert record.args_digest == digest_args({"path": "/tmp/old"})
+    assert record.args_digest == args_digest({"path": "/tmp/old"})
 
 
 def test_a_policy_keeps_its_working_hours_and_older_records_read_as_nine_to_six() -> None:
