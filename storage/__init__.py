@@ -38,6 +38,12 @@ the click's origin, its channel and message ts). Build records with
 ``InterruptRecord.new(interrupt, run_id=..., thread_id=..., agent=..., requested_by=...,
 policy=ApproverPolicy(...), now=...)``; ``record.response()`` is the ``InterruptResponse``
 a resumed run receives. Every error is a ``StorageError``.
+
+Deployment: one Redis (or Valkey) primary, >= 6.2. Replicas with Sentinel (or a managed
+service) for failover are fine as long as the URL reaches the current primary: there is
+no ``sentinel://`` URL. Redis Cluster is not supported: each Lua script touches a run's
+keys and the global indexes (due times, outbox, pending lists, streams) together, and
+those live in different hash slots, which a cluster refuses in one script.
 """
 
 from .audit import AuditEntry, AuditLog

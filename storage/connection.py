@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from dataclasses import dataclass, field
@@ -48,7 +49,7 @@ class Storage:
         """Close the connection, and stop the embedded server if we started one."""
         await self.client.close()
         if self.embedded is not None:
-            self.embedded.stop()
+            await asyncio.to_thread(self.embedded.stop)
 
     async def __aenter__(self) -> Storage:
         return self
@@ -74,7 +75,7 @@ async def connect(
     embedded = None
     if url is None:
         embedded = EmbeddedRedis(data_dir or default_data_dir())
-        url = embedded.start()
+        url = await _start(embedded)
         log.info("no REDIS_URL: started an embedded server at %s", url)
     client = RedisClient(url)
     keys = Keys(prefix=prefix)
@@ -99,3 +100,20 @@ async def connect(
         await storage.close()
         raise
     return storage
+
+
+async def _start(server: EmbeddedRedis) -> str:
+    """Start ``server`` in a thread: ``start`` polls with ``time.sleep`` until it answers,
+    which must not stall the event loop. Cancelled meanwhile, the thread still finishes
+    starting it, so it is stopped then rather than left running."""
+    starting = asyncio.ensure_future(asyncio.to_thread(server.start))
+
+    def stop_once_started(future: asyncio.Future[str]) -> None:
+        if not future.cancelled() and future.exception() is None:
+            server.stop()
+
+    try:
+        return await asyncio.shield(starting)
+    except asyncio.CancelledError:
+        starting.add_done_callback(stop_once_started)
+        raise

@@ -9,6 +9,7 @@ only this user may open: no TCP port is exposed to other users of the machine.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import fcntl
 import importlib.util
@@ -212,7 +213,8 @@ class EmbeddedRedis:
         self._release_lock()
 
     async def __aenter__(self) -> str:
-        return self.start()
+        # start() polls with time.sleep until the server answers: keep it off the loop.
+        return await asyncio.to_thread(self.start)
 
     async def __aexit__(
         self,
@@ -220,7 +222,7 @@ class EmbeddedRedis:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self.stop()
+        await asyncio.to_thread(self.stop)
 
 
 def _connect(socket_path: Path) -> socket.socket:

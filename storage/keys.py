@@ -2,7 +2,8 @@
 
 The keys of one run share the hash tag ``{run_id}`` (a thread's session shares
 ``{thread_id}``), so a run's keys land in one Redis Cluster slot. The global indexes
-(due times, outbox, per-user and per-channel lists, streams) are one key each.
+(due times, outbox, per-user and per-channel lists, streams) are one key each, and the
+scripts touch them with a run's keys: Redis Cluster is not supported (see ``storage``).
 """
 
 from __future__ import annotations

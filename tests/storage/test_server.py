@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
+import threading
 from datetime import timedelta
 from pathlib import Path
 
@@ -150,3 +151,46 @@ def _running(pid: int) -> bool:
     except OSError:
         return False
     return stat.rsplit(")", 1)[-1].split()[0] != "Z"
+
+
+async def test_connect_starts_the_embedded_server_without_blocking_the_event_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The start is gated on a callback the loop runs only if it is free meanwhile."""
+    loop_ran = threading.Event()
+    real_start = EmbeddedRedis.start
+
+    def start_once_the_loop_ran(self: EmbeddedRedis, data_dir: Path | None = None) -> str:
+        if not loop_ran.wait(timeout=5):
+            raise AssertionError("EmbeddedRedis.start blocked the event loop")
+        return real_start(self, data_dir)
+
+    monkeypatch.setattr(EmbeddedRedis, "start", start_once_the_loop_ran)
+    asyncio.get_running_loop().call_soon(loop_ran.set)
+    storage = await connect(None, prefix="embedded", data_dir=tmp_path / "data")
+    try:
+        await storage.client.ping()
+    finally:
+        await storage.close()
+
+
+async def test_a_connect_cancelled_while_starting_stops_the_server_it_started(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    entered, release, stopped = threading.Event(), threading.Event(), threading.Event()
+
+    def start(self: EmbeddedRedis, data_dir: Path | None = None) -> str:
+        entered.set()
+        release.wait(timeout=5)
+        return "unix:///nowhere.sock"
+
+    monkeypatch.setattr(EmbeddedRedis, "start", start)
+    monkeypatch.setattr(EmbeddedRedis, "stop", lambda self, timeout=10.0: stopped.set())
+    connecting = asyncio.create_task(connect(None, data_dir=tmp_path / "data"))
+    assert await asyncio.to_thread(entered.wait, 5)
+    connecting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await connecting
+    assert not stopped.is_set()
+    release.set()
+    assert await asyncio.to_thread(stopped.wait, 5)
