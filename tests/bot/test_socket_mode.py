@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
+import signal
+import socket
+import sys
+from pathlib import Path
 from typing import Any
 
+import aiohttp
 from aiohttp.test_utils import TestServer
-from fakes import click_payload
+from fakes import BOT_TOKEN, FakeSlack, click_payload
 from harness import ALICE, CHANNEL, Harness
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
@@ -14,6 +21,8 @@ from bot.app import build_app
 from bot.operator import operator_app
 from bot.server import EVENTS_PATH
 from bot.socket_mode import connection_check
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 async def test_approve_over_socket_mode_runs_the_tool_once(make_bot: Any) -> None:
@@ -74,3 +83,47 @@ async def test_readyz_follows_the_socket_mode_connection(make_bot: Any) -> None:
     finally:
         await handler.close_async()  # type: ignore[no-untyped-call]
         await server.close()
+
+
+async def test_signoff_socket_serves_readyz_on_its_port(
+    slack: FakeSlack, redis_url: str, key_prefix: str
+) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = {
+        **os.environ,
+        "PYTHONPATH": f"{ROOT}:{ROOT / 'tests' / 'bot'}",
+        "SLACK_BOT_TOKEN": BOT_TOKEN,
+        "SLACK_APP_TOKEN": "xapp-test-token",
+        "SIGNOFF_SLACK_API_URL": slack.api_url,
+        "REDIS_URL": redis_url,
+        "SIGNOFF_REDIS_PREFIX": key_prefix,
+        "SIGNOFF_AGENTS": "cleanup_agents",
+        "SIGNOFF_HOST": "127.0.0.1",
+        "SIGNOFF_PORT": str(port),
+    }
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        "import sys; from bot.cli import main; raise SystemExit(main(sys.argv[1:]))",
+        "socket",
+        env=env,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    assert process.stderr is not None
+    try:
+        async with asyncio.timeout(30):
+            while b"connected to Slack over Socket Mode" not in await process.stderr.readline():
+                assert process.returncode is None
+        url = f"http://127.0.0.1:{port}"
+        async with aiohttp.ClientSession() as http:
+            async with http.get(url + "/readyz") as response:
+                assert (response.status, await response.text()) == (200, "ready\n")
+            async with http.post(url + EVENTS_PATH, data=b"{}") as response:
+                assert response.status == 404
+    finally:
+        process.send_signal(signal.SIGTERM)
+        async with asyncio.timeout(30):
+            await process.communicate()
+    assert process.returncode == 0
