@@ -108,7 +108,8 @@ async def post_ephemeral(services: Services, *, channel: str, user: str, text: s
 
 
 async def _dm_channel(services: Services, record: InterruptRecord) -> str:
-    users = ",".join(record.policy.allowed_users[:8])
+    """The (group) DM with every approver; a policy names at most MAX_DM_USERS of them."""
+    users = ",".join(record.policy.allowed_users)
     answer = await services.client.conversations_open(users=users)
     return str(answer["channel"]["id"])
 
