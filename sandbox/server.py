@@ -31,6 +31,12 @@ from .workspace import Workspace
 log = logging.getLogger(__name__)
 
 STATIC = Path(__file__).parent / "static"
+# The page loads only its own files: no inline script or style, no plugins, no <base>, and
+# no other site may frame it (a framed page could be clicked through).
+PAGE_POLICY = (
+    "default-src 'self'; script-src 'self'; object-src 'none'; base-uri 'none'; "
+    "frame-ancestors 'none'"
+)
 _T = TypeVar("_T")
 
 
@@ -153,7 +159,9 @@ class Sandbox:
         return app
 
     async def _index(self, _: web.Request) -> web.FileResponse:
-        return web.FileResponse(STATIC / "index.html")
+        return web.FileResponse(
+            STATIC / "index.html", headers={"Content-Security-Policy": PAGE_POLICY}
+        )
 
     async def _on_shutdown(self, _: web.Application) -> None:
         await self._hub.close()
