@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from slack_bolt.async_app import AsyncAck, AsyncApp
+from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from sandbox import Sandbox, SandboxClient, UserActionError
@@ -130,9 +131,18 @@ async def test_client_reports_impossible_actions(scripted: SandboxClient) -> Non
         await scripted.say("U0NOBODY", channel="C0OPS", text="hi")
 
 
-async def test_client_admin_faults(scripted: SandboxClient, client: AsyncWebClient) -> None:
-    await scripted.inject({"kind": "server_error", "method": "auth.test"})
+async def test_client_admin_faults(
+    scripted: SandboxClient, client: AsyncWebClient, sb: Sandbox
+) -> None:
+    await scripted.inject({"kind": "server_error", "method": "auth.test", "count": 2})
+    with pytest.raises(SlackApiError) as caught:
+        await client.auth_test()
+    assert caught.value.response.status_code == 500
     await scripted.clear_faults()
-    assert (await client.auth_test())["ok"]
+    assert (await client.auth_test())["ok"], "the second injected failure was cleared"
+    assert [c["status"] for c in await scripted.calls("auth.test")] == [500, 200]
+
+    await scripted.set_request_url("http://127.0.0.1:9/slack/events")
+    assert sb.request_url == "http://127.0.0.1:9/slack/events"
     await scripted.set_request_url(None)
-    assert [c["status"] for c in await scripted.calls("auth.test")] == [200]
+    assert sb.request_url is None

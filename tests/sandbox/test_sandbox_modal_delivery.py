@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from slack_bolt.async_app import AsyncAck, AsyncApp
 from slack_sdk.errors import SlackApiError
-from slack_sdk.models.views import View
+from slack_sdk.models.blocks import Block, InputBlock
 from slack_sdk.web.async_client import AsyncWebClient
 
 from sandbox import Sandbox, Timing
@@ -105,7 +105,14 @@ async def test_modal_round_trip_with_field_errors_update_and_close(
     ts = await _post(sb)
     await sb.interactions.click("U0CAROL", channel="C0OPS", message_ts=ts, action_id="deny")
     modal = await sb.wait_for(lambda: next(iter(sb.workspace.modals("U0CAROL")), None))
-    View(**{k: v for k, v in modal.to_slack().items() if k not in ("app_installed_team_id",)})
+    shown = modal.to_slack()
+    blocks = Block.parse_all(shown["blocks"])  # an unknown block or element parses to None
+    assert [type(b).__name__ for b in blocks] == ["InputBlock", "InputBlock"]
+    elements = [type(b.element).__name__ for b in blocks if isinstance(b, InputBlock)]
+    assert elements == ["PlainTextInputElement", "StaticSelectElement"]
+    assert [b.to_dict() for b in blocks] == shown["blocks"], "nothing slack-sdk does not know"
+    assert shown["callback_id"] == "deny_reason" and shown["private_metadata"] == "int-1"
+    assert shown["hash"] and shown["root_view_id"] == modal.id
 
     refused = await sb.interactions.submit_view("U0CAROL", view_id=modal.id, values={})
     assert refused is None, "the client does not submit an empty required field"
