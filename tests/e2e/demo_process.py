@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+PYTHON_DEMO = (sys.executable, "-m", "demo")
+RUN_DEMO = (str(ROOT / "run"), "demo")  # sets up first, then execs the same python -m demo
 START_SECONDS = 30.0
 STOP_SECONDS = 10.0
 
@@ -32,14 +34,14 @@ class DemoProcess:
     started_in: float
 
     @classmethod
-    def start(cls, data_dir: Path) -> DemoProcess:
+    def start(cls, data_dir: Path, *, command: tuple[str, ...] = PYTHON_DEMO) -> DemoProcess:
         """Start the demo and return once it has printed its address."""
         began = time.monotonic()
         stderr = data_dir.with_name(data_dir.name + ".stderr")
         with stderr.open("w") as sink:
-            command = [sys.executable, "-m", "demo", "--no-browser", "--port", "0"]
+            options = ["--no-browser", "--port", "0", "--data-dir", str(data_dir)]
             process = subprocess.Popen(
-                [*command, "--data-dir", str(data_dir)],
+                [*command, *options],
                 cwd=ROOT,
                 stdout=subprocess.PIPE,
                 stderr=sink,

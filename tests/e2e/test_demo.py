@@ -1,4 +1,5 @@
-"""``python -m demo`` as a user runs it, driven over the sandbox's HTTP interface.
+"""``python -m demo`` and ``./run demo`` as a user runs them, driven over the sandbox's HTTP
+interface.
 
 One approval goes through to the end; Ctrl-C stops everything at once with exit code 0;
 a restart on the same data directory still shows what was pending, and it can be approved.
@@ -12,7 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from demo_process import ROOT, DemoProcess
+import aiohttp
+from demo_process import ROOT, RUN_DEMO, DemoProcess
 
 from sandbox import SandboxClient
 
@@ -155,3 +157,18 @@ async def test_a_second_demo_on_the_same_data_dir_refuses_to_start(tmp_path: Pat
     assert second.returncode == 2
     assert f"another demo is running on {demo.data_dir}" in stderr.decode()
     await _stop(demo)
+
+
+async def test_run_demo_answers_and_stops_on_ctrl_c(tmp_path: Path) -> None:
+    installed, project = ROOT / ".venv" / ".installed", ROOT / "pyproject.toml"
+    assert installed.exists() and installed.stat().st_mtime >= project.stat().st_mtime, (
+        "pyproject.toml changed since .venv was set up, so ./run would reinstall before the"
+        " demo; a test never installs: run ./run test, which sets up first"
+    )
+    demo = await asyncio.to_thread(DemoProcess.start, tmp_path / "demo", command=RUN_DEMO)
+    async with aiohttp.ClientSession() as http:
+        async with http.get(demo.url) as page:
+            assert page.status == 200 and "acting-as" in await page.text()
+        async with http.get(demo.url + "ui/workspace") as workspace:
+            assert (await workspace.json())["app"]["commands"] == ["/signoff", "/approvals"]
+    assert await _stop(demo) < 5.0
