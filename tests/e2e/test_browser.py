@@ -74,6 +74,32 @@ def test_deny_with_a_reason_through_the_modal(open_as: OpenAs, demo: DemoProcess
     assert "build-1042.log" in _scratch(demo)
 
 
+def test_reply_through_the_modal(open_as: OpenAs, demo: DemoProcess) -> None:
+    alice = open_as(ALICE)
+    alice.send("/signoff run file-cleanup")
+    request = alice.message("Approval needed: delete_files")
+    alice.button(request, "Reply").click()
+
+    modal = alice.modal("Reply")
+    expect(modal).to_contain_text("the tool does not run")
+    modal.get_by_label("Reply").fill("Keep them: the auditors need the build logs.")
+    alice.screenshot("reply-modal")
+    modal.locator("[data-role=submit]").click()
+    expect(modal).to_be_hidden()
+
+    answered = alice.message("Answered instead of run: delete_files")
+    expect(answered).to_contain_text("Reply: Keep them: the auditors need the build logs.")
+    expect(alice.button(answered, "Approve")).to_have_count(0)
+    thread = alice.open_thread(answered)
+    expect(thread).to_contain_text("delete_files: Keep them: the auditors need the build logs.")
+    expect(thread).to_contain_text(
+        "Finished: Nothing was deleted: Keep them: the auditors need the build logs."
+    )
+    expect(thread).not_to_contain_text("deleted 3 file(s)")
+    alice.screenshot("replied")
+    assert "build-1042.log" in _scratch(demo), "the tool did not run"
+
+
 def test_edit_the_email_with_one_invalid_attempt(open_as: OpenAs) -> None:
     alice = open_as(ALICE)
     alice.send("/signoff run email")
