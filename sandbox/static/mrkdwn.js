@@ -8,6 +8,7 @@ const Mrkdwn = (() => {
     warning: "⚠️", hourglass: "⌛", hourglass_flowing_sand: "⏳", lock: "🔒",
     eyes: "👀", clock3: "🕒", robot_face: "🤖", wastebasket: "🗑️", memo: "📝",
     email: "📧", rotating_light: "🚨", large_green_circle: "🟢", red_circle: "🔴",
+    pencil2: "✏️", speech_balloon: "💬", heavy_multiplication_x: "✖️",
   };
   const SAFE_URL = /^(https?:|mailto:)/i;
   // Slack's three escapes; &amp; last so "&amp;lt;" stays the text "&lt;".

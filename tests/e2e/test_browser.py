@@ -88,6 +88,7 @@ def test_reply_through_the_modal(open_as: OpenAs, demo: DemoProcess) -> None:
     expect(modal).to_be_hidden()
 
     answered = alice.message("Answered instead of run: delete_files")
+    expect(answered).to_contain_text("💬 Answered instead of run by @alice")
     expect(answered).to_contain_text("Reply: Keep them: the auditors need the build logs.")
     expect(alice.button(answered, "Approve")).to_have_count(0)
     thread = alice.open_thread(answered)
