@@ -5,7 +5,9 @@ workspace behaves, so a web page open in the same browser must not reach them. A
 they accept must be declared JSON: a cross-site form or a `text/plain` fetch cannot set
 that content type without a CORS preflight, which the sandbox never grants. And a
 request whose `Origin` names another site is refused on every path; the page's own
-requests name the sandbox, and apps and scripts send no `Origin` at all.
+requests name the sandbox, and apps and scripts send no `Origin` at all. Bound to a
+loopback address, the sandbox also answers only requests addressed to a loopback name,
+so a page that rebinds its own DNS name to 127.0.0.1 cannot read it either.
 """
 
 from __future__ import annotations
@@ -63,6 +65,13 @@ class OwnOrigins:
         self._host = host
         self.port: int | None = None
 
+    def addressed(self, request: web.Request) -> bool:
+        """False when a loopback-bound sandbox is reached under a foreign host name."""
+        if not _is_loopback(self._host):
+            return True
+        host = _address(f"http://{request.host}") if request.host else None
+        return host is None or host[0].strip("[]") in LOOPBACK_NAMES or host[0] == self._host
+
     def allows(self, origin: str, request: web.Request) -> bool:
         address = _address(origin)
         if address is None or self.port is None or address[1] != self.port:
@@ -80,6 +89,10 @@ def browser_guard(own: OwnOrigins) -> Middleware:
 
     @web.middleware
     async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if not own.addressed(request):
+            return web.json_response(
+                {"error": f"this sandbox is not served as {request.host}"}, status=421
+            )
         origin = request.headers.get("Origin")
         if origin is not None and not own.allows(origin, request):
             return web.json_response(

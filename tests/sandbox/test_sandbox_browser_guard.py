@@ -124,3 +124,12 @@ async def test_apps_and_scripts_without_an_origin_are_unaffected(
     async with http.post("/api/chat.postMessage", data=form) as response:
         assert (await response.json())["ok"] is True
     assert (await client.auth_test())["ok"]
+
+
+async def test_a_page_that_rebinds_its_name_to_loopback_cannot_read_the_workspace(
+    http: aiohttp.ClientSession,
+) -> None:
+    async with http.get("/ui/state", headers={"Host": "evil.example:80"}) as answer:
+        assert answer.status == 421
+    async with http.get("/ui/workspace") as answer:  # addressed as 127.0.0.1: served
+        assert answer.status == 200
