@@ -140,7 +140,9 @@ async def main() -> None:
     with tempfile.TemporaryDirectory() as data_dir:
         async with EmbeddedRedis(data_dir) as url:
             storage = await connect(url, prefix="bench")
-            version = (await storage.client.raw.info("server"))["redis_version"]
+            info = await storage.client.raw.info("server")
+            server = info.get("server_name", "redis")
+            version = f"{server} {info.get(f'{server}_version', info['redis_version'])}"
 
             decide_rt = []
             for n in range(100):
@@ -209,7 +211,7 @@ async def main() -> None:
             page_100k, sweep_100k = await scale_costs(url, 100_000)
 
     figures = {
-        "server": f"valkey/redis {version}",
+        "server": version,
         "round_trips_per_decision": statistics.median(rt for rt, _ in decide_rt),
         "round_trips_first_decision_with_script_load": decide_rt[0][0],
         "server_commands_per_decision": statistics.median(sc for _, sc in decide_rt),
