@@ -56,14 +56,19 @@ def edit_modal(card: Card) -> Block:
     )
 
 
-def deny_modal(card: Card) -> Block:
-    """An optional reason, returned to the agent as the tool's result."""
-    element = {
+def _text_area() -> Block:
+    """A multi-line text input for a reason or a reply."""
+    return {
         "type": "plain_text_input",
         "action_id": ids.INPUT_ACTION,
         "multiline": True,
         "max_length": TEXT_INPUT,
     }
+
+
+def deny_modal(card: Card) -> Block:
+    """An optional reason, returned to the agent as the tool's result."""
+    element = _text_area()
     return _form(
         ids.DENY_VIEW,
         card,
@@ -78,12 +83,7 @@ def deny_modal(card: Card) -> Block:
 
 def reply_modal(card: Card) -> Block:
     """Text returned to the agent as the tool's result; the tool does not run."""
-    element = {
-        "type": "plain_text_input",
-        "action_id": ids.INPUT_ACTION,
-        "multiline": True,
-        "max_length": TEXT_INPUT,
-    }
+    element = _text_area()
     return _form(
         ids.REPLY_VIEW,
         card,
