@@ -26,7 +26,6 @@ _ENV_NAMES = {
     "port": "SIGNOFF_PORT",
     "redis_prefix": "SIGNOFF_REDIS_PREFIX",
     "data_dir": "SIGNOFF_DATA_DIR",
-    "in_process_workers": "SIGNOFF_IN_PROCESS_WORKERS",
 }
 
 
@@ -53,7 +52,6 @@ class Settings(BaseModel):
     port: int = Field(default=3000, ge=0, le=65535)
     redis_prefix: str = Field(default="signoff", min_length=1, max_length=64)
     data_dir: str | None = None
-    in_process_workers: bool = True
 
     @field_validator("bot_token")
     @classmethod
@@ -87,15 +85,6 @@ class Settings(BaseModel):
         if v is not None and not (v[:1] in "CGD" and v[1:].isalnum() and v.isupper()):
             raise ValueError("must be a channel id such as C0123ABCD (not a #name)")
         return v
-
-    @property
-    def uses_sandbox(self) -> bool:
-        """True when no Slack credentials are set: the bot talks to the local sandbox."""
-        return self.bot_token is None
-
-    @property
-    def socket_mode(self) -> bool:
-        return self.app_token is not None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Settings:
