@@ -10,10 +10,10 @@ from bot.errors import ConfigError
 from bot.settings import Settings
 
 
-def test_defaults_with_an_empty_environment_use_the_sandbox() -> None:
+def test_an_empty_environment_gives_the_defaults() -> None:
     settings = Settings.from_env({})
-    assert settings.uses_sandbox and not settings.socket_mode
-    assert settings.redis_url is None and settings.workers == 2
+    assert settings.bot_token is None and settings.app_token is None
+    assert settings.redis_url is None and settings.workers == 2 and settings.port == 3000
 
 
 @pytest.mark.parametrize(
