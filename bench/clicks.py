@@ -51,6 +51,7 @@ from .click_servers import (
 
 CONCURRENCY = 50
 CLICKS = 2000
+SUSTAINED = 6000
 SINGLE_CLICKS = 300
 WARM = 20
 
@@ -156,7 +157,7 @@ async def main() -> dict[str, Any]:
         storage = await connect(redis_url, prefix="bench")
         client = AsyncWebClient(token=TOKEN, base_url=api_url, session=aiohttp.ClientSession())
         services = make_services(client=client, storage=storage, specs=[spec()])
-        posted = await post_interrupts(services, WARM + CLICKS + 2 * SINGLE_CLICKS)
+        posted = await post_interrupts(services, WARM + CLICKS + SUSTAINED + 2 * SINGLE_CLICKS)
         floor, floor_port = start("floor", api_url)
         signoff, signoff_port = start("signoff", api_url, redis_url)
         worker, _ = start("worker", api_url, redis_url)
@@ -185,23 +186,35 @@ async def measure(
     # Bolt's first request calls auth.test; warm both apps.
     await drive(floor_url, clicks_for(warm), 1)
     await drive(signoff_url, clicks_for(warm), 1, partial(settled, storage, 1))
-    many = rest[:CLICKS]
-    back_to_back = rest[CLICKS : CLICKS + SINGLE_CLICKS]
-    one_by_one = rest[CLICKS + SINGLE_CLICKS : CLICKS + 2 * SINGLE_CLICKS]
+    many, rest = rest[:CLICKS], rest[CLICKS:]
+    sustained, rest = rest[:SUSTAINED], rest[SUSTAINED:]
+    back_to_back, one_by_one = rest[:SINGLE_CLICKS], rest[SINGLE_CLICKS : 2 * SINGLE_CLICKS]
     resume: dict[str, list[float]] = {}
-    # Clicks sent as fast as the acks come back: 50 clients, then one (back to back).
-    for level, items, concurrency in (("c50", many, CONCURRENCY), ("c1_b2b", back_to_back, 1)):
+    # Clicks sent as fast as the acks come back: a burst and a long run from 50 clients,
+    # then one client (back to back).
+    levels = (("c50", many, CONCURRENCY), ("sustained", sustained, CONCURRENCY))
+    for level, items, concurrency in (*levels, ("c1_b2b", back_to_back, 1)):
         sent: dict[str, float] = {}
         for name, url in (("floor", floor_url), ("signoff", signoff_url)):
+            started = time.perf_counter()
             elapsed, latencies, sent = await drive(url, clicks_for(items), concurrency)
             if level == "c50":
                 figures[f"{name}_clicks_per_s"] = round(len(latencies) / elapsed)
                 figures[f"{name}_ack_p50_ms_c50"] = round(pct(latencies, 0.50), 3)
                 figures[f"{name}_ack_p99_ms_c50"] = round(pct(latencies, 0.99), 3)
+            elif level == "sustained":
+                figures[f"{name}_clicks_per_s_sustained"] = round(len(latencies) / elapsed)
+                figures[f"{name}_ack_p99_ms_sustained"] = round(pct(latencies, 0.99), 3)
             else:
                 figures[f"{name}_ack_p50_ms_c1_b2b"] = round(pct(latencies, 0.50), 3)
         await settled(storage, len(items))
-        resume[level] = await resume_latencies(storage, items, sent)
+        if level == "sustained":
+            # Decided, message updated and run resumed: the whole pipeline's rate.
+            figures["signoff_settled_per_s_sustained"] = round(
+                len(items) / (time.perf_counter() - started)
+            )
+        else:
+            resume[level] = await resume_latencies(storage, items, sent)
     # Concurrency 1: one click in flight, the next only once its consequences are done.
     for name, url in (("floor", floor_url), ("signoff", signoff_url)):
         then = partial(settled, storage, 1) if name == "signoff" else None
@@ -213,6 +226,9 @@ async def measure(
         figures[f"click_to_resume_p99_ms_{level}"] = round(pct(values, 0.99), 2)
     figures["throughput_ratio"] = round(
         figures["signoff_clicks_per_s"] / figures["floor_clicks_per_s"], 3
+    )
+    figures["throughput_ratio_sustained"] = round(
+        figures["signoff_clicks_per_s_sustained"] / figures["floor_clicks_per_s_sustained"], 3
     )
     return figures
 
@@ -273,8 +289,10 @@ process sends both the same signed clicks through one aiohttp client.
   signoff  the bot's aiohttp app (signoff serve): clicks acked before Bolt, decided by
            in-process drainers (Redis decide, chat.update); plus one resume-worker
            process (signoff worker, {WORKERS} workers). Shared: one Valkey, one fake Web API.
-Loads: c50 = 50 clients back to back; c1_b2b = 1 client back to back; c1 = 1 click in
-flight, the next sent once the previous one's consequences are done (for the floor, its ack).
+Loads: c50 = a burst of {CLICKS} clicks from 50 clients back to back; sustained = {SUSTAINED}
+clicks the same way (more than Signoff queues in memory, so acks wait for decisions);
+c1_b2b = 1 client back to back; c1 = 1 click in flight, the next sent once the previous
+one's consequences are done (for the floor, its ack).
 Machine: {os.cpu_count()} cores, shared by every process above.
 """
 
