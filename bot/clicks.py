@@ -19,6 +19,7 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_sdk.errors import SlackApiError
 
 from agent_runtime.interrupts import Decision
+from storage.errors import StorageError
 from storage.outcomes import DecideOutcome
 
 from . import ids
@@ -27,7 +28,7 @@ from .directory import slack_error
 from .modals import args_modal, deny_modal, edit_modal, reply_modal
 from .payloads import Click, parse_click
 from .poster import post_ephemeral, trust_label, update_message
-from .refusals import reason_text, refusal_text
+from .refusals import STORAGE_DOWN, reason_text, refusal_text
 from .services import Services
 
 log = logging.getLogger(__name__)
@@ -75,6 +76,16 @@ class ClickQueue:
                     return
                 try:
                     await decide_click(self._services, click)
+                except StorageError as exc:
+                    log.error(
+                        "click by %s on %s not recorded: %s", click.user.id, click.action.value, exc
+                    )
+                    await post_ephemeral(
+                        self._services,
+                        channel=click.container.channel_id,
+                        user=click.user.id,
+                        text=STORAGE_DOWN,
+                    )
                 except Exception:
                     log.exception("click by %s on %s failed", click.user.id, click.action.value)
         finally:

@@ -18,6 +18,11 @@ _TEXT = {
 }
 
 
+STORAGE_DOWN = (
+    "Signoff could not reach its storage, so nothing was recorded. Try again in a minute."
+)
+
+
 def refusal_text(outcome: DecideOutcome) -> str:
     """One sentence, in the bot's own mrkdwn (user ids only as mentions)."""
     reason = outcome.reason or "unknown"

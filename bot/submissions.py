@@ -14,13 +14,15 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from agent_runtime import Agent
 from agent_runtime.errors import AgentRuntimeError
 from agent_runtime.interrupts import Decision
+from storage.errors import StorageError
+from storage.outcomes import DecideOutcome
 from storage.records import InterruptRecord
 
 from . import ids
 from .modals import errors_for, parse_args
-from .payloads import Submission, parse_submission
+from .payloads import Ref, Submission, parse_submission
 from .poster import update_message
-from .refusals import reason_text, refusal_text
+from .refusals import STORAGE_DOWN, reason_text, refusal_text
 from .services import Services
 
 log = logging.getLogger(__name__)
@@ -36,34 +38,45 @@ def listener(services: Services) -> Any:
             await ack()
             log.warning("ignored a malformed view submission")
             return
-        record = await services.storage.queries.get(ref.record_id)
-        if record is None:
-            await ack(response_action="errors", errors=errors_for(reason_text("unknown")))
+        try:
+            outcome = await _decide(services, submission, ref)
+        except StorageError as exc:
+            log.error("submission by %s not recorded: %s", submission.user.id, exc)
+            await ack(response_action="errors", errors=errors_for(STORAGE_DOWN))
             return
-        decision = _decision(services, submission, record)
-        if isinstance(decision, str):
-            await ack(response_action="errors", errors=errors_for(decision))
+        if isinstance(outcome, str):
+            await ack(response_action="errors", errors=errors_for(outcome))
             return
-        outcome = await services.storage.interrupts.decide(
-            ref.record_id,
-            submission.user.id,
-            decision,
-            args_digest=ref.digest,
-            now=services.clock.now(),
-        )
         if outcome.status == "refused":
             services.metrics.refusals[outcome.reason or "unknown"] += 1
             await ack(response_action="errors", errors=errors_for(refusal_text(outcome)))
             return
         await ack()
-        if outcome.status == "recorded":
-            services.metrics.decisions[outcome.state or decision.type] += 1
+        if outcome.status == "recorded" and outcome.state:
+            services.metrics.decisions[outcome.state] += 1
         if outcome.record is not None:
             services.background.spawn(
-                update_message(services, outcome.record), name=f"update {record.id}"
+                update_message(services, outcome.record), name=f"update {ref.record_id}"
             )
 
     return on_submit
+
+
+async def _decide(services: Services, submission: Submission, ref: Ref) -> DecideOutcome | str:
+    """Record the modal's decision; a string says what is wrong with the input instead."""
+    record = await services.storage.queries.get(ref.record_id)
+    if record is None:
+        return reason_text("unknown")
+    decision = _decision(services, submission, record)
+    if isinstance(decision, str):
+        return decision
+    return await services.storage.interrupts.decide(
+        ref.record_id,
+        submission.user.id,
+        decision,
+        args_digest=ref.digest,
+        now=services.clock.now(),
+    )
 
 
 def _decision(
