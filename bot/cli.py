@@ -2,9 +2,11 @@
 
 ``serve`` answers Slack over HTTP, ``socket`` over Socket Mode; both serve ``/healthz``,
 ``/readyz`` and ``/metrics`` on ``SIGNOFF_PORT`` (``socket`` only those, no events route)
-and run the resume workers and the scheduler in-process unless ``--no-workers``.
-``worker`` runs only those, to scale out. ``run`` starts one agent run and returns once it
-has finished or stopped for approval. A bad setting stops startup with one line naming it.
+and run the click deciders, the resume workers and the scheduler in-process; with
+``--no-workers`` only the scheduler: clicks are acknowledged and queued in Redis for a
+``worker``, which runs only the loops, to scale out. ``run`` starts one agent run and
+returns once it has finished or stopped for approval. A bad setting stops startup with
+one line naming it.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from .operator import operator_app
 from .process import Loops, open_services
 from .runs import Place, start_run
 from .server import web_app
+from .services import Services
 from .settings import Settings
 from .socket_mode import connection_check, watch_connection
 
@@ -57,12 +60,16 @@ def _parser() -> argparse.ArgumentParser:
     for name, help_text in (
         ("serve", "answer Slack over HTTP at /slack/events"),
         ("socket", "answer Slack over Socket Mode"),
-        ("worker", "run only the resume workers and the scheduler"),
+        ("worker", "run only the click deciders, the resume workers and the scheduler"),
     ):
         command = sub.add_parser(name, help=help_text)
         command.add_argument("--agents", help="module declaring agents (default SIGNOFF_AGENTS)")
         if name != "worker":
-            command.add_argument("--no-workers", action="store_true", help="no in-process workers")
+            command.add_argument(
+                "--no-workers",
+                action="store_true",
+                help="acknowledge clicks only: no in-process click deciders or resume workers",
+            )
     run = sub.add_parser("run", help="start one run of an agent")
     run.add_argument("agent")
     run.add_argument("--channel", required=True, help="channel id for the run's messages")
@@ -89,7 +96,7 @@ async def _serve(settings: Settings, args: argparse.Namespace, stopping: asyncio
         runner = web.AppRunner(web_app(app, services, signing_secret=secret))
         await runner.setup()
         await web.TCPSite(runner, settings.host, settings.port).start()
-        loops = Loops(services, workers=0 if args.no_workers else settings.workers)
+        loops = _loops(services, settings, no_workers=args.no_workers)
         loops.start()
         log.info("serving Slack at http://%s:%d/slack/events", settings.host, settings.port)
         try:
@@ -114,7 +121,7 @@ async def _socket(settings: Settings, args: argparse.Namespace, stopping: asynci
         try:
             await web.TCPSite(runner, settings.host, settings.port).start()
             await handler.connect_async()  # type: ignore[no-untyped-call]
-            loops = Loops(services, workers=0 if args.no_workers else settings.workers)
+            loops = _loops(services, settings, no_workers=args.no_workers)
             loops.start()
             watchdog = asyncio.create_task(watch_connection(handler))
             log.info(
@@ -137,7 +144,10 @@ async def _worker(settings: Settings, args: argparse.Namespace, stopping: asynci
     async with open_services(settings, agents=args.agents) as services:
         loops = Loops(services, workers=max(settings.workers, 1))
         loops.start()
-        log.info("resume workers (%d) and the scheduler are running", max(settings.workers, 1))
+        log.info(
+            "the click decider, resume workers (%d) and the scheduler are running",
+            max(settings.workers, 1),
+        )
         try:
             await stopping.wait()
         finally:
@@ -154,6 +164,13 @@ async def _run(settings: Settings, args: argparse.Namespace, stopping: asyncio.E
         for interrupt in result.interrupts:
             print(f"  waiting for approval: {interrupt.id} ({interrupt.name})")
     return 0
+
+
+def _loops(services: Services, settings: Settings, *, no_workers: bool) -> Loops:
+    """``serve``'s and ``socket``'s loops: none but the scheduler with ``--no-workers``."""
+    if no_workers:
+        return Loops(services, workers=0, deciders=0)
+    return Loops(services, workers=settings.workers)
 
 
 _COMMANDS = {"serve": _serve, "socket": _socket, "worker": _worker, "run": _run}

@@ -1,17 +1,17 @@
-"""Button clicks: acknowledge first, then decide through storage or open a modal.
+"""Button clicks: queue a decision durably and acknowledge, or open a modal.
 
-In HTTP mode ``bot/server.py`` answers a click itself and hands it to a ``ClickQueue``;
-in Socket Mode the Bolt listener below acks and does the same. Approve clicks are
-decided a few at a time by the queue's drainers, so a burst of clicks neither delays the
-next acks nor opens a Redis connection per click; modal buttons skip the queue because
-their ``trigger_id`` expires 3 s after the click. Only the interrupt reference in the
-button and the clicking user's id are used; storage checks the rest, including that the
-click came from the message the interrupt was posted as.
+In HTTP mode ``bot/server.py`` hands a click to ``intake`` and then answers Slack; in
+Socket Mode the Bolt listener below does the same. ``intake`` appends an Approve (or
+Approve and trust) click to storage's click stream, one Redis round trip, so a click
+Slack saw acknowledged is decided even if this process dies; the process's deciders
+(``bot.deciders``, run by ``Loops``) call ``decide_click``. Modal buttons skip the
+stream: their ``trigger_id`` expires 3 s after the click. Only the interrupt reference
+in the button and the clicking user's id are used; storage checks the rest, including
+that the click came from the message the interrupt was posted as.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
@@ -19,6 +19,7 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_sdk.errors import SlackApiError
 
 from agent_runtime.interrupts import Decision
+from storage.clicks import ClickEntry
 from storage.errors import StorageError
 from storage.outcomes import DecideOutcome
 
@@ -42,54 +43,34 @@ _MODALS = {
 _DECISIONS = (ids.APPROVE, ids.TRUST)
 
 
-class ClickQueue:
-    """Clicks acknowledged but not yet handled, drained by at most ``drainers`` tasks.
+async def intake(services: Services, click: Click) -> None:
+    """Take a click Slack is about to get its ack for: a decision is appended to the click
+    stream (one round trip, so it outlives this process); a modal opens at once.
 
-    Drainers are ``Background`` tasks that end when the queue is empty, so shutdown waits
-    for queued clicks like any other background work. ``accept`` waits only when ``limit``
-    clicks are already queued: the ack then slows down rather than a click being dropped.
+    When Redis is down the click is not kept: the clicker is told so, in the background.
     """
-
-    def __init__(self, services: Services, *, drainers: int = 4, limit: int = 4096) -> None:
-        self._services = services
-        self._queue: asyncio.Queue[Click] = asyncio.Queue(limit)
-        self._drainers = drainers
-        self._running = 0
-
-    async def accept(self, click: Click) -> None:
-        """Queue a decision click; start a modal click's work at once."""
-        action = click.action.action_id
-        if action in _MODALS:
-            self._services.background.spawn(open_modal(self._services, click), name=action)
-        elif action in _DECISIONS:
-            await self._queue.put(click)
-            if self._running < self._drainers:
-                self._services.background.spawn(self._drain(), name="clicks")
-                self._running += 1
-
-    async def _drain(self) -> None:
-        try:
-            while True:
-                try:
-                    click = self._queue.get_nowait()
-                except asyncio.QueueEmpty:
-                    return
-                try:
-                    await decide_click(self._services, click)
-                except StorageError as exc:
-                    log.error(
-                        "click by %s on %s not recorded: %s", click.user.id, click.action.value, exc
-                    )
-                    await post_ephemeral(
-                        self._services,
-                        channel=click.container.channel_id,
-                        user=click.user.id,
-                        text=STORAGE_DOWN,
-                    )
-                except Exception:
-                    log.exception("click by %s on %s failed", click.user.id, click.action.value)
-        finally:
-            self._running -= 1
+    action, ref = click.action.action_id, click.ref
+    assert ref is not None
+    if action in _MODALS:
+        services.background.spawn(open_modal(services, click), name=action)
+        return
+    if action not in _DECISIONS:
+        return
+    user, channel = click.user.id, click.container.channel_id
+    try:
+        await services.storage.clicks.append(
+            record_id=ref.record_id,
+            digest=ref.digest,
+            user_id=user,
+            channel_id=channel,
+            message_ts=click.container.message_ts,
+            action_id=action,
+            clicked_at=services.clock.now(),
+        )
+    except StorageError as exc:
+        log.error("click by %s on %s not recorded: %s", user, ref.record_id, exc)
+        note = post_ephemeral(services, channel=channel, user=user, text=STORAGE_DOWN)
+        services.background.spawn(note, name="storage-down")
 
 
 def signoff_click(payload: dict[str, Any]) -> Click | None:
@@ -103,8 +84,11 @@ def signoff_click(payload: dict[str, Any]) -> Click | None:
 
 
 def listener(services: Services) -> Any:
-    """The Bolt action listener for every Signoff button (Socket Mode's path)."""
-    queue = ClickQueue(services)
+    """The Bolt action listener for every Signoff button (Socket Mode's path).
+
+    Bolt sends the ack when the listener returns (``process_before_response``), so a
+    decision click is in the click stream before Slack hears back, as in HTTP mode.
+    """
 
     async def on_click(ack: AsyncAck, body: dict[str, Any]) -> None:
         await ack()
@@ -112,32 +96,38 @@ def listener(services: Services) -> Any:
         if click is None:
             log.warning("ignored a malformed click payload")
             return
-        await queue.accept(click)
+        await intake(services, click)
 
     return on_click
 
 
-async def decide_click(services: Services, click: Click) -> None:
-    """Record an Approve (or Approve and trust) click; refuse with an ephemeral note."""
-    ref = click.ref
-    assert ref is not None
-    user, channel = click.user.id, click.container.channel_id
+async def decide_click(services: Services, entry: ClickEntry) -> None:
+    """Record an Approve (or Approve and trust) click; refuse with an ephemeral note.
+
+    Storage decides each click entry once: a replay (a reclaimed entry whose decider died
+    after deciding) sends nothing but, if the click counted, the message re-rendered from
+    the record, in case the dead decider had not updated it yet.
+    """
+    user, channel = entry.user_id, entry.channel_id
     remember = None
-    if click.action.action_id == ids.TRUST:
-        record = await services.storage.queries.get(ref.record_id)
+    if entry.action_id == ids.TRUST:
+        record = await services.storage.queries.get(entry.record_id)
         spec = services.registry.spec(record.agent) if record else None
         if record is not None and spec is not None:
             call = record.runtime_interrupt.tool_call
             remember = spec.policy_for(call.name if call else None).trust
     outcome = await services.storage.interrupts.decide(
-        ref.record_id,
+        entry.record_id,
         user,
         Decision.approve(remember=remember),
-        args_digest=ref.digest,
+        args_digest=entry.digest,
         now=services.clock.now(),
         channel=channel,
-        message_ts=click.container.message_ts,
+        message_ts=entry.message_ts,
+        click_id=entry.id,
     )
+    if outcome.status == "replayed" and outcome.reason is not None:
+        return
     if outcome.status == "refused":
         services.metrics.refusals[outcome.reason or "unknown"] += 1
         await post_ephemeral(services, channel=channel, user=user, text=refusal_text(outcome))

@@ -1,13 +1,16 @@
-"""One bot process: its services, and the resume workers and scheduler it runs.
+"""One bot process: its services, and the click deciders, resume workers and scheduler
+it runs.
 
-``serve`` and ``socket`` run the workers and the scheduler in-process by default;
-``worker`` runs only them, to scale out. ``stop`` ends each loop and waits for it.
+``serve`` and ``socket`` run these loops in-process by default (with ``--no-workers``
+they only acknowledge clicks, queued in Redis for another process to decide);
+``worker`` runs only the loops, to scale out. ``stop`` ends each loop and waits for it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 from collections.abc import AsyncIterator, Sequence
 from datetime import timedelta
@@ -19,6 +22,7 @@ from storage import Storage, connect
 
 from .background import Background
 from .clock import Clock, SystemClock
+from .deciders import ClickDecider
 from .directory import Directory
 from .errors import BotError
 from .metrics import Metrics
@@ -31,6 +35,9 @@ from .slack_client import close_client, make_client
 from .workers import ResumeWorker, consumer_name
 
 log = logging.getLogger(__name__)
+
+# Numbers the Loops of one process, so each decider has a consumer name of its own.
+_LOOPS = itertools.count()
 
 
 @contextlib.asynccontextmanager
@@ -84,17 +91,27 @@ def make_services(
 
 
 class Loops:
-    """The resume workers and the scheduler of one process, with a clean shutdown."""
+    """The click deciders, resume workers and scheduler of one process, with a clean
+    shutdown. ``reclaim_after``: how long a click or job read by a consumer that died
+    waits before another takes it over."""
 
     def __init__(
         self,
         services: Services,
         *,
         workers: int,
+        deciders: int = 1,
         scheduler: bool = True,
         tick: timedelta = timedelta(seconds=5),
         reclaim_after: timedelta = timedelta(seconds=60),
     ) -> None:
+        loop = next(_LOOPS)
+        self.deciders = [
+            ClickDecider(
+                services, consumer=f"{consumer_name(i)}-clicks-{loop}", reclaim_after=reclaim_after
+            )
+            for i in range(deciders)
+        ]
         self.workers = [
             ResumeWorker(services, consumer=consumer_name(i), reclaim_after=reclaim_after)
             for i in range(workers)
@@ -104,6 +121,8 @@ class Loops:
         self._tasks: list[asyncio.Task[None]] = []
 
     def start(self) -> None:
+        for decider in self.deciders:
+            self._tasks.append(asyncio.create_task(decider.run(), name=decider.consumer))
         for worker in self.workers:
             self._tasks.append(asyncio.create_task(worker.run(), name=worker.consumer))
         if self.scheduler is not None:
@@ -111,6 +130,8 @@ class Loops:
 
     async def stop(self) -> None:
         """Stop the loops, then let the background work finish (or cancel it)."""
+        for decider in self.deciders:
+            decider.stop()
         for worker in self.workers:
             worker.stop()
         if self.scheduler is not None:

@@ -1,10 +1,11 @@
 """HTTP mode: ``/slack/events`` plus the operator endpoints (``bot.operator``) on aiohttp.
 
 The events route checks the signature before anything else (401) and refuses a body that
-is not a well-formed form or payload (400). A click on one of Signoff's buttons is then
-answered at once and queued (``ClickQueue``), without Bolt's middleware chain: the ack
-is the hot path of every decision. Everything else goes to Bolt. The route's duration is
-the ack latency the metrics report.
+is not a well-formed form or payload (400). A click on one of Signoff's buttons skips
+Bolt's middleware chain: a decision is appended to the click stream in Redis (one round
+trip, ``bot.clicks.intake``), then answered, so an acknowledged click survives this
+process; the deciders of any process decide it. Everything else goes to Bolt. The
+route's duration is the ack latency the metrics report.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from slack_bolt.async_app import AsyncApp
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_sdk.signature import SignatureVerifier
 
-from .clicks import ClickQueue, signoff_click
+from .clicks import intake, signoff_click
 from .operator import Check, add_operator_routes
 from .services import Services
 
@@ -40,7 +41,6 @@ def web_app(
     """The aiohttp application serving Slack and the operator endpoints."""
     verifier = SignatureVerifier(signing_secret)
     metrics = services.metrics
-    clicks = ClickQueue(services)
 
     async def events(request: web.Request) -> web.Response:
         started = time.perf_counter()
@@ -52,7 +52,7 @@ def web_app(
             return web.Response(status=400, text="malformed body")
         click = signoff_click(payload) if payload is not None else None
         if click is not None:
-            await clicks.accept(click)
+            await intake(services, click)
             response = web.Response()
         else:
             bolt_request = AsyncBoltRequest(

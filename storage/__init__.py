@@ -16,7 +16,8 @@ Entry point::
   after ``post_lease``), ``claim_outbox(now, *, limit, lease)`` (stored, not yet posted:
   post, then)
   ``mark_posted(id, channel, ts, *, thread_ts, now)``,
-  ``decide(id, user_id, decision, *, args_digest, now, channel, message_ts) -> DecideOutcome``,
+  ``decide(id, user_id, decision, *, args_digest, now, channel, message_ts, click_id)
+  -> DecideOutcome`` (``click_id``: a click stream entry, decided at most once),
   ``expire_due(now, *, limit) -> list[ExpiryResult]``,
   ``due_reminders(now, *, limit) -> list[ReminderDue]``,
   ``cancel_run(run_id, *, reason, now, by) -> int``.
@@ -28,6 +29,8 @@ Entry point::
 - ``resume: ResumeQueue`` - ``claim``, ``reclaim``, ``begin``, ``complete``, ``release``,
   ``ack``, ``fail`` (a failed resume: retried, or after ``max_attempts`` moved to the
   dead-letter stream), ``dead_letters()`` (see ``storage.resume`` for the worker loop).
+- ``clicks: ClickStream`` - ``append`` (a decision click, before Slack gets its ack),
+  ``claim``, ``reclaim``, ``ack``: the deciders' consumer group (see ``storage.clicks``).
 - ``audit: AuditLog`` - ``append(AuditEntry)``, ``read(*, after, count)``.
 - ``deliveries: Deliveries`` - ``first(event_id) -> bool``: False for a retried Events
   API delivery already handled (ids remembered for an hour).
@@ -47,6 +50,7 @@ those live in different hash slots, which a cluster refuses in one script.
 """
 
 from .audit import AuditEntry, AuditLog
+from .clicks import ClickEntry, ClickStream
 from .connection import Storage, connect, default_data_dir
 from .deliveries import Deliveries
 from .embedded import EmbeddedRedis, find_server_binary
@@ -74,6 +78,8 @@ __all__ = [
     "AuditEntry",
     "AuditLog",
     "BeginResult",
+    "ClickEntry",
+    "ClickStream",
     "CorruptRecordError",
     "DecideOutcome",
     "Deliveries",

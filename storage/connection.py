@@ -10,6 +10,7 @@ from pathlib import Path
 from types import TracebackType
 
 from .audit import AuditLog
+from .clicks import ClickStream
 from .client import RedisClient
 from .deliveries import Deliveries
 from .embedded import EmbeddedRedis
@@ -32,7 +33,7 @@ def default_data_dir() -> Path:
 @dataclass(kw_only=True)
 class Storage:
     """Everything on one connection: sessions, interrupts, reads, reminders, resume queue,
-    audit, and the Events API deliveries already handled."""
+    click stream, audit, and the Events API deliveries already handled."""
 
     client: RedisClient
     keys: Keys
@@ -41,6 +42,7 @@ class Storage:
     queries: InterruptQueries
     reminders: ReminderStore
     resume: ResumeQueue
+    clicks: ClickStream
     audit: AuditLog
     deliveries: Deliveries
     embedded: EmbeddedRedis | None = field(default=None)
@@ -89,6 +91,7 @@ async def connect(
         queries=queries,
         reminders=ReminderStore(client, keys),
         resume=ResumeQueue(client, keys),
+        clicks=ClickStream(client, keys),
         audit=AuditLog(client, keys, max_entries=kept.audit_entries),
         deliveries=Deliveries(client, keys),
         embedded=embedded,
@@ -96,6 +99,7 @@ async def connect(
     try:
         await client.ping()
         await storage.resume.ensure_group()
+        await storage.clicks.ensure_group()
     except BaseException:
         await storage.close()
         raise

@@ -76,9 +76,12 @@ class InterruptStore:
             k.run_decided(run_id),
         ]
 
-    async def _transition(self, name: str, rid: str, args: list[str | int]) -> list[str]:
+    async def _transition(
+        self, name: str, rid: str, args: list[str | int], *, extra_keys: Sequence[str] = ()
+    ) -> list[str]:
+        keys = [*self._transition_keys(rid), *extra_keys]
         try:
-            result = await self._client.eval(name, self._transition_keys(rid), [rid, *args])
+            result = await self._client.eval(name, keys, [rid, *args])
         except StorageResponseError as exc:
             if "corrupt record" in str(exc) or "WRONGTYPE" in str(exc):
                 raise CorruptRecordError(self._keys.record(rid), str(exc)) from exc
@@ -179,6 +182,7 @@ class InterruptStore:
         now: datetime,
         channel: str | None = None,
         message_ts: str | None = None,
+        click_id: str | None = None,
     ) -> DecideOutcome:
         """Record ``user_id``'s decision in one atomic step (one round trip).
 
@@ -186,11 +190,14 @@ class InterruptStore:
         pending or has expired, the digest differs from the stored arguments' digest, or
         (when ``channel`` and ``message_ts`` are given) the click came from another
         message. When this decision settles the run's last pending interrupt, the same
-        step enqueues the run's resume job.
+        step enqueues the run's resume job. With ``click_id`` (a click stream entry), the
+        same step remembers the entry: deciding it again is ``replayed``, changing nothing
+        (with the ``reason`` it was refused for, if it was).
         """
         try:
-            split_record_id(interrupt_id)
+            run_id, _ = split_record_id(interrupt_id)
             check_id("user", user_id)
+            seen = [self._keys.click_decided(run_id, click_id)] if click_id else []
         except InvalidIdError:
             return DecideOutcome(status="refused", reason="unknown")
         vote = {"user_id": user_id, "decision": decision.to_dict(), "at": now.isoformat()}
@@ -210,10 +217,15 @@ class InterruptStore:
                 self._retention.resume_entries,
                 self._retention.audit_entries,
             ],
+            extra_keys=seen,
         )
         status = result[0]
         key = self._keys.record(interrupt_id)
         record = InterruptRecord.from_json(key, result[3]) if len(result) > 3 else None
+        if status == "replayed":
+            log.info("click %s on %s by %s was decided before", click_id, interrupt_id, user_id)
+            reason = cast(RefusalReason, result[1]) if result[1] else None
+            return DecideOutcome(status="replayed", reason=reason, record=record)
         if status == "refused":
             reason = cast(RefusalReason, result[1])
             log.info("decision on %s by %s refused: %s", interrupt_id, user_id, reason)

@@ -74,6 +74,11 @@ class Keys:
         """Hash: resume job id -> its failed attempts (expires like the applied markers)."""
         return f"{self.prefix}:run:{{{check_id('run', run_id)}}}:attempts"
 
+    def click_decided(self, run_id: str, entry_id: str) -> str:
+        """String: set when a click stream entry was decided, so its replay changes nothing."""
+        entry = check_id("click", entry_id)
+        return f"{self.prefix}:run:{{{check_id('run', run_id)}}}:click:{entry}"
+
     def delivery(self, event_id: str) -> str:
         """String: set when an Events API event was first delivered, so retries are skipped."""
         return f"{self.prefix}:event:{check_id('event', event_id)}"
@@ -114,6 +119,11 @@ class Keys:
     def resume_dead_letters(self) -> str:
         """Stream: resume jobs given up after too many failed attempts, for an operator."""
         return f"{self.prefix}:resume:dead"
+
+    @property
+    def click_stream(self) -> str:
+        """Stream: decision clicks acknowledged to Slack, waiting for a decider."""
+        return f"{self.prefix}:clicks"
 
     @property
     def audit_stream(self) -> str:

@@ -25,12 +25,14 @@ class DecideOutcome:
     """The result of one ``decide`` call.
 
     ``status`` is ``recorded`` (the interrupt reached a final state), ``progress`` (an
-    approval counted, the quorum not yet met) or ``refused`` (nothing changed; see
-    ``reason``). ``record`` is the record after the call, None only for unknown ids.
+    approval counted, the quorum not yet met), ``refused`` (nothing changed; see
+    ``reason``) or ``replayed`` (this click was decided before; nothing changed;
+    ``reason`` is the refusal it got then, if any).
+    ``record`` is the record after the call, None only for unknown ids.
     ``resume_job_id`` is set when this decision enqueued the run's resume job.
     """
 
-    status: Literal["recorded", "progress", "refused"]
+    status: Literal["recorded", "progress", "refused", "replayed"]
     reason: RefusalReason | None = None
     record: InterruptRecord | None = None
     resume_job_id: str | None = None

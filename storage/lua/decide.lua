@@ -1,20 +1,37 @@
--- Record one person's decision on a pending interrupt (KEYS as in common.lua).
+-- Record one person's decision on a pending interrupt (KEYS as in common.lua, plus
+-- 12: optional marker of the click stream entry being decided).
 -- ARGV: 1 record id, 2 user, 3 decision type, 4 decision json, 5 vote json, 6 args digest,
 --       7 now, 8 channel ('' = not checked), 9 message ts, 10 retention ms,
 --       11 resume stream maxlen, 12 audit maxlen.
--- Returns {status, reason, job id, record as a JSON object}; status is recorded|progress|refused.
-local key = KEYS[1]
+-- Returns {status, reason, job id, record as a JSON object}; status is
+-- recorded|progress|refused, or replayed when the click entry of KEYS[12] was decided
+-- before (reason: the refusal it got then, '' if it counted).
+local key, seen = KEYS[1], KEYS[12]
 local rid, user, dtype = ARGV[1], ARGV[2], ARGV[3]
 local now = ARGV[7]
-if redis.call('EXISTS', key) == 0 then return {'refused', 'unknown', ''} end
+-- Whatever the outcome, a click entry is decided once: its replay finds the marker.
+local function mark(reason)
+  if seen then redis.call('SET', seen, reason, 'PX', ARGV[10]) end
+end
 
 -- The record travels as one JSON string: the client reads one reply instead of the
 -- flat HGETALL list's fifty, which was most of a click's cost on the bot's side.
 local function with_json_record(result)
+  if result[1] ~= 'replayed' then mark(result[2]) end
   local flat, record = redis.call('HGETALL', key), {}
   for i = 1, #flat, 2 do record[flat[i]] = flat[i + 1] end
   result[#result + 1] = cjson.encode(record)
   return result
+end
+local exists = redis.call('EXISTS', key) == 1
+local was = seen and redis.call('GET', seen)
+if was then
+  if not exists then return {'replayed', was, ''} end
+  return with_json_record({'replayed', was, ''})
+end
+if not exists then
+  mark('unknown')
+  return {'refused', 'unknown', ''}
 end
 local function refuse(reason) return with_json_record({'refused', reason, ''}) end
 if field(key, 'id') ~= rid then return refuse('unknown') end

@@ -47,6 +47,7 @@ async def make_bot(slack: FakeSlack, storage: Storage) -> AsyncIterator[Callable
         policy: Policy | None = None,
         *,
         workers: int = 1,
+        deciders: int = 1,
         reclaim_after: float = 60.0,
         then: tuple[dict[str, Any], ...] = (),
         started_by: tuple[str, ...] = (),
@@ -75,6 +76,7 @@ async def make_bot(slack: FakeSlack, storage: Storage) -> AsyncIterator[Callable
         loops = Loops(
             services,
             workers=workers,
+            deciders=deciders,
             scheduler=False,
             reclaim_after=timedelta(seconds=reclaim_after),
         )

@@ -1,7 +1,8 @@
-"""Real processes: the bot that took the click is gone before the run resumes.
+"""Real processes: the bot that took the click is gone before it is decided.
 
-`signoff serve --no-workers` takes the click (recorded and queued in Redis), then is
-killed; two `signoff worker` processes started afterwards resume the run exactly once.
+`signoff serve --no-workers` acknowledges the click (queued in Redis's click stream),
+then is killed; two `signoff worker` processes started afterwards decide the click and
+resume the run, each exactly once.
 """
 
 from __future__ import annotations
@@ -115,13 +116,12 @@ async def test_a_new_worker_process_resumes_a_click_taken_by_a_killed_bot(
             BOB, channel=GENERAL, message_ts=request.ts, action_id=ids.APPROVE
         )
         assert ack.status == "acked", ack
-        await sandbox.wait_for(
-            lambda: "Approved" in str(ws.message(GENERAL, request.ts).blocks), within=15
-        )
     finally:
         server.send_signal(signal.SIGKILL)
         server.wait()
-    assert not marks.exists()  # decided, but nothing resumed it yet
+    # Acknowledged, but neither decided nor resumed: the killed bot only queued it.
+    assert "Approved" not in str(ws.message(GENERAL, request.ts).blocks)
+    assert not marks.exists()
 
     workers = [_signoff("worker", env=env, log=log) for _ in range(2)]
     try:
@@ -139,6 +139,8 @@ async def test_a_new_worker_process_resumes_a_click_taken_by_a_killed_bot(
         for worker in workers:
             assert worker.wait(timeout=15) == 0, log.read_text()
     assert finished.text == "Finished: done: deleted 2 file(s)"
+    assert "Approved" in str(ws.message(GENERAL, request.ts).blocks)
+    assert ws.ephemerals(BOB, GENERAL) == []  # decided once: no "already decided" note
     [line] = marks.read_text().splitlines()  # the tool ran exactly once, in a worker
     pid, *paths = line.split()
     assert int(pid) in {w.pid for w in workers} and paths == ["/tmp/a", "/tmp/b"]

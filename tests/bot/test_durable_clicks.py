@@ -1,0 +1,71 @@
+"""Durable clicks: an acknowledged click is in Redis, so it outlives the process that took
+it, and deciding the same stream entry again changes nothing."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from typing import Any
+
+from harness import ALICE, MALLORY, Harness
+
+from bot import ids
+from bot.clicks import decide_click
+from storage import Storage
+
+
+async def _stored(storage: Storage, record_id: str) -> str:
+    record = await storage.queries.get(record_id)
+    assert record is not None
+    return json.dumps(record.model_dump(mode="json"), sort_keys=True)
+
+
+async def test_a_click_read_by_a_decider_that_died_is_decided_once_by_another_process(
+    make_bot: Any, storage: Storage
+) -> None:
+    front: Harness = await make_bot(workers=0, deciders=0)  # acks only, like --no-workers
+    value = await front.start()
+    response = await front.click(ids.APPROVE, value, user=ALICE)
+    assert response.status == 200
+    # A decider read the click, then its process died before deciding it.
+    [entry] = await storage.clicks.claim("dead-decider", count=10)
+    assert entry.record_id == front.record_id(value) and entry.user_id == ALICE
+
+    other: Harness = await make_bot(reclaim_after=0.05)
+    assert "deleted 2 file(s)" in await other.finished()
+    await other.loops.stop()  # the decider acknowledges what it decided before it stops
+
+    record = await storage.queries.get(front.record_id(value))
+    assert record is not None and record.state == "approved" and record.decided_by == ALICE
+    assert len(record.votes) == 1
+    assert other.tool_log.calls == [{"paths": ["/tmp/a", "/tmp/b"]}]
+    assert len(front.slack.called("chat.update")) == 1
+    assert front.slack.called("chat.postEphemeral") == []
+    assert await storage.clicks.claim("late-decider", count=10) == []
+    assert await storage.clicks.reclaim("late-decider", min_idle=timedelta(0)) == []
+
+
+async def test_a_replayed_click_changes_nothing_and_sends_no_second_message(
+    make_bot: Any, storage: Storage
+) -> None:
+    bot: Harness = await make_bot(workers=0, deciders=0)
+    value = await bot.start()
+    await bot.click(ids.APPROVE, value, user=MALLORY)  # refused: not an approver
+    await bot.click(ids.APPROVE, value, user=ALICE)
+    refused, approved = await storage.clicks.claim("decider", count=10)
+
+    for entry in (refused, approved):
+        await decide_click(bot.services, entry)
+    stored = await _stored(storage, bot.record_id(value))
+    [update] = bot.slack.called("chat.update")
+    assert [e["user"] for e in bot.slack.called("chat.postEphemeral")] == [MALLORY]
+
+    for entry in (refused, approved):  # a decider died before acknowledging them
+        await decide_click(bot.services, entry)
+
+    assert await _stored(storage, bot.record_id(value)) == stored
+    assert [e["user"] for e in bot.slack.called("chat.postEphemeral")] == [MALLORY]
+    assert len(bot.slack.called("chat.postMessage")) == 1  # the interrupt only
+    # The replay re-renders the message from the record: the same update, nothing new.
+    assert bot.slack.called("chat.update") == [update, update]
+    assert bot.tool_log.calls == []

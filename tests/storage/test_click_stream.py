@@ -1,0 +1,91 @@
+"""The click stream: queued clicks reach one consumer, a dead consumer's clicks are taken
+over, and a click entry is decided at most once."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from storage_helpers import NOW, later, make_record
+
+from agent_runtime.interrupts import Decision
+from agent_runtime.messages import args_digest
+from storage import Storage
+
+DIGEST = args_digest({"path": "/tmp/old"})
+
+
+async def _append(storage: Storage, record_id: str, user: str) -> str:
+    return await storage.clicks.append(
+        record_id=record_id,
+        digest=DIGEST,
+        user_id=user,
+        channel_id="C1",
+        message_ts="1.000001",
+        action_id="approve",
+        clicked_at=NOW,
+    )
+
+
+async def test_a_click_is_read_once_and_reclaimed_only_when_left_unacknowledged(
+    storage: Storage,
+) -> None:
+    entry_id = await _append(storage, "run1/int1", "UALICE")
+    [entry] = await storage.clicks.claim("dead", count=10)
+    assert (entry.id, entry.record_id, entry.user_id, entry.clicked_at) == (
+        entry_id,
+        "run1/int1",
+        "UALICE",
+        NOW,
+    )
+    assert await storage.clicks.claim("other", count=10) == []
+
+    [taken] = await storage.clicks.reclaim("other", min_idle=timedelta(0))
+    assert taken == entry
+    await storage.clicks.ack(taken.id)
+    assert await storage.clicks.reclaim("third", min_idle=timedelta(0)) == []
+
+
+async def test_deciding_a_click_entry_again_is_a_replay_that_changes_nothing(
+    storage: Storage,
+) -> None:
+    record = await storage.interrupts.create_interrupt(make_record())
+    first = await storage.interrupts.decide(
+        record.id,
+        "UALICE",
+        Decision.approve(),
+        args_digest=DIGEST,
+        now=later(minutes=1),
+        click_id="1700000000000-0",
+    )
+    again = await storage.interrupts.decide(
+        record.id,
+        "UALICE",
+        Decision.approve(),
+        args_digest=DIGEST,
+        now=later(minutes=2),
+        click_id="1700000000000-0",
+    )
+    refused = await storage.interrupts.decide(
+        record.id,
+        "UMALLORY",
+        Decision.approve(),
+        args_digest=DIGEST,
+        now=later(minutes=3),
+        click_id="1700000000000-1",
+    )
+    refused_again = await storage.interrupts.decide(
+        record.id,
+        "UMALLORY",
+        Decision.approve(),
+        args_digest=DIGEST,
+        now=later(minutes=4),
+        click_id="1700000000000-1",
+    )
+
+    assert first.status == "recorded" and first.resume_job_id is not None
+    assert again.status == "replayed" and again.reason is None and again.resume_job_id is None
+    assert again.record == first.record
+    assert refused.status == "refused" and refused.reason == "not_allowed"
+    assert refused_again.status == "replayed" and refused_again.reason == "not_allowed"
+    assert await storage.resume.pending_count() == 0
+    assert len(await storage.resume.claim("worker", count=10)) == 1
