@@ -1,9 +1,11 @@
 """The servers the click benchmark (``bench.clicks``) runs, each in its own process.
 
-A local stand-in for the Slack Web API, Signoff's HTTP server, Signoff's resume workers
-(as ``signoff worker`` runs them) and the floor: a Bolt app whose action listener only
-calls ``ack()``. ``start(role)`` spawns one and returns its port. The agent they run
-records in Redis when its guarded tool ran, for the click-to-resume figure.
+A local stand-in for the Slack Web API, Signoff's HTTP server acknowledging clicks only
+(as ``signoff serve --no-workers``: each click queued in Redis, then answered), Signoff's
+click decider and resume workers (as ``signoff worker`` runs them) and the floor: a Bolt
+app whose action listener only calls ``ack()``. ``start(role)`` spawns one and returns its
+port. The agent they run records in Redis when its guarded tool ran, for the
+click-to-resume figure.
 """
 
 from __future__ import annotations
@@ -153,7 +155,7 @@ async def _child(role: str, ports: Any, api_url: str, redis_url: str) -> None:
         storage = await connect(redis_url, prefix="bench")
         client = AsyncWebClient(token=TOKEN, base_url=api_url, session=aiohttp.ClientSession())
         services = make_services(client=client, storage=storage, specs=[spec()])
-        if role == "signoff":
+        if role == "signoff":  # signoff serve --no-workers: no loops, clicks only queued
             bolt = build_app(services, signing_secret=SECRET)
             runner = await serve(web_app(bolt, services, signing_secret=SECRET))
             ports.put(port_of(runner))

@@ -1,8 +1,9 @@
 """Click benchmark: Signoff's real server against a Bolt app that only acks.
 
 Starts a real Redis and, each in its own process, a local stand-in for the Slack Web
-API, Signoff's HTTP server, Signoff's resume workers (``signoff worker``, scaled out as
-in production) and a minimal Bolt app whose action listener only calls ``ack()``.
+API, Signoff's HTTP server acknowledging clicks only (``signoff serve --no-workers``),
+Signoff's click decider and resume workers (``signoff worker``, scaled out as in
+production) and a minimal Bolt app whose action listener only calls ``ack()``.
 Sends signed button clicks for distinct interrupts to both apps at three loads: 50
 clients as fast as the acks come back (``c50``), one client as fast as the acks come
 back (``c1_b2b``), and one click in flight whose consequences (message updated, tool
@@ -286,11 +287,12 @@ SETUP = f"""\
 How each app runs: each serves HTTP from one process (asyncio, default event loop); this
 process sends both the same signed clicks through one aiohttp client.
   floor    Bolt AsyncApp, process_before_response=True; the action listener only acks.
-  signoff  the bot's aiohttp app (signoff serve): clicks acked before Bolt, decided by
-           in-process drainers (Redis decide, chat.update); plus one resume-worker
-           process (signoff worker, {WORKERS} workers). Shared: one Valkey, one fake Web API.
+  signoff  the bot's aiohttp app (signoff serve --no-workers): each click appended to the
+           Redis click stream before Bolt, then acked; plus one worker process (signoff
+           worker: one click decider (Redis decide, chat.update), {WORKERS} resume workers).
+           Shared: one Valkey, one fake Web API.
 Loads: c50 = a burst of {CLICKS} clicks from 50 clients back to back; sustained = {SUSTAINED}
-clicks the same way (more than Signoff queues in memory, so acks wait for decisions);
+clicks the same way (the decider falls behind; the acks do not wait for it);
 c1_b2b = 1 client back to back; c1 = 1 click in flight, the next sent once the previous
 one's consequences are done (for the floor, its ack).
 Machine: {os.cpu_count()} cores, shared by every process above.

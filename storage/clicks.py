@@ -1,7 +1,8 @@
 """ClickStream: decision clicks acknowledged to Slack and not yet decided, kept in Redis.
 
-The HTTP handler appends a click (one round trip) before answering Slack, so a click
-Slack saw acknowledged survives the process that took it. Deciders read the stream
+The HTTP handler appends a click (one round trip; the clicks of one event-loop turn
+share it) before answering Slack, so a click Slack saw acknowledged survives the process
+that took it. Deciders read the stream
 through a consumer group, decide, then ``ack``; entries a dead consumer claimed are
 taken over with ``reclaim``. A click may so be delivered twice: ``decide`` takes the
 entry id and makes a second decision of the same entry change nothing.
@@ -9,6 +10,7 @@ entry id and makes a second decision of the same entry change nothing.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -53,6 +55,8 @@ class ClickStream:
         self._keys = keys
         self.group = group
         self._max_entries = max_entries
+        self._waiting: list[tuple[dict[str, str | int], asyncio.Future[str]]] = []
+        self._flushes: set[asyncio.Future[None]] = set()
 
     async def ensure_group(self) -> None:
         """Create the consumer group (and stream) if missing; clicks already queued are kept."""
@@ -77,7 +81,7 @@ class ClickStream:
         clicked_at: datetime,
     ) -> str:
         """Queue a click for the deciders; its entry id."""
-        fields = {
+        fields: dict[str, str | int] = {
             "record_id": record_id,
             "digest": digest,
             "user_id": user_id,
@@ -86,14 +90,41 @@ class ClickStream:
             "action_id": action_id,
             "at": to_ms(clicked_at),
         }
-        async with self._client.guard("queue a click"):
-            entry_id = await self._client.raw.xadd(
-                self._keys.click_stream,
-                fields,  # type: ignore[arg-type]
-                maxlen=self._max_entries,
-                approximate=True,
-            )
-        return str(entry_id)
+        future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        self._waiting.append((fields, future))
+        if len(self._waiting) == 1:
+            flush = asyncio.ensure_future(self._flush())
+            self._flushes.add(flush)  # held until done, so it is not garbage-collected
+            flush.add_done_callback(self._flushes.discard)
+        return await future
+
+    async def _flush(self) -> None:
+        """Send every click appended since the last flush in one pipeline.
+
+        Under a flood, the clicks of one event-loop turn share a round trip (each is still
+        acked only once its own entry is stored); a lone click goes out alone, at once.
+        """
+        await asyncio.sleep(0)  # let the clicks already read by the server join this batch
+        batch, self._waiting = self._waiting, []
+        try:
+            async with self._client.guard("queue a click"):
+                pipe = self._client.pipeline()
+                for fields, _ in batch:
+                    pipe.xadd(
+                        self._keys.click_stream,
+                        fields,  # type: ignore[arg-type]  # redis-py's FieldT is too narrow
+                        maxlen=self._max_entries,
+                        approximate=True,
+                    )
+                entry_ids = await pipe.execute()
+        except Exception as exc:  # StorageError, or a bug: never leave an appender waiting
+            for _, future in batch:
+                if not future.done():
+                    future.set_exception(exc)
+        else:
+            for (_, future), entry_id in zip(batch, entry_ids, strict=True):
+                if not future.done():
+                    future.set_result(str(entry_id))
 
     async def claim(
         self, consumer: str, *, count: int = 32, block: timedelta | None = None
