@@ -2,10 +2,10 @@
 
 The HTTP handler appends a click (one round trip; the clicks of one event-loop turn
 share it) before answering Slack, so a click Slack saw acknowledged survives the process
-that took it. Deciders read the stream
-through a consumer group, decide, then ``ack``; entries a dead consumer claimed are
-taken over with ``reclaim``. A click may so be delivered twice: ``decide`` takes the
-entry id and makes a second decision of the same entry change nothing.
+that took it. Deciders read the stream through a consumer group, decide, then ``ack``;
+entries a dead consumer claimed are taken over with ``reclaim``. A click can therefore
+be delivered twice: ``decide`` takes the entry id, and a second decision of the same
+entry changes nothing.
 """
 
 from __future__ import annotations
