@@ -14,11 +14,9 @@ import asyncio
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import cast
-
-from redis import exceptions as rexc
 
 from .client import RedisClient
+from .consumer_group import ConsumerGroup
 from .keys import Keys
 from .records import from_ms, to_ms
 
@@ -54,20 +52,14 @@ class ClickStream:
         self._client = client
         self._keys = keys
         self.group = group
+        self._group = ConsumerGroup(client, key=keys.click_stream, group=group, what="clicks")
         self._max_entries = max_entries
         self._waiting: list[tuple[dict[str, str | int], asyncio.Future[str]]] = []
         self._flushes: set[asyncio.Future[None]] = set()
 
     async def ensure_group(self) -> None:
         """Create the consumer group (and stream) if missing; clicks already queued are kept."""
-        async with self._client.guard("create click consumer group"):
-            try:
-                await self._client.raw.xgroup_create(
-                    self._keys.click_stream, self.group, id="0", mkstream=True
-                )
-            except rexc.ResponseError as exc:
-                if "BUSYGROUP" not in str(exc):
-                    raise
+        await self._group.ensure()
 
     async def append(
         self,
@@ -130,42 +122,22 @@ class ClickStream:
         self, consumer: str, *, count: int = 32, block: timedelta | None = None
     ) -> list[ClickEntry]:
         """New clicks for ``consumer``; waits up to ``block`` for one when none is queued."""
-        # At least 1 ms: BLOCK 0 would wait forever.
-        block_ms = max(1, int(block.total_seconds() * 1000)) if block else None
-        async with self._client.guard("read clicks"):
-            reply = await self._client.raw.xreadgroup(
-                self.group, consumer, {self._keys.click_stream: ">"}, count=count, block=block_ms
-            )
-        streams = cast(list[tuple[str, list[tuple[str, dict[str, str]]]]], reply)
-        entries = streams[0][1] if streams else []
+        entries = await self._group.read(consumer, count=count, block=block)
         return [_entry(entry_id, fields) for entry_id, fields in entries]
 
     async def reclaim(
         self, consumer: str, *, min_idle: timedelta, count: int = 32
     ) -> list[ClickEntry]:
         """Take over clicks another consumer read but did not decide within ``min_idle``."""
-        async with self._client.guard("reclaim clicks"):
-            reply = await self._client.raw.xautoclaim(
-                self._keys.click_stream,
-                self.group,
-                consumer,
-                int(min_idle.total_seconds() * 1000),
-                "0-0",
-                count=count,
-            )
-        claimed = cast(list[list[tuple[str, dict[str, str] | None]]], reply)
-        entries = claimed[1] if claimed else []
-        clicks = [_entry(entry_id, fields) for entry_id, fields in entries if fields]
+        entries = await self._group.take_over(consumer, min_idle=min_idle, count=count)
+        clicks = [_entry(entry_id, fields) for entry_id, fields in entries]
         for click in clicks:
             log.warning("click %s on %s reclaimed by %s", click.id, click.record_id, consumer)
         return clicks
 
     async def ack(self, *entry_ids: str) -> None:
         """Acknowledge decided clicks (trimming removes them later)."""
-        if not entry_ids:
-            return
-        async with self._client.guard("ack clicks"):
-            await self._client.raw.xack(self._keys.click_stream, self.group, *entry_ids)
+        await self._group.ack(*entry_ids)
 
 
 def _entry(entry_id: str, fields: dict[str, str]) -> ClickEntry:

@@ -29,11 +29,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal, cast
 
-from redis import exceptions as rexc
-
 from agent_runtime.session import StoredSession
 
 from .client import RedisClient
+from .consumer_group import ConsumerGroup
 from .errors import CorruptRecordError
 from .keys import Keys
 from .records import InterruptRecord, from_ms, to_ms
@@ -93,6 +92,7 @@ class ResumeQueue:
         self._client = client
         self._keys = keys
         self.group = group
+        self._group = ConsumerGroup(client, key=keys.resume_stream, group=group, what="resume jobs")
         self.max_attempts = max_attempts
         self._lease_ms = int(lease.total_seconds() * 1000)
         self._applied_ms = int(applied_ttl.total_seconds() * 1000)
@@ -100,45 +100,21 @@ class ResumeQueue:
 
     async def ensure_group(self) -> None:
         """Create the consumer group (and stream) if missing; jobs already queued are kept."""
-        async with self._client.guard("create resume consumer group"):
-            try:
-                await self._client.raw.xgroup_create(
-                    self._keys.resume_stream, self.group, id="0", mkstream=True
-                )
-            except rexc.ResponseError as exc:
-                if "BUSYGROUP" not in str(exc):
-                    raise
+        await self._group.ensure()
 
     async def claim(
         self, consumer: str, *, count: int = 10, block: timedelta | None = None
     ) -> list[ResumeJob]:
         """New jobs for ``consumer``; waits up to ``block`` for one when none is queued."""
-        # At least 1 ms: BLOCK 0 would wait forever.
-        block_ms = max(1, int(block.total_seconds() * 1000)) if block else None
-        async with self._client.guard("read resume jobs"):
-            reply = await self._client.raw.xreadgroup(
-                self.group, consumer, {self._keys.resume_stream: ">"}, count=count, block=block_ms
-            )
-        streams = cast(list[tuple[str, list[tuple[str, dict[str, str]]]]], reply)
-        entries = streams[0][1] if streams else []
+        entries = await self._group.read(consumer, count=count, block=block)
         return [_job(entry_id, fields) for entry_id, fields in entries]
 
     async def reclaim(
         self, consumer: str, *, min_idle: timedelta, count: int = 10
     ) -> list[ResumeJob]:
         """Take over jobs another consumer claimed but did not finish within ``min_idle``."""
-        async with self._client.guard("reclaim resume jobs"):
-            reply = await self._client.raw.xautoclaim(
-                self._keys.resume_stream,
-                self.group,
-                consumer,
-                int(min_idle.total_seconds() * 1000),
-                "0-0",
-                count=count,
-            )
-        claimed = cast(list[list[tuple[str, dict[str, str] | None]]], reply)
-        entries = claimed[1] if claimed else []
-        jobs = [_job(entry_id, fields) for entry_id, fields in entries if fields]
+        entries = await self._group.take_over(consumer, min_idle=min_idle, count=count)
+        jobs = [_job(entry_id, fields) for entry_id, fields in entries]
         for job in jobs:
             log.warning("resume job %s of run %s reclaimed by %s", job.id, job.run_id, consumer)
         return jobs
@@ -245,8 +221,7 @@ class ResumeQueue:
 
     async def ack(self, job: ResumeJob) -> None:
         """Acknowledge a job that needs no work (``begin`` answered ``done``)."""
-        async with self._client.guard("ack resume job"):
-            await self._client.raw.xack(self._keys.resume_stream, self.group, job.id)
+        await self._group.ack(job.id)
 
     async def pending_count(self) -> int:
         """Jobs delivered to a consumer and not yet acknowledged."""

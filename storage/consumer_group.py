@@ -1,0 +1,66 @@
+"""A Redis Stream read through a consumer group: the plumbing the resume queue and the
+click stream share (create the group, read new entries, take over idle ones, ack)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import cast
+
+from redis import exceptions as rexc
+
+from .client import RedisClient
+
+Entry = tuple[str, dict[str, str]]
+"""A stream entry: its id and its fields."""
+
+
+class ConsumerGroup:
+    """Consumer group ``group`` over the stream at ``key``; ``what`` names it in errors."""
+
+    def __init__(self, client: RedisClient, *, key: str, group: str, what: str) -> None:
+        self._client = client
+        self.key = key
+        self.group = group
+        self._what = what
+
+    async def ensure(self) -> None:
+        """Create the group (and stream) if missing; entries already queued are kept."""
+        async with self._client.guard(f"create {self._what} consumer group"):
+            try:
+                await self._client.raw.xgroup_create(self.key, self.group, id="0", mkstream=True)
+            except rexc.ResponseError as exc:
+                if "BUSYGROUP" not in str(exc):
+                    raise
+
+    async def read(self, consumer: str, *, count: int, block: timedelta | None) -> list[Entry]:
+        """New entries for ``consumer``; waits up to ``block`` for one when none is queued."""
+        # At least 1 ms: BLOCK 0 would wait forever.
+        block_ms = max(1, int(block.total_seconds() * 1000)) if block else None
+        async with self._client.guard(f"read {self._what}"):
+            reply = await self._client.raw.xreadgroup(
+                self.group, consumer, {self.key: ">"}, count=count, block=block_ms
+            )
+        streams = cast(list[tuple[str, list[Entry]]], reply)
+        return streams[0][1] if streams else []
+
+    async def take_over(self, consumer: str, *, min_idle: timedelta, count: int) -> list[Entry]:
+        """Entries another consumer read but did not acknowledge within ``min_idle``."""
+        async with self._client.guard(f"reclaim {self._what}"):
+            reply = await self._client.raw.xautoclaim(
+                self.key,
+                self.group,
+                consumer,
+                int(min_idle.total_seconds() * 1000),
+                "0-0",
+                count=count,
+            )
+        claimed = cast(list[list[tuple[str, dict[str, str] | None]]], reply)
+        entries = claimed[1] if claimed else []
+        return [(entry_id, fields) for entry_id, fields in entries if fields]
+
+    async def ack(self, *entry_ids: str) -> None:
+        """Acknowledge handled entries."""
+        if not entry_ids:
+            return
+        async with self._client.guard(f"ack {self._what}"):
+            await self._client.raw.xack(self.key, self.group, *entry_ids)
