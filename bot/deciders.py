@@ -10,7 +10,6 @@ entries it decided, so deciding one again sends no second refusal.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from datetime import timedelta
 
@@ -18,12 +17,13 @@ from storage.clicks import ClickEntry
 from storage.errors import StorageError
 
 from .clicks import decide_click
+from .consumer_loop import ConsumerLoop
 from .services import Services
 
 log = logging.getLogger(__name__)
 
 
-class ClickDecider:
+class ClickDecider(ConsumerLoop[ClickEntry]):
     """One consumer of the click stream; ``run`` until ``stop`` is called."""
 
     def __init__(
@@ -35,71 +35,34 @@ class ClickDecider:
         block: timedelta = timedelta(seconds=1),
         reclaim_after: timedelta = timedelta(seconds=60),
     ) -> None:
+        super().__init__(consumer=consumer, batch=batch, block=block, reclaim_after=reclaim_after)
         self._services = services
-        self.consumer = consumer
-        self._batch = batch
-        self._block = block
-        self._reclaim_after = reclaim_after
-        self._reclaim_due = 0.0
-        self._stopping = asyncio.Event()
 
-    def stop(self) -> None:
-        self._stopping.set()
+    async def take_over(self, *, min_idle: timedelta, count: int) -> list[ClickEntry]:
+        return await self._services.storage.clicks.reclaim(
+            self.consumer, min_idle=min_idle, count=count
+        )
 
-    async def run(self) -> None:
-        while not self._stopping.is_set():
-            try:
-                entries = await self._next_clicks()
-            except StorageError as exc:
-                log.error("click decider %s cannot read clicks: %s", self.consumer, exc)
-                await self._pause(1.0)
-                continue
-            done = await asyncio.gather(*(self._decide(entry) for entry in entries))
-            try:
-                await self._services.storage.clicks.ack(*(e.id for e in done if e is not None))
-            except StorageError as exc:
-                # Reclaimed later; deciding them again changes nothing.
-                log.error("click decider %s cannot acknowledge clicks: %s", self.consumer, exc)
+    async def read(self, *, count: int, block: timedelta) -> list[ClickEntry]:
+        return await self._services.storage.clicks.claim(self.consumer, count=count, block=block)
+
+    async def handle(self, entries: list[ClickEntry]) -> None:
+        """Decide the batch concurrently; acknowledge every click that was decided."""
+        done = await asyncio.gather(*(self._decide(entry) for entry in entries))
+        try:
+            await self._services.storage.clicks.ack(*(e.id for e in done if e is not None))
+        except StorageError as exc:
+            # Taken over later; deciding them again changes nothing.
+            log.error("click decider %s cannot acknowledge clicks: %s", self.consumer, exc)
 
     async def _decide(self, entry: ClickEntry) -> ClickEntry | None:
         """Decide one click; the entry when it may be acknowledged, None to retry it later."""
         try:
             await decide_click(self._services, entry)
         except StorageError as exc:
-            # Left unacknowledged: reclaimed once idle past ``reclaim_after``.
+            # Left unacknowledged: taken over once idle past ``reclaim_after``.
             log.error("click %s by %s on %s: %s", entry.id, entry.user_id, entry.record_id, exc)
             return None
         except Exception:
             log.exception("click %s by %s on %s failed", entry.id, entry.user_id, entry.record_id)
         return entry
-
-    async def _next_clicks(self) -> list[ClickEntry]:
-        """Reclaimed clicks, then new ones; a blocking read gives way at once to ``stop``.
-
-        A read cut short may leave a click delivered to this consumer unacknowledged; it is
-        reclaimed by another decider after ``reclaim_after``, never lost.
-        """
-        clicks = self._services.storage.clicks
-        now = asyncio.get_running_loop().time()
-        if now >= self._reclaim_due:
-            entries = await clicks.reclaim(
-                self.consumer, min_idle=self._reclaim_after, count=self._batch
-            )
-            if entries:
-                return entries
-            # Nothing idle that long: look again in half the timeout, not before every read.
-            self._reclaim_due = now + self._reclaim_after.total_seconds() / 2
-        block = min(self._block, timedelta(seconds=max(self._reclaim_due - now, 0.001)))
-        read = asyncio.ensure_future(clicks.claim(self.consumer, count=self._batch, block=block))
-        stopping = asyncio.ensure_future(self._stopping.wait())
-        await asyncio.wait({read, stopping}, return_when=asyncio.FIRST_COMPLETED)
-        stopping.cancel()
-        if not read.done():
-            read.cancel()
-            await asyncio.gather(read, return_exceptions=True)
-            return []
-        return read.result()
-
-    async def _pause(self, seconds: float) -> None:
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._stopping.wait(), seconds)

@@ -10,8 +10,6 @@ it is dead-lettered and the run's thread is told, instead of retrying it forever
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 import os
 import socket
@@ -22,6 +20,7 @@ from storage.errors import StorageError
 from storage.records import InterruptRecord
 from storage.resume import ResumeJob
 
+from .consumer_loop import ConsumerLoop
 from .poster import post_in_thread
 from .recovery import catch_up
 from .runs import place_of, resume_run
@@ -35,7 +34,7 @@ def consumer_name(index: int) -> str:
     return f"{socket.gethostname()}-{os.getpid()}-{index}"
 
 
-class ResumeWorker:
+class ResumeWorker(ConsumerLoop[ResumeJob]):
     """One consumer of the resume queue; ``run`` until ``stop`` is called."""
 
     def __init__(
@@ -46,58 +45,27 @@ class ResumeWorker:
         block: timedelta = timedelta(seconds=1),
         reclaim_after: timedelta = timedelta(seconds=60),
     ) -> None:
+        super().__init__(consumer=consumer, batch=10, block=block, reclaim_after=reclaim_after)
         self._services = services
-        self.consumer = consumer
-        self._block = block
-        self._reclaim_after = reclaim_after
-        self._reclaim_due = 0.0
-        self._stopping = asyncio.Event()
 
-    def stop(self) -> None:
-        self._stopping.set()
+    async def take_over(self, *, min_idle: timedelta, count: int) -> list[ResumeJob]:
+        return await self._services.storage.resume.reclaim(
+            self.consumer, min_idle=min_idle, count=count
+        )
 
-    async def run(self) -> None:
-        while not self._stopping.is_set():
+    async def read(self, *, count: int, block: timedelta) -> list[ResumeJob]:
+        return await self._services.storage.resume.claim(self.consumer, count=count, block=block)
+
+    async def handle(self, jobs: list[ResumeJob]) -> None:
+        """Apply the jobs one after the other."""
+        for job in jobs:
             try:
-                jobs = await self._next_jobs()
+                await self.handle_job(job)
             except StorageError as exc:
-                log.error("resume worker %s cannot read jobs: %s", self.consumer, exc)
-                await self._pause(1.0)
-                continue
-            for job in jobs:
-                try:
-                    await self.handle(job)
-                except StorageError as exc:
-                    # Left unacknowledged: reclaimed once idle past ``reclaim_after``.
-                    log.error("resume job %s of run %s: %s", job.id, job.run_id, exc)
+                # Left unacknowledged: taken over once idle past ``reclaim_after``.
+                log.error("resume job %s of run %s: %s", job.id, job.run_id, exc)
 
-    async def _next_jobs(self) -> list[ResumeJob]:
-        """Reclaimed jobs, then new ones; a blocking read gives way at once to ``stop``.
-
-        A read cut short may leave a job delivered to this consumer unacknowledged; it is
-        reclaimed by another worker after ``reclaim_after``, never lost.
-        """
-        queue = self._services.storage.resume
-        now = asyncio.get_running_loop().time()
-        if now >= self._reclaim_due:
-            jobs = await queue.reclaim(self.consumer, min_idle=self._reclaim_after)
-            if jobs:
-                return jobs
-            # Nothing idle that long: look again in half the timeout, not before every read.
-            self._reclaim_due = now + self._reclaim_after.total_seconds() / 2
-        # Wake for the next reclaim check too, so a failed job is retried on time.
-        block = min(self._block, timedelta(seconds=max(self._reclaim_due - now, 0.001)))
-        read = asyncio.ensure_future(queue.claim(self.consumer, count=10, block=block))
-        stopping = asyncio.ensure_future(self._stopping.wait())
-        await asyncio.wait({read, stopping}, return_when=asyncio.FIRST_COMPLETED)
-        stopping.cancel()
-        if not read.done():
-            read.cancel()
-            await asyncio.gather(read, return_exceptions=True)
-            return []
-        return read.result()
-
-    async def handle(self, job: ResumeJob) -> None:
+    async def handle_job(self, job: ResumeJob) -> None:
         """Apply one job exactly once; on failure count the attempt (``_failed``)."""
         services, queue = self._services, self._services.storage.resume
         taken = await queue.take(job, consumer=self.consumer)
@@ -189,7 +157,3 @@ class ResumeWorker:
         await queue.ack(job)
         await queue.release(job, consumer=self.consumer)
         return True
-
-    async def _pause(self, seconds: float) -> None:
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._stopping.wait(), seconds)

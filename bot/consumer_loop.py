@@ -1,0 +1,90 @@
+"""The loop resume workers and click deciders share: read a consumer group until stopped.
+
+Entries another consumer read but left unacknowledged past ``reclaim_after`` are taken
+over first; otherwise new ones are read, blocking at most ``block`` (and never past the
+next take-over check, so a failed entry is retried on time). A blocking read gives way
+at once to ``stop``; an entry it may have left delivered but unhandled is taken over by
+another consumer later, never lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from abc import ABC, abstractmethod
+from datetime import timedelta
+from typing import Generic, TypeVar
+
+from storage.errors import StorageError
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+class ConsumerLoop(ABC, Generic[T]):
+    """One consumer of a stream's consumer group; ``run`` until ``stop`` is called."""
+
+    def __init__(
+        self,
+        *,
+        consumer: str,
+        batch: int,
+        block: timedelta = timedelta(seconds=1),
+        reclaim_after: timedelta = timedelta(seconds=60),
+    ) -> None:
+        self.consumer = consumer
+        self._batch = batch
+        self._block = block
+        self._reclaim_after = reclaim_after
+        self._reclaim_due = 0.0
+        self._stopping = asyncio.Event()
+
+    def stop(self) -> None:
+        self._stopping.set()
+
+    async def run(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                entries = await self._next()
+            except StorageError as exc:
+                log.error("%s cannot read its stream: %s", self.consumer, exc)
+                await self._pause(1.0)
+                continue
+            await self.handle(entries)
+
+    @abstractmethod
+    async def take_over(self, *, min_idle: timedelta, count: int) -> list[T]:
+        """Entries other consumers left unacknowledged for ``min_idle``."""
+
+    @abstractmethod
+    async def read(self, *, count: int, block: timedelta) -> list[T]:
+        """New entries, waiting up to ``block`` for one."""
+
+    @abstractmethod
+    async def handle(self, entries: list[T]) -> None:
+        """Handle a batch; what is not acknowledged is taken over again later."""
+
+    async def _next(self) -> list[T]:
+        now = asyncio.get_running_loop().time()
+        if now >= self._reclaim_due:
+            entries = await self.take_over(min_idle=self._reclaim_after, count=self._batch)
+            if entries:
+                return entries
+            # Nothing idle that long: look again in half the timeout, not before every read.
+            self._reclaim_due = now + self._reclaim_after.total_seconds() / 2
+        block = min(self._block, timedelta(seconds=max(self._reclaim_due - now, 0.001)))
+        read = asyncio.ensure_future(self.read(count=self._batch, block=block))
+        stopping = asyncio.ensure_future(self._stopping.wait())
+        await asyncio.wait({read, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        stopping.cancel()
+        if not read.done():
+            read.cancel()
+            await asyncio.gather(read, return_exceptions=True)
+            return []
+        return read.result()
+
+    async def _pause(self, seconds: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._stopping.wait(), seconds)
