@@ -63,6 +63,8 @@ def _env(sandbox: Sandbox, redis_url: str, marks: Path, port: int) -> dict[str, 
         "SIGNOFF_HOST": "127.0.0.1",
         "SIGNOFF_PORT": str(port),
         "SIGNOFF_TEST_MARKS": str(marks),
+        # Debug logs include every Web API request slack-sdk sends: tokens must not.
+        "SIGNOFF_LOG_LEVEL": "DEBUG",
     }
 
 
@@ -144,3 +146,6 @@ async def test_a_new_worker_process_resumes_a_click_taken_by_a_killed_bot(
     [line] = marks.read_text().splitlines()  # the tool ran exactly once, in a worker
     pid, *paths = line.split()
     assert int(pid) in {w.pid for w in workers} and paths == ["/tmp/a", "/tmp/b"]
+    logged = log.read_text()
+    assert "chat.postMessage" in logged  # the debug log did record the Web API calls
+    assert sandbox.bot_token not in logged and sandbox.signing_secret not in logged
