@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .agent_loop import Invocation
 from .errors import ResumeError, ToolInputError, UsageError
 from .hooks import HookCallback, HookProvider, HookRegistry
-from .messages import JSONValue, ToolCall, new_id
+from .messages import JSONValue, ToolCall
 from .models.base import Model
 from .policy import ApprovalOptions, ApprovalPolicy, ApprovalRule, parse_interrupt_on
-from .resume import RunInput
-from .run_events import RunEvent
-from .runnable import Runnable, next_input
+from .runnable import Runnable
 from .session import InMemorySessionStore, SessionStore
 from .tools import Tool
 
@@ -59,22 +57,8 @@ class Agent(Runnable):
         for hook in hooks:
             self.hooks.add(hook)
 
-    async def stream(
-        self, input: RunInput, *, thread_id: str | None = None
-    ) -> AsyncIterator[RunEvent]:
-        """Run and yield events as they happen.
-
-        ``input`` is a prompt to start a run, or interrupt responses to resume the
-        thread's interrupted run. A hook may set ``AfterInvocation.resume`` to go on at
-        once with new input.
-        """
-        thread = thread_id or new_id("thread")
-        queued: RunInput | None = input
-        while queued is not None:
-            invocation = Invocation(self, thread)
-            async for event in invocation.run(queued):
-                yield event
-            queued = next_input(invocation.resume_with)
+    def invocation(self, thread_id: str) -> Invocation:
+        return Invocation(self, thread_id)
 
     def check_edit(self, call: ToolCall, args: dict[str, JSONValue]) -> None:
         """Refuse edited arguments that do not fit the tool's input schema."""

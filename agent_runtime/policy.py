@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from typing import TypedDict
 
 from .errors import UsageError
-from .events import BeforeToolCall
+from .events import BeforeToolCall, InterruptibleEvent
 from .hooks import HookRegistry
 from .interrupts import DECISION_TYPES, Decision, DecisionType
-from .messages import ToolCall
+from .messages import JSONValue, ToolCall
 
 APPROVAL = "approval"
 Description = str | Callable[[ToolCall], str]
@@ -84,20 +84,28 @@ class ApprovalPolicy:
         if rule is None:
             return
         call = event.tool_call
-        decision = event.run.trusts.find(call, run_id=event.run.run_id)
-        if decision is None:
-            description = rule.describe(call)
-            answer = event.interrupt(
-                APPROVAL,
-                reason={"tool": call.name, "args": call.args, "description": description},
-                allowed_decisions=rule.allowed_decisions,
-                description=description,
-            )
-            if not isinstance(answer, Decision):
-                raise UsageError(f"the approval of {call.id} was answered without a Decision")
-            decision = answer
-            event.run.trusts.remember(call, decision, run_id=event.run.run_id)
-        apply_decision(event, decision)
+        reason = {"tool": call.name, "args": call.args}
+        apply_decision(event, approval(event, rule, call, reason=reason))
+
+
+def approval(
+    event: InterruptibleEvent, rule: ApprovalRule, call: ToolCall, *, reason: dict[str, JSONValue]
+) -> Decision:
+    """The remembered decision covering ``call``, else the one a human gives when asked."""
+    decision = event.run.trusts.find(call, run_id=event.run.run_id)
+    if decision is not None:
+        return decision
+    description = rule.describe(call)
+    answer = event.interrupt(
+        APPROVAL,
+        reason={**reason, "description": description},
+        allowed_decisions=rule.allowed_decisions,
+        description=description,
+    )
+    if not isinstance(answer, Decision):
+        raise UsageError(f"the approval of {call.name} ({call.id}) was answered without a Decision")
+    event.run.trusts.remember(call, answer, run_id=event.run.run_id)
+    return answer
 
 
 def apply_decision(event: BeforeToolCall, decision: Decision) -> None:

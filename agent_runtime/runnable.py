@@ -5,14 +5,23 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
-from .interrupts import Interrupt
+from .interrupts import Interrupt, InterruptResponse
+from .messages import new_id
 from .results import AgentResult
 from .resume import RunInput
 from .run_events import RunEvent, RunFinished
 from .session import SessionStore
 from .state import RunState, RunStatus
+
+
+class Invocation(Protocol):
+    """One invocation on a thread, between two stops; hooks may ask to go on at once."""
+
+    resume_with: str | Sequence[InterruptResponse] | None
+
+    def run(self, input: RunInput) -> AsyncIterator[RunEvent]: ...
 
 
 class Runnable(ABC):
@@ -21,8 +30,25 @@ class Runnable(ABC):
     session_store: SessionStore
 
     @abstractmethod
-    def stream(self, input: RunInput, *, thread_id: str | None = None) -> AsyncIterator[RunEvent]:
-        """Run and yield events as they happen; the last one is ``RunFinished``."""
+    def invocation(self, thread_id: str) -> Invocation:
+        """A new invocation of this runnable on ``thread_id``."""
+
+    async def stream(
+        self, input: RunInput, *, thread_id: str | None = None
+    ) -> AsyncIterator[RunEvent]:
+        """Run and yield events as they happen; the last one is ``RunFinished``.
+
+        ``input`` is a prompt to start a run, interrupt responses to resume the thread's
+        interrupted run, or ``ContinueRun()``. A hook may set ``AfterInvocation.resume``
+        to go on at once with new input.
+        """
+        thread = thread_id or new_id("thread")
+        queued: RunInput | None = input
+        while queued is not None:
+            invocation = self.invocation(thread)
+            async for event in invocation.run(queued):
+                yield event
+            queued = _next_input(invocation.resume_with)
 
     async def invoke(self, input: RunInput, *, thread_id: str | None = None) -> AgentResult:
         """Run until done or stopped for a human; see ``stream`` for the events."""
@@ -70,7 +96,7 @@ class ThreadStatus:
     last_result: AgentResult | None
 
 
-def next_input(value: str | Sequence[Any] | None) -> RunInput | None:
+def _next_input(value: str | Sequence[Any] | None) -> RunInput | None:
     """The input an ``AfterInvocation.resume`` hook asked for, if any."""
     if value is None or isinstance(value, str):
         return value

@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from ..errors import UsageError
 from ..events import BeforeNodeCall
 from ..hooks import HookRegistry
-from ..interrupts import Decision, DecisionType
-from ..policy import APPROVAL, ApprovalOptions, ApprovalRule, parse_interrupt_on
+from ..interrupts import DecisionType
+from ..policy import ApprovalOptions, ApprovalRule, approval, parse_interrupt_on
 from .context import input_from_args, node_call
 
 NODE_DECISIONS: tuple[DecisionType, ...] = ("approve", "edit", "reject")
@@ -57,19 +57,7 @@ class NodeApprovalPolicy:
         if rule is None:
             return
         call = node_call(event.point.source_id, event.node, event.input)
-        decision = event.run.trusts.find(call, run_id=event.run.run_id)
-        if decision is None:
-            description = rule.describe(call)
-            answer = event.interrupt(
-                APPROVAL,
-                reason={"node": event.node, "input": event.input, "description": description},
-                allowed_decisions=rule.allowed_decisions,
-                description=description,
-            )
-            if not isinstance(answer, Decision):
-                raise UsageError(f"answer the approval of node {event.node} with a Decision")
-            decision = answer
-            event.run.trusts.remember(call, decision, run_id=event.run.run_id)
+        decision = approval(event, rule, call, reason={"node": event.node, "input": event.input})
         if decision.type == "edit" and decision.args is not None:
             event.input = input_from_args(decision.args, like=event.input)
         elif decision.type == "reject":

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import inspect
 import itertools
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ..agent import Agent
 from ..errors import UsageError
 from ..hooks import HookCallback, HookProvider, HookRegistry
-from ..messages import JSONValue, new_id
-from ..resume import RunInput
-from ..run_events import RunEvent
-from ..runnable import Runnable, next_input
+from ..messages import JSONValue
+from ..runnable import Runnable
 from ..session import InMemorySessionStore, SessionStore
 from .approvals import InterruptBefore, NodeApprovalPolicy, parse_interrupt_before
 from .context import NodeFunction
@@ -87,19 +85,5 @@ class Workflow(Runnable):
             raise UsageError(f"the router after {node!r} chose {chosen!r}, which is not a node")
         return chosen
 
-    async def stream(
-        self, input: RunInput, *, thread_id: str | None = None
-    ) -> AsyncIterator[RunEvent]:
-        """Run and yield events as they happen.
-
-        ``input`` is a prompt (the first node's input) to start a run, or interrupt
-        responses to resume the thread's interrupted run. A hook may set
-        ``AfterInvocation.resume`` to go on at once with new input.
-        """
-        thread = thread_id or new_id("thread")
-        queued: RunInput | None = input
-        while queued is not None:
-            run = WorkflowRun(self, thread)
-            async for event in run.run(queued):
-                yield event
-            queued = next_input(run.resume_with)
+    def invocation(self, thread_id: str) -> WorkflowRun:
+        return WorkflowRun(self, thread_id)
