@@ -9,7 +9,6 @@ files. So a restart shows what was left pending, and it can still be decided.
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import logging
 import os
 from pathlib import Path
@@ -27,6 +26,7 @@ from bot.slack_client import close_client, make_client
 from sandbox import Sandbox, demo_workspace
 from storage import Storage, connect
 from storage.embedded import EmbeddedRedis
+from storage.file_lock import FileLock
 
 from .agents import check_workspace, demo_agents
 from .errors import DemoError
@@ -67,7 +67,7 @@ class DemoStack:
         self._services: Services | None = None
         self._runner: web.AppRunner | None = None
         self._loops: Loops | None = None
-        self._lock: int | None = None
+        self._lock = FileLock(data_dir / "demo.lock")
 
     @property
     def url(self) -> str:
@@ -105,17 +105,12 @@ class DemoStack:
         log.info("demo ready at %s (bot at %s)", self.url, self.sandbox.request_url)
 
     def _take_lock(self) -> None:
-        """One demo per data directory: two would share (and corrupt) one Redis file."""
+        """One demo per data directory: two would share (and corrupt) its files."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.data_dir / "demo.lock", os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
+        if not self._lock.acquire():
             raise DemoError(
                 f"another demo is running on {self.data_dir}; stop it, or pass --data-dir"
-            ) from None
-        self._lock = fd
+            )
 
     async def _welcome(self) -> None:
         """Greet a new workspace once, from the bot, with what to try."""
@@ -138,9 +133,7 @@ class DemoStack:
         if self._storage is not None:
             await self._storage.close()
         self._redis.stop()
-        if self._lock is not None:
-            os.close(self._lock)  # closing the file releases the lock
-            self._lock = None
+        self._lock.release()
 
     async def __aenter__(self) -> DemoStack:
         try:

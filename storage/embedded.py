@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import importlib.util
 import logging
 import os
@@ -25,6 +24,7 @@ from pathlib import Path
 from types import TracebackType
 
 from .errors import EmbeddedServerError
+from .file_lock import FileLock
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +63,7 @@ class EmbeddedRedis:
         self._binary = binary
         self._socket: Path | None = None
         self._process: subprocess.Popen[bytes] | None = None
-        self._lock: int | None = None
+        self._lock: FileLock | None = None
 
     @property
     def url(self) -> str:
@@ -97,22 +97,17 @@ class EmbeddedRedis:
 
     def _take_lock(self, data_dir: Path) -> None:
         """Own ``data_dir`` while the server runs; the OS drops the lock if this process dies."""
-        fd = os.open(data_dir / "server.lock", os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
+        self._lock = FileLock(data_dir / "server.lock")
+        if not self._lock.acquire():
             raise EmbeddedServerError(
                 f"another process runs the embedded server on {data_dir}; share it by "
                 f"setting REDIS_URL=unix://{data_dir.resolve() / 'redis.sock'} or use another "
                 "data directory"
-            ) from None
-        self._lock = fd
+            )
 
     def _release_lock(self) -> None:
         if self._lock is not None:
-            os.close(self._lock)  # closing the file releases the lock
-            self._lock = None
+            self._lock.release()
 
     @staticmethod
     def _stop_orphan(socket_path: Path) -> None:
