@@ -1,16 +1,17 @@
 """Fixtures shared by every suite: one real Redis-compatible server per test session.
 
-The server is the embedded one the product itself uses (storage.EmbeddedRedis) on a
-free port. If it cannot start the session fails loudly; no test is ever skipped for it.
+The server is the embedded one the product itself uses (storage.EmbeddedRedis), on a
+private unix socket. If it cannot start the session fails loudly; no test is ever skipped for it.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
+from storage import Storage, connect
 from storage.embedded import EmbeddedRedis
 
 
@@ -31,3 +32,11 @@ def redis_url(redis_server: EmbeddedRedis) -> str:
 def key_prefix() -> str:
     """A fresh key prefix, so tests sharing the server never see each other's keys."""
     return f"t{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+async def storage(redis_url: str, key_prefix: str) -> AsyncIterator[Storage]:
+    """Storage on the session's server under this test's own key prefix."""
+    store = await connect(redis_url, prefix=key_prefix)
+    yield store
+    await store.close()

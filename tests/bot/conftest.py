@@ -18,7 +18,7 @@ from bot.process import Loops, make_services
 from bot.server import web_app
 from bot.settings import Settings
 from bot.slack_client import close_client, make_client
-from storage import Storage, connect
+from storage import Storage
 
 
 @pytest.fixture
@@ -29,13 +29,6 @@ async def slack() -> AsyncIterator[FakeSlack]:
         fake.add_user(user, tz=tz)
     yield fake
     await fake.close()
-
-
-@pytest.fixture
-async def storage(redis_url: str, key_prefix: str) -> AsyncIterator[Storage]:
-    store = await connect(redis_url, prefix=key_prefix)
-    yield store
-    await store.close()
 
 
 @pytest.fixture
