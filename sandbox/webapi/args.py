@@ -33,32 +33,27 @@ class NoArgs(Args):
     pass
 
 
-class PostMessage(Args):
+class _MessageArgs(Args):
+    """What every message method takes: a channel, text and blocks (JSON in a form)."""
+
     channel: str
     text: str | None = None
     blocks: list[JsonObject] | None = None
-    thread_ts: str | None = None
 
     _parse_blocks = field_validator("blocks", mode="before")(_json_if_string)
 
 
-class Update(Args):
-    channel: str
+class PostMessage(_MessageArgs):
+    thread_ts: str | None = None
+
+
+class Update(_MessageArgs):
     ts: str
-    text: str | None = None
-    blocks: list[JsonObject] | None = None
-
-    _parse_blocks = field_validator("blocks", mode="before")(_json_if_string)
 
 
-class PostEphemeral(Args):
-    channel: str
+class PostEphemeral(_MessageArgs):
     user: str
-    text: str | None = None
-    blocks: list[JsonObject] | None = None
     thread_ts: str | None = None
-
-    _parse_blocks = field_validator("blocks", mode="before")(_json_if_string)
 
 
 class ViewsOpen(Args):
