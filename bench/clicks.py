@@ -17,8 +17,6 @@ one JSON object with every figure.
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import hmac
 import json
 import os
 import tempfile
@@ -36,6 +34,7 @@ from bot import ids
 from bot.process import make_services
 from bot.runs import Place, start_run
 from bot.server import EVENTS_PATH
+from sandbox.signing import signature_headers
 from storage import EmbeddedRedis, connect
 
 from .click_servers import (
@@ -82,14 +81,8 @@ def click(value: str, user: str, message_ts: str) -> tuple[bytes, dict[str, str]
         ],
     }
     body = urllib.parse.urlencode({"payload": json.dumps(payload)})
-    ts = str(int(time.time()))
-    signature = hmac.new(SECRET.encode(), f"v0:{ts}:{body}".encode(), hashlib.sha256).hexdigest()
-    headers = {
-        "X-Slack-Request-Timestamp": ts,
-        "X-Slack-Signature": f"v0={signature}",
-        "Content-Type": "application/x-www-form-urlencoded",
-    }
-    return body.encode(), headers
+    headers = signature_headers(SECRET, body.encode())
+    return body.encode(), {**headers, "Content-Type": "application/x-www-form-urlencoded"}
 
 
 async def drive(

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import hmac
 import itertools
 import json
 import time
@@ -18,6 +17,8 @@ from typing import Any
 
 from aiohttp import web
 from aiohttp.test_utils import TestServer
+
+from sandbox.signing import signature_headers
 
 SIGNING_SECRET = "test-signing-secret"
 BOT_TOKEN = "xoxb-test-token"
@@ -247,14 +248,8 @@ def sign(
     body: str, *, timestamp: int | None = None, secret: str = SIGNING_SECRET
 ) -> dict[str, str]:
     """Headers Slack sends with ``body``: a v0 signature over a current timestamp."""
-    ts = str(int(time.time()) if timestamp is None else timestamp)
-    base = f"v0:{ts}:{body}".encode()
-    digest = hmac.new(secret.encode(), base, hashlib.sha256).hexdigest()
-    return {
-        "X-Slack-Request-Timestamp": ts,
-        "X-Slack-Signature": f"v0={digest}",
-        "Content-Type": "application/x-www-form-urlencoded",
-    }
+    headers = signature_headers(secret, body.encode(), timestamp=timestamp)
+    return {**headers, "Content-Type": "application/x-www-form-urlencoded"}
 
 
 def form_body(payload: dict[str, Any]) -> str:
