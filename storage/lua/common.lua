@@ -37,6 +37,18 @@ local function user_members(key, rid)
   return out
 end
 
+-- ZADD (score 0) or ZREM many members in one call per 500, not one call per member.
+local function zset_many(command, zset, members)
+  for i = 1, #members, 500 do
+    local args = {}
+    for j = i, math.min(i + 499, #members) do
+      if command == 'ZADD' then args[#args + 1] = 0 end
+      args[#args + 1] = members[j]
+    end
+    redis.call(command, zset, unpack(args))
+  end
+end
+
 local function channel_member(key, rid, channel)
   return channel .. '\0' .. field(key, 'created_at') .. '\0' .. rid
 end
@@ -54,9 +66,7 @@ end
 -- append exactly one resume job. Returns the job's stream id or ''.
 local function finalize(rid, state, by, now, decision, retention, resume, stream_maxlen)
   local key = KEYS[1]
-  for _, member in ipairs(user_members(key, rid)) do
-    redis.call('ZREM', KEYS[7], member)
-  end
+  zset_many('ZREM', KEYS[7], user_members(key, rid))
   local channel = field(key, 'channel')
   if channel ~= '' then redis.call('ZREM', KEYS[8], channel_member(key, rid, channel)) end
   redis.call('ZREM', KEYS[4], rid)

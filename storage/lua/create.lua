@@ -37,7 +37,7 @@ for _, rec in ipairs(records) do
   local reminder = field(key, 'next_reminder_at')
   if reminder ~= '' then redis.call('ZADD', KEYS[3], reminder, rid) end
   redis.call('ZADD', KEYS[4], post_after, rid)
-  for _, member in ipairs(user_members(key, rid)) do redis.call('ZADD', KEYS[5], 0, member) end
+  zset_many('ZADD', KEYS[5], user_members(key, rid))
   local channel = field(key, 'channel')
   if channel ~= '' then redis.call('ZADD', KEYS[6], 0, channel_member(key, rid, channel)) end
   redis.call('SADD', KEYS[1], rid)

@@ -22,7 +22,7 @@ if policy.on_expiry == 'escalate' and field(key, 'escalated') ~= '1' then
   redis.call('ZADD', KEYS[4], later, rid)
   local ttl = redis.call('PTTL', key)
   if ttl > 0 then redis.call('PEXPIRE', key, ttl + later - tonumber(expires)) end
-  for _, member in ipairs(user_members(key, rid)) do redis.call('ZADD', KEYS[7], 0, member) end
+  zset_many('ZADD', KEYS[7], user_members(key, rid))
   audit(KEYS[10], ARGV[5], 'escalated', rid, '', now, '')
   return with_record({'escalated', ''})
 end

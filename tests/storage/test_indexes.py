@@ -34,6 +34,19 @@ async def test_pending_lists_by_user_channel_and_run_drop_decided(storage: Stora
     assert len(await storage.queries.pending_for_run("run_1")) == 4
 
 
+async def test_an_approver_list_longer_than_one_index_call_is_indexed_whole(
+    storage: Storage,
+) -> None:
+    users = tuple(f"U{n:05d}" for n in range(1201))  # three ZADD/ZREM calls of 500
+    record = await storage.interrupts.create_interrupt(make_record(allowed_users=users))
+    for user in (users[0], users[500], users[-1]):
+        assert [r.id for r in (await storage.queries.pending_for_user(user)).records] == [record.id]
+    await storage.interrupts.decide(
+        record.id, users[-1], Decision.approve(), args_digest=DIGEST, now=NOW
+    )
+    assert await storage.client.raw.zcard(storage.keys.by_user) == 0
+
+
 async def test_a_new_interrupt_is_its_creators_to_post_first(storage: Storage) -> None:
     record = await storage.interrupts.create_interrupt(
         make_record(), post_lease=timedelta(seconds=30)
