@@ -1,11 +1,12 @@
 """The servers the click benchmark (``bench.clicks``) runs, each in its own process.
 
-A local stand-in for the Slack Web API, Signoff's HTTP server acknowledging clicks only
-(as ``signoff serve --no-workers``: each click queued in Redis, then answered), Signoff's
-click decider and resume workers (as ``signoff worker`` runs them) and the floor: a Bolt
-app whose action listener only calls ``ack()``. ``start(role)`` spawns one and returns its
-port. The agent they run records in Redis when its guarded tool ran, for the
-click-to-resume figure.
+A local stand-in for the Slack Web API (at the lowest CPU priority: in production Slack's
+work is not done on this host), Signoff's HTTP server acknowledging clicks only (as
+``signoff serve --no-workers``: each click queued in Redis, then answered), Signoff's
+click decider and resume workers (as ``signoff worker`` runs them, at its default nice
+value) and the floor: a Bolt app whose action listener only calls ``ack()``.
+``start(role)`` spawns one and returns its port. The agent they run records in Redis when
+its guarded tool ran, for the click-to-resume figure.
 """
 
 from __future__ import annotations
@@ -28,8 +29,9 @@ from agent_runtime.session import SessionStore
 from bot import ids
 from bot.app import build_app
 from bot.policy import AgentSpec, Policy
-from bot.process import Loops, make_services
+from bot.process import Loops, lower_priority, make_services
 from bot.server import EVENTS_PATH, web_app
+from bot.settings import Settings
 from storage import connect
 
 SECRET = "bench-signing-secret"
@@ -146,6 +148,8 @@ def child(role: str, ports: Any, api_url: str, redis_url: str) -> None:
 
 async def _child(role: str, ports: Any, api_url: str, redis_url: str) -> None:
     if role == "slack":
+        # Slack's own work is done on Slack's servers, not on the host it shares here.
+        os.nice(19)
         runner = await fake_slack(redis_url)
         ports.put(port_of(runner))
     elif role == "floor":
@@ -159,7 +163,8 @@ async def _child(role: str, ports: Any, api_url: str, redis_url: str) -> None:
             bolt = build_app(services, signing_secret=SECRET)
             runner = await serve(web_app(bolt, services, signing_secret=SECRET))
             ports.put(port_of(runner))
-        else:
+        else:  # signoff worker, at the priority it takes by default
+            lower_priority(Settings().worker_nice)
             Loops(services, workers=WORKERS, scheduler=False).start()
             ports.put(0)
     await asyncio.Event().wait()

@@ -34,6 +34,7 @@ from bot import ids
 from bot.process import make_services
 from bot.runs import Place, start_run
 from bot.server import EVENTS_PATH
+from bot.settings import Settings
 from sandbox.signing import signature_headers
 from storage import EmbeddedRedis, connect
 
@@ -282,8 +283,10 @@ process sends both the same signed clicks through one aiohttp client.
   floor    Bolt AsyncApp, process_before_response=True; the action listener only acks.
   signoff  the bot's aiohttp app (signoff serve --no-workers): each click appended to the
            Redis click stream before Bolt, then acked; plus one worker process (signoff
-           worker: one click decider (Redis decide, chat.update), {WORKERS} resume workers).
-           Shared: one Valkey, one fake Web API.
+           worker at nice {Settings().worker_nice}, its default: one click decider (Redis
+           decide, chat.update), {WORKERS} resume workers).
+           Shared: one Valkey, one fake Web API (at nice 19: Slack's work is not on this
+           host in production).
 Loads: c50 = a burst of {CLICKS} clicks from 50 clients back to back; sustained = {SUSTAINED}
 clicks the same way (the decider falls behind; the acks do not wait for it);
 c1_b2b = 1 client back to back; c1 = 1 click in flight, the next sent once the previous

@@ -4,9 +4,9 @@
 ``/readyz`` and ``/metrics`` on ``SIGNOFF_PORT`` (``socket`` only those, no events route)
 and run the click deciders, the resume workers and the scheduler in-process; with
 ``--no-workers`` only the scheduler: clicks are acknowledged and queued in Redis for a
-``worker``, which runs only the loops, to scale out. ``run`` starts one agent run and
-returns once it has finished or stopped for approval. A bad setting stops startup with
-one line naming it.
+``worker``, which runs only the loops, to scale out, at a lower CPU priority
+(``SIGNOFF_WORKER_NICE``). ``run`` starts one agent run and returns once it has finished
+or stopped for approval. A bad setting stops startup with one line naming it.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from storage.errors import StorageError
 from .app import build_app
 from .errors import BotError
 from .operator import operator_app
-from .process import Loops, open_services
+from .process import Loops, lower_priority, open_services
 from .runs import Place, start_run
 from .server import web_app
 from .services import Services
@@ -143,10 +143,12 @@ async def _socket(settings: Settings, args: argparse.Namespace, stopping: asynci
 async def _worker(settings: Settings, args: argparse.Namespace, stopping: asyncio.Event) -> int:
     async with open_services(settings, agents=args.agents) as services:
         loops = Loops(services, workers=max(settings.workers, 1))
+        nice = lower_priority(settings.worker_nice)
         loops.start()
         log.info(
-            "the click decider, resume workers (%d) and the scheduler are running",
+            "the click decider, resume workers (%d) and the scheduler are running at nice %d",
             max(settings.workers, 1),
+            nice,
         )
         try:
             await stopping.wait()

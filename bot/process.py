@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import os
 from collections.abc import AsyncIterator, Sequence
 from datetime import timedelta
 from pathlib import Path
@@ -88,6 +89,12 @@ def make_services(
         metrics=Metrics(),
         default_channel=default_channel,
     )
+
+
+def lower_priority(increment: int) -> int:
+    """Raise this process's nice value by ``increment`` and return the new value, so its
+    loops leave the CPU to the click acks of a ``serve`` process sharing the host."""
+    return os.nice(increment)
 
 
 class Loops:

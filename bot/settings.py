@@ -22,6 +22,7 @@ _ENV_NAMES = {
     "channel": "SIGNOFF_CHANNEL",
     "slack_api_url": "SIGNOFF_SLACK_API_URL",
     "workers": "SIGNOFF_WORKERS",
+    "worker_nice": "SIGNOFF_WORKER_NICE",
     "host": "SIGNOFF_HOST",
     "port": "SIGNOFF_PORT",
     "redis_prefix": "SIGNOFF_REDIS_PREFIX",
@@ -48,6 +49,9 @@ class Settings(BaseModel):
     channel: str | None = None
     slack_api_url: str | None = None
     workers: int = Field(default=2, ge=0, le=64)
+    # ``signoff worker`` yields the CPU to the acks of a ``serve`` on the same host: Slack
+    # shows a click not acknowledged in 3 s as failed, while a decision can wait.
+    worker_nice: int = Field(default=19, ge=0, le=19)
     host: str = "0.0.0.0"
     port: int = Field(default=3000, ge=0, le=65535)
     redis_prefix: str = Field(default="signoff", min_length=1, max_length=64)

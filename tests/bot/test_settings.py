@@ -14,6 +14,7 @@ def test_an_empty_environment_gives_the_defaults() -> None:
     settings = Settings.from_env({})
     assert settings.bot_token is None and settings.app_token is None
     assert settings.redis_url is None and settings.workers == 2 and settings.port == 3000
+    assert settings.worker_nice == 19
 
 
 @pytest.mark.parametrize(
@@ -24,6 +25,7 @@ def test_an_empty_environment_gives_the_defaults() -> None:
         ({"REDIS_URL": "localhost:6379"}, "REDIS_URL"),
         ({"SIGNOFF_WORKERS": "many"}, "SIGNOFF_WORKERS"),
         ({"SIGNOFF_PORT": "99999"}, "SIGNOFF_PORT"),
+        ({"SIGNOFF_WORKER_NICE": "-5"}, "SIGNOFF_WORKER_NICE"),
         ({"SIGNOFF_CHANNEL": "#ops"}, "SIGNOFF_CHANNEL"),
         ({"SIGNOFF_SLACK_API_URL": "slack.com/api"}, "SIGNOFF_SLACK_API_URL"),
     ],

@@ -128,6 +128,9 @@ async def test_a_new_worker_process_resumes_a_click_taken_by_a_killed_bot(
     workers = [_signoff("worker", env=env, log=log) for _ in range(2)]
     try:
         await _until_logged(log, WORKERS_RUNNING, times=2)
+        # Workers yield the CPU to the acks of a serve process on the same host.
+        expected = 19  # the lowest priority, whatever this process runs at
+        assert [os.getpriority(os.PRIO_PROCESS, w.pid) for w in workers] == [expected] * 2
         finished = await sandbox.wait_for(
             lambda: next(
                 (m for m in ws.replies(GENERAL, request.ts) if m.text.startswith("Finished")),
