@@ -104,9 +104,12 @@ def listener(services: Services) -> Any:
 async def decide_click(services: Services, entry: ClickEntry) -> None:
     """Record an Approve (or Approve and trust) click; refuse with an ephemeral note.
 
-    Storage decides each click entry once: a replay (a reclaimed entry whose decider died
-    after deciding) sends nothing but, if the click counted, the message re-rendered from
-    the record, in case the dead decider had not updated it yet.
+    The click is judged as of when it was acknowledged, not when a decider gets to it: a
+    click in time still counts when a backlog or a dead decider delays it past the
+    expiry (unless the expiry sweep came first). Storage decides each click entry once: a
+    replay (a reclaimed entry whose decider died after deciding) sends nothing but, if the
+    click counted, the message re-rendered from the record, in case the dead decider had
+    not updated it yet.
     """
     user, channel = entry.user_id, entry.channel_id
     remember = None
@@ -121,7 +124,7 @@ async def decide_click(services: Services, entry: ClickEntry) -> None:
         user,
         Decision.approve(remember=remember),
         args_digest=entry.digest,
-        now=services.clock.now(),
+        now=entry.clicked_at,
         channel=channel,
         message_ts=entry.message_ts,
         click_id=entry.id,

@@ -7,10 +7,11 @@ import json
 from datetime import timedelta
 from typing import Any
 
-from harness import ALICE, MALLORY, Harness
+from harness import ALICE, CHANNEL, MALLORY, Harness
 
 from bot import ids
 from bot.clicks import decide_click
+from bot.policy import Policy
 from storage import Storage
 
 
@@ -69,3 +70,22 @@ async def test_a_replayed_click_changes_nothing_and_sends_no_second_message(
     # The replay re-renders the message from the record: the same update, nothing new.
     assert bot.slack.called("chat.update") == [update, update]
     assert bot.tool_log.calls == []
+
+
+async def test_a_click_in_time_counts_when_its_decider_gets_to_it_after_the_expiry(
+    make_bot: Any, storage: Storage
+) -> None:
+    policy = Policy(channel=CHANNEL, users=(ALICE,), expires_after=timedelta(minutes=30))
+    bot: Harness = await make_bot(policy, workers=0, deciders=0)
+    value = await bot.start()
+    bot.clock.advance(timedelta(minutes=29))
+    await bot.click(ids.APPROVE, value, user=ALICE)
+    [entry] = await storage.clicks.claim("decider", count=10)
+    bot.clock.advance(timedelta(minutes=2))  # the decider was behind; now past the expiry
+
+    await decide_click(bot.services, entry)
+
+    record = await storage.queries.get(bot.record_id(value))
+    assert record is not None and record.state == "approved"
+    assert record.decided_at == entry.clicked_at
+    assert bot.slack.called("chat.postEphemeral") == []
