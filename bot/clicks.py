@@ -26,6 +26,7 @@ from storage.outcomes import DecideOutcome
 from . import ids
 from .cards import card_from_record
 from .directory import slack_error
+from .group_refresh import refresh_groups
 from .modals import args_modal, deny_modal, edit_modal, reply_modal
 from .payloads import Click, parse_click
 from .poster import post_ephemeral, trust_label, update_message
@@ -119,16 +120,22 @@ async def decide_click(services: Services, entry: ClickEntry) -> None:
         if record is not None and spec is not None:
             call = record.runtime_interrupt.tool_call
             remember = spec.policy_for(call.name if call else None).trust
-    outcome = await services.storage.interrupts.decide(
-        entry.record_id,
-        user,
-        Decision.approve(remember=remember),
-        args_digest=entry.digest,
-        now=entry.clicked_at,
-        channel=channel,
-        message_ts=entry.message_ts,
-        click_id=entry.id,
-    )
+
+    async def decide(click_id: str) -> DecideOutcome:
+        return await services.storage.interrupts.decide(
+            entry.record_id,
+            user,
+            Decision.approve(remember=remember),
+            args_digest=entry.digest,
+            now=entry.clicked_at,
+            channel=channel,
+            message_ts=entry.message_ts,
+            click_id=click_id,
+        )
+
+    outcome = await decide(entry.id)
+    if outcome.reason == "not_allowed" and await refresh_groups(services, outcome.record, user):
+        outcome = await decide(f"{entry.id}-regrouped")  # the first id is marked refused
     if outcome.status == "replayed" and outcome.reason is not None:
         return
     if outcome.status == "refused":
@@ -168,3 +175,6 @@ async def open_modal(services: Services, click: Click) -> None:
         await services.client.views_open(trigger_id=click.trigger_id, view=view)
     except SlackApiError as exc:
         log.warning("modal for %s not opened: %s", record.id, slack_error(exc))
+        return
+    # The submission must be answered within 3 s, too soon to ask Slack about groups then.
+    await refresh_groups(services, record, user)

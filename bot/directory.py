@@ -61,17 +61,21 @@ class Directory:
         self._zones[user_id] = (now, zone)
         return zone
 
-    async def members(self, groups: Iterable[str]) -> tuple[str, ...]:
-        """The distinct members of ``groups``; a group Slack refuses counts as empty.
+    async def members(
+        self, groups: Iterable[str], *, max_age: timedelta | None = None
+    ) -> tuple[str, ...]:
+        """The distinct members of ``groups``, as Slack listed them at most ``max_age`` (by
+        default the cache's ttl) ago; a group Slack refuses counts as empty.
 
         A group that resolves to nobody leaves its interrupts without approvers, so it is
         logged as an error, once per group until it has members again.
         """
         found: dict[str, None] = {}
         now = self._clock.now()
+        fresh_for = self._ttl if max_age is None else min(max_age, self._ttl)
         for group in groups:
             cached = self._groups.get(group)
-            if cached and now - cached[0] < self._ttl:
+            if cached and now - cached[0] < fresh_for:
                 users = cached[1]
             else:
                 users = await self._fetch_members(group)

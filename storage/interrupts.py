@@ -26,7 +26,7 @@ from .errors import (
 from .keys import Keys, check_id, split_record_id
 from .outcomes import DecideOutcome, ExpiryResult, RefusalReason, ReminderDue
 from .queries import InterruptQueries, parse_flat
-from .records import InterruptRecord, to_ms
+from .records import ApproverPolicy, InterruptRecord, to_ms
 
 log = logging.getLogger(__name__)
 
@@ -236,6 +236,21 @@ class InterruptStore:
             record=record,
             resume_job_id=result[2] or None,
         )
+
+    async def set_group_members(
+        self, record: InterruptRecord, members: Sequence[str], *, now: datetime, asked_by: str
+    ) -> bool:
+        """Replace the resolved members of ``record``'s user groups, which Slack says have
+        changed since it was posted; whether it was still pending (and so updated)."""
+        policy = ApproverPolicy.model_validate(
+            {**record.policy.model_dump(), "group_members": tuple(members)}
+        )
+        policy_json = json.dumps(policy.model_dump(mode="json"), separators=(",", ":"))
+        args: list[str | int] = [policy_json, to_ms(now), self._retention.audit_entries, asked_by]
+        result = await self._transition("set_group_members", record.id, args)
+        if result[0] == "updated":
+            log.info("interrupt %s: members of %s refreshed", record.id, policy.allowed_groups)
+        return result[0] == "updated"
 
     async def expire_due(self, now: datetime, *, limit: int = 100) -> list[ExpiryResult]:
         """Expire (or escalate once) up to ``limit`` interrupts whose time is up.

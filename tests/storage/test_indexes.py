@@ -47,6 +47,25 @@ async def test_an_approver_list_longer_than_one_index_call_is_indexed_whole(
     assert await storage.client.raw.zcard(storage.keys.by_user) == 0
 
 
+async def test_new_group_members_replace_the_old_in_the_index_while_pending(
+    storage: Storage,
+) -> None:
+    policy = {"allowed_users": (), "allowed_groups": ("SONCALL",), "group_members": ("UOLD",)}
+    record = await storage.interrupts.create_interrupt(make_record(**policy))
+    assert await storage.interrupts.set_group_members(record, ["UNEW"], now=NOW, asked_by="UNEW")
+    assert (await storage.queries.pending_for_user("UOLD")).records == ()
+    [listed] = (await storage.queries.pending_for_user("UNEW")).records
+    assert listed.id == record.id and listed.policy.group_members == ("UNEW",)
+    await storage.interrupts.decide(
+        record.id, "UNEW", Decision.approve(), args_digest=DIGEST, now=NOW
+    )
+    decided = await storage.client.raw.hgetall(storage.keys.record(record.id))
+    assert not await storage.interrupts.set_group_members(
+        listed, ["UOTHER"], now=NOW, asked_by="UOTHER"
+    )
+    assert await storage.client.raw.hgetall(storage.keys.record(record.id)) == decided
+
+
 async def test_a_new_interrupt_is_its_creators_to_post_first(storage: Storage) -> None:
     record = await storage.interrupts.create_interrupt(
         make_record(), post_lease=timedelta(seconds=30)
