@@ -11,6 +11,9 @@ from collections.abc import Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
+from storage.sentinel import SCHEME as SENTINEL_SCHEME
+from storage.sentinel import parse_sentinel_url
+
 from .errors import ConfigError
 
 _ENV_NAMES = {
@@ -70,8 +73,10 @@ class Settings(BaseModel):
     @field_validator("redis_url")
     @classmethod
     def _redis_url(cls, v: str | None) -> str | None:
-        if v is not None and not v.startswith(("redis://", "rediss://", "unix://")):
-            raise ValueError("must start with redis://, rediss:// or unix://")
+        if v is not None and v.startswith(f"{SENTINEL_SCHEME}://"):
+            parse_sentinel_url(v)  # a ValueError says what is wrong
+        elif v is not None and not v.startswith(("redis://", "rediss://", "unix://")):
+            raise ValueError("must start with redis://, rediss://, unix:// or redis+sentinel://")
         return v
 
     @field_validator("slack_api_url")

@@ -10,6 +10,7 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from importlib import resources
+from typing import Any
 
 import redis.asyncio as aioredis
 from redis import exceptions as rexc
@@ -19,6 +20,7 @@ from redis.commands.core import AsyncScript
 from redis.retry import Retry
 
 from .errors import StorageAuthError, StorageResponseError, StorageUnavailableError
+from .sentinel import SCHEME, parse_sentinel_url, sentinel_redis
 
 log = logging.getLogger(__name__)
 
@@ -32,24 +34,33 @@ class RedisClient:
         self, url: str, *, retries: int = 5, timeout: float = 5.0, max_connections: int = 64
     ) -> None:
         self.url = url
-        # A blocking pool makes a burst of callers wait for a connection instead of failing.
-        pool = aioredis.BlockingConnectionPool.from_url(
-            url,
-            max_connections=max_connections,
-            timeout=timeout,
-            decode_responses=True,
-            retry=Retry(ExponentialBackoff(cap=2.0, base=0.05), retries),
-            retry_on_error=[rexc.ConnectionError, rexc.TimeoutError],
-            socket_timeout=timeout,
-            socket_connect_timeout=timeout,
-            health_check_interval=30,
-        )
-        self.raw: aioredis.Redis = aioredis.Redis(connection_pool=pool)
+        connection: dict[str, Any] = {
+            "decode_responses": True,
+            "retry": Retry(ExponentialBackoff(cap=2.0, base=0.05), retries),
+            "retry_on_error": [rexc.ConnectionError, rexc.TimeoutError],
+            "socket_timeout": timeout,
+            "socket_connect_timeout": timeout,
+            "health_check_interval": 30,
+        }
+        self._sentinel = parse_sentinel_url(url) if url.startswith(f"{SCHEME}://") else None
+        if self._sentinel is not None:
+            self.raw: aioredis.Redis = sentinel_redis(
+                self._sentinel, max_connections=max_connections, timeout=timeout, **connection
+            )
+        else:
+            # A blocking pool makes a burst of callers wait for a connection, not fail.
+            pool = aioredis.BlockingConnectionPool.from_url(
+                url, max_connections=max_connections, timeout=timeout, **connection
+            )
+            self.raw = aioredis.Redis(connection_pool=pool)
         self._scripts: dict[str, AsyncScript] = {}
 
     @property
     def where(self) -> str:
         """The server address for messages, without credentials."""
+        if self._sentinel is not None:
+            hosts = ",".join(f"{host}:{port}" for host, port in self._sentinel.sentinels)
+            return f"the primary of {self._sentinel.service!r} (sentinels {hosts})"
         kwargs = self.raw.connection_pool.connection_kwargs
         if "path" in kwargs:
             return f"unix:{kwargs['path']}"

@@ -72,8 +72,9 @@ async def connect(
     data_dir: Path | None = None,
     retention: Retention | None = None,
 ) -> Storage:
-    """Connect to ``url`` (``redis://``, ``rediss://``, ``unix://``), or with None start an
-    embedded server keeping its data in ``data_dir``; checks the server answers."""
+    """Connect to ``url`` (``redis://``, ``rediss://``, ``unix://`` or, through Sentinel,
+    ``redis+sentinel://``), or with None start an embedded server keeping its data in
+    ``data_dir``; checks the server answers."""
     embedded = None
     if url is None:
         embedded = EmbeddedRedis(data_dir or default_data_dir())

@@ -1,0 +1,150 @@
+"""``redis+sentinel://``: storage reaches the primary through a real Sentinel and, when the
+primary dies and Sentinel promotes the replica, carries on with every decision intact."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis.asyncio as aioredis
+from redis.exceptions import ConnectionError as RedisConnectionError
+from storage_helpers import NOW, make_record, wait_for
+
+from agent_runtime.interrupts import Decision
+from agent_runtime.messages import args_digest
+from bot.errors import ConfigError
+from bot.settings import Settings
+from storage import connect
+from storage.embedded import find_server_binary
+from storage.sentinel import SentinelTarget, parse_sentinel_url
+
+SERVICE = "signoff-primary"
+DIGEST = args_digest({"path": "/tmp/old"})
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class Node:
+    """One valkey-server process on a loopback TCP port, killed by ``kill``."""
+
+    def __init__(self, directory: Path, *args: str) -> None:
+        directory.mkdir()
+        self.port = _free_port()
+        self.client = aioredis.Redis(port=self.port, decode_responses=True)
+        self.process = subprocess.Popen(
+            [find_server_binary(), *args, "--port", str(self.port), "--bind", "127.0.0.1"],
+            cwd=directory,
+            stdout=(directory / "log").open("w"),
+            stderr=subprocess.STDOUT,
+        )
+
+    async def answers(self) -> bool:
+        try:
+            return bool(await self.client.ping())
+        except (OSError, RedisConnectionError):
+            return False
+
+    def kill(self) -> None:
+        self.process.kill()
+        self.process.wait(10)
+
+
+@pytest.fixture
+def nodes(tmp_path: Path) -> Iterator[tuple[Node, Node, Node]]:
+    """A primary, its replica, and one Sentinel monitoring them (quorum 1)."""
+    primary = Node(tmp_path / "primary", "--save", "", "--repl-diskless-sync-delay", "0")
+    replica = Node(
+        tmp_path / "replica", "--save", "", "--replicaof", "127.0.0.1", str(primary.port)
+    )
+    config = tmp_path / "sentinel.conf"
+    config.write_text(
+        f"sentinel monitor {SERVICE} 127.0.0.1 {primary.port} 1\n"
+        f"sentinel known-replica {SERVICE} 127.0.0.1 {replica.port}\n"
+        f"sentinel down-after-milliseconds {SERVICE} 1000\n"
+        f"sentinel failover-timeout {SERVICE} 10000\n"
+    )
+    sentinel = Node(tmp_path / "sentinel", str(config), "--sentinel")
+    yield primary, replica, sentinel
+    for node in (sentinel, replica, primary):
+        if node.process.poll() is None:
+            node.kill()
+
+
+async def test_decisions_survive_the_primarys_death_and_a_sentinel_failover(
+    nodes: tuple[Node, Node, Node], key_prefix: str
+) -> None:
+    primary, replica, sentinel = nodes
+    for node in nodes:
+        await wait_for(node.answers, within=10, what=f"valkey on port {node.port}")
+
+    async def replica_known() -> bool:
+        found = await sentinel.client.execute_command("SENTINEL", "REPLICAS", SERVICE)
+        info = await replica.client.info("replication")
+        return bool(found) and info.get("master_link_status") == "up"
+
+    await wait_for(replica_known, within=20, what="sentinel to see the synced replica")
+
+    storage = await connect(
+        f"redis+sentinel://127.0.0.1:{sentinel.port}/{SERVICE}", prefix=key_prefix
+    )
+    try:
+        first, second = make_record(call_id="c1"), make_record(run_id="run_2", call_id="c2")
+        await storage.interrupts.create_interrupts([first])
+        await storage.interrupts.create_interrupts([second])
+        decided = await storage.interrupts.decide(
+            first.id, "UBOB", Decision.approve(), args_digest=DIGEST, now=NOW
+        )
+        assert decided.status == "recorded"
+        assert "signoff-primary" in storage.client.where
+
+        assert await primary.client.execute_command("WAIT", 1, 5000) == 1  # replicated
+        primary.kill()
+
+        async def promoted() -> bool:  # the failover done, as clients ask Sentinel for it
+            state = await sentinel.client.execute_command("SENTINEL", "MASTER", SERVICE)
+            return int(state["port"]) == replica.port and state["flags"] == "master"
+
+        await wait_for(promoted, within=20, what="Sentinel to promote the replica")
+
+        after = await storage.interrupts.decide(
+            second.id, "UALICE", Decision.approve(), args_digest=DIGEST, now=NOW
+        )
+        assert after.status == "recorded"
+        stored = await storage.queries.get(first.id)
+        assert stored is not None and stored.state == "approved" and stored.decided_by == "UBOB"
+    finally:
+        await storage.close()
+
+
+def test_sentinel_urls_name_the_sentinels_service_db_and_credentials() -> None:
+    assert parse_sentinel_url(
+        "redis+sentinel://app:s%40cret@10.0.0.1,10.0.0.2:26380,[::1]:26381/ops/2"
+    ) == SentinelTarget(
+        sentinels=(("10.0.0.1", 26379), ("10.0.0.2", 26380), ("::1", 26381)),
+        service="ops",
+        db=2,
+        username="app",
+        password="s@cret",
+    )
+
+
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        ("redis+sentinel://10.0.0.1:26379", "name the service"),
+        ("redis+sentinel://10.0.0.1/ops/zero", "db must be a number"),
+        ("redis+sentinel://10.0.0.1:port/ops", "not a number"),
+        ("redis+sentinel:///ops", "at least one sentinel"),
+    ],
+)
+def test_a_malformed_sentinel_url_stops_startup_naming_redis_url(url: str, says: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        Settings.from_env({"REDIS_URL": url})
+    assert str(info.value).startswith("REDIS_URL: ") and says in str(info.value)
