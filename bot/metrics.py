@@ -49,12 +49,17 @@ class Metrics:
         self.ack = Histogram(_ACK_BUCKETS)
         self.click_to_resume = Histogram(_RESUME_BUCKETS)
 
-    def render(self, *, pending: int | None, queue_lag: int | None) -> str:
+    def render(
+        self, *, pending: int | None, queue_lag: int | None, click_backlog: int | None
+    ) -> str:
+        """Prometheus text; the gauges read from Redis are left out when it is down."""
         lines: list[str] = []
         if pending is not None:
             lines += _gauge("signoff_pending_interrupts", pending)
         if queue_lag is not None:
             lines += _gauge("signoff_resume_queue_lag", queue_lag)
+        if click_backlog is not None:
+            lines += _gauge("signoff_click_backlog", click_backlog)
         lines += _counter("signoff_decisions_total", "outcome", self.decisions)
         lines += _counter("signoff_refused_clicks_total", "reason", self.refusals)
         lines += [

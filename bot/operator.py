@@ -41,12 +41,14 @@ def add_operator_routes(
         return web.Response(text="ready\n")
 
     async def metrics_page(_: web.Request) -> web.Response:
+        storage = services.storage
         try:
-            pending: int | None = await services.storage.queries.pending_count()
-            lag: int | None = await services.storage.resume.lag()
+            pending: int | None = await storage.queries.pending_count()
+            lag: int | None = await storage.resume.lag()
+            clicks: int | None = await storage.clicks.lag()
         except StorageError:
-            pending = lag = None
-        text = services.metrics.render(pending=pending, queue_lag=lag)
+            pending = lag = clicks = None
+        text = services.metrics.render(pending=pending, queue_lag=lag, click_backlog=clicks)
         return web.Response(text=text, content_type="text/plain", charset="utf-8")
 
     app.router.add_get("/healthz", healthz)

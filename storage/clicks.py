@@ -135,6 +135,10 @@ class ClickStream:
             log.warning("click %s on %s reclaimed by %s", click.id, click.record_id, consumer)
         return clicks
 
+    async def lag(self) -> int:
+        """Clicks acknowledged to Slack and not yet decided."""
+        return await self._group.lag()
+
     async def ack(self, *entry_ids: str) -> None:
         """Acknowledge decided clicks (trimming removes them later)."""
         await self._group.ack(*entry_ids)

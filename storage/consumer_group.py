@@ -1,5 +1,5 @@
 """A Redis Stream read through a consumer group: the plumbing the resume queue and the
-click stream share (create the group, read new entries, take over idle ones, ack)."""
+click stream share (create the group, read new entries, take over idle ones, ack, lag)."""
 
 from __future__ import annotations
 
@@ -57,6 +57,20 @@ class ConsumerGroup:
         claimed = cast(list[list[tuple[str, dict[str, str] | None]]], reply)
         entries = claimed[1] if claimed else []
         return [(entry_id, fields) for entry_id, fields in entries if fields]
+
+    async def lag(self) -> int:
+        """Entries not yet acknowledged: waiting for a consumer, or being handled.
+
+        Redis cannot count the waiting ones after trimming removed unread entries; then
+        only the ones being handled are counted.
+        """
+        async with self._client.guard(f"measure {self._what} lag"):
+            groups = await self._client.raw.xinfo_groups(self.key)
+        for group in cast(list[dict[str, int | str | None]], groups):
+            if group["name"] == self.group:
+                waiting = group.get("lag")
+                return int(group["pending"] or 0) + (int(waiting) if waiting else 0)
+        return 0
 
     async def ack(self, *entry_ids: str) -> None:
         """Acknowledge handled entries."""

@@ -230,18 +230,8 @@ class ResumeQueue:
         return int(info["pending"])
 
     async def lag(self) -> int:
-        """Jobs not yet acknowledged: waiting for a worker, or being applied.
-
-        Redis cannot count the waiting ones after trimming removed unread entries; then
-        only the ones being applied are counted.
-        """
-        async with self._client.guard("measure resume queue lag"):
-            groups = await self._client.raw.xinfo_groups(self._keys.resume_stream)
-        for group in cast(list[dict[str, int | str | None]], groups):
-            if group["name"] == self.group:
-                waiting = group.get("lag")
-                return int(group["pending"] or 0) + (int(waiting) if waiting else 0)
-        return 0
+        """Jobs not yet acknowledged: waiting for a worker, or being applied."""
+        return await self._group.lag()
 
 
 def _job(entry_id: str, fields: dict[str, str]) -> ResumeJob:

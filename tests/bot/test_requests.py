@@ -49,18 +49,23 @@ async def test_bad_signature_stale_timestamp_and_malformed_payload_are_refused(
 
 
 async def test_health_readiness_and_metrics_answer(make_bot: Any) -> None:
-    bot: Harness = await make_bot(workers=0)
+    bot: Harness = await make_bot(workers=0, deciders=0)
     value = await bot.start()
     await bot.start()
     assert "signoff_pending_interrupts 2" in await _metrics(bot)
 
     await bot.click(ids.APPROVE, value, user=ALICE, message_ts=bot.message_ts(0))
+    assert "signoff_click_backlog 1" in await _metrics(bot)  # acked, not yet decided
+    await bot.loops.stop()
+    decider: Harness = await make_bot(workers=0)
     await bot.slack.wait_calls("chat.update")
     text = await _metrics(bot)
     assert "signoff_pending_interrupts 1" in text
+    assert "signoff_click_backlog 0" in text
     assert "signoff_resume_queue_lag 1" in text  # decided, no worker has read it yet
+    assert 'signoff_decisions_total{outcome="approved"} 1' in await _metrics(decider)
+    await decider.loops.stop()
 
-    await bot.loops.stop()
     worker: Harness = await make_bot(workers=1)
     await worker.finished()
     await worker.loops.stop()
@@ -70,7 +75,6 @@ async def test_health_readiness_and_metrics_answer(make_bot: Any) -> None:
         assert r.status == 200
     text = await _metrics(bot)
     assert "signoff_resume_queue_lag 0" in text
-    assert 'signoff_decisions_total{outcome="approved"} 1' in text
     assert "signoff_ack_seconds_count 1" in text
     assert 'signoff_ack_seconds_bucket{le="+Inf"} 1' in text
     worker_text = await _metrics(worker)
@@ -78,6 +82,7 @@ async def test_health_readiness_and_metrics_answer(make_bot: Any) -> None:
     for series in (
         "signoff_pending_interrupts gauge",
         "signoff_resume_queue_lag gauge",
+        "signoff_click_backlog gauge",
         "signoff_decisions_total counter",
         "signoff_ack_seconds histogram",
         "signoff_click_to_resume_seconds histogram",
