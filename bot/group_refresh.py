@@ -1,10 +1,10 @@
-"""Approvers who joined a user group after an interrupt was posted.
+"""Approvers who joined a user group since its members were last stored.
 
-An interrupt stores its groups' members as Slack listed them when it was posted, so a
-rotation that changes afterwards (a new on-call engineer) would leave the newcomer
-refused. When someone who is not listed acts on an interrupt with groups, Slack is asked
-again (at most once a minute per group) and, if they are a member now, the stored members
-are replaced.
+An interrupt stores its groups' members as Slack listed them (when posted, then at each
+of the scheduler's checks), so a newcomer to a rotation (a new on-call engineer) could
+be refused for minutes. When someone who is not listed acts on an interrupt with groups,
+Slack is asked again (at most once a minute per group) and, if they are a member now, the
+stored members are replaced.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The scheduler: expires due interrupts, sends reminders in working hours, drains the outbox.
+"""The scheduler: expires due interrupts, sends reminders in working hours, drains the
+outbox, and keeps the members of pending interrupts' user groups current.
 
 Working hours are the policy's (``Reminders(start_hour=, end_hour=)``, stored with each
 interrupt) on each approver's own clock. A reminder due while every approver is off work
@@ -19,6 +20,7 @@ from aiohttp import ClientError
 from slack_sdk.errors import SlackApiError
 
 from storage.errors import StorageError
+from storage.interrupts import GROUP_CHECK_EVERY
 from storage.outcomes import ExpiryResult, ReminderDue
 
 from .blocks import user_mention
@@ -50,13 +52,31 @@ class Scheduler:
                 await asyncio.wait_for(self._stopping.wait(), self._interval)
 
     async def tick(self) -> None:
-        """One pass: expire, remind, then (re)post what the outbox holds."""
+        """One pass: expire, remind, (re)post what the outbox holds, check group members."""
         now = self._services.clock.now()
         for expired in await self._services.storage.interrupts.expire_due(now):
             await self._expired(expired)
         for reminder in await self._services.storage.interrupts.due_reminders(now):
             await self._remind(reminder)
         await self.drain_outbox()
+        await self.check_groups()
+
+    async def check_groups(self) -> None:
+        """Store the current members of pending interrupts' user groups, so someone who
+        left a group (a past on-call engineer) may no longer decide, and a newcomer is
+        listed and reminded; a message whose approvers changed is updated."""
+        services = self._services
+        storage = services.storage
+        for record in await storage.interrupts.claim_group_checks(services.clock.now()):
+            groups = record.policy.allowed_groups
+            members = await services.directory.members(groups, max_age=GROUP_CHECK_EVERY)
+            if set(members) == set(record.policy.group_members):
+                continue
+            now = services.clock.now()
+            if await storage.interrupts.set_group_members(record, members, now=now, asked_by=""):
+                updated = await storage.queries.get(record.id)
+                if updated is not None:
+                    await update_message(services, updated)
 
     async def drain_outbox(self) -> int:
         """Post interrupts stored but not yet posted; the number posted."""

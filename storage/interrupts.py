@@ -32,6 +32,8 @@ log = logging.getLogger(__name__)
 
 POST_LEASE = timedelta(seconds=30)
 """How long a new interrupt is its creator's to post before the outbox hands it out."""
+GROUP_CHECK_EVERY = timedelta(minutes=5)
+"""How often the members of a pending interrupt's user groups are checked again."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -117,12 +119,14 @@ class InterruptStore:
         now = min(to_ms(r.created_at) for r in records)
         k = self._keys
         keys = [k.run_pending(records[0].run_id), k.due, k.reminders, k.outbox]
-        keys += [k.by_user, k.by_channel, k.audit_stream] + [k.record(r.id) for r in records]
+        keys += [k.by_user, k.by_channel, k.audit_stream, k.group_checks]
+        keys += [k.record(r.id) for r in records]
         args: list[str | int] = [
             now,
             _ms(self._retention.pending),
             self._retention.audit_entries,
             _ms(post_lease),
+            _ms(GROUP_CHECK_EVERY),
         ]
         for record in records:
             fields = record.to_hash()
@@ -144,9 +148,25 @@ class InterruptStore:
         Post each and call ``mark_posted``; one whose post fails comes back after the lease.
         """
         args: list[str | int] = [to_ms(now), limit, _ms(lease)]
-        ids = cast(list[str], await self._client.eval("claim_outbox", [self._keys.outbox], args))
+        ids = cast(list[str], await self._client.eval("lease_due", [self._keys.outbox], args))
         records, _ = await self._queries.many(ids)
         return [r for r in records if r.state == "pending" and not r.message_ts]
+
+    async def claim_group_checks(
+        self, now: datetime, *, limit: int = 50, every: timedelta = GROUP_CHECK_EVERY
+    ) -> list[InterruptRecord]:
+        """Pending records with user groups whose members are due to be checked again (each
+        handed to one caller, then due again ``every`` later); decided ones leave the list."""
+        key = self._keys.group_checks
+        args: list[str | int] = [to_ms(now), limit, _ms(every)]
+        ids = cast(list[str], await self._client.eval("lease_due", [key], args))
+        records, _ = await self._queries.many(ids)
+        pending = [r for r in records if r.state == "pending"]
+        done = set(ids) - {r.id for r in pending}
+        if done:
+            async with self._client.guard("drop decided group checks"):
+                await self._client.raw.zrem(key, *done)
+        return pending
 
     async def mark_posted(
         self,
@@ -240,8 +260,8 @@ class InterruptStore:
     async def set_group_members(
         self, record: InterruptRecord, members: Sequence[str], *, now: datetime, asked_by: str
     ) -> bool:
-        """Replace the resolved members of ``record``'s user groups, which Slack says have
-        changed since it was posted; whether it was still pending (and so updated)."""
+        """Replace the stored members of ``record``'s user groups with ``members`` (Slack's
+        current list) and re-index who may decide; whether it was still pending."""
         policy = ApproverPolicy.model_validate(
             {**record.policy.model_dump(), "group_members": tuple(members)}
         )

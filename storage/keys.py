@@ -102,6 +102,11 @@ class Keys:
         return f"{self.prefix}:outbox"
 
     @property
+    def group_checks(self) -> str:
+        """Sorted set: records with user groups, scored by when their members are checked."""
+        return f"{self.prefix}:group-checks"
+
+    @property
     def by_user(self) -> str:
         """Lexicographic set: ``user \\0 created_ms \\0 record_id`` for pending records."""
         return f"{self.prefix}:pending:user"

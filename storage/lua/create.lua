@@ -2,14 +2,15 @@
 -- The outbox entry is due only after post_lease ms: the creator posts first, and the
 -- scheduler reposts only when that failed (no double post during a slow first attempt).
 -- KEYS: 1 run pending, 2 due, 3 reminders, 4 outbox, 5 by-user, 6 by-channel, 7 audit,
---       8.. one record key per record.
--- ARGV: now, ttl_ms, audit_maxlen, post_lease ms, then per record: field count, name,
---       value, ...
+--       8 group checks, 9.. one record key per record.
+-- ARGV: now, ttl_ms, audit_maxlen, post_lease ms, group check interval ms, then per
+--       record: field count, name, value, ...
 -- Returns {'created'} or {'exists', record_id} (nothing written).
 local now, ttl, audit_maxlen = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 local post_after = tonumber(now) + tonumber(ARGV[4])
-local records, pos = {}, 5
-for i = 8, #KEYS do
+local check_after = tonumber(now) + tonumber(ARGV[5])
+local records, pos = {}, 6
+for i = 9, #KEYS do
   local count = tonumber(ARGV[pos])
   local fields = {}
   for j = pos + 1, pos + count * 2 do fields[#fields + 1] = ARGV[j] end
@@ -38,6 +39,9 @@ for _, rec in ipairs(records) do
   if reminder ~= '' then redis.call('ZADD', KEYS[3], reminder, rid) end
   redis.call('ZADD', KEYS[4], post_after, rid)
   zset_many('ZADD', KEYS[5], user_members(key, rid))
+  if #json_field(key, 'policy').allowed_groups > 0 then
+    redis.call('ZADD', KEYS[8], check_after, rid)
+  end
   local channel = field(key, 'channel')
   if channel ~= '' then redis.call('ZADD', KEYS[6], 0, channel_member(key, rid, channel)) end
   redis.call('SADD', KEYS[1], rid)

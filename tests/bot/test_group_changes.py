@@ -1,5 +1,6 @@
-"""Someone who joined a policy's user group after the interrupt was posted (a new on-call
-engineer) may decide it: Slack is asked again, at most once a minute per group."""
+"""User groups change while requests wait (a new on-call engineer): a newcomer who acts is
+looked up again, at most once a minute per group, and the scheduler keeps every pending
+request's members current, so someone who left may no longer decide."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from harness import ALICE, BOB, CHANNEL, MALLORY, Harness
 
 from bot import ids
 from bot.policy import Policy
+from bot.scheduler import Scheduler
 
 ONCALL = "S0ONCALL"
 
@@ -70,3 +72,31 @@ async def test_an_outsider_is_refused_and_slack_is_asked_at_most_once_a_minute(
     assert len(bot.slack.called("usergroups.users.list")) == 2  # posting, then once now
     assert await bot.services.storage.queries.get(bot.record_id(value)) == before
     assert bot.tool_log.calls == []
+
+
+async def test_the_scheduler_keeps_group_members_current(make_bot: Any) -> None:
+    bot, value = await _bot_for_oncall(make_bot, ALICE)
+    bot.slack.groups[ONCALL] = [BOB]  # Alice handed over to Bob
+    bot.clock.advance(timedelta(minutes=6))
+    await Scheduler(bot.services).tick()
+
+    queries = bot.services.storage.queries
+    assert [r.id for r in (await queries.pending_for_user(BOB)).records] == [bot.record_id(value)]
+    assert (await queries.pending_for_user(ALICE)).records == ()
+    await bot.click(ids.APPROVE, value, user=ALICE)
+    await bot.slack.wait_calls("chat.postEphemeral")
+    assert "not among the approvers" in bot.slack.called("chat.postEphemeral")[0]["text"]
+    record = await queries.get(bot.record_id(value))
+    assert record is not None and record.state == "pending"
+
+
+async def test_a_group_that_gains_members_loses_its_warning(make_bot: Any) -> None:
+    bot, _ = await _bot_for_oncall(make_bot)  # nobody at first
+    assert "Nobody can approve" in str(bot.posted()["blocks"])
+    bot.slack.groups[ONCALL] = [BOB]
+    bot.clock.advance(timedelta(minutes=6))
+    await Scheduler(bot.services).tick()
+
+    [update] = bot.slack.called("chat.update")
+    assert update["ts"] == bot.message_ts() and "Nobody can approve" not in str(update["blocks"])
+    assert ids.APPROVE in str(update["blocks"])  # still waiting for a decision

@@ -154,3 +154,20 @@ async def test_every_record_key_has_a_ttl(storage: Storage) -> None:
     )
     ttl = await raw.pttl(storage.keys.record(record.id))
     assert 0 < ttl <= 7 * 24 * 3600 * 1000
+
+
+async def test_records_with_groups_come_up_for_a_member_check_until_decided(
+    storage: Storage,
+) -> None:
+    grouped = make_record(call_id="c1", allowed_groups=("SONCALL",), group_members=("UBOB",))
+    await storage.interrupts.create_interrupts([grouped, make_record(call_id="c2")])
+    checks = storage.interrupts.claim_group_checks
+    assert await checks(later(minutes=4)) == []
+    assert [r.id for r in await checks(later(minutes=5))] == [grouped.id]
+    assert await checks(later(minutes=6)) == []  # handed out; due again 5 minutes later
+    assert [r.id for r in await checks(later(minutes=10))] == [grouped.id]
+    await storage.interrupts.decide(
+        grouped.id, "UBOB", Decision.approve(), args_digest=DIGEST, now=NOW
+    )
+    assert await checks(later(minutes=15)) == []
+    assert await storage.client.raw.zcard(storage.keys.group_checks) == 0
