@@ -1,10 +1,11 @@
 """The loop resume workers and click deciders share: read a consumer group until stopped.
 
 Entries another consumer read but left unacknowledged past ``reclaim_after`` are taken
-over first; otherwise new ones are read, blocking at most ``block`` (and never past the
-next take-over check, so a failed entry is retried on time). A blocking read gives way
-at once to ``stop``; an entry it may have left delivered but unhandled is taken over by
-another consumer later, never lost.
+over first; otherwise new ones are read, blocking at most ``READ_BLOCK`` (and never past
+the next take-over check, so a failed entry is retried on time). A new entry ends the
+wait at once, so the bound only sets how long ``stop`` may wait: redis-py lets a command
+cancelled before it was sent run to its end. An entry a stopped read may have left
+delivered but unhandled is taken over by another consumer later, never lost.
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
+READ_BLOCK = timedelta(milliseconds=250)
+"""The longest a read waits for a new entry."""
+
 
 class ConsumerLoop(ABC, Generic[T]):
     """One consumer of a stream's consumer group; ``run`` until ``stop`` is called."""
@@ -31,12 +35,10 @@ class ConsumerLoop(ABC, Generic[T]):
         *,
         consumer: str,
         batch: int,
-        block: timedelta = timedelta(seconds=1),
         reclaim_after: timedelta = timedelta(seconds=60),
     ) -> None:
         self.consumer = consumer
         self._batch = batch
-        self._block = block
         self._reclaim_after = reclaim_after
         self._reclaim_due = 0.0
         self._stopping = asyncio.Event()
@@ -74,7 +76,7 @@ class ConsumerLoop(ABC, Generic[T]):
                 return entries
             # Nothing idle that long: look again in half the timeout, not before every read.
             self._reclaim_due = now + self._reclaim_after.total_seconds() / 2
-        block = min(self._block, timedelta(seconds=max(self._reclaim_due - now, 0.001)))
+        block = min(READ_BLOCK, timedelta(seconds=max(self._reclaim_due - now, 0.001)))
         read = asyncio.ensure_future(self.read(count=self._batch, block=block))
         stopping = asyncio.ensure_future(self._stopping.wait())
         await asyncio.wait({read, stopping}, return_when=asyncio.FIRST_COMPLETED)

@@ -32,10 +32,9 @@ class ClickDecider(ConsumerLoop[ClickEntry]):
         *,
         consumer: str,
         batch: int = 32,
-        block: timedelta = timedelta(seconds=1),
         reclaim_after: timedelta = timedelta(seconds=60),
     ) -> None:
-        super().__init__(consumer=consumer, batch=batch, block=block, reclaim_after=reclaim_after)
+        super().__init__(consumer=consumer, batch=batch, reclaim_after=reclaim_after)
         self._services = services
 
     async def take_over(self, *, min_idle: timedelta, count: int) -> list[ClickEntry]:

@@ -42,10 +42,9 @@ class ResumeWorker(ConsumerLoop[ResumeJob]):
         services: Services,
         *,
         consumer: str,
-        block: timedelta = timedelta(seconds=1),
         reclaim_after: timedelta = timedelta(seconds=60),
     ) -> None:
-        super().__init__(consumer=consumer, batch=10, block=block, reclaim_after=reclaim_after)
+        super().__init__(consumer=consumer, batch=10, reclaim_after=reclaim_after)
         self._services = services
 
     async def take_over(self, *, min_idle: timedelta, count: int) -> list[ResumeJob]:
