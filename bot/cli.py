@@ -93,7 +93,8 @@ async def _serve(settings: Settings, args: argparse.Namespace, stopping: asyncio
     secret = settings.signing_secret.get_secret_value() if settings.signing_secret else ""
     async with open_services(settings, agents=args.agents) as services:
         app = build_app(services, signing_secret=secret)
-        runner = web.AppRunner(web_app(app, services, signing_secret=secret))
+        server = web_app(app, services, signing_secret=secret, api_token=settings.api_token)
+        runner = web.AppRunner(server)
         await runner.setup()
         await web.TCPSite(runner, settings.host, settings.port).start()
         loops = _loops(services, settings, no_workers=args.no_workers)
@@ -116,7 +117,8 @@ async def _socket(settings: Settings, args: argparse.Namespace, stopping: asynci
             app, settings.app_token.get_secret_value(), web_client=services.client
         )
         # Probes reach /readyz from the start: not ready until the connection is up.
-        runner = web.AppRunner(operator_app(services, checks=(connection_check(handler),)))
+        checks = (connection_check(handler),)
+        runner = web.AppRunner(operator_app(services, checks=checks, api_token=settings.api_token))
         await runner.setup()
         try:
             await web.TCPSite(runner, settings.host, settings.port).start()

@@ -1,4 +1,5 @@
-"""The operator endpoints: ``/healthz``, ``/readyz`` and ``/metrics``.
+"""The operator endpoints: ``/healthz``, ``/readyz`` and ``/metrics`` (and the runs API
+when its token is set).
 
 HTTP mode serves them beside ``/slack/events``; Socket Mode serves them alone, so a
 process in either mode can be probed and scraped. ``/readyz`` checks Redis plus any
@@ -10,26 +11,35 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
+from pydantic import SecretStr
 
 from storage.errors import StorageError
 
+from .runs_api import add_runs_routes
 from .services import Services
 
 Check = Callable[[], Awaitable[str | None]]
 """A readiness check: None when healthy, else what is wrong."""
 
 
-def operator_app(services: Services, *, checks: tuple[Check, ...] = ()) -> web.Application:
+def operator_app(
+    services: Services, *, checks: tuple[Check, ...] = (), api_token: SecretStr | None = None
+) -> web.Application:
     """An aiohttp application serving only the operator endpoints (Socket Mode)."""
     app = web.Application()
-    add_operator_routes(app, services, checks=checks)
+    add_operator_routes(app, services, checks=checks, api_token=api_token)
     return app
 
 
 def add_operator_routes(
-    app: web.Application, services: Services, *, checks: tuple[Check, ...] = ()
+    app: web.Application,
+    services: Services,
+    *,
+    checks: tuple[Check, ...] = (),
+    api_token: SecretStr | None = None,
 ) -> None:
-    """Add ``/healthz``, ``/readyz`` (Redis, then each of ``checks``) and ``/metrics``."""
+    """Add ``/healthz``, ``/readyz`` (Redis, then each of ``checks``) and ``/metrics``, and
+    with ``api_token`` the runs API (``bot.runs_api``)."""
 
     async def healthz(_: web.Request) -> web.Response:
         return web.Response(text="ok\n")
@@ -54,6 +64,8 @@ def add_operator_routes(
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics_page)
+    if api_token is not None:
+        add_runs_routes(app, services, token=api_token)
 
 
 async def _redis(services: Services) -> str | None:

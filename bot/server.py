@@ -17,6 +17,7 @@ import urllib.parse
 from typing import Any
 
 from aiohttp import web
+from pydantic import SecretStr
 from slack_bolt.adapter.aiohttp import to_aiohttp_response
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.request.async_request import AsyncBoltRequest
@@ -37,6 +38,7 @@ def web_app(
     *,
     signing_secret: str,
     checks: tuple[Check, ...] = (),
+    api_token: SecretStr | None = None,
 ) -> web.Application:
     """The aiohttp application serving Slack and the operator endpoints."""
     verifier = SignatureVerifier(signing_secret)
@@ -66,7 +68,7 @@ def web_app(
 
     web_app = web.Application()
     web_app.router.add_post(EVENTS_PATH, events)
-    add_operator_routes(web_app, services, checks=checks)
+    add_operator_routes(web_app, services, checks=checks, api_token=api_token)
     return web_app
 
 

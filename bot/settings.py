@@ -20,6 +20,7 @@ _ENV_NAMES = {
     "bot_token": "SLACK_BOT_TOKEN",
     "signing_secret": "SLACK_SIGNING_SECRET",
     "app_token": "SLACK_APP_TOKEN",
+    "api_token": "SIGNOFF_API_TOKEN",
     "redis_url": "REDIS_URL",
     "agents": "SIGNOFF_AGENTS",
     "channel": "SIGNOFF_CHANNEL",
@@ -47,6 +48,8 @@ class Settings(BaseModel):
     bot_token: SecretStr | None = None
     signing_secret: SecretStr | None = None
     app_token: SecretStr | None = None
+    # Turns on the runs API (bot/runs_api.py); long enough not to be guessed.
+    api_token: SecretStr | None = Field(default=None, min_length=24)
     redis_url: str | None = None
     agents: str | None = None
     channel: str | None = None

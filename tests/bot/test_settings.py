@@ -26,6 +26,7 @@ def test_an_empty_environment_gives_the_defaults() -> None:
         ({"SIGNOFF_WORKERS": "many"}, "SIGNOFF_WORKERS"),
         ({"SIGNOFF_PORT": "99999"}, "SIGNOFF_PORT"),
         ({"SIGNOFF_WORKER_NICE": "-5"}, "SIGNOFF_WORKER_NICE"),
+        ({"SIGNOFF_API_TOKEN": "short"}, "SIGNOFF_API_TOKEN"),
         ({"SIGNOFF_CHANNEL": "#ops"}, "SIGNOFF_CHANNEL"),
         ({"SIGNOFF_SLACK_API_URL": "slack.com/api"}, "SIGNOFF_SLACK_API_URL"),
     ],
@@ -38,14 +39,20 @@ def test_a_bad_setting_is_one_line_naming_it(env: dict[str, str], name: str) -> 
 
 
 def test_tokens_never_appear_in_repr_errors_or_logs(caplog: pytest.LogCaptureFixture) -> None:
-    secret = "xoxb-1234-very-secret"
+    secret, api_token = "xoxb-1234-very-secret", "api-token-for-the-nightly-jobs"
     settings = Settings.from_env(
-        {"SLACK_BOT_TOKEN": secret, "SLACK_SIGNING_SECRET": "shh-signing", "SIGNOFF_PORT": "1"}
+        {
+            "SLACK_BOT_TOKEN": secret,
+            "SLACK_SIGNING_SECRET": "shh-signing",
+            "SIGNOFF_API_TOKEN": api_token,
+            "SIGNOFF_PORT": "1",
+        }
     )
     with caplog.at_level(logging.DEBUG):
         logging.getLogger("bot").info("settings: %s %r", settings, settings)
-    assert secret not in caplog.text and "shh-signing" not in caplog.text
-    assert secret not in repr(settings) and secret not in str(settings.model_dump())
+    for value in (secret, "shh-signing", api_token):
+        assert value not in caplog.text and value not in repr(settings)
+        assert value not in str(settings.model_dump())
     with pytest.raises(ConfigError) as info:
         Settings.from_env({"SLACK_BOT_TOKEN": "xoxa-leaky-secret"})
     assert "leaky" not in str(info.value)

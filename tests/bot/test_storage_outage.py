@@ -1,5 +1,5 @@
-"""Redis goes away under a running bot: decisions are refused with a clear message and
-nothing is lost; when Redis is back, the same click goes through."""
+"""Redis goes away under a running bot: decisions and API calls are refused with a clear
+message and nothing is lost; when Redis is back, the same click goes through."""
 
 from __future__ import annotations
 
@@ -8,12 +8,19 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
-from harness import ALICE, Harness
+from aiohttp.test_utils import TestServer
+from harness import ALICE, CHANNEL, Harness
+from pydantic import SecretStr
 
 from bot import ids
+from bot.operator import operator_app
 from bot.refusals import STORAGE_DOWN
+from bot.runs_api import RUNS_PATH
 from storage import EmbeddedRedis, Storage, connect
+
+API_TOKEN = "api-token-for-the-outage-test"
 
 
 @pytest.fixture
@@ -81,3 +88,28 @@ async def test_a_modal_decision_while_redis_is_down_shows_the_problem_in_the_mod
     assert status == 200 and body == ""
     assert await bot.finished() == "Finished: done: not today"
     assert bot.tool_log.calls == []
+
+
+async def test_the_runs_api_answers_503_while_redis_is_down_and_starts_nothing(
+    make_bot: Any, server: EmbeddedRedis
+) -> None:
+    bot: Harness = await make_bot()
+    app = operator_app(bot.services, api_token=SecretStr(API_TOKEN))
+    api = TestServer(app, host="127.0.0.1", port=0)
+    await api.start_server()
+    headers = {"Authorization": f"Bearer {API_TOKEN}"}
+    start = {"agent": "cleanup", "input": "clean up", "channel": CHANNEL}
+    try:
+        async with aiohttp.ClientSession(base_url=f"http://127.0.0.1:{api.port}") as http:
+            server.stop()
+            async with http.post(RUNS_PATH, json=start, headers=headers) as r:
+                assert r.status == 503 and "nothing was started" in (await r.json())["error"]
+            async with http.get(f"{RUNS_PATH}/cleanup/thread_1", headers=headers) as r:
+                assert r.status == 503
+            assert bot.slack.called("chat.postMessage") == []
+
+            server.start()
+            async with http.post(RUNS_PATH, json=start, headers=headers) as r:
+                assert r.status == 201 and (await r.json())["stop_reason"] == "interrupt"
+    finally:
+        await api.close()

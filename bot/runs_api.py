@@ -1,0 +1,126 @@
+"""The runs API: start an agent and follow its run over HTTP, for jobs outside Slack.
+
+Served beside the operator endpoints only when ``SIGNOFF_API_TOKEN`` is set; every call
+carries it as ``Authorization: Bearer <token>``.
+
+- ``POST /api/runs`` with ``{"agent", "input", "channel"?, "requested_by"?}`` runs the
+  agent until it finishes or stops for approval (as ``signoff run`` does) and answers
+  201 with how it stopped and the URL of its status.
+- ``GET /api/runs/{agent}/{thread_id}`` answers where that run stands: ``interrupted``
+  (waiting for the approvals listed), ``idle`` (finished: ``last_result``), or
+  ``running``.
+
+Errors are JSON ``{"error": "..."}``: 401 without the token, 400 for a malformed body,
+404 for an unknown agent or run, 503 when Redis cannot be reached.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+from typing import Any
+
+from aiohttp import web
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+
+from agent_runtime.interrupts import Interrupt
+from agent_runtime.results import AgentResult
+from storage.errors import InvalidIdError, StorageUnavailableError
+
+from .errors import BotError
+from .runs import Place, start_run, unknown_agent
+from .services import Services
+
+log = logging.getLogger(__name__)
+
+RUNS_PATH = "/api/runs"
+
+
+class StartRun(BaseModel):
+    """The body of ``POST /api/runs``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    agent: str = Field(min_length=1, max_length=64)
+    input: str = Field(min_length=1, max_length=4000)
+    channel: str | None = Field(default=None, pattern=r"^[CGD][A-Z0-9]{2,20}$")
+    requested_by: str = Field(default="api", pattern=r"^[A-Za-z0-9_.:\-]{1,64}$")
+    """A Slack user id (who may then not approve it themselves) or the job's name."""
+
+
+def add_runs_routes(app: web.Application, services: Services, *, token: SecretStr) -> None:
+    """Add the runs API to ``app``, guarded by ``token``."""
+    expected = f"Bearer {token.get_secret_value()}".encode()
+
+    def authorized(request: web.Request) -> bool:
+        return hmac.compare_digest(request.headers.get("Authorization", "").encode(), expected)
+
+    async def start(request: web.Request) -> web.Response:
+        if not authorized(request):
+            return _unauthorized()
+        try:
+            body = StartRun.model_validate_json(await request.read())
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "body"
+            return _error(400, f"{where}: {first['msg']}")
+        place = Place(channel=body.channel, thread_ts=None, requested_by=body.requested_by)
+        try:
+            result = await start_run(services, body.agent, body.input, place=place)
+        except BotError as exc:  # no such agent
+            return _error(404, str(exc))
+        except StorageUnavailableError as exc:
+            log.error("run of %s not started: %s", body.agent, exc)
+            return _error(503, "storage is unavailable; nothing was started")
+        status_url = f"{RUNS_PATH}/{body.agent}/{result.thread_id}"
+        return web.json_response({**_result(result), "status_url": status_url}, status=201)
+
+    async def status(request: web.Request) -> web.Response:
+        if not authorized(request):
+            return _unauthorized()
+        agent, thread_id = request.match_info["agent"], request.match_info["thread_id"]
+        if services.registry.spec(agent) is None:
+            return _error(404, unknown_agent(services, agent))
+        try:
+            found = await services.registry.agent(agent).thread_status(thread_id)
+        except InvalidIdError:
+            found = None
+        except StorageUnavailableError as exc:
+            log.error("status of %s not read: %s", thread_id, exc)
+            return _error(503, "storage is unavailable; try again")
+        if found is None:
+            return _error(404, f"no run of {agent} in thread {thread_id!r}")
+        return web.json_response(
+            {
+                "thread_id": found.thread_id,
+                "run_id": found.run_id,
+                "status": found.status,
+                "interrupts": [_interrupt(i) for i in found.interrupts],
+                "last_result": _result(found.last_result) if found.last_result else None,
+            }
+        )
+
+    app.router.add_post(RUNS_PATH, start)
+    app.router.add_get(RUNS_PATH + "/{agent}/{thread_id}", status)
+
+
+def _result(result: AgentResult) -> dict[str, Any]:
+    return {
+        "thread_id": result.thread_id,
+        "run_id": result.run_id,
+        "stop_reason": result.stop_reason,
+        "message": result.message,
+        "interrupts": [_interrupt(i) for i in result.interrupts],
+    }
+
+
+def _interrupt(interrupt: Interrupt) -> dict[str, Any]:
+    return {"id": interrupt.id, "name": interrupt.name, "reason": interrupt.reason}
+
+
+def _error(status: int, message: str) -> web.Response:
+    return web.json_response({"error": message}, status=status)
+
+
+def _unauthorized() -> web.Response:
+    return _error(401, "send the API token as 'Authorization: Bearer <token>'")

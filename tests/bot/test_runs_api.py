@@ -1,0 +1,123 @@
+"""The runs API over real HTTP: a job outside Slack starts an agent with the API token,
+the interrupt is posted and approved in Slack, and the job follows the run to its end."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+import pytest
+from aiohttp.test_utils import TestServer
+from fakes import SIGNING_SECRET
+from harness import ALICE, CHANNEL, Harness
+from pydantic import SecretStr
+
+from bot import ids
+from bot.app import build_app
+from bot.operator import operator_app
+from bot.runs_api import RUNS_PATH
+from bot.server import web_app
+
+TOKEN = "api-token-" + "x" * 24
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
+
+@dataclass
+class Api:
+    bot: Harness
+    url: str
+    http: aiohttp.ClientSession
+
+
+@pytest.fixture(params=["socket", "http"])
+async def api(make_bot: Any, request: pytest.FixtureRequest) -> AsyncIterator[Api]:
+    """A bot, and the URL of its runs API: served beside /metrics as in Socket Mode, or
+    beside /slack/events as in HTTP mode."""
+    bot: Harness = await make_bot()
+    token = SecretStr(TOKEN)
+    if request.param == "socket":
+        app = operator_app(bot.services, api_token=token)
+    else:
+        bolt = build_app(bot.services, signing_secret=SIGNING_SECRET)
+        app = web_app(bolt, bot.services, signing_secret=SIGNING_SECRET, api_token=token)
+    server = TestServer(app, host="127.0.0.1", port=0)
+    await server.start_server()
+    async with aiohttp.ClientSession() as http:
+        yield Api(bot=bot, url=f"http://127.0.0.1:{server.port}{RUNS_PATH}", http=http)
+    await server.close()
+
+
+async def test_a_job_starts_a_run_and_follows_it_to_its_end(
+    api: Api, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    bot, url, http = api.bot, api.url, api.http
+    start = {"agent": "cleanup", "input": "clean up", "channel": CHANNEL}
+    async with http.post(url, json={**start, "requested_by": "nightly-job"}, headers=AUTH) as r:
+        assert r.status == 201
+        started = await r.json()
+    assert started["stop_reason"] == "interrupt"
+    [interrupt] = started["interrupts"]
+    assert interrupt["name"] == "approval" and interrupt["reason"]["tool"] == "delete_files"
+    [post] = bot.slack.called("chat.postMessage")
+    assert post["channel"] == CHANNEL and "Requested by nightly-job" in str(post["blocks"])
+
+    status_url = url.removesuffix(RUNS_PATH) + started["status_url"]
+    async with http.get(status_url, headers=AUTH) as r:
+        waiting = await r.json()
+    assert waiting["status"] == "interrupted" and waiting["interrupts"] == [interrupt]
+
+    value = post["blocks"][-1]["elements"][0]["value"]
+    await bot.click(ids.APPROVE, value, user=ALICE)
+    await bot.finished()
+    async with http.get(status_url, headers=AUTH) as r:
+        done = await r.json()
+    assert done["status"] == "idle" and done["interrupts"] == []
+    assert done["last_result"]["stop_reason"] == "end_turn"
+    assert bot.tool_log.calls == [{"paths": ["/tmp/a", "/tmp/b"]}]
+    assert TOKEN not in caplog.text
+
+
+@pytest.mark.parametrize(
+    "headers", [{}, {"Authorization": "Bearer wrong"}, {"Authorization": TOKEN}]
+)
+async def test_without_the_token_nothing_starts(api: Api, headers: dict[str, str]) -> None:
+    bot, url, http = api.bot, api.url, api.http
+    async with http.post(url, json={"agent": "cleanup", "input": "x"}, headers=headers) as r:
+        assert r.status == 401 and "Bearer" in (await r.json())["error"]
+    async with http.get(f"{url}/cleanup/thread_1", headers=headers) as r:
+        assert r.status == 401
+    assert bot.slack.called("chat.postMessage") == []
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "says"),
+    [
+        (b"{not json", 400, "json"),
+        (b'{"agent": "cleanup"}', 400, "input"),
+        (b'{"agent": "cleanup", "input": "x", "channel": "#ops"}', 400, "channel"),
+        (b'{"agent": "cleanup", "input": "x", "force": true}', 400, "force"),
+        (b'{"agent": "nope", "input": "x"}', 404, "no agent named 'nope' (known: cleanup)"),
+    ],
+)
+async def test_a_bad_request_says_why_and_starts_nothing(
+    api: Api, body: bytes, status: int, says: str
+) -> None:
+    bot, url, http = api.bot, api.url, api.http
+    async with http.post(url, data=body, headers=AUTH) as r:
+        assert r.status == status
+        assert says in (await r.json())["error"].lower()
+    assert bot.slack.called("chat.postMessage") == []
+
+
+async def test_an_unknown_run_is_not_found(api: Api) -> None:
+    url, http = api.url, api.http
+    async with http.get(f"{url}/cleanup/thread_unknown", headers=AUTH) as r:
+        assert r.status == 404 and "thread_unknown" in (await r.json())["error"]
+    async with http.get(f"{url}/cleanup/not%20an%20id", headers=AUTH) as r:
+        assert r.status == 404
+    async with http.get(f"{url}/nope/thread_unknown", headers=AUTH) as r:
+        assert r.status == 404 and "no agent named 'nope'" in (await r.json())["error"]
