@@ -104,7 +104,12 @@ async def test_decisions_survive_the_primarys_death_and_a_sentinel_failover(
         assert decided.status == "recorded"
         assert "signoff-primary" in storage.client.where
 
-        assert await primary.client.execute_command("WAIT", 1, 5000) == 1  # replicated
+        async def replicated() -> bool:  # every write so far, whichever connection made it
+            written = (await primary.client.info("replication"))["master_repl_offset"]
+            copied = (await replica.client.info("replication"))["slave_repl_offset"]
+            return int(copied) >= int(written)
+
+        await wait_for(replicated, within=10, what="the replica to copy every write")
         primary.kill()
 
         async def promoted() -> bool:  # the failover done, as clients ask Sentinel for it
