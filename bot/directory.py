@@ -11,6 +11,7 @@ import logging
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 
+from aiohttp import ClientError
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -38,7 +39,7 @@ class Directory:
         self._clock = clock
         self._ttl = ttl
         self._zones: dict[str, tuple[datetime, UserZone]] = {}
-        self._groups: dict[str, tuple[datetime, tuple[str, ...]]] = {}
+        self._groups: dict[str, tuple[datetime, tuple[str, ...] | None]] = {}
         self._empty_groups: set[str] = set()
 
     async def zone(self, user_id: str) -> UserZone:
@@ -65,14 +66,30 @@ class Directory:
         self, groups: Iterable[str], *, max_age: timedelta | None = None
     ) -> tuple[str, ...]:
         """The distinct members of ``groups``, as Slack listed them at most ``max_age`` (by
-        default the cache's ttl) ago; a group Slack refuses counts as empty.
+        default the cache's ttl) ago; a group Slack does not list counts as empty.
 
         A group that resolves to nobody leaves its interrupts without approvers, so it is
         logged as an error, once per group until it has members again.
         """
-        found: dict[str, None] = {}
+        lists = await self._lists(groups, max_age)
+        return _distinct(users or () for users in lists)
+
+    async def known_members(
+        self, groups: Iterable[str], *, max_age: timedelta
+    ) -> tuple[str, ...] | None:
+        """Like ``members``, but None when Slack did not list one of the groups (an error,
+        not an empty group), so stored members are kept rather than emptied."""
+        lists = await self._lists(groups, max_age)
+        if any(users is None for users in lists):
+            return None
+        return _distinct(users or () for users in lists)
+
+    async def _lists(
+        self, groups: Iterable[str], max_age: timedelta | None
+    ) -> list[tuple[str, ...] | None]:
         now = self._clock.now()
         fresh_for = self._ttl if max_age is None else min(max_age, self._ttl)
+        lists = []
         for group in groups:
             cached = self._groups.get(group)
             if cached and now - cached[0] < fresh_for:
@@ -80,16 +97,19 @@ class Directory:
             else:
                 users = await self._fetch_members(group)
                 self._groups[group] = (now, users)
-            found.update(dict.fromkeys(users))
-        return tuple(found)
+            lists.append(users)
+        return lists
 
-    async def _fetch_members(self, group: str) -> tuple[str, ...]:
-        why = "it has no members"
+    async def _fetch_members(self, group: str) -> tuple[str, ...] | None:
+        """The group's members; None when Slack could not be asked or refused."""
+        why, users = "it has no members", None
         try:
             answer = await self._client.usergroups_users_list(usergroup=group)
             users = tuple(str(u) for u in answer.get("users") or ())
         except SlackApiError as exc:
-            why, users = f"usergroups.users.list answered {slack_error(exc)}", ()
+            why = f"usergroups.users.list answered {slack_error(exc)}"
+        except (ClientError, TimeoutError, OSError) as exc:
+            why = f"Slack could not be reached ({exc!r})"
         if users:
             self._empty_groups.discard(group)
         elif group not in self._empty_groups:
@@ -101,3 +121,10 @@ class Directory:
                 why,
             )
         return users
+
+
+def _distinct(lists: Iterable[Iterable[str]]) -> tuple[str, ...]:
+    found: dict[str, None] = {}
+    for users in lists:
+        found.update(dict.fromkeys(users))
+    return tuple(found)

@@ -29,8 +29,9 @@ async def refresh_groups(services: Services, record: InterruptRecord | None, use
         return True  # stored already, as by an earlier attempt at this click
     if policy.open_to_channel or user in policy.allowed_users:
         return False
-    members = await services.directory.members(policy.allowed_groups, max_age=GROUPS_FRESH_FOR)
-    if user not in members:
+    groups = policy.allowed_groups
+    members = await services.directory.known_members(groups, max_age=GROUPS_FRESH_FOR)
+    if members is None or user not in members:
         return False
     return await services.storage.interrupts.set_group_members(
         record, members, now=services.clock.now(), asked_by=user

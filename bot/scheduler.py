@@ -69,9 +69,9 @@ class Scheduler:
         storage = services.storage
         for record in await storage.interrupts.claim_group_checks(services.clock.now()):
             groups = record.policy.allowed_groups
-            members = await services.directory.members(groups, max_age=GROUP_CHECK_EVERY)
-            if set(members) == set(record.policy.group_members):
-                continue
+            members = await services.directory.known_members(groups, max_age=GROUP_CHECK_EVERY)
+            if members is None or set(members) == set(record.policy.group_members):
+                continue  # Slack did not answer: keep the members stored
             now = services.clock.now()
             if await storage.interrupts.set_group_members(record, members, now=now, asked_by=""):
                 updated = await storage.queries.get(record.id)

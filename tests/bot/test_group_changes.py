@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from fakes import Fault
 from harness import ALICE, BOB, CHANNEL, MALLORY, Harness
 
 from bot import ids
@@ -100,3 +101,18 @@ async def test_a_group_that_gains_members_loses_its_warning(make_bot: Any) -> No
     [update] = bot.slack.called("chat.update")
     assert update["ts"] == bot.message_ts() and "Nobody can approve" not in str(update["blocks"])
     assert ids.APPROVE in str(update["blocks"])  # still waiting for a decision
+
+
+async def test_members_are_kept_when_slack_does_not_list_the_group(make_bot: Any) -> None:
+    bot, value = await _bot_for_oncall(make_bot, ALICE)
+    before = await bot.services.storage.queries.get(bot.record_id(value))
+    bot.clock.advance(timedelta(minutes=6))
+    refused = Fault(status=200, body={"ok": False, "error": "missing_scope"})
+    bot.slack.faults["usergroups.users.list"].append(refused)
+    await Scheduler(bot.services).tick()
+
+    assert not bot.slack.faults["usergroups.users.list"]  # the check asked, and was refused
+    assert await bot.services.storage.queries.get(bot.record_id(value)) == before
+    assert bot.slack.called("chat.update") == []
+    await bot.click(ids.APPROVE, value, user=ALICE)
+    assert "deleted 2 file(s)" in await bot.finished()
