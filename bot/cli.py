@@ -1,4 +1,4 @@
-"""``signoff serve | socket | worker | run``: the bot's command line.
+"""``signoff serve | socket | worker | run | audit``: the bot's command line.
 
 ``serve`` answers Slack over HTTP, ``socket`` over Socket Mode; both serve ``/healthz``,
 ``/readyz`` and ``/metrics`` on ``SIGNOFF_PORT`` (``socket`` only those, no events route)
@@ -6,22 +6,27 @@ and run the click deciders, the resume workers and the scheduler in-process; wit
 ``--no-workers`` only the scheduler: clicks are acknowledged and queued in Redis for a
 ``worker``, which runs only the loops, to scale out, at a lower CPU priority
 (``SIGNOFF_WORKER_NICE``). ``run`` starts one agent run and returns once it has finished
-or stopped for approval. A bad setting stops startup with one line naming it.
+or stopped for approval; ``audit`` prints the audit trail. A bad setting stops startup
+with one line naming it.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
+import json
 import logging
 import os
 import signal
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from aiohttp import web
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
+from storage import connect
 from storage.errors import StorageError
 
 from .app import build_app
@@ -76,6 +81,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--input", required=True, help="the prompt the agent starts from")
     run.add_argument("--user", default="cli", help="who asked (a Slack user id)")
     run.add_argument("--agents", help="module declaring agents (default SIGNOFF_AGENTS)")
+    audit = sub.add_parser("audit", help="print the audit trail, oldest first, as JSON lines")
+    audit.add_argument("--run", help="only the entries of this run id")
     return parser
 
 
@@ -170,6 +177,23 @@ async def _run(settings: Settings, args: argparse.Namespace, stopping: asyncio.E
     return 0
 
 
+async def _audit(settings: Settings, args: argparse.Namespace, stopping: asyncio.Event) -> int:
+    """Every transition storage kept (who, what, when, where), one JSON object a line."""
+    data_dir = Path(settings.data_dir) if settings.data_dir else None
+    storage = await connect(settings.redis_url, prefix=settings.redis_prefix, data_dir=data_dir)
+    try:
+        after = "-"
+        while page := await storage.audit.read(after=after, count=500):
+            for entry in page:
+                if args.run is None or entry.run_id == args.run:
+                    row = {**dataclasses.asdict(entry), "at": entry.at.isoformat()}
+                    print(json.dumps(row), flush=True)
+            after = page[-1].entry_id or after
+    finally:
+        await storage.close()
+    return 0
+
+
 def _loops(services: Services, settings: Settings, *, no_workers: bool) -> Loops:
     """``serve``'s and ``socket``'s loops: none but the scheduler with ``--no-workers``."""
     if no_workers:
@@ -177,4 +201,10 @@ def _loops(services: Services, settings: Settings, *, no_workers: bool) -> Loops
     return Loops(services, workers=settings.workers)
 
 
-_COMMANDS = {"serve": _serve, "socket": _socket, "worker": _worker, "run": _run}
+_COMMANDS = {
+    "serve": _serve,
+    "socket": _socket,
+    "worker": _worker,
+    "run": _run,
+    "audit": _audit,
+}

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
+from datetime import datetime
 from pathlib import Path
 
 from fakes import BOT_TOKEN, FakeSlack
@@ -52,6 +54,30 @@ async def test_run_posts_the_interrupt_to_the_channel(
     posts = slack.called("chat.postMessage")
     assert len(posts) == 1 and posts[0]["channel"] == "C0OPS"
     assert BOT_TOKEN not in out + err
+
+
+async def test_audit_prints_the_trail_as_json_lines(
+    slack: FakeSlack, redis_url: str, key_prefix: str
+) -> None:
+    env = {
+        "SLACK_BOT_TOKEN": BOT_TOKEN,
+        "SIGNOFF_SLACK_API_URL": slack.api_url,
+        "REDIS_URL": redis_url,
+        "SIGNOFF_REDIS_PREFIX": key_prefix,
+    }
+    run = ("run", "cleanup", "--channel", "C0OPS", "--input", "tidy", "--agents", "cleanup_agents")
+    assert (await _signoff(*run, env=env))[0] == 0
+
+    code, out, err = await _signoff("audit", env=env)
+    assert code == 0, err
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert [r["event"] for r in rows] == ["created", "posted"]
+    assert rows[1]["channel"] == "C0OPS" and rows[0]["user_id"] == "cli"
+    assert datetime.fromisoformat(rows[0]["at"]) <= datetime.fromisoformat(rows[1]["at"])
+    code, out, _ = await _signoff("audit", "--run", rows[0]["run_id"], env=env)
+    assert code == 0 and len(out.splitlines()) == 2
+    code, out, _ = await _signoff("audit", "--run", "run_other", env=env)
+    assert code == 0 and out == ""
 
 
 async def test_a_bad_setting_stops_startup_with_one_line(slack: FakeSlack) -> None:
