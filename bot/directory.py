@@ -62,33 +62,30 @@ class Directory:
         self._zones[user_id] = (now, zone)
         return zone
 
-    async def members(
-        self, groups: Iterable[str], *, max_age: timedelta | None = None
-    ) -> tuple[str, ...]:
-        """The distinct members of ``groups``, as Slack listed them at most ``max_age`` (by
-        default the cache's ttl) ago; a group Slack does not list counts as empty.
+    async def members(self, groups: Iterable[str]) -> tuple[str, ...]:
+        """The distinct members of ``groups``; a group Slack does not list counts as empty.
 
         A group that resolves to nobody leaves its interrupts without approvers, so it is
         logged as an error, once per group until it has members again.
         """
-        lists = await self._lists(groups, max_age)
+        lists = await self._lists(groups, self._ttl)
         return _distinct(users or () for users in lists)
 
     async def known_members(
         self, groups: Iterable[str], *, max_age: timedelta
     ) -> tuple[str, ...] | None:
-        """Like ``members``, but None when Slack did not list one of the groups (an error,
-        not an empty group), so stored members are kept rather than emptied."""
-        lists = await self._lists(groups, max_age)
+        """The distinct members of ``groups`` as Slack listed them at most ``max_age`` ago;
+        None when Slack did not list one of them (an error, not an empty group), so stored
+        members are kept rather than emptied."""
+        lists = await self._lists(groups, min(max_age, self._ttl))
         if any(users is None for users in lists):
             return None
         return _distinct(users or () for users in lists)
 
     async def _lists(
-        self, groups: Iterable[str], max_age: timedelta | None
+        self, groups: Iterable[str], fresh_for: timedelta
     ) -> list[tuple[str, ...] | None]:
         now = self._clock.now()
-        fresh_for = self._ttl if max_age is None else min(max_age, self._ttl)
         lists = []
         for group in groups:
             cached = self._groups.get(group)
