@@ -9,6 +9,7 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
+import pytest
 from fakes import BOT_TOKEN, FakeSlack
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,26 +30,24 @@ async def _signoff(*args: str, env: dict[str, str]) -> tuple[int, str, str]:
     return process.returncode, out.decode(), err.decode()
 
 
-async def test_run_posts_the_interrupt_to_the_channel(
-    slack: FakeSlack, redis_url: str, key_prefix: str
-) -> None:
-    env = {
+RUN = ("run", "cleanup", "--channel", "C0OPS", "--input", "tidy", "--agents", "cleanup_agents")
+
+
+@pytest.fixture
+def env(slack: FakeSlack, redis_url: str, key_prefix: str) -> dict[str, str]:
+    """Settings for a bot talking to the fake Slack and the test Redis."""
+    return {
         "SLACK_BOT_TOKEN": BOT_TOKEN,
         "SIGNOFF_SLACK_API_URL": slack.api_url,
         "REDIS_URL": redis_url,
         "SIGNOFF_REDIS_PREFIX": key_prefix,
     }
-    code, out, err = await _signoff(
-        "run",
-        "cleanup",
-        "--channel",
-        "C0OPS",
-        "--input",
-        "tidy",
-        "--agents",
-        "cleanup_agents",
-        env=env,
-    )
+
+
+async def test_run_posts_the_interrupt_to_the_channel(
+    slack: FakeSlack, env: dict[str, str]
+) -> None:
+    code, out, err = await _signoff(*RUN, env=env)
     assert code == 0, err
     assert out.startswith("interrupt")
     posts = slack.called("chat.postMessage")
@@ -56,17 +55,8 @@ async def test_run_posts_the_interrupt_to_the_channel(
     assert BOT_TOKEN not in out + err
 
 
-async def test_audit_prints_the_trail_as_json_lines(
-    slack: FakeSlack, redis_url: str, key_prefix: str
-) -> None:
-    env = {
-        "SLACK_BOT_TOKEN": BOT_TOKEN,
-        "SIGNOFF_SLACK_API_URL": slack.api_url,
-        "REDIS_URL": redis_url,
-        "SIGNOFF_REDIS_PREFIX": key_prefix,
-    }
-    run = ("run", "cleanup", "--channel", "C0OPS", "--input", "tidy", "--agents", "cleanup_agents")
-    assert (await _signoff(*run, env=env))[0] == 0
+async def test_audit_prints_the_trail_as_json_lines(env: dict[str, str]) -> None:
+    assert (await _signoff(*RUN, env=env))[0] == 0
 
     code, out, err = await _signoff("audit", env=env)
     assert code == 0, err
