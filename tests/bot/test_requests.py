@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import time
+import urllib.parse
 from typing import Any
 
 from fakes import click_payload, form_body, sign
 from harness import ALICE, Harness
+from hypothesis import given
+from hypothesis import strategies as st
 
 from bot import ids
-from bot.server import EVENTS_PATH
+from bot.server import EVENTS_PATH, parse_body
 
 
 async def _post(bot: Harness, body: str, headers: dict[str, str]) -> int:
@@ -94,3 +98,21 @@ async def _metrics(bot: Harness) -> str:
     async with bot.http.get(bot.url + "/metrics") as r:
         assert r.status == 200 and r.content_type == "text/plain"
         return await r.text()
+
+
+_VALUES = st.one_of(
+    st.text(), st.dictionaries(st.sampled_from(["type", "user"]), st.text()).map(json.dumps)
+)
+_FORMS = st.lists(
+    st.tuples(st.sampled_from(["payload", "command", "text", "x"]), _VALUES), max_size=4
+).map(lambda fields: "&".join(f"{k}={urllib.parse.quote_plus(v)}" for k, v in fields))
+
+
+@given(st.one_of(st.text(), _FORMS))
+def test_any_form_body_is_read_as_urllib_reads_it_or_refused(body: str) -> None:
+    well_formed, payload = parse_body(body, "application/x-www-form-urlencoded")
+    form = urllib.parse.parse_qs(body, keep_blank_values=True)
+    if payload is not None:
+        assert well_formed and payload == json.loads(form["payload"][0])
+    elif "payload" in form or "command" not in form:
+        assert not well_formed
