@@ -176,5 +176,6 @@ async def open_modal(services: Services, click: Click) -> None:
     except SlackApiError as exc:
         log.warning("modal for %s not opened: %s", record.id, slack_error(exc))
         return
-    # The submission must be answered within 3 s, too soon to ask Slack about groups then.
-    await refresh_groups(services, record, user)
+    if click.action.action_id != ids.FULL_ARGS:  # a decision will be submitted from it
+        # The submission must be answered within 3 s, too soon to ask Slack about groups.
+        await refresh_groups(services, record, user)

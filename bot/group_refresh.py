@@ -33,6 +33,7 @@ async def refresh_groups(services: Services, record: InterruptRecord | None, use
     members = await services.directory.known_members(groups, max_age=GROUPS_FRESH_FOR)
     if members is None or user not in members:
         return False
-    return await services.storage.interrupts.set_group_members(
+    stored = await services.storage.interrupts.set_group_members(
         record, members, now=services.clock.now(), asked_by=user
     )
+    return stored is not None

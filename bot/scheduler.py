@@ -73,10 +73,11 @@ class Scheduler:
             if members is None or set(members) == set(record.policy.group_members):
                 continue  # Slack did not answer: keep the members stored
             now = services.clock.now()
-            if await storage.interrupts.set_group_members(record, members, now=now, asked_by=""):
-                updated = await storage.queries.get(record.id)
-                if updated is not None:
-                    await update_message(services, updated)
+            updated = await storage.interrupts.set_group_members(
+                record, members, now=now, asked_by=""
+            )
+            if updated is not None:
+                await update_message(services, updated)
 
     async def drain_outbox(self) -> int:
         """Post interrupts stored but not yet posted; the number posted."""

@@ -259,18 +259,20 @@ class InterruptStore:
 
     async def set_group_members(
         self, record: InterruptRecord, members: Sequence[str], *, now: datetime, asked_by: str
-    ) -> bool:
+    ) -> InterruptRecord | None:
         """Replace the stored members of ``record``'s user groups with ``members`` (Slack's
-        current list) and re-index who may decide; whether it was still pending."""
+        current list) and re-index who may decide; the updated record, or None when it is
+        no longer pending."""
         policy = ApproverPolicy.model_validate(
             {**record.policy.model_dump(), "group_members": tuple(members)}
         )
         policy_json = json.dumps(policy.model_dump(mode="json"), separators=(",", ":"))
         args: list[str | int] = [policy_json, to_ms(now), self._retention.audit_entries, asked_by]
         result = await self._transition("set_group_members", record.id, args)
-        if result[0] == "updated":
-            log.info("interrupt %s: members of %s refreshed", record.id, policy.allowed_groups)
-        return result[0] == "updated"
+        if result[0] != "updated":
+            return None
+        log.info("interrupt %s: members of %s refreshed", record.id, policy.allowed_groups)
+        return self._record(record.id, result[2:])
 
     async def expire_due(self, now: datetime, *, limit: int = 100) -> list[ExpiryResult]:
         """Expire (or escalate once) up to ``limit`` interrupts whose time is up.
