@@ -10,8 +10,8 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
-from collections.abc import AsyncIterator, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Protocol
 
 from .asking import InterruptPoint
 from .errors import ModelError, ToolInputError
@@ -27,9 +27,10 @@ from .events import (
     Interrupted,
     MessageAdded,
 )
+from .hooks import HookRegistry
 from .interrupts import Interrupt, InterruptRequested, InterruptResponse
-from .messages import Message, ToolCall, new_id
-from .models.base import ModelRequest, ModelResponse
+from .messages import JSONValue, Message, ToolCall, new_id
+from .models.base import Model, ModelRequest, ModelResponse
 from .results import AgentResult, StopReason, ToolResult
 from .resume import RunInput, begin, parse_input
 from .run_events import (
@@ -40,21 +41,39 @@ from .run_events import (
     ToolCallFinished,
     ToolCallStarted,
 )
+from .session import SessionStore
 from .state import PendingInterrupt, RunState
-from .tools import ToolContext
-
-if TYPE_CHECKING:
-    from .agent import Agent
+from .tools import Tool, ToolContext
 
 log = logging.getLogger(__name__)
 
 MAX_RETRIES = 5
 
 
+class AgentParts(Protocol):
+    """What the loop uses of an agent (``Agent`` has each), so the loop never imports it."""
+
+    @property
+    def model(self) -> Model: ...
+    @property
+    def tools(self) -> Mapping[str, Tool]: ...
+    @property
+    def hooks(self) -> HookRegistry: ...
+    @property
+    def session_store(self) -> SessionStore: ...
+    @property
+    def system_prompt(self) -> str | None: ...
+    @property
+    def max_steps(self) -> int: ...
+
+    def check_edit(self, call: ToolCall, args: dict[str, JSONValue]) -> None:
+        """Refuse edited arguments that do not fit the tool's input schema."""
+
+
 class Invocation:
     """Runs one invocation of ``agent`` on ``thread_id``; ``resume_with`` is set by hooks."""
 
-    def __init__(self, agent: Agent, thread_id: str) -> None:
+    def __init__(self, agent: AgentParts, thread_id: str) -> None:
         self.agent = agent
         self.thread_id = thread_id
         self.version = 0

@@ -6,6 +6,7 @@ import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from ..agent import Agent
 from ..asking import InterruptPoint
 from ..messages import JSONValue, ToolCall
 from ..state import RunInfo
@@ -39,6 +40,7 @@ class NodeContext:
 
 
 NodeFunction = Callable[[NodeContext], Awaitable[JSONValue]]
+Node = NodeFunction | Agent
 """An async function taking the node's context and returning its JSON-safe output."""
 
 

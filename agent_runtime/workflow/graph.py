@@ -14,10 +14,9 @@ from ..messages import JSONValue
 from ..runnable import Runnable
 from ..session import InMemorySessionStore, SessionStore
 from .approvals import InterruptBefore, NodeApprovalPolicy, parse_interrupt_before
-from .context import NodeFunction
+from .context import Node
 from .run import WorkflowRun
 
-Node = NodeFunction | Agent
 Router = Callable[[JSONValue], str | None]
 """Chooses the next node by name from a node's output; None ends the workflow."""
 Edge = str | Router

@@ -9,32 +9,49 @@ from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import AsyncIterator, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Protocol
 
 from ..agent import Agent
 from ..asking import InterruptPoint
 from ..errors import ResumeError, UsageError
 from ..events import AfterInvocation, AfterNodeCall, BeforeInvocation, BeforeNodeCall, Interrupted
+from ..hooks import HookRegistry
 from ..interrupts import Interrupt, InterruptRequested, InterruptResponse
 from ..messages import JSONValue, ToolCall, new_id
 from ..results import AgentResult, StopReason
 from ..resume import ContinueRun, RunInput, begin, parse_input
 from ..run_events import RunEvent, RunFinished, RunStarted, TextMessage
+from ..session import SessionStore
 from ..state import PendingInterrupt, RunState
-from .context import NodeContext, NodeFunction, as_text, node_call
+from .context import Node, NodeContext, NodeFunction, as_text, node_call
 from .state import WorkflowState
 
-if TYPE_CHECKING:
-    from .graph import Workflow
-
 log = logging.getLogger(__name__)
+
+
+class WorkflowParts(Protocol):
+    """What a run uses of its workflow (``Workflow`` has each), so it never imports it."""
+
+    @property
+    def nodes(self) -> Mapping[str, Node]: ...
+    @property
+    def start(self) -> str: ...
+    @property
+    def hooks(self) -> HookRegistry: ...
+    @property
+    def session_store(self) -> SessionStore: ...
+    @property
+    def max_steps(self) -> int: ...
+
+    def next_node(self, node: str, output: JSONValue) -> str | None:
+        """The node to run after ``node`` produced ``output``; None when the run is over."""
 
 
 class WorkflowRun:
     """Runs one invocation of ``workflow`` on ``thread_id``; ``resume_with`` is set by hooks."""
 
-    def __init__(self, workflow: Workflow, thread_id: str) -> None:
+    def __init__(self, workflow: WorkflowParts, thread_id: str) -> None:
         self.workflow = workflow
         self.thread_id = thread_id
         self.version = 0
