@@ -26,12 +26,14 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from agent_runtime import Agent, ModelResponse, ToolCall, tool
 from agent_runtime.session import SessionStore
-from bot import ids
-from bot.app import build_app
-from bot.policy import AgentSpec, Policy
-from bot.process import Loops, lower_priority, make_services
-from bot.server import EVENTS_PATH, web_app
-from bot.settings import Settings
+from bot.agents.policy import AgentSpec, Policy
+from bot.process.loops import Loops, lower_priority
+from bot.process.settings import Settings
+from bot.process.web import web_app
+from bot.process.wiring import make_services
+from bot.slack.app import build_app
+from bot.slack.events import EVENTS_PATH
+from bot.ui import ids
 from storage import connect
 
 SECRET = "bench-signing-secret"

@@ -30,11 +30,12 @@ from typing import Any
 import aiohttp
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot import ids
-from bot.process import make_services
-from bot.runs import Place, start_run
-from bot.server import EVENTS_PATH
-from bot.settings import Settings
+from bot.process.settings import Settings
+from bot.process.wiring import make_services
+from bot.runs.drive import start_run
+from bot.runs.place import Place
+from bot.slack.events import EVENTS_PATH
+from bot.ui import ids
 from sandbox.signing import signature_headers
 from storage import EmbeddedRedis, connect
 

@@ -4,10 +4,11 @@ Declare agents and their approval policies with ``AgentSpec`` and ``Policy`` in 
 named by ``SIGNOFF_AGENTS``; run the bot with ``signoff serve | socket | worker | run``.
 """
 
-from .errors import AgentsModuleError, BotError, ConfigError, PolicyError
-from .policy import AgentSpec, Escalate, Policy, Reminders
-from .runs import Place, start_run
-from .settings import Settings
+from bot.agents.policy import AgentSpec, Escalate, Policy, Reminders
+from bot.errors import AgentsModuleError, BotError, ConfigError, PolicyError
+from bot.process.settings import Settings
+from bot.runs.drive import start_run
+from bot.runs.place import Place
 
 __all__ = [
     "AgentSpec",

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from bot.agents.policy import AgentSpec, Policy
 from bot.errors import PolicyError
-from bot.policy import AgentSpec, Policy
 from sandbox import WorkspaceSeed
 
 from .files import file_cleanup

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from agent_runtime import Agent, BeforeInvocation, Message, SessionStore, Tool, ToolCall, tool
-from bot.policy import AgentFactory
+from bot.agents.policy import AgentFactory
 
 from .model import ConversationScript, last_tool_result
 

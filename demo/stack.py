@@ -17,12 +17,14 @@ from types import TracebackType
 from aiohttp import web
 from pydantic import SecretStr
 
-from bot.app import build_app
-from bot.process import Loops, make_services
-from bot.server import EVENTS_PATH, web_app
+from bot.process.loops import Loops
+from bot.process.settings import Settings
+from bot.process.slack_client import close_client, make_client
+from bot.process.web import web_app
+from bot.process.wiring import make_services
 from bot.services import Services
-from bot.settings import Settings
-from bot.slack_client import close_client, make_client
+from bot.slack.app import build_app
+from bot.slack.events import EVENTS_PATH
 from sandbox import Sandbox, demo_workspace
 from storage import Storage, connect
 from storage.embedded import EmbeddedRedis

@@ -6,9 +6,9 @@ bot (``signoff serve | socket | worker``) takes the decisions and resumes the ru
 """
 
 from agent_runtime.interrupts import Remember
+from bot.agents.policy import AgentSpec, Escalate, Policy, Reminders
 from bot.errors import BotError, ConfigError, PolicyError
-from bot.policy import AgentSpec, Escalate, Policy, Reminders
-from bot.settings import Settings
+from bot.process.settings import Settings
 
 from .starting import start
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 import os
 
 from agent_runtime.results import AgentResult
-from bot.policy import AgentSpec
-from bot.process import open_services
-from bot.runs import Place, start_run
-from bot.settings import Settings
+from bot.agents.policy import AgentSpec
+from bot.process.settings import Settings
+from bot.process.wiring import open_services
+from bot.runs.drive import start_run
+from bot.runs.place import Place
 
 
 async def start(

@@ -25,8 +25,7 @@ from typing import Literal
 from agent_runtime.interrupts import DECISION_TYPES, DecisionType, Remember
 from agent_runtime.runnable import Runnable
 from agent_runtime.session import SessionStore
-
-from .errors import PolicyError
+from bot.errors import PolicyError
 
 _CHANNEL = re.compile(r"^[CGD][A-Z0-9]{2,20}$")
 _USER = re.compile(r"^[UW][A-Z0-9]{2,20}$")

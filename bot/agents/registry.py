@@ -11,8 +11,8 @@ from collections.abc import Iterable
 
 from agent_runtime.runnable import Runnable
 from agent_runtime.session import SessionStore
+from bot.errors import AgentsModuleError, PolicyError
 
-from .errors import AgentsModuleError, PolicyError
 from .policy import AgentSpec
 
 

@@ -25,11 +25,11 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 from agent_runtime.interrupts import Interrupt
 from agent_runtime.results import AgentResult
+from bot.errors import BotError
+from bot.runs.drive import start_run, unknown_agent
+from bot.runs.place import Place
+from bot.services import Services
 from storage.errors import InvalidIdError, StorageUnavailableError
-
-from .errors import BotError
-from .runs import Place, start_run, unknown_agent
-from .services import Services
 
 log = logging.getLogger(__name__)
 

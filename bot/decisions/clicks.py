@@ -1,10 +1,10 @@
 """Button clicks: queue a decision durably and acknowledge, or open a modal.
 
-In HTTP mode ``bot/server.py`` hands a click to ``intake`` and then answers Slack; in
+In HTTP mode ``bot/slack/events.py`` hands a click to ``intake`` and then answers Slack; in
 Socket Mode the Bolt listener below does the same. ``intake`` appends an Approve (or
 Approve and trust) click to storage's click stream, one Redis round trip, so a click
 Slack saw acknowledged is decided even if this process dies; the process's deciders
-(``bot.deciders``, run by ``Loops``) call ``decide_click``. Modal buttons skip the
+(``bot.decisions.deciders``, run by ``Loops``) call ``decide_click``. Modal buttons skip the
 stream: their ``trigger_id`` expires 3 s after the click. Only the interrupt reference
 in the button and the clicking user's id are used; storage checks the rest, including
 that the click came from the message the interrupt was posted as.
@@ -19,19 +19,19 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_sdk.errors import SlackApiError
 
 from agent_runtime.interrupts import Decision
+from bot.services import Services
+from bot.services.directory import slack_error
+from bot.ui import ids
+from bot.ui.cards import card_from_record
+from bot.ui.modals import args_modal, deny_modal, edit_modal, reply_modal
+from bot.ui.posting import post_ephemeral, trust_label, update_message
+from bot.ui.refusals import STORAGE_DOWN, reason_text, refusal_text
 from storage.clicks import ClickEntry
 from storage.errors import StorageError
 from storage.outcomes import DecideOutcome
 
-from . import ids
-from .cards import card_from_record
-from .directory import slack_error
 from .group_refresh import refresh_groups
-from .modals import args_modal, deny_modal, edit_modal, reply_modal
 from .payloads import Click, parse_click
-from .poster import post_ephemeral, trust_label, update_message
-from .refusals import STORAGE_DOWN, reason_text, refusal_text
-from .services import Services
 
 log = logging.getLogger(__name__)
 

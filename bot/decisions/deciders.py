@@ -13,12 +13,12 @@ import asyncio
 import logging
 from datetime import timedelta
 
+from bot.services import Services
+from bot.services.consumer_loop import ConsumerLoop
 from storage.clicks import ClickEntry
 from storage.errors import StorageError
 
 from .clicks import decide_click
-from .consumer_loop import ConsumerLoop
-from .services import Services
 
 log = logging.getLogger(__name__)
 

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from bot.services import Services
 from storage.records import InterruptRecord
-
-from .services import Services
 
 GROUPS_FRESH_FOR = timedelta(minutes=1)
 """How old a group's member list may be when it settles whether someone may decide."""

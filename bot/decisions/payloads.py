@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from . import ids
+from bot.ui import ids
 
 _ID = r"^[A-Za-z0-9_.:\-]{1,128}$"
 _TS = r"^[0-9]{1,12}\.[0-9]{1,8}$"

@@ -14,16 +14,16 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from agent_runtime import Agent
 from agent_runtime.errors import AgentRuntimeError
 from agent_runtime.interrupts import Decision
+from bot.services import Services
+from bot.ui import ids
+from bot.ui.modals import errors_for, parse_args
+from bot.ui.posting import update_message
+from bot.ui.refusals import STORAGE_DOWN, reason_text, refusal_text
 from storage.errors import StorageError
 from storage.outcomes import DecideOutcome
 from storage.records import InterruptRecord
 
-from . import ids
-from .modals import errors_for, parse_args
 from .payloads import Ref, Submission, parse_submission
-from .poster import update_message
-from .refusals import STORAGE_DOWN, reason_text, refusal_text
-from .services import Services
 
 log = logging.getLogger(__name__)
 

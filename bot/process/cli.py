@@ -26,18 +26,19 @@ from pathlib import Path
 from aiohttp import web
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
+from bot.errors import BotError
+from bot.runs.drive import start_run
+from bot.runs.place import Place
+from bot.services import Services
+from bot.slack.app import build_app
+from bot.slack.socket_mode import connection_check, watch_connection
 from storage import connect
 from storage.errors import StorageError
 
-from .app import build_app
-from .errors import BotError
-from .operator import operator_app
-from .process import Loops, lower_priority, open_services
-from .runs import Place, start_run
-from .server import web_app
-from .services import Services
+from .loops import Loops, lower_priority
 from .settings import Settings
-from .socket_mode import connection_check, watch_connection
+from .web import operator_app, web_app
+from .wiring import open_services
 
 log = logging.getLogger(__name__)
 

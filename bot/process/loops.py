@@ -1,5 +1,4 @@
-"""One bot process: its services, and the click deciders, resume workers and scheduler
-it runs.
+"""The click deciders, resume workers and scheduler a process runs.
 
 ``serve`` and ``socket`` run these loops in-process by default (with ``--no-workers``
 they only acknowledge clicks, queued in Redis for another process to decide);
@@ -9,86 +8,20 @@ they only acknowledge clicks, queued in Redis for another process to decide);
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import logging
 import os
-from collections.abc import AsyncIterator, Sequence
 from datetime import timedelta
-from pathlib import Path
 
-from slack_sdk.web.async_client import AsyncWebClient
-
-from storage import Storage, connect
-
-from .background import Background
-from .clock import Clock, SystemClock
-from .deciders import ClickDecider
-from .directory import Directory
-from .errors import BotError
-from .metrics import Metrics
-from .policy import AgentSpec
-from .registry import Registry, load_specs
-from .scheduler import Scheduler
-from .services import Services
-from .settings import Settings
-from .slack_client import close_client, make_client
-from .workers import ResumeWorker, consumer_name
+from bot.decisions.deciders import ClickDecider
+from bot.runs.workers import ResumeWorker, consumer_name
+from bot.schedule.scheduler import Scheduler
+from bot.services import Services
 
 log = logging.getLogger(__name__)
 
 # Numbers the Loops of one process, so each decider has a consumer name of its own.
 _LOOPS = itertools.count()
-
-
-@contextlib.asynccontextmanager
-async def open_services(
-    settings: Settings,
-    *,
-    agents: str | None = None,
-    specs: Sequence[AgentSpec] | None = None,
-) -> AsyncIterator[Services]:
-    """Services from ``settings``: the agents of ``specs``, else of the module ``agents`` (or
-    SIGNOFF_AGENTS); the Slack client and storage connection are closed on exit."""
-    if settings.bot_token is None:
-        raise BotError("SLACK_BOT_TOKEN: not set; copy the bot token (xoxb-...) from the app")
-    if specs is None:
-        module = agents or settings.agents
-        if not module:
-            raise BotError("SIGNOFF_AGENTS: not set; name the module that declares your agents")
-        specs = load_specs(module)
-    data_dir = Path(settings.data_dir) if settings.data_dir else None
-    storage = await connect(settings.redis_url, prefix=settings.redis_prefix, data_dir=data_dir)
-    client = make_client(settings)
-    try:
-        yield make_services(
-            client=client, storage=storage, specs=specs, default_channel=settings.channel
-        )
-    finally:
-        await close_client(client)
-        await storage.close()
-
-
-def make_services(
-    *,
-    client: AsyncWebClient,
-    storage: Storage,
-    specs: Sequence[AgentSpec],
-    clock: Clock | None = None,
-    default_channel: str | None = None,
-) -> Services:
-    """Wire the bot's collaborators together."""
-    the_clock = clock or SystemClock()
-    return Services(
-        client=client,
-        storage=storage,
-        registry=Registry(specs, sessions=storage.sessions),
-        directory=Directory(client, clock=the_clock),
-        clock=the_clock,
-        background=Background(),
-        metrics=Metrics(),
-        default_channel=default_channel,
-    )
 
 
 def lower_priority(increment: int) -> int:

@@ -11,10 +11,9 @@ from collections.abc import Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
+from bot.errors import ConfigError
 from storage.sentinel import SCHEME as SENTINEL_SCHEME
 from storage.sentinel import parse_sentinel_url
-
-from .errors import ConfigError
 
 _ENV_NAMES = {
     "bot_token": "SLACK_BOT_TOKEN",
@@ -48,7 +47,7 @@ class Settings(BaseModel):
     bot_token: SecretStr | None = None
     signing_secret: SecretStr | None = None
     app_token: SecretStr | None = None
-    # Turns on the runs API (bot/runs_api.py); long enough not to be guessed.
+    # Turns on the runs API (bot/api/runs.py); long enough not to be guessed.
     api_token: SecretStr | None = Field(default=None, min_length=24)
     redis_url: str | None = None
     agents: str | None = None

@@ -1,5 +1,5 @@
-"""The operator endpoints: ``/healthz``, ``/readyz`` and ``/metrics`` (and the runs API
-when its token is set).
+"""The HTTP server of a process: the operator endpoints ``/healthz``, ``/readyz`` and
+``/metrics``, the runs API when its token is set, and in HTTP mode Slack's events route.
 
 HTTP mode serves them beside ``/slack/events``; Socket Mode serves them alone, so a
 process in either mode can be probed and scraped. ``/readyz`` checks Redis plus any
@@ -12,14 +12,29 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 from pydantic import SecretStr
+from slack_bolt.async_app import AsyncApp
 
+from bot.api.runs import add_runs_routes
+from bot.services import Services
+from bot.slack.events import add_events_route
 from storage.errors import StorageError
-
-from .runs_api import add_runs_routes
-from .services import Services
 
 Check = Callable[[], Awaitable[str | None]]
 """A readiness check: None when healthy, else what is wrong."""
+
+
+def web_app(
+    app: AsyncApp,
+    services: Services,
+    *,
+    signing_secret: str,
+    checks: tuple[Check, ...] = (),
+    api_token: SecretStr | None = None,
+) -> web.Application:
+    """HTTP mode's application: Slack's events for ``app`` and the operator endpoints."""
+    web_app = operator_app(services, checks=checks, api_token=api_token)
+    add_events_route(web_app, app, services, signing_secret=signing_secret)
+    return web_app
 
 
 def operator_app(
@@ -39,7 +54,7 @@ def add_operator_routes(
     api_token: SecretStr | None = None,
 ) -> None:
     """Add ``/healthz``, ``/readyz`` (Redis, then each of ``checks``) and ``/metrics``, and
-    with ``api_token`` the runs API (``bot.runs_api``)."""
+    with ``api_token`` the runs API (``bot.api.runs``)."""
 
     async def healthz(_: web.Request) -> web.Response:
         return web.Response(text="ok\n")

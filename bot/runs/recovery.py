@@ -13,10 +13,11 @@ import logging
 from collections.abc import Sequence
 
 from agent_runtime import ContinueRun
+from bot.services import Services
 from storage.records import InterruptRecord
 
-from .runs import place_of, settle
-from .services import Services
+from .drive import settle
+from .place import place_of
 
 log = logging.getLogger(__name__)
 

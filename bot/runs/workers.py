@@ -16,15 +16,16 @@ import socket
 from datetime import timedelta
 
 from agent_runtime.errors import ResumeError
+from bot.services import Services
+from bot.services.consumer_loop import ConsumerLoop
+from bot.ui.posting import post_in_thread
 from storage.errors import StorageError
 from storage.records import InterruptRecord
 from storage.resume import ResumeJob
 
-from .consumer_loop import ConsumerLoop
-from .poster import post_in_thread
+from .drive import resume_run
+from .place import place_of
 from .recovery import catch_up
-from .runs import place_of, resume_run
-from .services import Services
 
 log = logging.getLogger(__name__)
 

@@ -19,13 +19,13 @@ from datetime import timedelta
 from aiohttp import ClientError
 from slack_sdk.errors import SlackApiError
 
+from bot.services import Services
+from bot.ui.blocks import user_mention
+from bot.ui.posting import post_interrupt, update_message
 from storage.errors import StorageError
 from storage.interrupts import GROUP_CHECK_EVERY
 from storage.outcomes import ExpiryResult, ReminderDue
 
-from .blocks import user_mention
-from .poster import post_interrupt, update_message
-from .services import Services
 from .workhours import in_working_hours, next_start
 
 log = logging.getLogger(__name__)

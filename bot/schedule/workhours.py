@@ -2,26 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta, timezone, tzinfo
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from datetime import UTC, datetime, timedelta
 
-
-@dataclass(frozen=True, kw_only=True)
-class UserZone:
-    """A user's time zone: the IANA name when Slack gives one, else the UTC offset."""
-
-    user_id: str
-    tz: str | None = None
-    offset_seconds: int = 0
-
-    def zone(self) -> tzinfo:
-        if self.tz:
-            try:
-                return ZoneInfo(self.tz)
-            except (ZoneInfoNotFoundError, ValueError):
-                pass
-        return timezone(timedelta(seconds=self.offset_seconds))
+from bot.services.directory import UserZone
 
 
 def in_working_hours(zone: UserZone, now: datetime, *, start_hour: int, end_hour: int) -> bool:

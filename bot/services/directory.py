@@ -9,16 +9,34 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from datetime import datetime, timedelta
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone, tzinfo
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from aiohttp import ClientError
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from .clock import Clock
-from .workhours import UserZone
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, kw_only=True)
+class UserZone:
+    """A user's time zone: the IANA name when Slack gives one, else the UTC offset."""
+
+    user_id: str
+    tz: str | None = None
+    offset_seconds: int = 0
+
+    def zone(self) -> tzinfo:
+        if self.tz:
+            try:
+                return ZoneInfo(self.tz)
+            except (ZoneInfoNotFoundError, ValueError):
+                pass
+        return timezone(timedelta(seconds=self.offset_seconds))
 
 
 def slack_error(exc: SlackApiError) -> str:

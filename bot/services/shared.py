@@ -6,13 +6,13 @@ from dataclasses import dataclass
 
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.agents.registry import Registry
 from storage import Storage
 
 from .background import Background
 from .clock import Clock
 from .directory import Directory
 from .metrics import Metrics
-from .registry import Registry
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -13,8 +13,11 @@ from typing import Any
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.context.ack.async_ack import AsyncAck
 
-from . import clicks, commands, ids, submissions
-from .services import Services
+from bot.decisions import clicks, submissions
+from bot.services import Services
+from bot.ui import ids
+
+from . import commands
 
 _BUTTONS = re.compile("^(" + "|".join(re.escape(a) for a in ids.BUTTONS) + ")$")
 _MODALS = re.compile(

@@ -8,12 +8,13 @@ from typing import Any
 
 from slack_bolt.context.ack.async_ack import AsyncAck
 
-from .errors import BotError
-from .listing import help_text, pending_blocks
-from .policy import AgentSpec
-from .poster import post_ephemeral, post_in_thread
-from .runs import Place, start_run, unknown_agent
-from .services import Services
+from bot.agents.policy import AgentSpec
+from bot.errors import BotError
+from bot.runs.drive import start_run, unknown_agent
+from bot.runs.place import Place
+from bot.services import Services
+from bot.ui.listing import help_text, pending_blocks
+from bot.ui.posting import post_ephemeral, post_in_thread
 
 log = logging.getLogger(__name__)
 

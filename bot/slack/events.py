@@ -1,9 +1,9 @@
-"""HTTP mode: ``/slack/events`` plus the operator endpoints (``bot.operator``) on aiohttp.
+"""HTTP mode's ``/slack/events`` route on aiohttp.
 
 The events route checks the signature before anything else (401) and refuses a body that
 is not a well-formed form or payload (400). A click on one of Signoff's buttons skips
 Bolt's middleware chain: a decision is appended to the click stream in Redis (one round
-trip, ``bot.clicks.intake``), then answered, so an acknowledged click survives this
+trip, ``bot.decisions.clicks.intake``), then answered, so an acknowledged click survives this
 process; the deciders of any process decide it. Everything else goes to Bolt. The
 route's duration is the ack latency the metrics report.
 """
@@ -16,31 +16,24 @@ import time
 from typing import Any
 
 from aiohttp import web
-from pydantic import SecretStr
 from slack_bolt.adapter.aiohttp import to_aiohttp_response
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_sdk.signature import SignatureVerifier
 from yarl import URL
 
-from .clicks import intake, signoff_click
-from .operator import Check, add_operator_routes
-from .services import Services
+from bot.decisions.clicks import intake, signoff_click
+from bot.services import Services
 
 log = logging.getLogger(__name__)
 
 EVENTS_PATH = "/slack/events"
 
 
-def web_app(
-    app: AsyncApp,
-    services: Services,
-    *,
-    signing_secret: str,
-    checks: tuple[Check, ...] = (),
-    api_token: SecretStr | None = None,
-) -> web.Application:
-    """The aiohttp application serving Slack and the operator endpoints."""
+def add_events_route(
+    web_app: web.Application, app: AsyncApp, services: Services, *, signing_secret: str
+) -> None:
+    """Serve Slack's requests for ``app`` at ``EVENTS_PATH`` of ``web_app``."""
     verifier = SignatureVerifier(signing_secret)
     metrics = services.metrics
 
@@ -66,10 +59,7 @@ def web_app(
         metrics.ack.observe(time.perf_counter() - started)
         return response
 
-    web_app = web.Application()
     web_app.router.add_post(EVENTS_PATH, events)
-    add_operator_routes(web_app, services, checks=checks, api_token=api_token)
-    return web_app
 
 
 def parse_body(body: str, content_type: str) -> tuple[bool, dict[str, Any] | None]:

@@ -8,15 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
-
-from .operator import Check
 
 log = logging.getLogger(__name__)
 
 
-def connection_check(handler: AsyncSocketModeHandler) -> Check:
+def connection_check(handler: AsyncSocketModeHandler) -> Callable[[], Awaitable[str | None]]:
     """A ``/readyz`` check: not ready while the Socket Mode connection is down."""
 
     async def check() -> str | None:

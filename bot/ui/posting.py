@@ -11,13 +11,13 @@ import logging
 from aiohttp import ClientError
 from slack_sdk.errors import SlackApiError
 
+from bot.services import Services
+from bot.services.directory import slack_error
 from storage.records import InterruptRecord
 
 from .cards import card_from_record, verdict_from_record
-from .directory import slack_error
 from .message import SlackMessage, decided_message, pending_message
 from .mrkdwn import escape_truncate
-from .services import Services
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ from fakes import OneToolModel
 
 from agent_runtime import Agent, tool
 from agent_runtime.session import SessionStore
-from bot.policy import AgentSpec, Policy
+from bot.agents.policy import AgentSpec, Policy
 
 
 @tool

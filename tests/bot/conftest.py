@@ -12,12 +12,13 @@ from aiohttp.test_utils import TestServer
 from fakes import BOT_TOKEN, SIGNING_SECRET, FakeSlack, ManualClock
 from harness import ALICE, BOB, CAROL, CHANNEL, Harness, ToolLog, cleanup_spec
 
-from bot.app import build_app
-from bot.policy import Policy
-from bot.process import Loops, make_services
-from bot.server import web_app
-from bot.settings import Settings
-from bot.slack_client import close_client, make_client
+from bot.agents.policy import Policy
+from bot.process.loops import Loops
+from bot.process.settings import Settings
+from bot.process.slack_client import close_client, make_client
+from bot.process.web import web_app
+from bot.process.wiring import make_services
+from bot.slack.app import build_app
 from storage import Storage
 
 

@@ -22,11 +22,12 @@ from fakes import (
 
 from agent_runtime import Agent, tool
 from agent_runtime.session import SessionStore
-from bot.policy import AgentSpec, Policy
-from bot.process import Loops
-from bot.runs import Place, start_run
-from bot.server import EVENTS_PATH
+from bot.agents.policy import AgentSpec, Policy
+from bot.process.loops import Loops
+from bot.runs.drive import start_run
+from bot.runs.place import Place
 from bot.services import Services
+from bot.slack.events import EVENTS_PATH
 
 CHANNEL = "C0OPS"
 ALICE, BOB, CAROL, MALLORY = "U0ALICE", "U0BOB", "U0CAROL", "U0MALLORY"

@@ -19,7 +19,7 @@ async def _signoff(*args: str, env: dict[str, str]) -> tuple[int, str, str]:
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-c",
-        "import sys; from bot.cli import main; raise SystemExit(main(sys.argv[1:]))",
+        "import sys; from bot.process.cli import main; raise SystemExit(main(sys.argv[1:]))",
         *args,
         env={**os.environ, "PYTHONPATH": f"{ROOT}:{ROOT / 'tests' / 'bot'}", **env},
         stdout=asyncio.subprocess.PIPE,

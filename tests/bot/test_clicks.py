@@ -7,7 +7,7 @@ from typing import Any
 
 from harness import ALICE, BOB, Harness
 
-from bot import ids
+from bot.ui import ids
 
 
 async def test_a_burst_of_clicks_is_acked_and_every_click_decided_once(make_bot: Any) -> None:

@@ -6,7 +6,7 @@ from typing import Any
 
 from harness import ALICE, BOB, CAROL, CHANNEL, MALLORY, Harness
 
-from bot import ids
+from bot.ui import ids
 
 
 def _buttons(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:

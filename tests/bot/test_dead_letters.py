@@ -9,7 +9,7 @@ import pytest
 from harness import ALICE, Harness
 
 from agent_runtime.session import Snapshot, StoredSession
-from bot import ids
+from bot.ui import ids
 
 GIVEN_UP = "Could not resume this run after 5 attempts: StoreDown; see the worker log"
 
@@ -39,7 +39,7 @@ async def test_a_resume_that_always_fails_is_dead_lettered_after_five_attempts(
     record = await bot.services.storage.queries.get(bot.record_id(value))
     assert record is not None
     bot.services.registry.agent("cleanup").session_store = BrokenStore()
-    caplog.set_level(logging.WARNING, logger="bot.workers")
+    caplog.set_level(logging.WARNING, logger="bot.runs.workers")
 
     await bot.click(ids.APPROVE, value, user=ALICE)
     await bot.slack.wait_for(lambda: GIVEN_UP in bot.thread(), what="the given-up message")

@@ -9,8 +9,8 @@ from typing import Any
 from harness import ALICE, BOB, CAROL, CHANNEL, Harness
 
 from agent_runtime.interrupts import Remember
-from bot import ids
-from bot.policy import Policy
+from bot.agents.policy import Policy
+from bot.ui import ids
 
 
 def _tool_messages(bot: Harness) -> list[str]:

@@ -9,9 +9,9 @@ from typing import Any
 
 from harness import ALICE, CHANNEL, MALLORY, Harness
 
-from bot import ids
-from bot.clicks import decide_click
-from bot.policy import Policy
+from bot.agents.policy import Policy
+from bot.decisions.clicks import decide_click
+from bot.ui import ids
 from storage import Storage
 
 

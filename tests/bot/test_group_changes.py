@@ -10,9 +10,9 @@ from typing import Any
 from fakes import Fault
 from harness import ALICE, BOB, CHANNEL, MALLORY, Harness
 
-from bot import ids
-from bot.policy import Policy
-from bot.scheduler import Scheduler
+from bot.agents.policy import Policy
+from bot.schedule.scheduler import Scheduler
+from bot.ui import ids
 
 ONCALL = "S0ONCALL"
 

@@ -7,7 +7,7 @@ import re
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from bot.mrkdwn import ELLIPSIS, code_block, escape, escape_truncate, truncate
+from bot.ui.mrkdwn import ELLIPSIS, code_block, escape, escape_truncate, truncate
 
 _ENTITY = re.compile(r"&(amp|lt|gt);")
 

@@ -7,8 +7,8 @@ from datetime import timedelta
 import pytest
 
 from agent_runtime.interrupts import Remember
+from bot.agents.policy import AgentSpec, Escalate, Policy, Reminders
 from bot.errors import PolicyError
-from bot.policy import AgentSpec, Escalate, Policy, Reminders
 
 
 def _build(store: object) -> object:

@@ -10,7 +10,7 @@ from typing import Any
 from harness import ALICE, Harness
 
 from agent_runtime.session import SessionStore, Snapshot, StoredSession
-from bot import ids
+from bot.ui import ids
 
 
 class WorkerKilled(Exception):

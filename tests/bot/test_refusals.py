@@ -7,8 +7,8 @@ from typing import Any
 
 from harness import ALICE, BOB, CAROL, CHANNEL, MALLORY, Harness
 
-from bot import ids
-from bot.policy import Policy
+from bot.agents.policy import Policy
+from bot.ui import ids
 
 
 async def _stored(bot: Harness, value: str) -> dict[str, str]:

@@ -12,8 +12,8 @@ from harness import ALICE, Harness
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bot import ids
-from bot.server import EVENTS_PATH, parse_body
+from bot.slack.events import EVENTS_PATH, parse_body
+from bot.ui import ids
 
 
 async def _post(bot: Harness, body: str, headers: dict[str, str]) -> int:

@@ -8,7 +8,7 @@ from typing import Any
 
 from harness import ALICE, Harness
 
-from bot import ids
+from bot.ui import ids
 
 
 async def _decided(bot: Harness, value: str) -> None:

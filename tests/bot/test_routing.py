@@ -7,9 +7,9 @@ from typing import Any
 
 from harness import ALICE, BOB, CAROL, CHANNEL, Harness
 
-from bot import ids
-from bot.policy import Escalate, Policy
-from bot.scheduler import Scheduler
+from bot.agents.policy import Escalate, Policy
+from bot.schedule.scheduler import Scheduler
+from bot.ui import ids
 
 ESCALATION = "C0ESCALATE"
 

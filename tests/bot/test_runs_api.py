@@ -15,11 +15,10 @@ from fakes import SIGNING_SECRET
 from harness import ALICE, CHANNEL, Harness
 from pydantic import SecretStr
 
-from bot import ids
-from bot.app import build_app
-from bot.operator import operator_app
-from bot.runs_api import RUNS_PATH
-from bot.server import web_app
+from bot.api.runs import RUNS_PATH
+from bot.process.web import operator_app, web_app
+from bot.slack.app import build_app
+from bot.ui import ids
 
 TOKEN = "api-token-" + "x" * 24
 AUTH = {"Authorization": f"Bearer {TOKEN}"}

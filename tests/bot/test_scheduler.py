@@ -8,10 +8,11 @@ from typing import Any
 from fakes import Fault
 from harness import ALICE, BOB, CAROL, CHANNEL, Harness
 
-from bot import ids
-from bot.policy import Policy, Reminders
-from bot.runs import Place, start_run
-from bot.scheduler import Scheduler
+from bot.agents.policy import Policy, Reminders
+from bot.runs.drive import start_run
+from bot.runs.place import Place
+from bot.schedule.scheduler import Scheduler
+from bot.ui import ids
 
 # A Monday: 12:00 UTC is 13:00 in Paris (Alice) and 07:00 in New York (Bob).
 NOON_UTC = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)

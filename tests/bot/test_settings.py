@@ -7,7 +7,7 @@ import logging
 import pytest
 
 from bot.errors import ConfigError
-from bot.settings import Settings
+from bot.process.settings import Settings
 
 
 def test_an_empty_environment_gives_the_defaults() -> None:

@@ -10,7 +10,7 @@ from fakes import BOT_TOKEN, FakeSlack
 from harness import ALICE, CAROL, CHANNEL, Harness
 
 import signoff
-from bot import ids
+from bot.ui import ids
 
 
 @pytest.fixture

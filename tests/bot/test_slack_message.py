@@ -10,11 +10,11 @@ from blockkit import check_message, check_modal
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from bot import ids
-from bot.blocks import date_token
-from bot.cards import Card, Verdict
-from bot.message import decided_message, pending_message
-from bot.modals import args_modal, deny_modal, edit_modal, parse_args, reply_modal
+from bot.ui import ids
+from bot.ui.blocks import date_token
+from bot.ui.cards import Card, Verdict
+from bot.ui.message import decided_message, pending_message
+from bot.ui.modals import args_modal, deny_modal, edit_modal, parse_args, reply_modal
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 _OWN_TOKENS = re.compile(r"<@[UW][A-Z0-9]+>|<!date\^\d+\^[^|>]*\|[^<>]*>")

@@ -16,11 +16,11 @@ from fakes import BOT_TOKEN, FakeSlack, click_payload
 from harness import ALICE, CHANNEL, Harness
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
-from bot import ids
-from bot.app import build_app
-from bot.operator import operator_app
-from bot.server import EVENTS_PATH
-from bot.socket_mode import connection_check
+from bot.process.web import operator_app
+from bot.slack.app import build_app
+from bot.slack.events import EVENTS_PATH
+from bot.slack.socket_mode import connection_check
+from bot.ui import ids
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -106,7 +106,7 @@ async def test_signoff_socket_serves_readyz_on_its_port(
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-c",
-        "import sys; from bot.cli import main; raise SystemExit(main(sys.argv[1:]))",
+        "import sys; from bot.process.cli import main; raise SystemExit(main(sys.argv[1:]))",
         "socket",
         env=env,
         stderr=asyncio.subprocess.PIPE,

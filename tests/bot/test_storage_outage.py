@@ -14,10 +14,10 @@ from aiohttp.test_utils import TestServer
 from harness import ALICE, CHANNEL, Harness
 from pydantic import SecretStr
 
-from bot import ids
-from bot.operator import operator_app
-from bot.refusals import STORAGE_DOWN
-from bot.runs_api import RUNS_PATH
+from bot.api.runs import RUNS_PATH
+from bot.process.web import operator_app
+from bot.ui import ids
+from bot.ui.refusals import STORAGE_DOWN
 from storage import EmbeddedRedis, Storage, connect
 
 API_TOKEN = "api-token-for-the-outage-test"

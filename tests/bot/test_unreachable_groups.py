@@ -11,8 +11,8 @@ import pytest
 from fakes import Fault
 from harness import ALICE, CHANNEL, Harness
 
-from bot import ids
-from bot.policy import Policy
+from bot.agents.policy import Policy
+from bot.ui import ids
 
 ONCALL = "S0ONCALL"
 NOBODY = (
@@ -29,7 +29,7 @@ def _context(post: dict[str, Any]) -> list[str]:
 async def test_a_group_slack_will_not_list_says_nobody_can_approve(
     make_bot: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.ERROR, logger="bot.directory")
+    caplog.set_level(logging.ERROR, logger="bot.services.directory")
     missing_scope = Fault(status=200, body={"ok": False, "error": "missing_scope"})
     bot: Harness = await make_bot(Policy(channel=CHANNEL, groups=(ONCALL,)))
     bot.slack.faults["usergroups.users.list"].append(missing_scope)

@@ -19,7 +19,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from bot import ids
+from bot.ui import ids
 from sandbox import Sandbox
 from storage import EmbeddedRedis
 

@@ -16,7 +16,7 @@ from storage_helpers import NOW, make_record, wait_for
 from agent_runtime.interrupts import Decision
 from agent_runtime.messages import args_digest
 from bot.errors import ConfigError
-from bot.settings import Settings
+from bot.process.settings import Settings
 from storage import connect
 from storage.embedded import find_server_binary
 from storage.sentinel import SentinelTarget, parse_sentinel_url

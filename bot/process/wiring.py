@@ -1,0 +1,73 @@
+"""A process's services, opened from its settings: the Slack client, the storage
+connection and the agents, wired together once and closed on exit."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.agents.policy import AgentSpec
+from bot.agents.registry import Registry, load_specs
+from bot.errors import BotError
+from bot.services import Services
+from bot.services.background import Background
+from bot.services.clock import Clock, SystemClock
+from bot.services.directory import Directory
+from bot.services.metrics import Metrics
+from storage import Storage, connect
+
+from .settings import Settings
+from .slack_client import close_client, make_client
+
+
+@contextlib.asynccontextmanager
+async def open_services(
+    settings: Settings,
+    *,
+    agents: str | None = None,
+    specs: Sequence[AgentSpec] | None = None,
+) -> AsyncIterator[Services]:
+    """Services from ``settings``: the agents of ``specs``, else of the module ``agents`` (or
+    SIGNOFF_AGENTS); the Slack client and storage connection are closed on exit."""
+    if settings.bot_token is None:
+        raise BotError("SLACK_BOT_TOKEN: not set; copy the bot token (xoxb-...) from the app")
+    if specs is None:
+        module = agents or settings.agents
+        if not module:
+            raise BotError("SIGNOFF_AGENTS: not set; name the module that declares your agents")
+        specs = load_specs(module)
+    data_dir = Path(settings.data_dir) if settings.data_dir else None
+    storage = await connect(settings.redis_url, prefix=settings.redis_prefix, data_dir=data_dir)
+    client = make_client(settings)
+    try:
+        yield make_services(
+            client=client, storage=storage, specs=specs, default_channel=settings.channel
+        )
+    finally:
+        await close_client(client)
+        await storage.close()
+
+
+def make_services(
+    *,
+    client: AsyncWebClient,
+    storage: Storage,
+    specs: Sequence[AgentSpec],
+    clock: Clock | None = None,
+    default_channel: str | None = None,
+) -> Services:
+    """Wire the bot's collaborators together."""
+    the_clock = clock or SystemClock()
+    return Services(
+        client=client,
+        storage=storage,
+        registry=Registry(specs, sessions=storage.sessions),
+        directory=Directory(client, clock=the_clock),
+        clock=the_clock,
+        background=Background(),
+        metrics=Metrics(),
+        default_channel=default_channel,
+    )

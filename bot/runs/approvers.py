@@ -1,0 +1,76 @@
+"""Who may decide an interrupt, in the form storage enforces: the agent's (or tool's)
+``Policy`` turned into an ``ApproverPolicy``, with user group members resolved now."""
+
+from __future__ import annotations
+
+from agent_runtime.interrupts import Interrupt
+from agent_runtime.results import AgentResult
+from bot.agents.policy import Escalate, Policy, Reminders
+from bot.services import Services
+from storage.records import ApproverPolicy, InterruptRecord
+
+from .place import Place
+
+
+async def interrupt_records(
+    services: Services, agent_name: str, result: AgentResult, *, place: Place
+) -> list[InterruptRecord]:
+    """One record per interrupt of ``result``, under the policy of its agent and tool."""
+    spec = services.registry.spec(agent_name)
+    assert spec is not None
+    now = services.clock.now()
+    records = []
+    for interrupt in result.interrupts:
+        policy = spec.policy_for(_tool(interrupt)).with_channel(services.default_channel)
+        channel = policy.channel or (None if policy.dm else place.channel)
+        record = InterruptRecord.new(
+            interrupt,
+            run_id=result.run_id,
+            thread_id=result.thread_id,
+            agent=agent_name,
+            requested_by=place.requested_by,
+            policy=await approver_policy(services, policy, interrupt),
+            now=now,
+            channel=channel,
+        )
+        if place.thread_ts and channel == place.channel:
+            record = record.model_copy(update={"thread_ts": place.thread_ts})
+        records.append(record)
+    return records
+
+
+async def approver_policy(
+    services: Services, policy: Policy, interrupt: Interrupt
+) -> ApproverPolicy:
+    """Storage's form of ``policy``, with group members resolved now (Slack is asked once)."""
+    members = await services.directory.members(policy.groups) if policy.groups else ()
+    escalate = policy.on_expiry if isinstance(policy.on_expiry, Escalate) else None
+    escalate_users: tuple[str, ...] = ()
+    if escalate is not None:
+        escalate_users = escalate.users + await services.directory.members(escalate.groups)
+    offered = interrupt.allowed_decisions or policy.decisions
+    decisions = tuple(d for d in policy.decisions if d in offered) or ("approve", "reject")
+    reminders = policy.reminders
+    return ApproverPolicy(
+        allowed_users=policy.users,
+        allowed_groups=policy.groups,
+        group_members=members,
+        open_to_channel=policy.anyone_in_channel,
+        min_approvals=policy.min_approvals,
+        allow_self_approval=policy.self_approval,
+        expires_in=policy.expires_after,
+        on_expiry="escalate" if escalate else "deny",
+        escalate_to_channel=escalate.channel if escalate else None,
+        escalate_to_users=escalate_users,
+        reminders=tuple(reminders.every * (i + 1) for i in range(reminders.limit))
+        if reminders
+        else (),
+        work_start_hour=(reminders or Reminders()).start_hour,
+        work_end_hour=(reminders or Reminders()).end_hour,
+        decisions=decisions,
+        dangerous=policy.dangerous,
+    )
+
+
+def _tool(interrupt: Interrupt) -> str | None:
+    return interrupt.tool_call.name if interrupt.tool_call else None
