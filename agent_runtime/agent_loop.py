@@ -11,6 +11,7 @@ import asyncio
 import copy
 import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from .asking import InterruptPoint
@@ -80,6 +81,7 @@ class Invocation:
         self.state = RunState(thread_id=thread_id)
         self.info = self.state.run_info()
         self.resume_with: str | Sequence[InterruptResponse] | None = None
+        self._stopped: AgentResult | None = None
 
     async def run(self, input: RunInput) -> AsyncIterator[RunEvent]:
         prompt, responses = await self._load(input)
@@ -119,8 +121,7 @@ class Invocation:
                 await self._save()
             async for event in self._run_batch():
                 yield event
-            if self.state.pending:
-                result = await self._stop_for_humans()
+            result = self._stopped
         after = AfterInvocation(source=self.agent, run=self.info, result=result)
         await self.agent.hooks.emit(after)
         self.resume_with = after.resume
@@ -176,7 +177,12 @@ class Invocation:
         return failure or ModelError(f"the model call was retried {MAX_RETRIES} times")
 
     async def _run_batch(self) -> AsyncIterator[RunEvent]:
-        """Run the turn's tool calls that have no result yet; collect interrupts."""
+        """Run the turn's tool calls that have no result yet; collect interrupts.
+
+        Results are saved before ``ToolCallFinished`` is yielded, so whatever the caller
+        does with an event (posts it to Slack) never sits between a tool's side effect and
+        the checkpoint that records it.
+        """
         batch = self.state.batch
         assert batch is not None
         point = InterruptPoint(
@@ -186,6 +192,7 @@ class Invocation:
         interrupts = await self.agent.hooks.emit(before)
         if interrupts:
             self._hold(point.source_id, interrupts)
+            self._stopped = await self._stop_for_humans()
             return
         todo = [call for call in batch if call.id not in self.state.batch_results]
         for call in todo:
@@ -195,14 +202,18 @@ class Invocation:
                 ToolResult(content=before.cancel_message, is_error=True) for _ in todo
             ]
         else:
-            outcomes = list(await asyncio.gather(*(self._run_tool(call) for call in todo)))
+            outcomes = await self._run_tools(todo)
+        finished: list[ToolCallFinished] = []
         for call, outcome in zip(todo, outcomes, strict=True):
             if isinstance(outcome, ToolResult):
                 self.state.batch_results[call.id] = outcome
-                yield ToolCallFinished(tool_call=call, result=outcome)
+                finished.append(ToolCallFinished(tool_call=call, result=outcome))
             else:
                 self._hold(call.id, outcome)
         if self.state.pending:
+            self._stopped = await self._stop_for_humans()
+            for event in finished:
+                yield event
             return
         for call in batch:
             result = self.state.batch_results[call.id]
@@ -217,7 +228,10 @@ class Invocation:
         results = dict(self.state.batch_results)
         self.state.batch = None
         self.state.batch_results = {}
+        self.state.attempts = {}
         await self._save()
+        for event in finished:
+            yield event
         await self.agent.hooks.emit(
             AfterTools(source=self.agent, run=self.info, tool_calls=tuple(batch), results=results)
         )
@@ -227,29 +241,48 @@ class Invocation:
             PendingInterrupt(source_id=source_id, interrupt=i) for i in interrupts
         )
 
-    async def _run_tool(self, stored_call: ToolCall) -> ToolResult | list[Interrupt]:
-        """BeforeToolCall hooks, then the tool (again while AfterToolCall asks to retry)."""
+    async def _run_tools(self, calls: list[ToolCall]) -> list[ToolResult | list[Interrupt]]:
+        """Every call's BeforeToolCall hooks; then, once the starts of the tools about to
+        run are counted and saved, the tools themselves, concurrently."""
+        prepared = await asyncio.gather(*(self._prepare(call) for call in calls))
+        starting = [p.call.id for p in prepared if isinstance(p, _Prepared) and p.runs_tool]
+        if starting:
+            self.state.start_attempts(starting)
+            await self._save()
+        return list(await asyncio.gather(*(self._execute(p) for p in prepared)))
+
+    async def _prepare(self, stored_call: ToolCall) -> _Prepared | list[Interrupt]:
+        """The call's BeforeToolCall hooks: their interrupts, or the call ready to run."""
         call = ToolCall(
             id=stored_call.id, name=stored_call.name, args=copy.deepcopy(stored_call.args)
         )
         tool = self.agent.tools.get(call.name)
-        responses = self.state.responses()
-        point = InterruptPoint(call.id, responses=responses, tool_call=call, unique_names=True)
+        point = InterruptPoint(
+            call.id, responses=self.state.responses(), tool_call=call, unique_names=True
+        )
         before = BeforeToolCall(
             source=self.agent, run=self.info, point=point, tool_call=call, selected_tool=tool
         )
         interrupts = await self.agent.hooks.emit(before)
         if interrupts:
             return interrupts
-        tool = before.selected_tool
+        return _Prepared(call=call, stored_call=stored_call, before=before)
+
+    async def _execute(self, prepared: _Prepared | list[Interrupt]) -> ToolResult | list[Interrupt]:
+        """Run a prepared call's tool (again while an AfterToolCall hook asks to retry)."""
+        if not isinstance(prepared, _Prepared):
+            return prepared
+        call, before, tool = prepared.call, prepared.before, prepared.before.selected_tool
+        original = prepared.stored_call.args
         answers = self.state.answers_from(call.id)
-        metadata = {k: v for answer in answers for k, v in answer.metadata.items()}
         context = ToolContext(
             tool_call=call,
-            point=InterruptPoint(call.id, responses=responses, tool_call=call),
+            point=InterruptPoint(call.id, responses=self.state.responses(), tool_call=call),
+            idempotency_key=self.state.idempotency_key(call.id),
+            attempt=self.state.attempts.get(call.id, 1),
             is_resumed=bool(answers),
-            resumed_metadata=metadata,
-            original_input=stored_call.args if call.args != stored_call.args else None,
+            resumed_metadata={k: v for answer in answers for k, v in answer.metadata.items()},
+            original_input=original if call.args != original else None,
             state=self.state.app_state,
         )
         for _ in range(MAX_RETRIES + 1):
@@ -293,3 +326,17 @@ class Invocation:
         result = self.state.end_run(stop_reason, message)
         await self._save()
         return result
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Prepared:
+    """A tool call its BeforeToolCall hooks let through (possibly edited or cancelled)."""
+
+    call: ToolCall
+    stored_call: ToolCall
+    before: BeforeToolCall
+
+    @property
+    def runs_tool(self) -> bool:
+        """Whether the tool itself will run (not cancelled, and known)."""
+        return self.before.cancel_message is None and self.before.selected_tool is not None

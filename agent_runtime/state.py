@@ -49,7 +49,9 @@ class RunState:
 
     ``batch`` holds the current model turn's tool calls until every one has a result in
     ``batch_results``; only then are the tool messages appended, so the history never
-    shows a tool call without its result.
+    shows a tool call without its result. ``attempts`` counts, per tool call or workflow
+    node, the times it was started without its result being saved: saved before it starts,
+    so a run resumed after a crash knows which side effects may already have happened.
     """
 
     thread_id: str
@@ -59,6 +61,7 @@ class RunState:
     messages: list[Message] = field(default_factory=list)
     batch: list[ToolCall] | None = None
     batch_results: dict[str, ToolResult] = field(default_factory=dict)
+    attempts: dict[str, int] = field(default_factory=dict)
     pending: list[PendingInterrupt] = field(default_factory=list)
     answers: dict[str, Answer] = field(default_factory=dict)
     app_state: dict[str, JSONValue] = field(default_factory=dict)
@@ -73,6 +76,7 @@ class RunState:
         self.steps = 0
         self.batch = None
         self.batch_results = {}
+        self.attempts = {}
         self.pending = []
         self.answers = {}
 
@@ -91,6 +95,7 @@ class RunState:
         self.status = "idle"
         self.batch = None
         self.batch_results = {}
+        self.attempts = {}
         self.answers = {}
         self.trusts.end_run(self.run_id)
         return self._keep_result(stop_reason, message)
@@ -104,6 +109,15 @@ class RunState:
             interrupts=tuple(p.interrupt for p in self.pending),
         )
         return self.last_result
+
+    def start_attempts(self, ids: list[str]) -> None:
+        """Count one more start of each call or node in ``ids`` (saved before they run)."""
+        for key in ids:
+            self.attempts[key] = self.attempts.get(key, 0) + 1
+
+    def idempotency_key(self, call_id: str) -> str:
+        """A key for ``call_id`` that every attempt of it shares, in any process."""
+        return f"{self.run_id}:{call_id}"
 
     def responses(self) -> dict[str, InterruptResponse]:
         return {iid: answer.response for iid, answer in self.answers.items()}
@@ -121,6 +135,7 @@ class RunState:
             "messages": [m.to_dict() for m in self.messages],
             "batch": None if self.batch is None else [c.to_dict() for c in self.batch],
             "batch_results": {k: r.to_dict() for k, r in self.batch_results.items()},
+            "attempts": dict(self.attempts),
             "pending": [
                 {"source_id": p.source_id, "interrupt": p.interrupt.to_dict()} for p in self.pending
             ],
@@ -144,6 +159,7 @@ class RunState:
             messages=[Message.from_dict(m) for m in data["messages"]],
             batch=None if batch is None else [ToolCall.from_dict(c) for c in batch],
             batch_results={k: ToolResult.from_dict(r) for k, r in data["batch_results"].items()},
+            attempts={str(k): int(n) for k, n in (data.get("attempts") or {}).items()},
             pending=[
                 PendingInterrupt(
                     source_id=p["source_id"], interrupt=Interrupt.from_dict(p["interrupt"])

@@ -21,11 +21,17 @@ class ToolContext:
     """What a running tool knows about its call, and how it asks a human.
 
     A tool that interrupts runs again from the top on resume: code before ``interrupt()``
-    runs twice, so it must be safe to repeat.
+    runs twice, so it must be safe to repeat. ``idempotency_key`` is the same for every
+    attempt of this call, in any process; ``attempt`` is 1 the first time the tool starts
+    and more when an earlier attempt started without its result being saved (it asked a
+    human, or its process died mid-tool), so a tool with side effects can check, under
+    that key, whether they already happened.
     """
 
     tool_call: ToolCall
     point: InterruptPoint = field(repr=False)
+    idempotency_key: str = ""
+    attempt: int = 1
     is_resumed: bool = False
     resumed_metadata: dict[str, JSONValue] = field(default_factory=dict)
     original_input: dict[str, JSONValue] | None = None

@@ -3,7 +3,10 @@ once a person approves, deletes them.
 
 The scratch directory lives under the demo's data directory. Before each new run it is
 topped up with sample files (some old, some new) so there is always something to approve.
-Deletion is confined to that directory, whatever arguments an approver edits in.
+Deletion is confined to that directory, whatever arguments an approver edits in. Each
+deletion leaves a receipt under the call's idempotency key: when a process died after
+deleting but before the run saved the result, the next attempt reports the first one's
+result instead of deleting again.
 """
 
 from __future__ import annotations
@@ -13,7 +16,16 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from agent_runtime import Agent, BeforeInvocation, Message, SessionStore, Tool, ToolCall, tool
+from agent_runtime import (
+    Agent,
+    BeforeInvocation,
+    Message,
+    SessionStore,
+    Tool,
+    ToolCall,
+    ToolContext,
+    tool,
+)
 from bot.agents.policy import AgentFactory
 
 from .model import ConversationScript, last_tool_result
@@ -51,6 +63,7 @@ def top_up(scratch: Path) -> None:
 
 def _tools(scratch: Path) -> list[Tool]:
     root = scratch.resolve()
+    receipts = scratch.parent / "receipts"
 
     @tool
     def find_old_files(days: int) -> list[str]:
@@ -58,8 +71,11 @@ def _tools(scratch: Path) -> list[Tool]:
         return old_files(root, days)
 
     @tool
-    def delete_files(paths: list[str]) -> str:
+    def delete_files(paths: list[str], context: ToolContext) -> str:
         """Delete the given files, relative to the scratch directory (and only inside it)."""
+        receipt = receipts / context.idempotency_key.replace("/", "_")
+        if context.attempt > 1 and receipt.is_file():
+            return receipt.read_text()  # an earlier attempt deleted them; its result was lost
         deleted, refused = 0, []
         for name in paths:
             path = (root / name).resolve()
@@ -69,7 +85,11 @@ def _tools(scratch: Path) -> list[Tool]:
                 path.unlink()
                 deleted += 1
         summary = f"deleted {deleted} file(s)"
-        return summary + (f"; refused outside {root}: {', '.join(refused)}" if refused else "")
+        if refused:
+            summary += f"; refused outside {root}: {', '.join(refused)}"
+        receipts.mkdir(parents=True, exist_ok=True)
+        receipt.write_text(summary)
+        return summary
 
     return [find_old_files, delete_files]
 

@@ -100,6 +100,10 @@ class Faults:
         self._faults.clear()
         self._drops = 0
 
+    def pending(self, method: str = ANY_METHOD) -> int:
+        """How many injected faults for `method` (any, by default) have calls left to hit."""
+        return sum(1 for f in self._faults if method in (ANY_METHOD, f.method))
+
     def take_drop(self) -> bool:
         """Consume one dropped delivery if any is pending."""
         if self._drops > 0:

@@ -135,6 +135,10 @@ class ClickStream:
             log.warning("click %s on %s reclaimed by %s", click.id, click.record_id, consumer)
         return clicks
 
+    async def heartbeat(self, entries: list[ClickEntry], *, consumer: str) -> int:
+        """Keep clicks ``consumer`` is still deciding from being taken over."""
+        return await self._group.heartbeat(consumer, [entry.id for entry in entries])
+
     async def lag(self) -> int:
         """Clicks acknowledged to Slack and not yet decided."""
         return await self._group.lag()

@@ -3,6 +3,7 @@ click stream share (create the group, read new entries, take over idle ones, ack
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import timedelta
 from typing import cast
 
@@ -57,6 +58,17 @@ class ConsumerGroup:
         claimed = cast(list[list[tuple[str, dict[str, str] | None]]], reply)
         entries = claimed[1] if claimed else []
         return [(entry_id, fields) for entry_id, fields in entries if fields]
+
+    async def heartbeat(
+        self, consumer: str, entry_ids: list[str], *, leases: Sequence[str] = (), lease_ms: int = 0
+    ) -> int:
+        """Keep entries ``consumer`` is still handling from being taken over (their idle
+        time starts again) and extend ``leases`` (one per entry) it holds; how many kept."""
+        if not entry_ids:
+            return 0
+        keys = [self.key, *leases]
+        args: list[str | int] = [self.group, consumer, lease_ms, *entry_ids]
+        return int(cast(int, await self._client.eval("heartbeat", keys, args)))
 
     async def lag(self) -> int:
         """Entries not yet acknowledged: waiting for a consumer, or being handled.

@@ -15,11 +15,13 @@ consumer group. A worker's loop::
 
 ``take`` reads the session version and the job's records with the lease, in one round
 trip (``begin`` is the same check for a caller that already knows the version).
-``complete`` acknowledges only after the new snapshot is saved; a job whose worker
-died is picked up again by ``reclaim`` once idle past a timeout, and ``begin``/``take``
-make sure a job is applied at most once per run version. A resume that raises calls
-``fail``: the job is retried after the timeout, until its ``max_attempts``-th failure
-moves it to the dead-letter stream (acknowledged, never retried again).
+``complete`` acknowledges only after the new snapshot is saved. While a worker applies a
+job it calls ``heartbeat`` (every ``TAKEOVER_AFTER / 3``), so a job whose worker died is
+picked up again by ``reclaim`` within seconds, and a live, slow worker's never is;
+``begin``/``take`` make sure a job is applied at most once per run version. A resume
+that raises calls ``fail``: the job is retried after the timeout, until its
+``max_attempts``-th failure moves it to the dead-letter stream (acknowledged, never
+retried again).
 """
 
 from __future__ import annotations
@@ -41,6 +43,10 @@ from .sessions import parse_session
 log = logging.getLogger(__name__)
 
 BeginResult = Literal["go", "done", "busy"]
+
+TAKEOVER_AFTER = timedelta(seconds=6)
+"""How long a job or click may go without its consumer's heartbeat before another consumer
+takes it over, and how long a run's lease outlives its holder's last heartbeat."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -84,7 +90,7 @@ class ResumeQueue:
         keys: Keys,
         *,
         group: str = "resume-workers",
-        lease: timedelta = timedelta(seconds=60),
+        lease: timedelta = TAKEOVER_AFTER,
         applied_ttl: timedelta = timedelta(days=7),
         max_attempts: int = 5,
         dead_letters: int = 10_000,
@@ -118,6 +124,16 @@ class ResumeQueue:
         for job in jobs:
             log.warning("resume job %s of run %s reclaimed by %s", job.id, job.run_id, consumer)
         return jobs
+
+    async def heartbeat(self, jobs: list[ResumeJob], *, consumer: str) -> int:
+        """Keep ``jobs`` (being applied by ``consumer``) and their runs' leases from being
+        taken over; how many were still this consumer's."""
+        return await self._group.heartbeat(
+            consumer,
+            [job.id for job in jobs],
+            leases=[self._keys.run_lease(job.run_id) for job in jobs],
+            lease_ms=self._lease_ms,
+        )
 
     async def begin(self, job: ResumeJob, *, consumer: str, session_version: int) -> BeginResult:
         """Take the run's lease to apply ``job`` to snapshot ``session_version``.

@@ -18,13 +18,16 @@ class NodeContext:
 
     ``input`` is the previous node's output (the prompt, for the first node). A node that
     interrupts runs again from the top on resume: code before ``interrupt()`` runs twice,
-    so it must be safe to repeat.
+    so it must be safe to repeat. ``idempotency_key`` and ``attempt`` work as a tool's do
+    (``ToolContext``): the key is the same for every attempt of this node in this run.
     """
 
     node: str
     input: JSONValue
     run: RunInfo
     point: InterruptPoint = field(repr=False)
+    idempotency_key: str = ""
+    attempt: int = 1
     is_resumed: bool = False
     resumed_metadata: dict[str, JSONValue] = field(default_factory=dict)
     original_input: JSONValue = None
@@ -40,8 +43,8 @@ class NodeContext:
 
 
 NodeFunction = Callable[[NodeContext], Awaitable[JSONValue]]
-Node = NodeFunction | Agent
 """An async function taking the node's context and returning its JSON-safe output."""
+Node = NodeFunction | Agent
 
 
 def node_args(value: JSONValue) -> dict[str, JSONValue]:

@@ -138,12 +138,16 @@ class WorkflowRun:
                     yield event
             assert finished is not None, "every run ends with RunFinished"
             output = await self._agent_output(name, finished)
-        else:
-            output = await self._function_output(node, before)
-            if self.result is None and isinstance(output, str) and output:
-                yield TextMessage(message_id=new_id("msg"), text=output)
+            if self.result is None:
+                await self._complete(name, output)
+            return
+        output = await self._function_output(node, before)
         if self.result is None:
+            # Saved before the output is yielded: a caller's slow handling of the event
+            # never sits between the node's side effects and the checkpoint.
             await self._complete(name, output)
+            if isinstance(output, str) and output:
+                yield TextMessage(message_id=new_id("msg"), text=output)
 
     async def _agent_input(self, agent: Agent, thread_id: str, node_input: JSONValue) -> RunInput:
         """Answers for the agent's interrupts, a continue of its cut-off run, or a prompt."""
@@ -182,6 +186,8 @@ class WorkflowRun:
         """Call a function node; an interrupt or a failure stops the run (sets ``result``)."""
         node_id = self.state.node_id
         run = self.state.run
+        run.start_attempts([node_id])
+        await self._save()
         answers = run.answers_from(node_id)
         context = NodeContext(
             node=before.node,
@@ -192,6 +198,8 @@ class WorkflowRun:
                 responses=run.responses(),
                 tool_call=node_call(node_id, before.node, before.input),
             ),
+            idempotency_key=node_id,
+            attempt=run.attempts[node_id],
             is_resumed=bool(answers),
             resumed_metadata={k: v for answer in answers for k, v in answer.metadata.items()},
             original_input=self.state.input if before.input != self.state.input else None,
@@ -223,6 +231,7 @@ class WorkflowRun:
         run = self.state.run
         run.steps += 1
         run.answers = {}
+        run.attempts = {}
         self.agent_answers = []
         self.continuing = False
         self.state.node = self.workflow.next_node(name, output)

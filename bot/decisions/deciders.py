@@ -3,8 +3,8 @@
 Each decider is one consumer of storage's click stream. It reads a batch, decides its
 clicks concurrently (``decide_click``: storage's atomic step, then ``chat.update`` or a
 refusal) and acknowledges each after its decision. Clicks a dead decider read but did
-not acknowledge are reclaimed once idle past ``reclaim_after``; storage remembers which
-entries it decided, so deciding one again sends no second refusal.
+not acknowledge are reclaimed once its heartbeat stops for ``reclaim_after``; storage
+remembers which entries it decided, so deciding one again sends no second refusal.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from bot.services import Services
 from bot.services.consumer_loop import ConsumerLoop
 from storage.clicks import ClickEntry
 from storage.errors import StorageError
+from storage.resume import TAKEOVER_AFTER
 
 from .clicks import decide_click
 
@@ -32,7 +33,7 @@ class ClickDecider(ConsumerLoop[ClickEntry]):
         *,
         consumer: str,
         batch: int = 32,
-        reclaim_after: timedelta = timedelta(seconds=60),
+        reclaim_after: timedelta = TAKEOVER_AFTER,
     ) -> None:
         super().__init__(consumer=consumer, batch=batch, reclaim_after=reclaim_after)
         self._services = services
@@ -44,6 +45,9 @@ class ClickDecider(ConsumerLoop[ClickEntry]):
 
     async def read(self, *, count: int, block: timedelta) -> list[ClickEntry]:
         return await self._services.storage.clicks.claim(self.consumer, count=count, block=block)
+
+    async def keep(self, entries: list[ClickEntry]) -> None:
+        await self._services.storage.clicks.heartbeat(entries, consumer=self.consumer)
 
     async def handle(self, entries: list[ClickEntry]) -> None:
         """Decide the batch concurrently; acknowledge every click that was decided."""

@@ -17,6 +17,7 @@ from bot.decisions.deciders import ClickDecider
 from bot.runs.workers import ResumeWorker, consumer_name
 from bot.schedule.scheduler import Scheduler
 from bot.services import Services
+from storage.resume import TAKEOVER_AFTER
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +44,7 @@ class Loops:
         deciders: int = 1,
         scheduler: bool = True,
         tick: timedelta = timedelta(seconds=5),
-        reclaim_after: timedelta = timedelta(seconds=60),
+        reclaim_after: timedelta = TAKEOVER_AFTER,
     ) -> None:
         loop = next(_LOOPS)
         self.deciders = [

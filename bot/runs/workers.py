@@ -2,10 +2,11 @@
 
 Each worker reads jobs from storage's resume queue (a consumer group), takes the run's
 lease for the session version it resumes from, runs the agent, and acknowledges only
-after the new snapshot is saved. Jobs of a crashed worker are reclaimed after a timeout,
-and storage makes sure a job is applied at most once per run version. A job whose resume
-keeps failing is retried after the same timeout, up to storage's ``max_attempts``; then
-it is dead-lettered and the run's thread is told, instead of retrying it forever.
+after the new snapshot is saved. Jobs of a crashed worker are reclaimed once its
+heartbeat stops (``TAKEOVER_AFTER``), and storage makes sure a job is applied at most
+once per run version. A job whose resume keeps failing is retried after the same
+timeout, up to storage's ``max_attempts``; then it is dead-lettered and the run's thread
+is told, instead of retrying it forever.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from bot.services.consumer_loop import ConsumerLoop
 from bot.ui.posting import post_in_thread
 from storage.errors import StorageError
 from storage.records import InterruptRecord
-from storage.resume import ResumeJob
+from storage.resume import TAKEOVER_AFTER, ResumeJob
 
 from .drive import resume_run
 from .place import place_of
@@ -43,7 +44,7 @@ class ResumeWorker(ConsumerLoop[ResumeJob]):
         services: Services,
         *,
         consumer: str,
-        reclaim_after: timedelta = timedelta(seconds=60),
+        reclaim_after: timedelta = TAKEOVER_AFTER,
     ) -> None:
         super().__init__(consumer=consumer, batch=10, reclaim_after=reclaim_after)
         self._services = services
@@ -55,6 +56,9 @@ class ResumeWorker(ConsumerLoop[ResumeJob]):
 
     async def read(self, *, count: int, block: timedelta) -> list[ResumeJob]:
         return await self._services.storage.resume.claim(self.consumer, count=count, block=block)
+
+    async def keep(self, jobs: list[ResumeJob]) -> None:
+        await self._services.storage.resume.heartbeat(jobs, consumer=self.consumer)
 
     async def handle(self, jobs: list[ResumeJob]) -> None:
         """Apply the jobs one after the other."""

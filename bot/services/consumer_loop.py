@@ -1,11 +1,13 @@
 """The loop resume workers and click deciders share: read a consumer group until stopped.
 
-Entries another consumer read but left unacknowledged past ``reclaim_after`` are taken
-over first; otherwise new ones are read, blocking at most ``READ_BLOCK`` (and never past
-the next take-over check, so a failed entry is retried on time). A new entry ends the
-wait at once, so the bound only sets how long ``stop`` may wait: redis-py lets a command
-cancelled before it was sent run to its end. An entry a stopped read may have left
-delivered but unhandled is taken over by another consumer later, never lost.
+While a batch is handled, a heartbeat (every third of ``reclaim_after``) keeps its
+entries this consumer's, however long they take. Entries another consumer read and
+stopped heartbeating for ``reclaim_after`` (it died) are taken over first; otherwise new
+ones are read, blocking at most ``READ_BLOCK`` (and never past the next take-over check,
+so a failed entry is retried on time). A new entry ends the wait at once, so the bound
+only sets how long ``stop`` may wait: redis-py lets a command cancelled before it was
+sent run to its end. An entry a stopped read may have left delivered but unhandled is
+taken over by another consumer later, never lost.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from datetime import timedelta
 from typing import Generic, TypeVar
 
 from storage.errors import StorageError
+from storage.resume import TAKEOVER_AFTER
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +38,7 @@ class ConsumerLoop(ABC, Generic[T]):
         *,
         consumer: str,
         batch: int,
-        reclaim_after: timedelta = timedelta(seconds=60),
+        reclaim_after: timedelta = TAKEOVER_AFTER,
     ) -> None:
         self.consumer = consumer
         self._batch = batch
@@ -54,7 +57,15 @@ class ConsumerLoop(ABC, Generic[T]):
                 log.error("%s cannot read its stream: %s", self.consumer, exc)
                 await self._pause(1.0)
                 continue
-            await self.handle(entries)
+            if not entries:
+                continue
+            handled = asyncio.Event()
+            heartbeat = asyncio.create_task(self._heartbeat(entries, handled), name=self.consumer)
+            try:
+                await self.handle(entries)
+            finally:
+                handled.set()  # not cancel(): a cancelled Redis call may swallow it
+                await heartbeat
 
     @abstractmethod
     async def take_over(self, *, min_idle: timedelta, count: int) -> list[T]:
@@ -67,6 +78,21 @@ class ConsumerLoop(ABC, Generic[T]):
     @abstractmethod
     async def handle(self, entries: list[T]) -> None:
         """Handle a batch; what is not acknowledged is taken over again later."""
+
+    @abstractmethod
+    async def keep(self, entries: list[T]) -> None:
+        """Tell storage these entries are still being handled by this consumer."""
+
+    async def _heartbeat(self, entries: list[T], handled: asyncio.Event) -> None:
+        every = self._reclaim_after.total_seconds() / 3
+        while not handled.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(handled.wait(), every)
+                return
+            try:
+                await self.keep(entries)
+            except StorageError as exc:
+                log.warning("%s: heartbeat failed: %s", self.consumer, exc)
 
     async def _next(self) -> list[T]:
         now = asyncio.get_running_loop().time()

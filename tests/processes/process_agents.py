@@ -1,7 +1,8 @@
 """Agents for the multi-process tests (SIGNOFF_AGENTS=process_agents).
 
 The cleanup tool appends a line to the file named by SIGNOFF_TEST_MARKS every time it
-runs, so a test can count runs across processes.
+runs (its pid, its attempt, its idempotency key, the paths), so a test can count runs
+across processes.
 """
 
 from __future__ import annotations
@@ -9,7 +10,15 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from agent_runtime import Agent, ModelRequest, ModelResponse, SessionStore, ToolCall, tool
+from agent_runtime import (
+    Agent,
+    ModelRequest,
+    ModelResponse,
+    SessionStore,
+    ToolCall,
+    ToolContext,
+    tool,
+)
 from signoff import AgentSpec, Policy
 
 ALICE, BOB = "U0ALICE", "U0BOB"
@@ -28,10 +37,11 @@ class CleanupModel:
 
 
 @tool
-def delete_files(paths: list[str]) -> str:
+def delete_files(paths: list[str], context: ToolContext) -> str:
     """Delete the given files (here: record that it ran)."""
+    line = f"{os.getpid()} {context.attempt} {context.idempotency_key} {' '.join(paths)}"
     with Path(os.environ["SIGNOFF_TEST_MARKS"]).open("a") as marks:
-        marks.write(f"{os.getpid()} {' '.join(paths)}\n")
+        marks.write(line + "\n")
     return f"deleted {len(paths)} file(s)"
 
 

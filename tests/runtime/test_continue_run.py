@@ -10,6 +10,7 @@ from agent_runtime import (
     ScriptedModel,
     Snapshot,
     ToolCall,
+    ToolContext,
     Workflow,
     tool,
 )
@@ -47,7 +48,7 @@ def stepping_agent(runs: list[int], store: InMemorySessionStore, turns) -> Agent
 
 async def test_a_run_cut_off_mid_way_continues_from_its_last_checkpoint():
     runs: list[int] = []
-    store = DyingStore(die_at=3)  # saves: turn 1, batch 1, [turn 2 is lost]
+    store = DyingStore(die_at=4)  # saves: turn 1, start of step 1, batch 1, [turn 2 is lost]
     first_turns = [[ToolCall(name="step", args={"n": 1})], [ToolCall(name="step", args={"n": 2})]]
     with pytest.raises(ProcessDied):
         await stepping_agent(runs, store, first_turns).invoke("go", thread_id="t")
@@ -61,6 +62,45 @@ async def test_a_run_cut_off_mid_way_continues_from_its_last_checkpoint():
     assert runs == [1, 2]  # step 1 ran once; the continued run picked up after it
     final = await survivor.thread_status("t")
     assert final is not None and final.status == "idle" and final.last_result == result
+
+
+async def test_a_tool_cut_off_mid_way_runs_again_knowing_an_attempt_may_have_happened():
+    seen: list[tuple[str, int]] = []
+
+    @tool
+    def delete(path: str, context: ToolContext) -> str:
+        """Delete a file."""
+        seen.append((context.idempotency_key, context.attempt))
+        return f"deleted {path}"
+
+    store = DyingStore(die_at=3)  # saves: turn 1, start of delete, [its result is lost]
+    turns = [[ToolCall(name="delete", args={"path": "/tmp/x"})], "done"]
+    with pytest.raises(ProcessDied):
+        await Agent(model=ScriptedModel(turns), tools=[delete], session_store=store).invoke(
+            "go", thread_id="t"
+        )
+    survivor = Agent(model=ScriptedModel(["done"]), tools=[delete], session_store=store)
+    result = await survivor.invoke(ContinueRun(), thread_id="t")
+    assert result.message == "done"
+    [(key, first), (same_key, second)] = seen
+    assert key and key == same_key and (first, second) == (1, 2)
+
+
+async def test_a_workflow_node_cut_off_mid_way_runs_again_as_a_second_attempt():
+    seen: list[tuple[str, int]] = []
+
+    async def cleanup(context: NodeContext) -> str:
+        seen.append((context.idempotency_key, context.attempt))
+        return "cleaned"
+
+    store = DyingStore(die_at=2)  # saves: start of cleanup, [its completion is lost]
+    with pytest.raises(ProcessDied):
+        await Workflow(nodes={"cleanup": cleanup}, session_store=store).invoke("go", thread_id="w")
+    survivor = Workflow(nodes={"cleanup": cleanup}, session_store=store)
+    result = await survivor.invoke(ContinueRun(), thread_id="w")
+    assert result.stop_reason == "end_turn" and result.message == "cleaned"
+    [(key, first), (same_key, second)] = seen
+    assert key == same_key and (first, second) == (1, 2)
 
 
 async def test_continue_is_refused_when_no_run_is_in_progress():
@@ -95,7 +135,7 @@ async def test_a_workflow_cut_off_between_nodes_continues_at_the_next_node():
             session_store=store,
         )
 
-    store = DyingStore(die_at=2)  # the save after "delete" is lost
+    store = DyingStore(die_at=4)  # saves: start and end of "inspect", start of "delete", [its end]
     with pytest.raises(ProcessDied):
         await workflow(store).invoke("go", thread_id="t")
     result = await workflow(store).invoke(ContinueRun(), thread_id="t")
