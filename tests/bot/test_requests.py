@@ -12,7 +12,8 @@ from harness import ALICE, Harness
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bot.slack.events import EVENTS_PATH, parse_body
+from bot.slack.events import EVENTS_PATH
+from bot.slack.requests import parse_request
 from bot.ui import ids
 
 
@@ -110,9 +111,9 @@ _FORMS = st.lists(
 
 @given(st.one_of(st.text(), _FORMS))
 def test_any_form_body_is_read_as_urllib_reads_it_or_refused(body: str) -> None:
-    well_formed, payload = parse_body(body, "application/x-www-form-urlencoded")
+    request = parse_request(body, "application/x-www-form-urlencoded")
     form = urllib.parse.parse_qs(body, keep_blank_values=True)
-    if payload is not None:
-        assert well_formed and payload == json.loads(form["payload"][0])
+    if request is not None and request.payload is not None:
+        assert request.payload == json.loads(form["payload"][0])
     elif "payload" in form or "command" not in form:
-        assert not well_formed
+        assert request is None
