@@ -75,6 +75,7 @@ class _BlockActions(_Common):
 
 
 class _View(_Shape):
+    type: Literal["modal"]
     id: str | None = None
     callback_id: str
     private_metadata: str = ""
@@ -106,6 +107,12 @@ class _Event(_Shape):
     thread_ts: str | None = None
     team: str | None = None
     user_team: str | None = None
+    tab: str | None = None
+    subtype: str | None = None
+    channel_type: str | None = None
+    bot_id: str | None = None
+    message: dict[str, Any] | None = None
+    previous_message: dict[str, Any] | None = None
 
 
 class _EventCallback(_Common):
