@@ -42,6 +42,8 @@ _MODALS = {
     ids.FULL_ARGS: args_modal,
 }
 _DECISIONS = (ids.APPROVE, ids.TRUST)
+_OFFERED_AS = {ids.DENY: "reject", ids.EDIT: "edit", ids.REPLY: "respond"}
+"""The decision each modal submits, which the request's policy must offer."""
 
 
 async def intake(services: Services, click: Click) -> None:
@@ -168,6 +170,11 @@ async def open_modal(services: Services, click: Click) -> None:
     if record.state != "pending" and click.action.action_id != ids.FULL_ARGS:
         outcome = DecideOutcome(status="refused", reason="already_decided", record=record)
         await post_ephemeral(services, channel=channel, user=user, text=refusal_text(outcome))
+        return
+    submits = _OFFERED_AS.get(click.action.action_id)
+    if submits is not None and submits not in record.policy.decisions:
+        text = reason_text("not_offered")  # a forged button: the card never showed it
+        await post_ephemeral(services, channel=channel, user=user, text=text)
         return
     card = card_from_record(record, trust_label=trust_label(services, record))
     view = _MODALS[click.action.action_id](card)

@@ -171,12 +171,35 @@ def _split(text: str, size: int) -> list[str]:
     return pieces or [" "]
 
 
+MAX_ARGS_DEPTH = 32
+"""How deeply edited arguments may nest: no tool takes more, and a parser needs a bound."""
+
+_TOO_DEEP = f"The arguments nest more than {MAX_ARGS_DEPTH} levels deep; flatten them."
+
+
 def parse_args(text: str) -> Mapping[str, JSONValue] | str:
     """The edited arguments as a JSON object, or a message saying what is wrong."""
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
         return f"Not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}."
+    except RecursionError:
+        return _TOO_DEEP
     if not isinstance(value, dict):
         return 'The arguments must be a JSON object, like {"path": "/tmp"}.'
+    if _depth(value) > MAX_ARGS_DEPTH:
+        return _TOO_DEEP
     return value
+
+
+def _depth(value: JSONValue) -> int:
+    """How many objects and arrays deep ``value`` nests (counted without recursion)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        deepest = max(deepest, depth)
+        children = (
+            item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
+        )
+        stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
+    return deepest

@@ -78,11 +78,14 @@ async def test_edit_with_bad_json_or_bad_args_shows_field_errors_and_records_not
 ) -> None:
     bot: Harness = await make_bot()
     value = await bot.start()
-    for text in ('{"paths": [', '{"paths": "not a list"}', '["/tmp/a"]'):
+    nested = '{"paths": ' + "[" * 1200 + "]" * 1200 + "}"
+    for text in ('{"paths": [', '{"paths": "not a list"}', '["/tmp/a"]', nested, "[" * 2400):
         status, body = await bot.submit(ids.EDIT_VIEW, value, user=ALICE, text=text)
         assert status == 200
         answer = json.loads(body)
         assert answer["response_action"] == "errors" and answer["errors"][ids.INPUT_BLOCK]
+        if text in (nested, "[" * 2400):
+            assert "nest more than 32 levels" in answer["errors"][ids.INPUT_BLOCK]
     record = await bot.services.storage.queries.get(bot.record_id(value))
     assert record is not None and record.state == "pending" and record.votes == ()
     assert bot.slack.called("chat.update") == []
@@ -147,3 +150,15 @@ async def test_approve_and_trust_covers_later_calls_of_the_run_and_no_other_run(
     await bot.start("clean up again", requested_by=CAROL)
     await bot.slack.wait_for(lambda: len(_interrupt_messages(bot)) == 2, what="a second ask")
     assert len(bot.tool_log.calls) == 2
+
+
+async def test_a_forged_button_for_a_decision_not_offered_opens_no_modal(make_bot: Any) -> None:
+    bot: Harness = await make_bot(Policy(channel=CHANNEL, users=(ALICE,), decisions=("approve",)))
+    value = await bot.start()
+    for action in (ids.DENY, ids.EDIT, ids.REPLY):
+        response = await bot.click(action, value, user=ALICE)
+        assert response.status == 200
+    await bot.slack.wait_calls("chat.postEphemeral", 3)
+    assert bot.slack.called("views.open") == []
+    notes = [c["text"] for c in bot.slack.called("chat.postEphemeral")]
+    assert notes == ["That decision is not offered for this request."] * 3
