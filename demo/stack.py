@@ -20,7 +20,7 @@ from pydantic import SecretStr
 from bot.process.loops import Loops
 from bot.process.settings import Settings
 from bot.process.slack_client import close_client, make_client
-from bot.process.web import web_app
+from bot.process.web import PathAccessLogger, web_app
 from bot.process.wiring import make_services
 from bot.services import Services
 from bot.slack.app import build_app
@@ -96,7 +96,8 @@ class DemoStack:
         )
         secret = self.sandbox.signing_secret
         app = build_app(self._services, signing_secret=secret)
-        self._runner = web.AppRunner(web_app(app, self._services, signing_secret=secret))
+        server = web_app(app, self._services, signing_secret=secret)
+        self._runner = web.AppRunner(server, access_log_class=PathAccessLogger)
         await self._runner.setup()
         await web.TCPSite(self._runner, self._host, 0).start()
         host, port = self._runner.addresses[0][:2]

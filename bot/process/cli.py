@@ -37,7 +37,7 @@ from storage.errors import StorageError
 
 from .loops import Loops, lower_priority
 from .settings import Settings
-from .web import operator_app, web_app
+from .web import PathAccessLogger, operator_app, web_app
 from .wiring import open_services
 
 log = logging.getLogger(__name__)
@@ -102,7 +102,7 @@ async def _serve(settings: Settings, args: argparse.Namespace, stopping: asyncio
     async with open_services(settings, agents=args.agents) as services:
         app = build_app(services, signing_secret=secret)
         server = web_app(app, services, signing_secret=secret, api_token=settings.api_token)
-        runner = web.AppRunner(server)
+        runner = web.AppRunner(server, access_log_class=PathAccessLogger)
         await runner.setup()
         await web.TCPSite(runner, settings.host, settings.port).start()
         loops = _loops(services, settings, no_workers=args.no_workers)
@@ -126,7 +126,8 @@ async def _socket(settings: Settings, args: argparse.Namespace, stopping: asynci
         )
         # Probes reach /readyz from the start: not ready until the connection is up.
         checks = (connection_check(handler),)
-        runner = web.AppRunner(operator_app(services, checks=checks, api_token=settings.api_token))
+        operator = operator_app(services, checks=checks, api_token=settings.api_token)
+        runner = web.AppRunner(operator, access_log_class=PathAccessLogger)
         await runner.setup()
         try:
             await web.TCPSite(runner, settings.host, settings.port).start()

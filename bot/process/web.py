@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
+from aiohttp.abc import AbstractAccessLogger
 from pydantic import SecretStr
 from slack_bolt.async_app import AsyncApp
 
@@ -21,6 +22,21 @@ from storage.errors import StorageError
 
 Check = Callable[[], Awaitable[str | None]]
 """A readiness check: None when healthy, else what is wrong."""
+
+
+class PathAccessLogger(AbstractAccessLogger):
+    """The access log without query strings: a token sent as ``?token=...`` by mistake
+    must not reach the log (aiohttp's default logs the whole request line)."""
+
+    def log(self, request: web.BaseRequest, response: web.StreamResponse, time: float) -> None:
+        self.logger.info(
+            '%s "%s %s" %d %.1f ms',
+            request.remote,
+            request.method,
+            request.path,
+            response.status,
+            time * 1000,
+        )
 
 
 def web_app(

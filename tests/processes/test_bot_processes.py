@@ -26,6 +26,8 @@ from procs import (
 from bot.ui import ids
 from sandbox import Sandbox
 
+LEAKED = "xoxb-sent-in-a-query-string"
+
 
 async def test_a_new_worker_process_resumes_a_click_taken_by_a_killed_bot(
     sandbox: Sandbox, redis_url: str, tmp_path: Path
@@ -35,6 +37,8 @@ async def test_a_new_worker_process_resumes_a_click_taken_by_a_killed_bot(
     server = start_signoff("serve", "--no-workers", env=env, log=log)
     try:
         await until_healthy(f"http://127.0.0.1:{port}/healthz", server, log)
+        # A token sent in a query string by mistake is not written to the access log.
+        await until_healthy(f"http://127.0.0.1:{port}/healthz?token={LEAKED}", server, log)
         sandbox.request_url = f"http://127.0.0.1:{port}/slack/events"
 
         ack = await sandbox.interactions.slash_command(
@@ -85,3 +89,4 @@ async def test_a_new_worker_process_resumes_a_click_taken_by_a_killed_bot(
     logged = log.read_text()
     assert "chat.postMessage" in logged  # the debug log did record the Web API calls
     assert sandbox.bot_token not in logged and sandbox.signing_secret not in logged
+    assert '"GET /healthz" 200' in logged and LEAKED not in logged
