@@ -77,5 +77,10 @@ def _gauge(name: str, value: int) -> list[str]:
 
 def _counter(name: str, label: str, values: Counter[str]) -> list[str]:
     lines = [f"# TYPE {name} counter"]
-    lines += [f'{name}{{{label}="{k}"}} {v}' for k, v in sorted(values.items())]
+    lines += [f'{name}{{{label}="{_escaped(k)}"}} {v}' for k, v in sorted(values.items())]
     return lines
+
+
+def _escaped(value: str) -> str:
+    """A label value as the exposition format writes it: backslash, quote, newline escaped."""
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
