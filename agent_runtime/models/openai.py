@@ -7,6 +7,7 @@ OpenAI-compatible endpoint, vLLM, Ollama, LiteLLM). The api key goes only into t
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 
@@ -20,6 +21,9 @@ from .base import ModelRequest, ModelResponse, ToolSpec
 log = logging.getLogger(__name__)
 
 EXCERPT_CHARS = 300
+MAX_RETRY_AFTER = 60.0
+"""The longest ``Retry-After`` honoured; a server asking for more gets that much."""
+_RETRIED = frozenset({429, 500, 502, 503, 504})
 
 
 class _Function(pydantic.BaseModel):
@@ -51,9 +55,12 @@ class _Completion(pydantic.BaseModel):
 class OpenAIChatModel:
     """A ``Model`` that calls an OpenAI-compatible chat-completions endpoint.
 
-    Every failure (unreachable server, HTTP error, a body that is not a completion,
-    tool arguments that are not a JSON object) raises ``ModelError`` saying what went
-    wrong; the agent ends the run with ``stop_reason == "error"``.
+    Rate limits (429), server errors (5xx) and unreachable servers are retried up to
+    ``max_retries`` times, after ``Retry-After`` when the server sends one (at most
+    ``MAX_RETRY_AFTER`` seconds), else after ``retry_delay`` doubled each time. Every
+    failure that remains (an HTTP error, a body that is not a completion, tool arguments
+    that are not a JSON object) raises ``ModelError`` saying what went wrong; the agent
+    ends the run with ``stop_reason == "error"``.
     """
 
     def __init__(
@@ -63,10 +70,14 @@ class OpenAIChatModel:
         api_key: str,
         model: str,
         timeout: float = 120.0,
+        max_retries: int = 3,
+        retry_delay: float = 1.0,
     ) -> None:
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.model = model
         self.timeout = timeout
+        self.max_retries = max_retries
+        self.retry_delay = retry_delay
         self._api_key = api_key
 
     def __repr__(self) -> str:
@@ -78,6 +89,28 @@ class OpenAIChatModel:
         return self._parse(text)
 
     async def _post(self, body: dict[str, JSONValue]) -> str:
+        """The response body, after retrying what a later attempt may fix."""
+        for attempt in range(self.max_retries + 1):
+            last = attempt == self.max_retries
+            backoff = self.retry_delay * 2**attempt
+            try:
+                status, text, retry_after = await self._post_once(body)
+            except ModelError:
+                if last:
+                    raise
+                log.warning("%s unreachable (attempt %d); retrying", self.url, attempt + 1)
+                await asyncio.sleep(backoff)
+                continue
+            if status < 400:
+                return text
+            log.warning("%s answered HTTP %d for model %s", self.url, status, self.model)
+            if last or status not in _RETRIED:
+                raise ModelError(f"{self.url} answered HTTP {status}: {self._excerpt(text)}")
+            await asyncio.sleep(backoff if retry_after is None else retry_after)
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    async def _post_once(self, body: dict[str, JSONValue]) -> tuple[int, str, float | None]:
+        """One request: the status, the body, and the server's Retry-After in seconds."""
         headers = {"Authorization": f"Bearer {self._api_key}"}
         try:
             async with (
@@ -85,16 +118,12 @@ class OpenAIChatModel:
                 session.post(self.url, json=body, headers=headers) as response,
             ):
                 raw = await response.read()
-                status = response.status
+                retry_after = _seconds(response.headers.get("Retry-After"))
+                return response.status, raw.decode("utf-8", errors="replace"), retry_after
         except TimeoutError as error:
             raise ModelError(f"{self.url} did not answer within {self.timeout:g}s") from error
         except aiohttp.ClientError as error:
             raise ModelError(f"could not reach {self.url}: {self._redact(str(error))}") from error
-        text = raw.decode("utf-8", errors="replace")
-        if status >= 400:
-            log.warning("%s answered HTTP %d for model %s", self.url, status, self.model)
-            raise ModelError(f"{self.url} answered HTTP {status}: {self._excerpt(text)}")
-        return text
 
     def _parse(self, text: str) -> ModelResponse:
         try:
@@ -185,3 +214,11 @@ def _tool_call(call: _ToolCall) -> ToolCall:
             f"object, got {type(args).__name__}"
         )
     return ToolCall(id=call.id, name=call.function.name, args=args)
+
+
+def _seconds(retry_after: str | None) -> float | None:
+    """``Retry-After`` in seconds (capped), None when absent or given as an HTTP date."""
+    try:
+        return min(max(float(retry_after), 0.0), MAX_RETRY_AFTER) if retry_after else None
+    except ValueError:
+        return None

@@ -28,7 +28,7 @@ class FakeChatServer:
     """Answers POST /v1/chat/completions with queued replies and records each request."""
 
     base_url: str = ""
-    replies: list[tuple[int, str]] = field(default_factory=list)
+    replies: list[tuple[int, str] | tuple[int, str, dict[str, str]]] = field(default_factory=list)
     requests: list[dict[str, Any]] = field(default_factory=list)
     auth_headers: list[str] = field(default_factory=list)
 
@@ -51,8 +51,10 @@ class FakeChatServer:
     async def handle(self, request: web.Request) -> web.Response:
         self.requests.append(await request.json())
         self.auth_headers.append(request.headers.get("Authorization", ""))
-        status, body = self.replies.pop(0)
-        return web.Response(status=status, text=body, content_type="application/json")
+        status, body, *headers = self.replies.pop(0)
+        return web.Response(
+            status=status, text=body, content_type="application/json", headers=(headers or [{}])[0]
+        )
 
 
 def _completion(message: dict[str, Any]) -> dict[str, Any]:
@@ -76,8 +78,15 @@ async def server() -> AsyncIterator[FakeChatServer]:
     await test_server.close()
 
 
-def model_for(server: FakeChatServer) -> OpenAIChatModel:
-    return OpenAIChatModel(base_url=server.base_url, api_key=API_KEY, model="gpt-test", timeout=10)
+def model_for(server: FakeChatServer, *, max_retries: int = 3) -> OpenAIChatModel:
+    return OpenAIChatModel(
+        base_url=server.base_url,
+        api_key=API_KEY,
+        model="gpt-test",
+        timeout=10,
+        max_retries=max_retries,
+        retry_delay=0,
+    )
 
 
 def file_tools(deleted: list[list[str]]):
@@ -210,11 +219,29 @@ async def run_until_error(server: FakeChatServer) -> str:
     return result.message
 
 
-async def test_http_500_is_a_clear_error(server):
-    server.replies.append((500, '{"error": {"message": "the engine overheated"}}'))
+async def test_http_500_is_a_clear_error_once_the_retries_are_spent(server):
+    for _ in range(4):
+        server.replies.append((500, '{"error": {"message": "the engine overheated"}}'))
     message = await run_until_error(server)
     assert "HTTP 500" in message
     assert "the engine overheated" in message
+    assert len(server.requests) == 4  # the first attempt and three retries
+
+
+async def test_a_rate_limited_call_is_retried_after_retry_after(server):
+    server.replies.append((429, '{"error": {"message": "slow down"}}', {"Retry-After": "0"}))
+    server.replies.append((503, '{"error": {"message": "busy"}}'))
+    server.reply_text("All clean.")
+    agent = Agent(model=model_for(server), tools=file_tools([]))
+    result = await agent.invoke("clean up", thread_id="t1")
+    assert result.stop_reason == "end_turn" and result.message == "All clean."
+    assert len(server.requests) == 3
+
+
+async def test_a_client_error_is_not_retried(server):
+    server.reply_json({"error": {"message": "bad request"}}, status=400)
+    message = await run_until_error(server)
+    assert "HTTP 400" in message and len(server.requests) == 1
 
 
 async def test_http_401_names_the_status_and_never_the_key(server):
@@ -267,7 +294,9 @@ async def test_an_unreachable_server_is_a_model_error():
     base_url = str(test_server.make_url("/v1"))
     await test_server.close()
 
-    model = OpenAIChatModel(base_url=base_url, api_key=API_KEY, model="gpt-test", timeout=10)
+    model = OpenAIChatModel(
+        base_url=base_url, api_key=API_KEY, model="gpt-test", timeout=10, retry_delay=0
+    )
     with pytest.raises(ModelError, match="could not reach"):
         await model.generate(ModelRequest(system_prompt=None, messages=(), tools=()))
 
@@ -284,7 +313,11 @@ async def test_a_server_that_never_answers_times_out():
     test_server = TestServer(app, port=0)
     await test_server.start_server()
     model = OpenAIChatModel(
-        base_url=str(test_server.make_url("/v1")), api_key=API_KEY, model="gpt-test", timeout=0.2
+        base_url=str(test_server.make_url("/v1")),
+        api_key=API_KEY,
+        model="gpt-test",
+        timeout=0.2,
+        max_retries=0,
     )
     try:
         with pytest.raises(ModelError, match=r"did not answer within 0.2s"):
