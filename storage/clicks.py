@@ -12,15 +12,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from .client import RedisClient
 from .consumer_group import ConsumerGroup
+from .errors import InvalidIdError
 from .keys import Keys
 from .records import from_ms, to_ms
 
 log = logging.getLogger(__name__)
+
+_WAIT_MS = 10 * 60 * 1000
+"""How long a click holds off its record's expiry at most, if no decider ever takes it."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -100,15 +105,22 @@ class ClickStream:
         batch, self._waiting = self._waiting, []
         try:
             async with self._client.guard("queue a click"):
-                pipe = self._client.pipeline()
+                pipe, added = self._client.pipeline(), []
                 for fields, _ in batch:
+                    added.append(len(pipe))
                     pipe.xadd(
                         self._keys.click_stream,
                         fields,  # type: ignore[arg-type]  # redis-py's FieldT is too narrow
                         maxlen=self._max_entries,
                         approximate=True,
                     )
-                entry_ids = await pipe.execute()
+                    # Counted so the expiry sweep waits for the click (``done`` uncounts it).
+                    waiting = self._waiting_key(str(fields["record_id"]))
+                    if waiting is not None:
+                        pipe.incr(waiting)
+                        pipe.pexpire(waiting, _WAIT_MS)
+                replies = await pipe.execute()
+                entry_ids = [replies[i] for i in added]
         except Exception as exc:  # StorageError, or a bug: never leave an appender waiting
             for _, future in batch:
                 if not future.done():
@@ -143,9 +155,21 @@ class ClickStream:
         """Clicks acknowledged to Slack and not yet decided."""
         return await self._group.lag()
 
-    async def ack(self, *entry_ids: str) -> None:
-        """Acknowledge decided clicks (trimming removes them later)."""
-        await self._group.ack(*entry_ids)
+    def _waiting_key(self, record_id: str) -> str | None:
+        try:
+            return self._keys.clicks_waiting(record_id)
+        except InvalidIdError:  # no such record can exist; the decider refuses the click
+            return None
+
+    async def done(self, entries: Sequence[ClickEntry]) -> None:
+        """Acknowledge decided clicks (trimming removes them later) and stop counting them
+        as waiting, in one step: a click acknowledged twice is uncounted once."""
+        if not entries:
+            return
+        waiting = [self._waiting_key(e.record_id) or self._keys.click_stream for e in entries]
+        keys = [self._keys.click_stream, *waiting]
+        args: list[str | int] = [self.group, *(e.id for e in entries)]
+        await self._client.eval("clicks_done", keys, args)
 
 
 def _entry(entry_id: str, fields: dict[str, str]) -> ClickEntry:

@@ -359,7 +359,10 @@ class InterruptStore:
         async with self._client.guard(f"script {script}"):
             pipe = self._client.pipeline()
             for rid in rids:
-                await lua(keys=self._transition_keys(rid), args=[rid, *args], client=pipe)
+                keys = self._transition_keys(rid)
+                if script == "expire":
+                    keys.append(self._keys.clicks_waiting(rid))
+                await lua(keys=keys, args=[rid, *args], client=pipe)
             replies = await pipe.execute(raise_on_error=False)
         results: list[list[str] | None] = []
         for rid, reply in zip(rids, replies, strict=True):

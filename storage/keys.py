@@ -74,6 +74,11 @@ class Keys:
         """Hash: resume job id -> its failed attempts (expires like the applied markers)."""
         return f"{self.prefix}:run:{{{check_id('run', run_id)}}}:attempts"
 
+    def clicks_waiting(self, rid: str) -> str:
+        """String: how many acknowledged clicks on record ``rid`` wait in the click stream,
+        so the expiry sweep leaves it to them (a click counts as of when it was made)."""
+        return self.record(rid) + ":clicks"
+
     def click_decided(self, run_id: str, entry_id: str) -> str:
         """String: set when a click stream entry was decided, so its replay changes nothing."""
         entry = check_id("click", entry_id)

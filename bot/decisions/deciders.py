@@ -53,7 +53,7 @@ class ClickDecider(ConsumerLoop[ClickEntry]):
         """Decide the batch concurrently; acknowledge every click that was decided."""
         done = await asyncio.gather(*(self._decide(entry) for entry in entries))
         try:
-            await self._services.storage.clicks.ack(*(e.id for e in done if e is not None))
+            await self._services.storage.clicks.done([e for e in done if e is not None])
         except StorageError as exc:
             # Taken over later; deciding them again changes nothing.
             log.error("click decider %s cannot acknowledge clicks: %s", self.consumer, exc)

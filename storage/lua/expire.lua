@@ -1,4 +1,5 @@
--- Expire one interrupt whose time is up (KEYS as in common.lua), exactly once.
+-- Expire one interrupt whose time is up (KEYS as in common.lua, plus 12: the count of its
+-- acknowledged clicks still waiting in the click stream), exactly once.
 -- ARGV: 1 record id, 2 now, 3 retention ms, 4 resume stream maxlen, 5 audit maxlen.
 -- Returns {status, job id, record hash...}; status is expired|escalated|skip|missing.
 local key, rid, now = KEYS[1], ARGV[1], ARGV[2]
@@ -13,6 +14,12 @@ end
 local expires = field(key, 'expires_at')
 if expires == '' or tonumber(now) < tonumber(expires) then
   if expires ~= '' then redis.call('ZADD', KEYS[4], expires, rid) end
+  return {'skip', ''}
+end
+if tonumber(redis.call('GET', KEYS[12]) or '0') > 0 then
+  -- A click Slack saw acknowledged waits to be decided, as of when it was made: look again
+  -- in a second, once a decider has had its turn.
+  redis.call('ZADD', KEYS[4], tonumber(now) + 1000, rid)
   return {'skip', ''}
 end
 local policy = json_field(key, 'policy')

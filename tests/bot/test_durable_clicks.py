@@ -89,3 +89,42 @@ async def test_a_click_in_time_counts_when_its_decider_gets_to_it_after_the_expi
     assert record is not None and record.state == "approved"
     assert record.decided_at == entry.clicked_at
     assert bot.slack.called("chat.postEphemeral") == []
+
+
+async def test_the_expiry_sweep_waits_for_a_click_made_in_time_that_no_decider_has_taken(
+    make_bot: Any, storage: Storage
+) -> None:
+    policy = Policy(channel=CHANNEL, users=(ALICE,), expires_after=timedelta(minutes=30))
+    front: Harness = await make_bot(policy, workers=0, deciders=0)  # no decider is running
+    value = await front.start()
+    front.clock.advance(timedelta(minutes=29))
+    await front.click(ids.APPROVE, value, user=ALICE)
+    front.clock.advance(timedelta(minutes=2))  # past the expiry: the sweep runs first
+
+    assert await storage.interrupts.expire_due(front.clock.now()) == []
+    record = await storage.queries.get(front.record_id(value))
+    assert record is not None and record.state == "pending"
+
+    decider: Harness = await make_bot(policy, workers=0)  # a decider comes back
+    await decider.slack.wait_calls("chat.update")
+    await decider.loops.stop()
+    record = await storage.queries.get(front.record_id(value))
+    assert record is not None and record.state == "approved" and record.decided_by == ALICE
+    # Decided, the click no longer holds the expiry back; nothing is left to expire.
+    assert await storage.client.raw.exists(storage.keys.clicks_waiting(record.id)) == 0
+    front.clock.advance(timedelta(hours=1))
+    assert await storage.interrupts.expire_due(front.clock.now()) == []
+
+
+async def test_a_refused_click_does_not_hold_the_expiry_back(
+    make_bot: Any, storage: Storage
+) -> None:
+    policy = Policy(channel=CHANNEL, users=(ALICE,), expires_after=timedelta(minutes=30))
+    bot: Harness = await make_bot(policy, workers=0)
+    value = await bot.start()
+    await bot.click(ids.APPROVE, value, user=MALLORY)
+    await bot.slack.wait_calls("chat.postEphemeral")
+    await bot.loops.stop()  # the refused click is acknowledged
+    bot.clock.advance(timedelta(minutes=31))
+    [expired] = await storage.interrupts.expire_due(bot.clock.now())
+    assert expired.outcome == "expired" and expired.record.id == bot.record_id(value)

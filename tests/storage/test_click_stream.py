@@ -41,7 +41,7 @@ async def test_a_click_is_read_once_and_reclaimed_only_when_left_unacknowledged(
 
     [taken] = await storage.clicks.reclaim("other", min_idle=timedelta(0))
     assert taken == entry
-    await storage.clicks.ack(taken.id)
+    await storage.clicks.done([taken])
     assert await storage.clicks.reclaim("third", min_idle=timedelta(0)) == []
 
 
