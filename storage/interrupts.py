@@ -152,6 +152,12 @@ class InterruptStore:
         records, _ = await self._queries.many(ids)
         return [r for r in records if r.state == "pending" and not r.message_ts]
 
+    async def hold_post(self, interrupt_id: str, *, until: datetime) -> None:
+        """Keep an unposted interrupt out of ``claim_outbox`` until ``until``: its poster is
+        still at it (a slow or rate-limited call), or Slack asked to wait that long."""
+        async with self._client.guard("hold an outbox entry"):
+            await self._client.raw.zadd(self._keys.outbox, {interrupt_id: to_ms(until)}, xx=True)
+
     async def claim_group_checks(
         self, now: datetime, *, limit: int = 50, every: timedelta = GROUP_CHECK_EVERY
     ) -> list[InterruptRecord]:

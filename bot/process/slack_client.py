@@ -1,7 +1,9 @@
 """The Slack Web API client: retries on connection errors, rate limits and server errors.
 
 The rate-limit handler sleeps inside the call for ``Retry-After``, which is why no Web API
-call ever runs before a listener's ``ack()``.
+call ever runs before a listener's ``ack()``; it does so only when Slack asks for at most
+``MAX_RATE_LIMIT_WAIT``. A longer wait raises the rate-limit error to the caller, so a
+card to post goes back to the outbox for later instead of holding its post for a minute.
 """
 
 from __future__ import annotations
@@ -12,11 +14,36 @@ from slack_sdk.http_retry.builtin_async_handlers import (
     AsyncRateLimitErrorRetryHandler,
     AsyncServerErrorRetryHandler,
 )
+from slack_sdk.http_retry.request import HttpRequest
+from slack_sdk.http_retry.response import HttpResponse
+from slack_sdk.http_retry.state import RetryState
 from slack_sdk.web.async_client import AsyncWebClient
 
 from .settings import Settings
 
 SLACK_API_URL = "https://slack.com/api/"
+MAX_RATE_LIMIT_WAIT = 10.0
+"""The longest ``Retry-After`` slept out inside a call, in seconds."""
+
+
+class BoundedRateLimitRetry(AsyncRateLimitErrorRetryHandler):
+    """slack-sdk's rate-limit retry, for waits of at most ``MAX_RATE_LIMIT_WAIT``."""
+
+    async def _can_retry_async(
+        self,
+        *,
+        state: RetryState,
+        request: HttpRequest,
+        response: HttpResponse | None = None,
+        error: Exception | None = None,
+    ) -> bool:
+        if response is None or response.status_code != 429:
+            return False
+        waits = [v for k, vs in response.headers.items() if k.lower() == "retry-after" for v in vs]
+        try:
+            return float(waits[0]) <= MAX_RATE_LIMIT_WAIT if waits else True
+        except ValueError:
+            return True
 
 
 def make_client(settings: Settings, *, retries: int = 3, timeout: int = 10) -> AsyncWebClient:
@@ -33,7 +60,7 @@ def make_client(settings: Settings, *, retries: int = 3, timeout: int = 10) -> A
         session=aiohttp.ClientSession(),
         retry_handlers=[
             AsyncConnectionErrorRetryHandler(max_retry_count=retries),
-            AsyncRateLimitErrorRetryHandler(max_retry_count=retries),
+            BoundedRateLimitRetry(max_retry_count=retries),
             AsyncServerErrorRetryHandler(max_retry_count=retries),
         ],
     )

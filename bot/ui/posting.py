@@ -1,18 +1,27 @@
 """Posting interrupts to Slack and updating their message in place.
 
 An interrupt is stored (and in the outbox) before it is posted; a post that fails leaves
-it there for the scheduler to post again, so nothing is dropped while Slack is away.
+it there for the scheduler to post again, so nothing is dropped while Slack is away. One
+poster at a time: while a post is under way its outbox lease is renewed, and a rate
+limit longer than the client sleeps out puts the entry back for when Slack allows.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
+from collections.abc import Awaitable
+from datetime import timedelta
 
 from aiohttp import ClientError
 from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from bot.services import Services
 from bot.services.directory import slack_error
+from storage.errors import StorageError
+from storage.interrupts import POST_LEASE
 from storage.records import InterruptRecord
 
 from .cards import card_from_record, verdict_from_record
@@ -45,7 +54,7 @@ async def post_interrupt(services: Services, record: InterruptRecord) -> Interru
     try:
         channel = record.channel or await _dm_channel(services, record)
         message = render(services, record)
-        answer = await services.client.chat_postMessage(
+        post = services.client.chat_postMessage(
             channel=channel,
             text=message.text,
             blocks=message.blocks,
@@ -53,8 +62,14 @@ async def post_interrupt(services: Services, record: InterruptRecord) -> Interru
             unfurl_links=False,
             unfurl_media=False,
         )
+        answer = await _holding_outbox(services, record.id, post)
     except (SlackApiError, ClientError, TimeoutError, OSError) as exc:
         log.warning("interrupt %s not posted yet, left in the outbox: %s", record.id, _why(exc))
+        wait = _retry_after(exc)
+        if wait is not None:
+            until = services.clock.now() + timedelta(seconds=wait)
+            with contextlib.suppress(StorageError):
+                await services.storage.interrupts.hold_post(record.id, until=until)
         return None
     ts = str(answer["ts"])
     posted = await services.storage.interrupts.mark_posted(
@@ -112,6 +127,43 @@ async def _dm_channel(services: Services, record: InterruptRecord) -> str:
     users = ",".join(record.policy.allowed_users)
     answer = await services.client.conversations_open(users=users)
     return str(answer["channel"]["id"])
+
+
+async def _holding_outbox(
+    services: Services, record_id: str, post: Awaitable[AsyncSlackResponse]
+) -> AsyncSlackResponse:
+    """Await ``post`` while renewing the record's outbox lease, so the scheduler does not
+    post it a second time while this post sleeps out a rate limit or retries."""
+    posted = asyncio.Event()
+
+    async def hold() -> None:
+        every = POST_LEASE.total_seconds() / 3
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(posted.wait(), every)
+                return
+            with contextlib.suppress(StorageError):
+                until = services.clock.now() + POST_LEASE
+                await services.storage.interrupts.hold_post(record_id, until=until)
+
+    holder = asyncio.create_task(hold(), name=f"hold {record_id}")
+    try:
+        return await post
+    finally:
+        posted.set()
+        await holder
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    """The seconds a rate-limited Slack call asked to wait, when it was rate limited."""
+    if not isinstance(exc, SlackApiError) or exc.response.status_code != 429:
+        return None
+    headers = {k.lower(): v for k, v in (exc.response.headers or {}).items()}
+    value = headers.get("retry-after")
+    try:
+        return float(value[0] if isinstance(value, list) else value) if value else None
+    except ValueError:
+        return None
 
 
 def _why(exc: BaseException) -> str:

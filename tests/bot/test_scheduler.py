@@ -142,6 +142,27 @@ async def test_rate_limit_then_server_error_then_ok_posts_the_interrupt_once(
     assert len(bot.slack.called("chat.postMessage")) == 1
 
 
+async def test_a_long_rate_limit_hands_the_post_to_the_outbox_once_slack_allows(
+    make_bot: Any,
+) -> None:
+    bot: Harness = await make_bot()
+    limited = Fault(
+        status=429, headers={"Retry-After": "40"}, body={"ok": False, "error": "ratelimited"}
+    )
+    bot.slack.faults["chat.postMessage"].append(limited)
+    place = Place(channel=CHANNEL, thread_ts=None, requested_by=CAROL)
+    await start_run(bot.services, "cleanup", "clean up", place=place)  # not 40 s: no sleep
+    assert len(bot.slack.failed) == 1 and bot.slack.called("chat.postMessage") == []
+    scheduler = Scheduler(bot.services)
+
+    bot.clock.advance(timedelta(seconds=31))  # past the creator's lease, not Slack's 40 s
+    assert await scheduler.drain_outbox() == 0
+    bot.clock.advance(timedelta(seconds=10))
+    assert await scheduler.drain_outbox() == 1
+    assert await scheduler.drain_outbox() == 0
+    assert len(bot.slack.called("chat.postMessage")) == 1
+
+
 async def test_interrupt_waits_in_the_outbox_while_slack_is_down(make_bot: Any) -> None:
     bot: Harness = await make_bot()
     bot.slack.down = True
