@@ -19,7 +19,12 @@ from redis.backoff import ExponentialBackoff
 from redis.commands.core import AsyncScript
 from redis.retry import Retry
 
-from .errors import StorageAuthError, StorageResponseError, StorageUnavailableError
+from .errors import (
+    StorageAuthError,
+    StorageResponseError,
+    StorageTimeoutError,
+    StorageUnavailableError,
+)
 from .sentinel import SCHEME, parse_sentinel_url, sentinel_redis
 
 log = logging.getLogger(__name__)
@@ -76,7 +81,12 @@ class RedisClient:
                 f"{action}: Redis at {self.where} refused our credentials ({exc}); "
                 "check the user and password in REDIS_URL"
             ) from exc
-        except (rexc.ConnectionError, rexc.TimeoutError, OSError) as exc:
+        except rexc.TimeoutError as exc:
+            raise StorageTimeoutError(
+                f"{action}: Redis at {self.where} did not answer in time, even after retrying "
+                f"({exc}); it may be overloaded or stalled"
+            ) from exc
+        except (rexc.ConnectionError, OSError) as exc:
             raise StorageUnavailableError(
                 f"{action}: cannot reach Redis at {self.where} after retrying ({exc}); "
                 "check REDIS_URL, that the server is running, and the network"

@@ -11,6 +11,10 @@ class StorageUnavailableError(StorageError):
     """Redis could not be reached or timed out, even after retrying with backoff."""
 
 
+class StorageTimeoutError(StorageUnavailableError):
+    """Redis did not answer in time, even after retrying: the command may have run or not."""
+
+
 class StorageAuthError(StorageError):
     """Redis refused the credentials in the URL."""
 

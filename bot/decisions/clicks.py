@@ -12,6 +12,7 @@ that the click came from the message the interrupt was posted as.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -25,9 +26,9 @@ from bot.ui import ids
 from bot.ui.cards import card_from_record
 from bot.ui.modals import args_modal, deny_modal, edit_modal, reply_modal
 from bot.ui.posting import post_ephemeral, trust_label, update_message
-from bot.ui.refusals import STORAGE_DOWN, reason_text, refusal_text
+from bot.ui.refusals import STORAGE_DOWN, UNCONFIRMED, reason_text, refusal_text
 from storage.clicks import ClickEntry
-from storage.errors import StorageError
+from storage.errors import StorageError, StorageTimeoutError
 from storage.outcomes import DecideOutcome
 
 from .group_refresh import refresh_groups
@@ -46,11 +47,18 @@ _OFFERED_AS = {ids.DENY: "reject", ids.EDIT: "edit", ids.REPLY: "respond"}
 """The decision each modal submits, which the request's policy must offer."""
 
 
+ACK_BUDGET = 2.0
+"""Seconds a click waits for Redis before Slack gets its answer anyway (Slack allows 3)."""
+
+
 async def intake(services: Services, click: Click) -> None:
     """Take a click Slack is about to get its ack for: a decision is appended to the click
     stream (one round trip, so it outlives this process); a modal opens at once.
 
-    When Redis is down the click is not kept: the clicker is told so, in the background.
+    When Redis refuses the connection the click is not kept, and the clicker is told so.
+    When Redis does not answer within ``ACK_BUDGET`` (stalled, or timing out) the append
+    may still land, so the clicker is told it is not confirmed yet: the card shows what
+    happens. Either note is sent in the background, after the ack.
     """
     action, ref = click.action.action_id, click.ref
     assert ref is not None
@@ -60,20 +68,27 @@ async def intake(services: Services, click: Click) -> None:
     if action not in _DECISIONS:
         return
     user, channel = click.user.id, click.container.channel_id
+    append = services.storage.clicks.append(
+        record_id=ref.record_id,
+        digest=ref.digest,
+        user_id=user,
+        channel_id=channel,
+        message_ts=click.container.message_ts,
+        action_id=action,
+        clicked_at=services.clock.now(),
+    )
     try:
-        await services.storage.clicks.append(
-            record_id=ref.record_id,
-            digest=ref.digest,
-            user_id=user,
-            channel_id=channel,
-            message_ts=click.container.message_ts,
-            action_id=action,
-            clicked_at=services.clock.now(),
-        )
+        await asyncio.wait_for(append, ACK_BUDGET)
+        return
+    except TimeoutError:
+        log.error("click by %s on %s: Redis did not confirm it in time", user, ref.record_id)
+        text = UNCONFIRMED
     except StorageError as exc:
         log.error("click by %s on %s not recorded: %s", user, ref.record_id, exc)
-        note = post_ephemeral(services, channel=channel, user=user, text=STORAGE_DOWN)
-        services.background.spawn(note, name="storage-down")
+        # A timed-out append may still have run; a refused connection ran nothing.
+        text = UNCONFIRMED if isinstance(exc, StorageTimeoutError) else STORAGE_DOWN
+    note = post_ephemeral(services, channel=channel, user=user, text=text)
+    services.background.spawn(note, name="click-not-confirmed")
 
 
 def signoff_click(payload: dict[str, Any]) -> Click | None:

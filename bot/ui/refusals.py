@@ -21,6 +21,10 @@ _TEXT = {
 STORAGE_DOWN = (
     "Signoff could not reach its storage, so nothing was recorded. Try again in a minute."
 )
+UNCONFIRMED = (
+    "Signoff could not confirm your click yet: its storage is slow to answer. The card "
+    "will show the result once it is recorded; if it does not change, click again."
+)
 
 
 def refusal_text(outcome: DecideOutcome) -> str:

@@ -3,7 +3,10 @@ message and nothing is lost; when Redis is back, the same click goes through."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import signal
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +20,7 @@ from pydantic import SecretStr
 from bot.api.runs import RUNS_PATH
 from bot.process.web import operator_app
 from bot.ui import ids
-from bot.ui.refusals import STORAGE_DOWN
+from bot.ui.refusals import STORAGE_DOWN, UNCONFIRMED
 from storage import EmbeddedRedis, Storage, connect
 
 API_TOKEN = "api-token-for-the-outage-test"
@@ -65,6 +68,27 @@ async def test_a_click_while_redis_is_down_is_refused_and_works_once_it_is_back(
     await bot.click(ids.APPROVE, value, user=ALICE)
     assert "deleted 2 file(s)" in await bot.finished()
     assert bot.tool_log.calls == [{"paths": ["/tmp/a", "/tmp/b"]}]
+
+
+async def test_a_click_while_redis_is_frozen_is_acked_in_time_and_told_the_truth(
+    make_bot: Any, server: EmbeddedRedis, storage: Storage
+) -> None:
+    bot: Harness = await make_bot()
+    value = await bot.start()
+    assert server.pid is not None
+    os.kill(server.pid, signal.SIGSTOP)  # Redis stalls: it holds connections, answers nothing
+    try:
+        async with asyncio.timeout(3):  # Slack shows an error to a click unanswered in 3 s
+            response = await bot.click(ids.APPROVE, value, user=ALICE)
+        assert response.status == 200
+    finally:
+        os.kill(server.pid, signal.SIGCONT)
+    # The queued click lands once Redis answers again: it is decided and the card says so,
+    # as the clicker was told it would be.
+    await bot.slack.wait_calls("chat.update", within=15)
+    record = await storage.queries.get(bot.record_id(value))
+    assert record is not None and record.state == "approved" and record.decided_by == ALICE
+    assert [n["text"] for n in bot.slack.called("chat.postEphemeral")] == [UNCONFIRMED]
 
 
 async def test_a_modal_decision_while_redis_is_down_shows_the_problem_in_the_modal(
