@@ -7,14 +7,16 @@ import re
 from typing import Any
 
 from slack_bolt.context.ack.async_ack import AsyncAck
+from slack_bolt.context.respond.async_respond import AsyncRespond
 
 from bot.agents.policy import AgentSpec
 from bot.errors import BotError
 from bot.runs.drive import start_run, unknown_agent
 from bot.runs.place import Place
 from bot.services import Services
-from bot.ui.listing import help_text, pending_blocks
+from bot.ui.listing import PAGE_SIZE, help_text, page_cursor, pending_blocks
 from bot.ui.posting import post_ephemeral, post_in_thread
+from storage.errors import StorageError
 
 log = logging.getLogger(__name__)
 
@@ -43,9 +45,10 @@ def command_listener(services: Services) -> Any:
             )
         else:
             # The list rides on the ack (one Redis read), so no response_url call is needed.
-            page = await services.storage.queries.pending_for_user(user)
-            count = len(page.records)
-            await ack(text=f"{count} waiting for you", blocks=pending_blocks(page.records))
+            page = await services.storage.queries.pending_for_user(user, limit=PAGE_SIZE)
+            count = f"{len(page.records)}{'+' if page.next_cursor else ''}"
+            blocks = pending_blocks(page.records, next_page=page.next_cursor)
+            await ack(text=f"{count} waiting for you", blocks=blocks)
 
     return on_command
 
@@ -80,10 +83,34 @@ def home_listener(services: Services) -> Any:
     return on_home
 
 
-async def publish_home(services: Services, user: str) -> None:
-    """Show ``user`` what waits for them on the App Home tab."""
-    page = await services.storage.queries.pending_for_user(user, limit=40)
-    view = {"type": "home", "blocks": pending_blocks(page.records)}
+def page_listener(services: Services) -> Any:
+    """The Bolt action listener of the list's "Next page" button, in a message or App Home."""
+
+    async def on_next_page(ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond) -> None:
+        await ack()
+        user = str((body.get("user") or {}).get("id") or "")
+        actions = body.get("actions") or [{}]
+        cursor = page_cursor(str(actions[0].get("value") or ""))
+        try:
+            if (body.get("view") or {}).get("type") == "home":
+                await publish_home(services, user, cursor=cursor)
+                return
+            queries = services.storage.queries
+            page = await queries.pending_for_user(user, limit=PAGE_SIZE, cursor=cursor)
+        except StorageError as exc:
+            log.error("next page for %s not read: %s", user, exc)
+            return
+        blocks = pending_blocks(page.records, next_page=page.next_cursor)
+        await respond(text="Waiting for you", blocks=blocks, replace_original=True)
+
+    return on_next_page
+
+
+async def publish_home(services: Services, user: str, *, cursor: str | None = None) -> None:
+    """Show ``user`` what waits for them on the App Home tab (from ``cursor`` on)."""
+    queries = services.storage.queries
+    page = await queries.pending_for_user(user, limit=PAGE_SIZE, cursor=cursor)
+    view = {"type": "home", "blocks": pending_blocks(page.records, next_page=page.next_cursor)}
     await services.client.views_publish(user_id=user, view=view)
 
 

@@ -17,6 +17,7 @@ EDIT: Final = f"{PREFIX}.edit"
 REPLY: Final = f"{PREFIX}.reply"
 FULL_ARGS: Final = f"{PREFIX}.args"
 OPEN_PENDING: Final = f"{PREFIX}.open"
+NEXT_PAGE: Final = f"{PREFIX}.next_page"
 
 BUTTONS: Final = (APPROVE, TRUST, DENY, EDIT, REPLY, FULL_ARGS)
 

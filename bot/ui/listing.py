@@ -1,23 +1,31 @@
-"""What is waiting for a user: the ``/signoff`` reply and the App Home tab show the same list."""
+"""What is waiting for a user: the ``/signoff`` reply and the App Home tab show the same
+list, a page at a time (a message holds 50 blocks), with a button to the next page."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from storage.records import InterruptRecord
 
 from . import ids
-from .blocks import MODAL_BLOCKS, Block, context, date_token, escaped, header, section
+from .blocks import MESSAGE_BLOCKS, Block, context, date_token, escaped, header, section
 
 _PER_ITEM = 2
+PAGE_SIZE = (MESSAGE_BLOCKS - 2) // _PER_ITEM
+"""Requests per page: a header, two blocks each, and the next-page button fit a message."""
 
 
-def pending_blocks(records: tuple[InterruptRecord, ...] | list[InterruptRecord]) -> list[Block]:
-    """A header, then per interrupt its summary and a link to its message."""
-    blocks: list[Block] = [header(f"Waiting for you: {len(records)}")]
+def pending_blocks(
+    records: Sequence[InterruptRecord], *, next_page: str | None = None
+) -> list[Block]:
+    """A header, then per interrupt its summary and a link to its message, then a button to
+    the page after (``next_page``: the storage cursor it carries)."""
+    count = f"{len(records)}+" if next_page else str(len(records))
+    blocks: list[Block] = [header(f"Waiting for you: {count}")]
     if not records:
         blocks.append(section("Nothing is waiting for your decision."))
         return blocks
-    room = (MODAL_BLOCKS - 2) // _PER_ITEM
-    for record in list(records)[:room]:
+    for record in list(records)[:PAGE_SIZE]:
         interrupt = record.runtime_interrupt
         action = interrupt.tool_call.name if interrupt.tool_call else interrupt.name
         summary = f"*{escaped(record.agent, 200)}* wants to run `{escaped(action, 300)}`"
@@ -36,9 +44,20 @@ def pending_blocks(records: tuple[InterruptRecord, ...] | list[InterruptRecord])
         if record.expires_at:
             parts.append(f"expires {date_token(record.expires_at)}")
         blocks.append(context(parts))
-    if len(records) > room:
-        blocks.append(context([f"and {len(records) - room} more"]))
+    if next_page:
+        button = {
+            "type": "button",
+            "action_id": ids.NEXT_PAGE,
+            "text": {"type": "plain_text", "text": "Next page"},
+            "value": next_page.replace("\0", " "),  # storage's cursor, printable
+        }
+        blocks.append({"type": "actions", "elements": [button]})
     return blocks
+
+
+def page_cursor(value: str) -> str:
+    """The storage cursor a next-page button carries (storage checks it is the user's)."""
+    return value.replace(" ", "\0")
 
 
 def help_text() -> str:

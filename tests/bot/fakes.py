@@ -69,6 +69,7 @@ class FakeSlack:
         app.router.add_post("/api/{method}", self._handle)
         app.router.add_get("/api/{method}", self._handle)
         app.router.add_get("/socket", self._socket)
+        app.router.add_post("/response", self._response)
         self.server = TestServer(app, host="127.0.0.1", port=0)
         await self.server.start_server()
         return self.api_url
@@ -81,6 +82,18 @@ class FakeSlack:
     def api_url(self) -> str:
         assert self.server is not None
         return f"http://127.0.0.1:{self.server.port}/api/"
+
+    @property
+    def response_url(self) -> str:
+        """A ``response_url`` for interactions: what the app sends there is a call of
+        ``response_url``."""
+        assert self.server is not None
+        return f"http://127.0.0.1:{self.server.port}/response"
+
+    async def _response(self, request: web.Request) -> web.Response:
+        self.calls.append(Call(method="response_url", args=await request.json()))
+        await self.notify()
+        return web.Response(text="ok")
 
     # -- Socket Mode -------------------------------------------------------------------
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from fakes import click_payload
 from harness import ALICE, BOB, CAROL, CHANNEL, MALLORY, Harness
 
 from bot.ui import ids
@@ -142,3 +143,36 @@ async def test_app_home_shows_the_same_list(make_bot: Any) -> None:
     assert publish["view"]["type"] == "home"
     assert publish["view"]["blocks"] == listed["blocks"]
     assert _buttons(publish["view"]["blocks"])[0]["value"] == bot.record_id(value)
+
+
+async def test_a_long_list_comes_a_page_at_a_time_within_slacks_block_limits(
+    make_bot: Any,
+) -> None:
+    bot: Harness = await make_bot()
+    for _ in range(30):
+        await bot.start(requested_by=CAROL)
+
+    answer = await bot.command("", user=ALICE)
+    first = answer["blocks"]
+    assert answer["text"] == "24+ waiting for you" and len(first) <= 50
+    assert len(_buttons(first)) == 24
+    [next_page] = [e for b in first if b["type"] == "actions" for e in b["elements"]]
+    assert next_page["action_id"] == ids.NEXT_PAGE
+
+    payload = click_payload(
+        action_id=ids.NEXT_PAGE,
+        value=next_page["value"],
+        user=ALICE,
+        channel=CHANNEL,
+        message_ts="1700000000.000100",
+    )
+    payload["response_url"] = bot.slack.response_url
+    response = await bot.send(payload)
+    assert response.status == 200
+    await bot.slack.wait_calls("response_url")
+    [page] = bot.slack.called("response_url")
+    assert page["replace_original"] is True
+    assert len(_buttons(page["blocks"])) == 6
+    assert not any(b["type"] == "actions" for b in page["blocks"])
+    shown = {b["value"] for b in _buttons(first) + _buttons(page["blocks"])}
+    assert len(shown) == 30  # every request once, across the two pages
