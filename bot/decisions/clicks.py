@@ -26,11 +26,12 @@ from bot.ui import ids
 from bot.ui.cards import card_from_record
 from bot.ui.modals import args_modal, deny_modal, edit_modal, reply_modal
 from bot.ui.posting import post_ephemeral, trust_label, update_message
-from bot.ui.refusals import STORAGE_DOWN, UNCONFIRMED, reason_text, refusal_text
+from bot.ui.refusals import DAMAGED, STORAGE_DOWN, UNCONFIRMED, reason_text, refusal_text
 from storage.clicks import ClickEntry
-from storage.errors import StorageError, StorageTimeoutError
+from storage.errors import CorruptRecordError, StorageError, StorageTimeoutError
 from storage.outcomes import DecideOutcome
 
+from .damaged import record_damaged
 from .group_refresh import refresh_groups
 from .payloads import Click, parse_click
 
@@ -132,7 +133,10 @@ async def decide_click(services: Services, entry: ClickEntry) -> None:
     user, channel = entry.user_id, entry.channel_id
     remember = None
     if entry.action_id == ids.TRUST:
-        record = await services.storage.queries.get(entry.record_id)
+        try:
+            record = await services.storage.queries.get(entry.record_id)
+        except CorruptRecordError:
+            record = None  # the decision below is refused as damaged, and reported
         spec = services.registry.spec(record.agent) if record else None
         if record is not None and spec is not None:
             call = record.runtime_interrupt.tool_call
@@ -150,7 +154,12 @@ async def decide_click(services: Services, entry: ClickEntry) -> None:
             click_id=click_id,
         )
 
-    outcome = await decide(entry.id)
+    try:
+        outcome = await decide(entry.id)
+    except CorruptRecordError as exc:
+        await record_damaged(services, exc, entry.record_id, user=user, channel=channel)
+        await post_ephemeral(services, channel=channel, user=user, text=DAMAGED)
+        return  # decided for good: nothing can be decided on it; retrying would loop
     if outcome.reason == "not_allowed" and await refresh_groups(services, outcome.record, user):
         outcome = await decide(f"{entry.id}-regrouped")  # the first id is marked refused
     if outcome.status == "replayed" and outcome.reason is not None:
@@ -174,7 +183,12 @@ async def open_modal(services: Services, click: Click) -> None:
     ref = click.ref
     assert ref is not None
     user, channel = click.user.id, click.container.channel_id
-    record = await services.storage.queries.get(ref.record_id)
+    try:
+        record = await services.storage.queries.get(ref.record_id)
+    except CorruptRecordError as exc:
+        await record_damaged(services, exc, ref.record_id, user=user, channel=channel)
+        await post_ephemeral(services, channel=channel, user=user, text=DAMAGED)
+        return
     if record is None or (record.channel, record.message_ts) != (
         channel,
         click.container.message_ts,

@@ -18,11 +18,12 @@ from bot.services import Services
 from bot.ui import ids
 from bot.ui.modals import errors_for, parse_args
 from bot.ui.posting import update_message
-from bot.ui.refusals import STORAGE_DOWN, reason_text, refusal_text
-from storage.errors import StorageError
+from bot.ui.refusals import DAMAGED, STORAGE_DOWN, reason_text, refusal_text
+from storage.errors import CorruptRecordError, StorageError
 from storage.outcomes import DecideOutcome
 from storage.records import InterruptRecord
 
+from .damaged import record_damaged
 from .payloads import Ref, Submission, parse_submission
 
 log = logging.getLogger(__name__)
@@ -40,6 +41,12 @@ def listener(services: Services) -> Any:
             return
         try:
             outcome = await _decide(services, submission, ref)
+        except CorruptRecordError as exc:
+            await ack(response_action="errors", errors=errors_for(DAMAGED))
+            user = submission.user.id
+            noted = record_damaged(services, exc, ref.record_id, user=user, channel="")
+            services.background.spawn(noted, name=f"damaged {ref.record_id}")
+            return
         except StorageError as exc:
             log.error("submission by %s not recorded: %s", submission.user.id, exc)
             await ack(response_action="errors", errors=errors_for(STORAGE_DOWN))

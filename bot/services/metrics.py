@@ -46,6 +46,7 @@ class Metrics:
         self.decisions: Counter[str] = Counter()
         self.refusals: Counter[str] = Counter()
         self.resume_dead_letters = 0
+        self.damaged_records = 0
         self.ack = Histogram(_ACK_BUCKETS)
         self.click_to_resume = Histogram(_RESUME_BUCKETS)
 
@@ -65,6 +66,8 @@ class Metrics:
         lines += [
             "# TYPE signoff_resume_dead_letters_total counter",
             f"signoff_resume_dead_letters_total {self.resume_dead_letters}",
+            "# TYPE signoff_damaged_records_total counter",
+            f"signoff_damaged_records_total {self.damaged_records}",
         ]
         lines += self.ack.render("signoff_ack_seconds")
         lines += self.click_to_resume.render("signoff_click_to_resume_seconds")

@@ -21,6 +21,10 @@ _TEXT = {
 STORAGE_DOWN = (
     "Signoff could not reach its storage, so nothing was recorded. Try again in a minute."
 )
+DAMAGED = (
+    "This request's stored data is damaged, so nothing was decided; an operator can see it "
+    "in the audit trail (`signoff audit`)."
+)
 UNCONFIRMED = (
     "Signoff could not confirm your click yet: its storage is slow to answer. The card "
     "will show the result once it is recorded; if it does not change, click again."

@@ -37,6 +37,11 @@ local function refuse(reason) return with_json_record({'refused', reason, ''}) e
 if field(key, 'id') ~= rid then return refuse('unknown') end
 
 local policy = json_field(key, 'policy')
+-- A decision on a request whose interrupt cannot be read back would never resume anything.
+local interrupt = json_field(key, 'interrupt')
+if type(interrupt.id) ~= 'string' or type(interrupt.name) ~= 'string' then
+  error('corrupt record ' .. key .. ': field interrupt has no id or name')
+end
 local function member(list)
   for _, value in ipairs(list) do if value == user then return true end end
   return false
