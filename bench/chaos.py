@@ -1,0 +1,338 @@
+"""Chaos: real ``signoff`` processes, a real Redis and the sandbox, under the failures an
+approval must survive. Every scenario is bounded and on loopback.
+
+- ``concurrent``: 200 clicks on one request at once: one decision, one tool run, 199
+  clear refusals.
+- ``kill``: 20 approved runs while resume workers are killed with ``kill -9`` at random
+  moments and replaced: every run finishes, no tool's effect happens twice.
+- ``frozen``: Redis stopped (SIGSTOP) for 8 s while 10 approvers click: every click is
+  acknowledged within Slack's 3 s, and what each clicker was told agrees with what
+  happened once Redis is back.
+- ``replicas``: three ``signoff serve`` replicas share 300 clicks: 300 decisions, 300 tool
+  runs, no run resumed twice.
+- ``ratelimit``: the first card post answered 429 with Retry-After 40: the card is posted
+  exactly once, after Slack's wait.
+
+Prints a table and, as its last line, one JSON object with every figure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from bot.ui import ids
+from bot.ui.refusals import STORAGE_DOWN, UNCONFIRMED
+from sandbox import Sandbox
+from sandbox.entities import Message
+from storage import EmbeddedRedis
+
+ROOT = Path(__file__).resolve().parents[1]
+SIGNOFF = Path(sys.executable).parent / "signoff"
+CHANNEL = "C0GENERAL"  # the sandbox's default workspace has it, and anyone in it
+ALICE, BOB = "U0ALICE", "U0BOB"
+
+
+class Stack:
+    """A Redis, the sandbox and the ``signoff`` processes of one scenario."""
+
+    def __init__(self, sandbox: Sandbox, redis: EmbeddedRedis, workdir: Path) -> None:
+        self.sandbox, self.redis, self.workdir = sandbox, redis, workdir
+        self.log = workdir / "chaos.log"
+        self.processes: list[subprocess.Popen[bytes]] = []
+
+    def env(self, port: int) -> dict[str, str]:
+        return {
+            **os.environ,
+            "PYTHONPATH": str(ROOT),
+            "SLACK_BOT_TOKEN": self.sandbox.bot_token,
+            "SLACK_SIGNING_SECRET": self.sandbox.signing_secret,
+            "SIGNOFF_SLACK_API_URL": self.sandbox.api_url,
+            "REDIS_URL": self.redis.url,
+            "SIGNOFF_AGENTS": "bench.chaos_agents",
+            "SIGNOFF_CHANNEL": CHANNEL,
+            "SIGNOFF_HOST": "127.0.0.1",
+            "SIGNOFF_PORT": str(port),
+            "SIGNOFF_CHAOS_LOG": str(self.log),
+        }
+
+    async def start(self, *args: str) -> tuple[subprocess.Popen[bytes], int]:
+        """Start ``signoff <args>``; for ``serve``, once it answers /healthz."""
+        port = _free_port()
+        process = _spawn([str(SIGNOFF), *args], env=self.env(port), out=self.workdir / "out")
+        self.processes.append(process)
+        if args[0] == "serve":
+            await _until_healthy(f"http://127.0.0.1:{port}/healthz", process)
+        return process, port
+
+    def kill(self, process: subprocess.Popen[bytes]) -> None:
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+
+    def close(self) -> None:
+        for process in self.processes:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        for process in self.processes:
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.kill(process)
+
+    def lines(self, kind: str) -> list[list[str]]:
+        """The agent's log lines of ``kind`` (``start`` or ``effect``), split."""
+        if not self.log.exists():
+            return []
+        rows = [line.split() for line in self.log.read_text().splitlines()]
+        return [row[1:] for row in rows if row and row[0] == kind]
+
+    def cards(self) -> list[Message]:
+        """The request messages in the channel (with buttons or decided)."""
+        ws = self.sandbox.workspace
+        return [m for m in ws.history(CHANNEL) if ids.APPROVE in str(m.blocks) or _decided(m)]
+
+    def pending_cards(self) -> list[Message]:
+        return [m for m in self.sandbox.workspace.history(CHANNEL) if ids.APPROVE in str(m.blocks)]
+
+    def finished(self, card: Message) -> bool:
+        replies = self.sandbox.workspace.replies(CHANNEL, card.ts)
+        return any(r.text.startswith("Finished") for r in replies)
+
+    async def runs(self, count: int, *, within: float = 60) -> list[Message]:
+        """Start ``count`` runs with /signoff; their cards, once all are posted."""
+        before = len(self.cards())
+        for _ in range(count):
+            await self.sandbox.interactions.slash_command(
+                ALICE, channel=CHANNEL, command="/signoff", text="run cleanup now"
+            )
+        await self.sandbox.wait_for(lambda: len(self.cards()) >= before + count, within=within)
+        return self.pending_cards()
+
+    async def approve(self, card: Message, user: str = BOB) -> float:
+        """Click Approve on ``card``; seconds until Slack had its ack."""
+        started = time.perf_counter()
+        await self.sandbox.interactions.click(
+            user, channel=CHANNEL, message_ts=card.ts, action_id=ids.APPROVE
+        )
+        return time.perf_counter() - started
+
+
+@asynccontextmanager
+async def stack() -> AsyncIterator[Stack]:
+    workdir = Path(tempfile.mkdtemp(prefix="signoff-chaos-"))
+    redis = EmbeddedRedis(workdir / "redis")
+    redis.start()
+    try:
+        async with Sandbox() as sandbox:
+            running = Stack(sandbox, redis, workdir)
+            try:
+                yield running
+            finally:
+                running.close()
+    finally:
+        redis.stop()
+
+
+async def concurrent() -> dict[str, Any]:
+    async with stack() as s:
+        _, port = await s.start("serve")
+        s.sandbox.request_url = f"http://127.0.0.1:{port}/slack/events"
+        [card] = await s.runs(1)
+        clicks = [s.approve(card, user=(ALICE, BOB)[i % 2]) for i in range(200)]
+        await asyncio.gather(*clicks)
+        await s.sandbox.wait_for(lambda: s.finished(card), within=30)
+        ws = s.sandbox.workspace
+
+        def refusals() -> int:
+            notes = ws.ephemerals(ALICE, CHANNEL) + ws.ephemerals(BOB, CHANNEL)
+            return sum(not n.text.startswith("Starting") for n in notes)  # not the /signoff ack
+
+        await s.sandbox.wait_for(lambda: refusals() >= 199, within=30)
+        return {
+            "concurrent_clicks": 200,
+            "concurrent_decisions": sum(_decided(m) for m in s.cards()),
+            "concurrent_tool_runs": len(s.lines("effect")),
+            "concurrent_refusals": refusals(),
+        }
+
+
+async def kill() -> dict[str, Any]:
+    rounds, rng = 20, random.Random(7)
+    async with stack() as s:
+        _, port = await s.start("serve", "--no-workers")
+        s.sandbox.request_url = f"http://127.0.0.1:{port}/slack/events"
+        workers = {p.pid: p for p in [(await s.start("worker"))[0] for _ in range(2)]}
+        cards = await s.runs(rounds)
+        kills = 0
+        for card in cards:
+            starts = len(s.lines("start"))
+            await s.approve(card)
+            await s.sandbox.wait_for(lambda n=starts: len(s.lines("start")) > n, within=30)
+            # Kill the worker running the tool at a random moment: in the tool, in the
+            # checkpoint after it, in the posts, the end of the run or the job's completion.
+            await asyncio.sleep(rng.uniform(0, 0.3))  # a random moment, not a wait for work
+            pid = int(s.lines("start")[-1][2])
+            if pid in workers:
+                s.kill(workers.pop(pid))
+                kills += 1
+                replacement = (await s.start("worker"))[0]
+                workers[replacement.pid] = replacement
+        last_kill = time.monotonic()
+        await s.sandbox.wait_for(lambda: all(s.finished(c) for c in cards), within=120)
+        settled = time.monotonic() - last_kill
+        effects = [row[0] for row in s.lines("effect")]
+        finished_posts = sum(
+            r.text.startswith("Finished")
+            for c in cards
+            for r in s.sandbox.workspace.replies(CHANNEL, c.ts)
+        )
+        return {
+            "kill_runs": rounds,
+            "kill_kills": kills,
+            "kill_runs_finished": sum(s.finished(c) for c in cards),
+            "kill_tool_starts": len(s.lines("start")),
+            "kill_doubled_effects": len(effects) - len(set(effects)),
+            "kill_finished_posts": finished_posts,
+            "kill_seconds_to_settle_after_last_kill": round(settled, 1),
+        }
+
+
+async def frozen() -> dict[str, Any]:
+    async with stack() as s:
+        _, port = await s.start("serve")
+        s.sandbox.request_url = f"http://127.0.0.1:{port}/slack/events"
+        cards = await s.runs(10)
+        assert s.redis.pid is not None
+        os.kill(s.redis.pid, signal.SIGSTOP)
+        try:
+            acks = await asyncio.gather(*(s.approve(c) for c in cards))
+            await asyncio.sleep(max(0.0, 8 - max(acks)))  # keep Redis frozen for 8 s in all
+        finally:
+            os.kill(s.redis.pid, signal.SIGCONT)
+        await s.sandbox.wait_for(lambda: all(s.finished(c) for c in cards), within=60)
+        notes = [e.text for e in s.sandbox.workspace.ephemerals(BOB, CHANNEL)]
+        decided = sum(_decided(m) for m in s.cards())
+        # "Nothing was recorded" would be untrue for a click that was carried out.
+        untrue = notes.count(STORAGE_DOWN) if decided == len(cards) else 0
+        return {
+            "frozen_clicks": len(cards),
+            "frozen_ack_max_s": round(max(acks), 2),
+            "frozen_acks_over_3s": sum(a > 3 for a in acks),
+            "frozen_told_unconfirmed": notes.count(UNCONFIRMED),
+            "frozen_decided": decided,
+            "frozen_untrue_messages": untrue,
+        }
+
+
+async def replicas() -> dict[str, Any]:
+    count = 300
+    async with stack() as s:
+        ports = [(await s.start("serve"))[1] for _ in range(3)]
+        s.sandbox.request_url = f"http://127.0.0.1:{ports[0]}/slack/events"
+        cards = await s.runs(count, within=180)
+        for i, port in enumerate(ports):  # each replica takes a third of the clicks
+            s.sandbox.request_url = f"http://127.0.0.1:{port}/slack/events"
+            await asyncio.gather(*(s.approve(c) for c in cards[i::3]))
+        await s.sandbox.wait_for(lambda: all(s.finished(c) for c in cards), within=180)
+        effects = [row[0] for row in s.lines("effect")]
+        finished_posts = sum(
+            r.text.startswith("Finished")
+            for c in cards
+            for r in s.sandbox.workspace.replies(CHANNEL, c.ts)
+        )
+        return {
+            "replicas_clicks": count,
+            "replicas_decisions": sum(_decided(m) for m in s.cards()),
+            "replicas_tool_runs": len(effects),
+            "replicas_tool_starts": len(s.lines("start")),
+            "replicas_finished_posts": finished_posts,
+        }
+
+
+async def ratelimit() -> dict[str, Any]:
+    async with stack() as s:
+        _, port = await s.start("serve")
+        s.sandbox.request_url = f"http://127.0.0.1:{port}/slack/events"
+        s.sandbox.faults.rate_limit("chat.postMessage", retry_after=40)
+        started = time.monotonic()
+        [card] = await s.runs(1, within=90)
+        waited = time.monotonic() - started
+        cards = s.cards()
+        refused = [c for c in s.sandbox.faults.calls("chat.postMessage") if not c.ok]
+        return {
+            "ratelimit_retry_after_s": 40,
+            "ratelimit_cards_posted": len(cards),
+            "ratelimit_refused_posts": len(refused),
+            "ratelimit_posted_after_s": round(waited, 1),
+            "ratelimit_card_is_live": int(ids.APPROVE in str(card.blocks)),
+        }
+
+
+def _decided(message: Message) -> bool:
+    text = str(message.blocks)
+    return ids.APPROVE not in text and "Approved" in text
+
+
+def _spawn(args: list[str], *, env: dict[str, str], out: Path) -> subprocess.Popen[bytes]:
+    with out.open("ab") as output:
+        return subprocess.Popen(args, env=env, stdout=output, stderr=output)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def _until_healthy(url: str, process: subprocess.Popen[bytes]) -> None:
+    async with aiohttp.ClientSession() as http, asyncio.timeout(30):
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"signoff exited while starting ({process.returncode})")
+            try:
+                async with http.get(url) as answer:
+                    if answer.status == 200:
+                        return
+            except aiohttp.ClientConnectionError:
+                pass
+            await asyncio.sleep(0.05)  # the process is booting: poll its health endpoint
+
+
+SCENARIOS: dict[str, Callable[[], Any]] = {
+    "concurrent": concurrent,
+    "kill": kill,
+    "frozen": frozen,
+    "replicas": replicas,
+    "ratelimit": ratelimit,
+}
+
+
+async def main(names: list[str]) -> None:
+    figures: dict[str, Any] = {}
+    for name in names:
+        started = time.monotonic()
+        figures.update(await SCENARIOS[name]())
+        figures[f"{name}_seconds"] = round(time.monotonic() - started, 1)
+    width = max(len(k) for k in figures)
+    print(f"{'figure':<{width}}  value")
+    for key, value in figures.items():
+        print(f"{key:<{width}}  {value}")
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1:] or list(SCENARIOS)))

@@ -1,0 +1,65 @@
+"""The agent the chaos benchmark's ``signoff`` processes run (SIGNOFF_AGENTS=bench.chaos_agents).
+
+Its cleanup tool is written the way the README asks of a tool with side effects: it keeps
+a receipt under its call's idempotency key and does the work only when no earlier
+attempt did. The work takes 100 ms, so a kill can land in the middle of it. Every start
+is logged to SIGNOFF_CHAOS_LOG as ``start <key> <attempt> <pid>`` and every real effect
+as ``effect <key>``, so the benchmark counts reruns and doubled effects across processes.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from agent_runtime import Agent, ModelRequest, ModelResponse, SessionStore, ToolCall, tool
+from agent_runtime.tools import ToolContext
+from signoff import AgentSpec, Policy
+
+APPROVERS = ("U0ALICE", "U0BOB")
+
+
+class CleanupModel:
+    """Asks to delete one file, then reports the tool's result (from the conversation, so
+    any process continues a run the same way)."""
+
+    async def generate(self, request: ModelRequest) -> ModelResponse:
+        results = [m for m in request.messages if m.role == "tool"]
+        if not results:
+            call = ToolCall(id="call_1", name="delete_files", args={"paths": ["/tmp/chaos"]})
+            return ModelResponse(tool_calls=(call,))
+        return ModelResponse(text=f"done: {results[-1].content}")
+
+
+def _log(line: str) -> None:
+    with Path(os.environ["SIGNOFF_CHAOS_LOG"]).open("a") as log:
+        log.write(line + "\n")
+
+
+@tool
+def delete_files(paths: list[str], context: ToolContext) -> str:
+    """Delete the given files (here: log the effect once per call, whatever the attempts)."""
+    _log(f"start {context.idempotency_key} {context.attempt} {os.getpid()}")
+    receipt = Path(os.environ["SIGNOFF_CHAOS_LOG"]).parent / "receipts" / context.idempotency_key
+    if receipt.exists():
+        return receipt.read_text()
+    time.sleep(0.1)  # the work: a kill -9 may land here
+    _log(f"effect {context.idempotency_key}")
+    summary = f"deleted {len(paths)} file(s)"
+    receipt.parent.mkdir(exist_ok=True)
+    receipt.write_text(summary)
+    return summary
+
+
+def build(sessions: SessionStore) -> Agent:
+    return Agent(
+        model=CleanupModel(),
+        tools=[delete_files],
+        interrupt_on={"delete_files": True},
+        session_store=sessions,
+        name="cleanup",
+    )
+
+
+agents = [AgentSpec(name="cleanup", build=build, policy=Policy(users=APPROVERS))]
