@@ -24,9 +24,6 @@ from .records import from_ms, to_ms
 
 log = logging.getLogger(__name__)
 
-_WAIT_MS = 10 * 60 * 1000
-"""How long a click holds off its record's expiry at most, if no decider ever takes it."""
-
 
 @dataclass(frozen=True, kw_only=True)
 class ClickEntry:
@@ -118,7 +115,6 @@ class ClickStream:
                     waiting = self._waiting_key(str(fields["record_id"]))
                     if waiting is not None:
                         pipe.incr(waiting)
-                        pipe.pexpire(waiting, _WAIT_MS)
                 replies = await pipe.execute()
                 entry_ids = [replies[i] for i in added]
         except Exception as exc:  # StorageError, or a bug: never leave an appender waiting

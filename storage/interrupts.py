@@ -32,6 +32,8 @@ log = logging.getLogger(__name__)
 
 POST_LEASE = timedelta(seconds=30)
 """How long a new interrupt is its creator's to post before the outbox hands it out."""
+CLICKS_HOLD_EXPIRY = timedelta(minutes=10)
+"""How long acknowledged clicks no decider has taken may hold a due expiry back."""
 GROUP_CHECK_EVERY = timedelta(minutes=5)
 """How often the members of a pending interrupt's user groups are checked again."""
 
@@ -352,7 +354,7 @@ class InterruptStore:
         args: list[str | int] = [to_ms(now)]
         if script == "expire":
             r = self._retention
-            args += [_ms(r.decided), r.resume_entries, r.audit_entries]
+            args += [_ms(r.decided), r.resume_entries, r.audit_entries, _ms(CLICKS_HOLD_EXPIRY)]
         return await self._pipelined(script, rids, args)
 
     async def _pipelined(

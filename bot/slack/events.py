@@ -20,7 +20,7 @@ from slack_bolt.async_app import AsyncApp
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_sdk.signature import SignatureVerifier
 
-from bot.decisions.clicks import intake, signoff_click
+from bot.decisions.clicks import intake
 from bot.services import Services
 
 from .requests import parse_request, signed_text
@@ -46,9 +46,8 @@ def add_events_route(
         if slack is None:
             log.warning("refused a signed request that is not one Signoff handles")
             return web.Response(status=400, text="malformed body")
-        click = signoff_click(slack.payload) if slack.payload is not None else None
-        if click is not None:
-            await intake(services, click)
+        if slack.click is not None:
+            await intake(services, slack.click)
             response = web.Response()
         else:
             bolt_request = AsyncBoltRequest(

@@ -18,6 +18,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from slack_sdk.signature import SignatureVerifier
 from yarl import URL
 
+from bot.decisions.clicks import signoff_click
+from bot.decisions.payloads import Click
+
 SlackId = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.:\-]{1,128}$")]
 
 
@@ -139,11 +142,11 @@ _EVENTS: dict[str, type[_Shape]] = {
 
 @dataclass(frozen=True, kw_only=True)
 class SlackRequest:
-    """A signed, well-formed request: its text for Bolt, and the interaction payload of a
-    form that carries one (None for commands and events)."""
+    """A signed, well-formed request: its text for Bolt, or the click on one of Signoff's
+    buttons it carries (validated as such, and never handed to Bolt)."""
 
     text: str
-    payload: dict[str, Any] | None = None
+    click: Click | None = None
 
 
 def signed_text(verifier: SignatureVerifier, body: bytes, headers: Mapping[str, str]) -> str | None:
@@ -169,10 +172,13 @@ def parse_request(text: str, content_type: str) -> SlackRequest | None:
     if "payload" not in form:
         return SlackRequest(text=text) if _fits(_Command, dict(form)) else None
     payload = _json_object(form["payload"])
-    model = _PAYLOADS.get(str(payload.get("type"))) if payload is not None else None
-    if model is None or not _fits(model, payload):
+    if payload is None:
         return None
-    return SlackRequest(text=text, payload=payload)
+    click = signoff_click(payload)
+    if click is not None:
+        return SlackRequest(text=text, click=click)
+    model = _PAYLOADS.get(str(payload.get("type")))
+    return SlackRequest(text=text) if model is not None and _fits(model, payload) else None
 
 
 def _json_object(text: str) -> dict[str, Any] | None:

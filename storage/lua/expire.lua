@@ -1,6 +1,7 @@
 -- Expire one interrupt whose time is up (KEYS as in common.lua, plus 12: the count of its
 -- acknowledged clicks still waiting in the click stream), exactly once.
--- ARGV: 1 record id, 2 now, 3 retention ms, 4 resume stream maxlen, 5 audit maxlen.
+-- ARGV: 1 record id, 2 now, 3 retention ms, 4 resume stream maxlen, 5 audit maxlen,
+-- 6 how long waiting clicks may hold the expiry back (ms).
 -- Returns {status, job id, record hash...}; status is expired|escalated|skip|missing.
 local key, rid, now = KEYS[1], ARGV[1], ARGV[2]
 if redis.call('EXISTS', key) == 0 then
@@ -18,7 +19,8 @@ if expires == '' or tonumber(now) < tonumber(expires) then
 end
 if tonumber(redis.call('GET', KEYS[12]) or '0') > 0 then
   -- A click Slack saw acknowledged waits to be decided, as of when it was made: look again
-  -- in a second, once a decider has had its turn.
+  -- in a second, once a decider has had its turn; at most ARGV[6] ms if none ever does.
+  if redis.call('PTTL', KEYS[12]) == -1 then redis.call('PEXPIRE', KEYS[12], ARGV[6]) end
   redis.call('ZADD', KEYS[4], tonumber(now) + 1000, rid)
   return {'skip', ''}
 end
