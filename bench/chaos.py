@@ -30,6 +30,7 @@ import tempfile
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -108,6 +109,11 @@ class Stack:
     def pending_cards(self) -> list[Message]:
         return [m for m in self.sandbox.workspace.history(CHANNEL) if ids.APPROVE in str(m.blocks)]
 
+    def finished_posts(self, cards: list[Message]) -> int:
+        """How many "Finished" replies the cards' threads hold (one each, when all is well)."""
+        replies = [r for c in cards for r in self.sandbox.workspace.replies(CHANNEL, c.ts)]
+        return sum(r.text.startswith("Finished") for r in replies)
+
     def finished(self, card: Message) -> bool:
         replies = self.sandbox.workspace.replies(CHANNEL, card.ts)
         return any(r.text.startswith("Finished") for r in replies)
@@ -181,7 +187,7 @@ async def kill() -> dict[str, Any]:
         for card in cards:
             starts = len(s.lines("start"))
             await s.approve(card)
-            await s.sandbox.wait_for(lambda n=starts: len(s.lines("start")) > n, within=30)
+            await s.sandbox.wait_for(partial(_more_than, starts, s.lines, "start"), within=30)
             # Kill the worker running the tool at a random moment: in the tool, in the
             # checkpoint after it, in the posts, the end of the run or the job's completion.
             await asyncio.sleep(rng.uniform(0, 0.3))  # a random moment, not a wait for work
@@ -195,18 +201,13 @@ async def kill() -> dict[str, Any]:
         await s.sandbox.wait_for(lambda: all(s.finished(c) for c in cards), within=120)
         settled = time.monotonic() - last_kill
         effects = [row[0] for row in s.lines("effect")]
-        finished_posts = sum(
-            r.text.startswith("Finished")
-            for c in cards
-            for r in s.sandbox.workspace.replies(CHANNEL, c.ts)
-        )
         return {
             "kill_runs": rounds,
             "kill_kills": kills,
             "kill_runs_finished": sum(s.finished(c) for c in cards),
             "kill_tool_starts": len(s.lines("start")),
             "kill_doubled_effects": len(effects) - len(set(effects)),
-            "kill_finished_posts": finished_posts,
+            "kill_finished_posts": s.finished_posts(cards),
             "kill_seconds_to_settle_after_last_kill": round(settled, 1),
         }
 
@@ -249,17 +250,12 @@ async def replicas() -> dict[str, Any]:
             await asyncio.gather(*(s.approve(c) for c in cards[i::3]))
         await s.sandbox.wait_for(lambda: all(s.finished(c) for c in cards), within=180)
         effects = [row[0] for row in s.lines("effect")]
-        finished_posts = sum(
-            r.text.startswith("Finished")
-            for c in cards
-            for r in s.sandbox.workspace.replies(CHANNEL, c.ts)
-        )
         return {
             "replicas_clicks": count,
             "replicas_decisions": sum(_decided(m) for m in s.cards()),
             "replicas_tool_runs": len(effects),
             "replicas_tool_starts": len(s.lines("start")),
-            "replicas_finished_posts": finished_posts,
+            "replicas_finished_posts": s.finished_posts(cards),
         }
 
 
@@ -280,6 +276,10 @@ async def ratelimit() -> dict[str, Any]:
             "ratelimit_posted_after_s": round(waited, 1),
             "ratelimit_card_is_live": int(ids.APPROVE in str(card.blocks)),
         }
+
+
+def _more_than(count: int, lines: Callable[[str], list[list[str]]], kind: str) -> bool:
+    return len(lines(kind)) > count
 
 
 def _decided(message: Message) -> bool:
