@@ -29,6 +29,8 @@ class InterruptQueries:
     """Read-only access to interrupt records and their pending indexes."""
 
     def __init__(self, client: RedisClient, keys: Keys) -> None:
+        self.damaged_seen = 0
+        """Records read back damaged by this process (an operator's metric)."""
         self._client = client
         self._keys = keys
 
@@ -98,6 +100,7 @@ class InterruptQueries:
                 records.append(InterruptRecord.from_hash(key, cast(dict[str, str], reply)))
             except CorruptRecordError as exc:
                 log.error("%s", exc)
+                self.damaged_seen += 1
                 unreadable.append(rid)
         return records, unreadable
 
@@ -115,7 +118,9 @@ class InterruptQueries:
         records, unreadable = await self.many(valid)
         gone = [m for m in members if m.rsplit("\0", 1)[1] in unreadable]
         if gone:
-            # Index entries whose record expired by TTL or was removed: clean them lazily.
+            # Index entries whose record expired by TTL, was removed or is damaged: clean
+            # them lazily, and say so (a damaged one was logged and counted above).
+            log.warning("%d index entries of unreadable records left %s", len(gone), index)
             async with self._client.guard("clean index"):
                 await self._client.raw.zrem(index, *gone)
         pending = tuple(r for r in records if r.state == "pending")

@@ -89,7 +89,12 @@ def add_operator_routes(
             clicks: int | None = await storage.clicks.lag()
         except StorageError:
             pending = lag = clicks = None
-        text = services.metrics.render(pending=pending, queue_lag=lag, click_backlog=clicks)
+        text = services.metrics.render(
+            pending=pending,
+            queue_lag=lag,
+            click_backlog=clicks,
+            damaged_read=storage.queries.damaged_seen,
+        )
         return web.Response(text=text, content_type="text/plain", charset="utf-8")
 
     app.router.add_get("/healthz", healthz)

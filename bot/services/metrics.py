@@ -51,7 +51,12 @@ class Metrics:
         self.click_to_resume = Histogram(_RESUME_BUCKETS)
 
     def render(
-        self, *, pending: int | None, queue_lag: int | None, click_backlog: int | None
+        self,
+        *,
+        pending: int | None,
+        queue_lag: int | None,
+        click_backlog: int | None,
+        damaged_read: int = 0,
     ) -> str:
         """Prometheus text; the gauges read from Redis are left out when it is down."""
         lines: list[str] = []
@@ -68,6 +73,8 @@ class Metrics:
             f"signoff_resume_dead_letters_total {self.resume_dead_letters}",
             "# TYPE signoff_damaged_records_total counter",
             f"signoff_damaged_records_total {self.damaged_records}",
+            "# TYPE signoff_damaged_records_read_total counter",
+            f"signoff_damaged_records_read_total {damaged_read}",
         ]
         lines += self.ack.render("signoff_ack_seconds")
         lines += self.click_to_resume.render("signoff_click_to_resume_seconds")

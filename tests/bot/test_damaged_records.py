@@ -54,3 +54,20 @@ async def test_a_modal_on_a_damaged_record_says_so_not_that_storage_is_down(
     status, body = await bot.submit(ids.DENY_VIEW, value, user=ALICE, text="no")
     assert status == 200 and DAMAGED in body
     assert [n["text"] for n in bot.slack.called("chat.postEphemeral")] == [DAMAGED]
+
+
+async def test_a_damaged_record_left_out_of_the_pending_list_is_logged_and_counted(
+    make_bot: Any, caplog: Any
+) -> None:
+    bot: Harness = await make_bot()
+    value = await bot.start()
+    await _damage(bot, value)
+    await bot.services.storage.client.raw.hset(
+        bot.services.storage.keys.record(bot.record_id(value)), "policy", "{broken"
+    )
+    answer = await bot.command("", user=ALICE)
+    assert answer["text"] == "0 waiting for you"
+    assert any("corrupt" in r.getMessage() for r in caplog.records if r.levelname == "ERROR")
+    assert any("index entries of unreadable records" in r.getMessage() for r in caplog.records)
+    async with bot.http.get(bot.url + "/metrics") as response:
+        assert "signoff_damaged_records_read_total 1" in await response.text()
