@@ -70,6 +70,10 @@ class Keys:
     def run_applied(self, run_id: str) -> str:
         return f"{self.prefix}:run:{{{check_id('run', run_id)}}}:applied"
 
+    def run_ended(self, run_id: str) -> str:
+        """String: set once the run's end was announced, so a retried resume stays quiet."""
+        return f"{self.prefix}:run:{{{check_id('run', run_id)}}}:ended"
+
     def run_attempts(self, run_id: str) -> str:
         """Hash: resume job id -> its failed attempts (expires like the applied markers)."""
         return f"{self.prefix}:run:{{{check_id('run', run_id)}}}:attempts"

@@ -229,6 +229,13 @@ class ResumeQueue:
         reply = cast(list[str | int], await self._client.eval("resume_fail", keys, args))
         return Failure(attempts=int(reply[1]), dead=reply[0] == "dead")
 
+    async def first_end(self, run_id: str) -> bool:
+        """True for the first caller to report ``run_id``'s end; False for any later one (a
+        resume retried, or caught up, after a worker died between its post and its ack)."""
+        key = self._keys.run_ended(run_id)
+        async with self._client.guard(f"mark the end of run {run_id}"):
+            return bool(await self._client.raw.set(key, "1", nx=True, px=self._applied_ms))
+
     async def dead_letters(self, *, count: int = 100) -> list[dict[str, str]]:
         """The most recent dead-lettered jobs, newest first, as stored (for an operator)."""
         async with self._client.guard("read dead-lettered resume jobs"):

@@ -78,7 +78,7 @@ async def _drive(
 
 
 async def settle(services: Services, agent_name: str, result: AgentResult, *, place: Place) -> None:
-    """Store and post the run's new interrupts, or post how it ended.
+    """Store and post the run's new interrupts, or post how it ended (at most once).
 
     Interrupts an earlier attempt already stored are not an error: they are left as stored.
     """
@@ -92,6 +92,9 @@ async def settle(services: Services, agent_name: str, result: AgentResult, *, pl
             return
         for record in records:
             await post_interrupt(services, record)
+        return
+    if not await services.storage.resume.first_end(result.run_id):
+        log.info("run %s: its end was announced before; not again", result.run_id)
         return
     outcome = "Finished" if result.stop_reason == "end_turn" else f"Stopped ({result.stop_reason})"
     await post_in_thread(

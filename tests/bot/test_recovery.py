@@ -123,3 +123,38 @@ async def test_a_run_cut_off_mid_way_is_continued_from_its_checkpoint(make_bot: 
     await second.loops.stop()
     assert second.tool_log.calls == []  # the tool's saved result is not redone
     assert await second.services.storage.resume.pending_count() == 0
+
+
+async def test_a_worker_that_died_after_announcing_the_end_is_not_echoed(make_bot: Any) -> None:
+    first: Harness = await make_bot()
+    value = await first.start()
+    queue = first.services.storage.resume
+    died = asyncio.Event()
+
+    async def dies_before_completing(*args: Any, **kwargs: Any) -> None:
+        died.set()
+        raise WorkerKilled("killed after the thread post, before the job was completed")
+
+    queue.complete = dies_before_completing  # type: ignore[method-assign]
+    await first.click(ids.APPROVE, value, user=ALICE)
+    await asyncio.wait_for(died.wait(), 5)
+    await first.loops.stop()
+    assert [t for t in first.thread() if t.startswith("Finished")] == [
+        "Finished: done: deleted 2 file(s)"
+    ]
+
+    caught_up, release = asyncio.Event(), queue.release
+
+    async def released(*args: Any, **kwargs: Any) -> None:
+        await release(*args, **kwargs)  # the last step of a caught-up job
+        caught_up.set()
+
+    queue.release = released  # type: ignore[method-assign]
+    second: Harness = await make_bot(workers=1, reclaim_after=0.05)
+    await asyncio.wait_for(caught_up.wait(), 10)
+    await second.loops.stop()
+    assert await queue.pending_count() == 0
+    assert [t for t in second.thread() if t.startswith("Finished")] == [
+        "Finished: done: deleted 2 file(s)"
+    ]
+    assert second.tool_log.calls == []
