@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 from slack_bolt.async_app import AsyncApp
+from slack_bolt.authorization import AuthorizeResult
 from slack_bolt.context.ack.async_ack import AsyncAck
 
 from bot.decisions import clicks, submissions
@@ -27,8 +28,16 @@ _MODALS = re.compile(
 
 def build_app(services: Services, *, signing_secret: str | None) -> AsyncApp:
     """The app; ``signing_secret`` None (Socket Mode) turns request signing checks off."""
+    token = services.client.token
+
+    async def authorize(enterprise_id: str | None, team_id: str | None) -> AuthorizeResult:
+        # The workspace's own bot token, with no Web API call: Bolt's default asks Slack
+        # (auth.test) on a process's first request, so a Slack outage then failed commands.
+        return AuthorizeResult(enterprise_id=enterprise_id, team_id=team_id, bot_token=token)
+
     app = AsyncApp(
         client=services.client,
+        authorize=authorize,
         signing_secret=signing_secret or "",
         request_verification_enabled=signing_secret is not None,
         process_before_response=True,

@@ -176,3 +176,11 @@ async def test_a_long_list_comes_a_page_at_a_time_within_slacks_block_limits(
     assert not any(b["type"] == "actions" for b in page["blocks"])
     shown = {b["value"] for b in _buttons(first) + _buttons(page["blocks"])}
     assert len(shown) == 30  # every request once, across the two pages
+
+
+async def test_signoff_answers_while_slacks_web_api_fails(make_bot: Any) -> None:
+    bot: Harness = await make_bot()
+    await bot.start(requested_by=CAROL)
+    bot.slack.down = True  # every Web API method answers 502 (auth.test included)
+    answer = await bot.command("", user=ALICE)
+    assert answer["text"] == "1 waiting for you"
