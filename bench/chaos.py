@@ -10,6 +10,10 @@ approval must survive. Every scenario is bounded and on loopback.
   happened once Redis is back.
 - ``replicas``: three ``signoff serve`` replicas share 300 clicks: 300 decisions, 300 tool
   runs, no run resumed twice.
+- ``redis``: Redis killed -9, restarted, shut down, restarted, while 30 approvers click:
+  every click Slack saw acknowledged, and not refused as unrecorded, is decided.
+- ``storm``: 30 s of 429s and 5xx from Slack while 10 runs start and are approved: each
+  card posted once, each run finished once.
 - ``ratelimit``: the first card post answered 429 with Retry-After 40: the card is posted
   exactly once, after Slack's wait.
 
@@ -259,6 +263,64 @@ async def replicas() -> dict[str, Any]:
         }
 
 
+async def redis() -> dict[str, Any]:
+    async with stack() as s:
+        _, port = await s.start("serve")
+        s.sandbox.request_url = f"http://127.0.0.1:{port}/slack/events"
+        cards = await s.runs(30)
+        assert s.redis.pid is not None
+        outages = (_kill_redis, _shutdown_redis)
+        for batch, outage in enumerate(outages):
+            clicks = [s.approve(c) for c in cards[batch * 15 : batch * 15 + 15]]
+            await asyncio.gather(*clicks, _outage(s.redis, outage, after=0.02))
+        notes = [e.text for e in s.sandbox.workspace.ephemerals(BOB, CHANNEL)]
+        told_lost = notes.count(STORAGE_DOWN)
+        decided = await _settled(s, cards, refused=told_lost)
+        return {
+            "redis_clicks": len(cards),
+            "redis_outages": len(outages),
+            "redis_told_not_recorded": told_lost,
+            "redis_decided": decided,
+            "redis_lost": len(cards) - told_lost - decided,
+        }
+
+
+async def storm() -> dict[str, Any]:
+    async with stack() as s:
+        _, port = await s.start("serve")
+        s.sandbox.request_url = f"http://127.0.0.1:{port}/slack/events"
+        faults = s.sandbox.faults
+
+        async def weather(seconds: float) -> None:
+            until = time.monotonic() + seconds
+            while time.monotonic() < until:  # keep faults queued for every method
+                faults.rate_limit(count=3, retry_after=1)
+                faults.server_error(count=3, status=503)
+                await asyncio.sleep(0.5)  # the storm's own pace, not a wait for work
+            faults.clear()
+
+        storm_task = asyncio.create_task(weather(30))
+        for _ in range(10):
+            await s.sandbox.interactions.slash_command(
+                ALICE, channel=CHANNEL, command="/signoff", text="run cleanup now"
+            )
+        await s.sandbox.wait_for(lambda: len(s.cards()) >= 10, within=120)
+        cards = s.pending_cards()
+        for card in cards:
+            await s.approve(card)
+        await storm_task
+        await s.sandbox.wait_for(lambda: all(s.finished(c) for c in cards), within=120)
+        failed = [c for c in faults.calls() if not c.ok]
+        return {
+            "storm_seconds_of_faults": 30,
+            "storm_failed_calls": len(failed),
+            "storm_cards_posted": len(s.cards()),
+            "storm_runs_finished": sum(s.finished(c) for c in cards),
+            "storm_finished_posts": s.finished_posts(cards),
+            "storm_decided": sum(_decided(m) for m in s.cards()),
+        }
+
+
 async def ratelimit() -> dict[str, Any]:
     async with stack() as s:
         _, port = await s.start("serve")
@@ -276,6 +338,37 @@ async def ratelimit() -> dict[str, Any]:
             "ratelimit_posted_after_s": round(waited, 1),
             "ratelimit_card_is_live": int(ids.APPROVE in str(card.blocks)),
         }
+
+
+async def _settled(s: Stack, cards: list[Message], *, refused: int) -> int:
+    """How many of ``cards`` end decided, once all but the ``refused`` ones are."""
+    await s.sandbox.wait_for(
+        lambda: sum(_decided(c) for c in s.cards()) >= len(cards) - refused, within=90
+    )
+    return sum(_decided(c) for c in s.cards())
+
+
+async def _outage(
+    server: EmbeddedRedis, stop: Callable[[EmbeddedRedis], None], *, after: float
+) -> None:
+    """Stop Redis ``after`` seconds into a batch of clicks, then start it again at once."""
+    await asyncio.sleep(after)  # a moment into the clicks, not a wait for work
+    stop(server)
+    await asyncio.to_thread(server.stop)  # reaps the dead server
+    await asyncio.to_thread(server.start)
+
+
+def _kill_redis(server: EmbeddedRedis) -> None:
+    assert server.pid is not None
+    os.kill(server.pid, signal.SIGKILL)
+
+
+def _shutdown_redis(server: EmbeddedRedis) -> None:
+    path = server.url.removeprefix("unix://").split("?")[0]
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.connect(path)
+        sock.sendall(b"SHUTDOWN\r\n")
+        sock.recv(64)  # the server closes the connection once its data is on disk
 
 
 def _more_than(count: int, lines: Callable[[str], list[list[str]]], kind: str) -> bool:
@@ -317,6 +410,8 @@ SCENARIOS: dict[str, Callable[[], Any]] = {
     "kill": kill,
     "frozen": frozen,
     "replicas": replicas,
+    "redis": redis,
+    "storm": storm,
     "ratelimit": ratelimit,
 }
 
