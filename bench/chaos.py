@@ -16,6 +16,8 @@ approval must survive. Every scenario is bounded and on loopback.
   card posted once, each run finished once.
 - ``ratelimit``: the first card post answered 429 with Retry-After 40: the card is posted
   exactly once, after Slack's wait.
+- ``expiry``: approvals clicked a second before a 6 s deadline, with a decider running,
+  and with none until after the deadline: each counts, none expires.
 
 Prints a table and, as its last line, one JSON object with every figure.
 """
@@ -45,6 +47,8 @@ from bot.ui.refusals import STORAGE_DOWN, UNCONFIRMED
 from sandbox import Sandbox
 from sandbox.entities import Message
 from storage import EmbeddedRedis
+
+from .chaos_agents import QUICK_EXPIRY
 
 ROOT = Path(__file__).resolve().parents[1]
 SIGNOFF = Path(sys.executable).parent / "signoff"
@@ -122,12 +126,14 @@ class Stack:
         replies = self.sandbox.workspace.replies(CHANNEL, card.ts)
         return any(r.text.startswith("Finished") for r in replies)
 
-    async def runs(self, count: int, *, within: float = 60) -> list[Message]:
+    async def runs(
+        self, count: int, *, within: float = 60, agent: str = "cleanup"
+    ) -> list[Message]:
         """Start ``count`` runs with /signoff; their cards, once all are posted."""
         before = len(self.cards())
         for _ in range(count):
             await self.sandbox.interactions.slash_command(
-                ALICE, channel=CHANNEL, command="/signoff", text="run cleanup now"
+                ALICE, channel=CHANNEL, command="/signoff", text=f"run {agent} now"
             )
         await self.sandbox.wait_for(lambda: len(self.cards()) >= before + count, within=within)
         return self.pending_cards()
@@ -375,9 +381,37 @@ def _more_than(count: int, lines: Callable[[str], list[list[str]]], kind: str) -
     return len(lines(kind)) > count
 
 
+async def expiry() -> dict[str, Any]:
+    figures: dict[str, Any] = {}
+    for decider in ("running", "late"):
+        async with stack() as s:
+            args = ("serve",) if decider == "running" else ("serve", "--no-workers")
+            _, port = await s.start(*args)
+            s.sandbox.request_url = f"http://127.0.0.1:{port}/slack/events"
+            cards = await s.runs(5, agent="quick")
+            posted = time.monotonic()
+            deadline = posted + QUICK_EXPIRY.total_seconds()
+            await asyncio.sleep(max(0.0, deadline - 1 - time.monotonic()))  # a second before
+            await asyncio.gather(*(s.approve(c) for c in cards))
+            if decider == "late":  # deciders and the expiry sweep start after the deadline
+                await asyncio.sleep(max(0.0, deadline + 1.5 - time.monotonic()))
+                await s.start("worker")
+            await s.sandbox.wait_for(
+                lambda: all(_decided(c) or _expired(c) for c in s.cards()), within=60
+            )
+            figures[f"expiry_{decider}_clicked_in_time"] = len(cards)
+            figures[f"expiry_{decider}_approved"] = sum(_decided(c) for c in s.cards())
+            figures[f"expiry_{decider}_expired"] = sum(_expired(c) for c in s.cards())
+    return figures
+
+
 def _decided(message: Message) -> bool:
     text = str(message.blocks)
     return ids.APPROVE not in text and "Approved" in text
+
+
+def _expired(message: Message) -> bool:
+    return "Expired" in str(message.blocks)
 
 
 def _spawn(args: list[str], *, env: dict[str, str], out: Path) -> subprocess.Popen[bytes]:
@@ -413,6 +447,7 @@ SCENARIOS: dict[str, Callable[[], Any]] = {
     "redis": redis,
     "storm": storm,
     "ratelimit": ratelimit,
+    "expiry": expiry,
 }
 
 

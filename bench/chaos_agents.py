@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import time
+from datetime import timedelta
 from pathlib import Path
 
 from agent_runtime import Agent, ModelRequest, ModelResponse, SessionStore, ToolCall, tool
@@ -62,4 +63,12 @@ def build(sessions: SessionStore) -> Agent:
     )
 
 
-agents = [AgentSpec(name="cleanup", build=build, policy=Policy(users=APPROVERS))]
+QUICK_EXPIRY = timedelta(seconds=6)
+
+agents = [
+    AgentSpec(name="cleanup", build=build, policy=Policy(users=APPROVERS)),
+    # The same agent under a policy whose requests expire 6 s after they are posted.
+    AgentSpec(
+        name="quick", build=build, policy=Policy(users=APPROVERS, expires_after=QUICK_EXPIRY)
+    ),
+]
