@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import signal
 from pathlib import Path
 
 from .config import demo_workspace, load_workspace
@@ -46,7 +47,12 @@ async def _serve(options: argparse.Namespace) -> None:
             f"request URL          {request_url}"
         )
         print(banner, flush=True)
-        await asyncio.Event().wait()
+        # Its own handlers: a shell that starts it in the background makes it ignore SIGINT.
+        stopping = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stopping.set)
+        await stopping.wait()
 
 
 def main() -> None:
