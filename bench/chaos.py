@@ -3,8 +3,10 @@ approval must survive. Every scenario is bounded and on loopback.
 
 - ``concurrent``: 200 clicks on one request at once: one decision, one tool run, 199
   clear refusals.
-- ``kill``: 20 approved runs while resume workers are killed with ``kill -9`` at random
-  moments and replaced: every run finishes, no tool's effect happens twice.
+- ``kill``: 24 approved runs, each resumed by a worker that is killed (SIGKILL) at one
+  step of the resume, each of the six steps in turn: every run ends; counted are the
+  tool's reruns, the effects that happened twice despite its receipt, and the posts of
+  each run's end (at most one each).
 - ``frozen``: Redis stopped (SIGSTOP) for 8 s while 10 approvers click: every click is
   acknowledged within Slack's 3 s, and what each clicker was told agrees with what
   happened once Redis is back.
@@ -27,7 +29,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import random
 import signal
 import socket
 import subprocess
@@ -36,11 +37,11 @@ import tempfile
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 import aiohttp
+from redis.asyncio import Redis
 
 from bot.ui import ids
 from bot.ui.refusals import STORAGE_DOWN, UNCONFIRMED
@@ -48,7 +49,7 @@ from sandbox import Sandbox
 from sandbox.entities import Message
 from storage import EmbeddedRedis
 
-from .chaos_agents import QUICK_EXPIRY
+from .chaos_agents import QUICK_EXPIRY, STEPS
 
 ROOT = Path(__file__).resolve().parents[1]
 SIGNOFF = Path(sys.executable).parent / "signoff"
@@ -79,10 +80,11 @@ class Stack:
             "SIGNOFF_CHAOS_LOG": str(self.log),
         }
 
-    async def start(self, *args: str) -> tuple[subprocess.Popen[bytes], int]:
-        """Start ``signoff <args>``; for ``serve``, once it answers /healthz."""
+    async def start(self, *args: str, **env: str) -> tuple[subprocess.Popen[bytes], int]:
+        """Start ``signoff <args>`` (with ``env`` added); for ``serve``, once it is healthy."""
         port = _free_port()
-        process = _spawn([str(SIGNOFF), *args], env=self.env(port), out=self.workdir / "out")
+        environment = {**self.env(port), **env}
+        process = _spawn([str(SIGNOFF), *args], env=environment, out=self.workdir / "out")
         self.processes.append(process)
         if args[0] == "serve":
             await _until_healthy(f"http://127.0.0.1:{port}/healthz", process)
@@ -187,38 +189,42 @@ async def concurrent() -> dict[str, Any]:
 
 
 async def kill() -> dict[str, Any]:
-    rounds, rng = 20, random.Random(7)
+    rounds = 4 * len(STEPS)
     async with stack() as s:
         _, port = await s.start("serve", "--no-workers")
         s.sandbox.request_url = f"http://127.0.0.1:{port}/slack/events"
-        workers = {p.pid: p for p in [(await s.start("worker"))[0] for _ in range(2)]}
         cards = await s.runs(rounds)
         kills = 0
-        for card in cards:
-            starts = len(s.lines("start"))
+        for round_, card in enumerate(cards):
+            # A worker that kills itself at one step of the resume, each step in turn.
+            step = STEPS[round_ % len(STEPS)].__name__
+            doomed, _ = await s.start("worker", SIGNOFF_CHAOS_DIE_AT=step)
             await s.approve(card)
-            await s.sandbox.wait_for(partial(_more_than, starts, s.lines, "start"), within=30)
-            # Kill the worker running the tool at a random moment: in the tool, in the
-            # checkpoint after it, in the posts, the end of the run or the job's completion.
-            await asyncio.sleep(rng.uniform(0, 0.3))  # a random moment, not a wait for work
-            pid = int(s.lines("start")[-1][2])
-            if pid in workers:
-                s.kill(workers.pop(pid))
+            try:
+                await asyncio.to_thread(doomed.wait, 30)
                 kills += 1
-                replacement = (await s.start("worker"))[0]
-                workers[replacement.pid] = replacement
-        last_kill = time.monotonic()
-        await s.sandbox.wait_for(lambda: all(s.finished(c) for c in cards), within=120)
-        settled = time.monotonic() - last_kill
+            except subprocess.TimeoutExpired:  # it took no job that reached the step
+                s.kill(doomed)
+        died = time.monotonic()
+        for _ in range(2):
+            await s.start("worker")
+        # A worker killed between claiming a run's end and posting it leaves that end
+        # unannounced (posted at most once), so wait for the runs, not for every post.
+        async with asyncio.timeout(120):
+            while await _ended_runs(s) < rounds:  # noqa: ASYNC110 (Redis has no event for it)
+                await asyncio.sleep(0.5)  # the runs' checkpoints are in Redis: poll it
+        settled = time.monotonic() - died
         effects = [row[0] for row in s.lines("effect")]
         return {
-            "kill_runs": rounds,
+            "kill_rounds": rounds,
+            "kill_steps": len(STEPS),
             "kill_kills": kills,
-            "kill_runs_finished": sum(s.finished(c) for c in cards),
+            "kill_runs_ended": await _ended_runs(s),
+            "kill_tool_effects": len(set(effects)),
             "kill_tool_starts": len(s.lines("start")),
             "kill_doubled_effects": len(effects) - len(set(effects)),
             "kill_finished_posts": s.finished_posts(cards),
-            "kill_seconds_to_settle_after_last_kill": round(settled, 1),
+            "kill_seconds_to_settle_after_the_last_death": round(settled, 1),
         }
 
 
@@ -375,6 +381,15 @@ def _shutdown_redis(server: EmbeddedRedis) -> None:
         sock.connect(path)
         sock.sendall(b"SHUTDOWN\r\n")
         sock.recv(64)  # the server closes the connection once its data is on disk
+
+
+async def _ended_runs(s: Stack) -> int:
+    """Runs whose stored session says they ended: the last checkpoint a worker saved."""
+    client = Redis.from_url(s.redis.url, decode_responses=True)
+    async with client:
+        keys = [k async for k in client.scan_iter(match="*:thread:*:session")]
+        snapshots = [await client.hget(k, "snapshot") for k in keys]
+    return sum(json.loads(x)["status"] == "idle" for x in snapshots if x)
 
 
 def _more_than(count: int, lines: Callable[[str], list[list[str]]], kind: str) -> bool:

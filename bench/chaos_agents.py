@@ -5,16 +5,29 @@ a receipt under its call's idempotency key and does the work only when no earlie
 attempt did. The work takes 100 ms, so a kill can land in the middle of it. Every start
 is logged to SIGNOFF_CHAOS_LOG as ``start <key> <attempt> <pid>`` and every real effect
 as ``effect <key>``, so the benchmark counts reruns and doubled effects across processes.
+A process started with SIGNOFF_CHAOS_DIE_AT=<event> kills itself (SIGKILL) when a run
+reaches that event, so the benchmark can stop a worker at each step of a resume.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import time
 from datetime import timedelta
 from pathlib import Path
 
 from agent_runtime import Agent, ModelRequest, ModelResponse, SessionStore, ToolCall, tool
+from agent_runtime.events import (
+    AfterInvocation,
+    AfterModelCall,
+    AfterToolCall,
+    AfterTools,
+    BeforeModelCall,
+    BeforeToolCall,
+    HookEvent,
+)
+from agent_runtime.hooks import HookRegistry
 from agent_runtime.tools import ToolContext
 from signoff import AgentSpec, Policy
 
@@ -53,10 +66,34 @@ def delete_files(paths: list[str], context: ToolContext) -> str:
     return summary
 
 
+STEPS = (
+    BeforeToolCall,  # the approved tool is about to start
+    AfterToolCall,  # it ran; its result is not saved yet
+    AfterTools,  # its result is saved
+    BeforeModelCall,  # the model is about to be asked again
+    AfterModelCall,  # it answered; the run's end is not saved yet
+    AfterInvocation,  # the end is saved; the bot has not stored or posted it
+)
+
+
+class DieAt:
+    """Kills this process at the step named by SIGNOFF_CHAOS_DIE_AT (none when unset)."""
+
+    def register_hooks(self, registry: HookRegistry) -> None:
+        for step in STEPS:
+            registry.add(self.maybe_die, step)
+
+    @staticmethod
+    def maybe_die(event: HookEvent) -> None:
+        if type(event).__name__ == os.environ.get("SIGNOFF_CHAOS_DIE_AT"):
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
 def build(sessions: SessionStore) -> Agent:
     return Agent(
         model=CleanupModel(),
         tools=[delete_files],
+        hooks=[DieAt()],
         interrupt_on={"delete_files": True},
         session_store=sessions,
         name="cleanup",
