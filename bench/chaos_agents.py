@@ -1,12 +1,13 @@
 """The agent the chaos benchmark's ``signoff`` processes run (SIGNOFF_AGENTS=bench.chaos_agents).
 
-Its cleanup tool is written the way the README asks of a tool with side effects: it keeps
-a receipt under its call's idempotency key and does the work only when no earlier
-attempt did. The work takes 100 ms, so a kill can land in the middle of it. Every start
-is logged to SIGNOFF_CHAOS_LOG as ``start <key> <attempt> <pid>`` and every real effect
-as ``effect <key>``, so the benchmark counts reruns and doubled effects across processes.
-A process started with SIGNOFF_CHAOS_DIE_AT=<event> kills itself (SIGKILL) when a run
-reaches that event, so the benchmark can stop a worker at each step of a resume.
+Its cleanup tool gives its call's idempotency key to the service that does the work, as
+the README asks of a tool with side effects: the service (here, one append to a log, a
+single write) does the work once per key, whatever the attempts. The work takes 100 ms,
+so a kill can land in the middle of it. Every start is logged to SIGNOFF_CHAOS_LOG as
+``start <key> <attempt> <pid>`` and the work as ``effect <key>``, so the benchmark
+counts reruns and doubled effects across processes. A process started with
+SIGNOFF_CHAOS_DIE_AT=<event> kills itself (SIGKILL) when a run reaches that event, so the
+benchmark can stop a worker at each step of a resume.
 """
 
 from __future__ import annotations
@@ -53,17 +54,20 @@ def _log(line: str) -> None:
 
 @tool
 def delete_files(paths: list[str], context: ToolContext) -> str:
-    """Delete the given files (here: log the effect once per call, whatever the attempts)."""
+    """Delete the given files through a service that honours idempotency keys."""
     _log(f"start {context.idempotency_key} {context.attempt} {os.getpid()}")
-    receipt = Path(os.environ["SIGNOFF_CHAOS_LOG"]).parent / "receipts" / context.idempotency_key
-    if receipt.exists():
-        return receipt.read_text()
-    time.sleep(0.1)  # the work: a kill -9 may land here
-    _log(f"effect {context.idempotency_key}")
-    summary = f"deleted {len(paths)} file(s)"
-    receipt.parent.mkdir(exist_ok=True)
-    receipt.write_text(summary)
-    return summary
+    time.sleep(0.1)  # the request: a kill -9 may land here
+    _delete_once(context.idempotency_key)
+    return f"deleted {len(paths)} file(s)"
+
+
+def _delete_once(key: str) -> None:
+    """The service's side: the work for ``key`` is done at most once (one write records
+    both the work and its key, so no kill falls between them)."""
+    log = Path(os.environ["SIGNOFF_CHAOS_LOG"])
+    if log.exists() and f"effect {key}\n" in log.read_text():
+        return
+    _log(f"effect {key}")
 
 
 STEPS = (
