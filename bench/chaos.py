@@ -90,6 +90,15 @@ class Stack:
             await _until_healthy(f"http://127.0.0.1:{port}/healthz", process)
         return process, port
 
+    async def serve(self, *args: str) -> int:
+        """Start ``signoff serve <args>`` and have the sandbox deliver to it; its port."""
+        _, port = await self.start("serve", *args)
+        self.deliver_to(port)
+        return port
+
+    def deliver_to(self, port: int) -> None:
+        self.sandbox.request_url = f"http://127.0.0.1:{port}/slack/events"
+
     def kill(self, process: subprocess.Popen[bytes]) -> None:
         process.send_signal(signal.SIGKILL)
         process.wait()
@@ -167,8 +176,7 @@ async def stack() -> AsyncIterator[Stack]:
 
 async def concurrent() -> dict[str, Any]:
     async with stack() as s:
-        _, port = await s.start("serve")
-        s.sandbox.request_url = f"http://127.0.0.1:{port}/slack/events"
+        await s.serve()
         [card] = await s.runs(1)
         clicks = [s.approve(card, user=(ALICE, BOB)[i % 2]) for i in range(200)]
         await asyncio.gather(*clicks)
@@ -191,8 +199,7 @@ async def concurrent() -> dict[str, Any]:
 async def kill() -> dict[str, Any]:
     rounds = 4 * len(STEPS)
     async with stack() as s:
-        _, port = await s.start("serve", "--no-workers")
-        s.sandbox.request_url = f"http://127.0.0.1:{port}/slack/events"
+        await s.serve("--no-workers")
         cards = await s.runs(rounds)
         kills = 0
         for round_, card in enumerate(cards):
@@ -230,8 +237,7 @@ async def kill() -> dict[str, Any]:
 
 async def frozen() -> dict[str, Any]:
     async with stack() as s:
-        _, port = await s.start("serve")
-        s.sandbox.request_url = f"http://127.0.0.1:{port}/slack/events"
+        await s.serve()
         cards = await s.runs(10)
         assert s.redis.pid is not None
         os.kill(s.redis.pid, signal.SIGSTOP)
@@ -258,11 +264,10 @@ async def frozen() -> dict[str, Any]:
 async def replicas() -> dict[str, Any]:
     count = 300
     async with stack() as s:
-        ports = [(await s.start("serve"))[1] for _ in range(3)]
-        s.sandbox.request_url = f"http://127.0.0.1:{ports[0]}/slack/events"
+        ports = [await s.serve() for _ in range(3)]
         cards = await s.runs(count, within=180)
         for i, port in enumerate(ports):  # each replica takes a third of the clicks
-            s.sandbox.request_url = f"http://127.0.0.1:{port}/slack/events"
+            s.deliver_to(port)
             await asyncio.gather(*(s.approve(c) for c in cards[i::3]))
         await s.sandbox.wait_for(lambda: all(s.finished(c) for c in cards), within=180)
         effects = [row[0] for row in s.lines("effect")]
@@ -277,8 +282,7 @@ async def replicas() -> dict[str, Any]:
 
 async def redis() -> dict[str, Any]:
     async with stack() as s:
-        _, port = await s.start("serve")
-        s.sandbox.request_url = f"http://127.0.0.1:{port}/slack/events"
+        await s.serve()
         cards = await s.runs(30)
         assert s.redis.pid is not None
         outages = (_kill_redis, _shutdown_redis)
@@ -299,8 +303,7 @@ async def redis() -> dict[str, Any]:
 
 async def storm() -> dict[str, Any]:
     async with stack() as s:
-        _, port = await s.start("serve")
-        s.sandbox.request_url = f"http://127.0.0.1:{port}/slack/events"
+        await s.serve()
         faults = s.sandbox.faults
 
         async def weather(seconds: float) -> None:
@@ -335,8 +338,7 @@ async def storm() -> dict[str, Any]:
 
 async def ratelimit() -> dict[str, Any]:
     async with stack() as s:
-        _, port = await s.start("serve")
-        s.sandbox.request_url = f"http://127.0.0.1:{port}/slack/events"
+        await s.serve()
         s.sandbox.faults.rate_limit("chat.postMessage", retry_after=40)
         started = time.monotonic()
         [card] = await s.runs(1, within=90)
@@ -392,17 +394,11 @@ async def _ended_runs(s: Stack) -> int:
     return sum(json.loads(x)["status"] == "idle" for x in snapshots if x)
 
 
-def _more_than(count: int, lines: Callable[[str], list[list[str]]], kind: str) -> bool:
-    return len(lines(kind)) > count
-
-
 async def expiry() -> dict[str, Any]:
     figures: dict[str, Any] = {}
     for decider in ("running", "late"):
         async with stack() as s:
-            args = ("serve",) if decider == "running" else ("serve", "--no-workers")
-            _, port = await s.start(*args)
-            s.sandbox.request_url = f"http://127.0.0.1:{port}/slack/events"
+            await s.serve() if decider == "running" else await s.serve("--no-workers")
             cards = await s.runs(5, agent="quick")
             posted = time.monotonic()
             deadline = posted + QUICK_EXPIRY.total_seconds()

@@ -160,12 +160,19 @@ class ClickStream:
     async def done(self, entries: Sequence[ClickEntry]) -> None:
         """Acknowledge decided clicks (trimming removes them later) and stop counting them
         as waiting, in one step: a click acknowledged twice is uncounted once."""
-        if not entries:
-            return
-        waiting = [self._waiting_key(e.record_id) or self._keys.click_stream for e in entries]
-        keys = [self._keys.click_stream, *waiting]
-        args: list[str | int] = [self.group, *(e.id for e in entries)]
-        await self._client.eval("clicks_done", keys, args)
+        counted: list[tuple[str, str]] = []
+        uncounted: list[str] = []  # naming no record that could exist: nothing to uncount
+        for entry in entries:
+            key = self._waiting_key(entry.record_id)
+            if key is None:
+                uncounted.append(entry.id)
+            else:
+                counted.append((entry.id, key))
+        if counted:
+            keys = [self._keys.click_stream, *(key for _, key in counted)]
+            args: list[str | int] = [self.group, *(entry_id for entry_id, _ in counted)]
+            await self._client.eval("clicks_done", keys, args)
+        await self._group.ack(*uncounted)
 
 
 def _entry(entry_id: str, fields: dict[str, str]) -> ClickEntry:

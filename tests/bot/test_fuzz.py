@@ -190,7 +190,6 @@ async def _send(bot: Harness, sent: Sent, timestamp: str) -> int:
         return r.status
 
 
-@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 async def test_no_request_gets_a_5xx_or_a_traceback_or_changes_a_stored_request(
     make_bot: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
