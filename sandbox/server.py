@@ -154,6 +154,7 @@ class Sandbox:
         app.add_routes(PageApi(self.workspace, self.interactions).routes())
         app.add_routes(Admin(faults=self.faults, delivery=self._delivery).routes())
         app.router.add_get("/", self._index)
+        app.router.add_get("/archives/{channel}/{message}", self._index)
         app.router.add_static("/static/", STATIC)
         app.on_shutdown.append(self._on_shutdown)
         return app

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import cast
 
 from redis.typing import EncodableT, FieldT
@@ -64,18 +64,39 @@ class AuditLog:
         start = after if after == "-" else f"({after}"
         async with self._client.guard("read audit stream"):
             reply = await self._client.raw.xrange(self._keys.audit_stream, start, "+", count)
+        return _entries(cast(list[tuple[str, dict[str, str]]], reply))
+
+    async def last_id(self) -> str:
+        """The id of the newest entry ("0-0" when there is none): where ``follow`` starts."""
+        async with self._client.guard("read the audit stream's end"):
+            reply = await self._client.raw.xrevrange(self._keys.audit_stream, count=1)
         rows = cast(list[tuple[str, dict[str, str]]], reply)
-        return [
-            AuditEntry(
-                event=f.get("event", ""),
-                record_id=f.get("record_id", ""),
-                run_id=f.get("run_id", ""),
-                at=from_ms(int(f.get("at") or 0)),
-                user_id=f.get("user_id") or None,
-                channel=f.get("channel") or None,
-                message_ts=f.get("message_ts") or None,
-                detail=f.get("detail", ""),
-                entry_id=entry_id,
+        return rows[0][0] if rows else "0-0"
+
+    async def follow(self, *, after: str, block: timedelta, count: int = 500) -> list[AuditEntry]:
+        """Entries added after stream id ``after``, waiting up to ``block`` for the first."""
+        async with self._client.guard("follow the audit stream"):
+            reply = await self._client.raw.xread(
+                {self._keys.audit_stream: after},
+                count=count,
+                block=max(1, int(block.total_seconds() * 1000)),
             )
-            for entry_id, f in rows
-        ]
+        streams = cast(list[tuple[str, list[tuple[str, dict[str, str]]]]], reply)
+        return _entries(streams[0][1]) if streams else []
+
+
+def _entries(rows: list[tuple[str, dict[str, str]]]) -> list[AuditEntry]:
+    return [
+        AuditEntry(
+            event=f.get("event", ""),
+            record_id=f.get("record_id", ""),
+            run_id=f.get("run_id", ""),
+            at=from_ms(int(f.get("at") or 0)),
+            user_id=f.get("user_id") or None,
+            channel=f.get("channel") or None,
+            message_ts=f.get("message_ts") or None,
+            detail=f.get("detail", ""),
+            entry_id=entry_id,
+        )
+        for entry_id, f in rows
+    ]

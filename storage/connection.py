@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
+from .api_clients import ApiClients
 from .audit import AuditLog
 from .clicks import ClickStream
 from .client import RedisClient
@@ -18,6 +19,7 @@ from .interrupts import InterruptStore, Retention
 from .keys import Keys
 from .queries import InterruptQueries
 from .reminders import ReminderStore
+from .requests import RequestStore
 from .resume import ResumeQueue
 from .sessions import RedisSessionStore
 
@@ -33,7 +35,8 @@ def default_data_dir() -> Path:
 @dataclass(kw_only=True)
 class Storage:
     """Everything on one connection: sessions, interrupts, reads, reminders, resume queue,
-    click stream, audit, and the Events API deliveries already handled."""
+    click stream, audit, the Events API deliveries already handled, external requests and
+    the API clients that make them."""
 
     client: RedisClient
     keys: Keys
@@ -45,6 +48,8 @@ class Storage:
     clicks: ClickStream
     audit: AuditLog
     deliveries: Deliveries
+    requests: RequestStore
+    api_clients: ApiClients
     embedded: EmbeddedRedis | None = field(default=None)
 
     async def close(self) -> None:
@@ -95,6 +100,8 @@ async def connect(
         clicks=ClickStream(client, keys),
         audit=AuditLog(client, keys, max_entries=kept.audit_entries),
         deliveries=Deliveries(client, keys),
+        requests=RequestStore(client, keys),
+        api_clients=ApiClients(client, keys),
         embedded=embedded,
     )
     try:

@@ -78,6 +78,10 @@ class Keys:
         """Hash: resume job id -> its failed attempts (expires like the applied markers)."""
         return f"{self.prefix}:run:{{{check_id('run', run_id)}}}:attempts"
 
+    def request(self, run_id: str) -> str:
+        """String: what an external approval request asked for (its ``RequestMeta``)."""
+        return f"{self.prefix}:run:{{{check_id('run', run_id)}}}:request"
+
     def clicks_waiting(self, rid: str) -> str:
         """String: how many acknowledged clicks on record ``rid`` wait in the click stream,
         so the expiry sweep leaves it to them (a click counts as of when it was made)."""
@@ -124,6 +128,25 @@ class Keys:
     def by_channel(self) -> str:
         """Lexicographic set: ``channel \\0 created_ms \\0 record_id`` for pending records."""
         return f"{self.prefix}:pending:channel"
+
+    @property
+    def api_clients(self) -> str:
+        """Hash: API client name -> its stored ``ApiClient`` (token hash, channels, secret)."""
+        return f"{self.prefix}:api:clients"
+
+    @property
+    def api_tokens(self) -> str:
+        """Hash: SHA-256 of an API token -> the name of the client it belongs to."""
+        return f"{self.prefix}:api:tokens"
+
+    @property
+    def webhooks(self) -> str:
+        """Sorted set: webhook delivery ids scored by when they may next be tried."""
+        return f"{self.prefix}:webhooks"
+
+    def webhook(self, delivery_id: str) -> str:
+        """String: one webhook delivery (``WebhookDelivery`` JSON) until it is delivered."""
+        return f"{self.prefix}:webhook:{check_id('delivery', delivery_id)}"
 
     @property
     def resume_stream(self) -> str:

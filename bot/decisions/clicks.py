@@ -30,6 +30,7 @@ from bot.ui.refusals import DAMAGED, STORAGE_DOWN, UNCONFIRMED, reason_text, ref
 from storage.clicks import ClickEntry
 from storage.errors import CorruptRecordError, StorageError, StorageTimeoutError
 from storage.outcomes import DecideOutcome
+from storage.requests import is_request_run
 
 from .damaged import record_damaged
 from .group_refresh import refresh_groups
@@ -137,7 +138,8 @@ async def decide_click(services: Services, entry: ClickEntry) -> None:
             record = await services.storage.queries.get(entry.record_id)
         except CorruptRecordError:
             record = None  # the decision below is refused as damaged, and reported
-        spec = services.registry.spec(record.agent) if record else None
+        agent_run = record is not None and not is_request_run(record.run_id)
+        spec = services.registry.spec(record.agent) if record and agent_run else None
         if record is not None and spec is not None:
             call = record.runtime_interrupt.tool_call
             remember = spec.policy_for(call.name if call else None).trust

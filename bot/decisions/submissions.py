@@ -22,6 +22,7 @@ from bot.ui.refusals import DAMAGED, STORAGE_DOWN, reason_text, refusal_text
 from storage.errors import CorruptRecordError, StorageError
 from storage.outcomes import DecideOutcome
 from storage.records import InterruptRecord
+from storage.requests import is_request_run
 
 from .damaged import record_damaged
 from .payloads import Ref, Submission, parse_submission
@@ -77,6 +78,10 @@ async def _decide(services: Services, submission: Submission, ref: Ref) -> Decid
     decision = _decision(services, submission, record)
     if isinstance(decision, str):
         return decision
+    if decision.type == "edit" and is_request_run(record.run_id):
+        problem = await _request_edit_problem(services, record, decision)
+        if problem is not None:
+            return problem
     return await services.storage.interrupts.decide(
         ref.record_id,
         submission.user.id,
@@ -84,6 +89,21 @@ async def _decide(services: Services, submission: Submission, ref: Ref) -> Decid
         args_digest=ref.digest,
         now=services.clock.now(),
     )
+
+
+async def _request_edit_problem(
+    services: Services, record: InterruptRecord, decision: Decision
+) -> str | None:
+    """What is wrong with an edit of a job's params (only editable ones may change, each
+    keeping its type), or None."""
+    meta = await services.storage.requests.meta(record.run_id)
+    if meta is None:
+        return reason_text("unknown")
+    try:
+        meta.check_edit(dict(decision.args or {}))
+    except ValueError as exc:
+        return f"These params cannot be used: {exc}"
+    return None
 
 
 def _decision(
@@ -105,7 +125,8 @@ def _decision(
     call = record.runtime_interrupt.tool_call
     if call is None:
         return "This request has no arguments to edit."
-    known = services.registry.spec(record.agent) is not None
+    agent_run = not is_request_run(record.run_id)
+    known = agent_run and services.registry.spec(record.agent) is not None
     runnable = services.registry.agent(record.agent) if known else None
     if isinstance(runnable, Agent):  # a workflow checks a node's edited input when it resumes
         try:

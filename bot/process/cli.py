@@ -1,4 +1,4 @@
-"""``signoff serve | socket | worker | run | audit``: the bot's command line.
+"""``signoff serve | socket | worker | run | audit | token``: the bot's command line.
 
 ``serve`` answers Slack over HTTP, ``socket`` over Socket Mode; both serve ``/healthz``,
 ``/readyz`` and ``/metrics`` on ``SIGNOFF_PORT`` (``socket`` only those, no events route)
@@ -6,8 +6,9 @@ and run the click deciders, the resume workers and the scheduler in-process; wit
 ``--no-workers`` only the scheduler: clicks are acknowledged and queued in Redis for a
 ``worker``, which runs only the loops, to scale out, at a lower CPU priority
 (``SIGNOFF_WORKER_NICE``). ``run`` starts one agent run and returns once it has finished
-or stopped for approval; ``audit`` prints the audit trail. A bad setting stops startup
-with one line naming it.
+or stopped for approval; ``audit`` prints the audit trail; ``token`` manages the named
+clients of the requests API (``signoff gate`` is ``signoff.gate``). A bad setting stops
+startup with one line naming it.
 """
 
 from __future__ import annotations
@@ -21,11 +22,13 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 
 from aiohttp import web
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
+from bot.api.callbacks import CallbackPolicy
 from bot.errors import BotError
 from bot.runs.drive import start_run
 from bot.runs.place import Place
@@ -84,6 +87,15 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--agents", help="module declaring agents (default SIGNOFF_AGENTS)")
     audit = sub.add_parser("audit", help="print the audit trail, oldest first, as JSON lines")
     audit.add_argument("--run", help="only the entries of this run id")
+    sub.add_parser("gate", help="ask for approval and run a command if approved (see --help)")
+    token = sub.add_parser("token", help="create, revoke or list the API's named clients")
+    token_sub = token.add_subparsers(dest="action", required=True)
+    create = token_sub.add_parser("create", help="create a client; prints its token once")
+    create.add_argument("name", help="shown on its requests as who asked")
+    create.add_argument("--channels", default="", help="comma-separated channel ids it may use")
+    revoke = token_sub.add_parser("revoke", help="revoke a client's token")
+    revoke.add_argument("name")
+    token_sub.add_parser("list", help="the clients, their channels and when they were made")
     return parser
 
 
@@ -101,7 +113,13 @@ async def _serve(settings: Settings, args: argparse.Namespace, stopping: asyncio
     secret = settings.signing_secret.get_secret_value() if settings.signing_secret else ""
     async with open_services(settings, agents=args.agents) as services:
         app = build_app(services, signing_secret=secret)
-        server = web_app(app, services, signing_secret=secret, api_token=settings.api_token)
+        server = web_app(
+            app,
+            services,
+            signing_secret=secret,
+            api_token=settings.api_token,
+            callbacks=CallbackPolicy(allow=settings.webhook_hosts),
+        )
         runner = web.AppRunner(server, access_log_class=PathAccessLogger)
         await runner.setup()
         await web.TCPSite(runner, settings.host, settings.port).start()
@@ -126,7 +144,12 @@ async def _socket(settings: Settings, args: argparse.Namespace, stopping: asynci
         )
         # Probes reach /readyz from the start: not ready until the connection is up.
         checks = (connection_check(handler),)
-        operator = operator_app(services, checks=checks, api_token=settings.api_token)
+        operator = operator_app(
+            services,
+            checks=checks,
+            api_token=settings.api_token,
+            callbacks=CallbackPolicy(allow=settings.webhook_hosts),
+        )
         runner = web.AppRunner(operator, access_log_class=PathAccessLogger)
         await runner.setup()
         try:
@@ -196,6 +219,41 @@ async def _audit(settings: Settings, args: argparse.Namespace, stopping: asyncio
     return 0
 
 
+async def _token(settings: Settings, args: argparse.Namespace, stopping: asyncio.Event) -> int:
+    """Named API clients: the token (and webhook secret) are printed once, at creation."""
+    data_dir = Path(settings.data_dir) if settings.data_dir else None
+    storage = await connect(settings.redis_url, prefix=settings.redis_prefix, data_dir=data_dir)
+    try:
+        clients = storage.api_clients
+        if args.action == "create":
+            channels = tuple(c.strip() for c in args.channels.split(",") if c.strip())
+            try:
+                client, token = await clients.create(args.name, channels=channels, now=_now())
+            except ValueError as exc:
+                print(f"signoff: {exc}", file=sys.stderr)
+                return 2
+            print(f"SIGNOFF_TOKEN={token}")
+            print(f"webhook secret: {client.webhook_secret}")
+            print("Keep both now: Signoff stores only the token's hash.", file=sys.stderr)
+        elif args.action == "revoke":
+            if not await clients.revoke(args.name):
+                print(f"signoff: no client named {args.name!r}", file=sys.stderr)
+                return 1
+            print(f"revoked {args.name}")
+        else:
+            for client in await clients.all():
+                where = ",".join(client.channels) or "any channel"
+                made = client.created_at.isoformat() if client.created_at else "?"
+                print(f"{client.name}\t{where}\t{made}")
+    finally:
+        await storage.close()
+    return 0
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
 def _loops(services: Services, settings: Settings, *, no_workers: bool) -> Loops:
     """``serve``'s and ``socket``'s loops: none but the scheduler with ``--no-workers``."""
     if no_workers:
@@ -209,4 +267,5 @@ _COMMANDS = {
     "worker": _worker,
     "run": _run,
     "audit": _audit,
+    "token": _token,
 }

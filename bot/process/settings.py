@@ -30,6 +30,7 @@ _ENV_NAMES = {
     "port": "SIGNOFF_PORT",
     "redis_prefix": "SIGNOFF_REDIS_PREFIX",
     "data_dir": "SIGNOFF_DATA_DIR",
+    "webhook_allow": "SIGNOFF_WEBHOOK_ALLOW",
 }
 
 
@@ -61,6 +62,8 @@ class Settings(BaseModel):
     port: int = Field(default=3000, ge=0, le=65535)
     redis_prefix: str = Field(default="signoff", min_length=1, max_length=64)
     data_dir: str | None = None
+    # Hosts (``host`` or ``host:port``, comma-separated) webhooks may reach over plain http.
+    webhook_allow: str | None = None
 
     @field_validator("bot_token")
     @classmethod
@@ -96,6 +99,13 @@ class Settings(BaseModel):
         if v is not None and not (v[:1] in "CGD" and v[1:].isalnum() and v.isupper()):
             raise ValueError("must be a channel id such as C0123ABCD (not a #name)")
         return v
+
+    @property
+    def webhook_hosts(self) -> frozenset[str]:
+        """The hosts of ``SIGNOFF_WEBHOOK_ALLOW``, lowercased."""
+        return frozenset(
+            h.strip().lower() for h in (self.webhook_allow or "").split(",") if h.strip()
+        )
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Settings:

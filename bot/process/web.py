@@ -1,5 +1,6 @@
 """The HTTP server of a process: the operator endpoints ``/healthz``, ``/readyz`` and
-``/metrics``, the runs API when its token is set, and in HTTP mode Slack's events route.
+``/metrics``, the requests API, the runs API when its token is set, and in HTTP mode
+Slack's events route.
 
 HTTP mode serves them beside ``/slack/events``; Socket Mode serves them alone, so a
 process in either mode can be probed and scraped. ``/readyz`` checks Redis plus any
@@ -15,6 +16,9 @@ from aiohttp.abc import AbstractAccessLogger
 from pydantic import SecretStr
 from slack_bolt.async_app import AsyncApp
 
+from bot.api.auth import Authenticator
+from bot.api.callbacks import CallbackPolicy
+from bot.api.requests import add_requests_routes
 from bot.api.runs import add_runs_routes
 from bot.services import Services
 from bot.slack.events import add_events_route
@@ -46,19 +50,28 @@ def web_app(
     signing_secret: str,
     checks: tuple[Check, ...] = (),
     api_token: SecretStr | None = None,
+    callbacks: CallbackPolicy | None = None,
 ) -> web.Application:
     """HTTP mode's application: Slack's events for ``app`` and the operator endpoints."""
-    web_app = operator_app(services, checks=checks, api_token=api_token)
+    web_app = operator_app(services, checks=checks, api_token=api_token, callbacks=callbacks)
     add_events_route(web_app, app, services, signing_secret=signing_secret)
     return web_app
 
 
 def operator_app(
-    services: Services, *, checks: tuple[Check, ...] = (), api_token: SecretStr | None = None
+    services: Services,
+    *,
+    checks: tuple[Check, ...] = (),
+    api_token: SecretStr | None = None,
+    callbacks: CallbackPolicy | None = None,
 ) -> web.Application:
-    """An aiohttp application serving only the operator endpoints (Socket Mode)."""
+    """An aiohttp application serving the operator endpoints and the APIs (Socket Mode)."""
     app = web.Application()
-    add_operator_routes(app, services, checks=checks, api_token=api_token)
+    add_operator_routes(app, services, checks=checks)
+    auth = Authenticator(services.storage, admin_token=api_token)
+    add_requests_routes(app, services, auth=auth, callbacks=callbacks or CallbackPolicy())
+    if api_token is not None:
+        add_runs_routes(app, services, token=api_token)
     return app
 
 
@@ -67,10 +80,8 @@ def add_operator_routes(
     services: Services,
     *,
     checks: tuple[Check, ...] = (),
-    api_token: SecretStr | None = None,
 ) -> None:
-    """Add ``/healthz``, ``/readyz`` (Redis, then each of ``checks``) and ``/metrics``, and
-    with ``api_token`` the runs API (``bot.api.runs``)."""
+    """Add ``/healthz``, ``/readyz`` (Redis, then each of ``checks``) and ``/metrics``."""
 
     async def healthz(_: web.Request) -> web.Response:
         return web.Response(text="ok\n")
@@ -100,8 +111,6 @@ def add_operator_routes(
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics_page)
-    if api_token is not None:
-        add_runs_routes(app, services, token=api_token)
 
 
 async def _redis(services: Services) -> str | None:

@@ -22,6 +22,7 @@ from bot.services.consumer_loop import ConsumerLoop
 from bot.ui.posting import post_in_thread
 from storage.errors import StorageError
 from storage.records import InterruptRecord
+from storage.requests import is_request_run
 from storage.resume import TAKEOVER_AFTER, ResumeJob
 
 from .drive import resume_run
@@ -72,6 +73,10 @@ class ResumeWorker(ConsumerLoop[ResumeJob]):
     async def handle_job(self, job: ResumeJob) -> None:
         """Apply one job exactly once; on failure count the attempt (``_failed``)."""
         services, queue = self._services, self._services.storage.resume
+        if is_request_run(job.run_id):
+            # An external request has no run to resume: its waiters read the answer.
+            await queue.ack(job)
+            return
         taken = await queue.take(job, consumer=self.consumer)
         if taken.status == "done":
             await queue.ack(job)

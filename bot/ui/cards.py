@@ -14,10 +14,11 @@ from typing import Literal
 from agent_runtime.interrupts import Decision, DecisionType
 from agent_runtime.messages import JSONValue
 from storage.records import ApproverPolicy, InterruptRecord
+from storage.requests import is_request_run
 
 from .blocks import to_text
 
-Outcome = Literal["approved", "denied", "edited", "responded", "expired", "cancelled"]
+Outcome = Literal["approved", "denied", "edited", "responded", "expired", "cancelled", "withdrawn"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -27,6 +28,9 @@ class Card:
     interrupt_id: str
     agent: str
     action: str
+    external: bool = False
+    """An external request (a job's ``POST /api/requests``): ``agent`` is the client,
+    ``action`` its title, ``reason`` its details and ``args`` its params."""
     description: str | None = None
     reason: str | None = None
     args: Mapping[str, JSONValue] | None = None
@@ -69,6 +73,7 @@ def card_from_record(record: InterruptRecord, *, trust_label: str | None = None)
         interrupt_id=record.id,
         agent=record.agent,
         action=call.name if call else interrupt.name,
+        external=is_request_run(record.run_id),
         description=interrupt.description,
         reason=to_text(reason) or None,
         args=call.args if call else None,
@@ -114,8 +119,9 @@ def verdict_from_record(record: InterruptRecord) -> Verdict | None:
         by = record.approvals or ((record.decided_by,) if record.decided_by else ())
     else:
         by = (record.decided_by,) if record.decided_by else ()
+    withdrawn = record.state == "cancelled" and is_request_run(record.run_id)
     return Verdict(
-        outcome=record.state,
+        outcome="withdrawn" if withdrawn else record.state,
         at=record.decided_at or record.created_at,
         by=by,
         message=decision.message if decision and decision.type != "approve" else None,

@@ -35,6 +35,7 @@ _HEADLINE: dict[Outcome, str] = {
     "responded": "Answered instead of run",
     "expired": "Expired, not approved",
     "cancelled": "Cancelled",
+    "withdrawn": "Withdrawn",
 }
 _ICON: dict[Outcome, str] = {
     "approved": ":white_check_mark:",
@@ -43,6 +44,7 @@ _ICON: dict[Outcome, str] = {
     "responded": ":speech_balloon:",
     "expired": ":hourglass:",
     "cancelled": ":heavy_multiplication_x:",
+    "withdrawn": ":leftwards_arrow_with_hook:",
 }
 
 
@@ -88,6 +90,8 @@ def _fallback(prefix: str, card: Card) -> str:
 
 
 def _summary(card: Card) -> list[Block]:
+    if card.external:
+        return _request_summary(card)
     what = f"*{escaped(card.agent, 200)}* wants to run `{escaped(card.action, 300)}`"
     if card.description:
         what += "\n" + escaped(card.description)
@@ -97,6 +101,22 @@ def _summary(card: Card) -> list[Block]:
     if card.args is not None:
         blocks.append(section("*Arguments*\n" + code_block(args_json(card.args), _ARGS_CODE)))
     return blocks
+
+
+def _request_summary(card: Card) -> list[Block]:
+    """A job's request: its details (in full in a modal when long) and its params."""
+    blocks = []
+    if card.reason:
+        blocks.append(section(escaped(card.reason)))
+    if card.args:
+        blocks.append(section("*Params*\n" + code_block(args_json(card.args), _ARGS_CODE)))
+    return blocks
+
+
+def _cut(card: Card) -> bool:
+    """Whether the card shows less than there is: the arguments, or a request's details."""
+    args_cut = card.args is not None and is_truncated(args_json(card.args), _ARGS_CODE)
+    return args_cut or (card.external and len(escaped(card.reason or "", 100_000)) > SECTION_TEXT)
 
 
 def _status_parts(card: Card) -> list[str]:
@@ -161,6 +181,7 @@ def _buttons(card: Card) -> list[Block]:
         elements.append(button("Reply", action_id=ids.REPLY, value=value))
     if "reject" in card.decisions:
         elements.append(button("Deny", action_id=ids.DENY, value=value, style="danger"))
-    if card.args is not None and is_truncated(args_json(card.args), _ARGS_CODE):
-        elements.append(button("Show full arguments", action_id=ids.FULL_ARGS, value=value))
+    if _cut(card):
+        label = "Full details" if card.external else "Show full arguments"
+        elements.append(button(label, action_id=ids.FULL_ARGS, value=value))
     return elements

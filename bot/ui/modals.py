@@ -97,14 +97,18 @@ def reply_modal(card: Card) -> Block:
 
 
 def args_modal(card: Card) -> Block:
-    """The full arguments, split into code blocks that each fit a section."""
-    text = code_text(args_json(card.args))
-    chunk = SECTION_TEXT - 6
-    pieces = _split(text, chunk)
-    blocks = [section("```" + p + "```") for p in pieces[: MODAL_BLOCKS - 1]]
-    if len(pieces) > MODAL_BLOCKS - 1:
-        blocks.append(section("_Cut: the arguments are longer than a modal can show._"))
-    return _view(ids.ARGS_VIEW, card.button_value, title="Arguments", blocks=blocks, submit=None)
+    """The full arguments (a request's details first), in sections that each fit."""
+    sections = []
+    if card.external and card.reason:
+        sections += [section(p) for p in _split(escape(card.reason), SECTION_TEXT)]
+    if card.args is not None:
+        text = code_text(args_json(card.args))
+        sections += [section("```" + p + "```") for p in _split(text, SECTION_TEXT - 6)]
+    blocks = sections[: MODAL_BLOCKS - 1] or [section("_No arguments._")]
+    if len(sections) > MODAL_BLOCKS - 1:
+        blocks.append(section("_Cut: this is longer than a modal can show._"))
+    title = "Full details" if card.external else "Arguments"
+    return _view(ids.ARGS_VIEW, card.button_value, title=title, blocks=blocks, submit=None)
 
 
 def errors_for(message: str) -> dict[str, str]:

@@ -23,6 +23,7 @@ from bot.services.directory import slack_error
 from storage.errors import StorageError
 from storage.interrupts import POST_LEASE
 from storage.records import InterruptRecord
+from storage.requests import is_request_run
 
 from .cards import card_from_record, verdict_from_record
 from .message import SlackMessage, decided_message, pending_message
@@ -35,7 +36,7 @@ _THREAD_TEXT = 3000
 
 def trust_label(services: Services, record: InterruptRecord) -> str | None:
     """The "Approve and trust" label from the agent's policy for this tool, if offered."""
-    spec = services.registry.spec(record.agent)
+    spec = None if is_request_run(record.run_id) else services.registry.spec(record.agent)
     if spec is None:
         return None
     call = record.runtime_interrupt.tool_call

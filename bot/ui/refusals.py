@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from storage.outcomes import DecideOutcome
+from storage.requests import is_request_run
 
 from .blocks import user_mention
 from .cards import nobody_can_approve
@@ -34,6 +35,11 @@ UNCONFIRMED = (
 def refusal_text(outcome: DecideOutcome) -> str:
     """One sentence, in the bot's own mrkdwn (user ids only as mentions)."""
     reason = outcome.reason or "unknown"
+    if reason == "already_decided" and outcome.record is not None:
+        record = outcome.record
+        if record.state == "cancelled" and is_request_run(record.run_id):
+            by = f" by {user_mention(record.decided_by)}" if record.decided_by else ""
+            return f"This request was withdrawn{by}; your click changed nothing."
     if reason == "already_decided":
         who = f" by {user_mention(outcome.decided_by)}" if outcome.decided_by else ""
         return f"Already {outcome.state or 'decided'}{who}; your click changed nothing."

@@ -51,6 +51,11 @@ class Update(_MessageArgs):
     ts: str
 
 
+class GetPermalink(Args):
+    channel: str
+    message_ts: str
+
+
 class PostEphemeral(_MessageArgs):
     user: str
     thread_ts: str | None = None

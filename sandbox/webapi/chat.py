@@ -1,4 +1,4 @@
-"""chat.postMessage, chat.update and chat.postEphemeral."""
+"""chat.postMessage, chat.update, chat.postEphemeral and chat.getPermalink."""
 
 from __future__ import annotations
 
@@ -103,3 +103,14 @@ def post_ephemeral(ctx: ApiContext, a: args.PostEphemeral) -> JsonObject:
         )
     )
     return {"message_ts": ephemeral.id}
+
+
+def get_permalink(ctx: ApiContext, a: args.GetPermalink) -> JsonObject:
+    """A link in Slack's shape (``/archives/<channel>/p<ts digits>``) that opens the page."""
+    channel = ctx.workspace.resolve_channel(a.channel)
+    if channel is None:
+        raise SlackApiFailure("channel_not_found")
+    if ctx.workspace.message(channel.id, a.message_ts) is None:
+        raise SlackApiFailure("message_not_found")
+    digits = a.message_ts.replace(".", "")
+    return {"channel": channel.id, "permalink": f"{ctx.origin}/archives/{channel.id}/p{digits}"}

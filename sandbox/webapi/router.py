@@ -37,6 +37,7 @@ METHODS: dict[str, Method[Any]] = {
     "chat.postMessage": Method(args.PostMessage, chat.post_message),
     "chat.update": Method(args.Update, chat.update),
     "chat.postEphemeral": Method(args.PostEphemeral, chat.post_ephemeral),
+    "chat.getPermalink": Method(args.GetPermalink, chat.get_permalink),
     "views.open": Method(args.ViewsOpen, views.open_view),
     "views.push": Method(args.ViewsOpen, views.push_view),
     "views.update": Method(args.ViewsUpdate, views.update_view),

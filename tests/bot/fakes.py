@@ -195,6 +195,10 @@ class FakeSlack:
             return {"ok": True, "channel": args.get("channel"), "ts": ts, "message": args}
         if method == "chat.update":
             return {"ok": True, "channel": args.get("channel"), "ts": args.get("ts")}
+        if method == "chat.getPermalink":
+            ts = str(args.get("message_ts", "")).replace(".", "")
+            link = f"https://fake.slack.test/archives/{args.get('channel')}/p{ts}"
+            return {"ok": True, "channel": args.get("channel"), "permalink": link}
         if method == "chat.postEphemeral":
             return {"ok": True, "message_ts": f"{time.time():.6f}"}
         if method in ("views.open", "views.publish", "views.update"):

@@ -157,12 +157,15 @@ cards = st.builds(
     ),
     trust_label=st.none() | st.text(max_size=200),
     dangerous=st.booleans(),
+    external=st.booleans(),
     min_approvals=st.integers(min_value=1, max_value=30),
     approvals=st.lists(user_ids, max_size=30).map(tuple),
 )
 verdicts = st.builds(
     Verdict,
-    outcome=st.sampled_from(["approved", "denied", "edited", "responded", "expired", "cancelled"]),
+    outcome=st.sampled_from(
+        ["approved", "denied", "edited", "responded", "expired", "cancelled", "withdrawn"]
+    ),
     at=st.just(NOW),
     by=st.lists(user_ids, max_size=30).map(tuple),
     message=st.none() | st.text(max_size=5000),
@@ -191,3 +194,17 @@ def test_any_input_gives_valid_block_kit_within_limits(card: Card, verdict: Verd
         check_modal(modal)
         for text in _mrkdwn_texts(modal["blocks"]):
             _assert_harmless(text)
+
+
+def test_a_jobs_long_details_are_cut_on_the_card_and_shown_whole_in_a_modal() -> None:
+    details = "line <b>&\n" * 600
+    card = _card(external=True, agent="nightly-cleanup", action="Delete volumes", reason=details)
+    msg = pending_message(card)
+    check_message(msg.text, msg.blocks)
+    assert "wants to run" not in str(msg.blocks)
+    full = next(e for b in msg.blocks if b["type"] == "actions" for e in b["elements"][-1:])
+    assert full["action_id"] == ids.FULL_ARGS and full["text"]["text"] == "Full details"
+    modal = args_modal(card)
+    shown = "".join(b["text"]["text"] for b in modal["blocks"])
+    assert shown.count("line &lt;b&gt;&amp;") == 600
+    assert modal["title"]["text"] == "Full details"

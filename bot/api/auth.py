@@ -1,0 +1,52 @@
+"""Who is calling the HTTP API: a named client by its token, or the admin by
+``SIGNOFF_API_TOKEN``. The caller's name is what requests show as "requested by"."""
+
+from __future__ import annotations
+
+import hmac
+from dataclasses import dataclass
+
+from aiohttp import web
+from pydantic import SecretStr
+
+from storage import Storage
+from storage.api_clients import ADMIN
+
+
+@dataclass(frozen=True, kw_only=True)
+class Caller:
+    """An authenticated API client; ``channels`` empty means any channel."""
+
+    name: str
+    channels: tuple[str, ...] = ()
+    webhook_secret: str | None = None
+    admin: bool = False
+
+    def may_post_to(self, channel: str) -> bool:
+        return not self.channels or channel in self.channels
+
+    def owns(self, client: str) -> bool:
+        """Whether this caller may see and act on a request made by ``client``."""
+        return self.admin or client == self.name
+
+
+class Authenticator:
+    """Finds the caller of a request from its ``Authorization: Bearer`` header."""
+
+    def __init__(self, storage: Storage, *, admin_token: SecretStr | None) -> None:
+        self._storage = storage
+        self._admin = f"Bearer {admin_token.get_secret_value()}".encode() if admin_token else None
+
+    async def caller(self, request: web.Request) -> Caller | None:
+        """The caller, or None without a valid token (StorageError when Redis is away)."""
+        header = request.headers.get("Authorization", "")
+        if self._admin is not None and hmac.compare_digest(header.encode(), self._admin):
+            return Caller(name=ADMIN, admin=True)
+        if not header.startswith("Bearer "):
+            return None
+        client = await self._storage.api_clients.authenticate(header.removeprefix("Bearer "))
+        if client is None:
+            return None
+        return Caller(
+            name=client.name, channels=client.channels, webhook_secret=client.webhook_secret
+        )

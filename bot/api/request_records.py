@@ -1,0 +1,119 @@
+"""An external request as storage keeps it (a one-interrupt run) and as the API shows it."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from agent_runtime.interrupts import Decision, DecisionType, Interrupt
+from agent_runtime.messages import JSONValue, ToolCall
+from bot.services import Services
+from storage.records import ApproverPolicy, InterruptRecord, from_ms
+from storage.requests import REQUEST_INTERRUPT, ParamValue, RequestMeta
+
+from .schemas import NewRequest, RequestStatusName, RequestView
+
+REQUESTS_PATH = "/api/requests"
+
+
+def decisions_offered(meta: RequestMeta) -> tuple[DecisionType, ...]:
+    """Approve and Deny; Edit when a param is editable; Reply when replies are allowed."""
+    offered: list[DecisionType] = ["approve"]
+    if any(p.editable for p in meta.params):
+        offered.append("edit")
+    if meta.allow_reply:
+        offered.append("respond")
+    return (*offered, "reject")
+
+
+def request_interrupt(meta: RequestMeta, *, at_ms: int) -> Interrupt:
+    """The interrupt the card shows: the title, the details and the params as arguments."""
+    values: dict[str, JSONValue] = dict(meta.values)
+    call = ToolCall(id=REQUEST_INTERRUPT, name=meta.title, args=values) if meta.params else None
+    return Interrupt(
+        id=REQUEST_INTERRUPT,
+        name=meta.title,
+        reason=meta.details or None,
+        tool_call=call,
+        allowed_decisions=decisions_offered(meta),
+        created_at=from_ms(at_ms),
+    )
+
+
+async def request_record(
+    services: Services, body: NewRequest, meta: RequestMeta, *, run_id: str
+) -> InterruptRecord:
+    """The pending record of a new request, with its user groups' members resolved now."""
+    users = tuple(a for a in body.approvers if not a.startswith("S"))
+    groups = tuple(a for a in body.approvers if a.startswith("S"))
+    escalate_users = tuple(a for a in body.escalate_to if not a.startswith("S"))
+    escalate_groups = tuple(a for a in body.escalate_to if a.startswith("S"))
+    members = await services.directory.members(groups) if groups else ()
+    if escalate_groups:
+        escalate_users += await services.directory.members(escalate_groups)
+    reminders = body.reminders
+    policy = ApproverPolicy(
+        allowed_users=users,
+        allowed_groups=groups,
+        group_members=members,
+        open_to_channel=body.anyone_in_channel,
+        min_approvals=body.min_approvals,
+        allow_self_approval=body.allow_self_approval,
+        expires_in=timedelta(seconds=body.expires_in),
+        on_expiry=body.on_expiry,
+        escalate_to_channel=body.escalate_channel,
+        escalate_to_users=escalate_users,
+        reminders=tuple(
+            timedelta(seconds=reminders.every * (i + 1)) for i in range(reminders.limit)
+        )
+        if reminders
+        else (),
+        work_start_hour=reminders.start_hour if reminders else 9,
+        work_end_hour=reminders.end_hour if reminders else 18,
+        decisions=decisions_offered(meta),
+        dangerous=body.dangerous,
+    )
+    now = services.clock.now()
+    interrupt = request_interrupt(meta, at_ms=int(now.timestamp() * 1000))
+    return InterruptRecord.new(
+        interrupt,
+        run_id=run_id,
+        thread_id=run_id,
+        agent=meta.client,
+        requested_by=meta.client,
+        policy=policy,
+        now=now,
+        channel=body.channel,
+    )
+
+
+def request_view(
+    record: InterruptRecord, meta: RequestMeta, *, permalink: str | None
+) -> RequestView:
+    """What the API answers about a request: where it stands, who decided, the params."""
+    decision = Decision.from_dict(record.decision) if record.decision else None
+    params: dict[str, ParamValue] = dict(meta.values)
+    if decision is not None and decision.type == "edit" and decision.args is not None:
+        params.update(meta.check_edit(dict(decision.args)))
+    status: RequestStatusName = "withdrawn" if record.state == "cancelled" else record.state
+    message = decision.message if decision is not None else None
+    policy = record.policy
+    return RequestView(
+        id=record.run_id,
+        status=status,
+        title=meta.title,
+        channel=record.channel,
+        permalink=permalink,
+        requested_by=record.requested_by,
+        approvers=[*policy.allowed_users, *policy.allowed_groups],
+        min_approvals=policy.min_approvals,
+        approvals=list(record.approvals),
+        created_at=record.created_at,
+        expires_at=record.expires_at,
+        escalated=record.escalated,
+        decided_by=record.decided_by,
+        decided_at=record.decided_at,
+        reason=message if status in ("denied", "withdrawn") and message else None,
+        reply=message if status == "responded" else None,
+        params=params,
+        status_url=f"{REQUESTS_PATH}/{record.run_id}",
+    )

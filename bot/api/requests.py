@@ -1,0 +1,296 @@
+"""The requests API: any job asks for an approval over HTTP and learns the answer.
+
+- ``POST /api/requests`` posts a card (201; 200 with the existing request when the same
+  client sends the same ``idempotency_key`` again).
+- ``GET /api/requests/{id}[?wait=SECONDS]`` answers where it stands; with ``wait``, the
+  moment it is decided (or when the wait is over), woken by ``RequestWatch``.
+- ``POST /api/requests/{id}/withdraw`` withdraws a pending request; the card says so.
+- ``POST /api/requests/{id}/outcome`` reports, once, what the approved job did; it goes
+  to the card's thread and the audit trail.
+
+Every error is JSON ``{"error", "field"}``: 400 bad input, 401 no valid token, 403 a
+channel the client may not post to, 404 unknown (or another client's) request, 409 a
+request in the wrong state, 503 storage unreachable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import re
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+from typing import TypeVar
+
+from aiohttp import ClientError, web
+from pydantic import BaseModel, ValidationError
+from slack_sdk.errors import SlackApiError
+
+from bot.services import Services
+from bot.ui.posting import post_in_thread, post_interrupt, update_message
+from storage.audit import AuditEntry
+from storage.errors import DuplicateInterruptError, StorageError
+from storage.records import InterruptRecord
+from storage.requests import RequestMeta, request_record_id, request_run_id
+
+from .auth import Authenticator, Caller
+from .callbacks import CallbackPolicy
+from .request_records import REQUESTS_PATH, request_record, request_view
+from .schemas import APPROVED_STATUSES, ApiError, NewRequest, OutcomeReport, Withdrawal
+from .watch import RequestWatch
+
+log = logging.getLogger(__name__)
+
+MAX_WAIT = 300
+"""The longest a long-poll waits, in seconds; a client asks again to wait longer."""
+_REQUEST_ID = re.compile(r"^req_[0-9a-f]{32}$")
+_RETAIN = timedelta(days=30)
+"""How long a request's meta outlives its expiry (as long as a pending record)."""
+
+M = TypeVar("M", bound=BaseModel)
+Handler = Callable[[web.Request, Caller], Awaitable[web.StreamResponse]]
+
+
+def add_requests_routes(
+    app: web.Application,
+    services: Services,
+    *,
+    auth: Authenticator,
+    callbacks: CallbackPolicy,
+) -> None:
+    """Add the requests API to ``app``; its ``RequestWatch`` runs while the app does."""
+    watch = RequestWatch(services.storage)
+    api = _RequestsApi(services, watch=watch, callbacks=callbacks)
+
+    def guarded(handler: Handler) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+        async def route(request: web.Request) -> web.StreamResponse:
+            try:
+                caller = await auth.caller(request)
+                if caller is None:
+                    return error(401, "send an API token as 'Authorization: Bearer <token>'")
+                return await handler(request, caller)
+            except StorageError as exc:
+                log.error("%s %s: %s", request.method, request.path, exc)
+                return error(503, "storage is unavailable; nothing was changed, try again")
+
+        return route
+
+    async def start_watch(_: web.Application) -> None:
+        watch.start()
+
+    async def stop_watch(_: web.Application) -> None:
+        await watch.stop()
+
+    app.on_startup.append(start_watch)
+    app.on_shutdown.append(stop_watch)
+    app.router.add_post(REQUESTS_PATH, guarded(api.create))
+    app.router.add_get(REQUESTS_PATH + "/{id}", guarded(api.status))
+    app.router.add_post(REQUESTS_PATH + "/{id}/withdraw", guarded(api.withdraw))
+    app.router.add_post(REQUESTS_PATH + "/{id}/outcome", guarded(api.outcome))
+
+
+class _RequestsApi:
+    def __init__(
+        self, services: Services, *, watch: RequestWatch, callbacks: CallbackPolicy
+    ) -> None:
+        self._services = services
+        self._watch = watch
+        self._callbacks = callbacks
+        self._permalinks: dict[str, str] = {}
+
+    async def create(self, request: web.Request, caller: Caller) -> web.StreamResponse:
+        body = await parse(request, NewRequest)
+        if isinstance(body, web.Response):
+            return body
+        if not caller.may_post_to(body.channel):
+            return error(403, f"client {caller.name!r} may not post to {body.channel}", "channel")
+        if body.callback_url is not None:
+            problem = self._callbacks.refusal(body.callback_url)
+            if problem is None and caller.webhook_secret is None:
+                problem = "the admin token has no webhook secret; use a named client's token"
+            if problem is not None:
+                return error(400, problem, "callback_url")
+        services = self._services
+        run_id = request_run_id(caller.name, body.idempotency_key)
+        asked = RequestMeta(
+            client=caller.name,
+            title=body.title,
+            details=body.details,
+            params=tuple(body.params),
+            allow_reply=body.allow_reply,
+            callback_url=body.callback_url,
+            idempotency_key=body.idempotency_key,
+        )
+        keep_for = timedelta(seconds=body.expires_in) + _RETAIN
+        meta = await services.storage.requests.keep(run_id, asked, ttl=keep_for)
+        record = await request_record(services, body, meta, run_id=run_id)
+        try:
+            await services.storage.interrupts.create_interrupt(record)
+        except DuplicateInterruptError:
+            existing = await services.storage.queries.get(record.id)
+            if existing is None:  # gone since: retention ended
+                return error(409, "this idempotency key was used for a request now gone")
+            log.info("request %s of %s asked again: the existing one", run_id, caller.name)
+            return await self._answer(existing, meta, status=200)
+        posted = await post_interrupt(services, record)
+        log.info("request %s by %s posted: %s", run_id, caller.name, posted is not None)
+        return await self._answer(posted or record, meta, status=201)
+
+    async def status(self, request: web.Request, caller: Caller) -> web.StreamResponse:
+        found = await self._find(request, caller)
+        if isinstance(found, web.Response):
+            return found
+        record, meta = found
+        wait = request.query.get("wait")
+        if wait is None:
+            return await self._answer(record, meta)
+        try:
+            seconds = float(wait)
+        except ValueError:
+            seconds = -1.0
+        if not 0 <= seconds <= MAX_WAIT:
+            return error(400, f"wait: seconds from 0 to {MAX_WAIT}", "wait")
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + seconds
+        with self._watch.watching(record.run_id) as changed:
+            while True:
+                latest = await self._services.storage.queries.get(record.id)
+                record = latest or record
+                left = deadline - loop.time()
+                if record.state != "pending" or left <= 0 or self._watch.closing:
+                    return await self._answer(record, meta)
+                changed.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(changed.wait(), left)
+
+    async def withdraw(self, request: web.Request, caller: Caller) -> web.StreamResponse:
+        found = await self._find(request, caller)
+        if isinstance(found, web.Response):
+            return found
+        record, meta = found
+        body = await parse(request, Withdrawal, empty_ok=True)
+        if isinstance(body, web.Response):
+            return body
+        services = self._services
+        cancelled = await services.storage.interrupts.cancel_run(
+            record.run_id, reason=body.reason, now=services.clock.now(), by=caller.name
+        )
+        latest = await services.storage.queries.get(record.id) or record
+        if not cancelled:
+            return await self._answer(latest, meta, status=409, note="it was no longer pending")
+        log.info("request %s withdrawn by %s", record.run_id, caller.name)
+        await update_message(services, latest)
+        return await self._answer(latest, meta)
+
+    async def outcome(self, request: web.Request, caller: Caller) -> web.StreamResponse:
+        found = await self._find(request, caller)
+        if isinstance(found, web.Response):
+            return found
+        record, meta = found
+        body = await parse(request, OutcomeReport)
+        if isinstance(body, web.Response):
+            return body
+        view = request_view(record, meta, permalink=None)
+        if view.status not in APPROVED_STATUSES:
+            return error(409, f"the request is {view.status}; only an approved job has an outcome")
+        services = self._services
+        if not await services.storage.resume.first_end(record.run_id):
+            return error(409, "an outcome was reported for this request already")
+        how = "succeeded" if body.exit_status == 0 else f"failed (exit {body.exit_status})"
+        text = f"{meta.title}: {how} in {_duration(body.duration_seconds)}."
+        if body.summary:
+            text += f"\n{body.summary}"
+        await post_in_thread(
+            services,
+            channel=record.channel,
+            thread_ts=record.thread_ts or record.message_ts,
+            text=text,
+        )
+        await services.storage.audit.append(
+            AuditEntry(
+                event="outcome",
+                record_id=record.id,
+                run_id=record.run_id,
+                at=services.clock.now(),
+                user_id=caller.name,
+                channel=record.channel,
+                message_ts=record.message_ts,
+                detail=body.model_dump_json(),
+            )
+        )
+        return await self._answer(record, meta)
+
+    async def _find(
+        self, request: web.Request, caller: Caller
+    ) -> tuple[InterruptRecord, RequestMeta] | web.Response:
+        """The caller's request named in the path; 404 for another client's."""
+        run_id = request.match_info["id"]
+        unknown = error(404, f"no request {run_id[:40]!r}", "id")
+        if not _REQUEST_ID.match(run_id):
+            return unknown
+        meta = await self._services.storage.requests.meta(run_id)
+        if meta is None or not caller.owns(meta.client):
+            return unknown
+        record = await self._services.storage.queries.get(request_record_id(run_id))
+        return unknown if record is None else (record, meta)
+
+    async def _answer(
+        self, record: InterruptRecord, meta: RequestMeta, *, status: int = 200, note: str = ""
+    ) -> web.Response:
+        view = request_view(record, meta, permalink=await self._permalink(record))
+        data = json.loads(view.model_dump_json())
+        if note:
+            data["error"] = f"{note}; it is {view.status}"
+        return web.json_response(data, status=status)
+
+    async def _permalink(self, record: InterruptRecord) -> str | None:
+        """The card's link (``chat.getPermalink``, asked once per process and request)."""
+        if not record.channel or not record.message_ts:
+            return None
+        link = self._permalinks.get(record.id)
+        if link is None:
+            try:
+                answer = await self._services.client.chat_getPermalink(
+                    channel=record.channel, message_ts=record.message_ts
+                )
+            except (SlackApiError, ClientError, TimeoutError, OSError) as exc:
+                log.warning("no permalink for %s: %s", record.id, exc)
+                return None
+            link = str(answer.get("permalink") or "") or None
+            if link is not None:
+                if len(self._permalinks) > 10_000:
+                    self._permalinks.clear()
+                self._permalinks[record.id] = link
+        return link
+
+
+async def parse(
+    request: web.Request, model: type[M], *, empty_ok: bool = False
+) -> M | web.Response:
+    """The body as ``model``, or a 400 naming the first field that is wrong."""
+    raw = await request.read()
+    if empty_ok and not raw.strip():
+        raw = b"{}"
+    try:
+        return model.model_validate_json(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or None
+        message = first["msg"].removeprefix("Value error, ")
+        return error(400, f"{where}: {message}" if where else message, where)
+
+
+def error(status: int, message: str, field: str | None = None) -> web.Response:
+    """A JSON error the client can act on."""
+    body = ApiError(error=message, field=field).model_dump(exclude_none=True)
+    return web.json_response(body, status=status)
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min" if hours else f"{minutes} min {secs} s"

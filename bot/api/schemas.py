@@ -1,0 +1,144 @@
+"""The requests API's bodies, as pydantic models: the server validates with them, the
+OpenAPI document is generated from them, and ``signoff.Client`` sends and reads them."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal, Self
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from storage.requests import Param, ParamValue
+
+_ID = r"^[A-Za-z0-9_.:\-]{1,128}$"
+_CHANNEL = r"^[CGD][A-Z0-9]{2,20}$"
+Approver = Annotated[str, Field(pattern=r"^[UWS][A-Z0-9]{2,20}$")]
+"""A user id (U…, W…) or a user group id (S…)."""
+
+RequestStatusName = Literal[
+    "pending", "approved", "denied", "edited", "responded", "expired", "withdrawn"
+]
+FINAL_STATUSES: frozenset[str] = frozenset(
+    {"approved", "denied", "edited", "responded", "expired", "withdrawn"}
+)
+APPROVED_STATUSES: frozenset[str] = frozenset({"approved", "edited", "responded"})
+"""The statuses in which the job may go ahead (a reply answers it, when allowed)."""
+
+_BODY = ConfigDict(extra="forbid", frozen=True)
+
+
+class ReminderSettings(BaseModel):
+    """Remind approvers who have not acted every ``every`` seconds, ``limit`` times, only
+    between ``start_hour`` and ``end_hour`` on each approver's own clock."""
+
+    model_config = _BODY
+
+    every: int = Field(default=3600, ge=60, le=7 * 86400)
+    limit: int = Field(default=3, ge=0, le=20)
+    start_hour: int = Field(default=9, ge=0, le=23)
+    end_hour: int = Field(default=18, ge=1, le=24)
+
+
+class NewRequest(BaseModel):
+    """The body of ``POST /api/requests``: what to ask, where, and who may decide."""
+
+    model_config = _BODY
+
+    title: str = Field(min_length=1, max_length=150, description="The card's headline.")
+    details: str = Field(
+        default="", max_length=40000, description="Shown escaped; long text opens in a modal."
+    )
+    params: list[Param] = Field(default_factory=list, max_length=20)
+    channel: str = Field(pattern=_CHANNEL, description="Where the card is posted.")
+    approvers: list[Approver] = Field(
+        default_factory=list,
+        max_length=50,
+        description="User ids (U…, W…) and user group ids (S…) who may decide.",
+    )
+    anyone_in_channel: bool = False
+    min_approvals: int = Field(default=1, ge=1, le=20)
+    allow_self_approval: bool = False
+    expires_in: int = Field(default=86400, ge=1, le=30 * 86400, description="Seconds.")
+    on_expiry: Literal["deny", "escalate"] = "deny"
+    escalate_channel: str | None = Field(default=None, pattern=_CHANNEL)
+    escalate_to: list[Approver] = Field(default_factory=list, max_length=50)
+    reminders: ReminderSettings | None = Field(default_factory=ReminderSettings)
+    dangerous: bool = False
+    allow_reply: bool = Field(
+        default=False, description="Approvers may answer with text (the job gets it)."
+    )
+    callback_url: str | None = Field(default=None, max_length=2000)
+    idempotency_key: str | None = Field(default=None, pattern=_ID)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Self:
+        if not self.approvers and not self.anyone_in_channel:
+            raise ValueError("name approvers, or set anyone_in_channel")
+        names = [p.name for p in self.params]
+        if len(set(names)) != len(names):
+            raise ValueError("param names must be distinct")
+        users = [a for a in self.approvers if not a.startswith("S")]
+        only_users = not self.anyone_in_channel and len(users) == len(self.approvers)
+        if only_users and self.min_approvals > len(users):
+            raise ValueError(
+                f"min_approvals={self.min_approvals} but only {len(users)} may approve"
+            )
+        if self.on_expiry == "escalate" and not (self.escalate_channel or self.escalate_to):
+            raise ValueError("on_expiry 'escalate' needs escalate_channel or escalate_to")
+        return self
+
+
+class RequestView(BaseModel):
+    """A request as the API reports it."""
+
+    id: str
+    status: RequestStatusName
+    title: str
+    channel: str | None
+    permalink: str | None
+    requested_by: str
+    approvers: list[str]
+    min_approvals: int
+    approvals: list[str]
+    created_at: datetime
+    expires_at: datetime | None
+    escalated: bool
+    decided_by: str | None
+    decided_at: datetime | None
+    reason: str | None = Field(description="Why it was denied or withdrawn.")
+    reply: str | None = Field(description="The approver's answer, when it was replied to.")
+    params: dict[str, ParamValue] = Field(description="The params, with approvers' edits.")
+    status_url: str
+
+    @property
+    def final(self) -> bool:
+        return self.status in FINAL_STATUSES
+
+    @property
+    def approved(self) -> bool:
+        return self.status in APPROVED_STATUSES
+
+
+class Withdrawal(BaseModel):
+    """The body of ``POST /api/requests/{id}/withdraw`` (optional)."""
+
+    model_config = _BODY
+
+    reason: str = Field(default="", max_length=500)
+
+
+class OutcomeReport(BaseModel):
+    """The body of ``POST /api/requests/{id}/outcome``: what the job did once approved."""
+
+    model_config = _BODY
+
+    exit_status: int = Field(ge=-255, le=255)
+    duration_seconds: float = Field(ge=0, le=365 * 86400)
+    summary: str = Field(default="", max_length=3000)
+
+
+class ApiError(BaseModel):
+    """Every error: what was wrong, naming the field when one was."""
+
+    error: str
+    field: str | None = None

@@ -1,0 +1,192 @@
+"""``signoff.Client``: ask for an approval over HTTP from any Python code, and wait.
+
+    async with Client("https://signoff.example.com", token) as client:
+        request = await client.create(NewRequest(title="Delete 42 volumes", channel="C0OPS",
+                                                 approvers=["S0ONCALL"]))
+        answer = await client.wait(request.id)
+        if answer.approved:
+            ...
+            await client.report_outcome(request.id, exit_status=0, duration_seconds=12.0)
+
+``wait`` long-polls (the server answers the moment the request is decided) and rides out
+a restarting server, a network blip or a Redis failover by asking again with backoff.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any
+
+import aiohttp
+from pydantic import ValidationError
+
+from bot.api.request_records import REQUESTS_PATH
+from bot.api.requests import MAX_WAIT
+from bot.api.schemas import NewRequest, OutcomeReport, RequestView, Withdrawal
+
+log = logging.getLogger(__name__)
+
+_TRANSIENT = frozenset({502, 503, 504})
+_FIRST_BACKOFF, _MAX_BACKOFF = 0.25, 10.0
+
+
+class SignoffError(Exception):
+    """Signoff could not be reached, or answered with something that is not the API's."""
+
+
+class SignoffUnreachable(SignoffError):
+    """Signoff (or its Redis) could not be reached, even after retrying: nothing is known."""
+
+
+class RequestRefused(SignoffError):
+    """Signoff answered the call with an error (bad input, no valid token, unknown id)."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        field: str | None = None,
+        *,
+        view: RequestView | None = None,
+    ) -> None:
+        super().__init__(f"{status}: {message}")
+        self.status = status
+        self.message = message
+        self.field = field
+        self.view = view
+        """The request as it stands, when the call failed for its state (409)."""
+
+
+class Client:
+    """One Signoff server and an API client's token."""
+
+    def __init__(self, url: str, token: str, *, connect_timeout: float = 10.0) -> None:
+        self._base = url.rstrip("/")
+        self._headers = {"Authorization": f"Bearer {token}"}
+        self._timeout = aiohttp.ClientTimeout(sock_connect=connect_timeout)
+        self._session: aiohttp.ClientSession | None = None
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    async def create(self, request: NewRequest, *, retry_for: float = 60.0) -> RequestView:
+        """Post a request; it is retried through transient failures for ``retry_for``
+        seconds only when it carries an ``idempotency_key`` (so a retry posts no second card)."""
+        body = request.model_dump(mode="json", exclude_none=True)
+        patience = retry_for if request.idempotency_key else 0.0
+        return await self._call("POST", REQUESTS_PATH, body, patience=patience)
+
+    async def get(self, request_id: str, *, wait: float | None = None) -> RequestView:
+        """Where the request stands; with ``wait``, answered as soon as it is decided."""
+        query = f"?wait={min(wait, MAX_WAIT):g}" if wait is not None else ""
+        return await self._call("GET", f"{REQUESTS_PATH}/{request_id}{query}", None, patience=0.0)
+
+    async def wait(
+        self,
+        request_id: str,
+        *,
+        within: float | None = None,
+        on_update: Callable[[RequestView], None] | None = None,
+    ) -> RequestView:
+        """Wait until the request is decided (or ``within`` seconds pass: the pending
+        view). Reconnects with backoff while the server or the network is away;
+        ``on_update`` sees every answer that differs from the one before."""
+        loop = asyncio.get_running_loop()
+        deadline = None if within is None else loop.time() + within
+        backoff, last = _FIRST_BACKOFF, None
+        while True:
+            left = MAX_WAIT if deadline is None else max(0.0, deadline - loop.time())
+            try:
+                view = await self.get(request_id, wait=min(left, MAX_WAIT))
+            except SignoffUnreachable as exc:
+                if deadline is not None and loop.time() >= deadline:
+                    raise
+                log.info("Signoff not reachable (%s); asking again in %.1f s", exc, backoff)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, _MAX_BACKOFF)
+                continue
+            backoff = _FIRST_BACKOFF
+            if on_update is not None and view != last:
+                on_update(view)
+            last = view
+            if view.final or (deadline is not None and loop.time() >= deadline):
+                return view
+
+    async def withdraw(self, request_id: str, *, reason: str = "") -> RequestView:
+        """Withdraw a pending request; RequestRefused (409) when it was decided already."""
+        body = Withdrawal(reason=reason).model_dump()
+        path = f"{REQUESTS_PATH}/{request_id}/withdraw"
+        return await self._call("POST", path, body, patience=10.0)
+
+    async def report_outcome(
+        self, request_id: str, *, exit_status: int, duration_seconds: float, summary: str = ""
+    ) -> RequestView:
+        """Tell the card's thread and the audit trail what the approved job did (once)."""
+        report = OutcomeReport(
+            exit_status=exit_status, duration_seconds=duration_seconds, summary=summary
+        )
+        path = f"{REQUESTS_PATH}/{request_id}/outcome"
+        return await self._call("POST", path, report.model_dump(), patience=30.0)
+
+    async def _call(
+        self, method: str, path: str, body: dict[str, Any] | None, *, patience: float
+    ) -> RequestView:
+        """One API call; transient failures are retried with backoff for ``patience`` s."""
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + patience
+        backoff = _FIRST_BACKOFF
+        while True:
+            try:
+                return await self._once(method, path, body)
+            except (aiohttp.ClientError, TimeoutError, _Transient) as exc:
+                if loop.time() + backoff > give_up:
+                    raise SignoffUnreachable(
+                        f"cannot reach Signoff at {self._base}: {exc}"
+                    ) from exc
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, _MAX_BACKOFF)
+
+    async def _once(self, method: str, path: str, body: dict[str, Any] | None) -> RequestView:
+        if self._session is None:
+            self._session = aiohttp.ClientSession(timeout=self._timeout, headers=self._headers)
+        async with self._session.request(method, self._base + path, json=body) as response:
+            text = await response.text()
+            try:
+                data = json.loads(text)
+            except ValueError:
+                data = None
+            if response.status in _TRANSIENT:
+                message = data.get("error") if isinstance(data, dict) else text[:200]
+                raise _Transient(f"{response.status}: {message}")
+            if not isinstance(data, dict):
+                raise SignoffError(f"{response.status} from {self._base}: not the Signoff API")
+            if response.status >= 400 and not {"id", "status"} <= data.keys():
+                raise RequestRefused(response.status, str(data.get("error", "")), data.get("field"))
+            try:
+                view = RequestView.model_validate(data)
+            except ValidationError as exc:
+                raise SignoffError(f"an answer Signoff should not give: {exc}") from exc
+            if response.status >= 400:
+                raise RequestRefused(response.status, str(data.get("error", "")), view=view)
+            return view
+
+
+class _Transient(Exception):
+    """A 502/503/504: the server (or its Redis) is away for now; worth asking again."""

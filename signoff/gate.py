@@ -1,0 +1,335 @@
+"""``signoff gate``: a shell or cron job asks in Slack and runs its command only if approved.
+
+    signoff gate --channel C0123OPS --approvers S0ONCALL --min-approvals 2 --expires 8h \\
+      --title "Delete 42 stale volumes" --details-file plan.txt -- ./cleanup.sh --apply
+
+It talks to a Signoff server (``SIGNOFF_URL``, ``SIGNOFF_TOKEN``), waits without polling
+Slack, runs the command when approved with the decision in its environment, streams its
+output, and reports how it went to the card's thread. Ctrl-C or SIGTERM while waiting
+withdraws the request.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import re
+import signal
+import sys
+import time
+import uuid
+from collections import deque
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NoReturn
+
+from pydantic import ValidationError
+
+from bot.api.schemas import NewRequest, RequestView
+from storage.requests import Param, ParamValue
+
+from .client import Client, RequestRefused, SignoffError
+
+APPROVED_NO_COMMAND = 0
+USAGE = 2
+DENIED = 10
+EXPIRED = 11
+WITHDRAWN = 12
+UNREACHABLE = 13
+REFUSED = 14
+EXIT_CODES = {
+    APPROVED_NO_COMMAND: "approved (no command given)",
+    USAGE: "usage error: bad arguments or settings",
+    DENIED: "denied: the command did not run",
+    EXPIRED: "expired before anyone approved: the command did not run",
+    WITHDRAWN: "withdrawn (by this gate on Ctrl-C/SIGTERM, or by the client): not run",
+    UNREACHABLE: "could not reach Signoff: nothing is known to be decided",
+    REFUSED: "Signoff refused the request (token, channel, or request unknown)",
+}
+"""Every exit status of the gate that is not the command's own."""
+
+_SUMMARY_LINES = 15
+_DURATION = re.compile(r"^(\d+)([smhd])$")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``signoff gate ...``: the exit status as documented in ``EXIT_CODES``."""
+    args, command = _parse(list(sys.argv[1:] if argv is None else argv))
+    url, token = os.environ.get("SIGNOFF_URL"), os.environ.get("SIGNOFF_TOKEN")
+    if not url or not token:
+        _usage("set SIGNOFF_URL (the Signoff server) and SIGNOFF_TOKEN (signoff token create)")
+    try:
+        request = _request(args)
+    except (ValidationError, ValueError, OSError) as exc:
+        _usage(_first_error(exc))
+    try:
+        return asyncio.run(_gate(Client(url, token), request, command, as_json=args.json))
+    except KeyboardInterrupt:
+        return 130
+
+
+async def _gate(client: Client, request: NewRequest, command: list[str], *, as_json: bool) -> int:
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    async with client:
+        try:
+            try:
+                view = await client.create(request)
+            except RequestRefused as exc:
+                _say(f"signoff gate: {exc.message}")
+                return USAGE if exc.status == 400 else REFUSED
+            except SignoffError as exc:
+                _say(f"signoff gate: {exc}")
+                return UNREACHABLE
+            _say_waiting(view)
+            answer = await _wait(client, view, stop)
+        finally:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(sig)
+        if answer is None:
+            return UNREACHABLE
+        if as_json:
+            print(answer.model_dump_json(), flush=True)
+        code = _verdict(answer)
+        if code is not None or not command:
+            return APPROVED_NO_COMMAND if code is None else code
+        started = time.monotonic()
+        status, tail = await _run(command, _environment(answer))
+        duration = time.monotonic() - started
+        summary = "\n".join(tail)[-1500:]
+        try:
+            await client.report_outcome(
+                answer.id, exit_status=status, duration_seconds=duration, summary=summary
+            )
+        except SignoffError as exc:
+            _say(f"signoff gate: the outcome was not reported: {exc}")
+        return status
+
+
+async def _wait(client: Client, view: RequestView, stop: asyncio.Event) -> RequestView | None:
+    """The decided request; once ``stop`` is set (SIGINT/SIGTERM) the request withdrawn;
+    None when Signoff stays unreachable past the request's expiry."""
+    shown = _Progress(view)
+    patience = None
+    if view.expires_at is not None:
+        patience = max(view.expires_at.timestamp() - time.time(), 0) + 600
+    waiting = asyncio.create_task(client.wait(view.id, within=patience, on_update=shown.update))
+    stopping = asyncio.create_task(stop.wait())
+    await asyncio.wait({waiting, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    stopping.cancel()
+    if not waiting.done():
+        waiting.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await waiting
+        return await _withdraw(client, view)
+    try:
+        return waiting.result()
+    except SignoffError as exc:
+        _say(f"signoff gate: {exc}")
+        return None
+
+
+async def _withdraw(client: Client, view: RequestView) -> RequestView | None:
+    _say("signoff gate: stopped while waiting; withdrawing the request")
+    try:
+        return await client.withdraw(view.id, reason="the waiting job was stopped")
+    except RequestRefused as exc:
+        return exc.view  # decided meanwhile: that answer stands
+    except SignoffError as exc:
+        _say(f"signoff gate: could not withdraw it: {exc}")
+        return None
+
+
+def _verdict(view: RequestView) -> int | None:
+    """None when the command may run, else the exit status saying why not."""
+    if view.approved:
+        who = view.decided_by or "?"
+        _say(f"signoff gate: {view.status} by {who}")
+        return None
+    reason = f": {view.reason}" if view.reason else ""
+    _say(f"signoff gate: {view.status}{reason}")
+    codes = {"denied": DENIED, "expired": EXPIRED, "pending": EXPIRED, "withdrawn": WITHDRAWN}
+    return codes.get(view.status, DENIED)
+
+
+def _environment(view: RequestView) -> dict[str, str]:
+    """The command's environment: ours plus the decision (params as approved, a reply)."""
+    env = dict(os.environ)
+    env.pop("SIGNOFF_TOKEN", None)
+    env["SIGNOFF_REQUEST_ID"] = view.id
+    env["SIGNOFF_DECIDED_BY"] = view.decided_by or ""
+    for name, value in view.params.items():
+        env[f"SIGNOFF_PARAM_{name.upper()}"] = _text(value)
+    if view.reply is not None:
+        env["SIGNOFF_REPLY"] = view.reply
+    return env
+
+
+async def _run(command: list[str], env: dict[str, str]) -> tuple[int, list[str]]:
+    """Run ``command``, passing its output through; its exit status and last lines."""
+    try:
+        child = await asyncio.create_subprocess_exec(
+            *command,
+            env=env,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+        )
+    except OSError as exc:
+        _say(f"signoff gate: cannot run {command[0]}: {exc.strerror}")
+        return 127, [f"cannot run {command[0]}: {exc.strerror}"]
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, child.send_signal, sig)
+    tail: deque[str] = deque(maxlen=_SUMMARY_LINES)
+    assert child.stdout is not None
+    out = sys.stdout.buffer
+    while line := await child.stdout.readline():
+        out.write(line)
+        out.flush()
+        tail.append(line.decode(errors="replace").rstrip())
+    status = await child.wait()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.remove_signal_handler(sig)
+    return (128 - status if status < 0 else status), list(tail)
+
+
+class _Progress:
+    """One line on stderr for each change while the gate waits."""
+
+    def __init__(self, view: RequestView) -> None:
+        self._last = view
+
+    def update(self, view: RequestView) -> None:
+        before, self._last = self._last, view
+        if view.escalated and not before.escalated:
+            _say("signoff gate: not decided in time; escalated")
+        if len(view.approvals) > len(before.approvals):
+            _say(f"signoff gate: {len(view.approvals)} of {view.min_approvals} approvals")
+
+
+def _say_waiting(view: RequestView) -> None:
+    who = ", ".join(view.approvers) or "anyone in the channel"
+    many = f"{view.min_approvals} of " if view.min_approvals > 1 else ""
+    _say(f"signoff gate: waiting for approval: {view.permalink or view.status_url}")
+    _say(f"signoff gate: who may decide: {many}{who}")
+    if view.expires_at is not None:
+        left = max(0, int(view.expires_at.timestamp() - time.time()))
+        _say(f"signoff gate: expires in {_span(left)} ({view.expires_at.isoformat()})")
+
+
+def _request(args: argparse.Namespace) -> NewRequest:
+    details = args.details or ""
+    if args.details_file is not None:
+        details = Path(args.details_file).read_text(errors="replace")
+    params = [_param(text, editable=False) for text in args.param]
+    params += [_param(text, editable=True) for text in args.editable]
+    return NewRequest(
+        title=args.title,
+        details=details,
+        params=params,
+        channel=args.channel,
+        approvers=[a.strip() for a in args.approvers.split(",") if a.strip()],
+        anyone_in_channel=args.anyone_in_channel,
+        min_approvals=args.min_approvals,
+        expires_in=_seconds(args.expires),
+        dangerous=args.dangerous,
+        allow_reply=args.allow_reply,
+        callback_url=args.callback_url,
+        # A key always, so retrying the post after a network blip posts one card.
+        idempotency_key=args.idempotency_key or f"gate-{uuid.uuid4().hex}",
+    )
+
+
+def _param(text: str, *, editable: bool) -> Param:
+    name, sep, raw = text.partition("=")
+    if not sep:
+        raise ValueError(f"--param {text!r}: use NAME=VALUE")
+    value: ParamValue = raw
+    kind = "string"
+    if re.fullmatch(r"-?\d{1,15}", raw):
+        value, kind = int(raw), "integer"
+    elif raw in ("true", "false"):
+        value, kind = raw == "true", "boolean"
+    return Param(name=name, type=kind, value=value, editable=editable)  # type: ignore[arg-type]
+
+
+def _seconds(text: str) -> int:
+    match = _DURATION.match(text.strip())
+    if not match:
+        raise ValueError(f"--expires {text!r}: use a number and a unit, such as 90m, 8h or 2d")
+    return int(match[1]) * _UNITS[match[2]]
+
+
+def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
+    command: list[str] = []
+    if "--" in argv:
+        cut = argv.index("--")
+        argv, command = argv[:cut], argv[cut + 1 :]
+    parser = argparse.ArgumentParser(
+        prog="signoff gate",
+        description="Ask for approval in Slack; run COMMAND only if approved.",
+        epilog="exit status: the command's own when it ran; otherwise "
+        + "; ".join(f"{code} {text}" for code, text in EXIT_CODES.items()),
+    )
+    parser.add_argument("--title", required=True, help="the card's headline")
+    parser.add_argument("--channel", required=True, help="channel id (C0123ABCD)")
+    parser.add_argument(
+        "--approvers", default="", help="comma-separated user (U…) and user group (S…) ids"
+    )
+    parser.add_argument("--anyone-in-channel", action="store_true")
+    parser.add_argument("--min-approvals", type=int, default=1)
+    parser.add_argument("--expires", default="24h", help="e.g. 30m, 8h, 2d (default 24h)")
+    parser.add_argument("--details", help="text shown on the card (escaped)")
+    parser.add_argument("--details-file", help="read the details from this file")
+    parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE")
+    parser.add_argument(
+        "--editable",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a param approvers may change; the command gets it as SIGNOFF_PARAM_<NAME>",
+    )
+    parser.add_argument(
+        "--allow-reply",
+        action="store_true",
+        help="approvers may answer with text instead; the command gets it as SIGNOFF_REPLY",
+    )
+    parser.add_argument("--dangerous", action="store_true", help="approving asks to confirm")
+    parser.add_argument("--callback-url", help="webhook for each decision (signed)")
+    parser.add_argument(
+        "--idempotency-key", help="the same key again re-attaches to the same request"
+    )
+    parser.add_argument("--json", action="store_true", help="print the decision as JSON")
+    return parser.parse_args(argv), command
+
+
+def _first_error(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        return f"{where}: {first['msg'].removeprefix('Value error, ')}" if where else first["msg"]
+    return str(exc)
+
+
+def _usage(message: str) -> NoReturn:
+    print(f"signoff gate: {message}", file=sys.stderr)
+    raise SystemExit(USAGE)
+
+
+def _say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def _text(value: ParamValue) -> str:
+    return json.dumps(value) if isinstance(value, bool) else str(value)
+
+
+def _span(seconds: int) -> str:
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours} h {rest // 60} min" if hours else f"{rest // 60} min {rest % 60} s"

@@ -1,0 +1,148 @@
+"""Approval requests from outside: a job asks "may I?" over HTTP and waits for the answer.
+
+A request is stored as the one interrupt record of a run of its own (run id ``req_…``),
+so it has the record, policy, atomic decision, quorum, expiry, reminders, audit and Slack
+card of an agent's interrupt. What the job asked beyond the card (its params' types, a
+callback URL, the idempotency key) is kept beside it as ``RequestMeta``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from datetime import timedelta
+from typing import Literal, Self, cast
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from .client import RedisClient
+from .errors import CorruptRecordError
+from .keys import Keys, record_id
+
+REQUEST_RUN_PREFIX = "req_"
+REQUEST_INTERRUPT = "ask"
+"""The interrupt id of every request's one record: ``req_…/ask``."""
+
+ParamType = Literal["string", "integer", "number", "boolean"]
+ParamValue = str | int | float | bool
+_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+}
+
+
+def is_request_run(run_id: str) -> bool:
+    """True for the run of an external request (no agent to resume)."""
+    return run_id.startswith(REQUEST_RUN_PREFIX)
+
+
+def request_run_id(client: str, idempotency_key: str | None) -> str:
+    """A new request's run id; with an idempotency key the same for the same client and
+    key, so a retried job finds the request it made before instead of making another."""
+    if idempotency_key is None:
+        return REQUEST_RUN_PREFIX + uuid.uuid4().hex
+    digest = hashlib.sha256(f"{client}\0{idempotency_key}".encode()).hexdigest()
+    return REQUEST_RUN_PREFIX + digest[:32]
+
+
+def request_record_id(run_id: str) -> str:
+    """The storage id of a request's record."""
+    return record_id(run_id, REQUEST_INTERRUPT)
+
+
+class Param(BaseModel):
+    """A structured value the job will use, shown on the card; approvers may change it
+    only when ``editable``, and only to a value of the same type."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+    type: ParamType = "string"
+    value: ParamValue
+    editable: bool = False
+
+    @model_validator(mode="after")
+    def _typed(self) -> Self:
+        self.check(self.value)
+        return self
+
+    def check(self, value: object) -> ParamValue:
+        """``value`` when it is of this param's type, else ValueError saying which."""
+        is_bool = isinstance(value, bool)
+        fits = isinstance(value, _TYPES[self.type]) and (is_bool == (self.type == "boolean"))
+        if not fits:
+            raise ValueError(f"param {self.name!r} must be a {self.type}, got {value!r}")
+        if isinstance(value, str) and len(value) > 2000:
+            raise ValueError(f"param {self.name!r}: at most 2000 characters")
+        return cast(ParamValue, value)
+
+
+class RequestMeta(BaseModel):
+    """What an external request asked for, kept beside its record."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    client: str
+    title: str
+    details: str = ""
+    params: tuple[Param, ...] = ()
+    allow_reply: bool = False
+    callback_url: str | None = None
+    idempotency_key: str | None = None
+
+    @property
+    def values(self) -> dict[str, ParamValue]:
+        return {p.name: p.value for p in self.params}
+
+    def check_edit(self, args: dict[str, object]) -> dict[str, ParamValue]:
+        """The params after an approver's edit; ValueError when the edit adds or drops a
+        param, changes a locked one, or gives a value of the wrong type."""
+        if set(args) != {p.name for p in self.params}:
+            raise ValueError("keep the same params: none can be added or removed")
+        edited: dict[str, ParamValue] = {}
+        for param in self.params:
+            value = param.check(args[param.name])
+            if value != param.value and not param.editable:
+                raise ValueError(f"param {param.name!r} cannot be edited")
+            edited[param.name] = value
+        return edited
+
+
+class RequestStore:
+    """Keeps each request's ``RequestMeta``: written once, read by the API and webhooks."""
+
+    def __init__(self, client: RedisClient, keys: Keys) -> None:
+        self._client = client
+        self._keys = keys
+
+    async def keep(self, run_id: str, meta: RequestMeta, *, ttl: timedelta) -> RequestMeta:
+        """Store ``meta`` for ``run_id`` unless one is stored already; the stored one (a
+        retried request gets its first body back, so card and record agree)."""
+        key = self._keys.request(run_id)
+        text = meta.model_dump_json()
+        async with self._client.guard("store a request"):
+            pipe = self._client.raw.pipeline(transaction=True)
+            pipe.set(key, text, nx=True, px=_ms(ttl))
+            pipe.get(key)
+            _, stored = await pipe.execute()
+        return _parse(key, cast(str, stored))
+
+    async def meta(self, run_id: str) -> RequestMeta | None:
+        """The stored request of ``run_id``; None when there is none."""
+        key = self._keys.request(run_id)
+        async with self._client.guard("read a request"):
+            text = await self._client.raw.get(key)
+        return None if text is None else _parse(key, cast(str, text))
+
+
+def _parse(key: str, text: str) -> RequestMeta:
+    try:
+        return RequestMeta.model_validate_json(text)
+    except ValidationError as exc:
+        raise CorruptRecordError(key, str(exc)) from exc
+
+
+def _ms(delta: timedelta) -> int:
+    return int(delta.total_seconds() * 1000)

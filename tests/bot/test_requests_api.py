@@ -1,0 +1,237 @@
+"""The requests API over real HTTP and real Redis: a job asks, approvers decide in Slack,
+and the job learns the answer from a long-poll the moment it is given."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import aiohttp
+import pytest
+from aiohttp.test_utils import TestServer
+from harness import ALICE, BOB, CHANNEL, Harness
+from pydantic import SecretStr
+
+from bot.api.request_records import REQUESTS_PATH
+from bot.process.web import operator_app
+from bot.ui import ids
+
+ADMIN_TOKEN = "admin-token-" + "x" * 24
+OTHER_CHANNEL = "C0ELSEWHERE"
+
+
+@dataclass
+class Jobs:
+    """A bot with the requests API, and one named client's token."""
+
+    bot: Harness
+    base: str
+    http: aiohttp.ClientSession
+    token: str
+
+    @property
+    def auth(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
+    async def ask(self, **fields: Any) -> tuple[int, dict[str, Any]]:
+        body = {"title": "Delete 42 stale volumes", "channel": CHANNEL, "approvers": [ALICE, BOB]}
+        async with self.http.post(
+            self.base + REQUESTS_PATH, json={**body, **fields}, headers=self.auth
+        ) as r:
+            return r.status, await r.json()
+
+    async def get(self, path: str, **kw: Any) -> tuple[int, dict[str, Any]]:
+        async with self.http.get(self.base + path, headers=kw.pop("headers", self.auth)) as r:
+            return r.status, await r.json()
+
+    async def post(self, path: str, body: Any = None, **kw: Any) -> tuple[int, dict[str, Any]]:
+        headers = kw.pop("headers", self.auth)
+        async with self.http.post(self.base + path, json=body, headers=headers) as r:
+            return r.status, await r.json()
+
+    def card(self, index: int = -1) -> dict[str, Any]:
+        return self.bot.posted(index)
+
+    def value(self, index: int = -1) -> str:
+        return str(self.card(index)["blocks"][-1]["elements"][0]["value"])
+
+
+@pytest.fixture
+async def jobs(make_bot: Any) -> AsyncIterator[Jobs]:
+    bot: Harness = await make_bot()
+    storage = bot.services.storage
+    _, token = await storage.api_clients.create(
+        "nightly-cleanup", channels=(CHANNEL,), now=datetime.now(UTC)
+    )
+    server = TestServer(
+        operator_app(bot.services, api_token=SecretStr(ADMIN_TOKEN)), host="127.0.0.1", port=0
+    )
+    await server.start_server()
+    async with aiohttp.ClientSession() as http:
+        yield Jobs(bot=bot, base=f"http://127.0.0.1:{server.port}", http=http, token=token)
+    await server.close()
+
+
+async def test_a_job_asks_and_a_long_poll_answers_the_moment_it_is_approved(jobs: Jobs) -> None:
+    status, made = await jobs.ask(
+        details="volumes older than 90 days <!channel>",
+        params=[{"name": "limit", "type": "integer", "value": 42}],
+    )
+    assert status == 201, made
+    assert made["status"] == "pending" and made["requested_by"] == "nightly-cleanup"
+    assert made["permalink"].startswith("https://fake.slack.test/archives/C0OPS/p")
+    assert made["status_url"] == f"{REQUESTS_PATH}/{made['id']}"
+    card = json.dumps(jobs.card()["blocks"])
+    assert "Delete 42 stale volumes" in card and "Requested by nightly-cleanup" in card
+    assert "&lt;!channel&gt;" in card and "<!channel>" not in card
+    assert '\\"limit\\": 42' in card
+
+    waiting = asyncio.create_task(jobs.get(made["status_url"] + "?wait=30"))
+    await jobs.bot.click(ids.APPROVE, jobs.value(), user=ALICE)
+    status, answer = await asyncio.wait_for(waiting, 10)
+    assert status == 200
+    assert answer["status"] == "approved" and answer["decided_by"] == ALICE
+    assert answer["params"] == {"limit": 42}
+
+
+async def test_a_long_poll_with_nothing_decided_answers_pending_when_the_wait_ends(
+    jobs: Jobs,
+) -> None:
+    _, made = await jobs.ask()
+    status, answer = await jobs.get(made["status_url"] + "?wait=0.2")
+    assert status == 200 and answer["status"] == "pending"
+
+
+async def test_the_same_idempotency_key_twice_posts_one_card(jobs: Jobs) -> None:
+    first_status, first = await jobs.ask(idempotency_key="cleanup-2026-11-24")
+    again_status, again = await jobs.ask(idempotency_key="cleanup-2026-11-24")
+    assert (first_status, again_status) == (201, 200)
+    assert first["id"] == again["id"]
+    assert len(jobs.bot.slack.called("chat.postMessage")) == 1
+    _, other = await jobs.ask(idempotency_key="cleanup-2026-11-25")
+    assert other["id"] != first["id"]
+
+
+async def test_a_withdrawn_request_says_so_and_refuses_later_clicks(jobs: Jobs) -> None:
+    _, made = await jobs.ask()
+    status, withdrawn = await jobs.post(made["status_url"] + "/withdraw", {"reason": "not needed"})
+    assert status == 200 and withdrawn["status"] == "withdrawn"
+    assert withdrawn["decided_by"] == "nightly-cleanup" and withdrawn["reason"] == "not needed"
+    [update] = jobs.bot.slack.called("chat.update")
+    assert "Withdrawn by nightly-cleanup" in json.dumps(update["blocks"])
+
+    await jobs.bot.click(ids.APPROVE, jobs.value(), user=ALICE)
+    await jobs.bot.slack.wait_calls("chat.postEphemeral")
+    [refusal] = jobs.bot.slack.called("chat.postEphemeral")
+    assert (
+        refusal["text"]
+        == "This request was withdrawn by nightly-cleanup; your click changed nothing."
+    )
+    status, again = await jobs.post(made["status_url"] + "/withdraw")
+    assert status == 409 and again["status"] == "withdrawn"
+
+
+async def test_the_outcome_of_an_approved_job_goes_to_the_thread_and_the_audit(
+    jobs: Jobs,
+) -> None:
+    _, made = await jobs.ask()
+    report = {"exit_status": 0, "duration_seconds": 12.5, "summary": "deleted 42 volumes"}
+    status, early = await jobs.post(made["status_url"] + "/outcome", report)
+    assert status == 409 and "pending" in early["error"]
+
+    await jobs.bot.click(ids.APPROVE, jobs.value(), user=ALICE)
+    await jobs.get(made["status_url"] + "?wait=10")
+    status, _ = await jobs.post(made["status_url"] + "/outcome", report)
+    assert status == 200
+    assert jobs.bot.thread()[-1] == (
+        "Delete 42 stale volumes: succeeded in 12.5 s.\ndeleted 42 volumes"
+    )
+    status, twice = await jobs.post(made["status_url"] + "/outcome", report)
+    assert status == 409 and "already" in twice["error"]
+    audit = await jobs.bot.services.storage.audit.read(count=100)
+    [entry] = [e for e in audit if e.event == "outcome"]
+    assert entry.run_id == made["id"] and entry.user_id == "nightly-cleanup"
+    assert json.loads(entry.detail)["summary"] == "deleted 42 volumes"
+
+
+async def test_approvers_may_edit_only_editable_params_and_the_job_gets_the_edit(
+    jobs: Jobs,
+) -> None:
+    params = [
+        {"name": "limit", "type": "integer", "value": 42, "editable": True},
+        {"name": "region", "type": "string", "value": "eu-west-1"},
+    ]
+    _, made = await jobs.ask(params=params)
+    value = jobs.value()
+    locked = json.dumps({"limit": 42, "region": "us-east-1"})
+    status, body = await jobs.bot.submit(ids.EDIT_VIEW, value, user=ALICE, text=locked)
+    assert status == 200 and "'region' cannot be edited" in body
+    wrong_type = json.dumps({"limit": "all", "region": "eu-west-1"})
+    status, body = await jobs.bot.submit(ids.EDIT_VIEW, value, user=ALICE, text=wrong_type)
+    assert "'limit' must be a integer" in body or "must be a integer" in body
+
+    edited = json.dumps({"limit": 10, "region": "eu-west-1"})
+    status, body = await jobs.bot.submit(ids.EDIT_VIEW, value, user=ALICE, text=edited)
+    assert status == 200 and "errors" not in body
+    _, answer = await jobs.get(made["status_url"] + "?wait=10")
+    assert answer["status"] == "edited" and answer["params"] == {"limit": 10, "region": "eu-west-1"}
+
+
+async def test_a_client_is_kept_to_its_channels_and_its_own_requests(jobs: Jobs) -> None:
+    status, refused = await jobs.ask(channel=OTHER_CHANNEL)
+    assert status == 403 and refused["field"] == "channel"
+    assert jobs.bot.slack.called("chat.postMessage") == []
+
+    _, made = await jobs.ask()
+    storage = jobs.bot.services.storage
+    _, other_token = await storage.api_clients.create("other-job", now=datetime.now(UTC))
+    other = {"Authorization": f"Bearer {other_token}"}
+    status, _ = await jobs.get(made["status_url"], headers=other)
+    assert status == 404
+    status, _ = await jobs.post(made["status_url"] + "/withdraw", headers=other)
+    assert status == 404
+    admin = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+    status, seen = await jobs.get(made["status_url"], headers=admin)
+    assert status == 200 and seen["id"] == made["id"]
+
+    await storage.api_clients.revoke("nightly-cleanup")
+    status, gone = await jobs.get(made["status_url"])
+    assert status == 401 and "token" in gone["error"]
+
+
+@pytest.mark.parametrize(
+    ("fields", "field"),
+    [
+        ({"channel": "#ops"}, "channel"),
+        ({"approvers": ["@oncall"]}, "approvers.0"),
+        ({"approvers": []}, None),
+        ({"expires_in": 0}, "expires_in"),
+        ({"params": [{"name": "n", "type": "integer", "value": "x"}]}, "params.0"),
+        ({"callback_url": "http://169.254.169.254/latest"}, "callback_url"),
+        ({"callback_url": "http://example.com/hook"}, "callback_url"),
+        ({"surprise": 1}, "surprise"),
+    ],
+)
+async def test_bad_input_is_a_400_naming_the_field_and_posts_nothing(
+    jobs: Jobs, fields: dict[str, Any], field: str | None
+) -> None:
+    status, refused = await jobs.ask(**fields)
+    assert status == 400, refused
+    assert refused.get("field") == field and refused["error"]
+    assert jobs.bot.slack.called("chat.postMessage") == []
+
+
+async def test_unknown_requests_and_bad_waits_are_clear_errors(jobs: Jobs) -> None:
+    status, body = await jobs.get(f"{REQUESTS_PATH}/req_{'0' * 32}")
+    assert status == 404 and body["field"] == "id"
+    status, body = await jobs.get(f"{REQUESTS_PATH}/run_1%2Fask")
+    assert status == 404 and body["field"] == "id"
+    _, made = await jobs.ask()
+    status, body = await jobs.get(made["status_url"] + "?wait=forever")
+    assert status == 400 and body["field"] == "wait"
+    status, body = await jobs.get(made["status_url"], headers={})
+    assert status == 401

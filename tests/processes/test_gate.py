@@ -1,0 +1,209 @@
+"""`signoff gate` as a shell job runs it: real processes, the sandbox, a real Redis.
+
+A named client is made with `signoff token create`; `signoff serve` answers Slack and the
+API; each gate is the installed console script, gating a shell command that leaves a mark.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import subprocess
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from procs import (
+    ALICE,
+    BOB,
+    GENERAL,
+    SIGNOFF,
+    free_port,
+    signoff_env,
+    start_signoff,
+    until_healthy,
+)
+
+from bot.ui import ids
+from sandbox import Sandbox
+from sandbox.entities import Message
+from signoff.gate import DENIED, EXPIRED, WITHDRAWN
+from storage import connect
+
+MARK = 'echo "$SIGNOFF_DECIDED_BY limit=$SIGNOFF_PARAM_LIMIT" >> "$MARKS"; echo cleaned up'
+
+
+@dataclass
+class Stack:
+    sandbox: Sandbox
+    env: dict[str, str]
+    log: Path
+    marks: Path
+    port: int
+    server: subprocess.Popen[bytes]
+
+    async def stop(self) -> None:
+        """SIGTERM, then wait (in a thread: the sandbox answers on this event loop)."""
+        self.server.send_signal(signal.SIGTERM)
+        code = await asyncio.to_thread(self.server.wait, 15)
+        assert code == 0, self.log.read_text()
+
+    def serve(self) -> None:
+        self.server = start_signoff("serve", env=self.env, log=self.log)
+
+    async def healthy(self) -> None:
+        await until_healthy(f"http://127.0.0.1:{self.port}/healthz", self.server, self.log)
+
+    async def gate(self, *args: str, command: str | None = MARK) -> asyncio.subprocess.Process:
+        tail = ["--", "sh", "-c", command] if command else []
+        return await asyncio.create_subprocess_exec(
+            str(SIGNOFF),
+            "gate",
+            "--channel",
+            GENERAL,
+            "--approvers",
+            f"{ALICE},{BOB}",
+            "--title",
+            "Delete 42 stale volumes",
+            "--editable",
+            "limit=42",
+            *args,
+            *tail,
+            env=self.env,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+
+    async def card(self, count: int = 1) -> Message:
+        ws = self.sandbox.workspace
+
+        def cards() -> list[Message]:
+            return [m for m in ws.history(GENERAL) if "Delete 42 stale volumes" in str(m.blocks)]
+
+        found = await self.sandbox.wait_for(lambda: len(cards()) >= count or None, within=15)
+        assert found
+        return cards()[-1]
+
+    async def click(self, card: Message, action: str, user: str = ALICE) -> None:
+        ack = await self.sandbox.interactions.click(
+            user, channel=GENERAL, message_ts=card.ts, action_id=action
+        )
+        assert ack.status == "acked", ack
+
+    def replies(self, card: Message) -> list[str]:
+        return [m.text for m in self.sandbox.workspace.replies(GENERAL, card.ts)[1:]]
+
+
+@pytest.fixture
+async def stack(sandbox: Sandbox, redis_url: str, tmp_path: Path) -> AsyncIterator[Stack]:
+    marks, log, port = tmp_path / "marks", tmp_path / "bot.log", free_port()
+    env = signoff_env(sandbox, redis_url, marks, port)
+    made = await asyncio.create_subprocess_exec(
+        str(SIGNOFF),
+        *("token", "create", "nightly-cleanup", "--channels", GENERAL),
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+    )
+    printed, _ = await made.communicate()
+    assert made.returncode == 0
+    token = printed.decode().splitlines()[0].removeprefix("SIGNOFF_TOKEN=")
+    env |= {"SIGNOFF_URL": f"http://127.0.0.1:{port}", "SIGNOFF_TOKEN": token, "MARKS": str(marks)}
+    sandbox.request_url = f"http://127.0.0.1:{port}/slack/events"
+    running = Stack(sandbox, env, log, marks, port, start_signoff("serve", env=env, log=log))
+    await running.healthy()
+    yield running
+    await running.stop()
+    assert token not in log.read_text()
+
+
+async def test_an_approved_command_runs_once_with_the_decision_and_reports_back(
+    stack: Stack,
+) -> None:
+    gate = await stack.gate("--json")
+    card = await stack.card()
+    await stack.click(card, ids.APPROVE)
+    out, err = await asyncio.wait_for(gate.communicate(), 30)
+    assert gate.returncode == 0, err
+    decision, ran = out.decode().splitlines()
+    assert json.loads(decision)["status"] == "approved" and ran == "cleaned up"
+    assert stack.marks.read_text() == f"{ALICE} limit=42\n"
+    assert "waiting for approval: http" in err.decode()
+    outcome = await stack.sandbox.wait_for(
+        lambda: next((t for t in stack.replies(card) if "succeeded" in t), None), within=15
+    )
+    assert outcome.startswith("Delete 42 stale volumes: succeeded in ")
+    assert outcome.endswith("\ncleaned up")
+    storage = await connect(stack.env["REDIS_URL"])
+    try:
+        audit = await storage.audit.read(count=200)
+    finally:
+        await storage.close()
+    assert [e.event for e in audit if e.event in ("approved", "outcome")] == [
+        "approved",
+        "outcome",
+    ]
+
+
+async def test_a_denied_command_does_not_run(stack: Stack) -> None:
+    gate = await stack.gate()
+    card = await stack.card()
+    await stack.click(card, ids.DENY, user=BOB)
+    modal = await stack.sandbox.wait_for(
+        lambda: next(iter(stack.sandbox.workspace.modals(BOB)), None), within=10
+    )
+    await stack.sandbox.interactions.submit_view(
+        BOB, view_id=modal.id, values={ids.INPUT_BLOCK: {ids.INPUT_ACTION: "not tonight"}}
+    )
+    _, err = await asyncio.wait_for(gate.communicate(), 30)
+    assert gate.returncode == DENIED
+    assert "denied: not tonight" in err.decode()
+    assert not stack.marks.exists()
+
+
+async def test_an_expired_request_does_not_run_its_command(stack: Stack) -> None:
+    gate = await stack.gate("--expires", "1s")
+    _, err = await asyncio.wait_for(gate.communicate(), 30)
+    assert gate.returncode == EXPIRED, err
+    assert not stack.marks.exists()
+    card = await stack.card()
+    assert "Expired" in str(stack.sandbox.workspace.message(GENERAL, card.ts).blocks)
+
+
+async def test_ctrl_c_while_waiting_withdraws_the_request(stack: Stack) -> None:
+    gate = await stack.gate()
+    card = await stack.card()
+    gate.send_signal(signal.SIGINT)
+    _, err = await asyncio.wait_for(gate.communicate(), 30)
+    assert gate.returncode == WITHDRAWN, err
+    shown = str(stack.sandbox.workspace.message(GENERAL, card.ts).blocks)
+    assert "Withdrawn by nightly-cleanup" in shown and ids.APPROVE not in shown
+    assert "withdrawing the request" in err.decode()
+    assert not stack.marks.exists()
+
+
+async def test_the_gate_gets_the_decision_across_a_bot_restart(stack: Stack) -> None:
+    gate = await stack.gate()
+    card = await stack.card()
+    await stack.stop()
+    stack.serve()
+    await stack.healthy()
+    await stack.click(card, ids.APPROVE)
+    _, err = await asyncio.wait_for(gate.communicate(), 30)
+    assert gate.returncode == 0, err
+    assert stack.marks.read_text() == f"{ALICE} limit=42\n"
+
+
+async def test_a_retried_gate_with_the_same_key_reattaches_to_one_card(stack: Stack) -> None:
+    first = await stack.gate("--idempotency-key", "cleanup-2026-11-24")
+    card = await stack.card()
+    first.kill()  # a cron host rebooted: nothing withdrew the request
+    await first.wait()
+    again = await stack.gate("--idempotency-key", "cleanup-2026-11-24")
+    await stack.click(card, ids.APPROVE)
+    _, err = await asyncio.wait_for(again.communicate(), 30)
+    assert again.returncode == 0, err
+    cards = [m for m in stack.sandbox.workspace.history(GENERAL) if ids.APPROVE in str(m.blocks)]
+    assert cards == [] and len(stack.sandbox.workspace.history(GENERAL)) == 1
+    assert stack.marks.read_text() == f"{ALICE} limit=42\n"
