@@ -64,7 +64,7 @@ class AuditLog:
         start = after if after == "-" else f"({after}"
         async with self._client.guard("read audit stream"):
             reply = await self._client.raw.xrange(self._keys.audit_stream, start, "+", count)
-        return _entries(cast(list[tuple[str, dict[str, str]]], reply))
+        return entries_of(cast(list[tuple[str, dict[str, str]]], reply))
 
     async def last_id(self) -> str:
         """The id of the newest entry ("0-0" when there is none): where ``follow`` starts."""
@@ -82,10 +82,11 @@ class AuditLog:
                 block=max(1, int(block.total_seconds() * 1000)),
             )
         streams = cast(list[tuple[str, list[tuple[str, dict[str, str]]]]], reply)
-        return _entries(streams[0][1]) if streams else []
+        return entries_of(streams[0][1]) if streams else []
 
 
-def _entries(rows: list[tuple[str, dict[str, str]]]) -> list[AuditEntry]:
+def entries_of(rows: list[tuple[str, dict[str, str]]]) -> list[AuditEntry]:
+    """Audit entries from stream entries (id, fields)."""
     return [
         AuditEntry(
             event=f.get("event", ""),

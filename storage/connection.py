@@ -22,6 +22,7 @@ from .reminders import ReminderStore
 from .requests import RequestStore
 from .resume import ResumeQueue
 from .sessions import RedisSessionStore
+from .webhooks import WebhookOutbox
 
 log = logging.getLogger(__name__)
 
@@ -35,8 +36,8 @@ def default_data_dir() -> Path:
 @dataclass(kw_only=True)
 class Storage:
     """Everything on one connection: sessions, interrupts, reads, reminders, resume queue,
-    click stream, audit, the Events API deliveries already handled, external requests and
-    the API clients that make them."""
+    click stream, audit, the Events API deliveries already handled, external requests, the
+    API clients that make them and the webhooks that tell them."""
 
     client: RedisClient
     keys: Keys
@@ -50,6 +51,7 @@ class Storage:
     deliveries: Deliveries
     requests: RequestStore
     api_clients: ApiClients
+    webhooks: WebhookOutbox
     embedded: EmbeddedRedis | None = field(default=None)
 
     async def close(self) -> None:
@@ -102,12 +104,14 @@ async def connect(
         deliveries=Deliveries(client, keys),
         requests=RequestStore(client, keys),
         api_clients=ApiClients(client, keys),
+        webhooks=WebhookOutbox(client, keys),
         embedded=embedded,
     )
     try:
         await client.ping()
         await storage.resume.ensure_group()
         await storage.clicks.ensure_group()
+        await storage.webhooks.ensure_group()
     except BaseException:
         await storage.close()
         raise

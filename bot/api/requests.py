@@ -60,7 +60,7 @@ def add_requests_routes(
     auth: Authenticator,
     callbacks: CallbackPolicy,
 ) -> None:
-    """Add the requests API to ``app``; its ``RequestWatch`` runs while the app does."""
+    """Add the requests API to ``app``; its ``RequestWatch`` stops with the app."""
     watch = RequestWatch(services.storage)
     api = _RequestsApi(services, watch=watch, callbacks=callbacks)
 
@@ -77,13 +77,9 @@ def add_requests_routes(
 
         return route
 
-    async def start_watch(_: web.Application) -> None:
-        watch.start()
-
     async def stop_watch(_: web.Application) -> None:
         await watch.stop()
 
-    app.on_startup.append(start_watch)
     app.on_shutdown.append(stop_watch)
     app.router.add_post(REQUESTS_PATH, guarded(api.create))
     app.router.add_get(REQUESTS_PATH + "/{id}", guarded(api.status))

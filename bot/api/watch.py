@@ -21,22 +21,19 @@ from storage.requests import is_request_run
 log = logging.getLogger(__name__)
 
 _BLOCK = timedelta(milliseconds=500)
-"""How long one read waits for an entry: bounds how long ``stop`` takes, not latency."""
+"""How long one read waits for an entry: bounds how long ``stop`` takes and how long the
+reader outlives its last waiter, not how soon a waiter wakes."""
 
 
 class RequestWatch:
-    """One process's reader of the audit stream, waking the waiters of each request."""
+    """One process's reader of the audit stream, waking the waiters of each request; it
+    reads only while someone waits, so an idle process sends Redis nothing."""
 
     def __init__(self, storage: Storage) -> None:
         self._storage = storage
         self._waiters: dict[str, set[asyncio.Event]] = {}
         self._stopping = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
-
-    def start(self) -> None:
-        if self._task is None:
-            self._stopping.clear()
-            self._task = asyncio.create_task(self._run(), name="request watch")
 
     @property
     def closing(self) -> bool:
@@ -49,13 +46,14 @@ class RequestWatch:
         self._wake_all()
         if self._task is not None:
             await self._task
-            self._task = None
 
     @contextlib.contextmanager
     def watching(self, run_id: str) -> Iterator[asyncio.Event]:
         """An event set each time request ``run_id`` changes, while the block runs."""
         event = asyncio.Event()
         self._waiters.setdefault(run_id, set()).add(event)
+        if self._task is None and not self.closing:
+            self._task = asyncio.create_task(self._run(), name="request watch")
         try:
             yield event
         finally:
@@ -67,23 +65,27 @@ class RequestWatch:
 
     async def _run(self) -> None:
         after: str | None = None
-        while not self._stopping.is_set():
-            try:
-                if after is None:
-                    after = await self._storage.audit.last_id()
-                    self._wake_all()  # anything may have changed while this was away
-                entries = await self._storage.audit.follow(after=after, block=_BLOCK)
-            except StorageError as exc:
-                log.warning("request watch: %s; reading again in a second", exc)
-                after = None
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._stopping.wait(), 1.0)
-                continue
-            for entry in entries:
-                after = entry.entry_id or after
-                if is_request_run(entry.run_id):
-                    for event in self._waiters.get(entry.run_id, ()):
-                        event.set()
+        try:
+            while self._waiters and not self.closing:
+                try:
+                    if after is None:
+                        after = await self._storage.audit.last_id()
+                        # Changes before this point were not seen: every waiter reads again.
+                        self._wake_all()
+                    entries = await self._storage.audit.follow(after=after, block=_BLOCK)
+                except StorageError as exc:
+                    log.warning("request watch: %s; reading again in a second", exc)
+                    after = None
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._stopping.wait(), 1.0)
+                    continue
+                for entry in entries:
+                    after = entry.entry_id or after
+                    if is_request_run(entry.run_id):
+                        for event in self._waiters.get(entry.run_id, ()):
+                            event.set()
+        finally:
+            self._task = None
 
     def _wake_all(self) -> None:
         for waiting in self._waiters.values():

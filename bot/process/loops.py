@@ -1,4 +1,4 @@
-"""The click deciders, resume workers and scheduler a process runs.
+"""The click deciders, resume workers, scheduler and webhook senders a process runs.
 
 ``serve`` and ``socket`` run these loops in-process by default (with ``--no-workers``
 they only acknowledge clicks, queued in Redis for another process to decide);
@@ -13,6 +13,7 @@ import logging
 import os
 from datetime import timedelta
 
+from bot.api.webhooks import WebhookEvents, WebhookSender
 from bot.decisions.deciders import ClickDecider
 from bot.runs.workers import ResumeWorker, consumer_name
 from bot.schedule.scheduler import Scheduler
@@ -43,6 +44,7 @@ class Loops:
         workers: int,
         deciders: int = 1,
         scheduler: bool = True,
+        webhooks: bool = True,
         tick: timedelta = timedelta(seconds=5),
         reclaim_after: timedelta = TAKEOVER_AFTER,
     ) -> None:
@@ -58,6 +60,14 @@ class Loops:
             for i in range(workers)
         ]
         self.scheduler = Scheduler(services, interval=tick) if scheduler else None
+        self.webhook_sender = WebhookSender(services) if webhooks else None
+        self.webhook_events = (
+            WebhookEvents(
+                services, consumer=f"{consumer_name(0)}-webhooks-{loop}", sender=self.webhook_sender
+            )
+            if self.webhook_sender
+            else None
+        )
         self._services = services
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -68,6 +78,10 @@ class Loops:
             self._tasks.append(asyncio.create_task(worker.run(), name=worker.consumer))
         if self.scheduler is not None:
             self._tasks.append(asyncio.create_task(self.scheduler.run(), name="scheduler"))
+        if self.webhook_sender is not None and self.webhook_events is not None:
+            self._tasks.append(asyncio.create_task(self.webhook_sender.run(), name="webhooks"))
+            events = self.webhook_events
+            self._tasks.append(asyncio.create_task(events.run(), name=events.consumer))
 
     async def stop(self) -> None:
         """Stop the loops, then let the background work finish (or cancel it)."""
@@ -77,6 +91,9 @@ class Loops:
             worker.stop()
         if self.scheduler is not None:
             self.scheduler.stop()
+        if self.webhook_sender is not None and self.webhook_events is not None:
+            self.webhook_sender.stop()
+            self.webhook_events.stop()
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks.clear()

@@ -18,6 +18,7 @@ from slack_bolt.async_app import AsyncApp
 
 from bot.api.auth import Authenticator
 from bot.api.callbacks import CallbackPolicy
+from bot.api.openapi import add_openapi_route
 from bot.api.requests import add_requests_routes
 from bot.api.runs import add_runs_routes
 from bot.services import Services
@@ -70,6 +71,7 @@ def operator_app(
     add_operator_routes(app, services, checks=checks)
     auth = Authenticator(services.storage, admin_token=api_token)
     add_requests_routes(app, services, auth=auth, callbacks=callbacks or CallbackPolicy())
+    add_openapi_route(app)
     if api_token is not None:
         add_runs_routes(app, services, token=api_token)
     return app

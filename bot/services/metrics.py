@@ -45,6 +45,8 @@ class Metrics:
     def __init__(self) -> None:
         self.decisions: Counter[str] = Counter()
         self.refusals: Counter[str] = Counter()
+        self.webhooks: Counter[str] = Counter()
+        """Webhook attempts by what came of them: delivered, retried, dropped."""
         self.resume_dead_letters = 0
         self.damaged_records = 0
         self.ack = Histogram(_ACK_BUCKETS)
@@ -68,6 +70,7 @@ class Metrics:
             lines += _gauge("signoff_click_backlog", click_backlog)
         lines += _counter("signoff_decisions_total", "outcome", self.decisions)
         lines += _counter("signoff_refused_clicks_total", "reason", self.refusals)
+        lines += _counter("signoff_webhook_attempts_total", "outcome", self.webhooks)
         lines += [
             "# TYPE signoff_resume_dead_letters_total counter",
             f"signoff_resume_dead_letters_total {self.resume_dead_letters}",

@@ -1,0 +1,224 @@
+"""Webhooks: each decision, expiry, escalation and withdrawal of a request is POSTed to
+its callback URL, signed with the API client's secret, until the receiver takes it.
+
+``WebhookEvents`` reads request events from storage's webhook consumer group and stores
+one delivery per event (its audit entry id is the delivery id); ``WebhookSender`` sends
+what is due, retrying with backoff (5 s, 10 s, ... at most an hour apart) for
+``GIVE_UP_AFTER``. A receiver may see an event twice (a sender died after sending), never
+two ids for one event: it drops duplicates by ``X-Signoff-Delivery``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import socket
+from datetime import timedelta
+from typing import Any
+
+import aiohttp
+from aiohttp.abc import AbstractResolver, ResolveResult
+from aiohttp.resolver import DefaultResolver
+
+from bot.services import Services
+from bot.services.consumer_loop import ConsumerLoop
+from storage.audit import AuditEntry
+from storage.errors import StorageError
+from storage.records import InterruptRecord
+from storage.requests import RequestMeta, is_request_run
+from storage.webhooks import GIVE_UP_AFTER, WebhookDelivery
+
+from .callbacks import forbidden_address
+from .request_records import request_view
+from .signatures import signed_headers
+
+log = logging.getLogger(__name__)
+
+EVENTS = {
+    "approved": "request.approved",
+    "denied": "request.denied",
+    "edited": "request.edited",
+    "responded": "request.responded",
+    "expired": "request.expired",
+    "escalated": "request.escalated",
+    "cancelled": "request.withdrawn",
+}
+"""Audit events that are sent, and the name each is sent as."""
+_FIRST_RETRY, _LAST_RETRY = timedelta(seconds=5), timedelta(hours=1)
+_SEND_TIMEOUT = aiohttp.ClientTimeout(total=10)
+
+
+class WebhookSender:
+    """Sends due deliveries; ``run`` looks for due retries every ``interval``."""
+
+    def __init__(self, services: Services, *, interval: timedelta = timedelta(seconds=1)) -> None:
+        self._services = services
+        self._interval = interval.total_seconds()
+        self._stopping = asyncio.Event()
+        self._http: aiohttp.ClientSession | None = None
+
+    def stop(self) -> None:
+        self._stopping.set()
+
+    async def run(self) -> None:
+        try:
+            while not self._stopping.is_set():
+                try:
+                    await self.send_due()
+                except StorageError as exc:
+                    log.error("webhooks: %s", exc)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stopping.wait(), self._interval)
+        finally:
+            if self._http is not None:
+                await self._http.close()
+
+    async def send_due(self) -> int:
+        """Send every delivery due now; how many the receivers took."""
+        services = self._services
+        due = await services.storage.webhooks.claim_due(services.clock.now())
+        sent = await asyncio.gather(*(self._send(d) for d in due))
+        return sum(sent)
+
+    async def _send(self, delivery: WebhookDelivery) -> bool:
+        services, outbox = self._services, self._services.storage.webhooks
+        client = await services.storage.api_clients.get(delivery.client)
+        if client is None:
+            log.warning("webhook %s dropped: client %s was revoked", delivery.id, delivery.client)
+            services.metrics.webhooks["dropped"] += 1
+            await outbox.done(delivery.id)
+            return False
+        body = delivery.body.encode()
+        stamp = int(services.clock.now().timestamp())
+        headers = signed_headers(
+            body, client.webhook_secret, timestamp=stamp, delivery_id=delivery.id
+        )
+        try:
+            async with self._session().post(
+                delivery.url, data=body, headers=headers, allow_redirects=False
+            ) as answer:
+                status: int | str = answer.status
+        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+            status = f"{type(exc).__name__}: {exc}"
+        if isinstance(status, int) and 200 <= status < 300:
+            log.info("webhook %s (%s) delivered", delivery.id, delivery.event)
+            await outbox.done(delivery.id)
+            services.metrics.webhooks["delivered"] += 1
+            return True
+        now = services.clock.now()
+        if now - delivery.created_at >= GIVE_UP_AFTER:
+            log.error(
+                "webhook %s to %s given up after %d attempts (last: %s)",
+                delivery.id,
+                delivery.client,
+                delivery.attempts + 1,
+                status,
+            )
+            await outbox.done(delivery.id)
+            services.metrics.webhooks["dropped"] += 1
+            return False
+        wait = min(_FIRST_RETRY * (2**delivery.attempts), _LAST_RETRY)
+        log.warning(
+            "webhook %s to %s not taken (%s); again in %s",
+            delivery.id,
+            delivery.client,
+            status,
+            wait,
+        )
+        await outbox.retry(delivery, at=now + wait)
+        services.metrics.webhooks["retried"] += 1
+        return False
+
+    def _session(self) -> aiohttp.ClientSession:
+        if self._http is None:
+            connector = aiohttp.TCPConnector(resolver=_PublicResolver())
+            self._http = aiohttp.ClientSession(connector=connector, timeout=_SEND_TIMEOUT)
+        return self._http
+
+
+class WebhookEvents(ConsumerLoop[AuditEntry]):
+    """One consumer of the webhook events: stores a delivery per request event."""
+
+    def __init__(self, services: Services, *, consumer: str, sender: WebhookSender) -> None:
+        super().__init__(consumer=consumer, batch=200)
+        self._services = services
+        self._sender = sender
+
+    async def take_over(self, *, min_idle: timedelta, count: int) -> list[AuditEntry]:
+        outbox = self._services.storage.webhooks
+        return await outbox.take_over_events(self.consumer, min_idle=min_idle, count=count)
+
+    async def read(self, *, count: int, block: timedelta) -> list[AuditEntry]:
+        return await self._services.storage.webhooks.read_events(
+            self.consumer, count=count, block=block
+        )
+
+    async def keep(self, entries: list[AuditEntry]) -> None:
+        """Nothing to keep: a batch is handled in well under the take-over time."""
+
+    async def handle(self, entries: list[AuditEntry]) -> None:
+        stored = 0
+        try:
+            for entry in entries:
+                if entry.event in EVENTS and is_request_run(entry.run_id):
+                    stored += await self._store(entry)
+            await self._services.storage.webhooks.ack_events(
+                *(e.entry_id for e in entries if e.entry_id)
+            )
+        except StorageError as exc:
+            log.error("webhook events not stored yet: %s", exc)  # taken over again later
+            return
+        if stored:
+            await self._sender.send_due()
+
+    async def _store(self, entry: AuditEntry) -> int:
+        storage = self._services.storage
+        meta = await storage.requests.meta(entry.run_id)
+        if meta is None or meta.callback_url is None or entry.entry_id is None:
+            return 0
+        record = await storage.queries.get(entry.record_id)
+        if record is None:
+            return 0
+        delivery = WebhookDelivery(
+            id=entry.entry_id,
+            url=meta.callback_url,
+            client=meta.client,
+            event=EVENTS[entry.event],
+            body=_body(entry, record, meta),
+            created_at=entry.at,
+        )
+        return int(await storage.webhooks.add(delivery, due=entry.at))
+
+
+def _body(entry: AuditEntry, record: InterruptRecord, meta: RequestMeta) -> str:
+    """What the receiver gets: the event, when it happened, and the request as it stands."""
+    view = request_view(record, meta, permalink=None)
+    data: dict[str, Any] = {
+        "delivery_id": entry.entry_id,
+        "event": EVENTS[entry.event],
+        "occurred_at": entry.at.isoformat(),
+        "request": json.loads(view.model_dump_json()),
+    }
+    return json.dumps(data, separators=(",", ":"))
+
+
+class _PublicResolver(AbstractResolver):
+    """Resolves as usual, but never to a link-local or metadata address (a DNS name
+    that points there, or is re-pointed there later, is refused when connecting)."""
+
+    def __init__(self) -> None:
+        self._inner = DefaultResolver()
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        found = await self._inner.resolve(host, port, family)
+        allowed = [r for r in found if not forbidden_address(r["host"])]
+        if not allowed:
+            raise OSError(f"{host} resolves only to link-local or metadata addresses")
+        return allowed
+
+    async def close(self) -> None:
+        await self._inner.close()

@@ -1,0 +1,36 @@
+"""Checking Signoff's webhooks on the receiving side.
+
+    from signoff.webhooks import verify
+
+    if not verify(body, request.headers, secret):   # secret: from `signoff token create`
+        return 401
+    delivery = request.headers["X-Signoff-Delivery"]  # drop it if seen before
+
+A delivery is signed like Slack signs its requests: ``X-Signoff-Signature: v1=`` the hex
+HMAC-SHA256 of ``v1:{X-Signoff-Timestamp}:{body}``. A stale timestamp (more than five
+minutes off) fails, so a captured delivery cannot be replayed later.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+
+from bot.api.signatures import DELIVERY, SIGNATURE, TIMESTAMP, TOLERANCE
+from bot.api.signatures import verify as _verify
+
+__all__ = ["DELIVERY", "SIGNATURE", "TIMESTAMP", "verify"]
+
+
+def verify(
+    body: bytes,
+    headers: Mapping[str, str],
+    secret: str,
+    *,
+    now: float | None = None,
+    tolerance: int = TOLERANCE,
+) -> bool:
+    """True when ``body`` and ``headers`` are a delivery signed with ``secret``, recently."""
+    return _verify(
+        body, headers, secret, now=time.time() if now is None else now, tolerance=tolerance
+    )

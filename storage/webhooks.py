@@ -1,0 +1,127 @@
+"""The webhook outbox: every change of an external request, delivered to its callback URL.
+
+Each transition appends to the audit stream in its own atomic step; a consumer group
+(``webhooks``) reads those entries, so no event is skipped even when every sender was
+down. An event for a request with a callback URL becomes a delivery, stored under the
+audit entry's id (its delivery id: storing it twice keeps one), then leased to one sender
+at a time and retried with backoff until it is delivered or ``GIVE_UP_AFTER`` has passed.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import cast
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from .audit import AuditEntry, entries_of
+from .client import RedisClient
+from .consumer_group import ConsumerGroup
+from .errors import CorruptRecordError
+from .keys import Keys
+from .records import to_ms
+
+GIVE_UP_AFTER = timedelta(hours=24)
+"""How long a delivery is retried before it is dropped (and logged)."""
+SEND_LEASE = timedelta(seconds=60)
+"""How long a sender holds a delivery before another may try it."""
+
+
+class WebhookDelivery(BaseModel):
+    """One event on its way to one URL; ``body`` is the exact JSON that is signed."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    url: str
+    client: str
+    event: str
+    body: str
+    created_at: datetime
+    attempts: int = 0
+
+
+class WebhookOutbox:
+    """Reads request events from the audit stream and keeps deliveries until delivered."""
+
+    def __init__(self, client: RedisClient, keys: Keys) -> None:
+        self._client = client
+        self._keys = keys
+        self._events = ConsumerGroup(
+            client, key=keys.audit_stream, group="webhooks", what="webhook events"
+        )
+
+    async def ensure_group(self) -> None:
+        await self._events.ensure()
+
+    async def read_events(
+        self, consumer: str, *, count: int = 100, block: timedelta | None = None
+    ) -> list[AuditEntry]:
+        """New audit entries for ``consumer`` (every event, not only requests')."""
+        return entries_of(await self._events.read(consumer, count=count, block=block))
+
+    async def take_over_events(
+        self, consumer: str, *, min_idle: timedelta, count: int = 100
+    ) -> list[AuditEntry]:
+        """Entries a sender that died read but did not acknowledge."""
+        return entries_of(await self._events.take_over(consumer, min_idle=min_idle, count=count))
+
+    async def ack_events(self, *entry_ids: str) -> None:
+        await self._events.ack(*entry_ids)
+
+    async def add(self, delivery: WebhookDelivery, *, due: datetime) -> bool:
+        """Store a delivery, due at ``due``; False when one with its id is stored already."""
+        key = self._keys.webhook(delivery.id)
+        keep = int((GIVE_UP_AFTER + SEND_LEASE).total_seconds() * 1000)
+        async with self._client.guard("store a webhook delivery"):
+            pipe = self._client.raw.pipeline(transaction=True)
+            pipe.set(key, delivery.model_dump_json(), nx=True, px=keep)
+            pipe.zadd(self._keys.webhooks, {delivery.id: to_ms(due)}, nx=True)
+            stored, _ = await pipe.execute()
+        return bool(stored)
+
+    async def claim_due(
+        self, now: datetime, *, limit: int = 20, lease: timedelta = SEND_LEASE
+    ) -> list[WebhookDelivery]:
+        """Deliveries due by ``now``, leased to this caller for ``lease``."""
+        args: list[str | int] = [to_ms(now), limit, int(lease.total_seconds() * 1000)]
+        ids = cast(list[str], await self._client.eval("lease_due", [self._keys.webhooks], args))
+        if not ids:
+            return []
+        async with self._client.guard("read webhook deliveries"):
+            texts = await self._client.raw.mget([self._keys.webhook(i) for i in ids])
+        found: list[WebhookDelivery] = []
+        for delivery_id, text in zip(ids, cast(list[str | None], texts), strict=True):
+            if text is None:  # expired: retried for its whole life
+                await self.done(delivery_id)
+                continue
+            try:
+                found.append(WebhookDelivery.model_validate_json(text))
+            except ValidationError as exc:
+                await self.done(delivery_id)
+                raise CorruptRecordError(self._keys.webhook(delivery_id), str(exc)) from exc
+        return found
+
+    async def retry(self, delivery: WebhookDelivery, *, at: datetime) -> None:
+        """Count a failed attempt and make the delivery due again at ``at``."""
+        again = delivery.model_copy(update={"attempts": delivery.attempts + 1})
+        async with self._client.guard("reschedule a webhook delivery"):
+            pipe = self._client.raw.pipeline(transaction=True)
+            pipe.set(
+                self._keys.webhook(delivery.id), again.model_dump_json(), xx=True, keepttl=True
+            )
+            pipe.zadd(self._keys.webhooks, {delivery.id: to_ms(at)}, xx=True)
+            await pipe.execute()
+
+    async def done(self, delivery_id: str) -> None:
+        """Forget a delivery: delivered, or given up."""
+        async with self._client.guard("finish a webhook delivery"):
+            pipe = self._client.raw.pipeline(transaction=True)
+            pipe.delete(self._keys.webhook(delivery_id))
+            pipe.zrem(self._keys.webhooks, delivery_id)
+            await pipe.execute()
+
+    async def waiting(self) -> int:
+        """Deliveries not yet delivered (for ``/metrics``)."""
+        async with self._client.guard("count webhook deliveries"):
+            return int(await self._client.raw.zcard(self._keys.webhooks))
