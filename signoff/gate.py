@@ -216,7 +216,7 @@ class _Progress:
 def _say_waiting(view: RequestView) -> None:
     who = ", ".join(view.approvers) or "anyone in the channel"
     many = f"{view.min_approvals} of " if view.min_approvals > 1 else ""
-    _say(f"signoff gate: waiting for approval: {view.permalink or view.status_url}")
+    _say(f"signoff gate: request {view.id} waiting for approval: {view.permalink or '-'}")
     _say(f"signoff gate: who may decide: {many}{who}")
     if view.expires_at is not None:
         left = max(0, int(view.expires_at.timestamp() - time.time()))

@@ -129,7 +129,7 @@ async def test_an_approved_command_runs_once_with_the_decision_and_reports_back(
     decision, ran = out.decode().splitlines()
     assert json.loads(decision)["status"] == "approved" and ran == "cleaned up"
     assert stack.marks.read_text() == f"{ALICE} limit=42\n"
-    assert "waiting for approval: http" in err.decode()
+    assert f"request {json.loads(decision)['id']} waiting for approval: http" in err.decode()
     outcome = await stack.sandbox.wait_for(
         lambda: next((t for t in stack.replies(card) if "succeeded" in t), None), within=15
     )
