@@ -76,6 +76,13 @@ class Stack:
             stderr=asyncio.subprocess.PIPE,
         )
 
+    async def waiting(self, gate: asyncio.subprocess.Process) -> str:
+        """The gate's first line, once it says it waits (its card is posted and recorded)."""
+        assert gate.stderr is not None
+        line = await asyncio.wait_for(gate.stderr.readline(), 30)
+        assert b"waiting for approval" in line, line
+        return line.decode()
+
     async def card(self, count: int = 1) -> Message:
         ws = self.sandbox.workspace
 
@@ -122,6 +129,7 @@ async def test_an_approved_command_runs_once_with_the_decision_and_reports_back(
     stack: Stack,
 ) -> None:
     gate = await stack.gate("--json")
+    waiting = await stack.waiting(gate)
     card = await stack.card()
     await stack.click(card, ids.APPROVE)
     out, err = await asyncio.wait_for(gate.communicate(), 30)
@@ -129,7 +137,7 @@ async def test_an_approved_command_runs_once_with_the_decision_and_reports_back(
     decision, ran = out.decode().splitlines()
     assert json.loads(decision)["status"] == "approved" and ran == "cleaned up"
     assert stack.marks.read_text() == f"{ALICE} limit=42\n"
-    assert f"request {json.loads(decision)['id']} waiting for approval: http" in err.decode()
+    assert f"request {json.loads(decision)['id']} waiting for approval: http" in waiting
     outcome = await stack.sandbox.wait_for(
         lambda: next((t for t in stack.replies(card) if "succeeded" in t), None), within=15
     )
@@ -148,6 +156,7 @@ async def test_an_approved_command_runs_once_with_the_decision_and_reports_back(
 
 async def test_a_denied_command_does_not_run(stack: Stack) -> None:
     gate = await stack.gate()
+    await stack.waiting(gate)
     card = await stack.card()
     await stack.click(card, ids.DENY, user=BOB)
     modal = await stack.sandbox.wait_for(
@@ -173,6 +182,7 @@ async def test_an_expired_request_does_not_run_its_command(stack: Stack) -> None
 
 async def test_ctrl_c_while_waiting_withdraws_the_request(stack: Stack) -> None:
     gate = await stack.gate()
+    await stack.waiting(gate)
     card = await stack.card()
     gate.send_signal(signal.SIGINT)
     _, err = await asyncio.wait_for(gate.communicate(), 30)
@@ -185,6 +195,7 @@ async def test_ctrl_c_while_waiting_withdraws_the_request(stack: Stack) -> None:
 
 async def test_the_gate_gets_the_decision_across_a_bot_restart(stack: Stack) -> None:
     gate = await stack.gate()
+    await stack.waiting(gate)
     card = await stack.card()
     await stack.stop()
     stack.serve()
@@ -197,10 +208,12 @@ async def test_the_gate_gets_the_decision_across_a_bot_restart(stack: Stack) -> 
 
 async def test_a_retried_gate_with_the_same_key_reattaches_to_one_card(stack: Stack) -> None:
     first = await stack.gate("--idempotency-key", "cleanup-2026-11-24")
+    await stack.waiting(first)
     card = await stack.card()
     first.kill()  # a cron host rebooted: nothing withdrew the request
     await first.wait()
     again = await stack.gate("--idempotency-key", "cleanup-2026-11-24")
+    await stack.waiting(again)
     await stack.click(card, ids.APPROVE)
     _, err = await asyncio.wait_for(again.communicate(), 30)
     assert again.returncode == 0, err
