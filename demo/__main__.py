@@ -52,6 +52,9 @@ async def _run(options: argparse.Namespace) -> None:
     async with DemoStack(data_dir=data_dir, port=options.port) as stack:
         print(f"Signoff demo: {stack.url}", flush=True)
         print(f"  state in {data_dir}; Ctrl-C stops it", flush=True)
+        print("  A shell job gated in Slack: run this in another terminal, then approve it")
+        print("  in #ops on the page:", flush=True)
+        print(f"    {stack.gate_command}", flush=True)
         if not options.no_browser and _has_display():
             await asyncio.to_thread(webbrowser.open, stack.url)
         await stopping.wait()

@@ -11,6 +11,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import shlex
+import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 
@@ -36,6 +39,9 @@ from .errors import DemoError
 log = logging.getLogger(__name__)
 
 WELCOME_CHANNEL = "C0GENERAL"
+GATE_CLIENT = "demo-job"
+GATE_CHANNEL = "C0OPS"
+GATE_APPROVERS = ("U0ALICE", "U0BOB")
 WELCOME = (
     "*Welcome to the Signoff demo.* Type a command below, then approve or deny as one of "
     "the people in *Acting as*:\n"
@@ -70,11 +76,33 @@ class DemoStack:
         self._runner: web.AppRunner | None = None
         self._loops: Loops | None = None
         self._lock = FileLock(data_dir / "demo.lock")
+        self._api_url = ""
+        self._gate_token = ""
 
     @property
     def url(self) -> str:
         """The workspace page: the one address a person needs."""
         return self.sandbox.base_url + "/"
+
+    @property
+    def gate_command(self) -> str:
+        """A ready-to-paste ``signoff gate`` gating a harmless command, with a token of the
+        demo's own API client (made afresh at each start: only its hash is stored)."""
+        gate = [
+            str(Path(sys.executable).parent / "signoff"),
+            "gate",
+            *("--channel", GATE_CHANNEL, "--approvers", ",".join(GATE_APPROVERS)),
+            *("--title", "Clear the demo's scratch files", "--editable", "days=30"),
+            "--",
+            *(
+                "sh",
+                "-c",
+                'echo "approved by $SIGNOFF_DECIDED_BY: files older than '
+                '$SIGNOFF_PARAM_DAYS days cleared"',
+            ),
+        ]
+        env = f"SIGNOFF_URL={self._api_url} SIGNOFF_TOKEN={self._gate_token}"
+        return f"{env} {shlex.join(gate)}"
 
     async def start(self) -> None:
         """Start Redis and the sandbox side by side, then the bot, then point Slack at it."""
@@ -101,7 +129,12 @@ class DemoStack:
         await self._runner.setup()
         await web.TCPSite(self._runner, self._host, 0).start()
         host, port = self._runner.addresses[0][:2]
-        self.sandbox.request_url = f"http://{host}:{port}{EVENTS_PATH}"
+        self._api_url = f"http://{host}:{port}"
+        self.sandbox.request_url = f"{self._api_url}{EVENTS_PATH}"
+        await self._storage.api_clients.revoke(GATE_CLIENT)
+        _, self._gate_token = await self._storage.api_clients.create(
+            GATE_CLIENT, channels=(GATE_CHANNEL,), now=datetime.now(UTC)
+        )
         self._loops = Loops(self._services, workers=2)
         self._loops.start()
         await self._welcome()

@@ -152,12 +152,12 @@ class _RequestsApi:
         deadline = loop.time() + seconds
         with self._watch.watching(record.run_id) as changed:
             while True:
+                changed.clear()  # before the read: a change during it wakes the wait below
                 latest = await self._services.storage.queries.get(record.id)
                 record = latest or record
                 left = deadline - loop.time()
                 if record.state != "pending" or left <= 0 or self._watch.closing:
                     return await self._answer(record, meta)
-                changed.clear()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(changed.wait(), left)
 

@@ -30,6 +30,7 @@ from bot.ui.refusals import DAMAGED, STORAGE_DOWN, UNCONFIRMED, reason_text, ref
 from storage.clicks import ClickEntry
 from storage.errors import CorruptRecordError, StorageError, StorageTimeoutError
 from storage.outcomes import DecideOutcome
+from storage.records import InterruptRecord
 from storage.requests import is_request_run
 
 from .damaged import record_damaged
@@ -191,10 +192,7 @@ async def open_modal(services: Services, click: Click) -> None:
         await record_damaged(services, exc, ref.record_id, user=user, channel=channel)
         await post_ephemeral(services, channel=channel, user=user, text=DAMAGED)
         return
-    if record is None or (record.channel, record.message_ts) != (
-        channel,
-        click.container.message_ts,
-    ):
+    if record is None or not _from_its_message(record, channel, click.container.message_ts):
         text = reason_text("wrong_message" if record else "unknown")
         await post_ephemeral(services, channel=channel, user=user, text=text)
         return
@@ -217,3 +215,11 @@ async def open_modal(services: Services, click: Click) -> None:
     if click.action.action_id != ids.FULL_ARGS:  # a decision will be submitted from it
         # The submission must be answered within 3 s, too soon to ask Slack about groups.
         await refresh_groups(services, record, user)
+
+
+def _from_its_message(record: InterruptRecord, channel: str, message_ts: str) -> bool:
+    """Whether a click came from the record's message (or, in the instant before the post
+    is recorded, from its channel)."""
+    if record.channel != channel:
+        return False
+    return record.message_ts is None or record.message_ts == message_ts

@@ -56,7 +56,10 @@ end
 if field(key, 'state') ~= 'pending' then return refuse('already_decided') end
 local expires = field(key, 'expires_at')
 if expires ~= '' and tonumber(now) >= tonumber(expires) then return refuse('expired') end
-if ARGV[8] ~= '' and (ARGV[8] ~= field(key, 'channel') or ARGV[9] ~= field(key, 'message_ts')) then
+-- A click can land in the instant between the post and its recording (no ts stored yet):
+-- the channel must still match.
+local posted_ts = field(key, 'message_ts')
+if ARGV[8] ~= '' and (ARGV[8] ~= field(key, 'channel') or (posted_ts ~= '' and ARGV[9] ~= posted_ts)) then
   return refuse('wrong_message')
 end
 if ARGV[6] ~= field(key, 'args_digest') then return refuse('wrong_digest') end

@@ -27,8 +27,9 @@ class DemoProcess:
     a full pipe.
     """
 
-    process: subprocess.Popen[str]
+    process: subprocess.Popen[bytes]
     url: str
+    gate_command: str
     data_dir: Path
     stderr: Path
     started_in: float
@@ -45,17 +46,26 @@ class DemoProcess:
                 cwd=ROOT,
                 stdout=subprocess.PIPE,
                 stderr=sink,
-                text=True,
+                bufsize=0,
                 env={**os.environ, "PYTHONUNBUFFERED": "1"},
             )
         try:
-            url = _read_url(process, began + START_SECONDS, stderr)
+            lines = _Lines(process, began + START_SECONDS, stderr)
+            url = lines.find(r"https?://\S+")
+            gate = lines.find(r"SIGNOFF_URL=.*")
         except BaseException:
             process.kill()
             process.wait()
             raise
         elapsed = time.monotonic() - began
-        return cls(process=process, url=url, data_dir=data_dir, stderr=stderr, started_in=elapsed)
+        return cls(
+            process=process,
+            url=url,
+            gate_command=gate,
+            data_dir=data_dir,
+            stderr=stderr,
+            started_in=elapsed,
+        )
 
     def stop(self) -> tuple[int, float, str]:
         """Ctrl-C it; returns the exit code, how long it took to exit, and its stderr."""
@@ -72,17 +82,34 @@ class DemoProcess:
         return self.process.returncode, time.monotonic() - began, self.stderr.read_text()
 
 
-def _read_url(process: subprocess.Popen[str], deadline: float, stderr: Path) -> str:
-    """The first http:// address the demo prints; its stderr if it exits first."""
-    assert process.stdout is not None
-    while True:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0 or not select.select([process.stdout], [], [], remaining)[0]:
-            raise AssertionError(f"the demo printed no address within {START_SECONDS}s")
-        line = process.stdout.readline()
-        if not line:
-            process.wait()
-            raise AssertionError(f"the demo exited with {process.returncode}: {stderr.read_text()}")
-        found = re.search(r"https?://\S+", line)
-        if found:
-            return found.group(0)
+class _Lines:
+    """The demo's stdout, line by line, read from the pipe without a buffer in between (a
+    buffered reader could hold lines a select on the pipe would never report)."""
+
+    def __init__(self, process: subprocess.Popen[bytes], deadline: float, stderr: Path) -> None:
+        self._process, self._deadline, self._stderr = process, deadline, stderr
+        self._pending = b""
+
+    def find(self, pattern: str) -> str:
+        """What ``pattern`` matches in the next line that has it; stderr if it exits first."""
+        while True:
+            line = self._line()
+            found = re.search(pattern, line)
+            if found:
+                return found.group(0)
+
+    def _line(self) -> str:
+        out = self._process.stdout
+        assert out is not None
+        while b"\n" not in self._pending:
+            remaining = self._deadline - time.monotonic()
+            if remaining <= 0 or not select.select([out], [], [], remaining)[0]:
+                raise AssertionError(f"the demo printed too little within {START_SECONDS}s")
+            chunk = os.read(out.fileno(), 65536)
+            if not chunk:
+                self._process.wait()
+                code, err = self._process.returncode, self._stderr.read_text()
+                raise AssertionError(f"the demo exited with {code}: {err}")
+            self._pending += chunk
+        line, self._pending = self._pending.split(b"\n", 1)
+        return line.decode()

@@ -172,3 +172,29 @@ async def test_run_demo_answers_and_stops_on_ctrl_c(tmp_path: Path) -> None:
         async with http.get(demo.url + "ui/workspace") as workspace:
             assert (await workspace.json())["app"]["commands"] == ["/signoff", "/approvals"]
     assert await _stop(demo) < 5.0
+
+
+async def test_the_printed_gate_command_runs_a_shell_job_once_approved(tmp_path: Path) -> None:
+    demo = await _start(tmp_path / "demo")
+    gate = await asyncio.create_subprocess_exec(
+        "sh",
+        "-c",
+        demo.gate_command,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    async with SandboxClient(demo.url) as slack:
+        card = await slack.wait_for(
+            ALICE, _headed("Approval needed: Clear the demo", pending=True), channel=OPS
+        )
+        await _approve(slack, ALICE, OPS, card)
+        out, err = await asyncio.wait_for(gate.communicate(), 30)
+        assert gate.returncode == 0, err
+        assert out.decode() == "approved by U0ALICE: files older than 30 days cleared\n"
+        await slack.wait_for(
+            ALICE,
+            _thread_says("Clear the demo's scratch files: succeeded"),
+            channel=OPS,
+            thread=card["ts"],
+        )
+    await _stop(demo)

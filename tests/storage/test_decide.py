@@ -186,3 +186,34 @@ async def test_resume_waits_for_the_last_pending_interrupt_of_the_run(storage: S
     assert two.resume_job_id is not None
     jobs = await storage.resume.claim("w1")
     assert [j.record_ids for j in jobs] == [tuple(sorted([first.id, second.id]))]
+
+
+async def test_a_click_between_the_post_and_its_recording_counts_from_its_channel_only(
+    storage: Storage,
+) -> None:
+    """Slack shows the card before the bot stores its ts: a click in that instant counts
+    when it comes from the card's channel, and is refused from any other."""
+    record = await storage.interrupts.create_interrupt(
+        make_record(channel="CAPPROVALS", decisions=("approve", "reject"))
+    )
+    decide = storage.interrupts.decide
+    elsewhere = await decide(
+        record.id,
+        "UBOB",
+        Decision.approve(),
+        args_digest=DIGEST,
+        now=NOW,
+        channel="COTHER",
+        message_ts="1700.0001",
+    )
+    assert (elsewhere.status, elsewhere.reason) == ("refused", "wrong_message")
+    early = await decide(
+        record.id,
+        "UBOB",
+        Decision.approve(),
+        args_digest=DIGEST,
+        now=NOW,
+        channel="CAPPROVALS",
+        message_ts="1700.0001",
+    )
+    assert early.status == "recorded" and early.state == "approved"
