@@ -133,7 +133,7 @@ class WebhookSender:
 
     def _session(self) -> aiohttp.ClientSession:
         if self._http is None:
-            connector = aiohttp.TCPConnector(resolver=_PublicResolver())
+            connector = aiohttp.TCPConnector(resolver=PublicResolver())
             self._http = aiohttp.ClientSession(connector=connector, timeout=_SEND_TIMEOUT)
         return self._http
 
@@ -204,12 +204,13 @@ def _body(entry: AuditEntry, record: InterruptRecord, meta: RequestMeta) -> str:
     return json.dumps(data, separators=(",", ":"))
 
 
-class _PublicResolver(AbstractResolver):
-    """Resolves as usual, but never to a link-local or metadata address (a DNS name
-    that points there, or is re-pointed there later, is refused when connecting)."""
+class PublicResolver(AbstractResolver):
+    """Resolves as ``inner`` does (the system's resolver), but never to a link-local or
+    metadata address: a name that points there, or is re-pointed there later, is refused
+    when connecting."""
 
-    def __init__(self) -> None:
-        self._inner = DefaultResolver()
+    def __init__(self, inner: AbstractResolver | None = None) -> None:
+        self._inner = inner or DefaultResolver()
 
     async def resolve(
         self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -13,12 +14,14 @@ from typing import Any
 import aiohttp
 import pytest
 from aiohttp import web
+from aiohttp.abc import AbstractResolver, ResolveResult
 from aiohttp.test_utils import TestServer
 from harness import ALICE, BOB, CHANNEL, Harness
 
-from bot.api.callbacks import CallbackPolicy
+from bot.api.callbacks import CallbackPolicy, forbidden_address
 from bot.api.request_records import REQUESTS_PATH
-from bot.api.webhooks import WebhookSender
+from bot.api.webhooks import PublicResolver, WebhookSender
+from bot.process.loops import Loops
 from bot.process.web import operator_app
 from bot.ui import ids
 from signoff.webhooks import verify
@@ -180,3 +183,68 @@ async def test_a_withdrawal_is_delivered_signed_and_a_forgery_fails_verify(
     assert not verify(body, sent, hooked.secret, now=now + 301)  # a replay, later
     forged = {**sent, "X-Signoff-Signature": "v1=" + "0" * 64}
     assert not verify(body, forged, hooked.secret, now=now)
+
+
+async def test_events_made_while_no_sender_runs_are_delivered_once_one_starts(
+    hooked: Hooked,
+) -> None:
+    await hooked.bot.loops.stop()  # every sender of this "process" is down
+    hooked.receiver.status = 200
+    made = await hooked.ask()
+    headers = {"Authorization": f"Bearer {hooked.token}"}
+    async with hooked.http.post(f"{hooked.base}{made['status_url']}/withdraw", headers=headers):
+        pass
+    assert hooked.receiver.got == []
+
+    later = Loops(hooked.bot.services, workers=0, deciders=0, scheduler=False)
+    later.start()
+    try:
+        await hooked.got(1)
+    finally:
+        await later.stop()
+    [event] = hooked.receiver.taken().values()
+    assert event["event"] == "request.withdrawn" and event["request"]["id"] == made["id"]
+
+
+async def test_a_delivery_refused_for_a_day_is_dropped(hooked: Hooked) -> None:
+    made = await hooked.ask()
+    headers = {"Authorization": f"Bearer {hooked.token}"}
+    async with hooked.http.post(f"{hooked.base}{made['status_url']}/withdraw", headers=headers):
+        pass
+    await hooked.got(1)
+    await hooked.settled("retried")
+    hooked.bot.clock.advance(timedelta(hours=24))
+    await hooked.got(2)
+    await hooked.settled("retried", "done")
+    assert hooked.bot.services.metrics.webhooks == {"retried": 1, "dropped": 1}
+    assert await hooked.bot.services.storage.webhooks.waiting() == 0
+
+
+async def test_a_name_that_resolves_to_a_metadata_address_is_never_connected_to() -> None:
+    class Rebound(AbstractResolver):
+        """A DNS name re-pointed at the metadata service."""
+
+        async def resolve(
+            self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+        ) -> list[ResolveResult]:
+            found = ("169.254.169.254", "::ffff:169.254.1.1")
+            return [_result(host, address, port) for address in found]
+
+        async def close(self) -> None:
+            pass
+
+    resolver = PublicResolver(Rebound())
+    with pytest.raises(OSError, match="link-local or metadata"):
+        await resolver.resolve("hooks.example.com", 443)
+    assert forbidden_address("fd00:ec2::254") and not forbidden_address("203.0.113.7")
+
+
+def _result(host: str, address: str, port: int) -> ResolveResult:
+    return {
+        "hostname": host,
+        "host": address,
+        "port": port,
+        "family": socket.AF_INET,
+        "proto": 0,
+        "flags": 0,
+    }
