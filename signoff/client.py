@@ -104,17 +104,20 @@ class Client:
         *,
         within: float | None = None,
         on_update: Callable[[RequestView], None] | None = None,
+        renew_every: float = MAX_WAIT,
     ) -> RequestView:
         """Wait until the request is decided (or ``within`` seconds pass: the pending
         view). Reconnects with backoff while the server or the network is away;
-        ``on_update`` sees every answer that differs from the one before."""
+        ``on_update`` sees every answer that differs from the one before: a decision at
+        once, anything else (votes, reminders, escalation) when the long-poll is renewed,
+        every ``renew_every`` seconds."""
         loop = asyncio.get_running_loop()
         deadline = None if within is None else loop.time() + within
         backoff, last = _FIRST_BACKOFF, None
         while True:
-            left = MAX_WAIT if deadline is None else max(0.0, deadline - loop.time())
+            left = renew_every if deadline is None else max(0.0, deadline - loop.time())
             try:
-                view = await self.get(request_id, wait=min(left, MAX_WAIT))
+                view = await self.get(request_id, wait=min(left, renew_every))
             except SignoffUnreachable as exc:
                 if deadline is not None and loop.time() >= deadline:
                     raise

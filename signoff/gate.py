@@ -52,6 +52,9 @@ EXIT_CODES = {
 """Every exit status of the gate that is not the command's own."""
 
 _SUMMARY_LINES = 15
+_RENEW = 60.0
+"""Seconds between renewals of the gate's long-poll, so votes, reminders and escalations
+show within a minute (a decision shows at once)."""
 _DURATION = re.compile(r"^(\d+)([smhd])$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
@@ -115,11 +118,13 @@ async def _gate(client: Client, request: NewRequest, command: list[str], *, as_j
 async def _wait(client: Client, view: RequestView, stop: asyncio.Event) -> RequestView | None:
     """The decided request; once ``stop`` is set (SIGINT/SIGTERM) the request withdrawn;
     None when Signoff stays unreachable past the request's expiry."""
-    shown = _Progress(view)
+    shown = Progress(view)
     patience = None
     if view.expires_at is not None:
         patience = max(view.expires_at.timestamp() - time.time(), 0) + 600
-    waiting = asyncio.create_task(client.wait(view.id, within=patience, on_update=shown.update))
+    waiting = asyncio.create_task(
+        client.wait(view.id, within=patience, on_update=shown.update, renew_every=_RENEW)
+    )
     stopping = asyncio.create_task(stop.wait())
     await asyncio.wait({waiting, stopping}, return_when=asyncio.FIRST_COMPLETED)
     stopping.cancel()
@@ -199,7 +204,7 @@ async def _run(command: list[str], env: dict[str, str]) -> tuple[int, list[str]]
     return (128 - status if status < 0 else status), list(tail)
 
 
-class _Progress:
+class Progress:
     """One line on stderr for each change while the gate waits."""
 
     def __init__(self, view: RequestView) -> None:
@@ -207,6 +212,8 @@ class _Progress:
 
     def update(self, view: RequestView) -> None:
         before, self._last = self._last, view
+        if view.reminders_sent > before.reminders_sent:
+            _say(f"signoff gate: reminder {view.reminders_sent} sent to the approvers")
         if view.escalated and not before.escalated:
             _say("signoff gate: not decided in time; escalated")
         if len(view.approvals) > len(before.approvals):

@@ -40,6 +40,8 @@ class ApiClient(BaseModel):
     channels: tuple[str, ...] = ()
     token_sha256: str = ""
     webhook_secret: str = ""
+    callback_url: str | None = None
+    """Where the webhooks of its requests go when a request names no URL of its own."""
     created_at: datetime | None = None
 
     @field_validator("channels")
@@ -66,7 +68,12 @@ class ApiClients:
         self._keys = keys
 
     async def create(
-        self, name: str, *, channels: tuple[str, ...] = (), now: datetime
+        self,
+        name: str,
+        *,
+        channels: tuple[str, ...] = (),
+        callback_url: str | None = None,
+        now: datetime,
     ) -> tuple[ApiClient, str]:
         """A new client and its token (returned once; only its hash is kept)."""
         if name == ADMIN:
@@ -82,6 +89,7 @@ class ApiClients:
             channels=channels,
             token_sha256=token_hash(token),
             webhook_secret=secrets.token_hex(32),
+            callback_url=callback_url,
             created_at=now,
         )
         async with self._client.guard("create an API client"):

@@ -147,6 +147,7 @@ class InterruptRecord(BaseModel):
     decided_at: datetime | None = None
     decision: dict[str, Any] | None = None
     escalated: bool = False
+    reminders_sent: int = 0
 
     @field_validator("interrupt")
     @classmethod
@@ -256,7 +257,7 @@ class InterruptRecord(BaseModel):
             "created_at": ms(self.created_at),
             "expires_at": ms(self.expires_at),
             "next_reminder_at": ms(self.next_reminder_at),
-            "reminder_index": "0",
+            "reminder_index": str(self.reminders_sent),
             "channel": self.channel or "",
             "message_ts": self.message_ts or "",
             "thread_ts": self.thread_ts or "",
@@ -312,6 +313,7 @@ class InterruptRecord(BaseModel):
                 decided_at=opt_ms("decided_at"),
                 decision=json.loads(fields["decision"]) if fields.get("decision") else None,
                 escalated=fields.get("escalated") == "1",
+                reminders_sent=int(fields.get("reminder_index") or 0),
             )
         except (KeyError, ValueError, TypeError, ValidationError) as exc:
             raise CorruptRecordError(key, f"{type(exc).__name__}: {exc}") from exc

@@ -20,6 +20,7 @@ class Caller:
     name: str
     channels: tuple[str, ...] = ()
     webhook_secret: str | None = None
+    callback_url: str | None = None
     admin: bool = False
 
     def may_post_to(self, channel: str) -> bool:
@@ -48,5 +49,8 @@ class Authenticator:
         if client is None:
             return None
         return Caller(
-            name=client.name, channels=client.channels, webhook_secret=client.webhook_secret
+            name=client.name,
+            channels=client.channels,
+            webhook_secret=client.webhook_secret,
+            callback_url=client.callback_url,
         )

@@ -110,6 +110,7 @@ def request_view(
         created_at=record.created_at,
         expires_at=record.expires_at,
         escalated=record.escalated,
+        reminders_sent=record.reminders_sent,
         decided_by=record.decided_by,
         decided_at=record.decided_at,
         reason=message if status in ("denied", "withdrawn") and message else None,

@@ -102,8 +102,13 @@ class _RequestsApi:
             return body
         if not caller.may_post_to(body.channel):
             return error(403, f"client {caller.name!r} may not post to {body.channel}", "channel")
-        if body.callback_url is not None:
-            problem = self._callbacks.refusal(body.callback_url)
+        resolved = await self._group_ids(body)
+        if isinstance(resolved, web.Response):
+            return resolved
+        body = resolved
+        callback_url = body.callback_url or caller.callback_url
+        if callback_url is not None:
+            problem = self._callbacks.refusal(callback_url)
             if problem is None and caller.webhook_secret is None:
                 problem = "the admin token has no webhook secret; use a named client's token"
             if problem is not None:
@@ -116,7 +121,7 @@ class _RequestsApi:
             details=body.details,
             params=tuple(body.params),
             allow_reply=body.allow_reply,
-            callback_url=body.callback_url,
+            callback_url=callback_url,
             idempotency_key=body.idempotency_key,
         )
         keep_for = timedelta(seconds=body.expires_in) + _RETAIN
@@ -133,6 +138,21 @@ class _RequestsApi:
         posted = await post_interrupt(services, record)
         log.info("request %s by %s posted: %s", run_id, caller.name, posted is not None)
         return await self._answer(posted or record, meta, status=201)
+
+    async def _group_ids(self, body: NewRequest) -> NewRequest | web.Response:
+        """``body`` with each user group handle (``@oncall``) replaced by the group's id."""
+        update: dict[str, list[str]] = {}
+        for name in ("approvers", "escalate_to"):
+            given: list[str] = getattr(body, name)
+            ids: list[str] = []
+            for index, who in enumerate(given):
+                found = await self._services.directory.group_id(who) if who[0] == "@" else who
+                if found is None:
+                    problem = f"no user group {who} that Signoff can see (usergroups:read)"
+                    return error(400, f"{name}.{index}: {problem}", f"{name}.{index}")
+                ids.append(found)
+            update[name] = ids
+        return body.model_copy(update=update)
 
     async def status(self, request: web.Request, caller: Caller) -> web.StreamResponse:
         found = await self._find(request, caller)

@@ -12,8 +12,8 @@ from storage.requests import Param, ParamValue
 
 _ID = r"^[A-Za-z0-9_.:\-]{1,128}$"
 _CHANNEL = r"^[CGD][A-Z0-9]{2,20}$"
-Approver = Annotated[str, Field(pattern=r"^[UWS][A-Z0-9]{2,20}$")]
-"""A user id (U…, W…) or a user group id (S…)."""
+Approver = Annotated[str, Field(pattern=r"^([UWS][A-Z0-9]{2,20}|@[a-z0-9][a-z0-9._\-]{0,79})$")]
+"""A user id (U…, W…), a user group id (S…) or a user group's handle (@oncall)."""
 
 RequestStatusName = Literal[
     "pending", "approved", "denied", "edited", "responded", "expired", "withdrawn"
@@ -53,7 +53,7 @@ class NewRequest(BaseModel):
     approvers: list[Approver] = Field(
         default_factory=list,
         max_length=50,
-        description="User ids (U…, W…) and user group ids (S…) who may decide.",
+        description="User ids (U…, W…), user group ids (S…) and handles (@oncall).",
     )
     anyone_in_channel: bool = False
     min_approvals: int = Field(default=1, ge=1, le=20)
@@ -77,7 +77,7 @@ class NewRequest(BaseModel):
         names = [p.name for p in self.params]
         if len(set(names)) != len(names):
             raise ValueError("param names must be distinct")
-        users = [a for a in self.approvers if not a.startswith("S")]
+        users = [a for a in self.approvers if a[0] in "UW"]
         only_users = not self.anyone_in_channel and len(users) == len(self.approvers)
         if only_users and self.min_approvals > len(users):
             raise ValueError(
@@ -103,6 +103,7 @@ class RequestView(BaseModel):
     created_at: datetime
     expires_at: datetime | None
     escalated: bool
+    reminders_sent: int
     decided_by: str | None
     decided_at: datetime | None
     reason: str | None = Field(description="Why it was denied or withdrawn.")

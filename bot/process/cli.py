@@ -93,6 +93,7 @@ def _parser() -> argparse.ArgumentParser:
     create = token_sub.add_parser("create", help="create a client; prints its token once")
     create.add_argument("name", help="shown on its requests as who asked")
     create.add_argument("--channels", default="", help="comma-separated channel ids it may use")
+    create.add_argument("--callback-url", help="webhook for its requests that name none")
     revoke = token_sub.add_parser("revoke", help="revoke a client's token")
     revoke.add_argument("name")
     token_sub.add_parser("list", help="the clients, their channels and when they were made")
@@ -227,8 +228,15 @@ async def _token(settings: Settings, args: argparse.Namespace, stopping: asyncio
         clients = storage.api_clients
         if args.action == "create":
             channels = tuple(c.strip() for c in args.channels.split(",") if c.strip())
+            url = args.callback_url
+            refused = CallbackPolicy(allow=settings.webhook_hosts).refusal(url) if url else None
+            if refused is not None:
+                print(f"signoff: --callback-url: {refused}", file=sys.stderr)
+                return 2
             try:
-                client, token = await clients.create(args.name, channels=channels, now=_now())
+                client, token = await clients.create(
+                    args.name, channels=channels, callback_url=url, now=_now()
+                )
             except ValueError as exc:
                 print(f"signoff: {exc}", file=sys.stderr)
                 return 2

@@ -22,6 +22,7 @@ from slack_sdk.errors import SlackApiError
 from bot.services import Services
 from bot.ui.blocks import user_mention
 from bot.ui.posting import post_interrupt, update_message
+from storage.audit import AuditEntry
 from storage.errors import StorageError
 from storage.interrupts import GROUP_CHECK_EVERY
 from storage.outcomes import ExpiryResult, ReminderDue
@@ -130,6 +131,17 @@ class Scheduler:
         text = f"Reminder: this request is still waiting for a decision. {mentions}".strip()
         thread = record.thread_ts or record.message_ts
         await _post_mrkdwn(services, channel=record.channel, thread_ts=thread, text=text)
+        await services.storage.audit.append(
+            AuditEntry(
+                event="reminded",
+                record_id=record.id,
+                run_id=record.run_id,
+                at=now,
+                channel=record.channel,
+                message_ts=record.message_ts,
+                detail=" ".join(awake[:30]),
+            )
+        )
 
 
 async def _post_mrkdwn(

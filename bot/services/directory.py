@@ -47,8 +47,11 @@ def slack_error(exc: SlackApiError) -> str:
     return f"HTTP {exc.response.status_code}"
 
 
+_HANDLES_FRESH_FOR = timedelta(minutes=5)
+
+
 class Directory:
-    """Cached lookups of user time zones and group members."""
+    """Cached lookups of user time zones, group members and group handles."""
 
     def __init__(
         self, client: AsyncWebClient, *, clock: Clock, ttl: timedelta = timedelta(hours=6)
@@ -59,6 +62,7 @@ class Directory:
         self._zones: dict[str, tuple[datetime, UserZone]] = {}
         self._groups: dict[str, tuple[datetime, tuple[str, ...] | None]] = {}
         self._empty_groups: set[str] = set()
+        self._handles: tuple[datetime, dict[str, str]] | None = None
 
     async def zone(self, user_id: str) -> UserZone:
         """The user's time zone; UTC when Slack cannot tell (logged, not raised)."""
@@ -79,6 +83,23 @@ class Directory:
             zone = UserZone(user_id=user_id)
         self._zones[user_id] = (now, zone)
         return zone
+
+    async def group_id(self, handle: str) -> str | None:
+        """The id of the user group ``@handle`` (``usergroups.list``, asked at most every
+        five minutes); None when there is none, or Slack would not list them."""
+        now = self._clock.now()
+        if self._handles is None or now - self._handles[0] >= _HANDLES_FRESH_FOR:
+            try:
+                answer = await self._client.usergroups_list()
+            except SlackApiError as exc:
+                log.error("usergroups.list answered %s: check usergroups:read", slack_error(exc))
+                return None
+            except (ClientError, TimeoutError, OSError) as exc:
+                log.error("usergroups.list: Slack could not be reached (%r)", exc)
+                return None
+            groups = answer.get("usergroups") or []
+            self._handles = (now, {str(g["handle"]): str(g["id"]) for g in groups})
+        return self._handles[1].get(handle.removeprefix("@"))
 
     async def members(self, groups: Iterable[str]) -> tuple[str, ...]:
         """The distinct members of ``groups``; a group Slack does not list counts as empty.

@@ -1,4 +1,5 @@
-"""auth.test, users.info, usergroups.users.list, conversations.open, apps.connections.open."""
+"""auth.test, users.info, usergroups.list, usergroups.users.list, conversations.open,
+apps.connections.open."""
 
 from __future__ import annotations
 
@@ -26,6 +27,15 @@ def users_info(ctx: ApiContext, a: args.UsersInfo) -> JsonObject:
     if user is None:
         raise SlackApiFailure("user_not_found")
     return {"user": user.to_slack()}
+
+
+def usergroups_list(ctx: ApiContext, a: args.NoArgs) -> JsonObject:
+    """The workspace's user groups, in Slack's shape (without their members)."""
+    groups = [
+        {"id": g.id, "handle": g.handle, "name": g.name, "user_count": len(g.users)}
+        for g in ctx.workspace.groups.values()
+    ]
+    return {"usergroups": groups}
 
 
 def usergroup_users(ctx: ApiContext, a: args.UsergroupUsers) -> JsonObject:

@@ -43,6 +43,7 @@ METHODS: dict[str, Method[Any]] = {
     "views.update": Method(args.ViewsUpdate, views.update_view),
     "views.publish": Method(args.ViewsPublish, views.publish),
     "users.info": Method(args.UsersInfo, directory.users_info),
+    "usergroups.list": Method(args.NoArgs, directory.usergroups_list),
     "usergroups.users.list": Method(args.UsergroupUsers, directory.usergroup_users),
     "conversations.open": Method(args.ConversationsOpen, directory.conversations_open),
     "apps.connections.open": Method(args.NoArgs, directory.connections_open, token="app"),

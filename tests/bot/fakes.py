@@ -56,6 +56,8 @@ class FakeSlack:
         self.down = False
         self.users: dict[str, dict[str, Any]] = {}
         self.groups: dict[str, list[str]] = {}
+        self.handles: dict[str, str] = {}
+        """Group id -> handle (without the @) for usergroups.list; default: the id lowercased."""
         self.sockets: list[web.WebSocketResponse] = []
         self.socket_acks: list[dict[str, Any]] = []
         self._ts = itertools.count(1)
@@ -206,6 +208,9 @@ class FakeSlack:
         if method == "users.info":
             user = self.users.get(str(args.get("user")))
             return {"ok": True, "user": user} if user else {"ok": False, "error": "user_not_found"}
+        if method == "usergroups.list":
+            groups = [{"id": g, "handle": self.handles.get(g, g.lower())} for g in self.groups]
+            return {"ok": True, "usergroups": groups}
         if method == "usergroups.users.list":
             group = self.groups.get(str(args.get("usergroup")))
             if group is None:

@@ -7,7 +7,7 @@ import asyncio
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import aiohttp
@@ -18,6 +18,7 @@ from pydantic import SecretStr
 
 from bot.api.request_records import REQUESTS_PATH
 from bot.process.web import operator_app
+from bot.schedule.scheduler import Scheduler
 from bot.ui import ids
 
 ADMIN_TOKEN = "admin-token-" + "x" * 24
@@ -235,3 +236,26 @@ async def test_unknown_requests_and_bad_waits_are_clear_errors(jobs: Jobs) -> No
     assert status == 400 and body["field"] == "wait"
     status, body = await jobs.get(made["status_url"], headers={})
     assert status == 401
+
+
+async def test_a_user_group_named_by_its_handle_decides(jobs: Jobs) -> None:
+    jobs.bot.slack.groups["S0ONCALL"] = [ALICE, BOB]
+    jobs.bot.slack.handles["S0ONCALL"] = "oncall"
+    status, made = await jobs.ask(approvers=["@oncall"], min_approvals=2)
+    assert status == 201, made
+    assert made["approvers"] == ["S0ONCALL"]
+    for user in (ALICE, BOB):
+        await jobs.bot.click(ids.APPROVE, jobs.value(), user=user)
+    _, answer = await jobs.get(made["status_url"] + "?wait=10")
+    assert answer["status"] == "approved" and answer["approvals"] == [ALICE, BOB]
+
+
+async def test_a_reminder_is_counted_and_audited(jobs: Jobs) -> None:
+    _, made = await jobs.ask(reminders={"every": 60, "limit": 2, "start_hour": 0, "end_hour": 24})
+    jobs.bot.clock.advance(timedelta(seconds=61))
+    await Scheduler(jobs.bot.services).tick()
+    _, seen = await jobs.get(made["status_url"])
+    assert seen["reminders_sent"] == 1 and seen["status"] == "pending"
+    assert jobs.bot.thread()[-1].startswith("Reminder: this request is still waiting")
+    audit = await jobs.bot.services.storage.audit.read(count=100)
+    assert [e.run_id for e in audit if e.event == "reminded"] == [made["id"]]

@@ -248,3 +248,22 @@ def _result(host: str, address: str, port: int) -> ResolveResult:
         "proto": 0,
         "flags": 0,
     }
+
+
+async def test_a_clients_own_callback_url_serves_its_requests_that_name_none(
+    hooked: Hooked,
+) -> None:
+    hooked.receiver.status = 200
+    client, token = await hooked.bot.services.storage.api_clients.create(
+        "deploys", callback_url=hooked.hook, now=datetime.now(UTC)
+    )
+    body = {"title": "Deploy", "channel": CHANNEL, "approvers": [ALICE]}
+    headers = {"Authorization": f"Bearer {token}"}
+    async with hooked.http.post(hooked.base + REQUESTS_PATH, json=body, headers=headers) as r:
+        made = await r.json()
+    async with hooked.http.post(f"{hooked.base}{made['status_url']}/withdraw", headers=headers):
+        pass
+    await hooked.got(1)
+    _, sent, delivered = hooked.receiver.got[0]
+    assert json.loads(delivered)["request"]["id"] == made["id"]
+    assert verify(delivered, sent, client.webhook_secret, now=hooked.bot.clock.now().timestamp())

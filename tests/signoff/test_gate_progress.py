@@ -1,0 +1,49 @@
+"""What ``signoff gate`` prints while it waits: a line for each vote, reminder and
+escalation the server reports, once each."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from bot.api.schemas import RequestView
+from signoff.gate import Progress
+
+
+def _view(**changes: object) -> RequestView:
+    base: dict[str, object] = {
+        "id": "req_" + "0" * 32,
+        "status": "pending",
+        "title": "Delete 42 stale volumes",
+        "channel": "C0OPS",
+        "permalink": None,
+        "requested_by": "nightly-cleanup",
+        "approvers": ["S0ONCALL"],
+        "min_approvals": 2,
+        "approvals": [],
+        "created_at": datetime(2026, 11, 24, tzinfo=UTC),
+        "expires_at": None,
+        "escalated": False,
+        "reminders_sent": 0,
+        "decided_by": None,
+        "decided_at": None,
+        "reason": None,
+        "reply": None,
+        "params": {},
+        "status_url": "/api/requests/req_" + "0" * 32,
+    }
+    return RequestView.model_validate(base | changes)
+
+
+def test_each_vote_reminder_and_escalation_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    progress = Progress(_view())
+    progress.update(_view(approvals=["U0ALICE"]))
+    progress.update(_view(approvals=["U0ALICE"], reminders_sent=1))
+    progress.update(_view(approvals=["U0ALICE"], reminders_sent=1))  # nothing new
+    progress.update(_view(approvals=["U0ALICE"], reminders_sent=1, escalated=True))
+    assert capsys.readouterr().err.splitlines() == [
+        "signoff gate: 1 of 2 approvals",
+        "signoff gate: reminder 1 sent to the approvers",
+        "signoff gate: not decided in time; escalated",
+    ]
