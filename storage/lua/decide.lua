@@ -73,6 +73,13 @@ if dtype == 'approve' then
     if voter == user then return refuse('already_voted') end
   end
 end
+-- The click came from the card before its ts was recorded (its poster may have died
+-- there): the click says where the card is, and it is posted, so no repost follows.
+if posted_ts == '' and ARGV[9] ~= '' then
+  redis.call('HSET', key, 'message_ts', ARGV[9])
+  if field(key, 'thread_ts') == '' then redis.call('HSET', key, 'thread_ts', ARGV[9]) end
+  redis.call('ZREM', KEYS[6], rid)
+end
 local votes = field(key, 'votes')
 if votes == '[]' then votes = '[' .. ARGV[5] .. ']'
 else votes = string.sub(votes, 1, -2) .. ',' .. ARGV[5] .. ']' end

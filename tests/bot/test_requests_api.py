@@ -259,3 +259,14 @@ async def test_a_reminder_is_counted_and_audited(jobs: Jobs) -> None:
     assert jobs.bot.thread()[-1].startswith("Reminder: this request is still waiting")
     audit = await jobs.bot.services.storage.audit.read(count=100)
     assert [e.run_id for e in audit if e.event == "reminded"] == [made["id"]]
+
+
+async def test_a_reply_reaches_the_job_when_replies_are_allowed(jobs: Jobs) -> None:
+    _, made = await jobs.ask(allow_reply=True)
+    buttons = [e["action_id"] for e in jobs.card()["blocks"][-1]["elements"]]
+    assert ids.REPLY in buttons
+    status, _ = await jobs.bot.submit(ids.REPLY_VIEW, jobs.value(), user=BOB, text="only vol-7")
+    assert status == 200
+    _, answer = await jobs.get(made["status_url"] + "?wait=10")
+    assert answer["status"] == "responded" and answer["reply"] == "only vol-7"
+    assert answer["decided_by"] == BOB

@@ -29,7 +29,7 @@ from procs import (
 from bot.ui import ids
 from sandbox import Sandbox
 from sandbox.entities import Message
-from signoff.gate import DENIED, EXPIRED, WITHDRAWN
+from signoff.gate import DENIED, EXPIRED, USAGE, WITHDRAWN
 from storage import connect
 
 MARK = 'echo "$SIGNOFF_DECIDED_BY limit=$SIGNOFF_PARAM_LIMIT" >> "$MARKS"; echo cleaned up'
@@ -220,3 +220,12 @@ async def test_a_retried_gate_with_the_same_key_reattaches_to_one_card(stack: St
     cards = [m for m in stack.sandbox.workspace.history(GENERAL) if ids.APPROVE in str(m.blocks)]
     assert cards == [] and len(stack.sandbox.workspace.history(GENERAL)) == 1
     assert stack.marks.read_text() == f"{ALICE} limit=42\n"
+
+
+async def test_usage_errors_exit_2_and_post_nothing(stack: Stack) -> None:
+    for args in (("--expires", "soon"), ("--approvers", "alice")):
+        gate = await stack.gate(*args)
+        _, err = await asyncio.wait_for(gate.communicate(), 30)
+        assert gate.returncode == USAGE, err
+        assert err.decode().startswith("signoff gate: ")
+    assert [m for m in stack.sandbox.workspace.history(GENERAL) if m.blocks] == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 
 import redis.asyncio as aioredis
 from storage_helpers import NOW, later, make_record, snapshot
@@ -191,8 +192,9 @@ async def test_resume_waits_for_the_last_pending_interrupt_of_the_run(storage: S
 async def test_a_click_between_the_post_and_its_recording_counts_from_its_channel_only(
     storage: Storage,
 ) -> None:
-    """Slack shows the card before the bot stores its ts: a click in that instant counts
-    when it comes from the card's channel, and is refused from any other."""
+    """Slack shows the card before the bot stores its ts (and its poster may die there): a
+    click in that instant counts when it comes from the card's channel, and records where
+    the card is; from any other channel it is refused."""
     record = await storage.interrupts.create_interrupt(
         make_record(channel="CAPPROVALS", decisions=("approve", "reject"))
     )
@@ -217,3 +219,27 @@ async def test_a_click_between_the_post_and_its_recording_counts_from_its_channe
         message_ts="1700.0001",
     )
     assert early.status == "recorded" and early.state == "approved"
+    # The click said where the card is: updates and the run's thread go there.
+    assert early.record is not None and early.record.message_ts == "1700.0001"
+    assert early.record.thread_ts == "1700.0001"
+
+
+async def test_a_first_vote_from_an_unrecorded_card_keeps_it_from_being_posted_again(
+    storage: Storage,
+) -> None:
+    record = await storage.interrupts.create_interrupt(
+        make_record(channel="CAPPROVALS", min_approvals=2)
+    )
+    vote = await storage.interrupts.decide(
+        record.id,
+        "UBOB",
+        Decision.approve(),
+        args_digest=DIGEST,
+        now=NOW,
+        channel="CAPPROVALS",
+        message_ts="1700.0002",
+    )
+    assert vote.status == "progress"
+    assert await storage.interrupts.claim_outbox(NOW + timedelta(hours=1)) == []
+    stored = await storage.queries.get(record.id)
+    assert stored is not None and stored.message_ts == "1700.0002"
