@@ -11,6 +11,7 @@ from redis.typing import EncodableT, FieldT
 from .client import RedisClient
 from .keys import Keys
 from .records import from_ms, to_ms
+from .requests import is_request_run
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -49,15 +50,14 @@ class AuditLog:
             "detail": entry.detail,
         }
         async with self._client.guard("append audit entry"):
-            return cast(
-                str,
-                await self._client.raw.xadd(
-                    self._keys.audit_stream,
-                    dict(fields),
-                    maxlen=self._max_entries,
-                    approximate=True,
-                ),
-            )
+            pipe = self._client.raw.pipeline(transaction=True)
+            streams = [self._keys.audit_stream]
+            if is_request_run(entry.run_id):
+                streams.append(self._keys.request_events)
+            for stream in streams:
+                pipe.xadd(stream, dict(fields), maxlen=self._max_entries, approximate=True)
+            ids = await pipe.execute()
+        return cast(str, ids[0])
 
     async def read(self, *, after: str = "-", count: int = 100) -> list[AuditEntry]:
         """Entries oldest first, starting after stream id ``after`` (``-``: the beginning)."""
@@ -66,18 +66,22 @@ class AuditLog:
             reply = await self._client.raw.xrange(self._keys.audit_stream, start, "+", count)
         return entries_of(cast(list[tuple[str, dict[str, str]]], reply))
 
-    async def last_id(self) -> str:
-        """The id of the newest entry ("0-0" when there is none): where ``follow`` starts."""
-        async with self._client.guard("read the audit stream's end"):
-            reply = await self._client.raw.xrevrange(self._keys.audit_stream, count=1)
+    async def last_request_event(self) -> str:
+        """The id of the newest entry of an external request ("0-0" when there is none):
+        where ``follow_requests`` starts."""
+        async with self._client.guard("read the request events' end"):
+            reply = await self._client.raw.xrevrange(self._keys.request_events, count=1)
         rows = cast(list[tuple[str, dict[str, str]]], reply)
         return rows[0][0] if rows else "0-0"
 
-    async def follow(self, *, after: str, block: timedelta, count: int = 500) -> list[AuditEntry]:
-        """Entries added after stream id ``after``, waiting up to ``block`` for the first."""
-        async with self._client.guard("follow the audit stream"):
+    async def follow_requests(
+        self, *, after: str, block: timedelta, count: int = 500
+    ) -> list[AuditEntry]:
+        """External requests' entries added after stream id ``after``, waiting up to
+        ``block`` for the first."""
+        async with self._client.guard("follow the request events"):
             reply = await self._client.raw.xread(
-                {self._keys.audit_stream: after},
+                {self._keys.request_events: after},
                 count=count,
                 block=max(1, int(block.total_seconds() * 1000)),
             )

@@ -165,3 +165,9 @@ class Keys:
     @property
     def audit_stream(self) -> str:
         return f"{self.prefix}:audit"
+
+    @property
+    def request_events(self) -> str:
+        """Stream: the audit entries of external requests only (the scripts derive it as
+        the audit stream's name plus ``:requests``)."""
+        return f"{self.audit_stream}:requests"

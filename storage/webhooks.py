@@ -1,10 +1,11 @@
 """The webhook outbox: every change of an external request, delivered to its callback URL.
 
-Each transition appends to the audit stream in its own atomic step; a consumer group
-(``webhooks``) reads those entries, so no event is skipped even when every sender was
-down. An event for a request with a callback URL becomes a delivery, stored under the
-audit entry's id (its delivery id: storing it twice keeps one), then leased to one sender
-at a time and retried with backoff until it is delivered or ``GIVE_UP_AFTER`` has passed.
+Each transition of a request appends to the request events (the audit stream's copy for
+external requests) in its own atomic step; a consumer group (``webhooks``) reads them,
+so no event is skipped even when every sender was down. An event for a request with a
+callback URL becomes a delivery, stored under the event's id (its delivery id: storing
+it twice keeps one), then leased to one sender at a time and retried with backoff until
+it is delivered or ``GIVE_UP_AFTER`` has passed.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ class WebhookOutbox:
         self._client = client
         self._keys = keys
         self._events = ConsumerGroup(
-            client, key=keys.audit_stream, group="webhooks", what="webhook events"
+            client, key=keys.request_events, group="webhooks", what="webhook events"
         )
 
     async def ensure_group(self) -> None:
@@ -57,7 +58,7 @@ class WebhookOutbox:
     async def read_events(
         self, consumer: str, *, count: int = 100, block: timedelta | None = None
     ) -> list[AuditEntry]:
-        """New audit entries for ``consumer`` (every event, not only requests')."""
+        """New request events for ``consumer``."""
         return entries_of(await self._events.read(consumer, count=count, block=block))
 
     async def take_over_events(

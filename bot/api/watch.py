@@ -1,9 +1,10 @@
 """Wakes a long-poll the moment its request changes.
 
-Every transition of a record appends to the audit stream in the same atomic step, so
-one blocking read of that stream per process (``XREAD BLOCK``, no polling) sees each
-decision, vote, expiry, escalation and withdrawal as it lands, whichever process made
-it. A waiter registers before it reads the request, so no change falls between the two.
+Every transition of a request appends to the audit stream, and to its copy for external
+requests, in the same atomic step, so one blocking read of that copy per process
+(``XREAD BLOCK``, no polling) sees each decision, vote, reminder, expiry, escalation and
+withdrawal as it lands, whichever process made it. A waiter registers before it reads
+the request, so no change falls between the two.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from datetime import timedelta
 
 from storage import Storage
 from storage.errors import StorageError
-from storage.requests import is_request_run
 
 log = logging.getLogger(__name__)
 
@@ -69,10 +69,10 @@ class RequestWatch:
             while self._waiters and not self.closing:
                 try:
                     if after is None:
-                        after = await self._storage.audit.last_id()
+                        after = await self._storage.audit.last_request_event()
                         # Changes before this point were not seen: every waiter reads again.
                         self._wake_all()
-                    entries = await self._storage.audit.follow(after=after, block=_BLOCK)
+                    entries = await self._storage.audit.follow_requests(after=after, block=_BLOCK)
                 except StorageError as exc:
                     log.warning("request watch: %s; reading again in a second", exc)
                     after = None
@@ -81,9 +81,8 @@ class RequestWatch:
                     continue
                 for entry in entries:
                     after = entry.entry_id or after
-                    if is_request_run(entry.run_id):
-                        for event in self._waiters.get(entry.run_id, ()):
-                            event.set()
+                    for event in self._waiters.get(entry.run_id, ()):
+                        event.set()
         finally:
             self._task = None
 

@@ -2,7 +2,7 @@
 its callback URL, signed with the API client's secret, until the receiver takes it.
 
 ``WebhookEvents`` reads request events from storage's webhook consumer group and stores
-one delivery per event (its audit entry id is the delivery id); ``WebhookSender`` sends
+one delivery per event (the event's stream id is the delivery id); ``WebhookSender`` sends
 what is due, retrying with backoff (5 s, 10 s, ... at most an hour apart) for
 ``GIVE_UP_AFTER``. A receiver may see an event twice (a sender died after sending), never
 two ids for one event: it drops duplicates by ``X-Signoff-Delivery``.
@@ -27,7 +27,7 @@ from bot.services.consumer_loop import ConsumerLoop
 from storage.audit import AuditEntry
 from storage.errors import StorageError
 from storage.records import InterruptRecord
-from storage.requests import RequestMeta, is_request_run
+from storage.requests import RequestMeta
 from storage.webhooks import GIVE_UP_AFTER, WebhookDelivery
 
 from .callbacks import forbidden_address
@@ -162,7 +162,7 @@ class WebhookEvents(ConsumerLoop[AuditEntry]):
         stored = 0
         try:
             for entry in entries:
-                if entry.event in EVENTS and is_request_run(entry.run_id):
+                if entry.event in EVENTS:
                     stored += await self._store(entry)
             await self._services.storage.webhooks.ack_events(
                 *(e.entry_id for e in entries if e.entry_id)

@@ -53,12 +53,19 @@ local function channel_member(key, rid, channel)
   return channel .. '\0' .. field(key, 'created_at') .. '\0' .. rid
 end
 
+-- An external request's entries also go to `<audit stream>:requests`, which its waiters
+-- and webhooks read, so they never wade through every agent's clicks. (The key is derived,
+-- not passed: like the other global keys, it rules out Redis Cluster for now.)
 local function audit(stream, maxlen, event, rid, user, now, detail)
   local key = KEYS[1]
-  redis.call('XADD', stream, 'MAXLEN', '~', maxlen, '*',
-    'event', event, 'record_id', rid, 'run_id', field(key, 'run_id'), 'user_id', user,
+  local run_id = field(key, 'run_id')
+  local entry = {'event', event, 'record_id', rid, 'run_id', run_id, 'user_id', user,
     'at', now, 'channel', field(key, 'channel'), 'message_ts', field(key, 'message_ts'),
-    'detail', detail)
+    'detail', detail}
+  redis.call('XADD', stream, 'MAXLEN', '~', maxlen, '*', unpack(entry))
+  if string.sub(run_id, 1, 4) == 'req_' then
+    redis.call('XADD', stream .. ':requests', 'MAXLEN', '~', maxlen, '*', unpack(entry))
+  end
 end
 
 -- Move a pending record to a final state: drop it from every pending index, keep it for
