@@ -92,7 +92,7 @@ class DemoStack:
             str(Path(sys.executable).parent / "signoff"),
             "gate",
             *("--channel", GATE_CHANNEL, "--approvers", ",".join(GATE_APPROVERS)),
-            *("--title", "Clear the demo's scratch files", "--editable", "days=30"),
+            *("--title", "Clear the demo scratch files", "--editable", "days=30"),
             "--",
             *(
                 "sh",

@@ -193,7 +193,7 @@ async def test_the_printed_gate_command_runs_a_shell_job_once_approved(tmp_path:
         assert out.decode() == "approved by U0ALICE: files older than 30 days cleared\n"
         await slack.wait_for(
             ALICE,
-            _thread_says("Clear the demo's scratch files: succeeded"),
+            _thread_says("Clear the demo scratch files: succeeded"),
             channel=OPS,
             thread=card["ts"],
         )
