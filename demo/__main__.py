@@ -58,6 +58,11 @@ async def _run(options: argparse.Namespace) -> None:
         if not options.no_browser and _has_display():
             await asyncio.to_thread(webbrowser.open, stack.url)
         await stopping.wait()
+    print(
+        f"Stopped the demo. What was pending is kept in {data_dir}; ./run demo shows it again.",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

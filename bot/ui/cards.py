@@ -6,6 +6,7 @@ either the bot's own data or agent text that the builders escape.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -16,7 +17,9 @@ from agent_runtime.messages import JSONValue
 from storage.records import ApproverPolicy, InterruptRecord
 from storage.requests import is_request_run
 
-from .blocks import to_text
+from .blocks import to_text, user_mention
+
+_USER = re.compile(r"^[UW][A-Z0-9]{2,20}$")
 
 Outcome = Literal["approved", "denied", "edited", "responded", "expired", "cancelled", "withdrawn"]
 
@@ -44,6 +47,8 @@ class Card:
     digest: str = ""
     nobody_can_approve: str | None = None
     """Why no one can approve it (e.g. its groups resolved to nobody), shown on the card."""
+    deciders: str = ""
+    """Who may decide, in the bot's own mrkdwn (mentions of stored ids only)."""
 
     @property
     def button_value(self) -> str:
@@ -86,7 +91,27 @@ def card_from_record(record: InterruptRecord, *, trust_label: str | None = None)
         approvals=record.approvals,
         digest=record.args_digest,
         nobody_can_approve=nobody_can_approve(record.policy, escalated=record.escalated),
+        deciders=who_may_decide(record),
     )
+
+
+def who_may_decide(record: InterruptRecord) -> str:
+    """ "2 of @alice, @oncall, not the requester": who may decide, from the stored policy."""
+    policy = record.policy
+    named = [user_mention(u) for u in policy.allowed_users[:10]]
+    named += [f"<!subteam^{g}>" for g in policy.allowed_groups[:10]]
+    if record.escalated:
+        named += [user_mention(u) for u in policy.escalate_to_users[:10]]
+    if policy.open_to_channel:
+        named.append("anyone in this channel")
+    if not named:
+        return ""
+    who = ", ".join(named)
+    if policy.min_approvals > 1:
+        who = f"{policy.min_approvals} of {who}"
+    if not policy.allow_self_approval and _USER.match(record.requested_by):
+        who += ", not the requester"
+    return who
 
 
 def nobody_can_approve(policy: ApproverPolicy, *, escalated: bool = False) -> str | None:

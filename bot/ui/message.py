@@ -72,10 +72,13 @@ def pending_message(card: Card) -> SlackMessage:
 def decided_message(card: Card, verdict: Verdict) -> SlackMessage:
     """The same message after the decision: outcome, who, when; the buttons are gone."""
     headline = _HEADLINE[verdict.outcome]
+    parts = _verdict_parts(verdict)
+    if card.requested_by:
+        parts.append(f"Requested by {user_mention(card.requested_by)}")
     blocks = [
         header(f"{headline}: {card.action}"),
         *_summary(card),
-        context(_verdict_parts(verdict)),
+        context(parts),
     ]
     if verdict.message:
         label = "Reply" if verdict.outcome == "responded" else "Reason"
@@ -125,6 +128,8 @@ def _status_parts(card: Card) -> list[str]:
         parts.append(f"Requested by {user_mention(card.requested_by)}")
     if card.expires_at is not None:
         parts.append(f"Expires {date_token(card.expires_at)}")
+    if card.deciders and not card.nobody_can_approve:
+        parts.append(f"Who may approve: {card.deciders}")
     if card.min_approvals > 1:
         who = ", ".join(user_mention(u) for u in card.approvals[:20])
         so_far = f": {who}" if who else ""

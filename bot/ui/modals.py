@@ -75,7 +75,7 @@ def deny_modal(card: Card) -> Block:
         title="Deny",
         submit="Deny",
         intro="The reason goes back to the agent.",
-        label="Reason (optional)",
+        label="Reason",  # Slack marks an optional input "(optional)" itself
         element=element,
         optional=True,
     )

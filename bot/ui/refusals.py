@@ -6,7 +6,7 @@ from storage.outcomes import DecideOutcome
 from storage.requests import is_request_run
 
 from .blocks import user_mention
-from .cards import nobody_can_approve
+from .cards import nobody_can_approve, who_may_decide
 
 _TEXT = {
     "unknown": "This approval request no longer exists; nothing was decided.",
@@ -48,6 +48,9 @@ def refusal_text(outcome: DecideOutcome) -> str:
         unreachable = nobody_can_approve(record.policy, escalated=record.escalated)
         if unreachable:
             return unreachable
+        who = who_may_decide(record)
+        if who:
+            return f"{reason_text(reason)} Who may approve: {who}."
     if reason == "already_voted":
         return (
             f"Your approval is already counted ({outcome.approvals} of {outcome.required}); "

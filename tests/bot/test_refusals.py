@@ -30,7 +30,9 @@ async def test_unauthorised_user_is_refused_and_nothing_changes(make_bot: Any) -
     value = await bot.start()
     before = await _stored(bot, value)
     await bot.click(ids.APPROVE, value, user=MALLORY)
-    assert "not among the approvers" in await _refused(bot, MALLORY)
+    refused = await _refused(bot, MALLORY)
+    assert "not among the approvers" in refused
+    assert refused.endswith(f"Who may approve: <@{ALICE}>, <@{BOB}>, not the requester.")
     assert await _stored(bot, value) == before
     assert bot.slack.called("chat.update") == []
 

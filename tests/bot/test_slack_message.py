@@ -109,10 +109,17 @@ def test_expired_message_is_honest() -> None:
     msg = decided_message(card, Verdict(outcome="expired", at=NOW))
     assert msg.blocks[0]["text"]["text"].startswith("Expired, not approved")
     assert msg.text.startswith("Expired, not approved")
-    [status] = _mrkdwn_texts(msg.blocks[-1])
+    status, requested = _mrkdwn_texts(msg.blocks[-1])
     assert status == f":hourglass: Expired, not approved {date_token(NOW)}"
-    texts = [msg.text, *_mrkdwn_texts(msg.blocks)]
+    assert requested == "Requested by <@U123ABC>"  # who asked stays on the card
+    texts = [msg.text, status, *_mrkdwn_texts(msg.blocks[:-1])]
     assert not any("<@" in t or " by " in t for t in texts), texts
+
+
+def test_the_card_says_who_may_approve() -> None:
+    msg = pending_message(_card(deciders="2 of <@U0ALICE>, <!subteam^S0ONCALL>, not the requester"))
+    parts = _mrkdwn_texts(msg.blocks[-2])
+    assert "Who may approve: 2 of <@U0ALICE>, <!subteam^S0ONCALL>, not the requester" in parts
 
 
 def test_quorum_progress_shows_in_the_pending_message() -> None:

@@ -65,6 +65,7 @@ async def _stop(demo: DemoProcess) -> float:
     code, seconds, stderr = await asyncio.to_thread(demo.stop)
     assert code == 0, stderr
     assert "Traceback" not in stderr, stderr
+    assert f"What was pending is kept in {demo.data_dir}" in stderr
     return seconds
 
 
