@@ -154,6 +154,10 @@ class InterruptStore:
         records, _ = await self._queries.many(ids)
         return [r for r in records if r.state == "pending" and not r.message_ts]
 
+    async def set_permalink(self, interrupt_id: str, permalink: str) -> None:
+        """Keep the link to a posted interrupt's message (``chat.getPermalink``'s answer)."""
+        await self._client.eval("set_permalink", [self._keys.record(interrupt_id)], [permalink])
+
     async def hold_post(self, interrupt_id: str, *, until: datetime) -> None:
         """Keep an unposted interrupt out of ``claim_outbox`` until ``until``: its poster is
         still at it (a slow or rate-limited call), or Slack asked to wait that long."""

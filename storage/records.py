@@ -141,6 +141,7 @@ class InterruptRecord(BaseModel):
     channel: str | None = None
     message_ts: str | None = None
     thread_ts: str | None = None
+    permalink: str | None = None
     state: InterruptState = "pending"
     votes: tuple[Vote, ...] = ()
     decided_by: str | None = None
@@ -261,6 +262,7 @@ class InterruptRecord(BaseModel):
             "channel": self.channel or "",
             "message_ts": self.message_ts or "",
             "thread_ts": self.thread_ts or "",
+            "permalink": self.permalink or "",
             "state": self.state,
             "votes": json.dumps(data["votes"], separators=(",", ":")),
             "voters": json.dumps(approvals) if approvals else "[]",
@@ -307,6 +309,7 @@ class InterruptRecord(BaseModel):
                 channel=opt("channel"),
                 message_ts=opt("message_ts"),
                 thread_ts=opt("thread_ts"),
+                permalink=opt("permalink"),
                 state=fields["state"],  # type: ignore[arg-type]
                 votes=tuple(Vote.model_validate(v) for v in json.loads(fields["votes"])),
                 decided_by=opt("decided_by"),

@@ -86,9 +86,7 @@ async def request_record(
     )
 
 
-def request_view(
-    record: InterruptRecord, meta: RequestMeta, *, permalink: str | None
-) -> RequestView:
+def request_view(record: InterruptRecord, meta: RequestMeta) -> RequestView:
     """What the API answers about a request: where it stands, who decided, the params."""
     decision = Decision.from_dict(record.decision) if record.decision else None
     params: dict[str, ParamValue] = dict(meta.values)
@@ -102,7 +100,7 @@ def request_view(
         status=status,
         title=meta.title,
         channel=record.channel,
-        permalink=permalink,
+        permalink=record.permalink,
         requested_by=record.requested_by,
         approvers=[*policy.allowed_users, *policy.allowed_groups],
         min_approvals=policy.min_approvals,

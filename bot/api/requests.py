@@ -24,9 +24,8 @@ from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import TypeVar
 
-from aiohttp import ClientError, web
+from aiohttp import web
 from pydantic import BaseModel, ValidationError
-from slack_sdk.errors import SlackApiError
 
 from bot.services import Services
 from bot.ui.posting import post_in_thread, post_interrupt, update_message
@@ -94,7 +93,6 @@ class _RequestsApi:
         self._services = services
         self._watch = watch
         self._callbacks = callbacks
-        self._permalinks: dict[str, str] = {}
 
     async def create(self, request: web.Request, caller: Caller) -> web.StreamResponse:
         body = await parse(request, NewRequest)
@@ -208,7 +206,7 @@ class _RequestsApi:
         body = await parse(request, OutcomeReport)
         if isinstance(body, web.Response):
             return body
-        view = request_view(record, meta, permalink=None)
+        view = request_view(record, meta)
         if view.status not in APPROVED_STATUSES:
             return error(409, f"the request is {view.status}; only an approved job has an outcome")
         services = self._services
@@ -255,31 +253,11 @@ class _RequestsApi:
     async def _answer(
         self, record: InterruptRecord, meta: RequestMeta, *, status: int = 200, note: str = ""
     ) -> web.Response:
-        view = request_view(record, meta, permalink=await self._permalink(record))
+        view = request_view(record, meta)
         data = json.loads(view.model_dump_json())
         if note:
             data["error"] = f"{note}; it is {view.status}"
         return web.json_response(data, status=status)
-
-    async def _permalink(self, record: InterruptRecord) -> str | None:
-        """The card's link (``chat.getPermalink``, asked once per process and request)."""
-        if not record.channel or not record.message_ts:
-            return None
-        link = self._permalinks.get(record.id)
-        if link is None:
-            try:
-                answer = await self._services.client.chat_getPermalink(
-                    channel=record.channel, message_ts=record.message_ts
-                )
-            except (SlackApiError, ClientError, TimeoutError, OSError) as exc:
-                log.warning("no permalink for %s: %s", record.id, exc)
-                return None
-            link = str(answer.get("permalink") or "") or None
-            if link is not None:
-                if len(self._permalinks) > 10_000:
-                    self._permalinks.clear()
-                self._permalinks[record.id] = link
-        return link
 
 
 async def parse(

@@ -194,7 +194,7 @@ class WebhookEvents(ConsumerLoop[AuditEntry]):
 
 def _body(entry: AuditEntry, record: InterruptRecord, meta: RequestMeta) -> str:
     """What the receiver gets: the event, when it happened, and the request as it stands."""
-    view = request_view(record, meta, permalink=None)
+    view = request_view(record, meta)
     data: dict[str, Any] = {
         "delivery_id": entry.entry_id,
         "event": EVENTS[entry.event],

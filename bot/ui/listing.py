@@ -18,8 +18,9 @@ PAGE_SIZE = (MESSAGE_BLOCKS - 2) // _PER_ITEM
 def pending_blocks(
     records: Sequence[InterruptRecord], *, next_page: str | None = None
 ) -> list[Block]:
-    """A header, then per interrupt its summary and a link to its message, then a button to
-    the page after (``next_page``: the storage cursor it carries)."""
+    """A header, then per interrupt its summary and a link to its message (the permalink
+    Slack gave when it was posted), then a button to the page after (``next_page``: the
+    storage cursor it carries)."""
     count = f"{len(records)}+" if next_page else str(len(records))
     blocks: list[Block] = [header(f"Waiting for you: {count}")]
     if not records:
@@ -30,7 +31,7 @@ def pending_blocks(
         action = interrupt.tool_call.name if interrupt.tool_call else interrupt.name
         summary = f"*{escaped(record.agent, 200)}* wants to run `{escaped(action, 300)}`"
         block = section(summary)
-        link = _permalink(record)
+        link = record.permalink
         if link:
             block["accessory"] = {
                 "type": "button",
@@ -67,9 +68,3 @@ def help_text() -> str:
         "• `/signoff run <agent> <input>` starts a run of an agent.\n"
         "• `/signoff help` shows this."
     )
-
-
-def _permalink(record: InterruptRecord) -> str | None:
-    if not record.channel or not record.message_ts:
-        return None
-    return f"https://slack.com/archives/{record.channel}/p{record.message_ts.replace('.', '')}"

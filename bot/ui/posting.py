@@ -80,7 +80,13 @@ async def post_interrupt(services: Services, record: InterruptRecord) -> Interru
         thread_ts=record.thread_ts or ts,
         now=services.clock.now(),
     )
-    return posted
+    if posted is None or posted.channel is None:
+        return posted
+    link = await _permalink(services, posted.channel, ts)
+    if link is None:
+        return posted
+    await services.storage.interrupts.set_permalink(record.id, link)
+    return posted.model_copy(update={"permalink": link})
 
 
 async def update_message(services: Services, record: InterruptRecord) -> None:
@@ -121,6 +127,16 @@ async def post_ephemeral(services: Services, *, channel: str, user: str, text: s
         await services.client.chat_postEphemeral(channel=channel, user=user, text=text)
     except (SlackApiError, ClientError, TimeoutError, OSError) as exc:
         log.warning("ephemeral to %s in %s failed: %s", user, channel, _why(exc))
+
+
+async def _permalink(services: Services, channel: str, ts: str) -> str | None:
+    """The message's link as Slack gives it (``chat.getPermalink``); None if it will not."""
+    try:
+        answer = await services.client.chat_getPermalink(channel=channel, message_ts=ts)
+    except (SlackApiError, ClientError, TimeoutError, OSError) as exc:
+        log.warning("no permalink for %s/%s: %s", channel, ts, _why(exc))
+        return None
+    return str(answer.get("permalink") or "") or None
 
 
 async def _dm_channel(services: Services, record: InterruptRecord) -> str:
