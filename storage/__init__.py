@@ -36,6 +36,13 @@ Entry point::
 - ``audit: AuditLog`` - ``append(AuditEntry)``, ``read(*, after, count)``.
 - ``deliveries: Deliveries`` - ``first(event_id) -> bool``: False for a retried Events
   API delivery already handled (ids remembered for an hour).
+- ``requests: RequestStore`` - ``keep(run_id, meta, *, ttl)``, ``meta(run_id)``: what an
+  external request asked beyond its record (a request is the one interrupt of a run
+  ``req_…``, see ``storage.requests``).
+- ``api_clients: ApiClients`` - ``create``, ``revoke``, ``get``, ``authenticate(token)``,
+  ``all()``: the named clients of the requests API (only token hashes are stored).
+- ``webhooks: WebhookOutbox`` - the request events' consumer group and the deliveries
+  waiting for their receivers (``add``, ``claim_due``, ``retry``, ``done``).
 
 A record's id (``InterruptRecord.id``) is ``"<run_id>/<interrupt id>"``: put it in the
 button value; ``decide`` needs nothing else from the click but the user id (and, to check
