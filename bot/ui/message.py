@@ -133,7 +133,8 @@ def _status_parts(card: Card) -> list[str]:
     if card.min_approvals > 1:
         who = ", ".join(user_mention(u) for u in card.approvals[:20])
         so_far = f": {who}" if who else ""
-        parts.append(f"{len(card.approvals)} of {card.min_approvals} approvals{so_far}")
+        deny = "; any deny ends it" if "reject" in card.decisions else ""
+        parts.append(f"{len(card.approvals)} of {card.min_approvals} approvals{so_far}{deny}")
     if card.dangerous:
         parts.append(":warning: Dangerous action")
     if card.nobody_can_approve:

@@ -162,3 +162,19 @@ async def test_a_forged_button_for_a_decision_not_offered_opens_no_modal(make_bo
     assert bot.slack.called("views.open") == []
     notes = [c["text"] for c in bot.slack.called("chat.postEphemeral")]
     assert notes == ["That decision is not offered for this request."] * 3
+
+
+async def test_one_deny_ends_a_quorum_request_as_its_card_says_up_front(make_bot: Any) -> None:
+    policy = Policy(channel=CHANNEL, users=(ALICE, BOB), min_approvals=2)
+    bot: Harness = await make_bot(policy)
+    value = await bot.start(requested_by=CAROL)
+    assert "0 of 2 approvals; any deny ends it" in str(bot.posted()["blocks"])
+
+    await bot.click(ids.APPROVE, value, user=ALICE)
+    await bot.slack.wait_calls("chat.update")
+    status, _ = await bot.submit(ids.DENY_VIEW, value, user=BOB, text="not today")
+    assert status == 200
+    await bot.finished()
+    final = bot.slack.called("chat.update")[-1]
+    assert final["blocks"][0]["text"]["text"].startswith("Denied")
+    assert bot.tool_log.calls == []
