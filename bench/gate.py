@@ -14,15 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import random
-import signal
-import socket
-import sys
-import tempfile
 import time
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -30,65 +24,37 @@ import aiohttp
 from bot.ui import ids
 from sandbox import Sandbox
 from sandbox.entities import Message
-from storage import EmbeddedRedis
 
-ROOT = Path(__file__).resolve().parents[1]
-SIGNOFF = Path(sys.executable).parent / "signoff"
-CHANNEL = "C0GENERAL"
-APPROVER = "U0ALICE"
+from .chaos import ALICE as APPROVER
+from .chaos import CHANNEL, SIGNOFF, Stack, stack
+
 REQUESTS, ROUND = 200, 20
 POLL_EVERY = 3.0
 TARGET_P99 = 0.100
 
 
 async def main() -> dict[str, Any]:
-    with tempfile.TemporaryDirectory() as tmp:
-        work = Path(tmp)
-        redis = EmbeddedRedis(work / "redis")
-        url = await asyncio.to_thread(redis.start)
-        try:
-            async with Sandbox() as sandbox:
-                return await _measure(sandbox, url, work)
-        finally:
-            redis.stop()
+    async with stack() as running:
+        return await _measure(running)
 
 
-async def _measure(sandbox: Sandbox, redis_url: str, work: Path) -> dict[str, Any]:
-    port = _free_port()
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(ROOT),
-        "SLACK_BOT_TOKEN": sandbox.bot_token,
-        "SLACK_SIGNING_SECRET": sandbox.signing_secret,
-        "SIGNOFF_SLACK_API_URL": sandbox.api_url,
-        "REDIS_URL": redis_url,
-        "SIGNOFF_AGENTS": "bench.chaos_agents",
-        "SIGNOFF_HOST": "127.0.0.1",
-        "SIGNOFF_PORT": str(port),
-        "SIGNOFF_LOG_LEVEL": "WARNING",
-    }
+async def _measure(running: Stack) -> dict[str, Any]:
     made = await asyncio.create_subprocess_exec(
-        str(SIGNOFF), "token", "create", "bench", env=env, stdout=asyncio.subprocess.PIPE
+        str(SIGNOFF),
+        *("token", "create", "bench"),
+        env=running.env(0),
+        stdout=asyncio.subprocess.PIPE,
     )
     printed, _ = await made.communicate()
     token = printed.decode().splitlines()[0].removeprefix("SIGNOFF_TOKEN=")
+    port = await running.serve()
     base = f"http://127.0.0.1:{port}"
-    env |= {"SIGNOFF_URL": base, "SIGNOFF_TOKEN": token}
-    with (work / "serve.log").open("ab") as log:
-        server = await asyncio.create_subprocess_exec(
-            str(SIGNOFF), "serve", env=env, stdout=log, stderr=log
-        )
-    try:
-        await _until_healthy(base + "/healthz")
-        sandbox.request_url = base + "/slack/events"
-        gate_ms: list[float] = []
-        poll_ms: list[float] = []
-        async with aiohttp.ClientSession(headers={"Authorization": f"Bearer {token}"}) as http:
-            for first in range(0, REQUESTS, ROUND):
-                await _round(sandbox, env, http, base, first, gate_ms, poll_ms)
-    finally:
-        server.send_signal(signal.SIGTERM)
-        await asyncio.wait_for(server.wait(), 30)
+    env = running.env(port) | {"SIGNOFF_URL": base, "SIGNOFF_TOKEN": token}
+    gate_ms: list[float] = []
+    poll_ms: list[float] = []
+    async with aiohttp.ClientSession(headers={"Authorization": f"Bearer {token}"}) as http:
+        for first in range(0, REQUESTS, ROUND):
+            await _round(running.sandbox, env, http, base, first, gate_ms, poll_ms)
     return _figures(gate_ms, poll_ms)
 
 
@@ -186,24 +152,6 @@ def _figures(gate_ms: list[float], poll_ms: list[float]) -> dict[str, Any]:
 
 def _at(text: str) -> float:
     return datetime.fromisoformat(text).timestamp()
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-async def _until_healthy(url: str) -> None:
-    async with aiohttp.ClientSession() as http, asyncio.timeout(30):
-        while True:
-            try:
-                async with http.get(url) as answer:
-                    if answer.status == 200:
-                        return
-            except aiohttp.ClientConnectionError:
-                pass
-            await asyncio.sleep(0.05)  # the server is booting: poll its health endpoint
 
 
 def _print(figures: dict[str, Any]) -> None:

@@ -43,10 +43,8 @@ async def request_record(
     services: Services, body: NewRequest, meta: RequestMeta, *, run_id: str
 ) -> InterruptRecord:
     """The pending record of a new request, with its user groups' members resolved now."""
-    users = tuple(a for a in body.approvers if not a.startswith("S"))
-    groups = tuple(a for a in body.approvers if a.startswith("S"))
-    escalate_users = tuple(a for a in body.escalate_to if not a.startswith("S"))
-    escalate_groups = tuple(a for a in body.escalate_to if a.startswith("S"))
+    users, groups = _users_and_groups(body.approvers)
+    escalate_users, escalate_groups = _users_and_groups(body.escalate_to)
     members = await services.directory.members(groups) if groups else ()
     if escalate_groups:
         escalate_users += await services.directory.members(escalate_groups)
@@ -84,6 +82,11 @@ async def request_record(
         now=now,
         channel=body.channel,
     )
+
+
+def _users_and_groups(ids: list[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """User ids and user group ids (``S…``), apart."""
+    return tuple(i for i in ids if i[0] != "S"), tuple(i for i in ids if i[0] == "S")
 
 
 def request_view(record: InterruptRecord, meta: RequestMeta) -> RequestView:
