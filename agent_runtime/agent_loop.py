@@ -253,9 +253,8 @@ class Invocation:
 
     async def _prepare(self, stored_call: ToolCall) -> _Prepared | list[Interrupt]:
         """The call's BeforeToolCall hooks: their interrupts, or the call ready to run."""
-        call = ToolCall(
-            id=stored_call.id, name=stored_call.name, args=copy.deepcopy(stored_call.args)
-        )
+        args = self.state.edited_input(stored_call.id) or stored_call.args
+        call = ToolCall(id=stored_call.id, name=stored_call.name, args=copy.deepcopy(args))
         tool = self.agent.tools.get(call.name)
         point = InterruptPoint(
             call.id, responses=self.state.responses(), tool_call=call, unique_names=True

@@ -42,6 +42,8 @@ class InterruptPoint:
         *,
         allowed_decisions: Sequence[DecisionType] = (),
         description: str | None = None,
+        question: bool = False,
+        options: Sequence[str] = (),
     ) -> JSONValue:
         """Return the human's answer to ``name``; raise ``InterruptRequested`` if none yet."""
         if not name:
@@ -63,5 +65,7 @@ class InterruptPoint:
                 tool_call=self.tool_call,
                 allowed_decisions=tuple(allowed_decisions),
                 description=description,
+                question=question or bool(options),
+                options=tuple(options),
             )
         )

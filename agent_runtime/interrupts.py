@@ -117,7 +117,11 @@ class Decision:
 
 @dataclass(frozen=True, kw_only=True)
 class Interrupt:
-    """A pending request for a human: what asks, why, and which decisions are offered."""
+    """A pending request for a human: what asks, why, and which decisions are offered.
+
+    A ``question`` wants the human's words or one of ``options`` (a string) as its answer;
+    any other interrupt is answered with a ``Decision``.
+    """
 
     id: str
     name: str
@@ -125,6 +129,8 @@ class Interrupt:
     tool_call: ToolCall | None = None
     allowed_decisions: tuple[DecisionType, ...] = ()
     description: str | None = None
+    question: bool = False
+    options: tuple[str, ...] = ()
     created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
 
     @property
@@ -140,6 +146,8 @@ class Interrupt:
             "tool_call": self.tool_call.to_dict() if self.tool_call else None,
             "allowed_decisions": list(self.allowed_decisions),
             "description": self.description,
+            "question": self.question,
+            "options": list(self.options),
             "created_at": self.created_at.isoformat(),
         }
 
@@ -153,6 +161,8 @@ class Interrupt:
             tool_call=ToolCall.from_dict(tool_call) if tool_call else None,
             allowed_decisions=tuple(data.get("allowed_decisions") or ()),
             description=data.get("description"),
+            question=bool(data.get("question", False)),
+            options=tuple(str(o) for o in data.get("options") or ()),
             created_at=datetime.fromisoformat(str(data["created_at"])),
         )
 

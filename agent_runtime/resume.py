@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from .errors import ResumeError
-from .interrupts import Decision, InterruptResponse
+from .interrupts import Decision, Interrupt, InterruptResponse
 from .messages import JSONValue, ToolCall
 from .state import Answer, RunState
 
@@ -110,6 +110,7 @@ def apply_answers(
                 f"unknown interrupt id {iid!r}; the open interrupts are {sorted(pending)}"
             )
         interrupt = open_interrupt.interrupt
+        new_input = None
         if interrupt.is_approval:
             response = _as_decision(response)
             decision = response.decision
@@ -121,10 +122,27 @@ def apply_answers(
                 )
             if decision.type == "edit" and interrupt.tool_call and decision.args is not None:
                 check_edit(interrupt.tool_call, decision.args)
-        answers[iid] = Answer(source_id=open_interrupt.source_id, response=response)
+        elif response.decision is not None and response.decision.type == "edit":
+            new_input = _restart_input(interrupt, response.decision, check_edit)
+        answers[iid] = Answer(
+            source_id=open_interrupt.source_id, response=response, new_input=new_input
+        )
     if not answers:
         raise ResumeError("a resume needs at least one interrupt response")
     state.answers.update(answers)
+
+
+def _restart_input(
+    interrupt: Interrupt, decision: Decision, check_edit: EditCheck
+) -> dict[str, JSONValue]:
+    """The arguments a tool's own interrupt is edited to: the tool restarts with them."""
+    call = interrupt.tool_call
+    if call is None or interrupt.question or decision.args is None:
+        raise ResumeError(
+            f"interrupt {interrupt.id} has no tool arguments to edit; answer it another way"
+        )
+    check_edit(call, decision.args)
+    return dict(decision.args)
 
 
 def _as_decision(response: InterruptResponse) -> InterruptResponse:

@@ -37,10 +37,15 @@ class PendingInterrupt:
 
 @dataclass(frozen=True, kw_only=True)
 class Answer:
-    """A human's answer, kept until the run ends so replayed code finds it."""
+    """A human's answer, kept until the run ends so replayed code finds it.
+
+    ``new_input`` is set when a person edited the arguments of a tool's own interrupt: the
+    tool runs again from the top with them.
+    """
 
     source_id: str
     response: InterruptResponse
+    new_input: dict[str, JSONValue] | None = None
 
 
 @dataclass(kw_only=True)
@@ -125,6 +130,11 @@ class RunState:
     def answers_from(self, source_id: str) -> list[InterruptResponse]:
         return [a.response for a in self.answers.values() if a.source_id == source_id]
 
+    def edited_input(self, call_id: str) -> dict[str, JSONValue] | None:
+        """The arguments a person last gave tool call ``call_id`` through its own interrupt."""
+        edits = [a.new_input for a in self.answers.values() if a.source_id == call_id]
+        return next((e for e in reversed(edits) if e is not None), None)
+
     def to_snapshot(self) -> Snapshot:
         return {
             "format": SNAPSHOT_FORMAT,
@@ -141,6 +151,7 @@ class RunState:
             ],
             "answers": {
                 iid: {"source_id": a.source_id, "response": a.response.to_dict()}
+                | ({"new_input": a.new_input} if a.new_input is not None else {})
                 for iid, a in self.answers.items()
             },
             "app_state": self.app_state,
@@ -168,7 +179,9 @@ class RunState:
             ],
             answers={
                 iid: Answer(
-                    source_id=a["source_id"], response=InterruptResponse.from_dict(a["response"])
+                    source_id=a["source_id"],
+                    response=InterruptResponse.from_dict(a["response"]),
+                    new_input=a.get("new_input"),
                 )
                 for iid, a in data["answers"].items()
             },

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, get_type_hints, overload
 
@@ -12,6 +12,7 @@ import pydantic
 
 from .asking import InterruptPoint
 from .errors import ToolInputError, UsageError
+from .interrupts import Decision
 from .messages import JSONValue, ToolCall
 from .models.base import ToolSpec
 
@@ -37,9 +38,17 @@ class ToolContext:
     original_input: dict[str, JSONValue] | None = None
     state: dict[str, JSONValue] = field(default_factory=dict)
 
-    def interrupt(self, name: str, reason: JSONValue = None) -> JSONValue:
-        """Stop the run until a human answers; on resume, return their answer."""
-        return self.point.ask(name, reason)
+    def interrupt(
+        self, name: str, reason: JSONValue = None, *, options: Sequence[str] = ()
+    ) -> JSONValue:
+        """Stop the run until a human answers; on resume, return their answer.
+
+        Without ``options`` the answer is a ``Decision``: approve, edit (the tool then runs
+        again from the top with the new arguments, and ``original_input`` holds the old
+        ones), reject or respond. With ``options`` it is the option the human chose, or
+        their own words when the approver's policy allows a reply.
+        """
+        return self.point.ask(name, reason, options=options)
 
 
 ToolFunction = Callable[..., Any]
@@ -114,15 +123,34 @@ def tool(
 
 
 def interrupt_tool(name: str, input_model: type[pydantic.BaseModel], description: str) -> Tool:
-    """A tool whose every call asks a human; their answer is the tool's output.
+    """A tool whose every call asks a human a question; their answer is the tool's output.
 
-    The model's arguments (validated by ``input_model``) are the interrupt's reason.
+    The model's arguments (validated by ``input_model``) are the interrupt's reason; a
+    ``choices`` or ``options`` list among them is offered as the answers to pick from. A
+    question declined or left to expire gives the model a sentence saying so.
     """
 
     async def ask_human(context: ToolContext, **args: Any) -> JSONValue:
-        return context.interrupt(name, reason=args)
+        options = next((args[k] for k in ("choices", "options") if _strings(args.get(k))), ())
+        answer = context.point.ask(name, reason=args, question=True, options=options)
+        if isinstance(answer, Decision):
+            return _declined(answer)
+        return answer
 
     return Tool(ask_human, name=name, description=description, input_model=input_model)
+
+
+def _strings(value: object) -> bool:
+    return isinstance(value, list) and bool(value) and all(isinstance(v, str) for v in value)
+
+
+def _declined(decision: Decision) -> str:
+    """What the model reads when a question got a decision instead of an answer."""
+    if decision.type == "respond" and decision.message is not None:
+        return decision.message
+    if decision.type == "approve":
+        return "The person acknowledged the question without answering it."
+    return f"The question was not answered: {decision.message or 'the person declined'}."
 
 
 def _context_param(function: ToolFunction) -> str | None:

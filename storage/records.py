@@ -70,6 +70,8 @@ class ApproverPolicy(BaseModel):
     work_start_hour: int = Field(default=9, ge=0, le=23)
     work_end_hour: int = Field(default=18, ge=1, le=24)
     decisions: tuple[DecisionType, ...] = ("approve", "reject")
+    free_text_answers: bool = True
+    """Whether a question with options may also be answered in the approver's own words."""
     dangerous: bool = False
 
     @field_validator("allowed_users", "allowed_groups", "group_members", "escalate_to_users")
@@ -224,17 +226,21 @@ class InterruptRecord(BaseModel):
         """
         if self.state == "pending":
             return None
+        iid = str(self.interrupt["id"])
         meta: dict[str, Any] = {"state": self.state, "decided_by": self.decided_by}
         meta["decided_at"] = self.decided_at.isoformat() if self.decided_at else None
         if self.state == "approved":
             meta["approvers"] = list(self.approvals)
+        question = self.runtime_interrupt.question
         if self.decision is not None:
             decision = Decision.from_dict(self.decision)
+        elif question:
+            decision = Decision.reject(f"it was {self.state} before anyone answered")
         else:
             decision = Decision.reject(f"not approved: the request was {self.state}")
-        return InterruptResponse(
-            interrupt_id=str(self.interrupt["id"]), decision=decision, metadata=meta
-        )
+        if question and decision.type == "respond":
+            return InterruptResponse(interrupt_id=iid, response=decision.message, metadata=meta)
+        return InterruptResponse(interrupt_id=iid, decision=decision, metadata=meta)
 
     # -- the Redis hash form --------------------------------------------------------------
 

@@ -24,7 +24,7 @@ from ..resume import ContinueRun, RunInput, begin, parse_input
 from ..run_events import RunEvent, RunFinished, RunStarted, TextMessage
 from ..session import SessionStore
 from ..state import PendingInterrupt, RunState
-from .context import Node, NodeContext, NodeFunction, as_text, node_call
+from .context import Node, NodeContext, NodeFunction, as_text, input_from_args, node_call
 from .state import WorkflowState
 
 log = logging.getLogger(__name__)
@@ -162,10 +162,14 @@ class WorkflowRun:
     async def _before(self, name: str) -> BeforeNodeCall | None:
         """Emit BeforeNodeCall; None when a hook interrupted or cancelled the node."""
         node_id = self.state.node_id
+        edited = self.state.run.edited_input(node_id)
+        node_input = self.state.input
+        if edited is not None:  # a person edited the input through the node's own interrupt
+            node_input = input_from_args(edited, like=node_input)
         point = InterruptPoint(
             node_id,
             responses=self.state.run.responses(),
-            tool_call=node_call(node_id, name, self.state.input),
+            tool_call=node_call(node_id, name, node_input),
             unique_names=True,
         )
         before = BeforeNodeCall(
@@ -173,7 +177,7 @@ class WorkflowRun:
             run=self.info,
             point=point,
             node=name,
-            input=copy.deepcopy(self.state.input),
+            input=copy.deepcopy(node_input),
         )
         interrupts = await self.workflow.hooks.emit(before)
         if interrupts:

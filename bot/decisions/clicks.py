@@ -36,6 +36,7 @@ from storage.requests import is_request_run
 from .damaged import record_damaged
 from .group_refresh import refresh_groups
 from .payloads import Click, parse_click
+from .submissions import replies_allowed
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +69,9 @@ async def intake(services: Services, click: Click) -> None:
     if action in _MODALS:
         services.background.spawn(open_modal(services, click), name=action)
         return
-    if action not in _DECISIONS:
+    if click.choice is not None:
+        action = f"{ids.CHOOSE}.{click.choice}"
+    elif action not in _DECISIONS:
         return
     user, channel = click.user.id, click.container.channel_id
     append = services.storage.clicks.append(
@@ -99,7 +102,9 @@ def signoff_click(payload: dict[str, Any]) -> Click | None:
     if payload.get("type") != "block_actions":
         return None
     click = parse_click(payload)
-    if click is None or click.ref is None or click.action.action_id not in ids.BUTTONS:
+    if click is None or click.ref is None:
+        return None
+    if click.action.action_id not in ids.BUTTONS and click.choice is None:
         return None
     return click
 
@@ -123,7 +128,8 @@ def listener(services: Services) -> Any:
 
 
 async def decide_click(services: Services, entry: ClickEntry) -> None:
-    """Record an Approve (or Approve and trust) click; refuse with an ephemeral note.
+    """Record an Approve (or Approve and trust) click, or the answer a question's button
+    picked; refuse with an ephemeral note.
 
     The click is judged as of when it was acknowledged, not when a decider gets to it: a
     click in time still counts when a backlog or a dead decider delays it past the
@@ -133,8 +139,15 @@ async def decide_click(services: Services, entry: ClickEntry) -> None:
     not updated it yet.
     """
     user, channel = entry.user_id, entry.channel_id
-    remember = None
-    if entry.action_id == ids.TRUST:
+    decision = Decision.approve()
+    if entry.action_id.startswith(ids.CHOOSE + "."):
+        chosen = await _chosen(services, entry)
+        if chosen is None:
+            text = reason_text("not_offered")  # a forged index: the card never showed it
+            await post_ephemeral(services, channel=channel, user=user, text=text)
+            return
+        decision = Decision.respond(chosen)
+    elif entry.action_id == ids.TRUST:
         try:
             record = await services.storage.queries.get(entry.record_id)
         except CorruptRecordError:
@@ -144,12 +157,13 @@ async def decide_click(services: Services, entry: ClickEntry) -> None:
         if record is not None and spec is not None:
             call = record.runtime_interrupt.tool_call
             remember = spec.policy_for(call.name if call else None).trust
+            decision = Decision.approve(remember=remember)
 
     async def decide(click_id: str) -> DecideOutcome:
         return await services.storage.interrupts.decide(
             entry.record_id,
             user,
-            Decision.approve(remember=remember),
+            decision,
             args_digest=entry.digest,
             now=entry.clicked_at,
             channel=channel,
@@ -177,6 +191,21 @@ async def decide_click(services: Services, entry: ClickEntry) -> None:
         await update_message(services, outcome.record)
 
 
+async def _chosen(services: Services, entry: ClickEntry) -> str | None:
+    """The answer a choice click picked, read from the stored question (never the payload);
+    None when the question has no such answer. A missing or damaged record is left for
+    ``decide`` to refuse and report."""
+    try:
+        record = await services.storage.queries.get(entry.record_id)
+    except CorruptRecordError:
+        return ""
+    if record is None:
+        return ""
+    options = record.runtime_interrupt.options
+    index = int(entry.action_id.removeprefix(ids.CHOOSE + "."))
+    return options[index] if index < len(options) else None
+
+
 async def open_modal(services: Services, click: Click) -> None:
     """Open the Edit / Deny / Reply / full-arguments modal for a pending interrupt.
 
@@ -201,7 +230,8 @@ async def open_modal(services: Services, click: Click) -> None:
         await post_ephemeral(services, channel=channel, user=user, text=refusal_text(outcome))
         return
     submits = _OFFERED_AS.get(click.action.action_id)
-    if submits is not None and submits not in record.policy.decisions:
+    forged_reply = submits == "respond" and not replies_allowed(record)
+    if submits is not None and (submits not in record.policy.decisions or forged_reply):
         text = reason_text("not_offered")  # a forged button: the card never showed it
         await post_ephemeral(services, channel=channel, user=user, text=text)
         return

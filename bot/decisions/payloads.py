@@ -30,9 +30,15 @@ class _Container(_Model):
     message_ts: str = Field(pattern=_TS)
 
 
+class _Option(_Model):
+    value: str = Field(max_length=150)
+
+
 class _Action(_Model):
     action_id: str = Field(max_length=255)
-    value: str = Field(max_length=2000)
+    block_id: str = Field(default="", max_length=255)
+    value: str = Field(default="", max_length=2000)
+    selected_option: _Option | None = None
 
 
 class Ref(_Model):
@@ -63,7 +69,22 @@ class Click(_Model):
 
     @property
     def ref(self) -> Ref | None:
+        if self.choice is not None:
+            block, _, value = self.action.block_id.partition(" ")
+            return Ref.parse(value) if block == ids.CHOICES_BLOCK else None
         return Ref.parse(self.action.value)
+
+    @property
+    def choice(self) -> int | None:
+        """Which of a question's answers was picked (a button's or a select's index)."""
+        action = self.action
+        if action.action_id == ids.CHOOSE and action.selected_option is not None:
+            picked = action.selected_option.value
+        elif action.action_id.startswith(ids.CHOOSE + "."):
+            picked = action.action_id.removeprefix(ids.CHOOSE + ".")
+        else:
+            return None
+        return int(picked) if picked.isdigit() and len(picked) <= 3 else None
 
 
 class _InputValue(_Model):

@@ -106,6 +106,12 @@ async def _request_edit_problem(
     return None
 
 
+def replies_allowed(record: InterruptRecord) -> bool:
+    """Whether the card offers Reply: a question with options may forbid free text."""
+    interrupt = record.runtime_interrupt
+    return not interrupt.options or record.policy.free_text_answers
+
+
 def _decision(
     services: Services, submission: Submission, record: InterruptRecord
 ) -> Decision | str:
@@ -114,6 +120,8 @@ def _decision(
     if callback == ids.DENY_VIEW:
         return Decision.reject(text.strip())
     if callback == ids.REPLY_VIEW:
+        if not replies_allowed(record):
+            return reason_text("not_offered")
         if not text.strip():
             return "Write the reply the agent should receive."
         return Decision.respond(text)

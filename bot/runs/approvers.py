@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from agent_runtime.interrupts import Interrupt
+from agent_runtime.interrupts import DecisionType, Interrupt
 from agent_runtime.results import AgentResult
 from bot.agents.policy import Escalate, Policy, Reminders
 from bot.services import Services
@@ -48,8 +48,7 @@ async def approver_policy(
     escalate_users: tuple[str, ...] = ()
     if escalate is not None:
         escalate_users = escalate.users + await services.directory.members(escalate.groups)
-    offered = interrupt.allowed_decisions or policy.decisions
-    decisions = tuple(d for d in policy.decisions if d in offered) or ("approve", "reject")
+    decisions = _decisions(policy, interrupt)
     reminders = policy.reminders
     return ApproverPolicy(
         allowed_users=policy.users,
@@ -68,8 +67,21 @@ async def approver_policy(
         work_start_hour=(reminders or Reminders()).start_hour,
         work_end_hour=(reminders or Reminders()).end_hour,
         decisions=decisions,
+        free_text_answers="respond" in policy.decisions or not interrupt.options,
         dangerous=policy.dangerous,
     )
+
+
+def _decisions(policy: Policy, interrupt: Interrupt) -> tuple[DecisionType, ...]:
+    """The decisions the card offers: a question is answered (or declined, when the policy
+    lets approvers deny); an edit needs tool arguments to edit."""
+    if interrupt.question:
+        return ("respond", "reject") if "reject" in policy.decisions else ("respond",)
+    offered = interrupt.allowed_decisions or policy.decisions
+    decisions = tuple(d for d in policy.decisions if d in offered)
+    if interrupt.tool_call is None:
+        decisions = tuple(d for d in decisions if d != "edit")
+    return decisions or ("approve", "reject")
 
 
 def _tool(interrupt: Interrupt) -> str | None:

@@ -20,7 +20,9 @@ from bot.ui import ids
 
 from . import commands
 
-_BUTTONS = re.compile("^(" + "|".join(re.escape(a) for a in ids.BUTTONS) + ")$")
+_BUTTONS = re.compile(
+    "^(" + "|".join(re.escape(a) for a in ids.BUTTONS) + rf"|{re.escape(ids.CHOOSE)}(\.\d+)?)$"
+)
 _MODALS = re.compile(
     "^(" + "|".join(re.escape(v) for v in (ids.EDIT_VIEW, ids.DENY_VIEW, ids.REPLY_VIEW)) + ")$"
 )

@@ -21,7 +21,18 @@ from .blocks import to_text, user_mention
 
 _USER = re.compile(r"^[UW][A-Z0-9]{2,20}$")
 
-Outcome = Literal["approved", "denied", "edited", "responded", "expired", "cancelled", "withdrawn"]
+Outcome = Literal[
+    "approved",
+    "denied",
+    "edited",
+    "responded",
+    "answered",
+    "declined",
+    "replied",
+    "expired",
+    "cancelled",
+    "withdrawn",
+]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -49,6 +60,13 @@ class Card:
     """Why no one can approve it (e.g. its groups resolved to nobody), shown on the card."""
     deciders: str = ""
     """Who may decide, in the bot's own mrkdwn (mentions of stored ids only)."""
+    question: bool = False
+    """The agent asks for an answer (one of ``options``, or free text), not a go-ahead."""
+    options: tuple[str, ...] = ()
+    free_text: bool = True
+    """Whether a question may be answered in the approver's own words (Reply)."""
+    asked_by_code: bool = False
+    """The tool's (or node's) own code asked: it receives the decision and acts on it."""
 
     @property
     def button_value(self) -> str:
@@ -74,10 +92,14 @@ def card_from_record(record: InterruptRecord, *, trust_label: str | None = None)
     reason = interrupt.reason
     if interrupt.is_approval and isinstance(reason, dict):
         reason = None  # the runtime's approval reason repeats the tool, args and description
+    if interrupt.question and isinstance(reason, dict) and isinstance(reason.get("question"), str):
+        reason = reason["question"]
+    if interrupt.question and call is not None and call.args == interrupt.reason:
+        call = None  # a question tool: its arguments are the question, shown as the reason
     return Card(
         interrupt_id=record.id,
         agent=record.agent,
-        action=call.name if call else interrupt.name,
+        action=interrupt.tool_call.name if interrupt.tool_call else interrupt.name,
         external=is_request_run(record.run_id),
         description=interrupt.description,
         reason=to_text(reason) or None,
@@ -92,6 +114,10 @@ def card_from_record(record: InterruptRecord, *, trust_label: str | None = None)
         digest=record.args_digest,
         nobody_can_approve=nobody_can_approve(record.policy, escalated=record.escalated),
         deciders=who_may_decide(record),
+        question=interrupt.question,
+        asked_by_code=not interrupt.is_approval and not interrupt.question,
+        options=interrupt.options,
+        free_text=record.policy.free_text_answers,
     )
 
 
@@ -144,9 +170,15 @@ def verdict_from_record(record: InterruptRecord) -> Verdict | None:
         by = record.approvals or ((record.decided_by,) if record.decided_by else ())
     else:
         by = (record.decided_by,) if record.decided_by else ()
-    withdrawn = record.state == "cancelled" and is_request_run(record.run_id)
+    outcome: Outcome = record.state
+    if record.state == "cancelled" and is_request_run(record.run_id):
+        outcome = "withdrawn"
+    elif record.runtime_interrupt.question and record.state in ("responded", "denied"):
+        outcome = "answered" if record.state == "responded" else "declined"
+    elif not record.runtime_interrupt.is_approval and record.state == "responded":
+        outcome = "replied"  # the tool's own code got the reply and went on with it
     return Verdict(
-        outcome="withdrawn" if withdrawn else record.state,
+        outcome=outcome,
         at=record.decided_at or record.created_at,
         by=by,
         message=decision.message if decision and decision.type != "approve" else None,

@@ -21,7 +21,12 @@ NEXT_PAGE: Final = f"{PREFIX}.next_page"
 
 BUTTONS: Final = (APPROVE, TRUST, DENY, EDIT, REPLY, FULL_ARGS)
 
+CHOOSE: Final = f"{PREFIX}.choose"
+"""A question's answers: ``signoff.choose.<n>`` buttons, or one select whose options'
+values are the indexes; the interrupt reference is in the block id."""
+
 ACTIONS_BLOCK: Final = f"{PREFIX}.decide"
+CHOICES_BLOCK: Final = f"{PREFIX}.choices"
 
 # Modal callbacks, and the one input each modal reads back.
 EDIT_VIEW: Final = f"{PREFIX}.edit_view"

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 from . import ids
 from .blocks import (
+    BLOCK_ID,
+    BUTTON_TEXT,
     SECTION_TEXT,
     Block,
     args_json,
@@ -19,6 +21,7 @@ from .blocks import (
     date_token,
     escaped,
     header,
+    plain_text,
     section,
     user_mention,
 )
@@ -26,6 +29,9 @@ from .cards import Card, Outcome, Verdict
 from .mrkdwn import code_block, is_truncated
 
 FALLBACK_TEXT = 3000
+CHOICE_BUTTONS = 5
+"""Up to this many answers are buttons; more are one select."""
+SELECT_OPTIONS = 100
 _ARGS_CODE = SECTION_TEXT - len("*Arguments*\n")
 
 _HEADLINE: dict[Outcome, str] = {
@@ -33,6 +39,9 @@ _HEADLINE: dict[Outcome, str] = {
     "denied": "Denied",
     "edited": "Approved with edits",
     "responded": "Answered instead of run",
+    "answered": "Answered",
+    "declined": "Declined",
+    "replied": "Replied",
     "expired": "Expired, not approved",
     "cancelled": "Cancelled",
     "withdrawn": "Withdrawn",
@@ -42,6 +51,9 @@ _ICON: dict[Outcome, str] = {
     "denied": ":no_entry:",
     "edited": ":pencil2:",
     "responded": ":speech_balloon:",
+    "answered": ":speech_balloon:",
+    "declined": ":no_entry:",
+    "replied": ":speech_balloon:",
     "expired": ":hourglass:",
     "cancelled": ":heavy_multiplication_x:",
     "withdrawn": ":leftwards_arrow_with_hook:",
@@ -58,15 +70,18 @@ class SlackMessage:
 
 def pending_message(card: Card) -> SlackMessage:
     """The interactive message approvers act on: what, why, the exact arguments, buttons."""
+    title = "Question:" if card.question else "Approval needed:"
     blocks = [
-        header(f"Approval needed: {card.action}"),
+        header(f"{title} {card.action}"),
         *_summary(card),
         context(_status_parts(card)),
     ]
+    if card.question and card.options:
+        blocks.append(_choices(card))
     buttons = _buttons(card)
     if buttons:
         blocks.append({"type": "actions", "block_id": ids.ACTIONS_BLOCK, "elements": buttons})
-    return SlackMessage(text=_fallback("Approval needed:", card), blocks=blocks)
+    return SlackMessage(text=_fallback(title, card), blocks=blocks)
 
 
 def decided_message(card: Card, verdict: Verdict) -> SlackMessage:
@@ -81,7 +96,9 @@ def decided_message(card: Card, verdict: Verdict) -> SlackMessage:
         context(parts),
     ]
     if verdict.message:
-        label = "Reply" if verdict.outcome == "responded" else "Reason"
+        label = {"responded": "Reply", "replied": "Reply", "answered": "Answer"}.get(
+            verdict.outcome, "Reason"
+        )
         blocks.append(section(f"*{label}:* {escaped(verdict.message)}"))
     if verdict.outcome == "edited" and verdict.args is not None:
         blocks.append(section("*Run with*\n" + code_block(args_json(verdict.args), _ARGS_CODE)))
@@ -96,10 +113,16 @@ def _summary(card: Card) -> list[Block]:
     if card.external:
         return _request_summary(card)
     what = f"*{escaped(card.agent, 200)}* wants to run `{escaped(card.action, 300)}`"
+    if card.question:
+        what = f"*{escaped(card.agent, 200)}* asks"
+        if card.args is not None:
+            what += f" while running `{escaped(card.action, 300)}`"
     if card.description:
         what += "\n" + escaped(card.description)
+    if card.question and card.reason:
+        what += ":\n" + escaped(card.reason)
     blocks = [section(what)]
-    if card.reason:
+    if card.reason and not card.question:
         blocks.append(section("*Why:* " + escaped(card.reason)))
     if card.args is not None:
         blocks.append(section("*Arguments*\n" + code_block(args_json(card.args), _ARGS_CODE)))
@@ -150,7 +173,38 @@ def _verdict_parts(verdict: Verdict) -> list[str]:
     return [f"{icon} {headline} {date_token(verdict.at)}"]
 
 
+def _choices(card: Card) -> Block:
+    """A question's answers: a button each when there are five or fewer, else one select.
+
+    The block id carries the interrupt reference; each answer is only its index, and the
+    decider reads the answer itself from the stored question.
+    """
+    block_id = f"{ids.CHOICES_BLOCK} {card.button_value}"
+    if len(block_id) > BLOCK_ID:
+        raise ValueError(f"block id of {len(block_id)} chars exceeds {BLOCK_ID}")
+    if len(card.options) <= CHOICE_BUTTONS:
+        elements = [
+            button(option, action_id=f"{ids.CHOOSE}.{i}", value=str(i))
+            for i, option in enumerate(card.options)
+        ]
+    else:
+        elements = [
+            {
+                "type": "static_select",
+                "action_id": ids.CHOOSE,
+                "placeholder": plain_text("Choose an answer", BUTTON_TEXT),
+                "options": [
+                    {"text": plain_text(option, BUTTON_TEXT), "value": str(i)}
+                    for i, option in enumerate(card.options[:SELECT_OPTIONS])
+                ],
+            }
+        ]
+    return {"type": "actions", "block_id": block_id, "elements": elements}
+
+
 def _buttons(card: Card) -> list[Block]:
+    if card.question:
+        return _question_buttons(card)
     value = card.button_value
     approve_confirm = (
         confirm_dialog(
@@ -190,4 +244,18 @@ def _buttons(card: Card) -> list[Block]:
     if _cut(card):
         label = "Full details" if card.external else "Show full arguments"
         elements.append(button(label, action_id=ids.FULL_ARGS, value=value))
+    return elements
+
+
+def _question_buttons(card: Card) -> list[Block]:
+    """Beside a question's answers: a reply in the approver's words, and Decline."""
+    value = card.button_value
+    elements: list[Block] = []
+    if card.free_text or not card.options:
+        label = "Reply in your own words" if card.options else "Reply"
+        elements.append(button(label, action_id=ids.REPLY, value=value, style="primary"))
+    if "reject" in card.decisions:
+        elements.append(button("Decline", action_id=ids.DENY, value=value, style="danger"))
+    if _cut(card):
+        elements.append(button("Show full arguments", action_id=ids.FULL_ARGS, value=value))
     return elements

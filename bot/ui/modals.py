@@ -69,11 +69,12 @@ def _text_area() -> Block:
 def deny_modal(card: Card) -> Block:
     """An optional reason, returned to the agent as the tool's result."""
     element = _text_area()
+    verb = "Decline" if card.question else "Deny"
     return _form(
         ids.DENY_VIEW,
         card,
-        title="Deny",
-        submit="Deny",
+        title=verb,
+        submit=verb,
         intro="The reason goes back to the agent.",
         label="Reason",  # Slack marks an optional input "(optional)" itself
         element=element,
@@ -89,11 +90,21 @@ def reply_modal(card: Card) -> Block:
         card,
         title="Reply",
         submit="Send reply",
-        intro="Your reply becomes the tool's result; the tool does not run.",
+        intro=_reply_intro(card),
         label="Reply",
         element=element,
         optional=False,
     )
+
+
+def _reply_intro(card: Card) -> str:
+    """What happens to a reply, which depends on who asked."""
+    if card.question:
+        return "Your answer goes back to the agent."
+    if card.asked_by_code:
+        tool = escape_truncate(card.action, 200)
+        return f"Your reply goes to `{tool}`, which decides what to do with it."
+    return "Your reply becomes the tool's result; the tool does not run."
 
 
 def args_modal(card: Card) -> Block:

@@ -12,7 +12,7 @@ from aiohttp.test_utils import TestServer
 from fakes import BOT_TOKEN, SIGNING_SECRET, FakeSlack, ManualClock
 from harness import ALICE, BOB, CAROL, CHANNEL, Harness, ToolLog, cleanup_spec
 
-from bot.agents.policy import Policy
+from bot.agents.policy import AgentSpec, Policy
 from bot.process.loops import Loops
 from bot.process.settings import Settings
 from bot.process.slack_client import close_client, make_client
@@ -45,6 +45,7 @@ async def make_bot(slack: FakeSlack, storage: Storage) -> AsyncIterator[Callable
         reclaim_after: float = 60.0,
         then: tuple[dict[str, Any], ...] = (),
         started_by: tuple[str, ...] = (),
+        spec: AgentSpec | None = None,
     ) -> Harness:
         settings = Settings.from_env(
             {
@@ -59,7 +60,7 @@ async def make_bot(slack: FakeSlack, storage: Storage) -> AsyncIterator[Callable
         services = make_services(
             client=make_client(settings, retries=3),
             storage=storage,
-            specs=[cleanup_spec(log, the_policy, then=then, started_by=started_by)],
+            specs=[spec or cleanup_spec(log, the_policy, then=then, started_by=started_by)],
             clock=clock,
         )
         app = build_app(services, signing_secret=SIGNING_SECRET)
@@ -83,6 +84,7 @@ async def make_bot(slack: FakeSlack, storage: Storage) -> AsyncIterator[Callable
             tool_log=log,
             http=aiohttp.ClientSession(),
             loops=loops,
+            agent=spec.name if spec else "cleanup",
         )
         started.append((harness, server))
         return harness

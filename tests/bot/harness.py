@@ -78,11 +78,12 @@ class Harness:
     tool_log: ToolLog
     http: aiohttp.ClientSession
     loops: Loops
+    agent: str = "cleanup"
 
     async def start(self, prompt: str = "clean up", *, requested_by: str = CAROL) -> str:
         """Start a cleanup run; the record id of its interrupt once posted."""
         place = Place(channel=CHANNEL, thread_ts=None, requested_by=requested_by)
-        await start_run(self.services, "cleanup", prompt, place=place)
+        await start_run(self.services, self.agent, prompt, place=place)
         await self.slack.wait_calls("chat.postMessage")
         posts = self.slack.called("chat.postMessage")
         value = posts[-1]["blocks"][-1]["elements"][0]["value"]
@@ -132,13 +133,19 @@ class Harness:
         user: str,
         channel: str = CHANNEL,
         message_ts: str | None = None,
+        block_id: str = "signoff.decide",
+        selected: str | None = None,
     ) -> aiohttp.ClientResponse:
         ts = message_ts or self.message_ts()
-        return await self.send(
-            click_payload(
-                action_id=action_id, value=value, user=user, channel=channel, message_ts=ts
-            )
+        payload = click_payload(
+            action_id=action_id, value=value, user=user, channel=channel, message_ts=ts
         )
+        payload["actions"][0]["block_id"] = block_id
+        if selected is not None:  # a select: Slack sends the chosen option, not a value
+            action = payload["actions"][0]
+            action.pop("value")
+            action |= {"type": "static_select", "selected_option": {"value": selected}}
+        return await self.send(payload)
 
     async def submit(self, callback_id: str, value: str, *, user: str, text: str | None) -> Any:
         payload = submit_payload(callback_id=callback_id, metadata=value, user=user, text=text)

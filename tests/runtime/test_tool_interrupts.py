@@ -1,9 +1,11 @@
 """Tools that stop for a human and continue with the answer."""
 
+import pytest
 from pydantic import BaseModel
 
 from agent_runtime import (
     Agent,
+    Decision,
     InterruptResponse,
     ScriptedModel,
     ToolCall,
@@ -12,6 +14,7 @@ from agent_runtime import (
     interrupt_tool,
     tool,
 )
+from agent_runtime.errors import ResumeError
 
 
 def make_booking_tool(log: list[str]):
@@ -114,6 +117,56 @@ async def test_interrupt_tool_asks_and_returns_the_answer_as_output():
     first = await agent.invoke("pick", thread_id="t")
     [pending] = first.interrupts
     assert pending.reason == {"question": "Color?", "choices": ["r", "g"]}
+    assert pending.question and pending.options == ("r", "g")
     assert ask_user.input_schema["required"] == ["question", "choices"]
     await agent.invoke({pending.id: "g"}, thread_id="t")
     assert model.requests[1].messages[-1].content == "g"
+
+
+async def test_a_declined_question_tells_the_model_in_a_sentence_not_a_decision_repr():
+    class Question(BaseModel):
+        question: str
+
+    ask_user = interrupt_tool("ask_user", Question, "Ask the user")
+    model = ScriptedModel([[ToolCall(id="c1", name="ask_user", args={"question": "Why?"})], "ok"])
+    agent = Agent(model=model, tools=[ask_user])
+    first = await agent.invoke("ask", thread_id="t")
+    [pending] = first.interrupts
+    assert pending.question and pending.options == ()
+    await agent.invoke({pending.id: Decision.reject("not now")}, thread_id="t")
+    assert model.requests[1].messages[-1].content == "The question was not answered: not now."
+
+
+def make_transfer_tool(seen: list[tuple[int, object, object]]):
+    @tool
+    def transfer(amount: int, context: ToolContext) -> str:
+        """Move money once a person confirms."""
+        answer = context.interrupt("confirm", reason={"amount": amount})
+        seen.append((amount, answer, context.original_input))
+        return f"moved {amount}"
+
+    return transfer
+
+
+async def test_an_edit_of_a_tools_own_interrupt_restarts_the_tool_with_the_new_input():
+    seen: list[tuple[int, object, object]] = []
+    model = ScriptedModel([[ToolCall(id="c1", name="transfer", args={"amount": 500})], "ok"])
+    agent = Agent(model=model, tools=[make_transfer_tool(seen)])
+    first = await agent.invoke("pay", thread_id="t")
+    [pending] = first.interrupts
+    edit = Decision.edit({"amount": 50})
+    second = await agent.invoke({pending.id: edit}, thread_id="t")
+    assert second.stop_reason == "end_turn"
+    assert seen == [(50, edit, {"amount": 500})]
+    assert model.requests[1].messages[-1].content == "moved 50"
+
+
+async def test_an_edit_that_does_not_fit_the_tool_changes_nothing():
+    model = ScriptedModel([[ToolCall(id="c1", name="transfer", args={"amount": 500})], "ok"])
+    agent = Agent(model=model, tools=[make_transfer_tool([])])
+    first = await agent.invoke("pay", thread_id="t")
+    [pending] = first.interrupts
+    with pytest.raises(ResumeError, match="amount"):
+        await agent.invoke({pending.id: Decision.edit({"amount": "lots"})}, thread_id="t")
+    status = await agent.thread_status("t")
+    assert status.status == "interrupted"

@@ -244,6 +244,25 @@ async def test_before_node_call_cancel_ends_the_workflow_with_the_message():
     assert runs == ["inspect"]
 
 
+async def test_an_edit_of_a_nodes_own_interrupt_runs_the_node_again_with_the_new_input():
+    seen: list[tuple[object, object]] = []
+
+    async def confirm(ctx: NodeContext) -> str:
+        ctx.interrupt("confirm", reason={"files": ctx.input})
+        seen.append((ctx.input, ctx.original_input))
+        return f"deleting {ctx.input}"
+
+    async def listing(ctx: NodeContext) -> list[str]:
+        return ["a.log", "b.log"]
+
+    workflow = Workflow(nodes={"list": listing, "confirm": confirm})
+    first = await workflow.invoke("go", thread_id="t")
+    [question] = first.interrupts
+    final = await workflow.invoke({question.id: Decision.edit({"input": ["a.log"]})}, thread_id="t")
+    assert final.message == "deleting ['a.log']"
+    assert seen == [(["a.log"], ["a.log", "b.log"])]
+
+
 async def test_before_node_call_hooks_may_interrupt_and_the_node_runs_after_the_answer():
     runs: list[str] = []
     answers: list[object] = []

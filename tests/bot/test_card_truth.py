@@ -1,0 +1,221 @@
+"""What the card says is what the run received: every decision, every interrupt source.
+
+Each case starts a run through the bot, decides it over signed HTTP as an approver
+would (a button, or a modal's submission), waits for the run to finish, then compares
+the headline of the updated card with what the tool, hook, node or model was given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from fakes import OneToolModel
+from harness import ALICE, CHANNEL, Harness
+from pydantic import BaseModel
+
+from agent_runtime import (
+    Agent,
+    BeforeToolCall,
+    Decision,
+    NodeContext,
+    ToolContext,
+    Workflow,
+    interrupt_tool,
+    tool,
+)
+from agent_runtime.policy import apply_decision
+from agent_runtime.session import SessionStore
+from bot.agents.policy import AgentSpec, Policy
+from bot.ui import ids
+
+PATHS = ["/tmp/a", "/tmp/b"]
+EDITED = ["/tmp/a"]
+POLICY = Policy(channel=CHANNEL, users=(ALICE,))
+
+
+@dataclass
+class Seen:
+    """What the run's own code was given: the tool's (or node's) input, the answers."""
+
+    ran: list[Any] = field(default_factory=list)
+    answers: list[Any] = field(default_factory=list)
+
+
+def _delete_tool(seen: Seen, *, asks: bool) -> Any:
+    @tool
+    def delete_files(paths: list[str], context: ToolContext) -> str:
+        """Delete files; with ``asks``, the tool itself asks a person first."""
+        if asks:
+            answer = context.interrupt("confirm", reason={"paths": paths})
+            seen.answers.append(answer)
+            assert isinstance(answer, Decision)
+            if answer.type in ("reject", "respond"):
+                return f"not deleted: {answer.message}"
+        seen.ran.append(paths)
+        return f"deleted {len(paths)}"
+
+    return delete_files
+
+
+def _agent_spec(seen: Seen, source: str) -> AgentSpec:
+    def ask_in_a_hook(event: BeforeToolCall) -> None:
+        answer = event.interrupt("review", reason={"paths": event.tool_call.args["paths"]})
+        seen.answers.append(answer)
+        assert isinstance(answer, Decision)
+        apply_decision(event, answer)
+
+    def build(store: SessionStore) -> Agent:
+        return Agent(
+            model=OneToolModel("delete_files", {"paths": PATHS}),
+            tools=[_delete_tool(seen, asks=source == "tool")],
+            interrupt_on={"delete_files": True} if source == "interrupt_on" else None,
+            hooks=[ask_in_a_hook] if source == "hook" else [],
+            session_store=store,
+            name=source,
+        )
+
+    return AgentSpec(name=source, build=build, policy=POLICY)
+
+
+def _workflow_spec(seen: Seen) -> AgentSpec:
+    async def delete(ctx: NodeContext) -> str:
+        seen.ran.append(ctx.input["paths"])
+        return "deleted"
+
+    def build(store: SessionStore) -> Workflow:
+        return Workflow(
+            nodes={"plan": _plan, "delete": delete},
+            interrupt_before={"delete": True},
+            session_store=store,
+            name="node",
+        )
+
+    return AgentSpec(name="node", build=build, policy=POLICY)
+
+
+async def _plan(ctx: NodeContext) -> dict[str, Any]:
+    return {"paths": PATHS}
+
+
+class Question(BaseModel):
+    question: str
+    choices: list[str]
+
+
+def _question_spec(seen: Seen) -> AgentSpec:
+    def build(store: SessionStore) -> Agent:
+        ask = interrupt_tool("ask_region", Question, "Ask which region to clean")
+        return Agent(
+            model=OneToolModel(
+                "ask_region", {"question": "Which region?", "choices": ["eu", "us", "ap"]}
+            ),
+            tools=[ask],
+            session_store=store,
+            name="question",
+        )
+
+    return AgentSpec(name="question", build=build, policy=POLICY)
+
+
+SPECS: dict[str, Callable[[Seen], AgentSpec]] = {
+    "interrupt_on": lambda seen: _agent_spec(seen, "interrupt_on"),
+    "hook": lambda seen: _agent_spec(seen, "hook"),
+    "tool": lambda seen: _agent_spec(seen, "tool"),
+    "node": _workflow_spec,
+    "question": _question_spec,
+}
+
+# source, how the approver decides, the card's headline, what the run's code was given
+# ("ran": the input the action ran with; "answer": the decision's type the code got),
+# and what the run's last words (the model's, or the workflow's) contain.
+CASES = [
+    ("interrupt_on", "approve", "Approved", PATHS, None, "deleted 2"),
+    ("interrupt_on", "edit", "Approved with edits", EDITED, None, "deleted 1"),
+    ("interrupt_on", "reject", "Denied", None, None, "no, not today"),
+    ("interrupt_on", "respond", "Answered instead of run", None, None, "done by hand"),
+    ("hook", "approve", "Approved", PATHS, "approve", "deleted 2"),
+    ("hook", "edit", "Approved with edits", EDITED, "edit", "deleted 1"),
+    ("hook", "reject", "Denied", None, "reject", "no, not today"),
+    ("hook", "respond", "Replied", None, "respond", "done by hand"),
+    ("tool", "approve", "Approved", PATHS, "approve", "deleted 2"),
+    ("tool", "edit", "Approved with edits", EDITED, "edit", "deleted 1"),
+    ("tool", "reject", "Denied", None, "reject", "not deleted: no, not today"),
+    ("tool", "respond", "Replied", None, "respond", "not deleted: done by hand"),
+    ("node", "approve", "Approved", PATHS, None, "deleted"),
+    ("node", "edit", "Approved with edits", EDITED, None, "deleted"),
+    ("node", "reject", "Denied", None, None, "no, not today"),
+    ("question", "choose", "Answered", None, None, "done: us"),
+    ("question", "respond", "Answered", None, None, "done: done by hand"),
+    ("question", "reject", "Declined", None, None, "not answered: no, not today"),
+]
+
+
+async def _decide(bot: Harness, value: str, how: str) -> None:
+    if how == "approve":
+        await bot.click(ids.APPROVE, value, user=ALICE)
+        return
+    if how == "choose":
+        block = bot.posted()["blocks"][-2]
+        await bot.click(f"{ids.CHOOSE}.1", "1", user=ALICE, block_id=block["block_id"])
+        return
+    callback, text = {
+        "edit": (ids.EDIT_VIEW, '{"paths": ["/tmp/a"]}'),
+        "reject": (ids.DENY_VIEW, "no, not today"),
+        "respond": (ids.REPLY_VIEW, "done by hand"),
+    }[how]
+    status, body = await bot.submit(callback, value, user=ALICE, text=text)
+    assert status == 200 and "errors" not in body, body
+
+
+@pytest.mark.parametrize(("source", "how", "headline", "ran", "answer", "last_words"), CASES)
+async def test_the_card_says_what_the_run_received(
+    make_bot: Any,
+    source: str,
+    how: str,
+    headline: str,
+    ran: list[str] | None,
+    answer: str | None,
+    last_words: str,
+) -> None:
+    seen = Seen()
+    bot: Harness = await make_bot(spec=SPECS[source](seen))
+    value = await bot.start()
+    await _decide(bot, value, how)
+    final = await bot.finished()
+
+    update = bot.slack.called("chat.update")[-1]
+    assert update["blocks"][0]["text"]["text"].startswith(f"{headline}:")
+    assert seen.ran == ([ran] if ran is not None else [])
+    if answer is not None:
+        assert seen.answers and seen.answers[-1].type == answer
+    assert last_words in final
+
+
+async def test_a_tools_own_interrupt_offers_edit_and_the_tool_sees_the_original_input(
+    make_bot: Any,
+) -> None:
+    originals: list[Any] = []
+
+    @tool
+    def delete_files(paths: list[str], context: ToolContext) -> str:
+        """Delete files once a person confirms."""
+        context.interrupt("confirm", reason={"paths": paths})
+        originals.append(context.original_input)
+        return f"deleted {len(paths)}"
+
+    def build(store: SessionStore) -> Agent:
+        model = OneToolModel("delete_files", {"paths": PATHS})
+        return Agent(model=model, tools=[delete_files], session_store=store, name="own")
+
+    bot: Harness = await make_bot(spec=AgentSpec(name="own", build=build, policy=POLICY))
+    value = await bot.start()
+    buttons = [e["text"]["text"] for e in bot.posted()["blocks"][-1]["elements"]]
+    assert "Edit" in buttons
+    await _decide(bot, value, "edit")
+    assert "deleted 1" in await bot.finished()
+    assert originals == [{"paths": PATHS}]
+    update = bot.slack.called("chat.update")[-1]
+    assert '"/tmp/a"' in str(update["blocks"]) and "Run with" in str(update["blocks"])

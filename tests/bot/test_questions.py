@@ -1,0 +1,108 @@
+"""Questions with options (``interrupt_tool``): the answers are buttons or a select, and the
+agent receives the chosen answer itself, read from the stored question."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fakes import OneToolModel
+from harness import ALICE, CHANNEL, Harness
+from pydantic import BaseModel
+
+from agent_runtime import Agent, interrupt_tool
+from agent_runtime.session import SessionStore
+from bot.agents.policy import AgentSpec, Policy
+from bot.ui import ids
+
+
+class Question(BaseModel):
+    question: str
+    choices: list[str]
+
+
+def question_spec(choices: list[str], policy: Policy) -> AgentSpec:
+    def build(store: SessionStore) -> Agent:
+        ask = interrupt_tool("ask_region", Question, "Ask which region to clean")
+        model = OneToolModel("ask_region", {"question": "Which region?", "choices": choices})
+        return Agent(model=model, tools=[ask], session_store=store, name="regions")
+
+    return AgentSpec(name="regions", build=build, policy=policy)
+
+
+def _model_was_told(bot: Harness) -> list[str]:
+    agent = bot.services.registry.agent("regions")
+    requests = agent.model.requests  # type: ignore[attr-defined]
+    return [m.content for r in requests for m in r.messages if m.role == "tool"]
+
+
+async def test_up_to_five_answers_are_buttons_and_the_question_is_the_cards_text(
+    make_bot: Any,
+) -> None:
+    policy = Policy(channel=CHANNEL, users=(ALICE,), decisions=("approve", "reject"))
+    bot: Harness = await make_bot(spec=question_spec(["eu", "us", "ap"], policy))
+    value = await bot.start()
+    blocks = bot.posted()["blocks"]
+    assert blocks[0]["text"]["text"] == "Question: ask_region"
+    assert "Which region?" in str(blocks[1])
+    choices, actions = blocks[-2], blocks[-1]
+    assert [e["text"]["text"] for e in choices["elements"]] == ["eu", "us", "ap"]
+    assert choices["block_id"] == f"{ids.CHOICES_BLOCK} {value}"
+    # The policy offers no reply, so the only other button is Decline.
+    assert [e["text"]["text"] for e in actions["elements"]] == ["Decline"]
+
+    await bot.click(f"{ids.CHOOSE}.2", "2", user=ALICE, block_id=choices["block_id"])
+    assert "done: ap" in await bot.finished()
+    assert _model_was_told(bot) == ["ap"]
+    update = bot.slack.called("chat.update")[-1]
+    assert update["blocks"][0]["text"]["text"] == "Answered: ask_region"
+    assert "*Answer:* ap" in str(update["blocks"])
+
+
+async def test_more_than_five_answers_are_one_select(make_bot: Any) -> None:
+    regions = [f"region-{n}" for n in range(8)]
+    policy = Policy(channel=CHANNEL, users=(ALICE,))
+    bot: Harness = await make_bot(spec=question_spec(regions, policy))
+    await bot.start()
+    choices = bot.posted()["blocks"][-2]
+    [select] = choices["elements"]
+    assert select["type"] == "static_select" and select["action_id"] == ids.CHOOSE
+    assert [o["text"]["text"] for o in select["options"]] == regions
+
+    await bot.click(ids.CHOOSE, "", user=ALICE, block_id=choices["block_id"], selected="6")
+    assert "done: region-6" in await bot.finished()
+    assert _model_was_told(bot) == ["region-6"]
+
+
+async def test_a_forged_answer_index_or_a_forbidden_reply_decides_nothing(make_bot: Any) -> None:
+    policy = Policy(channel=CHANNEL, users=(ALICE,), decisions=("approve", "reject"))
+    bot: Harness = await make_bot(spec=question_spec(["eu", "us"], policy))
+    value = await bot.start()
+    block_id = bot.posted()["blocks"][-2]["block_id"]
+
+    await bot.click(f"{ids.CHOOSE}.7", "7", user=ALICE, block_id=block_id)
+    await bot.slack.wait_calls("chat.postEphemeral")
+    assert "not offered" in bot.slack.called("chat.postEphemeral")[-1]["text"]
+
+    status, body = await bot.submit(ids.REPLY_VIEW, value, user=ALICE, text="somewhere else")
+    assert status == 200 and "not offered" in body
+
+    record = await bot.services.storage.queries.get(bot.record_id(value))
+    assert record is not None and record.state == "pending" and record.votes == ()
+    assert bot.slack.called("chat.update") == []
+
+
+async def test_a_reply_in_the_approvers_own_words_is_the_answer_when_allowed(
+    make_bot: Any,
+) -> None:
+    policy = Policy(channel=CHANNEL, users=(ALICE,))
+    bot: Harness = await make_bot(spec=question_spec(["eu", "us"], policy))
+    value = await bot.start()
+    actions = bot.posted()["blocks"][-1]
+    assert [e["text"]["text"] for e in actions["elements"]] == [
+        "Reply in your own words",
+        "Decline",
+    ]
+    status, body = await bot.submit(ids.REPLY_VIEW, value, user=ALICE, text="both, eu first")
+    assert status == 200 and "errors" not in body
+    await bot.finished()
+    assert _model_was_told(bot) == ["both, eu first"]
