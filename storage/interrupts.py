@@ -158,6 +158,14 @@ class InterruptStore:
         """Keep the link to a posted interrupt's message (``chat.getPermalink``'s answer)."""
         await self._client.eval("set_permalink", [self._keys.record(interrupt_id)], [permalink])
 
+    async def set_escalation_message(self, interrupt_id: str, channel: str, ts: str) -> bool:
+        """Keep where the escalation card was posted; its clicks then decide the interrupt.
+        False when the record is gone (or was never escalated)."""
+        check_id("channel", channel)
+        check_id("message ts", ts)
+        key = self._keys.record(interrupt_id)
+        return bool(await self._client.eval("set_escalation_message", [key], [channel, ts]))
+
     async def hold_post(self, interrupt_id: str, *, until: datetime) -> None:
         """Keep an unposted interrupt out of ``claim_outbox`` until ``until``: its poster is
         still at it (a slow or rate-limited call), or Slack asked to wait that long."""

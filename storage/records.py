@@ -66,6 +66,8 @@ class ApproverPolicy(BaseModel):
     on_expiry: Literal["deny", "escalate"] = "deny"
     escalate_to_channel: str | None = None
     escalate_to_users: tuple[str, ...] = ()
+    escalate_open_to_channel: bool = False
+    """Once escalated, every member of the escalation card's channel may decide."""
     reminders: tuple[timedelta, ...] = ()
     work_start_hour: int = Field(default=9, ge=0, le=23)
     work_end_hour: int = Field(default=18, ge=1, le=24)
@@ -91,8 +93,8 @@ class ApproverPolicy(BaseModel):
         if self.on_expiry == "escalate":
             if self.expires_in is None:
                 raise ValueError("on_expiry='escalate' needs expires_in")
-            if not (self.escalate_to_channel or self.escalate_to_users):
-                raise ValueError("on_expiry='escalate' needs escalate_to_channel or _users")
+            if not (self.escalate_to_users or self.escalate_open_to_channel):
+                raise ValueError("on_expiry='escalate' needs escalate_to_users or _open_to_channel")
         if self.expires_in is not None and self.expires_in <= timedelta(0):
             raise ValueError("expires_in must be positive")
         if not self.decisions:
@@ -150,6 +152,9 @@ class InterruptRecord(BaseModel):
     decided_at: datetime | None = None
     decision: dict[str, Any] | None = None
     escalated: bool = False
+    escalation_channel: str | None = None
+    escalation_ts: str | None = None
+    """Where the escalation card was posted, once escalated: a second message that decides."""
     reminders_sent: int = 0
 
     @field_validator("interrupt")
@@ -276,6 +281,8 @@ class InterruptRecord(BaseModel):
             "decided_at": ms(self.decided_at),
             "decision": json.dumps(data["decision"]) if self.decision is not None else "",
             "escalated": "1" if self.escalated else "0",
+            "escalation_channel": self.escalation_channel or "",
+            "escalation_ts": self.escalation_ts or "",
         }
 
     @classmethod
@@ -322,6 +329,8 @@ class InterruptRecord(BaseModel):
                 decided_at=opt_ms("decided_at"),
                 decision=json.loads(fields["decision"]) if fields.get("decision") else None,
                 escalated=fields.get("escalated") == "1",
+                escalation_channel=opt("escalation_channel"),
+                escalation_ts=opt("escalation_ts"),
                 reminders_sent=int(fields.get("reminder_index") or 0),
             )
         except (KeyError, ValueError, TypeError, ValidationError) as exc:

@@ -39,11 +39,14 @@ MAX_DM_USERS = 8
 
 @dataclass(frozen=True, kw_only=True)
 class Escalate:
-    """On expiry, ask again elsewhere (a channel and/or other approvers) for ``expires_after``."""
+    """On expiry, ask again elsewhere for ``expires_after``: a card in ``channel`` (or the
+    same thread), decidable by ``users``, ``groups`` and, with ``anyone_in_channel``, every
+    member of that channel, as well as by the first approvers."""
 
     channel: str | None = None
     users: tuple[str, ...] = ()
     groups: tuple[str, ...] = ()
+    anyone_in_channel: bool = False
     expires_after: timedelta = timedelta(hours=4)
 
 
@@ -120,8 +123,13 @@ class Policy:
                     "on_expiry=Escalate(...) needs expires_after: without an expiry nothing "
                     "is ever escalated (set expires_after=timedelta(hours=4), for example)"
                 )
-            if esc.channel is None and not esc.users and not esc.groups:
-                raise PolicyError("Escalate needs a channel, users or groups")
+            if not esc.users and not esc.groups and not esc.anyone_in_channel:
+                raise PolicyError(
+                    "Escalate names nobody new who may decide: give users=(...) or "
+                    "groups=(...), or anyone_in_channel=True for every member of its channel"
+                )
+            if esc.anyone_in_channel and esc.channel is None and self.dm:
+                raise PolicyError("Escalate(anyone_in_channel=True) needs a channel to open")
             if esc.channel is not None and not _CHANNEL.match(esc.channel):
                 raise PolicyError(f"Escalate channel {esc.channel!r}: use a channel id")
             _check_ids(esc.users, _USER, "Escalate users", "a user id")

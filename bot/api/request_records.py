@@ -60,6 +60,7 @@ async def request_record(
         on_expiry=body.on_expiry,
         escalate_to_channel=body.escalate_channel,
         escalate_to_users=escalate_users,
+        escalate_open_to_channel=body.escalate_anyone_in_channel,
         reminders=tuple(
             timedelta(seconds=reminders.every * (i + 1)) for i in range(reminders.limit)
         )

@@ -62,6 +62,8 @@ class NewRequest(BaseModel):
     on_expiry: Literal["deny", "escalate"] = "deny"
     escalate_channel: str | None = Field(default=None, pattern=_CHANNEL)
     escalate_to: list[Approver] = Field(default_factory=list, max_length=50)
+    escalate_anyone_in_channel: bool = False
+    """Once escalated, every member of the escalation channel may decide."""
     reminders: ReminderSettings | None = Field(default_factory=ReminderSettings)
     dangerous: bool = False
     allow_reply: bool = Field(
@@ -83,8 +85,13 @@ class NewRequest(BaseModel):
             raise ValueError(
                 f"min_approvals={self.min_approvals} but only {len(users)} may approve"
             )
-        if self.on_expiry == "escalate" and not (self.escalate_channel or self.escalate_to):
-            raise ValueError("on_expiry 'escalate' needs escalate_channel or escalate_to")
+        if self.on_expiry == "escalate" and not (
+            self.escalate_to or self.escalate_anyone_in_channel
+        ):
+            raise ValueError(
+                "on_expiry 'escalate' needs escalate_to or escalate_anyone_in_channel: "
+                "someone new who may decide"
+            )
         return self
 
 

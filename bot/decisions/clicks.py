@@ -221,9 +221,14 @@ async def open_modal(services: Services, click: Click) -> None:
         await record_damaged(services, exc, ref.record_id, user=user, channel=channel)
         await post_ephemeral(services, channel=channel, user=user, text=DAMAGED)
         return
-    if record is None or not _from_its_message(record, channel, click.container.message_ts):
+    message_ts = click.container.message_ts
+    if record is None or not _from_its_message(record, channel, message_ts):
         text = reason_text("wrong_message" if record else "unknown")
         await post_ephemeral(services, channel=channel, user=user, text=text)
+        return
+    if not _may_submit_from(record, user, channel, message_ts):
+        outcome = DecideOutcome(status="refused", reason="not_allowed", record=record)
+        await post_ephemeral(services, channel=channel, user=user, text=refusal_text(outcome))
         return
     if record.state != "pending" and click.action.action_id != ids.FULL_ARGS:
         outcome = DecideOutcome(status="refused", reason="already_decided", record=record)
@@ -248,8 +253,22 @@ async def open_modal(services: Services, click: Click) -> None:
 
 
 def _from_its_message(record: InterruptRecord, channel: str, message_ts: str) -> bool:
-    """Whether a click came from the record's message (or, in the instant before the post
-    is recorded, from its channel)."""
+    """Whether a click came from the record's message or its escalation card (or, in the
+    instant before the post is recorded, from its channel)."""
+    if (channel, message_ts) == (record.escalation_channel, record.escalation_ts):
+        return True
     if record.channel != channel:
         return False
     return record.message_ts is None or record.message_ts == message_ts
+
+
+def _may_submit_from(record: InterruptRecord, user: str, channel: str, message_ts: str) -> bool:
+    """Whether a modal opened here may decide: a submission does not say where it came
+    from, so an escalation open to its channel's members opens only from its own card."""
+    policy = record.policy
+    if not (record.escalated and policy.escalate_open_to_channel):
+        return True
+    named = policy.allowed_users + policy.group_members + policy.escalate_to_users
+    if policy.open_to_channel or user in named:
+        return True
+    return (channel, message_ts) == (record.escalation_channel, record.escalation_ts)

@@ -61,6 +61,7 @@ async def approver_policy(
         on_expiry="escalate" if escalate else "deny",
         escalate_to_channel=escalate.channel if escalate else None,
         escalate_to_users=escalate_users,
+        escalate_open_to_channel=escalate.anyone_in_channel if escalate else False,
         reminders=tuple(reminders.every * (i + 1) for i in range(reminders.limit))
         if reminders
         else (),

@@ -21,7 +21,7 @@ from slack_sdk.errors import SlackApiError
 
 from bot.services import Services
 from bot.ui.blocks import user_mention
-from bot.ui.posting import post_interrupt, update_message
+from bot.ui.posting import post_escalation, post_interrupt, update_message
 from storage.audit import AuditEntry
 from storage.errors import StorageError
 from storage.interrupts import GROUP_CHECK_EVERY
@@ -96,14 +96,9 @@ class Scheduler:
             services.metrics.decisions["expired"] += 1
             await update_message(services, record)
             return
-        # Escalated: ask the escalation approvers, in their channel or the same thread.
-        policy = record.policy
-        who = " ".join(user_mention(u) for u in policy.escalate_to_users[:20])
-        text = f"Escalated: this request was not decided in time. {who}".strip()
-        channel = policy.escalate_to_channel or record.channel
-        thread = record.thread_ts if channel == record.channel else None
-        await _post_mrkdwn(services, channel=channel, thread_ts=thread, text=text)
-        await update_message(services, record)
+        # Escalated: a card the escalation approvers decide, in their channel or the thread.
+        escalated = await post_escalation(services, record)
+        await update_message(services, escalated or record)
 
     async def _remind(self, due: ReminderDue) -> None:
         services, record = self._services, due.record

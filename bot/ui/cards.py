@@ -20,6 +20,7 @@ from storage.requests import is_request_run
 from .blocks import to_text, user_mention
 
 _USER = re.compile(r"^[UW][A-Z0-9]{2,20}$")
+_CHANNEL = re.compile(r"^[CGD][A-Z0-9]{2,20}$")
 
 Outcome = Literal[
     "approved",
@@ -60,6 +61,8 @@ class Card:
     """Why no one can approve it (e.g. its groups resolved to nobody), shown on the card."""
     deciders: str = ""
     """Who may decide, in the bot's own mrkdwn (mentions of stored ids only)."""
+    escalated: str | None = None
+    """Where it was escalated, in the bot's own mrkdwn, once it was."""
     question: bool = False
     """The agent asks for an answer (one of ``options``, or free text), not a go-ahead."""
     options: tuple[str, ...] = ()
@@ -114,6 +117,7 @@ def card_from_record(record: InterruptRecord, *, trust_label: str | None = None)
         digest=record.args_digest,
         nobody_can_approve=nobody_can_approve(record.policy, escalated=record.escalated),
         deciders=who_may_decide(record),
+        escalated=escalated_to(record),
         question=interrupt.question,
         asked_by_code=not interrupt.is_approval and not interrupt.question,
         options=interrupt.options,
@@ -130,6 +134,8 @@ def who_may_decide(record: InterruptRecord) -> str:
         named += [user_mention(u) for u in policy.escalate_to_users[:10]]
     if policy.open_to_channel:
         named.append("anyone in this channel")
+    if record.escalated and policy.escalate_open_to_channel:
+        named.append(f"anyone in {_channel(escalation_channel(record))}")
     if not named:
         return ""
     who = ", ".join(named)
@@ -138,6 +144,25 @@ def who_may_decide(record: InterruptRecord) -> str:
     if not policy.allow_self_approval and _USER.match(record.requested_by):
         who += ", not the requester"
     return who
+
+
+def escalation_channel(record: InterruptRecord) -> str | None:
+    """Where an escalated interrupt's second card goes: the escalation channel, or its own."""
+    return record.escalation_channel or record.policy.escalate_to_channel or record.channel
+
+
+def escalated_to(record: InterruptRecord) -> str | None:
+    """ "Escalated to #leads" while an escalated interrupt waits; None otherwise."""
+    if not record.escalated:
+        return None
+    where = escalation_channel(record)
+    if where is None or where == record.channel:
+        return "Escalated in this thread: not decided in time"
+    return f"Escalated to {_channel(where)}: not decided in time"
+
+
+def _channel(channel_id: str | None) -> str:
+    return f"<#{channel_id}>" if channel_id and _CHANNEL.match(channel_id) else "its channel"
 
 
 def nobody_can_approve(policy: ApproverPolicy, *, escalated: bool = False) -> str | None:
@@ -149,7 +174,7 @@ def nobody_can_approve(policy: ApproverPolicy, *, escalated: bool = False) -> st
     """
     if policy.open_to_channel or policy.allowed_users or policy.group_members:
         return None
-    if escalated and policy.escalate_to_users:
+    if escalated and (policy.escalate_to_users or policy.escalate_open_to_channel):
         return None
     groups = policy.allowed_groups[:10]
     if not groups:

@@ -149,6 +149,8 @@ def _status_parts(card: Card) -> list[str]:
     parts = []
     if card.requested_by:
         parts.append(f"Requested by {user_mention(card.requested_by)}")
+    if card.escalated:
+        parts.append(f":arrow_up: {card.escalated}")
     if card.expires_at is not None:
         parts.append(f"Expires {date_token(card.expires_at)}")
     if card.deciders and not card.nobody_can_approve:

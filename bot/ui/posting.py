@@ -25,6 +25,7 @@ from storage.interrupts import POST_LEASE
 from storage.records import InterruptRecord
 from storage.requests import is_request_run
 
+from .blocks import user_mention
 from .cards import card_from_record, verdict_from_record
 from .message import SlackMessage, decided_message, pending_message
 from .mrkdwn import escape_truncate
@@ -90,16 +91,56 @@ async def post_interrupt(services: Services, record: InterruptRecord) -> Interru
 
 
 async def update_message(services: Services, record: InterruptRecord) -> None:
-    """Redraw the interrupt's message in place (``chat.update`` from the stored channel/ts)."""
-    if not record.channel or not record.message_ts:
-        return
+    """Redraw the interrupt's message in place (``chat.update`` from the stored channel/ts),
+    and its escalation card when it has one: every copy shows the same state."""
     message = render(services, record)
+    copies = [(record.channel, record.message_ts)]
+    if record.escalation_channel and record.escalation_ts:
+        copies.append((record.escalation_channel, record.escalation_ts))
+    for channel, ts in copies:
+        if not channel or not ts:
+            continue
+        try:
+            await services.client.chat_update(
+                channel=channel, ts=ts, text=message.text, blocks=message.blocks
+            )
+        except (SlackApiError, ClientError, TimeoutError, OSError) as exc:
+            log.error("interrupt %s: message in %s not updated: %s", record.id, channel, _why(exc))
+
+
+async def post_escalation(services: Services, record: InterruptRecord) -> InterruptRecord | None:
+    """Post an escalated interrupt's second card, in the escalation channel (or the run's
+    thread), and keep where; the updated record, or None when Slack or storage failed.
+
+    Its notification text mentions the people the escalation names, who may now decide."""
+    policy = record.policy
+    channel = policy.escalate_to_channel or record.channel
+    if not channel:
+        return None
+    thread = record.thread_ts if channel == record.channel else None
+    message = render(services, record)
+    who = " ".join(user_mention(u) for u in policy.escalate_to_users[:20])
+    text = f"Escalated, not decided in time: {message.text} {who}".strip()
     try:
-        await services.client.chat_update(
-            channel=record.channel, ts=record.message_ts, text=message.text, blocks=message.blocks
+        answer = await services.client.chat_postMessage(
+            channel=channel,
+            thread_ts=thread,
+            text=text,
+            blocks=message.blocks,
+            unfurl_links=False,
+            unfurl_media=False,
         )
     except (SlackApiError, ClientError, TimeoutError, OSError) as exc:
-        log.error("interrupt %s: message not updated: %s", record.id, _why(exc))
+        log.error("interrupt %s: escalation card not posted: %s", record.id, _why(exc))
+        return None
+    where, ts = str(answer.get("channel") or channel), str(answer["ts"])
+    try:
+        if not await services.storage.interrupts.set_escalation_message(record.id, where, ts):
+            return None
+    except StorageError as exc:
+        log.error("interrupt %s: escalation card not recorded: %s", record.id, exc)
+        return None
+    return record.model_copy(update={"escalation_channel": where, "escalation_ts": ts})
 
 
 async def post_in_thread(

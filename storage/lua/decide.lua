@@ -46,9 +46,16 @@ local function member(list)
   for _, value in ipairs(list) do if value == user then return true end end
   return false
 end
+-- An escalation card is a second message of the interrupt; a click from it is from its
+-- channel. A modal submission ('' channel) was opened from one of the two messages.
+local esc_channel, esc_ts = field(key, 'escalation_channel'), field(key, 'escalation_ts')
+local from_escalation = ARGV[8] ~= '' and esc_ts ~= '' and ARGV[8] == esc_channel
+  and ARGV[9] == esc_ts
+local escalated = field(key, 'escalated') == '1'
 local allowed = policy.open_to_channel or member(policy.allowed_users)
   or member(policy.group_members)
-  or (field(key, 'escalated') == '1' and member(policy.escalate_to_users))
+  or (escalated and member(policy.escalate_to_users))
+  or (escalated and policy.escalate_open_to_channel and (ARGV[8] == '' or from_escalation))
 if not allowed then return refuse('not_allowed') end
 if user == field(key, 'requested_by') and not policy.allow_self_approval then
   return refuse('self_approval')
@@ -59,7 +66,8 @@ if expires ~= '' and tonumber(now) >= tonumber(expires) then return refuse('expi
 -- A click can land in the instant between the post and its recording (no ts stored yet):
 -- the channel must still match.
 local posted_ts = field(key, 'message_ts')
-if ARGV[8] ~= '' and (ARGV[8] ~= field(key, 'channel') or (posted_ts ~= '' and ARGV[9] ~= posted_ts)) then
+if ARGV[8] ~= '' and not from_escalation
+  and (ARGV[8] ~= field(key, 'channel') or (posted_ts ~= '' and ARGV[9] ~= posted_ts)) then
   return refuse('wrong_message')
 end
 if ARGV[6] ~= field(key, 'args_digest') then return refuse('wrong_digest') end

@@ -36,6 +36,8 @@ def _build(store: object) -> object:
         ),
         ({"users": ("U1A",), "expires_after": timedelta(0)}, "positive"),
         ({"users": ("U1A",), "on_expiry": Escalate()}, "Escalate"),
+        # A channel alone names nobody who could act on the escalation card.
+        ({"users": ("U1A",), "on_expiry": Escalate(channel="C0ESC")}, "names nobody new"),
         (
             {"users": ("U1A",), "expires_after": None, "on_expiry": Escalate(channel="C0ESC")},
             "needs expires_after",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from harness import ALICE, BOB, CAROL, CHANNEL, Harness
+from harness import ALICE, BOB, CAROL, CHANNEL, MALLORY, Harness
 
 from bot.agents.policy import Escalate, Policy
 from bot.schedule.scheduler import Scheduler
@@ -34,7 +34,11 @@ async def test_expiry_with_escalate_asks_the_escalation_users_who_can_then_decid
     escalation = [p for p in bot.slack.called("chat.postMessage") if p["channel"] == ESCALATION]
     assert len(escalation) == 1
     assert escalation[0]["text"].startswith("Escalated") and f"<@{BOB}>" in escalation[0]["text"]
-    assert "thread_ts" not in escalation[0]
+    assert escalation[0].get("thread_ts") is None
+    # A real card: the same buttons, and the original card says where it went.
+    assert escalation[0]["blocks"][-1]["elements"][0]["value"] == value
+    [original] = [u for u in bot.slack.called("chat.update") if u["ts"] == bot.message_ts()]
+    assert f"Escalated to <#{ESCALATION}>" in str(original["blocks"])
     assert bot.tool_log.calls == []
     listed = await bot.command("", user=BOB)
     assert listed["text"] == "1 waiting for you"
@@ -44,6 +48,39 @@ async def test_expiry_with_escalate_asks_the_escalation_users_who_can_then_decid
     assert bot.tool_log.calls == [{"paths": ["/tmp/a", "/tmp/b"]}]
     record = await bot.services.storage.queries.get(bot.record_id(value))
     assert record is not None and record.state == "approved" and record.decided_by == BOB
+
+
+async def test_an_escalation_open_to_its_channel_is_decided_from_its_own_card_and_both_update(
+    make_bot: Any,
+) -> None:
+    policy = Policy(
+        channel=CHANNEL,
+        users=(ALICE,),
+        expires_after=timedelta(minutes=30),
+        on_expiry=Escalate(channel=ESCALATION, anyone_in_channel=True),
+    )
+    bot: Harness = await make_bot(policy)
+    value = await bot.start(requested_by=CAROL)
+    bot.clock.advance(timedelta(minutes=31))
+    await Scheduler(bot.services).tick()
+    [card] = [p for p in bot.slack.called("chat.postMessage") if p["channel"] == ESCALATION]
+    assert f"anyone in <#{ESCALATION}>" in str(card["blocks"])
+    escalation_ts = next(
+        str(a["ts"]) for a in bot.slack.answers("chat.postMessage") if a["channel"] == ESCALATION
+    )
+
+    # Anyone in the escalation channel, from its card; not from the original card.
+    await bot.click(ids.APPROVE, value, user=MALLORY)
+    await bot.slack.wait_calls("chat.postEphemeral")
+    assert "not among the approvers" in bot.slack.called("chat.postEphemeral")[-1]["text"]
+    assert bot.tool_log.calls == []
+
+    await bot.click(ids.APPROVE, value, user=MALLORY, channel=ESCALATION, message_ts=escalation_ts)
+    await bot.finished()
+    assert bot.tool_log.calls == [{"paths": ["/tmp/a", "/tmp/b"]}]
+    updates = {(u["channel"], u["ts"]): u for u in bot.slack.called("chat.update")}
+    for where in ((CHANNEL, bot.message_ts()), (ESCALATION, escalation_ts)):
+        assert f"Approved by <@{MALLORY}>" in str(updates[where]["blocks"])
 
 
 async def test_a_dm_policy_posts_the_interrupt_in_a_conversation_opened_with_the_approver(
