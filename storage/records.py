@@ -146,6 +146,8 @@ class InterruptRecord(BaseModel):
     message_ts: str | None = None
     thread_ts: str | None = None
     permalink: str | None = None
+    asked_in: str | None = None
+    """The channel the requester asked from; told there (else in a DM) what became of it."""
     state: InterruptState = "pending"
     votes: tuple[Vote, ...] = ()
     decided_by: str | None = None
@@ -274,6 +276,7 @@ class InterruptRecord(BaseModel):
             "message_ts": self.message_ts or "",
             "thread_ts": self.thread_ts or "",
             "permalink": self.permalink or "",
+            "asked_in": self.asked_in or "",
             "state": self.state,
             "votes": json.dumps(data["votes"], separators=(",", ":")),
             "voters": json.dumps(approvals) if approvals else "[]",
@@ -323,6 +326,7 @@ class InterruptRecord(BaseModel):
                 message_ts=opt("message_ts"),
                 thread_ts=opt("thread_ts"),
                 permalink=opt("permalink"),
+                asked_in=opt("asked_in"),
                 state=fields["state"],  # type: ignore[arg-type]
                 votes=tuple(Vote.model_validate(v) for v in json.loads(fields["votes"])),
                 decided_by=opt("decided_by"),

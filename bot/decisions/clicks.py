@@ -27,6 +27,7 @@ from bot.ui.cards import card_from_record
 from bot.ui.modals import args_modal, deny_modal, edit_modal, reply_modal
 from bot.ui.posting import post_ephemeral, trust_label, update_message
 from bot.ui.refusals import DAMAGED, STORAGE_DOWN, UNCONFIRMED, reason_text, refusal_text
+from bot.ui.requester import tell_decided
 from storage.clicks import ClickEntry
 from storage.errors import CorruptRecordError, StorageError, StorageTimeoutError
 from storage.outcomes import DecideOutcome
@@ -189,6 +190,8 @@ async def decide_click(services: Services, entry: ClickEntry) -> None:
         services.metrics.decisions[outcome.state or "approved"] += 1
     if outcome.record is not None:
         await update_message(services, outcome.record)
+    if outcome.status == "recorded" and outcome.record and outcome.record.state != "pending":
+        await tell_decided(services, outcome.record)
 
 
 async def _chosen(services: Services, entry: ClickEntry) -> str | None:

@@ -19,6 +19,7 @@ from bot.ui import ids
 from bot.ui.modals import errors_for, parse_args
 from bot.ui.posting import update_message
 from bot.ui.refusals import DAMAGED, STORAGE_DOWN, reason_text, refusal_text
+from bot.ui.requester import tell_decided
 from storage.errors import CorruptRecordError, StorageError
 from storage.outcomes import DecideOutcome
 from storage.records import InterruptRecord
@@ -63,11 +64,17 @@ def listener(services: Services) -> Any:
         if outcome.status == "recorded" and outcome.state:
             services.metrics.decisions[outcome.state] += 1
         if outcome.record is not None:
-            services.background.spawn(
-                update_message(services, outcome.record), name=f"update {ref.record_id}"
-            )
+            services.background.spawn(_announce(services, outcome), name=f"update {ref.record_id}")
 
     return on_submit
+
+
+async def _announce(services: Services, outcome: DecideOutcome) -> None:
+    """Redraw the card; tell the requester when the decision was the last one needed."""
+    assert outcome.record is not None
+    await update_message(services, outcome.record)
+    if outcome.status == "recorded" and outcome.record.state != "pending":
+        await tell_decided(services, outcome.record)
 
 
 async def _decide(services: Services, submission: Submission, ref: Ref) -> DecideOutcome | str:

@@ -33,6 +33,7 @@ async def interrupt_records(
             now=now,
             channel=channel,
         )
+        record = record.model_copy(update={"asked_in": place.requester_channel})
         if place.thread_ts and channel == place.channel:
             record = record.model_copy(update={"thread_ts": place.thread_ts})
         records.append(record)

@@ -17,6 +17,7 @@ from agent_runtime.run_events import RunFinished, ToolCallFinished
 from bot.errors import BotError
 from bot.services import Services
 from bot.ui.posting import post_in_thread, post_interrupt
+from bot.ui.requester import mention_in_thread, tell_finished
 from storage.errors import DuplicateInterruptError
 from storage.records import InterruptRecord
 
@@ -97,9 +98,15 @@ async def settle(services: Services, agent_name: str, result: AgentResult, *, pl
         log.info("run %s: its end was announced before; not again", result.run_id)
         return
     outcome = "Finished" if result.stop_reason == "end_turn" else f"Stopped ({result.stop_reason})"
-    await post_in_thread(
+    text = f"{outcome}: {result.message}" if result.message else outcome
+    channel, thread_ts, requester = place.channel, place.thread_ts, place.requested_by
+    mention = mention_in_thread(requester, place.asked_in, channel)
+    await post_in_thread(services, channel=channel, thread_ts=thread_ts, text=text, mention=mention)
+    await tell_finished(
         services,
-        channel=place.channel,
-        thread_ts=place.thread_ts,
-        text=f"{outcome}: {result.message}" if result.message else outcome,
+        requested_by=requester,
+        asked_in=place.asked_in,
+        channel=channel,
+        thread_ts=thread_ts,
+        text=text,
     )

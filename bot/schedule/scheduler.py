@@ -22,6 +22,7 @@ from slack_sdk.errors import SlackApiError
 from bot.services import Services
 from bot.ui.blocks import user_mention
 from bot.ui.posting import post_escalation, post_interrupt, update_message
+from bot.ui.requester import tell_decided, tell_escalated
 from storage.audit import AuditEntry
 from storage.errors import StorageError
 from storage.interrupts import GROUP_CHECK_EVERY
@@ -95,10 +96,12 @@ class Scheduler:
         if result.outcome == "expired":
             services.metrics.decisions["expired"] += 1
             await update_message(services, record)
+            await tell_decided(services, record)
             return
         # Escalated: a card the escalation approvers decide, in their channel or the thread.
         escalated = await post_escalation(services, record)
         await update_message(services, escalated or record)
+        await tell_escalated(services, escalated or record)
 
     async def _remind(self, due: ReminderDue) -> None:
         services, record = self._services, due.record

@@ -151,5 +151,6 @@ async def _start(services: Services, agent: str, prompt: str, place: Place) -> N
     try:
         await start_run(services, agent, prompt, place=place)
     except BotError as exc:
-        where = {"channel": place.channel, "thread_ts": place.thread_ts}
-        await post_in_thread(services, text=str(exc), **where)
+        await post_in_thread(
+            services, channel=place.channel, thread_ts=place.thread_ts, text=str(exc)
+        )

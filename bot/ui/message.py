@@ -105,6 +105,11 @@ def decided_message(card: Card, verdict: Verdict) -> SlackMessage:
     return SlackMessage(text=_fallback(f"{headline}:", card), blocks=blocks)
 
 
+def verdict_note(card: Card, verdict: Verdict) -> str:
+    """One line for the requester: the outcome, who decided, what it was about."""
+    return f"{_verdict_parts(verdict)[0]}: `{escaped(card.action, 200)}`"
+
+
 def _fallback(prefix: str, card: Card) -> str:
     return escaped(f"{prefix} {card.action} ({card.agent})", FALLBACK_TEXT)
 

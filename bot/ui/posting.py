@@ -66,7 +66,9 @@ async def post_interrupt(services: Services, record: InterruptRecord) -> Interru
         )
         answer = await _holding_outbox(services, record.id, post)
     except (SlackApiError, ClientError, TimeoutError, OSError) as exc:
-        log.warning("interrupt %s not posted yet, left in the outbox: %s", record.id, _why(exc))
+        log.warning(
+            "interrupt %s not posted yet, left in the outbox: %s", record.id, why_failed(exc)
+        )
         wait = _retry_after(exc)
         if wait is not None:
             until = services.clock.now() + timedelta(seconds=wait)
@@ -83,7 +85,7 @@ async def post_interrupt(services: Services, record: InterruptRecord) -> Interru
     )
     if posted is None or posted.channel is None:
         return posted
-    link = await _permalink(services, posted.channel, ts)
+    link = await permalink(services, posted.channel, ts)
     if link is None:
         return posted
     await services.storage.interrupts.set_permalink(record.id, link)
@@ -105,7 +107,9 @@ async def update_message(services: Services, record: InterruptRecord) -> None:
                 channel=channel, ts=ts, text=message.text, blocks=message.blocks
             )
         except (SlackApiError, ClientError, TimeoutError, OSError) as exc:
-            log.error("interrupt %s: message in %s not updated: %s", record.id, channel, _why(exc))
+            log.error(
+                "interrupt %s: message in %s not updated: %s", record.id, channel, why_failed(exc)
+            )
 
 
 async def post_escalation(services: Services, record: InterruptRecord) -> InterruptRecord | None:
@@ -131,7 +135,7 @@ async def post_escalation(services: Services, record: InterruptRecord) -> Interr
             unfurl_media=False,
         )
     except (SlackApiError, ClientError, TimeoutError, OSError) as exc:
-        log.error("interrupt %s: escalation card not posted: %s", record.id, _why(exc))
+        log.error("interrupt %s: escalation card not posted: %s", record.id, why_failed(exc))
         return None
     where, ts = str(answer.get("channel") or channel), str(answer["ts"])
     try:
@@ -144,9 +148,15 @@ async def post_escalation(services: Services, record: InterruptRecord) -> Interr
 
 
 async def post_in_thread(
-    services: Services, *, channel: str | None, thread_ts: str | None, text: str
+    services: Services,
+    *,
+    channel: str | None,
+    thread_ts: str | None,
+    text: str,
+    mention: str = "",
 ) -> None:
-    """Post untrusted ``text`` (escaped) in the run's thread, or the channel without one."""
+    """Post untrusted ``text`` (escaped) in the run's thread, or the channel without one;
+    ``mention`` (the bot's own mrkdwn) is added on a line of its own."""
     if not channel:
         log.info("no channel for run progress: %s", text[:200])
         return
@@ -154,12 +164,12 @@ async def post_in_thread(
         await services.client.chat_postMessage(
             channel=channel,
             thread_ts=thread_ts,
-            text=escape_truncate(text, _THREAD_TEXT),
+            text=escape_truncate(text, _THREAD_TEXT) + (f"\ncc {mention}" if mention else ""),
             unfurl_links=False,
             unfurl_media=False,
         )
     except (SlackApiError, ClientError, TimeoutError, OSError) as exc:
-        log.error("progress not posted in %s/%s: %s", channel, thread_ts, _why(exc))
+        log.error("progress not posted in %s/%s: %s", channel, thread_ts, why_failed(exc))
 
 
 async def post_ephemeral(services: Services, *, channel: str, user: str, text: str) -> None:
@@ -167,15 +177,15 @@ async def post_ephemeral(services: Services, *, channel: str, user: str, text: s
     try:
         await services.client.chat_postEphemeral(channel=channel, user=user, text=text)
     except (SlackApiError, ClientError, TimeoutError, OSError) as exc:
-        log.warning("ephemeral to %s in %s failed: %s", user, channel, _why(exc))
+        log.warning("ephemeral to %s in %s failed: %s", user, channel, why_failed(exc))
 
 
-async def _permalink(services: Services, channel: str, ts: str) -> str | None:
+async def permalink(services: Services, channel: str, ts: str) -> str | None:
     """The message's link as Slack gives it (``chat.getPermalink``); None if it will not."""
     try:
         answer = await services.client.chat_getPermalink(channel=channel, message_ts=ts)
     except (SlackApiError, ClientError, TimeoutError, OSError) as exc:
-        log.warning("no permalink for %s/%s: %s", channel, ts, _why(exc))
+        log.warning("no permalink for %s/%s: %s", channel, ts, why_failed(exc))
         return None
     return str(answer.get("permalink") or "") or None
 
@@ -224,7 +234,8 @@ def _retry_after(exc: BaseException) -> float | None:
         return None
 
 
-def _why(exc: BaseException) -> str:
+def why_failed(exc: BaseException) -> str:
+    """A Slack or network failure, in a log line (never the token)."""
     if isinstance(exc, SlackApiError):
         return slack_error(exc)
     return f"{type(exc).__name__}: {exc}"

@@ -7,7 +7,7 @@ import json
 from datetime import timedelta
 from typing import Any
 
-from harness import ALICE, CHANNEL, MALLORY, Harness
+from harness import ALICE, CAROL, CHANNEL, MALLORY, Harness
 
 from bot.agents.policy import Policy
 from bot.decisions.clicks import decide_click
@@ -66,7 +66,9 @@ async def test_a_replayed_click_changes_nothing_and_sends_no_second_message(
 
     assert await _stored(storage, bot.record_id(value)) == stored
     assert [e["user"] for e in bot.slack.called("chat.postEphemeral")] == [MALLORY]
-    assert len(bot.slack.called("chat.postMessage")) == 1  # the interrupt only
+    # The interrupt, and the requester told of the approval once.
+    posts = bot.slack.called("chat.postMessage")
+    assert len(posts) == 2 and posts[1]["text"].startswith(f"<@{CAROL}> :white_check_mark:")
     # The replay re-renders the message from the record: the same update, nothing new.
     assert bot.slack.called("chat.update") == [update, update]
     assert bot.tool_log.calls == []

@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from harness import ALICE, Harness
+from harness import ALICE, CAROL, Harness
 
 from agent_runtime.session import SessionStore, Snapshot, StoredSession
 from bot.ui import ids
@@ -80,7 +80,7 @@ async def test_next_interrupt_is_stored_and_posted_once_after_the_worker_died(
     await second.loops.stop()
     assert len(_interrupt_posts(second)) == 2
     assert [t for t in second.thread() if t.startswith("Finished")] == [
-        "Finished: done: deleted 1 file(s)"
+        f"Finished: done: deleted 1 file(s)\ncc <@{CAROL}>"
     ]
     assert first.tool_log.calls == [{"paths": ["/tmp/a", "/tmp/b"]}]
     assert second.tool_log.calls == [{"paths": ["/tmp/c"]}]
@@ -99,10 +99,10 @@ async def test_a_run_that_ended_before_the_worker_died_is_reported_once(make_bot
     assert not any(t.startswith("Finished") for t in first.thread())
 
     second: Harness = await make_bot(workers=1, reclaim_after=0.05)
-    assert await second.finished() == "Finished: done: deleted 2 file(s)"
+    assert await second.finished() == f"Finished: done: deleted 2 file(s)\ncc <@{CAROL}>"
     await second.loops.stop()
     assert [t for t in second.thread() if t.startswith("Finished")] == [
-        "Finished: done: deleted 2 file(s)"
+        f"Finished: done: deleted 2 file(s)\ncc <@{CAROL}>"
     ]
     assert second.tool_log.calls == []
     assert await second.services.storage.resume.pending_count() == 0
@@ -119,7 +119,7 @@ async def test_a_run_cut_off_mid_way_is_continued_from_its_checkpoint(make_bot: 
     assert first.tool_log.calls == [{"paths": ["/tmp/a", "/tmp/b"]}]
 
     second: Harness = await make_bot(workers=1, reclaim_after=0.05)
-    assert await second.finished() == "Finished: done: deleted 2 file(s)"
+    assert await second.finished() == f"Finished: done: deleted 2 file(s)\ncc <@{CAROL}>"
     await second.loops.stop()
     assert second.tool_log.calls == []  # the tool's saved result is not redone
     assert await second.services.storage.resume.pending_count() == 0
@@ -140,7 +140,7 @@ async def test_a_worker_that_died_after_announcing_the_end_is_not_echoed(make_bo
     await asyncio.wait_for(died.wait(), 5)
     await first.loops.stop()
     assert [t for t in first.thread() if t.startswith("Finished")] == [
-        "Finished: done: deleted 2 file(s)"
+        f"Finished: done: deleted 2 file(s)\ncc <@{CAROL}>"
     ]
 
     caught_up, release = asyncio.Event(), queue.release
@@ -155,6 +155,6 @@ async def test_a_worker_that_died_after_announcing_the_end_is_not_echoed(make_bo
     await second.loops.stop()
     assert await queue.pending_count() == 0
     assert [t for t in second.thread() if t.startswith("Finished")] == [
-        "Finished: done: deleted 2 file(s)"
+        f"Finished: done: deleted 2 file(s)\ncc <@{CAROL}>"
     ]
     assert second.tool_log.calls == []

@@ -14,7 +14,7 @@ from typing import Any
 import aiohttp
 import pytest
 from aiohttp.test_utils import TestServer
-from harness import ALICE, CHANNEL, Harness
+from harness import ALICE, CAROL, CHANNEL, Harness
 from pydantic import SecretStr
 
 from bot.api.runs import RUNS_PATH
@@ -110,7 +110,7 @@ async def test_a_modal_decision_while_redis_is_down_shows_the_problem_in_the_mod
     assert await _stored(storage, bot.record_id(value)) == before
     status, body = await bot.submit(ids.DENY_VIEW, value, user=ALICE, text="not today")
     assert status == 200 and body == ""
-    assert await bot.finished() == "Finished: done: not today"
+    assert await bot.finished() == f"Finished: done: not today\ncc <@{CAROL}>"
     assert bot.tool_log.calls == []
 
 

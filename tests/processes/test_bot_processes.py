@@ -79,7 +79,7 @@ async def test_a_new_worker_process_resumes_a_click_taken_by_a_killed_bot(
             worker.send_signal(signal.SIGTERM)
         for worker in workers:
             assert worker.wait(timeout=15) == 0, log.read_text()
-    assert finished.text == "Finished: done: deleted 2 file(s)"
+    assert finished.text == f"Finished: done: deleted 2 file(s)\ncc <@{ALICE}>"
     assert "Approved" in str(ws.message(GENERAL, request.ts).blocks)
     assert ws.ephemerals(BOB, GENERAL) == []  # decided once: no "already decided" note
     [line] = marks.read_text().splitlines()  # the tool ran exactly once, in a worker

@@ -74,7 +74,7 @@ async def test_a_worker_killed_while_posting_a_tool_result_never_runs_the_tool_t
     finally:
         survivor.send_signal(signal.SIGTERM)
         assert survivor.wait(timeout=15) == 0, log.read_text()
-    assert finished.text == "Finished: done: deleted 2 file(s)"
+    assert finished.text == f"Finished: done: deleted 2 file(s)\ncc <@{ALICE}>"
     [(pid, attempt, _key, *paths)] = _lines(marks)  # the tool ran once, in the killed worker
     assert int(pid) == doomed.pid and attempt == "1" and paths == ["/tmp/a", "/tmp/b"]
     # Taken over once the dead worker's heartbeat went quiet, not after a minute.

@@ -1,0 +1,101 @@
+"""Telling the person who started a run what became of their request.
+
+They hear of each decision, expiry, escalation and the run's end once: as a mention in
+the run's thread when they asked in that channel, else in a direct message with a link
+to the card. Requests from jobs (a client name, not a person) are told by their API.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+
+from aiohttp import ClientError
+from slack_sdk.errors import SlackApiError
+
+from bot.services import Services
+from storage.records import InterruptRecord
+
+from .blocks import user_mention
+from .cards import card_from_record, escalated_to, verdict_from_record
+from .message import verdict_note
+from .mrkdwn import escape_truncate
+from .posting import permalink, why_failed
+
+log = logging.getLogger(__name__)
+
+_USER = re.compile(r"^[UW][A-Z0-9]{2,20}$")
+
+
+async def tell_decided(services: Services, record: InterruptRecord) -> None:
+    """The request was decided or expired: say how, and by whom (not to the decider)."""
+    verdict = verdict_from_record(record)
+    if verdict is None or record.requested_by in verdict.by:
+        return
+    await _tell(services, record, verdict_note(card_from_record(record), verdict))
+
+
+async def tell_escalated(services: Services, record: InterruptRecord) -> None:
+    """The request was not decided in time and went to the escalation's approvers."""
+    where = escalated_to(record)
+    if where is not None:
+        action = escape_truncate(card_from_record(record).action, 200)
+        await _tell(services, record, f":arrow_up: {where}: `{action}`")
+
+
+async def tell_finished(
+    services: Services,
+    *,
+    requested_by: str,
+    asked_in: str | None,
+    channel: str | None,
+    thread_ts: str | None,
+    text: str,
+) -> bool:
+    """Tell the requester how the run ended when they asked outside its thread (in the
+    thread the end is posted with their mention); True when a direct message went out."""
+    if not _USER.match(requested_by) or not asked_in or asked_in == channel:
+        return False
+    link = await permalink(services, channel, thread_ts) if channel and thread_ts else None
+    opening = f" <{link}|Open>" if link else ""
+    return await _direct(services, requested_by, f"{escape_truncate(text, 2000)}{opening}")
+
+
+def mention_in_thread(requested_by: str, asked_in: str | None, channel: str | None) -> str:
+    """The requester's mention for a post in the run's thread, when they asked there."""
+    if _USER.match(requested_by) and (asked_in is None or asked_in == channel):
+        return user_mention(requested_by)
+    return ""
+
+
+async def _tell(services: Services, record: InterruptRecord, note: str) -> None:
+    requester = record.requested_by
+    if not _USER.match(requester) or not record.channel:
+        return
+    if record.asked_in is None or record.asked_in == record.channel:
+        thread = record.thread_ts or record.message_ts
+        await _post(services, record.channel, thread, f"{user_mention(requester)} {note}")
+        return
+    link = f" <{record.permalink}|Open>" if record.permalink else ""
+    await _direct(services, requester, f"{note}{link}")
+
+
+async def _direct(services: Services, user: str, text: str) -> bool:
+    try:
+        opened = await services.client.conversations_open(users=user)
+        channel = str(opened["channel"]["id"])
+    except (SlackApiError, ClientError, TimeoutError, OSError, KeyError) as exc:
+        log.warning("could not open a DM with %s: %s", user, why_failed(exc))
+        return False
+    return await _post(services, channel, None, text)
+
+
+async def _post(services: Services, channel: str, thread_ts: str | None, text: str) -> bool:
+    try:
+        await services.client.chat_postMessage(
+            channel=channel, thread_ts=thread_ts, text=text, unfurl_links=False
+        )
+    except (SlackApiError, ClientError, TimeoutError, OSError) as exc:
+        log.warning("requester not told in %s: %s", channel, why_failed(exc))
+        return False
+    return True
