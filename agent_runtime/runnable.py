@@ -76,6 +76,21 @@ class Runnable(ABC):
             last_result=state.last_result,
         )
 
+    async def cancel(self, thread_id: str, reason: str) -> AgentResult | None:
+        """End the thread's run that waits on humans as ``cancelled``; None when it waits on
+        nothing (never started, running, or already ended). A concurrent resume wins: the
+        save is refused when the thread moved on meanwhile."""
+        stored = await self.session_store.load(thread_id)
+        if stored is None:
+            return None
+        state = RunState.from_snapshot(stored.snapshot)
+        if state.status != "interrupted":
+            return None
+        result = state.cancel(reason)
+        snapshot = {**stored.snapshot, **state.to_snapshot()}
+        await self.session_store.save(thread_id, snapshot, expected_version=stored.version)
+        return result
+
     async def open_interrupts(self, thread_id: str) -> list[Interrupt]:
         """The interrupts the thread waits on now."""
         status = await self.thread_status(thread_id)

@@ -95,6 +95,24 @@ class RunState:
         self.status = "interrupted"
         return self._keep_result("interrupt", "waiting for a human decision")
 
+    def cancel(self, message: str) -> AgentResult:
+        """End a run waiting on humans as ``cancelled``: nothing it waits on will run.
+
+        Tool calls of the open batch without a result get ``message`` as an error result,
+        so the history never shows a tool call without one."""
+        for call in self.batch or ():
+            result = self.batch_results.get(call.id) or ToolResult(content=message, is_error=True)
+            self.messages.append(
+                Message(
+                    role="tool",
+                    content=result.as_text(),
+                    tool_call_id=call.id,
+                    is_error=result.is_error,
+                )
+            )
+        self.pending = []
+        return self.end_run("cancelled", message)
+
     def end_run(self, stop_reason: StopReason, message: str) -> AgentResult:
         """End the run: forget its answers, batch and run-scoped trusts; returns the result."""
         self.status = "idle"

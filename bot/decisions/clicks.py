@@ -38,6 +38,7 @@ from .damaged import record_damaged
 from .group_refresh import refresh_groups
 from .payloads import Click, parse_click
 from .submissions import replies_allowed
+from .withdrawals import withdraw
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +70,9 @@ async def intake(services: Services, click: Click) -> None:
     assert ref is not None
     if action in _MODALS:
         services.background.spawn(open_modal(services, click), name=action)
+        return
+    if action == ids.MORE:
+        services.background.spawn(withdraw(services, click), name=action)
         return
     if click.choice is not None:
         action = f"{ids.CHOOSE}.{click.choice}"

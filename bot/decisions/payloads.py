@@ -69,6 +69,10 @@ class Click(_Model):
 
     @property
     def ref(self) -> Ref | None:
+        if self.action.action_id == ids.MORE:
+            picked = self.action.selected_option
+            verb, _, record_id = (picked.value if picked else "").partition(" ")
+            return Ref.parse(record_id) if verb == ids.WITHDRAW else None
         if self.choice is not None:
             block, _, value = self.action.block_id.partition(" ")
             return Ref.parse(value) if block == ids.CHOICES_BLOCK else None

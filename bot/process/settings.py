@@ -31,6 +31,7 @@ _ENV_NAMES = {
     "redis_prefix": "SIGNOFF_REDIS_PREFIX",
     "data_dir": "SIGNOFF_DATA_DIR",
     "webhook_allow": "SIGNOFF_WEBHOOK_ALLOW",
+    "admins": "SIGNOFF_ADMINS",
 }
 
 
@@ -64,6 +65,8 @@ class Settings(BaseModel):
     data_dir: str | None = None
     # Hosts (``host`` or ``host:port``, comma-separated) webhooks may reach over plain http.
     webhook_allow: str | None = None
+    # User ids (comma-separated) who may withdraw anyone's pending request from its card.
+    admins: str | None = None
 
     @field_validator("bot_token")
     @classmethod
@@ -99,6 +102,18 @@ class Settings(BaseModel):
         if v is not None and not (v[:1] in "CGD" and v[1:].isalnum() and v.isupper()):
             raise ValueError("must be a channel id such as C0123ABCD (not a #name)")
         return v
+
+    @field_validator("admins")
+    @classmethod
+    def _admins(cls, v: str | None) -> str | None:
+        for user in (u.strip() for u in (v or "").split(",")):
+            if user and not (user[:1] in "UW" and user[1:].isalnum() and user.isupper()):
+                raise ValueError(f"{user!r} is not a user id such as U0123ABCD")
+        return v
+
+    @property
+    def admin_ids(self) -> tuple[str, ...]:
+        return tuple(u.strip() for u in (self.admins or "").split(",") if u.strip())
 
     @property
     def webhook_hosts(self) -> frozenset[str]:

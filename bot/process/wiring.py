@@ -44,7 +44,11 @@ async def open_services(
     client = make_client(settings)
     try:
         yield make_services(
-            client=client, storage=storage, specs=specs, default_channel=settings.channel
+            client=client,
+            storage=storage,
+            specs=specs,
+            default_channel=settings.channel,
+            admins=settings.admin_ids,
         )
     finally:
         await close_client(client)
@@ -58,6 +62,7 @@ def make_services(
     specs: Sequence[AgentSpec],
     clock: Clock | None = None,
     default_channel: str | None = None,
+    admins: tuple[str, ...] = (),
 ) -> Services:
     """Wire the bot's collaborators together."""
     the_clock = clock or SystemClock()
@@ -70,4 +75,5 @@ def make_services(
         background=Background(),
         metrics=Metrics(),
         default_channel=default_channel,
+        admins=admins,
     )

@@ -16,12 +16,9 @@ import contextlib
 import logging
 from datetime import timedelta
 
-from aiohttp import ClientError
-from slack_sdk.errors import SlackApiError
-
 from bot.services import Services
 from bot.ui.blocks import user_mention
-from bot.ui.posting import post_escalation, post_interrupt, update_message
+from bot.ui.posting import post_escalation, post_interrupt, post_mrkdwn, update_message
 from bot.ui.requester import tell_decided, tell_escalated
 from storage.audit import AuditEntry
 from storage.errors import StorageError
@@ -128,7 +125,7 @@ class Scheduler:
         mentions = " ".join(user_mention(u) for u in awake[:30])
         text = f"Reminder: this request is still waiting for a decision. {mentions}".strip()
         thread = record.thread_ts or record.message_ts
-        await _post_mrkdwn(services, channel=record.channel, thread_ts=thread, text=text)
+        await post_mrkdwn(services, channel=record.channel, thread_ts=thread, text=text)
         await services.storage.audit.append(
             AuditEntry(
                 event="reminded",
@@ -140,15 +137,3 @@ class Scheduler:
                 detail=" ".join(awake[:30]),
             )
         )
-
-
-async def _post_mrkdwn(
-    services: Services, *, channel: str | None, thread_ts: str | None, text: str
-) -> None:
-    """Post the bot's own mrkdwn (mentions built from stored user ids only)."""
-    if not channel:
-        return
-    try:
-        await services.client.chat_postMessage(channel=channel, thread_ts=thread_ts, text=text)
-    except (SlackApiError, ClientError, TimeoutError, OSError) as exc:
-        log.error("scheduler post to %s failed: %s", channel, exc)

@@ -27,3 +27,5 @@ class Services:
     background: Background
     metrics: Metrics
     default_channel: str | None = None
+    admins: tuple[str, ...] = ()
+    """Users who may withdraw anyone's pending request (``SIGNOFF_ADMINS``)."""

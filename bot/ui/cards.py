@@ -196,8 +196,8 @@ def verdict_from_record(record: InterruptRecord) -> Verdict | None:
     else:
         by = (record.decided_by,) if record.decided_by else ()
     outcome: Outcome = record.state
-    if record.state == "cancelled" and is_request_run(record.run_id):
-        outcome = "withdrawn"
+    if record.state == "cancelled" and (record.decided_by or is_request_run(record.run_id)):
+        outcome = "withdrawn"  # a person (or a job) withdrew it
     elif record.runtime_interrupt.question and record.state in ("responded", "denied"):
         outcome = "answered" if record.state == "responded" else "declined"
     elif not record.runtime_interrupt.is_approval and record.state == "responded":

@@ -19,7 +19,11 @@ FULL_ARGS: Final = f"{PREFIX}.args"
 OPEN_PENDING: Final = f"{PREFIX}.open"
 NEXT_PAGE: Final = f"{PREFIX}.next_page"
 
-BUTTONS: Final = (APPROVE, TRUST, DENY, EDIT, REPLY, FULL_ARGS)
+MORE: Final = f"{PREFIX}.more"
+"""The card's overflow menu; its one option's value is ``withdraw <record id>``."""
+WITHDRAW: Final = "withdraw"
+
+BUTTONS: Final = (APPROVE, TRUST, DENY, EDIT, REPLY, FULL_ARGS, MORE)
 
 CHOOSE: Final = f"{PREFIX}.choose"
 """A question's answers: ``signoff.choose.<n>`` buttons, or one select whose options'

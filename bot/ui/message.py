@@ -251,7 +251,29 @@ def _buttons(card: Card) -> list[Block]:
     if _cut(card):
         label = "Full details" if card.external else "Show full arguments"
         elements.append(button(label, action_id=ids.FULL_ARGS, value=value))
+    elements.append(_more(card))
     return elements
+
+
+def _more(card: Card) -> Block:
+    """The overflow menu: the requester (or an admin) withdraws the request from here."""
+    record_id = card.interrupt_id
+    return {
+        "type": "overflow",
+        "action_id": ids.MORE,
+        "options": [
+            {
+                "text": plain_text("Withdraw request", BUTTON_TEXT),
+                "value": f"{ids.WITHDRAW} {record_id}",
+            }
+        ],
+        "confirm": confirm_dialog(
+            title="Withdraw this request?",
+            text="The run is cancelled and nothing it waits on will run. Only the requester "
+            "or an admin can withdraw it.",
+            confirm="Withdraw",
+        ),
+    }
 
 
 def _question_buttons(card: Card) -> list[Block]:
@@ -265,4 +287,5 @@ def _question_buttons(card: Card) -> list[Block]:
         elements.append(button("Decline", action_id=ids.DENY, value=value, style="danger"))
     if _cut(card):
         elements.append(button("Show full arguments", action_id=ids.FULL_ARGS, value=value))
+    elements.append(_more(card))
     return elements

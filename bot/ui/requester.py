@@ -20,7 +20,7 @@ from .blocks import user_mention
 from .cards import card_from_record, escalated_to, verdict_from_record
 from .message import verdict_note
 from .mrkdwn import escape_truncate
-from .posting import permalink, why_failed
+from .posting import permalink, post_mrkdwn, why_failed
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +74,12 @@ async def _tell(services: Services, record: InterruptRecord, note: str) -> None:
         return
     if record.asked_in is None or record.asked_in == record.channel:
         thread = record.thread_ts or record.message_ts
-        await _post(services, record.channel, thread, f"{user_mention(requester)} {note}")
+        await post_mrkdwn(
+            services,
+            channel=record.channel,
+            thread_ts=thread,
+            text=f"{user_mention(requester)} {note}",
+        )
         return
     link = f" <{record.permalink}|Open>" if record.permalink else ""
     await _direct(services, requester, f"{note}{link}")
@@ -87,15 +92,4 @@ async def _direct(services: Services, user: str, text: str) -> bool:
     except (SlackApiError, ClientError, TimeoutError, OSError, KeyError) as exc:
         log.warning("could not open a DM with %s: %s", user, why_failed(exc))
         return False
-    return await _post(services, channel, None, text)
-
-
-async def _post(services: Services, channel: str, thread_ts: str | None, text: str) -> bool:
-    try:
-        await services.client.chat_postMessage(
-            channel=channel, thread_ts=thread_ts, text=text, unfurl_links=False
-        )
-    except (SlackApiError, ClientError, TimeoutError, OSError) as exc:
-        log.warning("requester not told in %s: %s", channel, why_failed(exc))
-        return False
-    return True
+    return await post_mrkdwn(services, channel=channel, thread_ts=None, text=text)

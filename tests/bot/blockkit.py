@@ -20,6 +20,11 @@ LIMITS = {
     "confirm_button": 30,
     "modal_title": 24,
     "private_metadata": 3000,
+    "option_text": 75,
+    "option_value": 150,
+    "overflow_options": 5,
+    "select_options": 100,
+    "placeholder": 150,
 }
 
 
@@ -61,6 +66,26 @@ def _element(e: dict[str, Any], where: str) -> None:
     elif e["type"] == "plain_text_input":
         _check(len(e.get("initial_value", "")) <= e.get("max_length", 3000), f"{where}: initial")
         _check(e.get("max_length", 3000) <= 3000, f"{where}: max_length")
+    elif e["type"] in ("overflow", "static_select"):
+        most = LIMITS["overflow_options" if e["type"] == "overflow" else "select_options"]
+        _check(0 < len(e["options"]) <= most, f"{where}: {len(e['options'])} options")
+        for n, option in enumerate(e["options"]):
+            _text(
+                option["text"],
+                LIMITS["option_text"],
+                f"{where}.options[{n}]",
+                kinds=("plain_text",),
+            )
+            _check(0 < len(option["value"]) <= LIMITS["option_value"], f"{where}.options[{n}]")
+        if "placeholder" in e:
+            _text(
+                e["placeholder"],
+                LIMITS["placeholder"],
+                where + ".placeholder",
+                kinds=("plain_text",),
+            )
+        if "confirm" in e:
+            _confirm(e["confirm"], where + ".confirm")
     else:
         raise LimitError(f"{where}: unexpected element {e['type']}")
 

@@ -46,6 +46,7 @@ async def make_bot(slack: FakeSlack, storage: Storage) -> AsyncIterator[Callable
         then: tuple[dict[str, Any], ...] = (),
         started_by: tuple[str, ...] = (),
         spec: AgentSpec | None = None,
+        admins: tuple[str, ...] = (),
     ) -> Harness:
         settings = Settings.from_env(
             {
@@ -62,6 +63,7 @@ async def make_bot(slack: FakeSlack, storage: Storage) -> AsyncIterator[Callable
             storage=storage,
             specs=[spec or cleanup_spec(log, the_policy, then=then, started_by=started_by)],
             clock=clock,
+            admins=admins,
         )
         app = build_app(services, signing_secret=SIGNING_SECRET)
         server = TestServer(

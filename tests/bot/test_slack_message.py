@@ -58,9 +58,10 @@ def _action_ids(blocks: list[dict[str, Any]]) -> list[str]:
 
 def test_pending_message_offers_the_policys_decisions() -> None:
     msg = pending_message(_card(decisions=("approve", "reject")))
-    assert _action_ids(msg.blocks) == [ids.APPROVE, ids.DENY]
+    assert _action_ids(msg.blocks) == [ids.APPROVE, ids.DENY, ids.MORE]
     msg = pending_message(_card(trust_label="for this run"))
-    assert _action_ids(msg.blocks) == [ids.APPROVE, ids.TRUST, ids.EDIT, ids.REPLY, ids.DENY]
+    every = [ids.APPROVE, ids.TRUST, ids.EDIT, ids.REPLY, ids.DENY, ids.MORE]
+    assert _action_ids(msg.blocks) == every
     check_message(msg.text, msg.blocks)
 
 
@@ -209,7 +210,7 @@ def test_a_jobs_long_details_are_cut_on_the_card_and_shown_whole_in_a_modal() ->
     msg = pending_message(card)
     check_message(msg.text, msg.blocks)
     assert "wants to run" not in str(msg.blocks)
-    full = next(e for b in msg.blocks if b["type"] == "actions" for e in b["elements"][-1:])
+    full = next(e for b in msg.blocks if b["type"] == "actions" for e in b["elements"][-2:-1])
     assert full["action_id"] == ids.FULL_ARGS and full["text"]["text"] == "Full details"
     modal = args_modal(card)
     shown = "".join(b["text"]["text"] for b in modal["blocks"])

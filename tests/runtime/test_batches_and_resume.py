@@ -187,3 +187,35 @@ async def test_open_interrupts_lists_what_the_thread_waits_on():
     assert await agent.open_interrupts("t") == list(result.interrupts)
     await agent.invoke({result.interrupts[0].id: "yes"}, thread_id="t")
     assert await agent.open_interrupts("t") == []
+
+
+async def test_cancel_ends_a_waiting_run_and_the_thread_takes_a_new_prompt():
+    ran: list[str] = []
+
+    @tool
+    def delete_files(paths: list[str]) -> str:
+        """Delete files."""
+        ran.extend(paths)
+        return "deleted"
+
+    model = ScriptedModel(
+        [[ToolCall(id="c1", name="delete_files", args={"paths": ["/tmp/a"]})], "next turn"]
+    )
+    agent = Agent(model=model, tools=[delete_files], interrupt_on={"delete_files": True})
+    first = await agent.invoke("clean", thread_id="t")
+    assert first.stop_reason == "interrupt"
+
+    cancelled = await agent.cancel("t", "withdrawn by U0CAROL")
+    assert cancelled is not None and cancelled.stop_reason == "cancelled"
+    status = await agent.thread_status("t")
+    assert status is not None and status.status == "idle" and status.interrupts == ()
+    assert await agent.cancel("t", "again") is None  # nothing waits any more
+    with pytest.raises(ResumeError):
+        await agent.invoke({first.interrupts[0].id: Decision.approve()}, thread_id="t")
+
+    second = await agent.invoke("something else", thread_id="t")
+    assert second.message == "next turn" and ran == []
+    # The cancelled call has its result, so the history the model sees is well formed.
+    [result] = [m for m in model.requests[-1].messages if m.role == "tool"]
+    assert result.tool_call_id == "c1" and result.is_error
+    assert result.content == "withdrawn by U0CAROL"

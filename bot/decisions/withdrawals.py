@@ -1,0 +1,102 @@
+"""Withdrawing a pending request from its card: the requester (or an admin) stops it.
+
+Every pending interrupt of the run is cancelled atomically in storage (a click racing
+the withdrawal gets exactly one outcome), the agent's run ends as ``cancelled`` so
+nothing it waited on runs, and the card says who withdrew it.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from agent_runtime.errors import AgentRuntimeError
+from bot.services import Services
+from bot.ui.blocks import user_mention
+from bot.ui.posting import post_ephemeral, post_mrkdwn, update_message
+from bot.ui.refusals import DAMAGED, STORAGE_DOWN, reason_text, refusal_text
+from bot.ui.requester import tell_decided
+from storage.errors import CorruptRecordError, StorageError
+from storage.outcomes import DecideOutcome
+from storage.records import InterruptRecord
+from storage.requests import is_request_run
+
+from .damaged import record_damaged
+from .payloads import Click
+
+log = logging.getLogger(__name__)
+
+
+async def withdraw(services: Services, click: Click) -> None:
+    """Withdraw the request whose card's overflow menu ``click`` came from."""
+    ref = click.ref
+    assert ref is not None
+    user, channel = click.user.id, click.container.channel_id
+    try:
+        record = await services.storage.queries.get(ref.record_id)
+    except CorruptRecordError as exc:
+        await record_damaged(services, exc, ref.record_id, user=user, channel=channel)
+        await post_ephemeral(services, channel=channel, user=user, text=DAMAGED)
+        return
+    except StorageError:
+        await post_ephemeral(services, channel=channel, user=user, text=STORAGE_DOWN)
+        return
+    problem = _refusal(services, record, user, channel, click.container.message_ts)
+    if problem is not None:
+        await post_ephemeral(services, channel=channel, user=user, text=problem)
+        return
+    assert record is not None
+    reason = f"withdrawn by {user}"
+    now = services.clock.now()
+    try:
+        cancelled = await services.storage.interrupts.cancel_run(
+            record.run_id, reason=reason, now=now, by=user
+        )
+        latest = await services.storage.queries.get(record.id) or record
+    except StorageError:
+        await post_ephemeral(services, channel=channel, user=user, text=STORAGE_DOWN)
+        return
+    if not cancelled:
+        outcome = DecideOutcome(status="refused", reason="already_decided", record=latest)
+        await post_ephemeral(services, channel=channel, user=user, text=refusal_text(outcome))
+        return
+    log.info("run %s withdrawn by %s", record.run_id, user)
+    await update_message(services, latest)
+    if not is_request_run(record.run_id):
+        await _cancel_agent_run(services, latest, user)
+    await tell_decided(services, latest)
+
+
+def _refusal(
+    services: Services, record: InterruptRecord | None, user: str, channel: str, ts: str
+) -> str | None:
+    """Why ``user`` may not withdraw ``record`` from this message, or None when they may."""
+    if record is None:
+        return reason_text("unknown")
+    on_card = (record.channel, record.message_ts) == (channel, ts) or (
+        record.escalation_channel,
+        record.escalation_ts,
+    ) == (channel, ts)
+    if not on_card:
+        return reason_text("wrong_message")
+    if record.state != "pending":
+        outcome = DecideOutcome(status="refused", reason="already_decided", record=record)
+        return refusal_text(outcome)
+    if user != record.requested_by and user not in services.admins:
+        who = user_mention(record.requested_by)
+        return f"Only the requester ({who}) or a Signoff admin can withdraw this request."
+    return None
+
+
+async def _cancel_agent_run(services: Services, record: InterruptRecord, user: str) -> None:
+    """End the agent's run as cancelled and say so in its thread."""
+    agent = services.registry.agent(record.agent) if services.registry.spec(record.agent) else None
+    if agent is None:
+        return
+    try:
+        await agent.cancel(record.thread_id, f"The request was withdrawn by {user}.")
+    except AgentRuntimeError as exc:  # a resume saved first: storage refused it anyway
+        log.warning("run %s not cancelled: %s", record.run_id, exc)
+        return
+    text = f"Withdrawn by {user_mention(user)}: the run was cancelled; nothing it waited on ran."
+    thread = record.thread_ts or record.message_ts
+    await post_mrkdwn(services, channel=record.channel, thread_ts=thread, text=text)
