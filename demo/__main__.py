@@ -11,12 +11,7 @@ import sys
 import webbrowser
 from pathlib import Path
 
-from bot.errors import BotError
-from sandbox import SandboxError
-from storage.errors import StorageError
-
-from .errors import DemoError
-from .stack import DemoStack, default_data_dir
+from .places import default_data_dir, last_port, remember_port
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
@@ -24,7 +19,12 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         prog="./run demo",
         description="Signoff in a local Slack workspace: approve, deny and edit what agents do.",
     )
-    parser.add_argument("--port", type=int, default=0, help="the page's port (default: a free one)")
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=0,
+        help="the page's port (default: the last one used, if free; else any free one)",
+    )
     parser.add_argument(
         "--data-dir",
         type=Path,
@@ -48,8 +48,12 @@ async def _run(options: argparse.Namespace) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stopping.set)
+    from .stack import DemoStack  # after parsing: --help needs nothing installed
+
     data_dir = options.data_dir or default_data_dir()
-    async with DemoStack(data_dir=data_dir, port=options.port) as stack:
+    port = options.port or last_port(data_dir)
+    async with DemoStack(data_dir=data_dir, port=port) as stack:
+        remember_port(data_dir, stack.port)
         print(f"Signoff demo: {stack.url}", flush=True)
         print(f"  state in {data_dir}; Ctrl-C stops it", flush=True)
         print("  A shell job gated in Slack: run this in another terminal, then approve it")
@@ -71,6 +75,12 @@ def main(argv: list[str] | None = None) -> int:
         level=logging.INFO if options.verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    from bot.errors import BotError
+    from sandbox import SandboxError
+    from storage.errors import StorageError
+
+    from .errors import DemoError
+
     try:
         asyncio.run(_run(options))
     except (DemoError, BotError, SandboxError, StorageError, OSError) as exc:

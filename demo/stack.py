@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import shlex
 import sys
 from datetime import UTC, datetime
@@ -52,12 +51,6 @@ WELCOME = (
 )
 
 
-def default_data_dir() -> Path:
-    """``$XDG_DATA_HOME/signoff/demo`` (``~/.local/share/signoff/demo`` by default)."""
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "signoff" / "demo"
-
-
 class DemoStack:
     """``async with DemoStack(data_dir=...) as stack:`` serves the demo at ``stack.url``."""
 
@@ -83,6 +76,11 @@ class DemoStack:
     def url(self) -> str:
         """The workspace page: the one address a person needs."""
         return self.sandbox.base_url + "/"
+
+    @property
+    def port(self) -> int:
+        """The page's port, once started."""
+        return int(self.sandbox.base_url.rsplit(":", 1)[1])
 
     @property
     def gate_command(self) -> str:

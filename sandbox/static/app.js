@@ -8,11 +8,11 @@
   const state = {
     users: {}, groups: {}, channels: {}, app: null,
     user: null, channel: null, thread: null, home: false,
-    version: -1, data: null, generation: 0, modalKey: "",
+    version: -1, data: null, generation: 0, modalKey: "", poll: null,
   };
 
-  async function api(path, body) {
-    const options = body === undefined ? {} : {
+  async function api(path, body, signal) {
+    const options = body === undefined ? { signal } : {
       method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
     };
     const response = await fetch(path, options);
@@ -63,20 +63,24 @@
 
   // -- polling -------------------------------------------------------------
 
-  async function loop(generation) {
+  // One long poll at a time: a restart aborts the one under way, so switching views never
+  // leaves polls waiting out their timeout (Chromium allows six connections per host).
+  async function loop(generation, signal) {
     while (generation === state.generation) {
       const query = new URLSearchParams({ user: state.user, since: String(state.version) });
       if (state.channel && !state.home) query.set("channel", state.channel);
       if (state.thread && !state.home) query.set("thread", state.thread);
       try {
-        const data = await api("/ui/state?" + query);
+        const data = await api("/ui/state?" + query, undefined, signal);
         if (generation !== state.generation) return;
+        reconnected();
         state.data = data;
         state.version = data.version;
         render();
       } catch (error) {
         if (generation !== state.generation) return;
-        localNotice(String(error.message || error));
+        reconnecting();
+        state.version = -1;  // a restarted server counts afresh: ask for everything
         await new Promise((resolve) => setTimeout(resolve, 1000));
       }
     }
@@ -85,7 +89,22 @@
   function restart() {
     state.generation += 1;
     state.version = -1;
-    loop(state.generation);
+    if (state.poll) state.poll.abort();
+    state.poll = new AbortController();
+    loop(state.generation, state.poll.signal);
+  }
+
+  // While the sandbox is away (a restarted demo), one banner says so; it goes on success.
+  function reconnecting() {
+    if ($("reconnecting")) return;
+    const banner = el("div", "notice local", "The workspace is not answering; reconnecting…");
+    banner.id = "reconnecting";
+    $("notices").append(banner);
+  }
+
+  function reconnected() {
+    const banner = $("reconnecting");
+    if (banner) banner.remove();
   }
 
   // -- rendering -----------------------------------------------------------

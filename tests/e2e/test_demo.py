@@ -8,6 +8,8 @@ a restart on the same data directory still shows what was pending, and it can be
 from __future__ import annotations
 
 import asyncio
+import shutil
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -199,3 +201,23 @@ async def test_the_printed_gate_command_runs_a_shell_job_once_approved(tmp_path:
             thread=card["ts"],
         )
     await _stop(demo)
+
+
+def test_run_demo_help_answers_before_anything_is_installed(tmp_path: Path) -> None:
+    """A fresh clone: no virtualenv yet. ``--help`` must not install the world first; the
+    system's Python (no Signoff dependencies) answers it."""
+    clone = tmp_path / "clone"
+    shutil.copytree(ROOT / "demo", clone / "demo")
+    shutil.copy2(ROOT / "run", clone / "run")
+    answer = subprocess.run(
+        ["bash", str(clone / "run"), "demo", "--help"],
+        cwd=clone,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={"PATH": "/usr/bin:/bin", "PYTHONNOUSERSITE": "1"},
+    )
+    assert answer.returncode == 0, answer.stderr
+    assert answer.stdout.startswith("usage: ./run demo")
+    assert "--port" in answer.stdout
+    assert not (clone / ".venv").exists()
