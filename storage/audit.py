@@ -59,9 +59,14 @@ class AuditLog:
             ids = await pipe.execute()
         return cast(str, ids[0])
 
-    async def read(self, *, after: str = "-", count: int = 100) -> list[AuditEntry]:
-        """Entries oldest first, starting after stream id ``after`` (``-``: the beginning)."""
+    async def read(
+        self, *, after: str = "-", count: int = 100, since: datetime | None = None
+    ) -> list[AuditEntry]:
+        """Entries oldest first, starting after stream id ``after`` (``-``: the beginning,
+        or the first entry at or after ``since``)."""
         start = after if after == "-" else f"({after}"
+        if after == "-" and since is not None:
+            start = f"{to_ms(since)}-0"  # stream ids begin with the entry's time in ms
         async with self._client.guard("read audit stream"):
             reply = await self._client.raw.xrange(self._keys.audit_stream, start, "+", count)
         return entries_of(cast(list[tuple[str, dict[str, str]]], reply))

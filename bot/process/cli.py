@@ -22,8 +22,7 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
-from datetime import UTC, datetime
-from pathlib import Path
+from datetime import UTC, datetime, timedelta
 
 from aiohttp import web
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
@@ -35,13 +34,12 @@ from bot.runs.place import Place
 from bot.services import Services
 from bot.slack.app import build_app
 from bot.slack.socket_mode import connection_check, watch_connection
-from storage import connect
 from storage.errors import StorageError
 
 from .loops import Loops, lower_priority
 from .settings import Settings
 from .web import PathAccessLogger, operator_app, web_app
-from .wiring import open_services
+from .wiring import connect_storage, open_services
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +85,13 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--agents", help="module declaring agents (default SIGNOFF_AGENTS)")
     audit = sub.add_parser("audit", help="print the audit trail, oldest first, as JSON lines")
     audit.add_argument("--run", help="only the entries of this run id")
+    audit.add_argument("--user", help="only what this user id did")
+    audit.add_argument(
+        "--since",
+        type=_moment,
+        help="only entries from this time on: an ISO date or time (2026-11-24T09:00Z), "
+        "or how long ago (30m, 12h, 7d)",
+    )
     sub.add_parser("gate", help="ask for approval and run a command if approved (see --help)")
     token = sub.add_parser("token", help="create, revoke or list the API's named clients")
     token_sub = token.add_subparsers(dest="action", required=True)
@@ -205,13 +210,13 @@ async def _run(settings: Settings, args: argparse.Namespace, stopping: asyncio.E
 
 async def _audit(settings: Settings, args: argparse.Namespace, stopping: asyncio.Event) -> int:
     """Every transition storage kept (who, what, when, where), one JSON object a line."""
-    data_dir = Path(settings.data_dir) if settings.data_dir else None
-    storage = await connect(settings.redis_url, prefix=settings.redis_prefix, data_dir=data_dir)
+    storage = await connect_storage(settings)
     try:
         after = "-"
-        while page := await storage.audit.read(after=after, count=500):
+        while page := await storage.audit.read(after=after, count=500, since=args.since):
             for entry in page:
-                if args.run is None or entry.run_id == args.run:
+                wanted = args.run is None or entry.run_id == args.run
+                if wanted and (args.user is None or entry.user_id == args.user):
                     row = {**dataclasses.asdict(entry), "at": entry.at.isoformat()}
                     print(json.dumps(row), flush=True)
             after = page[-1].entry_id or after
@@ -222,8 +227,7 @@ async def _audit(settings: Settings, args: argparse.Namespace, stopping: asyncio
 
 async def _token(settings: Settings, args: argparse.Namespace, stopping: asyncio.Event) -> int:
     """Named API clients: the token (and webhook secret) are printed once, at creation."""
-    data_dir = Path(settings.data_dir) if settings.data_dir else None
-    storage = await connect(settings.redis_url, prefix=settings.redis_prefix, data_dir=data_dir)
+    storage = await connect_storage(settings)
     try:
         clients = storage.api_clients
         if args.action == "create":
@@ -260,6 +264,23 @@ async def _token(settings: Settings, args: argparse.Namespace, stopping: asyncio
 
 def _now() -> datetime:
     return datetime.now(UTC)
+
+
+_AGO = {"m": "minutes", "h": "hours", "d": "days"}
+
+
+def _moment(text: str) -> datetime:
+    """``--since``: an ISO date or time (UTC unless it says), or ``30m`` / ``12h`` / ``7d`` ago."""
+    amount, unit = text[:-1], text[-1:]
+    if unit in _AGO and amount.isdigit():
+        return _now() - timedelta(**{_AGO[unit]: int(amount)})
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is neither an ISO date or time (2026-11-24T09:00Z) nor 30m, 12h or 7d"
+        ) from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def _loops(services: Services, settings: Settings, *, no_workers: bool) -> Loops:

@@ -32,6 +32,7 @@ _ENV_NAMES = {
     "data_dir": "SIGNOFF_DATA_DIR",
     "webhook_allow": "SIGNOFF_WEBHOOK_ALLOW",
     "admins": "SIGNOFF_ADMINS",
+    "audit_entries": "SIGNOFF_AUDIT_ENTRIES",
 }
 
 
@@ -67,6 +68,8 @@ class Settings(BaseModel):
     webhook_allow: str | None = None
     # User ids (comma-separated) who may withdraw anyone's pending request from its card.
     admins: str | None = None
+    # How many audit entries Redis keeps (the oldest go first, about this many are kept).
+    audit_entries: int = Field(default=100_000, ge=1_000, le=100_000_000)
 
     @field_validator("bot_token")
     @classmethod

@@ -17,7 +17,7 @@ from bot.services.background import Background
 from bot.services.clock import Clock, SystemClock
 from bot.services.directory import Directory
 from bot.services.metrics import Metrics
-from storage import Storage, connect
+from storage import Retention, Storage, connect
 
 from .settings import Settings
 from .slack_client import close_client, make_client
@@ -39,8 +39,7 @@ async def open_services(
         if not module:
             raise BotError("SIGNOFF_AGENTS: not set; name the module that declares your agents")
         specs = load_specs(module)
-    data_dir = Path(settings.data_dir) if settings.data_dir else None
-    storage = await connect(settings.redis_url, prefix=settings.redis_prefix, data_dir=data_dir)
+    storage = await connect_storage(settings)
     client = make_client(settings)
     try:
         yield make_services(
@@ -53,6 +52,17 @@ async def open_services(
     finally:
         await close_client(client)
         await storage.close()
+
+
+async def connect_storage(settings: Settings) -> Storage:
+    """Storage as the settings say: where Redis is, the key prefix, how much audit to keep."""
+    data_dir = Path(settings.data_dir) if settings.data_dir else None
+    return await connect(
+        settings.redis_url,
+        prefix=settings.redis_prefix,
+        data_dir=data_dir,
+        retention=Retention(audit_entries=settings.audit_entries),
+    )
 
 
 def make_services(

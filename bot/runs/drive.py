@@ -8,17 +8,18 @@ first message's thread, with the run's progress and final result.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from agent_runtime.interrupts import InterruptResponse
 from agent_runtime.messages import new_id
 from agent_runtime.results import AgentResult
-from agent_runtime.run_events import RunFinished, ToolCallFinished
+from agent_runtime.run_events import RunFinished, RunStarted, ToolCallFinished
 from bot.errors import BotError
 from bot.services import Services
 from bot.ui.posting import post_in_thread, post_interrupt
 from bot.ui.requester import mention_in_thread, tell_finished
-from storage.errors import DuplicateInterruptError
+from storage.audit import AuditEntry
+from storage.errors import DuplicateInterruptError, StorageError
 from storage.records import InterruptRecord
 
 from .approvers import interrupt_records
@@ -52,7 +53,12 @@ async def resume_run(
     first = records[0]
     responses: list[InterruptResponse] = [r for r in (rec.response() for rec in records) if r]
     place = place_of(first)
-    return await _drive(services, first.agent, responses, thread_id=thread_id, place=place)
+    asked = {
+        call.id: rec.id for rec in records if (call := rec.runtime_interrupt.tool_call) is not None
+    }
+    return await _drive(
+        services, first.agent, responses, thread_id=thread_id, place=place, asked=asked
+    )
 
 
 async def _drive(
@@ -62,15 +68,28 @@ async def _drive(
     *,
     thread_id: str,
     place: Place,
+    asked: Mapping[str, str] | None = None,
 ) -> AgentResult:
+    """Run the agent; post what its tools did after a decision; audit every tool's outcome
+    (``asked`` maps a tool call to the record of the interrupt that asked about it)."""
     agent = services.registry.agent(agent_name)
     result: AgentResult | None = None
+    run_id = ""
     async for event in agent.stream(run_input, thread_id=thread_id):
-        if isinstance(event, ToolCallFinished) and not isinstance(run_input, str):
-            text = f"{event.tool_call.name}: {event.result.as_text()}"
-            await post_in_thread(
-                services, channel=place.channel, thread_ts=place.thread_ts, text=text
+        if isinstance(event, RunStarted):
+            run_id = event.run_id
+        elif isinstance(event, ToolCallFinished):
+            call, outcome = event.tool_call, event.result
+            record_id = (asked or {}).get(call.id, "")
+            event_name = "tool_failed" if outcome.is_error else "tool_ran"
+            await _audit(
+                services, event_name, run_id, record_id, f"{call.name}: {outcome.as_text()}"
             )
+            if not isinstance(run_input, str):
+                text = f"{call.name}: {outcome.as_text()}"
+                await post_in_thread(
+                    services, channel=place.channel, thread_ts=place.thread_ts, text=text
+                )
         elif isinstance(event, RunFinished):
             result = event.result
     assert result is not None, "every run ends with RunFinished"
@@ -99,6 +118,8 @@ async def settle(services: Services, agent_name: str, result: AgentResult, *, pl
         return
     outcome = "Finished" if result.stop_reason == "end_turn" else f"Stopped ({result.stop_reason})"
     text = f"{outcome}: {result.message}" if result.message else outcome
+    ended = "finished" if result.stop_reason == "end_turn" else f"stopped_{result.stop_reason}"
+    await _audit(services, ended, result.run_id, "", text)
     channel, thread_ts, requester = place.channel, place.thread_ts, place.requested_by
     mention = mention_in_thread(requester, place.asked_in, channel)
     await post_in_thread(services, channel=channel, thread_ts=thread_ts, text=text, mention=mention)
@@ -110,3 +131,22 @@ async def settle(services: Services, agent_name: str, result: AgentResult, *, pl
         thread_ts=thread_ts,
         text=text,
     )
+
+
+AUDIT_DETAIL = 500
+"""Characters of a tool's result (or a run's last words) kept in its audit entry."""
+
+
+async def _audit(services: Services, event: str, run_id: str, record_id: str, detail: str) -> None:
+    """Keep an outcome in the audit trail; a storage failure is logged, the run goes on."""
+    entry = AuditEntry(
+        event=event,
+        record_id=record_id,
+        run_id=run_id,
+        at=services.clock.now(),
+        detail=detail[:AUDIT_DETAIL],
+    )
+    try:
+        await services.storage.audit.append(entry)
+    except StorageError as exc:
+        log.error("run %s: %s not audited: %s", run_id, event, exc)

@@ -70,6 +70,20 @@ async def test_audit_prints_the_trail_as_json_lines(env: dict[str, str]) -> None
     assert code == 0 and out == ""
 
 
+async def test_audit_filters_by_time_and_user(env: dict[str, str]) -> None:
+    assert (await _signoff(*RUN, env=env))[0] == 0
+
+    code, out, err = await _signoff("audit", "--user", "cli", env=env)
+    assert code == 0, err
+    assert [json.loads(line)["event"] for line in out.splitlines()] == ["created"]
+    code, out, _ = await _signoff("audit", "--since", "1h", env=env)
+    assert code == 0 and len(out.splitlines()) == 2
+    code, out, _ = await _signoff("audit", "--since", "2999-01-01", env=env)
+    assert code == 0 and out == ""
+    code, _, err = await _signoff("audit", "--since", "yesterday", env=env)
+    assert code == 2 and "neither an ISO date or time" in err
+
+
 async def test_a_bad_setting_stops_startup_with_one_line(slack: FakeSlack) -> None:
     code, out, err = await _signoff("serve", env={"SIGNOFF_WORKERS": "lots"})
     assert code == 2 and out == ""

@@ -38,6 +38,13 @@ async def test_approve_runs_the_tool_once_updates_the_message_and_posts_the_resu
     assert "actions" not in [b["type"] for b in update["blocks"]]
     assert any(f"Approved by <@{ALICE}>" in str(b) for b in update["blocks"])
     assert any("delete_files: deleted 2 file(s)" in t for t in bot.thread())
+    # The tool's outcome and the run's end are in the audit trail, tied to the decision.
+    trail = await bot.services.storage.audit.read(count=50)
+    [ran] = [e for e in trail if e.event == "tool_ran"]
+    assert ran.record_id == bot.record_id(value) and ran.detail == "delete_files: deleted 2 file(s)"
+    assert [e.detail for e in trail if e.event == "finished"] == [
+        "Finished: done: deleted 2 file(s)"
+    ]
 
 
 async def test_deny_with_a_reason_never_runs_the_tool_and_the_model_gets_the_reason(

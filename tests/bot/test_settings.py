@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import logging
+from datetime import UTC, datetime
 
 import pytest
 
 from bot.errors import ConfigError
 from bot.process.settings import Settings
+from bot.process.wiring import connect_storage
+from storage.audit import AuditEntry
 
 
 def test_an_empty_environment_gives_the_defaults() -> None:
@@ -29,6 +32,8 @@ def test_an_empty_environment_gives_the_defaults() -> None:
         ({"SIGNOFF_API_TOKEN": "short"}, "SIGNOFF_API_TOKEN"),
         ({"SIGNOFF_CHANNEL": "#ops"}, "SIGNOFF_CHANNEL"),
         ({"SIGNOFF_SLACK_API_URL": "slack.com/api"}, "SIGNOFF_SLACK_API_URL"),
+        ({"SIGNOFF_ADMINS": "alice"}, "SIGNOFF_ADMINS"),
+        ({"SIGNOFF_AUDIT_ENTRIES": "10"}, "SIGNOFF_AUDIT_ENTRIES"),
     ],
 )
 def test_a_bad_setting_is_one_line_naming_it(env: dict[str, str], name: str) -> None:
@@ -66,3 +71,23 @@ def test_modes_name_what_is_missing() -> None:
     assert Settings.from_env({"SIGNOFF_SLACK_API_URL": "http://127.0.0.1:9/api"}).slack_api_url == (
         "http://127.0.0.1:9/api/"
     )
+
+
+async def test_the_audit_trail_keeps_about_as_many_entries_as_set(
+    redis_url: str, key_prefix: str
+) -> None:
+    env = {"REDIS_URL": redis_url, "SIGNOFF_REDIS_PREFIX": key_prefix}
+    settings = Settings.from_env({**env, "SIGNOFF_AUDIT_ENTRIES": "1000"})
+    assert Settings.from_env(env).audit_entries == 100_000
+    storage = await connect_storage(settings)
+    try:
+        for n in range(3000):
+            entry = AuditEntry(
+                event="tool_ran", record_id="", run_id=f"run_{n}", at=datetime.now(UTC)
+            )
+            await storage.audit.append(entry)
+        kept = await storage.client.raw.xlen(storage.keys.audit_stream)
+        # Trimmed as Redis trims (whole nodes, "~"): at least the setting, never all.
+        assert 1000 <= kept < 1500
+    finally:
+        await storage.close()
