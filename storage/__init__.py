@@ -43,6 +43,10 @@ Entry point::
   ``all()``: the named clients of the requests API (only token hashes are stored).
 - ``webhooks: WebhookOutbox`` - the request events' consumer group and the deliveries
   waiting for their receivers (``add``, ``claim_due``, ``retry``, ``done``).
+- ``trust: TrustGrants`` - ``grant``, ``covering``, ``active``, ``revoke``: approvers'
+  "trust this tool in this channel for N minutes" (see ``storage.trust_grants``).
+- ``home: HomeViewers`` - ``opened(user, now)``, ``recent(users, now)``: whose Home tab
+  is worth redrawing after a decision.
 
 A record's id (``InterruptRecord.id``) is ``"<run_id>/<interrupt id>"``: put it in the
 button value; ``decide`` needs nothing else from the click but the user id (and, to check

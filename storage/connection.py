@@ -15,6 +15,7 @@ from .clicks import ClickStream
 from .client import RedisClient
 from .deliveries import Deliveries
 from .embedded import EmbeddedRedis
+from .home_viewers import HomeViewers
 from .interrupts import InterruptStore, Retention
 from .keys import Keys
 from .queries import InterruptQueries
@@ -22,6 +23,7 @@ from .reminders import ReminderStore
 from .requests import RequestStore
 from .resume import ResumeQueue
 from .sessions import RedisSessionStore
+from .trust_grants import TrustGrants
 from .webhooks import WebhookOutbox
 
 log = logging.getLogger(__name__)
@@ -52,6 +54,8 @@ class Storage:
     requests: RequestStore
     api_clients: ApiClients
     webhooks: WebhookOutbox
+    trust: TrustGrants
+    home: HomeViewers
     embedded: EmbeddedRedis | None = field(default=None)
 
     async def close(self) -> None:
@@ -105,6 +109,8 @@ async def connect(
         requests=RequestStore(client, keys),
         api_clients=ApiClients(client, keys),
         webhooks=WebhookOutbox(client, keys),
+        trust=TrustGrants(client, keys),
+        home=HomeViewers(client, keys),
         embedded=embedded,
     )
     try:

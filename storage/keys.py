@@ -135,6 +135,16 @@ class Keys:
         return f"{self.prefix}:api:clients"
 
     @property
+    def home_viewers(self) -> str:
+        """Sorted set: user id scored by when they last opened the app's Home tab."""
+        return f"{self.prefix}:home:viewers"
+
+    @property
+    def trust_grants(self) -> str:
+        """Hash: trust grant id -> its stored ``TrustGrant`` (agent, tool, channel, until)."""
+        return f"{self.prefix}:trust"
+
+    @property
     def api_tokens(self) -> str:
         """Hash: SHA-256 of an API token -> the name of the client it belongs to."""
         return f"{self.prefix}:api:tokens"

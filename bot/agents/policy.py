@@ -114,6 +114,12 @@ class Policy:
             raise PolicyError(f"decisions must be a non-empty subset of {DECISION_TYPES}")
         if self.trust is not None and "approve" not in self.decisions:
             raise PolicyError("trust needs 'approve' among the decisions")
+        if self.trust is not None and self.trust.scope == "thread":
+            raise PolicyError(
+                "trust scope 'thread' would never cover a later run (each run started from "
+                "Slack has its own thread): use Remember(scope='run') or "
+                "Remember(scope='minutes', minutes=...) (this tool, in this channel)"
+            )
         if self.expires_after is not None and self.expires_after <= timedelta(0):
             raise PolicyError("expires_after must be positive (or None for never)")
         if isinstance(self.on_expiry, Escalate):
@@ -147,8 +153,9 @@ class Policy:
         if self.trust is None:
             return None
         if self.trust.scope == "minutes":
-            return f"for {self.trust.minutes} min"
-        return "for this run" if self.trust.scope == "run" else "for this thread"
+            what = "these arguments" if self.trust.same_args else "this tool"
+            return f"{what} for {self.trust.minutes} min"
+        return "for this run"
 
     def with_channel(self, channel: str | None) -> Policy:
         """This policy, posting to ``channel`` when it names none itself."""

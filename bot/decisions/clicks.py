@@ -24,6 +24,7 @@ from bot.services import Services
 from bot.services.directory import slack_error
 from bot.ui import ids
 from bot.ui.cards import card_from_record
+from bot.ui.home import refresh_homes
 from bot.ui.modals import args_modal, deny_modal, edit_modal, reply_modal
 from bot.ui.posting import post_ephemeral, trust_label, update_message
 from bot.ui.refusals import DAMAGED, STORAGE_DOWN, UNCONFIRMED, reason_text, refusal_text
@@ -38,6 +39,7 @@ from .damaged import record_damaged
 from .group_refresh import refresh_groups
 from .payloads import Click, parse_click
 from .submissions import replies_allowed
+from .trust_grants import grant_trust
 from .withdrawals import withdraw
 
 log = logging.getLogger(__name__)
@@ -195,7 +197,15 @@ async def decide_click(services: Services, entry: ClickEntry) -> None:
     if outcome.record is not None:
         await update_message(services, outcome.record)
     if outcome.status == "recorded" and outcome.record and outcome.record.state != "pending":
-        await tell_decided(services, outcome.record)
+        if entry.action_id == ids.TRUST:
+            await grant_trust(services, outcome.record)
+        news = _decided(services, outcome.record)  # after the click is acknowledged
+        services.background.spawn(news, name=f"decided {outcome.record.id}")
+
+
+async def _decided(services: Services, record: InterruptRecord) -> None:
+    await tell_decided(services, record)
+    await refresh_homes(services, record)
 
 
 async def _chosen(services: Services, entry: ClickEntry) -> str | None:

@@ -16,6 +16,7 @@ from agent_runtime.errors import AgentRuntimeError
 from agent_runtime.interrupts import Decision
 from bot.services import Services
 from bot.ui import ids
+from bot.ui.home import refresh_homes
 from bot.ui.modals import errors_for, parse_args
 from bot.ui.posting import update_message
 from bot.ui.refusals import DAMAGED, STORAGE_DOWN, reason_text, refusal_text
@@ -75,6 +76,7 @@ async def _announce(services: Services, outcome: DecideOutcome) -> None:
     await update_message(services, outcome.record)
     if outcome.status == "recorded" and outcome.record.state != "pending":
         await tell_decided(services, outcome.record)
+        await refresh_homes(services, outcome.record)
 
 
 async def _decide(services: Services, submission: Submission, ref: Ref) -> DecideOutcome | str:

@@ -12,6 +12,7 @@ import logging
 from agent_runtime.errors import AgentRuntimeError
 from bot.services import Services
 from bot.ui.blocks import user_mention
+from bot.ui.home import refresh_homes
 from bot.ui.posting import post_ephemeral, post_mrkdwn, update_message
 from bot.ui.refusals import DAMAGED, STORAGE_DOWN, reason_text, refusal_text
 from bot.ui.requester import tell_decided
@@ -64,6 +65,7 @@ async def withdraw(services: Services, click: Click) -> None:
     if not is_request_run(record.run_id):
         await _cancel_agent_run(services, latest, user)
     await tell_decided(services, latest)
+    await refresh_homes(services, latest)
 
 
 def _refusal(

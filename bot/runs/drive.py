@@ -16,7 +16,7 @@ from agent_runtime.results import AgentResult
 from agent_runtime.run_events import RunFinished, RunStarted, ToolCallFinished
 from bot.errors import BotError
 from bot.services import Services
-from bot.ui.posting import post_in_thread, post_interrupt
+from bot.ui.posting import post_in_thread, post_interrupt, update_message
 from bot.ui.requester import mention_in_thread, tell_finished
 from storage.audit import AuditEntry
 from storage.errors import DuplicateInterruptError, StorageError
@@ -24,6 +24,7 @@ from storage.records import InterruptRecord
 
 from .approvers import interrupt_records
 from .place import Place, place_of
+from .trusted import approve_if_trusted
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +112,11 @@ async def settle(services: Services, agent_name: str, result: AgentResult, *, pl
             log.info("interrupts of run %s were already stored", result.run_id)
             return
         for record in records:
-            await post_interrupt(services, record)
+            posted = await post_interrupt(services, record)
+            if posted is not None and posted.message_ts is not None:
+                trusted = await approve_if_trusted(services, posted)
+                if trusted is not posted:
+                    await update_message(services, trusted)
         return
     if not await services.storage.resume.first_end(result.run_id):
         log.info("run %s: its end was announced before; not again", result.run_id)

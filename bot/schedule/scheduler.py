@@ -18,6 +18,7 @@ from datetime import timedelta
 
 from bot.services import Services
 from bot.ui.blocks import user_mention
+from bot.ui.home import refresh_homes
 from bot.ui.posting import post_escalation, post_interrupt, post_mrkdwn, update_message
 from bot.ui.requester import tell_decided, tell_escalated
 from storage.audit import AuditEntry
@@ -94,6 +95,7 @@ class Scheduler:
             services.metrics.decisions["expired"] += 1
             await update_message(services, record)
             await tell_decided(services, record)
+            await refresh_homes(services, record)
             return
         # Escalated: a card the escalation approvers decide, in their channel or the thread.
         escalated = await post_escalation(services, record)

@@ -10,13 +10,15 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.respond.async_respond import AsyncRespond
 
 from bot.agents.policy import AgentSpec
+from bot.decisions.trust_grants import revoke_trust
 from bot.errors import BotError
 from bot.runs.drive import start_run, unknown_agent
 from bot.runs.place import Place
 from bot.services import Services
+from bot.ui.home import publish_home
 from bot.ui.listing import PAGE_SIZE, help_text, page_cursor, pending_blocks
 from bot.ui.posting import post_ephemeral, post_in_thread
-from storage.errors import StorageError
+from storage.errors import InvalidIdError, StorageError
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +80,7 @@ def home_listener(services: Services) -> Any:
     async def on_home(body: dict[str, Any]) -> None:
         user = str((body.get("event") or {}).get("user") or "")
         if user:
-            services.background.spawn(publish_home(services, user), name=f"home {user}")
+            services.background.spawn(_open_home(services, user), name=f"home {user}")
 
     return on_home
 
@@ -104,14 +106,6 @@ def page_listener(services: Services) -> Any:
         await respond(text="Waiting for you", blocks=blocks, replace_original=True)
 
     return on_next_page
-
-
-async def publish_home(services: Services, user: str, *, cursor: str | None = None) -> None:
-    """Show ``user`` what waits for them on the App Home tab (from ``cursor`` on)."""
-    queries = services.storage.queries
-    page = await queries.pending_for_user(user, limit=PAGE_SIZE, cursor=cursor)
-    view = {"type": "home", "blocks": pending_blocks(page.records, next_page=page.next_cursor)}
-    await services.client.views_publish(user_id=user, view=view)
 
 
 async def _start_once(
@@ -154,3 +148,32 @@ async def _start(services: Services, agent: str, prompt: str, place: Place) -> N
         await post_in_thread(
             services, channel=place.channel, thread_ts=place.thread_ts, text=str(exc)
         )
+
+
+async def _open_home(services: Services, user: str) -> None:
+    """Draw Home for ``user``, and remember they look at it (it is redrawn on decisions)."""
+    try:
+        await services.storage.home.opened(user, services.clock.now())
+        await publish_home(services, user)
+    except (StorageError, InvalidIdError) as exc:
+        log.warning("Home for %s not drawn: %s", user, exc)
+
+
+def revoke_listener(services: Services) -> Any:
+    """The Bolt action listener of Home's Revoke button: the granter or an admin ends a
+    trust grant; their Home is redrawn without it."""
+
+    async def on_revoke(ack: AsyncAck, body: dict[str, Any]) -> None:
+        await ack()
+        user = str((body.get("user") or {}).get("id") or "")
+        actions = body.get("actions") or [{}]
+        grant_id = str(actions[0].get("value") or "")
+        try:
+            removed = await revoke_trust(services, grant_id, by=user)
+            if removed is None:
+                log.info("trust %s not revoked by %s: gone, or not theirs", grant_id, user)
+            await publish_home(services, user)
+        except (StorageError, InvalidIdError) as exc:
+            log.error("trust %s not revoked: %s", grant_id, exc)
+
+    return on_revoke

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Literal
 
 from agent_runtime.interrupts import Decision, DecisionType
@@ -17,7 +17,8 @@ from agent_runtime.messages import JSONValue
 from storage.records import ApproverPolicy, InterruptRecord
 from storage.requests import is_request_run
 
-from .blocks import to_text, user_mention
+from .blocks import date_token, to_text, user_mention
+from .mrkdwn import escape_truncate
 
 _USER = re.compile(r"^[UW][A-Z0-9]{2,20}$")
 _CHANNEL = re.compile(r"^[CGD][A-Z0-9]{2,20}$")
@@ -86,6 +87,8 @@ class Verdict:
     by: tuple[str, ...] = ()
     message: str | None = None
     args: Mapping[str, JSONValue] | None = None
+    trust: str | None = None
+    """What was trusted (and until when), or the trust it ran under, in the bot's mrkdwn."""
 
 
 def card_from_record(record: InterruptRecord, *, trust_label: str | None = None) -> Card:
@@ -186,6 +189,43 @@ def nobody_can_approve(policy: ApproverPolicy, *, escalated: bool = False) -> st
     )
 
 
+_TRUST_MARK = "trusted under"
+
+
+def trust_mark(grant_id: str, until: datetime) -> str:
+    """The message of an approval recorded under a trust grant (kept with the decision)."""
+    return f"{_TRUST_MARK} {grant_id} until {until.isoformat()}"
+
+
+def _trust_notes(record: InterruptRecord, decision: Decision | None) -> str | None:
+    """What a decided card says of trust: the grant it made, or the grant it ran under."""
+    if decision is None or decision.type != "approve":
+        return None
+    remember = decision.remember
+    if remember is not None and remember.scope == "minutes" and record.decided_at:
+        until = record.decided_at + timedelta(minutes=remember.minutes or 0)
+        what = "with these exact arguments" if remember.same_args else "with any arguments"
+        return (
+            f":lock_with_ink_pen: Trusted until {date_token(until)}: `{_escaped_action(record)}` "
+            f"of *{escape_truncate(record.agent, 200)}* in this channel, {what}"
+        )
+    parts = (decision.message or "").split(" ")
+    if len(parts) == 5 and " ".join(parts[:2]) == _TRUST_MARK and parts[3] == "until":
+        try:
+            until = datetime.fromisoformat(parts[4])
+        except ValueError:
+            return None
+        who = user_mention(record.decided_by or "")
+        return f":lock_with_ink_pen: Approved under the trust {who} gave until {date_token(until)}"
+    return None
+
+
+def _escaped_action(record: InterruptRecord) -> str:
+    interrupt = record.runtime_interrupt
+    action = interrupt.tool_call.name if interrupt.tool_call else interrupt.name
+    return escape_truncate(action, 200)
+
+
 def verdict_from_record(record: InterruptRecord) -> Verdict | None:
     """How the stored interrupt ended, or None while it is pending."""
     if record.state == "pending":
@@ -207,5 +247,6 @@ def verdict_from_record(record: InterruptRecord) -> Verdict | None:
         at=record.decided_at or record.created_at,
         by=by,
         message=decision.message if decision and decision.type != "approve" else None,
+        trust=_trust_notes(record, decision),
         args=decision.args if decision and decision.type == "edit" else None,
     )

@@ -18,6 +18,7 @@ REPLY: Final = f"{PREFIX}.reply"
 FULL_ARGS: Final = f"{PREFIX}.args"
 OPEN_PENDING: Final = f"{PREFIX}.open"
 NEXT_PAGE: Final = f"{PREFIX}.next_page"
+REVOKE_TRUST: Final = f"{PREFIX}.revoke_trust"
 
 MORE: Final = f"{PREFIX}.more"
 """The card's overflow menu; its one option's value is ``withdraw <record id>``."""

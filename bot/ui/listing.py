@@ -6,9 +6,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from storage.records import InterruptRecord
+from storage.trust_grants import TrustGrant
 
 from . import ids
-from .blocks import MESSAGE_BLOCKS, Block, context, date_token, escaped, header, section
+from .blocks import (
+    MESSAGE_BLOCKS,
+    Block,
+    context,
+    date_token,
+    escaped,
+    header,
+    section,
+    user_mention,
+)
 
 _PER_ITEM = 2
 PAGE_SIZE = (MESSAGE_BLOCKS - 2) // _PER_ITEM
@@ -53,6 +63,36 @@ def pending_blocks(
             "value": next_page.replace("\0", " "),  # storage's cursor, printable
         }
         blocks.append({"type": "actions", "elements": [button]})
+    return blocks
+
+
+MAX_GRANTS = 20
+"""Trust grants listed in Home (two blocks each, beside a page of requests)."""
+
+
+def trust_blocks(grants: Sequence[TrustGrant]) -> list[Block]:
+    """The live trust grants, each with what it covers, until when, and a Revoke button."""
+    if not grants:
+        return []
+    blocks: list[Block] = [header(f"Trust in force: {len(grants)}")]
+    for grant in list(grants)[:MAX_GRANTS]:
+        scope = "these exact arguments" if grant.args_digest else "any arguments"
+        text = (
+            f"`{escaped(grant.tool, 200)}` of *{escaped(grant.agent, 200)}* in "
+            f"<#{grant.channel}>, {scope}"
+        )
+        block = section(text)
+        block["accessory"] = {
+            "type": "button",
+            "action_id": ids.REVOKE_TRUST,
+            "text": {"type": "plain_text", "text": "Revoke"},
+            "style": "danger",
+            "value": grant.id,
+        }
+        blocks.append(block)
+        who = user_mention(grant.granted_by)
+        since, until = date_token(grant.granted_at), date_token(grant.expires_at)
+        blocks.append(context([f"Given by {who} {since}, until {until}"]))
     return blocks
 
 

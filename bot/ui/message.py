@@ -88,6 +88,8 @@ def decided_message(card: Card, verdict: Verdict) -> SlackMessage:
     """The same message after the decision: outcome, who, when; the buttons are gone."""
     headline = _HEADLINE[verdict.outcome]
     parts = _verdict_parts(verdict)
+    if verdict.trust:
+        parts.append(verdict.trust)
     if card.requested_by:
         parts.append(f"Requested by {user_mention(card.requested_by)}")
     blocks = [

@@ -69,8 +69,13 @@ def test_trust_label_names_the_scope() -> None:
     run = Policy(users=("U1A",), trust=Remember(scope="run"))
     assert run.trust_label == "for this run"
     minutes = Policy(users=("U1A",), trust=Remember(scope="minutes", minutes=30))
-    assert minutes.trust_label == "for 30 min"
+    assert minutes.trust_label == "this tool for 30 min"
+    exact = Remember(scope="minutes", minutes=30, same_args=True)
+    assert Policy(users=("U1A",), trust=exact).trust_label == "these arguments for 30 min"
     assert Policy(users=("U1A",)).trust_label is None
+    # A thread is new for every run started from Slack: such trust would never apply.
+    with pytest.raises(PolicyError, match="would never cover a later run"):
+        Policy(users=("U1A",), trust=Remember(scope="thread"))
 
 
 def test_a_policy_open_to_the_channel_or_a_group_dm_of_eight_is_accepted() -> None:

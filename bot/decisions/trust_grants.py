@@ -1,0 +1,73 @@
+"""Granting and revoking trust: "Approve and trust this tool for N minutes" on a card, and
+Revoke in App Home. Each is audited; a grant covers later runs of the same agent's tool
+in the same channel (``bot.runs.trusted`` applies it)."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from bot.services import Services
+from storage.audit import AuditEntry
+from storage.errors import StorageError
+from storage.records import InterruptRecord
+from storage.trust_grants import TrustGrant
+
+log = logging.getLogger(__name__)
+
+
+async def grant_trust(services: Services, record: InterruptRecord) -> TrustGrant | None:
+    """The grant an approved "Approve and trust" (scope ``minutes``) makes, or None."""
+    decision = record.decision or {}
+    remember = decision.get("remember") or {}
+    call = record.runtime_interrupt.tool_call
+    if remember.get("scope") != "minutes" or call is None or record.channel is None:
+        return None
+    if record.state != "approved" or record.decided_by is None or record.decided_at is None:
+        return None
+    until = record.decided_at + timedelta(minutes=int(remember.get("minutes") or 0))
+    try:
+        grant = await services.storage.trust.grant(
+            agent=record.agent,
+            tool=call.name,
+            channel=record.channel,
+            args_digest=record.args_digest if remember.get("same_args") else None,
+            granted_by=record.decided_by,
+            granted_at=record.decided_at,
+            expires_at=until,
+            record_id=record.id,
+        )
+        await _audit(services, "trust_granted", record.decided_by, grant, record.run_id)
+    except StorageError as exc:
+        log.error("interrupt %s: trust not kept: %s", record.id, exc)
+        return None
+    return grant
+
+
+async def revoke_trust(services: Services, grant_id: str, *, by: str) -> TrustGrant | None:
+    """Remove a grant (its granter or an admin); the one removed, or None."""
+    grants = await services.storage.trust.active(services.clock.now())
+    grant = next((g for g in grants if g.id == grant_id), None)
+    if grant is None or (by != grant.granted_by and by not in services.admins):
+        return None
+    removed = await services.storage.trust.revoke(grant_id)
+    if removed is not None:
+        run_id = removed.record_id.split("/", 1)[0]
+        await _audit(services, "trust_revoked", by, removed, run_id)
+    return removed
+
+
+async def _audit(services: Services, event: str, user: str, grant: TrustGrant, run_id: str) -> None:
+    scope = "these arguments" if grant.args_digest else "any arguments"
+    detail = f"{grant.id}: {grant.agent}/{grant.tool} in {grant.channel}, {scope}, until "
+    await services.storage.audit.append(
+        AuditEntry(
+            event=event,
+            record_id=grant.record_id,
+            run_id=run_id,
+            at=services.clock.now(),
+            user_id=user,
+            channel=grant.channel,
+            detail=detail + grant.expires_at.isoformat(),
+        )
+    )

@@ -1,0 +1,60 @@
+"""Approvals a trust grant covers: recorded in the granter's name as soon as the card is
+posted, so the run goes on without waiting for a new decision."""
+
+from __future__ import annotations
+
+import logging
+
+from agent_runtime.interrupts import Decision
+from bot.services import Services
+from bot.ui.cards import trust_mark
+from storage.errors import StorageError
+from storage.records import InterruptRecord
+from storage.requests import is_request_run
+
+log = logging.getLogger(__name__)
+
+
+async def approve_if_trusted(services: Services, record: InterruptRecord) -> InterruptRecord:
+    """``record`` approved under the newest grant that covers it, or as it was.
+
+    Only a single approver's approval is ever stood in for: a quorum is asked every time.
+    Storage checks the granter like any click (still an approver, not the requester), so
+    a grant outlives nobody's right to decide.
+    """
+    interrupt = record.runtime_interrupt
+    call = interrupt.tool_call
+    if (
+        call is None
+        or not interrupt.is_approval
+        or record.policy.min_approvals > 1
+        or is_request_run(record.run_id)
+    ):
+        return record
+    now = services.clock.now()
+    try:
+        grant = await services.storage.trust.covering(
+            agent=record.agent,
+            tool=call.name,
+            channel=record.channel,
+            digest=record.args_digest,
+            now=now,
+        )
+        if grant is None:
+            return record
+        note = trust_mark(grant.id, grant.expires_at)
+        outcome = await services.storage.interrupts.decide(
+            record.id,
+            grant.granted_by,
+            Decision(type="approve", message=note),
+            args_digest=record.args_digest,
+            now=now,
+        )
+    except StorageError as exc:
+        log.warning("interrupt %s: trust not checked, asking instead: %s", record.id, exc)
+        return record
+    if outcome.status != "recorded" or outcome.record is None:
+        log.info("interrupt %s: trust %s not applied (%s)", record.id, grant.id, outcome.reason)
+        return record
+    log.info("interrupt %s approved under trust %s", record.id, grant.id)
+    return outcome.record

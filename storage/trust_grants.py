@@ -1,0 +1,124 @@
+"""Trust grants: an approver's "trust this tool of this agent in this channel for N
+minutes" (optionally only with the exact arguments shown), which later runs' approvals
+of the same tool meet instead of a new question.
+
+Kept in one hash (id -> grant); expired grants are dropped as they are read. A grant
+never decides anything itself: the bot records an approval in the granter's name, which
+storage checks like a click (they must still be an approver, and not the requester).
+"""
+
+from __future__ import annotations
+
+import secrets
+from datetime import datetime
+from typing import cast
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from .client import RedisClient
+from .errors import CorruptRecordError
+from .keys import Keys, check_id
+
+
+class TrustGrant(BaseModel):
+    """Approvals of ``tool`` of ``agent`` in ``channel`` stand until ``expires_at``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    agent: str
+    tool: str
+    channel: str
+    args_digest: str | None = None
+    """Only calls with exactly these arguments are covered, when set."""
+    granted_by: str
+    granted_at: datetime
+    expires_at: datetime
+    record_id: str
+    """The request whose "Approve and trust" made it."""
+
+    def covers(
+        self, *, agent: str, tool: str, channel: str | None, digest: str, now: datetime
+    ) -> bool:
+        return (
+            (self.agent, self.tool, self.channel) == (agent, tool, channel)
+            and self.args_digest in (None, digest)
+            and now < self.expires_at
+        )
+
+
+class TrustGrants:
+    """Grants, finds and revokes trust grants."""
+
+    def __init__(self, client: RedisClient, keys: Keys) -> None:
+        self._client = client
+        self._keys = keys
+
+    async def grant(
+        self,
+        *,
+        agent: str,
+        tool: str,
+        channel: str,
+        args_digest: str | None,
+        granted_by: str,
+        granted_at: datetime,
+        expires_at: datetime,
+        record_id: str,
+    ) -> TrustGrant:
+        grant = TrustGrant(
+            id="trust_" + secrets.token_hex(8),
+            agent=agent,
+            tool=tool,
+            channel=check_id("channel", channel),
+            args_digest=args_digest,
+            granted_by=check_id("user", granted_by),
+            granted_at=granted_at,
+            expires_at=expires_at,
+            record_id=record_id,
+        )
+        async with self._client.guard("keep a trust grant"):
+            await self._client.raw.hset(self._keys.trust_grants, grant.id, grant.model_dump_json())
+        return grant
+
+    async def covering(
+        self, *, agent: str, tool: str, channel: str | None, digest: str, now: datetime
+    ) -> TrustGrant | None:
+        """The newest live grant covering this call, or None."""
+        live = [
+            g
+            for g in await self.active(now)
+            if g.covers(agent=agent, tool=tool, channel=channel, digest=digest, now=now)
+        ]
+        return max(live, key=lambda g: g.granted_at, default=None)
+
+    async def active(self, now: datetime) -> list[TrustGrant]:
+        """Every live grant, oldest first; expired ones are deleted on the way."""
+        async with self._client.guard("read trust grants"):
+            rows = cast(dict[str, str], await self._client.raw.hgetall(self._keys.trust_grants))
+        grants: list[TrustGrant] = []
+        expired: list[TrustGrant] = []
+        for text in rows.values():
+            grant = _parse(self._keys.trust_grants, text)
+            (grants if now < grant.expires_at else expired).append(grant)
+        if expired:
+            async with self._client.guard("drop expired trust grants"):
+                await self._client.raw.hdel(self._keys.trust_grants, *(g.id for g in expired))
+        return sorted(grants, key=lambda g: g.granted_at)
+
+    async def revoke(self, grant_id: str) -> TrustGrant | None:
+        """Remove a grant; the one removed, or None when there was none."""
+        key = self._keys.trust_grants
+        async with self._client.guard("revoke a trust grant"):
+            pipe = self._client.raw.pipeline(transaction=True)
+            pipe.hget(key, grant_id)
+            pipe.hdel(key, grant_id)
+            text, _ = await pipe.execute()
+        return None if text is None else _parse(key, cast(str, text))
+
+
+def _parse(key: str, text: str) -> TrustGrant:
+    try:
+        return TrustGrant.model_validate_json(text)
+    except ValidationError as exc:
+        raise CorruptRecordError(key, f"not a trust grant: {exc}") from exc

@@ -1,0 +1,135 @@
+"""Trust that matters: "Approve and trust this tool for 60 min" covers later runs of the
+same agent's tool in the same channel, says so on every card, is audited, listed in App
+Home and revocable there."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from harness import ALICE, BOB, CAROL, CHANNEL, MALLORY, Harness
+
+from agent_runtime.interrupts import Remember
+from bot.agents.policy import Policy
+from bot.runs.drive import start_run
+from bot.runs.place import Place
+from bot.ui import ids
+
+OTHER = "C0DEV"
+
+
+def _policy(**trust: Any) -> Policy:
+    return Policy(users=(ALICE, BOB), trust=Remember(scope="minutes", minutes=60, **trust))
+
+
+async def _run(bot: Harness, channel: str = CHANNEL) -> dict[str, Any]:
+    """Start a cleanup run from ``channel``; its card, once posted."""
+    before = len(_cards(bot))
+    place = Place(channel=channel, thread_ts=None, requested_by=CAROL)
+    await start_run(bot.services, "cleanup", "clean up", place=place)
+    await bot.slack.wait_for(lambda: len(_cards(bot)) > before, what="the card")
+    return _cards(bot)[before]
+
+
+def _cards(bot: Harness) -> list[dict[str, Any]]:
+    return [p for p in bot.slack.called("chat.postMessage") if p.get("blocks")]
+
+
+async def _approved_without_a_click(bot: Harness, runs: int) -> None:
+    await bot.slack.wait_for(lambda: len(bot.tool_log.calls) == runs, what=f"{runs} runs")
+
+
+async def test_a_trust_covers_later_runs_in_the_channel_until_it_ends(make_bot: Any) -> None:
+    bot: Harness = await make_bot(_policy())
+    card = await _run(bot)
+    trust = [e for e in card["blocks"][-1]["elements"] if e.get("action_id") == ids.TRUST]
+    assert [e["text"]["text"] for e in trust] == ["Approve and trust this tool for 60 min"]
+    await bot.click(ids.TRUST, trust[0]["value"], user=ALICE)
+    await _approved_without_a_click(bot, 1)
+    granted = bot.slack.called("chat.update")[-1]
+    assert "Trusted until" in str(granted["blocks"]) and "with any arguments" in str(
+        granted["blocks"]
+    )
+    trail = await bot.services.storage.audit.read(count=100)
+    [entry] = [e for e in trail if e.event == "trust_granted"]
+    assert entry.user_id == ALICE and "cleanup/delete_files in C0OPS" in entry.detail
+
+    # A later run (its own thread) in the same channel: approved in Alice's name, no click.
+    second = await _run(bot)
+    assert second["channel"] == CHANNEL
+    await _approved_without_a_click(bot, 2)
+    await bot.slack.wait_for(
+        lambda: (
+            "Approved under the trust <@U0ALICE> gave" in str(bot.slack.called("chat.update")[-1])
+        ),
+        what="the card saying it ran under Alice's trust",
+    )
+
+    # Another channel is asked again; so is this one once the hour is over.
+    elsewhere = await _run(bot, channel=OTHER)
+    assert elsewhere["channel"] == OTHER and "actions" in str(elsewhere["blocks"])
+    bot.clock.advance(timedelta(minutes=61))
+    later = await _run(bot)
+    assert any(b["type"] == "actions" for b in later["blocks"])
+    assert len(bot.tool_log.calls) == 2
+
+
+async def test_trust_of_exact_arguments_does_not_cover_other_arguments(make_bot: Any) -> None:
+    bot: Harness = await make_bot(_policy(same_args=True), then=({"paths": ["/tmp/c"]},))
+    card = await _run(bot)
+    value = card["blocks"][-1]["elements"][0]["value"]
+    await bot.click(ids.TRUST, value, user=ALICE)
+    # The run's next call has other arguments: a new card asks.
+    await bot.slack.wait_for(lambda: len(_cards(bot)) == 2, what="a second card")
+    assert "/tmp/c" in str(_cards(bot)[1]["blocks"])
+    assert bot.tool_log.calls == [{"paths": ["/tmp/a", "/tmp/b"]}]
+
+
+async def test_app_home_lists_the_trust_and_its_granter_revokes_it(make_bot: Any) -> None:
+    bot: Harness = await make_bot(_policy())
+    card = await _run(bot)
+    await bot.click(ids.TRUST, card["blocks"][-1]["elements"][0]["value"], user=ALICE)
+    await _approved_without_a_click(bot, 1)
+
+    await bot.event({"type": "app_home_opened", "user": ALICE, "tab": "home"})
+    await bot.slack.wait_calls("views.publish")
+    home = bot.slack.called("views.publish")[-1]["view"]["blocks"]
+    [revoke] = [
+        b["accessory"] for b in home if b.get("accessory", {}).get("action_id") == ids.REVOKE_TRUST
+    ]
+    assert "`delete_files` of *cleanup* in <#C0OPS>" in str(home)
+
+    await bot.send(_home_click(MALLORY, revoke["value"]))  # not hers: nothing changes
+    await bot.send(_home_click(ALICE, revoke["value"]))
+    await bot.slack.wait_for(
+        lambda: len(bot.slack.called("views.publish")) >= 3, what="Home redrawn after the revoke"
+    )
+    assert ids.REVOKE_TRUST not in str(bot.slack.called("views.publish")[-1]["view"])
+    trail = await bot.services.storage.audit.read(count=100)
+    assert [e.user_id for e in trail if e.event == "trust_revoked"] == [ALICE]
+
+    again = await _run(bot)
+    assert any(b["type"] == "actions" for b in again["blocks"])
+    assert len(bot.tool_log.calls) == 1
+
+
+def _home_click(user: str, value: str) -> dict[str, Any]:
+    """A button click in App Home, as Slack sends it (the container is the view)."""
+    return {
+        "type": "block_actions",
+        "user": {"id": user, "username": user.lower(), "team_id": "T0TEST"},
+        "api_app_id": "A0TEST",
+        "team": {"id": "T0TEST", "domain": "test"},
+        "container": {"type": "view", "view_id": "V0HOME"},
+        "view": {"id": "V0HOME", "type": "home", "blocks": []},
+        "trigger_id": "trig.home",
+        "actions": [
+            {
+                "type": "button",
+                "action_id": ids.REVOKE_TRUST,
+                "block_id": "home.trust",
+                "value": value,
+                "action_ts": "1700000000.000001",
+            }
+        ],
+    }
