@@ -179,7 +179,7 @@ def _input_model(function: ToolFunction, name: str) -> type[pydantic.BaseModel]:
 
 def _hints(function: ToolFunction) -> dict[str, Any]:
     try:
-        return get_type_hints(function)
+        return get_type_hints(function, include_extras=True)
     except (NameError, TypeError) as error:
         raise UsageError(
             f"tool {function.__name__}: cannot resolve its annotations: {error}"

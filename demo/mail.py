@@ -15,7 +15,9 @@ from agent_runtime import Agent, Message, SessionStore, Tool, ToolCall
 from .model import ConversationScript, last_tool_result
 
 Address = Annotated[
-    str, StringConstraints(strip_whitespace=True, pattern=r"^[^@\s]+@[^@\s]+\.[A-Za-z]{2,}$")
+    str,
+    StringConstraints(strip_whitespace=True, pattern=r"^[^@\s]+@[^@\s]+\.[A-Za-z]{2,}$"),
+    Field(json_schema_extra={"format": "email"}),  # the Edit form says what is expected
 ]
 
 

@@ -35,17 +35,26 @@ def _element_state(element: JsonObject, raw: str | Sequence[str] | None) -> Json
     elif kind in ("checkboxes", "multi_static_select"):
         values = [raw] if isinstance(raw, str) else list(raw or [])
         state["selected_options"] = [_option(element, v) for v in values]
-    elif kind == "plain_text_input":
+    elif kind in ("plain_text_input", "number_input", "email_text_input", "url_text_input"):
         if raw is None:
             raw = element.get("initial_value")
         state["value"] = str(raw) if raw else None
+    elif kind == "datepicker":
+        picked = element.get("initial_date") if raw is None else raw
+        state["selected_date"] = picked if isinstance(picked, str) and picked else None
+    elif kind == "datetimepicker":
+        picked = element.get("initial_date_time") if raw is None else raw
+        state["selected_date_time"] = int(str(picked)) if picked not in (None, "") else None
     else:
         state["value"] = raw if isinstance(raw, str) else None
     return state
 
 
+_FILLED = ("value", "selected_option", "selected_options", "selected_date", "selected_date_time")
+
+
 def _is_empty(state: JsonObject) -> bool:
-    return not (state.get("value") or state.get("selected_option") or state.get("selected_options"))
+    return not any(state.get(key) for key in _FILLED)
 
 
 def state_values(

@@ -36,6 +36,7 @@ from storage.records import InterruptRecord
 from storage.requests import is_request_run
 
 from .damaged import record_damaged
+from .edit_form import edit_fields
 from .group_refresh import refresh_groups
 from .payloads import Click, parse_click
 from .submissions import replies_allowed
@@ -258,7 +259,10 @@ async def open_modal(services: Services, click: Click) -> None:
         await post_ephemeral(services, channel=channel, user=user, text=text)
         return
     card = card_from_record(record, trust_label=trust_label(services, record))
-    view = _MODALS[click.action.action_id](card)
+    if click.action.action_id == ids.EDIT:
+        view = edit_modal(card, await edit_fields(services, record))
+    else:
+        view = _MODALS[click.action.action_id](card)
     try:
         await services.client.views_open(trigger_id=click.trigger_id, view=view)
     except SlackApiError as exc:

@@ -92,7 +92,13 @@ class Click(_Model):
 
 
 class _InputValue(_Model):
+    """One input's state: typed text, or what was picked (an option, options, a date)."""
+
     value: str | None = None
+    selected_option: _Option | None = None
+    selected_options: list[_Option] = []
+    selected_date: str | None = None
+    selected_date_time: int | None = None
 
 
 class _State(_Model):
@@ -114,6 +120,14 @@ class Submission(_Model):
     @property
     def ref(self) -> Ref | None:
         return Ref.parse(self.view.private_metadata)
+
+    @property
+    def values(self) -> dict[str, dict[str, dict[str, Any]]]:
+        """Every input's state, as plain data (a generated form has one per argument)."""
+        return {
+            block: {action: state.model_dump() for action, state in inputs.items()}
+            for block, inputs in self.view.state.values.items()
+        }
 
     @property
     def text(self) -> str:

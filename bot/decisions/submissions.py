@@ -16,6 +16,7 @@ from agent_runtime.errors import AgentRuntimeError
 from agent_runtime.interrupts import Decision
 from bot.services import Services
 from bot.ui import ids
+from bot.ui.arg_form import read_args
 from bot.ui.home import refresh_homes
 from bot.ui.modals import errors_for, parse_args
 from bot.ui.posting import update_message
@@ -27,6 +28,7 @@ from storage.records import InterruptRecord
 from storage.requests import is_request_run
 
 from .damaged import record_damaged
+from .edit_form import check_form_args, edit_fields
 from .payloads import Ref, Submission, parse_submission
 
 log = logging.getLogger(__name__)
@@ -57,6 +59,9 @@ def listener(services: Services) -> Any:
         if isinstance(outcome, str):
             await ack(response_action="errors", errors=errors_for(outcome))
             return
+        if isinstance(outcome, dict):  # a sentence under each field of the form that is wrong
+            await ack(response_action="errors", errors=outcome)
+            return
         if outcome.status == "refused":
             services.metrics.refusals[outcome.reason or "unknown"] += 1
             await ack(response_action="errors", errors=errors_for(refusal_text(outcome)))
@@ -79,13 +84,19 @@ async def _announce(services: Services, outcome: DecideOutcome) -> None:
         await refresh_homes(services, outcome.record)
 
 
-async def _decide(services: Services, submission: Submission, ref: Ref) -> DecideOutcome | str:
-    """Record the modal's decision; a string says what is wrong with the input instead."""
+async def _decide(
+    services: Services, submission: Submission, ref: Ref
+) -> DecideOutcome | str | dict[str, str]:
+    """Record the modal's decision; a string (or a sentence per form field) says what is
+    wrong with the input instead."""
     record = await services.storage.queries.get(ref.record_id)
     if record is None:
         return reason_text("unknown")
-    decision = _decision(services, submission, record)
-    if isinstance(decision, str):
+    if submission.view.callback_id == ids.EDIT_VIEW and ids.INPUT_BLOCK not in submission.values:
+        decision: Decision | str | dict[str, str] = await _form_edit(services, submission, record)
+    else:
+        decision = _decision(services, submission, record)
+    if isinstance(decision, str | dict):
         return decision
     if decision.type == "edit" and is_request_run(record.run_id):
         problem = await _request_edit_problem(services, record, decision)
@@ -98,6 +109,20 @@ async def _decide(services: Services, submission: Submission, ref: Ref) -> Decid
         args_digest=ref.digest,
         now=services.clock.now(),
     )
+
+
+async def _form_edit(
+    services: Services, submission: Submission, record: InterruptRecord
+) -> Decision | dict[str, str]:
+    """The edit a generated form asks for, or a sentence for each field that is wrong."""
+    fields = await edit_fields(services, record)
+    if not fields or record.runtime_interrupt.tool_call is None:
+        return {}  # no form was offered for this request: nothing is decided
+    args, errors = read_args(fields, submission.values)
+    if errors:
+        return errors
+    checked, errors = await check_form_args(services, record, fields, args)
+    return errors or Decision.edit(checked)
 
 
 async def _request_edit_problem(

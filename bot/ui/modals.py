@@ -8,11 +8,12 @@ interrupt up in storage again, exactly as for a button click.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from agent_runtime.messages import JSONValue
 
 from . import ids
+from .arg_form import Field, form_blocks
 from .blocks import (
     MODAL_BLOCKS,
     PRIVATE_METADATA,
@@ -29,8 +30,19 @@ from .mrkdwn import code_text, escape, escape_truncate
 _TITLE = 24
 
 
-def edit_modal(card: Card) -> Block:
-    """Arguments as JSON, prefilled, for the approver to change before the tool runs."""
+def edit_modal(card: Card, fields: Sequence[Field] | None = None) -> Block:
+    """A form of the arguments (``fields``, from their schema), prefilled, for the approver
+    to change before the tool runs; the arguments as JSON when there is no schema."""
+    if fields:
+        intro = f"Change the arguments `{escape_truncate(card.action, 200)}` runs with."
+        blocks = [section(intro), *form_blocks(fields, card.args or {})]
+        return _view(
+            ids.EDIT_VIEW,
+            card.button_value,
+            title="Edit arguments",
+            blocks=blocks,
+            submit="Run with these",
+        )
     text = args_json(card.args)
     if len(text) > TEXT_INPUT:
         return _notice(

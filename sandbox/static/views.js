@@ -3,6 +3,11 @@
 
 const Views = (() => {
   const { el } = Mrkdwn;
+  // Block Kit inputs the browser has a control for, by the <input> type that shows them.
+  const TYPED_INPUTS = {
+    number_input: "number", email_text_input: "email", url_text_input: "url",
+    datepicker: "date", datetimepicker: "datetime-local",
+  };
 
   // An input block; registers a getter in ctx.inputs so submit can collect the value.
   function input(block, ctx) {
@@ -21,6 +26,19 @@ const Views = (() => {
       control.value = element.initial_value || "";
       if (element.placeholder) control.placeholder = element.placeholder.text;
       read = () => control.value;
+    } else if (TYPED_INPUTS[element.type]) {
+      control = el("input");
+      control.type = TYPED_INPUTS[element.type];
+      if (element.type === "number_input" && element.is_decimal_allowed) control.step = "any";
+      if (element.type === "datetimepicker") {
+        // Shown and read in UTC: "YYYY-MM-DDTHH:MM" <-> seconds since the epoch.
+        const at = element.initial_date_time;
+        control.value = at ? new Date(at * 1000).toISOString().slice(0, 16) : "";
+        read = () => (control.value ? String(Date.parse(control.value + ":00Z") / 1000) : null);
+      } else {
+        control.value = element.initial_value || element.initial_date || "";
+        read = () => control.value || null;
+      }
     } else if (element.type === "static_select") {
       control = Blocks.select(block, element, ctx, null);
       read = () => control.value || null;

@@ -28,6 +28,7 @@ from bot.runs.drive import start_run
 from bot.runs.place import Place
 from bot.services import Services
 from bot.slack.events import EVENTS_PATH
+from bot.ui.ids import EDIT_VIEW
 
 CHANNEL = "C0OPS"
 ALICE, BOB, CAROL, MALLORY = "U0ALICE", "U0BOB", "U0CAROL", "U0MALLORY"
@@ -155,6 +156,18 @@ class Harness:
         ) as response:
             text_body = await response.text()
             return response.status, text_body
+
+    async def submit_form(
+        self, value: str, *, user: str, values: dict[str, dict[str, Any]]
+    ) -> tuple[int, str]:
+        """Submit the Edit form: ``values`` maps each field's block id to its input state."""
+        payload = submit_payload(callback_id=EDIT_VIEW, metadata=value, user=user, text=None)
+        payload["view"]["state"]["values"] = {b: {"value": s} for b, s in values.items()}
+        body = form_body(payload)
+        async with self.http.post(
+            self.url + EVENTS_PATH, data=body.encode(), headers=sign(body)
+        ) as response:
+            return response.status, await response.text()
 
     def thread(self) -> list[str]:
         """Texts posted in the first interrupt message's thread."""

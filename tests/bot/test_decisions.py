@@ -72,7 +72,11 @@ async def test_edit_with_valid_args_runs_the_tool_with_them(make_bot: Any) -> No
     await bot.click(ids.EDIT, value, user=ALICE)
     await bot.slack.wait_calls("views.open")
     view = bot.slack.called("views.open")[-1]["view"]
-    assert '"/tmp/a"' in view["blocks"][1]["element"]["initial_value"]
+    # A form from the tool's schema: paths (a list of strings) is one line per item.
+    [paths] = view["blocks"][1:]
+    assert paths["block_id"] == "arg.paths" and paths["element"]["multiline"]
+    assert paths["element"]["initial_value"] == "/tmp/a\n/tmp/b"
+    assert paths["hint"]["text"].startswith("One per line")
 
     status, body = await bot.submit(ids.EDIT_VIEW, value, user=ALICE, text='{"paths": ["/tmp/a"]}')
     assert status == 200 and "errors" not in body

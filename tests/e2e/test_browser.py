@@ -108,18 +108,19 @@ def test_edit_the_email_with_one_invalid_attempt(open_as: OpenAs) -> None:
     expect(request).to_contain_text("team@example.com")
     alice.button(request, "Edit").click()
 
+    # A form from send_email's schema: one address per line, then subject and body.
     modal = alice.modal("Edit arguments")
-    arguments = modal.get_by_label("Arguments (JSON)")
-    draft = json.loads(arguments.input_value())
-    arguments.fill(json.dumps({**draft, "to": ["not an address"]}))
+    to = modal.get_by_label("to", exact=True)
+    expect(to).to_have_value("team@example.com")
+    expect(modal.get_by_label("subject", exact=True)).to_have_value("Weekly ops summary")
+    to.fill("not an address")
     modal.locator("[data-role=submit]").click()
     error = modal.locator(".field-error")
-    expect(error).to_contain_text("These arguments do not fit send_email")
-    expect(error).to_contain_text("to.0")
+    expect(error).to_have_text("Line 1: This must be an email address like name@example.com.")
     alice.screenshot("edit-invalid")
 
-    edited = {**draft, "to": ["ops@example.com"], "subject": "Ops summary, week 47"}
-    arguments.fill(json.dumps(edited))
+    to.fill("ops@example.com")
+    modal.get_by_label("subject", exact=True).fill("Ops summary, week 47")
     modal.locator("[data-role=submit]").click()
     expect(modal).to_be_hidden()
 

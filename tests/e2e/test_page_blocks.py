@@ -107,6 +107,30 @@ FORM = {
                 "options": _options("Low", "High"),
             },
         },
+        {
+            "type": "input",
+            "block_id": "replicas",
+            "label": _plain("Replicas"),
+            "element": {"type": "number_input", "action_id": "v", "is_decimal_allowed": False},
+        },
+        {
+            "type": "input",
+            "block_id": "owner",
+            "label": _plain("Owner"),
+            "element": {"type": "email_text_input", "action_id": "v"},
+        },
+        {
+            "type": "input",
+            "block_id": "day",
+            "label": _plain("Day"),
+            "element": {"type": "datepicker", "action_id": "v", "initial_date": "2026-12-01"},
+        },
+        {
+            "type": "input",
+            "block_id": "at",
+            "label": _plain("At"),
+            "element": {"type": "datetimepicker", "action_id": "v"},
+        },
     ],
 }
 HOME = {
@@ -137,6 +161,10 @@ def _deploy_app(bolt: AsyncApp, clicks: list[str]) -> None:
             return
         await ack()
         clicks.append(values["urgency"]["v"]["selected_option"]["value"])
+        clicks.append(values["replicas"]["v"]["value"])
+        clicks.append(values["owner"]["v"]["value"])
+        clicks.append(values["day"]["v"]["selected_date"])
+        clicks.append(str(values["at"]["v"]["selected_date_time"]))
 
     @bolt.event("app_home_opened")
     async def home(event: dict[str, Any], client: AsyncWebClient) -> None:
@@ -189,6 +217,10 @@ async def test_every_block_the_page_renders(
     await expect(reason).to_have_js_property("tagName", "TEXTAREA")
     await modal.get_by_role("combobox", name="Environment").select_option("prod")
     await modal.get_by_role("radio", name="High").check()
+    await modal.get_by_role("spinbutton", name="Replicas").fill("3")
+    await modal.get_by_role("textbox", name="Owner").fill("ops@example.com")
+    await expect(modal.get_by_label("Day")).to_have_value("2026-12-01")
+    await modal.get_by_label("At").fill("2026-12-24T09:30")
     await reason.fill("soon")
     await modal.get_by_role("button", name="Submit").click()
     await expect(modal.locator(".field-error")).to_have_text("Say a little more.")
@@ -196,7 +228,8 @@ async def test_every_block_the_page_renders(
     await reason.fill("the fix for the login outage")
     await modal.get_by_role("button", name="Submit").click()
     await expect(modal).to_be_hidden()
-    assert await sb.wait_for(lambda: clicks[1:]) == ["high"]
+    expected = ["high", "3", "ops@example.com", "2026-12-01", "1798104600"]
+    assert await sb.wait_for(lambda: clicks[1:]) == expected
 
     sb.faults.drop_deliveries(1)  # the next click is lost on its way to the app
     await deny.click()

@@ -1,7 +1,9 @@
 """Tools that stop for a human and continue with the answer."""
 
+from typing import Annotated
+
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from agent_runtime import (
     Agent,
@@ -14,7 +16,7 @@ from agent_runtime import (
     interrupt_tool,
     tool,
 )
-from agent_runtime.errors import ResumeError
+from agent_runtime.errors import ResumeError, ToolInputError
 
 
 def make_booking_tool(log: list[str]):
@@ -170,3 +172,15 @@ async def test_an_edit_that_does_not_fit_the_tool_changes_nothing():
         await agent.invoke({pending.id: Decision.edit({"amount": "lots"})}, thread_id="t")
     status = await agent.thread_status("t")
     assert status.status == "interrupted"
+
+
+def test_a_tools_annotated_constraints_are_in_its_schema_and_enforced():
+    @tool
+    def resize(size: Annotated[int, Field(gt=0, description="new size in GB")]) -> str:
+        """Resize a volume."""
+        return f"resized to {size}"
+
+    assert resize.input_schema["properties"]["size"]["exclusiveMinimum"] == 0
+    assert resize.input_schema["properties"]["size"]["description"] == "new size in GB"
+    with pytest.raises(ToolInputError, match="greater than 0"):
+        resize.validate({"size": 0})

@@ -1,0 +1,73 @@
+"""Which form the Edit modal shows: the fields of the tool's input schema, or of a job's
+editable params; None means the arguments are edited as JSON (a workflow node's input)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pydantic
+
+from agent_runtime import Agent
+from agent_runtime.messages import JSONValue
+from bot.services import Services
+from bot.ui.arg_form import Field, field_errors, fields_of
+from storage.records import InterruptRecord
+from storage.requests import is_request_run
+
+
+async def edit_fields(services: Services, record: InterruptRecord) -> list[Field] | None:
+    """The form's fields for ``record``'s arguments, or None for JSON."""
+    schema = await _schema(services, record)
+    return fields_of(schema) if schema is not None else None
+
+
+async def check_form_args(
+    services: Services, record: InterruptRecord, fields: list[Field], args: dict[str, JSONValue]
+) -> tuple[dict[str, JSONValue], dict[str, str]]:
+    """The full arguments the form's ``args`` stand for, and a sentence per field (by
+    block id) whose value does not fit the tool."""
+    call = record.runtime_interrupt.tool_call
+    assert call is not None
+    if is_request_run(record.run_id):
+        locked = {k: v for k, v in call.args.items() if k not in args}
+        return {**locked, **args}, {}  # a job's own rules check types and locks
+    tool = _tool(services, record)
+    if tool is None:
+        return args, {}
+    try:
+        tool.model_validate(args)
+    except pydantic.ValidationError as exc:
+        errors = field_errors(exc.errors(), fields)
+        if not errors and fields:
+            first = exc.errors()[0]["msg"]
+            errors = {fields[0].block_id: f"These arguments do not fit {call.name}: {first}."}
+        return args, errors
+    return args, {}
+
+
+async def _schema(services: Services, record: InterruptRecord) -> dict[str, Any] | None:
+    call = record.runtime_interrupt.tool_call
+    if call is None:
+        return None
+    if is_request_run(record.run_id):
+        meta = await services.storage.requests.meta(record.run_id)
+        if meta is None:
+            return None
+        editable = [p for p in meta.params if p.editable]
+        return {
+            "type": "object",
+            "properties": {p.name: {"type": p.type} for p in editable},
+            "required": [p.name for p in editable],
+        }
+    tool = _tool(services, record)
+    return tool.model_json_schema() if tool is not None else None
+
+
+def _tool(services: Services, record: InterruptRecord) -> type[pydantic.BaseModel] | None:
+    """The input model of the tool ``record`` asks about, when its agent is an ``Agent``."""
+    call = record.runtime_interrupt.tool_call
+    if call is None or services.registry.spec(record.agent) is None:
+        return None
+    agent = services.registry.agent(record.agent)
+    tool = agent.tools.get(call.name) if isinstance(agent, Agent) else None
+    return tool.input_model if tool is not None else None

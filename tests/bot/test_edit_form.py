@@ -1,0 +1,182 @@
+"""The Edit modal is a form generated from the tool's JSON schema, and its errors are
+sentences under the field that is wrong (never a raw pattern)."""
+
+from __future__ import annotations
+
+import json
+from datetime import date, datetime
+from typing import Annotated, Any, Literal
+
+from fakes import OneToolModel
+from harness import ALICE, CHANNEL, Harness
+from pydantic import Field
+
+from agent_runtime import Agent, tool
+from agent_runtime.session import SessionStore
+from bot.agents.policy import AgentSpec, Policy
+from bot.ui import ids
+
+Email = Annotated[
+    str, Field(pattern=r"^[^@\s]+@[^@\s]+\.[a-z]{2,}$", json_schema_extra={"format": "email"})
+]
+ARGS = {
+    "title": "Quarterly cleanup",
+    "count": 3,
+    "ratio": 0.5,
+    "urgent": False,
+    "region": "eu",
+    "day": "2026-12-01",
+    "at": "2026-12-01T09:30:00+00:00",
+    "owner": "ops@example.com",
+    "tags": ["logs", "tmp"],
+    "limits": {"files": 10},
+}
+
+
+def schedule_spec(received: list[dict[str, Any]]) -> AgentSpec:
+    @tool
+    def schedule(
+        title: str,
+        count: int,
+        ratio: float,
+        urgent: bool,
+        region: Literal["eu", "us", "ap"],
+        day: date,
+        at: datetime,
+        owner: Email,
+        tags: list[str],
+        limits: dict[str, int],
+    ) -> str:
+        """Schedule a cleanup."""
+        received.append(
+            {
+                "title": title,
+                "count": count,
+                "urgent": urgent,
+                "region": region,
+                "day": day.isoformat(),
+                "owner": owner,
+                "tags": tags,
+                "limits": limits,
+            }
+        )
+        return "scheduled"
+
+    def build(store: SessionStore) -> Agent:
+        return Agent(
+            model=OneToolModel("schedule", ARGS),
+            tools=[schedule],
+            interrupt_on={"schedule": True},
+            session_store=store,
+            name="scheduler",
+        )
+
+    return AgentSpec(name="scheduler", build=build, policy=Policy(channel=CHANNEL, users=(ALICE,)))
+
+
+async def _form(bot: Harness, value: str) -> dict[str, dict[str, Any]]:
+    await bot.click(ids.EDIT, value, user=ALICE)
+    await bot.slack.wait_calls("views.open")
+    view = bot.slack.called("views.open")[-1]["view"]
+    return {b["block_id"]: b for b in view["blocks"] if b["type"] == "input"}
+
+
+async def test_each_type_gets_its_own_input_filled_with_the_arguments(make_bot: Any) -> None:
+    bot: Harness = await make_bot(spec=schedule_spec([]))
+    form = await _form(bot, await bot.start())
+    kinds = {name.removeprefix("arg."): block["element"]["type"] for name, block in form.items()}
+    assert kinds == {
+        "title": "plain_text_input",
+        "count": "number_input",
+        "ratio": "number_input",
+        "urgent": "checkboxes",
+        "region": "static_select",
+        "day": "datepicker",
+        "at": "datetimepicker",
+        "owner": "email_text_input",
+        "tags": "plain_text_input",
+        "limits": "plain_text_input",
+    }
+    assert form["arg.count"]["element"]["is_decimal_allowed"] is False
+    assert form["arg.ratio"]["element"]["is_decimal_allowed"] is True
+    assert form["arg.region"]["element"]["initial_option"]["value"] == "eu"
+    assert form["arg.day"]["element"]["initial_date"] == "2026-12-01"
+    assert form["arg.tags"]["element"]["initial_value"] == "logs\ntmp"
+    assert json.loads(form["arg.limits"]["element"]["initial_value"]) == {"files": 10}
+    assert form["arg.limits"]["label"]["text"] == "limits (JSON)"
+    assert "initial_options" not in form["arg.urgent"]["element"]
+
+
+async def test_a_submitted_form_runs_the_tool_with_typed_arguments(make_bot: Any) -> None:
+    received: list[dict[str, Any]] = []
+    bot: Harness = await make_bot(spec=schedule_spec(received))
+    value = await bot.start()
+    form = await _form(bot, value)
+    urgent = form["arg.urgent"]["element"]["options"][0]
+    status, body = await bot.submit_form(
+        value,
+        user=ALICE,
+        values={
+            "arg.title": {"type": "plain_text_input", "value": "Year-end cleanup"},
+            "arg.count": {"type": "number_input", "value": "7"},
+            "arg.ratio": {"type": "number_input", "value": "0.25"},
+            "arg.urgent": {"type": "checkboxes", "selected_options": [urgent]},
+            "arg.region": {"type": "static_select", "selected_option": {"value": "ap"}},
+            "arg.day": {"type": "datepicker", "selected_date": "2026-12-24"},
+            "arg.at": {"type": "datetimepicker", "selected_date_time": 1798102800},
+            "arg.owner": {"type": "email_text_input", "value": "lead@example.com"},
+            "arg.tags": {"type": "plain_text_input", "value": "logs\n\n cache \n"},
+            "arg.limits": {"type": "plain_text_input", "value": '{"files": 99}'},
+        },
+    )
+    assert status == 200 and "errors" not in body, body
+    await bot.finished()
+    assert received == [
+        {
+            "title": "Year-end cleanup",
+            "count": 7,
+            "urgent": True,
+            "region": "ap",
+            "day": "2026-12-24",
+            "owner": "lead@example.com",
+            "tags": ["logs", "cache"],
+            "limits": {"files": 99},
+        }
+    ]
+
+
+async def test_wrong_values_get_sentences_under_their_fields_and_nothing_is_decided(
+    make_bot: Any,
+) -> None:
+    received: list[dict[str, Any]] = []
+    bot: Harness = await make_bot(spec=schedule_spec(received))
+    value = await bot.start()
+    form = await _form(bot, value)
+    values = {
+        block_id: {"type": block["element"]["type"], "value": block["element"].get("initial_value")}
+        for block_id, block in form.items()
+    }
+    values["arg.region"] = {"type": "static_select", "selected_option": {"value": "eu"}}
+    values["arg.day"] = {"type": "datepicker", "selected_date": "2026-12-01"}
+    values["arg.at"] = {"type": "datetimepicker", "selected_date_time": 1798102800}
+    values["arg.count"] = {"type": "number_input", "value": "lots"}
+    values["arg.owner"] = {"type": "email_text_input", "value": "not-an-address"}
+    status, body = await bot.submit_form(value, user=ALICE, values=values)
+    assert status == 200
+    errors = json.loads(body)["errors"]
+    assert errors == {"arg.count": "This must be a whole number, like 42."}
+
+    values["arg.count"] = {"type": "number_input", "value": "3"}
+    status, body = await bot.submit_form(value, user=ALICE, values=values)
+    errors = json.loads(body)["errors"]
+    assert errors == {"arg.owner": "This must be an email address like name@example.com."}
+    assert "^" not in body and "pattern" not in body
+
+    values["arg.title"] = {"type": "plain_text_input", "value": None}
+    values["arg.owner"] = {"type": "email_text_input", "value": "ops@example.com"}
+    status, body = await bot.submit_form(value, user=ALICE, values=values)
+    assert json.loads(body)["errors"] == {"arg.title": "This is required."}
+
+    record = await bot.services.storage.queries.get(bot.record_id(value))
+    assert record is not None and record.state == "pending" and record.votes == ()
+    assert received == []
