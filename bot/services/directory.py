@@ -1,4 +1,5 @@
-"""Who is who in the workspace: user time zones and user group members, cached.
+"""Who is who in the workspace: user time zones, user group members and the channels a
+person is in, cached.
 
 Both come from rate-limited Web API methods (``users.info`` tier 4,
 ``usergroups.users.list`` tier 2), so answers are kept for ``ttl`` and never fetched on
@@ -63,6 +64,7 @@ class Directory:
         self._groups: dict[str, tuple[datetime, tuple[str, ...] | None]] = {}
         self._empty_groups: set[str] = set()
         self._handles: tuple[datetime, dict[str, str]] | None = None
+        self._channels: dict[str, tuple[datetime, tuple[str, ...]]] = {}
 
     async def zone(self, user_id: str) -> UserZone:
         """The user's time zone; UTC when Slack cannot tell (logged, not raised)."""
@@ -100,6 +102,27 @@ class Directory:
             groups = answer.get("usergroups") or []
             self._handles = (now, {str(g["handle"]): str(g["id"]) for g in groups})
         return self._handles[1].get(handle.removeprefix("@"))
+
+    async def channels_of(self, user_id: str) -> tuple[str, ...]:
+        """The channels ``user_id`` is in (``users.conversations``, kept five minutes); none
+        when Slack will not say (the app lacks ``channels:read``): logged, not raised."""
+        now = self._clock.now()
+        cached = self._channels.get(user_id)
+        if cached and now - cached[0] < _HANDLES_FRESH_FOR:
+            return cached[1]
+        try:
+            answer = await self._client.users_conversations(
+                user=user_id, types="public_channel,private_channel", limit=200
+            )
+        except SlackApiError as exc:
+            log.warning("users.conversations answered %s: check channels:read", slack_error(exc))
+            return ()
+        except (ClientError, TimeoutError, OSError) as exc:
+            log.warning("users.conversations: Slack could not be reached (%r)", exc)
+            return ()
+        channels = tuple(str(c["id"]) for c in answer.get("channels") or () if c.get("id"))
+        self._channels[user_id] = (now, channels)
+        return channels
 
     async def members(self, groups: Iterable[str]) -> tuple[str, ...]:
         """The distinct members of ``groups``; a group Slack does not list counts as empty.

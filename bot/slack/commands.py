@@ -10,6 +10,7 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.respond.async_respond import AsyncRespond
 
 from bot.agents.policy import AgentSpec
+from bot.decisions.from_home import decide_from_home
 from bot.decisions.trust_grants import revoke_trust
 from bot.errors import BotError
 from bot.runs.drive import start_run, unknown_agent
@@ -24,6 +25,7 @@ log = logging.getLogger(__name__)
 
 _RUN = re.compile(r"^\s*run\s+(?P<agent>[A-Za-z0-9_.\-]+)\s*(?P<input>.*)$", re.S)
 _MENTION = re.compile(r"<@[A-Z0-9]+>")
+_USER = re.compile(r"^[UW][A-Z0-9]{2,20}$")
 
 
 def command_listener(services: Services) -> Any:
@@ -177,3 +179,26 @@ def revoke_listener(services: Services) -> Any:
             log.error("trust %s not revoked: %s", grant_id, exc)
 
     return on_revoke
+
+
+def home_decision_listener(services: Services) -> Any:
+    """The Bolt action listener of Approve and Deny beside a request in App Home."""
+
+    async def on_decide(ack: AsyncAck, body: dict[str, Any]) -> None:
+        await ack()
+        user = str((body.get("user") or {}).get("id") or "")
+        action = (body.get("actions") or [{}])[0]
+        if not _USER.match(user) or not isinstance(action, dict):
+            log.warning("ignored a malformed Home decision")
+            return
+        # After the ack (Slack waits on this listener), at once: Deny's trigger_id lasts 3 s.
+        decision = decide_from_home(
+            services,
+            user=user,
+            action_id=str(action.get("action_id") or ""),
+            value=str(action.get("value") or "")[:500],
+            trigger_id=str(body.get("trigger_id") or ""),
+        )
+        services.background.spawn(decision, name=f"home decision {user}")
+
+    return on_decide

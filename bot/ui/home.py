@@ -15,27 +15,52 @@ from bot.services import Services
 from storage.errors import StorageError
 from storage.records import InterruptRecord
 
-from .listing import PAGE_SIZE, pending_blocks, trust_blocks
+from .blocks import section
+from .listing import HOME_PAGE_SIZE, MAX_OPEN, channel_blocks, pending_blocks, trust_blocks
 from .posting import why_failed
 
 log = logging.getLogger(__name__)
 
 MAX_REFRESHED = 50
 """Home tabs redrawn after one decision, at most (the approvers named first)."""
+MAX_CHANNELS = 20
+"""Channels looked in for requests open to everyone in them."""
 
 
-async def publish_home(services: Services, user: str, *, cursor: str | None = None) -> None:
-    """Show ``user`` what waits for them (from ``cursor`` on) and the trust they gave (an
-    admin sees everyone's)."""
+async def publish_home(
+    services: Services, user: str, *, cursor: str | None = None, notice: str | None = None
+) -> None:
+    """Show ``user`` what waits for them (from ``cursor`` on, each decidable right there) and
+    the trust they gave (an admin sees everyone's); ``notice`` (the bot's mrkdwn) on top."""
     now = services.clock.now()
-    page = await services.storage.queries.pending_for_user(user, limit=PAGE_SIZE, cursor=cursor)
+    queries = services.storage.queries
+    page = await queries.pending_for_user(user, limit=HOME_PAGE_SIZE, cursor=cursor)
     grants = [
         g
         for g in await services.storage.trust.active(now)
         if g.granted_by == user or user in services.admins
     ]
-    blocks = pending_blocks(page.records, next_page=page.next_cursor) + trust_blocks(grants)
+    blocks = pending_blocks(page.records, next_page=page.next_cursor, decide=True)
+    open_to_all = await _open_in_channels_of(services, user)
+    blocks = [
+        *([section(notice)] if notice else []),
+        *blocks,
+        *channel_blocks(open_to_all),
+        *trust_blocks(grants),
+    ]
     await services.client.views_publish(user_id=user, view={"type": "home", "blocks": blocks})
+
+
+async def _open_in_channels_of(services: Services, user: str) -> list[InterruptRecord]:
+    """Pending requests anyone in a channel may decide, in the channels ``user`` is in;
+    they are decided on their card, where being in the channel is what counts."""
+    found: list[InterruptRecord] = []
+    for channel in (await services.directory.channels_of(user))[:MAX_CHANNELS]:
+        page = await services.storage.queries.pending_for_channel(channel, limit=MAX_OPEN)
+        found += [r for r in page.records if r.policy.open_to_channel]
+        if len(found) >= MAX_OPEN:
+            break
+    return found[:MAX_OPEN]
 
 
 async def refresh_homes(services: Services, record: InterruptRecord) -> None:

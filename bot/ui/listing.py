@@ -12,6 +12,9 @@ from . import ids
 from .blocks import (
     MESSAGE_BLOCKS,
     Block,
+    args_json,
+    button,
+    confirm_dialog,
     context,
     date_token,
     escaped,
@@ -19,6 +22,7 @@ from .blocks import (
     section,
     user_mention,
 )
+from .mrkdwn import code_block, is_truncated
 
 _PER_ITEM = 2
 PAGE_SIZE = (MESSAGE_BLOCKS - 2) // _PER_ITEM
@@ -26,35 +30,21 @@ PAGE_SIZE = (MESSAGE_BLOCKS - 2) // _PER_ITEM
 
 
 def pending_blocks(
-    records: Sequence[InterruptRecord], *, next_page: str | None = None
+    records: Sequence[InterruptRecord], *, next_page: str | None = None, decide: bool = False
 ) -> list[Block]:
     """A header, then per interrupt its summary and a link to its message (the permalink
     Slack gave when it was posted), then a button to the page after (``next_page``: the
-    storage cursor it carries)."""
+    storage cursor it carries). With ``decide`` (App Home), a request whose arguments fit
+    in full beside it gets Approve and Deny too."""
     count = f"{len(records)}+" if next_page else str(len(records))
     blocks: list[Block] = [header(f"Waiting for you: {count}")]
     if not records:
         blocks.append(section("Nothing is waiting for your decision."))
         return blocks
     for record in list(records)[:PAGE_SIZE]:
-        interrupt = record.runtime_interrupt
-        action = interrupt.tool_call.name if interrupt.tool_call else interrupt.name
-        summary = f"*{escaped(record.agent, 200)}* wants to run `{escaped(action, 300)}`"
-        block = section(summary)
-        link = record.permalink
-        if link:
-            block["accessory"] = {
-                "type": "button",
-                "action_id": ids.OPEN_PENDING,
-                "text": {"type": "plain_text", "text": "Open"},
-                "url": link,
-                "value": record.id,
-            }
-        blocks.append(block)
-        parts = [f"Since {date_token(record.created_at)}"]
-        if record.expires_at:
-            parts.append(f"expires {date_token(record.expires_at)}")
-        blocks.append(context(parts))
+        blocks += _entry(record)
+        if decide:
+            blocks += _decide_here(record)
     if next_page:
         button = {
             "type": "button",
@@ -66,7 +56,74 @@ def pending_blocks(
     return blocks
 
 
-MAX_GRANTS = 20
+def _entry(record: InterruptRecord) -> list[Block]:
+    """One request in a list: what it wants, a link to its card, since and until when."""
+    interrupt = record.runtime_interrupt
+    action = interrupt.tool_call.name if interrupt.tool_call else interrupt.name
+    summary = f"*{escaped(record.agent, 200)}* wants to run `{escaped(action, 300)}`"
+    block = section(summary)
+    if record.permalink:
+        block["accessory"] = {
+            "type": "button",
+            "action_id": ids.OPEN_PENDING,
+            "text": {"type": "plain_text", "text": "Open"},
+            "url": record.permalink,
+            "value": record.id,
+        }
+    parts = [f"Since {date_token(record.created_at)}"]
+    if record.expires_at:
+        parts.append(f"expires {date_token(record.expires_at)}")
+    return [block, context(parts)]
+
+
+def _decide_here(record: InterruptRecord) -> list[Block]:
+    """The arguments in full and Approve / Deny, when the request can be decided from a list:
+    the policy offers both, it is not a question, and its arguments fit (else only Open)."""
+    interrupt = record.runtime_interrupt
+    offered = record.policy.decisions
+    if interrupt.question or "approve" not in offered or interrupt.tool_call is None:
+        return []
+    text = args_json(interrupt.tool_call.args)
+    if is_truncated(text, LIST_ARGS):
+        return []
+    value = f"{record.id} {record.args_digest}"
+    approve = button("Approve", action_id=ids.HOME_APPROVE, value=value, style="primary")
+    if record.policy.dangerous:
+        approve["confirm"] = confirm_dialog(
+            title="Approve this dangerous action?",
+            text=f"{record.agent} will run {interrupt.tool_call.name}.",
+            confirm="Approve",
+        )
+    elements = [approve]
+    if "reject" in offered:
+        elements.append(button("Deny", action_id=ids.HOME_DENY, value=value, style="danger"))
+    return [
+        section(code_block(text, LIST_ARGS)),
+        {"type": "actions", "block_id": f"home {record.id}"[:255], "elements": elements},
+    ]
+
+
+LIST_ARGS = 500
+"""Characters of arguments a list shows; longer ones are decided on the card itself."""
+HOME_PAGE_SIZE = 18
+"""Requests per App Home page: four blocks each, beside the trust grants (a view holds 100)."""
+
+MAX_OPEN = 5
+"""Requests open to a whole channel listed in Home (two blocks each)."""
+
+
+def channel_blocks(records: Sequence[InterruptRecord]) -> list[Block]:
+    """Requests open to everyone in a channel the viewer is in, each with a link to its
+    card: deciding them there is what shows the decider is in the channel."""
+    if not records:
+        return []
+    blocks: list[Block] = [header("Open to everyone in your channels")]
+    for record in list(records)[:MAX_OPEN]:
+        blocks += _entry(record)
+    return blocks
+
+
+MAX_GRANTS = 6
 """Trust grants listed in Home (two blocks each, beside a page of requests)."""
 
 

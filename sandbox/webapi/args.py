@@ -94,6 +94,13 @@ class UsergroupUsers(Args):
     usergroup: str
 
 
+class UsersConversations(Args):
+    user: str
+    types: str = "public_channel"
+    limit: int = 100
+    cursor: str | None = None
+
+
 class ConversationsOpen(Args):
     users: str | None = None
     channel: str | None = None

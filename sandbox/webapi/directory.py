@@ -1,5 +1,5 @@
-"""auth.test, users.info, usergroups.list, usergroups.users.list, conversations.open,
-apps.connections.open."""
+"""auth.test, users.info, users.conversations, usergroups.list, usergroups.users.list,
+conversations.open, apps.connections.open."""
 
 from __future__ import annotations
 
@@ -43,6 +43,19 @@ def usergroup_users(ctx: ApiContext, a: args.UsergroupUsers) -> JsonObject:
     if group is None:
         raise SlackApiFailure("no_such_subteam")
     return {"users": list(group.users)}
+
+
+def users_conversations(ctx: ApiContext, a: args.UsersConversations) -> JsonObject:
+    """The channels ``user`` is a member of (the sandbox's are all public), one page."""
+    ws = ctx.workspace
+    if a.user not in ws.users:
+        raise SlackApiFailure("user_not_found")
+    channels = [
+        {"id": c.id, "name": c.name, "is_channel": True, "is_private": False}
+        for c in sorted(ws.channels.values(), key=lambda c: c.id)
+        if c.im_user is None and a.user in c.members
+    ]
+    return {"channels": channels[: max(1, a.limit)], "response_metadata": {"next_cursor": ""}}
 
 
 def conversations_open(ctx: ApiContext, a: args.ConversationsOpen) -> JsonObject:

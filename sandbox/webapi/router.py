@@ -46,6 +46,7 @@ METHODS: dict[str, Method[Any]] = {
     "usergroups.list": Method(args.NoArgs, directory.usergroups_list),
     "usergroups.users.list": Method(args.UsergroupUsers, directory.usergroup_users),
     "conversations.open": Method(args.ConversationsOpen, directory.conversations_open),
+    "users.conversations": Method(args.UsersConversations, directory.users_conversations),
     "apps.connections.open": Method(args.NoArgs, directory.connections_open, token="app"),
 }
 

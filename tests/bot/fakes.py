@@ -57,6 +57,8 @@ class FakeSlack:
         self.users: dict[str, dict[str, Any]] = {}
         self.groups: dict[str, list[str]] = {}
         self.handles: dict[str, str] = {}
+        self.channels_of: dict[str, list[str]] = {}
+        """The channels each user is in, for ``users.conversations``."""
         """Group id -> handle (without the @) for usergroups.list; default: the id lowercased."""
         self.sockets: list[web.WebSocketResponse] = []
         self.socket_acks: list[dict[str, Any]] = []
@@ -218,6 +220,9 @@ class FakeSlack:
             return {"ok": True, "users": group}
         if method == "conversations.open":
             return _open_conversation(str(args.get("users", "")))
+        if method == "users.conversations":
+            channels = self.channels_of.get(str(args.get("user")), [])
+            return {"ok": True, "channels": [{"id": c} for c in channels]}
         if method == "apps.connections.open":
             assert self.server is not None
             return {"ok": True, "url": f"ws://127.0.0.1:{self.server.port}/socket"}

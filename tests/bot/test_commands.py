@@ -134,7 +134,7 @@ async def test_a_retried_mention_never_starts_a_second_run(make_bot: Any) -> Non
     assert len(model.requests) == 1
 
 
-async def test_app_home_shows_the_same_list(make_bot: Any) -> None:
+async def test_app_home_shows_the_same_list_and_lets_you_decide_there(make_bot: Any) -> None:
     bot: Harness = await make_bot()
     value = await bot.start(requested_by=CAROL)
     listed = await bot.command("", user=ALICE)
@@ -144,8 +144,12 @@ async def test_app_home_shows_the_same_list(make_bot: Any) -> None:
     [publish] = bot.slack.called("views.publish")
     assert publish["user_id"] == ALICE
     assert publish["view"]["type"] == "home"
-    assert publish["view"]["blocks"] == listed["blocks"]
-    assert _buttons(publish["view"]["blocks"])[0]["value"] == bot.record_id(value)
+    home = publish["view"]["blocks"]
+    # The same entries as the command's list, each followed by its arguments and buttons.
+    assert [b for b in home if b in listed["blocks"]] == listed["blocks"]
+    assert _buttons(home)[0]["value"] == bot.record_id(value)
+    decide = [e["action_id"] for b in home if b["type"] == "actions" for e in b["elements"]]
+    assert decide == [ids.HOME_APPROVE, ids.HOME_DENY]
 
 
 async def test_a_long_list_comes_a_page_at_a_time_within_slacks_block_limits(

@@ -40,6 +40,8 @@ def test_manifest_asks_for_the_scopes_and_features_the_bot_uses() -> None:
     # conversations.open with several users (a dm=True policy with 2-8 approvers) needs
     # mpim:write, as with one user it needs im:write.
     assert needed | {"mpim:write", "app_mentions:read"} <= scopes
+    # App Home lists requests open to a whole channel in the channels its viewer is in.
+    assert {"channels:read", "groups:read"} <= scopes
     assert manifest["settings"]["socket_mode_enabled"] is True
     assert manifest["settings"]["interactivity"]["is_enabled"] is True
     assert manifest["features"]["app_home"]["home_tab_enabled"] is True

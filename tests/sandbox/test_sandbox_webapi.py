@@ -339,3 +339,13 @@ async def test_views_publish_refuses_a_stale_hash(client: AsyncWebClient, sb: Sa
     assert await _error(update) == "hash_conflict"
     current = sb.workspace.home("U0BOB")
     assert current is not None and current.hash == second["hash"]
+
+
+async def test_users_conversations_lists_the_channels_a_member_is_in(
+    client: AsyncWebClient,
+) -> None:
+    answer = await client.users_conversations(user="U0ALICE", types="public_channel")
+    ids = {c["id"] for c in answer["channels"]}
+    assert {"C0OPS", "C0GENERAL"} <= ids and all(i.startswith("C") for i in ids)
+    with pytest.raises(SlackApiError, match="user_not_found"):
+        await client.users_conversations(user="U0NOBODY")

@@ -1,0 +1,78 @@
+"""Deciding from App Home's list: Approve records the decision at once; Deny opens the
+same modal as on the card. Storage checks the clicker, the request's state and that the
+arguments are the ones the list showed, exactly as for a click on the card."""
+
+from __future__ import annotations
+
+import logging
+
+from slack_sdk.errors import SlackApiError
+
+from agent_runtime.interrupts import Decision
+from bot.services import Services
+from bot.ui import ids
+from bot.ui.cards import card_from_record
+from bot.ui.home import publish_home, refresh_homes
+from bot.ui.modals import deny_modal
+from bot.ui.posting import update_message, why_failed
+from bot.ui.refusals import STORAGE_DOWN, reason_text, refusal_text
+from bot.ui.requester import tell_decided
+from storage.errors import StorageError
+
+from .payloads import Ref
+
+log = logging.getLogger(__name__)
+
+
+async def decide_from_home(
+    services: Services, *, user: str, action_id: str, value: str, trigger_id: str
+) -> None:
+    """Approve (or open Deny for) the request a Home button names; a refusal is shown at
+    the top of the viewer's Home."""
+    ref = Ref.parse(value)
+    if ref is None:
+        return
+    try:
+        if action_id == ids.HOME_DENY:
+            await _open_deny(services, ref, user=user, trigger_id=trigger_id)
+            return
+        outcome = await services.storage.interrupts.decide(
+            ref.record_id,
+            user,
+            Decision.approve(),
+            args_digest=ref.digest,
+            now=services.clock.now(),
+        )
+    except StorageError as exc:
+        log.error("Home decision by %s not recorded: %s", user, exc)
+        await publish_home(services, user, notice=STORAGE_DOWN)
+        return
+    if outcome.status == "refused":
+        services.metrics.refusals[outcome.reason or "unknown"] += 1
+        await publish_home(services, user, notice=refusal_text(outcome))
+        return
+    record = outcome.record
+    services.metrics.decisions[outcome.state or "approved"] += 1
+    if record is None:
+        return
+    await update_message(services, record)
+    if record.state != "pending":
+        await tell_decided(services, record)
+        await refresh_homes(services, record)
+    else:  # a vote toward a quorum: the viewer's Home says so
+        counted = f"Your approval is counted ({outcome.approvals} of {outcome.required})."
+        await publish_home(services, user, notice=counted)
+
+
+async def _open_deny(services: Services, ref: Ref, *, user: str, trigger_id: str) -> None:
+    record = await services.storage.queries.get(ref.record_id)
+    if record is None or record.state != "pending":
+        text = reason_text("unknown") if record is None else "This request was decided already."
+        await publish_home(services, user, notice=text)
+        return
+    try:
+        await services.client.views_open(
+            trigger_id=trigger_id, view=deny_modal(card_from_record(record))
+        )
+    except SlackApiError as exc:
+        log.warning("Deny modal for %s not opened: %s", record.id, why_failed(exc))

@@ -1,0 +1,127 @@
+"""App Home: requests can be decided from the list, a refused one says why there, and a
+decision redraws the Home of the approvers who look at it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness import ALICE, BOB, CAROL, CHANNEL, MALLORY, Harness
+
+from bot.agents.policy import Policy
+from bot.ui import ids
+
+
+def _home(bot: Harness, user: str) -> list[dict[str, Any]]:
+    views = [c for c in bot.slack.called("views.publish") if c["user_id"] == user]
+    return views[-1]["view"]["blocks"] if views else []
+
+
+def _button(blocks: list[dict[str, Any]], action_id: str) -> dict[str, Any] | None:
+    for block in blocks:
+        for element in block.get("elements") or []:
+            if element.get("action_id") == action_id:
+                return element
+    return None
+
+
+async def _open_home(bot: Harness, user: str) -> list[dict[str, Any]]:
+    before = len(bot.slack.called("views.publish"))
+    await bot.event({"type": "app_home_opened", "user": user, "tab": "home"})
+    await bot.slack.wait_for(
+        lambda: len(bot.slack.called("views.publish")) > before, what=f"{user}'s Home"
+    )
+    return _home(bot, user)
+
+
+def _home_click(user: str, action_id: str, value: str) -> dict[str, Any]:
+    return {
+        "type": "block_actions",
+        "user": {"id": user, "username": user.lower(), "team_id": "T0TEST"},
+        "api_app_id": "A0TEST",
+        "team": {"id": "T0TEST", "domain": "test"},
+        "container": {"type": "view", "view_id": "V0HOME"},
+        "view": {"id": "V0HOME", "type": "home", "blocks": []},
+        "trigger_id": "trig.home",
+        "actions": [
+            {
+                "type": "button",
+                "action_id": action_id,
+                "block_id": "home",
+                "value": value,
+                "action_ts": "1700000000.000001",
+            }
+        ],
+    }
+
+
+async def test_approve_from_app_home_runs_the_tool_and_redraws_every_open_home(
+    make_bot: Any,
+) -> None:
+    bot: Harness = await make_bot()
+    value = await bot.start(requested_by=CAROL)
+    home = await _open_home(bot, ALICE)
+    await _open_home(bot, BOB)
+    assert '"/tmp/a"' in str(home)  # the arguments in full beside the buttons
+    approve = _button(home, ids.HOME_APPROVE)
+    assert approve is not None and approve["value"] == value
+    assert _button(home, ids.HOME_DENY) is not None
+
+    published = len(bot.slack.called("views.publish"))
+    await bot.send(_home_click(ALICE, ids.HOME_APPROVE, approve["value"]))
+    await bot.finished()
+    assert bot.tool_log.calls == [{"paths": ["/tmp/a", "/tmp/b"]}]
+    card = bot.slack.called("chat.update")[-1]
+    assert f"Approved by <@{ALICE}>" in str(card["blocks"])
+    # Both approvers had Home open: both are redrawn without the request.
+    await bot.slack.wait_for(
+        lambda: (
+            {c["user_id"] for c in bot.slack.called("views.publish")[published:]} >= {ALICE, BOB}
+        ),
+        what="both Homes redrawn",
+    )
+    assert _button(_home(bot, BOB), ids.HOME_APPROVE) is None
+
+
+async def test_a_refused_home_decision_says_why_on_home_and_changes_nothing(make_bot: Any) -> None:
+    bot: Harness = await make_bot(Policy(channel=CHANNEL, users=(ALICE,)))
+    value = await bot.start(requested_by=CAROL)
+    await bot.send(_home_click(MALLORY, ids.HOME_APPROVE, value))
+    await bot.slack.wait_for(lambda: bool(_home(bot, MALLORY)), what="Mallory's Home")
+    assert "not among the approvers" in str(_home(bot, MALLORY)[0])
+    stale = value.split(" ")[0] + " " + "0" * 64  # arguments other than those shown
+    await bot.send(_home_click(ALICE, ids.HOME_APPROVE, stale))
+    await bot.slack.wait_for(lambda: bool(_home(bot, ALICE)), what="Alice's Home")
+    assert "arguments changed" in str(_home(bot, ALICE)[0])
+    record = await bot.services.storage.queries.get(bot.record_id(value))
+    assert record is not None and record.state == "pending" and record.votes == ()
+    assert bot.tool_log.calls == []
+
+
+async def test_deny_from_app_home_opens_the_reason_modal(make_bot: Any) -> None:
+    bot: Harness = await make_bot()
+    value = await bot.start(requested_by=CAROL)
+    await bot.send(_home_click(BOB, ids.HOME_DENY, value))
+    await bot.slack.wait_calls("views.open")
+    view = bot.slack.called("views.open")[-1]["view"]
+    assert view["callback_id"] == ids.DENY_VIEW and view["private_metadata"] == value
+    status, body = await bot.submit(ids.DENY_VIEW, value, user=BOB, text="not this week")
+    assert status == 200 and "errors" not in body
+    await bot.finished()
+    assert bot.tool_log.calls == []
+
+
+async def test_requests_open_to_a_channel_are_listed_for_its_members_with_a_link(
+    make_bot: Any,
+) -> None:
+    bot: Harness = await make_bot(Policy(channel=CHANNEL, anyone_in_channel=True))
+    await bot.start(requested_by=CAROL)
+    bot.slack.channels_of[MALLORY] = [CHANNEL]
+    home = await _open_home(bot, MALLORY)
+    assert "Open to everyone in your channels" in str(home)
+    assert "*cleanup* wants to run `delete_files`" in str(home)
+    # Decided on the card, in the channel: no Approve in Home for these.
+    assert _button(home, ids.HOME_APPROVE) is None
+    assert "https://fake.slack.test/archives/C0OPS/" in str(home)
+
+    outsider = await _open_home(bot, BOB)  # in no channel of the request
+    assert "Open to everyone" not in str(outsider)
