@@ -8,7 +8,7 @@
   const state = {
     users: {}, groups: {}, channels: {}, app: null,
     user: null, channel: null, thread: null, home: false,
-    version: -1, data: null, generation: 0, modalKey: "", poll: null,
+    version: -1, data: null, generation: 0, modalKey: "", poll: null, linked: null,
   };
 
   async function api(path, body, signal) {
@@ -42,6 +42,22 @@
     state.channel = params.get("channel");
     state.thread = params.get("thread");
     state.home = params.get("home") === "1";
+    // A permalink (/archives/<channel>/p<ts digits>) opens its channel at its message.
+    const link = /^\/archives\/([A-Z0-9]+)\/p(\d{10})(\d{1,8})$/.exec(location.pathname);
+    if (link && !state.channel && !state.home) {
+      state.channel = link[1];
+      state.linked = `${link[2]}.${link[3]}`;
+    }
+  }
+
+  // Bring the permalinked message into view once it is on the page, and mark it.
+  function showLinked() {
+    if (!state.linked) return;
+    const message = document.querySelector(`#messages article.message[data-ts="${state.linked}"]`);
+    if (!message) return;
+    message.classList.add("linked");
+    message.scrollIntoView({ block: "center" });
+    state.linked = null;
   }
 
   function go(changes) {
@@ -278,6 +294,7 @@
     renderSidebar(data);
     renderNotices(data);
     renderMain(data);
+    showLinked();
     renderThread(data);
     renderModal(data);
   }

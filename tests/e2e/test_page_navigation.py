@@ -1,0 +1,40 @@
+"""The page as a newcomer uses it: switching "Acting as" answers at once every time, and a
+permalink opens its channel at its message."""
+
+from __future__ import annotations
+
+from playwright.async_api import Page
+from playwright.async_api import expect as async_expect
+from slack_sdk.web.async_client import AsyncWebClient
+
+from sandbox import Sandbox
+
+SWITCH_MS = 3_000
+"""Far below the page's 25 s long poll: a switch that waited for a stale poll fails."""
+
+PEOPLE = {"U0ALICE": "Europe/Paris", "U0BOB": "America/New_York", "U0CAROL": "Asia/Tokyo"}
+
+
+async def test_switching_acting_as_again_and_again_never_stalls(sb: Sandbox, tab: Page) -> None:
+    await tab.goto(f"{sb.base_url}/#user=U0ALICE&channel=C0GENERAL")
+    picker = tab.locator("#acting-as")
+    zone = tab.locator("#acting-tz")
+    await async_expect(zone).to_contain_text("Europe/Paris")
+    # More switches than Chromium's six connections per host: each must show at once.
+    for user in ["U0BOB", "U0CAROL", "U0ALICE"] * 4:
+        await picker.select_option(user)
+        await async_expect(zone).to_contain_text(PEOPLE[user], timeout=SWITCH_MS)
+        await async_expect(tab.locator("#messages")).to_be_visible(timeout=SWITCH_MS)
+
+
+async def test_a_permalink_opens_its_channel_at_its_message(sb: Sandbox, tab: Page) -> None:
+    client = AsyncWebClient(base_url=sb.api_url, token=sb.bot_token)
+    first = await client.chat_postMessage(channel="C0OPS", text="the card to find")
+    for n in range(40):  # enough to push the first message out of view
+        await client.chat_postMessage(channel="C0OPS", text=f"later message {n}")
+    link = (await client.chat_getPermalink(channel="C0OPS", message_ts=first["ts"]))["permalink"]
+
+    await tab.goto(link)
+    linked = tab.locator("#messages article.message.linked")
+    await async_expect(linked).to_contain_text("the card to find")
+    await async_expect(linked).to_be_in_viewport()
