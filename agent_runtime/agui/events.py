@@ -9,6 +9,8 @@ as ``metadata.payload``, because the 1.0 ``Interrupt`` has no ``payload`` field.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Literal, NotRequired, TypedDict
 
 from ..interrupts import DecisionType, Interrupt
@@ -34,6 +36,7 @@ class AguiInterrupt(TypedDict):
     message: NotRequired[str]
     toolCallId: NotRequired[str]
     responseSchema: NotRequired[dict[str, JSONValue]]
+    expiresAt: NotRequired[str]
     metadata: NotRequired[dict[str, JSONValue]]
 
 
@@ -86,6 +89,7 @@ class ToolCallStartEvent(TypedDict):
     type: Literal["TOOL_CALL_START"]
     toolCallId: str
     toolCallName: str
+    parentMessageId: NotRequired[str]
 
 
 class ToolCallArgsEvent(TypedDict):
@@ -137,8 +141,12 @@ def run_error(message: str, *, code: str) -> RunErrorEvent:
     return {"type": "RUN_ERROR", "message": message, "code": code}
 
 
+Expiry = Callable[[Interrupt], datetime | None]
+"""When an interrupt stops accepting answers (the serving app's policy), if ever."""
+
+
 def run_finished(
-    result: AgentResult, *, thread_id: str, run_id: str
+    result: AgentResult, *, thread_id: str, run_id: str, expiry: Expiry | None = None
 ) -> RunFinishedEvent | RunErrorEvent:
     """The event that ends the run: finished (success, interrupt, cancelled) or an error.
 
@@ -155,7 +163,9 @@ def run_finished(
         event["result"] = result.message
         return event
     if result.stop_reason == "interrupt" and result.interrupts:
-        interrupts = [agui_interrupt(i) for i in result.interrupts]
+        interrupts = [
+            agui_interrupt(i, expires_at=expiry(i) if expiry else None) for i in result.interrupts
+        ]
         event["outcome"] = {"type": "interrupt", "interrupts": interrupts}
         return event
     if result.stop_reason == "cancelled":
@@ -165,9 +175,12 @@ def run_finished(
     return run_error(result.message, code=result.stop_reason)
 
 
-def agui_interrupt(interrupt: Interrupt) -> AguiInterrupt:
-    """An open interrupt as AG-UI shows it; approvals carry the schema of a decision."""
+def agui_interrupt(interrupt: Interrupt, *, expires_at: datetime | None = None) -> AguiInterrupt:
+    """An open interrupt as AG-UI shows it; approvals carry the schema of a decision, and a
+    question with options the schema of one of them."""
     wire: AguiInterrupt = {"id": interrupt.id, "reason": interrupt.name}
+    if expires_at is not None:
+        wire["expiresAt"] = expires_at.astimezone(UTC).isoformat().replace("+00:00", "Z")
     message = interrupt.description or (
         interrupt.reason if isinstance(interrupt.reason, str) else None
     )
@@ -177,6 +190,8 @@ def agui_interrupt(interrupt: Interrupt) -> AguiInterrupt:
         wire["toolCallId"] = interrupt.tool_call.id
     if interrupt.is_approval:
         wire["responseSchema"] = _decision_schema(interrupt.allowed_decisions)
+    elif interrupt.options:
+        wire["responseSchema"] = {"type": "string", "enum": list(interrupt.options)}
     if interrupt.reason is not None:
         wire["metadata"] = {"payload": interrupt.reason}
     return wire
@@ -214,10 +229,18 @@ def text_message(event: TextMessage) -> list[AguiEvent]:
     ]
 
 
-def tool_call(call: ToolCall) -> list[AguiEvent]:
-    """A tool call with its complete arguments as one START, ARGS, END sequence."""
+def tool_call(call: ToolCall, *, parent_message_id: str | None = None) -> list[AguiEvent]:
+    """A tool call with its complete arguments as one START, ARGS, END sequence; the calls
+    of one model turn name the same ``parent_message_id`` (one assistant message)."""
+    start: ToolCallStartEvent = {
+        "type": "TOOL_CALL_START",
+        "toolCallId": call.id,
+        "toolCallName": call.name,
+    }
+    if parent_message_id is not None:
+        start["parentMessageId"] = parent_message_id
     return [
-        {"type": "TOOL_CALL_START", "toolCallId": call.id, "toolCallName": call.name},
+        start,
         {"type": "TOOL_CALL_ARGS", "toolCallId": call.id, "delta": json.dumps(call.args)},
         {"type": "TOOL_CALL_END", "toolCallId": call.id},
     ]

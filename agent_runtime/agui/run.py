@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
+from datetime import UTC, datetime
 
-from ..agent import Agent
-from ..errors import AgentRuntimeError
+from ..errors import AgentRuntimeError, ResumeError
+from ..interrupts import Interrupt
 from ..messages import JSONValue
 from ..results import AgentResult
 from ..resume import RunInput
 from ..run_events import RunFinished, TextMessage, ToolCallFinished, ToolCallStarted
+from ..runnable import Runnable
 from .events import (
     AguiEvent,
+    Expiry,
     run_error,
     run_finished,
     run_started,
@@ -20,18 +23,21 @@ from .events import (
     tool_call,
     tool_call_result,
 )
-from .input import interrupt_responses, parse_run_input
+from .input import ResumeAnswer, interrupt_responses, parse_run_input
 
 log = logging.getLogger(__name__)
 
 
-async def run_agui(agent: Agent, input: Mapping[str, JSONValue]) -> AsyncIterator[AguiEvent]:
+async def run_agui(
+    agent: Runnable, input: Mapping[str, JSONValue], *, expiry: Expiry | None = None
+) -> AsyncIterator[AguiEvent]:
     """Run ``agent`` for one AG-UI request and yield its AG-UI events.
 
     The stream opens with RUN_STARTED and ends with RUN_FINISHED (success, interrupt or
     cancelled) or RUN_ERROR; an input that cannot be read at all yields RUN_ERROR alone.
-    A refused input (a resume that leaves an interrupt unanswered, a prompt while the
-    thread waits for a human) is a RUN_ERROR and changes nothing stored.
+    A refused input (a resume that leaves an interrupt unanswered, answers one past its
+    ``expiry``, or a prompt while the thread waits for a human) is a RUN_ERROR and changes
+    nothing stored. The tool calls of one model turn share one ``parentMessageId``.
     """
     try:
         request = parse_run_input(input)
@@ -42,31 +48,54 @@ async def run_agui(agent: Agent, input: Mapping[str, JSONValue]) -> AsyncIterato
     yield run_started(thread_id=thread_id, run_id=run_id)
     try:
         open_interrupts = await agent.open_interrupts(thread_id)
+        _refuse_expired(request.resume, open_interrupts, expiry)
         run_input: RunInput = request.prompt or interrupt_responses(request.resume, open_interrupts)
         # A tool call that interrupted was announced by the run it interrupted; this
         # run only reports its result.
         announced = {i.tool_call.id for i in open_interrupts if i.tool_call is not None}
         result: AgentResult | None = None
+        turn: str | None = None  # the assistant message this model turn's tool calls belong to
         async for event in agent.stream(run_input, thread_id=thread_id):
             if isinstance(event, RunFinished):
                 # A hook may chain invocations (AfterInvocation.resume): AG-UI sees one
                 # run, which ends with the last invocation's result.
                 result = event.result
             elif isinstance(event, TextMessage):
+                turn = event.message_id
                 for agui_event in text_message(event):
                     yield agui_event
             elif isinstance(event, ToolCallStarted):
+                turn = turn or f"msg_{event.tool_call.id}"
                 if event.tool_call.id not in announced:
                     announced.add(event.tool_call.id)
-                    for agui_event in tool_call(event.tool_call):
+                    for agui_event in tool_call(event.tool_call, parent_message_id=turn):
                         yield agui_event
             elif isinstance(event, ToolCallFinished):
+                turn = None  # the next tool call belongs to the model's next turn
                 yield tool_call_result(event.tool_call, event.result)
         assert result is not None, "every run ends with RunFinished"
-        yield run_finished(result, thread_id=thread_id, run_id=run_id)
+        yield run_finished(result, thread_id=thread_id, run_id=run_id, expiry=expiry)
     except AgentRuntimeError as error:
         log.info("AG-UI run %s on thread %s ended with an error: %s", run_id, thread_id, error)
         yield run_error(str(error), code=type(error).__name__)
     except Exception:
         log.exception("AG-UI run %s on thread %s failed", run_id, thread_id)
         yield run_error("the agent failed unexpectedly; see the server log", code="internal_error")
+
+
+def _refuse_expired(
+    answers: Sequence[ResumeAnswer], open_interrupts: Sequence[Interrupt], expiry: Expiry | None
+) -> None:
+    """A resolved answer to an interrupt past its expiry is refused; cancelling one is fine."""
+    if expiry is None:
+        return
+    now = datetime.now(UTC)
+    by_id = {i.id: i for i in open_interrupts}
+    for answer in answers:
+        interrupt = by_id.get(answer.interrupt_id)
+        until = expiry(interrupt) if interrupt is not None else None
+        if answer.status == "resolved" and until is not None and now >= until:
+            raise ResumeError(
+                f"interrupt {answer.interrupt_id} expired at {until.isoformat()}; "
+                "cancel it to continue the thread"
+            )

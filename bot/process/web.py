@@ -16,6 +16,7 @@ from aiohttp.abc import AbstractAccessLogger
 from pydantic import SecretStr
 from slack_bolt.async_app import AsyncApp
 
+from bot.api.agui import add_agui_routes
 from bot.api.auth import Authenticator
 from bot.api.callbacks import CallbackPolicy
 from bot.api.openapi import add_openapi_route
@@ -74,6 +75,7 @@ def operator_app(
     add_openapi_route(app)
     if api_token is not None:
         add_runs_routes(app, services, token=api_token)
+        add_agui_routes(app, services, token=api_token)
     return app
 
 

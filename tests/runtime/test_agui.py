@@ -5,6 +5,7 @@ serialise back to exactly the dict we emitted, with no field the models do not k
 """
 
 import json
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pydantic
@@ -362,3 +363,34 @@ def test_other_stop_reasons(stop_reason, expected):
 
     validate(dict(event))
     assert expected.items() <= dict(event).items()
+
+
+async def test_one_turns_tool_calls_share_one_parent_message_and_interrupts_say_when_they_expire():
+    agent = cleanup_agent([], calls=2)
+    later = datetime.now(UTC) + timedelta(hours=1)
+    events = [dict(e) async for e in run_agui(agent, start(), expiry=lambda _: later)]
+    for event in events:
+        validate(event)
+    starts = [e for e in events if e["type"] == "TOOL_CALL_START"]
+    parents = {e["toolCallId"]: e["parentMessageId"] for e in starts}
+    # list_files was the first turn; both deletes are the second turn's, one message.
+    assert parents["call_delete_0"] == parents["call_delete_1"] != parents["call_list"]
+    interrupts = events[-1]["outcome"]["interrupts"]
+    assert {i["expiresAt"] for i in interrupts} == {later.isoformat().replace("+00:00", "Z")}
+
+
+async def test_an_answer_past_its_expiry_is_refused_but_a_cancel_is_not():
+    deleted: list[list[str]] = []
+    agent = cleanup_agent(deleted)
+    await run(agent, start())
+    [interrupt] = await agent.open_interrupts("t1")
+    gone = datetime.now(UTC) - timedelta(seconds=1)
+    approve = {"interruptId": interrupt.id, "status": "resolved", "payload": {"type": "approve"}}
+    events = [dict(e) async for e in run_agui(agent, resume([approve]), expiry=lambda _: gone)]
+    assert events[-1]["type"] == "RUN_ERROR" and "expired" in events[-1]["message"]
+    cancel = {"interruptId": interrupt.id, "status": "cancelled", "payload": "too late"}
+    events = [
+        dict(e)
+        async for e in run_agui(agent, resume([cancel], run_id="run-3"), expiry=lambda _: gone)
+    ]
+    assert events[-1]["type"] == "RUN_FINISHED" and deleted == []

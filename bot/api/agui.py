@@ -1,0 +1,109 @@
+"""AG-UI over HTTP: ``POST /agui/{agent}`` runs a registered agent for one AG-UI
+``RunAgentInput`` and streams the run's events as Server-Sent Events, encoded with
+ag-ui-protocol's own encoder (each event is first validated by its models).
+
+A run ends with ``RUN_FINISHED`` (``outcome`` success, or interrupt with the open
+interrupts, each with ``expiresAt`` from the agent's policy) or ``RUN_ERROR``; the client
+resumes on the same ``threadId`` with ``resume: [{interruptId, status, payload}]``.
+``GET /agui/{agent}`` answers the agent's AG-UI capabilities. Both take the runs API's
+bearer token (``SIGNOFF_API_TOKEN``).
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+from datetime import datetime
+from typing import Any
+
+from ag_ui.core import Event
+from ag_ui.encoder import EventEncoder
+from aiohttp import web
+from pydantic import SecretStr, TypeAdapter
+
+from agent_runtime.agui import run_agui
+from agent_runtime.interrupts import Interrupt
+from bot.runs.drive import unknown_agent
+from bot.services import Services
+
+log = logging.getLogger(__name__)
+
+AGUI_PATH = "/agui"
+_EVENT: TypeAdapter[Any] = TypeAdapter(Event)
+_MAX_BODY = 1_000_000
+
+
+def add_agui_routes(app: web.Application, services: Services, *, token: SecretStr) -> None:
+    """Add the AG-UI endpoint to ``app``, guarded by ``token``."""
+    expected = f"Bearer {token.get_secret_value()}".encode()
+
+    def authorized(request: web.Request) -> bool:
+        return hmac.compare_digest(request.headers.get("Authorization", "").encode(), expected)
+
+    async def run(request: web.Request) -> web.StreamResponse:
+        if not authorized(request):
+            return _error(401, "send the API token as 'Authorization: Bearer <token>'")
+        name = request.match_info["agent"]
+        if services.registry.spec(name) is None:
+            return _error(404, unknown_agent(services, name))
+        if (request.content_length or 0) > _MAX_BODY:
+            return _error(413, f"a RunAgentInput of at most {_MAX_BODY} bytes")
+        try:
+            body = json.loads(await request.read())
+        except (ValueError, UnicodeDecodeError):
+            return _error(400, "the body must be a RunAgentInput as JSON")
+        if not isinstance(body, dict):
+            return _error(400, "the body must be a RunAgentInput object")
+        encoder = EventEncoder(accept=request.headers.get("Accept") or "text/event-stream")
+        response = web.StreamResponse(
+            headers={"Content-Type": encoder.get_content_type(), "Cache-Control": "no-cache"}
+        )
+        await response.prepare(request)
+        agent = services.registry.agent(name)
+        async for event in run_agui(agent, body, expiry=_expiry(services, name)):
+            await response.write(encoder.encode(_EVENT.validate_python(event)).encode())
+        await response.write_eof()
+        return response
+
+    async def capabilities(request: web.Request) -> web.Response:
+        if not authorized(request):
+            return _error(401, "send the API token as 'Authorization: Bearer <token>'")
+        name = request.match_info["agent"]
+        spec = services.registry.spec(name)
+        if spec is None:
+            return _error(404, unknown_agent(services, name))
+        decisions = spec.policy.decisions
+        return web.json_response(
+            {
+                "identity": {"name": spec.name, "description": spec.description},
+                "transport": {"streaming": True},
+                "humanInTheLoop": {
+                    "supported": True,
+                    "interrupts": True,
+                    "approvals": "approve" in decisions,
+                    "approveWithEdits": "edit" in decisions,
+                    "feedback": "respond" in decisions,
+                },
+            }
+        )
+
+    app.router.add_post(AGUI_PATH + "/{agent}", run)
+    app.router.add_get(AGUI_PATH + "/{agent}", capabilities)
+
+
+def _expiry(services: Services, agent: str) -> Any:
+    """When an interrupt of ``agent`` expires under its policy (per tool), if ever."""
+    spec = services.registry.spec(agent)
+    assert spec is not None
+
+    def expires(interrupt: Interrupt) -> datetime | None:
+        tool = interrupt.tool_call.name if interrupt.tool_call else None
+        after = spec.policy_for(tool).expires_after
+        return interrupt.created_at + after if after is not None else None
+
+    return expires
+
+
+def _error(status: int, message: str) -> web.Response:
+    return web.json_response({"error": message}, status=status)

@@ -1,0 +1,143 @@
+"""``POST /agui/{agent}`` driven by the real ``@ag-ui/client`` HttpAgent from npm (Node),
+over real HTTP: run -> interrupt -> resume -> success; a cancelled interrupt never runs
+the tool; a late resume gets a clear RUN_ERROR."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+from aiohttp.test_utils import TestServer
+from harness import Harness
+from pydantic import SecretStr
+
+from bot.api.agui import AGUI_PATH
+from bot.process.web import operator_app
+
+TOKEN = "api-token-" + "y" * 24
+CLIENT = Path(__file__).resolve().parents[1] / "agui" / "client.mjs"
+
+
+@dataclass
+class Endpoint:
+    bot: Harness
+    url: str
+
+
+@pytest.fixture
+async def endpoint(make_bot: Any) -> AsyncIterator[Endpoint]:
+    node = shutil.which("node")
+    installed = CLIENT.parent / "node_modules" / "@ag-ui" / "client" / "package.json"
+    if node is None or not installed.exists():
+        pytest.fail("Node and @ag-ui/client are needed: ./run test installs both", pytrace=False)
+    bot: Harness = await make_bot()
+    server = TestServer(operator_app(bot.services, api_token=SecretStr(TOKEN)), host="127.0.0.1")
+    await server.start_server()
+    yield Endpoint(bot=bot, url=f"http://127.0.0.1:{server.port}{AGUI_PATH}/cleanup")
+    await server.close()
+
+
+async def _client(url: str, thread: str, plan: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Run the real AG-UI client through ``plan``; what it saw at each step."""
+    process = await asyncio.create_subprocess_exec(
+        "node",
+        str(CLIENT),
+        url,
+        TOKEN,
+        thread,
+        json.dumps(plan),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={"PATH": "/usr/bin:/bin", "SUPPRESS_TRANSFORMATION_WARNINGS": "true"},
+    )
+    out, err = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode == 0, err.decode()
+    return [json.loads(line) for line in out.decode().splitlines()]
+
+
+async def test_run_interrupt_resume_success_with_the_real_client(endpoint: Endpoint) -> None:
+    first, second = await _client(
+        endpoint.url,
+        "thread-approve",
+        [
+            {"prompt": "clean up"},
+            {"answer": {"status": "resolved", "payload": {"type": "approve"}}},
+        ],
+    )
+    outcome = first["finished"]["outcome"]
+    assert first["error"] is None and outcome["type"] == "interrupt"
+    [interrupt] = outcome["interrupts"]
+    assert interrupt["reason"] == "approval" and interrupt["toolCallId"] == "call_1"
+    assert interrupt["expiresAt"].endswith("Z")  # from the agent's policy (24 h)
+    assert interrupt["responseSchema"]["properties"]["type"]["enum"]
+    assert first["events"][0] == "RUN_STARTED" and "TOOL_CALL_START" in first["events"]
+    assert first["pending"] == [interrupt["id"]]
+    assert "TOOL_CALL_RESULT" not in first["events"]  # nothing ran before the approval
+
+    assert second["error"] is None, second
+    assert second["finished"] == {
+        "outcome": {"type": "success"},
+        "result": "done: deleted 2 file(s)",
+    }
+    assert second["pending"] == []
+    assert endpoint.bot.tool_log.calls == [{"paths": ["/tmp/a", "/tmp/b"]}]
+    # The turn's tool call sits in the assistant message its parentMessageId names; the
+    # final answer is a message of its own.
+    assert second["assistant"][0] == {"id": "msg_call_1", "toolCalls": ["call_1"]}
+    assert len(second["assistant"]) == 2 and second["assistant"][1]["toolCalls"] == []
+
+
+async def test_a_cancelled_interrupt_never_runs_the_tool(endpoint: Endpoint) -> None:
+    _, cancelled = await _client(
+        endpoint.url,
+        "thread-cancel",
+        [{"prompt": "clean up"}, {"answer": {"status": "cancelled", "payload": "not today"}}],
+    )
+    assert cancelled["error"] is None, cancelled
+    assert cancelled["finished"]["outcome"] == {"type": "success"}, cancelled
+    assert "not today" in cancelled["finished"]["result"]
+    assert endpoint.bot.tool_log.calls == []
+
+
+async def test_answering_twice_gets_a_clear_run_error(endpoint: Endpoint) -> None:
+    first, _ = await _client(
+        endpoint.url,
+        "thread-twice",
+        [
+            {"prompt": "clean up"},
+            {"answer": {"status": "resolved", "payload": {"type": "approve"}}},
+        ],
+    )
+    [interrupt] = first["finished"]["outcome"]["interrupts"]
+    late = {"interruptId": interrupt["id"], "status": "resolved", "payload": {"type": "approve"}}
+    [again] = await _client(endpoint.url, "thread-twice", [{"resume": [late]}])
+    assert again["finished"] is None
+    assert again["error"]["code"] == "ResumeError"
+    assert "no open interrupts" in again["error"]["message"]
+    assert endpoint.bot.tool_log.calls == [{"paths": ["/tmp/a", "/tmp/b"]}]
+
+
+async def test_without_the_token_nothing_runs_and_capabilities_are_served(
+    endpoint: Endpoint,
+) -> None:
+    async with aiohttp.ClientSession() as http:
+        async with http.post(endpoint.url, json={"threadId": "t", "runId": "r"}) as refused:
+            assert refused.status == 401
+        auth = {"Authorization": f"Bearer {TOKEN}"}
+        async with http.get(endpoint.url, headers=auth) as answer:
+            capabilities = await answer.json()
+    assert capabilities["humanInTheLoop"] == {
+        "supported": True,
+        "interrupts": True,
+        "approvals": True,
+        "approveWithEdits": True,
+        "feedback": True,
+    }
+    assert endpoint.bot.tool_log.calls == []
