@@ -334,6 +334,31 @@ class InterruptStore:
                 )
         return reminders
 
+    async def decide_in_app(
+        self, interrupt_id: str, by: str, decision: Decision, *, now: datetime
+    ) -> tuple[Literal["recorded", "already_decided", "unknown"], InterruptRecord | None]:
+        """Record a decision made in the app that runs the agent (an AG-UI client's
+        resume), in one atomic step. The app resumes the run itself, so no resume job is
+        queued; the first answer wins, in Slack or in the app."""
+        try:
+            split_record_id(interrupt_id)
+        except InvalidIdError:
+            return "unknown", None
+        result = await self._transition(
+            "decide_app",
+            interrupt_id,
+            [
+                by,
+                decision.type,
+                json.dumps(decision.to_dict(), separators=(",", ":")),
+                to_ms(now),
+                _ms(self._retention.decided),
+                self._retention.audit_entries,
+            ],
+        )
+        status = cast(Literal["recorded", "already_decided", "unknown"], result[0])
+        return status, None if status == "unknown" else self._record(interrupt_id, result[2:])
+
     async def cancel_run(
         self, run_id: str, *, reason: str, now: datetime, by: str | None = None
     ) -> int:

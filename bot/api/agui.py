@@ -7,6 +7,12 @@ interrupts, each with ``expiresAt`` from the agent's policy) or ``RUN_ERROR``; t
 resumes on the same ``threadId`` with ``resume: [{interruptId, status, payload}]``.
 ``GET /agui/{agent}`` answers the agent's AG-UI capabilities. Both take the runs API's
 bearer token (``SIGNOFF_API_TOKEN``).
+
+One approval surface: when the agent's policy names a channel (or direct messages), the
+run's interrupts are also posted there as cards. The first answer wins, atomically: a
+resume from the app decides the cards ("decided in the app", and no resume job: this
+request resumes the run), and a resume for an interrupt already decided on its card gets
+a ``RUN_ERROR`` naming who decided it.
 """
 
 from __future__ import annotations
@@ -23,9 +29,12 @@ from aiohttp import web
 from pydantic import SecretStr, TypeAdapter
 
 from agent_runtime.agui import run_agui
+from agent_runtime.agui.events import run_error, run_started
 from agent_runtime.interrupts import Interrupt
 from bot.runs.drive import unknown_agent
 from bot.services import Services
+
+from .agui_cards import answer_cards, post_cards
 
 log = logging.getLogger(__name__)
 
@@ -59,11 +68,23 @@ def add_agui_routes(app: web.Application, services: Services, *, token: SecretSt
         response = web.StreamResponse(
             headers={"Content-Type": encoder.get_content_type(), "Cache-Control": "no-cache"}
         )
-        await response.prepare(request)
         agent = services.registry.agent(name)
-        async for event in run_agui(agent, body, expiry=_expiry(services, name)):
+        refusal, place = await answer_cards(services, agent, body)
+        await response.prepare(request)
+
+        async def send(event: Any) -> None:
             await response.write(encoder.encode(_EVENT.validate_python(event)).encode())
+
+        if refusal is not None:
+            ids = (str(body.get("threadId") or ""), str(body.get("runId") or ""))
+            await send(run_started(thread_id=ids[0], run_id=ids[1]))
+            await send(run_error(refusal, code="decided_elsewhere"))
+        else:
+            async for event in run_agui(agent, body, expiry=_expiry(services, name)):
+                await send(event)
         await response.write_eof()
+        if refusal is None:
+            await post_cards(services, name, agent, str(body.get("threadId") or ""), place)
         return response
 
     async def capabilities(request: web.Request) -> web.Response:

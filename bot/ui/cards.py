@@ -89,6 +89,8 @@ class Verdict:
     args: Mapping[str, JSONValue] | None = None
     trust: str | None = None
     """What was trusted (and until when), or the trust it ran under, in the bot's mrkdwn."""
+    in_app: bool = False
+    """Decided in the app that runs the agent (its AG-UI client), not on a card."""
 
 
 def card_from_record(record: InterruptRecord, *, trust_label: str | None = None) -> Card:
@@ -189,6 +191,9 @@ def nobody_can_approve(policy: ApproverPolicy, *, escalated: bool = False) -> st
     )
 
 
+IN_APP = "app"
+"""Who decided, for a decision made in the app that runs the agent (an AG-UI resume)."""
+
 _TRUST_MARK = "trusted under"
 
 
@@ -231,7 +236,10 @@ def verdict_from_record(record: InterruptRecord) -> Verdict | None:
     if record.state == "pending":
         return None
     decision = Decision.from_dict(record.decision) if record.decision else None
-    if record.state == "approved":
+    in_app = record.decided_by == IN_APP
+    if in_app:
+        by: tuple[str, ...] = ()
+    elif record.state == "approved":
         by = record.approvals or ((record.decided_by,) if record.decided_by else ())
     else:
         by = (record.decided_by,) if record.decided_by else ()
@@ -248,5 +256,6 @@ def verdict_from_record(record: InterruptRecord) -> Verdict | None:
         by=by,
         message=decision.message if decision and decision.type != "approve" else None,
         trust=_trust_notes(record, decision),
+        in_app=in_app,
         args=decision.args if decision and decision.type == "edit" else None,
     )

@@ -176,6 +176,8 @@ def _status_parts(card: Card) -> list[str]:
 
 def _verdict_parts(verdict: Verdict) -> list[str]:
     icon, headline = _ICON[verdict.outcome], _HEADLINE[verdict.outcome]
+    if verdict.in_app:
+        return [f"{icon} {headline}: decided in the app {date_token(verdict.at)}"]
     if verdict.by:
         who = ", ".join(user_mention(u) for u in verdict.by[:20])
         return [f"{icon} {headline} by {who} {date_token(verdict.at)}"]

@@ -6,7 +6,7 @@ from storage.outcomes import DecideOutcome
 from storage.requests import is_request_run
 
 from .blocks import user_mention
-from .cards import nobody_can_approve, who_may_decide
+from .cards import IN_APP, nobody_can_approve, who_may_decide
 
 _TEXT = {
     "unknown": "This approval request no longer exists; nothing was decided.",
@@ -40,6 +40,8 @@ def refusal_text(outcome: DecideOutcome) -> str:
         if record.state == "cancelled" and is_request_run(record.run_id):
             by = f" by {user_mention(record.decided_by)}" if record.decided_by else ""
             return f"This request was withdrawn{by}; your click changed nothing."
+    if reason == "already_decided" and outcome.decided_by == IN_APP:
+        return f"Already {outcome.state or 'decided'} in the app; your click changed nothing."
     if reason == "already_decided":
         who = f" by {user_mention(outcome.decided_by)}" if outcome.decided_by else ""
         return f"Already {outcome.state or 'decided'}{who}; your click changed nothing."

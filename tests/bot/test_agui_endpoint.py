@@ -1,6 +1,7 @@
 """``POST /agui/{agent}`` driven by the real ``@ag-ui/client`` HttpAgent from npm (Node),
 over real HTTP: run -> interrupt -> resume -> success; a cancelled interrupt never runs
-the tool; a late resume gets a clear RUN_ERROR."""
+the tool; a late resume gets a clear RUN_ERROR. The interrupts are cards in Slack too:
+the first answer wins, in the app or on the card, and the other surface says so."""
 
 from __future__ import annotations
 
@@ -15,11 +16,12 @@ from typing import Any
 import aiohttp
 import pytest
 from aiohttp.test_utils import TestServer
-from harness import Harness
+from harness import ALICE, CHANNEL, Harness
 from pydantic import SecretStr
 
 from bot.api.agui import AGUI_PATH
 from bot.process.web import operator_app
+from bot.ui import ids
 
 TOKEN = "api-token-" + "y" * 24
 CLIENT = Path(__file__).resolve().parents[1] / "agui" / "client.mjs"
@@ -119,8 +121,8 @@ async def test_answering_twice_gets_a_clear_run_error(endpoint: Endpoint) -> Non
     late = {"interruptId": interrupt["id"], "status": "resolved", "payload": {"type": "approve"}}
     [again] = await _client(endpoint.url, "thread-twice", [{"resume": [late]}])
     assert again["finished"] is None
-    assert again["error"]["code"] == "ResumeError"
-    assert "no open interrupts" in again["error"]["message"]
+    assert again["error"]["code"] == "decided_elsewhere"
+    assert "already approved in the app" in again["error"]["message"]
     assert endpoint.bot.tool_log.calls == [{"paths": ["/tmp/a", "/tmp/b"]}]
 
 
@@ -141,3 +143,50 @@ async def test_without_the_token_nothing_runs_and_capabilities_are_served(
         "feedback": True,
     }
     assert endpoint.bot.tool_log.calls == []
+
+
+async def test_the_app_answers_first_and_the_card_says_it_was_decided_in_the_app(
+    endpoint: Endpoint,
+) -> None:
+    bot = endpoint.bot
+    _, second = await _client(
+        endpoint.url,
+        "thread-app-first",
+        [
+            {"prompt": "clean up"},
+            {"answer": {"status": "resolved", "payload": {"type": "approve"}}},
+        ],
+    )
+    assert second["finished"]["outcome"] == {"type": "success"}
+    # The interrupt was also a card in the policy's channel; the app's answer decided it.
+    card = bot.posted(0)
+    assert card["channel"] == CHANNEL and "delete_files" in card["text"]
+    await bot.slack.wait_for(
+        lambda: any(
+            "decided in the app" in str(u["blocks"]) for u in bot.slack.called("chat.update")
+        ),
+        what="the card decided in the app",
+    )
+    value = card["blocks"][-1]["elements"][0]["value"]
+    await bot.click(ids.APPROVE, value, user=ALICE)  # too late: nothing more happens
+    await bot.slack.wait_calls("chat.postEphemeral")
+    assert "in the app" in bot.slack.called("chat.postEphemeral")[-1]["text"]
+    assert bot.tool_log.calls == [{"paths": ["/tmp/a", "/tmp/b"]}]  # once: no resume job
+    trail = await bot.services.storage.audit.read(count=100)
+    assert [e.event for e in trail if e.event == "decided_in_app"] == ["decided_in_app"]
+
+
+async def test_a_slack_click_first_and_the_apps_late_answer_gets_a_run_error(
+    endpoint: Endpoint,
+) -> None:
+    bot = endpoint.bot
+    [first] = await _client(endpoint.url, "thread-slack-first", [{"prompt": "clean up"}])
+    [interrupt] = first["finished"]["outcome"]["interrupts"]
+    value = bot.posted(0)["blocks"][-1]["elements"][0]["value"]
+    await bot.click(ids.APPROVE, value, user=ALICE)
+    await bot.finished()  # the resume worker ran the rest
+    answer = {"interruptId": interrupt["id"], "status": "resolved", "payload": {"type": "approve"}}
+    [late] = await _client(endpoint.url, "thread-slack-first", [{"resume": [answer]}])
+    assert late["finished"] is None and late["error"]["code"] == "decided_elsewhere"
+    assert f"approved in Slack by {ALICE}" in late["error"]["message"]
+    assert bot.tool_log.calls == [{"paths": ["/tmp/a", "/tmp/b"]}]

@@ -243,3 +243,25 @@ async def test_a_first_vote_from_an_unrecorded_card_keeps_it_from_being_posted_a
     assert await storage.interrupts.claim_outbox(NOW + timedelta(hours=1)) == []
     stored = await storage.queries.get(record.id)
     assert stored is not None and stored.message_ts == "1700.0002"
+
+
+async def test_a_decision_in_the_app_wins_once_and_queues_no_resume(storage: Storage) -> None:
+    await storage.resume.ensure_group()
+    record = await storage.interrupts.create_interrupt(make_record())
+    status, decided = await storage.interrupts.decide_in_app(
+        record.id, "app", Decision.approve(), now=later(minutes=1)
+    )
+    assert status == "recorded" and decided is not None
+    assert decided.state == "approved" and decided.decided_by == "app"
+    assert await storage.resume.lag() == 0  # the app resumes the run itself
+    click = await storage.interrupts.decide(
+        record.id, "UALICE", Decision.approve(), args_digest=DIGEST, now=later(minutes=2)
+    )
+    assert (click.status, click.reason, click.decided_by) == ("refused", "already_decided", "app")
+    again, _ = await storage.interrupts.decide_in_app(
+        record.id, "app", Decision.reject("no"), now=later(minutes=3)
+    )
+    assert again == "already_decided"
+    assert (
+        await storage.interrupts.decide_in_app("run_x/int_y", "app", Decision.approve(), now=NOW)
+    )[0] == "unknown"

@@ -1,0 +1,14 @@
+-- Record a decision made in the app that runs the agent (an AG-UI client's resume). The
+-- app resumes the run itself, so no resume job follows. The first answer wins: a record
+-- already decided (in Slack, or by the app) is refused. KEYS as in common.lua.
+-- ARGV: 1 record id, 2 by (the app's name), 3 decision type, 4 decision json, 5 now,
+-- 6 retention ms, 7 audit maxlen.
+-- Returns {status, '', record hash...}; status recorded|already_decided|unknown.
+local key, rid = KEYS[1], ARGV[1]
+if redis.call('EXISTS', key) == 0 or field(key, 'id') ~= rid then return {'unknown', ''} end
+if field(key, 'state') ~= 'pending' then return with_record({'already_decided', ''}) end
+local finals = {approve = 'approved', reject = 'denied', edit = 'edited', respond = 'responded'}
+local state = finals[ARGV[3]]
+finalize(rid, state, ARGV[2], ARGV[5], ARGV[4], tonumber(ARGV[6]), false, 0)
+audit(KEYS[10], ARGV[7], 'decided_in_app', rid, ARGV[2], ARGV[5], ARGV[4])
+return with_record({'recorded', ''})
