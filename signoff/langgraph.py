@@ -1,0 +1,221 @@
+"""Run a LangGraph graph as a Signoff agent: its ``interrupt(...)`` calls become Slack cards,
+and a card's decision resumes the graph with ``Command(resume=...)``.
+
+    from signoff.langgraph import LangGraphAgent
+    AgentSpec(name="cleanup", policy=Policy(channel="C0123OPS", users=("U0ALICE",)),
+              build=lambda sessions: LangGraphAgent(
+                  graph, input=lambda text: {"request": text}, session_store=sessions))
+
+``graph`` is compiled with the checkpointer you run (every process that resumes runs
+reads the same one). Signoff's session store keeps only a marker per thread, bumped at
+each invocation: its version is what makes each decision resume the graph exactly once.
+
+An interrupt whose value has the shape of LangChain's human-in-the-loop tool approval
+(``{"type": "tool_approval", "tool_call_id", "name", "args", "description"}``, with its
+``response_schema`` naming the decisions allowed) is a tool approval card, resumed with
+LangChain's decision shapes: ``{"type": "approve"}``, ``{"type": "edit",
+"edited_action": {"name", "args"}}``, ``{"type": "reject", "message"}``, ``{"type":
+"respond", "message"}``. Any other value is a question: the graph gets the approver's
+answer. Several interrupts at once are several cards; the graph resumes once each is
+answered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langgraph.types import Command
+
+from agent_runtime.errors import ResumeError
+from agent_runtime.interrupts import (
+    DECISION_TYPES,
+    DecisionType,
+    Interrupt,
+    InterruptResponse,
+)
+from agent_runtime.messages import JSONValue, ToolCall
+from agent_runtime.results import AgentResult
+from agent_runtime.resume import ContinueRun, RunInput, parse_input
+from agent_runtime.run_events import RunEvent, RunFinished, RunStarted
+from agent_runtime.runnable import Runnable, ThreadStatus
+from agent_runtime.session import InMemorySessionStore, SessionStore
+
+APPROVAL_SHAPE = "tool_approval"
+_PREFIX = "lg_"
+
+
+def _default_output(values: Mapping[str, Any]) -> str:
+    return str(values.get("result") or values.get("output") or "")
+
+
+class LangGraphAgent(Runnable):
+    """A compiled LangGraph graph (with a checkpointer) that Signoff can run and resume.
+
+    ``input`` turns the prompt of ``/signoff run`` (or the runs API) into the graph's
+    input; ``output`` turns its final state into the run's last message.
+    """
+
+    def __init__(
+        self,
+        graph: Any,
+        *,
+        input: Callable[[str], Any],
+        output: Callable[[Mapping[str, Any]], str] = _default_output,
+        session_store: SessionStore | None = None,
+    ) -> None:
+        self.graph = graph
+        self.make_input = input
+        self.make_output = output
+        self.session_store = session_store or InMemorySessionStore()
+
+    def invocation(self, thread_id: str) -> _GraphInvocation:
+        return _GraphInvocation(self, thread_id)
+
+    async def thread_status(self, thread_id: str) -> ThreadStatus | None:
+        state = await self.graph.aget_state(_config(thread_id))
+        if not state.values and not state.next:
+            return None
+        interrupts = tuple(_interrupts(state))
+        return ThreadStatus(
+            thread_id=thread_id,
+            run_id=_run_id(thread_id),
+            status="interrupted" if interrupts else ("running" if state.next else "idle"),
+            version=0,
+            interrupts=interrupts,
+            last_result=None,
+        )
+
+    async def cancel(self, thread_id: str, reason: str) -> AgentResult | None:
+        """A LangGraph run cannot be ended from outside its graph: the cards are cancelled,
+        and the graph waits, unanswered, until a new prompt starts its next run."""
+        return None
+
+
+@dataclass
+class _GraphInvocation:
+    agent: LangGraphAgent
+    thread_id: str
+    resume_with: str | Sequence[InterruptResponse] | None = None
+
+    async def run(self, input: RunInput) -> AsyncIterator[RunEvent]:
+        config = _config(self.thread_id)
+        run_id = _run_id(self.thread_id)
+        marker = await self.agent.session_store.load(self.thread_id)
+        parsed = parse_input(input)
+        if isinstance(parsed, str):
+            graph_input: Any = self.agent.make_input(parsed)
+        elif isinstance(parsed, ContinueRun):
+            graph_input = None  # continue from the last checkpoint
+        else:
+            state = await self.agent.graph.aget_state(config)
+            graph_input = Command(resume=_resume_values(parsed, _interrupts(state)))
+        yield RunStarted(thread_id=self.thread_id, run_id=run_id)
+        await self.agent.graph.ainvoke(graph_input, config)
+        state = await self.agent.graph.aget_state(config)
+        checkpoint = (state.config or {}).get("configurable", {}).get("checkpoint_id")
+        await self.agent.session_store.save(
+            self.thread_id,
+            {"langgraph": {"run_id": run_id, "checkpoint_id": checkpoint}},
+            expected_version=marker.version if marker else 0,
+        )
+        interrupts = tuple(_interrupts(state))
+        if interrupts:
+            result = AgentResult(
+                stop_reason="interrupt",
+                message="waiting for a human decision",
+                thread_id=self.thread_id,
+                run_id=run_id,
+                interrupts=interrupts,
+            )
+        else:
+            result = AgentResult(
+                stop_reason="end_turn",
+                message=self.agent.make_output(state.values or {}),
+                thread_id=self.thread_id,
+                run_id=run_id,
+            )
+        yield RunFinished(result=result)
+
+
+def _config(thread_id: str) -> dict[str, Any]:
+    return {"configurable": {"thread_id": thread_id}}
+
+
+def _run_id(thread_id: str) -> str:
+    """The run of a thread: one per thread (each run started from Slack has its own)."""
+    return "run_" + thread_id.removeprefix("thread_")
+
+
+def _interrupts(state: Any) -> list[Interrupt]:
+    """The graph's pending interrupts, as Signoff interrupts."""
+    found = []
+    for task in state.tasks or ():
+        for pending in task.interrupts or ():
+            found.append(
+                _interrupt(pending.id, pending.value, getattr(pending, "response_schema", None))
+            )
+    return found
+
+
+def _interrupt(graph_id: str, value: Any, schema: Any) -> Interrupt:
+    iid = _PREFIX + graph_id
+    if isinstance(value, Mapping) and value.get("type") == APPROVAL_SHAPE:
+        call = ToolCall(
+            id=str(value.get("tool_call_id") or graph_id),
+            name=str(value.get("name") or "tool"),
+            args=dict(value.get("args") or {}),
+        )
+        return Interrupt(
+            id=iid,
+            name="approval",
+            reason=dict(value),
+            tool_call=call,
+            allowed_decisions=_allowed(schema or value.get("response_schema")),
+            description=str(value.get("description") or f"{call.name} needs approval"),
+        )
+    return Interrupt(id=iid, name="question", reason=value, question=True)
+
+
+def _allowed(schema: Any) -> tuple[DecisionType, ...]:
+    """The decisions a ``response_schema`` allows (``{"properties": {"type": {"enum"}}}``)."""
+    if isinstance(schema, Mapping):
+        enum = ((schema.get("properties") or {}).get("type") or {}).get("enum")
+        if isinstance(enum, list):
+            allowed = tuple(d for d in DECISION_TYPES if d in enum)
+            if allowed:
+                return allowed
+    return DECISION_TYPES
+
+
+def _resume_values(
+    responses: Sequence[InterruptResponse], pending: Sequence[Interrupt]
+) -> dict[str, JSONValue]:
+    """``Command(resume=...)``'s map: each answered interrupt's value in LangChain's shape."""
+    by_id = {i.id: i for i in pending}
+    values: dict[str, JSONValue] = {}
+    for response in responses:
+        interrupt = by_id.get(response.interrupt_id)
+        if interrupt is None:
+            raise ResumeError(
+                f"unknown interrupt id {response.interrupt_id!r}; the open ones are {sorted(by_id)}"
+            )
+        graph_id = response.interrupt_id.removeprefix(_PREFIX)
+        values[graph_id] = _value(response, interrupt)
+    return values
+
+
+def _value(response: InterruptResponse, interrupt: Interrupt) -> JSONValue:
+    decision = response.decision
+    if decision is None:
+        return response.response
+    if not interrupt.is_approval:  # a question declined or left to expire
+        return {"type": "reject", "message": decision.message or ""}
+    if decision.type == "edit":
+        call = interrupt.tool_call
+        name = call.name if call else interrupt.name
+        return {"type": "edit", "edited_action": {"name": name, "args": decision.args or {}}}
+    if decision.type in ("reject", "respond"):
+        return {"type": decision.type, "message": decision.message or ""}
+    return {"type": "approve"}

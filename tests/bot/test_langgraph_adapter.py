@@ -1,0 +1,163 @@
+"""A real LangGraph graph (SQLite checkpointer, offline) as a Signoff agent: its interrupts
+are cards, and each decision made through the real Bolt app over signed HTTP resumes the
+graph with LangChain's decision shapes; another bot process can do the resuming."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any, TypedDict
+
+import pytest
+from harness import ALICE, CAROL, CHANNEL, Harness
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import interrupt
+
+from bot.agents.policy import AgentSpec, Policy
+from bot.ui import ids
+from signoff.langgraph import LangGraphAgent
+
+
+class Cleanup(TypedDict, total=False):
+    request: str
+    paths: list[str]
+    region: str
+    result: str
+
+
+def cleanup_graph(ran: list[dict[str, Any]]) -> StateGraph:
+    """plan -> ask which region (a question) -> delete (a tool approval) -> done."""
+
+    def plan(state: Cleanup) -> Cleanup:
+        return {"paths": ["/tmp/a", "/tmp/b"]}
+
+    def pick_region(state: Cleanup) -> Cleanup:
+        return {"region": str(interrupt("Which region?"))}
+
+    def delete(state: Cleanup) -> Cleanup:
+        decision = interrupt(
+            {
+                "type": "tool_approval",
+                "tool_call_id": "call_delete",
+                "name": "delete_files",
+                "args": {"paths": state["paths"]},
+                "description": f"Delete {len(state['paths'])} files in {state['region']}",
+            }
+        )
+        if decision["type"] == "approve":
+            args = {"paths": state["paths"]}
+        elif decision["type"] == "edit":
+            args = decision["edited_action"]["args"]
+        else:
+            return {"result": f"not deleted ({decision['type']}): {decision.get('message', '')}"}
+        ran.append(args)
+        return {"result": f"deleted {len(args['paths'])} in {state['region']}"}
+
+    graph = StateGraph(Cleanup)
+    graph.add_node("plan", plan)
+    graph.add_node("pick_region", pick_region)
+    graph.add_node("delete", delete)
+    graph.add_edge(START, "plan")
+    graph.add_edge("plan", "pick_region")
+    graph.add_edge("pick_region", "delete")
+    graph.add_edge("delete", END)
+    return graph
+
+
+@pytest.fixture
+async def saver(tmp_path: Path) -> AsyncIterator[AsyncSqliteSaver]:
+    async with AsyncSqliteSaver.from_conn_string(str(tmp_path / "graph.sqlite")) as checkpoints:
+        yield checkpoints
+
+
+def spec(ran: list[dict[str, Any]], saver: AsyncSqliteSaver) -> AgentSpec:
+    compiled = cleanup_graph(ran).compile(checkpointer=saver)
+    return AgentSpec(
+        name="lg-cleanup",
+        build=lambda sessions: LangGraphAgent(
+            compiled, input=lambda text: {"request": text}, session_store=sessions
+        ),
+        policy=Policy(channel=CHANNEL, users=(ALICE,)),
+    )
+
+
+async def _answer_region(bot: Harness, value: str) -> str:
+    """Answer the question card; the value of the approval card that follows."""
+    status, body = await bot.submit(ids.REPLY_VIEW, value, user=ALICE, text="eu-west")
+    assert status == 200 and "errors" not in body, body
+    await bot.slack.wait_for(lambda: len(_cards(bot)) == 2, what="the approval card")
+    return str(_cards(bot)[1]["blocks"][-1]["elements"][0]["value"])
+
+
+def _cards(bot: Harness) -> list[dict[str, Any]]:
+    return [p for p in bot.slack.called("chat.postMessage") if p.get("blocks")]
+
+
+def _approval_ts(bot: Harness) -> str:
+    """The approval card's message ts (it is posted in the question's thread)."""
+    posts = bot.slack.called("chat.postMessage")
+    answers = bot.slack.answers("chat.postMessage")
+    [ts] = [
+        str(a["ts"])
+        for p, a in zip(posts, answers, strict=True)
+        if "delete_files" in str(p.get("blocks"))
+    ]
+    return ts
+
+
+@pytest.mark.parametrize(
+    ("how", "ran", "ends_with"),
+    [
+        ("approve", [{"paths": ["/tmp/a", "/tmp/b"]}], "deleted 2 in eu-west"),
+        ("edit", [{"paths": ["/tmp/a"]}], "deleted 1 in eu-west"),
+        ("reject", [], "not deleted (reject): not today"),
+        ("respond", [], "not deleted (respond): done by hand"),
+    ],
+)
+async def test_each_decision_resumes_the_graph_as_it_says(
+    make_bot: Any,
+    saver: AsyncSqliteSaver,
+    how: str,
+    ran: list[dict[str, Any]],
+    ends_with: str,
+) -> None:
+    calls: list[dict[str, Any]] = []
+    bot: Harness = await make_bot(spec=spec(calls, saver))
+    value = await bot.start(requested_by=CAROL)
+    question = _cards(bot)[0]
+    assert question["blocks"][0]["text"]["text"] == "Question: question"
+    assert "Which region?" in str(question["blocks"])
+
+    approval_value = await _answer_region(bot, value)
+    approval = _cards(bot)[1]
+    assert approval["blocks"][0]["text"]["text"] == "Approval needed: delete_files"
+    assert "Delete 2 files in eu-west" in str(approval["blocks"]) and "/tmp/b" in str(approval)
+
+    if how == "approve":
+        await bot.click(ids.APPROVE, approval_value, user=ALICE, message_ts=_approval_ts(bot))
+    else:
+        callback, text = {
+            "edit": (ids.EDIT_VIEW, '{"paths": ["/tmp/a"]}'),
+            "reject": (ids.DENY_VIEW, "not today"),
+            "respond": (ids.REPLY_VIEW, "done by hand"),
+        }[how]
+        status, body = await bot.submit(callback, approval_value, user=ALICE, text=text)
+        assert status == 200 and "errors" not in body, body
+    final = await bot.finished()
+    assert final.startswith(f"Finished: {ends_with}")
+    assert calls == ran
+
+
+async def test_another_bot_process_resumes_the_graph(
+    make_bot: Any, saver: AsyncSqliteSaver
+) -> None:
+    calls: list[dict[str, Any]] = []
+    first: Harness = await make_bot(spec=spec(calls, saver))
+    value = await first.start(requested_by=CAROL)
+    await first.loops.stop()  # its resume worker is gone: another process must resume
+    second: Harness = await make_bot(spec=spec(calls, saver))
+    approval_value = await _answer_region(second, value)
+    await second.click(ids.APPROVE, approval_value, user=ALICE, message_ts=_approval_ts(second))
+    assert (await second.finished()).startswith("Finished: deleted 2 in eu-west")
+    assert calls == [{"paths": ["/tmp/a", "/tmp/b"]}]
