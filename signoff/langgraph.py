@@ -15,9 +15,11 @@ An interrupt whose value has the shape of LangChain's human-in-the-loop tool app
 ``response_schema`` naming the decisions allowed) is a tool approval card, resumed with
 LangChain's decision shapes: ``{"type": "approve"}``, ``{"type": "edit",
 "edited_action": {"name", "args"}}``, ``{"type": "reject", "message"}``, ``{"type":
-"respond", "message"}``. Any other value is a question: the graph gets the approver's
-answer. Several interrupts at once are several cards; the graph resumes once each is
-answered.
+"respond", "message"}``. The batched shape of LangChain's ``HumanInTheLoopMiddleware``
+(``{"action_requests": [...], "review_configs": [...]}``) is a card per action, and the
+graph resumes with ``{"decisions": [...]}`` in the actions' order. Any other value is a
+question: the graph gets the approver's answer. Several interrupts at once are several
+cards; the graph resumes once each is answered.
 """
 
 from __future__ import annotations
@@ -44,6 +46,8 @@ from agent_runtime.session import InMemorySessionStore, SessionStore
 
 APPROVAL_SHAPE = "tool_approval"
 _PREFIX = "lg_"
+_ACTION = "_action_"
+"""Separates a batch's interrupt id from the position of one of its actions."""
 
 
 def _default_output(values: Mapping[str, Any]) -> str:
@@ -149,13 +153,39 @@ def _run_id(thread_id: str) -> str:
 
 
 def _interrupts(state: Any) -> list[Interrupt]:
-    """The graph's pending interrupts, as Signoff interrupts."""
-    found = []
+    """The graph's pending interrupts, as Signoff interrupts (a batch: one per action)."""
+    found: list[Interrupt] = []
     for task in state.tasks or ():
         for pending in task.interrupts or ():
-            found.append(
-                _interrupt(pending.id, pending.value, getattr(pending, "response_schema", None))
+            value = pending.value
+            if isinstance(value, Mapping) and isinstance(value.get("action_requests"), list):
+                found += _batch(pending.id, value)
+            else:
+                schema = getattr(pending, "response_schema", None)
+                found.append(_interrupt(pending.id, value, schema))
+    return found
+
+
+def _batch(graph_id: str, value: Mapping[str, Any]) -> list[Interrupt]:
+    """A ``HumanInTheLoopMiddleware`` request: one approval per action, in order."""
+    configs = value.get("review_configs") or []
+    found = []
+    for n, action in enumerate(value["action_requests"]):
+        config = configs[n] if n < len(configs) and isinstance(configs[n], Mapping) else {}
+        allowed = tuple(d for d in DECISION_TYPES if d in (config.get("allowed_decisions") or ()))
+        call = ToolCall(
+            id=f"{graph_id}_{n}", name=str(action.get("name")), args=dict(action.get("args") or {})
+        )
+        found.append(
+            Interrupt(
+                id=f"{_PREFIX}{graph_id}{_ACTION}{n}",
+                name="approval",
+                reason=dict(action),
+                tool_call=call,
+                allowed_decisions=allowed or DECISION_TYPES,
+                description=str(action.get("description") or f"{call.name} needs approval"),
             )
+        )
     return found
 
 
@@ -195,14 +225,23 @@ def _resume_values(
     """``Command(resume=...)``'s map: each answered interrupt's value in LangChain's shape."""
     by_id = {i.id: i for i in pending}
     values: dict[str, JSONValue] = {}
+    batches: dict[str, dict[int, JSONValue]] = {}
     for response in responses:
         interrupt = by_id.get(response.interrupt_id)
         if interrupt is None:
             raise ResumeError(
                 f"unknown interrupt id {response.interrupt_id!r}; the open ones are {sorted(by_id)}"
             )
-        graph_id = response.interrupt_id.removeprefix(_PREFIX)
-        values[graph_id] = _value(response, interrupt)
+        graph_id, _, position = response.interrupt_id.removeprefix(_PREFIX).partition(_ACTION)
+        if position:
+            batches.setdefault(graph_id, {})[int(position)] = _value(response, interrupt)
+        else:
+            values[graph_id] = _value(response, interrupt)
+    for graph_id, decisions in batches.items():
+        size = sum(1 for i in pending if i.id.startswith(f"{_PREFIX}{graph_id}{_ACTION}"))
+        if len(decisions) != size:
+            raise ResumeError(f"answer every action of interrupt {graph_id} together")
+        values[graph_id] = {"decisions": [decisions[n] for n in range(size)]}
     return values
 
 

@@ -350,6 +350,28 @@ def event_body(event: dict[str, Any], *, event_id: str | None = None) -> str:
     )
 
 
+def home_click_payload(*, user: str, action_id: str, value: str) -> dict[str, Any]:
+    """A ``block_actions`` payload for a button in App Home (the container is the view)."""
+    return {
+        "type": "block_actions",
+        "user": {"id": user, "username": user.lower(), "team_id": "T0TEST"},
+        "api_app_id": "A0TEST",
+        "team": {"id": "T0TEST", "domain": "test"},
+        "container": {"type": "view", "view_id": "V0HOME"},
+        "view": {"id": "V0HOME", "type": "home", "blocks": []},
+        "trigger_id": "trig.home",
+        "actions": [
+            {
+                "type": "button",
+                "action_id": action_id,
+                "block_id": "home",
+                "value": value,
+                "action_ts": "1700000000.000001",
+            }
+        ],
+    }
+
+
 def submit_payload(
     *, callback_id: str, metadata: str, user: str, text: str | None
 ) -> dict[str, Any]:

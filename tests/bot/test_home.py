@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from fakes import home_click_payload
 from harness import ALICE, BOB, CAROL, CHANNEL, MALLORY, Harness
 
 from bot.agents.policy import Policy
@@ -33,27 +34,6 @@ async def _open_home(bot: Harness, user: str) -> list[dict[str, Any]]:
     return _home(bot, user)
 
 
-def _home_click(user: str, action_id: str, value: str) -> dict[str, Any]:
-    return {
-        "type": "block_actions",
-        "user": {"id": user, "username": user.lower(), "team_id": "T0TEST"},
-        "api_app_id": "A0TEST",
-        "team": {"id": "T0TEST", "domain": "test"},
-        "container": {"type": "view", "view_id": "V0HOME"},
-        "view": {"id": "V0HOME", "type": "home", "blocks": []},
-        "trigger_id": "trig.home",
-        "actions": [
-            {
-                "type": "button",
-                "action_id": action_id,
-                "block_id": "home",
-                "value": value,
-                "action_ts": "1700000000.000001",
-            }
-        ],
-    }
-
-
 async def test_approve_from_app_home_runs_the_tool_and_redraws_every_open_home(
     make_bot: Any,
 ) -> None:
@@ -67,7 +47,9 @@ async def test_approve_from_app_home_runs_the_tool_and_redraws_every_open_home(
     assert _button(home, ids.HOME_DENY) is not None
 
     published = len(bot.slack.called("views.publish"))
-    await bot.send(_home_click(ALICE, ids.HOME_APPROVE, approve["value"]))
+    await bot.send(
+        home_click_payload(user=ALICE, action_id=ids.HOME_APPROVE, value=approve["value"])
+    )
     await bot.finished()
     assert bot.tool_log.calls == [{"paths": ["/tmp/a", "/tmp/b"]}]
     card = bot.slack.called("chat.update")[-1]
@@ -85,11 +67,11 @@ async def test_approve_from_app_home_runs_the_tool_and_redraws_every_open_home(
 async def test_a_refused_home_decision_says_why_on_home_and_changes_nothing(make_bot: Any) -> None:
     bot: Harness = await make_bot(Policy(channel=CHANNEL, users=(ALICE,)))
     value = await bot.start(requested_by=CAROL)
-    await bot.send(_home_click(MALLORY, ids.HOME_APPROVE, value))
+    await bot.send(home_click_payload(user=MALLORY, action_id=ids.HOME_APPROVE, value=value))
     await bot.slack.wait_for(lambda: bool(_home(bot, MALLORY)), what="Mallory's Home")
     assert "not among the approvers" in str(_home(bot, MALLORY)[0])
     stale = value.split(" ")[0] + " " + "0" * 64  # arguments other than those shown
-    await bot.send(_home_click(ALICE, ids.HOME_APPROVE, stale))
+    await bot.send(home_click_payload(user=ALICE, action_id=ids.HOME_APPROVE, value=stale))
     await bot.slack.wait_for(lambda: bool(_home(bot, ALICE)), what="Alice's Home")
     assert "arguments changed" in str(_home(bot, ALICE)[0])
     record = await bot.services.storage.queries.get(bot.record_id(value))
@@ -100,7 +82,7 @@ async def test_a_refused_home_decision_says_why_on_home_and_changes_nothing(make
 async def test_deny_from_app_home_opens_the_reason_modal(make_bot: Any) -> None:
     bot: Harness = await make_bot()
     value = await bot.start(requested_by=CAROL)
-    await bot.send(_home_click(BOB, ids.HOME_DENY, value))
+    await bot.send(home_click_payload(user=BOB, action_id=ids.HOME_DENY, value=value))
     await bot.slack.wait_calls("views.open")
     view = bot.slack.called("views.open")[-1]["view"]
     assert view["callback_id"] == ids.DENY_VIEW and view["private_metadata"] == value

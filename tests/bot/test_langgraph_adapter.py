@@ -1,6 +1,7 @@
 """A real LangGraph graph (SQLite checkpointer, offline) as a Signoff agent: its interrupts
 are cards, and each decision made through the real Bolt app over signed HTTP resumes the
-graph with LangChain's decision shapes; another bot process can do the resuming."""
+graph with LangChain's decision shapes; another bot process can do the resuming; and a
+real LangChain agent's HumanInTheLoopMiddleware batch is a card per tool call."""
 
 from __future__ import annotations
 
@@ -10,6 +11,11 @@ from typing import Any, TypedDict
 
 import pytest
 from harness import ALICE, CAROL, CHANNEL, Harness
+from langchain.agents import create_agent
+from langchain.agents.middleware import HumanInTheLoopMiddleware
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage
+from langchain_core.tools import tool as lc_tool
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import interrupt
@@ -161,3 +167,70 @@ async def test_another_bot_process_resumes_the_graph(
     await second.click(ids.APPROVE, approval_value, user=ALICE, message_ts=_approval_ts(second))
     assert (await second.finished()).startswith("Finished: deleted 2 in eu-west")
     assert calls == [{"paths": ["/tmp/a", "/tmp/b"]}]
+
+
+class ScriptedChatModel(GenericFakeChatModel):
+    """LangChain's own fake chat model, scripted; tools are bound by the script itself."""
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> ScriptedChatModel:
+        return self
+
+
+async def test_langchains_hitl_middleware_batch_is_a_card_per_call_decided_one_by_one(
+    make_bot: Any, saver: AsyncSqliteSaver
+) -> None:
+    deleted: list[list[str]] = []
+
+    @lc_tool
+    def delete_files(paths: list[str]) -> str:
+        """Delete files."""
+        deleted.append(paths)
+        return f"deleted {len(paths)}"
+
+    calls = [
+        {"id": "c1", "name": "delete_files", "args": {"paths": ["/tmp/a", "/tmp/b"]}},
+        {"id": "c2", "name": "delete_files", "args": {"paths": ["/var/keep"]}},
+    ]
+    model = ScriptedChatModel(
+        messages=iter([AIMessage(content="", tool_calls=calls), AIMessage(content="all done")])
+    )
+    graph = create_agent(
+        model,
+        tools=[delete_files],
+        middleware=[HumanInTheLoopMiddleware(interrupt_on={"delete_files": True})],
+        checkpointer=saver,
+    )
+    agent_spec = AgentSpec(
+        name="lc-cleanup",
+        build=lambda sessions: LangGraphAgent(
+            graph,
+            input=lambda text: {"messages": [{"role": "user", "content": text}]},
+            output=lambda values: str(values["messages"][-1].content),
+            session_store=sessions,
+        ),
+        policy=Policy(channel=CHANNEL, users=(ALICE,)),
+    )
+    bot: Harness = await make_bot(spec=agent_spec)
+    await bot.start(requested_by=CAROL)
+    await bot.slack.wait_for(lambda: len(_cards(bot)) == 2, what="a card per tool call")
+    first, second = _cards(bot)
+    assert "/tmp/b" in str(first["blocks"]) and "/var/keep" in str(second["blocks"])
+    answers = bot.slack.answers("chat.postMessage")
+    ts = [
+        str(a["ts"])
+        for p, a in zip(bot.slack.called("chat.postMessage"), answers, strict=True)
+        if p.get("blocks")
+    ]
+
+    # One answer leaves the graph waiting; the second resumes it with both, in order.
+    await bot.click(
+        ids.APPROVE, first["blocks"][-1]["elements"][0]["value"], user=ALICE, message_ts=ts[0]
+    )
+    await bot.slack.wait_calls("chat.update")
+    assert deleted == []
+    deny = second["blocks"][-1]["elements"][0]["value"]
+    status, body = await bot.submit(ids.DENY_VIEW, deny, user=ALICE, text="keep that one")
+    assert status == 200 and "errors" not in body
+    final = await bot.finished()
+    assert final.startswith("Finished: all done")
+    assert deleted == [["/tmp/a", "/tmp/b"]]

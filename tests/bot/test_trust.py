@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from fakes import home_click_payload
 from harness import ALICE, BOB, CAROL, CHANNEL, MALLORY, Harness
 
 from agent_runtime.interrupts import Remember
@@ -99,8 +100,12 @@ async def test_app_home_lists_the_trust_and_its_granter_revokes_it(make_bot: Any
     ]
     assert "`delete_files` of *cleanup* in <#C0OPS>" in str(home)
 
-    await bot.send(_home_click(MALLORY, revoke["value"]))  # not hers: nothing changes
-    await bot.send(_home_click(ALICE, revoke["value"]))
+    await bot.send(
+        home_click_payload(user=MALLORY, action_id=ids.REVOKE_TRUST, value=revoke["value"])
+    )  # not hers: nothing changes
+    await bot.send(
+        home_click_payload(user=ALICE, action_id=ids.REVOKE_TRUST, value=revoke["value"])
+    )
     await bot.slack.wait_for(
         lambda: len(bot.slack.called("views.publish")) >= 3, what="Home redrawn after the revoke"
     )
@@ -111,25 +116,3 @@ async def test_app_home_lists_the_trust_and_its_granter_revokes_it(make_bot: Any
     again = await _run(bot)
     assert any(b["type"] == "actions" for b in again["blocks"])
     assert len(bot.tool_log.calls) == 1
-
-
-def _home_click(user: str, value: str) -> dict[str, Any]:
-    """A button click in App Home, as Slack sends it (the container is the view)."""
-    return {
-        "type": "block_actions",
-        "user": {"id": user, "username": user.lower(), "team_id": "T0TEST"},
-        "api_app_id": "A0TEST",
-        "team": {"id": "T0TEST", "domain": "test"},
-        "container": {"type": "view", "view_id": "V0HOME"},
-        "view": {"id": "V0HOME", "type": "home", "blocks": []},
-        "trigger_id": "trig.home",
-        "actions": [
-            {
-                "type": "button",
-                "action_id": ids.REVOKE_TRUST,
-                "block_id": "home.trust",
-                "value": value,
-                "action_ts": "1700000000.000001",
-            }
-        ],
-    }
