@@ -19,6 +19,10 @@ class StaleSessionError(AgentRuntimeError):
     """A snapshot was saved over a newer one; reload the run and try again."""
 
 
+class ThreadBusyError(StaleSessionError):
+    """Another process holds the thread's lease: it is running or resuming it now."""
+
+
 class ModelError(AgentRuntimeError):
     """The model provider failed or answered something the runtime cannot use."""
 

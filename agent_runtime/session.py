@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import Protocol
 
-from .errors import StaleSessionError
+from .errors import StaleSessionError, ThreadBusyError
 from .messages import JSONValue
 
 Snapshot = dict[str, JSONValue]
@@ -43,12 +45,20 @@ class SessionStore(Protocol):
         """Forget the thread; deleting an unknown thread is not an error."""
         ...
 
+    def lease(self, thread_id: str) -> AbstractAsyncContextManager[None]:
+        """Hold the thread alone for a block; ``ThreadBusyError`` when another holds it.
+
+        For agents whose state lives outside this store (a LangGraph checkpointer): the
+        versioned saves alone would only notice a second resume after it ran."""
+        ...
+
 
 class InMemorySessionStore:
     """A process-local ``SessionStore`` for tests and single-process use."""
 
     def __init__(self) -> None:
         self._sessions: dict[str, StoredSession] = {}
+        self._leased: set[str] = set()
 
     async def load(self, thread_id: str) -> StoredSession | None:
         stored = self._sessions.get(thread_id)
@@ -71,3 +81,13 @@ class InMemorySessionStore:
 
     async def delete(self, thread_id: str) -> None:
         self._sessions.pop(thread_id, None)
+
+    @asynccontextmanager
+    async def lease(self, thread_id: str) -> AsyncIterator[None]:
+        if thread_id in self._leased:
+            raise ThreadBusyError(f"thread {thread_id} is being run elsewhere; try again")
+        self._leased.add(thread_id)
+        try:
+            yield
+        finally:
+            self._leased.discard(thread_id)

@@ -8,7 +8,8 @@ and a card's decision resumes the graph with ``Command(resume=...)``.
 
 ``graph`` is compiled with the checkpointer you run (every process that resumes runs
 reads the same one). Signoff's session store keeps only a marker per thread, bumped at
-each invocation: its version is what makes each decision resume the graph exactly once.
+each invocation (its version is what makes each decision resume the graph exactly once),
+and a lease held around each invocation, so two resumes of one thread never both run.
 
 An interrupt whose value has the shape of LangChain's human-in-the-loop tool approval
 (``{"type": "tool_approval", "tool_call_id", "name", "args", "description"}``, with its
@@ -104,6 +105,13 @@ class _GraphInvocation:
     resume_with: str | Sequence[InterruptResponse] | None = None
 
     async def run(self, input: RunInput) -> AsyncIterator[RunEvent]:
+        """One invocation, holding the thread's lease: two resumes of one thread at once
+        would both run the graph's next step (and its tool); the second is refused."""
+        async with self.agent.session_store.lease(self.thread_id):
+            async for event in self._run(input):
+                yield event
+
+    async def _run(self, input: RunInput) -> AsyncIterator[RunEvent]:
         config = _config(self.thread_id)
         run_id = _run_id(self.thread_id)
         marker = await self.agent.session_store.load(self.thread_id)

@@ -99,6 +99,10 @@ class Keys:
     def session(self, thread_id: str) -> str:
         return f"{self.prefix}:thread:{{{check_id('thread', thread_id)}}}:session"
 
+    def thread_lease(self, thread_id: str) -> str:
+        """String: the token of whoever holds the thread alone (``RedisSessionStore.lease``)."""
+        return f"{self.prefix}:thread:{{{check_id('thread', thread_id)}}}:lease"
+
     @property
     def due(self) -> str:
         """Sorted set: record id scored by its expiry time (ms)."""

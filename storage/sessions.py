@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
+import secrets
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from datetime import timedelta
 from typing import cast
 
-from agent_runtime.errors import StaleSessionError
+from agent_runtime.errors import StaleSessionError, ThreadBusyError
 from agent_runtime.session import Snapshot, StoredSession
 
 from .client import RedisClient
@@ -25,6 +28,10 @@ def parse_session(key: str, version: object, raw: object) -> StoredSession:
         return StoredSession(version=int(cast(str, version)), snapshot=snapshot)
     except (TypeError, ValueError) as exc:
         raise CorruptRecordError(key, str(exc)) from exc
+
+
+LEASE_MS = 30_000
+"""A thread's lease lasts this long unless renewed (every third of it while held)."""
 
 
 class RedisSessionStore:
@@ -64,6 +71,32 @@ class RedisSessionStore:
         if version is None and raw is None:
             return None
         return parse_session(key, version, raw)
+
+    @asynccontextmanager
+    async def lease(self, thread_id: str) -> AsyncIterator[None]:
+        """Hold the thread alone while the block runs, in any process; renewed while held,
+        so a long step keeps it, and expiring on its own if this process dies."""
+        key, token = self._keys.thread_lease(thread_id), secrets.token_hex(16)
+        async with self._client.guard("take a thread's lease"):
+            taken = await self._client.raw.set(key, token, nx=True, px=LEASE_MS)
+        if not taken:
+            raise ThreadBusyError(f"thread {thread_id} is being run elsewhere; try again")
+        renewing = asyncio.create_task(self._renew(key, token), name=f"lease {thread_id}")
+        try:
+            yield
+        finally:
+            renewing.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await renewing
+            await self._client.eval("lease_release", [key], [token])
+
+    async def _renew(self, key: str, token: str) -> None:
+        while True:
+            await asyncio.sleep(LEASE_MS / 3000)
+            async with self._client.guard("renew a thread's lease"):
+                if await self._client.raw.get(key) != token:
+                    return
+                await self._client.raw.pexpire(key, LEASE_MS)
 
     async def save(self, thread_id: str, snapshot: Snapshot, *, expected_version: int) -> int:
         data = json.dumps(snapshot, separators=(",", ":"), allow_nan=False)

@@ -174,18 +174,16 @@ async def post_in_thread(
 
 async def post_mrkdwn(
     services: Services, *, channel: str | None, thread_ts: str | None, text: str
-) -> bool:
-    """Post the bot's own mrkdwn (mentions built from stored ids only); False if it failed."""
+) -> None:
+    """Post the bot's own mrkdwn (mentions built from stored ids only)."""
     if not channel:
-        return False
+        return
     try:
         await services.client.chat_postMessage(
             channel=channel, thread_ts=thread_ts, text=text, unfurl_links=False
         )
     except (SlackApiError, ClientError, TimeoutError, OSError) as exc:
         log.error("post to %s failed: %s", channel, why_failed(exc))
-        return False
-    return True
 
 
 async def post_ephemeral(services: Services, *, channel: str, user: str, text: str) -> None:

@@ -51,14 +51,14 @@ async def tell_finished(
     channel: str | None,
     thread_ts: str | None,
     text: str,
-) -> bool:
+) -> None:
     """Tell the requester how the run ended when they asked outside its thread (in the
-    thread the end is posted with their mention); True when a direct message went out."""
+    thread the end is posted with their mention)."""
     if not _USER.match(requested_by) or not asked_in or asked_in == channel:
-        return False
+        return
     link = await permalink(services, channel, thread_ts) if channel and thread_ts else None
     opening = f" <{link}|Open>" if link else ""
-    return await _direct(services, requested_by, f"{escape_truncate(text, 2000)}{opening}")
+    await _direct(services, requested_by, f"{escape_truncate(text, 2000)}{opening}")
 
 
 def mention_in_thread(requested_by: str, asked_in: str | None, channel: str | None) -> str:
@@ -85,11 +85,11 @@ async def _tell(services: Services, record: InterruptRecord, note: str) -> None:
     await _direct(services, requester, f"{note}{link}")
 
 
-async def _direct(services: Services, user: str, text: str) -> bool:
+async def _direct(services: Services, user: str, text: str) -> None:
     try:
         opened = await services.client.conversations_open(users=user)
         channel = str(opened["channel"]["id"])
     except (SlackApiError, ClientError, TimeoutError, OSError, KeyError) as exc:
         log.warning("could not open a DM with %s: %s", user, why_failed(exc))
-        return False
-    return await post_mrkdwn(services, channel=channel, thread_ts=None, text=text)
+        return
+    await post_mrkdwn(services, channel=channel, thread_ts=None, text=text)

@@ -5,6 +5,7 @@ real LangChain agent's HumanInTheLoopMiddleware batch is a card per tool call.""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, TypedDict
@@ -18,11 +19,14 @@ from langchain_core.messages import AIMessage
 from langchain_core.tools import tool as lc_tool
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.graph import END, START, StateGraph
-from langgraph.types import interrupt
+from langgraph.types import Command, interrupt
 
+from agent_runtime import Decision
+from agent_runtime.errors import ThreadBusyError
 from bot.agents.policy import AgentSpec, Policy
 from bot.ui import ids
 from signoff.langgraph import LangGraphAgent
+from storage import Storage
 
 
 class Cleanup(TypedDict, total=False):
@@ -234,3 +238,61 @@ async def test_langchains_hitl_middleware_batch_is_a_card_per_call_decided_one_b
     final = await bot.finished()
     assert final.startswith("Finished: all done")
     assert deleted == [["/tmp/a", "/tmp/b"]]
+
+
+async def test_two_concurrent_resumes_run_the_tool_once_with_the_lease_and_twice_without(
+    storage: Storage, saver: AsyncSqliteSaver
+) -> None:
+    """Measured on the real graph: LangGraph alone lets two resumes of one thread both run
+    the tool; through the adapter (the thread's lease in Redis) exactly one does."""
+    started, release = asyncio.Event(), asyncio.Event()
+    ran: list[str] = []
+
+    async def slow_delete(state: Cleanup) -> Cleanup:
+        decision = interrupt(
+            {
+                "type": "tool_approval",
+                "tool_call_id": "c1",
+                "name": "delete_files",
+                "args": {"paths": ["/tmp/a"]},
+            }
+        )
+        started.set()
+        await release.wait()  # both resumes are in the step at once, if nothing stops them
+        ran.append(decision["type"])
+        return {"result": "deleted"}
+
+    builder = StateGraph(Cleanup)
+    builder.add_node("delete", slow_delete)
+    builder.add_edge(START, "delete")
+    builder.add_edge("delete", END)
+    graph = builder.compile(checkpointer=saver)
+
+    async def two_at_once(resume: Any) -> list[Any]:
+        tasks = [asyncio.create_task(resume()), asyncio.create_task(resume())]
+        await asyncio.wait_for(started.wait(), 10)
+        release.set()
+        return await asyncio.gather(*tasks, return_exceptions=True)
+
+    # LangGraph alone: both resumes of the same interrupt run the tool.
+    bare = {"configurable": {"thread_id": "thread_bare"}}
+    await graph.ainvoke({"request": "x"}, bare)
+    [pending] = (await graph.aget_state(bare)).tasks[0].interrupts
+    command = Command(resume={pending.id: {"type": "approve"}})
+    await two_at_once(lambda: graph.ainvoke(command, bare))
+    assert ran == ["approve", "approve"]
+
+    # Through the adapter, the thread's lease lets one resume run; the other is refused.
+    ran.clear()
+    started.clear()
+    release.clear()
+    agent = LangGraphAgent(
+        graph, input=lambda text: {"request": text}, session_store=storage.sessions
+    )
+    first = await agent.invoke("x", thread_id="thread_leased")
+    [asked] = first.interrupts
+    answer = {asked.id: Decision.approve()}
+    results = await two_at_once(lambda: agent.invoke(answer, thread_id="thread_leased"))
+    assert ran == ["approve"]
+    refused = [r for r in results if isinstance(r, Exception)]
+    assert len(refused) == 1 and isinstance(refused[0], ThreadBusyError)

@@ -9,7 +9,7 @@ import pytest
 import redis.asyncio as aioredis
 from storage_helpers import NOW, make_record, wait_for
 
-from agent_runtime.errors import StaleSessionError
+from agent_runtime.errors import StaleSessionError, ThreadBusyError
 from agent_runtime.interrupts import Decision
 from agent_runtime.messages import args_digest
 from storage import ResumeJob, Storage
@@ -150,3 +150,14 @@ async def test_concurrent_saves_of_one_version_one_wins(storage: Storage) -> Non
     )
     assert sum(1 for r in results if r == 2) == 1
     assert sum(1 for r in results if isinstance(r, StaleSessionError)) == 19
+
+
+async def test_a_threads_lease_is_held_alone_and_released_after(storage: Storage) -> None:
+    async with storage.sessions.lease("thread_l"):
+        with pytest.raises(ThreadBusyError):
+            async with storage.sessions.lease("thread_l"):
+                pass
+        async with storage.sessions.lease("thread_other"):  # other threads are free
+            pass
+    async with storage.sessions.lease("thread_l"):  # released: taken again
+        pass
