@@ -1,0 +1,202 @@
+"""Run Genkit generation with tools as a Signoff agent: a tool that raises Genkit's
+``Interrupt`` becomes a Slack card, and the card's decision resumes the generation.
+
+    from signoff.genkit import GenkitAgent
+    AgentSpec(name="cleanup", policy=Policy(channel="C0123OPS", users=("U0ALICE",)),
+              build=lambda sessions: GenkitAgent(
+                  ai, model="googleai/gemini-flash-latest", tools=["delete_files"],
+                  session_store=sessions))
+
+Approve restarts the tool (``restart_tool``; ``ctx.is_resumed()`` is then true and
+``ctx.resumed_metadata`` is ``{"approved": True}``); Edit restarts it with the edited
+input (``replace_input``); Deny and Reply answer in its place (``respond_to_interrupt``)
+with the reason, or the approver's text, as its output: the tool does not run. The
+conversation is kept in Signoff's session store, so any worker process resumes it, and
+each invocation holds the thread's lease.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from genkit import Genkit, Message, Part, respond_to_interrupt, restart_tool
+
+from agent_runtime.errors import ResumeError
+from agent_runtime.interrupts import Interrupt, InterruptResponse
+from agent_runtime.messages import JSONValue, ToolCall
+from agent_runtime.results import AgentResult
+from agent_runtime.resume import ContinueRun, RunInput, parse_input
+from agent_runtime.run_events import RunEvent, RunFinished, RunStarted
+from agent_runtime.runnable import Runnable, ThreadStatus
+from agent_runtime.session import InMemorySessionStore, SessionStore, StoredSession
+
+_PREFIX = "gk_"
+
+
+class GenkitAgent(Runnable):
+    """Genkit ``generate`` with ``tools`` on ``model``, stopped by tool interrupts."""
+
+    def __init__(
+        self,
+        ai: Genkit,
+        *,
+        model: str,
+        tools: Sequence[str],
+        session_store: SessionStore | None = None,
+    ) -> None:
+        self.ai = ai
+        self.model = model
+        self.tools = list(tools)
+        self.session_store = session_store or InMemorySessionStore()
+
+    def invocation(self, thread_id: str) -> _GenkitInvocation:
+        return _GenkitInvocation(self, thread_id)
+
+    async def thread_status(self, thread_id: str) -> ThreadStatus | None:
+        stored = await self.session_store.load(thread_id)
+        if stored is None:
+            return None
+        pending = _pending(stored)
+        return ThreadStatus(
+            thread_id=thread_id,
+            run_id=_run_id(thread_id),
+            status="interrupted" if pending else "idle",
+            version=stored.version,
+            interrupts=tuple(_interrupt(p) for p in pending),
+            last_result=None,
+        )
+
+    async def cancel(self, thread_id: str, reason: str) -> AgentResult | None:
+        """Forget the interrupted tool calls: the thread takes a new prompt."""
+        stored = await self.session_store.load(thread_id)
+        if stored is None or not _pending(stored):
+            return None
+        state = dict(stored.snapshot.get("genkit") or {})
+        state["pending"] = []
+        snapshot: dict[str, JSONValue] = {"genkit": state}
+        await self.session_store.save(thread_id, snapshot, expected_version=stored.version)
+        return AgentResult(
+            stop_reason="cancelled", message=reason, thread_id=thread_id, run_id=_run_id(thread_id)
+        )
+
+
+@dataclass
+class _GenkitInvocation:
+    agent: GenkitAgent
+    thread_id: str
+    resume_with: str | Sequence[InterruptResponse] | None = None
+
+    async def run(self, input: RunInput) -> AsyncIterator[RunEvent]:
+        """One generation, holding the thread's lease (two resumes never both run a tool)."""
+        async with self.agent.session_store.lease(self.thread_id):
+            async for event in self._run(input):
+                yield event
+
+    async def _run(self, input: RunInput) -> AsyncIterator[RunEvent]:
+        agent, run_id = self.agent, _run_id(self.thread_id)
+        stored = await agent.session_store.load(self.thread_id)
+        history = _messages(stored)
+        parsed = parse_input(input)
+        options: dict[str, Any] = {"model": agent.model, "tools": agent.tools}
+        if isinstance(parsed, str):
+            if stored is not None and _pending(stored):
+                raise ResumeError(f"thread {self.thread_id} waits for its open interrupts")
+            options |= {"prompt": parsed, "messages": history or None}
+        elif isinstance(parsed, ContinueRun):
+            raise ResumeError("a Genkit generation is not continued from a checkpoint")
+        else:
+            assert stored is not None
+            restarts, responses = _resume_parts(parsed, _pending(stored))
+            options |= {"messages": history, "resume_restart": restarts or None}
+            options["resume_respond"] = responses or None
+        yield RunStarted(thread_id=self.thread_id, run_id=run_id)
+        answer = await agent.ai.generate(**options)
+        pending = [_dump(p) for p in answer.interrupts]
+        snapshot: dict[str, JSONValue] = {
+            "genkit": {"messages": [_dump(m) for m in answer.messages], "pending": pending}
+        }
+        await agent.session_store.save(
+            self.thread_id, snapshot, expected_version=stored.version if stored else 0
+        )
+        interrupts = tuple(_interrupt(p) for p in pending)
+        result = AgentResult(
+            stop_reason="interrupt" if interrupts else "end_turn",
+            message="waiting for a human decision" if interrupts else answer.text,
+            thread_id=self.thread_id,
+            run_id=run_id,
+            interrupts=interrupts,
+        )
+        yield RunFinished(result=result)
+
+
+def _run_id(thread_id: str) -> str:
+    return "run_" + thread_id.removeprefix("thread_")
+
+
+def _dump(model: Any) -> dict[str, JSONValue]:
+    dumped: dict[str, JSONValue] = model.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return dumped
+
+
+def _messages(stored: StoredSession | None) -> list[Message]:
+    state = (stored.snapshot.get("genkit") or {}) if stored else {}
+    assert isinstance(state, dict)
+    return [Message.model_validate(m) for m in state.get("messages") or ()]
+
+
+def _pending(stored: StoredSession) -> list[dict[str, Any]]:
+    state = stored.snapshot.get("genkit") or {}
+    assert isinstance(state, dict)
+    return list(state.get("pending") or ())
+
+
+def _interrupt(part: dict[str, Any]) -> Interrupt:
+    """A Genkit tool interrupt as a Signoff approval: the tool, its input, its message."""
+    request = part.get("toolRequest") or {}
+    ref = str(request.get("ref") or request.get("name"))
+    details = (part.get("metadata") or {}).get("interrupt")
+    message = details.get("message") if isinstance(details, dict) else None
+    name = str(request.get("name"))
+    args = request.get("input")
+    return Interrupt(
+        id=_PREFIX + ref,
+        name="approval",
+        reason={"tool": name, "args": args, "interrupt": details},
+        tool_call=ToolCall(id=ref, name=name, args=dict(args) if isinstance(args, dict) else {}),
+        allowed_decisions=("approve", "edit", "reject", "respond"),
+        description=str(message) if message else f"{name} needs approval",
+    )
+
+
+def _resume_parts(
+    responses: Sequence[InterruptResponse], pending: Sequence[dict[str, Any]]
+) -> tuple[list[Part], list[Part]]:
+    """The ``resume_restart`` and ``resume_respond`` parts the answers stand for."""
+    by_id = {_interrupt(p).id: p for p in pending}
+    restarts: list[Part] = []
+    answers: list[Part] = []
+    for response in responses:
+        raw = by_id.get(response.interrupt_id)
+        if raw is None:
+            raise ResumeError(
+                f"unknown interrupt id {response.interrupt_id!r}; the open ones are {sorted(by_id)}"
+            )
+        part, decision = Part.model_validate(raw), response.decision
+        if decision is None or decision.type in ("reject", "respond"):
+            text = response.response if decision is None else decision.message
+            if decision is not None and decision.type == "reject":
+                text = f"Not approved: {decision.message or 'a person declined'}"
+            answers.append(respond_to_interrupt(text, interrupt=part))
+        elif decision.type == "edit":
+            restarts.append(
+                restart_tool(
+                    interrupt=part, replace_input=decision.args, resumed_metadata={"approved": True}
+                )
+            )
+        else:
+            restarts.append(restart_tool(interrupt=part, resumed_metadata={"approved": True}))
+    if len(responses) != len(pending):
+        raise ResumeError("answer every open interrupt of the generation together")
+    return restarts, answers

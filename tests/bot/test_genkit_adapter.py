@@ -1,0 +1,105 @@
+"""The real Genkit SDK (a model defined in the test, offline) as a Signoff agent: a tool's
+``Interrupt`` is a card, and each decision through the real Bolt app resumes generation
+with ``restart_tool`` (approve, edit) or ``respond_to_interrupt`` (deny, reply)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from genkit import (
+    Genkit,
+    Interrupt,
+    Message,
+    ModelRequest,
+    ModelResponse,
+    Part,
+    ToolRunContext,
+)
+from harness import ALICE, CAROL, CHANNEL, Harness
+from pydantic import BaseModel
+
+from bot.agents.policy import AgentSpec, Policy
+from bot.ui import ids
+from signoff.genkit import GenkitAgent
+
+
+class Paths(BaseModel):
+    paths: list[str]
+
+
+def genkit_spec(deleted: list[list[str]]) -> AgentSpec:
+    ai = Genkit()
+
+    async def scripted(request: ModelRequest, ctx: Any) -> ModelResponse:
+        """Asks to delete two files; once a tool's answer is in, reports it."""
+        results = [p.tool_response for m in request.messages for p in m.content if p.tool_response]
+        if not results:
+            call = Part.from_tool_request(
+                name="delete_files", input={"paths": ["/tmp/a", "/tmp/b"]}, ref="call_1"
+            )
+            return ModelResponse(message=Message(role="model", content=[call]))
+        return ModelResponse(
+            message=Message(role="model", content=[Part(text=f"done: {results[-1].output}")])
+        )
+
+    ai.define_model(name="scripted", fn=scripted)
+
+    @ai.tool()
+    async def delete_files(input: Paths, ctx: ToolRunContext) -> str:
+        """Delete files, once a person approves."""
+        if not ctx.is_resumed():
+            raise Interrupt({"message": f"Delete {len(input.paths)} files?"})
+        deleted.append(input.paths)
+        return f"deleted {len(input.paths)}"
+
+    return AgentSpec(
+        name="gk-cleanup",
+        build=lambda sessions: GenkitAgent(
+            ai, model="scripted", tools=["delete_files"], session_store=sessions
+        ),
+        policy=Policy(channel=CHANNEL, users=(ALICE,)),
+    )
+
+
+@pytest.mark.parametrize(
+    ("how", "ran", "says"),
+    [
+        ("approve", [["/tmp/a", "/tmp/b"]], "done: deleted 2"),
+        ("edit", [["/tmp/a"]], "done: deleted 1"),
+        ("reject", [], "done: Not approved: not today"),
+        ("respond", [], "done: done by hand"),
+    ],
+)
+async def test_each_decision_resumes_the_genkit_generation_as_it_says(
+    make_bot: Any, how: str, ran: list[list[str]], says: str
+) -> None:
+    deleted: list[list[str]] = []
+    bot: Harness = await make_bot(spec=genkit_spec(deleted))
+    value = await bot.start(requested_by=CAROL)
+    card = bot.posted(0)
+    assert card["blocks"][0]["text"]["text"] == "Approval needed: delete_files"
+    assert "Delete 2 files?" in str(card["blocks"]) and "/tmp/b" in str(card["blocks"])
+    if how == "approve":
+        await bot.click(ids.APPROVE, value, user=ALICE)
+    else:
+        callback, text = {
+            "edit": (ids.EDIT_VIEW, '{"paths": ["/tmp/a"]}'),
+            "reject": (ids.DENY_VIEW, "not today"),
+            "respond": (ids.REPLY_VIEW, "done by hand"),
+        }[how]
+        status, body = await bot.submit(callback, value, user=ALICE, text=text)
+        assert status == 200 and "errors" not in body, body
+    assert (await bot.finished()).startswith(f"Finished: {says}")
+    assert deleted == ran
+
+
+async def test_another_bot_process_resumes_the_generation(make_bot: Any) -> None:
+    deleted: list[list[str]] = []
+    first: Harness = await make_bot(spec=genkit_spec(deleted))
+    value = await first.start(requested_by=CAROL)
+    await first.loops.stop()  # the conversation is in Redis: another process resumes it
+    second: Harness = await make_bot(spec=genkit_spec(deleted))
+    await second.click(ids.APPROVE, value, user=ALICE)
+    assert (await second.finished()).startswith("Finished: done: deleted 2")
+    assert deleted == [["/tmp/a", "/tmp/b"]]
