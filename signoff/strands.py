@@ -1,0 +1,225 @@
+"""Run a Strands agent as a Signoff agent: its interrupts become Slack cards, and a card's
+decision resumes it with ``[{"interruptResponse": {"interruptId", "response"}}]``.
+
+    from signoff.strands import SignoffApprovals, StrandsAgent
+    def make_agent() -> Agent:
+        return Agent(model=..., tools=[delete_files],
+                     hooks=[SignoffApprovals(interrupt_on={"delete_files": True})])
+    AgentSpec(name="cleanup", policy=Policy(channel="C0123OPS", users=("U0ALICE",)),
+              build=lambda sessions: StrandsAgent(make_agent, session_store=sessions))
+
+``SignoffApprovals`` gates the tools ``interrupt_on`` names: Approve runs the call, Edit
+replaces ``tool_use["input"]``, Deny cancels it with the reason, Reply returns the
+approver's text as the tool's result (a success, not an error). Any other interrupt the
+agent raises (a tool's ``tool_context.interrupt(...)``, Strands' ``HumanInTheLoop``) is a
+question: the agent gets the approver's answer. The agent's state is a Strands snapshot
+kept in Signoff's session store, taken and restored here (not from Strands' own thread),
+so any worker process resumes it; each invocation holds the thread's lease.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from strands import Agent
+from strands.hooks import AfterToolCallEvent, BeforeToolCallEvent, HookProvider, HookRegistry
+from strands.types._snapshot import Snapshot
+
+from agent_runtime.errors import ResumeError
+from agent_runtime.interrupts import DECISION_TYPES, Interrupt, InterruptResponse
+from agent_runtime.messages import JSONValue, ToolCall
+from agent_runtime.results import AgentResult
+from agent_runtime.resume import ContinueRun, RunInput, parse_input
+from agent_runtime.run_events import RunEvent, RunFinished, RunStarted
+from agent_runtime.runnable import Runnable, ThreadStatus
+from agent_runtime.session import InMemorySessionStore, SessionStore, StoredSession
+
+APPROVAL = "signoff:approval"
+"""The name of the interrupts ``SignoffApprovals`` raises."""
+
+
+class SignoffApprovals(HookProvider):
+    """Ask before each call of the tools ``interrupt_on`` names, and apply the decision."""
+
+    def __init__(self, interrupt_on: Mapping[str, bool]) -> None:
+        self.guarded = {name for name, on in interrupt_on.items() if on}
+        self._replies: dict[str, str] = {}
+
+    def register_hooks(self, registry: HookRegistry, **kwargs: Any) -> None:
+        registry.add_callback(BeforeToolCallEvent, self._ask)
+        registry.add_callback(AfterToolCallEvent, self._reply)
+
+    def _ask(self, event: BeforeToolCallEvent) -> None:
+        use = event.tool_use
+        if use["name"] not in self.guarded:
+            return
+        reason = {"tool": use["name"], "args": use["input"], "tool_use_id": use["toolUseId"]}
+        decision = event.interrupt(APPROVAL, reason=reason)
+        kind = decision.get("type") if isinstance(decision, Mapping) else None
+        message = str(decision.get("message") or "") if isinstance(decision, Mapping) else ""
+        if kind == "edit":
+            use["input"] = dict(decision.get("args") or {})
+        elif kind == "reject":
+            event.cancel_tool = message or f"A person declined to let {use['name']} run."
+        elif kind == "respond":
+            self._replies[use["toolUseId"]] = message
+            event.cancel_tool = message or "answered by a person"
+
+    def _reply(self, event: AfterToolCallEvent) -> None:
+        """A reply is the call's result, a success: the tool did not run."""
+        message = self._replies.pop(event.tool_use["toolUseId"], None)
+        if message is not None:
+            event.result = {
+                "toolUseId": event.tool_use["toolUseId"],
+                "status": "success",
+                "content": [{"text": message}],
+            }
+
+
+class StrandsAgent(Runnable):
+    """A Strands agent built afresh for each invocation (``make_agent``), its state restored
+    from the thread's snapshot."""
+
+    def __init__(
+        self, make_agent: Callable[[], Agent], *, session_store: SessionStore | None = None
+    ) -> None:
+        self.make_agent = make_agent
+        self.session_store = session_store or InMemorySessionStore()
+
+    def invocation(self, thread_id: str) -> _StrandsInvocation:
+        return _StrandsInvocation(self, thread_id)
+
+    async def thread_status(self, thread_id: str) -> ThreadStatus | None:
+        stored = await self.session_store.load(thread_id)
+        if stored is None:
+            return None
+        pending = _pending(stored)
+        return ThreadStatus(
+            thread_id=thread_id,
+            run_id=_run_id(thread_id),
+            status="interrupted" if pending else "idle",
+            version=stored.version,
+            interrupts=tuple(_interrupt(p) for p in pending),
+            last_result=None,
+        )
+
+
+@dataclass
+class _StrandsInvocation:
+    agent: StrandsAgent
+    thread_id: str
+    resume_with: str | Sequence[InterruptResponse] | None = None
+
+    async def run(self, input: RunInput) -> AsyncIterator[RunEvent]:
+        """One invocation, holding the thread's lease (two resumes never both run a tool)."""
+        async with self.agent.session_store.lease(self.thread_id):
+            async for event in self._run(input):
+                yield event
+
+    async def _run(self, input: RunInput) -> AsyncIterator[RunEvent]:
+        run_id = _run_id(self.thread_id)
+        stored = await self.agent.session_store.load(self.thread_id)
+        strands = self.agent.make_agent()
+        if stored is not None:
+            strands.load_snapshot(Snapshot.from_dict(stored.snapshot["strands"]))
+        parsed = parse_input(input)
+        if isinstance(parsed, ContinueRun):
+            raise ResumeError("a Strands run is not continued from a checkpoint")
+        if isinstance(parsed, str):
+            if stored is not None and _pending(stored):
+                raise ResumeError(f"thread {self.thread_id} waits for its open interrupts")
+            prompt: Any = parsed
+        else:
+            assert stored is not None
+            prompt = _interrupt_responses(parsed, _pending(stored))
+        yield RunStarted(thread_id=self.thread_id, run_id=run_id)
+        result = await strands.invoke_async(prompt)
+        pending = [
+            {"id": i.id, "name": i.name, "reason": i.reason}
+            for i in (result.interrupts or ())
+            if result.stop_reason == "interrupt"
+        ]
+        snapshot: dict[str, JSONValue] = {
+            "strands": strands.take_snapshot(preset="session").to_dict(),
+            "pending": pending,
+        }
+        await self.agent.session_store.save(
+            self.thread_id, snapshot, expected_version=stored.version if stored else 0
+        )
+        interrupts = tuple(_interrupt(p) for p in pending)
+        yield RunFinished(
+            result=AgentResult(
+                stop_reason="interrupt" if interrupts else "end_turn",
+                message="waiting for a human decision" if interrupts else str(result).strip(),
+                thread_id=self.thread_id,
+                run_id=run_id,
+                interrupts=interrupts,
+            )
+        )
+
+
+def _run_id(thread_id: str) -> str:
+    return "run_" + thread_id.removeprefix("thread_")
+
+
+def _pending(stored: StoredSession) -> list[dict[str, Any]]:
+    pending = stored.snapshot.get("pending") or []
+    assert isinstance(pending, list)
+    return [p for p in pending if isinstance(p, dict)]
+
+
+def _interrupt(pending: Mapping[str, Any]) -> Interrupt:
+    """A Strands interrupt as a Signoff one: an approval of the gate, else a question."""
+    reason = pending.get("reason")
+    if pending.get("name") == APPROVAL and isinstance(reason, Mapping):
+        name = str(reason.get("tool"))
+        args = reason.get("args")
+        return Interrupt(
+            id=str(pending["id"]),
+            name="approval",
+            reason=dict(reason),
+            tool_call=ToolCall(
+                id=str(reason.get("tool_use_id") or pending["id"]),
+                name=name,
+                args=dict(args) if isinstance(args, Mapping) else {},
+            ),
+            allowed_decisions=DECISION_TYPES,
+            description=f"{name} needs approval",
+        )
+    return Interrupt(
+        id=str(pending["id"]), name=str(pending.get("name")), reason=reason, question=True
+    )
+
+
+def _interrupt_responses(
+    responses: Sequence[InterruptResponse], pending: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """The agent's resume input: an ``interruptResponse`` per answered interrupt."""
+    by_id = {str(p["id"]): _interrupt(p) for p in pending}
+    answers = []
+    for response in responses:
+        interrupt = by_id.get(response.interrupt_id)
+        if interrupt is None:
+            raise ResumeError(
+                f"unknown interrupt id {response.interrupt_id!r}; the open ones are {sorted(by_id)}"
+            )
+        answers.append(
+            {
+                "interruptResponse": {
+                    "interruptId": interrupt.id,
+                    "response": _value(response, interrupt),
+                }
+            }
+        )
+    return answers
+
+
+def _value(response: InterruptResponse, interrupt: Interrupt) -> JSONValue:
+    decision = response.decision
+    if decision is None:
+        return response.response
+    if not interrupt.is_approval:  # a question declined, or left to expire
+        return decision.message or ""
+    return {"type": decision.type, "args": decision.args, "message": decision.message}
