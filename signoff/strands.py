@@ -10,8 +10,9 @@ decision resumes it with ``[{"interruptResponse": {"interruptId", "response"}}]`
 
 ``SignoffApprovals`` gates the tools ``interrupt_on`` names: Approve runs the call, Edit
 replaces ``tool_use["input"]``, Deny cancels it with the reason, Reply returns the
-approver's text as the tool's result (a success, not an error). Any other interrupt the
-agent raises (a tool's ``tool_context.interrupt(...)``, Strands' ``HumanInTheLoop``) is a
+approver's text as the tool's result (a success, not an error). Strands' own
+``HumanInTheLoop`` intervention is an approval card too (Approve answers yes, Deny no).
+Any other interrupt the agent raises (a tool's ``tool_context.interrupt(...)``) is a
 question: the agent gets the approver's answer. The agent's state is a Strands snapshot
 kept in Signoff's session store, taken and restored here (not from Strands' own thread),
 so any worker process resumes it; each invocation holds the thread's lease.
@@ -19,6 +20,8 @@ so any worker process resumes it; each invocation holds the thread's lease.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -38,6 +41,10 @@ from agent_runtime.session import InMemorySessionStore, SessionStore, StoredSess
 
 APPROVAL = "signoff:approval"
 """The name of the interrupts ``SignoffApprovals`` raises."""
+HUMAN_IN_THE_LOOP = "strands:human-in-the-loop"
+"""Strands' own ``HumanInTheLoop`` intervention: a yes/no approval of one tool call."""
+_HITL_PROMPT = re.compile(r'^Approve "(?P<name>[^"]+)".*?\n\s*Input: (?P<input>.*)$', re.S)
+"""The intervention's prompt: ``Approve "<tool>"[ — why]?`` then ``Input: <JSON>``."""
 
 
 class SignoffApprovals(HookProvider):
@@ -188,6 +195,24 @@ def _interrupt(pending: Mapping[str, Any]) -> Interrupt:
             allowed_decisions=DECISION_TYPES,
             description=f"{name} needs approval",
         )
+    hitl = _HITL_PROMPT.match(reason) if isinstance(reason, str) else None
+    if pending.get("name") == HUMAN_IN_THE_LOOP and hitl is not None:
+        try:
+            args = json.loads(hitl["input"])
+        except ValueError:
+            args = {"input": hitl["input"]}
+        return Interrupt(
+            id=str(pending["id"]),
+            name="approval",
+            reason=reason,
+            tool_call=ToolCall(
+                id=str(pending["id"]),
+                name=hitl["name"],
+                args=args if isinstance(args, dict) else {"input": args},
+            ),
+            allowed_decisions=("approve", "reject"),  # the intervention's yes or no
+            description=str(reason).split("\n", 1)[0],
+        )
     return Interrupt(
         id=str(pending["id"]), name=str(pending.get("name")), reason=reason, question=True
     )
@@ -222,4 +247,6 @@ def _value(response: InterruptResponse, interrupt: Interrupt) -> JSONValue:
         return response.response
     if not interrupt.is_approval:  # a question declined, or left to expire
         return decision.message or ""
+    if interrupt.allowed_decisions == ("approve", "reject"):  # HumanInTheLoop's yes or no
+        return "yes" if decision.type == "approve" else "no"
     return {"type": decision.type, "args": decision.args, "message": decision.message}

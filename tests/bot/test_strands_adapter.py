@@ -1,6 +1,7 @@
 """The real strands-agents SDK (a scripted model, offline) as a Signoff agent: the gate's
-interrupts and a tool's own ``tool_context.interrupt`` are cards, and each decision
-through the real Bolt app resumes the agent with ``interruptResponse``."""
+interrupts, Strands' own HumanInTheLoop intervention and a tool's own
+``tool_context.interrupt`` are cards, and each decision through the real Bolt app
+resumes the agent with ``interruptResponse``."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 from harness import ALICE, CAROL, CHANNEL, Harness
 from strands import Agent, ToolContext, tool
 from strands.models.model import Model
+from strands.vended_interventions.hitl import HumanInTheLoop
 
 from bot.agents.policy import AgentSpec, Policy
 from bot.ui import ids
@@ -140,3 +142,43 @@ async def test_another_bot_process_resumes_the_strands_agent(make_bot: Any) -> N
     await second.click(ids.APPROVE, value, user=ALICE)
     assert (await second.finished()).startswith("Finished: done (success): deleted 2")
     assert deleted == [["/tmp/a", "/tmp/b"]]
+
+
+@pytest.mark.parametrize(("how", "ran"), [("approve", [["/tmp/a"]]), ("reject", [])])
+async def test_strands_own_human_in_the_loop_intervention_is_an_approval_card(
+    make_bot: Any, how: str, ran: list[list[str]]
+) -> None:
+    deleted: list[list[str]] = []
+
+    @tool
+    def delete_files(paths: list[str]) -> str:
+        """Delete files."""
+        deleted.append(paths)
+        return "deleted"
+
+    def make_agent() -> Agent:
+        return Agent(
+            model=ScriptedModel("delete_files", {"paths": ["/tmp/a"]}),
+            tools=[delete_files],
+            interventions=[HumanInTheLoop()],
+            callback_handler=None,
+        )
+
+    spec = AgentSpec(
+        name="st-hitl",
+        build=lambda sessions: StrandsAgent(make_agent, session_store=sessions),
+        policy=Policy(channel=CHANNEL, users=(ALICE,)),
+    )
+    bot: Harness = await make_bot(spec=spec)
+    value = await bot.start(requested_by=CAROL)
+    card = bot.posted(0)
+    assert card["blocks"][0]["text"]["text"] == "Approval needed: delete_files"
+    buttons = [e["text"]["text"] for e in card["blocks"][-1]["elements"] if "text" in e]
+    assert buttons == ["Approve", "Deny"]  # the intervention's yes or no
+    if how == "approve":
+        await bot.click(ids.APPROVE, value, user=ALICE)
+    else:
+        status, body = await bot.submit(ids.DENY_VIEW, value, user=ALICE, text="")
+        assert status == 200 and "errors" not in body, body
+    await bot.finished()
+    assert deleted == ran
