@@ -26,9 +26,8 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from strands import Agent
+from strands import Agent, Snapshot
 from strands.hooks import AfterToolCallEvent, BeforeToolCallEvent, HookProvider, HookRegistry
-from strands.types._snapshot import Snapshot
 
 from agent_runtime.errors import ResumeError
 from agent_runtime.interrupts import DECISION_TYPES, Interrupt, InterruptResponse
