@@ -32,6 +32,8 @@ from agent_runtime.run_events import RunEvent, RunFinished, RunStarted
 from agent_runtime.runnable import Runnable, ThreadStatus
 from agent_runtime.session import InMemorySessionStore, SessionStore, StoredSession
 
+from .adapted import LeasedInvocation, run_id_of, snapshot_status
+
 _PREFIX = "gk_"
 
 
@@ -55,17 +57,8 @@ class GenkitAgent(Runnable):
         return _GenkitInvocation(self, thread_id)
 
     async def thread_status(self, thread_id: str) -> ThreadStatus | None:
-        stored = await self.session_store.load(thread_id)
-        if stored is None:
-            return None
-        pending = _pending(stored)
-        return ThreadStatus(
-            thread_id=thread_id,
-            run_id=_run_id(thread_id),
-            status="interrupted" if pending else "idle",
-            version=stored.version,
-            interrupts=tuple(_interrupt(p) for p in pending),
-            last_result=None,
+        return await snapshot_status(
+            self.session_store, thread_id, lambda s: [_interrupt(p) for p in _pending(s)]
         )
 
     async def cancel(self, thread_id: str, reason: str) -> AgentResult | None:
@@ -78,24 +71,20 @@ class GenkitAgent(Runnable):
         snapshot: dict[str, JSONValue] = {"genkit": state}
         await self.session_store.save(thread_id, snapshot, expected_version=stored.version)
         return AgentResult(
-            stop_reason="cancelled", message=reason, thread_id=thread_id, run_id=_run_id(thread_id)
+            stop_reason="cancelled",
+            message=reason,
+            thread_id=thread_id,
+            run_id=run_id_of(thread_id),
         )
 
 
 @dataclass
-class _GenkitInvocation:
+class _GenkitInvocation(LeasedInvocation):
     agent: GenkitAgent
     thread_id: str
-    resume_with: str | Sequence[InterruptResponse] | None = None
-
-    async def run(self, input: RunInput) -> AsyncIterator[RunEvent]:
-        """One generation, holding the thread's lease (two resumes never both run a tool)."""
-        async with self.agent.session_store.lease(self.thread_id):
-            async for event in self._run(input):
-                yield event
 
     async def _run(self, input: RunInput) -> AsyncIterator[RunEvent]:
-        agent, run_id = self.agent, _run_id(self.thread_id)
+        agent, run_id = self.agent, run_id_of(self.thread_id)
         stored = await agent.session_store.load(self.thread_id)
         history = _messages(stored)
         parsed = parse_input(input)
@@ -129,10 +118,6 @@ class _GenkitInvocation:
             interrupts=interrupts,
         )
         yield RunFinished(result=result)
-
-
-def _run_id(thread_id: str) -> str:
-    return "run_" + thread_id.removeprefix("thread_")
 
 
 def _dump(model: Any) -> dict[str, JSONValue]:

@@ -45,6 +45,8 @@ from agent_runtime.run_events import RunEvent, RunFinished, RunStarted
 from agent_runtime.runnable import Runnable, ThreadStatus
 from agent_runtime.session import InMemorySessionStore, SessionStore
 
+from .adapted import LeasedInvocation, run_id_of
+
 APPROVAL_SHAPE = "tool_approval"
 _PREFIX = "lg_"
 _ACTION = "_action_"
@@ -85,7 +87,7 @@ class LangGraphAgent(Runnable):
         interrupts = tuple(_interrupts(state))
         return ThreadStatus(
             thread_id=thread_id,
-            run_id=_run_id(thread_id),
+            run_id=run_id_of(thread_id),
             status="interrupted" if interrupts else ("running" if state.next else "idle"),
             version=0,
             interrupts=interrupts,
@@ -99,21 +101,13 @@ class LangGraphAgent(Runnable):
 
 
 @dataclass
-class _GraphInvocation:
+class _GraphInvocation(LeasedInvocation):
     agent: LangGraphAgent
     thread_id: str
-    resume_with: str | Sequence[InterruptResponse] | None = None
-
-    async def run(self, input: RunInput) -> AsyncIterator[RunEvent]:
-        """One invocation, holding the thread's lease: two resumes of one thread at once
-        would both run the graph's next step (and its tool); the second is refused."""
-        async with self.agent.session_store.lease(self.thread_id):
-            async for event in self._run(input):
-                yield event
 
     async def _run(self, input: RunInput) -> AsyncIterator[RunEvent]:
         config = _config(self.thread_id)
-        run_id = _run_id(self.thread_id)
+        run_id = run_id_of(self.thread_id)
         marker = await self.agent.session_store.load(self.thread_id)
         parsed = parse_input(input)
         if isinstance(parsed, str):
@@ -153,11 +147,6 @@ class _GraphInvocation:
 
 def _config(thread_id: str) -> dict[str, Any]:
     return {"configurable": {"thread_id": thread_id}}
-
-
-def _run_id(thread_id: str) -> str:
-    """The run of a thread: one per thread (each run started from Slack has its own)."""
-    return "run_" + thread_id.removeprefix("thread_")
 
 
 def _interrupts(state: Any) -> list[Interrupt]:

@@ -38,6 +38,8 @@ from agent_runtime.run_events import RunEvent, RunFinished, RunStarted
 from agent_runtime.runnable import Runnable, ThreadStatus
 from agent_runtime.session import InMemorySessionStore, SessionStore, StoredSession
 
+from .adapted import LeasedInvocation, run_id_of, snapshot_status
+
 APPROVAL = "signoff:approval"
 """The name of the interrupts ``SignoffApprovals`` raises."""
 HUMAN_IN_THE_LOOP = "strands:human-in-the-loop"
@@ -98,34 +100,18 @@ class StrandsAgent(Runnable):
         return _StrandsInvocation(self, thread_id)
 
     async def thread_status(self, thread_id: str) -> ThreadStatus | None:
-        stored = await self.session_store.load(thread_id)
-        if stored is None:
-            return None
-        pending = _pending(stored)
-        return ThreadStatus(
-            thread_id=thread_id,
-            run_id=_run_id(thread_id),
-            status="interrupted" if pending else "idle",
-            version=stored.version,
-            interrupts=tuple(_interrupt(p) for p in pending),
-            last_result=None,
+        return await snapshot_status(
+            self.session_store, thread_id, lambda s: [_interrupt(p) for p in _pending(s)]
         )
 
 
 @dataclass
-class _StrandsInvocation:
+class _StrandsInvocation(LeasedInvocation):
     agent: StrandsAgent
     thread_id: str
-    resume_with: str | Sequence[InterruptResponse] | None = None
-
-    async def run(self, input: RunInput) -> AsyncIterator[RunEvent]:
-        """One invocation, holding the thread's lease (two resumes never both run a tool)."""
-        async with self.agent.session_store.lease(self.thread_id):
-            async for event in self._run(input):
-                yield event
 
     async def _run(self, input: RunInput) -> AsyncIterator[RunEvent]:
-        run_id = _run_id(self.thread_id)
+        run_id = run_id_of(self.thread_id)
         stored = await self.agent.session_store.load(self.thread_id)
         strands = self.agent.make_agent()
         if stored is not None:
@@ -164,10 +150,6 @@ class _StrandsInvocation:
                 interrupts=interrupts,
             )
         )
-
-
-def _run_id(thread_id: str) -> str:
-    return "run_" + thread_id.removeprefix("thread_")
 
 
 def _pending(stored: StoredSession) -> list[dict[str, Any]]:

@@ -77,13 +77,14 @@ from .errors import (
     StorageResponseError,
     StorageUnavailableError,
 )
-from .interrupts import InterruptStore, Retention
+from .interrupts import InterruptStore
 from .keys import Keys, record_id, split_record_id
 from .outcomes import DecideOutcome, ExpiryResult, Page, RefusalReason, ReminderDue
 from .queries import InterruptQueries
 from .records import ApproverPolicy, InterruptRecord, InterruptState, Vote
 from .reminders import ReminderStore
 from .resume import BeginResult, Failure, ResumeJob, ResumeQueue
+from .retention import Retention
 from .sessions import RedisSessionStore
 
 __all__ = [

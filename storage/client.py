@@ -7,7 +7,7 @@ Wraps ``redis.asyncio.Redis`` rather than subclassing it; every call site goes t
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from importlib import resources
 from typing import Any
@@ -111,6 +111,18 @@ class RedisClient:
         """Run script ``name`` once; the result as Redis returned it."""
         async with self.guard(f"script {name}"):
             return await self.script(name)(keys=keys, args=args)
+
+    async def eval_each(
+        self, name: str, calls: Sequence[tuple[list[str], list[str | int]]]
+    ) -> list[object]:
+        """Run script ``name`` once per ``(keys, args)``, all in one pipeline; a call that
+        failed answers with its exception, the others are unaffected."""
+        lua = self.script(name)
+        async with self.guard(f"script {name}"):
+            pipe = self.pipeline()
+            for keys, args in calls:
+                await lua(keys=keys, args=args, client=pipe)
+            return list(await pipe.execute(raise_on_error=False))
 
     def pipeline(self) -> Pipeline:
         """A non-transactional pipeline: many commands, one round trip."""

@@ -16,12 +16,13 @@ from .client import RedisClient
 from .deliveries import Deliveries
 from .embedded import EmbeddedRedis
 from .home_viewers import HomeViewers
-from .interrupts import InterruptStore, Retention
+from .interrupts import InterruptStore
 from .keys import Keys
 from .queries import InterruptQueries
 from .reminders import ReminderStore
 from .requests import RequestStore
 from .resume import ResumeQueue
+from .retention import Retention
 from .sessions import RedisSessionStore
 from .trust_grants import TrustGrants
 from .webhooks import WebhookOutbox

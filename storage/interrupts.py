@@ -10,23 +10,17 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal, cast
 
 from agent_runtime.interrupts import Decision
 
-from .client import RedisClient
-from .errors import (
-    CorruptRecordError,
-    DuplicateInterruptError,
-    InvalidIdError,
-    StorageResponseError,
-)
-from .keys import Keys, check_id, split_record_id
+from .errors import DuplicateInterruptError, InvalidIdError
+from .keys import check_id, split_record_id
 from .outcomes import DecideOutcome, ExpiryResult, RefusalReason, ReminderDue
-from .queries import InterruptQueries, parse_flat
 from .records import ApproverPolicy, InterruptRecord, to_ms
+from .retention import millis
+from .transitions import RecordTransitions
 
 log = logging.getLogger(__name__)
 
@@ -38,62 +32,8 @@ GROUP_CHECK_EVERY = timedelta(minutes=5)
 """How often the members of a pending interrupt's user groups are checked again."""
 
 
-@dataclass(frozen=True, kw_only=True)
-class Retention:
-    """How long storage keeps things that have served their purpose."""
-
-    decided: timedelta = timedelta(days=7)
-    """A decided, expired or cancelled record (and the run's bookkeeping)."""
-    pending: timedelta = timedelta(days=30)
-    """A pending record with no expiry; one with an expiry is kept this long past it."""
-    audit_entries: int = 100_000
-    """Approximate length the audit stream is trimmed to."""
-    resume_entries: int = 100_000
-    """Approximate length the resume stream is trimmed to (acknowledged jobs go first)."""
-
-
-class InterruptStore:
+class InterruptStore(RecordTransitions):
     """Writes interrupt records; every method is one atomic step per record."""
-
-    def __init__(
-        self, client: RedisClient, keys: Keys, retention: Retention, queries: InterruptQueries
-    ) -> None:
-        self._client = client
-        self._keys = keys
-        self._retention = retention
-        self._queries = queries
-
-    def _transition_keys(self, rid: str) -> list[str]:
-        run_id, _ = split_record_id(rid)
-        k = self._keys
-        return [
-            k.record(rid),
-            k.run_pending(run_id),
-            k.run_round(run_id),
-            k.due,
-            k.reminders,
-            k.outbox,
-            k.by_user,
-            k.by_channel,
-            k.resume_stream,
-            k.audit_stream,
-            k.run_decided(run_id),
-        ]
-
-    async def _transition(
-        self, name: str, rid: str, args: list[str | int], *, extra_keys: Sequence[str] = ()
-    ) -> list[str]:
-        keys = [*self._transition_keys(rid), *extra_keys]
-        try:
-            result = await self._client.eval(name, keys, [rid, *args])
-        except StorageResponseError as exc:
-            if "corrupt record" in str(exc) or "WRONGTYPE" in str(exc):
-                raise CorruptRecordError(self._keys.record(rid), str(exc)) from exc
-            raise
-        return cast(list[str], result)
-
-    def _record(self, rid: str, flat: Sequence[str]) -> InterruptRecord:
-        return InterruptRecord.from_hash(self._keys.record(rid), parse_flat(flat))
 
     async def create_interrupt(
         self, record: InterruptRecord, *, post_lease: timedelta = POST_LEASE
@@ -125,10 +65,10 @@ class InterruptStore:
         keys += [k.record(r.id) for r in records]
         args: list[str | int] = [
             now,
-            _ms(self._retention.pending),
+            millis(self._retention.pending),
             self._retention.audit_entries,
-            _ms(post_lease),
-            _ms(GROUP_CHECK_EVERY),
+            millis(post_lease),
+            millis(GROUP_CHECK_EVERY),
         ]
         for record in records:
             fields = record.to_hash()
@@ -149,7 +89,7 @@ class InterruptStore:
 
         Post each and call ``mark_posted``; one whose post fails comes back after the lease.
         """
-        args: list[str | int] = [to_ms(now), limit, _ms(lease)]
+        args: list[str | int] = [to_ms(now), limit, millis(lease)]
         ids = cast(list[str], await self._client.eval("lease_due", [self._keys.outbox], args))
         records, _ = await self._queries.many(ids)
         return [r for r in records if r.state == "pending" and not r.message_ts]
@@ -178,7 +118,7 @@ class InterruptStore:
         """Pending records with user groups whose members are due to be checked again (each
         handed to one caller, then due again ``every`` later); decided ones leave the list."""
         key = self._keys.group_checks
-        args: list[str | int] = [to_ms(now), limit, _ms(every)]
+        args: list[str | int] = [to_ms(now), limit, millis(every)]
         ids = cast(list[str], await self._client.eval("lease_due", [key], args))
         records, _ = await self._queries.many(ids)
         pending = [r for r in records if r.state == "pending"]
@@ -253,7 +193,7 @@ class InterruptStore:
                 to_ms(now),
                 channel or "",
                 message_ts or "",
-                _ms(self._retention.decided),
+                millis(self._retention.decided),
                 self._retention.resume_entries,
                 self._retention.audit_entries,
             ],
@@ -287,7 +227,12 @@ class InterruptStore:
             {**record.policy.model_dump(), "group_members": tuple(members)}
         )
         policy_json = json.dumps(policy.model_dump(mode="json"), separators=(",", ":"))
-        args: list[str | int] = [policy_json, to_ms(now), self._retention.audit_entries, asked_by]
+        args: list[str | int] = [
+            policy_json,
+            to_ms(now),
+            self._retention.audit_entries,
+            asked_by,
+        ]
         result = await self._transition("set_group_members", record.id, args)
         if result[0] != "updated":
             return None
@@ -352,7 +297,7 @@ class InterruptStore:
                 decision.type,
                 json.dumps(decision.to_dict(), separators=(",", ":")),
                 to_ms(now),
-                _ms(self._retention.decided),
+                millis(self._retention.decided),
                 self._retention.audit_entries,
             ],
         )
@@ -369,7 +314,7 @@ class InterruptStore:
         decision = json.dumps(Decision.reject(reason).to_dict(), separators=(",", ":"))
         extra: list[str | int] = [
             decision,
-            _ms(self._retention.decided),
+            millis(self._retention.decided),
             self._retention.audit_entries,
         ]
         results = await self._pipelined("cancel", pending, [by or "", to_ms(now), *extra])
@@ -391,33 +336,10 @@ class InterruptStore:
         args: list[str | int] = [to_ms(now)]
         if script == "expire":
             r = self._retention
-            args += [_ms(r.decided), r.resume_entries, r.audit_entries, _ms(CLICKS_HOLD_EXPIRY)]
+            args += [
+                millis(r.decided),
+                r.resume_entries,
+                r.audit_entries,
+                millis(CLICKS_HOLD_EXPIRY),
+            ]
         return await self._pipelined(script, rids, args)
-
-    async def _pipelined(
-        self, script: str, rids: list[str], args: list[str | int]
-    ) -> list[list[str] | None]:
-        """Run ``script`` for each record in one pipeline; None where a record is corrupt."""
-        if not rids:
-            return []
-        lua = self._client.script(script)
-        async with self._client.guard(f"script {script}"):
-            pipe = self._client.pipeline()
-            for rid in rids:
-                keys = self._transition_keys(rid)
-                if script == "expire":
-                    keys.append(self._keys.clicks_waiting(rid))
-                await lua(keys=keys, args=[rid, *args], client=pipe)
-            replies = await pipe.execute(raise_on_error=False)
-        results: list[list[str] | None] = []
-        for rid, reply in zip(rids, replies, strict=True):
-            if isinstance(reply, Exception):
-                log.error("%s", CorruptRecordError(self._keys.record(rid), str(reply)))
-                results.append(None)
-            else:
-                results.append(cast(list[str], reply))
-        return results
-
-
-def _ms(delta: timedelta) -> int:
-    return int(delta.total_seconds() * 1000)

@@ -29,7 +29,7 @@ from aiohttp import web
 from pydantic import SecretStr, TypeAdapter
 
 from agent_runtime.agui import run_agui
-from agent_runtime.agui.events import run_error, run_started
+from agent_runtime.agui.events import Expiry, run_error, run_started
 from agent_runtime.interrupts import Interrupt
 from bot.runs.drive import unknown_agent
 from bot.services import Services
@@ -113,7 +113,7 @@ def add_agui_routes(app: web.Application, services: Services, *, token: SecretSt
     app.router.add_get(AGUI_PATH + "/{agent}", capabilities)
 
 
-def _expiry(services: Services, agent: str) -> Any:
+def _expiry(services: Services, agent: str) -> Expiry:
     """When an interrupt of ``agent`` expires under its policy (per tool), if ever."""
     spec = services.registry.spec(agent)
     assert spec is not None

@@ -35,6 +35,7 @@ from storage.outcomes import DecideOutcome
 from storage.records import InterruptRecord
 from storage.requests import is_request_run
 
+from .clicked import clicked_record
 from .damaged import record_damaged
 from .edit_form import edit_fields
 from .group_refresh import refresh_groups
@@ -230,20 +231,11 @@ async def open_modal(services: Services, click: Click) -> None:
     ``trigger_id`` lives 3 s, so this runs right after the ack: one Redis read, then
     ``views.open``. Who may decide is checked again when the modal is submitted.
     """
-    ref = click.ref
-    assert ref is not None
+    record = await clicked_record(services, click)
+    if record is None:
+        return
     user, channel = click.user.id, click.container.channel_id
-    try:
-        record = await services.storage.queries.get(ref.record_id)
-    except CorruptRecordError as exc:
-        await record_damaged(services, exc, ref.record_id, user=user, channel=channel)
-        await post_ephemeral(services, channel=channel, user=user, text=DAMAGED)
-        return
     message_ts = click.container.message_ts
-    if record is None or not _from_its_message(record, channel, message_ts):
-        text = reason_text("wrong_message" if record else "unknown")
-        await post_ephemeral(services, channel=channel, user=user, text=text)
-        return
     if not _may_submit_from(record, user, channel, message_ts):
         outcome = DecideOutcome(status="refused", reason="not_allowed", record=record)
         await post_ephemeral(services, channel=channel, user=user, text=refusal_text(outcome))
@@ -271,16 +263,6 @@ async def open_modal(services: Services, click: Click) -> None:
     if click.action.action_id != ids.FULL_ARGS:  # a decision will be submitted from it
         # The submission must be answered within 3 s, too soon to ask Slack about groups.
         await refresh_groups(services, record, user)
-
-
-def _from_its_message(record: InterruptRecord, channel: str, message_ts: str) -> bool:
-    """Whether a click came from the record's message or its escalation card (or, in the
-    instant before the post is recorded, from its channel)."""
-    if (channel, message_ts) == (record.escalation_channel, record.escalation_ts):
-        return True
-    if record.channel != channel:
-        return False
-    return record.message_ts is None or record.message_ts == message_ts
 
 
 def _may_submit_from(record: InterruptRecord, user: str, channel: str, message_ts: str) -> bool:

@@ -14,14 +14,14 @@ from bot.services import Services
 from bot.ui.blocks import user_mention
 from bot.ui.home import refresh_homes
 from bot.ui.posting import post_ephemeral, post_mrkdwn, update_message
-from bot.ui.refusals import DAMAGED, STORAGE_DOWN, reason_text, refusal_text
+from bot.ui.refusals import STORAGE_DOWN, refusal_text
 from bot.ui.requester import tell_decided
-from storage.errors import CorruptRecordError, StorageError
+from storage.errors import StorageError
 from storage.outcomes import DecideOutcome
 from storage.records import InterruptRecord
 from storage.requests import is_request_run
 
-from .damaged import record_damaged
+from .clicked import clicked_record
 from .payloads import Click
 
 log = logging.getLogger(__name__)
@@ -29,23 +29,18 @@ log = logging.getLogger(__name__)
 
 async def withdraw(services: Services, click: Click) -> None:
     """Withdraw the request whose card's overflow menu ``click`` came from."""
-    ref = click.ref
-    assert ref is not None
     user, channel = click.user.id, click.container.channel_id
     try:
-        record = await services.storage.queries.get(ref.record_id)
-    except CorruptRecordError as exc:
-        await record_damaged(services, exc, ref.record_id, user=user, channel=channel)
-        await post_ephemeral(services, channel=channel, user=user, text=DAMAGED)
-        return
+        record = await clicked_record(services, click)
     except StorageError:
         await post_ephemeral(services, channel=channel, user=user, text=STORAGE_DOWN)
         return
-    problem = _refusal(services, record, user, channel, click.container.message_ts)
+    if record is None:
+        return
+    problem = _refusal(services, record, user)
     if problem is not None:
         await post_ephemeral(services, channel=channel, user=user, text=problem)
         return
-    assert record is not None
     reason = f"withdrawn by {user}"
     now = services.clock.now()
     try:
@@ -68,18 +63,8 @@ async def withdraw(services: Services, click: Click) -> None:
     await refresh_homes(services, latest)
 
 
-def _refusal(
-    services: Services, record: InterruptRecord | None, user: str, channel: str, ts: str
-) -> str | None:
-    """Why ``user`` may not withdraw ``record`` from this message, or None when they may."""
-    if record is None:
-        return reason_text("unknown")
-    on_card = (record.channel, record.message_ts) == (channel, ts) or (
-        record.escalation_channel,
-        record.escalation_ts,
-    ) == (channel, ts)
-    if not on_card:
-        return reason_text("wrong_message")
+def _refusal(services: Services, record: InterruptRecord, user: str) -> str | None:
+    """Why ``user`` may not withdraw ``record``, or None when they may."""
     if record.state != "pending":
         outcome = DecideOutcome(status="refused", reason="already_decided", record=record)
         return refusal_text(outcome)

@@ -28,9 +28,14 @@ from bot.runs.drive import start_run
 from bot.runs.place import Place
 from bot.services import Services
 from bot.slack.events import EVENTS_PATH
-from bot.ui.ids import EDIT_VIEW
+from bot.ui.ids import APPROVE, DENY_VIEW, EDIT_VIEW, REPLY_VIEW
 
 CHANNEL = "C0OPS"
+DECIDED_BY_MODAL = {
+    "edit": (EDIT_VIEW, '{"paths": ["/tmp/a"]}'),
+    "reject": (DENY_VIEW, "not today"),
+    "respond": (REPLY_VIEW, "done by hand"),
+}
 ALICE, BOB, CAROL, MALLORY = "U0ALICE", "U0BOB", "U0CAROL", "U0MALLORY"
 
 
@@ -156,6 +161,18 @@ class Harness:
         ) as response:
             text_body = await response.text()
             return response.status, text_body
+
+    async def decide(
+        self, how: str, value: str, *, user: str, message_ts: str | None = None
+    ) -> None:
+        """Decide as an approver would: Approve is a click; edit (to ``/tmp/a`` alone), reject
+        ("not today") and respond ("done by hand") go through their modal."""
+        if how == "approve":
+            await self.click(APPROVE, value, user=user, message_ts=message_ts)
+            return
+        callback, text = DECIDED_BY_MODAL[how]
+        status, body = await self.submit(callback, value, user=user, text=text)
+        assert status == 200 and "errors" not in body, body
 
     async def submit_form(
         self, value: str, *, user: str, values: dict[str, dict[str, Any]]

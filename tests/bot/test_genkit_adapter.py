@@ -80,16 +80,7 @@ async def test_each_decision_resumes_the_genkit_generation_as_it_says(
     card = bot.posted(0)
     assert card["blocks"][0]["text"]["text"] == "Approval needed: delete_files"
     assert "Delete 2 files?" in str(card["blocks"]) and "/tmp/b" in str(card["blocks"])
-    if how == "approve":
-        await bot.click(ids.APPROVE, value, user=ALICE)
-    else:
-        callback, text = {
-            "edit": (ids.EDIT_VIEW, '{"paths": ["/tmp/a"]}'),
-            "reject": (ids.DENY_VIEW, "not today"),
-            "respond": (ids.REPLY_VIEW, "done by hand"),
-        }[how]
-        status, body = await bot.submit(callback, value, user=ALICE, text=text)
-        assert status == 200 and "errors" not in body, body
+    await bot.decide(how, value, user=ALICE)
     assert (await bot.finished()).startswith(f"Finished: {says}")
     assert deleted == ran
 

@@ -144,16 +144,7 @@ async def test_each_decision_resumes_the_graph_as_it_says(
     assert approval["blocks"][0]["text"]["text"] == "Approval needed: delete_files"
     assert "Delete 2 files in eu-west" in str(approval["blocks"]) and "/tmp/b" in str(approval)
 
-    if how == "approve":
-        await bot.click(ids.APPROVE, approval_value, user=ALICE, message_ts=_approval_ts(bot))
-    else:
-        callback, text = {
-            "edit": (ids.EDIT_VIEW, '{"paths": ["/tmp/a"]}'),
-            "reject": (ids.DENY_VIEW, "not today"),
-            "respond": (ids.REPLY_VIEW, "done by hand"),
-        }[how]
-        status, body = await bot.submit(callback, approval_value, user=ALICE, text=text)
-        assert status == 200 and "errors" not in body, body
+    await bot.decide(how, approval_value, user=ALICE, message_ts=_approval_ts(bot))
     final = await bot.finished()
     assert final.startswith(f"Finished: {ends_with}")
     assert calls == ran

@@ -22,8 +22,9 @@ from storage import (
     split_record_id,
 )
 from storage.client import RedisClient
-from storage.interrupts import InterruptStore, Retention
+from storage.interrupts import InterruptStore
 from storage.queries import InterruptQueries
+from storage.retention import Retention
 
 
 def test_a_runs_keys_share_its_hash_tag_under_the_prefix() -> None:
