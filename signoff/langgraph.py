@@ -29,6 +29,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from langgraph.graph import END
 from langgraph.types import Command
 
 from agent_runtime.errors import ResumeError
@@ -95,9 +96,20 @@ class LangGraphAgent(Runnable):
         )
 
     async def cancel(self, thread_id: str, reason: str) -> AgentResult | None:
-        """A LangGraph run cannot be ended from outside its graph: the cards are cancelled,
-        and the graph waits, unanswered, until a new prompt starts its next run."""
-        return None
+        """End the graph's interrupted run: its state moves to the graph's end, so the
+        interrupted nodes never resume and the thread takes a new prompt. None when it
+        waits on nothing; a resume running meanwhile holds the lease and wins."""
+        config = _config(thread_id)
+        async with self.session_store.lease(thread_id):
+            if not _interrupts(await self.graph.aget_state(config)):
+                return None
+            await self.graph.aupdate_state(config, None, as_node=END)
+        return AgentResult(
+            stop_reason="cancelled",
+            message=reason,
+            thread_id=thread_id,
+            run_id=run_id_of(thread_id),
+        )
 
 
 @dataclass

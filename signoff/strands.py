@@ -104,6 +104,27 @@ class StrandsAgent(Runnable):
             self.session_store, thread_id, lambda s: [_interrupt(p) for p in _pending(s)]
         )
 
+    async def cancel(self, thread_id: str, reason: str) -> AgentResult | None:
+        """End the interrupted invocation: its tool calls get error results (so the history
+        stays well formed for the model), the agent's interrupt state is cleared and the
+        thread takes a new prompt. None when it waits on nothing."""
+        async with self.session_store.lease(thread_id):
+            stored = await self.session_store.load(thread_id)
+            if stored is None or not _pending(stored):
+                return None
+            strands = dict(stored.snapshot["strands"])
+            data = dict(strands["data"])
+            data["messages"] = [*data["messages"], *_cancelled_turn(data, reason)]
+            data["interrupt_state"] = {"interrupts": {}, "context": {}, "activated": False}
+            snapshot: dict[str, JSONValue] = {"strands": {**strands, "data": data}, "pending": []}
+            await self.session_store.save(thread_id, snapshot, expected_version=stored.version)
+        return AgentResult(
+            stop_reason="cancelled",
+            message=reason,
+            thread_id=thread_id,
+            run_id=run_id_of(thread_id),
+        )
+
 
 @dataclass
 class _StrandsInvocation(LeasedInvocation):
@@ -156,6 +177,25 @@ def _pending(stored: StoredSession) -> list[dict[str, Any]]:
     pending = stored.snapshot.get("pending") or []
     assert isinstance(pending, list)
     return [p for p in pending if isinstance(p, dict)]
+
+
+def _cancelled_turn(data: Mapping[str, Any], reason: str) -> list[dict[str, Any]]:
+    """The messages that close an interrupted tool batch: each call's result (an error
+    saying why, unless it had finished) and the assistant's word that the run ended."""
+    pending = (data.get("interrupt_state") or {}).get("pending_tool_execution") or {}
+    content = (pending.get("assistant_message") or {}).get("content") or []
+    done = {r["toolUseId"]: r for r in pending.get("completed_tool_results") or []}
+    results = [
+        done.get(use["toolUseId"])
+        or {"toolUseId": use["toolUseId"], "status": "error", "content": [{"text": reason}]}
+        for use in (c["toolUse"] for c in content if "toolUse" in c)
+    ]
+    if not results:
+        return []
+    return [
+        {"role": "user", "content": [{"toolResult": r} for r in results]},
+        {"role": "assistant", "content": [{"text": reason}]},
+    ]
 
 
 def _interrupt(pending: Mapping[str, Any]) -> Interrupt:

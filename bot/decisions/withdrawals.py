@@ -80,9 +80,12 @@ async def _cancel_agent_run(services: Services, record: InterruptRecord, user: s
     if agent is None:
         return
     try:
-        await agent.cancel(record.thread_id, f"The request was withdrawn by {user}.")
+        ended = await agent.cancel(record.thread_id, f"The request was withdrawn by {user}.")
     except AgentRuntimeError as exc:  # a resume saved first: storage refused it anyway
         log.warning("run %s not cancelled: %s", record.run_id, exc)
+        return
+    if ended is None:  # it waited on nothing any more: there was no run to cancel
+        log.info("run %s had nothing waiting to cancel", record.run_id)
         return
     text = f"Withdrawn by {user_mention(user)}: the run was cancelled; nothing it waited on ran."
     thread = record.thread_ts or record.message_ts

@@ -164,6 +164,27 @@ async def test_another_bot_process_resumes_the_graph(
     assert calls == [{"paths": ["/tmp/a", "/tmp/b"]}]
 
 
+async def test_withdrawing_the_card_ends_the_graphs_run_and_the_thread_takes_a_new_prompt(
+    make_bot: Any, saver: AsyncSqliteSaver
+) -> None:
+    calls: list[dict[str, Any]] = []
+    bot: Harness = await make_bot(spec=spec(calls, saver))
+    value = await bot.start(requested_by=CAROL)
+    record = await bot.services.storage.queries.get(bot.record_id(value))
+    assert record is not None
+    await bot.click(ids.MORE, "", user=CAROL, selected=f"{ids.WITHDRAW} {record.id}")
+    await bot.slack.wait_for(
+        lambda: any(t.startswith(f"Withdrawn by <@{CAROL}>: the run was") for t in bot.thread()),
+        what="the cancelled run in the thread",
+    )
+    agent = bot.services.registry.agent("lg-cleanup")
+    status = await agent.thread_status(record.thread_id)
+    assert status is not None and status.status == "idle" and status.interrupts == ()
+    again = await agent.invoke("clean again", thread_id=record.thread_id)
+    assert [i.reason for i in again.interrupts] == ["Which region?"]  # a new run, from START
+    assert calls == []
+
+
 class ScriptedChatModel(GenericFakeChatModel):
     """LangChain's own fake chat model, scripted; tools are bound by the script itself."""
 
@@ -236,8 +257,9 @@ async def test_two_concurrent_resumes_run_the_tool_once_with_the_lease_and_twice
 ) -> None:
     """Measured on the real graph: LangGraph alone lets two resumes of one thread both run
     the tool; through the adapter (the thread's lease in Redis) exactly one does."""
-    started, release = asyncio.Event(), asyncio.Event()
+    changed, release = asyncio.Event(), asyncio.Event()
     ran: list[str] = []
+    inside = 0
 
     async def slow_delete(state: Cleanup) -> Cleanup:
         decision = interrupt(
@@ -248,7 +270,9 @@ async def test_two_concurrent_resumes_run_the_tool_once_with_the_lease_and_twice
                 "args": {"paths": ["/tmp/a"]},
             }
         )
-        started.set()
+        nonlocal inside
+        inside += 1
+        changed.set()
         await release.wait()  # both resumes are in the step at once, if nothing stops them
         ran.append(decision["type"])
         return {"result": "deleted"}
@@ -260,8 +284,13 @@ async def test_two_concurrent_resumes_run_the_tool_once_with_the_lease_and_twice
     graph = builder.compile(checkpointer=saver)
 
     async def two_at_once(resume: Any) -> list[Any]:
+        """Release the step once both resumes are inside it, or one was refused."""
         tasks = [asyncio.create_task(resume()), asyncio.create_task(resume())]
-        await asyncio.wait_for(started.wait(), 10)
+        for task in tasks:
+            task.add_done_callback(lambda _: changed.set())
+        while inside < 2 and not any(t.done() for t in tasks):
+            await asyncio.wait_for(changed.wait(), 10)
+            changed.clear()
         release.set()
         return await asyncio.gather(*tasks, return_exceptions=True)
 
@@ -275,7 +304,8 @@ async def test_two_concurrent_resumes_run_the_tool_once_with_the_lease_and_twice
 
     # Through the adapter, the thread's lease lets one resume run; the other is refused.
     ran.clear()
-    started.clear()
+    inside = 0
+    changed.clear()
     release.clear()
     agent = LangGraphAgent(
         graph, input=lambda text: {"request": text}, session_store=storage.sessions

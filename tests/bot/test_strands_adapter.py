@@ -5,6 +5,7 @@ resumes the agent with ``interruptResponse``."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -13,11 +14,16 @@ import pytest
 from harness import ALICE, CAROL, CHANNEL, Harness
 from strands import Agent, ToolContext, tool
 from strands.models.model import Model
+from strands.session import SnapshotSessionManager
 from strands.vended_interventions.hitl import HumanInTheLoop
 
+from agent_runtime import Decision
+from agent_runtime.errors import ThreadBusyError
 from bot.agents.policy import AgentSpec, Policy
 from bot.ui import ids
 from signoff.strands import SignoffApprovals, StrandsAgent
+from signoff.strands_storage import RedisStorage
+from storage import Storage
 
 
 class ScriptedModel(Model):
@@ -135,6 +141,28 @@ async def test_another_bot_process_resumes_the_strands_agent(make_bot: Any) -> N
     assert deleted == [["/tmp/a", "/tmp/b"]]
 
 
+async def test_withdrawing_the_card_ends_the_strands_run_and_the_thread_takes_a_new_prompt(
+    make_bot: Any,
+) -> None:
+    deleted: list[list[str]] = []
+    bot: Harness = await make_bot(spec=gated_spec(deleted))
+    value = await bot.start(requested_by=CAROL)
+    record = await bot.services.storage.queries.get(bot.record_id(value))
+    assert record is not None
+    await bot.click(ids.MORE, "", user=CAROL, selected=f"{ids.WITHDRAW} {record.id}")
+    await bot.slack.wait_for(
+        lambda: any(t.startswith(f"Withdrawn by <@{CAROL}>: the run was") for t in bot.thread()),
+        what="the cancelled run in the thread",
+    )
+    agent = bot.services.registry.agent("st-cleanup")
+    status = await agent.thread_status(record.thread_id)
+    assert status is not None and status.status == "idle"
+    again = await agent.invoke("anything else?", thread_id=record.thread_id)
+    assert again.stop_reason == "end_turn"
+    assert "The request was withdrawn" in again.message  # the tool's result says why
+    assert deleted == []
+
+
 @pytest.mark.parametrize(("how", "ran"), [("approve", [["/tmp/a"]]), ("reject", [])])
 async def test_strands_own_human_in_the_loop_intervention_is_an_approval_card(
     make_bot: Any, how: str, ran: list[list[str]]
@@ -173,3 +201,89 @@ async def test_strands_own_human_in_the_loop_intervention_is_an_approval_card(
         assert status == 200 and "errors" not in body, body
     await bot.finished()
     assert deleted == ran
+
+
+class SlowDelete:
+    """A gated tool that waits inside its body until released, so two resumes of one
+    interrupt are both inside it at once unless something stops the second."""
+
+    def __init__(self) -> None:
+        self.inside, self.changed, self.release = 0, asyncio.Event(), asyncio.Event()
+        self.ran: list[list[str]] = []
+
+    def agent(self, **kwargs: Any) -> Agent:
+        @tool
+        async def delete_files(paths: list[str]) -> str:
+            """Delete files."""
+            self.inside += 1
+            self.changed.set()
+            await self.release.wait()
+            self.ran.append(paths)
+            return "deleted"
+
+        return Agent(
+            model=ScriptedModel("delete_files", {"paths": ["/tmp/a"]}),
+            tools=[delete_files],
+            hooks=[SignoffApprovals(interrupt_on={"delete_files": True})],
+            callback_handler=None,
+            **kwargs,
+        )
+
+    async def two_at_once(self, resume: Any) -> list[Any]:
+        """Start two resumes; release the tool once both are inside it, or one was refused."""
+        tasks = [asyncio.create_task(resume()), asyncio.create_task(resume())]
+        for task in tasks:
+            task.add_done_callback(lambda _: self.changed.set())
+        while self.inside < 2 and not any(t.done() for t in tasks):
+            await asyncio.wait_for(self.changed.wait(), 10)
+            self.changed.clear()
+        self.release.set()
+        return await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def test_a_strands_session_on_redis_is_resumed_by_another_worker(
+    redis_url: str, key_prefix: str
+) -> None:
+    """Strands' own SnapshotSessionManager, its storage on Redis: a fresh agent (another
+    worker) picks the session up at its interrupt and answers it."""
+    tool_gate = SlowDelete()
+    tool_gate.release.set()
+    blobs = RedisStorage(redis_url, prefix=key_prefix)
+    first = tool_gate.agent(session_manager=SnapshotSessionManager("ticket-42", storage=blobs))
+    asked = await first.invoke_async("clean up")
+    assert asked.stop_reason == "interrupt"
+    [pending] = asked.interrupts or []
+    assert await blobs.list("session/ticket-42/")  # the snapshot is in Redis, not on disk
+    other = tool_gate.agent(session_manager=SnapshotSessionManager("ticket-42", storage=blobs))
+    answer = {"interruptId": pending.id, "response": {"type": "approve"}}
+    done = await other.invoke_async([{"interruptResponse": answer}])
+    assert str(done).strip() == "done (success): deleted"
+    assert tool_gate.ran == [["/tmp/a"]]
+    blobs.close()
+
+
+async def test_two_concurrent_resumes_run_the_tool_twice_in_strands_and_once_with_the_lease(
+    redis_url: str, key_prefix: str, storage: Storage
+) -> None:
+    """Measured on the real SDK: two workers resuming one Strands session at once both run
+    the tool; through the adapter (the thread's lease in Redis) exactly one does."""
+    bare = SlowDelete()
+    blobs = RedisStorage(redis_url, prefix=key_prefix)
+
+    def worker() -> Agent:
+        return bare.agent(session_manager=SnapshotSessionManager("ticket-7", storage=blobs))
+
+    [pending] = (await worker().invoke_async("clean up")).interrupts or []
+    answer = [{"interruptResponse": {"interruptId": pending.id, "response": {"type": "approve"}}}]
+    await bare.two_at_once(lambda: worker().invoke_async(answer))
+    assert bare.ran == [["/tmp/a"], ["/tmp/a"]]
+    blobs.close()
+
+    leased = SlowDelete()
+    agent = StrandsAgent(leased.agent, session_store=storage.sessions)
+    [asked] = (await agent.invoke("clean up", thread_id="thread_leased")).interrupts
+    decision = {asked.id: Decision.approve()}
+    results = await leased.two_at_once(lambda: agent.invoke(decision, thread_id="thread_leased"))
+    assert leased.ran == [["/tmp/a"]]
+    refused = [r for r in results if isinstance(r, Exception)]
+    assert len(refused) == 1 and isinstance(refused[0], ThreadBusyError)

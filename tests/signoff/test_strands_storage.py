@@ -1,0 +1,68 @@
+"""Strands' ``Storage`` protocol on a real Redis: bytes round-trip unchanged, ``list``
+answers a prefix in key order, it works from the fresh event loop Strands' synchronous
+hooks call it from, and an unreachable server is Strands' own ``StorageError``."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+
+import pytest
+from strands._async import run_async
+from strands.types.exceptions import StorageError
+
+from signoff.strands_storage import RedisStorage
+
+
+@pytest.fixture
+def blobs(redis_url: str, key_prefix: str) -> Iterator[RedisStorage]:
+    store = RedisStorage(redis_url, prefix=key_prefix)
+    yield store
+    store.close()
+
+
+async def test_values_round_trip_byte_for_byte_and_delete_is_idempotent(
+    blobs: RedisStorage,
+) -> None:
+    data = bytes(range(256))  # not UTF-8: nothing decodes it on the way
+    await blobs.write("session/s1/snapshot_latest.json", data)
+    assert await blobs.read("session/s1/snapshot_latest.json") == data
+    assert await blobs.read("session/s1/missing.json") is None
+    await blobs.write("session/s1/snapshot_latest.json", b"{}")
+    assert await blobs.read("session/s1/snapshot_latest.json") == b"{}"
+    await blobs.delete("session/s1/snapshot_latest.json")
+    await blobs.delete("session/s1/snapshot_latest.json")
+    assert await blobs.read("session/s1/snapshot_latest.json") is None
+    assert await blobs.list("") == []
+
+
+async def test_list_answers_a_prefix_with_full_keys_in_order(blobs: RedisStorage) -> None:
+    for key in ("session/b/x", "session/a/z", "session/a/y", "session/ab/w", "memory/m"):
+        await blobs.write(key, b"1")
+    assert await blobs.list("session/a/") == ["session/a/y", "session/a/z"]
+    assert await blobs.list("session/a") == ["session/a/y", "session/a/z", "session/ab/w"]
+    assert await blobs.list("") == [
+        "memory/m",
+        "session/a/y",
+        "session/a/z",
+        "session/ab/w",
+        "session/b/x",
+    ]
+    await blobs.delete("session/a/y")
+    assert await blobs.list("session/a/") == ["session/a/z"]
+
+
+async def test_it_answers_from_a_fresh_event_loop_in_another_thread(blobs: RedisStorage) -> None:
+    """Strands' snapshot manager saves from synchronous hooks through ``run_async``."""
+    await blobs.write("session/s2/k", b"from the agent's loop")
+    read = await asyncio.to_thread(run_async, lambda: blobs.read("session/s2/k"))
+    assert read == b"from the agent's loop"
+    await asyncio.to_thread(run_async, lambda: blobs.write("session/s2/k", b"from a thread"))
+    assert await blobs.read("session/s2/k") == b"from a thread"
+
+
+async def test_an_unreachable_server_is_a_storage_error_naming_the_key() -> None:
+    gone = RedisStorage("redis://127.0.0.1:1/0", retries=1)
+    with pytest.raises(StorageError, match="could not read 'session/s3/k'"):
+        await gone.read("session/s3/k")
+    gone.close()
