@@ -91,6 +91,9 @@ class Runnable(ABC):
         await self.session_store.save(thread_id, snapshot, expected_version=stored.version)
         return result
 
+    async def aclose(self) -> None:  # noqa: B027 - most runnables hold nothing to release
+        """Release what the runnable holds (connections, threads); called once at shutdown."""
+
     async def open_interrupts(self, thread_id: str) -> list[Interrupt]:
         """The interrupts the thread waits on now."""
         status = await self.thread_status(thread_id)

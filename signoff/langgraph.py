@@ -25,7 +25,7 @@ cards; the graph resumes once each is answered.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,7 +62,8 @@ class LangGraphAgent(Runnable):
     """A compiled LangGraph graph (with a checkpointer) that Signoff can run and resume.
 
     ``input`` turns the prompt of ``/signoff run`` (or the runs API) into the graph's
-    input; ``output`` turns its final state into the run's last message.
+    input; ``output`` turns its final state into the run's last message; ``close`` is
+    awaited once when the bot stops.
     """
 
     def __init__(
@@ -72,11 +73,19 @@ class LangGraphAgent(Runnable):
         input: Callable[[str], Any],
         output: Callable[[Mapping[str, Any]], str] = _default_output,
         session_store: SessionStore | None = None,
+        close: Callable[[], Awaitable[object]] | None = None,
     ) -> None:
         self.graph = graph
         self.make_input = input
         self.make_output = output
         self.session_store = session_store or InMemorySessionStore()
+        self._close = close
+
+    async def aclose(self) -> None:
+        """Run ``close`` (e.g. close the checkpointer's connection: aiosqlite's thread
+        keeps a process from exiting until its connection is closed)."""
+        if self._close is not None:
+            await self._close()
 
     def invocation(self, thread_id: str) -> _GraphInvocation:
         return _GraphInvocation(self, thread_id)

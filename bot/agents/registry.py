@@ -7,6 +7,7 @@ the bot's session store and reused for every thread.
 from __future__ import annotations
 
 import importlib
+import logging
 from collections.abc import Iterable
 
 from agent_runtime.runnable import Runnable
@@ -14,6 +15,8 @@ from agent_runtime.session import SessionStore
 from bot.errors import AgentsModuleError, PolicyError
 
 from .policy import AgentSpec
+
+log = logging.getLogger(__name__)
 
 
 class Registry:
@@ -44,6 +47,14 @@ class Registry:
                 raise PolicyError(f"agent {name!r}: build() must return an Agent or a Workflow")
             agent = self._agents[name] = built
         return agent
+
+    async def aclose(self) -> None:
+        """Let each agent built so far release what it holds (the bot is stopping)."""
+        for name, agent in self._agents.items():
+            try:
+                await agent.aclose()
+            except Exception:
+                log.exception("agent %r failed to close", name)
 
 
 def load_specs(module_name: str) -> list[AgentSpec]:

@@ -41,15 +41,17 @@ async def open_services(
         specs = load_specs(module)
     storage = await connect_storage(settings)
     client = make_client(settings)
+    services = make_services(
+        client=client,
+        storage=storage,
+        specs=specs,
+        default_channel=settings.channel,
+        admins=settings.admin_ids,
+    )
     try:
-        yield make_services(
-            client=client,
-            storage=storage,
-            specs=specs,
-            default_channel=settings.channel,
-            admins=settings.admin_ids,
-        )
+        yield services
     finally:
+        await services.registry.aclose()
         await close_client(client)
         await storage.close()
 
