@@ -218,6 +218,11 @@ class Progress:
             _say("signoff gate: not decided in time; escalated")
         if len(view.approvals) > len(before.approvals):
             _say(f"signoff gate: {len(view.approvals)} of {view.min_approvals} approvals")
+        if view.held_until is not None and view.held_until != before.held_until:
+            when = view.held_until.isoformat()
+            _say(f"signoff gate: decided by {view.held_by}; final at {when} unless undone")
+        if before.held_until is not None and view.held_until is None and not view.final:
+            _say("signoff gate: the decision was undone; waiting for a decision again")
 
 
 def _say_waiting(view: RequestView) -> None:
@@ -244,8 +249,9 @@ def _request(args: argparse.Namespace) -> NewRequest:
         approvers=[a.strip() for a in args.approvers.split(",") if a.strip()],
         anyone_in_channel=args.anyone_in_channel,
         min_approvals=args.min_approvals,
-        expires_in=_seconds(args.expires),
+        expires_in=_seconds(args.expires, "--expires"),
         dangerous=args.dangerous,
+        undo_window=_seconds(args.undo_window, "--undo-window") if args.undo_window else None,
         allow_reply=args.allow_reply,
         callback_url=args.callback_url,
         # A key always, so retrying the post after a network blip posts one card.
@@ -266,10 +272,10 @@ def _param(text: str, *, editable: bool) -> Param:
     return Param(name=name, type=kind, value=value, editable=editable)  # type: ignore[arg-type]
 
 
-def _seconds(text: str) -> int:
+def _seconds(text: str, option: str) -> int:
     match = _DURATION.match(text.strip())
     if not match:
-        raise ValueError(f"--expires {text!r}: use a number and a unit, such as 90m, 8h or 2d")
+        raise ValueError(f"{option} {text!r}: use a number and a unit, such as 90s, 8h or 2d")
     return int(match[1]) * _UNITS[match[2]]
 
 
@@ -292,6 +298,9 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument("--anyone-in-channel", action="store_true")
     parser.add_argument("--min-approvals", type=int, default=1)
     parser.add_argument("--expires", default="24h", help="e.g. 30m, 8h, 2d (default 24h)")
+    parser.add_argument(
+        "--undo-window", help="e.g. 60s: the deciding click can be undone this long first"
+    )
     parser.add_argument("--details", help="text shown on the card (escaped)")
     parser.add_argument("--details-file", help="read the details from this file")
     parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE")

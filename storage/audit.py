@@ -9,8 +9,8 @@ from typing import cast
 from redis.typing import EncodableT, FieldT
 
 from .client import RedisClient
+from .epoch import from_ms, to_ms
 from .keys import Keys
-from .records import from_ms, to_ms
 from .requests import is_request_run
 
 

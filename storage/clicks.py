@@ -18,9 +18,9 @@ from datetime import datetime, timedelta
 
 from .client import RedisClient
 from .consumer_group import ConsumerGroup
+from .epoch import from_ms, to_ms
 from .errors import InvalidIdError
 from .keys import Keys
-from .records import from_ms, to_ms
 
 log = logging.getLogger(__name__)
 

@@ -7,8 +7,8 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 
 from .client import RedisClient
+from .epoch import to_ms
 from .keys import Keys, check_id
-from .records import to_ms
 
 RECENT = timedelta(days=7)
 

@@ -15,10 +15,11 @@ from typing import Literal, cast
 
 from agent_runtime.interrupts import Decision
 
+from .epoch import from_ms, to_ms
 from .errors import DuplicateInterruptError, InvalidIdError
 from .keys import check_id, split_record_id
 from .outcomes import DecideOutcome, ExpiryResult, RefusalReason, ReminderDue
-from .records import ApproverPolicy, InterruptRecord, to_ms
+from .records import ApproverPolicy, InterruptRecord
 from .retention import millis
 from .transitions import RecordTransitions
 
@@ -212,10 +213,40 @@ class InterruptStore(RecordTransitions):
             return DecideOutcome(status="refused", reason=reason, record=record)
         log.info("decision on %s by %s: %s (%s)", interrupt_id, user_id, decision.type, status)
         return DecideOutcome(
-            status="recorded" if status == "recorded" else "progress",
+            status=cast(Literal["recorded", "progress", "held"], status),
             record=record,
             resume_job_id=result[2] or None,
         )
+
+    async def undo(
+        self, interrupt_id: str, user_id: str, *, now: datetime, channel: str, message_ts: str
+    ) -> DecideOutcome:
+        """Undo a decision held in its undo window, clicked on the interrupt's card (or its
+        escalation card) by its decider or any approver: the interrupt waits for a decision
+        again, votes cleared. ``recorded`` when undone; refused once the window has ended
+        (the decision stands) or when nothing is held."""
+        try:
+            split_record_id(interrupt_id)
+            check_id("user", user_id)
+        except InvalidIdError:
+            return DecideOutcome(status="refused", reason="unknown")
+        args: list[str | int] = [
+            user_id,
+            to_ms(now),
+            self._retention.audit_entries,
+            channel,
+            message_ts,
+        ]
+        status, reason, text = await self._transition("undo", interrupt_id, args)
+        key = self._keys.record(interrupt_id)
+        record = InterruptRecord.from_json(key, text) if text else None
+        if status != "undone":
+            log.info("undo of %s by %s refused: %s", interrupt_id, user_id, reason)
+            return DecideOutcome(
+                status="refused", reason=cast(RefusalReason, reason), record=record
+            )
+        log.info("decision on %s undone by %s", interrupt_id, user_id)
+        return DecideOutcome(status="recorded", record=record)
 
     async def set_group_members(
         self, record: InterruptRecord, members: Sequence[str], *, now: datetime, asked_by: str
@@ -240,7 +271,8 @@ class InterruptStore(RecordTransitions):
         return self._record(record.id, result[2:])
 
     async def expire_due(self, now: datetime, *, limit: int = 100) -> list[ExpiryResult]:
-        """Expire (or escalate once) up to ``limit`` interrupts whose time is up.
+        """Expire (or escalate once) up to ``limit`` interrupts whose time is up, and make
+        final the decisions whose undo window has ended (``released``: the run resumes).
 
         Safe to run from several schedulers at once: each interrupt is handled once.
         """
@@ -249,10 +281,8 @@ class InterruptStore(RecordTransitions):
         for rid, result in zip(due, await self._each("expire", due, now), strict=True):
             if result is None:
                 await self._drop_corrupt(self._keys.due, rid)
-            elif result[0] in ("expired", "escalated"):
-                outcome: Literal["expired", "escalated"] = (
-                    "expired" if result[0] == "expired" else "escalated"
-                )
+            elif result[0] in ("expired", "escalated", "released"):
+                outcome = cast(Literal["expired", "escalated", "released"], result[0])
                 log.info("interrupt %s %s", rid, outcome)
                 results.append(
                     ExpiryResult(
@@ -262,6 +292,12 @@ class InterruptStore(RecordTransitions):
                     )
                 )
         return results
+
+    async def next_due(self) -> datetime | None:
+        """When the next expiry (or end of an undo window) falls due; None when none does."""
+        async with self._client.guard("read the next due time"):
+            first = await self._client.raw.zrange(self._keys.due, 0, 0, withscores=True)
+        return from_ms(int(first[0][1])) if first else None
 
     async def due_reminders(self, now: datetime, *, limit: int = 100) -> list[ReminderDue]:
         """Reminders due by ``now``, each handed to exactly one caller, next one scheduled.

@@ -17,6 +17,9 @@ RefusalReason = Literal[
     "wrong_digest",  # the click was for other arguments than the stored ones
     "not_offered",  # the policy does not offer this kind of decision
     "already_voted",  # this user's approval is already counted toward the quorum
+    "held",  # decided already; the decision waits out its undo window (see record.held)
+    "not_held",  # an undo, but no decision is held in its undo window
+    "window_closed",  # an undo after the undo window ended: the decision stands
 ]
 
 
@@ -25,14 +28,15 @@ class DecideOutcome:
     """The result of one ``decide`` call.
 
     ``status`` is ``recorded`` (the interrupt reached a final state), ``progress`` (an
-    approval counted, the quorum not yet met), ``refused`` (nothing changed; see
+    approval counted, the quorum not yet met), ``held`` (the deciding click waits out the
+    policy's undo window; the record stays pending), ``refused`` (nothing changed; see
     ``reason``) or ``replayed`` (this click was decided before; nothing changed;
     ``reason`` is the refusal it got then, if any).
     ``record`` is the record after the call, None only for unknown ids.
     ``resume_job_id`` is set when this decision enqueued the run's resume job.
     """
 
-    status: Literal["recorded", "progress", "refused", "replayed"]
+    status: Literal["recorded", "progress", "held", "refused", "replayed"]
     reason: RefusalReason | None = None
     record: InterruptRecord | None = None
     resume_job_id: str | None = None
@@ -57,9 +61,10 @@ class DecideOutcome:
 
 @dataclass(frozen=True, kw_only=True)
 class ExpiryResult:
-    """One interrupt handled by an expiry sweep: expired for good, or escalated once."""
+    """One interrupt handled by an expiry sweep: expired for good, escalated once, or its
+    held decision released (made final) at the end of its undo window."""
 
-    outcome: Literal["expired", "escalated"]
+    outcome: Literal["expired", "escalated", "released"]
     record: InterruptRecord
     resume_job_id: str | None = None
 

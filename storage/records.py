@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -17,7 +17,9 @@ from agent_runtime.errors import AgentRuntimeError
 from agent_runtime.interrupts import Decision, DecisionType, Interrupt, InterruptResponse
 from agent_runtime.messages import args_digest
 
+from .epoch import from_ms, to_ms
 from .errors import CorruptRecordError
+from .holds import HeldDecision, Undone, held_fields, read_held, read_undone, undone_fields
 from .keys import check_id, record_id
 
 InterruptState = Literal[
@@ -33,15 +35,8 @@ FINAL_STATE_OF: dict[DecisionType, InterruptState] = {
 _MODEL = ConfigDict(frozen=True, extra="forbid", ser_json_timedelta="float")
 
 
-def to_ms(moment: datetime) -> int:
-    """Milliseconds since the epoch; naive datetimes are refused as ambiguous."""
-    if moment.tzinfo is None:
-        raise ValueError(f"{moment!r} has no time zone; pass an aware datetime (UTC)")
-    return int(moment.timestamp() * 1000)
-
-
-def from_ms(ms: int) -> datetime:
-    return datetime.fromtimestamp(ms / 1000, tz=UTC)
+MAX_UNDO_WINDOW = timedelta(hours=1)
+"""Longer than this, an undo window is a delay: the request would look decided for hours."""
 
 
 class ApproverPolicy(BaseModel):
@@ -75,6 +70,8 @@ class ApproverPolicy(BaseModel):
     free_text_answers: bool = True
     """Whether a question with options may also be answered in the approver's own words."""
     dangerous: bool = False
+    undo_window: timedelta | None = None
+    """How long a deciding click waits, undoable, before it is final and the run resumes."""
 
     @field_validator("allowed_users", "allowed_groups", "group_members", "escalate_to_users")
     @classmethod
@@ -97,6 +94,10 @@ class ApproverPolicy(BaseModel):
                 raise ValueError("on_expiry='escalate' needs escalate_to_users or _open_to_channel")
         if self.expires_in is not None and self.expires_in <= timedelta(0):
             raise ValueError("expires_in must be positive")
+        if self.undo_window is not None and not (
+            timedelta(0) < self.undo_window <= MAX_UNDO_WINDOW
+        ):
+            raise ValueError("undo_window must be positive and at most an hour")
         if not self.decisions:
             raise ValueError("offer at least one decision")
         if self.work_start_hour >= self.work_end_hour:
@@ -158,6 +159,10 @@ class InterruptRecord(BaseModel):
     escalation_ts: str | None = None
     """Where the escalation card was posted, once escalated: a second message that decides."""
     reminders_sent: int = 0
+    held: HeldDecision | None = None
+    """The deciding click, while its undo window runs (the record is still pending)."""
+    undone: Undone | None = None
+    """The last held decision someone undid."""
 
     @field_validator("interrupt")
     @classmethod
@@ -286,6 +291,8 @@ class InterruptRecord(BaseModel):
             "escalated": "1" if self.escalated else "0",
             "escalation_channel": self.escalation_channel or "",
             "escalation_ts": self.escalation_ts or "",
+            **held_fields(self.held),
+            **undone_fields(self.undone),
         }
 
     @classmethod
@@ -336,6 +343,8 @@ class InterruptRecord(BaseModel):
                 escalation_channel=opt("escalation_channel"),
                 escalation_ts=opt("escalation_ts"),
                 reminders_sent=int(fields.get("reminder_index") or 0),
+                held=read_held(fields),
+                undone=read_undone(fields),
             )
         except (KeyError, ValueError, TypeError, ValidationError) as exc:
             raise CorruptRecordError(key, f"{type(exc).__name__}: {exc}") from exc

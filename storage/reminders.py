@@ -6,8 +6,8 @@ import logging
 from datetime import datetime
 
 from .client import RedisClient
+from .epoch import to_ms
 from .keys import Keys
-from .records import to_ms
 
 log = logging.getLogger(__name__)
 

@@ -35,9 +35,10 @@ from agent_runtime.session import StoredSession
 
 from .client import RedisClient
 from .consumer_group import ConsumerGroup
+from .epoch import from_ms, to_ms
 from .errors import CorruptRecordError
 from .keys import Keys
-from .records import InterruptRecord, from_ms, to_ms
+from .records import InterruptRecord
 from .sessions import parse_session
 
 log = logging.getLogger(__name__)

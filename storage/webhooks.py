@@ -18,9 +18,9 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from .audit import AuditEntry, entries_of
 from .client import RedisClient
 from .consumer_group import ConsumerGroup
+from .epoch import to_ms
 from .errors import CorruptRecordError
 from .keys import Keys
-from .records import to_ms
 
 GIVE_UP_AFTER = timedelta(hours=24)
 """How long a delivery is retried before it is dropped (and logged)."""

@@ -26,6 +26,7 @@ from agent_runtime.interrupts import DECISION_TYPES, DecisionType, Remember
 from agent_runtime.runnable import Runnable
 from agent_runtime.session import SessionStore
 from bot.errors import PolicyError
+from storage.records import MAX_UNDO_WINDOW
 
 _CHANNEL = re.compile(r"^[CGD][A-Z0-9]{2,20}$")
 _USER = re.compile(r"^[UW][A-Z0-9]{2,20}$")
@@ -80,6 +81,9 @@ class Policy:
     decisions: tuple[DecisionType, ...] = DECISION_TYPES
     trust: Remember | None = None
     dangerous: bool = False
+    undo_window: timedelta | None = None
+    """After the deciding click, how long anyone who may decide can still Undo it; the
+    decision is final, and the run goes on, only when the window ends."""
 
     def __post_init__(self) -> None:
         _check_ids(self.users, _USER, "users", "a user id such as U0123ABCD")
@@ -122,6 +126,12 @@ class Policy:
             )
         if self.expires_after is not None and self.expires_after <= timedelta(0):
             raise PolicyError("expires_after must be positive (or None for never)")
+        if self.undo_window is not None and not (
+            timedelta(0) < self.undo_window <= MAX_UNDO_WINDOW
+        ):
+            raise PolicyError(
+                "undo_window must be positive and at most an hour (e.g. timedelta(seconds=60))"
+            )
         if isinstance(self.on_expiry, Escalate):
             esc = self.on_expiry
             if self.expires_after is None:

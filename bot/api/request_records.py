@@ -7,7 +7,8 @@ from datetime import timedelta
 from agent_runtime.interrupts import Decision, DecisionType, Interrupt
 from agent_runtime.messages import JSONValue, ToolCall
 from bot.services import Services
-from storage.records import ApproverPolicy, InterruptRecord, from_ms
+from storage.epoch import from_ms
+from storage.records import ApproverPolicy, InterruptRecord
 from storage.requests import REQUEST_INTERRUPT, ParamValue, RequestMeta
 
 from .schemas import NewRequest, RequestStatusName, RequestView
@@ -70,6 +71,7 @@ async def request_record(
         work_end_hour=reminders.end_hour if reminders else 18,
         decisions=decisions_offered(meta),
         dangerous=body.dangerous,
+        undo_window=timedelta(seconds=body.undo_window) if body.undo_window else None,
     )
     now = services.clock.now()
     interrupt = request_interrupt(meta, at_ms=int(now.timestamp() * 1000))
@@ -113,6 +115,8 @@ def request_view(record: InterruptRecord, meta: RequestMeta) -> RequestView:
         expires_at=record.expires_at,
         escalated=record.escalated,
         reminders_sent=record.reminders_sent,
+        held_by=record.held.by if record.held else None,
+        held_until=record.held.until if record.held else None,
         decided_by=record.decided_by,
         decided_at=record.decided_at,
         reason=message if status in ("denied", "withdrawn") and message else None,

@@ -66,6 +66,13 @@ class NewRequest(BaseModel):
     """Once escalated, every member of the escalation channel may decide."""
     reminders: ReminderSettings | None = Field(default_factory=ReminderSettings)
     dangerous: bool = False
+    undo_window: int | None = Field(
+        default=None,
+        ge=1,
+        le=3600,
+        description="Seconds after the deciding click during which it can be undone; the "
+        "request is decided, and its job told, only when they end.",
+    )
     allow_reply: bool = Field(
         default=False, description="Approvers may answer with text (the job gets it)."
     )
@@ -111,6 +118,12 @@ class RequestView(BaseModel):
     expires_at: datetime | None
     escalated: bool
     reminders_sent: int
+    held_by: str | None = Field(
+        default=None, description="Who decided it, while the decision waits out its undo window."
+    )
+    held_until: datetime | None = Field(
+        default=None, description="When that decision takes effect unless someone undoes it."
+    )
     decided_by: str | None
     decided_at: datetime | None
     reason: str | None = Field(description="Why it was denied or withdrawn.")

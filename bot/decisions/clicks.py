@@ -42,6 +42,7 @@ from .group_refresh import refresh_groups
 from .payloads import Click, parse_click
 from .submissions import replies_allowed
 from .trust_grants import grant_trust
+from .undo import undo
 from .withdrawals import withdraw
 
 log = logging.getLogger(__name__)
@@ -77,6 +78,9 @@ async def intake(services: Services, click: Click) -> None:
         return
     if action == ids.MORE:
         services.background.spawn(withdraw(services, click), name=action)
+        return
+    if action == ids.UNDO:
+        services.background.spawn(undo(services, click), name=action)
         return
     if click.choice is not None:
         action = f"{ids.CHOOSE}.{click.choice}"
@@ -199,15 +203,22 @@ async def decide_click(services: Services, entry: ClickEntry) -> None:
     if outcome.record is not None:
         await update_message(services, outcome.record)
     if outcome.status == "recorded" and outcome.record and outcome.record.state != "pending":
-        if entry.action_id == ids.TRUST:
-            await grant_trust(services, outcome.record)
-        news = _decided(services, outcome.record)  # after the click is acknowledged
+        await grant_trust(services, outcome.record)
+        news = decided_news(services, outcome.record)  # after the click is acknowledged
         services.background.spawn(news, name=f"decided {outcome.record.id}")
 
 
-async def _decided(services: Services, record: InterruptRecord) -> None:
+async def decided_news(services: Services, record: InterruptRecord) -> None:
+    """Tell whom a final decision concerns: the requester, and the approvers' App Homes."""
     await tell_decided(services, record)
     await refresh_homes(services, record)
+
+
+async def made_final(services: Services, record: InterruptRecord) -> None:
+    """A decision held in its undo window became final: what a click's decision does."""
+    services.metrics.decisions[record.state] += 1
+    await grant_trust(services, record)
+    await decided_news(services, record)
 
 
 async def _chosen(services: Services, entry: ClickEntry) -> str | None:

@@ -11,6 +11,7 @@ from slack_sdk.errors import SlackApiError
 from agent_runtime.interrupts import Decision
 from bot.services import Services
 from bot.ui import ids
+from bot.ui.blocks import date_token
 from bot.ui.cards import card_from_record
 from bot.ui.home import publish_home, refresh_homes
 from bot.ui.modals import deny_modal
@@ -52,13 +53,18 @@ async def decide_from_home(
         await publish_home(services, user, notice=refusal_text(outcome))
         return
     record = outcome.record
-    services.metrics.decisions[outcome.state or "approved"] += 1
     if record is None:
         return
+    if outcome.status == "recorded":
+        services.metrics.decisions[record.state] += 1
     await update_message(services, record)
     if record.state != "pending":
         await tell_decided(services, record)
         await refresh_homes(services, record)
+    elif record.held is not None:  # the policy's undo window: it can still be taken back
+        when = date_token(record.held.until, template="{time_secs}")
+        notice = f"Decided: it takes effect at {when} unless someone clicks Undo on its card."
+        await publish_home(services, user, notice=notice)
     else:  # a vote toward a quorum: the viewer's Home says so
         counted = f"Your approval is counted ({outcome.approvals} of {outcome.required})."
         await publish_home(services, user, notice=counted)

@@ -14,6 +14,7 @@ import os
 from datetime import timedelta
 
 from bot.api.webhooks import WebhookEvents, WebhookSender
+from bot.decisions.clicks import made_final
 from bot.decisions.deciders import ClickDecider
 from bot.runs.workers import ResumeWorker, consumer_name
 from bot.schedule.scheduler import Scheduler
@@ -59,7 +60,9 @@ class Loops:
             ResumeWorker(services, consumer=consumer_name(i), reclaim_after=reclaim_after)
             for i in range(workers)
         ]
-        self.scheduler = Scheduler(services, interval=tick) if scheduler else None
+        self.scheduler = (
+            Scheduler(services, interval=tick, made_final=made_final) if scheduler else None
+        )
         self.webhook_sender = WebhookSender(services) if webhooks else None
         self.webhook_events = (
             WebhookEvents(

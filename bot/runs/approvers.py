@@ -71,6 +71,7 @@ async def approver_policy(
         decisions=decisions,
         free_text_answers="respond" in policy.decisions or not interrupt.options,
         dangerous=policy.dangerous,
+        undo_window=policy.undo_window,
     )
 
 

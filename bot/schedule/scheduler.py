@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 
 from bot.services import Services
@@ -25,19 +26,32 @@ from storage.audit import AuditEntry
 from storage.errors import StorageError
 from storage.interrupts import GROUP_CHECK_EVERY
 from storage.outcomes import ExpiryResult, ReminderDue
+from storage.records import InterruptRecord
 
 from .workhours import in_working_hours, next_start
 
 log = logging.getLogger(__name__)
 
 
-class Scheduler:
-    """Runs ``tick`` every ``interval`` until stopped; tests call ``tick`` directly."""
+MadeFinal = Callable[[Services, InterruptRecord], Awaitable[None]]
+"""What follows a decision that became final at the end of its undo window."""
 
-    def __init__(self, services: Services, *, interval: timedelta = timedelta(seconds=5)) -> None:
+
+class Scheduler:
+    """Runs ``tick`` every ``interval`` (sooner when something falls due before the next
+    one) until stopped; tests call ``tick`` directly."""
+
+    def __init__(
+        self,
+        services: Services,
+        *,
+        interval: timedelta = timedelta(seconds=5),
+        made_final: MadeFinal | None = None,
+    ) -> None:
         self._services = services
         self._interval = interval.total_seconds()
         self._stopping = asyncio.Event()
+        self._made_final = made_final
 
     def stop(self) -> None:
         self._stopping.set()
@@ -49,7 +63,19 @@ class Scheduler:
             except StorageError as exc:
                 log.error("scheduler tick failed: %s", exc)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stopping.wait(), self._interval)
+                await asyncio.wait_for(self._stopping.wait(), await self._until_next())
+
+    async def _until_next(self) -> float:
+        """Seconds to the next tick: the interval, or less when an expiry or the end of an
+        undo window falls due sooner (so "runs at 14:03:10" on a card holds)."""
+        try:
+            due = await self._services.storage.interrupts.next_due()
+        except StorageError:
+            return self._interval
+        if due is None:
+            return self._interval
+        left = (due - self._services.clock.now()).total_seconds()
+        return min(self._interval, max(left, 0.01))
 
     async def tick(self) -> None:
         """One pass: expire, remind, (re)post what the outbox holds, check group members."""
@@ -91,6 +117,11 @@ class Scheduler:
     async def _expired(self, result: ExpiryResult) -> None:
         record = result.record
         services = self._services
+        if result.outcome == "released":  # an undo window ended: the decision is final
+            await update_message(services, record)
+            if self._made_final is not None:
+                await self._made_final(services, record)
+            return
         if result.outcome == "expired":
             services.metrics.decisions["expired"] += 1
             await update_message(services, record)

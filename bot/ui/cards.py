@@ -14,7 +14,7 @@ from typing import Literal
 
 from agent_runtime.interrupts import Decision, DecisionType
 from agent_runtime.messages import JSONValue
-from storage.records import ApproverPolicy, InterruptRecord
+from storage.records import FINAL_STATE_OF, ApproverPolicy, InterruptRecord, InterruptState
 from storage.requests import is_request_run
 
 from .blocks import date_token, to_text, user_mention
@@ -71,11 +71,24 @@ class Card:
     """Whether a question may be answered in the approver's own words (Reply)."""
     asked_by_code: bool = False
     """The tool's (or node's) own code asked: it receives the decision and acts on it."""
+    held: Held | None = None
+    """The deciding click, while it waits out the policy's undo window."""
+    undone: str | None = None
+    """Who undid whose decision, in the bot's own mrkdwn, once someone did."""
 
     @property
     def button_value(self) -> str:
         """What each button carries: the interrupt id and the digest of the arguments shown."""
         return f"{self.interrupt_id} {self.digest}" if self.digest else self.interrupt_id
+
+
+@dataclass(frozen=True, kw_only=True)
+class Held:
+    """A decision in its undo window: what it will be, whose it is, when it takes effect."""
+
+    outcome: Outcome
+    by: str
+    until: datetime
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -127,6 +140,26 @@ def card_from_record(record: InterruptRecord, *, trust_label: str | None = None)
         asked_by_code=not interrupt.is_approval and not interrupt.question,
         options=interrupt.options,
         free_text=record.policy.free_text_answers,
+        held=_held(record),
+        undone=_undone(record),
+    )
+
+
+def _held(record: InterruptRecord) -> Held | None:
+    held = record.held
+    if held is None:
+        return None
+    state = FINAL_STATE_OF[Decision.from_dict(held.decision).type]
+    return Held(outcome=_outcome(record, state), by=held.by, until=held.until)
+
+
+def _undone(record: InterruptRecord) -> str | None:
+    undone = record.undone
+    if undone is None or record.state != "pending":
+        return None
+    return (
+        f":leftwards_arrow_with_hook: {user_mention(undone.by)} undid the decision of "
+        f"{user_mention(undone.decided_by)} {date_token(undone.at)}; it waits for a decision again"
     )
 
 
@@ -243,15 +276,8 @@ def verdict_from_record(record: InterruptRecord) -> Verdict | None:
         by = record.approvals or ((record.decided_by,) if record.decided_by else ())
     else:
         by = (record.decided_by,) if record.decided_by else ()
-    outcome: Outcome = record.state
-    if record.state == "cancelled" and (record.decided_by or is_request_run(record.run_id)):
-        outcome = "withdrawn"  # a person (or a job) withdrew it
-    elif record.runtime_interrupt.question and record.state in ("responded", "denied"):
-        outcome = "answered" if record.state == "responded" else "declined"
-    elif not record.runtime_interrupt.is_approval and record.state == "responded":
-        outcome = "replied"  # the tool's own code got the reply and went on with it
     return Verdict(
-        outcome=outcome,
+        outcome=_outcome(record, record.state),
         at=record.decided_at or record.created_at,
         by=by,
         message=decision.message if decision and decision.type != "approve" else None,
@@ -259,3 +285,16 @@ def verdict_from_record(record: InterruptRecord) -> Verdict | None:
         in_app=in_app,
         args=decision.args if decision and decision.type == "edit" else None,
     )
+
+
+def _outcome(record: InterruptRecord, state: InterruptState) -> Outcome:
+    """How a card names the final ``state`` of ``record``."""
+    if state == "pending":
+        raise ValueError(f"{record.id} is not decided")
+    if state == "cancelled" and (record.decided_by or is_request_run(record.run_id)):
+        return "withdrawn"  # a person (or a job) withdrew it
+    if record.runtime_interrupt.question and state in ("responded", "denied"):
+        return "answered" if state == "responded" else "declined"
+    if not record.runtime_interrupt.is_approval and state == "responded":
+        return "replied"  # the tool's own code got the reply and went on with it
+    return state

@@ -27,7 +27,10 @@ MORE: Final = f"{PREFIX}.more"
 """The card's overflow menu; its one option's value is ``withdraw <record id>``."""
 WITHDRAW: Final = "withdraw"
 
-BUTTONS: Final = (APPROVE, TRUST, DENY, EDIT, REPLY, FULL_ARGS, MORE)
+UNDO: Final = f"{PREFIX}.undo"
+"""Undo a decision still in its undo window; the value is the card's (id and digest)."""
+
+BUTTONS: Final = (APPROVE, TRUST, DENY, EDIT, REPLY, FULL_ARGS, MORE, UNDO)
 
 CHOOSE: Final = f"{PREFIX}.choose"
 """A question's answers: ``signoff.choose.<n>`` buttons, or one select whose options'

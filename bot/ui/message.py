@@ -25,7 +25,7 @@ from .blocks import (
     section,
     user_mention,
 )
-from .cards import Card, Outcome, Verdict
+from .cards import Card, Held, Outcome, Verdict
 from .mrkdwn import code_block, is_truncated
 
 FALLBACK_TEXT = 3000
@@ -70,6 +70,8 @@ class SlackMessage:
 
 def pending_message(card: Card) -> SlackMessage:
     """The interactive message approvers act on: what, why, the exact arguments, buttons."""
+    if card.held is not None:
+        return _held_message(card, card.held)
     title = "Question:" if card.question else "Approval needed:"
     blocks = [
         header(f"{title} {card.action}"),
@@ -105,6 +107,27 @@ def decided_message(card: Card, verdict: Verdict) -> SlackMessage:
     if verdict.outcome == "edited" and verdict.args is not None:
         blocks.append(section("*Run with*\n" + code_block(args_json(verdict.args), _ARGS_CODE)))
     return SlackMessage(text=_fallback(f"{headline}:", card), blocks=blocks)
+
+
+def _held_message(card: Card, held: Held) -> SlackMessage:
+    """A decision in its undo window: what it will be, by whom, when it takes effect, and
+    Undo for anyone who may decide until then."""
+    headline = _HEADLINE[held.outcome]
+    effect = "runs" if held.outcome in ("approved", "edited") else "takes effect"
+    parts = [
+        f"{_ICON[held.outcome]} {headline} by {user_mention(held.by)}: {effect} at "
+        f"{date_token(held.until, template='{time_secs}')} unless someone clicks Undo"
+    ]
+    if card.requested_by:
+        parts.append(f"Requested by {user_mention(card.requested_by)}")
+    undo = button("Undo", action_id=ids.UNDO, value=card.button_value, style="danger")
+    blocks = [
+        header(f"{headline}, not yet final: {card.action}"),
+        *_summary(card),
+        context(parts),
+        {"type": "actions", "block_id": ids.ACTIONS_BLOCK, "elements": [undo, _more(card)]},
+    ]
+    return SlackMessage(text=_fallback(f"{headline}, not yet final:", card), blocks=blocks)
 
 
 def verdict_note(card: Card, verdict: Verdict) -> str:
@@ -171,6 +194,8 @@ def _status_parts(card: Card) -> list[str]:
         parts.append(":warning: Dangerous action")
     if card.nobody_can_approve:
         parts.append(card.nobody_can_approve)
+    if card.undone:
+        parts.append(card.undone)
     return parts or ["Waiting for a decision"]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from storage.outcomes import DecideOutcome
 from storage.requests import is_request_run
 
-from .blocks import user_mention
+from .blocks import date_token, user_mention
 from .cards import IN_APP, nobody_can_approve, who_may_decide
 
 _TEXT = {
@@ -16,6 +16,8 @@ _TEXT = {
     "wrong_message": "This button does not belong to this request's message; nothing changed.",
     "wrong_digest": "The arguments changed since this message was shown; nothing was decided.",
     "not_offered": "That decision is not offered for this request.",
+    "not_held": "No decision on this request is waiting to be undone; nothing changed.",
+    "window_closed": "The undo window has ended, so the decision stands; nothing was undone.",
 }
 
 
@@ -53,6 +55,13 @@ def refusal_text(outcome: DecideOutcome) -> str:
         who = who_may_decide(record)
         if who:
             return f"{reason_text(reason)} Who may approve: {who}."
+    if reason == "held" and outcome.record is not None and outcome.record.held is not None:
+        held = outcome.record.held
+        return (
+            f"Already decided by {user_mention(held.by)}: it becomes final "
+            f"{date_token(held.until, template='{time_secs}')} unless someone clicks Undo; "
+            "your click changed nothing."
+        )
     if reason == "already_voted":
         return (
             f"Your approval is already counted ({outcome.approvals} of {outcome.required}); "

@@ -97,6 +97,31 @@ local function finalize(rid, state, by, now, decision, retention, resume, stream
     'round', round, 'record_ids', table.concat(decided, ' '), 'at', now)
 end
 
+-- The final state each kind of decision puts a record in.
+local FINALS = {approve = 'approved', reject = 'denied', edit = 'edited', respond = 'responded'}
+
+-- Whether `user` is among the approvers of the record `key` under `policy` (an
+-- escalation's approvers count once it is escalated).
+local function is_approver(key, policy, user)
+  local function member(list)
+    for _, value in ipairs(list) do if value == user then return true end end
+    return false
+  end
+  if policy.open_to_channel or member(policy.allowed_users) or member(policy.group_members) then
+    return true
+  end
+  return field(key, 'escalated') == '1'
+    and (member(policy.escalate_to_users) or policy.escalate_open_to_channel == true)
+end
+
+-- The hash of the record `key` as one JSON object ('' when it is gone).
+local function record_json(key)
+  local flat, record = redis.call('HGETALL', key), {}
+  if #flat == 0 then return '' end
+  for i = 1, #flat, 2 do record[flat[i]] = flat[i + 1] end
+  return cjson.encode(record)
+end
+
 local function with_record(result)
   local flat = redis.call('HGETALL', KEYS[1])
   for _, value in ipairs(flat) do result[#result + 1] = value end

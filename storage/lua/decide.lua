@@ -4,7 +4,7 @@
 --       7 now, 8 channel ('' = not checked), 9 message ts, 10 retention ms,
 --       11 resume stream maxlen, 12 audit maxlen.
 -- Returns {status, reason, job id, record as a JSON object}; status is
--- recorded|progress|refused, or replayed when the click entry of KEYS[12] was decided
+-- recorded|progress|held|refused, or replayed when the click entry of KEYS[12] was decided
 -- before (reason: the refusal it got then, '' if it counted).
 local key, seen = KEYS[1], KEYS[12]
 local rid, user, dtype = ARGV[1], ARGV[2], ARGV[3]
@@ -18,9 +18,7 @@ end
 -- flat HGETALL list's fifty, which was most of a click's cost on the bot's side.
 local function with_json_record(result)
   if result[1] ~= 'replayed' then mark(result[2]) end
-  local flat, record = redis.call('HGETALL', key), {}
-  for i = 1, #flat, 2 do record[flat[i]] = flat[i + 1] end
-  result[#result + 1] = cjson.encode(record)
+  result[#result + 1] = record_json(key)
   return result
 end
 local exists = redis.call('EXISTS', key) == 1
@@ -61,6 +59,7 @@ if user == field(key, 'requested_by') and not policy.allow_self_approval then
   return refuse('self_approval')
 end
 if field(key, 'state') ~= 'pending' then return refuse('already_decided') end
+if field(key, 'held_until') ~= '' then return refuse('held') end
 local expires = field(key, 'expires_at')
 if expires ~= '' and tonumber(now) >= tonumber(expires) then return refuse('expired') end
 -- A click can land in the instant between the post and its recording (no ts stored yet):
@@ -93,7 +92,6 @@ if votes == '[]' then votes = '[' .. ARGV[5] .. ']'
 else votes = string.sub(votes, 1, -2) .. ',' .. ARGV[5] .. ']' end
 redis.call('HSET', key, 'votes', votes)
 
-local finals = {approve = 'approved', reject = 'denied', edit = 'edited', respond = 'responded'}
 if dtype == 'approve' then
   voters[#voters + 1] = user
   redis.call('HSET', key, 'voters', cjson.encode(voters))
@@ -102,6 +100,17 @@ if dtype == 'approve' then
     return with_json_record({'progress', '', ''})
   end
 end
-local job = finalize(rid, finals[dtype], user, now, ARGV[4], tonumber(ARGV[10]), true, ARGV[11])
-audit(KEYS[10], ARGV[12], finals[dtype], rid, user, now, ARGV[4])
+-- With an undo window the decision is held: the due sweep makes it final when the window
+-- ends (expire.lua), unless someone undoes it first (undo.lua).
+local window = policy.undo_window
+if type(window) == 'number' and window > 0 then
+  local untl = string.format('%d', tonumber(now) + math.floor(window * 1000))
+  redis.call('HSET', key, 'held_until', untl, 'held_by', user, 'held_at', now,
+    'held_decision', ARGV[4])
+  redis.call('ZADD', KEYS[4], untl, rid)
+  audit(KEYS[10], ARGV[12], 'held', rid, user, now, ARGV[4])
+  return with_json_record({'held', '', ''})
+end
+local job = finalize(rid, FINALS[dtype], user, now, ARGV[4], tonumber(ARGV[10]), true, ARGV[11])
+audit(KEYS[10], ARGV[12], FINALS[dtype], rid, user, now, ARGV[4])
 return with_json_record({'recorded', '', job})

@@ -6,9 +6,11 @@
 -- Returns {status, '', record hash...}; status recorded|already_decided|unknown.
 local key, rid = KEYS[1], ARGV[1]
 if redis.call('EXISTS', key) == 0 or field(key, 'id') ~= rid then return {'unknown', ''} end
-if field(key, 'state') ~= 'pending' then return with_record({'already_decided', ''}) end
-local finals = {approve = 'approved', reject = 'denied', edit = 'edited', respond = 'responded'}
-local state = finals[ARGV[3]]
+-- A decision held in its undo window was the first answer, unless it is undone.
+if field(key, 'state') ~= 'pending' or field(key, 'held_until') ~= '' then
+  return with_record({'already_decided', ''})
+end
+local state = FINALS[ARGV[3]]
 finalize(rid, state, ARGV[2], ARGV[5], ARGV[4], tonumber(ARGV[6]), false, 0)
 audit(KEYS[10], ARGV[7], 'decided_in_app', rid, ARGV[2], ARGV[5], ARGV[4])
 return with_record({'recorded', ''})

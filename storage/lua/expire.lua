@@ -2,7 +2,9 @@
 -- acknowledged clicks still waiting in the click stream), exactly once.
 -- ARGV: 1 record id, 2 now, 3 retention ms, 4 resume stream maxlen, 5 audit maxlen,
 -- 6 how long waiting clicks may hold the expiry back (ms).
--- Returns {status, job id, record hash...}; status is expired|escalated|skip|missing.
+-- A decision held in its undo window is made final here instead, once the window ends.
+-- Returns {status, job id, record hash...}; status is
+-- expired|escalated|released|skip|missing.
 local key, rid, now = KEYS[1], ARGV[1], ARGV[2]
 if redis.call('EXISTS', key) == 0 then
   redis.call('ZREM', KEYS[4], rid)
@@ -11,6 +13,21 @@ end
 if field(key, 'state') ~= 'pending' then
   redis.call('ZREM', KEYS[4], rid)
   return {'skip', ''}
+end
+-- A decision held in its undo window: final once the window has ended, and the run resumes.
+local held = field(key, 'held_until')
+if held ~= '' then
+  if tonumber(now) < tonumber(held) then
+    redis.call('ZADD', KEYS[4], held, rid)
+    return {'skip', ''}
+  end
+  local by, decision = field(key, 'held_by'), field(key, 'held_decision')
+  local dtype = json_field(key, 'held_decision').type
+  redis.call('HSET', key, 'held_until', '', 'held_by', '', 'held_decision', '')
+  local job = finalize(rid, FINALS[dtype], by, field(key, 'held_at'), decision,
+    tonumber(ARGV[3]), true, ARGV[4])
+  audit(KEYS[10], ARGV[5], FINALS[dtype], rid, by, now, decision)
+  return with_record({'released', job})
 end
 local expires = field(key, 'expires_at')
 if expires == '' or tonumber(now) < tonumber(expires) then

@@ -9,6 +9,11 @@ if redis.call('EXISTS', key) == 0 or field(key, 'state') ~= 'pending' then
 end
 local at = field(key, 'next_reminder_at')
 if at == '' or now < tonumber(at) then return {'skip', ''} end
+local held = field(key, 'held_until')
+if held ~= '' then  -- decided, in its undo window: nobody needs reminding unless it is undone
+  redis.call('ZADD', KEYS[5], held, rid)
+  return {'skip', ''}
+end
 local policy = json_field(key, 'policy')
 local index = tonumber(field(key, 'reminder_index')) + 1
 local offset = policy.reminders[index + 1]

@@ -270,3 +270,24 @@ async def test_a_reply_reaches_the_job_when_replies_are_allowed(jobs: Jobs) -> N
     _, answer = await jobs.get(made["status_url"] + "?wait=10")
     assert answer["status"] == "responded" and answer["reply"] == "only vol-7"
     assert answer["decided_by"] == BOB
+
+
+async def test_with_an_undo_window_the_job_hears_of_the_decision_only_when_it_ends(
+    jobs: Jobs,
+) -> None:
+    _, made = await jobs.ask(undo_window=60)
+    await jobs.bot.click(ids.APPROVE, jobs.value(), user=ALICE)
+    await jobs.bot.slack.wait_calls("chat.update")
+    status, held = await jobs.get(made["status_url"] + "?wait=0.2")
+    assert status == 200 and held["status"] == "pending" and held["held_by"] == ALICE
+    assert held["held_until"] is not None
+
+    waiting = asyncio.create_task(jobs.get(made["status_url"] + "?wait=30"))
+    jobs.bot.clock.advance(timedelta(seconds=60))
+    await Scheduler(jobs.bot.services).tick()
+    status, answer = await asyncio.wait_for(waiting, 10)
+    assert answer["status"] == "approved" and answer["decided_by"] == ALICE
+    assert answer["held_until"] is None
+    assert jobs.bot.slack.called("chat.update")[-1]["blocks"][0]["text"]["text"].startswith(
+        "Approved:"
+    )

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from bot.api.schemas import RequestView
-from signoff.gate import Progress
+from signoff.gate import Progress, _parse, _request
 
 
 def _view(**changes: object) -> RequestView:
@@ -47,3 +47,26 @@ def test_each_vote_reminder_and_escalation_is_one_line(capsys: pytest.CaptureFix
         "signoff gate: reminder 1 sent to the approvers",
         "signoff gate: not decided in time; escalated",
     ]
+
+
+def test_a_held_decision_and_its_undo_are_one_line_each(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    until = datetime(2026, 11, 24, 14, 3, 10, tzinfo=UTC)
+    progress = Progress(_view())
+    progress.update(_view(held_by="U0ALICE", held_until=until))
+    progress.update(_view(held_by="U0ALICE", held_until=until))  # nothing new
+    progress.update(_view())
+    assert capsys.readouterr().err.splitlines() == [
+        "signoff gate: decided by U0ALICE; final at 2026-11-24T14:03:10+00:00 unless undone",
+        "signoff gate: the decision was undone; waiting for a decision again",
+    ]
+
+
+def test_the_undo_window_option_reaches_the_request() -> None:
+    args, _ = _parse(
+        ["--title", "t", "--channel", "C0OPS", "--approvers", "U0A", "--undo-window", "90s"]
+    )
+    assert _request(args).undo_window == 90
+    args, _ = _parse(["--title", "t", "--channel", "C0OPS", "--approvers", "U0A"])
+    assert _request(args).undo_window is None

@@ -1,0 +1,56 @@
+"""Undo on a card whose decision waits out its policy's undo window: the decider or any
+approver takes it back before it takes effect. Storage decides atomically between the
+Undo and the window's end, so exactly one of them happens; the card says which."""
+
+from __future__ import annotations
+
+import logging
+
+from bot.services import Services
+from bot.ui.blocks import user_mention
+from bot.ui.home import refresh_homes
+from bot.ui.posting import post_ephemeral, post_mrkdwn, update_message
+from bot.ui.refusals import DAMAGED, STORAGE_DOWN, refusal_text
+from storage.errors import CorruptRecordError, StorageError
+
+from .damaged import record_damaged
+from .payloads import Click
+
+log = logging.getLogger(__name__)
+
+
+async def undo(services: Services, click: Click) -> None:
+    """Undo the held decision on the card ``click`` came from, or say why not."""
+    assert click.ref is not None
+    record_id = click.ref.record_id
+    user, channel = click.user.id, click.container.channel_id
+    try:
+        outcome = await services.storage.interrupts.undo(
+            record_id,
+            user,
+            now=services.clock.now(),
+            channel=channel,
+            message_ts=click.container.message_ts,
+        )
+    except CorruptRecordError as exc:
+        await record_damaged(services, exc, record_id, user=user, channel=channel)
+        await post_ephemeral(services, channel=channel, user=user, text=DAMAGED)
+        return
+    except StorageError:
+        await post_ephemeral(services, channel=channel, user=user, text=STORAGE_DOWN)
+        return
+    record = outcome.record
+    if outcome.status == "refused" or record is None or record.undone is None:
+        services.metrics.refusals[outcome.reason or "unknown"] += 1
+        await post_ephemeral(services, channel=channel, user=user, text=refusal_text(outcome))
+        return
+    services.metrics.decisions["undone"] += 1
+    await update_message(services, record)
+    text = (
+        f"{user_mention(user)} undid the decision of {user_mention(record.undone.decided_by)}: "
+        "it did not take effect, and the request waits for a decision again."
+    )
+    await post_mrkdwn(
+        services, channel=record.channel, thread_ts=record.thread_ts or record.message_ts, text=text
+    )
+    await refresh_homes(services, record)

@@ -1,0 +1,73 @@
+"""A deciding click held in its undo window, and the last one undone: parts of an
+interrupt record, kept as fields of its Redis hash (the Lua scripts read them there)."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from .epoch import from_ms, to_ms
+
+_MODEL = ConfigDict(frozen=True, extra="forbid")
+
+
+class HeldDecision(BaseModel):
+    """A deciding click in its undo window: it becomes final at ``until`` unless undone."""
+
+    model_config = _MODEL
+
+    by: str
+    at: datetime
+    until: datetime
+    decision: dict[str, Any]
+
+
+class Undone(BaseModel):
+    """Who undid whose held decision, and when."""
+
+    model_config = _MODEL
+
+    by: str
+    at: datetime
+    decided_by: str
+
+
+def held_fields(held: HeldDecision | None) -> dict[str, str]:
+    if held is None:
+        return {"held_until": "", "held_by": "", "held_at": "", "held_decision": ""}
+    return {
+        "held_until": str(to_ms(held.until)),
+        "held_by": held.by,
+        "held_at": str(to_ms(held.at)),
+        "held_decision": json.dumps(held.decision, separators=(",", ":")),
+    }
+
+
+def read_held(fields: dict[str, str]) -> HeldDecision | None:
+    if not fields.get("held_until"):
+        return None
+    return HeldDecision(
+        by=fields["held_by"],
+        at=from_ms(int(fields["held_at"])),
+        until=from_ms(int(fields["held_until"])),
+        decision=json.loads(fields["held_decision"]),
+    )
+
+
+def undone_fields(undone: Undone | None) -> dict[str, str]:
+    if undone is None:
+        return {"undone_by": "", "undone_at": "", "undid": ""}
+    return {"undone_by": undone.by, "undone_at": str(to_ms(undone.at)), "undid": undone.decided_by}
+
+
+def read_undone(fields: dict[str, str]) -> Undone | None:
+    if not fields.get("undone_by"):
+        return None
+    return Undone(
+        by=fields["undone_by"],
+        at=from_ms(int(fields["undone_at"])),
+        decided_by=fields.get("undid", ""),
+    )

@@ -1,0 +1,30 @@
+-- Undo a decision held in its undo window (by its decider or any approver): the interrupt
+-- waits for a decision again, its votes cleared. Once the window has ended the decision
+-- stands; the due sweep (expire.lua) makes it final, and exactly one of the two wins.
+-- KEYS as in common.lua. ARGV: 1 record id, 2 user, 3 now, 4 audit maxlen, 5 channel and
+-- 6 message ts of the card clicked (the interrupt's card or its escalation card).
+-- Returns {status, reason, record as a JSON object}; status undone|refused.
+local key, rid, user, now = KEYS[1], ARGV[1], ARGV[2], ARGV[3]
+if redis.call('EXISTS', key) == 0 or field(key, 'id') ~= rid then
+  return {'refused', 'unknown', ''}
+end
+local function refuse(reason) return {'refused', reason, record_json(key)} end
+if field(key, 'state') ~= 'pending' then return refuse('already_decided') end
+local held = field(key, 'held_until')
+if held == '' then return refuse('not_held') end
+if tonumber(now) >= tonumber(held) then return refuse('window_closed') end
+local ts = ARGV[6]
+local on_card = ARGV[5] == field(key, 'channel') and ts == field(key, 'message_ts')
+local on_escalation = ts ~= '' and ARGV[5] == field(key, 'escalation_channel')
+  and ts == field(key, 'escalation_ts')
+if not (on_card or on_escalation) then return refuse('wrong_message') end
+local by = field(key, 'held_by')
+if user ~= by and not is_approver(key, json_field(key, 'policy'), user) then
+  return refuse('not_allowed')
+end
+audit(KEYS[10], ARGV[4], 'undone', rid, user, now, by)
+redis.call('HSET', key, 'held_until', '', 'held_by', '', 'held_at', '', 'held_decision', '',
+  'votes', '[]', 'voters', '[]', 'undone_by', user, 'undone_at', now, 'undid', by)
+local expires = field(key, 'expires_at')
+if expires ~= '' then redis.call('ZADD', KEYS[4], expires, rid) else redis.call('ZREM', KEYS[4], rid) end
+return {'undone', '', record_json(key)}

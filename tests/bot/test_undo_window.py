@@ -1,0 +1,109 @@
+"""An undo window on the real Bolt app: the deciding click is shown as not yet final with
+Undo, nothing runs until the window ends, Undo reopens the card, and a restart inside the
+window neither loses nor doubles the run."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from harness import ALICE, BOB, CAROL, CHANNEL, MALLORY, Harness
+
+from bot.agents.policy import Policy
+from bot.decisions.clicks import made_final
+from bot.schedule.scheduler import Scheduler
+from bot.ui import ids
+
+WINDOW = timedelta(seconds=60)
+POLICY = Policy(channel=CHANNEL, users=(ALICE, BOB), undo_window=WINDOW)
+
+
+def _card(bot: Harness) -> dict[str, Any]:
+    """The card as it reads now: its last update, else as posted."""
+    updates = bot.slack.called("chat.update")
+    return updates[-1] if updates else bot.posted(0)
+
+
+def _buttons(card: dict[str, Any]) -> list[str]:
+    return [e["action_id"] for e in card["blocks"][-1]["elements"]]
+
+
+async def _ephemeral(bot: Harness, count: int) -> str:
+    await bot.slack.wait_calls("chat.postEphemeral", count)
+    return str(bot.slack.called("chat.postEphemeral")[-1]["text"])
+
+
+async def test_nothing_runs_in_the_window_and_undo_reopens_the_card(make_bot: Any) -> None:
+    bot: Harness = await make_bot(POLICY)
+    value = await bot.start(requested_by=CAROL)
+    await bot.click(ids.APPROVE, value, user=ALICE)
+    await bot.slack.wait_calls("chat.update")
+    held = _card(bot)
+    assert held["blocks"][0]["text"]["text"] == "Approved, not yet final: delete_files"
+    note = str(held["blocks"])
+    assert f"Approved by <@{ALICE}>: runs at <!date^" in note
+    assert "unless someone clicks Undo" in note
+    assert _buttons(held) == [ids.UNDO, ids.MORE]
+
+    # Another approver's click in the window changes nothing, and says why.
+    await bot.click(ids.APPROVE, value, user=BOB)
+    assert (await _ephemeral(bot, 1)).startswith(f"Already decided by <@{ALICE}>")
+    # Someone who may not decide cannot undo either.
+    await bot.click(ids.UNDO, value, user=MALLORY)
+    assert "not among the approvers" in await _ephemeral(bot, 2)
+
+    await bot.click(ids.UNDO, value, user=BOB)
+    await bot.slack.wait_for(
+        lambda: _card(bot)["blocks"][0]["text"]["text"] == "Approval needed: delete_files",
+        what="the card reopened",
+    )
+    reopened = str(_card(bot)["blocks"])
+    assert f"<@{BOB}> undid the decision of <@{ALICE}>" in reopened
+    assert ids.APPROVE in _buttons(_card(bot))
+    await bot.slack.wait_for(
+        lambda: any(t.startswith(f"<@{BOB}> undid the decision") for t in bot.thread()),
+        what="the undo in the thread",
+    )
+
+    # The window's end finds nothing held: nothing runs, nobody is told of a decision.
+    bot.clock.advance(WINDOW * 2)
+    await Scheduler(bot.services, made_final=made_final).tick()
+    assert bot.tool_log.calls == []
+    assert not any("cc <@" in t for t in bot.thread())
+
+
+async def test_the_decision_takes_effect_once_when_the_window_ends(make_bot: Any) -> None:
+    bot: Harness = await make_bot(POLICY)
+    value = await bot.start(requested_by=CAROL)
+    await bot.click(ids.APPROVE, value, user=ALICE)
+    await bot.slack.wait_calls("chat.update")
+    scheduler = Scheduler(bot.services, made_final=made_final)
+    bot.clock.advance(WINDOW - timedelta(seconds=1))
+    await scheduler.tick()
+    assert bot.tool_log.calls == []  # still undoable
+
+    bot.clock.advance(timedelta(seconds=1))
+    await bot.click(ids.UNDO, value, user=BOB)  # the window has ended: too late
+    assert "undo window has ended" in await _ephemeral(bot, 1)
+    await scheduler.tick()
+    assert (await bot.finished()).startswith("Finished: done: deleted 2 file(s)")
+    assert bot.tool_log.calls == [{"paths": ["/tmp/a", "/tmp/b"]}]
+    assert _card(bot)["blocks"][0]["text"]["text"] == "Approved: delete_files"
+    assert f"Approved by <@{ALICE}>" in str(_card(bot)["blocks"])
+    await scheduler.tick()  # released once
+    assert len(bot.tool_log.calls) == 1
+
+
+async def test_a_restart_inside_the_window_runs_the_tool_exactly_once(make_bot: Any) -> None:
+    first: Harness = await make_bot(POLICY)
+    value = await first.start(requested_by=CAROL)
+    await first.click(ids.APPROVE, value, user=ALICE)
+    await first.slack.wait_calls("chat.update")
+    await first.loops.stop()  # the process that took the click is gone
+
+    second: Harness = await make_bot(POLICY)
+    second.clock.current = first.clock.current + WINDOW
+    await Scheduler(second.services, made_final=made_final).tick()
+    await Scheduler(second.services, made_final=made_final).tick()  # a second scheduler
+    assert (await second.finished()).startswith("Finished: done: deleted 2 file(s)")
+    assert len(first.tool_log.calls) + len(second.tool_log.calls) == 1
