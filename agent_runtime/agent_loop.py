@@ -257,7 +257,11 @@ class Invocation:
         call = ToolCall(id=stored_call.id, name=stored_call.name, args=copy.deepcopy(args))
         tool = self.agent.tools.get(call.name)
         point = InterruptPoint(
-            call.id, responses=self.state.responses(), tool_call=call, unique_names=True
+            call.id,
+            responses=self.state.responses(),
+            tool_call=call,
+            unique_names=True,
+            asked=self.state.asked(),
         )
         before = BeforeToolCall(
             source=self.agent, run=self.info, point=point, tool_call=call, selected_tool=tool

@@ -28,12 +28,18 @@ class InterruptPoint:
         responses: Mapping[str, InterruptResponse],
         tool_call: ToolCall | None = None,
         unique_names: bool = False,
+        asked: Mapping[str, JSONValue] | None = None,
     ) -> None:
         self.source_id = source_id
         self.tool_call = tool_call
         self._responses = responses
+        self._asked = asked or {}
         self._unique_names = unique_names
         self._names: set[str] = set()
+
+    def shown(self, name: str) -> JSONValue:
+        """The reason interrupt ``name`` was raised with, once it is answered; else None."""
+        return self._asked.get(interrupt_id(self.source_id, name))
 
     def ask(
         self,

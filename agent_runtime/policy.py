@@ -8,6 +8,7 @@ model the human's message as the tool's result.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypedDict
@@ -15,8 +16,9 @@ from typing import TypedDict
 from .errors import UsageError
 from .events import BeforeToolCall, InterruptibleEvent
 from .hooks import HookRegistry
-from .interrupts import DECISION_TYPES, Decision, DecisionType
+from .interrupts import DECISION_TYPES, Decision, DecisionType, interrupt_id
 from .messages import JSONValue, ToolCall
+from .preconditions import Precondition, changes, evaluate
 
 APPROVAL = "approval"
 Description = str | Callable[[ToolCall], str]
@@ -25,14 +27,17 @@ Description = str | Callable[[ToolCall], str]
 class ApprovalOptions(TypedDict, total=False):
     allowed_decisions: Sequence[DecisionType]
     description: Description
+    precondition: Precondition
 
 
 @dataclass(frozen=True, kw_only=True)
 class ApprovalRule:
-    """How one tool is guarded: the decisions offered and what the human is told."""
+    """How one tool is guarded: the decisions offered, what the human is told, and what
+    the call will act on (``precondition``), checked again before it runs."""
 
     allowed_decisions: tuple[DecisionType, ...] = DECISION_TYPES
     description: Description | None = None
+    precondition: Precondition | None = None
 
     def describe(self, call: ToolCall) -> str:
         if self.description is None:
@@ -63,7 +68,9 @@ def parse_interrupt_on(
                     f"of {DECISION_TYPES}, got {list(allowed)}"
                 )
             rules[tool_name] = ApprovalRule(
-                allowed_decisions=allowed, description=option.get("description")
+                allowed_decisions=allowed,
+                description=option.get("description"),
+                precondition=option.get("precondition"),
             )
         else:
             raise UsageError(f"interrupt_on[{tool_name!r}]: use True, False or a dict of options")
@@ -79,17 +86,50 @@ class ApprovalPolicy:
     def register_hooks(self, registry: HookRegistry) -> None:
         registry.add(self.before_tool_call, BeforeToolCall)
 
-    def before_tool_call(self, event: BeforeToolCall) -> None:
+    async def before_tool_call(self, event: BeforeToolCall) -> None:
         rule = self.rules.get(event.tool_call.name)
         if rule is None:
             return
         call = event.tool_call
-        reason = {"tool": call.name, "args": call.args}
-        apply_decision(event, approval(event, rule, call, reason=reason))
+        reason: dict[str, JSONValue] = {"tool": call.name, "args": call.args}
+        if rule.precondition is None:
+            apply_decision(event, approval(event, rule, call, reason=reason))
+        else:
+            apply_decision(event, await checked_approval(event, rule, call, reason=reason))
+
+
+async def checked_approval(
+    event: InterruptibleEvent, rule: ApprovalRule, call: ToolCall, *, reason: dict[str, JSONValue]
+) -> Decision:
+    """An approval bound to what the precondition showed: when it answers differently now,
+    the approval is not used; the approvers are asked again (``approval.2``, ...), shown
+    what changed. Denials and replies stand whatever changed: nothing runs."""
+    assert rule.precondition is not None
+    now = await evaluate(rule.precondition, call)
+    name, previous = APPROVAL, None
+    for round_ in itertools.count(2):
+        shown = event.point.shown(name)
+        if not isinstance(shown, dict):  # not answered yet: ask, showing what is true now
+            asked: dict[str, JSONValue] = {**reason, "snapshot": now}
+            if previous is not None:
+                earlier, earlier_name = previous
+                asked["changed"] = changes(earlier.get("snapshot"), now)
+                asked["supersedes"] = interrupt_id(event.point.source_id, earlier_name)
+            return approval(event, rule, call, reason=asked, name=name)
+        decision = approval(event, rule, call, reason=shown, name=name)
+        if decision.type not in ("approve", "edit") or shown.get("snapshot") == now:
+            return decision
+        previous, name = (shown, name), f"{APPROVAL}.{round_}"
+    raise AssertionError("unreachable")
 
 
 def approval(
-    event: InterruptibleEvent, rule: ApprovalRule, call: ToolCall, *, reason: dict[str, JSONValue]
+    event: InterruptibleEvent,
+    rule: ApprovalRule,
+    call: ToolCall,
+    *,
+    reason: dict[str, JSONValue],
+    name: str = APPROVAL,
 ) -> Decision:
     """The remembered decision covering ``call``, else the one a human gives when asked."""
     decision = event.run.trusts.find(call, run_id=event.run.run_id)
@@ -97,7 +137,7 @@ def approval(
         return decision
     description = rule.describe(call)
     answer = event.interrupt(
-        APPROVAL,
+        name,
         reason={**reason, "description": description},
         allowed_decisions=rule.allowed_decisions,
         description=description,

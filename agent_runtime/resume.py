@@ -125,7 +125,10 @@ def apply_answers(
         elif response.decision is not None and response.decision.type == "edit":
             new_input = _restart_input(interrupt, response.decision, check_edit)
         answers[iid] = Answer(
-            source_id=open_interrupt.source_id, response=response, new_input=new_input
+            source_id=open_interrupt.source_id,
+            response=response,
+            new_input=new_input,
+            asked=interrupt.reason,
         )
     if not answers:
         raise ResumeError("a resume needs at least one interrupt response")

@@ -46,6 +46,9 @@ class Answer:
     source_id: str
     response: InterruptResponse
     new_input: dict[str, JSONValue] | None = None
+    asked: JSONValue = None
+    """The reason the interrupt was raised with: what the human was shown when they
+    answered, so replayed code can compare it with what is true now."""
 
 
 @dataclass(kw_only=True)
@@ -145,6 +148,10 @@ class RunState:
     def responses(self) -> dict[str, InterruptResponse]:
         return {iid: answer.response for iid, answer in self.answers.items()}
 
+    def asked(self) -> dict[str, JSONValue]:
+        """What each answered interrupt showed (its reason), by interrupt id."""
+        return {iid: answer.asked for iid, answer in self.answers.items()}
+
     def answers_from(self, source_id: str) -> list[InterruptResponse]:
         return [a.response for a in self.answers.values() if a.source_id == source_id]
 
@@ -170,6 +177,7 @@ class RunState:
             "answers": {
                 iid: {"source_id": a.source_id, "response": a.response.to_dict()}
                 | ({"new_input": a.new_input} if a.new_input is not None else {})
+                | ({"asked": a.asked} if a.asked is not None else {})
                 for iid, a in self.answers.items()
             },
             "app_state": self.app_state,
@@ -200,6 +208,7 @@ class RunState:
                     source_id=a["source_id"],
                     response=InterruptResponse.from_dict(a["response"]),
                     new_input=a.get("new_input"),
+                    asked=a.get("asked"),
                 )
                 for iid, a in data["answers"].items()
             },

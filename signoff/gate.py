@@ -11,92 +11,83 @@ withdraws the request.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import json
 import os
-import re
 import signal
 import sys
 import time
 import uuid
 from collections import deque
 from collections.abc import Sequence
-from pathlib import Path
 from typing import NoReturn
 
 from pydantic import ValidationError
 
 from bot.api.schemas import NewRequest, RequestView
-from storage.requests import Param, ParamValue
+from storage.requests import ParamValue
 
 from .client import Client, RequestRefused, SignoffError
-
-APPROVED_NO_COMMAND = 0
-USAGE = 2
-DENIED = 10
-EXPIRED = 11
-WITHDRAWN = 12
-UNREACHABLE = 13
-REFUSED = 14
-EXIT_CODES = {
-    APPROVED_NO_COMMAND: "approved (no command given)",
-    USAGE: "usage error: bad arguments or settings",
-    DENIED: "denied: the command did not run",
-    EXPIRED: "expired before anyone approved: the command did not run",
-    WITHDRAWN: "withdrawn (by this gate on Ctrl-C/SIGTERM, or by the client): not run",
-    UNREACHABLE: "could not reach Signoff: nothing is known to be decided",
-    REFUSED: "Signoff refused the request (token, channel, or request unknown)",
-}
-"""Every exit status of the gate that is not the command's own."""
+from .gate_cli import (
+    APPROVED_NO_COMMAND,
+    CHECK_FAILED,
+    DENIED,
+    EXPIRED,
+    REFUSED,
+    UNREACHABLE,
+    USAGE,
+    WITHDRAWN,
+    parse_args,
+    request_of,
+)
 
 _SUMMARY_LINES = 15
 _RENEW = 60.0
 """Seconds between renewals of the gate's long-poll, so votes, reminders and escalations
 show within a minute (a decision shows at once)."""
-_DURATION = re.compile(r"^(\d+)([smhd])$")
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+_ASK_AGAIN = 5
+"""How many times a changed --check output is asked about again before the gate gives up."""
+_CHECK_TIMEOUT = 300.0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``signoff gate ...``: the exit status as documented in ``EXIT_CODES``."""
-    args, command = _parse(list(sys.argv[1:] if argv is None else argv))
+    args, command = parse_args(list(sys.argv[1:] if argv is None else argv))
     url, token = os.environ.get("SIGNOFF_URL"), os.environ.get("SIGNOFF_TOKEN")
     if not url or not token:
         _usage("set SIGNOFF_URL (the Signoff server) and SIGNOFF_TOKEN (signoff token create)")
     try:
-        request = _request(args)
+        request = request_of(args)
     except (ValidationError, ValueError, OSError) as exc:
         _usage(_first_error(exc))
+    gate = _gate(Client(url, token), request, command, check=args.check, as_json=args.json)
     try:
-        return asyncio.run(_gate(Client(url, token), request, command, as_json=args.json))
+        return asyncio.run(gate)
     except KeyboardInterrupt:
         return 130
 
 
-async def _gate(client: Client, request: NewRequest, command: list[str], *, as_json: bool) -> int:
+async def _gate(
+    client: Client,
+    request: NewRequest,
+    command: list[str],
+    *,
+    check: str | None = None,
+    as_json: bool = False,
+) -> int:
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     async with client:
         try:
-            try:
-                view = await client.create(request)
-            except RequestRefused as exc:
-                _say(f"signoff gate: {exc.message}")
-                return USAGE if exc.status == 400 else REFUSED
-            except SignoffError as exc:
-                _say(f"signoff gate: {exc}")
-                return UNREACHABLE
-            _say_waiting(view)
-            answer = await _wait(client, view, stop)
+            answer = await _ask(client, request, check, stop)
         finally:
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(sig)
-        if answer is None:
-            return UNREACHABLE
+        if isinstance(answer, int):
+            return answer
         if as_json:
             print(answer.model_dump_json(), flush=True)
         code = _verdict(answer)
@@ -113,6 +104,67 @@ async def _gate(client: Client, request: NewRequest, command: list[str], *, as_j
         except SignoffError as exc:
             _say(f"signoff gate: the outcome was not reported: {exc}")
         return status
+
+
+async def _ask(
+    client: Client, request: NewRequest, check: str | None, stop: asyncio.Event
+) -> RequestView | int:
+    """The decided request, or the exit status saying why there is none. With ``check``,
+    its output is shown on the card and read again once approved: when it changed, the
+    approval is for something else, so the command does not run and the approvers are
+    asked again, shown what changed (at most ``_ASK_AGAIN`` times)."""
+    shown = await _check(check) if check else None
+    if check and shown is None:
+        return CHECK_FAILED
+    request = request.model_copy(update={"acts_on": shown})
+    for _ in range(_ASK_AGAIN + 1):
+        try:
+            view = await client.create(request)
+        except RequestRefused as exc:
+            _say(f"signoff gate: {exc.message}")
+            return USAGE if exc.status == 400 else REFUSED
+        except SignoffError as exc:
+            _say(f"signoff gate: {exc}")
+            return UNREACHABLE
+        _say_waiting(view)
+        answer = await _wait(client, view, stop)
+        if answer is None:
+            return UNREACHABLE
+        if not check or not answer.approved:
+            return answer
+        now = await _check(check)
+        if now is None:
+            return CHECK_FAILED
+        if now == shown:
+            return answer
+        _say("signoff gate: what the command acts on changed since it was approved; asking again")
+        shown = now
+        request = request.model_copy(
+            update={
+                "acts_on": now,
+                "supersedes": answer.id,
+                "idempotency_key": f"gate-{uuid.uuid4().hex}",
+            }
+        )
+    _say(f"signoff gate: the check's output changed {_ASK_AGAIN} times after approval; giving up")
+    return CHECK_FAILED
+
+
+async def _check(check: str) -> str | None:
+    """The output of the ``--check`` shell command, or None when it fails (said why)."""
+    try:
+        child = await asyncio.create_subprocess_shell(
+            check, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+        )
+        out, err = await asyncio.wait_for(child.communicate(), _CHECK_TIMEOUT)
+    except (OSError, TimeoutError) as exc:
+        _say(f"signoff gate: --check could not run: {exc or 'timed out'}")
+        return None
+    if child.returncode != 0:
+        last = err.decode(errors="replace").strip().splitlines()[-1:] or [""]
+        _say(f"signoff gate: --check exited with {child.returncode}: {last[0]}")
+        return None
+    return out.decode(errors="replace")
 
 
 async def _wait(client: Client, view: RequestView, stop: asyncio.Event) -> RequestView | None:
@@ -233,96 +285,6 @@ def _say_waiting(view: RequestView) -> None:
     if view.expires_at is not None:
         left = max(0, int(view.expires_at.timestamp() - time.time()))
         _say(f"signoff gate: expires in {_span(left)} ({view.expires_at.isoformat()})")
-
-
-def _request(args: argparse.Namespace) -> NewRequest:
-    details = args.details or ""
-    if args.details_file is not None:
-        details = Path(args.details_file).read_text(errors="replace")
-    params = [_param(text, editable=False) for text in args.param]
-    params += [_param(text, editable=True) for text in args.editable]
-    return NewRequest(
-        title=args.title,
-        details=details,
-        params=params,
-        channel=args.channel,
-        approvers=[a.strip() for a in args.approvers.split(",") if a.strip()],
-        anyone_in_channel=args.anyone_in_channel,
-        min_approvals=args.min_approvals,
-        expires_in=_seconds(args.expires, "--expires"),
-        dangerous=args.dangerous,
-        undo_window=_seconds(args.undo_window, "--undo-window") if args.undo_window else None,
-        allow_reply=args.allow_reply,
-        callback_url=args.callback_url,
-        # A key always, so retrying the post after a network blip posts one card.
-        idempotency_key=args.idempotency_key or f"gate-{uuid.uuid4().hex}",
-    )
-
-
-def _param(text: str, *, editable: bool) -> Param:
-    name, sep, raw = text.partition("=")
-    if not sep:
-        raise ValueError(f"--param {text!r}: use NAME=VALUE")
-    value: ParamValue = raw
-    kind = "string"
-    if re.fullmatch(r"-?\d{1,15}", raw):
-        value, kind = int(raw), "integer"
-    elif raw in ("true", "false"):
-        value, kind = raw == "true", "boolean"
-    return Param(name=name, type=kind, value=value, editable=editable)  # type: ignore[arg-type]
-
-
-def _seconds(text: str, option: str) -> int:
-    match = _DURATION.match(text.strip())
-    if not match:
-        raise ValueError(f"{option} {text!r}: use a number and a unit, such as 90s, 8h or 2d")
-    return int(match[1]) * _UNITS[match[2]]
-
-
-def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
-    command: list[str] = []
-    if "--" in argv:
-        cut = argv.index("--")
-        argv, command = argv[:cut], argv[cut + 1 :]
-    parser = argparse.ArgumentParser(
-        prog="signoff gate",
-        description="Ask for approval in Slack; run COMMAND only if approved.",
-        epilog="exit status: the command's own when it ran; otherwise "
-        + "; ".join(f"{code} {text}" for code, text in EXIT_CODES.items()),
-    )
-    parser.add_argument("--title", required=True, help="the card's headline")
-    parser.add_argument("--channel", required=True, help="channel id (C0123ABCD)")
-    parser.add_argument(
-        "--approvers", default="", help="comma-separated user (U…) and user group (S…) ids"
-    )
-    parser.add_argument("--anyone-in-channel", action="store_true")
-    parser.add_argument("--min-approvals", type=int, default=1)
-    parser.add_argument("--expires", default="24h", help="e.g. 30m, 8h, 2d (default 24h)")
-    parser.add_argument(
-        "--undo-window", help="e.g. 60s: the deciding click can be undone this long first"
-    )
-    parser.add_argument("--details", help="text shown on the card (escaped)")
-    parser.add_argument("--details-file", help="read the details from this file")
-    parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE")
-    parser.add_argument(
-        "--editable",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="a param approvers may change; the command gets it as SIGNOFF_PARAM_<NAME>",
-    )
-    parser.add_argument(
-        "--allow-reply",
-        action="store_true",
-        help="approvers may answer with text instead; the command gets it as SIGNOFF_REPLY",
-    )
-    parser.add_argument("--dangerous", action="store_true", help="approving asks to confirm")
-    parser.add_argument("--callback-url", help="webhook for each decision (signed)")
-    parser.add_argument(
-        "--idempotency-key", help="the same key again re-attaches to the same request"
-    )
-    parser.add_argument("--json", action="store_true", help="print the decision as JSON")
-    return parser.parse_args(argv), command
 
 
 def _first_error(exc: Exception) -> str:

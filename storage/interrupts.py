@@ -99,6 +99,18 @@ class InterruptStore(RecordTransitions):
         """Keep the link to a posted interrupt's message (``chat.getPermalink``'s answer)."""
         await self._client.eval("set_permalink", [self._keys.record(interrupt_id)], [permalink])
 
+    async def supersede(
+        self, interrupt_id: str, *, by: str, now: datetime
+    ) -> InterruptRecord | None:
+        """Mark an approved interrupt whose precondition changed before it ran: it did not
+        run, and interrupt ``by`` asks again. The record, or None if it was not marked."""
+        args: list[str | int] = [by, to_ms(now), self._retention.audit_entries]
+        status, text = await self._transition("supersede", interrupt_id, args)
+        if status != "marked":
+            return None
+        log.info("interrupt %s changed since it was approved; %s asks again", interrupt_id, by)
+        return InterruptRecord.from_json(self._keys.record(interrupt_id), text)
+
     async def set_escalation_message(self, interrupt_id: str, channel: str, ts: str) -> bool:
         """Keep where the escalation card was posted; its clicks then decide the interrupt.
         False when the record is gone (or was never escalated)."""

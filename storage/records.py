@@ -163,6 +163,8 @@ class InterruptRecord(BaseModel):
     """The deciding click, while its undo window runs (the record is still pending)."""
     undone: Undone | None = None
     """The last held decision someone undid."""
+    superseded_by: str | None = None
+    """Approved, but not run: what it acts on changed first, and this interrupt asks again."""
 
     @field_validator("interrupt")
     @classmethod
@@ -291,6 +293,7 @@ class InterruptRecord(BaseModel):
             "escalated": "1" if self.escalated else "0",
             "escalation_channel": self.escalation_channel or "",
             "escalation_ts": self.escalation_ts or "",
+            "superseded_by": self.superseded_by or "",
             **held_fields(self.held),
             **undone_fields(self.undone),
         }
@@ -343,6 +346,7 @@ class InterruptRecord(BaseModel):
                 escalation_channel=opt("escalation_channel"),
                 escalation_ts=opt("escalation_ts"),
                 reminders_sent=int(fields.get("reminder_index") or 0),
+                superseded_by=opt("superseded_by"),
                 held=read_held(fields),
                 undone=read_undone(fields),
             )

@@ -91,6 +91,8 @@ class RequestMeta(BaseModel):
     allow_reply: bool = False
     callback_url: str | None = None
     idempotency_key: str | None = None
+    acts_on: str | None = None
+    """What the job will act on, as its check printed it: shown on the card."""
 
     @property
     def values(self) -> dict[str, ParamValue]:

@@ -26,14 +26,20 @@ def decisions_offered(meta: RequestMeta) -> tuple[DecisionType, ...]:
     return (*offered, "reject")
 
 
-def request_interrupt(meta: RequestMeta, *, at_ms: int) -> Interrupt:
-    """The interrupt the card shows: the title, the details and the params as arguments."""
+def request_interrupt(
+    meta: RequestMeta, *, at_ms: int, changed: dict[str, JSONValue] | None = None
+) -> Interrupt:
+    """The interrupt the card shows: the title, the details and the params as arguments;
+    with ``acts_on``, the reason also holds it (``snapshot``) and what ``changed``."""
     values: dict[str, JSONValue] = dict(meta.values)
     call = ToolCall(id=REQUEST_INTERRUPT, name=meta.title, args=values) if meta.params else None
+    reason: JSONValue = meta.details or None
+    if meta.acts_on is not None:
+        reason = {"details": meta.details, "snapshot": meta.acts_on, "changed": changed}
     return Interrupt(
         id=REQUEST_INTERRUPT,
         name=meta.title,
-        reason=meta.details or None,
+        reason=reason,
         tool_call=call,
         allowed_decisions=decisions_offered(meta),
         created_at=from_ms(at_ms),
@@ -41,9 +47,16 @@ def request_interrupt(meta: RequestMeta, *, at_ms: int) -> Interrupt:
 
 
 async def request_record(
-    services: Services, body: NewRequest, meta: RequestMeta, *, run_id: str
+    services: Services,
+    body: NewRequest,
+    meta: RequestMeta,
+    *,
+    run_id: str,
+    asks_again: InterruptRecord | None = None,
+    changed: dict[str, JSONValue] | None = None,
 ) -> InterruptRecord:
-    """The pending record of a new request, with its user groups' members resolved now."""
+    """The pending record of a new request, with its user groups' members resolved now;
+    one that ``asks_again`` goes in that request's thread."""
     users, groups = _users_and_groups(body.approvers)
     escalate_users, escalate_groups = _users_and_groups(body.escalate_to)
     members = await services.directory.members(groups) if groups else ()
@@ -74,8 +87,8 @@ async def request_record(
         undo_window=timedelta(seconds=body.undo_window) if body.undo_window else None,
     )
     now = services.clock.now()
-    interrupt = request_interrupt(meta, at_ms=int(now.timestamp() * 1000))
-    return InterruptRecord.new(
+    interrupt = request_interrupt(meta, at_ms=int(now.timestamp() * 1000), changed=changed)
+    record = InterruptRecord.new(
         interrupt,
         run_id=run_id,
         thread_id=run_id,
@@ -85,6 +98,10 @@ async def request_record(
         now=now,
         channel=body.channel,
     )
+    if asks_again is not None and asks_again.channel == body.channel:
+        thread = asks_again.thread_ts or asks_again.message_ts
+        record = record.model_copy(update={"thread_ts": thread})
+    return record
 
 
 def _users_and_groups(ids: list[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:

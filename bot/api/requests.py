@@ -22,10 +22,8 @@ import logging
 import re
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
-from typing import TypeVar
 
 from aiohttp import web
-from pydantic import BaseModel, ValidationError
 
 from bot.services import Services
 from bot.ui.posting import post_in_thread, post_interrupt, update_message
@@ -35,9 +33,11 @@ from storage.records import InterruptRecord
 from storage.requests import RequestMeta, request_record_id, request_run_id
 
 from .auth import Authenticator, Caller
+from .bodies import error, parse
 from .callbacks import CallbackPolicy
+from .rechecks import mark_superseded, superseded
 from .request_records import REQUESTS_PATH, request_record, request_view
-from .schemas import APPROVED_STATUSES, ApiError, NewRequest, OutcomeReport, Withdrawal
+from .schemas import APPROVED_STATUSES, NewRequest, OutcomeReport, Withdrawal
 from .watch import RequestWatch
 
 log = logging.getLogger(__name__)
@@ -48,7 +48,6 @@ _REQUEST_ID = re.compile(r"^req_[0-9a-f]{32}$")
 _RETAIN = timedelta(days=30)
 """How long a request's meta outlives its expiry (as long as a pending record)."""
 
-M = TypeVar("M", bound=BaseModel)
 Handler = Callable[[web.Request, Caller], Awaitable[web.StreamResponse]]
 
 
@@ -112,6 +111,9 @@ class _RequestsApi:
             if problem is not None:
                 return error(400, problem, "callback_url")
         services = self._services
+        earlier = await superseded(services, caller, body)
+        if isinstance(earlier, web.Response):
+            return earlier
         run_id = request_run_id(caller.name, body.idempotency_key)
         asked = RequestMeta(
             client=caller.name,
@@ -121,10 +123,18 @@ class _RequestsApi:
             allow_reply=body.allow_reply,
             callback_url=callback_url,
             idempotency_key=body.idempotency_key,
+            acts_on=body.acts_on,
         )
         keep_for = timedelta(seconds=body.expires_in) + _RETAIN
         meta = await services.storage.requests.keep(run_id, asked, ttl=keep_for)
-        record = await request_record(services, body, meta, run_id=run_id)
+        record = await request_record(
+            services,
+            body,
+            meta,
+            run_id=run_id,
+            asks_again=earlier.record if earlier else None,
+            changed=earlier.changed if earlier else None,
+        )
         try:
             await services.storage.interrupts.create_interrupt(record)
         except DuplicateInterruptError:
@@ -135,6 +145,8 @@ class _RequestsApi:
             return await self._answer(existing, meta, status=200)
         posted = await post_interrupt(services, record)
         log.info("request %s by %s posted: %s", run_id, caller.name, posted is not None)
+        if earlier is not None:
+            await mark_superseded(services, earlier, record)
         return await self._answer(posted or record, meta, status=201)
 
     async def _group_ids(self, body: NewRequest) -> NewRequest | web.Response:
@@ -258,28 +270,6 @@ class _RequestsApi:
         if note:
             data["error"] = f"{note}; it is {view.status}"
         return web.json_response(data, status=status)
-
-
-async def parse(
-    request: web.Request, model: type[M], *, empty_ok: bool = False
-) -> M | web.Response:
-    """The body as ``model``, or a 400 naming the first field that is wrong."""
-    raw = await request.read()
-    if empty_ok and not raw.strip():
-        raw = b"{}"
-    try:
-        return model.model_validate_json(raw)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or None
-        message = first["msg"].removeprefix("Value error, ")
-        return error(400, f"{where}: {message}" if where else message, where)
-
-
-def error(status: int, message: str, field: str | None = None) -> web.Response:
-    """A JSON error the client can act on."""
-    body = ApiError(error=message, field=field).model_dump(exclude_none=True)
-    return web.json_response(body, status=status)
 
 
 def _duration(seconds: float) -> str:

@@ -78,6 +78,18 @@ class NewRequest(BaseModel):
     )
     callback_url: str | None = Field(default=None, max_length=2000)
     idempotency_key: str | None = Field(default=None, pattern=_ID)
+    acts_on: str | None = Field(
+        default=None,
+        max_length=40000,
+        description="What the job will act on (its check's output), shown on the card; a "
+        "job checks it again before it runs.",
+    )
+    supersedes: str | None = Field(
+        default=None,
+        pattern=r"^req_[0-9a-f]{32}$",
+        description="An approved request of this client whose acts_on changed before the "
+        "job ran: this one asks again, showing what changed, in its thread.",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:
@@ -92,6 +104,8 @@ class NewRequest(BaseModel):
             raise ValueError(
                 f"min_approvals={self.min_approvals} but only {len(users)} may approve"
             )
+        if self.supersedes is not None and self.acts_on is None:
+            raise ValueError("supersedes needs acts_on: what the job acts on now")
         if self.on_expiry == "escalate" and not (
             self.escalate_to or self.escalate_anyone_in_channel
         ):

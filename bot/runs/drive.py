@@ -20,6 +20,7 @@ from bot.ui.posting import post_in_thread, post_interrupt, update_message
 from bot.ui.requester import mention_in_thread, tell_finished
 from storage.audit import AuditEntry
 from storage.errors import DuplicateInterruptError, StorageError
+from storage.keys import record_id
 from storage.records import InterruptRecord
 
 from .approvers import interrupt_records
@@ -112,6 +113,7 @@ async def settle(services: Services, agent_name: str, result: AgentResult, *, pl
             log.info("interrupts of run %s were already stored", result.run_id)
             return
         for record in records:
+            await _supersede(services, record)
             posted = await post_interrupt(services, record)
             if posted is not None and posted.message_ts is not None:
                 trusted = await approve_if_trusted(services, posted)
@@ -136,6 +138,24 @@ async def settle(services: Services, agent_name: str, result: AgentResult, *, pl
         thread_ts=thread_ts,
         text=text,
     )
+
+
+async def _supersede(services: Services, record: InterruptRecord) -> None:
+    """When ``record`` asks again because what an approved call acts on changed before it
+    ran, the approved card says so (it did not run)."""
+    reason = record.runtime_interrupt.reason
+    earlier = reason.get("supersedes") if isinstance(reason, dict) else None
+    if not isinstance(earlier, str):
+        return
+    try:
+        marked = await services.storage.interrupts.supersede(
+            record_id(record.run_id, earlier), by=record.id, now=services.clock.now()
+        )
+    except StorageError as exc:
+        log.error("interrupt %s: the approval it replaces not marked: %s", record.id, exc)
+        return
+    if marked is not None:
+        await update_message(services, marked)
 
 
 AUDIT_DETAIL = 500

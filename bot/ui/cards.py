@@ -34,6 +34,7 @@ Outcome = Literal[
     "expired",
     "cancelled",
     "withdrawn",
+    "changed",
 ]
 
 
@@ -73,6 +74,10 @@ class Card:
     """The tool's (or node's) own code asked: it receives the decision and acts on it."""
     held: Held | None = None
     """The deciding click, while it waits out the policy's undo window."""
+    acts_on: JSONValue = None
+    """What the call will act on, as its precondition answered when the card was posted."""
+    changed: Mapping[str, JSONValue] | None = None
+    """What changed in ``acts_on`` since an earlier approval (``added``, ``removed``)."""
     undone: str | None = None
     """Who undid whose decision, in the bot's own mrkdwn, once someone did."""
 
@@ -111,8 +116,14 @@ def card_from_record(record: InterruptRecord, *, trust_label: str | None = None)
     interrupt = record.runtime_interrupt
     call = interrupt.tool_call
     reason = interrupt.reason
+    acts_on: JSONValue = None
+    changed = None
+    external = is_request_run(record.run_id)
     if interrupt.is_approval and isinstance(reason, dict):
-        reason = None  # the runtime's approval reason repeats the tool, args and description
+        acts_on = reason.get("snapshot")
+        changed = reason.get("changed") if isinstance(reason.get("changed"), dict) else None
+        # A request's details; the runtime's approval reason repeats the tool and args.
+        reason = reason.get("details") if external else None
     if interrupt.question and isinstance(reason, dict) and isinstance(reason.get("question"), str):
         reason = reason["question"]
     if interrupt.question and call is not None and call.args == interrupt.reason:
@@ -121,7 +132,7 @@ def card_from_record(record: InterruptRecord, *, trust_label: str | None = None)
         interrupt_id=record.id,
         agent=record.agent,
         action=interrupt.tool_call.name if interrupt.tool_call else interrupt.name,
-        external=is_request_run(record.run_id),
+        external=external,
         description=interrupt.description,
         reason=to_text(reason) or None,
         args=call.args if call else None,
@@ -142,6 +153,8 @@ def card_from_record(record: InterruptRecord, *, trust_label: str | None = None)
         free_text=record.policy.free_text_answers,
         held=_held(record),
         undone=_undone(record),
+        acts_on=acts_on,
+        changed=changed,
     )
 
 
@@ -291,6 +304,8 @@ def _outcome(record: InterruptRecord, state: InterruptState) -> Outcome:
     """How a card names the final ``state`` of ``record``."""
     if state == "pending":
         raise ValueError(f"{record.id} is not decided")
+    if record.superseded_by and record.state == state:
+        return "changed"  # approved, but what it acts on changed first: it was asked again
     if state == "cancelled" and (record.decided_by or is_request_run(record.run_id)):
         return "withdrawn"  # a person (or a job) withdrew it
     if record.runtime_interrupt.question and state in ("responded", "denied"):

@@ -6,7 +6,10 @@ the ``text`` notification fallback included, and every Block Kit limit holds for
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+
+from agent_runtime.messages import JSONValue
 
 from . import ids
 from .blocks import (
@@ -45,6 +48,7 @@ _HEADLINE: dict[Outcome, str] = {
     "expired": "Expired, not approved",
     "cancelled": "Cancelled",
     "withdrawn": "Withdrawn",
+    "changed": "Changed since it was approved",
 }
 _ICON: dict[Outcome, str] = {
     "approved": ":white_check_mark:",
@@ -57,6 +61,7 @@ _ICON: dict[Outcome, str] = {
     "expired": ":hourglass:",
     "cancelled": ":heavy_multiplication_x:",
     "withdrawn": ":leftwards_arrow_with_hook:",
+    "changed": ":warning:",
 }
 
 
@@ -106,6 +111,13 @@ def decided_message(card: Card, verdict: Verdict) -> SlackMessage:
         blocks.append(section(f"*{label}:* {escaped(verdict.message)}"))
     if verdict.outcome == "edited" and verdict.args is not None:
         blocks.append(section("*Run with*\n" + code_block(args_json(verdict.args), _ARGS_CODE)))
+    if verdict.outcome == "changed":
+        blocks.append(
+            section(
+                "Not run: what it acts on changed after the approval, so the approvers are "
+                "asked again in this thread."
+            )
+        )
     return SlackMessage(text=_fallback(f"{headline}:", card), blocks=blocks)
 
 
@@ -141,7 +153,7 @@ def _fallback(prefix: str, card: Card) -> str:
 
 def _summary(card: Card) -> list[Block]:
     if card.external:
-        return _request_summary(card)
+        return _request_summary(card) + _acts_on(card)
     what = f"*{escaped(card.agent, 200)}* wants to run `{escaped(card.action, 300)}`"
     if card.question:
         what = f"*{escaped(card.agent, 200)}* asks"
@@ -156,7 +168,33 @@ def _summary(card: Card) -> list[Block]:
         blocks.append(section("*Why:* " + escaped(card.reason)))
     if card.args is not None:
         blocks.append(section("*Arguments*\n" + code_block(args_json(card.args), _ARGS_CODE)))
+    return blocks + _acts_on(card)
+
+
+def _acts_on(card: Card) -> list[Block]:
+    """What the call will act on (its precondition's answer), and what changed since an
+    earlier approval, so the approver sees the difference they are asked about."""
+    blocks = []
+    if card.changed is not None:
+        lines = [
+            f"{label}: {code_block(_json(card.changed[key]), _ARGS_CODE // 3)}"
+            for key, label in (("added", "Added"), ("removed", "Removed"), ("now", "Now"))
+            if card.changed.get(key) not in (None, [])
+        ]
+        blocks.append(section(":warning: *Changed since it was approved*\n" + "\n".join(lines)))
+    if card.acts_on is not None:
+        acts_on = code_block(_json(card.acts_on), _ARGS_CODE)
+        blocks.append(section("*It will act on*\n" + acts_on))
     return blocks
+
+
+def _json(value: JSONValue) -> str:
+    """A check's output as printed (a job's lines of text), anything else as JSON."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return "\n".join(str(v) for v in value)
+    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
 
 
 def _request_summary(card: Card) -> list[Block]:

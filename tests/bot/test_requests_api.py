@@ -291,3 +291,32 @@ async def test_with_an_undo_window_the_job_hears_of_the_decision_only_when_it_en
     assert jobs.bot.slack.called("chat.update")[-1]["blocks"][0]["text"]["text"].startswith(
         "Approved:"
     )
+
+
+async def test_asking_again_needs_an_approved_request_that_showed_what_it_acts_on(
+    jobs: Jobs,
+) -> None:
+    _, plain = await jobs.ask(idempotency_key="plain")
+    _, checked = await jobs.ask(acts_on="vol-a\nvol-b\n", idempotency_key="checked")
+    status, body = await jobs.ask(supersedes=checked["id"])
+    assert status == 400 and "supersedes needs acts_on" in body["error"], body
+    status, body = await jobs.ask(supersedes=checked["id"], acts_on="vol-a\n")
+    assert status == 409 and "is pending, not approved" in body["error"], body
+    bot = jobs.bot
+    await bot.click(ids.APPROVE, jobs.value(1), user=ALICE, message_ts=bot.message_ts(1))
+    await bot.click(ids.APPROVE, jobs.value(0), user=ALICE, message_ts=bot.message_ts(0))
+    for made in (plain, checked):
+        _, seen = await asyncio.wait_for(jobs.get(made["status_url"] + "?wait=10"), 15)
+        assert seen["status"] == "approved", seen
+    status, body = await jobs.ask(supersedes=plain["id"], acts_on="vol-a\n")
+    assert status == 400 and "showed no acts_on" in body["error"], body
+    status, body = await jobs.ask(supersedes="req_" + "f" * 32, acts_on="vol-a\n")
+    assert status == 404, body
+    posted = len(jobs.bot.slack.called("chat.postMessage"))
+    status, again = await jobs.ask(supersedes=checked["id"], acts_on="vol-a\nvol-c\n")
+    assert status == 201, again
+    card = jobs.bot.slack.called("chat.postMessage")[posted]
+    assert card["thread_ts"] == jobs.bot.message_ts(1)  # in the approved card's thread
+    assert "Changed since it was approved" in str(card["blocks"])
+    status, body = await jobs.ask(supersedes=checked["id"], acts_on="vol-a\n")
+    assert status == 409 and "asked again already" in body["error"], body

@@ -229,3 +229,42 @@ async def test_usage_errors_exit_2_and_post_nothing(stack: Stack) -> None:
         assert gate.returncode == USAGE, err
         assert err.decode().startswith("signoff gate: ")
     assert [m for m in stack.sandbox.workspace.history(GENERAL) if m.blocks] == []
+
+
+async def test_a_changed_check_is_not_run_but_asked_again_and_runs_once_reapproved(
+    stack: Stack, tmp_path: Path
+) -> None:
+    volumes = tmp_path / "volumes"
+    volumes.write_text("vol-a 10G\nvol-b 20G\n")
+    gate = await stack.gate("--check", f"cat {volumes}")
+    await stack.waiting(gate)
+    card = await stack.card()
+    assert "*It will act on*" in str(card.blocks) and "vol-b 20G" in str(card.blocks)
+
+    volumes.write_text("vol-a 10G\nvol-c 5G\n")  # the world moved on while the card waited
+    await stack.click(card, ids.APPROVE)
+    ws = stack.sandbox.workspace
+    again = await stack.sandbox.wait_for(
+        lambda: next((m for m in ws.replies(GENERAL, card.ts)[1:] if m.blocks), None), within=15
+    )
+    shown = str(again.blocks)
+    assert "Changed since it was approved" in shown
+    assert shown.index("vol-c 5G") < shown.index("Removed") < shown.index("vol-b 20G")
+    first = await stack.sandbox.wait_for(
+        lambda: next(
+            (
+                str(m.blocks)
+                for m in [ws.message(GENERAL, card.ts)]
+                if m and "Changed since it was approved: Delete 42" in str(m.blocks)
+            ),
+            None,
+        ),
+        within=15,
+    )
+    assert "Not run" in first and not stack.marks.exists()
+
+    await stack.click(again, ids.APPROVE)
+    _, err = await asyncio.wait_for(gate.communicate(), 30)
+    assert gate.returncode == 0, err
+    assert "changed since it was approved; asking again" in err.decode()
+    assert stack.marks.read_text() == f"{ALICE} limit=42\n"  # once, after the second approval

@@ -8,7 +8,8 @@ from datetime import UTC, datetime
 import pytest
 
 from bot.api.schemas import RequestView
-from signoff.gate import Progress, _parse, _request
+from signoff.gate import Progress
+from signoff.gate_cli import parse_args, request_of
 
 
 def _view(**changes: object) -> RequestView:
@@ -64,9 +65,9 @@ def test_a_held_decision_and_its_undo_are_one_line_each(
 
 
 def test_the_undo_window_option_reaches_the_request() -> None:
-    args, _ = _parse(
+    args, _ = parse_args(
         ["--title", "t", "--channel", "C0OPS", "--approvers", "U0A", "--undo-window", "90s"]
     )
-    assert _request(args).undo_window == 90
-    args, _ = _parse(["--title", "t", "--channel", "C0OPS", "--approvers", "U0A"])
-    assert _request(args).undo_window is None
+    assert request_of(args).undo_window == 90
+    args, _ = parse_args(["--title", "t", "--channel", "C0OPS", "--approvers", "U0A"])
+    assert request_of(args).undo_window is None

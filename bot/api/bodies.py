@@ -1,0 +1,35 @@
+"""JSON in and out of the requests API: a body validated against its model, and errors a
+client can act on (the message, and the field it is about)."""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+from aiohttp import web
+from pydantic import BaseModel, ValidationError
+
+from .schemas import ApiError
+
+M = TypeVar("M", bound=BaseModel)
+
+
+async def parse(
+    request: web.Request, model: type[M], *, empty_ok: bool = False
+) -> M | web.Response:
+    """The body as ``model``, or a 400 naming the first field that is wrong."""
+    raw = await request.read()
+    if empty_ok and not raw.strip():
+        raw = b"{}"
+    try:
+        return model.model_validate_json(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or None
+        message = first["msg"].removeprefix("Value error, ")
+        return error(400, f"{where}: {message}" if where else message, where)
+
+
+def error(status: int, message: str, field: str | None = None) -> web.Response:
+    """A JSON error the client can act on."""
+    body = ApiError(error=message, field=field).model_dump(exclude_none=True)
+    return web.json_response(body, status=status)

@@ -1,0 +1,60 @@
+"""A request asked again: the job's check found that what it acts on changed after the
+approval, so the job did not run. The new request names the approved one it supersedes;
+its card shows what changed, in the approved card's thread, and the approved card says it
+did not run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aiohttp import web
+
+from agent_runtime.messages import JSONValue
+from agent_runtime.preconditions import changes
+from bot.services import Services
+from bot.ui.posting import update_message
+from storage.records import InterruptRecord
+from storage.requests import request_record_id
+
+from .auth import Caller
+from .bodies import error
+from .schemas import NewRequest
+
+
+@dataclass(frozen=True, kw_only=True)
+class Superseded:
+    """The approved request a new one asks again for, and what changed since."""
+
+    record: InterruptRecord
+    changed: dict[str, JSONValue]
+
+
+async def superseded(
+    services: Services, caller: Caller, body: NewRequest
+) -> Superseded | web.Response | None:
+    """The approved request ``body`` supersedes (None when it names none), or the error:
+    it must be the caller's, approved, and have shown what it acts on."""
+    if body.supersedes is None:
+        return None
+    run_id = body.supersedes
+    meta = await services.storage.requests.meta(run_id)
+    record = await services.storage.queries.get(request_record_id(run_id))
+    if meta is None or record is None or not caller.owns(meta.client):
+        return error(404, f"supersedes: no request {run_id}", "supersedes")
+    if record.state not in ("approved", "edited") or record.superseded_by:
+        state = "asked again already" if record.superseded_by else record.state
+        return error(409, f"supersedes: request {run_id} is {state}, not approved", "supersedes")
+    if meta.acts_on is None:
+        return error(400, f"supersedes: request {run_id} showed no acts_on", "supersedes")
+    assert body.acts_on is not None  # NewRequest checks it comes with supersedes
+    before, now = meta.acts_on.splitlines(), body.acts_on.splitlines()
+    return Superseded(record=record, changed=changes(list(before), list(now)))
+
+
+async def mark_superseded(services: Services, earlier: Superseded, by: InterruptRecord) -> None:
+    """The approved card says it did not run, and where it is asked again."""
+    marked = await services.storage.interrupts.supersede(
+        earlier.record.id, by=by.id, now=services.clock.now()
+    )
+    if marked is not None:
+        await update_message(services, marked)

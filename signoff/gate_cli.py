@@ -1,0 +1,134 @@
+"""The command line of ``signoff gate``: its options, the request they ask for, and the
+exit statuses it documents."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import uuid
+from pathlib import Path
+
+from bot.api.schemas import NewRequest
+from storage.requests import Param, ParamValue
+
+APPROVED_NO_COMMAND = 0
+USAGE = 2
+DENIED = 10
+EXPIRED = 11
+WITHDRAWN = 12
+UNREACHABLE = 13
+REFUSED = 14
+CHECK_FAILED = 15
+EXIT_CODES = {
+    APPROVED_NO_COMMAND: "approved (no command given)",
+    USAGE: "usage error: bad arguments or settings",
+    DENIED: "denied: the command did not run",
+    EXPIRED: "expired before anyone approved: the command did not run",
+    WITHDRAWN: "withdrawn (by this gate on Ctrl-C/SIGTERM, or by the client): not run",
+    UNREACHABLE: "could not reach Signoff: nothing is known to be decided",
+    REFUSED: "Signoff refused the request (token, channel, or request unknown)",
+    CHECK_FAILED: "the --check command failed, or kept changing: the command did not run",
+}
+"""Every exit status of the gate that is not the command's own."""
+
+_DURATION = re.compile(r"^(\d+)([smhd])$")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def request_of(args: argparse.Namespace) -> NewRequest:
+    """The request the options ask for; ValueError (or pydantic's) names what is wrong."""
+    details = args.details or ""
+    if args.details_file is not None:
+        details = Path(args.details_file).read_text(errors="replace")
+    params = [_param(text, editable=False) for text in args.param]
+    params += [_param(text, editable=True) for text in args.editable]
+    return NewRequest(
+        title=args.title,
+        details=details,
+        params=params,
+        channel=args.channel,
+        approvers=[a.strip() for a in args.approvers.split(",") if a.strip()],
+        anyone_in_channel=args.anyone_in_channel,
+        min_approvals=args.min_approvals,
+        expires_in=seconds(args.expires, "--expires"),
+        dangerous=args.dangerous,
+        undo_window=seconds(args.undo_window, "--undo-window") if args.undo_window else None,
+        allow_reply=args.allow_reply,
+        callback_url=args.callback_url,
+        # A key always, so retrying the post after a network blip posts one card.
+        idempotency_key=args.idempotency_key or f"gate-{uuid.uuid4().hex}",
+    )
+
+
+def _param(text: str, *, editable: bool) -> Param:
+    name, sep, raw = text.partition("=")
+    if not sep:
+        raise ValueError(f"--param {text!r}: use NAME=VALUE")
+    value: ParamValue = raw
+    kind = "string"
+    if re.fullmatch(r"-?\d{1,15}", raw):
+        value, kind = int(raw), "integer"
+    elif raw in ("true", "false"):
+        value, kind = raw == "true", "boolean"
+    return Param(name=name, type=kind, value=value, editable=editable)  # type: ignore[arg-type]
+
+
+def seconds(text: str, option: str) -> int:
+    """``90s``, ``30m``, ``8h`` or ``2d`` in seconds; ValueError names ``option``."""
+    match = _DURATION.match(text.strip())
+    if not match:
+        raise ValueError(f"{option} {text!r}: use a number and a unit, such as 90s, 8h or 2d")
+    return int(match[1]) * _UNITS[match[2]]
+
+
+def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
+    """The gate's options, and the command after ``--`` (empty when none)."""
+    command: list[str] = []
+    if "--" in argv:
+        cut = argv.index("--")
+        argv, command = argv[:cut], argv[cut + 1 :]
+    parser = argparse.ArgumentParser(
+        prog="signoff gate",
+        description="Ask for approval in Slack; run COMMAND only if approved.",
+        epilog="exit status: the command's own when it ran; otherwise "
+        + "; ".join(f"{code} {text}" for code, text in EXIT_CODES.items()),
+    )
+    parser.add_argument("--title", required=True, help="the card's headline")
+    parser.add_argument("--channel", required=True, help="channel id (C0123ABCD)")
+    parser.add_argument(
+        "--approvers", default="", help="comma-separated user (U…) and user group (S…) ids"
+    )
+    parser.add_argument("--anyone-in-channel", action="store_true")
+    parser.add_argument("--min-approvals", type=int, default=1)
+    parser.add_argument("--expires", default="24h", help="e.g. 30m, 8h, 2d (default 24h)")
+    parser.add_argument(
+        "--undo-window", help="e.g. 60s: the deciding click can be undone this long first"
+    )
+    parser.add_argument(
+        "--check",
+        metavar="CMD",
+        help="a shell command printing what COMMAND will act on: shown on the card, run "
+        "again once approved, and asked again (not run) if its output changed",
+    )
+    parser.add_argument("--details", help="text shown on the card (escaped)")
+    parser.add_argument("--details-file", help="read the details from this file")
+    parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE")
+    parser.add_argument(
+        "--editable",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a param approvers may change; the command gets it as SIGNOFF_PARAM_<NAME>",
+    )
+    parser.add_argument(
+        "--allow-reply",
+        action="store_true",
+        help="approvers may answer with text instead; the command gets it as SIGNOFF_REPLY",
+    )
+    parser.add_argument("--dangerous", action="store_true", help="approving asks to confirm")
+    parser.add_argument("--callback-url", help="webhook for each decision (signed)")
+    parser.add_argument(
+        "--idempotency-key", help="the same key again re-attaches to the same request"
+    )
+    parser.add_argument("--json", action="store_true", help="print the decision as JSON")
+    return parser.parse_args(argv), command

@@ -1,0 +1,95 @@
+"""Stale approvals through the real Bolt app: the card shows what the call will act on;
+if that changed between the card and the approval, the call does not run, the approved
+card says so, and a new card asks again with the difference."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fakes import OneToolModel
+from harness import ALICE, CAROL, CHANNEL, Harness
+
+from agent_runtime import Agent, SessionStore, ToolCall, tool
+from bot.agents.policy import AgentSpec, Policy
+from bot.ui import ids
+
+VOL_A, VOL_B, VOL_C = {"id": "vol-a", "gb": 10}, {"id": "vol-b", "gb": 20}, {"id": "vol-c", "gb": 5}
+
+
+def cleanup(volumes: list[dict[str, Any]], deleted: list[list[str]]) -> AgentSpec:
+    def stale_volumes(call: ToolCall) -> list[dict[str, Any]]:
+        return [dict(v) for v in volumes]
+
+    @tool
+    def delete_volumes(older_than_days: int) -> str:
+        """Delete the volumes older than this."""
+        deleted.append([v["id"] for v in volumes])
+        return f"deleted {len(volumes)} volume(s)"
+
+    def build(sessions: SessionStore) -> Agent:
+        return Agent(
+            model=OneToolModel("delete_volumes", {"older_than_days": 90}),
+            tools=[delete_volumes],
+            interrupt_on={"delete_volumes": {"precondition": stale_volumes}},
+            session_store=sessions,
+            name="cleanup",
+        )
+
+    return AgentSpec(name="cleanup", build=build, policy=Policy(channel=CHANNEL, users=(ALICE,)))
+
+
+def _cards(bot: Harness) -> list[dict[str, Any]]:
+    return [p for p in bot.slack.called("chat.postMessage") if p.get("blocks")]
+
+
+async def test_unchanged_runs_once(make_bot: Any) -> None:
+    volumes, deleted = [VOL_A, VOL_B], []
+    bot: Harness = await make_bot(spec=cleanup(volumes, deleted))
+    value = await bot.start(requested_by=CAROL)
+    assert "*It will act on*" in str(bot.posted(0)["blocks"]) and "vol-b" in str(bot.posted(0))
+    await bot.click(ids.APPROVE, value, user=ALICE)
+    assert (await bot.finished()).startswith("Finished: done: deleted 2 volume(s)")
+    assert deleted == [["vol-a", "vol-b"]] and len(_cards(bot)) == 1
+
+
+async def test_changed_is_not_run_but_asked_again_and_the_new_approval_runs(
+    make_bot: Any,
+) -> None:
+    volumes, deleted = [VOL_A, VOL_B], []
+    bot: Harness = await make_bot(spec=cleanup(volumes, deleted))
+    value = await bot.start(requested_by=CAROL)
+    volumes[:] = [VOL_A, VOL_C]  # the world moved on while the card waited
+    await bot.click(ids.APPROVE, value, user=ALICE)
+    await bot.slack.wait_for(lambda: len(_cards(bot)) == 2, what="the card asking again")
+    assert deleted == []
+
+    again = _cards(bot)[1]
+    text = str(again["blocks"])
+    assert again["blocks"][0]["text"]["text"] == "Approval needed: delete_volumes"
+    assert ":warning: *Changed since it was approved*" in text
+    assert text.index("vol-c") < text.index("Removed") < text.index("vol-b")  # added, removed
+    assert again["thread_ts"] == bot.message_ts(0)
+
+    await bot.slack.wait_for(
+        lambda: any(
+            u["blocks"][0]["text"]["text"] == "Changed since it was approved: delete_volumes"
+            for u in bot.slack.called("chat.update")
+        ),
+        what="the approved card saying it did not run",
+    )
+    old = [u for u in bot.slack.called("chat.update") if u["ts"] == bot.message_ts(0)][-1]
+    assert f"by <@{ALICE}>" in str(old["blocks"]) and "Not run" in str(old["blocks"])
+
+    value_again = again["blocks"][-1]["elements"][0]["value"]
+    posted = bot.slack.called("chat.postMessage")
+    posts = zip(posted, bot.slack.answers("chat.postMessage"), strict=True)
+    [again_ts] = [a["ts"] for p, a in posts if p is again]
+    await bot.click(ids.APPROVE, value_again, user=ALICE, message_ts=again_ts)
+    assert (await bot.finished()).startswith("Finished: done: deleted 2 volume(s)")
+    assert deleted == [["vol-a", "vol-c"]]
+    audit = await bot.services.storage.audit.read(count=100)
+    assert [e.event for e in audit if e.event in ("approved", "changed")] == [
+        "approved",
+        "changed",
+        "approved",
+    ]
