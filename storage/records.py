@@ -165,6 +165,10 @@ class InterruptRecord(BaseModel):
     """The last held decision someone undid."""
     superseded_by: str | None = None
     """Approved, but not run: what it acts on changed first, and this interrupt asks again."""
+    batch: str | None = None
+    """The record id of the first item of the batch card this one is an item of."""
+    batch_items: tuple[str, ...] = ()
+    """On a batch's first item: the record ids of all its items, in the card's order."""
 
     @field_validator("interrupt")
     @classmethod
@@ -294,6 +298,8 @@ class InterruptRecord(BaseModel):
             "escalation_channel": self.escalation_channel or "",
             "escalation_ts": self.escalation_ts or "",
             "superseded_by": self.superseded_by or "",
+            "batch": self.batch or "",
+            "batch_items": json.dumps(self.batch_items) if self.batch_items else "",
             **held_fields(self.held),
             **undone_fields(self.undone),
         }
@@ -347,6 +353,8 @@ class InterruptRecord(BaseModel):
                 escalation_ts=opt("escalation_ts"),
                 reminders_sent=int(fields.get("reminder_index") or 0),
                 superseded_by=opt("superseded_by"),
+                batch=opt("batch"),
+                batch_items=tuple(json.loads(fields.get("batch_items") or "[]")),
                 held=read_held(fields),
                 undone=read_undone(fields),
             )

@@ -84,6 +84,9 @@ class Policy:
     undo_window: timedelta | None = None
     """After the deciding click, how long anyone who may decide can still Undo it; the
     decision is final, and the run goes on, only when the window ends."""
+    batch: bool = False
+    """Calls of this tool that stop a run together share one card: items to untick, then
+    "Approve selected" (the unticked ones are denied) or "Deny all"."""
 
     def __post_init__(self) -> None:
         _check_ids(self.users, _USER, "users", "a user id such as U0123ABCD")
@@ -132,6 +135,10 @@ class Policy:
             raise PolicyError(
                 "undo_window must be positive and at most an hour (e.g. timedelta(seconds=60))"
             )
+        if self.batch and isinstance(self.on_expiry, Escalate):
+            raise PolicyError("batch=True cards are not escalated: use on_expiry='deny'")
+        if self.batch and self.undo_window is not None:
+            raise PolicyError("batch=True cards have no undo window: leave undo_window unset")
         if isinstance(self.on_expiry, Escalate):
             esc = self.on_expiry
             if self.expires_after is None:

@@ -35,6 +35,7 @@ from storage.outcomes import DecideOutcome
 from storage.records import InterruptRecord
 from storage.requests import is_request_run
 
+from .batches import decide_batch
 from .clicked import clicked_record
 from .damaged import record_damaged
 from .edit_form import edit_fields
@@ -82,6 +83,9 @@ async def intake(services: Services, click: Click) -> None:
     if action == ids.UNDO:
         services.background.spawn(undo(services, click), name=action)
         return
+    if action in ids.BATCH_BUTTONS:
+        services.background.spawn(decide_batch(services, click), name=action)
+        return
     if click.choice is not None:
         action = f"{ids.CHOOSE}.{click.choice}"
     elif action not in _DECISIONS:
@@ -117,7 +121,8 @@ def signoff_click(payload: dict[str, Any]) -> Click | None:
     click = parse_click(payload)
     if click is None or click.ref is None:
         return None
-    if click.action.action_id not in ids.BUTTONS and click.choice is None:
+    action = click.action.action_id
+    if action not in ids.BUTTONS and action not in ids.BATCH_BUTTONS and click.choice is None:
         return None
     return click
 

@@ -55,6 +55,20 @@ class Ref(_Model):
         return cls(record_id=record_id, digest=digest)
 
 
+class _InputValue(_Model):
+    """One input's state: typed text, or what was picked (an option, options, a date)."""
+
+    value: str | None = None
+    selected_option: _Option | None = None
+    selected_options: list[_Option] = []
+    selected_date: str | None = None
+    selected_date_time: int | None = None
+
+
+class _State(_Model):
+    values: dict[str, dict[str, _InputValue]] = {}
+
+
 class Click(_Model):
     """A button click on one of the bot's messages."""
 
@@ -62,10 +76,24 @@ class Click(_Model):
     container: _Container
     trigger_id: str = Field(max_length=255)
     actions: list[_Action] = Field(min_length=1, max_length=1)
+    state: _State = _State()
 
     @property
     def action(self) -> _Action:
         return self.actions[0]
+
+    @property
+    def ticked(self) -> dict[int, set[int]]:
+        """A batch card's checkbox groups as the clicker's own client shows them: the first
+        item of each group the message state holds, and the items ticked in it."""
+        groups: dict[int, set[int]] = {}
+        for block_id, inputs in self.state.values.items():
+            kind, _, first = block_id.partition(" ")
+            if kind != ids.BATCH_BLOCK or not first.isdigit() or len(first) > 3:
+                continue
+            picked = (o.value for box in inputs.values() for o in box.selected_options)
+            groups[int(first)] = {int(v) for v in picked if v.isdigit() and len(v) <= 3}
+        return groups
 
     @property
     def ref(self) -> Ref | None:
@@ -89,20 +117,6 @@ class Click(_Model):
         else:
             return None
         return int(picked) if picked.isdigit() and len(picked) <= 3 else None
-
-
-class _InputValue(_Model):
-    """One input's state: typed text, or what was picked (an option, options, a date)."""
-
-    value: str | None = None
-    selected_option: _Option | None = None
-    selected_options: list[_Option] = []
-    selected_date: str | None = None
-    selected_date_time: int | None = None
-
-
-class _State(_Model):
-    values: dict[str, dict[str, _InputValue]] = {}
 
 
 class _View(_Model):

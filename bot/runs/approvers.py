@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from agent_runtime.interrupts import DecisionType, Interrupt
 from agent_runtime.results import AgentResult
 from bot.agents.policy import Escalate, Policy, Reminders
@@ -37,7 +39,38 @@ async def interrupt_records(
         if place.thread_ts and channel == place.channel:
             record = record.model_copy(update={"thread_ts": place.thread_ts})
         records.append(record)
-    return records
+    return _batched(records, lambda tool: spec.policy_for(tool).batch)
+
+
+MAX_BATCH = 100
+"""Items on one batch card (ten checkbox groups of ten, well inside Slack's 50 blocks);
+more calls of the tool make further cards."""
+
+
+def _batched(
+    records: list[InterruptRecord], batch: Callable[[str | None], bool]
+) -> list[InterruptRecord]:
+    """``records``, the approvals of each tool whose policy says ``batch`` grouped into
+    cards (two or more calls): each item names the card's first item, which lists them."""
+    groups: dict[tuple[str, str | None], list[int]] = {}
+    for index, record in enumerate(records):
+        tool = _tool(record.runtime_interrupt)
+        if tool is not None and record.runtime_interrupt.is_approval and batch(tool):
+            groups.setdefault((tool, record.channel), []).append(index)
+    batched = list(records)
+    for indexes in groups.values():
+        for start in range(0, len(indexes), MAX_BATCH):
+            chunk = indexes[start : start + MAX_BATCH]
+            if len(chunk) < 2:
+                continue
+            lead = records[chunk[0]].id
+            items = tuple(records[i].id for i in chunk)
+            for i in chunk:
+                update: dict[str, object] = {"batch": lead}
+                if i == chunk[0]:
+                    update["batch_items"] = items
+                batched[i] = records[i].model_copy(update=update)
+    return batched
 
 
 async def approver_policy(

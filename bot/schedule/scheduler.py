@@ -20,8 +20,14 @@ from datetime import timedelta
 from bot.services import Services
 from bot.ui.blocks import user_mention
 from bot.ui.home import refresh_homes
-from bot.ui.posting import post_escalation, post_interrupt, post_mrkdwn, update_message
-from bot.ui.requester import tell_decided, tell_escalated
+from bot.ui.posting import (
+    batch_items,
+    post_escalation,
+    post_interrupt,
+    post_mrkdwn,
+    update_message,
+)
+from bot.ui.requester import tell_batch_decided, tell_decided, tell_escalated
 from storage.audit import AuditEntry
 from storage.errors import StorageError
 from storage.interrupts import GROUP_CHECK_EVERY
@@ -80,10 +86,17 @@ class Scheduler:
     async def tick(self) -> None:
         """One pass: expire, remind, (re)post what the outbox holds, check group members."""
         now = self._services.clock.now()
+        batches: set[str] = set()
         for expired in await self._services.storage.interrupts.expire_due(now):
-            await self._expired(expired)
+            batch = expired.record.batch
+            if batch is None:
+                await self._expired(expired)
+            elif batch not in batches:  # its items expire together: one update, one note
+                batches.add(batch)
+                await self._batch_expired(expired.record)
         for reminder in await self._services.storage.interrupts.due_reminders(now):
-            await self._remind(reminder)
+            if reminder.record.batch in (None, reminder.record.id):  # a batch's lead reminds
+                await self._remind(reminder)
         await self.drain_outbox()
         await self.check_groups()
 
@@ -132,6 +145,14 @@ class Scheduler:
         escalated = await post_escalation(services, record)
         await update_message(services, escalated or record)
         await tell_escalated(services, escalated or record)
+
+    async def _batch_expired(self, record: InterruptRecord) -> None:
+        services = self._services
+        await update_message(services, record)
+        items = await batch_items(services, record)
+        services.metrics.decisions["expired"] += sum(r.state == "expired" for r in items)
+        await tell_batch_decided(services, items)
+        await refresh_homes(services, record)
 
     async def _remind(self, due: ReminderDue) -> None:
         services, record = self._services, due.record

@@ -21,8 +21,12 @@ from bot.ui import ids
 from . import commands
 
 _BUTTONS = re.compile(
-    "^(" + "|".join(re.escape(a) for a in ids.BUTTONS) + rf"|{re.escape(ids.CHOOSE)}(\.\d+)?)$"
+    "^("
+    + "|".join(re.escape(a) for a in (*ids.BUTTONS, *ids.BATCH_BUTTONS))
+    + rf"|{re.escape(ids.CHOOSE)}(\.\d+)?)$"
 )
+_BATCH_PICKS = re.compile(rf"^{re.escape(ids.BATCH_PICK)}\.\d+$")
+"""A tick on a batch card: read only when "Approve selected" is clicked."""
 _MODALS = re.compile(
     "^(" + "|".join(re.escape(v) for v in (ids.EDIT_VIEW, ids.DENY_VIEW, ids.REPLY_VIEW)) + ")$"
 )
@@ -48,6 +52,7 @@ def build_app(services: Services, *, signing_secret: str | None) -> AsyncApp:
     )
     app.action(_BUTTONS)(clicks.listener(services))
     app.action(ids.OPEN_PENDING)(_ack_only)
+    app.action(_BATCH_PICKS)(_ack_only)
     app.action(ids.NEXT_PAGE)(commands.page_listener(services))
     app.action(ids.REVOKE_TRUST)(commands.revoke_listener(services))
     app.action(re.compile(f"^({re.escape(ids.HOME_APPROVE)}|{re.escape(ids.HOME_DENY)})$"))(

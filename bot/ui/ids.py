@@ -30,7 +30,16 @@ WITHDRAW: Final = "withdraw"
 UNDO: Final = f"{PREFIX}.undo"
 """Undo a decision still in its undo window; the value is the card's (id and digest)."""
 
+BATCH_APPROVE: Final = f"{PREFIX}.batch.approve"
+"""A batch card's "Approve selected": the ticked items approved, the others excluded."""
+BATCH_DENY: Final = f"{PREFIX}.batch.deny"
+BATCH_PICK: Final = f"{PREFIX}.batch.pick"
+"""A batch card's checkbox groups: ``signoff.batch.pick.<first item>``; a tick is only
+read when "Approve selected" is clicked (from the click's own message state)."""
+BATCH_BLOCK: Final = f"{PREFIX}.batch"
+
 BUTTONS: Final = (APPROVE, TRUST, DENY, EDIT, REPLY, FULL_ARGS, MORE, UNDO)
+BATCH_BUTTONS: Final = (BATCH_APPROVE, BATCH_DENY)
 
 CHOOSE: Final = f"{PREFIX}.choose"
 """A question's answers: ``signoff.choose.<n>`` buttons, or one select whose options'

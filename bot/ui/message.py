@@ -37,7 +37,7 @@ CHOICE_BUTTONS = 5
 SELECT_OPTIONS = 100
 _ARGS_CODE = SECTION_TEXT - len("*Arguments*\n")
 
-_HEADLINE: dict[Outcome, str] = {
+HEADLINE: dict[Outcome, str] = {
     "approved": "Approved",
     "denied": "Denied",
     "edited": "Approved with edits",
@@ -50,7 +50,7 @@ _HEADLINE: dict[Outcome, str] = {
     "withdrawn": "Withdrawn",
     "changed": "Changed since it was approved",
 }
-_ICON: dict[Outcome, str] = {
+ICON: dict[Outcome, str] = {
     "approved": ":white_check_mark:",
     "denied": ":no_entry:",
     "edited": ":pencil2:",
@@ -81,7 +81,7 @@ def pending_message(card: Card) -> SlackMessage:
     blocks = [
         header(f"{title} {card.action}"),
         *_summary(card),
-        context(_status_parts(card)),
+        context(status_parts(card)),
     ]
     if card.question and card.options:
         blocks.append(_choices(card))
@@ -93,7 +93,7 @@ def pending_message(card: Card) -> SlackMessage:
 
 def decided_message(card: Card, verdict: Verdict) -> SlackMessage:
     """The same message after the decision: outcome, who, when; the buttons are gone."""
-    headline = _HEADLINE[verdict.outcome]
+    headline = HEADLINE[verdict.outcome]
     parts = _verdict_parts(verdict)
     if verdict.trust:
         parts.append(verdict.trust)
@@ -124,10 +124,10 @@ def decided_message(card: Card, verdict: Verdict) -> SlackMessage:
 def _held_message(card: Card, held: Held) -> SlackMessage:
     """A decision in its undo window: what it will be, by whom, when it takes effect, and
     Undo for anyone who may decide until then."""
-    headline = _HEADLINE[held.outcome]
+    headline = HEADLINE[held.outcome]
     effect = "runs" if held.outcome in ("approved", "edited") else "takes effect"
     parts = [
-        f"{_ICON[held.outcome]} {headline} by {user_mention(held.by)}: {effect} at "
+        f"{ICON[held.outcome]} {headline} by {user_mention(held.by)}: {effect} at "
         f"{date_token(held.until, template='{time_secs}')} unless someone clicks Undo"
     ]
     if card.requested_by:
@@ -137,7 +137,7 @@ def _held_message(card: Card, held: Held) -> SlackMessage:
         header(f"{headline}, not yet final: {card.action}"),
         *_summary(card),
         context(parts),
-        {"type": "actions", "block_id": ids.ACTIONS_BLOCK, "elements": [undo, _more(card)]},
+        {"type": "actions", "block_id": ids.ACTIONS_BLOCK, "elements": [undo, more_menu(card)]},
     ]
     return SlackMessage(text=_fallback(f"{headline}, not yet final:", card), blocks=blocks)
 
@@ -213,7 +213,7 @@ def _cut(card: Card) -> bool:
     return args_cut or (card.external and len(escaped(card.reason or "", 100_000)) > SECTION_TEXT)
 
 
-def _status_parts(card: Card) -> list[str]:
+def status_parts(card: Card) -> list[str]:
     parts = []
     if card.requested_by:
         parts.append(f"Requested by {user_mention(card.requested_by)}")
@@ -238,7 +238,7 @@ def _status_parts(card: Card) -> list[str]:
 
 
 def _verdict_parts(verdict: Verdict) -> list[str]:
-    icon, headline = _ICON[verdict.outcome], _HEADLINE[verdict.outcome]
+    icon, headline = ICON[verdict.outcome], HEADLINE[verdict.outcome]
     if verdict.in_app:
         return [f"{icon} {headline}: decided in the app {date_token(verdict.at)}"]
     if verdict.by:
@@ -318,11 +318,11 @@ def _buttons(card: Card) -> list[Block]:
     if _cut(card):
         label = "Full details" if card.external else "Show full arguments"
         elements.append(button(label, action_id=ids.FULL_ARGS, value=value))
-    elements.append(_more(card))
+    elements.append(more_menu(card))
     return elements
 
 
-def _more(card: Card) -> Block:
+def more_menu(card: Card) -> Block:
     """The overflow menu: the requester (or an admin) withdraws the request from here."""
     record_id = card.interrupt_id
     return {
@@ -354,5 +354,5 @@ def _question_buttons(card: Card) -> list[Block]:
         elements.append(button("Decline", action_id=ids.DENY, value=value, style="danger"))
     if _cut(card):
         elements.append(button("Show full arguments", action_id=ids.FULL_ARGS, value=value))
-    elements.append(_more(card))
+    elements.append(more_menu(card))
     return elements

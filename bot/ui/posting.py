@@ -25,6 +25,7 @@ from storage.interrupts import POST_LEASE
 from storage.records import InterruptRecord
 from storage.requests import is_request_run
 
+from .batch_message import batch_message
 from .blocks import user_mention
 from .cards import card_from_record, verdict_from_record
 from .message import SlackMessage, decided_message, pending_message
@@ -51,11 +52,33 @@ def render(services: Services, record: InterruptRecord) -> SlackMessage:
     return pending_message(card) if verdict is None else decided_message(card, verdict)
 
 
+async def batch_items(services: Services, record: InterruptRecord) -> list[InterruptRecord]:
+    """The items of the batch card ``record`` is on, in the card's order (the lead first)."""
+    assert record.batch is not None
+    lead = record if record.id == record.batch else await services.storage.queries.get(record.batch)
+    if lead is None:
+        return [record]
+    items, _ = await services.storage.queries.many(lead.batch_items or (lead.id,))
+    return items or [record]
+
+
+async def _message(services: Services, record: InterruptRecord) -> SlackMessage:
+    """The message showing ``record``: its batch card when it is an item of one."""
+    if record.batch is None:
+        return render(services, record)
+    return batch_message(await batch_items(services, record))
+
+
 async def post_interrupt(services: Services, record: InterruptRecord) -> InterruptRecord | None:
-    """Post a stored interrupt and record where; None (still in the outbox) when Slack fails."""
+    """Post a stored interrupt and record where; None (still in the outbox) when Slack fails.
+
+    A batch card is posted by its lead, and every item is recorded as posted there; the
+    other items post nothing (None)."""
+    if record.batch is not None and record.batch != record.id:
+        return None
     try:
         channel = record.channel or await _dm_channel(services, record)
-        message = render(services, record)
+        message = await _message(services, record)
         post = services.client.chat_postMessage(
             channel=channel,
             text=message.text,
@@ -76,26 +99,34 @@ async def post_interrupt(services: Services, record: InterruptRecord) -> Interru
                 await services.storage.interrupts.hold_post(record.id, until=until)
         return None
     ts = str(answer["ts"])
-    posted = await services.storage.interrupts.mark_posted(
-        record.id,
-        str(answer.get("channel") or channel),
-        ts,
-        thread_ts=record.thread_ts or ts,
-        now=services.clock.now(),
+    where = str(answer.get("channel") or channel)
+    marked = await asyncio.gather(
+        *(
+            services.storage.interrupts.mark_posted(
+                rid, where, ts, thread_ts=record.thread_ts or ts, now=services.clock.now()
+            )
+            for rid in record.batch_items or (record.id,)
+        )
     )
+    posted = marked[0]
     if posted is None or posted.channel is None:
         return posted
     link = await permalink(services, posted.channel, ts)
     if link is None:
         return posted
-    await services.storage.interrupts.set_permalink(record.id, link)
+    for rid in record.batch_items or (record.id,):
+        await services.storage.interrupts.set_permalink(rid, link)
     return posted.model_copy(update={"permalink": link})
 
 
 async def update_message(services: Services, record: InterruptRecord) -> None:
     """Redraw the interrupt's message in place (``chat.update`` from the stored channel/ts),
     and its escalation card when it has one: every copy shows the same state."""
-    message = render(services, record)
+    try:
+        message = await _message(services, record)
+    except StorageError as exc:
+        log.error("interrupt %s: its batch card not redrawn: %s", record.id, exc)
+        return
     copies = [(record.channel, record.message_ts)]
     if record.escalation_channel and record.escalation_ts:
         copies.append((record.escalation_channel, record.escalation_ts))

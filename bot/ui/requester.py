@@ -16,6 +16,7 @@ from slack_sdk.errors import SlackApiError
 from bot.services import Services
 from storage.records import InterruptRecord
 
+from .batch_message import item_outcome
 from .blocks import user_mention
 from .cards import card_from_record, escalated_to, verdict_from_record
 from .message import verdict_note
@@ -33,6 +34,20 @@ async def tell_decided(services: Services, record: InterruptRecord) -> None:
     if verdict is None or record.requested_by in verdict.by:
         return
     await _tell(services, record, verdict_note(card_from_record(record), verdict))
+
+
+async def tell_batch_decided(services: Services, items: list[InterruptRecord]) -> None:
+    """A batch card's items were decided: one note with how many came to what."""
+    counts: dict[str, int] = {}
+    for record in items:
+        what = item_outcome(record)
+        if what is None:
+            return  # some still wait: told once all are decided
+        counts[what] = counts.get(what, 0) + 1
+    action = escape_truncate(card_from_record(items[0]).action, 200)
+    summary = ", ".join(f"{n} {what.lower()}" for what, n in counts.items())
+    note = f":ballot_box_with_check: {len(items)} calls of `{action}` decided: {summary}"
+    await _tell(services, items[0], note)
 
 
 async def tell_escalated(services: Services, record: InterruptRecord) -> None:

@@ -1,0 +1,114 @@
+""" "Approve selected" and "Deny all" on a batch card. What is approved is what the
+clicker's own card showed ticked (Slack sends the message's checkbox state with the
+click); each item is then decided on its own, atomically, checked and audited like a
+click on its own card, and the agent gets one decision per item."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from agent_runtime.interrupts import Decision
+from bot.services import Services
+from bot.ui import ids
+from bot.ui.batch_message import PER_GROUP, excluded_by
+from bot.ui.home import refresh_homes
+from bot.ui.posting import batch_items, post_ephemeral, update_message
+from bot.ui.refusals import DAMAGED, STORAGE_DOWN, reason_text, refusal_text
+from bot.ui.requester import tell_batch_decided
+from storage.errors import CorruptRecordError, StorageError
+from storage.outcomes import DecideOutcome
+from storage.records import InterruptRecord
+
+from .damaged import record_damaged
+from .payloads import Click
+
+log = logging.getLogger(__name__)
+
+
+async def decide_batch(services: Services, click: Click) -> None:
+    """Decide every waiting item of the batch card ``click`` came from."""
+    assert click.ref is not None
+    lead_id, user = click.ref.record_id, click.user.id
+    channel, ts = click.container.channel_id, click.container.message_ts
+    try:
+        lead = await services.storage.queries.get(lead_id)
+        items = await batch_items(services, lead) if lead and lead.batch == lead.id else []
+    except CorruptRecordError as exc:
+        await record_damaged(services, exc, lead_id, user=user, channel=channel)
+        await post_ephemeral(services, channel=channel, user=user, text=DAMAGED)
+        return
+    except StorageError:
+        await post_ephemeral(services, channel=channel, user=user, text=STORAGE_DOWN)
+        return
+    if not items:
+        await post_ephemeral(services, channel=channel, user=user, text=reason_text("unknown"))
+        return
+    chosen = _decisions(click, items, user)
+    now = services.clock.now()
+    try:
+        outcomes = await asyncio.gather(
+            *(
+                services.storage.interrupts.decide(
+                    item.id,
+                    user,
+                    decision,
+                    args_digest=item.args_digest,
+                    now=now,
+                    channel=channel,
+                    message_ts=ts,
+                )
+                for item, decision in chosen
+            )
+        )
+    except StorageError:
+        await post_ephemeral(services, channel=channel, user=user, text=STORAGE_DOWN)
+        return
+    await _report(services, click, outcomes, len(chosen))
+    if all(o.status == "refused" for o in outcomes):
+        return  # nothing changed: the card stays as it is
+    latest, _ = await services.storage.queries.many([item.id for item in items])
+    await update_message(services, latest[0] if latest else items[0])
+    if latest and all(r.state != "pending" for r in latest):
+        await tell_batch_decided(services, latest)
+        await refresh_homes(services, latest[0])
+
+
+def _decisions(
+    click: Click, items: list[InterruptRecord], user: str
+) -> list[tuple[InterruptRecord, Decision]]:
+    """Each waiting item's decision: Deny all denies them; Approve selected approves the
+    ticked ones and excludes the others (a group the click's state lacks reads ticked,
+    as the card drew it)."""
+    ticked = click.ticked
+    chosen = []
+    for index, item in enumerate(items):
+        if item.state != "pending":
+            continue
+        if click.action.action_id == ids.BATCH_DENY:
+            decision = Decision.reject(f"Denied with the whole batch by {user}")
+        else:
+            group = ticked.get(index - index % PER_GROUP)
+            keep = group is None or index in group
+            decision = Decision.approve() if keep else excluded_by(user)
+        chosen.append((item, decision))
+    return chosen
+
+
+async def _report(
+    services: Services, click: Click, outcomes: list[DecideOutcome], asked: int
+) -> None:
+    """Count the decisions; tell the clicker about refusals (once, with how many)."""
+    refused = [o for o in outcomes if o.status == "refused"]
+    for outcome in outcomes:
+        if outcome.status == "recorded" and outcome.state:
+            services.metrics.decisions[outcome.state] += 1
+        elif outcome.status == "refused":
+            services.metrics.refusals[outcome.reason or "unknown"] += 1
+    if not refused:
+        return
+    text = refusal_text(refused[0])
+    if len(refused) < asked:
+        text = f"{len(refused)} of {asked} items: {text}"
+    user, channel = click.user.id, click.container.channel_id
+    await post_ephemeral(services, channel=channel, user=user, text=text)

@@ -1,0 +1,151 @@
+"""One card for many calls of one tool (a batch): each waiting item is a ticked checkbox,
+"Approve selected" approves the ticked ones and excludes the rest, "Deny all" denies
+them; each decided item says what became of it and who decided."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from agent_runtime.interrupts import Decision
+from storage.records import InterruptRecord
+
+from . import ids
+from .blocks import (
+    BUTTON_TEXT,
+    Block,
+    button,
+    confirm_dialog,
+    context,
+    escaped,
+    header,
+    plain_text,
+    section,
+    user_mention,
+)
+from .cards import card_from_record, verdict_from_record
+from .message import HEADLINE, ICON, SlackMessage, more_menu, status_parts
+
+PER_GROUP = 10
+"""Slack allows at most ten options in one checkboxes element."""
+_LINES_PER_SECTION = 20
+_EXCLUDED = "Excluded from the batch by "
+
+
+def excluded_by(user: str) -> Decision:
+    """The rejection an unticked item gets: the agent reads who left it out."""
+    return Decision.reject(f"{_EXCLUDED}{user}")
+
+
+def batch_message(items: Sequence[InterruptRecord]) -> SlackMessage:
+    """The batch card for ``items`` (the lead first), as they stand now."""
+    lead = items[0]
+    card = card_from_record(lead)
+    waiting = [i for i, r in enumerate(items) if r.state == "pending"]
+    count = len(items)
+    title = f"Approval needed: {card.action}" if waiting else f"Decided: {card.action}"
+    what = f"*{escaped(card.agent, 200)}* wants to run `{escaped(card.action, 300)}` {count} times"
+    if card.description:
+        what += "\n" + escaped(card.description)
+    blocks: list[Block] = [header(f"{title}, {count} calls"), section(what)]
+    if waiting:
+        first_waiting = card_from_record(items[waiting[0]])
+        blocks.append(context(status_parts(first_waiting)))
+        blocks += _groups(items, waiting)
+    blocks += _outcomes(items)
+    if waiting:
+        blocks.append(_buttons(lead, len(waiting)))
+    return SlackMessage(text=escaped(f"{title}, {count} calls ({card.agent})", 3000), blocks=blocks)
+
+
+def item_label(record: InterruptRecord, index: int) -> str:
+    """``3. /tmp/c``: the item's number and its arguments (one argument's value alone)."""
+    call = record.runtime_interrupt.tool_call
+    args = call.args if call else {}
+    values = list(args.values())
+    shown = values[0] if len(values) == 1 else args
+    text = shown if isinstance(shown, str) else json.dumps(shown, ensure_ascii=False)
+    return f"{index + 1}. {text}"
+
+
+def _groups(items: Sequence[InterruptRecord], waiting: list[int]) -> list[Block]:
+    """The waiting items, ticked, in groups of ten; a group's block id names its first."""
+    blocks = []
+    for start in range(0, len(items), PER_GROUP):
+        shown = [i for i in waiting if start <= i < start + PER_GROUP]
+        if not shown:
+            continue
+        options = [
+            {"text": plain_text(item_label(items[i], i), BUTTON_TEXT), "value": str(i)}
+            for i in shown
+        ]
+        box = {
+            "type": "checkboxes",
+            "action_id": f"{ids.BATCH_PICK}.{start}",
+            "options": options,
+            "initial_options": options,
+        }
+        blocks.append(
+            {"type": "actions", "block_id": f"{ids.BATCH_BLOCK} {start}", "elements": [box]}
+        )
+    return blocks
+
+
+def item_outcome(record: InterruptRecord) -> str | None:
+    """What became of one item ("Approved", "Excluded", "Expired, not approved", ...);
+    None while it waits."""
+    verdict = verdict_from_record(record)
+    if verdict is None:
+        return None
+    message = record.decision.get("message") if record.decision else None
+    if verdict.outcome == "denied" and str(message or "").startswith(_EXCLUDED):
+        return "Excluded"
+    return HEADLINE[verdict.outcome]
+
+
+def _outcomes(items: Sequence[InterruptRecord]) -> list[Block]:
+    """One line per decided item: what became of it, and who decided."""
+    lines = []
+    for index, record in enumerate(items):
+        verdict = verdict_from_record(record)
+        what = item_outcome(record)
+        if verdict is None or what is None:
+            continue
+        label = escaped(item_label(record, index), 200)
+        who = f" by {user_mention(record.decided_by)}" if record.decided_by else ""
+        lines.append(f"{ICON[verdict.outcome]} {label}: {what}{who}")
+    return [
+        section("\n".join(lines[i : i + _LINES_PER_SECTION]))
+        for i in range(0, len(lines), _LINES_PER_SECTION)
+    ]
+
+
+def _buttons(lead: InterruptRecord, waiting: int) -> Block:
+    approve = button(
+        "Approve selected",
+        action_id=ids.BATCH_APPROVE,
+        value=lead.id,
+        style="primary",
+        confirm=confirm_dialog(
+            title="Approve the ticked items?",
+            text="The ticked items run; each unticked one is denied as excluded by you.",
+            confirm="Approve selected",
+        ),
+    )
+    deny = button(
+        "Deny all",
+        action_id=ids.BATCH_DENY,
+        value=lead.id,
+        style="danger",
+        confirm=confirm_dialog(
+            title=f"Deny all {waiting}?",
+            text="None of the waiting items will run.",
+            confirm="Deny all",
+        ),
+    )
+    card = card_from_record(lead)
+    return {
+        "type": "actions",
+        "block_id": ids.ACTIONS_BLOCK,
+        "elements": [approve, deny, more_menu(card)],
+    }

@@ -1,0 +1,163 @@
+"""Batch approval through the real Bolt app: forty calls of one tool in one turn are one
+card; unticking three and clicking "Approve selected" runs 37, gives the agent 3
+rejections naming who excluded them, audits 40 decisions and updates the one card."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fakes import click_payload
+from harness import ALICE, BOB, CAROL, CHANNEL, Harness
+
+from agent_runtime import Agent, ModelRequest, ModelResponse, SessionStore, ToolCall, tool
+from bot.agents.policy import AgentSpec, Policy
+from bot.schedule.scheduler import Scheduler
+from bot.ui import ids
+
+FILES = [f"/tmp/old-{n:02d}.log" for n in range(40)]
+
+
+class FortyDeletions:
+    """Asks to delete forty files in one turn, then reports what it was told."""
+
+    async def generate(self, request: ModelRequest) -> ModelResponse:
+        results = [m for m in request.messages if m.role == "tool"]
+        if not results:
+            calls = tuple(
+                ToolCall(id=f"call_{n}", name="delete_file", args={"path": path})
+                for n, path in enumerate(FILES)
+            )
+            return ModelResponse(tool_calls=calls)
+        refused = [m.content for m in results if m.is_error]
+        return ModelResponse(text=f"deleted {len(results) - len(refused)}; {refused[:1]}")
+
+
+def spec(deleted: list[str], **policy: Any) -> AgentSpec:
+    @tool
+    def delete_file(path: str) -> str:
+        """Delete one file."""
+        deleted.append(path)
+        return "deleted"
+
+    def build(sessions: SessionStore) -> Agent:
+        return Agent(
+            model=FortyDeletions(),
+            tools=[delete_file],
+            interrupt_on={"delete_file": True},
+            session_store=sessions,
+            name="cleanup",
+        )
+
+    policy = Policy(channel=CHANNEL, users=(ALICE, BOB), batch=True, **policy)
+    return AgentSpec(name="cleanup", build=build, policy=policy)
+
+
+def _card(bot: Harness) -> dict[str, Any]:
+    updates = bot.slack.called("chat.update")
+    return updates[-1] if updates else bot.posted(0)
+
+
+async def _batch_click(
+    bot: Harness,
+    action: str,
+    *,
+    user: str,
+    unticked: set[int] = frozenset(),  # type: ignore[assignment]
+) -> None:
+    """Click a batch card's button with the checkbox state the clicker's client shows: the
+    groups holding an unticked item are in the state, the others are as drawn."""
+    card = _card(bot)
+    lead = next(
+        e["value"]
+        for b in card["blocks"]
+        for e in b.get("elements", [])
+        if e.get("action_id") == action
+    )
+    payload = click_payload(
+        action_id=action, value=lead, user=user, channel=CHANNEL, message_ts=bot.message_ts()
+    )
+    values: dict[str, Any] = {}
+    for block in card["blocks"]:
+        if not block.get("block_id", "").startswith(ids.BATCH_BLOCK + " "):
+            continue
+        [box] = block["elements"]
+        shown = box["options"]
+        if any(int(o["value"]) in unticked for o in shown):
+            picked = [o for o in shown if int(o["value"]) not in unticked]
+            values[block["block_id"]] = {
+                box["action_id"]: {"type": "checkboxes", "selected_options": picked}
+            }
+    payload["state"] = {"values": values}
+    await bot.send(payload)
+
+
+async def test_exclude_three_of_forty_runs_37_and_updates_one_card(make_bot: Any) -> None:
+    deleted: list[str] = []
+    bot: Harness = await make_bot(spec=spec(deleted))
+    await bot.start(requested_by=CAROL)
+    cards = [p for p in bot.slack.called("chat.postMessage") if p.get("blocks")]
+    assert len(cards) == 1  # one card, not forty
+    card = cards[0]
+    assert card["blocks"][0]["text"]["text"] == "Approval needed: delete_file, 40 calls"
+    boxes = [b for b in card["blocks"] if b.get("block_id", "").startswith(ids.BATCH_BLOCK)]
+    assert [len(b["elements"][0]["options"]) for b in boxes] == [10, 10, 10, 10]
+    assert len(card["blocks"]) <= 50 and "/tmp/old-39.log" in str(card["blocks"])
+
+    await _batch_click(bot, ids.BATCH_APPROVE, user=ALICE, unticked=frozenset({2, 5, 17}))
+    final = await bot.finished()
+    assert final.startswith("Finished: deleted 37; ['Excluded from the batch by U0ALICE']")
+    assert sorted(deleted) == sorted(p for i, p in enumerate(FILES) if i not in {2, 5, 17})
+
+    audit = await bot.services.storage.audit.read(count=500)
+    decided = [e for e in audit if e.event in ("approved", "denied")]
+    assert len(decided) == 40 and sum(e.event == "denied" for e in decided) == 3
+    updates = bot.slack.called("chat.update")
+    assert updates and {u["ts"] for u in updates} == {bot.message_ts()}  # one card, in place
+    shown = _card(bot)
+    assert shown["blocks"][0]["text"]["text"] == "Decided: delete_file, 40 calls"
+    text = str(shown["blocks"])
+    assert text.count(f"Excluded by <@{ALICE}>") == 3 and text.count("Approved by") == 37
+    assert "3. /tmp/old-02.log: Excluded" in text
+    assert not any(b.get("block_id", "").startswith(ids.BATCH_BLOCK) for b in shown["blocks"])
+    notes = [t for t in bot.thread() if t.startswith(f"<@{CAROL}> :ballot_box_with_check:")]
+    assert notes == [
+        f"<@{CAROL}> :ballot_box_with_check: 40 calls of `delete_file` decided: "
+        "37 approved, 3 excluded"
+    ]
+
+
+async def test_deny_all_runs_nothing_and_a_quorum_applies_to_the_batch(make_bot: Any) -> None:
+    deleted: list[str] = []
+    bot: Harness = await make_bot(spec=spec(deleted, min_approvals=2))
+    await bot.start(requested_by=CAROL)
+    await _batch_click(bot, ids.BATCH_APPROVE, user=ALICE, unticked=frozenset({0}))
+    await bot.slack.wait_for(
+        lambda: "1 of 2 approvals" in str(_card(bot)["blocks"]), what="the quorum's progress"
+    )
+    assert deleted == []
+    await _batch_click(bot, ids.BATCH_DENY, user=BOB)
+    final = await bot.finished()
+    assert final.startswith("Finished: deleted 0")
+    assert deleted == []
+    text = str(_card(bot)["blocks"])
+    assert text.count(f"Excluded by <@{ALICE}>") == 1 and text.count(f"Denied by <@{BOB}>") == 39
+
+
+async def test_a_stranger_decides_nothing_and_the_items_expire_together(make_bot: Any) -> None:
+    deleted: list[str] = []
+    bot: Harness = await make_bot(spec=spec(deleted))
+    await bot.start(requested_by=CAROL)
+    await _batch_click(bot, ids.BATCH_APPROVE, user=CAROL)  # the requester, not an approver
+    await bot.slack.wait_calls("chat.postEphemeral")
+    refusal = bot.slack.called("chat.postEphemeral")[-1]["text"]
+    assert refusal.startswith("You are not among the approvers of this request")
+    assert "Approval needed" in _card(bot)["blocks"][0]["text"]["text"]
+
+    updates = len(bot.slack.called("chat.update"))
+    bot.clock.advance(Policy(users=(ALICE,)).expires_after * 2)  # type: ignore[operator]
+    await Scheduler(bot.services).tick()
+    assert len(bot.slack.called("chat.update")) == updates + 1  # one redraw for 40 expiries
+    assert _card(bot)["blocks"][0]["text"]["text"] == "Decided: delete_file, 40 calls"
+    assert str(_card(bot)["blocks"]).count("Expired, not approved") == 40
+    assert (await bot.finished()).startswith("Finished: deleted 0")
+    assert deleted == []
