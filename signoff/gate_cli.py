@@ -53,6 +53,7 @@ def request_of(args: argparse.Namespace) -> NewRequest:
         expires_in=seconds(args.expires, "--expires"),
         dangerous=args.dangerous,
         undo_window=seconds(args.undo_window, "--undo-window") if args.undo_window else None,
+        if_nobody_decides=args.if_nobody_decides,
         allow_reply=args.allow_reply,
         callback_url=args.callback_url,
         # A key always, so retrying the post after a network blip posts one card.
@@ -103,6 +104,12 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument("--expires", default="24h", help="e.g. 30m, 8h, 2d (default 24h)")
     parser.add_argument(
         "--undo-window", help="e.g. 60s: the deciding click can be undone this long first"
+    )
+    parser.add_argument(
+        "--if-nobody-decides",
+        choices=("deny", "approve"),
+        default="deny",
+        help="once --expires is reached: deny (default) or, for a low-risk job, approve",
     )
     parser.add_argument(
         "--check",

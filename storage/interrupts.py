@@ -30,6 +30,10 @@ POST_LEASE = timedelta(seconds=30)
 CLICKS_HOLD_EXPIRY = timedelta(minutes=10)
 """How long acknowledged clicks no decider has taken may hold a due expiry back."""
 GROUP_CHECK_EVERY = timedelta(minutes=5)
+APPROVED_BY_DEFAULT = json.dumps(
+    Decision.approve().to_dict() | {"message": "nobody decided in time"}, separators=(",", ":")
+)
+"""The decision of a request whose policy approves it when nobody decides in time."""
 """How often the members of a pending interrupt's user groups are checked again."""
 
 
@@ -389,5 +393,6 @@ class InterruptStore(RecordTransitions):
                 r.resume_entries,
                 r.audit_entries,
                 millis(CLICKS_HOLD_EXPIRY),
+                APPROVED_BY_DEFAULT,
             ]
         return await self._pipelined(script, rids, args)

@@ -72,6 +72,9 @@ class ApproverPolicy(BaseModel):
     dangerous: bool = False
     undo_window: timedelta | None = None
     """How long a deciding click waits, undoable, before it is final and the run resumes."""
+    if_nobody_decides: Literal["deny", "approve"] = "deny"
+    """The safe default when the time (and any escalation) runs out: denied, or approved
+    for a low-risk action whose policy says so explicitly."""
 
     @field_validator("allowed_users", "allowed_groups", "group_members", "escalate_to_users")
     @classmethod
@@ -94,6 +97,8 @@ class ApproverPolicy(BaseModel):
                 raise ValueError("on_expiry='escalate' needs escalate_to_users or _open_to_channel")
         if self.expires_in is not None and self.expires_in <= timedelta(0):
             raise ValueError("expires_in must be positive")
+        if self.if_nobody_decides == "approve" and self.dangerous:
+            raise ValueError("a dangerous action is never approved by default")
         if self.undo_window is not None and not (
             timedelta(0) < self.undo_window <= MAX_UNDO_WINDOW
         ):

@@ -84,6 +84,9 @@ class Policy:
     undo_window: timedelta | None = None
     """After the deciding click, how long anyone who may decide can still Undo it; the
     decision is final, and the run goes on, only when the window ends."""
+    if_nobody_decides: Literal["deny", "approve"] = "deny"
+    """The safe default once the time (and any escalation) runs out, stated on the card:
+    denied, or, only when said explicitly and never for a dangerous action, approved."""
     batch: bool = False
     """Calls of this tool that stop a run together share one card: items to untick, then
     "Approve selected" (the unticked ones are denied) or "Deny all"."""
@@ -135,6 +138,10 @@ class Policy:
             raise PolicyError(
                 "undo_window must be positive and at most an hour (e.g. timedelta(seconds=60))"
             )
+        if self.if_nobody_decides == "approve" and self.dangerous:
+            raise PolicyError("a dangerous action is never approved by default: keep 'deny'")
+        if self.if_nobody_decides == "approve" and self.expires_after is None:
+            raise PolicyError("if_nobody_decides='approve' needs expires_after: when to decide")
         if self.batch and isinstance(self.on_expiry, Escalate):
             raise PolicyError("batch=True cards are not escalated: use on_expiry='deny'")
         if self.batch and self.undo_window is not None:

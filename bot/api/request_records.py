@@ -85,6 +85,7 @@ async def request_record(
         decisions=decisions_offered(meta),
         dangerous=body.dangerous,
         undo_window=timedelta(seconds=body.undo_window) if body.undo_window else None,
+        if_nobody_decides=body.if_nobody_decides,
     )
     now = services.clock.now()
     interrupt = request_interrupt(meta, at_ms=int(now.timestamp() * 1000), changed=changed)

@@ -60,6 +60,11 @@ class NewRequest(BaseModel):
     allow_self_approval: bool = False
     expires_in: int = Field(default=86400, ge=1, le=30 * 86400, description="Seconds.")
     on_expiry: Literal["deny", "escalate"] = "deny"
+    if_nobody_decides: Literal["deny", "approve"] = Field(
+        default="deny",
+        description="Once the time (and any escalation) runs out: denied, or approved "
+        "(never for a dangerous request).",
+    )
     escalate_channel: str | None = Field(default=None, pattern=_CHANNEL)
     escalate_to: list[Approver] = Field(default_factory=list, max_length=50)
     escalate_anyone_in_channel: bool = False
@@ -104,6 +109,8 @@ class NewRequest(BaseModel):
             raise ValueError(
                 f"min_approvals={self.min_approvals} but only {len(users)} may approve"
             )
+        if self.if_nobody_decides == "approve" and self.dangerous:
+            raise ValueError("a dangerous request is never approved by default")
         if self.supersedes is not None and self.acts_on is None:
             raise ValueError("supersedes needs acts_on: what the job acts on now")
         if self.on_expiry == "escalate" and not (

@@ -105,6 +105,7 @@ async def approver_policy(
         free_text_answers="respond" in policy.decisions or not interrupt.options,
         dangerous=policy.dangerous,
         undo_window=policy.undo_window,
+        if_nobody_decides=policy.if_nobody_decides,
     )
 
 

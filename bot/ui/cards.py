@@ -35,6 +35,7 @@ Outcome = Literal[
     "cancelled",
     "withdrawn",
     "changed",
+    "approved_by_default",
 ]
 
 
@@ -52,7 +53,8 @@ class Card:
     reason: str | None = None
     args: Mapping[str, JSONValue] | None = None
     requested_by: str | None = None
-    expires_at: datetime | None = None
+    if_nobody: str | None = None
+    """What happens if nobody decides, and by when, in the bot's own mrkdwn."""
     decisions: tuple[DecisionType, ...] = ("approve", "reject")
     trust_label: str | None = None
     dangerous: bool = False
@@ -137,7 +139,7 @@ def card_from_record(record: InterruptRecord, *, trust_label: str | None = None)
         reason=to_text(reason) or None,
         args=call.args if call else None,
         requested_by=record.requested_by,
-        expires_at=record.expires_at,
+        if_nobody=if_nobody_decides(record),
         decisions=record.policy.decisions,
         trust_label=trust_label,
         dangerous=record.policy.dangerous,
@@ -195,6 +197,26 @@ def who_may_decide(record: InterruptRecord) -> str:
     if not policy.allow_self_approval and _USER.match(record.requested_by):
         who += ", not the requester"
     return who
+
+
+def if_nobody_decides(record: InterruptRecord) -> str | None:
+    """ "If nobody decides by 18:00, it goes to @lead; if nobody decides by 22:00, it is
+    denied": each step left, in every reader's own time zone; None without an expiry."""
+    policy, expires = record.policy, record.expires_at
+    if expires is None:
+        return None
+    end = "approved by default" if policy.if_nobody_decides == "approve" else "denied"
+    if policy.on_expiry == "escalate" and not record.escalated and policy.expires_in:
+        named = [user_mention(u) for u in policy.escalate_to_users[:5]]
+        if policy.escalate_open_to_channel:
+            named.append(f"anyone in {_channel(escalation_channel(record))}")
+        who = ", ".join(named) or "the escalation's approvers"
+        later = date_token(expires + policy.expires_in)
+        return (
+            f"If nobody decides by {date_token(expires)}, it goes to {who}; "
+            f"if nobody decides by {later}, it is {end}"
+        )
+    return f"If nobody decides by {date_token(expires)}, it is {end}"
 
 
 def escalation_channel(record: InterruptRecord) -> str | None:
@@ -289,8 +311,15 @@ def verdict_from_record(record: InterruptRecord) -> Verdict | None:
         by = record.approvals or ((record.decided_by,) if record.decided_by else ())
     else:
         by = (record.decided_by,) if record.decided_by else ()
+    outcome = _outcome(record, record.state)
+    if outcome == "approved" and not record.decided_by:
+        return Verdict(
+            outcome="approved_by_default",
+            at=record.decided_at or record.created_at,
+            message="Nobody decided in time, and its policy approves it then.",
+        )
     return Verdict(
-        outcome=_outcome(record, record.state),
+        outcome=outcome,
         at=record.decided_at or record.created_at,
         by=by,
         message=decision.message if decision and decision.type != "approve" else None,

@@ -49,6 +49,7 @@ HEADLINE: dict[Outcome, str] = {
     "cancelled": "Cancelled",
     "withdrawn": "Withdrawn",
     "changed": "Changed since it was approved",
+    "approved_by_default": "Approved by default",
 }
 ICON: dict[Outcome, str] = {
     "approved": ":white_check_mark:",
@@ -62,6 +63,7 @@ ICON: dict[Outcome, str] = {
     "cancelled": ":heavy_multiplication_x:",
     "withdrawn": ":leftwards_arrow_with_hook:",
     "changed": ":warning:",
+    "approved_by_default": ":white_check_mark:",
 }
 
 
@@ -219,8 +221,8 @@ def status_parts(card: Card) -> list[str]:
         parts.append(f"Requested by {user_mention(card.requested_by)}")
     if card.escalated:
         parts.append(f":arrow_up: {card.escalated}")
-    if card.expires_at is not None:
-        parts.append(f"Expires {date_token(card.expires_at)}")
+    if card.if_nobody is not None:
+        parts.append(card.if_nobody)
     if card.deciders and not card.nobody_can_approve:
         parts.append(f"Who may approve: {card.deciders}")
     if card.min_approvals > 1:

@@ -1,7 +1,8 @@
 -- Expire one interrupt whose time is up (KEYS as in common.lua, plus 12: the count of its
 -- acknowledged clicks still waiting in the click stream), exactly once.
 -- ARGV: 1 record id, 2 now, 3 retention ms, 4 resume stream maxlen, 5 audit maxlen,
--- 6 how long waiting clicks may hold the expiry back (ms).
+-- 6 how long waiting clicks may hold the expiry back (ms), 7 the decision of an approval
+-- by default (policy.if_nobody_decides 'approve').
 -- A decision held in its undo window is made final here instead, once the window ends.
 -- Returns {status, job id, record hash...}; status is
 -- expired|escalated|released|skip|missing.
@@ -51,6 +52,13 @@ if policy.on_expiry == 'escalate' and field(key, 'escalated') ~= '1' then
   zset_many('ZADD', KEYS[7], user_members(key, rid))
   audit(KEYS[10], ARGV[5], 'escalated', rid, '', now, '')
   return with_record({'escalated', ''})
+end
+-- Nobody decided in time: the policy's safe default (denied, or for a low-risk action whose
+-- policy says so, approved).
+if policy.if_nobody_decides == 'approve' then
+  local job = finalize(rid, 'approved', '', now, ARGV[7], tonumber(ARGV[3]), true, ARGV[4])
+  audit(KEYS[10], ARGV[5], 'approved_by_default', rid, '', now, ARGV[7])
+  return with_record({'expired', job})
 end
 local job = finalize(rid, 'expired', '', now, '', tonumber(ARGV[3]), true, ARGV[4])
 audit(KEYS[10], ARGV[5], 'expired', rid, '', now, '')

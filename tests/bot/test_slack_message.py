@@ -10,11 +10,14 @@ from blockkit import check_message, check_modal
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from agent_runtime.interrupts import Interrupt
+from agent_runtime.messages import ToolCall
 from bot.ui import ids
 from bot.ui.blocks import date_token
-from bot.ui.cards import Card, Verdict
+from bot.ui.cards import Card, Verdict, card_from_record, if_nobody_decides
 from bot.ui.message import decided_message, pending_message
 from bot.ui.modals import args_modal, deny_modal, edit_modal, parse_args, reply_modal
+from storage.records import ApproverPolicy, InterruptRecord
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 _OWN_TOKENS = re.compile(r"<@[UW][A-Z0-9]+>|<!date\^\d+\^[^|>]*\|[^<>]*>")
@@ -45,7 +48,7 @@ def _card(**overrides: Any) -> Card:
         "reason": "disk is full",
         "args": {"paths": ["/tmp/a", "/tmp/b"]},
         "requested_by": "U123ABC",
-        "expires_at": NOW + timedelta(hours=4),
+        "if_nobody": f"If nobody decides by {date_token(NOW + timedelta(hours=4))}, it is denied",
         "decisions": ("approve", "edit", "respond", "reject"),
     }
     base.update(overrides)
@@ -74,10 +77,36 @@ def test_dangerous_approve_has_a_confirm_dialog() -> None:
     )
 
 
-def test_expiry_is_a_date_token_so_readers_see_local_time() -> None:
-    msg = pending_message(_card())
-    stamp = int((NOW + timedelta(hours=4)).timestamp())
-    assert any(f"<!date^{stamp}^" in t for t in _mrkdwn_texts(msg.blocks))
+def test_the_card_says_what_happens_if_nobody_decides_in_each_readers_time() -> None:
+    def record(**policy: Any) -> InterruptRecord:
+        call = ToolCall(id="c1", name="delete_files", args={})
+        interrupt = Interrupt(
+            id="int_1", name="approval", tool_call=call, allowed_decisions=("approve", "reject")
+        )
+        return InterruptRecord.new(
+            interrupt,
+            run_id="run_1",
+            thread_id="thread_1",
+            agent="cleanup",
+            requested_by="U123ABC",
+            policy=ApproverPolicy(
+                allowed_users=("U0ALICE",), expires_in=timedelta(hours=4), **policy
+            ),
+            now=NOW,
+            channel="C0OPS",
+        )
+
+    four, eight = date_token(NOW + timedelta(hours=4)), date_token(NOW + timedelta(hours=8))
+    assert if_nobody_decides(record()) == f"If nobody decides by {four}, it is denied"
+    approve = record(if_nobody_decides="approve")
+    assert if_nobody_decides(approve) == f"If nobody decides by {four}, it is approved by default"
+    ladder = record(on_expiry="escalate", escalate_to_users=("U0LEAD",))
+    assert if_nobody_decides(ladder) == (
+        f"If nobody decides by {four}, it goes to <@U0LEAD>; "
+        f"if nobody decides by {eight}, it is denied"
+    )
+    texts = _mrkdwn_texts(pending_message(card_from_record(ladder)).blocks)
+    assert any(t.startswith(f"If nobody decides by {four}") for t in texts)
 
 
 def test_mrkdwn_injection_renders_harmless() -> None:
@@ -159,7 +188,7 @@ cards = st.builds(
     reason=st.none() | st.text(max_size=5000),
     args=st.none() | st.dictionaries(st.text(max_size=50), json_values, max_size=8),
     requested_by=st.none() | user_ids,
-    expires_at=st.none() | st.just(NOW),
+    if_nobody=st.none() | st.just(f"If nobody decides by {date_token(NOW)}, it is denied"),
     decisions=st.lists(st.sampled_from(["approve", "edit", "respond", "reject"]), unique=True).map(
         tuple
     ),

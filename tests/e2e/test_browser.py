@@ -160,7 +160,8 @@ def _expiry_seconds(demo: DemoProcess, channel: str) -> int:
     url = f"{demo.url}ui/channels/{channel}/messages?user={ALICE}"
     with urllib.request.urlopen(url, timeout=5) as answer:
         messages = json.load(answer)["messages"]
-    found = re.findall(r"Expires <!date\^(\d+)\^", json.dumps(messages[-1]["blocks"]))
+    blocks = json.dumps(messages[-1]["blocks"])
+    found = re.findall(r"If nobody decides by <!date\^(\d+)\^", blocks)
     assert found, messages[-1]
     return int(found[0])
 
@@ -181,8 +182,12 @@ def test_every_reader_sees_the_expiry_in_their_own_time_zone(
     seconds = _expiry_seconds(demo, "C0GENERAL")
     paris, tokyo = _as_slack_shows(seconds, "Europe/Paris"), _as_slack_shows(seconds, "Asia/Tokyo")
     assert paris != tokyo
-    expect(alice.message("Approval needed: delete_files")).to_contain_text(f"Expires {paris}")
+    expect(alice.message("Approval needed: delete_files")).to_contain_text(
+        f"If nobody decides by {paris}"
+    )
 
     carol = open_as(CAROL)
-    expect(carol.message("Approval needed: delete_files")).to_contain_text(f"Expires {tokyo}")
+    expect(carol.message("Approval needed: delete_files")).to_contain_text(
+        f"If nobody decides by {tokyo}"
+    )
     carol.screenshot("tokyo-time")

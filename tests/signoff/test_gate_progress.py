@@ -71,3 +71,4 @@ def test_the_undo_window_option_reaches_the_request() -> None:
     assert request_of(args).undo_window == 90
     args, _ = parse_args(["--title", "t", "--channel", "C0OPS", "--approvers", "U0A"])
     assert request_of(args).undo_window is None
+    assert request_of(args).if_nobody_decides == "deny"
