@@ -11,6 +11,7 @@ from types import TracebackType
 
 from .api_clients import ApiClients
 from .audit import AuditLog
+from .away import AwayList
 from .clicks import ClickStream
 from .client import RedisClient
 from .deliveries import Deliveries
@@ -57,6 +58,7 @@ class Storage:
     webhooks: WebhookOutbox
     trust: TrustGrants
     home: HomeViewers
+    away: AwayList
     embedded: EmbeddedRedis | None = field(default=None)
 
     async def close(self) -> None:
@@ -112,6 +114,7 @@ async def connect(
         webhooks=WebhookOutbox(client, keys),
         trust=TrustGrants(client, keys),
         home=HomeViewers(client, keys),
+        away=AwayList(client, keys),
         embedded=embedded,
     )
     try:

@@ -139,6 +139,11 @@ class Keys:
         return f"{self.prefix}:api:clients"
 
     @property
+    def away(self) -> str:
+        """Hash: user id -> when they are back and who decides for them meanwhile."""
+        return f"{self.prefix}:away"
+
+    @property
     def home_viewers(self) -> str:
         """Sorted set: user id scored by when they last opened the app's Home tab."""
         return f"{self.prefix}:home:viewers"

@@ -72,6 +72,9 @@ class ApproverPolicy(BaseModel):
     dangerous: bool = False
     undo_window: timedelta | None = None
     """How long a deciding click waits, undoable, before it is final and the run resumes."""
+    stand_ins: tuple[tuple[str, str], ...] = ()
+    """``(delegate, for_user)``: who decides in place of an approver who is away (the
+    delegate is among ``allowed_users``), for the card to say so."""
     if_nobody_decides: Literal["deny", "approve"] = "deny"
     """The safe default when the time (and any escalation) runs out: denied, or approved
     for a low-risk action whose policy says so explicitly."""

@@ -6,6 +6,7 @@ from datetime import timedelta
 
 from agent_runtime.interrupts import Decision, DecisionType, Interrupt
 from agent_runtime.messages import JSONValue, ToolCall
+from bot.runs.stand_ins import with_stand_ins
 from bot.services import Services
 from storage.epoch import from_ms
 from storage.records import ApproverPolicy, InterruptRecord
@@ -63,8 +64,10 @@ async def request_record(
     if escalate_groups:
         escalate_users += await services.directory.members(escalate_groups)
     reminders = body.reminders
+    users, stand_ins = await with_stand_ins(services, users, members)
     policy = ApproverPolicy(
         allowed_users=users,
+        stand_ins=stand_ins,
         allowed_groups=groups,
         group_members=members,
         open_to_channel=body.anyone_in_channel,

@@ -12,6 +12,7 @@ from bot.services import Services
 from storage.records import ApproverPolicy, InterruptRecord
 
 from .place import Place
+from .stand_ins import with_stand_ins
 
 
 async def interrupt_records(
@@ -84,8 +85,10 @@ async def approver_policy(
         escalate_users = escalate.users + await services.directory.members(escalate.groups)
     decisions = _decisions(policy, interrupt)
     reminders = policy.reminders
+    users, stand_ins = await with_stand_ins(services, policy.users, members)
     return ApproverPolicy(
-        allowed_users=policy.users,
+        allowed_users=users,
+        stand_ins=stand_ins,
         allowed_groups=policy.groups,
         group_members=members,
         open_to_channel=policy.anyone_in_channel,

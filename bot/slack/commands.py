@@ -19,7 +19,10 @@ from bot.services import Services
 from bot.ui.home import publish_home
 from bot.ui.listing import PAGE_SIZE, help_text, page_cursor, pending_blocks
 from bot.ui.posting import post_ephemeral, post_in_thread
+from bot.ui.refusals import STORAGE_DOWN
 from storage.errors import InvalidIdError, StorageError
+
+from .away import away_command, is_away_command
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +39,11 @@ def command_listener(services: Services) -> Any:
         spec = services.registry.spec(match["agent"]) if match else None
         if text == "help":
             await ack(text=help_text())
+        elif is_away_command(text):
+            try:
+                await ack(text=await away_command(services, user, text))
+            except StorageError:
+                await ack(text=STORAGE_DOWN)
         elif match and spec is None:
             await ack(text=unknown_agent(services, match["agent"]))
         elif spec and not spec.starts_freely(user) and not spec.starter_groups:

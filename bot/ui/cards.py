@@ -181,7 +181,13 @@ def _undone(record: InterruptRecord) -> str | None:
 def who_may_decide(record: InterruptRecord) -> str:
     """ "2 of @alice, @oncall, not the requester": who may decide, from the stored policy."""
     policy = record.policy
-    named = [user_mention(u) for u in policy.allowed_users[:10]]
+    standing_in = dict(policy.stand_ins)
+    named = [
+        f"{user_mention(u)} for {user_mention(standing_in[u])}, who is away"
+        if u in standing_in
+        else user_mention(u)
+        for u in policy.allowed_users[:10]
+    ]
     named += [f"<!subteam^{g}>" for g in policy.allowed_groups[:10]]
     if record.escalated:
         named += [user_mention(u) for u in policy.escalate_to_users[:10]]

@@ -1,0 +1,31 @@
+"""Approvers who are away (``/signoff away until <date> to @someone``): while they are,
+their delegate is asked, and may decide, in their place; the card says for whom."""
+
+from __future__ import annotations
+
+import logging
+
+from bot.services import Services
+from storage.errors import StorageError
+
+log = logging.getLogger(__name__)
+
+
+async def with_stand_ins(
+    services: Services, users: tuple[str, ...], members: tuple[str, ...] = ()
+) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
+    """``users`` plus the delegates of those of ``users`` and ``members`` (a group's) who
+    are away now, and ``(delegate, for_user)`` pairs. A delegate who is away too stands in
+    for nobody. When storage cannot tell, nobody is taken for away."""
+    try:
+        away = await services.storage.away.of((*users, *members), services.clock.now())
+    except StorageError as exc:
+        log.error("who is away not read; approvers asked as named: %s", exc)
+        return users, ()
+    stand_ins = tuple(
+        (entry.delegate, user)
+        for user, entry in away.items()
+        if entry.delegate and entry.delegate not in away and entry.delegate != user
+    )
+    delegates = (delegate for delegate, _ in stand_ins)
+    return tuple(dict.fromkeys((*users, *delegates))), stand_ins

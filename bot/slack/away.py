@@ -1,0 +1,71 @@
+"""``/signoff away until <date> [to @someone]`` and ``/signoff back``: while someone is
+away, the requests posted ask their delegate in their place (the card says for whom).
+Both are audited."""
+
+from __future__ import annotations
+
+import re
+from datetime import date, datetime, time, timedelta
+
+from bot.services import Services
+from bot.ui.blocks import date_token, user_mention
+from storage.audit import AuditEntry
+from storage.away import Away
+
+_AWAY = re.compile(r"^away\s+until\s+(?P<day>\S+)(?:\s+to\s+(?P<who>\S+))?$")
+_WHO = re.compile(
+    r"^(?:<@(?P<escaped>[UW][A-Z0-9]{2,20})(?:\|[^>]*)?>|(?P<bare>[UW][A-Z0-9]{2,20}))$"
+)
+_LONGEST = timedelta(days=366)
+USAGE = (
+    "Use `/signoff away until 2026-12-24 to @someone` (the date is when you are back, in "
+    "your time zone; `to @someone` is optional), and `/signoff back` when you are."
+)
+
+
+def is_away_command(text: str) -> bool:
+    return text == "back" or text.split(" ", 1)[0] == "away"
+
+
+async def away_command(services: Services, user: str, text: str) -> str:
+    """Note ``user`` away (or back) as ``text`` says; the reply says what was noted."""
+    now = services.clock.now()
+    if text == "back":
+        was_away = await services.storage.away.clear(user)
+        await _audit(services, "back", user, now, "")
+        if not was_away:
+            return "You were not marked away; nothing changed."
+        return "Welcome back: requests posted from now on ask you again."
+    match = _AWAY.match(text)
+    if match is None:
+        return USAGE
+    try:
+        day = date.fromisoformat(match["day"])
+    except ValueError:
+        return f"`{match['day'][:20]}` is not a date like 2026-12-24. {USAGE}"
+    who = _WHO.match(match["who"] or "") if match["who"] else None
+    if match["who"] and who is None:
+        return f"Name who decides for you as a mention, like `to @bob`. {USAGE}"
+    delegate = (who["escaped"] or who["bare"]) if who else None
+    if delegate == user:
+        return "Your delegate must be someone else."
+    zone = (await services.directory.zone(user)).zone()
+    until = datetime.combine(day, time(0), tzinfo=zone)
+    if until <= now:
+        return "That date has passed: give the date you are back."
+    if until - now > _LONGEST:
+        return "You can be marked away for at most a year."
+    await services.storage.away.set(Away(user=user, until=until, delegate=delegate))
+    detail = f"until {until.isoformat()}" + (f" delegate {delegate}" if delegate else "")
+    await _audit(services, "away", user, now, detail)
+    instead = (
+        f"requests posted from now until then ask {user_mention(delegate)} in your place"
+        if delegate
+        else "requests still ask you (add `to @someone` to name a delegate)"
+    )
+    return f"You are away until {date_token(until)}: {instead}. `/signoff back` ends it."
+
+
+async def _audit(services: Services, event: str, user: str, at: datetime, detail: str) -> None:
+    entry = AuditEntry(event=event, record_id="", run_id="", at=at, user_id=user, detail=detail)
+    await services.storage.audit.append(entry)

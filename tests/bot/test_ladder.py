@@ -1,0 +1,109 @@
+"""The follow-the-sun ladder, through the real Bolt app, for approvers in Paris, New York
+and Tokyo: the card states every step from the start; when a step's time is up the
+request goes to the next one (another channel, other people), two steps deep, and at the
+end to the policy's safe default; every copy of the card stays in sync."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from harness import ALICE, BOB, CAROL, CHANNEL, Harness
+
+from bot.agents.policy import Escalate, Policy
+from bot.schedule.scheduler import Scheduler
+from bot.ui import ids
+from bot.ui.blocks import date_token
+
+KENJI = "U0KENJI"
+NEW_YORK, TOKYO = "C0NYC", "C0TOKYO"
+START = datetime(2026, 11, 23, 17, 0, tzinfo=UTC)  # Paris 18:00, New York 12:00, Tokyo 02:00
+STEP = timedelta(hours=2)
+LADDER = Policy(
+    channel=CHANNEL,
+    users=(ALICE,),
+    expires_after=STEP,
+    on_expiry=(
+        Escalate(channel=NEW_YORK, users=(BOB,), expires_after=STEP),
+        Escalate(channel=TOKYO, users=(KENJI,), expires_after=STEP),
+    ),
+    reminders=None,
+)
+
+
+async def _started(make_bot: Any) -> tuple[Harness, str]:
+    bot: Harness = await make_bot(LADDER)
+    bot.slack.add_user(KENJI, tz="Asia/Tokyo")
+    bot.clock.current = START
+    return bot, await bot.start(requested_by=CAROL)
+
+
+def _copies(bot: Harness) -> dict[str, dict[str, Any]]:
+    """Each copy of the card as it reads now, by channel."""
+    posts = zip(
+        bot.slack.called("chat.postMessage"), bot.slack.answers("chat.postMessage"), strict=True
+    )
+    cards = {a["ts"]: (p["channel"], p) for p, a in posts if p.get("blocks")}
+    for update in bot.slack.called("chat.update"):
+        if update["ts"] in cards:
+            cards[update["ts"]] = (cards[update["ts"]][0], update)
+    return {channel: card for channel, card in cards.values()}
+
+
+def _ts(bot: Harness, channel: str) -> str:
+    posts = zip(
+        bot.slack.called("chat.postMessage"), bot.slack.answers("chat.postMessage"), strict=True
+    )
+    return next(str(a["ts"]) for p, a in posts if p["channel"] == channel and p.get("blocks"))
+
+
+async def test_the_ladder_is_shown_climbed_step_by_step_and_ends_in_its_safe_default(
+    make_bot: Any,
+) -> None:
+    bot, value = await _started(make_bot)
+    steps = [date_token(START + STEP * n) for n in (1, 2, 3)]
+    assert (
+        f"If nobody decides by {steps[0]}, it goes to <@{BOB}>; if nobody decides by "
+        f"{steps[1]}, it goes to <@{KENJI}>; if nobody decides by {steps[2]}, it is denied"
+    ) in str(bot.posted(0)["blocks"])
+    await bot.click(ids.APPROVE, value, user=KENJI)  # not his turn yet
+    await bot.slack.wait_calls("chat.postEphemeral")
+    assert "not among the approvers" in bot.slack.called("chat.postEphemeral")[-1]["text"]
+
+    scheduler = Scheduler(bot.services)
+    bot.clock.advance(STEP)  # Paris's day is over: New York is asked
+    await scheduler.tick()
+    assert set(_copies(bot)) == {CHANNEL, NEW_YORK}
+    new_york = bot.slack.called("chat.postMessage")[-1]
+    assert new_york["channel"] == NEW_YORK and f"<@{BOB}>" in new_york["text"]
+    assert f"Escalated to <#{NEW_YORK}>" in str(_copies(bot)[CHANNEL]["blocks"])
+
+    bot.clock.advance(STEP)  # then Tokyo, where the day begins
+    await scheduler.tick()
+    assert set(_copies(bot)) == {CHANNEL, NEW_YORK, TOKYO}
+    assert f"<@{KENJI}>" in bot.slack.called("chat.postMessage")[-1]["text"]
+    assert all(f"Escalated to <#{TOKYO}>" in str(c["blocks"]) for c in _copies(bot).values())
+
+    bot.clock.advance(STEP)  # nobody decided: the safe default
+    await scheduler.tick()
+    await bot.finished()
+    for channel, card in _copies(bot).items():
+        assert card["blocks"][0]["text"]["text"] == "Expired, not approved: delete_files", channel
+    assert bot.tool_log.calls == []
+
+
+async def test_a_decision_on_any_rung_updates_every_copy(make_bot: Any) -> None:
+    bot, value = await _started(make_bot)
+    scheduler = Scheduler(bot.services)
+    for _ in range(2):
+        bot.clock.advance(STEP)
+        await scheduler.tick()
+    # Bob decides from New York's card, a step behind the latest: still his to decide.
+    await bot.click(ids.APPROVE, value, user=BOB, channel=NEW_YORK, message_ts=_ts(bot, NEW_YORK))
+    await bot.finished()
+    assert bot.tool_log.calls == [{"paths": ["/tmp/a", "/tmp/b"]}]
+    copies = _copies(bot)
+    assert set(copies) == {CHANNEL, NEW_YORK, TOKYO}
+    for channel, card in copies.items():
+        assert card["blocks"][0]["text"]["text"] == "Approved: delete_files", channel
+        assert f"Approved by <@{BOB}>" in str(card["blocks"]), channel
