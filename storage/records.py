@@ -35,6 +35,18 @@ FINAL_STATE_OF: dict[DecisionType, InterruptState] = {
 _MODEL = ConfigDict(frozen=True, extra="forbid", ser_json_timedelta="float")
 
 
+class Rung(BaseModel):
+    """One step of the escalation ladder: who is asked (and where) once the step before
+    it ran out of time, and for how long before the next step."""
+
+    model_config = _MODEL
+
+    channel: str | None = None
+    users: tuple[str, ...] = ()
+    open_to_channel: bool = False
+    expires_in: timedelta | None = None
+
+
 MAX_UNDO_WINDOW = timedelta(hours=1)
 """Longer than this, an undo window is a delay: the request would look decided for hours."""
 
@@ -63,6 +75,10 @@ class ApproverPolicy(BaseModel):
     escalate_to_users: tuple[str, ...] = ()
     escalate_open_to_channel: bool = False
     """Once escalated, every member of the escalation card's channel may decide."""
+    escalate_expires_in: timedelta | None = None
+    """How long the first escalation waits before the next step (None: ``expires_in``)."""
+    ladder: tuple[Rung, ...] = ()
+    """The steps after the first escalation, in order."""
     reminders: tuple[timedelta, ...] = ()
     work_start_hour: int = Field(default=9, ge=0, le=23)
     work_end_hour: int = Field(default=18, ge=1, le=24)
@@ -83,6 +99,19 @@ class ApproverPolicy(BaseModel):
     @classmethod
     def _ids(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         return tuple(dict.fromkeys(check_id("user or group", v) for v in value))
+
+    @property
+    def rungs(self) -> tuple[Rung, ...]:
+        """Every step of the escalation ladder, the first escalation first; () without."""
+        if self.on_expiry != "escalate":
+            return ()
+        first = Rung(
+            channel=self.escalate_to_channel,
+            users=self.escalate_to_users,
+            open_to_channel=self.escalate_open_to_channel,
+            expires_in=self.escalate_expires_in or self.expires_in,
+        )
+        return (first, *self.ladder)
 
     @field_validator("reminders")
     @classmethod
@@ -165,7 +194,11 @@ class InterruptRecord(BaseModel):
     escalated: bool = False
     escalation_channel: str | None = None
     escalation_ts: str | None = None
-    """Where the escalation card was posted, once escalated: a second message that decides."""
+    """Where the latest escalation card was posted, once escalated: it decides too."""
+    escalation_step: int = 0
+    """How many steps up the escalation ladder it has gone (``escalated`` once one)."""
+    escalation_cards: tuple[tuple[str, str], ...] = ()
+    """``(channel, ts)`` of the earlier steps' escalation cards: copies that decide too."""
     reminders_sent: int = 0
     held: HeldDecision | None = None
     """The deciding click, while its undo window runs (the record is still pending)."""
@@ -232,6 +265,11 @@ class InterruptRecord(BaseModel):
     def id(self) -> str:
         """The storage id (``<run_id>/<interrupt id>``) buttons carry and every call takes."""
         return record_id(self.run_id, str(self.interrupt["id"]))
+
+    @property
+    def reached_rungs(self) -> tuple[Rung, ...]:
+        """The escalation steps it has reached so far, the latest last."""
+        return self.policy.rungs[: self.escalation_step]
 
     @property
     def runtime_interrupt(self) -> Interrupt:
@@ -302,7 +340,8 @@ class InterruptRecord(BaseModel):
             "decided_by": self.decided_by or "",
             "decided_at": ms(self.decided_at),
             "decision": json.dumps(data["decision"]) if self.decision is not None else "",
-            "escalated": "1" if self.escalated else "0",
+            "escalated": str(self.escalation_step or int(self.escalated)),
+            "escalation_cards": json.dumps(self.escalation_cards) if self.escalation_cards else "",
             "escalation_channel": self.escalation_channel or "",
             "escalation_ts": self.escalation_ts or "",
             "superseded_by": self.superseded_by or "",
@@ -356,7 +395,11 @@ class InterruptRecord(BaseModel):
                 decided_by=opt("decided_by"),
                 decided_at=opt_ms("decided_at"),
                 decision=json.loads(fields["decision"]) if fields.get("decision") else None,
-                escalated=fields.get("escalated") == "1",
+                escalated=_step(fields) >= 1,
+                escalation_step=_step(fields),
+                escalation_cards=tuple(
+                    (str(c), str(t)) for c, t in json.loads(fields.get("escalation_cards") or "[]")
+                ),
                 escalation_channel=opt("escalation_channel"),
                 escalation_ts=opt("escalation_ts"),
                 reminders_sent=int(fields.get("reminder_index") or 0),
@@ -379,3 +422,9 @@ def _policy(text: str) -> ApproverPolicy:
     tool share a policy (up to hundreds of ids to check), and the model is frozen, so one
     instance serves them all. Invalid text raises every time; errors are not cached."""
     return ApproverPolicy.model_validate_json(text)
+
+
+def _step(fields: dict[str, str]) -> int:
+    """The escalation step a record's hash says it reached (records before ladders: 0/1)."""
+    raw = fields.get("escalated") or "0"
+    return int(raw) if raw.isdigit() and len(raw) <= 3 else 0

@@ -51,7 +51,8 @@ class Escalate:
     expires_after: timedelta = timedelta(hours=4)
 
 
-ExpiryOutcome = Literal["deny"] | Escalate
+ExpiryOutcome = Literal["deny"] | Escalate | tuple[Escalate, ...]
+"""Deny; or escalate, once or up a ladder of steps (each when the one before runs out)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -142,17 +143,20 @@ class Policy:
             raise PolicyError("a dangerous action is never approved by default: keep 'deny'")
         if self.if_nobody_decides == "approve" and self.expires_after is None:
             raise PolicyError("if_nobody_decides='approve' needs expires_after: when to decide")
-        if self.batch and isinstance(self.on_expiry, Escalate):
+        if self.batch and self.escalations:
             raise PolicyError("batch=True cards are not escalated: use on_expiry='deny'")
         if self.batch and self.undo_window is not None:
             raise PolicyError("batch=True cards have no undo window: leave undo_window unset")
-        if isinstance(self.on_expiry, Escalate):
-            esc = self.on_expiry
-            if self.expires_after is None:
-                raise PolicyError(
-                    "on_expiry=Escalate(...) needs expires_after: without an expiry nothing "
-                    "is ever escalated (set expires_after=timedelta(hours=4), for example)"
-                )
+        if self.on_expiry != "deny" and not self.escalations:
+            raise PolicyError("on_expiry: use 'deny', Escalate(...) or a tuple of Escalate steps")
+        if self.escalations and self.expires_after is None:
+            raise PolicyError(
+                "on_expiry=Escalate(...) needs expires_after: without an expiry nothing "
+                "is ever escalated (set expires_after=timedelta(hours=4), for example)"
+            )
+        for esc in self.escalations:
+            if esc.expires_after <= timedelta(0):
+                raise PolicyError("Escalate expires_after must be positive")
             if not esc.users and not esc.groups and not esc.anyone_in_channel:
                 raise PolicyError(
                     "Escalate names nobody new who may decide: give users=(...) or "
@@ -170,6 +174,15 @@ class Policy:
                 raise PolicyError("Reminders: need 0 <= start_hour < end_hour <= 24")
             if r.every < timedelta(minutes=1) or r.limit < 0:
                 raise PolicyError("Reminders: every must be at least a minute, limit >= 0")
+
+    @property
+    def escalations(self) -> tuple[Escalate, ...]:
+        """The escalation ladder's steps, in order; () when expiry denies."""
+        if isinstance(self.on_expiry, Escalate):
+            return (self.on_expiry,)
+        if isinstance(self.on_expiry, tuple):
+            return tuple(e for e in self.on_expiry if isinstance(e, Escalate))
+        return ()
 
     @property
     def trust_label(self) -> str | None:

@@ -7,9 +7,9 @@ from collections.abc import Callable
 
 from agent_runtime.interrupts import DecisionType, Interrupt
 from agent_runtime.results import AgentResult
-from bot.agents.policy import Escalate, Policy, Reminders
+from bot.agents.policy import Policy, Reminders
 from bot.services import Services
-from storage.records import ApproverPolicy, InterruptRecord
+from storage.records import ApproverPolicy, InterruptRecord, Rung
 
 from .place import Place
 from .stand_ins import with_stand_ins
@@ -79,10 +79,16 @@ async def approver_policy(
 ) -> ApproverPolicy:
     """Storage's form of ``policy``, with group members resolved now (Slack is asked once)."""
     members = await services.directory.members(policy.groups) if policy.groups else ()
-    escalate = policy.on_expiry if isinstance(policy.on_expiry, Escalate) else None
-    escalate_users: tuple[str, ...] = ()
-    if escalate is not None:
-        escalate_users = escalate.users + await services.directory.members(escalate.groups)
+    rungs = [
+        Rung(
+            channel=step.channel,
+            users=step.users + await services.directory.members(step.groups),
+            open_to_channel=step.anyone_in_channel,
+            expires_in=step.expires_after,
+        )
+        for step in policy.escalations
+    ]
+    escalate = rungs[0] if rungs else None
     decisions = _decisions(policy, interrupt)
     reminders = policy.reminders
     users, stand_ins = await with_stand_ins(services, policy.users, members)
@@ -97,8 +103,10 @@ async def approver_policy(
         expires_in=policy.expires_after,
         on_expiry="escalate" if escalate else "deny",
         escalate_to_channel=escalate.channel if escalate else None,
-        escalate_to_users=escalate_users,
-        escalate_open_to_channel=escalate.anyone_in_channel if escalate else False,
+        escalate_to_users=escalate.users if escalate else (),
+        escalate_open_to_channel=escalate.open_to_channel if escalate else False,
+        escalate_expires_in=escalate.expires_in if escalate else None,
+        ladder=tuple(rungs[1:]),
         reminders=tuple(reminders.every * (i + 1) for i in range(reminders.limit))
         if reminders
         else (),

@@ -189,12 +189,12 @@ def who_may_decide(record: InterruptRecord) -> str:
         for u in policy.allowed_users[:10]
     ]
     named += [f"<!subteam^{g}>" for g in policy.allowed_groups[:10]]
-    if record.escalated:
-        named += [user_mention(u) for u in policy.escalate_to_users[:10]]
     if policy.open_to_channel:
         named.append("anyone in this channel")
-    if record.escalated and policy.escalate_open_to_channel:
-        named.append(f"anyone in {_channel(escalation_channel(record))}")
+    for rung in record.reached_rungs:
+        named += [user_mention(u) for u in rung.users[:10]]
+        if rung.open_to_channel:
+            named.append(f"anyone in {_channel(rung.channel or record.channel)}")
     if not named:
         return ""
     who = ", ".join(named)
@@ -212,22 +212,21 @@ def if_nobody_decides(record: InterruptRecord) -> str | None:
     if expires is None:
         return None
     end = "approved by default" if policy.if_nobody_decides == "approve" else "denied"
-    if policy.on_expiry == "escalate" and not record.escalated and policy.expires_in:
-        named = [user_mention(u) for u in policy.escalate_to_users[:5]]
-        if policy.escalate_open_to_channel:
-            named.append(f"anyone in {_channel(escalation_channel(record))}")
-        who = ", ".join(named) or "the escalation's approvers"
-        later = date_token(expires + policy.expires_in)
-        return (
-            f"If nobody decides by {date_token(expires)}, it goes to {who}; "
-            f"if nobody decides by {later}, it is {end}"
-        )
-    return f"If nobody decides by {date_token(expires)}, it is {end}"
+    steps, when = [], expires
+    for rung in policy.rungs[record.escalation_step :]:
+        named = [user_mention(u) for u in rung.users[:5]]
+        if rung.open_to_channel:
+            named.append(f"anyone in {_channel(rung.channel or record.channel)}")
+        steps.append(f"If nobody decides by {date_token(when)}, it goes to {', '.join(named)}")
+        when += rung.expires_in or policy.expires_in or timedelta(0)
+    steps.append(f"If nobody decides by {date_token(when)}, it is {end}")
+    return "; ".join(s if i == 0 else s[0].lower() + s[1:] for i, s in enumerate(steps))
 
 
 def escalation_channel(record: InterruptRecord) -> str | None:
-    """Where an escalated interrupt's second card goes: the escalation channel, or its own."""
-    return record.escalation_channel or record.policy.escalate_to_channel or record.channel
+    """Where the escalation step it reached asks: that step's channel, or its own."""
+    reached = record.reached_rungs
+    return (reached[-1].channel if reached else None) or record.channel
 
 
 def escalated_to(record: InterruptRecord) -> str | None:
@@ -253,7 +252,7 @@ def nobody_can_approve(policy: ApproverPolicy, *, escalated: bool = False) -> st
     """
     if policy.open_to_channel or policy.allowed_users or policy.group_members:
         return None
-    if escalated and (policy.escalate_to_users or policy.escalate_open_to_channel):
+    if escalated and any(r.users or r.open_to_channel for r in policy.rungs):
         return None
     groups = policy.allowed_groups[:10]
     if not groups:

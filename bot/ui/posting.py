@@ -127,7 +127,7 @@ async def update_message(services: Services, record: InterruptRecord) -> None:
     except StorageError as exc:
         log.error("interrupt %s: its batch card not redrawn: %s", record.id, exc)
         return
-    copies = [(record.channel, record.message_ts)]
+    copies = [(record.channel, record.message_ts), *record.escalation_cards]
     if record.escalation_channel and record.escalation_ts:
         copies.append((record.escalation_channel, record.escalation_ts))
     for channel, ts in copies:
@@ -144,17 +144,19 @@ async def update_message(services: Services, record: InterruptRecord) -> None:
 
 
 async def post_escalation(services: Services, record: InterruptRecord) -> InterruptRecord | None:
-    """Post an escalated interrupt's second card, in the escalation channel (or the run's
-    thread), and keep where; the updated record, or None when Slack or storage failed.
-
-    Its notification text mentions the people the escalation names, who may now decide."""
-    policy = record.policy
-    channel = policy.escalate_to_channel or record.channel
+    """Post the card of the escalation step an interrupt reached, in that step's channel
+    (or the run's thread), and keep where; the updated record, or None when Slack or
+    storage failed. Its notification text mentions the people the step names."""
+    reached = record.reached_rungs
+    if not reached:
+        return None
+    rung = reached[-1]
+    channel = rung.channel or record.channel
     if not channel:
         return None
     thread = record.thread_ts if channel == record.channel else None
     message = render(services, record)
-    who = " ".join(user_mention(u) for u in policy.escalate_to_users[:20])
+    who = " ".join(user_mention(u) for u in rung.users[:20])
     text = f"Escalated, not decided in time: {message.text} {who}".strip()
     try:
         answer = await services.client.chat_postMessage(
@@ -175,7 +177,11 @@ async def post_escalation(services: Services, record: InterruptRecord) -> Interr
     except StorageError as exc:
         log.error("interrupt %s: escalation card not recorded: %s", record.id, exc)
         return None
-    return record.model_copy(update={"escalation_channel": where, "escalation_ts": ts})
+    earlier = record.escalation_cards
+    if record.escalation_channel and record.escalation_ts:
+        earlier = (*earlier, (record.escalation_channel, record.escalation_ts))
+    update = {"escalation_channel": where, "escalation_ts": ts, "escalation_cards": earlier}
+    return record.model_copy(update=update)
 
 
 async def post_in_thread(

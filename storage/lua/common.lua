@@ -18,6 +18,22 @@ local function json_field(key, name)
   return value
 end
 
+-- The escalation steps the record `key` has reached: the first escalation (the policy's
+-- escalate_* fields), then its ladder's steps, up to the step stored in `escalated`.
+local function reached_rungs(key, policy)
+  local step = tonumber(field(key, 'escalated')) or 0
+  local rungs = {}
+  if step >= 1 then
+    rungs[1] = {users = policy.escalate_to_users,
+      open_to_channel = policy.escalate_open_to_channel == true}
+  end
+  local ladder = type(policy.ladder) == 'table' and policy.ladder or {}
+  for i = 1, math.min(step - 1, #ladder) do
+    rungs[#rungs + 1] = {users = ladder[i].users, open_to_channel = ladder[i].open_to_channel == true}
+  end
+  return rungs
+end
+
 -- Index members of the users who may decide: "user \0 created_ms \0 record_id".
 local function user_members(key, rid)
   local policy = json_field(key, 'policy')
@@ -33,7 +49,7 @@ local function user_members(key, rid)
   end
   add(policy.allowed_users)
   add(policy.group_members)
-  if field(key, 'escalated') == '1' then add(policy.escalate_to_users) end
+  for _, rung in ipairs(reached_rungs(key, policy)) do add(rung.users) end
   return out
 end
 
@@ -110,8 +126,10 @@ local function is_approver(key, policy, user)
   if policy.open_to_channel or member(policy.allowed_users) or member(policy.group_members) then
     return true
   end
-  return field(key, 'escalated') == '1'
-    and (member(policy.escalate_to_users) or policy.escalate_open_to_channel == true)
+  for _, rung in ipairs(reached_rungs(key, policy)) do
+    if member(rung.users) or rung.open_to_channel then return true end
+  end
+  return false
 end
 
 -- The hash of the record `key` as one JSON object ('' when it is gone).

@@ -49,11 +49,19 @@ end
 local esc_channel, esc_ts = field(key, 'escalation_channel'), field(key, 'escalation_ts')
 local from_escalation = ARGV[8] ~= '' and esc_ts ~= '' and ARGV[8] == esc_channel
   and ARGV[9] == esc_ts
-local escalated = field(key, 'escalated') == '1'
+-- The earlier steps' escalation cards are copies too.
+local earlier = field(key, 'escalation_cards')
+if ARGV[8] ~= '' and not from_escalation and earlier ~= '' then
+  for _, card in ipairs(json_field(key, 'escalation_cards')) do
+    if card[1] == ARGV[8] and card[2] == ARGV[9] then from_escalation = true end
+  end
+end
 local allowed = policy.open_to_channel or member(policy.allowed_users)
   or member(policy.group_members)
-  or (escalated and member(policy.escalate_to_users))
-  or (escalated and policy.escalate_open_to_channel and (ARGV[8] == '' or from_escalation))
+for _, rung in ipairs(reached_rungs(key, policy)) do
+  allowed = allowed or member(rung.users)
+    or (rung.open_to_channel and (ARGV[8] == '' or from_escalation))
+end
 if not allowed then return refuse('not_allowed') end
 if user == field(key, 'requested_by') and not policy.allow_self_approval then
   return refuse('self_approval')

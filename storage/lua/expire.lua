@@ -43,14 +43,21 @@ if tonumber(redis.call('GET', KEYS[12]) or '0') > 0 then
   return {'skip', ''}
 end
 local policy = json_field(key, 'policy')
-if policy.on_expiry == 'escalate' and field(key, 'escalated') ~= '1' then
-  local later = tonumber(now) + math.floor(tonumber(policy.expires_in) * 1000)
-  redis.call('HSET', key, 'escalated', '1', 'expires_at', string.format('%d', later))
+-- Up the escalation ladder: the first escalation, then each of the ladder's steps.
+local step = tonumber(field(key, 'escalated')) or 0
+local ladder = type(policy.ladder) == 'table' and policy.ladder or {}
+local steps = 0
+if policy.on_expiry == 'escalate' then steps = 1 + #ladder end
+if step < steps then
+  local window = tonumber(policy.escalate_expires_in) or tonumber(policy.expires_in)
+  if step >= 1 then window = tonumber(ladder[step].expires_in) or tonumber(policy.expires_in) end
+  local later = tonumber(now) + math.floor(window * 1000)
+  redis.call('HSET', key, 'escalated', tostring(step + 1), 'expires_at', string.format('%d', later))
   redis.call('ZADD', KEYS[4], later, rid)
   local ttl = redis.call('PTTL', key)
   if ttl > 0 then redis.call('PEXPIRE', key, ttl + later - tonumber(expires)) end
   zset_many('ZADD', KEYS[7], user_members(key, rid))
-  audit(KEYS[10], ARGV[5], 'escalated', rid, '', now, '')
+  audit(KEYS[10], ARGV[5], 'escalated', rid, '', now, tostring(step + 1))
   return with_record({'escalated', ''})
 end
 -- Nobody decided in time: the policy's safe default (denied, or for a low-risk action whose

@@ -1,8 +1,19 @@
--- Keep where an escalated interrupt's escalation card was posted: a second message whose
--- clicks decide it. KEYS: 1 record. ARGV: 1 channel, 2 message ts.
+-- Keep where an escalated interrupt's escalation card was posted: a copy whose clicks
+-- decide it. The previous step's card, if any, is kept among the earlier copies.
+-- KEYS: 1 record. ARGV: 1 channel, 2 message ts.
 -- Returns 1 when stored, 0 when the record is gone or was never escalated.
-if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('HGET', KEYS[1], 'escalated') ~= '1' then
+local key = KEYS[1]
+if redis.call('EXISTS', key) == 0 or (tonumber(redis.call('HGET', key, 'escalated')) or 0) < 1 then
   return 0
 end
-redis.call('HSET', KEYS[1], 'escalation_channel', ARGV[1], 'escalation_ts', ARGV[2])
+local channel = redis.call('HGET', key, 'escalation_channel') or ''
+local ts = redis.call('HGET', key, 'escalation_ts') or ''
+if ts ~= '' and not (channel == ARGV[1] and ts == ARGV[2]) then
+  local raw = redis.call('HGET', key, 'escalation_cards') or ''
+  local cards = {}
+  if raw ~= '' then cards = cjson.decode(raw) end
+  cards[#cards + 1] = {channel, ts}
+  redis.call('HSET', key, 'escalation_cards', cjson.encode(cards))
+end
+redis.call('HSET', key, 'escalation_channel', ARGV[1], 'escalation_ts', ARGV[2])
 return 1
