@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable
 from datetime import timedelta
 
 from bot.services import Services
+from bot.services.workhours import in_working_hours, next_start
 from bot.ui.blocks import user_mention
 from bot.ui.home import refresh_homes
 from bot.ui.posting import (
@@ -33,8 +34,6 @@ from storage.errors import StorageError
 from storage.interrupts import GROUP_CHECK_EVERY
 from storage.outcomes import ExpiryResult, ReminderDue
 from storage.records import InterruptRecord
-
-from .workhours import in_working_hours, next_start
 
 log = logging.getLogger(__name__)
 

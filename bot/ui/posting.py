@@ -30,6 +30,7 @@ from .blocks import user_mention
 from .cards import card_from_record, verdict_from_record
 from .message import SlackMessage, decided_message, pending_message
 from .mrkdwn import escape_truncate
+from .routing import awake_approvers
 
 log = logging.getLogger(__name__)
 
@@ -71,17 +72,19 @@ async def _message(services: Services, record: InterruptRecord) -> SlackMessage:
 
 async def post_interrupt(services: Services, record: InterruptRecord) -> InterruptRecord | None:
     """Post a stored interrupt and record where; None (still in the outbox) when Slack fails.
+    The notification mentions the approvers inside their working hours now.
 
-    A batch card is posted by its lead, and every item is recorded as posted there; the
-    other items post nothing (None)."""
+        A batch card is posted by its lead, and every item is recorded as posted there; the
+        other items post nothing (None)."""
     if record.batch is not None and record.batch != record.id:
         return None
     try:
         channel = record.channel or await _dm_channel(services, record)
         message = await _message(services, record)
+        awake = " ".join(user_mention(u) for u in await awake_approvers(services, record))
         post = services.client.chat_postMessage(
             channel=channel,
-            text=message.text,
+            text=f"{message.text} {awake}".strip(),
             blocks=message.blocks,
             thread_ts=record.thread_ts,
             unfurl_links=False,

@@ -108,3 +108,22 @@ async def test_a_decision_on_any_rung_updates_every_copy(make_bot: Any) -> None:
     for channel, card in copies.items():
         assert card["blocks"][0]["text"]["text"] == "Approved: delete_files", channel
         assert f"Approved by <@{BOB}>" in str(card["blocks"]), channel
+
+
+async def test_a_new_card_notifies_the_approvers_inside_their_working_hours(
+    make_bot: Any,
+) -> None:
+    everyone = Policy(channel=CHANNEL, users=(ALICE, BOB, KENJI), reminders=None)
+    bot: Harness = await make_bot(everyone)
+    bot.slack.add_user(KENJI, tz="Asia/Tokyo")
+    bot.clock.current = datetime(2026, 11, 23, 2, 0, tzinfo=UTC)  # Paris 03:00, NY 21:00
+    await bot.start(requested_by=CAROL)
+    first = bot.posted(0)["text"]
+    assert f"<@{KENJI}>" in first  # 11:00 in Tokyo
+    assert f"<@{ALICE}>" not in first and f"<@{BOB}>" not in first
+
+    bot.clock.current = datetime(2026, 11, 23, 13, 0, tzinfo=UTC)  # Paris 14:00, NY 08:00
+    await bot.start(requested_by=CAROL)
+    second = [p for p in bot.slack.called("chat.postMessage") if p.get("blocks")][-1]["text"]
+    assert f"<@{ALICE}>" in second
+    assert f"<@{BOB}>" not in second and f"<@{KENJI}>" not in second  # 22:00 in Tokyo

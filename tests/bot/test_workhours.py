@@ -8,8 +8,8 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bot.schedule.workhours import in_working_hours, next_start
 from bot.services.directory import UserZone
+from bot.services.workhours import in_working_hours, next_start
 
 NEW_YORK = UserZone(user_id="U0BOB", tz="America/New_York", offset_seconds=-5 * 3600)
 

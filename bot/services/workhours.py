@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from bot.services.directory import UserZone
+from .directory import UserZone
 
 
 def in_working_hours(zone: UserZone, now: datetime, *, start_hour: int, end_hour: int) -> bool:
