@@ -1,11 +1,13 @@
 """What the adapters of other agent frameworks share: one run id per thread, the
-thread's lease around each invocation, and where a thread stands read from its snapshot."""
+thread's lease around each invocation, where a thread stands read from its snapshot, and
+how a withdrawn run ends."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Sequence
 
 from agent_runtime.interrupts import Interrupt, InterruptResponse
+from agent_runtime.results import AgentResult
 from agent_runtime.resume import RunInput
 from agent_runtime.run_events import RunEvent
 from agent_runtime.runnable import Runnable, ThreadStatus
@@ -15,6 +17,13 @@ from agent_runtime.session import SessionStore, StoredSession
 def run_id_of(thread_id: str) -> str:
     """The run of a thread: one per thread (each run started from Slack has its own)."""
     return "run_" + thread_id.removeprefix("thread_")
+
+
+def cancelled(thread_id: str, reason: str) -> AgentResult:
+    """How a thread's run ended when its cards were withdrawn."""
+    return AgentResult(
+        stop_reason="cancelled", message=reason, thread_id=thread_id, run_id=run_id_of(thread_id)
+    )
 
 
 class LeasedInvocation:

@@ -32,7 +32,7 @@ from agent_runtime.run_events import RunEvent, RunFinished, RunStarted
 from agent_runtime.runnable import Runnable, ThreadStatus
 from agent_runtime.session import InMemorySessionStore, SessionStore, StoredSession
 
-from .adapted import LeasedInvocation, run_id_of, snapshot_status
+from .adapted import LeasedInvocation, cancelled, run_id_of, snapshot_status
 
 _PREFIX = "gk_"
 
@@ -70,12 +70,7 @@ class GenkitAgent(Runnable):
         state["pending"] = []
         snapshot: dict[str, JSONValue] = {"genkit": state}
         await self.session_store.save(thread_id, snapshot, expected_version=stored.version)
-        return AgentResult(
-            stop_reason="cancelled",
-            message=reason,
-            thread_id=thread_id,
-            run_id=run_id_of(thread_id),
-        )
+        return cancelled(thread_id, reason)
 
 
 @dataclass

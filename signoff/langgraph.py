@@ -46,7 +46,7 @@ from agent_runtime.run_events import RunEvent, RunFinished, RunStarted
 from agent_runtime.runnable import Runnable, ThreadStatus
 from agent_runtime.session import InMemorySessionStore, SessionStore
 
-from .adapted import LeasedInvocation, run_id_of
+from .adapted import LeasedInvocation, cancelled, run_id_of
 
 APPROVAL_SHAPE = "tool_approval"
 _PREFIX = "lg_"
@@ -113,12 +113,7 @@ class LangGraphAgent(Runnable):
             if not _interrupts(await self.graph.aget_state(config)):
                 return None
             await self.graph.aupdate_state(config, None, as_node=END)
-        return AgentResult(
-            stop_reason="cancelled",
-            message=reason,
-            thread_id=thread_id,
-            run_id=run_id_of(thread_id),
-        )
+        return cancelled(thread_id, reason)
 
 
 @dataclass

@@ -62,6 +62,7 @@ keys and the global indexes (due times, outbox, pending lists, streams) together
 those live in different hash slots, which a cluster refuses in one script.
 """
 
+from .approvers import ApproverPolicy
 from .audit import AuditEntry, AuditLog
 from .clicks import ClickEntry, ClickStream
 from .connection import Storage, connect, default_data_dir
@@ -81,7 +82,7 @@ from .interrupts import InterruptStore
 from .keys import Keys, record_id, split_record_id
 from .outcomes import DecideOutcome, ExpiryResult, Page, RefusalReason, ReminderDue
 from .queries import InterruptQueries
-from .records import ApproverPolicy, InterruptRecord, InterruptState, Vote
+from .records import InterruptRecord, InterruptState, Vote
 from .reminders import ReminderStore
 from .resume import BeginResult, Failure, ResumeJob, ResumeQueue
 from .retention import Retention

@@ -15,11 +15,12 @@ from typing import Literal, cast
 
 from agent_runtime.interrupts import Decision
 
+from .approvers import ApproverPolicy
 from .epoch import from_ms, to_ms
 from .errors import DuplicateInterruptError, InvalidIdError
 from .keys import check_id, split_record_id
 from .outcomes import DecideOutcome, ExpiryResult, RefusalReason, ReminderDue
-from .records import ApproverPolicy, InterruptRecord
+from .records import InterruptRecord
 from .retention import millis
 from .transitions import RecordTransitions
 

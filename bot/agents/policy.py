@@ -26,7 +26,7 @@ from agent_runtime.interrupts import DECISION_TYPES, DecisionType, Remember
 from agent_runtime.runnable import Runnable
 from agent_runtime.session import SessionStore
 from bot.errors import PolicyError
-from storage.records import MAX_UNDO_WINDOW
+from storage.approvers import MAX_UNDO_WINDOW
 
 _CHANNEL = re.compile(r"^[CGD][A-Z0-9]{2,20}$")
 _USER = re.compile(r"^[UW][A-Z0-9]{2,20}$")

@@ -8,8 +8,9 @@ from agent_runtime.interrupts import Decision, DecisionType, Interrupt
 from agent_runtime.messages import JSONValue, ToolCall
 from bot.runs.stand_ins import with_stand_ins
 from bot.services import Services
+from storage.approvers import ApproverPolicy
 from storage.epoch import from_ms
-from storage.records import ApproverPolicy, InterruptRecord
+from storage.records import InterruptRecord
 from storage.requests import REQUEST_INTERRUPT, ParamValue, RequestMeta
 
 from .schemas import NewRequest, RequestStatusName, RequestView

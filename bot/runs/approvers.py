@@ -9,7 +9,8 @@ from agent_runtime.interrupts import DecisionType, Interrupt
 from agent_runtime.results import AgentResult
 from bot.agents.policy import Policy, Reminders
 from bot.services import Services
-from storage.records import ApproverPolicy, InterruptRecord, Rung
+from storage.approvers import ApproverPolicy, Rung
+from storage.records import InterruptRecord
 
 from .place import Place
 from .stand_ins import with_stand_ins

@@ -14,7 +14,8 @@ from typing import Literal
 
 from agent_runtime.interrupts import Decision, DecisionType
 from agent_runtime.messages import JSONValue
-from storage.records import FINAL_STATE_OF, ApproverPolicy, InterruptRecord, InterruptState
+from storage.approvers import ApproverPolicy
+from storage.records import FINAL_STATE_OF, InterruptRecord, InterruptState
 from storage.requests import is_request_run
 
 from .blocks import date_token, to_text, user_mention

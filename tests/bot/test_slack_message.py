@@ -17,7 +17,8 @@ from bot.ui.blocks import date_token
 from bot.ui.cards import Card, Verdict, card_from_record, if_nobody_decides
 from bot.ui.message import decided_message, pending_message
 from bot.ui.modals import args_modal, deny_modal, edit_modal, parse_args, reply_modal
-from storage.records import ApproverPolicy, InterruptRecord
+from storage.approvers import ApproverPolicy
+from storage.records import InterruptRecord
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 _OWN_TOKENS = re.compile(r"<@[UW][A-Z0-9]+>|<!date\^\d+\^[^|>]*\|[^<>]*>")
