@@ -37,7 +37,7 @@ class Undone(BaseModel):
 
 def held_fields(held: HeldDecision | None) -> dict[str, str]:
     if held is None:
-        return {"held_until": "", "held_by": "", "held_at": "", "held_decision": ""}
+        return {}  # absent fields read as empty: a pending record stays small
     return {
         "held_until": str(to_ms(held.until)),
         "held_by": held.by,
@@ -59,7 +59,7 @@ def read_held(fields: dict[str, str]) -> HeldDecision | None:
 
 def undone_fields(undone: Undone | None) -> dict[str, str]:
     if undone is None:
-        return {"undone_by": "", "undone_at": "", "undid": ""}
+        return {}
     return {"undone_by": undone.by, "undone_at": str(to_ms(undone.at)), "undid": undone.decided_by}
 
 

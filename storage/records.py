@@ -236,12 +236,14 @@ class InterruptRecord(BaseModel):
             "decided_at": ms(self.decided_at),
             "decision": json.dumps(data["decision"]) if self.decision is not None else "",
             "escalated": str(self.escalation_step or int(self.escalated)),
-            "escalation_cards": json.dumps(self.escalation_cards) if self.escalation_cards else "",
             "escalation_channel": self.escalation_channel or "",
             "escalation_ts": self.escalation_ts or "",
-            "superseded_by": self.superseded_by or "",
-            "batch": self.batch or "",
-            "batch_items": json.dumps(self.batch_items) if self.batch_items else "",
+            **_present(
+                superseded_by=self.superseded_by or "",
+                batch=self.batch or "",
+                batch_items=json.dumps(self.batch_items) if self.batch_items else "",
+                escalation_cards=json.dumps(self.escalation_cards) if self.escalation_cards else "",
+            ),
             **held_fields(self.held),
             **undone_fields(self.undone),
         }
@@ -323,3 +325,9 @@ def _step(fields: dict[str, str]) -> int:
     """The escalation step a record's hash says it reached (records before ladders: 0/1)."""
     raw = fields.get("escalated") or "0"
     return int(raw) if raw.isdigit() and len(raw) <= 3 else 0
+
+
+def _present(**fields: str) -> dict[str, str]:
+    """The optional fields that are set: absent ones read as empty, and a pending record
+    (hundreds of thousands of them) stays small."""
+    return {name: value for name, value in fields.items() if value}
