@@ -8,7 +8,7 @@ from agent_runtime.interrupts import Decision, DecisionType, Interrupt
 from agent_runtime.messages import JSONValue, ToolCall
 from bot.runs.stand_ins import with_stand_ins
 from bot.services import Services
-from storage.approvers import ApproverPolicy
+from storage.approvers import ApproverPolicy, Rung
 from storage.epoch import from_ms
 from storage.records import InterruptRecord
 from storage.requests import REQUEST_INTERRUPT, ParamValue, RequestMeta
@@ -60,10 +60,18 @@ async def request_record(
     """The pending record of a new request, with its user groups' members resolved now;
     one that ``asks_again`` goes in that request's thread."""
     users, groups = _users_and_groups(body.approvers)
-    escalate_users, escalate_groups = _users_and_groups(body.escalate_to)
     members = await services.directory.members(groups) if groups else ()
-    if escalate_groups:
-        escalate_users += await services.directory.members(escalate_groups)
+    ladder = [
+        await _rung(services, step.channel, step.approvers, step.anyone_in_channel, step.expires_in)
+        for step in body.ladder
+    ]
+    first = await _rung(
+        services,
+        body.escalate_channel,
+        body.escalate_to,
+        body.escalate_anyone_in_channel,
+        body.escalate_expires_in,
+    )
     reminders = body.reminders
     users, stand_ins = await with_stand_ins(services, users, members)
     policy = ApproverPolicy(
@@ -76,9 +84,11 @@ async def request_record(
         allow_self_approval=body.allow_self_approval,
         expires_in=timedelta(seconds=body.expires_in),
         on_expiry=body.on_expiry,
-        escalate_to_channel=body.escalate_channel,
-        escalate_to_users=escalate_users,
-        escalate_open_to_channel=body.escalate_anyone_in_channel,
+        escalate_to_channel=first.channel,
+        escalate_to_users=first.users,
+        escalate_open_to_channel=first.open_to_channel,
+        escalate_expires_in=first.expires_in,
+        ladder=tuple(ladder),
         reminders=tuple(
             timedelta(seconds=reminders.every * (i + 1)) for i in range(reminders.limit)
         )
@@ -107,6 +117,25 @@ async def request_record(
         thread = asks_again.thread_ts or asks_again.message_ts
         record = record.model_copy(update={"thread_ts": thread})
     return record
+
+
+async def _rung(
+    services: Services,
+    channel: str | None,
+    approvers: list[str],
+    anyone_in_channel: bool,
+    expires_in: int | None,
+) -> Rung:
+    """An escalation step, its user groups' members resolved now."""
+    users, groups = _users_and_groups(approvers)
+    if groups:
+        users += await services.directory.members(groups)
+    return Rung(
+        channel=channel,
+        users=users,
+        open_to_channel=anyone_in_channel,
+        expires_in=timedelta(seconds=expires_in) if expires_in else None,
+    )
 
 
 def _users_and_groups(ids: list[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:

@@ -151,18 +151,29 @@ class _RequestsApi:
 
     async def _group_ids(self, body: NewRequest) -> NewRequest | web.Response:
         """``body`` with each user group handle (``@oncall``) replaced by the group's id."""
-        update: dict[str, list[str]] = {}
+        update: dict[str, object] = {}
         for name in ("approvers", "escalate_to"):
-            given: list[str] = getattr(body, name)
-            ids: list[str] = []
-            for index, who in enumerate(given):
-                found = await self._services.directory.group_id(who) if who[0] == "@" else who
-                if found is None:
-                    problem = f"no user group {who} that Signoff can see (usergroups:read)"
-                    return error(400, f"{name}.{index}: {problem}", f"{name}.{index}")
-                ids.append(found)
+            ids = await self._ids(getattr(body, name), name)
+            if isinstance(ids, web.Response):
+                return ids
             update[name] = ids
-        return body.model_copy(update=update)
+        ladder = []
+        for index, step in enumerate(body.ladder):
+            ids = await self._ids(step.approvers, f"ladder.{index}.approvers")
+            if isinstance(ids, web.Response):
+                return ids
+            ladder.append(step.model_copy(update={"approvers": ids}))
+        return body.model_copy(update={**update, "ladder": ladder})
+
+    async def _ids(self, given: list[str], where: str) -> list[str] | web.Response:
+        ids: list[str] = []
+        for index, who in enumerate(given):
+            found = await self._services.directory.group_id(who) if who[0] == "@" else who
+            if found is None:
+                problem = f"no user group {who} that Signoff can see (usergroups:read)"
+                return error(400, f"{where}.{index}: {problem}", f"{where}.{index}")
+            ids.append(found)
+        return ids
 
     async def status(self, request: web.Request, caller: Caller) -> web.StreamResponse:
         found = await self._find(request, caller)

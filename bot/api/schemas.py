@@ -39,6 +39,23 @@ class ReminderSettings(BaseModel):
     end_hour: int = Field(default=18, ge=1, le=24)
 
 
+class LadderStep(BaseModel):
+    """A further escalation step: asked when the step before it runs out of time."""
+
+    model_config = _BODY
+
+    channel: str | None = Field(default=None, pattern=_CHANNEL)
+    approvers: list[Approver] = Field(default_factory=list, max_length=50)
+    anyone_in_channel: bool = False
+    expires_in: int = Field(default=4 * 3600, ge=60, le=30 * 86400, description="Seconds.")
+
+    @model_validator(mode="after")
+    def _someone(self) -> Self:
+        if not self.approvers and not self.anyone_in_channel:
+            raise ValueError("a ladder step needs approvers or anyone_in_channel")
+        return self
+
+
 class NewRequest(BaseModel):
     """The body of ``POST /api/requests``: what to ask, where, and who may decide."""
 
@@ -69,6 +86,18 @@ class NewRequest(BaseModel):
     escalate_to: list[Approver] = Field(default_factory=list, max_length=50)
     escalate_anyone_in_channel: bool = False
     """Once escalated, every member of the escalation channel may decide."""
+    escalate_expires_in: int | None = Field(
+        default=None,
+        ge=60,
+        le=30 * 86400,
+        description="Seconds the escalation waits before the next step (default: expires_in).",
+    )
+    ladder: list[LadderStep] = Field(
+        default_factory=list,
+        max_length=5,
+        description="Further steps after the escalation, each asked when the one before it "
+        "runs out of time; then if_nobody_decides.",
+    )
     reminders: ReminderSettings | None = Field(default_factory=ReminderSettings)
     dangerous: bool = False
     undo_window: int | None = Field(
@@ -109,6 +138,8 @@ class NewRequest(BaseModel):
             raise ValueError(
                 f"min_approvals={self.min_approvals} but only {len(users)} may approve"
             )
+        if self.ladder and self.on_expiry != "escalate":
+            raise ValueError("a ladder follows an escalation: set on_expiry 'escalate'")
         if self.if_nobody_decides == "approve" and self.dangerous:
             raise ValueError("a dangerous request is never approved by default")
         if self.supersedes is not None and self.acts_on is None:

@@ -320,3 +320,42 @@ async def test_asking_again_needs_an_approved_request_that_showed_what_it_acts_o
     assert "Changed since it was approved" in str(card["blocks"])
     status, body = await jobs.ask(supersedes=checked["id"], acts_on="vol-a\n")
     assert status == 409 and "asked again already" in body["error"], body
+
+
+async def test_a_jobs_request_climbs_a_ladder_of_two_steps_then_is_denied(jobs: Jobs) -> None:
+    jobs.bot.slack.groups["S0TOKYO"] = ["U0SAM"]
+    jobs.bot.slack.handles["S0TOKYO"] = "oncall"
+    status, made = await jobs.ask(
+        approvers=[ALICE],
+        expires_in=3600,
+        on_expiry="escalate",
+        escalate_channel="C0NYC",
+        escalate_to=[BOB],
+        escalate_expires_in=1800,
+        ladder=[{"channel": "C0TOKYO", "approvers": ["@oncall"], "expires_in": 600}],
+    )
+    assert status == 201, made
+    steps = str(jobs.card(0)["blocks"])
+    assert f"it goes to <@{BOB}>; if nobody decides by" in steps
+    assert "it goes to <@U0SAM>" in steps  # the group's member, looked up now
+    assert steps.count("If nobody decides by") + steps.count("if nobody decides by") == 3
+
+    scheduler = Scheduler(jobs.bot.services)
+    channels = []
+    for wait in (3600, 1800, 600):
+        jobs.bot.clock.advance(timedelta(seconds=wait))
+        await scheduler.tick()
+        _, seen = await jobs.get(made["status_url"])
+        channels.append(seen["status"])
+    posted = [p["channel"] for p in jobs.bot.slack.called("chat.postMessage") if p.get("blocks")]
+    assert posted == [CHANNEL, "C0NYC", "C0TOKYO"]
+    assert channels == ["pending", "pending", "expired"]
+
+
+async def test_a_ladder_needs_an_escalation_and_someone_at_each_step(jobs: Jobs) -> None:
+    status, body = await jobs.ask(ladder=[{"approvers": [BOB]}])
+    assert status == 400 and "a ladder follows an escalation" in body["error"], body
+    status, body = await jobs.ask(
+        on_expiry="escalate", escalate_to=[BOB], ladder=[{"channel": "C0TOKYO"}]
+    )
+    assert status == 400 and body["field"] == "ladder.0", body
