@@ -22,11 +22,10 @@ if held ~= '' then
     redis.call('ZADD', KEYS[4], held, rid)
     return {'skip', ''}
   end
-  local by, decision = field(key, 'held_by'), field(key, 'held_decision')
+  local by, at, decision = field(key, 'held_by'), field(key, 'held_at'), field(key, 'held_decision')
   local dtype = json_field(key, 'held_decision').type
-  redis.call('HSET', key, 'held_until', '', 'held_by', '', 'held_decision', '')
-  local job = finalize(rid, FINALS[dtype], by, field(key, 'held_at'), decision,
-    tonumber(ARGV[3]), true, ARGV[4])
+  redis.call('HDEL', key, 'held_until', 'held_by', 'held_at', 'held_decision')
+  local job = finalize(rid, FINALS[dtype], by, at, decision, tonumber(ARGV[3]), true, ARGV[4])
   audit(KEYS[10], ARGV[5], FINALS[dtype], rid, by, now, decision)
   return with_record({'released', job})
 end

@@ -23,8 +23,9 @@ if user ~= by and not is_approver(key, json_field(key, 'policy'), user) then
   return refuse('not_allowed')
 end
 audit(KEYS[10], ARGV[4], 'undone', rid, user, now, by)
-redis.call('HSET', key, 'held_until', '', 'held_by', '', 'held_at', '', 'held_decision', '',
-  'votes', '[]', 'voters', '[]', 'undone_by', user, 'undone_at', now, 'undid', by)
+redis.call('HDEL', key, 'held_until', 'held_by', 'held_at', 'held_decision')
+redis.call('HSET', key, 'votes', '[]', 'voters', '[]', 'undone_by', user, 'undone_at', now,
+  'undid', by)
 local expires = field(key, 'expires_at')
 if expires ~= '' then redis.call('ZADD', KEYS[4], expires, rid) else redis.call('ZREM', KEYS[4], rid) end
 return {'undone', '', record_json(key)}
