@@ -25,7 +25,7 @@ from typing import NoReturn
 
 from pydantic import ValidationError
 
-from bot.api.schemas import NewRequest, RequestView
+from bot.api.schemas import APPROVED_STATUSES, NewRequest, RequestView
 from storage.requests import ParamValue
 
 from .client import Client, RequestRefused, SignoffError
@@ -225,6 +225,12 @@ def _environment(view: RequestView) -> dict[str, str]:
         env[f"SIGNOFF_PARAM_{name.upper()}"] = _text(value)
     if view.reply is not None:
         env["SIGNOFF_REPLY"] = view.reply
+    if view.items:
+        approved = [i.item for i in view.items if i.status in APPROVED_STATUSES]
+        env["SIGNOFF_APPROVED_ITEMS"] = "\n".join(approved)
+        env["SIGNOFF_EXCLUDED_ITEMS"] = "\n".join(
+            i.item for i in view.items if i.item not in approved
+        )
     return env
 
 

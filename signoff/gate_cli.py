@@ -54,6 +54,7 @@ def request_of(args: argparse.Namespace) -> NewRequest:
         dangerous=args.dangerous,
         undo_window=seconds(args.undo_window, "--undo-window") if args.undo_window else None,
         if_nobody_decides=args.if_nobody_decides,
+        items=args.item,
         allow_reply=args.allow_reply,
         callback_url=args.callback_url,
         # A key always, so retrying the post after a network blip posts one card.
@@ -116,6 +117,14 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
         metavar="CMD",
         help="a shell command printing what COMMAND will act on: shown on the card, run "
         "again once approved, and asked again (not run) if its output changed",
+    )
+    parser.add_argument(
+        "--item",
+        action="append",
+        default=[],
+        metavar="TEXT",
+        help="one of several things approved one by one on one card (repeat it); the "
+        "command gets the approved ones in SIGNOFF_APPROVED_ITEMS, one per line",
     )
     parser.add_argument("--details", help="text shown on the card (escaped)")
     parser.add_argument("--details-file", help="read the details from this file")

@@ -80,6 +80,17 @@ class InterruptQueries:
         async with self._client.guard("count pending interrupts"):
             return int(await self._client.raw.zcard(self._keys.by_channel))
 
+    async def batch(self, record: InterruptRecord) -> list[InterruptRecord]:
+        """The items of the batch card ``record`` is on, in the card's order (the lead
+        first); just ``record`` when it is on no batch (or its lead is gone)."""
+        if record.batch is None:
+            return [record]
+        lead = record if record.id == record.batch else await self.get(record.batch)
+        if lead is None:
+            return [record]
+        items, _ = await self.many(lead.batch_items or (lead.id,))
+        return items or [record]
+
     async def many(self, ids: Sequence[str]) -> tuple[list[InterruptRecord], list[str]]:
         """Records by id in one round trip: (the readable ones, the ids missing or corrupt)."""
         keys = [self._keys.record(i) for i in ids]

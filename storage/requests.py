@@ -93,6 +93,8 @@ class RequestMeta(BaseModel):
     idempotency_key: str | None = None
     acts_on: str | None = None
     """What the job will act on, as its check printed it: shown on the card."""
+    items: tuple[str, ...] = ()
+    """Things approved one by one on one batch card."""
 
     @property
     def values(self) -> dict[str, ParamValue]:

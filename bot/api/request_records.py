@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import timedelta
 
 from agent_runtime.interrupts import Decision, DecisionType, Interrupt
 from agent_runtime.messages import JSONValue, ToolCall
+from bot.runs.approvers import batched
 from bot.runs.stand_ins import with_stand_ins
 from bot.services import Services
 from storage.approvers import ApproverPolicy, Rung
@@ -13,7 +15,7 @@ from storage.epoch import from_ms
 from storage.records import InterruptRecord
 from storage.requests import REQUEST_INTERRUPT, ParamValue, RequestMeta
 
-from .schemas import NewRequest, RequestStatusName, RequestView
+from .schemas import APPROVED_STATUSES, ItemView, NewRequest, RequestStatusName, RequestView
 
 REQUESTS_PATH = "/api/requests"
 
@@ -26,6 +28,22 @@ def decisions_offered(meta: RequestMeta) -> tuple[DecisionType, ...]:
     if meta.allow_reply:
         offered.append("respond")
     return (*offered, "reject")
+
+
+def item_interrupts(meta: RequestMeta, *, at_ms: int) -> list[Interrupt]:
+    """A request with items: an interrupt per item (the first one is the request's own
+    ``ask``), each with the item as its one argument, for one batch card."""
+    return [
+        Interrupt(
+            id=REQUEST_INTERRUPT if index == 0 else f"{REQUEST_INTERRUPT}.{index}",
+            name=meta.title,
+            reason=meta.details or None,
+            tool_call=ToolCall(id=f"item_{index}", name=meta.title, args={"item": item}),
+            allowed_decisions=decisions_offered(meta),
+            created_at=from_ms(at_ms),
+        )
+        for index, item in enumerate(meta.items)
+    ]
 
 
 def request_interrupt(
@@ -48,7 +66,7 @@ def request_interrupt(
     )
 
 
-async def request_record(
+async def request_records(
     services: Services,
     body: NewRequest,
     meta: RequestMeta,
@@ -56,9 +74,10 @@ async def request_record(
     run_id: str,
     asks_again: InterruptRecord | None = None,
     changed: dict[str, JSONValue] | None = None,
-) -> InterruptRecord:
-    """The pending record of a new request, with its user groups' members resolved now;
-    one that ``asks_again`` goes in that request's thread."""
+) -> list[InterruptRecord]:
+    """The pending record of a new request (one per item, on one card, for a request
+    with items), its user groups' members resolved now; one that ``asks_again`` goes in
+    that request's thread."""
     users, groups = _users_and_groups(body.approvers)
     members = await services.directory.members(groups) if groups else ()
     ladder = [
@@ -102,21 +121,29 @@ async def request_record(
         if_nobody_decides=body.if_nobody_decides,
     )
     now = services.clock.now()
-    interrupt = request_interrupt(meta, at_ms=int(now.timestamp() * 1000), changed=changed)
-    record = InterruptRecord.new(
-        interrupt,
-        run_id=run_id,
-        thread_id=run_id,
-        agent=meta.client,
-        requested_by=meta.client,
-        policy=policy,
-        now=now,
-        channel=body.channel,
+    at_ms = int(now.timestamp() * 1000)
+    interrupts = (
+        item_interrupts(meta, at_ms=at_ms)
+        if meta.items
+        else [request_interrupt(meta, at_ms=at_ms, changed=changed)]
     )
-    if asks_again is not None and asks_again.channel == body.channel:
-        thread = asks_again.thread_ts or asks_again.message_ts
-        record = record.model_copy(update={"thread_ts": thread})
-    return record
+    records = []
+    for interrupt in interrupts:
+        record = InterruptRecord.new(
+            interrupt,
+            run_id=run_id,
+            thread_id=run_id,
+            agent=meta.client,
+            requested_by=meta.client,
+            policy=policy,
+            now=now,
+            channel=body.channel,
+        )
+        if asks_again is not None and asks_again.channel == body.channel:
+            thread = asks_again.thread_ts or asks_again.message_ts
+            record = record.model_copy(update={"thread_ts": thread})
+        records.append(record)
+    return batched(records, lambda tool: True) if len(records) > 1 else records
 
 
 async def _rung(
@@ -143,13 +170,27 @@ def _users_and_groups(ids: list[str]) -> tuple[tuple[str, ...], tuple[str, ...]]
     return tuple(i for i in ids if i[0] != "S"), tuple(i for i in ids if i[0] == "S")
 
 
-def request_view(record: InterruptRecord, meta: RequestMeta) -> RequestView:
-    """What the API answers about a request: where it stands, who decided, the params."""
+def request_view(
+    record: InterruptRecord, meta: RequestMeta, items: Sequence[InterruptRecord] = ()
+) -> RequestView:
+    """What the API answers about a request: where it stands, who decided, the params.
+
+    A request with items (``items``, its records in order) is pending while any item is;
+    then approved when any item was (by whoever approved the first of them), else as its
+    first item ended; each item says how it ended."""
+    status: RequestStatusName | None = None
+    if len(items) > 1:
+        if any(i.state == "pending" for i in items):
+            status = "pending"
+        else:
+            approved = [i for i in items if i.state in APPROVED_STATUSES]
+            record = approved[0] if approved else items[0]
+            status = "approved" if approved else None
     decision = Decision.from_dict(record.decision) if record.decision else None
     params: dict[str, ParamValue] = dict(meta.values)
     if decision is not None and decision.type == "edit" and decision.args is not None:
         params.update(meta.check_edit(dict(decision.args)))
-    status: RequestStatusName = "withdrawn" if record.state == "cancelled" else record.state
+    status = status or _status(record)
     message = decision.message if decision is not None else None
     policy = record.policy
     return RequestView(
@@ -173,5 +214,22 @@ def request_view(record: InterruptRecord, meta: RequestMeta) -> RequestView:
         reason=message if status in ("denied", "withdrawn") and message else None,
         reply=message if status == "responded" else None,
         params=params,
+        items=[_item_view(i) for i in items] if len(items) > 1 else [],
         status_url=f"{REQUESTS_PATH}/{record.run_id}",
+    )
+
+
+def _status(record: InterruptRecord) -> RequestStatusName:
+    return "withdrawn" if record.state == "cancelled" else record.state
+
+
+def _item_view(record: InterruptRecord) -> ItemView:
+    call = record.runtime_interrupt.tool_call
+    message = record.decision.get("message") if record.decision else None
+    status = _status(record)
+    return ItemView(
+        item=str(call.args.get("item", "")) if call else "",
+        status=status,
+        decided_by=record.decided_by,
+        reason=str(message) if message and status in ("denied", "withdrawn") else None,
     )

@@ -36,8 +36,8 @@ from .auth import Authenticator, Caller
 from .bodies import error, parse
 from .callbacks import CallbackPolicy
 from .rechecks import mark_superseded, superseded
-from .request_records import REQUESTS_PATH, request_record, request_view
-from .schemas import APPROVED_STATUSES, NewRequest, OutcomeReport, Withdrawal
+from .request_records import REQUESTS_PATH, request_records, request_view
+from .schemas import APPROVED_STATUSES, NewRequest, OutcomeReport, RequestView, Withdrawal
 from .watch import RequestWatch
 
 log = logging.getLogger(__name__)
@@ -124,10 +124,11 @@ class _RequestsApi:
             callback_url=callback_url,
             idempotency_key=body.idempotency_key,
             acts_on=body.acts_on,
+            items=tuple(body.items),
         )
         keep_for = timedelta(seconds=body.expires_in) + _RETAIN
         meta = await services.storage.requests.keep(run_id, asked, ttl=keep_for)
-        record = await request_record(
+        records = await request_records(
             services,
             body,
             meta,
@@ -135,8 +136,9 @@ class _RequestsApi:
             asks_again=earlier.record if earlier else None,
             changed=earlier.changed if earlier else None,
         )
+        record = records[0]
         try:
-            await services.storage.interrupts.create_interrupt(record)
+            await services.storage.interrupts.create_interrupts(records)
         except DuplicateInterruptError:
             existing = await services.storage.queries.get(record.id)
             if existing is None:  # gone since: retention ended
@@ -196,9 +198,10 @@ class _RequestsApi:
                 changed.clear()  # before the read: a change during it wakes the wait below
                 latest = await self._services.storage.queries.get(record.id)
                 record = latest or record
+                view = await self._view(record, meta)  # with items: decided once all are
                 left = deadline - loop.time()
-                if record.state != "pending" or left <= 0 or self._watch.closing:
-                    return await self._answer(record, meta)
+                if view.status != "pending" or left <= 0 or self._watch.closing:
+                    return web.json_response(json.loads(view.model_dump_json()))
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(changed.wait(), left)
 
@@ -229,7 +232,7 @@ class _RequestsApi:
         body = await parse(request, OutcomeReport)
         if isinstance(body, web.Response):
             return body
-        view = request_view(record, meta)
+        view = await self._view(record, meta)
         if view.status not in APPROVED_STATUSES:
             return error(409, f"the request is {view.status}; only an approved job has an outcome")
         services = self._services
@@ -273,10 +276,15 @@ class _RequestsApi:
         record = await self._services.storage.queries.get(request_record_id(run_id))
         return unknown if record is None else (record, meta)
 
+    async def _view(self, record: InterruptRecord, meta: RequestMeta) -> RequestView:
+        """The request as it stands; a request with items reads them all."""
+        items = await self._services.storage.queries.batch(record) if record.batch else []
+        return request_view(record, meta, items)
+
     async def _answer(
         self, record: InterruptRecord, meta: RequestMeta, *, status: int = 200, note: str = ""
     ) -> web.Response:
-        view = request_view(record, meta)
+        view = await self._view(record, meta)
         data = json.loads(view.model_dump_json())
         if note:
             data["error"] = f"{note}; it is {view.status}"

@@ -112,6 +112,12 @@ class NewRequest(BaseModel):
     )
     callback_url: str | None = Field(default=None, max_length=2000)
     idempotency_key: str | None = Field(default=None, pattern=_ID)
+    items: list[Annotated[str, Field(min_length=1, max_length=200)]] = Field(
+        default_factory=list,
+        max_length=100,
+        description="Things to approve one by one on one card (e.g. volume ids): approvers "
+        "untick the ones to leave out. The request is approved when any item is.",
+    )
     acts_on: str | None = Field(
         default=None,
         max_length=40000,
@@ -138,6 +144,12 @@ class NewRequest(BaseModel):
             raise ValueError(
                 f"min_approvals={self.min_approvals} but only {len(users)} may approve"
             )
+        if len(set(self.items)) != len(self.items):
+            raise ValueError("items must be distinct")
+        if self.items and (self.params or self.acts_on is not None or self.undo_window):
+            raise ValueError("items are decided one by one: not with params, acts_on or undo")
+        if self.items and self.on_expiry == "escalate":
+            raise ValueError("a request with items is not escalated: use on_expiry 'deny'")
         if self.ladder and self.on_expiry != "escalate":
             raise ValueError("a ladder follows an escalation: set on_expiry 'escalate'")
         if self.if_nobody_decides == "approve" and self.dangerous:
@@ -152,6 +164,15 @@ class NewRequest(BaseModel):
                 "someone new who may decide"
             )
         return self
+
+
+class ItemView(BaseModel):
+    """One item of a request with items, as it stands."""
+
+    item: str
+    status: RequestStatusName
+    decided_by: str | None
+    reason: str | None = Field(default=None, description="Why it was denied or excluded.")
 
 
 class RequestView(BaseModel):
@@ -181,6 +202,9 @@ class RequestView(BaseModel):
     reason: str | None = Field(description="Why it was denied or withdrawn.")
     reply: str | None = Field(description="The approver's answer, when it was replied to.")
     params: dict[str, ParamValue] = Field(description="The params, with approvers' edits.")
+    items: list[ItemView] = Field(
+        default_factory=list, description="Each item, for a request with items."
+    )
     status_url: str
 
     @property

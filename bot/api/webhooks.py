@@ -26,12 +26,11 @@ from bot.services import Services
 from bot.services.consumer_loop import ConsumerLoop
 from storage.audit import AuditEntry
 from storage.errors import StorageError
-from storage.records import InterruptRecord
-from storage.requests import RequestMeta
 from storage.webhooks import GIVE_UP_AFTER, WebhookDelivery
 
 from .callbacks import forbidden_address
 from .request_records import request_view
+from .schemas import RequestView
 from .signatures import signed_headers
 
 log = logging.getLogger(__name__)
@@ -181,20 +180,20 @@ class WebhookEvents(ConsumerLoop[AuditEntry]):
         record = await storage.queries.get(entry.record_id)
         if record is None:
             return 0
+        items = await storage.queries.batch(record) if record.batch else []
         delivery = WebhookDelivery(
             id=entry.entry_id,
             url=meta.callback_url,
             client=meta.client,
             event=EVENTS[entry.event],
-            body=_body(entry, record, meta),
+            body=_body(entry, request_view(items[0] if items else record, meta, items)),
             created_at=entry.at,
         )
         return int(await storage.webhooks.add(delivery, due=entry.at))
 
 
-def _body(entry: AuditEntry, record: InterruptRecord, meta: RequestMeta) -> str:
+def _body(entry: AuditEntry, view: RequestView) -> str:
     """What the receiver gets: the event, when it happened, and the request as it stands."""
-    view = request_view(record, meta)
     data: dict[str, Any] = {
         "delivery_id": entry.entry_id,
         "event": EVENTS[entry.event],

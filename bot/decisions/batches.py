@@ -13,7 +13,7 @@ from bot.services import Services
 from bot.ui import ids
 from bot.ui.batch_message import PER_GROUP, excluded_by
 from bot.ui.home import refresh_homes
-from bot.ui.posting import batch_items, post_ephemeral, update_message
+from bot.ui.posting import post_ephemeral, update_message
 from bot.ui.refusals import DAMAGED, STORAGE_DOWN, reason_text, refusal_text
 from bot.ui.requester import tell_batch_decided
 from storage.errors import CorruptRecordError, StorageError
@@ -33,7 +33,7 @@ async def decide_batch(services: Services, click: Click) -> None:
     channel, ts = click.container.channel_id, click.container.message_ts
     try:
         lead = await services.storage.queries.get(lead_id)
-        items = await batch_items(services, lead) if lead and lead.batch == lead.id else []
+        items = await services.storage.queries.batch(lead) if lead and lead.batch == lead.id else []
     except CorruptRecordError as exc:
         await record_damaged(services, exc, lead_id, user=user, channel=channel)
         await post_ephemeral(services, channel=channel, user=user, text=DAMAGED)

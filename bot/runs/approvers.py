@@ -41,7 +41,7 @@ async def interrupt_records(
         if place.thread_ts and channel == place.channel:
             record = record.model_copy(update={"thread_ts": place.thread_ts})
         records.append(record)
-    return _batched(records, lambda tool: spec.policy_for(tool).batch)
+    return batched(records, lambda tool: spec.policy_for(tool).batch)
 
 
 MAX_BATCH = 100
@@ -49,7 +49,7 @@ MAX_BATCH = 100
 more calls of the tool make further cards."""
 
 
-def _batched(
+def batched(
     records: list[InterruptRecord], batch: Callable[[str | None], bool]
 ) -> list[InterruptRecord]:
     """``records``, the approvals of each tool whose policy says ``batch`` grouped into

@@ -21,13 +21,7 @@ from bot.services import Services
 from bot.services.workhours import in_working_hours, next_start
 from bot.ui.blocks import user_mention
 from bot.ui.home import refresh_homes
-from bot.ui.posting import (
-    batch_items,
-    post_escalation,
-    post_interrupt,
-    post_mrkdwn,
-    update_message,
-)
+from bot.ui.posting import post_escalation, post_interrupt, post_mrkdwn, update_message
 from bot.ui.requester import tell_batch_decided, tell_decided, tell_escalated
 from storage.audit import AuditEntry
 from storage.errors import StorageError
@@ -148,7 +142,7 @@ class Scheduler:
     async def _batch_expired(self, record: InterruptRecord) -> None:
         services = self._services
         await update_message(services, record)
-        items = await batch_items(services, record)
+        items = await services.storage.queries.batch(record)
         services.metrics.decisions["expired"] += sum(r.state == "expired" for r in items)
         await tell_batch_decided(services, items)
         await refresh_homes(services, record)

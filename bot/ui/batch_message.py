@@ -44,10 +44,16 @@ def batch_message(items: Sequence[InterruptRecord]) -> SlackMessage:
     waiting = [i for i, r in enumerate(items) if r.state == "pending"]
     count = len(items)
     title = f"Approval needed: {card.action}" if waiting else f"Decided: {card.action}"
-    what = f"*{escaped(card.agent, 200)}* wants to run `{escaped(card.action, 300)}` {count} times"
-    if card.description:
-        what += "\n" + escaped(card.description)
-    blocks: list[Block] = [header(f"{title}, {count} calls"), section(what)]
+    agent = f"*{escaped(card.agent, 200)}*"
+    if card.external:  # a job's request with items: its details, then the items
+        what, unit = f"{agent} asks about {count} items", "items"
+        details = card.reason
+    else:
+        what, unit = f"{agent} wants to run `{escaped(card.action, 300)}` {count} times", "calls"
+        details = card.description
+    if details:
+        what += "\n" + escaped(details)
+    blocks: list[Block] = [header(f"{title}, {count} {unit}"), section(what)]
     if waiting:
         first_waiting = card_from_record(items[waiting[0]])
         blocks.append(context(status_parts(first_waiting)))
@@ -55,7 +61,9 @@ def batch_message(items: Sequence[InterruptRecord]) -> SlackMessage:
     blocks += _outcomes(items)
     if waiting:
         blocks.append(_buttons(lead, len(waiting)))
-    return SlackMessage(text=escaped(f"{title}, {count} calls ({card.agent})", 3000), blocks=blocks)
+    return SlackMessage(
+        text=escaped(f"{title}, {count} {unit} ({card.agent})", 3000), blocks=blocks
+    )
 
 
 def item_label(record: InterruptRecord, index: int) -> str:

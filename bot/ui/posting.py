@@ -53,21 +53,11 @@ def render(services: Services, record: InterruptRecord) -> SlackMessage:
     return pending_message(card) if verdict is None else decided_message(card, verdict)
 
 
-async def batch_items(services: Services, record: InterruptRecord) -> list[InterruptRecord]:
-    """The items of the batch card ``record`` is on, in the card's order (the lead first)."""
-    assert record.batch is not None
-    lead = record if record.id == record.batch else await services.storage.queries.get(record.batch)
-    if lead is None:
-        return [record]
-    items, _ = await services.storage.queries.many(lead.batch_items or (lead.id,))
-    return items or [record]
-
-
 async def _message(services: Services, record: InterruptRecord) -> SlackMessage:
     """The message showing ``record``: its batch card when it is an item of one."""
     if record.batch is None:
         return render(services, record)
-    return batch_message(await batch_items(services, record))
+    return batch_message(await services.storage.queries.batch(record))
 
 
 async def post_interrupt(services: Services, record: InterruptRecord) -> InterruptRecord | None:

@@ -28,7 +28,7 @@ from bot.runs.drive import start_run
 from bot.runs.place import Place
 from bot.services import Services
 from bot.slack.events import EVENTS_PATH
-from bot.ui.ids import APPROVE, DENY_VIEW, EDIT_VIEW, REPLY_VIEW
+from bot.ui.ids import APPROVE, BATCH_BLOCK, DENY_VIEW, EDIT_VIEW, REPLY_VIEW
 
 CHANNEL = "C0OPS"
 DECIDED_BY_MODAL = {
@@ -185,6 +185,32 @@ class Harness:
             self.url + EVENTS_PATH, data=body.encode(), headers=sign(body)
         ) as response:
             return response.status, await response.text()
+
+    async def batch_click(
+        self, action: str, *, user: str, unticked: frozenset[int] = frozenset()
+    ) -> None:
+        """Click a button of the batch card (the first message, as last drawn) with the
+        checkbox state the clicker's client shows: the groups holding an unticked item are
+        in the state, the others are as drawn."""
+        updates = [u for u in self.slack.called("chat.update") if u["ts"] == self.message_ts()]
+        card = updates[-1] if updates else self.posted(0)
+        elements = [e for b in card["blocks"] for e in b.get("elements", [])]
+        lead = next(e["value"] for e in elements if e.get("action_id") == action)
+        payload = click_payload(
+            action_id=action, value=lead, user=user, channel=CHANNEL, message_ts=self.message_ts()
+        )
+        values: dict[str, Any] = {}
+        for block in card["blocks"]:
+            if not block.get("block_id", "").startswith(BATCH_BLOCK + " "):
+                continue
+            [box] = block["elements"]
+            if any(int(o["value"]) in unticked for o in box["options"]):
+                picked = [o for o in box["options"] if int(o["value"]) not in unticked]
+                values[block["block_id"]] = {
+                    box["action_id"]: {"type": "checkboxes", "selected_options": picked}
+                }
+        payload["state"] = {"values": values}
+        await self.send(payload)
 
     def thread(self) -> list[str]:
         """Texts posted in the first interrupt message's thread."""

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from fakes import click_payload
 from harness import ALICE, BOB, CAROL, CHANNEL, Harness
 
 from agent_runtime import Agent, ModelRequest, ModelResponse, SessionStore, ToolCall, tool
@@ -57,40 +56,6 @@ def _card(bot: Harness) -> dict[str, Any]:
     return updates[-1] if updates else bot.posted(0)
 
 
-async def _batch_click(
-    bot: Harness,
-    action: str,
-    *,
-    user: str,
-    unticked: set[int] = frozenset(),  # type: ignore[assignment]
-) -> None:
-    """Click a batch card's button with the checkbox state the clicker's client shows: the
-    groups holding an unticked item are in the state, the others are as drawn."""
-    card = _card(bot)
-    lead = next(
-        e["value"]
-        for b in card["blocks"]
-        for e in b.get("elements", [])
-        if e.get("action_id") == action
-    )
-    payload = click_payload(
-        action_id=action, value=lead, user=user, channel=CHANNEL, message_ts=bot.message_ts()
-    )
-    values: dict[str, Any] = {}
-    for block in card["blocks"]:
-        if not block.get("block_id", "").startswith(ids.BATCH_BLOCK + " "):
-            continue
-        [box] = block["elements"]
-        shown = box["options"]
-        if any(int(o["value"]) in unticked for o in shown):
-            picked = [o for o in shown if int(o["value"]) not in unticked]
-            values[block["block_id"]] = {
-                box["action_id"]: {"type": "checkboxes", "selected_options": picked}
-            }
-    payload["state"] = {"values": values}
-    await bot.send(payload)
-
-
 async def test_exclude_three_of_forty_runs_37_and_updates_one_card(make_bot: Any) -> None:
     deleted: list[str] = []
     bot: Harness = await make_bot(spec=spec(deleted))
@@ -103,7 +68,7 @@ async def test_exclude_three_of_forty_runs_37_and_updates_one_card(make_bot: Any
     assert [len(b["elements"][0]["options"]) for b in boxes] == [10, 10, 10, 10]
     assert len(card["blocks"]) <= 50 and "/tmp/old-39.log" in str(card["blocks"])
 
-    await _batch_click(bot, ids.BATCH_APPROVE, user=ALICE, unticked=frozenset({2, 5, 17}))
+    await bot.batch_click(ids.BATCH_APPROVE, user=ALICE, unticked=frozenset({2, 5, 17}))
     final = await bot.finished()
     assert final.startswith("Finished: deleted 37; ['Excluded from the batch by U0ALICE']")
     assert sorted(deleted) == sorted(p for i, p in enumerate(FILES) if i not in {2, 5, 17})
@@ -130,12 +95,12 @@ async def test_deny_all_runs_nothing_and_a_quorum_applies_to_the_batch(make_bot:
     deleted: list[str] = []
     bot: Harness = await make_bot(spec=spec(deleted, min_approvals=2))
     await bot.start(requested_by=CAROL)
-    await _batch_click(bot, ids.BATCH_APPROVE, user=ALICE, unticked=frozenset({0}))
+    await bot.batch_click(ids.BATCH_APPROVE, user=ALICE, unticked=frozenset({0}))
     await bot.slack.wait_for(
         lambda: "1 of 2 approvals" in str(_card(bot)["blocks"]), what="the quorum's progress"
     )
     assert deleted == []
-    await _batch_click(bot, ids.BATCH_DENY, user=BOB)
+    await bot.batch_click(ids.BATCH_DENY, user=BOB)
     final = await bot.finished()
     assert final.startswith("Finished: deleted 0")
     assert deleted == []
@@ -147,7 +112,7 @@ async def test_a_stranger_decides_nothing_and_the_items_expire_together(make_bot
     deleted: list[str] = []
     bot: Harness = await make_bot(spec=spec(deleted))
     await bot.start(requested_by=CAROL)
-    await _batch_click(bot, ids.BATCH_APPROVE, user=CAROL)  # the requester, not an approver
+    await bot.batch_click(ids.BATCH_APPROVE, user=CAROL)  # the requester, not an approver
     await bot.slack.wait_calls("chat.postEphemeral")
     refusal = bot.slack.called("chat.postEphemeral")[-1]["text"]
     assert refusal.startswith("You are not among the approvers of this request")

@@ -359,3 +359,41 @@ async def test_a_ladder_needs_an_escalation_and_someone_at_each_step(jobs: Jobs)
         on_expiry="escalate", escalate_to=[BOB], ladder=[{"channel": "C0TOKYO"}]
     )
     assert status == 400 and body["field"] == "ladder.0", body
+
+
+async def test_a_request_with_items_is_one_card_and_the_job_learns_each_items_fate(
+    jobs: Jobs,
+) -> None:
+    items = [f"vol-{n:02d}" for n in range(12)]
+    status, made = await jobs.ask(items=items, details="older than 90 days")
+    assert status == 201, made
+    cards = [p for p in jobs.bot.slack.called("chat.postMessage") if p.get("blocks")]
+    assert len(cards) == 1 and "asks about 12 items" in str(cards[0]["blocks"])
+    assert made["status"] == "pending" and made["items"][3] == {
+        "item": "vol-03",
+        "status": "pending",
+        "decided_by": None,
+        "reason": None,
+    }
+
+    waiting = asyncio.create_task(jobs.get(made["status_url"] + "?wait=30"))
+    await jobs.bot.batch_click(ids.BATCH_APPROVE, user=ALICE, unticked=frozenset({3, 7}))
+    status, answer = await asyncio.wait_for(waiting, 10)
+    assert answer["status"] == "approved" and answer["decided_by"] == ALICE, answer
+    approved = [i["item"] for i in answer["items"] if i["status"] == "approved"]
+    assert approved == [i for n, i in enumerate(items) if n not in (3, 7)]
+    excluded = [i for i in answer["items"] if i["status"] == "denied"]
+    assert [i["item"] for i in excluded] == ["vol-03", "vol-07"]
+    assert excluded[0]["reason"] == f"Excluded from the batch by {ALICE}"
+    audit = await jobs.bot.services.storage.audit.read(count=200)
+    decided = [e for e in audit if e.run_id == made["id"] and e.event in ("approved", "denied")]
+    assert len(decided) == 12
+
+
+async def test_items_come_alone_and_distinct(jobs: Jobs) -> None:
+    status, body = await jobs.ask(items=["a", "a"])
+    assert status == 400 and "items must be distinct" in body["error"], body
+    params = [{"name": "limit", "type": "integer", "value": 4}]
+    status, body = await jobs.ask(items=["a", "b"], params=params)
+    assert status == 400 and "not with params" in body["error"], body
+    assert [p for p in jobs.bot.slack.called("chat.postMessage") if p.get("blocks")] == []

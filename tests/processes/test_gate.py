@@ -268,3 +268,29 @@ async def test_a_changed_check_is_not_run_but_asked_again_and_runs_once_reapprov
     assert gate.returncode == 0, err
     assert "changed since it was approved; asking again" in err.decode()
     assert stack.marks.read_text() == f"{ALICE} limit=42\n"  # once, after the second approval
+
+
+async def test_items_are_one_card_and_the_command_gets_the_approved_ones(stack: Stack) -> None:
+    items = ("--item", "vol-a", "--item", "vol-b", "--item", "vol-c")
+    command = 'printf "%s\\n" "$SIGNOFF_APPROVED_ITEMS" >> "$MARKS"'
+    gate = await asyncio.create_subprocess_exec(
+        str(SIGNOFF),
+        *("gate", "--channel", GENERAL, "--approvers", f"{ALICE},{BOB}"),
+        *("--title", "Delete 3 stale volumes", *items, "--", "sh", "-c", command),
+        env=stack.env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    await stack.waiting(gate)
+    ws = stack.sandbox.workspace
+    card = await stack.sandbox.wait_for(
+        lambda: next(
+            (m for m in ws.history(GENERAL) if "asks about 3 items" in str(m.blocks)), None
+        ),
+        within=15,
+    )
+    await stack.click(card, ids.BATCH_APPROVE)
+    _, err = await asyncio.wait_for(gate.communicate(), 30)
+    assert gate.returncode == 0, err
+    assert stack.marks.read_text() == "vol-a\nvol-b\nvol-c\n"
+    assert "Decided: Delete 3 stale volumes, 3 items" in str(ws.message(GENERAL, card.ts).blocks)  # type: ignore[union-attr]
