@@ -22,6 +22,7 @@ from slack_sdk.errors import SlackApiError
 from agent_runtime.interrupts import Decision
 from bot.services import Services
 from bot.services.directory import slack_error
+from bot.services.log_context import log_ids
 from bot.ui import ids
 from bot.ui.cards import card_from_record
 from bot.ui.home import refresh_homes
@@ -64,6 +65,19 @@ ACK_BUDGET = 2.0
 
 
 async def intake(services: Services, click: Click) -> None:
+    """Take a click (its log lines tagged with the request, the user, the channel and the
+    interaction's trigger id); see ``_intake``."""
+    ref = click.ref
+    with log_ids(
+        record_id=ref.record_id if ref else None,
+        user=click.user.id,
+        channel=click.container.channel_id,
+        slack_request=click.trigger_id,
+    ):
+        await _intake(services, click)
+
+
+async def _intake(services: Services, click: Click) -> None:
     """Take a click Slack is about to get its ack for: a decision is appended to the click
     stream (one round trip, so it outlives this process); a modal opens at once.
 
@@ -102,6 +116,7 @@ async def intake(services: Services, click: Click) -> None:
     )
     try:
         await asyncio.wait_for(append, ACK_BUDGET)
+        log.debug("click %s queued", action)
         return
     except TimeoutError:
         log.error("click by %s on %s: Redis did not confirm it in time", user, ref.record_id)
@@ -146,6 +161,12 @@ def listener(services: Services) -> Any:
 
 
 async def decide_click(services: Services, entry: ClickEntry) -> None:
+    """Decide a click from the stream, its log lines tagged; see ``_decide_click``."""
+    with log_ids(record_id=entry.record_id, user=entry.user_id, channel=entry.channel_id):
+        await _decide_click(services, entry)
+
+
+async def _decide_click(services: Services, entry: ClickEntry) -> None:
     """Record an Approve (or Approve and trust) click, or the answer a question's button
     picked; refuse with an ephemeral note.
 

@@ -36,6 +36,7 @@ from bot.slack.app import build_app
 from bot.slack.socket_mode import connection_check, watch_connection
 from storage.errors import StorageError
 
+from .logs import configure_logging
 from .loops import Loops, lower_priority
 from .settings import Settings
 from .web import PathAccessLogger, operator_app, web_app
@@ -47,11 +48,8 @@ log = logging.getLogger(__name__)
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``signoff`` console script."""
     args = _parser().parse_args(argv)
-    logging.basicConfig(
-        level=os.environ.get("SIGNOFF_LOG_LEVEL", "INFO"),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
     try:
+        configure_logging(os.environ)
         settings = Settings.from_env(os.environ)
         return asyncio.run(_main(settings, args))
     except (BotError, StorageError) as exc:

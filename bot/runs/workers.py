@@ -19,6 +19,7 @@ from datetime import timedelta
 from agent_runtime.errors import ResumeError
 from bot.services import Services
 from bot.services.consumer_loop import ConsumerLoop
+from bot.services.log_context import log_ids
 from bot.ui.posting import post_in_thread
 from storage.errors import StorageError
 from storage.records import InterruptRecord
@@ -71,6 +72,11 @@ class ResumeWorker(ConsumerLoop[ResumeJob]):
                 log.error("resume job %s of run %s: %s", job.id, job.run_id, exc)
 
     async def handle_job(self, job: ResumeJob) -> None:
+        """Apply one job exactly once, its log lines tagged with the run."""
+        with log_ids(run_id=job.run_id):
+            await self._handle_job(job)
+
+    async def _handle_job(self, job: ResumeJob) -> None:
         """Apply one job exactly once; on failure count the attempt (``_failed``)."""
         services, queue = self._services, self._services.storage.resume
         if is_request_run(job.run_id):

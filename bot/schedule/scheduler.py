@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable
 from datetime import timedelta
 
 from bot.services import Services
+from bot.services.log_context import log_ids
 from bot.services.workhours import in_working_hours, next_start
 from bot.ui.blocks import user_mention
 from bot.ui.home import refresh_homes
@@ -122,6 +123,11 @@ class Scheduler:
 
     async def _expired(self, result: ExpiryResult) -> None:
         record = result.record
+        with log_ids(record_id=record.id, run_id=record.run_id, channel=record.channel):
+            await self._expiry_news(result)
+
+    async def _expiry_news(self, result: ExpiryResult) -> None:
+        record = result.record
         services = self._services
         if result.outcome == "released":  # an undo window ended: the decision is final
             await update_message(services, record)
@@ -148,6 +154,11 @@ class Scheduler:
         await refresh_homes(services, record)
 
     async def _remind(self, due: ReminderDue) -> None:
+        record = due.record
+        with log_ids(record_id=record.id, run_id=record.run_id, channel=record.channel):
+            await self._send_reminder(due)
+
+    async def _send_reminder(self, due: ReminderDue) -> None:
         services, record = self._services, due.record
         policy = record.policy
         voted = set(record.approvals)

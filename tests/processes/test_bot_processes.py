@@ -7,6 +7,7 @@ resume the run, each exactly once.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 from pathlib import Path
@@ -87,6 +88,18 @@ async def test_a_new_worker_process_resumes_a_click_taken_by_a_killed_bot(
     assert int(pid) in {w.pid for w in workers} and paths == ["/tmp/a", "/tmp/b"]
     assert attempt == "1"
     logged = log.read_text()
-    assert "chat.postMessage" in logged  # the debug log did record the Web API calls
     assert sandbox.bot_token not in logged and sandbox.signing_secret not in logged
-    assert '"GET /healthz" 200' in logged and LEAKED not in logged
+    assert LEAKED not in logged
+    # Not a terminal: one JSON object per line, each with its level and event.
+    lines = [json.loads(line) for line in logged.splitlines()]
+    assert all({"at", "level", "logger", "event"} <= set(line) for line in lines)
+    events = [line["event"] for line in lines]
+    assert any("chat.postMessage" in e for e in events)  # the debug log has the Web API calls
+    assert any('"GET /healthz" 200' in e for e in events)
+    # The lines about this request carry its ids, whichever process wrote them.
+    record_id = next(line["record_id"] for line in lines if "record_id" in line)
+    tagged = [line for line in lines if line.get("record_id") == record_id]
+    assert {line.get("user") for line in tagged} >= {BOB}
+    assert any(line.get("slack_request") for line in tagged)  # the click's trigger id
+    run_id = record_id.split("/")[0]
+    assert any(line.get("run_id") == run_id for line in lines)  # the resume worker's lines

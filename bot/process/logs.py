@@ -1,0 +1,74 @@
+"""How the bot logs: text on a terminal, one JSON object per line otherwise (or as
+``SIGNOFF_LOG_FORMAT`` says), with the ids of the work at hand on every line.
+
+The standard library's logging with a small formatter, not another dependency: every
+library the bot uses (slack-sdk, aiohttp, redis-py, Bolt) already logs through it, so
+their lines come out in the same shape, with the same ids.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import TextIO
+
+from bot.errors import ConfigError
+from bot.services.log_context import FIELDS, current_ids
+
+FORMATS = ("text", "json")
+
+
+class IdsFilter(logging.Filter):
+    """Puts the ids of the work at hand on each record (``record.ids``)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.ids = current_ids()
+        return True
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: time, level, logger, message, the ids, and the error."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line: dict[str, object] = {
+            "at": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "event": record.getMessage(),
+        }
+        ids: Mapping[str, str] = getattr(record, "ids", {})
+        line.update({name: ids[name] for name in FIELDS if name in ids})
+        if record.exc_info:
+            line["error"] = self.formatException(record.exc_info)
+        return json.dumps(line, ensure_ascii=False, default=str)
+
+
+class TextFormatter(logging.Formatter):
+    """The classic line, with the ids at its end when there are any."""
+
+    def __init__(self) -> None:
+        super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = super().format(record)
+        ids: Mapping[str, str] = getattr(record, "ids", {})
+        shown = " ".join(f"{name}={ids[name]}" for name in FIELDS if name in ids)
+        return f"{text} [{shown}]" if shown else text
+
+
+def configure_logging(environ: Mapping[str, str], stream: TextIO | None = None) -> None:
+    """Log to ``stream`` (stderr) at ``SIGNOFF_LOG_LEVEL`` (INFO) in ``SIGNOFF_LOG_FORMAT``
+    (``text`` on a terminal, else ``json``)."""
+    out = stream or sys.stderr
+    chosen = environ.get("SIGNOFF_LOG_FORMAT") or ("text" if out.isatty() else "json")
+    if chosen not in FORMATS:
+        raise ConfigError(f"SIGNOFF_LOG_FORMAT={chosen!r}: use one of {', '.join(FORMATS)}")
+    handler = logging.StreamHandler(out)
+    handler.addFilter(IdsFilter())
+    handler.setFormatter(JsonFormatter() if chosen == "json" else TextFormatter())
+    logging.basicConfig(
+        level=environ.get("SIGNOFF_LOG_LEVEL", "INFO"), handlers=[handler], force=True
+    )

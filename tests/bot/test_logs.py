@@ -1,0 +1,66 @@
+"""Logs an operator can query: one JSON object per line off a terminal, with the ids of
+the work at hand (set once where it starts, carried into the tasks it starts)."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import logging
+from collections.abc import Iterator
+
+import pytest
+
+from bot.errors import ConfigError
+from bot.process.logs import configure_logging
+from bot.services.log_context import log_ids
+
+
+@pytest.fixture
+def captured() -> Iterator[io.StringIO]:
+    """A stream to log to; the root logger's handlers are put back afterwards."""
+    stream = io.StringIO()
+    root = logging.getLogger()
+    kept = root.handlers[:], root.level
+    yield stream
+    root.handlers, root.level = kept[0], kept[1]
+
+
+async def test_a_json_line_carries_the_ids_of_the_work_at_hand(captured: io.StringIO) -> None:
+    configure_logging({"SIGNOFF_LOG_FORMAT": "json"}, captured)
+    log = logging.getLogger("signoff.test")
+    with log_ids(record_id="run_1/int_1", user="U0ALICE", channel="C0OPS"):
+        log.info("decided %s", "approve")
+
+        async def later() -> None:
+            with log_ids(run_id="run_1"):
+                log.warning("resumed")
+
+        await asyncio.create_task(later())  # a task started here keeps the ids
+    log.error("outside", exc_info=ValueError("boom"))
+    first, second, third = (json.loads(line) for line in captured.getvalue().splitlines())
+    assert first["event"] == "decided approve" and first["level"] == "info"
+    assert (first["record_id"], first["user"], first["channel"]) == (
+        "run_1/int_1",
+        "U0ALICE",
+        "C0OPS",
+    )
+    assert second["run_id"] == "run_1" and second["record_id"] == "run_1/int_1"
+    assert "record_id" not in third and "ValueError: boom" in third["error"]
+
+
+def test_off_a_terminal_the_default_is_json_and_text_shows_the_ids(
+    captured: io.StringIO,
+) -> None:
+    configure_logging({}, captured)  # a StringIO is not a terminal
+    logging.getLogger("signoff.test").info("plain")
+    assert json.loads(captured.getvalue())["event"] == "plain"
+    configure_logging({"SIGNOFF_LOG_FORMAT": "text"}, captured)
+    with log_ids(run_id="run_2"):
+        logging.getLogger("signoff.test").info("as text")
+    assert captured.getvalue().splitlines()[-1].endswith("signoff.test: as text [run_id=run_2]")
+
+
+def test_an_unknown_format_is_a_clear_error() -> None:
+    with pytest.raises(ConfigError, match="SIGNOFF_LOG_FORMAT='xml': use one of text, json"):
+        configure_logging({"SIGNOFF_LOG_FORMAT": "xml"})
