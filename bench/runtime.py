@@ -1,0 +1,100 @@
+"""Runtime benchmark: interrupt→resume cycles of a scripted agent (one guarded tool call,
+stopped for approval, resumed approved, run to its end) with its session kept in Redis
+(``RedisSessionStore`` on an embedded server) against the same agent on the in-memory
+store, in the same run. Prints cycles/s for each, the ratio, and Redis round trips and
+server commands per cycle; the last line is one JSON object with every figure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import tempfile
+import time
+
+from agent_runtime import (
+    Agent,
+    Decision,
+    InMemorySessionStore,
+    ModelRequest,
+    ModelResponse,
+    SessionStore,
+    ToolCall,
+    tool,
+)
+from bench.storage import counted
+from storage import EmbeddedRedis, connect
+
+CYCLES = 300
+
+
+class OneCallModel:
+    """Asks for one guarded call, then reports its result: stateless, as a real model is."""
+
+    async def generate(self, request: ModelRequest) -> ModelResponse:
+        if not any(m.role == "tool" for m in request.messages):
+            call = ToolCall(id="call_1", name="delete_files", args={"paths": ["/tmp/a.log"]})
+            return ModelResponse(tool_calls=(call,))
+        return ModelResponse(text="done")
+
+
+@tool
+def delete_files(paths: list[str]) -> str:
+    """Delete the given files (here: nothing)."""
+    return f"deleted {len(paths)}"
+
+
+def agent(store: SessionStore) -> Agent:
+    return Agent(
+        model=OneCallModel(),
+        tools=[delete_files],
+        interrupt_on={"delete_files": True},
+        session_store=store,
+        name="bench",
+    )
+
+
+async def cycle(runner: Agent, thread: str) -> None:
+    """One interrupt→resume cycle on a new thread."""
+    asked = await runner.invoke("clean up", thread_id=thread)
+    [interrupt] = asked.interrupts
+    done = await runner.invoke({interrupt.id: Decision.approve()}, thread_id=thread)
+    assert done.stop_reason == "end_turn", done
+
+
+async def cycles_per_s(runner: Agent, tag: str) -> float:
+    await cycle(runner, f"{tag}_warm")
+    started = time.perf_counter()
+    for n in range(CYCLES):
+        await cycle(runner, f"{tag}_{n}")
+    return CYCLES / (time.perf_counter() - started)
+
+
+async def main() -> None:
+    memory_rate = await cycles_per_s(agent(InMemorySessionStore()), "mem")
+    with tempfile.TemporaryDirectory() as data_dir:
+        async with EmbeddedRedis(data_dir) as url:
+            storage = await connect(url, prefix="bench")
+            redis_agent = agent(storage.sessions)
+            await cycle(redis_agent, "warm")  # loads the scripts
+            trips, commands = await counted(storage, lambda: cycle(redis_agent, "counted"))
+            redis_rate = await cycles_per_s(redis_agent, "redis")
+            await storage.close()
+    figures = {
+        "cycles": CYCLES,
+        "in_memory_cycles_per_s": round(memory_rate),
+        "redis_cycles_per_s": round(redis_rate),
+        "redis_over_in_memory": round(redis_rate / memory_rate, 2),
+        "round_trips_per_cycle": trips,
+        "server_commands_per_cycle": commands,
+    }
+    width = max(len(k) for k in figures)
+    print(f"{'figure':<{width}}  value")
+    print(f"{'-' * width}  -----")
+    for name, value in figures.items():
+        print(f"{name:<{width}}  {value}")
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
