@@ -47,7 +47,7 @@ _RENEW = 60.0
 """Seconds between renewals of the gate's long-poll, so votes, reminders and escalations
 show within a minute (a decision shows at once)."""
 _ASK_AGAIN = 5
-"""How many times a changed --check output is asked about again before the gate gives up."""
+"""How many approvals a changing --check output gets asked for before the gate gives up."""
 _CHECK_TIMEOUT = 300.0
 
 
@@ -112,12 +112,12 @@ async def _ask(
     """The decided request, or the exit status saying why there is none. With ``check``,
     its output is shown on the card and read again once approved: when it changed, the
     approval is for something else, so the command does not run and the approvers are
-    asked again, shown what changed (at most ``_ASK_AGAIN`` times)."""
+    asked again, shown what changed (at most ``_ASK_AGAIN`` approvals in all)."""
     shown = await _check(check) if check else None
     if check and shown is None:
         return CHECK_FAILED
     request = request.model_copy(update={"acts_on": shown})
-    for _ in range(_ASK_AGAIN + 1):
+    for _ in range(_ASK_AGAIN):
         try:
             view = await client.create(request)
         except RequestRefused as exc:

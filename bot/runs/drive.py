@@ -115,7 +115,8 @@ async def settle(services: Services, agent_name: str, result: AgentResult, *, pl
         for record in records:
             await _supersede(services, record)
             posted = await post_interrupt(services, record)
-            if posted is not None and posted.message_ts is not None:
+            # A batch card is decided item by item on the card, never under a trust grant.
+            if posted is not None and posted.message_ts is not None and posted.batch is None:
                 trusted = await approve_if_trusted(services, posted)
                 if trusted is not posted:
                     await update_message(services, trusted)
