@@ -28,7 +28,8 @@ from .message import HEADLINE, ICON, SlackMessage, more_menu, status_parts
 
 PER_GROUP = 10
 """Slack allows at most ten options in one checkboxes element."""
-_LINES_PER_SECTION = 20
+_LINES_PER_SECTION = 10
+"""Item lines per section: ten of the longest still fit in a section's 3,000 characters."""
 _EXCLUDED = "Excluded from the batch by "
 
 
@@ -119,7 +120,7 @@ def _outcomes(items: Sequence[InterruptRecord]) -> list[Block]:
         what = item_outcome(record)
         if verdict is None or what is None:
             continue
-        label = escaped(item_label(record, index), 200)
+        label = escaped(item_label(record, index), 150)
         who = f" by {user_mention(record.decided_by)}" if record.decided_by else ""
         lines.append(f"{ICON[verdict.outcome]} {label}: {what}{who}")
     return [

@@ -23,6 +23,7 @@ LIMITS = {
     "option_text": 75,
     "option_value": 150,
     "overflow_options": 5,
+    "checkbox_options": 10,
     "select_options": 100,
     "placeholder": 150,
 }
@@ -86,6 +87,15 @@ def _element(e: dict[str, Any], where: str) -> None:
             )
         if "confirm" in e:
             _confirm(e["confirm"], where + ".confirm")
+    elif e["type"] == "checkboxes":
+        _check(0 < len(e["options"]) <= LIMITS["checkbox_options"], f"{where}: options")
+        for n, option in enumerate(e["options"]):
+            _text(option["text"], LIMITS["option_text"], f"{where}.options[{n}]")
+            _check(0 < len(option["value"]) <= LIMITS["option_value"], f"{where}.options[{n}]")
+        _check(
+            all(o in e["options"] for o in e.get("initial_options", [])),
+            f"{where}: initial_options must be among the options",
+        )
     else:
         raise LimitError(f"{where}: unexpected element {e['type']}")
 

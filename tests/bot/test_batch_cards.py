@@ -4,14 +4,27 @@ rejections naming who excluded them, audits 40 decisions and updates the one car
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
+from blockkit import check_message
 from harness import ALICE, BOB, CAROL, CHANNEL, Harness
 
-from agent_runtime import Agent, ModelRequest, ModelResponse, SessionStore, ToolCall, tool
+from agent_runtime import (
+    Agent,
+    Interrupt,
+    ModelRequest,
+    ModelResponse,
+    SessionStore,
+    ToolCall,
+    tool,
+)
 from bot.agents.policy import AgentSpec, Policy
 from bot.schedule.scheduler import Scheduler
 from bot.ui import ids
+from bot.ui.batch_message import batch_message
+from storage.approvers import ApproverPolicy
+from storage.records import InterruptRecord
 
 FILES = [f"/tmp/old-{n:02d}.log" for n in range(40)]
 
@@ -126,3 +139,32 @@ async def test_a_stranger_decides_nothing_and_the_items_expire_together(make_bot
     assert str(_card(bot)["blocks"]).count("Expired, not approved") == 40
     assert (await bot.finished()).startswith("Finished: deleted 0")
     assert deleted == []
+
+
+def test_a_full_batch_of_long_items_fits_slacks_limits_and_shows_every_item() -> None:
+    now = datetime(2026, 11, 25, tzinfo=UTC)
+    records = []
+    for n in range(100):
+        call = ToolCall(id=f"c{n}", name="delete_file", args={"path": f"/{n:03d}/" + "x" * 500})
+        interrupt = Interrupt(
+            id=f"int_{n}", name="approval", tool_call=call, allowed_decisions=("approve", "reject")
+        )
+        record = InterruptRecord.new(
+            interrupt,
+            run_id="run_1",
+            thread_id="thread_1",
+            agent="cleanup",
+            requested_by=CAROL,
+            policy=ApproverPolicy(allowed_users=(ALICE,)),
+            now=now,
+            channel=CHANNEL,
+        )
+        if n % 2:  # half decided: a line each; half waiting: a checkbox each
+            record = record.model_copy(
+                update={"state": "approved", "decided_by": ALICE, "decided_at": now}
+            )
+        records.append(record)
+    message = batch_message(records)
+    check_message(message.text, message.blocks)
+    shown = str(message.blocks)
+    assert all(f"{n + 1}. /{n:03d}/xxx" in shown for n in range(100))  # none cut off

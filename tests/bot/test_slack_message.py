@@ -14,7 +14,7 @@ from agent_runtime.interrupts import Interrupt
 from agent_runtime.messages import ToolCall
 from bot.ui import ids
 from bot.ui.blocks import date_token
-from bot.ui.cards import Card, Verdict, card_from_record, if_nobody_decides
+from bot.ui.cards import Card, Held, Verdict, card_from_record, if_nobody_decides
 from bot.ui.message import decided_message, pending_message
 from bot.ui.modals import args_modal, deny_modal, edit_modal, parse_args, reply_modal
 from storage.approvers import ApproverPolicy
@@ -198,11 +198,31 @@ cards = st.builds(
     external=st.booleans(),
     min_approvals=st.integers(min_value=1, max_value=30),
     approvals=st.lists(user_ids, max_size=30).map(tuple),
+    held=st.none()
+    | st.builds(
+        Held,
+        outcome=st.sampled_from(["approved", "denied", "edited", "answered"]),
+        by=user_ids,
+        until=st.just(NOW),
+    ),
+    acts_on=st.none() | json_values,
+    changed=st.none()
+    | st.fixed_dictionaries({"added": st.lists(json_values), "removed": st.lists(json_values)}),
 )
 verdicts = st.builds(
     Verdict,
     outcome=st.sampled_from(
-        ["approved", "denied", "edited", "responded", "expired", "cancelled", "withdrawn"]
+        [
+            "approved",
+            "denied",
+            "edited",
+            "responded",
+            "expired",
+            "cancelled",
+            "withdrawn",
+            "changed",
+            "approved_by_default",
+        ]
     ),
     at=st.just(NOW),
     by=st.lists(user_ids, max_size=30).map(tuple),
