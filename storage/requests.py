@@ -95,6 +95,8 @@ class RequestMeta(BaseModel):
     """What the job will act on, as its check printed it: shown on the card."""
     items: tuple[str, ...] = ()
     """Things approved one by one on one batch card."""
+    traceparent: str | None = None
+    """The W3C trace context the job sent (``traceparent``): the request's spans join it."""
 
     @property
     def values(self) -> dict[str, ParamValue]:

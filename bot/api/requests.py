@@ -26,6 +26,7 @@ from datetime import timedelta
 from aiohttp import web
 
 from bot.services import Services
+from bot.services.tracing import span
 from bot.ui.posting import post_in_thread, post_interrupt, update_message
 from storage.audit import AuditEntry
 from storage.errors import DuplicateInterruptError, StorageError
@@ -45,6 +46,8 @@ log = logging.getLogger(__name__)
 MAX_WAIT = 300
 """The longest a long-poll waits, in seconds; a client asks again to wait longer."""
 _REQUEST_ID = re.compile(r"^req_[0-9a-f]{32}$")
+_TRACEPARENT = re.compile(r"^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$")
+"""A W3C trace context header; anything else is not passed on."""
 _RETAIN = timedelta(days=30)
 """How long a request's meta outlives its expiry (as long as a pending record)."""
 
@@ -94,6 +97,14 @@ class _RequestsApi:
         self._callbacks = callbacks
 
     async def create(self, request: web.Request, caller: Caller) -> web.StreamResponse:
+        traceparent = request.headers.get("traceparent", "")
+        trace = traceparent if _TRACEPARENT.match(traceparent) else None
+        with span("signoff.request.create", traceparent=trace, client=caller.name):
+            return await self._create(request, caller, trace)
+
+    async def _create(
+        self, request: web.Request, caller: Caller, traceparent: str | None
+    ) -> web.StreamResponse:
         body = await parse(request, NewRequest)
         if isinstance(body, web.Response):
             return body
@@ -125,6 +136,7 @@ class _RequestsApi:
             idempotency_key=body.idempotency_key,
             acts_on=body.acts_on,
             items=tuple(body.items),
+            traceparent=traceparent,
         )
         keep_for = timedelta(seconds=body.expires_in) + _RETAIN
         meta = await services.storage.requests.keep(run_id, asked, ttl=keep_for)

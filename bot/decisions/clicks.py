@@ -23,6 +23,7 @@ from agent_runtime.interrupts import Decision
 from bot.services import Services
 from bot.services.directory import slack_error
 from bot.services.log_context import log_ids
+from bot.services.tracing import span
 from bot.ui import ids
 from bot.ui.cards import card_from_record
 from bot.ui.home import refresh_homes
@@ -163,7 +164,27 @@ def listener(services: Services) -> Any:
 async def decide_click(services: Services, entry: ClickEntry) -> None:
     """Decide a click from the stream, its log lines tagged; see ``_decide_click``."""
     with log_ids(record_id=entry.record_id, user=entry.user_id, channel=entry.channel_id):
-        await _decide_click(services, entry)
+        trace = await _traceparent(services, entry.record_id)
+        with span(
+            "signoff.decision",
+            traceparent=trace,
+            record_id=entry.record_id,
+            user=entry.user_id,
+            action=entry.action_id,
+        ):
+            await _decide_click(services, entry)
+
+
+async def _traceparent(services: Services, record_id: str) -> str | None:
+    """The trace a job's request joined, so its decision's span is in that trace."""
+    run_id = record_id.split("/", 1)[0]
+    if not is_request_run(run_id):
+        return None
+    try:
+        meta = await services.storage.requests.meta(run_id)
+    except StorageError:
+        return None
+    return meta.traceparent if meta else None
 
 
 async def _decide_click(services: Services, entry: ClickEntry) -> None:
