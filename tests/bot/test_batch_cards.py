@@ -20,6 +20,7 @@ from agent_runtime import (
     tool,
 )
 from bot.agents.policy import AgentSpec, Policy
+from bot.runs.approvers import MAX_BATCH, batched
 from bot.schedule.scheduler import Scheduler
 from bot.ui import ids
 from bot.ui.batch_message import batch_message
@@ -168,3 +169,29 @@ def test_a_full_batch_of_long_items_fits_slacks_limits_and_shows_every_item() ->
     check_message(message.text, message.blocks)
     shown = str(message.blocks)
     assert all(f"{n + 1}. /{n:03d}/xxx" in shown for n in range(100))  # none cut off
+
+
+def test_more_than_a_cards_worth_of_calls_go_on_further_cards() -> None:
+    now = datetime(2026, 11, 25, tzinfo=UTC)
+    records = [
+        InterruptRecord.new(
+            Interrupt(
+                id=f"int_{n}",
+                name="approval",
+                tool_call=ToolCall(id=f"c{n}", name="delete_file", args={"path": f"/{n}"}),
+                allowed_decisions=("approve", "reject"),
+            ),
+            run_id="run_1",
+            thread_id="thread_1",
+            agent="cleanup",
+            requested_by=CAROL,
+            policy=ApproverPolicy(allowed_users=(ALICE,)),
+            now=now,
+            channel=CHANNEL,
+        )
+        for n in range(MAX_BATCH + 50)
+    ]
+    cards = batched(records, lambda tool: True)
+    leads = [r for r in cards if r.batch_items]
+    assert [len(lead.batch_items) for lead in leads] == [MAX_BATCH, 50]
+    assert all(r.batch in {lead.id for lead in leads} for r in cards)
