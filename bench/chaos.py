@@ -43,6 +43,7 @@ from typing import Any
 import aiohttp
 from redis.asyncio import Redis
 
+from bench.report import report
 from bot.ui import ids
 from bot.ui.refusals import STORAGE_DOWN, UNCONFIRMED
 from sandbox import Sandbox
@@ -468,11 +469,7 @@ async def main(names: list[str]) -> None:
         started = time.monotonic()
         figures.update(await SCENARIOS[name]())
         figures[f"{name}_seconds"] = round(time.monotonic() - started, 1)
-    width = max(len(k) for k in figures)
-    print(f"{'figure':<{width}}  value")
-    for key, value in figures.items():
-        print(f"{key:<{width}}  {value}")
-    print(json.dumps(figures))
+    report(figures)
 
 
 if __name__ == "__main__":

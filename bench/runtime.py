@@ -8,7 +8,6 @@ server commands per cycle; the last line is one JSON object with every figure.
 from __future__ import annotations
 
 import asyncio
-import json
 import tempfile
 import time
 
@@ -22,6 +21,7 @@ from agent_runtime import (
     ToolCall,
     tool,
 )
+from bench.report import report
 from bench.storage import counted
 from storage import EmbeddedRedis, connect
 
@@ -88,12 +88,7 @@ async def main() -> None:
         "round_trips_per_cycle": trips,
         "server_commands_per_cycle": commands,
     }
-    width = max(len(k) for k in figures)
-    print(f"{'figure':<{width}}  value")
-    print(f"{'-' * width}  -----")
-    for name, value in figures.items():
-        print(f"{name:<{width}}  {value}")
-    print(json.dumps(figures))
+    report(figures)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,6 @@ The last line is one JSON object with every figure.
 from __future__ import annotations
 
 import asyncio
-import json
 import statistics
 import tempfile
 import time
@@ -22,6 +21,7 @@ from redis.asyncio.connection import AbstractConnection
 
 from agent_runtime.interrupts import Decision, Interrupt
 from agent_runtime.messages import ToolCall
+from bench.report import report
 from storage import ApproverPolicy, EmbeddedRedis, InterruptRecord, Storage, connect
 from storage.interrupts import POST_LEASE
 
@@ -237,12 +237,7 @@ async def main() -> None:
         "expiry_sweep_100_due_ms_100k": round(sweep_100k, 3),
         "expiry_sweep_ratio_100k_over_1k": round(sweep_100k / sweep_1k, 2),
     }
-    width = max(len(k) for k in figures)
-    print(f"{'figure':<{width}}  value")
-    print(f"{'-' * width}  -----")
-    for name, value in figures.items():
-        print(f"{name:<{width}}  {value}")
-    print(json.dumps(figures))
+    report(figures)
 
 
 if __name__ == "__main__":

@@ -142,27 +142,34 @@ async def test_a_stranger_decides_nothing_and_the_items_expire_together(make_bot
     assert deleted == []
 
 
+NOW = datetime(2026, 11, 25, tzinfo=UTC)
+
+
+def _item(n: int, path: str) -> InterruptRecord:
+    """A pending approval of ``delete_file(path)``, the ``n``th call of one run."""
+    call = ToolCall(id=f"c{n}", name="delete_file", args={"path": path})
+    interrupt = Interrupt(
+        id=f"int_{n}", name="approval", tool_call=call, allowed_decisions=("approve", "reject")
+    )
+    return InterruptRecord.new(
+        interrupt,
+        run_id="run_1",
+        thread_id="thread_1",
+        agent="cleanup",
+        requested_by=CAROL,
+        policy=ApproverPolicy(allowed_users=(ALICE,)),
+        now=NOW,
+        channel=CHANNEL,
+    )
+
+
 def test_a_full_batch_of_long_items_fits_slacks_limits_and_shows_every_item() -> None:
-    now = datetime(2026, 11, 25, tzinfo=UTC)
     records = []
     for n in range(100):
-        call = ToolCall(id=f"c{n}", name="delete_file", args={"path": f"/{n:03d}/" + "x" * 500})
-        interrupt = Interrupt(
-            id=f"int_{n}", name="approval", tool_call=call, allowed_decisions=("approve", "reject")
-        )
-        record = InterruptRecord.new(
-            interrupt,
-            run_id="run_1",
-            thread_id="thread_1",
-            agent="cleanup",
-            requested_by=CAROL,
-            policy=ApproverPolicy(allowed_users=(ALICE,)),
-            now=now,
-            channel=CHANNEL,
-        )
+        record = _item(n, f"/{n:03d}/" + "x" * 500)
         if n % 2:  # half decided: a line each; half waiting: a checkbox each
             record = record.model_copy(
-                update={"state": "approved", "decided_by": ALICE, "decided_at": now}
+                update={"state": "approved", "decided_by": ALICE, "decided_at": NOW}
             )
         records.append(record)
     message = batch_message(records)
@@ -172,25 +179,7 @@ def test_a_full_batch_of_long_items_fits_slacks_limits_and_shows_every_item() ->
 
 
 def test_more_than_a_cards_worth_of_calls_go_on_further_cards() -> None:
-    now = datetime(2026, 11, 25, tzinfo=UTC)
-    records = [
-        InterruptRecord.new(
-            Interrupt(
-                id=f"int_{n}",
-                name="approval",
-                tool_call=ToolCall(id=f"c{n}", name="delete_file", args={"path": f"/{n}"}),
-                allowed_decisions=("approve", "reject"),
-            ),
-            run_id="run_1",
-            thread_id="thread_1",
-            agent="cleanup",
-            requested_by=CAROL,
-            policy=ApproverPolicy(allowed_users=(ALICE,)),
-            now=now,
-            channel=CHANNEL,
-        )
-        for n in range(MAX_BATCH + 50)
-    ]
+    records = [_item(n, f"/{n}") for n in range(MAX_BATCH + 50)]
     cards = batched(records, lambda tool: True)
     leads = [r for r in cards if r.batch_items]
     assert [len(lead.batch_items) for lead in leads] == [MAX_BATCH, 50]
