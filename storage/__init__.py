@@ -55,11 +55,11 @@ the click's origin, its channel and message ts). Build records with
 policy=ApproverPolicy(...), now=...)``; ``record.response()`` is the ``InterruptResponse``
 a resumed run receives. Every error is a ``StorageError``.
 
-Deployment: one Redis (or Valkey) primary, >= 6.2. Replicas with Sentinel (or a managed
-service) for failover are fine as long as the URL reaches the current primary: there is
-no ``sentinel://`` URL. Redis Cluster is not supported: each Lua script touches a run's
-keys and the global indexes (due times, outbox, pending lists, streams) together, and
-those live in different hash slots, which a cluster refuses in one script.
+Deployment: one Redis (or Valkey) primary, >= 6.2, reached directly or through Sentinel
+(``redis+sentinel://``); or Redis Cluster (``redis+cluster://``, ``rediss+cluster://``
+over TLS). On a cluster the keys take the sharded layout of ``storage.keys``: every
+script still touches one hash slot, the queries and sweeps read every shard, and the
+stream consumers take a shard each (``claim(..., shard=n)``).
 """
 
 from .approvers import ApproverPolicy

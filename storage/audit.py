@@ -1,4 +1,8 @@
-"""The audit stream: every transition of every interrupt (who, what, when, where)."""
+"""The audit stream: every transition of every interrupt (who, what, when, where).
+
+On Redis Cluster each shard has its own stream, holding its runs' entries; reading the
+trail merges them in the order the entries were added.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ from typing import cast
 from redis.typing import EncodableT, FieldT
 
 from .client import RedisClient
+from .consumer_group import stream_order
 from .epoch import from_ms, to_ms
 from .keys import Keys
 from .requests import is_request_run
@@ -27,6 +32,15 @@ class AuditEntry:
     message_ts: str | None = None
     detail: str = ""
     entry_id: str | None = None
+    shard: int | None = None
+
+    @property
+    def ref(self) -> str | None:
+        """The entry's id among every shard's (``<stream id>.<shard>`` on a cluster): a
+        cursor for ``AuditLog.read``, and unique, so a webhook delivery is named by it."""
+        if self.entry_id is None or self.shard is None:
+            return self.entry_id
+        return f"{self.entry_id}.{self.shard}"
 
 
 class AuditLog:
@@ -49,11 +63,13 @@ class AuditLog:
             "message_ts": entry.message_ts or "",
             "detail": entry.detail,
         }
+        # An entry of no run (an approver away, a setting) goes to the first shard.
+        shard = self._keys.shard_of(entry.run_id) if entry.run_id else 0
         async with self._client.guard("append audit entry"):
             pipe = self._client.raw.pipeline(transaction=True)
-            streams = [self._keys.audit_stream]
+            streams = [self._keys.audit_stream(shard)]
             if is_request_run(entry.run_id):
-                streams.append(self._keys.request_events)
+                streams.append(self._keys.request_events(shard))
             for stream in streams:
                 pipe.xadd(stream, dict(fields), maxlen=self._max_entries, approximate=True)
             ids = await pipe.execute()
@@ -62,40 +78,56 @@ class AuditLog:
     async def read(
         self, *, after: str = "-", count: int = 100, since: datetime | None = None
     ) -> list[AuditEntry]:
-        """Entries oldest first, starting after stream id ``after`` (``-``: the beginning,
-        or the first entry at or after ``since``)."""
-        start = after if after == "-" else f"({after}"
-        if after == "-" and since is not None:
-            start = f"{to_ms(since)}-0"  # stream ids begin with the entry's time in ms
+        """Entries oldest first, starting after the entry whose ``ref`` is ``after`` (``-``:
+        the beginning, or the first entry at or after ``since``)."""
+        stream_id, _, last_shard = after.partition(".")
+        starts: list[str] = []
+        for shard in self._keys.all_shards:
+            if after == "-":
+                # Stream ids begin with the entry's time in ms.
+                starts.append(f"{to_ms(since)}-0" if since is not None else "-")
+            elif last_shard and shard > int(last_shard):
+                starts.append(stream_id)  # its entries of that same id come after ``after``
+            else:
+                starts.append(f"({stream_id}")
         async with self._client.guard("read audit stream"):
-            reply = await self._client.raw.xrange(self._keys.audit_stream, start, "+", count)
-        return entries_of(cast(list[tuple[str, dict[str, str]]], reply))
+            pipe = self._client.pipeline()
+            for shard, start in zip(self._keys.all_shards, starts, strict=True):
+                pipe.xrange(self._keys.audit_stream(shard), start, "+", count)
+            replies = cast(list[list[tuple[str, dict[str, str]]]], await pipe.execute())
+        entries = [
+            entry
+            for shard, rows in zip(self._keys.all_shards, replies, strict=True)
+            for entry in entries_of(rows, self._keys.entry_shard(shard))
+        ]
+        entries.sort(key=lambda e: (stream_order(e.entry_id or "0-0"), e.shard or 0))
+        return entries[:count]
 
-    async def last_request_event(self) -> str:
-        """The id of the newest entry of an external request ("0-0" when there is none):
-        where ``follow_requests`` starts."""
+    async def last_request_event(self, shard: int = 0) -> str:
+        """The stream id of the newest entry of an external request in ``shard`` ("0-0"
+        when there is none): where ``follow_requests`` starts."""
         async with self._client.guard("read the request events' end"):
-            reply = await self._client.raw.xrevrange(self._keys.request_events, count=1)
+            reply = await self._client.raw.xrevrange(self._keys.request_events(shard), count=1)
         rows = cast(list[tuple[str, dict[str, str]]], reply)
         return rows[0][0] if rows else "0-0"
 
     async def follow_requests(
-        self, *, after: str, block: timedelta, count: int = 500
+        self, *, shard: int = 0, after: str, block: timedelta, count: int = 500
     ) -> list[AuditEntry]:
-        """External requests' entries added after stream id ``after``, waiting up to
-        ``block`` for the first."""
+        """External requests' entries in ``shard`` added after stream id ``after``, waiting
+        up to ``block`` for the first."""
         async with self._client.guard("follow the request events"):
             reply = await self._client.raw.xread(
-                {self._keys.request_events: after},
+                {self._keys.request_events(shard): after},
                 count=count,
                 block=max(1, int(block.total_seconds() * 1000)),
             )
         streams = cast(list[tuple[str, list[tuple[str, dict[str, str]]]]], reply)
-        return entries_of(streams[0][1]) if streams else []
+        return entries_of(streams[0][1], self._keys.entry_shard(shard)) if streams else []
 
 
-def entries_of(rows: list[tuple[str, dict[str, str]]]) -> list[AuditEntry]:
-    """Audit entries from stream entries (id, fields)."""
+def entries_of(rows: list[tuple[str, dict[str, str]]], shard: int | None) -> list[AuditEntry]:
+    """Audit entries from the stream entries (id, fields) of ``shard``."""
     return [
         AuditEntry(
             event=f.get("event", ""),
@@ -107,6 +139,7 @@ def entries_of(rows: list[tuple[str, dict[str, str]]]) -> list[AuditEntry]:
             message_ts=f.get("message_ts") or None,
             detail=f.get("detail", ""),
             entry_id=entry_id,
+            shard=shard,
         )
         for entry_id, f in rows
     ]

@@ -38,6 +38,7 @@ class ClickEntry:
     message_ts: str
     action_id: str
     clicked_at: datetime
+    shard: int = 0
 
 
 class ClickStream:
@@ -54,14 +55,18 @@ class ClickStream:
         self._client = client
         self._keys = keys
         self.group = group
-        self._group = ConsumerGroup(client, key=keys.click_stream, group=group, what="clicks")
+        self._groups = [
+            ConsumerGroup(client, key=keys.click_stream(shard), group=group, what="clicks")
+            for shard in keys.all_shards
+        ]
         self._max_entries = max_entries
         self._waiting: list[tuple[dict[str, str | int], asyncio.Future[str]]] = []
         self._flushes: set[asyncio.Future[None]] = set()
 
     async def ensure_group(self) -> None:
-        """Create the consumer group (and stream) if missing; clicks already queued are kept."""
-        await self._group.ensure()
+        """Create each shard's consumer group (and stream) if missing; queued clicks are kept."""
+        for group in self._groups:
+            await group.ensure()
 
     async def append(
         self,
@@ -104,15 +109,16 @@ class ClickStream:
             async with self._client.guard("queue a click"):
                 pipe, added = self._client.pipeline(), []
                 for fields, _ in batch:
+                    record_id = str(fields["record_id"])
                     added.append(len(pipe))
                     pipe.xadd(
-                        self._keys.click_stream,
+                        self._keys.click_stream(self._shard_of(record_id)),
                         fields,  # type: ignore[arg-type]  # redis-py's FieldT is too narrow
                         maxlen=self._max_entries,
                         approximate=True,
                     )
                     # Counted so the expiry sweep waits for the click (``done`` uncounts it).
-                    waiting = self._waiting_key(str(fields["record_id"]))
+                    waiting = self._waiting_key(record_id)
                     if waiting is not None:
                         pipe.incr(waiting)
                 replies = await pipe.execute()
@@ -127,29 +133,34 @@ class ClickStream:
                     future.set_result(str(entry_id))
 
     async def claim(
-        self, consumer: str, *, count: int = 32, block: timedelta | None = None
+        self, consumer: str, *, shard: int = 0, count: int = 32, block: timedelta | None = None
     ) -> list[ClickEntry]:
-        """New clicks for ``consumer``; waits up to ``block`` for one when none is queued."""
-        entries = await self._group.read(consumer, count=count, block=block)
-        return [_entry(entry_id, fields) for entry_id, fields in entries]
+        """New clicks of ``shard`` for ``consumer``; waits up to ``block`` for one."""
+        entries = await self._groups[shard].read(consumer, count=count, block=block)
+        return [_entry(entry_id, fields, shard) for entry_id, fields in entries]
 
     async def reclaim(
-        self, consumer: str, *, min_idle: timedelta, count: int = 32
+        self, consumer: str, *, shard: int = 0, min_idle: timedelta, count: int = 32
     ) -> list[ClickEntry]:
-        """Take over clicks another consumer read but did not decide within ``min_idle``."""
-        entries = await self._group.take_over(consumer, min_idle=min_idle, count=count)
-        clicks = [_entry(entry_id, fields) for entry_id, fields in entries]
+        """Take over clicks of ``shard`` another consumer read but did not decide within
+        ``min_idle``."""
+        entries = await self._groups[shard].take_over(consumer, min_idle=min_idle, count=count)
+        clicks = [_entry(entry_id, fields, shard) for entry_id, fields in entries]
         for click in clicks:
             log.warning("click %s on %s reclaimed by %s", click.id, click.record_id, consumer)
         return clicks
 
     async def heartbeat(self, entries: list[ClickEntry], *, consumer: str) -> int:
         """Keep clicks ``consumer`` is still deciding from being taken over."""
-        return await self._group.heartbeat(consumer, [entry.id for entry in entries])
+        kept = 0
+        for shard in {entry.shard for entry in entries}:
+            ids = [entry.id for entry in entries if entry.shard == shard]
+            kept += await self._groups[shard].heartbeat(consumer, ids)
+        return kept
 
     async def lag(self) -> int:
         """Clicks acknowledged to Slack and not yet decided."""
-        return await self._group.lag()
+        return sum(await asyncio.gather(*(group.lag() for group in self._groups)))
 
     def _waiting_key(self, record_id: str) -> str | None:
         try:
@@ -157,25 +168,34 @@ class ClickStream:
         except InvalidIdError:  # no such record can exist; the decider refuses the click
             return None
 
+    def _shard_of(self, record_id: str) -> int:
+        """The shard of the click's record: its stream is in the record's slot, so the
+        decider's step over both stays atomic. A malformed id's click goes to shard 0."""
+        try:
+            return self._keys.shard_of_record(record_id)
+        except InvalidIdError:
+            return 0
+
     async def done(self, entries: Sequence[ClickEntry]) -> None:
         """Acknowledge decided clicks (trimming removes them later) and stop counting them
         as waiting, in one step: a click acknowledged twice is uncounted once."""
-        counted: list[tuple[str, str]] = []
-        uncounted: list[str] = []  # naming no record that could exist: nothing to uncount
-        for entry in entries:
-            key = self._waiting_key(entry.record_id)
-            if key is None:
-                uncounted.append(entry.id)
-            else:
-                counted.append((entry.id, key))
-        if counted:
-            keys = [self._keys.click_stream, *(key for _, key in counted)]
-            args: list[str | int] = [self.group, *(entry_id for entry_id, _ in counted)]
-            await self._client.eval("clicks_done", keys, args)
-        await self._group.ack(*uncounted)
+        for shard in sorted({entry.shard for entry in entries}):
+            counted: list[tuple[str, str]] = []
+            uncounted: list[str] = []  # naming no record that could exist: nothing to uncount
+            for entry in (entry for entry in entries if entry.shard == shard):
+                key = self._waiting_key(entry.record_id)
+                if key is None:
+                    uncounted.append(entry.id)
+                else:
+                    counted.append((entry.id, key))
+            if counted:
+                keys = [self._keys.click_stream(shard), *(key for _, key in counted)]
+                args: list[str | int] = [self.group, *(entry_id for entry_id, _ in counted)]
+                await self._client.eval("clicks_done", keys, args)
+            await self._groups[shard].ack(*uncounted)
 
 
-def _entry(entry_id: str, fields: dict[str, str]) -> ClickEntry:
+def _entry(entry_id: str, fields: dict[str, str], shard: int) -> ClickEntry:
     return ClickEntry(
         id=entry_id,
         record_id=fields["record_id"],
@@ -185,4 +205,5 @@ def _entry(entry_id: str, fields: dict[str, str]) -> ClickEntry:
         message_ts=fields["message_ts"],
         action_id=fields["action_id"],
         clicked_at=from_ms(int(fields["at"])),
+        shard=shard,
     )

@@ -10,7 +10,7 @@ import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from importlib import resources
-from typing import Any
+from typing import Any, cast
 
 import redis.asyncio as aioredis
 from redis import exceptions as rexc
@@ -19,6 +19,7 @@ from redis.backoff import ExponentialBackoff
 from redis.commands.core import AsyncScript
 from redis.retry import Retry
 
+from .cluster import ClusterTarget, cluster_redis, is_cluster_url, parse_cluster_url
 from .errors import (
     StorageAuthError,
     StorageResponseError,
@@ -30,6 +31,9 @@ from .sentinel import SCHEME, parse_sentinel_url, sentinel_redis
 log = logging.getLogger(__name__)
 
 _LUA_PRELUDE = "common.lua"
+CLUSTER_CONNECTIONS = 1024
+"""Connections per cluster node: redis-py's cluster client fails a caller who finds the
+pool full instead of making it wait, so the pool is sized for the largest burst."""
 
 
 class RedisClient:
@@ -48,8 +52,16 @@ class RedisClient:
             "health_check_interval": 30,
         }
         self._sentinel = parse_sentinel_url(url) if url.startswith(f"{SCHEME}://") else None
-        if self._sentinel is not None:
-            self.raw: aioredis.Redis = sentinel_redis(
+        self.cluster: ClusterTarget | None = parse_cluster_url(url) if is_cluster_url(url) else None
+        self.raw: aioredis.Redis
+        if self.cluster is not None:
+            # RedisCluster answers the same commands; typed as one client for the callers.
+            self.raw = cast(
+                aioredis.Redis,
+                cluster_redis(self.cluster, max_connections=CLUSTER_CONNECTIONS, **connection),
+            )
+        elif self._sentinel is not None:
+            self.raw = sentinel_redis(
                 self._sentinel, max_connections=max_connections, timeout=timeout, **connection
             )
         else:
@@ -63,6 +75,8 @@ class RedisClient:
     @property
     def where(self) -> str:
         """The server address for messages, without credentials."""
+        if self.cluster is not None:
+            return "the cluster at " + ",".join(f"{h}:{p}" for h, p in self.cluster.nodes)
         if self._sentinel is not None:
             hosts = ",".join(f"{host}:{port}" for host, port in self._sentinel.sentinels)
             return f"the primary of {self._sentinel.service!r} (sentinels {hosts})"
@@ -91,6 +105,11 @@ class RedisClient:
                 f"{action}: cannot reach Redis at {self.where} after retrying ({exc}); "
                 "check REDIS_URL, that the server is running, and the network"
             ) from exc
+        except (rexc.ClusterDownError, rexc.ClusterError) as exc:
+            raise StorageUnavailableError(
+                f"{action}: {self.where} cannot serve the request now, even after retrying "
+                f"({exc}); check that every slot has a reachable primary"
+            ) from exc
         except rexc.ResponseError as exc:
             raise StorageResponseError(
                 f"{action}: Redis at {self.where} answered an error: {exc}. A WRONGTYPE error "
@@ -113,16 +132,45 @@ class RedisClient:
             return await self.script(name)(keys=keys, args=args)
 
     async def eval_each(
-        self, name: str, calls: Sequence[tuple[list[str], list[str | int]]]
+        self,
+        name: str,
+        calls: Sequence[tuple[list[str], list[str | int]]],
+        *,
+        raise_on_error: bool = False,
     ) -> list[object]:
         """Run script ``name`` once per ``(keys, args)``, all in one pipeline; a call that
-        failed answers with its exception, the others are unaffected."""
+        failed answers with its exception (or, ``raise_on_error``, raises it), the others
+        are unaffected."""
         lua = self.script(name)
         async with self.guard(f"script {name}"):
-            pipe = self.pipeline()
-            for keys, args in calls:
+            replies = await self._eval_pipelined(lua, calls)
+            if self.cluster is not None:
+                # A cluster pipeline does not load scripts as a single server's does: a
+                # primary without it (new, or promoted after a failover) gets it now.
+                missing = [i for i, r in enumerate(replies) if isinstance(r, rexc.NoScriptError)]
+                if missing:
+                    await self.raw.script_load(lua.script)
+                    again = await self._eval_pipelined(lua, [calls[i] for i in missing])
+                    for i, reply in zip(missing, again, strict=True):
+                        replies[i] = reply
+            if raise_on_error:
+                for reply in replies:
+                    if isinstance(reply, Exception):
+                        raise reply
+            return replies
+
+    async def _eval_pipelined(
+        self, lua: AsyncScript, calls: Sequence[tuple[list[str], list[str | int]]]
+    ) -> list[object]:
+        pipe = self.pipeline()
+        for keys, args in calls:
+            if self.cluster is None:
                 await lua(keys=keys, args=args, client=pipe)
-            return list(await pipe.execute(raise_on_error=False))
+            else:
+                # redis-py refuses ``evalsha`` in a cluster pipeline for want of a script
+                # cache; ``eval_each`` loads a missing script itself, so send it as is.
+                pipe.execute_command("EVALSHA", lua.sha, len(keys), *keys, *args)
+        return list(await pipe.execute(raise_on_error=False))
 
     def pipeline(self) -> Pipeline:
         """A non-transactional pipeline: many commands, one round trip."""
@@ -133,4 +181,7 @@ class RedisClient:
             await self.raw.ping()
 
     async def close(self) -> None:
-        await self.raw.aclose(close_connection_pool=True)
+        if self.cluster is not None:
+            await self.raw.aclose()
+        else:
+            await self.raw.aclose(close_connection_pool=True)

@@ -18,7 +18,7 @@ from .deliveries import Deliveries
 from .embedded import EmbeddedRedis
 from .home_viewers import HomeViewers
 from .interrupts import InterruptStore
-from .keys import Keys
+from .keys import CLUSTER_SHARDS, Keys
 from .queries import InterruptQueries
 from .reminders import ReminderStore
 from .requests import RequestStore
@@ -86,16 +86,16 @@ async def connect(
     data_dir: Path | None = None,
     retention: Retention | None = None,
 ) -> Storage:
-    """Connect to ``url`` (``redis://``, ``rediss://``, ``unix://`` or, through Sentinel,
-    ``redis+sentinel://``), or with None start an embedded server keeping its data in
-    ``data_dir``; checks the server answers."""
+    """Connect to ``url`` (``redis://``, ``rediss://``, ``unix://``, through Sentinel
+    ``redis+sentinel://``, or a cluster ``redis+cluster://``), or with None start an
+    embedded server keeping its data in ``data_dir``; checks the server answers."""
     embedded = None
     if url is None:
         embedded = EmbeddedRedis(data_dir or default_data_dir())
         url = await _start(embedded)
         log.info("no REDIS_URL: started an embedded server at %s", url)
     client = RedisClient(url)
-    keys = Keys(prefix=prefix)
+    keys = Keys(prefix=prefix, shards=CLUSTER_SHARDS if client.cluster else None)
     kept = retention or Retention()
     queries = InterruptQueries(client, keys)
     storage = Storage(

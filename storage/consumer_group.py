@@ -15,6 +15,13 @@ Entry = tuple[str, dict[str, str]]
 """A stream entry: its id and its fields."""
 
 
+def stream_order(entry_id: str) -> tuple[int, int]:
+    """A stream entry id (``<ms>-<seq>``) as a sortable pair: entries of several streams
+    merged in the order they were added, as far as the servers' clocks agree."""
+    ms, _, seq = entry_id.partition("-")
+    return int(ms), int(seq or 0)
+
+
 class ConsumerGroup:
     """Consumer group ``group`` over the stream at ``key``; ``what`` names it in errors."""
 

@@ -16,29 +16,23 @@ from typing import Literal, cast
 from agent_runtime.interrupts import Decision
 
 from .approvers import ApproverPolicy
-from .epoch import from_ms, to_ms
+from .epoch import to_ms
 from .errors import DuplicateInterruptError, InvalidIdError
 from .keys import check_id, split_record_id
-from .outcomes import DecideOutcome, ExpiryResult, RefusalReason, ReminderDue
+from .outcomes import DecideOutcome, RefusalReason
 from .records import InterruptRecord
 from .retention import millis
-from .transitions import RecordTransitions
+from .sweeps import DueSweeps
 
 log = logging.getLogger(__name__)
 
 POST_LEASE = timedelta(seconds=30)
 """How long a new interrupt is its creator's to post before the outbox hands it out."""
-CLICKS_HOLD_EXPIRY = timedelta(minutes=10)
-"""How long acknowledged clicks no decider has taken may hold a due expiry back."""
 GROUP_CHECK_EVERY = timedelta(minutes=5)
-APPROVED_BY_DEFAULT = json.dumps(
-    Decision.approve().to_dict() | {"message": "nobody decided in time"}, separators=(",", ":")
-)
-"""The decision of a request whose policy approves it when nobody decides in time."""
 """How often the members of a pending interrupt's user groups are checked again."""
 
 
-class InterruptStore(RecordTransitions):
+class InterruptStore(DueSweeps):
     """Writes interrupt records; every method is one atomic step per record."""
 
     async def create_interrupt(
@@ -65,9 +59,11 @@ class InterruptStore(RecordTransitions):
         if any(r.state != "pending" or r.votes for r in records):
             raise InvalidIdError("only pending records without votes can be created")
         now = min(to_ms(r.created_at) for r in records)
-        k = self._keys
-        keys = [k.run_pending(records[0].run_id), k.due, k.reminders, k.outbox]
-        keys += [k.by_user, k.by_channel, k.audit_stream, k.group_checks]
+        k, run_id = self._keys, records[0].run_id
+        shard = k.shard_of(run_id)
+        keys = [k.run_pending(run_id), k.due(shard), k.reminders(shard), k.outbox(shard)]
+        keys += [k.by_user(shard), k.by_channel(shard), k.audit_stream(shard)]
+        keys += [k.group_checks(shard)]
         keys += [k.record(r.id) for r in records]
         args: list[str | int] = [
             now,
@@ -91,12 +87,12 @@ class InterruptStore(RecordTransitions):
     async def claim_outbox(
         self, now: datetime, *, limit: int = 20, lease: timedelta = POST_LEASE
     ) -> list[InterruptRecord]:
-        """Pending records not yet posted, leased to this caller for ``lease``.
+        """Pending records not yet posted (up to ``limit`` per shard), leased to this caller
+        for ``lease``.
 
         Post each and call ``mark_posted``; one whose post fails comes back after the lease.
         """
-        args: list[str | int] = [to_ms(now), limit, millis(lease)]
-        ids = cast(list[str], await self._client.eval("lease_due", [self._keys.outbox], args))
+        ids = await self._lease_due(self._keys.outbox, now, limit, lease)
         records, _ = await self._queries.many(ids)
         return [r for r in records if r.state == "pending" and not r.message_ts]
 
@@ -128,22 +124,24 @@ class InterruptStore(RecordTransitions):
         """Keep an unposted interrupt out of ``claim_outbox`` until ``until``: its poster is
         still at it (a slow or rate-limited call), or Slack asked to wait that long."""
         async with self._client.guard("hold an outbox entry"):
-            await self._client.raw.zadd(self._keys.outbox, {interrupt_id: to_ms(until)}, xx=True)
+            outbox = self._keys.outbox(self._keys.shard_of_record(interrupt_id))
+            await self._client.raw.zadd(outbox, {interrupt_id: to_ms(until)}, xx=True)
 
     async def claim_group_checks(
         self, now: datetime, *, limit: int = 50, every: timedelta = GROUP_CHECK_EVERY
     ) -> list[InterruptRecord]:
         """Pending records with user groups whose members are due to be checked again (each
         handed to one caller, then due again ``every`` later); decided ones leave the list."""
-        key = self._keys.group_checks
-        args: list[str | int] = [to_ms(now), limit, millis(every)]
-        ids = cast(list[str], await self._client.eval("lease_due", [key], args))
+        ids = await self._lease_due(self._keys.group_checks, now, limit, every)
         records, _ = await self._queries.many(ids)
         pending = [r for r in records if r.state == "pending"]
         done = set(ids) - {r.id for r in pending}
         if done:
             async with self._client.guard("drop decided group checks"):
-                await self._client.raw.zrem(key, *done)
+                pipe = self._client.pipeline()
+                for rid in done:
+                    pipe.zrem(self._keys.group_checks(self._keys.shard_of_record(rid)), rid)
+                await pipe.execute()
         return pending
 
     async def mark_posted(
@@ -287,51 +285,6 @@ class InterruptStore(RecordTransitions):
         log.info("interrupt %s: members of %s refreshed", record.id, policy.allowed_groups)
         return self._record(record.id, result[2:])
 
-    async def expire_due(self, now: datetime, *, limit: int = 100) -> list[ExpiryResult]:
-        """Expire (or escalate once) up to ``limit`` interrupts whose time is up, and make
-        final the decisions whose undo window has ended (``released``: the run resumes).
-
-        Safe to run from several schedulers at once: each interrupt is handled once.
-        """
-        due = await self._due(self._keys.due, now, limit)
-        results: list[ExpiryResult] = []
-        for rid, result in zip(due, await self._each("expire", due, now), strict=True):
-            if result is None:
-                await self._drop_corrupt(self._keys.due, rid)
-            elif result[0] in ("expired", "escalated", "released"):
-                outcome = cast(Literal["expired", "escalated", "released"], result[0])
-                log.info("interrupt %s %s", rid, outcome)
-                results.append(
-                    ExpiryResult(
-                        outcome=outcome,
-                        record=self._record(rid, result[2:]),
-                        resume_job_id=result[1] or None,
-                    )
-                )
-        return results
-
-    async def next_due(self) -> datetime | None:
-        """When the next expiry (or end of an undo window) falls due; None when none does."""
-        async with self._client.guard("read the next due time"):
-            first = await self._client.raw.zrange(self._keys.due, 0, 0, withscores=True)
-        return from_ms(int(first[0][1])) if first else None
-
-    async def due_reminders(self, now: datetime, *, limit: int = 100) -> list[ReminderDue]:
-        """Reminders due by ``now``, each handed to exactly one caller, next one scheduled.
-
-        A reminder taken by a caller that crashes before sending it is not sent again.
-        """
-        due = await self._due(self._keys.reminders, now, limit)
-        reminders: list[ReminderDue] = []
-        for rid, result in zip(due, await self._each("remind", due, now), strict=True):
-            if result is None:
-                await self._drop_corrupt(self._keys.reminders, rid)
-            elif result[0] == "due":
-                reminders.append(
-                    ReminderDue(number=int(result[1]), record=self._record(rid, result[2:]))
-                )
-        return reminders
-
     async def decide_in_app(
         self, interrupt_id: str, by: str, decision: Decision, *, now: datetime
     ) -> tuple[Literal["recorded", "already_decided", "unknown"], InterruptRecord | None]:
@@ -374,26 +327,3 @@ class InterruptStore(RecordTransitions):
         cancelled = sum(1 for r in results if r is not None and r[0] == "cancelled")
         log.info("run %s: cancelled %d pending interrupts", run_id, cancelled)
         return cancelled
-
-    async def _due(self, key: str, now: datetime, limit: int) -> list[str]:
-        async with self._client.guard("read due times"):
-            found = await self._client.raw.zrangebyscore(key, "-inf", to_ms(now), 0, limit)
-        return cast(list[str], found)
-
-    async def _drop_corrupt(self, index: str, rid: str) -> None:
-        """Take a corrupt record out of a sweep's index so it cannot stall every later sweep."""
-        async with self._client.guard("drop corrupt record from index"):
-            await self._client.raw.zrem(index, rid)
-
-    async def _each(self, script: str, rids: list[str], now: datetime) -> list[list[str] | None]:
-        args: list[str | int] = [to_ms(now)]
-        if script == "expire":
-            r = self._retention
-            args += [
-                millis(r.decided),
-                r.resume_entries,
-                r.audit_entries,
-                millis(CLICKS_HOLD_EXPIRY),
-                APPROVED_BY_DEFAULT,
-            ]
-        return await self._pipelined(script, rids, args)

@@ -1,15 +1,21 @@
 """Every Redis key name storage uses, built under one configurable prefix.
 
-The keys of one run share the hash tag ``{run_id}`` (a thread's session shares
-``{thread_id}``), so a run's keys land in one Redis Cluster slot. The global indexes
-(due times, outbox, per-user and per-channel lists, streams) are one key each, and the
-scripts touch them with a run's keys: Redis Cluster is not supported (see ``storage``).
+Two layouts, one code path. On a single Redis (or Sentinel) the indexes (due times,
+outbox, per-user and per-channel lists, streams) are one key each, and a run's keys
+share the hash tag ``{run_id}``. On Redis Cluster every atomic step must stay in one
+hash slot, so the indexes are split into ``shards``, each under a hash tag of its own,
+and a run's keys carry the tag of the shard its id hashes to: one script updates a run
+and its index entries together. A thread's session keys share ``{thread_id}`` in both.
 """
 
 from __future__ import annotations
 
 import re
+import zlib
 from dataclasses import dataclass
+from functools import cache
+
+from redis.crc import REDIS_CLUSTER_HASH_SLOTS, key_slot
 
 from .errors import InvalidIdError
 
@@ -41,46 +47,103 @@ def split_record_id(value: object) -> tuple[str, str]:
     return check_id("run", run_id), check_id("interrupt", interrupt_id)
 
 
+CLUSTER_SHARDS = 8
+"""How many shards the Redis Cluster layout splits the indexes into: each holds its
+own streams and index keys, and every process reads every shard."""
+
+
+@cache
+def shard_tag(shard: int, shards: int) -> str:
+    """The hash tag of shard ``shard`` of ``shards``: the first ``s<shard>.<n>`` whose
+    slot falls in the shard's equal part of the slot space, so shards spread evenly over
+    any cluster that spreads its slots evenly over its primaries."""
+    width = REDIS_CLUSTER_HASH_SLOTS / shards
+    low, high = shard * width, (shard + 1) * width
+    n = 0
+    while not low <= key_slot(f"s{shard}.{n}".encode()) < high:
+        n += 1
+    return f"s{shard}.{n}"
+
+
 @dataclass(frozen=True, kw_only=True)
 class Keys:
-    """Builds key names under ``prefix`` (default ``signoff``)."""
+    """Builds key names under ``prefix`` (default ``signoff``); ``shards`` None is the
+    single-slot layout, a number the Redis Cluster layout with that many shards."""
 
     prefix: str = "signoff"
+    shards: int | None = None
 
     def __post_init__(self) -> None:
         if not _PREFIX.fullmatch(self.prefix):
             raise ValueError(f"key prefix {self.prefix!r}: use 1-64 letters, digits or _ . -")
+        if self.shards is not None and not 1 <= self.shards <= 256:
+            raise ValueError(f"shards {self.shards!r}: use 1-256")
+
+    @property
+    def all_shards(self) -> range:
+        """Every shard's number: the shards a query or a consumer goes over."""
+        return range(self.shards or 1)
+
+    def shard_of(self, run_id: str) -> int:
+        """The shard run ``run_id`` belongs to (always 0 in the single-slot layout)."""
+        check_id("run", run_id)
+        return zlib.crc32(run_id.encode()) % self.shards if self.shards else 0
+
+    def shard_of_record(self, rid: str) -> int:
+        """The shard of a record id's run; InvalidIdError when the id is malformed."""
+        return self.shard_of(split_record_id(rid)[0])
+
+    def entry_shard(self, shard: int) -> int | None:
+        """The shard a stream entry of ``shard`` is marked with: None in the single-slot
+        layout, where its stream id alone names it."""
+        return None if self.shards is None else shard
+
+    def _run(self, run_id: str) -> str:
+        if self.shards is None:
+            return f"{self.prefix}:run:{{{check_id('run', run_id)}}}"
+        return f"{self._shard(self.shard_of(run_id))}:run:{run_id}"
+
+    def _shard(self, shard: int) -> str:
+        if self.shards is None:
+            return self.prefix
+        return f"{self.prefix}:{{{shard_tag(shard, self.shards)}}}"
+
+    @property
+    def _global(self) -> str:
+        """Where the keys of no run live; on a cluster they share one slot, so a step
+        over two of them (a client and its token) stays atomic."""
+        return self.prefix if self.shards is None else f"{self.prefix}:{{global}}"
 
     def record(self, rid: str) -> str:
         run_id, interrupt_id = split_record_id(rid)
-        return f"{self.prefix}:run:{{{run_id}}}:int:{interrupt_id}"
+        return f"{self._run(run_id)}:int:{interrupt_id}"
 
     def run_pending(self, run_id: str) -> str:
-        return f"{self.prefix}:run:{{{check_id('run', run_id)}}}:pending"
+        return f"{self._run(run_id)}:pending"
 
     def run_decided(self, run_id: str) -> str:
-        return f"{self.prefix}:run:{{{check_id('run', run_id)}}}:decided"
+        return f"{self._run(run_id)}:decided"
 
     def run_round(self, run_id: str) -> str:
-        return f"{self.prefix}:run:{{{check_id('run', run_id)}}}:round"
+        return f"{self._run(run_id)}:round"
 
     def run_lease(self, run_id: str) -> str:
-        return f"{self.prefix}:run:{{{check_id('run', run_id)}}}:lease"
+        return f"{self._run(run_id)}:lease"
 
     def run_applied(self, run_id: str) -> str:
-        return f"{self.prefix}:run:{{{check_id('run', run_id)}}}:applied"
+        return f"{self._run(run_id)}:applied"
 
     def run_ended(self, run_id: str) -> str:
         """String: set once the run's end was announced, so a retried resume stays quiet."""
-        return f"{self.prefix}:run:{{{check_id('run', run_id)}}}:ended"
+        return f"{self._run(run_id)}:ended"
 
     def run_attempts(self, run_id: str) -> str:
         """Hash: resume job id -> its failed attempts (expires like the applied markers)."""
-        return f"{self.prefix}:run:{{{check_id('run', run_id)}}}:attempts"
+        return f"{self._run(run_id)}:attempts"
 
     def request(self, run_id: str) -> str:
         """String: what an external approval request asked for (its ``RequestMeta``)."""
-        return f"{self.prefix}:run:{{{check_id('run', run_id)}}}:request"
+        return f"{self._run(run_id)}:request"
 
     def clicks_waiting(self, rid: str) -> str:
         """String: how many acknowledged clicks on record ``rid`` wait in the click stream,
@@ -89,8 +152,7 @@ class Keys:
 
     def click_decided(self, run_id: str, entry_id: str) -> str:
         """String: set when a click stream entry was decided, so its replay changes nothing."""
-        entry = check_id("click", entry_id)
-        return f"{self.prefix}:run:{{{check_id('run', run_id)}}}:click:{entry}"
+        return f"{self._run(run_id)}:click:{check_id('click', entry_id)}"
 
     def delivery(self, event_id: str) -> str:
         """String: set when an Events API event was first delivered, so retries are skipped."""
@@ -103,90 +165,79 @@ class Keys:
         """String: the token of whoever holds the thread alone (``RedisSessionStore.lease``)."""
         return f"{self.prefix}:thread:{{{check_id('thread', thread_id)}}}:lease"
 
-    @property
-    def due(self) -> str:
+    def due(self, shard: int) -> str:
         """Sorted set: record id scored by its expiry time (ms)."""
-        return f"{self.prefix}:due"
+        return f"{self._shard(shard)}:due"
 
-    @property
-    def reminders(self) -> str:
+    def reminders(self, shard: int) -> str:
         """Sorted set: record id scored by its next reminder time (ms)."""
-        return f"{self.prefix}:reminders"
+        return f"{self._shard(shard)}:reminders"
 
-    @property
-    def outbox(self) -> str:
+    def outbox(self, shard: int) -> str:
         """Sorted set: records not yet posted, scored by when they may next be tried."""
-        return f"{self.prefix}:outbox"
+        return f"{self._shard(shard)}:outbox"
 
-    @property
-    def group_checks(self) -> str:
+    def group_checks(self, shard: int) -> str:
         """Sorted set: records with user groups, scored by when their members are checked."""
-        return f"{self.prefix}:group-checks"
+        return f"{self._shard(shard)}:group-checks"
 
-    @property
-    def by_user(self) -> str:
+    def by_user(self, shard: int) -> str:
         """Lexicographic set: ``user \\0 created_ms \\0 record_id`` for pending records."""
-        return f"{self.prefix}:pending:user"
+        return f"{self._shard(shard)}:pending:user"
 
-    @property
-    def by_channel(self) -> str:
+    def by_channel(self, shard: int) -> str:
         """Lexicographic set: ``channel \\0 created_ms \\0 record_id`` for pending records."""
-        return f"{self.prefix}:pending:channel"
+        return f"{self._shard(shard)}:pending:channel"
+
+    def resume_stream(self, shard: int) -> str:
+        return f"{self._shard(shard)}:resume"
+
+    def resume_dead_letters(self, shard: int) -> str:
+        """Stream: resume jobs given up after too many failed attempts, for an operator."""
+        return f"{self._shard(shard)}:resume:dead"
+
+    def click_stream(self, shard: int) -> str:
+        """Stream: decision clicks acknowledged to Slack, waiting for a decider."""
+        return f"{self._shard(shard)}:clicks"
+
+    def audit_stream(self, shard: int) -> str:
+        return f"{self._shard(shard)}:audit"
+
+    def request_events(self, shard: int) -> str:
+        """Stream: the audit entries of external requests only (the scripts derive it as
+        the audit stream's name plus ``:requests``)."""
+        return f"{self.audit_stream(shard)}:requests"
 
     @property
     def api_clients(self) -> str:
         """Hash: API client name -> its stored ``ApiClient`` (token hash, channels, secret)."""
-        return f"{self.prefix}:api:clients"
-
-    @property
-    def away(self) -> str:
-        """Hash: user id -> when they are back and who decides for them meanwhile."""
-        return f"{self.prefix}:away"
-
-    @property
-    def home_viewers(self) -> str:
-        """Sorted set: user id scored by when they last opened the app's Home tab."""
-        return f"{self.prefix}:home:viewers"
-
-    @property
-    def trust_grants(self) -> str:
-        """Hash: trust grant id -> its stored ``TrustGrant`` (agent, tool, channel, until)."""
-        return f"{self.prefix}:trust"
+        return f"{self._global}:api:clients"
 
     @property
     def api_tokens(self) -> str:
         """Hash: SHA-256 of an API token -> the name of the client it belongs to."""
-        return f"{self.prefix}:api:tokens"
+        return f"{self._global}:api:tokens"
+
+    @property
+    def away(self) -> str:
+        """Hash: user id -> when they are back and who decides for them meanwhile."""
+        return f"{self._global}:away"
+
+    @property
+    def home_viewers(self) -> str:
+        """Sorted set: user id scored by when they last opened the app's Home tab."""
+        return f"{self._global}:home:viewers"
+
+    @property
+    def trust_grants(self) -> str:
+        """Hash: trust grant id -> its stored ``TrustGrant`` (agent, tool, channel, until)."""
+        return f"{self._global}:trust"
 
     @property
     def webhooks(self) -> str:
         """Sorted set: webhook delivery ids scored by when they may next be tried."""
-        return f"{self.prefix}:webhooks"
+        return f"{self._global}:webhooks"
 
     def webhook(self, delivery_id: str) -> str:
         """String: one webhook delivery (``WebhookDelivery`` JSON) until it is delivered."""
-        return f"{self.prefix}:webhook:{check_id('delivery', delivery_id)}"
-
-    @property
-    def resume_stream(self) -> str:
-        return f"{self.prefix}:resume"
-
-    @property
-    def resume_dead_letters(self) -> str:
-        """Stream: resume jobs given up after too many failed attempts, for an operator."""
-        return f"{self.prefix}:resume:dead"
-
-    @property
-    def click_stream(self) -> str:
-        """Stream: decision clicks acknowledged to Slack, waiting for a decider."""
-        return f"{self.prefix}:clicks"
-
-    @property
-    def audit_stream(self) -> str:
-        return f"{self.prefix}:audit"
-
-    @property
-    def request_events(self) -> str:
-        """Stream: the audit entries of external requests only (the scripts derive it as
-        the audit stream's name plus ``:requests``)."""
-        return f"{self.audit_stream}:requests"
+        return f"{self._global}:webhook:{check_id('delivery', delivery_id)}"

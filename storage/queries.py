@@ -1,14 +1,14 @@
 """Reading interrupt records: one by id, and the pending ones by user, channel or run.
 
-Listings read an index page and then the records in one pipeline (two round trips
-whatever the number of pending interrupts). A corrupt record is logged and left out of
-a listing; ``get`` raises CorruptRecordError for it.
+Listings read an index page of every shard in one pipeline, merge them, then read the
+records in a second (two round trips whatever the number of pending interrupts). A
+corrupt record is logged and left out of a listing; ``get`` raises CorruptRecordError.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import cast
 
 from .client import RedisClient
@@ -78,7 +78,10 @@ class InterruptQueries:
         An interrupt bound for a direct message is counted once it has been posted.
         """
         async with self._client.guard("count pending interrupts"):
-            return int(await self._client.raw.zcard(self._keys.by_channel))
+            pipe = self._client.pipeline()
+            for shard in self._keys.all_shards:
+                pipe.zcard(self._keys.by_channel(shard))
+            return sum(int(count) for count in await pipe.execute())
 
     async def batch(self, record: InterruptRecord) -> list[InterruptRecord]:
         """The items of the batch card ``record`` is on, in the card's order (the lead
@@ -115,15 +118,19 @@ class InterruptQueries:
                 unreadable.append(rid)
         return records, unreadable
 
-    async def _page(self, index: str, owner: str, limit: int, cursor: str | None) -> Page:
+    async def _page(
+        self, index: Callable[[int], str], owner: str, limit: int, cursor: str | None
+    ) -> Page:
         # Members are "owner \0 created_ms \0 record_id", so one owner's are contiguous and
-        # in creation order; the cursor is the last member returned.
+        # in creation order in each shard; merged, the first ``limit`` of all shards' pages
+        # are the page. The cursor is the last member returned.
         low = f"({cursor}" if cursor and cursor.startswith(owner + "\0") else f"[{owner}\0"
         async with self._client.guard("list pending interrupts"):
-            members = cast(
-                list[str],
-                await self._client.raw.zrangebylex(index, low, f"({owner}\x01", 0, limit),
-            )
+            pipe = self._client.pipeline()
+            for shard in self._keys.all_shards:
+                pipe.zrangebylex(index(shard), low, f"({owner}\x01", 0, limit)
+            pages = cast(list[list[str]], await pipe.execute())
+        members = sorted(m for page in pages for m in page)[:limit]
         ids = [m.rsplit("\0", 1)[1] for m in members]
         valid = [i for i in ids if _is_record_id(i)]
         records, unreadable = await self.many(valid)
@@ -131,9 +138,13 @@ class InterruptQueries:
         if gone:
             # Index entries whose record expired by TTL, was removed or is damaged: clean
             # them lazily, and say so (a damaged one was logged and counted above).
-            log.warning("%d index entries of unreadable records left %s", len(gone), index)
+            log.warning("%d unreadable records left the pending list of %s", len(gone), owner)
             async with self._client.guard("clean index"):
-                await self._client.raw.zrem(index, *gone)
+                pipe = self._client.pipeline()
+                for member in gone:
+                    rid = member.rsplit("\0", 1)[1]
+                    pipe.zrem(index(self._keys.shard_of_record(rid)), member)
+                await pipe.execute()
         pending = tuple(r for r in records if r.state == "pending")
         next_cursor = members[-1] if len(members) == limit else None
         return Page(records=pending, next_cursor=next_cursor)

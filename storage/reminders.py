@@ -25,7 +25,10 @@ class ReminderStore:
         False (nothing changed) when the record was decided, a later reminder was already
         taken, or ``until`` is past its expiry.
         """
-        keys = [self._keys.record(record_id), self._keys.reminders]
+        keys = [
+            self._keys.record(record_id),
+            self._keys.reminders(self._keys.shard_of_record(record_id)),
+        ]
         args: list[str | int] = [record_id, number, to_ms(until)]
         deferred = await self._client.eval("remind_defer", keys, args) == "deferred"
         if deferred:

@@ -1,7 +1,7 @@
 """ResumeQueue: the jobs that continue a run once its last pending interrupt is decided.
 
 Jobs are appended by the decide/expire scripts to a Redis Stream and read through a
-consumer group. A worker's loop::
+consumer group. A worker's loop (one per shard: ``claim(..., shard=n)``)::
 
     for job in await queue.claim("worker-1"):
         taken = await queue.take(job, consumer="worker-1")
@@ -26,6 +26,7 @@ retried again).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -34,7 +35,7 @@ from typing import Literal, cast
 from agent_runtime.session import StoredSession
 
 from .client import RedisClient
-from .consumer_group import ConsumerGroup
+from .consumer_group import ConsumerGroup, stream_order
 from .epoch import from_ms, to_ms
 from .errors import CorruptRecordError
 from .keys import Keys
@@ -72,6 +73,7 @@ class ResumeJob:
     round: int
     record_ids: tuple[str, ...]
     enqueued_at: datetime
+    shard: int = 0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -99,29 +101,34 @@ class ResumeQueue:
         self._client = client
         self._keys = keys
         self.group = group
-        self._group = ConsumerGroup(client, key=keys.resume_stream, group=group, what="resume jobs")
+        self._groups = [
+            ConsumerGroup(client, key=keys.resume_stream(shard), group=group, what="resume jobs")
+            for shard in keys.all_shards
+        ]
         self.max_attempts = max_attempts
         self._lease_ms = int(lease.total_seconds() * 1000)
         self._applied_ms = int(applied_ttl.total_seconds() * 1000)
         self._dead_letters = dead_letters
 
     async def ensure_group(self) -> None:
-        """Create the consumer group (and stream) if missing; jobs already queued are kept."""
-        await self._group.ensure()
+        """Create each shard's consumer group (and stream) if missing; queued jobs are kept."""
+        for group in self._groups:
+            await group.ensure()
 
     async def claim(
-        self, consumer: str, *, count: int = 10, block: timedelta | None = None
+        self, consumer: str, *, shard: int = 0, count: int = 10, block: timedelta | None = None
     ) -> list[ResumeJob]:
-        """New jobs for ``consumer``; waits up to ``block`` for one when none is queued."""
-        entries = await self._group.read(consumer, count=count, block=block)
-        return [_job(entry_id, fields) for entry_id, fields in entries]
+        """New jobs of ``shard`` for ``consumer``; waits up to ``block`` for one."""
+        entries = await self._groups[shard].read(consumer, count=count, block=block)
+        return [_job(entry_id, fields, shard) for entry_id, fields in entries]
 
     async def reclaim(
-        self, consumer: str, *, min_idle: timedelta, count: int = 10
+        self, consumer: str, *, shard: int = 0, min_idle: timedelta, count: int = 10
     ) -> list[ResumeJob]:
-        """Take over jobs another consumer claimed but did not finish within ``min_idle``."""
-        entries = await self._group.take_over(consumer, min_idle=min_idle, count=count)
-        jobs = [_job(entry_id, fields) for entry_id, fields in entries]
+        """Take over jobs of ``shard`` another consumer claimed but did not finish within
+        ``min_idle``."""
+        entries = await self._groups[shard].take_over(consumer, min_idle=min_idle, count=count)
+        jobs = [_job(entry_id, fields, shard) for entry_id, fields in entries]
         for job in jobs:
             log.warning("resume job %s of run %s reclaimed by %s", job.id, job.run_id, consumer)
         return jobs
@@ -129,12 +136,16 @@ class ResumeQueue:
     async def heartbeat(self, jobs: list[ResumeJob], *, consumer: str) -> int:
         """Keep ``jobs`` (being applied by ``consumer``) and their runs' leases from being
         taken over; how many were still this consumer's."""
-        return await self._group.heartbeat(
-            consumer,
-            [job.id for job in jobs],
-            leases=[self._keys.run_lease(job.run_id) for job in jobs],
-            lease_ms=self._lease_ms,
-        )
+        kept = 0
+        for shard in {job.shard for job in jobs}:
+            mine = [job for job in jobs if job.shard == shard]
+            kept += await self._groups[shard].heartbeat(
+                consumer,
+                [job.id for job in mine],
+                leases=[self._keys.run_lease(job.run_id) for job in mine],
+                lease_ms=self._lease_ms,
+            )
+        return kept
 
     async def begin(self, job: ResumeJob, *, consumer: str, session_version: int) -> BeginResult:
         """Take the run's lease to apply ``job`` to snapshot ``session_version``.
@@ -151,22 +162,28 @@ class ResumeQueue:
         """``begin`` from the thread's stored session, reading it and the job's records too.
 
         One round trip instead of four (session, lease, records, the agent's own load): a
-        resume's bookkeeping is most of its cost when the agent itself is quick.
+        resume's bookkeeping is most of its cost when the agent itself is quick. On Redis
+        Cluster the session lives in another slot and is read first, one more round trip.
         """
-        record_keys = [self._keys.record(rid) for rid in job.record_ids]
-        session_key = self._keys.session(job.thread_id)
-        keys = [
-            self._keys.run_lease(job.run_id),
-            self._keys.run_applied(job.run_id),
-            session_key,
-            *record_keys,
-        ]
-        args: list[str | int] = [job.id, "", consumer, self._lease_ms]
-        reply = cast(list[str], await self._client.eval("resume_begin", keys, args))
+        k = self._keys
+        record_keys = [k.record(rid) for rid in job.record_ids]
+        session_key = k.session(job.thread_id)
+        keys = [k.run_lease(job.run_id), k.run_applied(job.run_id)]
+        args: list[str | int] = [job.id, "", consumer, self._lease_ms, "session"]
+        if k.shards is None:
+            keys.append(session_key)
+        else:
+            async with self._client.guard("load session"):
+                read = await self._client.raw.hmget(session_key, ["version", "snapshot"])
+            stored, snapshot = cast(list[str | None], read)
+            args[1], args[4] = stored or "0", ""
+        reply = cast(list[str], await self._client.eval("resume_begin", keys + record_keys, args))
         status, version = cast(BeginResult, reply[0]), int(reply[1])
         if status != "go":
             return Taken(status=status, session_version=version)
-        session = parse_session(session_key, version, reply[2]) if reply[2] else None
+        if k.shards is None:
+            snapshot = reply[2]
+        session = parse_session(session_key, version, snapshot) if snapshot else None
         records: list[InterruptRecord] = []
         missing: list[str] = []
         for rid, key, text in zip(job.record_ids, record_keys, reply[3:], strict=True):
@@ -191,7 +208,7 @@ class ResumeQueue:
         keys = [
             self._keys.run_lease(job.run_id),
             self._keys.run_applied(job.run_id),
-            self._keys.resume_stream,
+            self._keys.resume_stream(job.shard),
         ]
         args: list[str | int] = [job.id, session_version, consumer, self.group, self._applied_ms]
         await self._client.eval("resume_complete", keys, args)
@@ -211,8 +228,8 @@ class ResumeQueue:
         keys = [
             self._keys.run_lease(job.run_id),
             self._keys.run_attempts(job.run_id),
-            self._keys.resume_stream,
-            self._keys.resume_dead_letters,
+            self._keys.resume_stream(job.shard),
+            self._keys.resume_dead_letters(job.shard),
         ]
         args: list[str | int] = [
             job.id,
@@ -238,27 +255,35 @@ class ResumeQueue:
             return bool(await self._client.raw.set(key, "1", nx=True, px=self._applied_ms))
 
     async def dead_letters(self, *, count: int = 100) -> list[dict[str, str]]:
-        """The most recent dead-lettered jobs, newest first, as stored (for an operator)."""
+        """The most recent dead-lettered jobs of every shard, newest first, as stored (for
+        an operator)."""
         async with self._client.guard("read dead-lettered resume jobs"):
-            entries = await self._client.raw.xrevrange(self._keys.resume_dead_letters, count=count)
-        return [dict(fields) for _, fields in cast(list[tuple[str, dict[str, str]]], entries)]
+            pipe = self._client.pipeline()
+            for shard in self._keys.all_shards:
+                pipe.xrevrange(self._keys.resume_dead_letters(shard), count=count)
+            shards = cast(list[list[tuple[str, dict[str, str]]]], await pipe.execute())
+        entries = [entry for entries in shards for entry in entries]
+        entries.sort(key=lambda entry: stream_order(entry[0]), reverse=True)
+        return [dict(fields) for _, fields in entries[:count]]
 
     async def ack(self, job: ResumeJob) -> None:
         """Acknowledge a job that needs no work (``begin`` answered ``done``)."""
-        await self._group.ack(job.id)
+        await self._groups[job.shard].ack(job.id)
 
     async def pending_count(self) -> int:
         """Jobs delivered to a consumer and not yet acknowledged."""
         async with self._client.guard("count pending resume jobs"):
-            info = await self._client.raw.xpending(self._keys.resume_stream, self.group)
-        return int(info["pending"])
+            pipe = self._client.pipeline()
+            for shard in self._keys.all_shards:
+                pipe.xpending(self._keys.resume_stream(shard), self.group)
+            return sum(int(info["pending"]) for info in await pipe.execute())
 
     async def lag(self) -> int:
         """Jobs not yet acknowledged: waiting for a worker, or being applied."""
-        return await self._group.lag()
+        return sum(await asyncio.gather(*(group.lag() for group in self._groups)))
 
 
-def _job(entry_id: str, fields: dict[str, str]) -> ResumeJob:
+def _job(entry_id: str, fields: dict[str, str], shard: int) -> ResumeJob:
     return ResumeJob(
         id=entry_id,
         run_id=fields["run_id"],
@@ -266,4 +291,5 @@ def _job(entry_id: str, fields: dict[str, str]) -> ResumeJob:
         round=int(fields["round"]),
         record_ids=tuple(fields.get("record_ids", "").split()),
         enqueued_at=from_ms(int(fields["at"])),
+        shard=shard,
     )

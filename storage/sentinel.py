@@ -16,6 +16,8 @@ import redis.asyncio as aioredis
 from redis.asyncio.connection import BlockingConnectionPool
 from redis.asyncio.sentinel import Sentinel, SentinelConnectionPool
 
+from .hosts import host_port
+
 SCHEME = "redis+sentinel"
 DEFAULT_PORT = 26379
 
@@ -39,7 +41,13 @@ def parse_sentinel_url(url: str) -> SentinelTarget:
         raise ValueError(f"not a {SCHEME}:// URL")
     userinfo, _, hostlist = parts.netloc.rpartition("@")
     username, _, password = userinfo.partition(":")
-    sentinels = tuple(_host_port(item) for item in hostlist.split(","))
+    try:
+        sentinels = tuple(
+            host_port(item, default_port=DEFAULT_PORT, what="sentinel")
+            for item in hostlist.split(",")
+        )
+    except ValueError as exc:
+        raise ValueError(f"{exc}: redis+sentinel://host:26379/mymaster") from exc
     path = [p for p in parts.path.split("/") if p]
     if not path or len(path) > 2:
         raise ValueError("name the service: redis+sentinel://host:26379/mymaster[/db]")
@@ -52,18 +60,6 @@ def parse_sentinel_url(url: str) -> SentinelTarget:
         username=urllib.parse.unquote(username) or None,
         password=urllib.parse.unquote(password) or None,
     )
-
-
-def _host_port(item: str) -> tuple[str, int]:
-    host, colon, port = item.rpartition(":")
-    if not colon or host.endswith(":"):  # no port, or a bare IPv6 address
-        host, port = item, ""
-    host = host.removeprefix("[").removesuffix("]")
-    if not host:
-        raise ValueError("name at least one sentinel: redis+sentinel://host:26379/mymaster")
-    if port and not port.isdigit():
-        raise ValueError(f"sentinel port {port!r} is not a number")
-    return host, int(port) if port else DEFAULT_PORT
 
 
 class _BlockingSentinelPool(SentinelConnectionPool, BlockingConnectionPool):

@@ -31,17 +31,18 @@ class RecordTransitions:
     def _transition_keys(self, rid: str) -> list[str]:
         run_id, _ = split_record_id(rid)
         k = self._keys
+        shard = k.shard_of(run_id)
         return [
             k.record(rid),
             k.run_pending(run_id),
             k.run_round(run_id),
-            k.due,
-            k.reminders,
-            k.outbox,
-            k.by_user,
-            k.by_channel,
-            k.resume_stream,
-            k.audit_stream,
+            k.due(shard),
+            k.reminders(shard),
+            k.outbox(shard),
+            k.by_user(shard),
+            k.by_channel(shard),
+            k.resume_stream(shard),
+            k.audit_stream(shard),
             k.run_decided(run_id),
         ]
 

@@ -10,6 +10,7 @@ it is delivered or ``GIVE_UP_AFTER`` has passed.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import cast
 
@@ -48,27 +49,36 @@ class WebhookOutbox:
     def __init__(self, client: RedisClient, keys: Keys) -> None:
         self._client = client
         self._keys = keys
-        self._events = ConsumerGroup(
-            client, key=keys.request_events, group="webhooks", what="webhook events"
-        )
+        self._events = [
+            ConsumerGroup(
+                client, key=keys.request_events(shard), group="webhooks", what="webhook events"
+            )
+            for shard in keys.all_shards
+        ]
 
     async def ensure_group(self) -> None:
-        await self._events.ensure()
+        for events in self._events:
+            await events.ensure()
 
     async def read_events(
-        self, consumer: str, *, count: int = 100, block: timedelta | None = None
+        self, consumer: str, *, shard: int = 0, count: int = 100, block: timedelta | None = None
     ) -> list[AuditEntry]:
-        """New request events for ``consumer``."""
-        return entries_of(await self._events.read(consumer, count=count, block=block))
+        """New request events of ``shard`` for ``consumer``."""
+        read = await self._events[shard].read(consumer, count=count, block=block)
+        return entries_of(read, self._keys.entry_shard(shard))
 
     async def take_over_events(
-        self, consumer: str, *, min_idle: timedelta, count: int = 100
+        self, consumer: str, *, shard: int = 0, min_idle: timedelta, count: int = 100
     ) -> list[AuditEntry]:
-        """Entries a sender that died read but did not acknowledge."""
-        return entries_of(await self._events.take_over(consumer, min_idle=min_idle, count=count))
+        """Entries of ``shard`` a sender that died read but did not acknowledge."""
+        taken = await self._events[shard].take_over(consumer, min_idle=min_idle, count=count)
+        return entries_of(taken, self._keys.entry_shard(shard))
 
-    async def ack_events(self, *entry_ids: str) -> None:
-        await self._events.ack(*entry_ids)
+    async def ack_events(self, entries: Sequence[AuditEntry]) -> None:
+        """Acknowledge handled request events."""
+        for shard in {entry.shard or 0 for entry in entries}:
+            ids = [e.entry_id for e in entries if (e.shard or 0) == shard and e.entry_id]
+            await self._events[shard].ack(*ids)
 
     async def add(self, delivery: WebhookDelivery, *, due: datetime) -> bool:
         """Store a delivery, due at ``due``; False when one with its id is stored already."""

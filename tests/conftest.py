@@ -1,7 +1,9 @@
-"""Fixtures shared by every suite: one real Redis-compatible server per test session.
+"""Fixtures shared by every suite: one real Redis-compatible server per test session,
+and one local 3-primary Redis Cluster for the suites that also run on a cluster.
 
 The server is the embedded one the product itself uses (storage.EmbeddedRedis), on a
-private unix socket. If it cannot start the session fails loudly; no test is ever skipped for it.
+private unix socket; the cluster is storage.EmbeddedCluster, from the same binary on
+loopback ports. If either cannot start the session fails loudly; no test is ever skipped.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import pytest
 
 from storage import Storage, connect
 from storage.embedded import EmbeddedRedis
+from storage.embedded_cluster import EmbeddedCluster
 
 
 @pytest.fixture(scope="session")
@@ -26,6 +29,14 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedR
 @pytest.fixture(scope="session")
 def redis_url(redis_server: EmbeddedRedis) -> str:
     return redis_server.url
+
+
+@pytest.fixture(scope="session")
+def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedCluster]:
+    cluster = EmbeddedCluster(tmp_path_factory.mktemp("cluster"))
+    cluster.start()
+    yield cluster
+    cluster.stop()
 
 
 @pytest.fixture

@@ -1,10 +1,10 @@
 """Wakes a long-poll the moment its request changes.
 
 Every transition of a request appends to the audit stream, and to its copy for external
-requests, in the same atomic step, so one blocking read of that copy per process
-(``XREAD BLOCK``, no polling) sees each decision, vote, reminder, expiry, escalation and
-withdrawal as it lands, whichever process made it. A waiter registers before it reads
-the request, so no change falls between the two.
+requests, in the same atomic step, so one blocking read of that copy per process (per
+shard on Redis Cluster; ``XREAD BLOCK``, no polling) sees each decision, vote, reminder,
+expiry, escalation and withdrawal as it lands, whichever process made it. A waiter
+registers before it reads the request, so no change falls between the two.
 """
 
 from __future__ import annotations
@@ -26,14 +26,14 @@ reader outlives its last waiter, not how soon a waiter wakes."""
 
 
 class RequestWatch:
-    """One process's reader of the audit stream, waking the waiters of each request; it
-    reads only while someone waits, so an idle process sends Redis nothing."""
+    """One process's readers of the request events (one per shard), waking the waiters of
+    each request; they read only while someone waits, so an idle process sends nothing."""
 
     def __init__(self, storage: Storage) -> None:
         self._storage = storage
         self._waiters: dict[str, set[asyncio.Event]] = {}
         self._stopping = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
+        self._readers: dict[int, asyncio.Task[None]] = {}
 
     @property
     def closing(self) -> bool:
@@ -44,16 +44,17 @@ class RequestWatch:
         """Stop reading, and wake every waiter so no long-poll holds up the shutdown."""
         self._stopping.set()
         self._wake_all()
-        if self._task is not None:
-            await self._task
+        await asyncio.gather(*self._readers.values())
 
     @contextlib.contextmanager
     def watching(self, run_id: str) -> Iterator[asyncio.Event]:
         """An event set each time request ``run_id`` changes, while the block runs."""
         event = asyncio.Event()
         self._waiters.setdefault(run_id, set()).add(event)
-        if self._task is None and not self.closing:
-            self._task = asyncio.create_task(self._run(), name="request watch")
+        for shard in self._storage.keys.all_shards:
+            if shard not in self._readers and not self.closing:
+                reader = asyncio.create_task(self._follow(shard), name=f"request watch {shard}")
+                self._readers[shard] = reader
         try:
             yield event
         finally:
@@ -63,28 +64,35 @@ class RequestWatch:
                 if not waiting:
                     del self._waiters[run_id]
 
-    async def _run(self) -> None:
-        after: str | None = None
+    async def _follow(self, shard: int) -> None:
+        """Read ``shard``'s request events while anyone waits, waking their waiters. The
+        reader leaves ``_readers`` in the same step as it sees nobody waiting, so a new
+        waiter either finds it still reading or starts another."""
         try:
-            while self._waiters and not self.closing:
-                try:
-                    if after is None:
-                        after = await self._storage.audit.last_request_event()
-                        # Changes before this point were not seen: every waiter reads again.
-                        self._wake_all()
-                    entries = await self._storage.audit.follow_requests(after=after, block=_BLOCK)
-                except StorageError as exc:
-                    log.warning("request watch: %s; reading again in a second", exc)
-                    after = None
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(self._stopping.wait(), 1.0)
-                    continue
-                for entry in entries:
-                    after = entry.entry_id or after
-                    for event in self._waiters.get(entry.run_id, ()):
-                        event.set()
+            await self._read(shard)
         finally:
-            self._task = None
+            del self._readers[shard]
+
+    async def _read(self, shard: int) -> None:
+        after: str | None = None
+        audit = self._storage.audit
+        while self._waiters and not self.closing:
+            try:
+                if after is None:
+                    after = await audit.last_request_event(shard)
+                    # Changes before this point were not seen: every waiter reads again.
+                    self._wake_all()
+                entries = await audit.follow_requests(shard=shard, after=after, block=_BLOCK)
+            except StorageError as exc:
+                log.warning("request watch: %s; reading again in a second", exc)
+                after = None
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stopping.wait(), 1.0)
+                continue
+            for entry in entries:
+                after = entry.entry_id or after
+                for event in self._waiters.get(entry.run_id, ()):
+                    event.set()
 
     def _wake_all(self) -> None:
         for waiting in self._waiters.values():

@@ -138,20 +138,25 @@ class WebhookSender:
 
 
 class WebhookEvents(ConsumerLoop[AuditEntry]):
-    """One consumer of the webhook events: stores a delivery per request event."""
+    """One consumer of one shard's webhook events: stores a delivery per request event."""
 
-    def __init__(self, services: Services, *, consumer: str, sender: WebhookSender) -> None:
+    def __init__(
+        self, services: Services, *, consumer: str, sender: WebhookSender, shard: int = 0
+    ) -> None:
         super().__init__(consumer=consumer, batch=200)
         self._services = services
         self._sender = sender
+        self._shard = shard
 
     async def take_over(self, *, min_idle: timedelta, count: int) -> list[AuditEntry]:
         outbox = self._services.storage.webhooks
-        return await outbox.take_over_events(self.consumer, min_idle=min_idle, count=count)
+        return await outbox.take_over_events(
+            self.consumer, shard=self._shard, min_idle=min_idle, count=count
+        )
 
     async def read(self, *, count: int, block: timedelta) -> list[AuditEntry]:
         return await self._services.storage.webhooks.read_events(
-            self.consumer, count=count, block=block
+            self.consumer, shard=self._shard, count=count, block=block
         )
 
     async def keep(self, entries: list[AuditEntry]) -> None:
@@ -163,9 +168,7 @@ class WebhookEvents(ConsumerLoop[AuditEntry]):
             for entry in entries:
                 if entry.event in EVENTS:
                     stored += await self._store(entry)
-            await self._services.storage.webhooks.ack_events(
-                *(e.entry_id for e in entries if e.entry_id)
-            )
+            await self._services.storage.webhooks.ack_events(entries)
         except StorageError as exc:
             log.error("webhook events not stored yet: %s", exc)  # taken over again later
             return
@@ -175,14 +178,14 @@ class WebhookEvents(ConsumerLoop[AuditEntry]):
     async def _store(self, entry: AuditEntry) -> int:
         storage = self._services.storage
         meta = await storage.requests.meta(entry.run_id)
-        if meta is None or meta.callback_url is None or entry.entry_id is None:
+        if meta is None or meta.callback_url is None or entry.ref is None:
             return 0
         record = await storage.queries.get(entry.record_id)
         if record is None:
             return 0
         items = await storage.queries.batch(record) if record.batch else []
         delivery = WebhookDelivery(
-            id=entry.entry_id,
+            id=entry.ref,
             url=meta.callback_url,
             client=meta.client,
             event=EVENTS[entry.event],
@@ -195,7 +198,7 @@ class WebhookEvents(ConsumerLoop[AuditEntry]):
 def _body(entry: AuditEntry, view: RequestView) -> str:
     """What the receiver gets: the event, when it happened, and the request as it stands."""
     data: dict[str, Any] = {
-        "delivery_id": entry.entry_id,
+        "delivery_id": entry.ref,
         "event": EVENTS[entry.event],
         "occurred_at": entry.at.isoformat(),
         "request": json.loads(view.model_dump_json()),

@@ -1,6 +1,6 @@
 """Click deciders: decide the clicks the HTTP handler (or Socket Mode listener) queued.
 
-Each decider is one consumer of storage's click stream. It reads a batch, decides its
+Each decider is one consumer of one shard of storage's click stream. It reads a batch, decides its
 clicks concurrently (``decide_click``: storage's atomic step, then ``chat.update`` or a
 refusal) and acknowledges each after its decision. Clicks a dead decider read but did
 not acknowledge are reclaimed once its heartbeat stops for ``reclaim_after``; storage
@@ -32,19 +32,23 @@ class ClickDecider(ConsumerLoop[ClickEntry]):
         services: Services,
         *,
         consumer: str,
+        shard: int = 0,
         batch: int = 32,
         reclaim_after: timedelta = TAKEOVER_AFTER,
     ) -> None:
         super().__init__(consumer=consumer, batch=batch, reclaim_after=reclaim_after)
         self._services = services
+        self._shard = shard
 
     async def take_over(self, *, min_idle: timedelta, count: int) -> list[ClickEntry]:
         return await self._services.storage.clicks.reclaim(
-            self.consumer, min_idle=min_idle, count=count
+            self.consumer, shard=self._shard, min_idle=min_idle, count=count
         )
 
     async def read(self, *, count: int, block: timedelta) -> list[ClickEntry]:
-        return await self._services.storage.clicks.claim(self.consumer, count=count, block=block)
+        return await self._services.storage.clicks.claim(
+            self.consumer, shard=self._shard, count=count, block=block
+        )
 
     async def keep(self, entries: list[ClickEntry]) -> None:
         await self._services.storage.clicks.heartbeat(entries, consumer=self.consumer)

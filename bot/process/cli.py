@@ -217,7 +217,7 @@ async def _audit(settings: Settings, args: argparse.Namespace, stopping: asyncio
                 if wanted and (args.user is None or entry.user_id == args.user):
                     row = {**dataclasses.asdict(entry), "at": entry.at.isoformat()}
                     print(json.dumps(row), flush=True)
-            after = page[-1].entry_id or after
+            after = page[-1].ref or after
     finally:
         await storage.close()
     return 0

@@ -2,7 +2,8 @@
 
 ``serve`` and ``socket`` run these loops in-process by default (with ``--no-workers``
 they only acknowledge clicks, queued in Redis for another process to decide);
-``worker`` runs only the loops, to scale out. ``stop`` ends each loop and waits for it.
+``worker`` runs only the loops, to scale out. On Redis Cluster each stream is split
+into shards, and every consumer runs once per shard. ``stop`` ends each loop and waits.
 """
 
 from __future__ import annotations
@@ -50,27 +51,46 @@ class Loops:
         reclaim_after: timedelta = TAKEOVER_AFTER,
     ) -> None:
         loop = next(_LOOPS)
+        shards = services.storage.keys.all_shards
+
+        def named(name: str, shard: int) -> str:
+            return name if len(shards) == 1 else f"{name}-s{shard}"
+
         self.deciders = [
             ClickDecider(
-                services, consumer=f"{consumer_name(i)}-clicks-{loop}", reclaim_after=reclaim_after
+                services,
+                consumer=named(f"{consumer_name(i)}-clicks-{loop}", shard),
+                shard=shard,
+                reclaim_after=reclaim_after,
             )
             for i in range(deciders)
+            for shard in shards
         ]
         self.workers = [
-            ResumeWorker(services, consumer=consumer_name(i), reclaim_after=reclaim_after)
+            ResumeWorker(
+                services,
+                consumer=named(consumer_name(i), shard),
+                shard=shard,
+                reclaim_after=reclaim_after,
+            )
             for i in range(workers)
+            for shard in shards
         ]
         self.scheduler = (
             Scheduler(services, interval=tick, made_final=made_final) if scheduler else None
         )
         self.webhook_sender = WebhookSender(services) if webhooks else None
-        self.webhook_events = (
-            WebhookEvents(
-                services, consumer=f"{consumer_name(0)}-webhooks-{loop}", sender=self.webhook_sender
-            )
-            if self.webhook_sender
-            else None
-        )
+        self.webhook_events: list[WebhookEvents] = []
+        if self.webhook_sender is not None:
+            self.webhook_events = [
+                WebhookEvents(
+                    services,
+                    consumer=named(f"{consumer_name(0)}-webhooks-{loop}", shard),
+                    sender=self.webhook_sender,
+                    shard=shard,
+                )
+                for shard in shards
+            ]
         self._services = services
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -81,9 +101,9 @@ class Loops:
             self._tasks.append(asyncio.create_task(worker.run(), name=worker.consumer))
         if self.scheduler is not None:
             self._tasks.append(asyncio.create_task(self.scheduler.run(), name="scheduler"))
-        if self.webhook_sender is not None and self.webhook_events is not None:
+        if self.webhook_sender is not None:
             self._tasks.append(asyncio.create_task(self.webhook_sender.run(), name="webhooks"))
-            events = self.webhook_events
+        for events in self.webhook_events:
             self._tasks.append(asyncio.create_task(events.run(), name=events.consumer))
 
     async def stop(self) -> None:
@@ -94,9 +114,10 @@ class Loops:
             worker.stop()
         if self.scheduler is not None:
             self.scheduler.stop()
-        if self.webhook_sender is not None and self.webhook_events is not None:
+        if self.webhook_sender is not None:
             self.webhook_sender.stop()
-            self.webhook_events.stop()
+        for events in self.webhook_events:
+            events.stop()
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks.clear()

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from bot.errors import ConfigError
+from storage.cluster import is_cluster_url, parse_cluster_url
 from storage.sentinel import SCHEME as SENTINEL_SCHEME
 from storage.sentinel import parse_sentinel_url
 
@@ -86,8 +87,13 @@ class Settings(BaseModel):
     def _redis_url(cls, v: str | None) -> str | None:
         if v is not None and v.startswith(f"{SENTINEL_SCHEME}://"):
             parse_sentinel_url(v)  # a ValueError says what is wrong
+        elif v is not None and is_cluster_url(v):
+            parse_cluster_url(v)
         elif v is not None and not v.startswith(("redis://", "rediss://", "unix://")):
-            raise ValueError("must start with redis://, rediss://, unix:// or redis+sentinel://")
+            raise ValueError(
+                "must start with redis://, rediss://, unix://, redis+sentinel://, "
+                "redis+cluster:// or rediss+cluster://"
+            )
         return v
 
     @field_validator("slack_api_url")

@@ -39,25 +39,29 @@ def consumer_name(index: int) -> str:
 
 
 class ResumeWorker(ConsumerLoop[ResumeJob]):
-    """One consumer of the resume queue; ``run`` until ``stop`` is called."""
+    """One consumer of one shard of the resume queue; ``run`` until ``stop`` is called."""
 
     def __init__(
         self,
         services: Services,
         *,
         consumer: str,
+        shard: int = 0,
         reclaim_after: timedelta = TAKEOVER_AFTER,
     ) -> None:
         super().__init__(consumer=consumer, batch=10, reclaim_after=reclaim_after)
         self._services = services
+        self._shard = shard
 
     async def take_over(self, *, min_idle: timedelta, count: int) -> list[ResumeJob]:
         return await self._services.storage.resume.reclaim(
-            self.consumer, min_idle=min_idle, count=count
+            self.consumer, shard=self._shard, min_idle=min_idle, count=count
         )
 
     async def read(self, *, count: int, block: timedelta) -> list[ResumeJob]:
-        return await self._services.storage.resume.claim(self.consumer, count=count, block=block)
+        return await self._services.storage.resume.claim(
+            self.consumer, shard=self._shard, count=count, block=block
+        )
 
     async def keep(self, jobs: list[ResumeJob]) -> None:
         await self._services.storage.resume.heartbeat(jobs, consumer=self.consumer)

@@ -1,10 +1,12 @@
 -- May this consumer apply resume job ARGV[1] to the run's session version?
--- KEYS: 1 run lease, 2 run applied-versions hash, 3 the thread's session hash, 4.. the
--- job's interrupt records. ARGV: 1 job id, 2 version ('' = the session's stored version),
--- 3 consumer, 4 lease ms.
+-- KEYS: 1 run lease, 2 run applied-versions hash, then (ARGV[5] 'session') the thread's
+-- session hash, then the job's interrupt records.
+-- ARGV: 1 job id, 2 version ('' = the session's stored version), 3 consumer, 4 lease ms,
+-- 5 'session' when KEYS[3] is the session (on Redis Cluster it is in another slot).
 -- Returns {'go' | 'done' (already applied: just ack) | 'busy', version}; on 'go' then the
--- session's snapshot ('' when none) and each record of KEYS[4..] as one JSON object ('' when
--- it is gone or not a hash), so a worker reads all its resume needs in this round trip.
+-- session's snapshot ('' when not read) and each record as one JSON object ('' when it is
+-- gone or not a hash), so a worker reads all its resume needs in this round trip.
+local with_session = ARGV[5] == 'session'
 local version = ARGV[2]
 if version == '' then version = redis.call('HGET', KEYS[3], 'version') or '0' end
 if redis.call('HEXISTS', KEYS[2], 'job:' .. ARGV[1]) == 1
@@ -17,8 +19,12 @@ if not redis.call('SET', KEYS[1], holder, 'NX', 'PX', ARGV[4]) then
   redis.call('PEXPIRE', KEYS[1], ARGV[4])
 end
 local result = {'go', version, ''}
-if #KEYS >= 3 then result[3] = redis.call('HGET', KEYS[3], 'snapshot') or '' end
-for i = 4, #KEYS do
+local first_record = 3
+if with_session then
+  result[3] = redis.call('HGET', KEYS[3], 'snapshot') or ''
+  first_record = 4
+end
+for i = first_record, #KEYS do
   local flat, record = redis.pcall('HGETALL', KEYS[i]), {}
   if flat.err or #flat == 0 then
     result[#result + 1] = ''

@@ -68,6 +68,6 @@ async def test_a_damaged_record_left_out_of_the_pending_list_is_logged_and_count
     answer = await bot.command("", user=ALICE)
     assert answer["text"] == "0 waiting for you"
     assert any("corrupt" in r.getMessage() for r in caplog.records if r.levelname == "ERROR")
-    assert any("index entries of unreadable records" in r.getMessage() for r in caplog.records)
+    assert any("unreadable records left the pending list" in r.getMessage() for r in caplog.records)
     async with bot.http.get(bot.url + "/metrics") as response:
         assert "signoff_damaged_records_read_total 1" in await response.text()

@@ -1,4 +1,6 @@
-"""Fixtures of the process tests: an embedded Redis and a sandbox, one each per test."""
+"""Fixtures of the process tests: a sandbox per test, and Redis twice over: an embedded
+server of the test's own, then the session's Redis Cluster under a key prefix of the
+test's own (``SIGNOFF_REDIS_PREFIX``, which the processes inherit)."""
 
 from __future__ import annotations
 
@@ -11,8 +13,17 @@ from sandbox import Sandbox
 from storage import EmbeddedRedis
 
 
-@pytest.fixture
-def redis_url(tmp_path: Path) -> Iterator[str]:
+@pytest.fixture(params=["single", "cluster"])
+def redis_url(
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    key_prefix: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[str]:
+    if request.param == "cluster":
+        monkeypatch.setenv("SIGNOFF_REDIS_PREFIX", key_prefix)
+        yield str(request.getfixturevalue("redis_cluster").url)
+        return
     server = EmbeddedRedis(tmp_path / "redis")
     yield server.start()
     server.stop()

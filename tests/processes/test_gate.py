@@ -143,7 +143,9 @@ async def test_an_approved_command_runs_once_with_the_decision_and_reports_back(
     )
     assert outcome.startswith("Delete 42 stale volumes: succeeded in ")
     assert outcome.endswith("\ncleaned up")
-    storage = await connect(stack.env["REDIS_URL"])
+    storage = await connect(
+        stack.env["REDIS_URL"], prefix=stack.env.get("SIGNOFF_REDIS_PREFIX", "signoff")
+    )
     try:
         audit = await storage.audit.read(count=200)
     finally:

@@ -1,4 +1,5 @@
-"""Storage fixtures: a connected Storage under a fresh prefix, and a raw byte client."""
+"""Storage fixtures: every storage test runs on a single Redis and on a Redis Cluster
+(the ``redis_url`` here names one, then the other), and a raw byte client of either."""
 
 from __future__ import annotations
 
@@ -7,9 +8,23 @@ from collections.abc import AsyncIterator
 import pytest
 import redis.asyncio as aioredis
 
+from storage.cluster import cluster_redis, is_cluster_url, parse_cluster_url
+
+
+@pytest.fixture(params=["single", "cluster"])
+def redis_url(request: pytest.FixtureRequest) -> str:
+    if request.param == "cluster":
+        return str(request.getfixturevalue("redis_cluster").url)
+    return str(request.getfixturevalue("redis_server").url)
+
 
 @pytest.fixture
 async def raw(redis_url: str) -> AsyncIterator[aioredis.Redis]:
+    if is_cluster_url(redis_url):
+        cluster = cluster_redis(parse_cluster_url(redis_url), max_connections=8)
+        yield cluster  # type: ignore[misc]  # answers the same commands
+        await cluster.aclose()
+        return
     client = aioredis.Redis.from_url(redis_url)
     yield client
     await client.aclose()

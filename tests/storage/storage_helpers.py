@@ -12,7 +12,7 @@ import redis.asyncio as aioredis
 
 from agent_runtime.interrupts import Interrupt
 from agent_runtime.messages import ToolCall
-from storage import ApproverPolicy, InterruptRecord
+from storage import ApproverPolicy, InterruptRecord, Storage
 
 NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
@@ -68,3 +68,8 @@ async def wait_for(
 
 def later(**delta: float) -> datetime:
     return NOW + timedelta(**delta)
+
+
+def run_key(storage: Storage, index: Callable[[int], str], run_id: str = "run_1") -> str:
+    """The key of ``index`` in the shard of run ``run_id`` (on a single Redis: the one)."""
+    return index(storage.keys.shard_of(run_id))

@@ -14,6 +14,11 @@ from storage import Storage
 DIGEST = args_digest({"path": "/tmp/old"})
 
 
+def _shard(storage: Storage, run_id: str = "run_1") -> int:
+    """The shard of the run whose records a test clicks."""
+    return storage.keys.shard_of(run_id)
+
+
 async def _append(storage: Storage, record_id: str, user: str) -> str:
     return await storage.clicks.append(
         record_id=record_id,
@@ -29,20 +34,21 @@ async def _append(storage: Storage, record_id: str, user: str) -> str:
 async def test_a_click_is_read_once_and_reclaimed_only_when_left_unacknowledged(
     storage: Storage,
 ) -> None:
+    shard = _shard(storage, "run1")
     entry_id = await _append(storage, "run1/int1", "UALICE")
-    [entry] = await storage.clicks.claim("dead", count=10)
+    [entry] = await storage.clicks.claim("dead", shard=shard, count=10)
     assert (entry.id, entry.record_id, entry.user_id, entry.clicked_at) == (
         entry_id,
         "run1/int1",
         "UALICE",
         NOW,
     )
-    assert await storage.clicks.claim("other", count=10) == []
+    assert await storage.clicks.claim("other", shard=shard, count=10) == []
 
-    [taken] = await storage.clicks.reclaim("other", min_idle=timedelta(0))
+    [taken] = await storage.clicks.reclaim("other", shard=shard, min_idle=timedelta(0))
     assert taken == entry
     await storage.clicks.done([taken])
-    assert await storage.clicks.reclaim("third", min_idle=timedelta(0)) == []
+    assert await storage.clicks.reclaim("third", shard=shard, min_idle=timedelta(0)) == []
 
 
 async def test_deciding_a_click_entry_again_is_a_replay_that_changes_nothing(
@@ -88,4 +94,4 @@ async def test_deciding_a_click_entry_again_is_a_replay_that_changes_nothing(
     assert refused.status == "refused" and refused.reason == "not_allowed"
     assert refused_again.status == "replayed" and refused_again.reason == "not_allowed"
     assert await storage.resume.pending_count() == 0
-    assert len(await storage.resume.claim("worker", count=10)) == 1
+    assert len(await storage.resume.claim("worker", shard=_shard(storage), count=10)) == 1

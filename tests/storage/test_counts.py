@@ -37,7 +37,9 @@ async def test_lag_counts_waiting_and_unacknowledged_jobs(storage: Storage) -> N
         now=later(minutes=1),
     )
     assert await storage.resume.lag() == 1  # waiting for a worker
-    [job] = await storage.resume.claim("w1", block=timedelta(milliseconds=10))
+    [job] = await storage.resume.claim(
+        "w1", shard=storage.keys.shard_of("run_1"), block=timedelta(milliseconds=10)
+    )
     assert await storage.resume.lag() == 1  # being applied
     assert await storage.resume.begin(job, consumer="w1", session_version=0) == "go"
     await storage.resume.complete(job, consumer="w1", session_version=0)

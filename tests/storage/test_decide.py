@@ -6,7 +6,7 @@ import asyncio
 from datetime import timedelta
 
 import redis.asyncio as aioredis
-from storage_helpers import NOW, later, make_record, snapshot
+from storage_helpers import NOW, later, make_record, run_key, snapshot
 
 from agent_runtime.interrupts import Decision
 from agent_runtime.messages import args_digest
@@ -48,7 +48,7 @@ async def test_200_concurrent_clicks_make_exactly_one_decision(storage: Storage)
     assert len(refused) == 199
     assert all(o.reason == "already_decided" and o.decided_by == winner for o in refused)
     assert all(o.state == "approved" for o in refused)
-    stream = storage.keys.resume_stream
+    stream = run_key(storage, storage.keys.resume_stream)
     assert await storage.client.raw.xlen(stream) == 1
 
 
@@ -59,7 +59,7 @@ async def test_quorum_of_two_counts_each_user_once(storage: Storage) -> None:
     again = await decide(record.id, "UALICE", Decision.approve(), args_digest=DIGEST, now=NOW)
     assert (first.status, first.approvals, first.required) == ("progress", 1, 2)
     assert (again.status, again.reason, again.approvals) == ("refused", "already_voted", 1)
-    assert await storage.client.raw.xlen(storage.keys.resume_stream) == 0
+    assert await storage.client.raw.xlen(run_key(storage, storage.keys.resume_stream)) == 0
 
 
 async def test_quorum_three_concurrent_approvers_one_decision(storage: Storage) -> None:
@@ -76,7 +76,7 @@ async def test_quorum_three_concurrent_approvers_one_decision(storage: Storage) 
     assert statuses == ["progress", "recorded", "refused"]
     stored = await storage.queries.get(record.id)
     assert stored is not None and stored.state == "approved" and len(stored.approvals) == 2
-    assert await storage.client.raw.xlen(storage.keys.resume_stream) == 1
+    assert await storage.client.raw.xlen(run_key(storage, storage.keys.resume_stream)) == 1
 
 
 async def test_deny_after_one_approval_ends_it_denied(storage: Storage) -> None:
@@ -185,7 +185,7 @@ async def test_resume_waits_for_the_last_pending_interrupt_of_the_run(storage: S
     assert one.status == "recorded" and one.resume_job_id is None
     two = await decide(second.id, "UBOB", Decision.reject("no"), args_digest=DIGEST, now=NOW)
     assert two.resume_job_id is not None
-    jobs = await storage.resume.claim("w1")
+    jobs = await storage.resume.claim("w1", shard=storage.keys.shard_of("run_1"))
     assert [j.record_ids for j in jobs] == [tuple(sorted([first.id, second.id]))]
 
 

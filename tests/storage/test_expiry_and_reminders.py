@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
-from storage_helpers import later, make_record
+from storage_helpers import later, make_record, run_key
 
 from agent_runtime.interrupts import Decision
 from agent_runtime.messages import args_digest
@@ -23,7 +23,7 @@ async def test_two_racing_sweepers_expire_once_and_record_it_honestly(storage: S
     results = first + second
     assert len(results) == 1 and results[0].outcome == "expired"
     assert results[0].resume_job_id is not None
-    assert await storage.client.raw.xlen(storage.keys.resume_stream) == 1
+    assert await storage.client.raw.xlen(run_key(storage, storage.keys.resume_stream)) == 1
     stored = await storage.queries.get(record.id)
     assert stored is not None and stored.state == "expired" and stored.decided_by is None
     response = stored.response()

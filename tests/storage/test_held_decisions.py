@@ -19,7 +19,9 @@ WINDOW = timedelta(seconds=60)
 
 
 async def _jobs(storage: Storage) -> int:
-    return int(await storage.client.raw.xlen(storage.keys.resume_stream))
+    """Resume jobs queued, in every shard."""
+    streams = [storage.keys.resume_stream(shard) for shard in storage.keys.all_shards]
+    return sum([int(await storage.client.raw.xlen(stream)) for stream in streams])
 
 
 def _undo(storage: Storage, rid: str, user: str, *, now: datetime) -> Any:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from storage_helpers import NOW, later, make_record
+from storage_helpers import NOW, later, make_record, run_key
 
 from agent_runtime.interrupts import Decision
 from agent_runtime.messages import args_digest
@@ -44,7 +44,7 @@ async def test_an_approver_list_longer_than_one_index_call_is_indexed_whole(
     await storage.interrupts.decide(
         record.id, users[-1], Decision.approve(), args_digest=DIGEST, now=NOW
     )
-    assert await storage.client.raw.zcard(storage.keys.by_user) == 0
+    assert await storage.client.raw.zcard(run_key(storage, storage.keys.by_user)) == 0
 
 
 async def test_new_group_members_replace_the_old_in_the_index_while_pending(
@@ -107,7 +107,7 @@ async def test_cancel_run_cancels_pending_without_resume(storage: Storage) -> No
     assert await storage.queries.pending_for_run("run_1") == []
     stored = await storage.queries.get(records[0].id)
     assert stored is not None and stored.state == "cancelled"
-    assert await storage.client.raw.xlen(storage.keys.resume_stream) == 0
+    assert await storage.client.raw.xlen(run_key(storage, storage.keys.resume_stream)) == 0
 
 
 async def test_audit_stream_records_every_transition(storage: Storage) -> None:
@@ -170,4 +170,4 @@ async def test_records_with_groups_come_up_for_a_member_check_until_decided(
         grouped.id, "UBOB", Decision.approve(), args_digest=DIGEST, now=NOW
     )
     assert await checks(later(minutes=15)) == []
-    assert await storage.client.raw.zcard(storage.keys.group_checks) == 0
+    assert await storage.client.raw.zcard(run_key(storage, storage.keys.group_checks)) == 0

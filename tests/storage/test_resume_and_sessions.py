@@ -7,6 +7,7 @@ from datetime import timedelta
 
 import pytest
 import redis.asyncio as aioredis
+from redis.asyncio.cluster import RedisCluster
 from storage_helpers import NOW, make_record, wait_for
 
 from agent_runtime.errors import StaleSessionError, ThreadBusyError
@@ -56,7 +57,7 @@ async def test_worker_dies_before_ack_and_another_resumes_the_run_once(
 
     rid = await _decided_run(storage)
     short = ResumeQueue(storage.client, storage.keys, lease=timedelta(milliseconds=200))
-    [job] = await short.claim("worker-a")
+    [job] = await short.claim("worker-a", shard=storage.keys.shard_of("run_1"))
     assert job.record_ids == (rid,)
     stored = await storage.sessions.load(job.thread_id)
     assert stored is not None
@@ -65,7 +66,13 @@ async def test_worker_dies_before_ack_and_another_resumes_the_run_once(
     reclaimed: list[ResumeJob] = []
 
     async def reclaim() -> bool:
-        reclaimed.extend(await short.reclaim("worker-b", min_idle=timedelta(milliseconds=50)))
+        reclaimed.extend(
+            await short.reclaim(
+                "worker-b",
+                shard=storage.keys.shard_of("run_1"),
+                min_idle=timedelta(milliseconds=50),
+            )
+        )
         return bool(reclaimed)
 
     await wait_for(reclaim, what="the job to be reclaimable")
@@ -92,7 +99,7 @@ async def test_worker_dies_before_ack_and_another_resumes_the_run_once(
 
 async def test_two_concurrent_resumes_of_one_run_one_wins(storage: Storage) -> None:
     await _decided_run(storage)
-    [job] = await storage.resume.claim("worker-a")
+    [job] = await storage.resume.claim("worker-a", shard=storage.keys.shard_of("run_1"))
     applied: list[str] = []
     results = await asyncio.gather(
         _resume(storage, job, "worker-a", applied), _resume(storage, job, "worker-b", applied)
@@ -105,13 +112,19 @@ async def test_two_concurrent_resumes_of_one_run_one_wins(storage: Storage) -> N
 
 async def _blocked_claims(raw: aioredis.Redis) -> int:
     """How many clients the server reports blocked in XREADGROUP (``flags`` has ``b``)."""
-    clients = await raw.client_list()
+    if isinstance(raw, RedisCluster):
+        per_node = await raw.client_list(target_nodes=RedisCluster.ALL_NODES)
+        clients = [c for node in per_node.values() for c in node]
+    else:
+        clients = await raw.client_list()
     return sum(1 for c in clients if "b" in c["flags"] and c["cmd"] == "xreadgroup")
 
 
 async def test_claim_blocks_until_a_job_arrives(storage: Storage, raw: aioredis.Redis) -> None:
     before = await _blocked_claims(raw)
-    waiting = asyncio.create_task(storage.resume.claim("w", block=timedelta(seconds=30)))
+    waiting = asyncio.create_task(
+        storage.resume.claim("w", shard=storage.keys.shard_of("run_1"), block=timedelta(seconds=30))
+    )
 
     async def blocked() -> bool:
         return await _blocked_claims(raw) > before

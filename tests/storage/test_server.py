@@ -52,7 +52,7 @@ async def test_kill_9_and_restart_keeps_interrupts_votes_and_jobs(tmp_path: Path
         stored = await storage.queries.get(pending.id)
         assert stored is not None and stored.state == "pending"
         assert stored.approvals == ("UALICE",)
-        [job] = await storage.resume.claim("after-restart")
+        [job] = await storage.resume.claim("after-restart", shard=storage.keys.shard_of("run_2"))
         assert job.run_id == "run_2"
         out = await storage.interrupts.decide(
             pending.id, "UBOB", Decision.approve(), args_digest=DIGEST, now=NOW

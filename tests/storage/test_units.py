@@ -8,10 +8,13 @@ from datetime import timedelta
 import fakeredis
 import pytest
 from pydantic import ValidationError
+from redis.crc import key_slot
 from storage_helpers import NOW, make_record
 
 from agent_runtime.interrupts import Decision
 from agent_runtime.messages import args_digest
+from bot.errors import ConfigError
+from bot.process.settings import Settings
 from storage import (
     ApproverPolicy,
     CorruptRecordError,
@@ -22,6 +25,7 @@ from storage import (
     split_record_id,
 )
 from storage.client import RedisClient
+from storage.cluster import ClusterTarget, parse_cluster_url
 from storage.interrupts import InterruptStore
 from storage.queries import InterruptQueries
 from storage.retention import Retention
@@ -34,6 +38,33 @@ def test_a_runs_keys_share_its_hash_tag_under_the_prefix() -> None:
     assert keys.run_pending("run_7") == "acme:run:{run_7}:pending"
     assert keys.session("th_1") == "acme:thread:{th_1}:session"
     assert split_record_id(rid) == ("run_7", "int_x")
+
+
+def test_the_cluster_layout_puts_a_run_and_its_shards_indexes_in_one_slot() -> None:
+    keys = Keys(prefix="acme", shards=8)
+    slots = set()
+    for n in range(64):
+        run = f"run_{n}"
+        shard = keys.shard_of(run)
+        together = [keys.record(record_id(run, "i")), keys.run_lease(run), keys.due(shard)]
+        together += [keys.resume_stream(shard), keys.request_events(shard)]
+        assert len({key_slot(key.encode()) for key in together}) == 1
+        slots.add(key_slot(keys.due(shard).encode()))
+    # Eight shards, each in its own eighth of the slot space: spread over any even cluster.
+    assert sorted(slot * 8 // 16384 for slot in slots) == list(range(8))
+    assert key_slot(keys.api_clients.encode()) == key_slot(keys.api_tokens.encode())
+    assert key_slot(keys.webhooks.encode()) == key_slot(keys.webhook("d1").encode())
+
+
+def test_the_single_redis_layout_keeps_the_key_names_existing_data_has() -> None:
+    keys = Keys(prefix="acme")
+    assert list(keys.all_shards) == [0] and keys.shard_of("run_7") == 0
+    assert (keys.due(0), keys.resume_stream(0), keys.audit_stream(0)) == (
+        "acme:due",
+        "acme:resume",
+        "acme:audit",
+    )
+    assert (keys.api_clients, keys.webhook("d1")) == ("acme:api:clients", "acme:webhook:d1")
 
 
 @pytest.mark.parametrize("bad", ["", "a/b/c", "run{1}/x", "run 1/x", "r/" + "x" * 200, None])
@@ -91,3 +122,29 @@ async def test_decide_script_runs_on_fakeredis() -> None:
     assert out.status == "recorded" and out.resume_job_id
     again = await store.decide(record.id, "UBOB", Decision.approve(), args_digest=digest, now=NOW)
     assert (again.reason, again.decided_by) == ("already_decided", "UALICE")
+
+
+def test_a_cluster_url_names_its_startup_nodes_credentials_and_tls() -> None:
+    plain = parse_cluster_url("redis+cluster://:s%40cret@10.0.0.1:7000,cache.internal/")
+    assert plain == ClusterTarget(
+        nodes=(("10.0.0.1", 7000), ("cache.internal", 6379)), password="s@cret"
+    )
+    tls = parse_cluster_url("rediss+cluster://app:pw@cfg.example:6379/?ssl_ca_certs=/etc/ca.pem")
+    assert tls.tls and (tls.username, tls.password, tls.ca_certs) == ("app", "pw", "/etc/ca.pem")
+
+
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        ("redis+cluster://h:port/", "cluster node port 'port' is not a number"),
+        ("redis+cluster:///", "name at least one cluster node"),
+        ("redis+cluster://h:6379/0", "a cluster has one database"),
+        ("redis+cluster://h/?ssl_ca_certs=/ca.pem", "ssl_ca_certs needs TLS"),
+        ("rediss+cluster://h/?db=2", "unknown options"),
+    ],
+)
+def test_a_malformed_cluster_url_stops_startup_saying_what_is_wrong(url: str, says: str) -> None:
+    with pytest.raises(ValueError, match=says):
+        parse_cluster_url(url)
+    with pytest.raises(ConfigError, match=f"^REDIS_URL: .*{says}"):
+        Settings.from_env({"REDIS_URL": url})

@@ -1,0 +1,86 @@
+"""``redis+cluster://`` URLs: Redis Cluster, or a managed service in cluster mode.
+
+``redis+cluster://[[user]:password@]host[:port][,host[:port]...][/]`` names startup
+nodes (any of the cluster's nodes, port 6379 by default); ``rediss+cluster://`` is the
+same over TLS, checked against the system's CAs or ``?ssl_ca_certs=/path/ca.pem``.
+redis-py's RedisCluster asks the nodes for the slot map and follows MOVED and ASK
+redirects, so a slot migration or a failover needs nothing of ours.
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+from dataclasses import dataclass
+from typing import Any
+
+from redis.asyncio.cluster import ClusterNode, RedisCluster
+
+from .hosts import host_port
+
+SCHEMES = ("redis+cluster", "rediss+cluster")
+DEFAULT_PORT = 6379
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClusterTarget:
+    """What a ``redis+cluster://`` URL names."""
+
+    nodes: tuple[tuple[str, int], ...]
+    tls: bool = False
+    ca_certs: str | None = None
+    username: str | None = None
+    password: str | None = None
+
+
+def is_cluster_url(url: str) -> bool:
+    return url.split("://", 1)[0] in SCHEMES
+
+
+def parse_cluster_url(url: str) -> ClusterTarget:
+    """The startup nodes and credentials of ``url``; ValueError saying what is wrong when
+    it is not a well-formed ``redis+cluster://`` URL."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in SCHEMES:
+        raise ValueError("not a redis+cluster:// or rediss+cluster:// URL")
+    if parts.path.strip("/"):
+        raise ValueError("a cluster has one database: end the URL after the nodes")
+    query = urllib.parse.parse_qs(parts.query)
+    if set(query) - {"ssl_ca_certs"}:
+        raise ValueError(
+            f"unknown options {sorted(set(query) - {'ssl_ca_certs'})}: only ssl_ca_certs"
+        )
+    ca_certs = query.get("ssl_ca_certs", [None])[-1]
+    if ca_certs is not None and parts.scheme != "rediss+cluster":
+        raise ValueError("ssl_ca_certs needs TLS: use rediss+cluster://")
+    userinfo, _, hostlist = parts.netloc.rpartition("@")
+    username, _, password = userinfo.partition(":")
+    try:
+        nodes = tuple(
+            host_port(item, default_port=DEFAULT_PORT, what="cluster node")
+            for item in hostlist.split(",")
+        )
+    except ValueError as exc:
+        raise ValueError(f"{exc}: redis+cluster://host1:6379,host2:6379/") from exc
+    return ClusterTarget(
+        nodes=nodes,
+        tls=parts.scheme == "rediss+cluster",
+        ca_certs=ca_certs,
+        username=urllib.parse.unquote(username) or None,
+        password=urllib.parse.unquote(password) or None,
+    )
+
+
+def cluster_redis(
+    target: ClusterTarget, *, max_connections: int, **connection: Any
+) -> RedisCluster:
+    """A client of the cluster ``target`` names; ``connection``: each node's connection
+    options (retry, timeouts, decoding). ``max_connections`` is per node."""
+    return RedisCluster(
+        startup_nodes=[ClusterNode(host, port) for host, port in target.nodes],
+        username=target.username,
+        password=target.password,
+        ssl=target.tls,
+        ssl_ca_certs=target.ca_certs,
+        max_connections=max_connections,
+        **connection,
+    )

@@ -1,0 +1,116 @@
+"""The sweeps over the time-ordered indexes: expiries, ends of undo windows, reminders,
+and leasing the due members of an index. Each reads every shard in one pipeline (on a
+cluster, the shards' nodes answer in parallel) and handles each record in its own step.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Literal, cast
+
+from agent_runtime.interrupts import Decision
+
+from .epoch import from_ms, to_ms
+from .outcomes import ExpiryResult, ReminderDue
+from .retention import millis
+from .transitions import RecordTransitions
+
+log = logging.getLogger(__name__)
+
+CLICKS_HOLD_EXPIRY = timedelta(minutes=10)
+"""How long acknowledged clicks no decider has taken may hold a due expiry back."""
+APPROVED_BY_DEFAULT = json.dumps(
+    Decision.approve().to_dict() | {"message": "nobody decided in time"}, separators=(",", ":")
+)
+"""The decision of a request whose policy approves it when nobody decides in time."""
+
+
+class DueSweeps(RecordTransitions):
+    """Expiry and reminder sweeps, safe to run from several schedulers at once."""
+
+    async def expire_due(self, now: datetime, *, limit: int = 100) -> list[ExpiryResult]:
+        """Expire (or escalate once) up to ``limit`` interrupts per shard whose time is up,
+        and make final the decisions whose undo window has ended (``released``: the run
+        resumes). Each interrupt is handled once, whoever else sweeps.
+        """
+        due = await self._due(self._keys.due, now, limit)
+        results: list[ExpiryResult] = []
+        for rid, result in zip(due, await self._each("expire", due, now), strict=True):
+            if result is None:
+                await self._drop_corrupt(self._keys.due, rid)
+            elif result[0] in ("expired", "escalated", "released"):
+                outcome = cast(Literal["expired", "escalated", "released"], result[0])
+                log.info("interrupt %s %s", rid, outcome)
+                results.append(
+                    ExpiryResult(
+                        outcome=outcome,
+                        record=self._record(rid, result[2:]),
+                        resume_job_id=result[1] or None,
+                    )
+                )
+        return results
+
+    async def next_due(self) -> datetime | None:
+        """When the next expiry (or end of an undo window) falls due; None when none does."""
+        async with self._client.guard("read the next due time"):
+            pipe = self._client.pipeline()
+            for shard in self._keys.all_shards:
+                pipe.zrange(self._keys.due(shard), 0, 0, withscores=True)
+            firsts = await pipe.execute()
+        scores = [int(first[0][1]) for first in firsts if first]
+        return from_ms(min(scores)) if scores else None
+
+    async def due_reminders(self, now: datetime, *, limit: int = 100) -> list[ReminderDue]:
+        """Reminders due by ``now``, each handed to exactly one caller, next one scheduled.
+
+        A reminder taken by a caller that crashes before sending it is not sent again.
+        """
+        due = await self._due(self._keys.reminders, now, limit)
+        reminders: list[ReminderDue] = []
+        for rid, result in zip(due, await self._each("remind", due, now), strict=True):
+            if result is None:
+                await self._drop_corrupt(self._keys.reminders, rid)
+            elif result[0] == "due":
+                reminders.append(
+                    ReminderDue(number=int(result[1]), record=self._record(rid, result[2:]))
+                )
+        return reminders
+
+    async def _lease_due(
+        self, index: Callable[[int], str], now: datetime, limit: int, lease: timedelta
+    ) -> list[str]:
+        """Lease the members of every shard's ``index`` due by ``now`` (up to ``limit``
+        per shard) to this caller for ``lease``."""
+        args: list[str | int] = [to_ms(now), limit, millis(lease)]
+        calls = [([index(shard)], args) for shard in self._keys.all_shards]
+        replies = await self._client.eval_each("lease_due", calls, raise_on_error=True)
+        return [rid for reply in replies for rid in cast(list[str], reply)]
+
+    async def _due(self, index: Callable[[int], str], now: datetime, limit: int) -> list[str]:
+        async with self._client.guard("read due times"):
+            pipe = self._client.pipeline()
+            for shard in self._keys.all_shards:
+                pipe.zrangebyscore(index(shard), "-inf", to_ms(now), 0, limit)
+            found = await pipe.execute()
+        return [rid for ids in found for rid in cast(list[str], ids)]
+
+    async def _drop_corrupt(self, index: Callable[[int], str], rid: str) -> None:
+        """Take a corrupt record out of a sweep's index so it cannot stall every later sweep."""
+        async with self._client.guard("drop corrupt record from index"):
+            await self._client.raw.zrem(index(self._keys.shard_of_record(rid)), rid)
+
+    async def _each(self, script: str, rids: list[str], now: datetime) -> list[list[str] | None]:
+        args: list[str | int] = [to_ms(now)]
+        if script == "expire":
+            r = self._retention
+            args += [
+                millis(r.decided),
+                r.resume_entries,
+                r.audit_entries,
+                millis(CLICKS_HOLD_EXPIRY),
+                APPROVED_BY_DEFAULT,
+            ]
+        return await self._pipelined(script, rids, args)

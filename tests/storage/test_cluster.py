@@ -1,0 +1,83 @@
+"""Redis Cluster: a shard's slot moves to another primary while requests are created and
+decided on it, as an operator resharding a live cluster would, and nothing is lost or
+decided twice."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+
+import pytest
+from redis.crc import key_slot
+from storage_helpers import NOW, make_record
+
+from agent_runtime.interrupts import Decision
+from agent_runtime.messages import args_digest
+from storage import Storage, connect
+from storage.embedded_cluster import EmbeddedCluster
+from storage.errors import DuplicateInterruptError, StorageError
+from storage.keys import shard_tag
+
+DIGEST = args_digest({"path": "/tmp/old"})
+RUNS = 120
+
+
+@pytest.fixture
+async def on_cluster(redis_cluster: EmbeddedCluster, key_prefix: str) -> AsyncIterator[Storage]:
+    store = await connect(redis_cluster.url, prefix=key_prefix)
+    yield store
+    await store.close()
+
+
+async def test_a_slot_migration_under_load_loses_and_doubles_no_decision(
+    on_cluster: Storage, redis_cluster: EmbeddedCluster
+) -> None:
+    storage = on_cluster
+    assert storage.keys.shards is not None
+    moving = 0  # the shard whose slot moves
+    runs = [f"run_{n}" for n in range(RUNS * 4) if storage.keys.shard_of(f"run_{n}") == moving]
+    runs = runs[:RUNS]
+    before, during = runs[: RUNS // 2], runs[RUNS // 2 :]
+    for run in before:
+        await storage.interrupts.create_interrupt(make_record(run_id=run))
+    slot = key_slot(shard_tag(moving, storage.keys.shards).encode())
+    migrating = False
+    settled_while_migrating = 0
+
+    async def settle(run: str) -> None:
+        """Create (when new) and decide ``run``'s request with two racing clicks, retrying
+        a step Redis could not take, as the bot's click stream and outbox would."""
+        nonlocal settled_while_migrating
+        record = make_record(run_id=run)
+        while True:
+            try:
+                if run in during:
+                    with contextlib.suppress(DuplicateInterruptError):  # stored, answer lost
+                        await storage.interrupts.create_interrupt(record)
+                await asyncio.gather(
+                    *(
+                        storage.interrupts.decide(
+                            record.id, user, Decision.approve(), args_digest=DIGEST, now=NOW
+                        )
+                        for user in ("UALICE", "UBOB")
+                    )
+                )
+                settled_while_migrating += migrating
+                return
+            except StorageError:
+                continue
+
+    load = asyncio.gather(*(settle(run) for run in runs))
+    migrating = True
+    moved = await redis_cluster.migrate_slot(slot, to=2, batch=5)  # from node 0
+    migrating = False
+    await load
+    assert moved > 0 and settled_while_migrating > 0
+
+    records, missing = await storage.queries.many([make_record(run_id=r).id for r in runs])
+    assert missing == [] and {r.state for r in records} == {"approved"}
+    jobs = await storage.client.raw.xlen(storage.keys.resume_stream(moving))
+    assert jobs == len(runs)  # one resume per run: decided exactly once
+    approvals = [e for e in await storage.audit.read(count=10_000) if e.event == "approved"]
+    assert sorted(e.run_id for e in approvals) == sorted(runs)
