@@ -1,10 +1,12 @@
-"""Storage benchmark against a real embedded server.
+"""Storage benchmark against a real embedded server, then a local 3-primary cluster.
 
 Prints round trips per decision and per full interrupt lifecycle (counted on the client
-as request flushes, plus the server's own command count from INFO commandstats),
+as request flushes, plus the servers' own command count from INFO commandstats),
 decisions/s with 50 concurrent deciders, memory per pending interrupt over 10k records,
-and the cost of listing a channel page and of one expiry sweep at 1k and 100k pending.
-The last line is one JSON object with every figure.
+and the cost of listing a channel page and of one expiry sweep at 1k and 100k pending;
+the same figures on the cluster (``cluster_*``; on a cluster a query sends one request
+to each primary holding shards, in parallel, and each counts). The last line is one JSON
+object with every figure.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from redis.asyncio.connection import AbstractConnection
@@ -23,6 +26,7 @@ from agent_runtime.interrupts import Decision, Interrupt
 from agent_runtime.messages import ToolCall
 from bench.report import report
 from storage import ApproverPolicy, EmbeddedRedis, InterruptRecord, Storage, connect
+from storage.embedded_cluster import EmbeddedCluster
 from storage.interrupts import POST_LEASE
 
 NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
@@ -71,8 +75,12 @@ async def counted(storage: Storage, action: Callable[[], Awaitable[object]]) -> 
     global SENDS
 
     async def server_calls() -> int:
-        stats = await storage.client.raw.info("commandstats")
-        return sum(v["calls"] for k, v in stats.items() if not k.startswith("cmdstat_info"))
+        raw = storage.client.raw
+        if storage.client.cluster is None:
+            nodes = [await raw.info("commandstats")]
+        else:
+            nodes = list((await raw.info("commandstats", target_nodes="primaries")).values())
+        return sum(v["calls"] for stats in nodes for k, v in stats.items() if k != "cmdstat_info")
 
     before = await server_calls()
     SENDS = 0
@@ -114,7 +122,7 @@ async def lifecycle(storage: Storage, n: int, *, repost: bool = False) -> None:
     await storage.interrupts.decide(
         rec.id, "UBOB", Decision.approve(), args_digest=rec.args_digest, now=NOW
     )
-    [job] = await storage.resume.claim("bench")
+    [job] = await storage.resume.claim("bench", shard=storage.keys.shard_of(rec.run_id))
     taken = await storage.resume.take(job, consumer="bench")
     assert taken.status == "go"
     version = taken.session_version
@@ -140,84 +148,68 @@ async def scale_costs(url: str, pending: int) -> tuple[float, float]:
     return page_ms, statistics.median(sweeps)
 
 
-async def main() -> None:
-    with tempfile.TemporaryDirectory() as data_dir:
-        async with EmbeddedRedis(data_dir) as url:
-            storage = await connect(url, prefix="bench")
-            info = await storage.client.raw.info("server")
-            server = info.get("server_name", "redis")
-            version = f"{server} {info.get(f'{server}_version', info['redis_version'])}"
+async def measure(url: str) -> dict[str, Any]:
+    """Round trips, server commands and decisions/s of the server (or cluster) at ``url``."""
+    storage = await connect(url, prefix="bench")
+    decide_rt = []
+    for n in range(100):
+        rec = record(f"rt_{n}", n)
+        await storage.interrupts.create_interrupt(rec)
+        decide_rt.append(
+            await counted(
+                storage,
+                lambda rec=rec: storage.interrupts.decide(
+                    rec.id, "UBOB", Decision.approve(), args_digest=rec.args_digest, now=NOW
+                ),
+            )
+        )
+    await storage.client.raw.flushdb()
+    await storage.resume.ensure_group()
+    cold_life = await counted(storage, lambda: lifecycle(storage, 1))
+    life_rt = await counted(storage, lambda: lifecycle(storage, 2))
+    await lifecycle(storage, 3, repost=True)  # loads the outbox's script
+    repost_rt = await counted(storage, lambda: lifecycle(storage, 4, repost=True))
 
-            decide_rt = []
-            for n in range(100):
-                rec = record(f"rt_{n}", n)
-                await storage.interrupts.create_interrupt(rec)
-                decide_rt.append(
-                    await counted(
-                        storage,
-                        lambda rec=rec: storage.interrupts.decide(
-                            rec.id, "UBOB", Decision.approve(), args_digest=rec.args_digest, now=NOW
-                        ),
-                    )
-                )
-            await storage.client.raw.flushdb()
-            await storage.resume.ensure_group()
-            cold_life = await counted(storage, lambda: lifecycle(storage, 1))
-            life_rt = await counted(storage, lambda: lifecycle(storage, 2))
-            await lifecycle(storage, 3, repost=True)  # loads the outbox's script
-            repost_rt = await counted(storage, lambda: lifecycle(storage, 4, repost=True))
+    total = 5000
+    recs = [record(f"c_{n}", n) for n in range(total)]
+    for start in range(0, total, 50):
+        await asyncio.gather(
+            *(storage.interrupts.create_interrupt(r) for r in recs[start : start + 50])
+        )
+    queue: asyncio.Queue[InterruptRecord] = asyncio.Queue()
+    for r in recs:
+        queue.put_nowait(r)
 
-            total = 5000
-            recs = [record(f"c_{n}", n) for n in range(total)]
-            for start in range(0, total, 50):
-                await asyncio.gather(
-                    *(storage.interrupts.create_interrupt(r) for r in recs[start : start + 50])
-                )
-            queue: asyncio.Queue[InterruptRecord] = asyncio.Queue()
-            for r in recs:
-                queue.put_nowait(r)
+    async def decider() -> None:
+        while not queue.empty():
+            r = queue.get_nowait()
+            out = await storage.interrupts.decide(
+                r.id, "UBOB", Decision.approve(), args_digest=r.args_digest, now=NOW
+            )
+            assert out.status == "recorded"
 
-            async def decider() -> None:
-                while not queue.empty():
-                    r = queue.get_nowait()
-                    out = await storage.interrupts.decide(
-                        r.id, "UBOB", Decision.approve(), args_digest=r.args_digest, now=NOW
-                    )
-                    assert out.status == "recorded"
+    started = time.perf_counter()
+    await asyncio.gather(*(decider() for _ in range(50)))
+    decisions_per_s = total / (time.perf_counter() - started)
 
-            started = time.perf_counter()
-            await asyncio.gather(*(decider() for _ in range(50)))
-            decisions_per_s = total / (time.perf_counter() - started)
+    # Baseline in the same run: the same 50 clients doing the cheapest one-round-trip
+    # read of the same records, the ceiling for anything that costs one round trip.
+    for r in recs:
+        queue.put_nowait(r)
 
-            # Baseline in the same run: the same 50 clients doing the cheapest one-round-trip
-            # read of the same records, the ceiling for anything that costs one round trip.
-            for r in recs:
-                queue.put_nowait(r)
+    async def reader() -> None:
+        while not queue.empty():
+            r = queue.get_nowait()
+            await storage.client.raw.hget(storage.keys.record(r.id), "state")
 
-            async def reader() -> None:
-                while not queue.empty():
-                    r = queue.get_nowait()
-                    await storage.client.raw.hget(storage.keys.record(r.id), "state")
-
-            started = time.perf_counter()
-            await asyncio.gather(*(reader() for _ in range(50)))
-            reads_per_s = total / (time.perf_counter() - started)
-            await storage.client.raw.flushdb()
-
-            before = (await storage.client.raw.info("memory"))["used_memory"]
-            await fill(storage, 10_000, tag="m", expires_in=timedelta(days=1))
-            after = (await storage.client.raw.info("memory"))["used_memory"]
-            record_bytes = 0
-            async for key in storage.client.raw.scan_iter(match="bench:run:*:int:*", count=1000):
-                record_bytes += await storage.client.raw.memory_usage(key) or 0
-            await storage.client.raw.flushdb()
-            await storage.close()
-
-            page_1k, sweep_1k = await scale_costs(url, 1_000)
-            page_100k, sweep_100k = await scale_costs(url, 100_000)
-
-    figures = {
-        "server": version,
+    started = time.perf_counter()
+    await asyncio.gather(*(reader() for _ in range(50)))
+    reads_per_s = total / (time.perf_counter() - started)
+    await storage.client.raw.flushdb()
+    await storage.close()
+    page_1k, sweep_1k = await scale_costs(url, 1_000)
+    page_100k, sweep_100k = await scale_costs(url, 100_000)
+    return {
         "round_trips_per_decision": statistics.median(rt for rt, _ in decide_rt),
         "round_trips_first_decision_with_script_load": decide_rt[0][0],
         "server_commands_per_decision": statistics.median(sc for _, sc in decide_rt),
@@ -228,14 +220,53 @@ async def main() -> None:
         "decisions_per_s_50_concurrent": round(decisions_per_s),
         "baseline_hget_per_s_50_concurrent": round(reads_per_s),
         "decisions_over_baseline": round(decisions_per_s / reads_per_s, 2),
-        "bytes_per_pending_interrupt": round((after - before) / 10_000),
-        "record_hash_bytes_per_interrupt": round(record_bytes / 10_000),
         "channel_page_ms_1k": round(page_1k, 3),
         "channel_page_ms_100k": round(page_100k, 3),
         "channel_page_ratio_100k_over_1k": round(page_100k / page_1k, 2),
         "expiry_sweep_100_due_ms_1k": round(sweep_1k, 3),
         "expiry_sweep_100_due_ms_100k": round(sweep_100k, 3),
         "expiry_sweep_ratio_100k_over_1k": round(sweep_100k / sweep_1k, 2),
+    }
+
+
+async def memory_per_interrupt(url: str) -> tuple[int, int]:
+    """(used_memory bytes per pending interrupt, record hash bytes) over 10k pending, on a
+    fresh server: after a flush, memory the server frees lazily in the background would
+    make them look smaller."""
+    storage = await connect(url, prefix="bench")
+    before = (await storage.client.raw.info("memory"))["used_memory"]
+    await fill(storage, 10_000, tag="m", expires_in=timedelta(days=1))
+    after = (await storage.client.raw.info("memory"))["used_memory"]
+    record_bytes = 0
+    async for key in storage.client.raw.scan_iter(match="bench:run:*:int:*", count=1000):
+        record_bytes += await storage.client.raw.memory_usage(key) or 0
+    await storage.client.raw.flushdb()
+    await storage.close()
+    return round((after - before) / 10_000), round(record_bytes / 10_000)
+
+
+async def main() -> None:
+    with tempfile.TemporaryDirectory() as data_dir:
+        async with EmbeddedRedis(Path(data_dir) / "single") as url:
+            storage = await connect(url, prefix="bench")
+            info = await storage.client.raw.info("server")
+            await storage.close()
+            server = info.get("server_name", "redis")
+            version = f"{server} {info.get(f'{server}_version', info['redis_version'])}"
+            per_pending, record_bytes = await memory_per_interrupt(url)
+            single = await measure(url)
+        cluster = EmbeddedCluster(Path(data_dir) / "cluster")
+        try:
+            clustered = await measure(await asyncio.to_thread(cluster.start))
+        finally:
+            cluster.stop()
+
+    figures = {
+        "server": version,
+        **single,
+        "bytes_per_pending_interrupt": per_pending,
+        "record_hash_bytes_per_interrupt": record_bytes,
+        **{f"cluster_{name}": value for name, value in clustered.items()},
     }
     report(figures)
 

@@ -116,11 +116,10 @@ class AuditLog:
     ) -> list[AuditEntry]:
         """External requests' entries in ``shard`` added after stream id ``after``, waiting
         up to ``block`` for the first."""
+        key, block_ms = self._keys.request_events(shard), max(1, int(block.total_seconds() * 1000))
         async with self._client.guard("follow the request events"):
-            reply = await self._client.raw.xread(
-                {self._keys.request_events(shard): after},
-                count=count,
-                block=max(1, int(block.total_seconds() * 1000)),
+            reply = await self._client.on_node_of(
+                key, "XREAD", "COUNT", count, "BLOCK", block_ms, "STREAMS", key, after
             )
         streams = cast(list[tuple[str, list[tuple[str, dict[str, str]]]]], reply)
         return entries_of(streams[0][1], self._keys.entry_shard(shard)) if streams else []

@@ -15,6 +15,7 @@ from typing import Any, cast
 import redis.asyncio as aioredis
 from redis import exceptions as rexc
 from redis.asyncio.client import Pipeline
+from redis.asyncio.cluster import RedisCluster
 from redis.backoff import ExponentialBackoff
 from redis.commands.core import AsyncScript
 from redis.retry import Retry
@@ -54,12 +55,13 @@ class RedisClient:
         self._sentinel = parse_sentinel_url(url) if url.startswith(f"{SCHEME}://") else None
         self.cluster: ClusterTarget | None = parse_cluster_url(url) if is_cluster_url(url) else None
         self.raw: aioredis.Redis
+        self._cluster: RedisCluster | None = None
         if self.cluster is not None:
-            # RedisCluster answers the same commands; typed as one client for the callers.
-            self.raw = cast(
-                aioredis.Redis,
-                cluster_redis(self.cluster, max_connections=CLUSTER_CONNECTIONS, **connection),
+            self._cluster = cluster_redis(
+                self.cluster, max_connections=CLUSTER_CONNECTIONS, **connection
             )
+            # RedisCluster answers the same commands; typed as one client for the callers.
+            self.raw = cast(aioredis.Redis, self._cluster)
         elif self._sentinel is not None:
             self.raw = sentinel_redis(
                 self._sentinel, max_connections=max_connections, timeout=timeout, **connection
@@ -144,15 +146,14 @@ class RedisClient:
         lua = self.script(name)
         async with self.guard(f"script {name}"):
             replies = await self._eval_pipelined(lua, calls)
-            if self.cluster is not None:
-                # A cluster pipeline does not load scripts as a single server's does: a
-                # primary without it (new, or promoted after a failover) gets it now.
-                missing = [i for i, r in enumerate(replies) if isinstance(r, rexc.NoScriptError)]
-                if missing:
-                    await self.raw.script_load(lua.script)
-                    again = await self._eval_pipelined(lua, [calls[i] for i in missing])
-                    for i, reply in zip(missing, again, strict=True):
-                        replies[i] = reply
+            # A server that lacks the script (restarted, or a primary new since a failover)
+            # gets it now, and the calls it refused run again.
+            missing = [i for i, r in enumerate(replies) if isinstance(r, rexc.NoScriptError)]
+            if missing:
+                await self.raw.script_load(lua.script)
+                again = await self._eval_pipelined(lua, [calls[i] for i in missing])
+                for i, reply in zip(missing, again, strict=True):
+                    replies[i] = reply
             if raise_on_error:
                 for reply in replies:
                     if isinstance(reply, Exception):
@@ -162,15 +163,22 @@ class RedisClient:
     async def _eval_pipelined(
         self, lua: AsyncScript, calls: Sequence[tuple[list[str], list[str | int]]]
     ) -> list[object]:
+        """The calls by EVALSHA in one pipeline. Not through ``AsyncScript``: on one server
+        its pipeline asks ``SCRIPT EXISTS`` first (a round trip each time), and a cluster
+        pipeline refuses it."""
         pipe = self.pipeline()
         for keys, args in calls:
-            if self.cluster is None:
-                await lua(keys=keys, args=args, client=pipe)
-            else:
-                # redis-py refuses ``evalsha`` in a cluster pipeline for want of a script
-                # cache; ``eval_each`` loads a missing script itself, so send it as is.
-                pipe.execute_command("EVALSHA", lua.sha, len(keys), *keys, *args)
+            pipe.execute_command("EVALSHA", lua.sha, len(keys), *keys, *args)
         return list(await pipe.execute(raise_on_error=False))
+
+    async def on_node_of(self, key: str, *command: str | int) -> Any:
+        """Run ``command``, which names ``key``, on the node holding ``key``. On a cluster
+        redis-py would first ask a node which keys a stream read names (``COMMAND
+        GETKEYS``, a round trip before every read); naming the node spares it."""
+        if self._cluster is None:
+            return await self.raw.execute_command(*command)  # type: ignore[no-untyped-call]
+        node = self._cluster.get_node_from_key(key)
+        return await self._cluster.execute_command(*command, target_nodes=node)
 
     def pipeline(self) -> Pipeline:
         """A non-transactional pipeline: many commands, one round trip."""

@@ -44,10 +44,12 @@ class ConsumerGroup:
         """New entries for ``consumer``; waits up to ``block`` for one when none is queued."""
         # At least 1 ms: BLOCK 0 would wait forever.
         block_ms = max(1, int(block.total_seconds() * 1000)) if block else None
+        wait: list[str | int] = ["BLOCK", block_ms] if block_ms is not None else []
         async with self._client.guard(f"read {self._what}"):
-            reply = await self._client.raw.xreadgroup(
-                self.group, consumer, {self.key: ">"}, count=count, block=block_ms
-            )
+            reply = await self._client.on_node_of(
+                self.key, "XREADGROUP", "GROUP", self.group, consumer,
+                "COUNT", count, *wait, "STREAMS", self.key, ">",
+            )  # fmt: skip
         streams = cast(list[tuple[str, list[Entry]]], reply)
         return streams[0][1] if streams else []
 

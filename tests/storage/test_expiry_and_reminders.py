@@ -89,3 +89,10 @@ async def test_each_reminder_is_handed_out_once_in_schedule_order(storage: Stora
     [second] = await storage.interrupts.due_reminders(later(hours=4))
     assert second.number == 2 and second.record.next_reminder_at is None  # 6h is past expiry
     assert await storage.interrupts.due_reminders(later(hours=7)) == []
+
+
+async def test_a_sweep_reloads_the_scripts_a_restarted_server_forgot(storage: Storage) -> None:
+    record = await storage.interrupts.create_interrupt(make_record(expires_in=timedelta(hours=1)))
+    await storage.client.raw.script_flush()  # as after a restart without persistence
+    [expired] = await storage.interrupts.expire_due(later(hours=1))
+    assert expired.record.id == record.id and expired.outcome == "expired"
