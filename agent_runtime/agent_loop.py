@@ -2,7 +2,9 @@
 
 The thread's state is loaded, the input applied (a prompt, or answers to open
 interrupts), and the loop runs until the model ends its turn, a human must decide, or a
-limit is hit. State is saved after every model turn and every tool batch.
+limit is hit. State is saved before a tool starts, after every tool batch, and when the
+invocation stops; a model turn is saved with the first of these, since nothing between
+them has a side effect to record (a crash in between asks the model again).
 """
 
 from __future__ import annotations
@@ -118,7 +120,6 @@ class Invocation:
                     break
                 self.state.batch = list(response.tool_calls)
                 self.state.batch_results = {}
-                await self._save()
             async for event in self._run_batch():
                 yield event
             result = self._stopped

@@ -48,7 +48,7 @@ def stepping_agent(runs: list[int], store: InMemorySessionStore, turns) -> Agent
 
 async def test_a_run_cut_off_mid_way_continues_from_its_last_checkpoint():
     runs: list[int] = []
-    store = DyingStore(die_at=4)  # saves: turn 1, start of step 1, batch 1, [turn 2 is lost]
+    store = DyingStore(die_at=3)  # saves: turn 1 with step 1 starting, batch 1, [step 2 starting]
     first_turns = [[ToolCall(name="step", args={"n": 1})], [ToolCall(name="step", args={"n": 2})]]
     with pytest.raises(ProcessDied):
         await stepping_agent(runs, store, first_turns).invoke("go", thread_id="t")
@@ -73,7 +73,7 @@ async def test_a_tool_cut_off_mid_way_runs_again_knowing_an_attempt_may_have_hap
         seen.append((context.idempotency_key, context.attempt))
         return f"deleted {path}"
 
-    store = DyingStore(die_at=3)  # saves: turn 1, start of delete, [its result is lost]
+    store = DyingStore(die_at=2)  # saves: turn 1 with delete starting, [its result is lost]
     turns = [[ToolCall(name="delete", args={"path": "/tmp/x"})], "done"]
     with pytest.raises(ProcessDied):
         await Agent(model=ScriptedModel(turns), tools=[delete], session_store=store).invoke(
@@ -142,3 +142,18 @@ async def test_a_workflow_cut_off_between_nodes_continues_at_the_next_node():
     assert result.stop_reason == "end_turn" and result.message == "report done"
     # "delete" ran again: its completion was never saved. "inspect" did not.
     assert ran == ["inspect", "delete", "delete", "report"]
+
+
+async def test_a_turn_cut_off_before_its_tools_start_leaves_nothing_to_redo():
+    # The model's turn is saved with the start of its tools: a process that dies at that
+    # save ran no tool and stored nothing of the run, so the prompt is simply sent again.
+    runs: list[int] = []
+    store = DyingStore(die_at=1)
+    with pytest.raises(ProcessDied):
+        await stepping_agent(runs, store, [[ToolCall(name="step", args={"n": 1})]]).invoke(
+            "go", thread_id="t"
+        )
+    assert runs == [] and await store.load("t") is None
+    again = stepping_agent(runs, store, [[ToolCall(name="step", args={"n": 1})], "done"])
+    result = await again.invoke("go", thread_id="t")
+    assert result.message == "done" and runs == [1]
