@@ -1,8 +1,9 @@
 """Runtime benchmark: interrupt→resume cycles of a scripted agent (one guarded tool call,
 stopped for approval, resumed approved, run to its end) with its session kept in Redis
-(``RedisSessionStore`` on an embedded server) against the same agent on the in-memory
-store, in the same run. Prints cycles/s for each, the ratio, and Redis round trips and
-server commands per cycle; the last line is one JSON object with every figure.
+(``RedisSessionStore`` on an embedded server, then on a local 3-primary cluster) against
+the same agent on the in-memory store, in the same run. Prints cycles/s for each, the
+ratios, and Redis round trips and server commands per cycle (``cluster_*`` for the
+cluster); the last line is one JSON object with every figure.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import tempfile
 import time
+from pathlib import Path
 
 from agent_runtime import (
     Agent,
@@ -24,6 +26,7 @@ from agent_runtime import (
 from bench.report import report
 from bench.storage import counted
 from storage import EmbeddedRedis, connect
+from storage.embedded_cluster import EmbeddedCluster
 
 CYCLES = 300
 
@@ -70,23 +73,39 @@ async def cycles_per_s(runner: Agent, tag: str) -> float:
     return CYCLES / (time.perf_counter() - started)
 
 
-async def main() -> None:
-    memory_rate = await cycles_per_s(agent(InMemorySessionStore()), "mem")
-    with tempfile.TemporaryDirectory() as data_dir:
-        async with EmbeddedRedis(data_dir) as url:
-            storage = await connect(url, prefix="bench")
-            redis_agent = agent(storage.sessions)
-            await cycle(redis_agent, "warm")  # loads the scripts
-            trips, commands = await counted(storage, lambda: cycle(redis_agent, "counted"))
-            redis_rate = await cycles_per_s(redis_agent, "redis")
-            await storage.close()
-    figures = {
-        "cycles": CYCLES,
-        "in_memory_cycles_per_s": round(memory_rate),
+async def through_redis(url: str, memory_rate: float) -> dict[str, float | int]:
+    """The figures of the agent with its sessions on the server (or cluster) at ``url``."""
+    storage = await connect(url, prefix="bench")
+    try:
+        redis_agent = agent(storage.sessions)
+        await cycle(redis_agent, "warm")  # loads the scripts
+        trips, commands = await counted(storage, lambda: cycle(redis_agent, "counted"))
+        redis_rate = await cycles_per_s(redis_agent, "redis")
+    finally:
+        await storage.close()
+    return {
         "redis_cycles_per_s": round(redis_rate),
         "redis_over_in_memory": round(redis_rate / memory_rate, 2),
         "round_trips_per_cycle": trips,
         "server_commands_per_cycle": commands,
+    }
+
+
+async def main() -> None:
+    memory_rate = await cycles_per_s(agent(InMemorySessionStore()), "mem")
+    with tempfile.TemporaryDirectory() as data_dir:
+        async with EmbeddedRedis(Path(data_dir) / "single") as url:
+            single = await through_redis(url, memory_rate)
+        cluster = EmbeddedCluster(Path(data_dir) / "cluster")
+        try:
+            clustered = await through_redis(await asyncio.to_thread(cluster.start), memory_rate)
+        finally:
+            cluster.stop()
+    figures = {
+        "cycles": CYCLES,
+        "in_memory_cycles_per_s": round(memory_rate),
+        **single,
+        **{f"cluster_{name}": value for name, value in clustered.items()},
     }
     report(figures)
 
