@@ -27,6 +27,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from agent_runtime import Agent, ModelResponse, ToolCall, tool
 from agent_runtime.session import SessionStore
 from bot.agents.policy import AgentSpec, Policy
+from bot.process.heap import freeze_startup_heap
 from bot.process.loops import Loops, lower_priority
 from bot.process.settings import Settings
 from bot.process.web import web_app
@@ -164,10 +165,12 @@ async def _child(role: str, ports: Any, api_url: str, redis_url: str) -> None:
         if role == "signoff":  # signoff serve --no-workers: no loops, clicks only queued
             bolt = build_app(services, signing_secret=SECRET)
             runner = await serve(web_app(bolt, services, signing_secret=SECRET))
+            freeze_startup_heap()
             ports.put(port_of(runner))
         else:  # signoff worker, at the priority it takes by default
             lower_priority(Settings().worker_nice)
             Loops(services, workers=WORKERS, scheduler=False).start()
+            freeze_startup_heap()
             ports.put(0)
     await asyncio.Event().wait()
 

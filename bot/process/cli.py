@@ -36,6 +36,7 @@ from bot.slack.app import build_app
 from bot.slack.socket_mode import connection_check, watch_connection
 from storage.errors import StorageError
 
+from .heap import freeze_startup_heap
 from .logs import configure_logging
 from .loops import Loops, lower_priority
 from .settings import Settings
@@ -129,6 +130,7 @@ async def _serve(settings: Settings, args: argparse.Namespace, stopping: asyncio
         await web.TCPSite(runner, settings.host, settings.port).start()
         loops = _loops(services, settings, no_workers=args.no_workers)
         loops.start()
+        freeze_startup_heap()
         log.info("serving Slack at http://%s:%d/slack/events", settings.host, settings.port)
         try:
             await stopping.wait()
@@ -161,6 +163,7 @@ async def _socket(settings: Settings, args: argparse.Namespace, stopping: asynci
             await handler.connect_async()  # type: ignore[no-untyped-call]
             loops = _loops(services, settings, no_workers=args.no_workers)
             loops.start()
+            freeze_startup_heap()
             watchdog = asyncio.create_task(watch_connection(handler))
             log.info(
                 "connected to Slack over Socket Mode; /readyz and /metrics on http://%s:%d",
@@ -183,6 +186,7 @@ async def _worker(settings: Settings, args: argparse.Namespace, stopping: asynci
         loops = Loops(services, workers=max(settings.workers, 1))
         nice = lower_priority(settings.worker_nice)
         loops.start()
+        freeze_startup_heap()
         log.info(
             "the click decider, resume workers (%d) and the scheduler are running at nice %d",
             max(settings.workers, 1),
