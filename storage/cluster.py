@@ -15,7 +15,7 @@ from typing import Any
 
 from redis.asyncio.cluster import ClusterNode, RedisCluster
 
-from .hosts import host_port
+from .hosts import parse_hosts
 
 SCHEMES = ("redis+cluster", "rediss+cluster")
 DEFAULT_PORT = 6379
@@ -52,21 +52,18 @@ def parse_cluster_url(url: str) -> ClusterTarget:
     ca_certs = query.get("ssl_ca_certs", [None])[-1]
     if ca_certs is not None and parts.scheme != "rediss+cluster":
         raise ValueError("ssl_ca_certs needs TLS: use rediss+cluster://")
-    userinfo, _, hostlist = parts.netloc.rpartition("@")
-    username, _, password = userinfo.partition(":")
-    try:
-        nodes = tuple(
-            host_port(item, default_port=DEFAULT_PORT, what="cluster node")
-            for item in hostlist.split(",")
-        )
-    except ValueError as exc:
-        raise ValueError(f"{exc}: redis+cluster://host1:6379,host2:6379/") from exc
+    found = parse_hosts(
+        parts.netloc,
+        default_port=DEFAULT_PORT,
+        what="cluster node",
+        example="redis+cluster://host1:6379,host2:6379/",
+    )
     return ClusterTarget(
-        nodes=nodes,
+        nodes=found.hosts,
         tls=parts.scheme == "rediss+cluster",
         ca_certs=ca_certs,
-        username=urllib.parse.unquote(username) or None,
-        password=urllib.parse.unquote(password) or None,
+        username=found.username,
+        password=found.password,
     )
 
 

@@ -16,7 +16,7 @@ import redis.asyncio as aioredis
 from redis.asyncio.connection import BlockingConnectionPool
 from redis.asyncio.sentinel import Sentinel, SentinelConnectionPool
 
-from .hosts import host_port
+from .hosts import parse_hosts
 
 SCHEME = "redis+sentinel"
 DEFAULT_PORT = 26379
@@ -39,26 +39,23 @@ def parse_sentinel_url(url: str) -> SentinelTarget:
     parts = urllib.parse.urlsplit(url)
     if parts.scheme != SCHEME:
         raise ValueError(f"not a {SCHEME}:// URL")
-    userinfo, _, hostlist = parts.netloc.rpartition("@")
-    username, _, password = userinfo.partition(":")
-    try:
-        sentinels = tuple(
-            host_port(item, default_port=DEFAULT_PORT, what="sentinel")
-            for item in hostlist.split(",")
-        )
-    except ValueError as exc:
-        raise ValueError(f"{exc}: redis+sentinel://host:26379/mymaster") from exc
+    found = parse_hosts(
+        parts.netloc,
+        default_port=DEFAULT_PORT,
+        what="sentinel",
+        example="redis+sentinel://host:26379/mymaster",
+    )
     path = [p for p in parts.path.split("/") if p]
     if not path or len(path) > 2:
         raise ValueError("name the service: redis+sentinel://host:26379/mymaster[/db]")
     if len(path) == 2 and not path[1].isdigit():
         raise ValueError(f"the db must be a number, not {path[1]!r}")
     return SentinelTarget(
-        sentinels=sentinels,
+        sentinels=found.hosts,
         service=urllib.parse.unquote(path[0]),
         db=int(path[1]) if len(path) == 2 else 0,
-        username=urllib.parse.unquote(username) or None,
-        password=urllib.parse.unquote(password) or None,
+        username=found.username,
+        password=found.password,
     )
 
 

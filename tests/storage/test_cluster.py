@@ -36,8 +36,9 @@ async def test_a_slot_migration_under_load_loses_and_doubles_no_decision(
     storage = on_cluster
     assert storage.keys.shards is not None
     moving = 0  # the shard whose slot moves
-    runs = [f"run_{n}" for n in range(RUNS * 4) if storage.keys.shard_of(f"run_{n}") == moving]
+    runs = [f"run_{n}" for n in range(RUNS * 16) if storage.keys.shard_of(f"run_{n}") == moving]
     runs = runs[:RUNS]
+    assert len(runs) == RUNS
     before, during = runs[: RUNS // 2], runs[RUNS // 2 :]
     for run in before:
         await storage.interrupts.create_interrupt(make_record(run_id=run))
