@@ -19,6 +19,7 @@ from bot.errors import ConfigError
 from bot.services.log_context import FIELDS, current_ids
 
 FORMATS = ("text", "json")
+LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
 class IdsFilter(logging.Filter):
@@ -66,9 +67,10 @@ def configure_logging(environ: Mapping[str, str], stream: TextIO | None = None) 
     chosen = environ.get("SIGNOFF_LOG_FORMAT") or ("text" if out.isatty() else "json")
     if chosen not in FORMATS:
         raise ConfigError(f"SIGNOFF_LOG_FORMAT={chosen!r}: use one of {', '.join(FORMATS)}")
+    level = environ.get("SIGNOFF_LOG_LEVEL") or "INFO"
+    if level.upper() not in LEVELS:
+        raise ConfigError(f"SIGNOFF_LOG_LEVEL={level!r}: use one of {', '.join(LEVELS)}")
     handler = logging.StreamHandler(out)
     handler.addFilter(IdsFilter())
     handler.setFormatter(JsonFormatter() if chosen == "json" else TextFormatter())
-    logging.basicConfig(
-        level=environ.get("SIGNOFF_LOG_LEVEL", "INFO"), handlers=[handler], force=True
-    )
+    logging.basicConfig(level=level.upper(), handlers=[handler], force=True)

@@ -52,7 +52,7 @@ class Settings(BaseModel):
     signing_secret: SecretStr | None = None
     app_token: SecretStr | None = None
     # Turns on the runs API (bot/api/runs.py); long enough not to be guessed.
-    api_token: SecretStr | None = Field(default=None, min_length=24)
+    api_token: SecretStr | None = None
     redis_url: str | None = None
     agents: str | None = None
     channel: str | None = None
@@ -81,6 +81,13 @@ class Settings(BaseModel):
     @classmethod
     def _app_token(cls, v: SecretStr | None) -> SecretStr | None:
         return _token("xapp-", v)
+
+    @field_validator("api_token")
+    @classmethod
+    def _api_token(cls, v: SecretStr | None) -> SecretStr | None:
+        if v is not None and len(v.get_secret_value()) < 24:
+            raise ValueError("use at least 24 characters (e.g. from `openssl rand -hex 24`)")
+        return v
 
     @field_validator("redis_url")
     @classmethod

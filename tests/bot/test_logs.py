@@ -64,3 +64,14 @@ def test_off_a_terminal_the_default_is_json_and_text_shows_the_ids(
 def test_an_unknown_format_is_a_clear_error() -> None:
     with pytest.raises(ConfigError, match="SIGNOFF_LOG_FORMAT='xml': use one of text, json"):
         configure_logging({"SIGNOFF_LOG_FORMAT": "xml"})
+
+
+def test_a_level_is_read_in_any_case_and_an_unknown_one_is_a_clear_error(
+    captured: io.StringIO,
+) -> None:
+    configure_logging({"SIGNOFF_LOG_LEVEL": "warning"}, captured)
+    logging.getLogger("signoff.test").info("hidden")
+    logging.getLogger("signoff.test").warning("shown")
+    assert [json.loads(line)["event"] for line in captured.getvalue().splitlines()] == ["shown"]
+    with pytest.raises(ConfigError, match="SIGNOFF_LOG_LEVEL='LOUD': use one of DEBUG, INFO"):
+        configure_logging({"SIGNOFF_LOG_LEVEL": "LOUD"})

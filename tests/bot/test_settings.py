@@ -91,3 +91,10 @@ async def test_the_audit_trail_keeps_about_as_many_entries_as_set(
         assert 1000 <= kept < 1500
     finally:
         await storage.close()
+
+
+def test_a_short_api_token_is_refused_in_characters() -> None:
+    with pytest.raises(ConfigError, match="SIGNOFF_API_TOKEN: use at least 24 characters"):
+        Settings.from_env({"SIGNOFF_API_TOKEN": "short"})
+    token = Settings.from_env({"SIGNOFF_API_TOKEN": "x" * 24}).api_token
+    assert token is not None and token.get_secret_value() == "x" * 24
