@@ -58,3 +58,53 @@ async def test_away_commands_that_cannot_be_noted_say_why_and_note_nothing(
         answer = await bot.command(text, user=MALLORY)
         assert says in answer["text"], (text, answer)
     assert await bot.services.storage.away.of([MALLORY], bot.clock.now()) == {}
+
+
+async def test_coming_back_is_audited(make_bot: Any) -> None:
+    bot: Harness = await make_bot(Policy(channel=CHANNEL, users=(ALICE,)))
+    back_on = (bot.clock.now() + timedelta(days=10)).date().isoformat()
+    await bot.command(f"away until {back_on} to <@{BOB}|bob>", user=ALICE)
+    answer = await bot.command("back", user=ALICE)
+    assert answer["text"].startswith("Welcome back")
+    audit = await bot.services.storage.audit.read(count=20)
+    [back] = [e for e in audit if e.event == "back"]
+    assert back.user_id == ALICE and back.at == bot.clock.now()
+    assert await bot.services.storage.away.of([ALICE], bot.clock.now()) == {}
+
+
+async def test_a_card_posted_before_the_approver_went_away_does_not_ask_the_delegate(
+    make_bot: Any,
+) -> None:
+    bot: Harness = await make_bot(Policy(channel=CHANNEL, users=(ALICE,)))
+    value = await bot.start(requested_by=CAROL)
+    back_on = (bot.clock.now() + timedelta(days=10)).date().isoformat()
+    await bot.command(f"away until {back_on} to <@{BOB}|bob>", user=ALICE)
+
+    await bot.click(ids.APPROVE, value, user=BOB)
+    await bot.slack.wait_calls("chat.postEphemeral")
+    assert "not among the approvers" in bot.slack.called("chat.postEphemeral")[-1]["text"]
+    record = await bot.services.storage.queries.get(bot.record_id(value))
+    assert record is not None and record.state == "pending" and record.votes == ()
+    assert record.policy.allowed_users == (ALICE,) and record.policy.stand_ins == ()
+    assert bot.tool_log.calls == []
+
+
+async def test_away_until_a_date_ends_at_its_start_in_the_approvers_own_time_zone(
+    make_bot: Any,
+) -> None:
+    """Alice is in Paris (UTC+1 in November): away until the 25th ends at 23:00 UTC on the
+    24th, an hour before the 25th begins in UTC."""
+    bot: Harness = await make_bot(Policy(channel=CHANNEL, users=(ALICE,)))
+    assert bot.clock.now().isoformat() == "2026-11-23T10:00:00+00:00"
+    await bot.command(f"away until 2026-11-25 to <@{BOB}|bob>", user=ALICE)
+
+    bot.clock.advance(timedelta(hours=36, minutes=30))  # 24th, 22:30 UTC: 23:30 in Paris
+    await bot.start(requested_by=CAROL)
+    assert f"<@{BOB}> for <@{ALICE}>, who is away" in str(bot.posted(-1)["blocks"])
+
+    bot.clock.advance(timedelta(hours=1))  # 23:30 UTC: 00:30 on the 25th in Paris
+    posted = len(bot.slack.called("chat.postMessage"))
+    await bot.start(requested_by=CAROL)
+    assert len(bot.slack.called("chat.postMessage")) == posted + 1
+    assert "who is away" not in str(bot.posted(-1)["blocks"])
+    assert await bot.services.storage.away.of([ALICE], bot.clock.now()) == {}

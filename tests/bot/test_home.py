@@ -3,6 +3,7 @@ decision redraws the Home of the approvers who look at it."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from fakes import home_click_payload
@@ -21,7 +22,8 @@ def _button(blocks: list[dict[str, Any]], action_id: str) -> dict[str, Any] | No
     for block in blocks:
         for element in block.get("elements") or []:
             if element.get("action_id") == action_id:
-                return element
+                found: dict[str, Any] = element
+                return found
     return None
 
 
@@ -107,3 +109,23 @@ async def test_requests_open_to_a_channel_are_listed_for_its_members_with_a_link
 
     outsider = await _open_home(bot, BOB)  # in no channel of the request
     assert "Open to everyone" not in str(outsider)
+
+
+async def test_a_decision_redraws_the_home_of_approvers_who_opened_it_this_week_only(
+    make_bot: Any,
+) -> None:
+    bot: Harness = await make_bot(Policy(channel=CHANNEL, users=(ALICE, BOB, MALLORY)))
+    await _open_home(bot, ALICE)
+    bot.clock.advance(timedelta(days=2))
+    await _open_home(bot, BOB)
+    bot.clock.advance(timedelta(days=6))  # Alice opened Home 8 days ago, Bob 6
+    value = await bot.start(requested_by=CAROL)
+    published = len(bot.slack.called("views.publish"))
+    await bot.click(ids.APPROVE, value, user=MALLORY)
+    # Alice is named before Bob, so her Home would be redrawn before his.
+    await bot.slack.wait_for(
+        lambda: any(c["user_id"] == BOB for c in bot.slack.called("views.publish")[published:]),
+        what="Bob's Home redrawn",
+    )
+    redrawn = [c["user_id"] for c in bot.slack.called("views.publish")[published:]]
+    assert redrawn == [BOB]

@@ -116,3 +116,55 @@ async def test_app_home_lists_the_trust_and_its_granter_revokes_it(make_bot: Any
     again = await _run(bot)
     assert any(b["type"] == "actions" for b in again["blocks"])
     assert len(bot.tool_log.calls) == 1
+
+
+def _requester_told(bot: Harness) -> bool:
+    """The requester's note of the decision, sent once the decider has kept any grant."""
+    texts = [str(p.get("text")) for p in bot.slack.called("chat.postMessage")]
+    return any(t.startswith(f"<@{CAROL}> :white_check_mark: Approved by") for t in texts)
+
+
+async def test_a_trust_given_on_a_quorum_card_never_approves_a_later_run(make_bot: Any) -> None:
+    bot: Harness = await make_bot(
+        Policy(users=(ALICE, BOB), min_approvals=2, trust=Remember(scope="minutes", minutes=60))
+    )
+    card = await _run(bot)
+    [value] = [e["value"] for e in card["blocks"][-1]["elements"] if e["action_id"] == ids.TRUST]
+    await bot.click(ids.TRUST, value, user=ALICE)
+    await bot.click(ids.TRUST, value, user=BOB)
+    await bot.slack.wait_for(lambda: _requester_told(bot), what="the quorum's decision")
+    assert await bot.services.storage.trust.active(bot.clock.now())  # a grant exists
+
+    later = await _run(bot)  # start_run returns once any trust has been applied
+    [value] = [e["value"] for e in later["blocks"][-1]["elements"] if e["action_id"] == ids.TRUST]
+    record = await bot.services.storage.queries.get(value.split(" ")[0])
+    assert record is not None and record.state == "pending" and record.votes == ()
+    assert "Approved under the trust" not in str(bot.slack.called("chat.update"))
+    assert len(bot.tool_log.calls) == 1
+
+
+async def test_an_admin_revokes_someone_elses_trust_and_the_audit_names_the_admin(
+    make_bot: Any,
+) -> None:
+    bot: Harness = await make_bot(_policy(), admins=(MALLORY,))
+    card = await _run(bot)
+    await bot.click(ids.TRUST, card["blocks"][-1]["elements"][1]["value"], user=ALICE)
+    await bot.slack.wait_for(lambda: _requester_told(bot), what="Alice's decision")
+
+    await bot.event({"type": "app_home_opened", "user": MALLORY, "tab": "home"})
+    await bot.slack.wait_calls("views.publish")
+    home = bot.slack.called("views.publish")[-1]["view"]["blocks"]
+    [revoke] = [
+        b["accessory"] for b in home if b.get("accessory", {}).get("action_id") == ids.REVOKE_TRUST
+    ]
+    await bot.send(
+        home_click_payload(user=MALLORY, action_id=ids.REVOKE_TRUST, value=revoke["value"])
+    )
+    await bot.slack.wait_calls("views.publish", 2)
+    assert ids.REVOKE_TRUST not in str(bot.slack.called("views.publish")[-1]["view"])
+    assert await bot.services.storage.trust.active(bot.clock.now()) == []
+    trail = await bot.services.storage.audit.read(count=100)
+    [revoked] = [e for e in trail if e.event == "trust_revoked"]
+    assert revoked.user_id == MALLORY and revoked.detail.startswith(revoke["value"])
+    [granted] = [e for e in trail if e.event == "trust_granted"]
+    assert granted.user_id == ALICE
