@@ -345,6 +345,8 @@ def _outcome(record: InterruptRecord, state: InterruptState) -> Outcome:
         return "withdrawn"  # a person (or a job) withdrew it
     if record.runtime_interrupt.question and state in ("responded", "denied"):
         return "answered" if state == "responded" else "declined"
-    if not record.runtime_interrupt.is_approval and state == "responded":
-        return "replied"  # the tool's own code got the reply and went on with it
+    if state == "responded" and (
+        not record.runtime_interrupt.is_approval or is_request_run(record.run_id)
+    ):
+        return "replied"  # the tool's own code (or the job) got the reply and went on with it
     return state

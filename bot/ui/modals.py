@@ -79,7 +79,7 @@ def _text_area() -> Block:
 
 
 def deny_modal(card: Card) -> Block:
-    """An optional reason, returned to the agent as the tool's result."""
+    """An optional reason, returned to whoever asked (the agent gets it as the tool's result)."""
     element = _text_area()
     verb = "Decline" if card.question else "Deny"
     return _form(
@@ -87,7 +87,7 @@ def deny_modal(card: Card) -> Block:
         card,
         title=verb,
         submit=verb,
-        intro="The reason goes back to the agent.",
+        intro=f"The reason goes back to {'the job' if card.external else 'the agent'} that asked.",
         label="Reason",  # Slack marks an optional input "(optional)" itself
         element=element,
         optional=True,
@@ -95,7 +95,7 @@ def deny_modal(card: Card) -> Block:
 
 
 def reply_modal(card: Card) -> Block:
-    """Text returned to the agent as the tool's result; the tool does not run."""
+    """Text returned to whoever asked instead of an approval (see ``_reply_intro``)."""
     element = _text_area()
     return _form(
         ids.REPLY_VIEW,
@@ -113,6 +113,8 @@ def _reply_intro(card: Card) -> str:
     """What happens to a reply, which depends on who asked."""
     if card.question:
         return "Your answer goes back to the agent."
+    if card.external:
+        return "Your reply goes to the job that asked, which decides what to do with it."
     if card.asked_by_code:
         tool = escape_truncate(card.action, 200)
         return f"Your reply goes to `{tool}`, which decides what to do with it."

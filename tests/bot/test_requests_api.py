@@ -269,11 +269,21 @@ async def test_a_reply_reaches_the_job_when_replies_are_allowed(jobs: Jobs) -> N
     _, made = await jobs.ask(allow_reply=True)
     buttons = [e["action_id"] for e in jobs.card()["blocks"][-1]["elements"]]
     assert ids.REPLY in buttons
+    await jobs.bot.click(ids.DENY, jobs.value(), user=BOB)
+    await jobs.bot.slack.wait_calls("views.open")
+    assert "goes back to the job that asked" in json.dumps(jobs.bot.slack.called("views.open"))
+    await jobs.bot.click(ids.REPLY, jobs.value(), user=BOB)
+    await jobs.bot.slack.wait_calls("views.open", 2)
+    form = json.dumps(jobs.bot.slack.called("views.open")[-1]["view"])
+    assert "goes to the job that asked" in form and "does not run" not in form
     status, _ = await jobs.bot.submit(ids.REPLY_VIEW, jobs.value(), user=BOB, text="only vol-7")
     assert status == 200
     _, answer = await jobs.get(made["status_url"] + "?wait=10")
     assert answer["status"] == "responded" and answer["reply"] == "only vol-7"
     assert answer["decided_by"] == BOB
+    await jobs.bot.slack.wait_calls("chat.update")
+    headline = jobs.bot.slack.called("chat.update")[-1]["blocks"][0]["text"]["text"]
+    assert headline.startswith("Replied:") and "instead of run" not in headline
 
 
 async def test_with_an_undo_window_the_job_hears_of_the_decision_only_when_it_ends(
