@@ -34,11 +34,14 @@ local function reached_rungs(key, policy)
   return rungs
 end
 
--- Index members of the users who may decide: "user \0 created_ms \0 record_id".
-local function user_members(key, rid)
+-- Index members of the users who may decide: "user \0 created_ms \0 record_id". When
+-- `adding`, a requester who may not approve their own request is left out, so it never
+-- waits for them; removals name everyone (records indexed before this listed them too).
+local function user_members(key, rid, adding)
   local policy = json_field(key, 'policy')
   local created = field(key, 'created_at')
   local seen, out = {}, {}
+  if adding and not policy.allow_self_approval then seen[field(key, 'requested_by')] = true end
   local function add(list)
     for _, user in ipairs(list) do
       if not seen[user] then
@@ -89,7 +92,7 @@ end
 -- append exactly one resume job. Returns the job's stream id or ''.
 local function finalize(rid, state, by, now, decision, retention, resume, stream_maxlen)
   local key = KEYS[1]
-  zset_many('ZREM', KEYS[7], user_members(key, rid))
+  zset_many('ZREM', KEYS[7], user_members(key, rid, false))
   local channel = field(key, 'channel')
   if channel ~= '' then redis.call('ZREM', KEYS[8], channel_member(key, rid, channel)) end
   redis.call('ZREM', KEYS[4], rid)

@@ -38,7 +38,7 @@ for _, rec in ipairs(records) do
   local reminder = field(key, 'next_reminder_at')
   if reminder ~= '' then redis.call('ZADD', KEYS[3], reminder, rid) end
   redis.call('ZADD', KEYS[4], post_after, rid)
-  zset_many('ZADD', KEYS[5], user_members(key, rid))
+  zset_many('ZADD', KEYS[5], user_members(key, rid, true))
   if #json_field(key, 'policy').allowed_groups > 0 then
     redis.call('ZADD', KEYS[8], check_after, rid)
   end

@@ -55,7 +55,7 @@ if step < steps then
   redis.call('ZADD', KEYS[4], later, rid)
   local ttl = redis.call('PTTL', key)
   if ttl > 0 then redis.call('PEXPIRE', key, ttl + later - tonumber(expires)) end
-  zset_many('ZADD', KEYS[7], user_members(key, rid))
+  zset_many('ZADD', KEYS[7], user_members(key, rid, true))
   audit(KEYS[10], ARGV[5], 'escalated', rid, '', now, tostring(step + 1))
   return with_record({'escalated', ''})
 end

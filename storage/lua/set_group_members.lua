@@ -5,8 +5,8 @@
 local key, rid = KEYS[1], ARGV[1]
 if redis.call('EXISTS', key) == 0 or field(key, 'id') ~= rid then return {'unknown', ''} end
 if field(key, 'state') ~= 'pending' then return {'not_pending', ''} end
-zset_many('ZREM', KEYS[7], user_members(key, rid))
+zset_many('ZREM', KEYS[7], user_members(key, rid, false))
 redis.call('HSET', key, 'policy', ARGV[2])
-zset_many('ZADD', KEYS[7], user_members(key, rid))
+zset_many('ZADD', KEYS[7], user_members(key, rid, true))
 audit(KEYS[10], ARGV[4], 'approvers_refreshed', rid, ARGV[5], ARGV[3], '')
 return with_record({'updated', ''})

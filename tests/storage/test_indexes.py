@@ -47,6 +47,30 @@ async def test_an_approver_list_longer_than_one_index_call_is_indexed_whole(
     assert await storage.client.raw.zcard(run_key(storage, storage.keys.by_user)) == 0
 
 
+async def test_a_request_never_waits_for_a_requester_who_may_not_approve_it(
+    storage: Storage,
+) -> None:
+    group = {"allowed_groups": ("SONCALL",), "group_members": ("UALICE", "UBOB")}
+    own = await storage.interrupts.create_interrupt(make_record(requested_by="UALICE", **group))
+    allowed = make_record(run_id="run_2", requested_by="UALICE", allow_self_approval=True)
+    await storage.interrupts.create_interrupt(allowed)
+    assert [r.id for r in (await storage.queries.pending_for_user("UALICE")).records] == [
+        allowed.id
+    ]
+    assert await storage.interrupts.set_group_members(
+        own, ["UALICE", "UCAROL"], now=NOW, asked_by="UCAROL"
+    )
+    assert [r.id for r in (await storage.queries.pending_for_user("UALICE")).records] == [
+        allowed.id
+    ]
+    for record in (own, allowed):
+        await storage.interrupts.decide(
+            record.id, "UCAROL", Decision.approve(), args_digest=DIGEST, now=NOW
+        )
+    for run_id in ("run_1", "run_2"):
+        assert await storage.client.raw.zcard(run_key(storage, storage.keys.by_user, run_id)) == 0
+
+
 async def test_new_group_members_replace_the_old_in_the_index_while_pending(
     storage: Storage,
 ) -> None:
