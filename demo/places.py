@@ -9,6 +9,8 @@ import socket
 from pathlib import Path
 
 PORT_FILE = "port"
+API_PORT_FILE = "api-port"
+GATE_TOKEN_FILE = "gate-token"
 
 
 def default_data_dir() -> Path:
@@ -17,11 +19,12 @@ def default_data_dir() -> Path:
     return Path(base) / "signoff" / "demo"
 
 
-def last_port(data_dir: Path, host: str = "127.0.0.1") -> int:
+def last_port(data_dir: Path, host: str = "127.0.0.1", *, name: str = PORT_FILE) -> int:
     """The port the demo served last from ``data_dir`` when it is free again, else 0 (any):
-    a restarted demo keeps its address, so an open tab reconnects by itself."""
+    a restarted demo keeps its addresses, so an open tab reconnects by itself and a gate
+    still waiting reaches the API it asked."""
     with contextlib.suppress(OSError, ValueError):
-        port = int((data_dir / PORT_FILE).read_text().strip())
+        port = int((data_dir / name).read_text().strip())
         if 0 < port < 65536:
             with socket.socket() as probe:
                 # As the server binds: a closed predecessor's TIME_WAIT does not count.
@@ -31,6 +34,6 @@ def last_port(data_dir: Path, host: str = "127.0.0.1") -> int:
     return 0
 
 
-def remember_port(data_dir: Path, port: int) -> None:
+def remember_port(data_dir: Path, port: int, *, name: str = PORT_FILE) -> None:
     with contextlib.suppress(OSError):
-        (data_dir / PORT_FILE).write_text(f"{port}\n")
+        (data_dir / name).write_text(f"{port}\n")

@@ -9,6 +9,7 @@ files. So a restart shows what was left pending, and it can still be decided.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import shlex
 import sys
@@ -34,6 +35,7 @@ from storage.file_lock import FileLock
 
 from .agents import check_workspace, demo_agents
 from .errors import DemoError
+from .places import API_PORT_FILE, GATE_TOKEN_FILE, last_port, remember_port
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +87,7 @@ class DemoStack:
     @property
     def gate_command(self) -> str:
         """A ready-to-paste ``signoff gate`` gating a harmless command, with a token of the
-        demo's own API client (made afresh at each start: only its hash is stored)."""
+        demo's own API client (kept in the demo's data directory, like its Redis)."""
         gate = [
             str(Path(sys.executable).parent / "signoff"),
             "gate",
@@ -101,6 +103,22 @@ class DemoStack:
         ]
         env = f"SIGNOFF_URL={self._api_url} SIGNOFF_TOKEN={self._gate_token}"
         return f"{env} {shlex.join(gate)}"
+
+    async def _gate_client(self, storage: Storage) -> str:
+        """The token of the demo job's API client: the one of the last start while it still
+        authenticates, so a gate that was waiting then still gets its answer."""
+        kept = self.data_dir / GATE_TOKEN_FILE
+        with contextlib.suppress(OSError):
+            token = kept.read_text().strip()
+            if await storage.api_clients.authenticate(token) is not None:
+                return token
+        await storage.api_clients.revoke(GATE_CLIENT)
+        _, token = await storage.api_clients.create(
+            GATE_CLIENT, channels=(GATE_CHANNEL,), now=datetime.now(UTC)
+        )
+        kept.touch(mode=0o600)
+        kept.write_text(token + "\n")
+        return token
 
     async def start(self) -> None:
         """Start Redis and the sandbox side by side, then the bot, then point Slack at it."""
@@ -125,14 +143,13 @@ class DemoStack:
         server = web_app(app, self._services, signing_secret=secret)
         self._runner = web.AppRunner(server, access_log_class=PathAccessLogger)
         await self._runner.setup()
-        await web.TCPSite(self._runner, self._host, 0).start()
+        api_port = last_port(self.data_dir, self._host, name=API_PORT_FILE)
+        await web.TCPSite(self._runner, self._host, api_port).start()
         host, port = self._runner.addresses[0][:2]
+        remember_port(self.data_dir, port, name=API_PORT_FILE)
         self._api_url = f"http://{host}:{port}"
         self.sandbox.request_url = f"{self._api_url}{EVENTS_PATH}"
-        await self._storage.api_clients.revoke(GATE_CLIENT)
-        _, self._gate_token = await self._storage.api_clients.create(
-            GATE_CLIENT, channels=(GATE_CHANNEL,), now=datetime.now(UTC)
-        )
+        self._gate_token = await self._gate_client(self._storage)
         self._loops = Loops(self._services, workers=2)
         self._loops.start()
         await self._welcome()

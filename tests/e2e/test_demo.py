@@ -203,6 +203,35 @@ async def test_the_printed_gate_command_runs_a_shell_job_once_approved(tmp_path:
     await _stop(demo)
 
 
+async def test_a_gate_waiting_through_a_demo_restart_still_gets_its_answer(
+    tmp_path: Path,
+) -> None:
+    demo = await _start(tmp_path / "demo")
+    gate = await asyncio.create_subprocess_exec(
+        "sh",
+        "-c",
+        demo.gate_command,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    async with SandboxClient(demo.url) as slack:
+        await slack.wait_for(
+            ALICE, _headed("Approval needed: Clear the demo", pending=True), channel=OPS
+        )
+    await _stop(demo)
+    again = await _start(demo.data_dir)
+    assert again.gate_command == demo.gate_command  # the same API address and token
+    async with SandboxClient(again.url) as slack:
+        card = await slack.wait_for(
+            ALICE, _headed("Approval needed: Clear the demo", pending=True), channel=OPS
+        )
+        await _approve(slack, ALICE, OPS, card)
+        out, err = await asyncio.wait_for(gate.communicate(), 60)
+    assert gate.returncode == 0, err
+    assert out.decode() == "approved by U0ALICE: files older than 30 days cleared\n"
+    await _stop(again)
+
+
 def test_run_demo_help_answers_before_anything_is_installed(tmp_path: Path) -> None:
     """A fresh clone: no virtualenv yet. ``--help`` must not install the world first; the
     system's Python (no Signoff dependencies) answers it."""
