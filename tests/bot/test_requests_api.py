@@ -20,6 +20,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pydantic import SecretStr
 
+import signoff
 from bot.api.request_records import REQUESTS_PATH
 from bot.process.web import operator_app
 from bot.schedule.scheduler import Scheduler
@@ -455,3 +456,24 @@ async def test_a_requests_spans_join_the_trace_the_job_sent(jobs: Jobs) -> None:
         assert format(span.parent.span_id, "016x") == "00f067aa0ba902b7"
     assert decided.attributes["signoff.user"] == ALICE
     assert decided.attributes["signoff.record_id"].startswith(made["id"])
+
+
+async def test_the_python_client_asks_waits_and_reports_what_the_job_did(jobs: Jobs) -> None:
+    async with signoff.Client(jobs.base, jobs.token) as client:
+        request = await client.create(
+            signoff.NewRequest(title="Delete 42 stale volumes", channel=CHANNEL, approvers=[ALICE])
+        )
+        waiting = asyncio.create_task(client.wait(request.id))
+        await jobs.bot.click(ids.APPROVE, jobs.value(), user=ALICE)
+        answer = await asyncio.wait_for(waiting, 10)
+        assert answer.approved and answer.decided_by == ALICE
+        done = await client.report_outcome(request.id, exit_status=0, duration_seconds=1.5)
+        assert done.status == "approved"
+        with pytest.raises(signoff.RequestRefused):
+            await client.report_outcome(request.id, exit_status=0, duration_seconds=1.5)
+        with pytest.raises(signoff.RequestRefused):
+            await client.withdraw(request.id)
+        other = await client.create(
+            signoff.NewRequest(title="Rotate keys", channel=CHANNEL, approvers=[ALICE])
+        )
+        assert (await client.withdraw(other.id, reason="not needed")).status == "withdrawn"
