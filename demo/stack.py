@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import shlex
 import sys
 from datetime import UTC, datetime
@@ -20,6 +21,7 @@ from types import TracebackType
 from aiohttp import web
 from pydantic import SecretStr
 
+from bot.api.callbacks import CallbackPolicy
 from bot.process.loops import Loops
 from bot.process.settings import Settings
 from bot.process.slack_client import close_client, make_client
@@ -134,13 +136,15 @@ class DemoStack:
             bot_token=SecretStr(self.sandbox.bot_token),
             signing_secret=SecretStr(self.sandbox.signing_secret),
             slack_api_url=self.sandbox.api_url,
+            webhook_allow=os.environ.get("SIGNOFF_WEBHOOK_ALLOW"),
         )
         self._services = make_services(
             client=make_client(settings), storage=self._storage, specs=self._specs
         )
         secret = self.sandbox.signing_secret
         app = build_app(self._services, signing_secret=secret)
-        server = web_app(app, self._services, signing_secret=secret)
+        callbacks = CallbackPolicy(allow=settings.webhook_hosts)
+        server = web_app(app, self._services, signing_secret=secret, callbacks=callbacks)
         self._runner = web.AppRunner(server, access_log_class=PathAccessLogger)
         await self._runner.setup()
         api_port = last_port(self.data_dir, self._host, name=API_PORT_FILE)

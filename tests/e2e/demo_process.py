@@ -35,7 +35,13 @@ class DemoProcess:
     started_in: float
 
     @classmethod
-    def start(cls, data_dir: Path, *, command: tuple[str, ...] = PYTHON_DEMO) -> DemoProcess:
+    def start(
+        cls,
+        data_dir: Path,
+        *,
+        command: tuple[str, ...] = PYTHON_DEMO,
+        env: dict[str, str] | None = None,
+    ) -> DemoProcess:
         """Start the demo and return once it has printed its address."""
         began = time.monotonic()
         stderr = data_dir.with_name(data_dir.name + ".stderr")
@@ -47,7 +53,7 @@ class DemoProcess:
                 stdout=subprocess.PIPE,
                 stderr=sink,
                 bufsize=0,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                env={**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"},
             )
         try:
             lines = _Lines(process, began + START_SECONDS, stderr)

@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+from aiohttp import web
+from aiohttp.test_utils import TestServer
 from demo_process import ROOT, RUN_DEMO, DemoProcess
 
 from sandbox import SandboxClient
@@ -230,6 +232,42 @@ async def test_a_gate_waiting_through_a_demo_restart_still_gets_its_answer(
     assert gate.returncode == 0, err
     assert out.decode() == "approved by U0ALICE: files older than 30 days cleared\n"
     await _stop(again)
+
+
+async def test_the_demo_sends_webhooks_to_the_hosts_signoff_webhook_allow_names(
+    tmp_path: Path,
+) -> None:
+    received: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+
+    async def hook(request: web.Request) -> web.Response:
+        await received.put(await request.json())
+        return web.Response()
+
+    app = web.Application()
+    app.router.add_post("/hook", hook)
+    receiver = TestServer(app, host="127.0.0.1", port=0)
+    await receiver.start_server()
+    allow = {"SIGNOFF_WEBHOOK_ALLOW": f"127.0.0.1:{receiver.port}"}
+    demo = await asyncio.to_thread(DemoProcess.start, tmp_path / "demo", env=allow)
+    env = dict(part.split("=", 1) for part in demo.gate_command.split()[:2])
+    headers = {"Authorization": f"Bearer {env['SIGNOFF_TOKEN']}"}
+    body = {
+        "title": "Rotate the demo keys",
+        "channel": OPS,
+        "approvers": [ALICE],
+        "callback_url": f"http://127.0.0.1:{receiver.port}/hook",
+    }
+    async with aiohttp.ClientSession(headers=headers) as http:
+        async with http.post(env["SIGNOFF_URL"] + "/api/requests", json=body) as made:
+            assert made.status == 201, await made.text()
+            request_id = (await made.json())["id"]
+        withdraw = f"{env['SIGNOFF_URL']}/api/requests/{request_id}/withdraw"
+        async with http.post(withdraw, json={"reason": "not needed"}) as withdrawn:
+            assert withdrawn.status == 200, await withdrawn.text()
+    event = await asyncio.wait_for(received.get(), 30)
+    assert event["event"] == "request.withdrawn" and event["request"]["id"] == request_id
+    await _stop(demo)
+    await receiver.close()
 
 
 def test_run_demo_help_answers_before_anything_is_installed(tmp_path: Path) -> None:
