@@ -54,3 +54,11 @@ class Authenticator:
             webhook_secret=client.webhook_secret,
             callback_url=client.callback_url,
         )
+
+
+def unauthenticated(request: web.Request) -> str:
+    """Why a request without a valid caller is refused: no token, or one Signoff does not
+    know (mistyped, revoked, or made for another Signoff's Redis)."""
+    if request.headers.get("Authorization", "").startswith("Bearer "):
+        return "the API token is not one of this Signoff's (revoked, or mistyped?)"
+    return "send an API token as 'Authorization: Bearer <token>'"

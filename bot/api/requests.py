@@ -33,7 +33,7 @@ from storage.errors import DuplicateInterruptError, StorageError
 from storage.records import InterruptRecord
 from storage.requests import RequestMeta, request_record_id, request_run_id
 
-from .auth import Authenticator, Caller
+from .auth import Authenticator, Caller, unauthenticated
 from .bodies import error, parse
 from .callbacks import CallbackPolicy
 from .rechecks import mark_superseded, superseded
@@ -70,7 +70,7 @@ def add_requests_routes(
             try:
                 caller = await auth.caller(request)
                 if caller is None:
-                    return error(401, "send an API token as 'Authorization: Bearer <token>'")
+                    return error(401, unauthenticated(request))
                 return await handler(request, caller)
             except StorageError as exc:
                 log.error("%s %s: %s", request.method, request.path, exc)
