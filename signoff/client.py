@@ -163,6 +163,14 @@ class Client:
                     raise SignoffUnreachable(
                         f"cannot reach Signoff at {self._base}: {exc}"
                     ) from exc
+                if backoff == _FIRST_BACKOFF:
+                    left = give_up - loop.time()
+                    log.warning(
+                        "cannot reach Signoff at %s (%s); trying again for %.0f s",
+                        self._base,
+                        exc,
+                        left,
+                    )
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, _MAX_BACKOFF)
 
