@@ -1,15 +1,17 @@
 """Delete files older than 5 days, but only after a person says yes.
 
-Run it with ``./run demo`` (or ``python examples/cleanup_agent.py``). It makes a scratch
-directory with old and new files, lets a scripted model find and delete the old ones,
-and stops for your approval before anything is deleted: answer y (approve), n (deny) or
-t (approve, and trust this tool for the rest of the run).
+Run it with ``.venv/bin/python examples/cleanup_agent.py`` (``./run demo`` or ``./run
+test`` sets up ``.venv``). It makes a scratch directory with old and new files, lets a
+scripted model find and delete the old ones, and stops for your approval before anything
+is deleted: answer y (approve), n (deny) or t (approve, and trust this tool for the rest
+of the run). The scratch directory is removed at the end.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -82,27 +84,33 @@ def ask(interrupt: Interrupt) -> Decision:
     print(f"\n[approval needed] {interrupt.description}")
     for path in args.get("paths", []):
         print(f"  - {path}")
-    print("Approve? [y]es / [n]o / [t]rust for this run: ", end="", flush=True)
-    answer = sys.stdin.readline().strip().lower()
-    if answer in ("y", "yes"):
-        return Decision.approve()
-    if answer in ("t", "trust"):
-        return Decision.approve(remember=Remember(scope="run"))
-    return Decision.reject("The operator said no.")
+    while True:
+        print("Approve? [y]es / [n]o / [t]rust for this run: ", end="", flush=True)
+        line = sys.stdin.readline()
+        answer = line.strip().lower()
+        if answer in ("y", "yes"):
+            return Decision.approve()
+        if answer in ("t", "trust"):
+            return Decision.approve(remember=Remember(scope="run"))
+        if answer in ("n", "no") or not line:  # no answer at all (end of input) is a no
+            return Decision.reject("The operator said no.")
 
 
 async def main() -> int:
     scratch, old_files = make_scratch_directory()
-    agent = build_agent(scratch, old_files)
-    print(f"Scratch directory: {scratch}")
-    result = await agent.invoke("Clean up files older than 5 days.", thread_id="cleanup")
-    while result.stop_reason == "interrupt":
-        answers = {interrupt.id: ask(interrupt) for interrupt in result.interrupts}
-        result = await agent.invoke(answers, thread_id="cleanup")
-    remaining = sorted(p.name for p in scratch.iterdir())
-    print(f"\nOutcome: {result.stop_reason}: {result.message}")
-    print(f"Files left: {', '.join(remaining) or 'none'}")
-    return 0 if result.stop_reason == "end_turn" else 1
+    try:
+        agent = build_agent(scratch, old_files)
+        print(f"Scratch directory: {scratch}")
+        result = await agent.invoke("Clean up files older than 5 days.", thread_id="cleanup")
+        while result.stop_reason == "interrupt":
+            answers = {interrupt.id: ask(interrupt) for interrupt in result.interrupts}
+            result = await agent.invoke(answers, thread_id="cleanup")
+        remaining = sorted(p.name for p in scratch.iterdir())
+        print(f"\nOutcome: {result.stop_reason}: {result.message}")
+        print(f"Files left: {', '.join(remaining) or 'none'}")
+        return 0 if result.stop_reason == "end_turn" else 1
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 if __name__ == "__main__":

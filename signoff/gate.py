@@ -297,7 +297,8 @@ def _first_error(exc: Exception) -> str:
     if isinstance(exc, ValidationError):
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
-        return f"{where}: {first['msg'].removeprefix('Value error, ')}" if where else first["msg"]
+        message = first["msg"].removeprefix("Value error, ")
+        return f"{where}: {message}" if where else message
     return str(exc)
 
 

@@ -98,7 +98,9 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument("--title", required=True, help="the card's headline")
     parser.add_argument("--channel", required=True, help="channel id (C0123ABCD)")
     parser.add_argument(
-        "--approvers", default="", help="comma-separated user (U…) and user group (S…) ids"
+        "--approvers",
+        default="",
+        help="comma-separated user (U…) and user group (S…) ids, or group handles (@oncall)",
     )
     parser.add_argument("--anyone-in-channel", action="store_true")
     parser.add_argument("--min-approvals", type=int, default=1)

@@ -183,7 +183,7 @@ async def test_an_expired_request_does_not_run_its_command(stack: Stack) -> None
 
 
 async def test_ctrl_c_while_waiting_withdraws_the_request(stack: Stack) -> None:
-    gate = await stack.gate()
+    gate = await stack.gate("--idempotency-key", "cleanup-2026-11-24")
     await stack.waiting(gate)
     card = await stack.card()
     gate.send_signal(signal.SIGINT)
@@ -192,6 +192,11 @@ async def test_ctrl_c_while_waiting_withdraws_the_request(stack: Stack) -> None:
     shown = str(stack.sandbox.workspace.message(GENERAL, card.ts).blocks)
     assert "Withdrawn by nightly-cleanup" in shown and ids.APPROVE not in shown
     assert "withdrawing the request" in err.decode()
+    # A retry with the same key finds the withdrawn request: it asks nothing again.
+    again = await stack.gate("--idempotency-key", "cleanup-2026-11-24")
+    _, err = await asyncio.wait_for(again.communicate(), 30)
+    assert again.returncode == WITHDRAWN, err
+    assert len(stack.sandbox.workspace.history(GENERAL)) == 1
     assert not stack.marks.exists()
 
 

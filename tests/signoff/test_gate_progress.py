@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from bot.api.schemas import RequestView
+from signoff import gate
 from signoff.gate import Progress
 from signoff.gate_cli import parse_args, request_of
 
@@ -72,3 +73,14 @@ def test_the_undo_window_option_reaches_the_request() -> None:
     args, _ = parse_args(["--title", "t", "--channel", "C0OPS", "--approvers", "U0A"])
     assert request_of(args).undo_window is None
     assert request_of(args).if_nobody_decides == "deny"
+
+
+def test_a_request_with_no_approvers_is_a_usage_error_in_plain_words(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SIGNOFF_URL", "http://127.0.0.1:1")
+    monkeypatch.setenv("SIGNOFF_TOKEN", "sgn_" + "x" * 30)
+    with pytest.raises(SystemExit) as stopped:
+        gate.main(["--channel", "C0OPS", "--title", "Rotate keys"])
+    assert stopped.value.code == 2
+    assert capsys.readouterr().err == "signoff gate: name approvers, or set anyone_in_channel\n"
