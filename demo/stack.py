@@ -19,7 +19,6 @@ from pathlib import Path
 from types import TracebackType
 
 from aiohttp import web
-from pydantic import SecretStr
 
 from bot.api.callbacks import CallbackPolicy
 from bot.process.loops import Loops
@@ -43,6 +42,8 @@ log = logging.getLogger(__name__)
 
 WELCOME_CHANNEL = "C0GENERAL"
 GATE_CLIENT = "demo-job"
+DEMO_SETTINGS = ("SIGNOFF_API_TOKEN", "SIGNOFF_WEBHOOK_ALLOW")
+"""The environment settings the demo reads: the runs and AG-UI APIs, local webhooks."""
 GATE_CHANNEL = "C0OPS"
 GATE_APPROVERS = ("U0ALICE", "U0BOB")
 WELCOME = (
@@ -132,11 +133,14 @@ class DemoStack:
         finally:
             url = await redis_url
         self._storage = await connect(url)
-        settings = Settings(
-            bot_token=SecretStr(self.sandbox.bot_token),
-            signing_secret=SecretStr(self.sandbox.signing_secret),
-            slack_api_url=self.sandbox.api_url,
-            webhook_allow=os.environ.get("SIGNOFF_WEBHOOK_ALLOW"),
+        # The sandbox is the workspace; of the rest, what a local trial can use.
+        settings = Settings.from_env(
+            {
+                **{name: os.environ[name] for name in DEMO_SETTINGS if os.environ.get(name)},
+                "SLACK_BOT_TOKEN": self.sandbox.bot_token,
+                "SLACK_SIGNING_SECRET": self.sandbox.signing_secret,
+                "SIGNOFF_SLACK_API_URL": self.sandbox.api_url,
+            }
         )
         self._services = make_services(
             client=make_client(settings), storage=self._storage, specs=self._specs
@@ -144,7 +148,13 @@ class DemoStack:
         secret = self.sandbox.signing_secret
         app = build_app(self._services, signing_secret=secret)
         callbacks = CallbackPolicy(allow=settings.webhook_hosts)
-        server = web_app(app, self._services, signing_secret=secret, callbacks=callbacks)
+        server = web_app(
+            app,
+            self._services,
+            signing_secret=secret,
+            api_token=settings.api_token,
+            callbacks=callbacks,
+        )
         self._runner = web.AppRunner(server, access_log_class=PathAccessLogger)
         await self._runner.setup()
         api_port = last_port(self.data_dir, self._host, name=API_PORT_FILE)

@@ -234,7 +234,10 @@ async def test_a_gate_waiting_through_a_demo_restart_still_gets_its_answer(
     await _stop(again)
 
 
-async def test_the_demo_sends_webhooks_to_the_hosts_signoff_webhook_allow_names(
+API_TOKEN = "demo-admin-" + "x" * 24
+
+
+async def test_the_demo_reads_the_api_token_and_the_webhook_hosts_from_the_environment(
     tmp_path: Path,
 ) -> None:
     received: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
@@ -247,9 +250,16 @@ async def test_the_demo_sends_webhooks_to_the_hosts_signoff_webhook_allow_names(
     app.router.add_post("/hook", hook)
     receiver = TestServer(app, host="127.0.0.1", port=0)
     await receiver.start_server()
-    allow = {"SIGNOFF_WEBHOOK_ALLOW": f"127.0.0.1:{receiver.port}"}
-    demo = await asyncio.to_thread(DemoProcess.start, tmp_path / "demo", env=allow)
+    settings = {
+        "SIGNOFF_WEBHOOK_ALLOW": f"127.0.0.1:{receiver.port}",
+        "SIGNOFF_API_TOKEN": API_TOKEN,
+    }
+    demo = await asyncio.to_thread(DemoProcess.start, tmp_path / "demo", env=settings)
     env = dict(part.split("=", 1) for part in demo.gate_command.split()[:2])
+    admin = {"Authorization": f"Bearer {API_TOKEN}"}
+    async with aiohttp.ClientSession(headers=admin) as http:
+        async with http.get(env["SIGNOFF_URL"] + "/agui/file-cleanup") as agui:
+            assert agui.status == 200, await agui.text()
     headers = {"Authorization": f"Bearer {env['SIGNOFF_TOKEN']}"}
     body = {
         "title": "Rotate the demo keys",
