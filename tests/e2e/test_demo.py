@@ -179,19 +179,26 @@ async def test_run_demo_answers_and_stops_on_ctrl_c(tmp_path: Path) -> None:
     assert await _stop(demo) < 5.0
 
 
-async def test_the_printed_gate_command_runs_a_shell_job_once_approved(tmp_path: Path) -> None:
-    demo = await _start(tmp_path / "demo")
-    gate = await asyncio.create_subprocess_exec(
+CLEAR_CARD = _headed("Approval needed: Clear the demo", pending=True)
+"""The card of the demo's gate command, still waiting."""
+
+
+async def _run_gate(demo: DemoProcess) -> asyncio.subprocess.Process:
+    """The gate command the demo printed, run as a person pastes it into a shell."""
+    return await asyncio.create_subprocess_exec(
         "sh",
         "-c",
         demo.gate_command,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
+
+
+async def test_the_printed_gate_command_runs_a_shell_job_once_approved(tmp_path: Path) -> None:
+    demo = await _start(tmp_path / "demo")
+    gate = await _run_gate(demo)
     async with SandboxClient(demo.url) as slack:
-        card = await slack.wait_for(
-            ALICE, _headed("Approval needed: Clear the demo", pending=True), channel=OPS
-        )
+        card = await slack.wait_for(ALICE, CLEAR_CARD, channel=OPS)
         await _approve(slack, ALICE, OPS, card)
         out, err = await asyncio.wait_for(gate.communicate(), 30)
         assert gate.returncode == 0, err
@@ -209,24 +216,14 @@ async def test_a_gate_waiting_through_a_demo_restart_still_gets_its_answer(
     tmp_path: Path,
 ) -> None:
     demo = await _start(tmp_path / "demo")
-    gate = await asyncio.create_subprocess_exec(
-        "sh",
-        "-c",
-        demo.gate_command,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
+    gate = await _run_gate(demo)
     async with SandboxClient(demo.url) as slack:
-        await slack.wait_for(
-            ALICE, _headed("Approval needed: Clear the demo", pending=True), channel=OPS
-        )
+        await slack.wait_for(ALICE, CLEAR_CARD, channel=OPS)
     await _stop(demo)
     again = await _start(demo.data_dir)
     assert again.gate_command == demo.gate_command  # the same API address and token
     async with SandboxClient(again.url) as slack:
-        card = await slack.wait_for(
-            ALICE, _headed("Approval needed: Clear the demo", pending=True), channel=OPS
-        )
+        card = await slack.wait_for(ALICE, CLEAR_CARD, channel=OPS)
         await _approve(slack, ALICE, OPS, card)
         out, err = await asyncio.wait_for(gate.communicate(), 60)
     assert gate.returncode == 0, err
@@ -257,9 +254,11 @@ async def test_the_demo_reads_the_api_token_and_the_webhook_hosts_from_the_envir
     demo = await asyncio.to_thread(DemoProcess.start, tmp_path / "demo", env=settings)
     env = dict(part.split("=", 1) for part in demo.gate_command.split()[:2])
     admin = {"Authorization": f"Bearer {API_TOKEN}"}
-    async with aiohttp.ClientSession(headers=admin) as http:
-        async with http.get(env["SIGNOFF_URL"] + "/agui/file-cleanup") as agui:
-            assert agui.status == 200, await agui.text()
+    async with (
+        aiohttp.ClientSession(headers=admin) as http,
+        http.get(env["SIGNOFF_URL"] + "/agui/file-cleanup") as agui,
+    ):
+        assert agui.status == 200, await agui.text()
     headers = {"Authorization": f"Bearer {env['SIGNOFF_TOKEN']}"}
     body = {
         "title": "Rotate the demo keys",
