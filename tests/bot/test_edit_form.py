@@ -19,6 +19,7 @@ from bot.ui import ids
 Email = Annotated[
     str, Field(pattern=r"^[^@\s]+@[^@\s]+\.[a-z]{2,}$", json_schema_extra={"format": "email"})
 ]
+Url = Annotated[str, Field(pattern=r"^https?://\S+$", json_schema_extra={"format": "uri"})]
 ARGS = {
     "title": "Quarterly cleanup",
     "count": 3,
@@ -180,3 +181,42 @@ async def test_wrong_values_get_sentences_under_their_fields_and_nothing_is_deci
     record = await bot.services.storage.queries.get(bot.record_id(value))
     assert record is not None and record.state == "pending" and record.votes == ()
     assert received == []
+
+
+async def test_a_web_address_gets_a_url_input_and_a_sentence_when_it_is_not_one(
+    make_bot: Any,
+) -> None:
+    fetched: list[str] = []
+
+    @tool
+    def fetch(link: Url) -> str:
+        """Fetch a page."""
+        fetched.append(link)
+        return "fetched"
+
+    def build(store: SessionStore) -> Agent:
+        return Agent(
+            model=OneToolModel("fetch", {"link": "https://example.com/a"}),
+            tools=[fetch],
+            interrupt_on={"fetch": True},
+            session_store=store,
+            name="fetcher",
+        )
+
+    spec = AgentSpec(name="fetcher", build=build, policy=Policy(channel=CHANNEL, users=(ALICE,)))
+    bot: Harness = await make_bot(spec=spec)
+    value = await bot.start()
+    element = (await _form(bot, value))["arg.link"]["element"]
+    assert element["type"] == "url_text_input"
+    assert element["initial_value"] == "https://example.com/a"
+    wrong = {"arg.link": {"type": "url_text_input", "value": "example dot com"}}
+    status, body = await bot.submit_form(value, user=ALICE, values=wrong)
+    assert status == 200
+    assert json.loads(body)["errors"] == {
+        "arg.link": "This must be a web address like https://example.com."
+    }
+    right = {"arg.link": {"type": "url_text_input", "value": "https://example.com/b"}}
+    status, _ = await bot.submit_form(value, user=ALICE, values=right)
+    assert status == 200
+    await bot.finished()
+    assert fetched == ["https://example.com/b"]

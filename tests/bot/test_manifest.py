@@ -47,3 +47,5 @@ def test_manifest_asks_for_the_scopes_and_features_the_bot_uses() -> None:
     assert manifest["features"]["app_home"]["home_tab_enabled"] is True
     assert [c["command"] for c in manifest["features"]["slash_commands"]] == ["/signoff"]
     assert "url" not in manifest["features"]["slash_commands"][0]
+    # Escaped, "@alice" arrives as <@U…|alice>: "/signoff away … to @someone" reads the id.
+    assert manifest["features"]["slash_commands"][0]["should_escape"] is True
