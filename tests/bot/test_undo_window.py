@@ -28,6 +28,11 @@ def _buttons(card: dict[str, Any]) -> list[str]:
     return [e["action_id"] for e in card["blocks"][-1]["elements"]]
 
 
+def _told(bot: Harness, requester: str) -> list[str]:
+    """What the thread told the requester of the decision (a line addressed to them)."""
+    return [t for t in bot.thread() if t.startswith(f"<@{requester}>")]
+
+
 async def _ephemeral(bot: Harness, count: int) -> str:
     await bot.slack.wait_calls("chat.postEphemeral", count)
     return str(bot.slack.called("chat.postEphemeral")[-1]["text"])
@@ -81,6 +86,7 @@ async def test_the_decision_takes_effect_once_when_the_window_ends(make_bot: Any
     bot.clock.advance(WINDOW - timedelta(seconds=1))
     await scheduler.tick()
     assert bot.tool_log.calls == []  # still undoable
+    assert not _told(bot, CAROL)  # the requester hears of it only once it is final
 
     bot.clock.advance(timedelta(seconds=1))
     await bot.click(ids.UNDO, value, user=BOB)  # the window has ended: too late
@@ -92,6 +98,8 @@ async def test_the_decision_takes_effect_once_when_the_window_ends(make_bot: Any
     assert f"Approved by <@{ALICE}>" in str(_card(bot)["blocks"])
     await scheduler.tick()  # released once
     assert len(bot.tool_log.calls) == 1
+    [told] = _told(bot, CAROL)
+    assert f"Approved by <@{ALICE}>" in told
 
 
 async def test_a_restart_inside_the_window_runs_the_tool_exactly_once(make_bot: Any) -> None:
