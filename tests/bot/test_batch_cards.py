@@ -12,6 +12,7 @@ from harness import ALICE, BOB, CAROL, CHANNEL, Harness
 
 from agent_runtime import (
     Agent,
+    Decision,
     Interrupt,
     ModelRequest,
     ModelResponse,
@@ -120,6 +121,33 @@ async def test_deny_all_runs_nothing_and_a_quorum_applies_to_the_batch(make_bot:
     assert deleted == []
     text = str(_card(bot)["blocks"])
     assert text.count(f"Excluded by <@{ALICE}>") == 1 and text.count(f"Denied by <@{BOB}>") == 39
+
+
+async def test_the_same_click_again_decides_only_the_items_left(make_bot: Any) -> None:
+    deleted: list[str] = []
+    bot: Harness = await make_bot(spec=spec(deleted))
+    await bot.start(requested_by=CAROL)
+    storage = bot.services.storage
+    page = await storage.queries.pending_for_channel(CHANNEL, limit=50)
+    [third] = [r for r in page.records if r.interrupt["tool_call"]["args"]["path"] == FILES[3]]
+    # A process that carried out "Deny all" stopped after deciding one item.
+    outcome = await storage.interrupts.decide(
+        third.id,
+        BOB,
+        Decision.reject("Denied with the whole batch"),
+        args_digest=third.args_digest,
+        now=bot.clock.now(),
+        channel=third.channel,
+        message_ts=third.message_ts,
+    )
+    assert outcome.status == "recorded", outcome
+    await bot.batch_click(ids.BATCH_APPROVE, user=ALICE)
+    assert (await bot.finished()).startswith("Finished: deleted 39")
+    assert sorted(deleted) == sorted(p for i, p in enumerate(FILES) if i != 3)
+    audit = await storage.audit.read(count=500)
+    decided = [e for e in audit if e.event in ("approved", "denied")]
+    assert len(decided) == 40  # one decision per item: the decided one was not decided again
+    assert [(e.event, e.user_id) for e in decided if e.record_id == third.id] == [("denied", BOB)]
 
 
 async def test_a_stranger_decides_nothing_and_the_items_expire_together(make_bot: Any) -> None:
