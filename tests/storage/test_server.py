@@ -84,6 +84,9 @@ async def test_async_context_manager_runs_a_throwaway_server(tmp_path: Path) -> 
     async with EmbeddedRedis(tmp_path) as url, await connect(url, prefix="ctx") as storage:
         await storage.interrupts.create_interrupt(make_record(expires_in=timedelta(hours=1)))
         assert len(await storage.queries.pending_for_run("run_1")) == 1
+        # What the README says a crash of the machine can lose: up to a second of writes.
+        config = await storage.client.raw.config_get("append*")
+        assert (config["appendonly"], config["appendfsync"]) == ("yes", "everysec")
 
 
 def test_a_second_server_on_a_data_dir_in_use_is_refused(tmp_path: Path) -> None:
