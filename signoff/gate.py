@@ -206,7 +206,8 @@ async def _withdraw(client: Client, view: RequestView) -> RequestView | None:
 def _verdict(view: RequestView) -> int | None:
     """None when the command may run, else the exit status saying why not."""
     if view.approved:
-        who = view.decided_by or "?"
+        # A quorum's approvers all, as the card names them; else who made it final.
+        who = ", ".join(view.approvals) if len(view.approvals) > 1 else view.decided_by or "?"
         _say(f"signoff gate: {view.status} by {who}")
         return None
     reason = f": {view.reason}" if view.reason else ""
