@@ -124,6 +124,8 @@ def field_errors(problems: Sequence[Mapping[str, Any]], fields: Sequence[Field])
 
 def _sentence(problem: Mapping[str, Any], field: Field) -> str:
     kind, message = str(problem.get("type") or ""), str(problem.get("msg") or "")
+    if kind.startswith("url_") and field.format in ("uri", "url"):
+        kind = "string_pattern_mismatch"  # pydantic's own URL types (HttpUrl) say it so
     if kind == "string_pattern_mismatch" or (kind == "value_error" and field.format == "email"):
         if field.format == "email":
             return "This must be an email address like name@example.com."

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 
 from fakes import OneToolModel
 from harness import ALICE, CHANNEL, Harness
-from pydantic import Field
+from pydantic import Field, HttpUrl
 
 from agent_runtime import Agent, tool
 from agent_runtime.session import SessionStore
@@ -189,14 +189,16 @@ async def test_a_web_address_gets_a_url_input_and_a_sentence_when_it_is_not_one(
     fetched: list[str] = []
 
     @tool
-    def fetch(link: Url) -> str:
+    def fetch(link: Url, mirror: HttpUrl) -> str:
         """Fetch a page."""
-        fetched.append(link)
+        fetched.extend([link, str(mirror)])
         return "fetched"
 
     def build(store: SessionStore) -> Agent:
         return Agent(
-            model=OneToolModel("fetch", {"link": "https://example.com/a"}),
+            model=OneToolModel(
+                "fetch", {"link": "https://example.com/a", "mirror": "https://mirror.example/a"}
+            ),
             tools=[fetch],
             interrupt_on={"fetch": True},
             session_store=store,
@@ -206,17 +208,24 @@ async def test_a_web_address_gets_a_url_input_and_a_sentence_when_it_is_not_one(
     spec = AgentSpec(name="fetcher", build=build, policy=Policy(channel=CHANNEL, users=(ALICE,)))
     bot: Harness = await make_bot(spec=spec)
     value = await bot.start()
-    element = (await _form(bot, value))["arg.link"]["element"]
-    assert element["type"] == "url_text_input"
-    assert element["initial_value"] == "https://example.com/a"
-    wrong = {"arg.link": {"type": "url_text_input", "value": "example dot com"}}
+    form = await _form(bot, value)
+    assert [form[f"arg.{name}"]["element"]["type"] for name in ("link", "mirror")] == [
+        "url_text_input"
+    ] * 2
+    assert form["arg.link"]["element"]["initial_value"] == "https://example.com/a"
+    wrong = {
+        "arg.link": {"type": "url_text_input", "value": "example dot com"},
+        "arg.mirror": {"type": "url_text_input", "value": "ftp://mirror.example/a"},
+    }
     status, body = await bot.submit_form(value, user=ALICE, values=wrong)
     assert status == 200
-    assert json.loads(body)["errors"] == {
-        "arg.link": "This must be a web address like https://example.com."
+    sentence = "This must be a web address like https://example.com."
+    assert json.loads(body)["errors"] == {"arg.link": sentence, "arg.mirror": sentence}
+    right = {
+        "arg.link": {"type": "url_text_input", "value": "https://example.com/b"},
+        "arg.mirror": {"type": "url_text_input", "value": "https://mirror.example/b"},
     }
-    right = {"arg.link": {"type": "url_text_input", "value": "https://example.com/b"}}
     status, _ = await bot.submit_form(value, user=ALICE, values=right)
     assert status == 200
     await bot.finished()
-    assert fetched == ["https://example.com/b"]
+    assert fetched == ["https://example.com/b", "https://mirror.example/b"]
