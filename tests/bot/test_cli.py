@@ -88,3 +88,36 @@ async def test_a_bad_setting_stops_startup_with_one_line(slack: FakeSlack) -> No
     code, out, err = await _signoff("serve", env={"SIGNOFF_WORKERS": "lots"})
     assert code == 2 and out == ""
     assert err.strip().splitlines() == [err.strip()] and err.startswith("signoff: SIGNOFF_WORKERS")
+
+
+@pytest.mark.parametrize("increment", [7, 0])
+async def test_the_worker_lowers_its_cpu_priority_by_signoff_worker_nice(
+    env: dict[str, str], increment: int
+) -> None:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        "import sys; from bot.process.cli import main; raise SystemExit(main(sys.argv[1:]))",
+        *("worker", "--agents", "cleanup_agents"),
+        env={
+            **os.environ,
+            "PYTHONPATH": f"{ROOT}:{ROOT / 'tests' / 'bot'}",
+            **env,
+            "SIGNOFF_WORKER_NICE": str(increment),
+            "SIGNOFF_LOG_FORMAT": "text",
+        },
+        stderr=asyncio.subprocess.PIPE,
+    )
+    assert process.stderr is not None
+    try:
+        line = b""
+        while b"running at nice" not in line:
+            line = await asyncio.wait_for(process.stderr.readline(), 60)
+            assert line, "the worker stopped before its loops ran"
+        expected = min(os.nice(0) + increment, 19)  # this process's own niceness is unchanged
+        assert os.getpriority(os.PRIO_PROCESS, process.pid) == expected
+        assert f"running at nice {expected}" in line.decode()
+    finally:
+        process.terminate()
+        await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode == 0

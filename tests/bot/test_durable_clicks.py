@@ -13,7 +13,6 @@ from bot.agents.policy import Policy
 from bot.decisions.clicks import decide_click
 from bot.ui import ids
 from storage import Storage
-from storage.sweeps import CLICKS_HOLD_EXPIRY
 
 
 async def _stored(storage: Storage, record_id: str) -> str:
@@ -117,25 +116,6 @@ async def test_the_expiry_sweep_waits_for_a_click_made_in_time_that_no_decider_h
     assert await storage.client.raw.exists(storage.keys.clicks_waiting(record.id)) == 0
     front.clock.advance(timedelta(hours=1))
     assert await storage.interrupts.expire_due(front.clock.now()) == []
-
-
-async def test_a_click_no_decider_ever_takes_holds_the_expiry_back_ten_minutes_at_most(
-    make_bot: Any, storage: Storage
-) -> None:
-    policy = Policy(channel=CHANNEL, users=(ALICE,), expires_after=timedelta(minutes=30))
-    bot: Harness = await make_bot(policy, workers=0, deciders=0)
-    value = await bot.start()
-    await bot.click(ids.APPROVE, value, user=ALICE)
-    bot.clock.advance(timedelta(minutes=31))
-    assert await storage.interrupts.expire_due(bot.clock.now()) == []
-    waiting = storage.keys.clicks_waiting(bot.record_id(value))
-    hold_ms = await storage.client.raw.pttl(waiting)
-    assert timedelta(minutes=9) < timedelta(milliseconds=hold_ms) <= CLICKS_HOLD_EXPIRY
-    # Ten minutes on Redis drops the hold (here at once): the next sweep expires the request.
-    await storage.client.raw.delete(waiting)
-    bot.clock.advance(timedelta(seconds=2))  # past the sweep's look-again second
-    [expired] = await storage.interrupts.expire_due(bot.clock.now())
-    assert expired.record is not None and expired.record.state == "expired"
 
 
 async def test_a_refused_click_does_not_hold_the_expiry_back(

@@ -10,7 +10,7 @@ from typing import Any
 from harness import ALICE, BOB, CAROL, CHANNEL, MALLORY, Harness
 
 from bot.agents.policy import Policy
-from bot.decisions.clicks import made_final
+from bot.decisions.clicks import decide_click, made_final
 from bot.schedule.scheduler import Scheduler
 from bot.ui import ids
 
@@ -86,7 +86,6 @@ async def test_the_decision_takes_effect_once_when_the_window_ends(make_bot: Any
     bot.clock.advance(WINDOW - timedelta(seconds=1))
     await scheduler.tick()
     assert bot.tool_log.calls == []  # still undoable
-    assert not _told(bot, CAROL)  # the requester hears of it only once it is final
 
     bot.clock.advance(timedelta(seconds=1))
     await bot.click(ids.UNDO, value, user=BOB)  # the window has ended: too late
@@ -98,8 +97,6 @@ async def test_the_decision_takes_effect_once_when_the_window_ends(make_bot: Any
     assert f"Approved by <@{ALICE}>" in str(_card(bot)["blocks"])
     await scheduler.tick()  # released once
     assert len(bot.tool_log.calls) == 1
-    [told] = _told(bot, CAROL)
-    assert f"Approved by <@{ALICE}>" in told
 
 
 async def test_a_restart_inside_the_window_runs_the_tool_exactly_once(make_bot: Any) -> None:
@@ -115,3 +112,25 @@ async def test_a_restart_inside_the_window_runs_the_tool_exactly_once(make_bot: 
     await Scheduler(second.services, made_final=made_final).tick()  # a second scheduler
     assert (await second.finished()).startswith("Finished: done: deleted 2 file(s)")
     assert len(first.tool_log.calls) + len(second.tool_log.calls) == 1
+
+
+async def test_the_requester_is_told_once_when_the_window_ends_and_not_at_the_click(
+    make_bot: Any,
+) -> None:
+    bot: Harness = await make_bot(POLICY, deciders=0)  # the click is decided here, in step
+    value = await bot.start(requested_by=CAROL)
+    await bot.click(ids.APPROVE, value, user=ALICE)
+    [entry] = await bot.services.storage.clicks.claim("decider", count=10)
+    await decide_click(bot.services, entry)
+    await bot.services.background.idle()  # all the click's work, its news included, is done
+    assert _card(bot)["blocks"][0]["text"]["text"] == "Approved, not yet final: delete_files"
+    assert _told(bot, CAROL) == []
+
+    bot.clock.advance(WINDOW)
+    await Scheduler(bot.services, made_final=made_final).tick()
+    await bot.services.background.idle()
+    [told] = _told(bot, CAROL)
+    assert f"Approved by <@{ALICE}>" in told
+    await bot.finished()
+    await Scheduler(bot.services, made_final=made_final).tick()
+    assert len(_told(bot, CAROL)) == 1

@@ -5,11 +5,12 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
-from storage_helpers import later, make_record, run_key
+from storage_helpers import NOW, later, make_record, run_key, wait_for
 
 from agent_runtime.interrupts import Decision
 from agent_runtime.messages import args_digest
 from storage import Storage
+from storage.sweeps import CLICKS_HOLD_EXPIRY
 
 DIGEST = args_digest({"path": "/tmp/old"})
 
@@ -96,3 +97,42 @@ async def test_a_sweep_reloads_the_scripts_a_restarted_server_forgot(storage: St
     await storage.client.raw.script_flush()  # as after a restart without persistence
     [expired] = await storage.interrupts.expire_due(later(hours=1))
     assert expired.record.id == record.id and expired.outcome == "expired"
+
+
+async def test_a_queued_click_no_decider_takes_holds_the_expiry_back_ten_minutes_at_most(
+    storage: Storage,
+) -> None:
+    record = await storage.interrupts.create_interrupt(make_record(expires_in=timedelta(hours=1)))
+    await storage.clicks.append(
+        record_id=record.id,
+        digest=DIGEST,
+        user_id="UALICE",
+        channel_id="CAPPROVALS",
+        message_ts="1.000001",
+        action_id="approve",
+        clicked_at=later(minutes=59),
+    )
+    raw, waiting = storage.client.raw, storage.keys.clicks_waiting(record.id)
+    assert await raw.pttl(waiting) == -1  # the hold starts when the expiry falls due
+
+    async def sweep_leaves_it_pending(at: timedelta) -> None:
+        assert await storage.interrupts.expire_due(NOW + at) == []
+        stored = await storage.queries.get(record.id)
+        assert stored is not None and stored.state == "pending"
+
+    await sweep_leaves_it_pending(timedelta(hours=1))
+    hold = timedelta(milliseconds=await raw.pttl(waiting))
+    assert CLICKS_HOLD_EXPIRY - timedelta(seconds=5) < hold <= CLICKS_HOLD_EXPIRY
+    # Nine minutes pass on Redis's clock (it cannot be moved: the TTL is cut to what is left).
+    await raw.pexpire(waiting, timedelta(minutes=1))
+    await sweep_leaves_it_pending(timedelta(hours=1, minutes=9))
+    assert await raw.pttl(waiting) <= 60_000  # a later sweep does not extend the hold
+
+    await raw.pexpire(waiting, 1)  # the hold's last minute passes
+
+    async def hold_over() -> bool:
+        return await raw.exists(waiting) == 0
+
+    await wait_for(hold_over, what="the hold to end")
+    [expired] = await storage.interrupts.expire_due(later(hours=1, minutes=10, seconds=1))
+    assert expired.outcome == "expired" and expired.record.state == "expired"
