@@ -222,14 +222,31 @@ def _interrupt(graph_id: str, value: Any, schema: Any) -> Interrupt:
 
 
 def _allowed(schema: Any) -> tuple[DecisionType, ...]:
-    """The decisions a ``response_schema`` allows (``{"properties": {"type": {"enum"}}}``)."""
-    if isinstance(schema, Mapping):
-        enum = ((schema.get("properties") or {}).get("type") or {}).get("enum")
-        if isinstance(enum, list):
-            allowed = tuple(d for d in DECISION_TYPES if d in enum)
-            if allowed:
-                return allowed
-    return DECISION_TYPES
+    """The decisions a ``response_schema`` allows: a ``type`` enum or const, or, as
+    pydantic writes a tagged union, its discriminator's mapping or each variant's tag."""
+    names = _decision_tags(schema)
+    allowed = tuple(d for d in DECISION_TYPES if d in names)
+    return allowed or DECISION_TYPES
+
+
+def _decision_tags(schema: Any) -> set[str]:
+    if not isinstance(schema, Mapping):
+        return set()
+    mapping = (schema.get("discriminator") or {}).get("mapping")
+    if isinstance(mapping, Mapping):
+        return {str(k) for k in mapping}
+    tag = (schema.get("properties") or {}).get("type") or {}
+    if isinstance(tag.get("enum"), list):
+        return {str(v) for v in tag["enum"]}
+    if "const" in tag:
+        return {str(tag["const"])}
+    variants = schema.get("oneOf") or schema.get("anyOf") or []
+    defs = schema.get("$defs") or {}
+    found: set[str] = set()
+    for variant in variants if isinstance(variants, list) else []:
+        ref = str(variant.get("$ref", "")) if isinstance(variant, Mapping) else ""
+        found |= _decision_tags(defs.get(ref.rsplit("/", 1)[-1]) if ref else variant)
+    return found
 
 
 def _resume_values(

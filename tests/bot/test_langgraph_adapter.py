@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Annotated, Any, Literal, TypedDict
 
 import pytest
 from harness import ALICE, CAROL, CHANNEL, Harness
@@ -20,12 +20,13 @@ from langchain_core.tools import tool as lc_tool
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
+from pydantic import BaseModel, Field, TypeAdapter
 
 from agent_runtime import Decision
 from agent_runtime.errors import ThreadBusyError
 from bot.agents.policy import AgentSpec, Policy
 from bot.ui import ids
-from signoff.langgraph import LangGraphAgent
+from signoff.langgraph import LangGraphAgent, _allowed
 from storage import Storage
 
 
@@ -317,3 +318,20 @@ async def test_two_concurrent_resumes_run_the_tool_once_with_the_lease_and_twice
     assert ran == ["approve"]
     refused = [r for r in results if isinstance(r, Exception)]
     assert len(refused) == 1 and isinstance(refused[0], ThreadBusyError)
+
+
+def test_a_tagged_union_response_schema_offers_only_its_decisions() -> None:
+    """LangGraph publishes ``TypeAdapter(...).json_schema()`` of a tagged union: the card
+    must offer only its tags, never a decision the graph would refuse on resume."""
+
+    class Approve(BaseModel):
+        type: Literal["approve"]
+
+    class Reject(BaseModel):
+        type: Literal["reject"]
+        message: str | None = None
+
+    tagged = Annotated[Approve | Reject, Field(discriminator="type")]
+    assert _allowed(TypeAdapter(tagged).json_schema()) == ("approve", "reject")
+    assert _allowed(TypeAdapter(Approve | Reject).json_schema()) == ("approve", "reject")
+    assert _allowed(Approve.model_json_schema()) == ("approve",)
