@@ -1,12 +1,15 @@
 """What the adapters of other agent frameworks share: one run id per thread, the
-thread's lease around each invocation, where a thread stands read from its snapshot, and
-how a withdrawn run ends."""
+thread's lease around each invocation, where a thread stands read from its snapshot, when
+each open interrupt was first asked, and how a withdrawn run ends."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
+import dataclasses
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from datetime import datetime
 
 from agent_runtime.interrupts import Interrupt, InterruptResponse
+from agent_runtime.messages import JSONValue
 from agent_runtime.results import AgentResult
 from agent_runtime.resume import RunInput
 from agent_runtime.run_events import RunEvent
@@ -43,6 +46,40 @@ class LeasedInvocation:
         raise NotImplementedError
 
 
+ASKED_AT = "asked_at"
+"""The snapshot field mapping each open interrupt's id to when it was first asked."""
+
+
+def asked_at(
+    interrupts: Iterable[Interrupt], previous: StoredSession | None
+) -> dict[str, JSONValue]:
+    """When each of ``interrupts`` was first asked, for the thread's next snapshot: as the
+    ``previous`` snapshot has it for one still open, else as the interrupt has it (now)."""
+    earlier = _asked(previous.snapshot) if previous else {}
+    return {i.id: earlier.get(i.id, i.created_at.isoformat()) for i in interrupts}
+
+
+def dated(
+    interrupts: Iterable[Interrupt], snapshot: Mapping[str, JSONValue]
+) -> tuple[Interrupt, ...]:
+    """``interrupts``, each with the time it was first asked where ``snapshot`` has it: a
+    framework rebuilds its interrupts on each read, and an expiry counts from this time."""
+    asked = _asked(snapshot)
+    return tuple(
+        dataclasses.replace(i, created_at=datetime.fromisoformat(asked[i.id]))
+        if i.id in asked
+        else i
+        for i in interrupts
+    )
+
+
+def _asked(snapshot: Mapping[str, JSONValue]) -> dict[str, str]:
+    asked = snapshot.get(ASKED_AT)
+    if not isinstance(asked, dict):
+        return {}
+    return {key: value for key, value in asked.items() if isinstance(value, str)}
+
+
 async def snapshot_status(
     store: SessionStore,
     thread_id: str,
@@ -52,7 +89,7 @@ async def snapshot_status(
     stored = await store.load(thread_id)
     if stored is None:
         return None
-    interrupts = tuple(interrupts_of(stored))
+    interrupts = dated(interrupts_of(stored), stored.snapshot)
     return ThreadStatus(
         thread_id=thread_id,
         run_id=run_id_of(thread_id),

@@ -32,7 +32,15 @@ from agent_runtime.run_events import RunEvent, RunFinished, RunStarted
 from agent_runtime.runnable import Runnable, ThreadStatus
 from agent_runtime.session import InMemorySessionStore, SessionStore, StoredSession
 
-from .adapted import LeasedInvocation, cancelled, run_id_of, snapshot_status
+from .adapted import (
+    ASKED_AT,
+    LeasedInvocation,
+    asked_at,
+    cancelled,
+    dated,
+    run_id_of,
+    snapshot_status,
+)
 
 _PREFIX = "gk_"
 
@@ -62,14 +70,16 @@ class GenkitAgent(Runnable):
         )
 
     async def cancel(self, thread_id: str, reason: str) -> AgentResult | None:
-        """Forget the interrupted tool calls: the thread takes a new prompt."""
-        stored = await self.session_store.load(thread_id)
-        if stored is None or not _pending(stored):
-            return None
-        state = dict(stored.snapshot.get("genkit") or {})
-        state["pending"] = []
-        snapshot: dict[str, JSONValue] = {"genkit": state}
-        await self.session_store.save(thread_id, snapshot, expected_version=stored.version)
+        """Forget the interrupted tool calls: the thread takes a new prompt. None when it
+        waits on nothing; a resume running meanwhile holds the lease and wins."""
+        async with self.session_store.lease(thread_id):
+            stored = await self.session_store.load(thread_id)
+            if stored is None or not _pending(stored):
+                return None
+            state = dict(stored.snapshot.get("genkit") or {})
+            state["pending"] = []
+            snapshot: dict[str, JSONValue] = {"genkit": state}
+            await self.session_store.save(thread_id, snapshot, expected_version=stored.version)
         return cancelled(thread_id, reason)
 
 
@@ -98,13 +108,15 @@ class _GenkitInvocation(LeasedInvocation):
         yield RunStarted(thread_id=self.thread_id, run_id=run_id)
         answer = await agent.ai.generate(**options)
         pending = [_dump(p) for p in answer.interrupts]
+        asked = tuple(_interrupt(p) for p in pending)
         snapshot: dict[str, JSONValue] = {
-            "genkit": {"messages": [_dump(m) for m in answer.messages], "pending": pending}
+            "genkit": {"messages": [_dump(m) for m in answer.messages], "pending": pending},
+            ASKED_AT: asked_at(asked, stored),
         }
         await agent.session_store.save(
             self.thread_id, snapshot, expected_version=stored.version if stored else 0
         )
-        interrupts = tuple(_interrupt(p) for p in pending)
+        interrupts = dated(asked, snapshot)
         result = AgentResult(
             stop_reason="interrupt" if interrupts else "end_turn",
             message="waiting for a human decision" if interrupts else answer.text,

@@ -25,8 +25,10 @@ cards; the graph resumes once each is answered.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from langgraph.graph import END
@@ -46,7 +48,7 @@ from agent_runtime.run_events import RunEvent, RunFinished, RunStarted
 from agent_runtime.runnable import Runnable, ThreadStatus
 from agent_runtime.session import InMemorySessionStore, SessionStore
 
-from .adapted import LeasedInvocation, cancelled, run_id_of
+from .adapted import ASKED_AT, LeasedInvocation, asked_at, cancelled, dated, run_id_of
 
 APPROVAL_SHAPE = "tool_approval"
 _PREFIX = "lg_"
@@ -94,7 +96,8 @@ class LangGraphAgent(Runnable):
         state = await self.graph.aget_state(_config(thread_id))
         if not state.values and not state.next:
             return None
-        interrupts = tuple(_interrupts(state))
+        marker = await self.session_store.load(thread_id)
+        interrupts = dated(_interrupts(state), marker.snapshot if marker else {})
         return ThreadStatus(
             thread_id=thread_id,
             run_id=run_id_of(thread_id),
@@ -137,12 +140,15 @@ class _GraphInvocation(LeasedInvocation):
         await self.agent.graph.ainvoke(graph_input, config)
         state = await self.agent.graph.aget_state(config)
         checkpoint = (state.config or {}).get("configurable", {}).get("checkpoint_id")
+        asked = _interrupts(state)
+        snapshot: dict[str, JSONValue] = {
+            "langgraph": {"run_id": run_id, "checkpoint_id": checkpoint},
+            ASKED_AT: asked_at(asked, marker),
+        }
         await self.agent.session_store.save(
-            self.thread_id,
-            {"langgraph": {"run_id": run_id, "checkpoint_id": checkpoint}},
-            expected_version=marker.version if marker else 0,
+            self.thread_id, snapshot, expected_version=marker.version if marker else 0
         )
-        interrupts = tuple(_interrupts(state))
+        interrupts = dated(asked, snapshot)
         if interrupts:
             result = AgentResult(
                 stop_reason="interrupt",
@@ -166,7 +172,8 @@ def _config(thread_id: str) -> dict[str, Any]:
 
 
 def _interrupts(state: Any) -> list[Interrupt]:
-    """The graph's pending interrupts, as Signoff interrupts (a batch: one per action)."""
+    """The graph's pending interrupts, as Signoff interrupts (a batch: one per action),
+    dated by the checkpoint they are pending on unless a marker dates them more closely."""
     found: list[Interrupt] = []
     for task in state.tasks or ():
         for pending in task.interrupts or ():
@@ -176,7 +183,10 @@ def _interrupts(state: Any) -> list[Interrupt]:
             else:
                 schema = getattr(pending, "response_schema", None)
                 found.append(_interrupt(pending.id, value, schema))
-    return found
+    if state.created_at is None:
+        return found
+    checkpoint_at = datetime.fromisoformat(state.created_at)
+    return [dataclasses.replace(i, created_at=checkpoint_at) for i in found]
 
 
 def _batch(graph_id: str, value: Mapping[str, Any]) -> list[Interrupt]:

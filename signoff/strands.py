@@ -38,7 +38,15 @@ from agent_runtime.run_events import RunEvent, RunFinished, RunStarted
 from agent_runtime.runnable import Runnable, ThreadStatus
 from agent_runtime.session import InMemorySessionStore, SessionStore, StoredSession
 
-from .adapted import LeasedInvocation, cancelled, run_id_of, snapshot_status
+from .adapted import (
+    ASKED_AT,
+    LeasedInvocation,
+    asked_at,
+    cancelled,
+    dated,
+    run_id_of,
+    snapshot_status,
+)
 
 APPROVAL = "signoff:approval"
 """The name of the interrupts ``SignoffApprovals`` raises."""
@@ -149,14 +157,16 @@ class _StrandsInvocation(LeasedInvocation):
             for i in (result.interrupts or ())
             if result.stop_reason == "interrupt"
         ]
+        asked = tuple(_interrupt(p) for p in pending)
         snapshot: dict[str, JSONValue] = {
             "strands": strands.take_snapshot(preset="session").to_dict(),
             "pending": pending,
+            ASKED_AT: asked_at(asked, stored),
         }
         await self.agent.session_store.save(
             self.thread_id, snapshot, expected_version=stored.version if stored else 0
         )
-        interrupts = tuple(_interrupt(p) for p in pending)
+        interrupts = dated(asked, snapshot)
         yield RunFinished(
             result=AgentResult(
                 stop_reason="interrupt" if interrupts else "end_turn",

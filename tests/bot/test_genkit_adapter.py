@@ -4,6 +4,7 @@ with ``restart_tool`` (approve, edit) or ``respond_to_interrupt`` (deny, reply).
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -19,9 +20,11 @@ from genkit import (
 from harness import ALICE, CAROL, CHANNEL, Harness
 from pydantic import BaseModel
 
+from agent_runtime.errors import ThreadBusyError
 from bot.agents.policy import AgentSpec, Policy
 from bot.ui import ids
 from signoff.genkit import GenkitAgent
+from storage import Storage
 
 
 class Paths(BaseModel):
@@ -94,3 +97,33 @@ async def test_another_bot_process_resumes_the_generation(make_bot: Any) -> None
     await second.click(ids.APPROVE, value, user=ALICE)
     assert (await second.finished()).startswith("Finished: done: deleted 2")
     assert deleted == [["/tmp/a", "/tmp/b"]]
+
+
+async def test_an_interrupt_keeps_the_time_it_was_asked_so_its_expiry_does_not_move(
+    storage: Storage,
+) -> None:
+    """An AG-UI answer's expiry counts from the interrupt's time: read again later, the
+    generation's interrupt still has the time it was asked, not the time of the read."""
+    agent = genkit_spec([]).build(storage.sessions)
+    asked = await agent.invoke("clean up", thread_id="thread_dated")
+    asked_by = datetime.now(UTC)
+    status = await agent.thread_status("thread_dated")
+    assert status is not None
+    assert [i.created_at for i in status.interrupts] == [i.created_at for i in asked.interrupts]
+    assert all(i.created_at <= asked_by for i in status.interrupts)
+
+
+async def test_a_withdrawal_while_a_resume_holds_the_thread_is_refused_and_changes_nothing(
+    storage: Storage,
+) -> None:
+    """A resume running the tool holds the thread's lease: withdrawing then must not clear
+    the interrupt, or the card would say that nothing ran while the tool runs."""
+    agent = genkit_spec([]).build(storage.sessions)
+    asked = await agent.invoke("clean up", thread_id="thread_busy")
+    async with storage.sessions.lease("thread_busy"):
+        with pytest.raises(ThreadBusyError):
+            await agent.cancel("thread_busy", "withdrawn")
+    status = await agent.thread_status("thread_busy")
+    assert status is not None
+    assert [i.id for i in status.interrupts] == [i.id for i in asked.interrupts]
+    assert await agent.cancel("thread_busy", "withdrawn") is not None

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypedDict
 
@@ -335,3 +336,17 @@ def test_a_tagged_union_response_schema_offers_only_its_decisions() -> None:
     assert _allowed(TypeAdapter(tagged).json_schema()) == ("approve", "reject")
     assert _allowed(TypeAdapter(Approve | Reject).json_schema()) == ("approve", "reject")
     assert _allowed(Approve.model_json_schema()) == ("approve",)
+
+
+async def test_an_interrupt_keeps_the_time_it_was_asked_so_its_expiry_does_not_move(
+    storage: Storage, saver: AsyncSqliteSaver
+) -> None:
+    """An AG-UI answer's expiry counts from the interrupt's time: read again later, the
+    graph's interrupt still has the time it was asked, not the time of the read."""
+    agent = spec([], saver).build(storage.sessions)
+    asked = await agent.invoke("clean up", thread_id="thread_dated")
+    asked_by = datetime.now(UTC)
+    status = await agent.thread_status("thread_dated")
+    assert status is not None
+    assert [i.created_at for i in status.interrupts] == [i.created_at for i in asked.interrupts]
+    assert all(i.created_at <= asked_by for i in status.interrupts)
