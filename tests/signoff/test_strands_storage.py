@@ -8,6 +8,7 @@ import asyncio
 from collections.abc import Iterator
 
 import pytest
+import redis.asyncio as aioredis
 from strands._async import run_async
 from strands.types.exceptions import StorageError
 
@@ -59,6 +60,18 @@ async def test_it_answers_from_a_fresh_event_loop_in_another_thread(blobs: Redis
     assert read == b"from the agent's loop"
     await asyncio.to_thread(run_async, lambda: blobs.write("session/s2/k", b"from a thread"))
     assert await blobs.read("session/s2/k") == b"from a thread"
+
+
+async def test_why_it_runs_a_synchronous_client_an_async_one_fails_from_that_loop(
+    redis_url: str,
+) -> None:
+    """redis-py's asyncio client, once used on the agent's loop, refuses Strands' call
+    from its fresh loop: ``RedisStorage`` runs the synchronous client in a thread instead."""
+    client = aioredis.Redis.from_url(redis_url)
+    await client.ping()
+    with pytest.raises(RuntimeError, match="attached to a different loop"):
+        await asyncio.to_thread(run_async, client.ping)
+    await client.aclose()
 
 
 async def test_an_unreachable_server_is_a_storage_error_naming_the_key() -> None:
