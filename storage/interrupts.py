@@ -30,6 +30,8 @@ POST_LEASE = timedelta(seconds=30)
 """How long a new interrupt is its creator's to post before the outbox hands it out."""
 GROUP_CHECK_EVERY = timedelta(minutes=5)
 """How often the members of a pending interrupt's user groups are checked again."""
+AppOutcome = Literal["recorded", "already_decided", "expired", "unknown"]
+"""How an app's decision (``decide_in_app``) went."""
 
 
 class InterruptStore(DueSweeps):
@@ -287,10 +289,11 @@ class InterruptStore(DueSweeps):
 
     async def decide_in_app(
         self, interrupt_id: str, by: str, decision: Decision, *, now: datetime
-    ) -> tuple[Literal["recorded", "already_decided", "unknown"], InterruptRecord | None]:
+    ) -> tuple[AppOutcome, InterruptRecord | None]:
         """Record a decision made in the app that runs the agent (an AG-UI client's
         resume), in one atomic step. The app resumes the run itself, so no resume job is
-        queued; the first answer wins, in Slack or in the app."""
+        queued; the first answer wins, in Slack or in the app. Past its expiry (before the
+        sweep), a record takes only a denial."""
         try:
             split_record_id(interrupt_id)
         except InvalidIdError:
@@ -307,7 +310,7 @@ class InterruptStore(DueSweeps):
                 self._retention.audit_entries,
             ],
         )
-        status = cast(Literal["recorded", "already_decided", "unknown"], result[0])
+        status = cast(AppOutcome, result[0])
         return status, None if status == "unknown" else self._record(interrupt_id, result[2:])
 
     async def cancel_run(

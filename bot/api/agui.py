@@ -78,7 +78,7 @@ def add_agui_routes(app: web.Application, services: Services, *, token: SecretSt
         if refusal is not None:
             ids = (str(body.get("threadId") or ""), str(body.get("runId") or ""))
             await send(run_started(thread_id=ids[0], run_id=ids[1]))
-            await send(run_error(refusal, code="decided_elsewhere"))
+            await send(run_error(refusal.message, code=refusal.code))
         else:
             async for event in run_agui(agent, body, expiry=_expiry(services, name)):
                 await send(event)

@@ -4,15 +4,20 @@ names a channel, and the app's answers recorded on them first, atomically.
 Whichever answer comes first wins. The app's resume decides the cards "in the app" (no
 resume job follows: the AG-UI request resumes the run itself); an interrupt already
 decided on its card refuses the app's answer, naming who decided it, and the resume
-worker runs the rest.
+worker runs the rest. An answer the card would not take (expired, not offered, edited
+arguments that do not fit, or an approval its policy wants from people: a quorum or an
+undo window) is refused before any card changes.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
+from agent_runtime import Agent
 from agent_runtime.agui import interrupt_responses, parse_run_input
 from agent_runtime.errors import AgentRuntimeError
 from agent_runtime.interrupts import Decision, Interrupt, InterruptResponse
@@ -29,11 +34,19 @@ from storage.records import InterruptRecord
 log = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class Refusal:
+    """Why the app's resume is refused (its RUN_ERROR): nothing changed, no card either."""
+
+    code: str
+    message: str
+
+
 async def answer_cards(
     services: Services, agent: Runnable, body: dict[str, Any]
-) -> tuple[str | None, Place | None]:
-    """Record the resume in ``body`` on its interrupts' cards, first checking none was
-    decided already; ``(why the resume is refused, or None; where the cards are)``.
+) -> tuple[Refusal | None, Place | None]:
+    """Record the resume in ``body`` on its interrupts' cards, first checking each card
+    takes its answer; ``(why the resume is refused, or None; where the cards are)``.
 
     A resume the runtime would refuse anyway (malformed, unknown interrupts) changes no
     card: the run reports it."""
@@ -56,21 +69,74 @@ async def answer_cards(
     except AgentRuntimeError:
         return None, None
     now = services.clock.now()
+    by_id = {card.id: card for card in cards}
+    answered = [
+        (by_id[rid], _decision(r)) for rid, r in zip(ids, responses, strict=True) if rid in by_id
+    ]  # an interrupt may have no card
+    for card, decision in answered:
+        refusal = _not_taken(agent, card, decision, now)
+        if refusal is not None:
+            return refusal, place_of(card)
     decided: list[InterruptRecord] = []
-    for rid, response in zip(ids, responses, strict=True):
-        if not any(c.id == rid for c in cards):
-            continue  # this interrupt has no card
-        decision = _decision(response)
+    for card, decision in answered:
         outcome, after = await services.storage.interrupts.decide_in_app(
-            rid, IN_APP, decision, now=now
+            card.id, IN_APP, decision, now=now
         )
         if outcome == "already_decided" and after is not None:  # a click came in between
             return _decided_elsewhere(after), place_of(after)
+        if outcome == "expired":
+            return _expired(card), place_of(card)
         if after is not None:
             decided.append(after)
     for card in decided:
         await update_message(services, card)
     return None, place_of(decided[0]) if decided else None
+
+
+def _not_taken(
+    agent: Runnable, card: InterruptRecord, decision: Decision, now: datetime
+) -> Refusal | None:
+    """Why ``card`` does not take the app's ``decision``, or None when it does."""
+    interrupt = card.runtime_interrupt
+    if card.expires_at is not None and now >= card.expires_at and decision.type != "reject":
+        return _expired(card)
+    if not interrupt.is_approval:
+        return None  # a question's answer is the app's words
+    offered = [d for d in interrupt.allowed_decisions if d in card.policy.decisions]
+    if decision.type not in offered:
+        return Refusal(
+            "not_offered", f"interrupt {interrupt.id} offers {offered}, not {decision.type!r}"
+        )
+    call = interrupt.tool_call
+    if decision.type == "edit" and isinstance(agent, Agent) and call is not None:
+        try:
+            agent.check_edit(call, dict(decision.args or {}))
+        except AgentRuntimeError as exc:
+            return Refusal("invalid_edit", f"these arguments do not fit {call.name}: {exc}")
+    if decision.type == "reject":
+        return None  # one denial ends any card
+    if card.policy.min_approvals > 1:
+        return Refusal(
+            "approve_in_slack",
+            f"interrupt {interrupt.id} needs {card.policy.min_approvals} approvals from "
+            "people on its Slack card; the app may only deny it",
+        )
+    if card.policy.undo_window is not None:
+        return Refusal(
+            "approve_in_slack",
+            f"interrupt {interrupt.id} is approved on its Slack card, where the approval "
+            "can be undone for a while; the app may only deny it",
+        )
+    return None
+
+
+def _expired(card: InterruptRecord) -> Refusal:
+    assert card.expires_at is not None
+    return Refusal(
+        "expired",
+        f"interrupt {card.runtime_interrupt.id} expired at {card.expires_at.isoformat()}; "
+        "cancel it to continue the thread",
+    )
 
 
 async def post_cards(
@@ -108,13 +174,14 @@ def _decision(response: InterruptResponse) -> Decision:
     return Decision.respond(text)
 
 
-def _decided_elsewhere(card: InterruptRecord) -> str:
+def _decided_elsewhere(card: InterruptRecord) -> Refusal:
     who = ""
     if card.decided_by == IN_APP:
         who = " in the app"
     elif card.decided_by:
         who = f" in Slack by {card.decided_by}"
-    return (
+    return Refusal(
+        "decided_elsewhere",
         f"interrupt {card.runtime_interrupt.id} was already {card.state}{who}; "
-        "this answer changed nothing"
+        "this answer changed nothing",
     )

@@ -3,12 +3,17 @@
 -- already decided (in Slack, or by the app) is refused. KEYS as in common.lua.
 -- ARGV: 1 record id, 2 by (the app's name), 3 decision type, 4 decision json, 5 now,
 -- 6 retention ms, 7 audit maxlen.
--- Returns {status, '', record hash...}; status recorded|already_decided|unknown.
+-- Returns {status, '', record hash...}; status recorded|already_decided|expired|unknown
+-- (expired: past its expiry, not yet swept; only a denial is taken then).
 local key, rid = KEYS[1], ARGV[1]
 if redis.call('EXISTS', key) == 0 or field(key, 'id') ~= rid then return {'unknown', ''} end
 -- A decision held in its undo window was the first answer, unless it is undone.
 if field(key, 'state') ~= 'pending' or field(key, 'held_until') ~= '' then
   return with_record({'already_decided', ''})
+end
+local expires = field(key, 'expires_at')
+if ARGV[3] ~= 'reject' and expires ~= '' and tonumber(ARGV[5]) >= tonumber(expires) then
+  return with_record({'expired', ''})
 end
 local state = FINALS[ARGV[3]]
 finalize(rid, state, ARGV[2], ARGV[5], ARGV[4], tonumber(ARGV[6]), false, 0)

@@ -8,17 +8,19 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
 from aiohttp.test_utils import TestServer
-from harness import ALICE, CHANNEL, Harness
+from harness import ALICE, BOB, CHANNEL, Harness
 from pydantic import SecretStr
 
+from bot.agents.policy import Policy
 from bot.api.agui import AGUI_PATH
 from bot.process.web import operator_app
 from bot.ui import ids
@@ -34,16 +36,31 @@ class Endpoint:
 
 
 @pytest.fixture
-async def endpoint(make_bot: Any) -> AsyncIterator[Endpoint]:
+async def endpoint_for(make_bot: Any) -> AsyncIterator[Callable[..., Awaitable[Endpoint]]]:
+    """Starts the endpoint of a bot whose agent has ``policy`` (the harness's default)."""
     node = shutil.which("node")
     installed = CLIENT.parent / "node_modules" / "@ag-ui" / "client" / "package.json"
     if node is None or not installed.exists():
         pytest.fail("Node and @ag-ui/client are needed: ./run test installs both", pytrace=False)
-    bot: Harness = await make_bot()
-    server = TestServer(operator_app(bot.services, api_token=SecretStr(TOKEN)), host="127.0.0.1")
-    await server.start_server()
-    yield Endpoint(bot=bot, url=f"http://127.0.0.1:{server.port}{AGUI_PATH}/cleanup")
-    await server.close()
+    servers: list[TestServer] = []
+
+    async def start(policy: Policy | None = None) -> Endpoint:
+        bot: Harness = await make_bot(policy)
+        server = TestServer(
+            operator_app(bot.services, api_token=SecretStr(TOKEN)), host="127.0.0.1"
+        )
+        await server.start_server()
+        servers.append(server)
+        return Endpoint(bot=bot, url=f"http://127.0.0.1:{server.port}{AGUI_PATH}/cleanup")
+
+    yield start
+    for server in servers:
+        await server.close()
+
+
+@pytest.fixture
+async def endpoint(endpoint_for: Callable[..., Awaitable[Endpoint]]) -> Endpoint:
+    return await endpoint_for()
 
 
 async def _client(url: str, thread: str, plan: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -190,3 +207,81 @@ async def test_a_slack_click_first_and_the_apps_late_answer_gets_a_run_error(
     assert late["finished"] is None and late["error"]["code"] == "decided_elsewhere"
     assert f"approved in Slack by {ALICE}" in late["error"]["message"]
     assert bot.tool_log.calls == [{"paths": ["/tmp/a", "/tmp/b"]}]
+
+
+async def _asked(endpoint: Endpoint, thread: str) -> tuple[dict[str, Any], str]:
+    """Start a run on ``thread``: its one interrupt, and the id of the card asking it."""
+    [first] = await _client(endpoint.url, thread, [{"prompt": "clean up"}])
+    [interrupt] = first["finished"]["outcome"]["interrupts"]
+    value = endpoint.bot.posted(0)["blocks"][-1]["elements"][0]["value"]
+    return interrupt, endpoint.bot.record_id(value)
+
+
+async def _answer(endpoint: Endpoint, thread: str, iid: str, **answer: Any) -> dict[str, Any]:
+    [seen] = await _client(endpoint.url, thread, [{"resume": [{"interruptId": iid, **answer}]}])
+    return seen
+
+
+async def _pending(endpoint: Endpoint, rid: str) -> bool:
+    record = await endpoint.bot.services.storage.queries.get(rid)
+    return record is not None and record.state == "pending" and record.decided_by is None
+
+
+@pytest.mark.parametrize(
+    "policy",
+    [
+        Policy(channel=CHANNEL, users=(ALICE, BOB), min_approvals=2),
+        Policy(channel=CHANNEL, users=(ALICE, BOB), undo_window=timedelta(seconds=30)),
+    ],
+    ids=["quorum", "undo-window"],
+)
+async def test_a_card_that_wants_people_to_approve_takes_only_a_denial_from_the_app(
+    endpoint_for: Callable[..., Awaitable[Endpoint]], policy: Policy
+) -> None:
+    endpoint = await endpoint_for(policy)
+    interrupt, rid = await _asked(endpoint, "thread-people")
+    approve = await _answer(
+        endpoint, "thread-people", interrupt["id"], status="resolved", payload={"type": "approve"}
+    )
+    assert approve["finished"] is None and approve["error"]["code"] == "approve_in_slack"
+    assert await _pending(endpoint, rid)
+    denied = await _answer(endpoint, "thread-people", interrupt["id"], status="cancelled")
+    assert denied["error"] is None and denied["finished"]["outcome"] == {"type": "success"}
+    record = await endpoint.bot.services.storage.queries.get(rid)
+    assert record is not None and record.state == "denied"
+    assert endpoint.bot.tool_log.calls == []
+
+
+async def test_an_answer_the_card_does_not_take_changes_nothing_and_a_good_one_then_runs_once(
+    endpoint_for: Callable[..., Awaitable[Endpoint]],
+) -> None:
+    endpoint = await endpoint_for(
+        Policy(channel=CHANNEL, users=(ALICE, BOB), decisions=("approve", "reject", "edit"))
+    )
+    interrupt, rid = await _asked(endpoint, "thread-bad")
+    iid = interrupt["id"]
+    bad_edit = {"type": "edit", "args": {"paths": 5}}
+    seen = await _answer(endpoint, "thread-bad", iid, status="resolved", payload=bad_edit)
+    assert seen["error"]["code"] == "invalid_edit" and "delete_files" in seen["error"]["message"]
+    reply = {"type": "respond", "message": "done by hand"}
+    seen = await _answer(endpoint, "thread-bad", iid, status="resolved", payload=reply)
+    assert seen["error"]["code"] == "not_offered" and "'respond'" in seen["error"]["message"]
+    assert await _pending(endpoint, rid)
+    assert endpoint.bot.slack.called("chat.update") == []  # the card was never changed
+    good_edit = {"type": "edit", "args": {"paths": ["/tmp/a"]}}
+    seen = await _answer(endpoint, "thread-bad", iid, status="resolved", payload=good_edit)
+    assert seen["error"] is None and seen["finished"]["outcome"] == {"type": "success"}
+    assert endpoint.bot.tool_log.calls == [{"paths": ["/tmp/a"]}]
+
+
+async def test_an_approval_after_the_cards_expiry_is_refused_before_the_sweep(
+    endpoint: Endpoint,
+) -> None:
+    interrupt, rid = await _asked(endpoint, "thread-late")
+    endpoint.bot.clock.advance(timedelta(hours=25))  # the policy's 24 h have passed
+    seen = await _answer(
+        endpoint, "thread-late", interrupt["id"], status="resolved", payload={"type": "approve"}
+    )
+    assert seen["error"]["code"] == "expired" and "cancel it" in seen["error"]["message"]
+    assert await _pending(endpoint, rid)  # left for the sweep, which denies it
+    assert endpoint.bot.tool_log.calls == []

@@ -245,6 +245,22 @@ async def test_a_first_vote_from_an_unrecorded_card_keeps_it_from_being_posted_a
     assert stored is not None and stored.message_ts == "1700.0002"
 
 
+async def test_past_its_expiry_a_record_takes_only_a_denial_from_the_app(
+    storage: Storage, raw: aioredis.Redis, key_prefix: str
+) -> None:
+    record = await storage.interrupts.create_interrupt(make_record(expires_in=timedelta(hours=1)))
+    before = await snapshot(raw, key_prefix)
+    status, stored = await storage.interrupts.decide_in_app(
+        record.id, "app", Decision.approve(), now=later(hours=1)
+    )
+    assert status == "expired" and stored is not None and stored.state == "pending"
+    assert await snapshot(raw, key_prefix) == before  # nothing changed
+    status, denied = await storage.interrupts.decide_in_app(
+        record.id, "app", Decision.reject("too late"), now=later(hours=1)
+    )
+    assert status == "recorded" and denied is not None and denied.state == "denied"
+
+
 async def test_a_decision_in_the_app_wins_once_and_queues_no_resume(storage: Storage) -> None:
     await storage.resume.ensure_group()
     record = await storage.interrupts.create_interrupt(make_record())
