@@ -31,12 +31,14 @@ class IdsFilter(logging.Filter):
 
 
 class JsonFormatter(logging.Formatter):
-    """One JSON object per line: time, level, logger, message, the ids, and the error."""
+    """One JSON object per line: time, level, process id, logger, message, the ids, and
+    the error."""
 
     def format(self, record: logging.LogRecord) -> str:
         line: dict[str, object] = {
             "at": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
             "level": record.levelname.lower(),
+            "pid": record.process,
             "logger": record.name,
             "event": record.getMessage(),
         }

@@ -92,7 +92,7 @@ async def test_a_new_worker_process_resumes_a_click_taken_by_a_killed_bot(
     assert LEAKED not in logged
     # Not a terminal: one JSON object per line, each with its level and event.
     lines = [json.loads(line) for line in logged.splitlines()]
-    assert all({"at", "level", "logger", "event"} <= set(line) for line in lines)
+    assert all({"at", "level", "pid", "logger", "event"} <= set(line) for line in lines)
     events = [line["event"] for line in lines]
     assert any("chat.postMessage" in e for e in events)  # the debug log has the Web API calls
     assert any('"GET /healthz" 200' in e for e in events)
@@ -103,3 +103,7 @@ async def test_a_new_worker_process_resumes_a_click_taken_by_a_killed_bot(
     assert any(line.get("slack_request") for line in tagged)  # the click's trigger id
     run_id = record_id.split("/")[0]
     assert any(line.get("run_id") == run_id for line in lines)  # the resume worker's lines
+    # One filter finds the story in both processes: the click's in the killed bot, the
+    # decision and the resume in a worker.
+    told = {line["pid"] for line in tagged}
+    assert server.pid in told and told & {w.pid for w in workers}, told
