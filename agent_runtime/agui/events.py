@@ -143,10 +143,18 @@ def run_error(message: str, *, code: str) -> RunErrorEvent:
 
 Expiry = Callable[[Interrupt], datetime | None]
 """When an interrupt stops accepting answers (the serving app's policy), if ever."""
+Offered = Callable[[Interrupt], tuple[DecisionType, ...]]
+"""The decisions an approval takes (the serving app's policy may offer fewer than the
+interrupt allows)."""
 
 
 def run_finished(
-    result: AgentResult, *, thread_id: str, run_id: str, expiry: Expiry | None = None
+    result: AgentResult,
+    *,
+    thread_id: str,
+    run_id: str,
+    expiry: Expiry | None = None,
+    offered: Offered | None = None,
 ) -> RunFinishedEvent | RunErrorEvent:
     """The event that ends the run: finished (success, interrupt, cancelled) or an error.
 
@@ -164,7 +172,12 @@ def run_finished(
         return event
     if result.stop_reason == "interrupt" and result.interrupts:
         interrupts = [
-            agui_interrupt(i, expires_at=expiry(i) if expiry else None) for i in result.interrupts
+            agui_interrupt(
+                i,
+                expires_at=expiry(i) if expiry else None,
+                decisions=offered(i) if offered else None,
+            )
+            for i in result.interrupts
         ]
         event["outcome"] = {"type": "interrupt", "interrupts": interrupts}
         return event
@@ -175,9 +188,15 @@ def run_finished(
     return run_error(result.message, code=result.stop_reason)
 
 
-def agui_interrupt(interrupt: Interrupt, *, expires_at: datetime | None = None) -> AguiInterrupt:
-    """An open interrupt as AG-UI shows it; approvals carry the schema of a decision, and a
-    question with options the schema of one of them."""
+def agui_interrupt(
+    interrupt: Interrupt,
+    *,
+    expires_at: datetime | None = None,
+    decisions: tuple[DecisionType, ...] | None = None,
+) -> AguiInterrupt:
+    """An open interrupt as AG-UI shows it; approvals carry the schema of a decision (one
+    of ``decisions``, by default those it allows), and a question with options the schema
+    of one of them."""
     wire: AguiInterrupt = {"id": interrupt.id, "reason": interrupt.name}
     if expires_at is not None:
         wire["expiresAt"] = expires_at.astimezone(UTC).isoformat().replace("+00:00", "Z")
@@ -189,7 +208,9 @@ def agui_interrupt(interrupt: Interrupt, *, expires_at: datetime | None = None) 
     if interrupt.tool_call is not None:
         wire["toolCallId"] = interrupt.tool_call.id
     if interrupt.is_approval:
-        wire["responseSchema"] = _decision_schema(interrupt.allowed_decisions)
+        wire["responseSchema"] = _decision_schema(
+            interrupt.allowed_decisions if decisions is None else decisions
+        )
     elif interrupt.options:
         wire["responseSchema"] = {"type": "string", "enum": list(interrupt.options)}
     if interrupt.reason is not None:

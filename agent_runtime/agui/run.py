@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import UTC, datetime
 
 from ..errors import AgentRuntimeError, ResumeError
-from ..interrupts import Interrupt
+from ..interrupts import Interrupt, InterruptResponse
 from ..messages import JSONValue
 from ..results import AgentResult
 from ..resume import RunInput
@@ -16,6 +16,7 @@ from ..runnable import Runnable
 from .events import (
     AguiEvent,
     Expiry,
+    Offered,
     run_error,
     run_finished,
     run_started,
@@ -29,14 +30,19 @@ log = logging.getLogger(__name__)
 
 
 async def run_agui(
-    agent: Runnable, input: Mapping[str, JSONValue], *, expiry: Expiry | None = None
+    agent: Runnable,
+    input: Mapping[str, JSONValue],
+    *,
+    expiry: Expiry | None = None,
+    offered: Offered | None = None,
 ) -> AsyncIterator[AguiEvent]:
     """Run ``agent`` for one AG-UI request and yield its AG-UI events.
 
     The stream opens with RUN_STARTED and ends with RUN_FINISHED (success, interrupt or
     cancelled) or RUN_ERROR; an input that cannot be read at all yields RUN_ERROR alone.
     A refused input (a resume that leaves an interrupt unanswered, answers one past its
-    ``expiry``, or a prompt while the thread waits for a human) is a RUN_ERROR and changes
+    ``expiry`` or with a decision not ``offered``, or a prompt while the thread waits for
+    a human) is a RUN_ERROR and changes
     nothing stored. The tool calls of one model turn share one ``parentMessageId``.
     """
     try:
@@ -50,6 +56,8 @@ async def run_agui(
         open_interrupts = await agent.open_interrupts(thread_id)
         _refuse_expired(request.resume, open_interrupts, expiry)
         run_input: RunInput = request.prompt or interrupt_responses(request.resume, open_interrupts)
+        if isinstance(run_input, list) and offered is not None:
+            _refuse_not_offered(run_input, open_interrupts, offered)
         # A tool call that interrupted was announced by the run it interrupted; this
         # run only reports its result.
         announced = {i.tool_call.id for i in open_interrupts if i.tool_call is not None}
@@ -74,7 +82,9 @@ async def run_agui(
                 turn = None  # the next tool call belongs to the model's next turn
                 yield tool_call_result(event.tool_call, event.result)
         assert result is not None, "every run ends with RunFinished"
-        yield run_finished(result, thread_id=thread_id, run_id=run_id, expiry=expiry)
+        yield run_finished(
+            result, thread_id=thread_id, run_id=run_id, expiry=expiry, offered=offered
+        )
     except AgentRuntimeError as error:
         log.info("AG-UI run %s on thread %s ended with an error: %s", run_id, thread_id, error)
         yield run_error(str(error), code=type(error).__name__)
@@ -98,4 +108,21 @@ def _refuse_expired(
             raise ResumeError(
                 f"interrupt {answer.interrupt_id} expired at {until.isoformat()}; "
                 "cancel it to continue the thread"
+            )
+
+
+def _refuse_not_offered(
+    responses: Sequence[InterruptResponse], open_interrupts: Sequence[Interrupt], offered: Offered
+) -> None:
+    """A resolved approval must be one of the decisions offered; a cancel always is."""
+    by_id = {i.id: i for i in open_interrupts}
+    for response in responses:
+        interrupt = by_id.get(response.interrupt_id)
+        decision = response.decision
+        if interrupt is None or decision is None or response.metadata.get("status") != "resolved":
+            continue
+        allowed = offered(interrupt)
+        if decision.type not in allowed:
+            raise ResumeError(
+                f"interrupt {interrupt.id} offers {list(allowed)}, not {decision.type!r}"
             )

@@ -29,8 +29,9 @@ from aiohttp import web
 from pydantic import SecretStr, TypeAdapter
 
 from agent_runtime.agui import run_agui
-from agent_runtime.agui.events import Expiry, run_error, run_started
-from agent_runtime.interrupts import Interrupt
+from agent_runtime.agui.events import Expiry, Offered, run_error, run_started
+from agent_runtime.interrupts import DecisionType, Interrupt
+from bot.runs.approvers import card_decisions
 from bot.runs.drive import unknown_agent
 from bot.services import Services
 
@@ -80,7 +81,8 @@ def add_agui_routes(app: web.Application, services: Services, *, token: SecretSt
             await send(run_started(thread_id=ids[0], run_id=ids[1]))
             await send(run_error(refusal.message, code=refusal.code))
         else:
-            async for event in run_agui(agent, body, expiry=_expiry(services, name)):
+            policy = _expiry(services, name), _offered(services, name)
+            async for event in run_agui(agent, body, expiry=policy[0], offered=policy[1]):
                 await send(event)
         await response.write_eof()
         if refusal is None:
@@ -124,6 +126,19 @@ def _expiry(services: Services, agent: str) -> Expiry:
         return interrupt.created_at + after if after is not None else None
 
     return expires
+
+
+def _offered(services: Services, agent: str) -> Offered:
+    """The decisions an interrupt of ``agent`` takes: those its card offers (its policy,
+    per tool, narrows what the interrupt allows)."""
+    spec = services.registry.spec(agent)
+    assert spec is not None
+
+    def offered(interrupt: Interrupt) -> tuple[DecisionType, ...]:
+        tool = interrupt.tool_call.name if interrupt.tool_call else None
+        return card_decisions(spec.policy_for(tool), interrupt)
+
+    return offered
 
 
 def _error(status: int, message: str) -> web.Response:

@@ -90,7 +90,7 @@ async def approver_policy(
         for step in policy.escalations
     ]
     escalate = rungs[0] if rungs else None
-    decisions = _decisions(policy, interrupt)
+    decisions = card_decisions(policy, interrupt)
     reminders = policy.reminders
     users, stand_ins = await with_stand_ins(services, policy.users, members)
     return ApproverPolicy(
@@ -121,7 +121,7 @@ async def approver_policy(
     )
 
 
-def _decisions(policy: Policy, interrupt: Interrupt) -> tuple[DecisionType, ...]:
+def card_decisions(policy: Policy, interrupt: Interrupt) -> tuple[DecisionType, ...]:
     """The decisions the card offers: a question is answered (or declined, when the policy
     lets approvers deny); an edit needs tool arguments to edit."""
     if interrupt.question:

@@ -285,3 +285,28 @@ async def test_an_approval_after_the_cards_expiry_is_refused_before_the_sweep(
     assert seen["error"]["code"] == "expired" and "cancel it" in seen["error"]["message"]
     assert await _pending(endpoint, rid)  # left for the sweep, which denies it
     assert endpoint.bot.tool_log.calls == []
+
+
+async def test_without_a_card_the_policy_still_says_which_decisions_the_app_may_send(
+    endpoint_for: Callable[..., Awaitable[Endpoint]],
+) -> None:
+    endpoint = await endpoint_for(Policy(users=(ALICE,), decisions=("approve", "reject")))
+    [first] = await _client(endpoint.url, "thread-narrow", [{"prompt": "clean up"}])
+    [interrupt] = first["finished"]["outcome"]["interrupts"]
+    assert interrupt["responseSchema"]["properties"]["type"]["enum"] == ["approve", "reject"]
+    assert endpoint.bot.slack.called("chat.postMessage") == []  # no channel: no card
+    edit = {"type": "edit", "args": {"paths": ["/tmp/a"]}}
+    seen = await _answer(
+        endpoint, "thread-narrow", interrupt["id"], status="resolved", payload=edit
+    )
+    assert seen["finished"] is None and "offers ['approve', 'reject'], not 'edit'" in str(
+        seen["error"]
+    )
+    assert endpoint.bot.tool_log.calls == []
+    approve = {"type": "approve"}
+    seen = await _answer(
+        endpoint, "thread-narrow", interrupt["id"], status="resolved", payload=approve
+    )
+    assert seen["error"] is None and endpoint.bot.tool_log.calls == [
+        {"paths": ["/tmp/a", "/tmp/b"]}
+    ]
