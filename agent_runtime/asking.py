@@ -50,8 +50,12 @@ class InterruptPoint:
         description: str | None = None,
         question: bool = False,
         options: Sequence[str] = (),
+        tool_call: ToolCall | None = None,
     ) -> JSONValue:
-        """Return the human's answer to ``name``; raise ``InterruptRequested`` if none yet."""
+        """Return the human's answer to ``name``; raise ``InterruptRequested`` if none yet.
+
+        ``tool_call``: the call the interrupt proposes, when not this point's own (an
+        approver's edit, asked again)."""
         if not name:
             raise UsageError("an interrupt needs a name")
         if self._unique_names and name in self._names:
@@ -68,7 +72,7 @@ class InterruptPoint:
                 id=iid,
                 name=name,
                 reason=reason,
-                tool_call=self.tool_call,
+                tool_call=tool_call or self.tool_call,
                 allowed_decisions=tuple(allowed_decisions),
                 description=description,
                 question=question or bool(options),

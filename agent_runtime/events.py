@@ -45,10 +45,16 @@ class InterruptibleEvent(HookEvent):
         *,
         allowed_decisions: Sequence[DecisionType] = (),
         description: str | None = None,
+        tool_call: ToolCall | None = None,
     ) -> JSONValue:
-        """Ask a human; returns the answer on resume. Names must be unique per event."""
+        """Ask a human; returns the answer on resume. Names must be unique per event.
+        ``tool_call`` is the call proposed, when not the event's own (an edit asked again)."""
         return self.point.ask(
-            name, reason, allowed_decisions=allowed_decisions, description=description
+            name,
+            reason,
+            allowed_decisions=allowed_decisions,
+            description=description,
+            tool_call=tool_call,
         )
 
     def cancel(self, message: str) -> None:

@@ -3,14 +3,15 @@
 ``interrupt_on={"delete_files": True, "send_email": {"allowed_decisions": [...],
 "description": fn}}`` raises one ``approval`` interrupt per guarded call. approve runs the
 tool; edit runs it with the human's arguments; reject and respond skip it and give the
-model the human's message as the tool's result.
+model the human's message as the tool's result. With a ``precondition``, approve and edit
+run only what the card showed the call would act on (see ``checked_approval``).
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TypedDict
 
 from .errors import UsageError
@@ -101,24 +102,32 @@ class ApprovalPolicy:
 async def checked_approval(
     event: InterruptibleEvent, rule: ApprovalRule, call: ToolCall, *, reason: dict[str, JSONValue]
 ) -> Decision:
-    """An approval bound to what the precondition showed: when it answers differently now,
-    the approval is not used; the approvers are asked again (``approval.2``, ...), shown
-    what changed. Denials and replies stand whatever changed: nothing runs."""
+    """An approval bound to what the precondition showed for the call it would run (an
+    edit's call, when edited): when it answers differently now, the approval is not used;
+    the approvers are asked again (``approval.2``, ...) about that call, shown what changed.
+    Denials and replies stand whatever changed: nothing runs."""
     assert rule.precondition is not None
-    now = await evaluate(rule.precondition, call)
+    proposed = call
+    now = await evaluate(rule.precondition, proposed)
     name, previous = APPROVAL, None
     for round_ in itertools.count(2):
         shown = event.point.shown(name)
         if not isinstance(shown, dict):  # not answered yet: ask, showing what is true now
-            asked: dict[str, JSONValue] = {**reason, "snapshot": now}
+            asked: dict[str, JSONValue] = {**reason, "args": proposed.args, "snapshot": now}
             if previous is not None:
                 earlier, earlier_name = previous
                 asked["changed"] = changes(earlier.get("snapshot"), now)
                 asked["supersedes"] = interrupt_id(event.point.source_id, earlier_name)
-            return approval(event, rule, call, reason=asked, name=name)
-        decision = approval(event, rule, call, reason=shown, name=name)
-        if decision.type not in ("approve", "edit") or shown.get("snapshot") == now:
+                asked["edited"] = proposed is not call  # the change is the approver's edit
+            return approval(event, rule, proposed, reason=asked, name=name)
+        decision = approval(event, rule, proposed, reason=shown, name=name)
+        if decision.type not in ("approve", "edit"):
             return decision
+        if decision.type == "edit" and decision.args is not None:
+            proposed = replace(proposed, args=decision.args)
+            now = await evaluate(rule.precondition, proposed)
+        if shown.get("snapshot") == now:  # approving an edit asked again runs that edit
+            return decision if proposed is call else Decision.edit(proposed.args)
         previous, name = (shown, name), f"{APPROVAL}.{round_}"
     raise AssertionError("unreachable")
 
@@ -141,6 +150,7 @@ def approval(
         reason={**reason, "description": description},
         allowed_decisions=rule.allowed_decisions,
         description=description,
+        tool_call=call,
     )
     if not isinstance(answer, Decision):
         raise UsageError(f"the approval of {call.name} ({call.id}) was answered without a Decision")

@@ -1,6 +1,7 @@
 """Preconditions: what a guarded tool call will act on, read when the approver is asked
 and again before the call runs. An approval binds to what was shown: if the answer has
 changed since, the call does not run and the approvers are asked again, with the change.
+An edit binds the same way: the answer for the edited call must be what was shown.
 
 A precondition takes the call and returns JSON (sync or async): for a cleanup, the files
 or volumes it would delete, with their sizes. A list is compared item by item, an object

@@ -36,6 +36,7 @@ Outcome = Literal[
     "cancelled",
     "withdrawn",
     "changed",
+    "edit_changed",
     "approved_by_default",
 ]
 
@@ -81,6 +82,8 @@ class Card:
     """What the call will act on, as its precondition answered when the card was posted."""
     changed: Mapping[str, JSONValue] | None = None
     """What changed in ``acts_on`` since an earlier approval (``added``, ``removed``)."""
+    changed_by_edit: bool = False
+    """Whether ``changed`` is an approver's edit of the earlier card's call, not the world."""
     undone: str | None = None
     """Who undid whose decision, in the bot's own mrkdwn, once someone did."""
 
@@ -121,10 +124,12 @@ def card_from_record(record: InterruptRecord, *, trust_label: str | None = None)
     reason = interrupt.reason
     acts_on: JSONValue = None
     changed = None
+    changed_by_edit = False
     external = is_request_run(record.run_id)
     if interrupt.is_approval and isinstance(reason, dict):
         acts_on = reason.get("snapshot")
         changed = reason.get("changed") if isinstance(reason.get("changed"), dict) else None
+        changed_by_edit = reason.get("edited") is True
         # A request's details; the runtime's approval reason repeats the tool and args.
         reason = reason.get("details") if external else None
     if interrupt.question and isinstance(reason, dict) and isinstance(reason.get("question"), str):
@@ -158,6 +163,7 @@ def card_from_record(record: InterruptRecord, *, trust_label: str | None = None)
         undone=_undone(record),
         acts_on=acts_on,
         changed=changed,
+        changed_by_edit=changed_by_edit,
     )
 
 
@@ -340,7 +346,9 @@ def _outcome(record: InterruptRecord, state: InterruptState) -> Outcome:
     if state == "pending":
         raise ValueError(f"{record.id} is not decided")
     if record.superseded_by and record.state == state:
-        return "changed"  # approved, but what it acts on changed first: it was asked again
+        # Approved, but what it acts on changed first (or the edit acts on something
+        # else than was shown): it was asked again.
+        return "edit_changed" if state == "edited" else "changed"
     if state == "cancelled" and (record.decided_by or is_request_run(record.run_id)):
         return "withdrawn"  # a person (or a job) withdrew it
     if record.runtime_interrupt.question and state in ("responded", "denied"):

@@ -49,6 +49,7 @@ HEADLINE: dict[Outcome, str] = {
     "cancelled": "Cancelled",
     "withdrawn": "Withdrawn",
     "changed": "Changed since it was approved",
+    "edit_changed": "Edited, so asked again",
     "approved_by_default": "Approved by default",
 }
 ICON: dict[Outcome, str] = {
@@ -63,6 +64,7 @@ ICON: dict[Outcome, str] = {
     "cancelled": ":heavy_multiplication_x:",
     "withdrawn": ":leftwards_arrow_with_hook:",
     "changed": ":warning:",
+    "edit_changed": ":warning:",
     "approved_by_default": ":white_check_mark:",
 }
 
@@ -113,13 +115,13 @@ def decided_message(card: Card, verdict: Verdict) -> SlackMessage:
         blocks.append(section(f"*{label}:* {escaped(verdict.message)}"))
     if verdict.outcome == "edited" and verdict.args is not None:
         blocks.append(section("*Run with*\n" + code_block(args_json(verdict.args), _ARGS_CODE)))
-    if verdict.outcome == "changed":
-        blocks.append(
-            section(
-                "Not run: what it acts on changed after the approval, so the approvers are "
-                "asked again in this thread."
-            )
+    if verdict.outcome in ("changed", "edit_changed"):
+        why = (
+            "what it acts on changed after the approval"
+            if verdict.outcome == "changed"
+            else "the edited call acts on other items than this card showed"
         )
+        blocks.append(section(f"Not run: {why}, so the approvers are asked again in this thread."))
     return SlackMessage(text=_fallback(f"{headline}:", card), blocks=blocks)
 
 
@@ -183,7 +185,12 @@ def _acts_on(card: Card) -> list[Block]:
             for key, label in (("added", "Added"), ("removed", "Removed"), ("now", "Now"))
             if card.changed.get(key) not in (None, [])
         ]
-        blocks.append(section(":warning: *Changed since it was approved*\n" + "\n".join(lines)))
+        title = (
+            "Edited: not what the earlier card showed"
+            if card.changed_by_edit
+            else "Changed since it was approved"
+        )
+        blocks.append(section(f":warning: *{title}*\n" + "\n".join(lines)))
     if card.acts_on is not None:
         acts_on = code_block(_json(card.acts_on), _ARGS_CODE)
         blocks.append(section("*It will act on*\n" + acts_on))

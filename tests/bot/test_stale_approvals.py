@@ -1,6 +1,7 @@
 """Stale approvals through the real Bolt app: the card shows what the call will act on;
-if that changed between the card and the approval, the call does not run, the approved
-card says so, and a new card asks again with the difference."""
+if that changed between the card and the approval (or an approver's edit acts on something
+else), the call does not run, the approved card says so, and a new card asks again with
+the difference."""
 
 from __future__ import annotations
 
@@ -13,18 +14,24 @@ from agent_runtime import Agent, SessionStore, ToolCall, tool
 from bot.agents.policy import AgentSpec, Policy
 from bot.ui import ids
 
-VOL_A, VOL_B, VOL_C = {"id": "vol-a", "gb": 10}, {"id": "vol-b", "gb": 20}, {"id": "vol-c", "gb": 5}
+VOL_A = {"id": "vol-a", "gb": 10, "days": 400}
+VOL_B = {"id": "vol-b", "gb": 20, "days": 200}
+VOL_C = {"id": "vol-c", "gb": 5, "days": 100}
+VOL_NEW = {"id": "vol-new", "gb": 1, "days": 3}
 
 
 def cleanup(volumes: list[dict[str, Any]], deleted: list[list[str]]) -> AgentSpec:
+    def older(days: int) -> list[dict[str, Any]]:
+        return [dict(v) for v in volumes if v["days"] >= days]
+
     def stale_volumes(call: ToolCall) -> list[dict[str, Any]]:
-        return [dict(v) for v in volumes]
+        return older(int(call.args["older_than_days"]))
 
     @tool
     def delete_volumes(older_than_days: int) -> str:
         """Delete the volumes older than this."""
-        deleted.append([v["id"] for v in volumes])
-        return f"deleted {len(volumes)} volume(s)"
+        deleted.append([v["id"] for v in older(older_than_days)])
+        return f"deleted {len(deleted[-1])} volume(s)"
 
     def build(sessions: SessionStore) -> Agent:
         return Agent(
@@ -93,3 +100,46 @@ async def test_changed_is_not_run_but_asked_again_and_the_new_approval_runs(
         "changed",
         "approved",
     ]
+
+
+async def test_an_edit_that_widens_what_it_acts_on_is_asked_again_before_it_runs(
+    make_bot: Any,
+) -> None:
+    volumes, deleted = [VOL_A, VOL_B, VOL_NEW], []
+    bot: Harness = await make_bot(spec=cleanup(volumes, deleted))
+    value = await bot.start(requested_by=CAROL)
+    assert "vol-new" not in str(bot.posted(0)["blocks"])
+    await bot.click(ids.EDIT, value, user=ALICE)
+    await bot.slack.wait_calls("views.open")
+    status, body = await bot.submit_form(
+        value,
+        user=ALICE,
+        values={"arg.older_than_days": {"type": "number_input", "value": "1"}},
+    )
+    assert status == 200 and "errors" not in body, body
+    await bot.slack.wait_for(lambda: len(_cards(bot)) == 2, what="the card asking again")
+    assert deleted == []  # the card showed vol-a and vol-b; the edit would delete vol-new too
+
+    again = _cards(bot)[1]
+    text = str(again["blocks"])
+    assert '"older_than_days": 1' in text and '"older_than_days": 90' not in text
+    assert "vol-new" in text  # what the edited call acts on, added since the card
+    assert ":warning: *Edited: not what the earlier card showed*" in text
+    await bot.slack.wait_for(
+        lambda: any(
+            u["ts"] == bot.message_ts(0)
+            and u["blocks"][0]["text"]["text"] == "Edited, so asked again: delete_volumes"
+            and "Not run: the edited call acts on other items than this card showed"
+            in str(u["blocks"])
+            for u in bot.slack.called("chat.update")
+        ),
+        what="the edited card saying it did not run, and why",
+    )
+
+    value_again = again["blocks"][-1]["elements"][0]["value"]
+    posted = bot.slack.called("chat.postMessage")
+    posts = zip(posted, bot.slack.answers("chat.postMessage"), strict=True)
+    [again_ts] = [a["ts"] for p, a in posts if p is again]
+    await bot.click(ids.APPROVE, value_again, user=ALICE, message_ts=again_ts)
+    assert (await bot.finished()).startswith("Finished: done: deleted 3 volume(s)")
+    assert deleted == [["vol-a", "vol-b", "vol-new"]]

@@ -14,14 +14,17 @@ CALL = ToolCall(id="c1", name="delete_volumes", args={"older_than_days": 90})
 def cleanup(volumes: list[dict[str, Any]], deleted: list[list[str]]) -> Agent:
     """Deletes the volumes older than N days; the precondition lists them, with sizes."""
 
+    def older(days: int) -> list[dict[str, Any]]:
+        return [dict(v) for v in volumes if v["days"] >= days]
+
     def stale(call: ToolCall) -> list[dict[str, Any]]:
-        return [dict(v) for v in volumes]
+        return older(int(call.args["older_than_days"]))
 
     @tool
     def delete_volumes(older_than_days: int) -> str:
         """Delete old volumes."""
-        deleted.append([v["id"] for v in volumes])
-        return f"deleted {len(volumes)}"
+        deleted.append([v["id"] for v in older(older_than_days)])
+        return f"deleted {len(deleted[-1])} older than {older_than_days} days"
 
     return Agent(
         model=ScriptedModel([[CALL], "done"]),
@@ -30,9 +33,10 @@ def cleanup(volumes: list[dict[str, Any]], deleted: list[list[str]]) -> Agent:
     )
 
 
-VOL_A = {"id": "vol-a", "gb": 10}
-VOL_B = {"id": "vol-b", "gb": 20}
-VOL_C = {"id": "vol-c", "gb": 5}
+VOL_A = {"id": "vol-a", "gb": 10, "days": 400}
+VOL_B = {"id": "vol-b", "gb": 20, "days": 200}
+VOL_C = {"id": "vol-c", "gb": 5, "days": 100}
+VOL_NEW = {"id": "vol-new", "gb": 1, "days": 3}
 
 
 async def test_unchanged_runs_once() -> None:
@@ -68,6 +72,38 @@ async def test_a_denial_stands_whatever_changed() -> None:
     volumes.append(VOL_B)
     done = await agent.invoke({first.id: Decision.reject("not today")}, thread_id="t3")
     assert done.stop_reason == "end_turn" and done.interrupts == () and deleted == []
+
+
+async def test_an_edit_that_widens_the_scope_is_not_run_but_asked_again_with_the_edit() -> None:
+    volumes, deleted = [VOL_A, VOL_B, VOL_NEW], []
+    agent = cleanup(volumes, deleted)
+    [first] = (await agent.invoke("clean", thread_id="t4")).interrupts
+    assert first.reason["snapshot"] == [VOL_A, VOL_B]  # type: ignore[index]
+    edit = Decision.edit({"older_than_days": 1})
+    again = await agent.invoke({first.id: edit}, thread_id="t4")
+    assert deleted == []  # the card showed vol-a and vol-b; the edit would delete vol-new too
+    [second] = again.interrupts
+    assert second.name == "approval.2"
+    assert second.reason["supersedes"] == first.id  # type: ignore[index]
+    assert second.tool_call is not None and second.tool_call.args == {"older_than_days": 1}
+    assert second.reason["args"] == {"older_than_days": 1}  # type: ignore[index]
+    assert second.reason["snapshot"] == [VOL_A, VOL_B, VOL_NEW]  # type: ignore[index]
+    assert second.reason["changed"] == {"added": [VOL_NEW], "removed": []}  # type: ignore[index]
+
+    done = await agent.invoke({second.id: Decision.approve()}, thread_id="t4")
+    assert done.stop_reason == "end_turn" and done.interrupts == ()
+    assert deleted == [["vol-a", "vol-b", "vol-new"]]
+
+
+async def test_an_edit_that_acts_on_what_was_shown_runs_at_once() -> None:
+    volumes, deleted = [VOL_A, VOL_B, VOL_NEW], []
+    agent = cleanup(volumes, deleted)
+    [first] = (await agent.invoke("clean", thread_id="t5")).interrupts
+    done = await agent.invoke({first.id: Decision.edit({"older_than_days": 60})}, thread_id="t5")
+    assert done.stop_reason == "end_turn" and done.interrupts == ()
+    assert deleted == [["vol-a", "vol-b"]]  # what the card showed, with the edited arguments
+    assert isinstance(agent.model, ScriptedModel)
+    assert agent.model.requests[-1].messages[-1].content == "deleted 2 older than 60 days"
 
 
 def test_changes_name_added_and_removed_items() -> None:
