@@ -13,6 +13,7 @@ from typing import Any
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.authorization import AuthorizeResult
 from slack_bolt.context.ack.async_ack import AsyncAck
+from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.decisions import clicks, submissions
 from bot.services import Services
@@ -42,7 +43,7 @@ def build_app(services: Services, *, signing_secret: str | None) -> AsyncApp:
         return AuthorizeResult(enterprise_id=enterprise_id, team_id=team_id, bot_token=token)
 
     app = AsyncApp(
-        client=services.client,
+        client=_without_token(services.client),
         authorize=authorize,
         signing_secret=signing_secret or "",
         request_verification_enabled=signing_secret is not None,
@@ -64,6 +65,22 @@ def build_app(services: Services, *, signing_secret: str | None) -> AsyncApp:
     app.event("app_mention")(commands.mention_listener(services))
     app.event("app_home_opened")(commands.home_listener(services))
     return app
+
+
+def _without_token(client: AsyncWebClient) -> AsyncWebClient:
+    """``client``'s settings and HTTP session, without its token: Bolt gets the token from
+    ``authorize`` alone, so it does not warn that the bot token "will be ignored"."""
+    return AsyncWebClient(
+        base_url=client.base_url,
+        timeout=client.timeout,
+        ssl=client.ssl,
+        proxy=client.proxy,
+        session=client.session,
+        trust_env_in_session=client.trust_env_in_session,
+        headers=client.headers,
+        logger=client.logger,
+        retry_handlers=list(client.retry_handlers),
+    )
 
 
 async def _ack_only(ack: AsyncAck, body: dict[str, Any]) -> None:

@@ -96,6 +96,7 @@ async def test_a_new_worker_process_resumes_a_click_taken_by_a_killed_bot(
     events = [line["event"] for line in lines]
     assert any("chat.postMessage" in e for e in events)  # the debug log has the Web API calls
     assert any('"GET /healthz" 200' in e for e in events)
+    assert not any("will be ignored" in e for e in events)  # the bot token is used
     # The lines about this request carry its ids, whichever process wrote them.
     record_id = next(line["record_id"] for line in lines if "record_id" in line)
     tagged = [line for line in lines if line.get("record_id") == record_id]
