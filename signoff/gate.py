@@ -20,7 +20,7 @@ import sys
 import time
 import uuid
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from typing import NoReturn
 
 from pydantic import ValidationError
@@ -119,14 +119,20 @@ async def _ask(
     request = request.model_copy(update={"acts_on": shown})
     for _ in range(_ASK_AGAIN):
         try:
-            view = await client.create(request)
+            view = await _unless_stopped(client.create(request), stop)
         except RequestRefused as exc:
             _say(f"signoff gate: {exc.message}")
             return USAGE if exc.status == 400 else REFUSED
         except SignoffError as exc:
             _say(f"signoff gate: {exc}")
             return UNREACHABLE
-        _say_waiting(view)
+        if view is None:
+            _say("signoff gate: stopped before Signoff answered; the command was not run")
+            return WITHDRAWN
+        if view.acts_on is not None:
+            shown = view.acts_on  # a retry's card may show an earlier output than ours
+        if not view.final:
+            _say_waiting(view)
         answer = await _wait(client, view, stop)
         if answer is None:
             return UNREACHABLE
@@ -148,6 +154,23 @@ async def _ask(
         )
     _say(f"signoff gate: the check's output changed {_ASK_AGAIN} times after approval; giving up")
     return CHECK_FAILED
+
+
+async def _unless_stopped(
+    asking: Awaitable[RequestView], stop: asyncio.Event
+) -> RequestView | None:
+    """What ``asking`` answers, or None once ``stop`` is set first (Ctrl-C while Signoff
+    is being retried): a gate is never deaf to its signals."""
+    task = asyncio.ensure_future(asking)
+    stopping = asyncio.create_task(stop.wait())
+    await asyncio.wait({task, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    stopping.cancel()
+    if task.done():
+        return task.result()
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    return None
 
 
 async def _check(check: str) -> str | None:

@@ -28,8 +28,9 @@ from strands.storage.storage import Storage
 from strands.types.exceptions import StorageError
 
 T = TypeVar("T")
-_LAST = "\xff"
-"""Sorts after every character of a UTF-8 key: ``[prefix`` to ``[prefix\\xff`` spans a prefix."""
+_LAST = b"\xff"
+"""A byte no UTF-8 key holds, so it sorts after every key's next byte: ``[prefix`` to
+``[prefix\\xff``, compared as bytes as Redis does, spans a prefix."""
 
 
 class RedisStorage(Storage):
@@ -74,7 +75,8 @@ class RedisStorage(Storage):
         await self._call(f"delete {key!r}", delete)
 
     async def list(self, query: str) -> builtins.list[str]:
-        low, high = ("-", "+") if not query else (f"[{query}", f"[{query}{_LAST}")
+        prefix = b"[" + query.encode()
+        low, high = (b"-", b"+") if not query else (prefix, prefix + _LAST)
         keys = await self._call(
             f"list {query!r}", lambda: self._redis.zrangebylex(self._index, low, high)
         )

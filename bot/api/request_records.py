@@ -215,6 +215,7 @@ def request_view(
         reply=message if status == "responded" else None,
         params=params,
         items=[_item_view(i) for i in items] if len(items) > 1 else [],
+        acts_on=meta.acts_on,
         status_url=f"{REQUESTS_PATH}/{record.run_id}",
     )
 

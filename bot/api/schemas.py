@@ -205,6 +205,9 @@ class RequestView(BaseModel):
     items: list[ItemView] = Field(
         default_factory=list, description="Each item, for a request with items."
     )
+    acts_on: str | None = Field(
+        default=None, description="What the request acts on, as its card shows it."
+    )
     status_url: str
 
     @property

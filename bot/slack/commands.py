@@ -16,6 +16,7 @@ from bot.errors import BotError
 from bot.runs.drive import start_run, unknown_agent
 from bot.runs.place import Place
 from bot.services import Services
+from bot.ui.blocks import escaped
 from bot.ui.home import publish_home
 from bot.ui.listing import PAGE_SIZE, help_text, page_cursor, pending_blocks
 from bot.ui.posting import post_ephemeral, post_in_thread
@@ -55,6 +56,13 @@ def command_listener(services: Services) -> Any:
             services.background.spawn(
                 _start(services, match["agent"], match["input"], place), name="slash run"
             )
+        elif text.split()[:1] == ["run"]:
+            known = ", ".join(f"`{name}`" for name in services.registry.names) or "none"
+            await ack(
+                text=f"Name the agent to run: `/signoff run <agent> <input>` (known: {known})."
+            )
+        elif text:
+            await ack(text=f"`/signoff {escaped(text)}` is not a Signoff command.\n" + help_text())
         else:
             # The list rides on the ack (one Redis read), so no response_url call is needed.
             page = await services.storage.queries.pending_for_user(user, limit=PAGE_SIZE)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from fakes import click_payload
 from harness import ALICE, BOB, CAROL, CHANNEL, MALLORY, Harness
 
@@ -37,6 +38,23 @@ async def test_signoff_help_explains_the_commands(make_bot: Any) -> None:
     bot: Harness = await make_bot()
     answer = await bot.command("help", user=ALICE)
     assert "/signoff run <agent> <input>" in answer["text"]
+    assert bot.slack.called("chat.postMessage") == []
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("bogus <b>", "`/signoff bogus &lt;b&gt;` is not a Signoff command."),
+        ("run", "Name the agent to run: `/signoff run <agent> <input>` (known: `cleanup`)."),
+    ],
+)
+async def test_an_unknown_command_gets_the_usage_not_the_pending_list(
+    make_bot: Any, text: str, says: str
+) -> None:
+    bot: Harness = await make_bot()
+    answer = await bot.command(text, user=ALICE)
+    assert answer["text"].startswith(says)
+    assert "blocks" not in answer  # not the list of pending requests
     assert bot.slack.called("chat.postMessage") == []
 
 

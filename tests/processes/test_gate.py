@@ -182,6 +182,20 @@ async def test_an_expired_request_does_not_run_its_command(stack: Stack) -> None
     assert "Expired" in str(stack.sandbox.workspace.message(GENERAL, card.ts).blocks)
 
 
+async def test_ctrl_c_while_signoff_is_unreachable_stops_the_gate_at_once(stack: Stack) -> None:
+    """The gate retries an unreachable server for a minute; a signal still stops it."""
+    stack.env = {**stack.env, "SIGNOFF_URL": f"http://127.0.0.1:{free_port()}"}
+    gate = await stack.gate()
+    assert gate.stderr is not None
+    line = await asyncio.wait_for(gate.stderr.readline(), 30)
+    assert b"cannot reach Signoff" in line, line
+    gate.send_signal(signal.SIGINT)
+    _, err = await asyncio.wait_for(gate.communicate(), 10)
+    assert gate.returncode == WITHDRAWN, err
+    assert "stopped before Signoff answered; the command was not run" in err.decode()
+    assert not stack.marks.exists()
+
+
 async def test_ctrl_c_while_waiting_withdraws_the_request(stack: Stack) -> None:
     gate = await stack.gate("--idempotency-key", "cleanup-2026-11-24")
     await stack.waiting(gate)
@@ -196,6 +210,7 @@ async def test_ctrl_c_while_waiting_withdraws_the_request(stack: Stack) -> None:
     again = await stack.gate("--idempotency-key", "cleanup-2026-11-24")
     _, err = await asyncio.wait_for(again.communicate(), 30)
     assert again.returncode == WITHDRAWN, err
+    assert "waiting for approval" not in err.decode()  # it says only how it ended
     assert len(stack.sandbox.workspace.history(GENERAL)) == 1
     assert not stack.marks.exists()
 
@@ -275,6 +290,59 @@ async def test_a_changed_check_is_not_run_but_asked_again_and_runs_once_reapprov
     assert gate.returncode == 0, err
     assert "changed since it was approved; asking again" in err.decode()
     assert stack.marks.read_text() == f"{ALICE} limit=42\n"  # once, after the second approval
+
+
+async def test_a_retry_is_bound_to_what_its_card_showed_not_to_its_own_check(
+    stack: Stack, tmp_path: Path
+) -> None:
+    """The card showed vol-b; by the retry (same key) the check prints vol-c: approving
+    that card runs nothing, and the approvers are asked again about vol-c."""
+    volumes = tmp_path / "volumes"
+    volumes.write_text("vol-a 10G\nvol-b 20G\n")
+    check = ("--check", f"cat {volumes}", "--idempotency-key", "cleanup-2026-11-24")
+    first = await stack.gate(*check)
+    await stack.waiting(first)
+    card = await stack.card()
+    first.kill()  # a cron host rebooted before anyone decided
+    await first.wait()
+
+    volumes.write_text("vol-a 10G\nvol-c 5G\n")
+    retry = await stack.gate(*check)
+    await stack.waiting(retry)  # re-attached to the card that shows vol-b
+    await stack.click(card, ids.APPROVE)
+    ws = stack.sandbox.workspace
+    again = await stack.sandbox.wait_for(
+        lambda: next((m for m in ws.replies(GENERAL, card.ts)[1:] if m.blocks), None), within=15
+    )
+    shown = str(again.blocks)
+    assert "Changed since it was approved" in shown
+    assert shown.index("vol-c 5G") < shown.index("Removed") < shown.index("vol-b 20G")
+    assert not stack.marks.exists()  # the approval was of vol-b, not of vol-c
+
+    await stack.click(again, ids.APPROVE)
+    _, err = await asyncio.wait_for(retry.communicate(), 30)
+    assert retry.returncode == 0, err
+    assert stack.marks.read_text() == f"{ALICE} limit=42\n"  # once, after the second approval
+
+
+async def test_a_retry_whose_check_is_unchanged_reattaches_and_runs(
+    stack: Stack, tmp_path: Path
+) -> None:
+    volumes = tmp_path / "volumes"
+    volumes.write_text("vol-a 10G\nvol-b 20G\n")
+    check = ("--check", f"cat {volumes}", "--idempotency-key", "cleanup-2026-11-24")
+    first = await stack.gate(*check)
+    await stack.waiting(first)
+    card = await stack.card()
+    first.kill()
+    await first.wait()
+    again = await stack.gate(*check)
+    await stack.waiting(again)
+    await stack.click(card, ids.APPROVE)
+    _, err = await asyncio.wait_for(again.communicate(), 30)
+    assert again.returncode == 0, err
+    assert len(stack.sandbox.workspace.history(GENERAL)) == 1
+    assert stack.marks.read_text() == f"{ALICE} limit=42\n"
 
 
 async def test_items_are_one_card_and_the_command_gets_the_approved_ones(stack: Stack) -> None:

@@ -38,19 +38,26 @@ async def test_values_round_trip_byte_for_byte_and_delete_is_idempotent(
 
 
 async def test_list_answers_a_prefix_with_full_keys_in_order(blobs: RedisStorage) -> None:
-    for key in ("session/b/x", "session/a/z", "session/a/y", "session/ab/w", "memory/m"):
-        await blobs.write(key, b"1")
-    assert await blobs.list("session/a/") == ["session/a/y", "session/a/z"]
-    assert await blobs.list("session/a") == ["session/a/y", "session/a/z", "session/ab/w"]
-    assert await blobs.list("") == [
-        "memory/m",
-        "session/a/y",
-        "session/a/z",
-        "session/ab/w",
+    """In UTF-8 byte order, as Redis compares: 'é' (C3 A9) < 'ā' (C4 81) < '日' (E6 97 A5),
+    all above the two bytes of U+00FF (C3 BF) that once bounded a prefix."""
+    for key in (
         "session/b/x",
-    ]
+        "session/a/z",
+        "session/a/日本",
+        "session/a/y",
+        "session/a/ā",
+        "session/a/é",
+        "session/ab/w",
+        "memory/m",
+    ):
+        await blobs.write(key, b"1")
+    under_a = ["session/a/y", "session/a/z", "session/a/é", "session/a/ā", "session/a/日本"]
+    assert await blobs.list("session/a/") == under_a
+    assert await blobs.list("session/a") == [*under_a, "session/ab/w"]
+    assert await blobs.list("session/a/日") == ["session/a/日本"]
+    assert await blobs.list("") == ["memory/m", *under_a, "session/ab/w", "session/b/x"]
     await blobs.delete("session/a/y")
-    assert await blobs.list("session/a/") == ["session/a/z"]
+    assert await blobs.list("session/a/") == under_a[1:]
 
 
 async def test_it_answers_from_a_fresh_event_loop_in_another_thread(blobs: RedisStorage) -> None:
@@ -69,8 +76,10 @@ async def test_why_it_runs_a_synchronous_client_an_async_one_fails_from_that_loo
     from its fresh loop: ``RedisStorage`` runs the synchronous client in a thread instead."""
     client = aioredis.Redis.from_url(redis_url)
     await client.ping()
+    # A reply that has to be waited for (a blocking pop that times out after 0.1 s), so the
+    # connection's reader waits on the other loop whatever the timing.
     with pytest.raises(RuntimeError, match="attached to a different loop"):
-        await asyncio.to_thread(run_async, client.ping)
+        await asyncio.to_thread(run_async, lambda: client.blpop(["strands:nothing"], 0.1))
     await client.aclose()
 
 
