@@ -178,6 +178,8 @@ def _decided_elsewhere(card: InterruptRecord) -> Refusal:
     who = ""
     if card.decided_by == IN_APP:
         who = " in the app"
+    elif len(card.approvals) > 1:  # a quorum: everyone who approved, as the card names them
+        who = f" in Slack by {', '.join(card.approvals)}"
     elif card.decided_by:
         who = f" in Slack by {card.decided_by}"
     return Refusal(

@@ -310,3 +310,20 @@ async def test_without_a_card_the_policy_still_says_which_decisions_the_app_may_
     assert seen["error"] is None and endpoint.bot.tool_log.calls == [
         {"paths": ["/tmp/a", "/tmp/b"]}
     ]
+
+
+async def test_a_late_app_answer_to_a_quorum_names_everyone_who_approved(
+    endpoint_for: Callable[..., Awaitable[Endpoint]],
+) -> None:
+    endpoint = await endpoint_for(Policy(channel=CHANNEL, users=(ALICE, BOB), min_approvals=2))
+    bot = endpoint.bot
+    interrupt, _ = await _asked(endpoint, "thread-quorum")
+    value = bot.posted(0)["blocks"][-1]["elements"][0]["value"]
+    await bot.click(ids.APPROVE, value, user=ALICE)
+    await bot.click(ids.APPROVE, value, user=BOB)
+    await bot.finished()
+    late = await _answer(
+        endpoint, "thread-quorum", interrupt["id"], status="resolved", payload={"type": "approve"}
+    )
+    assert late["error"]["code"] == "decided_elsewhere"
+    assert f"approved in Slack by {ALICE}, {BOB}" in late["error"]["message"]
