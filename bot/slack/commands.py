@@ -18,7 +18,7 @@ from bot.runs.place import Place
 from bot.services import Services
 from bot.ui.blocks import escaped
 from bot.ui.home import publish_home
-from bot.ui.listing import PAGE_SIZE, help_text, page_cursor, pending_blocks
+from bot.ui.listing import PAGE_SIZE, help_text, page_cursor, pending_blocks, waiting_text
 from bot.ui.posting import post_ephemeral, post_in_thread
 from bot.ui.refusals import STORAGE_DOWN
 from storage.errors import InvalidIdError, StorageError
@@ -66,9 +66,8 @@ def command_listener(services: Services) -> Any:
         else:
             # The list rides on the ack (one Redis read), so no response_url call is needed.
             page = await services.storage.queries.pending_for_user(user, limit=PAGE_SIZE)
-            count = f"{len(page.records)}{'+' if page.next_cursor else ''}"
             blocks = pending_blocks(page.records, next_page=page.next_cursor)
-            await ack(text=f"{count} waiting for you", blocks=blocks)
+            await ack(text=waiting_text(page.records, next_page=page.next_cursor), blocks=blocks)
 
     return on_command
 

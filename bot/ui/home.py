@@ -52,15 +52,16 @@ async def publish_home(
 
 
 async def _open_in_channels_of(services: Services, user: str) -> list[InterruptRecord]:
-    """Pending requests anyone in a channel may decide, in the channels ``user`` is in;
-    they are decided on their card, where being in the channel is what counts."""
+    """Pending requests anyone in a channel may decide, in the channels ``user`` is in,
+    until ``MAX_OPEN`` cards (a batch's items are one); they are decided on their card,
+    where being in the channel is what counts."""
     found: list[InterruptRecord] = []
     for channel in (await services.directory.channels_of(user))[:MAX_CHANNELS]:
         page = await services.storage.queries.pending_for_channel(channel, limit=MAX_OPEN)
         found += [r for r in page.records if r.policy.open_to_channel]
-        if len(found) >= MAX_OPEN:
+        if len({r.batch or r.id for r in found}) >= MAX_OPEN:
             break
-    return found[:MAX_OPEN]
+    return found
 
 
 async def refresh_homes(services: Services, record: InterruptRecord) -> None:

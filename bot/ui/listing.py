@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from storage.records import InterruptRecord
+from storage.requests import is_request_run
 from storage.trust_grants import TrustGrant
 
 from . import ids
@@ -32,19 +33,19 @@ PAGE_SIZE = (MESSAGE_BLOCKS - 2) // _PER_ITEM
 def pending_blocks(
     records: Sequence[InterruptRecord], *, next_page: str | None = None, decide: bool = False
 ) -> list[Block]:
-    """A header, then per interrupt its summary and a link to its message (the permalink
+    """A header, then per card its summary and a link to its message (the permalink
     Slack gave when it was posted), then a button to the page after (``next_page``: the
     storage cursor it carries). With ``decide`` (App Home), a request whose arguments fit
-    in full beside it gets Approve and Deny too."""
-    count = f"{len(records)}+" if next_page else str(len(records))
-    blocks: list[Block] = [header(f"Waiting for you: {count}")]
-    if not records:
+    in full beside it gets Approve and Deny too; a batch is decided on its card only."""
+    cards = _by_card(list(records)[:PAGE_SIZE])
+    blocks: list[Block] = [header(f"Waiting for you: {_count(cards, next_page)}")]
+    if not cards:
         blocks.append(section("Nothing is waiting for your decision."))
         return blocks
-    for record in list(records)[:PAGE_SIZE]:
-        blocks += _entry(record)
-        if decide:
-            blocks += _decide_here(record)
+    for items in cards:
+        blocks += _entry(items)
+        if decide and items[0].batch is None:
+            blocks += _decide_here(items[0])
     if next_page:
         button = {
             "type": "button",
@@ -56,12 +57,28 @@ def pending_blocks(
     return blocks
 
 
-def _entry(record: InterruptRecord) -> list[Block]:
-    """One request in a list: what it wants, a link to its card, since and until when."""
-    interrupt = record.runtime_interrupt
-    action = interrupt.tool_call.name if interrupt.tool_call else interrupt.name
-    summary = f"*{escaped(record.agent, 200)}* wants to run `{escaped(action, 300)}`"
-    block = section(summary)
+def waiting_text(records: Sequence[InterruptRecord], *, next_page: str | None = None) -> str:
+    """The list's text (its notification): how many cards wait for the viewer."""
+    return f"{_count(_by_card(list(records)[:PAGE_SIZE]), next_page)} waiting for you"
+
+
+def _count(cards: Sequence[object], next_page: str | None) -> str:
+    return f"{len(cards)}+" if next_page else str(len(cards))
+
+
+def _by_card(records: Sequence[InterruptRecord]) -> list[list[InterruptRecord]]:
+    """``records`` grouped by the card they are on, in order: each item of a batch is a
+    record of its own, but the batch is one card, so one row."""
+    cards: dict[str, list[InterruptRecord]] = {}
+    for record in records:
+        cards.setdefault(record.batch or record.id, []).append(record)
+    return list(cards.values())
+
+
+def _entry(items: Sequence[InterruptRecord]) -> list[Block]:
+    """One card in a list: what it asks, a link to it, since and until when."""
+    record = items[0]
+    block = section(_summary(items))
     if record.permalink:
         block["accessory"] = {
             "type": "button",
@@ -74,6 +91,26 @@ def _entry(record: InterruptRecord) -> list[Block]:
     if record.expires_at:
         parts.append(f"expires {date_token(record.expires_at)}")
     return [block, context(parts)]
+
+
+def _summary(items: Sequence[InterruptRecord]) -> str:
+    """What a card asks, as the card says it: a job's request by its title, an agent's
+    call by its tool; a batch adds its size, which only its lead knows (without it, the
+    rest are on another page: at least those listed)."""
+    record = items[0]
+    interrupt = record.runtime_interrupt
+    action = interrupt.tool_call.name if interrupt.tool_call else interrupt.name
+    who = f"*{escaped(record.agent, 200)}*"
+    request = is_request_run(record.run_id)
+    if request:
+        summary = f"{who} asks: {escaped(action, 300)}"
+    else:
+        summary = f"{who} wants to run `{escaped(action, 300)}`"
+    if record.batch is None:
+        return summary
+    lead = next((r for r in items if r.batch_items), None)
+    size = str(len(lead.batch_items)) if lead else f"{len(items)}+"
+    return f"{summary}, {size} {'items' if request else 'calls'}"
 
 
 def _decide_here(record: InterruptRecord) -> list[Block]:
@@ -109,17 +146,17 @@ HOME_PAGE_SIZE = 18
 """Requests per App Home page: four blocks each, beside the trust grants (a view holds 100)."""
 
 MAX_OPEN = 5
-"""Requests open to a whole channel listed in Home (two blocks each)."""
+"""Cards open to a whole channel listed in Home (two blocks each)."""
 
 
 def channel_blocks(records: Sequence[InterruptRecord]) -> list[Block]:
-    """Requests open to everyone in a channel the viewer is in, each with a link to its
-    card: deciding them there is what shows the decider is in the channel."""
+    """Requests open to everyone in a channel the viewer is in, a row per card with a link
+    to it: deciding them there is what shows the decider is in the channel."""
     if not records:
         return []
     blocks: list[Block] = [header("Open to everyone in your channels")]
-    for record in list(records)[:MAX_OPEN]:
-        blocks += _entry(record)
+    for items in _by_card(records)[:MAX_OPEN]:
+        blocks += _entry(items)
     return blocks
 
 

@@ -7,63 +7,22 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from batch_agents import FILES, spec
 from blockkit import check_message
 from harness import ALICE, BOB, CAROL, CHANNEL, Harness
 
 from agent_runtime import (
-    Agent,
     Decision,
     Interrupt,
-    ModelRequest,
-    ModelResponse,
-    SessionStore,
     ToolCall,
-    tool,
 )
-from bot.agents.policy import AgentSpec, Policy
+from bot.agents.policy import Policy
 from bot.runs.approvers import MAX_BATCH, batched
 from bot.schedule.scheduler import Scheduler
 from bot.ui import ids
 from bot.ui.batch_message import batch_message
 from storage.approvers import ApproverPolicy
 from storage.records import InterruptRecord
-
-FILES = [f"/tmp/old-{n:02d}.log" for n in range(40)]
-
-
-class FortyDeletions:
-    """Asks to delete forty files in one turn, then reports what it was told."""
-
-    async def generate(self, request: ModelRequest) -> ModelResponse:
-        results = [m for m in request.messages if m.role == "tool"]
-        if not results:
-            calls = tuple(
-                ToolCall(id=f"call_{n}", name="delete_file", args={"path": path})
-                for n, path in enumerate(FILES)
-            )
-            return ModelResponse(tool_calls=calls)
-        refused = [m.content for m in results if m.is_error]
-        return ModelResponse(text=f"deleted {len(results) - len(refused)}; {refused[:1]}")
-
-
-def spec(deleted: list[str], **policy: Any) -> AgentSpec:
-    @tool
-    def delete_file(path: str) -> str:
-        """Delete one file."""
-        deleted.append(path)
-        return "deleted"
-
-    def build(sessions: SessionStore) -> Agent:
-        return Agent(
-            model=FortyDeletions(),
-            tools=[delete_file],
-            interrupt_on={"delete_file": True},
-            session_store=sessions,
-            name="cleanup",
-        )
-
-    policy = Policy(channel=CHANNEL, users=(ALICE, BOB), batch=True, **policy)
-    return AgentSpec(name="cleanup", build=build, policy=policy)
 
 
 def _card(bot: Harness) -> dict[str, Any]:

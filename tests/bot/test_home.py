@@ -3,13 +3,20 @@ decision redraws the Home of the approvers who look at it."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+import re
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import aiohttp
+from aiohttp.test_utils import TestServer
+from batch_agents import spec as forty_deletions
 from fakes import home_click_payload
 from harness import ALICE, BOB, CAROL, CHANNEL, MALLORY, Harness
+from pydantic import SecretStr
 
 from bot.agents.policy import Policy
+from bot.api.request_records import REQUESTS_PATH
+from bot.process.web import operator_app
 from bot.ui import ids
 
 
@@ -25,6 +32,30 @@ def _button(blocks: list[dict[str, Any]], action_id: str) -> dict[str, Any] | No
                 found: dict[str, Any] = element
                 return found
     return None
+
+
+LIMIT = {"name": "limit", "type": "integer", "value": 42}
+
+
+async def _ask(bot: Harness, *requests: dict[str, Any]) -> None:
+    """Post ``requests`` as the job ``demo-job`` through the requests API; their cards posted."""
+    _, token = await bot.services.storage.api_clients.create(
+        "demo-job", channels=(CHANNEL,), now=datetime.now(UTC)
+    )
+    app = operator_app(bot.services, api_token=SecretStr("admin-token-" + "x" * 24))
+    server = TestServer(app, host="127.0.0.1", port=0)
+    await server.start_server()
+    try:
+        async with aiohttp.ClientSession() as http:
+            for body in requests:
+                async with http.post(
+                    f"http://127.0.0.1:{server.port}{REQUESTS_PATH}",
+                    json={"channel": CHANNEL, **body},
+                    headers={"Authorization": f"Bearer {token}"},
+                ) as response:
+                    assert response.status == 201, await response.text()
+    finally:
+        await server.close()
 
 
 async def _open_home(bot: Harness, user: str) -> list[dict[str, Any]]:
@@ -129,3 +160,43 @@ async def test_a_decision_redraws_the_home_of_approvers_who_opened_it_this_week_
     )
     redrawn = [c["user_id"] for c in bot.slack.called("views.publish")[published:]]
     assert redrawn == [BOB]
+
+
+async def test_a_jobs_batch_is_one_row_naming_its_items_and_its_title_reads_as_a_request(
+    make_bot: Any,
+) -> None:
+    bot: Harness = await make_bot()
+    items = ["a.txt", "b.txt", "c.txt"]
+    await _ask(
+        bot,
+        {"title": "anyone req", "anyone_in_channel": True, "items": items},
+        {"title": "Rotate keys", "approvers": [ALICE], "params": [LIMIT]},
+        {"title": "Purge caches", "approvers": [ALICE], "items": items},
+    )
+    bot.slack.channels_of[ALICE] = [CHANNEL]
+    home = await _open_home(bot, ALICE)
+    text = str(home)
+    assert text.count("*demo-job* asks: anyone req, 3 items") == 1
+    assert "*demo-job* asks: Rotate keys" in text and "wants to run" not in text
+    assert text.count("*demo-job* asks: Purge caches, 3 items") == 1
+    assert "Waiting for you: 2" in text
+    # A batch is decided on its card, by ticking items: only the lone request has buttons.
+    decide = [e for b in home if b.get("block_id", "").startswith("home ") for e in b["elements"]]
+    assert [e["action_id"] for e in decide] == [ids.HOME_APPROVE, ids.HOME_DENY]
+    listed = await bot.command("", user=ALICE)
+    assert listed["text"] == "2 waiting for you"  # cards, as the list counts them
+    assert str(listed["blocks"]).count("Purge caches, 3 items") == 1
+
+
+async def test_an_agents_batch_is_one_row_that_still_names_its_tool(make_bot: Any) -> None:
+    bot: Harness = await make_bot(spec=forty_deletions([]))
+    await bot.start(requested_by=CAROL)
+    home = await _open_home(bot, ALICE)
+    rows = [b for b in home if "wants to run" in str(b)]
+    # A page holds 18 of the 40 items; the size is known from the lead, when it is among them.
+    assert len(rows) == 1
+    assert re.fullmatch(
+        r"\*cleanup\* wants to run `delete_file`, (40|18\+) calls", rows[0]["text"]["text"]
+    )
+    assert rows[0]["accessory"]["action_id"] == ids.OPEN_PENDING
+    assert _button(home, ids.HOME_APPROVE) is None and len(home) <= 100
