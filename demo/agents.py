@@ -3,13 +3,15 @@
 The users, the ``@oncall`` group and ``#ops`` named here are the ones
 ``sandbox.demo_workspace()`` seeds (``check_workspace`` makes sure). The file-cleanup and
 email agents let the person who asked approve too, so one person can try the whole loop
-alone; the on-call workflow needs two other members of ``@oncall``.
+alone; the on-call workflow needs two other members of ``@oncall``. The email card also
+offers "Approve and trust" for an hour, so a grant shows (and can be revoked) in App Home.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from agent_runtime import Remember
 from bot.agents.policy import AgentSpec, Policy
 from bot.errors import PolicyError
 from sandbox import WorkspaceSeed
@@ -21,6 +23,8 @@ from .oncall import oncall_cleanup
 ALICE, BOB, CAROL, DAVE = "U0ALICE", "U0BOB", "U0CAROL", "U0DAVE"
 ONCALL = "S0ONCALL"
 OPS = "C0OPS"
+TRUST_MINUTES = 60
+"""How long "Approve and trust" on the email card lets the same email go out unasked."""
 
 
 def demo_agents(data_dir: Path) -> list[AgentSpec]:
@@ -48,7 +52,11 @@ def demo_agents(data_dir: Path) -> list[AgentSpec]:
             name="email",
             build=email_agent,
             description="Drafts the weekly ops email; edit it before it is sent",
-            policy=Policy(users=(ALICE, BOB, CAROL, DAVE), self_approval=True),
+            policy=Policy(
+                users=(ALICE, BOB, CAROL, DAVE),
+                self_approval=True,
+                trust=Remember(scope="minutes", minutes=TRUST_MINUTES, same_args=True),
+            ),
         ),
     ]
 

@@ -52,6 +52,9 @@ class AppSeed:
     app_token: str = "xapp-sandbox-app-token"
     signing_secret: str = "sandbox-signing-secret"
     commands: tuple[str, ...] = ("/signoff", "/approvals")
+    escaped_commands: tuple[str, ...] = ("/signoff",)
+    """The commands whose manifest entry says `should_escape: true` (as Signoff's does):
+    Slack sends their typed `@name`s and `#channel`s as escaped ids."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -90,7 +93,8 @@ def load_workspace(text: str) -> WorkspaceSeed:
 
 
 def check_seed(seed: WorkspaceSeed) -> None:
-    """Every group and channel member must be a seeded user; ids must be unique."""
+    """Every group and channel member must be a seeded user; ids must be unique; escaped
+    commands must be commands."""
     users = {u.id for u in seed.users}
     if len(users) != len(seed.users):
         raise SandboxError("workspace seed: two users share an id")
@@ -100,6 +104,9 @@ def check_seed(seed: WorkspaceSeed) -> None:
         unknown = sorted(set(members) - users)
         if unknown:
             raise SandboxError(f"workspace seed: {owner} lists unknown users {unknown}")
+    not_commands = sorted(set(seed.app.escaped_commands) - set(seed.app.commands))
+    if not_commands:
+        raise SandboxError(f"workspace seed: escaped_commands has non-commands {not_commands}")
 
 
 def demo_workspace() -> WorkspaceSeed:

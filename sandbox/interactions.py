@@ -16,6 +16,7 @@ from .blocks import checked_view, find_element, options_of
 from .delivery import Ack, Delivery, Outbound
 from .entities import Channel, JsonObject, Message, View
 from .errors import SlackApiFailure, UserActionError
+from .mentions import escape_mentions
 from .payloads import Payloads
 from .response_urls import Reply, ResponseUrls
 from .triggers import Triggers
@@ -119,8 +120,12 @@ class Interactions:
     async def post_message(
         self, user_id: str, *, channel: str, text: str, thread_ts: str | None = None
     ) -> tuple[Message, Ack | None]:
-        """Post as the user; a mention of the bot is delivered as an `app_mention` event."""
+        """Post as the user; a mention of the bot is delivered as an `app_mention` event.
+
+        Typed `@name`s and `#channel`s are stored, and delivered, as Slack's `<@U...>` ids.
+        """
         chan = self._channel_for(user_id, channel)
+        text = escape_mentions(self._ws, text, labelled=False)
         message = self._ws.post(
             Message(
                 channel=chan.id,
@@ -151,12 +156,18 @@ class Interactions:
     async def slash_command(
         self, user_id: str, *, channel: str, command: str, text: str = ""
     ) -> Ack:
-        """Run `/command text` in a channel; the ack body becomes the command's reply."""
+        """Run `/command text` in a channel; the ack body becomes the command's reply.
+
+        For an escaped command (`should_escape: true`) typed `@name`s and `#channel`s reach
+        the app as `<@U...|name>` and the like, as Slack sends them.
+        """
         chan = self._channel_for(user_id, channel)
         if command not in self._ws.app.commands:
             raise UserActionError(
                 f"{command} is not a valid command; the app has {', '.join(self._ws.app.commands)}"
             )
+        if command in self._ws.app.escaped_commands:
+            text = escape_mentions(self._ws, text, labelled=True)
         response_url = self._response_urls.issue(user_id, chan.id)
         fields = self._payloads.slash_command(
             user_id,

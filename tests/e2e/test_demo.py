@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,8 @@ from sandbox import SandboxClient
 ALICE, BOB, CAROL, DAVE = "U0ALICE", "U0BOB", "U0CAROL", "U0DAVE"
 GENERAL, OPS = "C0GENERAL", "C0OPS"
 APPROVE = "signoff.approve"
+TRUST = "signoff.trust"
+REVOKE_TRUST = "signoff.revoke_trust"
 State = dict[str, Any]
 
 
@@ -147,6 +150,43 @@ async def test_oncall_cleanup_waits_for_two_oncall_approvals(tmp_path: Path) -> 
             ALICE, _headed("Approved: delete_volumes", pending=False), channel=OPS
         )
         assert "Approved by <@U0ALICE>, <@U0BOB>" in str(decided["blocks"])
+    await _stop(demo)
+
+
+def _home_shows(text: str, *, shown: bool = True) -> Callable[[State], State | None]:
+    """A probe for the Home tab once it shows ``text`` (or, ``shown=False``, once it does not)."""
+    return lambda state: (home := state.get("home")) and (text in str(home)) == shown and home
+
+
+async def test_away_takes_a_typed_mention_and_a_trust_grant_is_revocable_in_home(
+    tmp_path: Path,
+) -> None:
+    demo = await _start(tmp_path / "demo")
+    async with SandboxClient(demo.url) as slack:
+        back = (date.today() + timedelta(days=30)).isoformat()
+        ack = await slack.command(
+            ALICE, channel=GENERAL, command="/signoff", text=f"away until {back} to @bob"
+        )
+        assert "ask <@U0BOB> in your place" in ack["body"]["text"], ack
+
+        await slack.command(CAROL, channel=GENERAL, command="/signoff", text="run email")
+        email = await slack.wait_for(
+            CAROL, _headed("Approval needed: send_email", pending=True), channel=GENERAL
+        )
+        trust = _button(email, TRUST)
+        assert trust is not None, email
+        await slack.click(CAROL, channel=GENERAL, message_ts=email["ts"], **trust)
+        await slack.wait_for(CAROL, _headed("Approved: send_email", pending=False), channel=GENERAL)
+        await slack.command(CAROL, channel=GENERAL, command="/signoff", text="run email")
+        await slack.wait_for(
+            CAROL,
+            lambda s: any("Approved under the trust" in str(m) for m in s["messages"]),
+            channel=GENERAL,
+        )
+        await slack.open_home(CAROL)
+        home = await slack.wait_for(CAROL, _home_shows("Trust in force: 1"))
+        await slack.click_in_view(CAROL, view_id=home["id"], action_id=REVOKE_TRUST)
+        await slack.wait_for(CAROL, _home_shows("Trust in force", shown=False))
     await _stop(demo)
 
 
