@@ -31,6 +31,7 @@ from bot.slack.app import build_app
 from bot.slack.events import EVENTS_PATH
 from sandbox import Sandbox, demo_workspace
 from storage import Storage, connect
+from storage.api_clients import ApiClient
 from storage.embedded import EmbeddedRedis
 from storage.file_lock import FileLock
 
@@ -76,6 +77,8 @@ class DemoStack:
         self._lock = FileLock(data_dir / "demo.lock")
         self._api_url = ""
         self._gate_token = ""
+        self.webhook_secret = ""
+        """The secret the demo job's webhooks are signed with (``signoff.webhooks.verify``)."""
 
     @property
     def url(self) -> str:
@@ -107,21 +110,23 @@ class DemoStack:
         env = f"SIGNOFF_URL={self._api_url} SIGNOFF_TOKEN={self._gate_token}"
         return f"{env} {shlex.join(gate)}"
 
-    async def _gate_client(self, storage: Storage) -> str:
-        """The token of the demo job's API client: the one of the last start while it still
-        authenticates, so a gate that was waiting then still gets its answer."""
+    async def _gate_client(self, storage: Storage) -> tuple[str, ApiClient]:
+        """The token of the demo job's API client, and the client: the one of the last
+        start while it still authenticates, so a gate that was waiting then still gets its
+        answer."""
         kept = self.data_dir / GATE_TOKEN_FILE
         with contextlib.suppress(OSError):
             token = kept.read_text().strip()
-            if await storage.api_clients.authenticate(token) is not None:
-                return token
+            client = await storage.api_clients.authenticate(token)
+            if client is not None:
+                return token, client
         await storage.api_clients.revoke(GATE_CLIENT)
-        _, token = await storage.api_clients.create(
+        client, token = await storage.api_clients.create(
             GATE_CLIENT, channels=(GATE_CHANNEL,), now=datetime.now(UTC)
         )
         kept.touch(mode=0o600)
         kept.write_text(token + "\n")
-        return token
+        return token, client
 
     async def start(self) -> None:
         """Start Redis and the sandbox side by side, then the bot, then point Slack at it."""
@@ -163,7 +168,8 @@ class DemoStack:
         remember_port(self.data_dir, port, name=API_PORT_FILE)
         self._api_url = f"http://{host}:{port}"
         self.sandbox.request_url = f"{self._api_url}{EVENTS_PATH}"
-        self._gate_token = await self._gate_client(self._storage)
+        self._gate_token, gate_client = await self._gate_client(self._storage)
+        self.webhook_secret = gate_client.webhook_secret
         self._loops = Loops(self._services, workers=2)
         self._loops.start()
         await self._welcome()

@@ -30,6 +30,8 @@ class DemoProcess:
     process: subprocess.Popen[bytes]
     url: str
     gate_command: str
+    printed: tuple[str, ...]
+    """Every line it printed up to the gate command."""
     data_dir: Path
     stderr: Path
     started_in: float
@@ -68,6 +70,7 @@ class DemoProcess:
             process=process,
             url=url,
             gate_command=gate,
+            printed=tuple(lines.seen),
             data_dir=data_dir,
             stderr=stderr,
             started_in=elapsed,
@@ -95,6 +98,7 @@ class _Lines:
     def __init__(self, process: subprocess.Popen[bytes], deadline: float, stderr: Path) -> None:
         self._process, self._deadline, self._stderr = process, deadline, stderr
         self._pending = b""
+        self.seen: list[str] = []
 
     def find(self, pattern: str) -> str:
         """What ``pattern`` matches in the next line that has it; stderr if it exits first."""
@@ -118,4 +122,5 @@ class _Lines:
                 raise AssertionError(f"the demo exited with {code}: {err}")
             self._pending += chunk
         line, self._pending = self._pending.split(b"\n", 1)
-        return line.decode()
+        self.seen.append(line.decode())
+        return self.seen[-1]

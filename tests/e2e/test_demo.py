@@ -8,6 +8,7 @@ a restart on the same data directory still shows what was pending, and it can be
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 import subprocess
 import sys
@@ -22,6 +23,7 @@ from aiohttp.test_utils import TestServer
 from demo_process import ROOT, RUN_DEMO, DemoProcess
 
 from sandbox import SandboxClient
+from signoff import webhooks
 
 ALICE, BOB, CAROL, DAVE = "U0ALICE", "U0BOB", "U0CAROL", "U0DAVE"
 GENERAL, OPS = "C0GENERAL", "C0OPS"
@@ -280,7 +282,8 @@ async def test_the_demo_reads_the_api_token_and_the_webhook_hosts_from_the_envir
     received: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
 
     async def hook(request: web.Request) -> web.Response:
-        await received.put(await request.json())
+        body = await request.read()
+        await received.put({"body": body, "headers": dict(request.headers)})
         return web.Response()
 
     app = web.Application()
@@ -313,8 +316,12 @@ async def test_the_demo_reads_the_api_token_and_the_webhook_hosts_from_the_envir
         withdraw = f"{env['SIGNOFF_URL']}/api/requests/{request_id}/withdraw"
         async with http.post(withdraw, json={"reason": "not needed"}) as withdrawn:
             assert withdrawn.status == 200, await withdrawn.text()
-    event = await asyncio.wait_for(received.get(), 30)
+    delivery = await asyncio.wait_for(received.get(), 30)
+    event = json.loads(delivery["body"])
     assert event["event"] == "request.withdrawn" and event["request"]["id"] == request_id
+    # The demo printed the secret its job's webhooks are signed with: a receiver checks them.
+    [said] = [line for line in demo.printed if "webhooks are signed with" in line]
+    assert webhooks.verify(delivery["body"], delivery["headers"], said.split()[-1])
     await _stop(demo)
     await receiver.close()
 
