@@ -10,6 +10,7 @@ from agent_runtime.messages import JSONValue, ToolCall
 from bot.runs.approvers import batched
 from bot.runs.stand_ins import with_stand_ins
 from bot.services import Services
+from bot.ui.blocks import is_user_id
 from storage.approvers import ApproverPolicy, Rung
 from storage.epoch import from_ms
 from storage.records import InterruptRecord
@@ -218,6 +219,15 @@ def request_view(
         acts_on=meta.acts_on,
         status_url=f"{REQUESTS_PATH}/{record.run_id}",
     )
+
+
+async def with_names(services: Services, view: RequestView) -> RequestView:
+    """``view`` with the Slack names of the users it names (approvers, who decided), so a
+    job's log can say "approved by alice" rather than a user id."""
+    named = [*view.approvers, *view.approvals, view.decided_by, view.held_by]
+    named += [item.decided_by for item in view.items]
+    users = [who for who in named if who and is_user_id(who)]
+    return view.model_copy(update={"names": await services.directory.names(users)})
 
 
 def _status(record: InterruptRecord) -> RequestStatusName:

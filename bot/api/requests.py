@@ -37,7 +37,7 @@ from .auth import Authenticator, Caller, unauthenticated
 from .bodies import error, parse
 from .callbacks import CallbackPolicy
 from .rechecks import mark_superseded, superseded
-from .request_records import REQUESTS_PATH, request_records, request_view
+from .request_records import REQUESTS_PATH, request_records, request_view, with_names
 from .schemas import APPROVED_STATUSES, NewRequest, OutcomeReport, RequestView, Withdrawal
 from .watch import RequestWatch
 
@@ -291,7 +291,7 @@ class _RequestsApi:
     async def _view(self, record: InterruptRecord, meta: RequestMeta) -> RequestView:
         """The request as it stands; a request with items reads them all."""
         items = await self._services.storage.queries.batch(record) if record.batch else []
-        return request_view(record, meta, items)
+        return await with_names(self._services, request_view(record, meta, items))
 
     async def _answer(
         self, record: InterruptRecord, meta: RequestMeta, *, status: int = 200, note: str = ""

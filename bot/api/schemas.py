@@ -208,6 +208,10 @@ class RequestView(BaseModel):
     acts_on: str | None = Field(
         default=None, description="What the request acts on, as its card shows it."
     )
+    names: dict[str, str] = Field(
+        default_factory=dict,
+        description="The Slack name of each user the request names, where Slack told it.",
+    )
     status_url: str
 
     @property

@@ -29,7 +29,7 @@ from storage.errors import StorageError
 from storage.webhooks import GIVE_UP_AFTER, WebhookDelivery
 
 from .callbacks import forbidden_address
-from .request_records import request_view
+from .request_records import request_view, with_names
 from .schemas import RequestView
 from .signatures import signed_headers
 
@@ -184,12 +184,13 @@ class WebhookEvents(ConsumerLoop[AuditEntry]):
         if record is None:
             return 0
         items = await storage.queries.batch(record) if record.batch else []
+        view = request_view(items[0] if items else record, meta, items)
         delivery = WebhookDelivery(
             id=entry.ref,
             url=meta.callback_url,
             client=meta.client,
             event=EVENTS[entry.event],
-            body=_body(entry, request_view(items[0] if items else record, meta, items)),
+            body=_body(entry, await with_names(self._services, view)),
             created_at=entry.at,
         )
         return int(await storage.webhooks.add(delivery, due=entry.at))

@@ -8,6 +8,7 @@ the click path.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -24,12 +25,14 @@ log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, kw_only=True)
-class UserZone:
-    """A user's time zone: the IANA name when Slack gives one, else the UTC offset."""
+class SlackUser:
+    """What Slack tells of a user: the time zone (the IANA name when Slack gives one, else
+    the UTC offset) and the name, when Slack told them."""
 
     user_id: str
     tz: str | None = None
     offset_seconds: int = 0
+    name: str | None = None
 
     def zone(self) -> tzinfo:
         if self.tz:
@@ -49,6 +52,8 @@ def slack_error(exc: SlackApiError) -> str:
 
 
 _HANDLES_FRESH_FOR = timedelta(minutes=5)
+_NAMES_WITHIN = timedelta(seconds=2)
+"""How long an answer may wait for users' names before it goes without them."""
 
 
 class Directory:
@@ -60,13 +65,13 @@ class Directory:
         self._client = client
         self._clock = clock
         self._ttl = ttl
-        self._zones: dict[str, tuple[datetime, UserZone]] = {}
+        self._zones: dict[str, tuple[datetime, SlackUser]] = {}
         self._groups: dict[str, tuple[datetime, tuple[str, ...] | None]] = {}
         self._empty_groups: set[str] = set()
         self._handles: tuple[datetime, dict[str, str]] | None = None
         self._channels: dict[str, tuple[datetime, tuple[str, ...]]] = {}
 
-    async def zone(self, user_id: str) -> UserZone:
+    async def zone(self, user_id: str) -> SlackUser:
         """The user's time zone; UTC when Slack cannot tell (logged, not raised)."""
         now = self._clock.now()
         cached = self._zones.get(user_id)
@@ -75,16 +80,31 @@ class Directory:
         try:
             answer = await self._client.users_info(user=user_id)
             user = answer.get("user") or {}
-            zone = UserZone(
+            zone = SlackUser(
                 user_id=user_id,
                 tz=user.get("tz") or None,
                 offset_seconds=int(user.get("tz_offset") or 0),
+                name=user.get("name") or None,
             )
         except SlackApiError as exc:
             log.warning("users.info failed for %s: %s; assuming UTC", user_id, slack_error(exc))
-            zone = UserZone(user_id=user_id)
+            zone = SlackUser(user_id=user_id)
         self._zones[user_id] = (now, zone)
         return zone
+
+    async def names(self, user_ids: Iterable[str]) -> dict[str, str]:
+        """The Slack name of each of ``user_ids`` that Slack told (``users.info``, cached
+        with the time zone), for output read outside Slack: ``{"U0ALICE": "alice"}``."""
+        found: dict[str, str] = {}
+        try:
+            async with asyncio.timeout(_NAMES_WITHIN.total_seconds()):
+                for user_id in dict.fromkeys(user_ids):
+                    name = (await self.zone(user_id)).name
+                    if name:
+                        found[user_id] = name
+        except (ClientError, TimeoutError, OSError) as exc:  # a courtesy: never worth a wait
+            log.warning("users.info: Slack did not answer in time (%r); ids without names", exc)
+        return found
 
     async def group_id(self, handle: str) -> str | None:
         """The id of the user group ``@handle`` (``usergroups.list``, asked at most every

@@ -16,7 +16,7 @@ from bot.errors import BotError
 from bot.runs.drive import start_run, unknown_agent
 from bot.runs.place import Place
 from bot.services import Services
-from bot.ui.blocks import escaped
+from bot.ui.blocks import escaped, is_user_id
 from bot.ui.home import publish_home
 from bot.ui.listing import PAGE_SIZE, help_text, page_cursor, pending_blocks, waiting_text
 from bot.ui.posting import post_ephemeral, post_in_thread
@@ -29,7 +29,6 @@ log = logging.getLogger(__name__)
 
 _RUN = re.compile(r"^\s*run\s+(?P<agent>[A-Za-z0-9_.\-]+)\s*(?P<input>.*)$", re.S)
 _MENTION = re.compile(r"<@[A-Z0-9]+>")
-_USER = re.compile(r"^[UW][A-Z0-9]{2,20}$")
 
 
 def command_listener(services: Services) -> Any:
@@ -203,7 +202,7 @@ def home_decision_listener(services: Services) -> Any:
         await ack()
         user = str((body.get("user") or {}).get("id") or "")
         action = (body.get("actions") or [{}])[0]
-        if not _USER.match(user) or not isinstance(action, dict):
+        if not is_user_id(user) or not isinstance(action, dict):
             log.warning("ignored a malformed Home decision")
             return
         # After the ack (Slack waits on this listener), at once: Deny's trigger_id lasts 3 s.

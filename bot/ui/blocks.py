@@ -90,6 +90,11 @@ def confirm_dialog(*, title: str, text: str, confirm: str, deny: str = "Cancel")
     }
 
 
+def is_user_id(value: str) -> bool:
+    """Whether ``value`` is a Slack user id (``U…``, ``W…``), not a job's name or a group."""
+    return bool(_USER_ID.match(value))
+
+
 def user_mention(user_id: str) -> str:
     """``<@U…>`` for a well-formed user id; anything else is shown escaped, never as a mention."""
     return f"<@{user_id}>" if _USER_ID.match(user_id) else escape(user_id)

@@ -18,10 +18,9 @@ from storage.approvers import ApproverPolicy
 from storage.records import FINAL_STATE_OF, InterruptRecord, InterruptState
 from storage.requests import is_request_run
 
-from .blocks import date_token, to_text, user_mention
+from .blocks import date_token, is_user_id, to_text, user_mention
 from .mrkdwn import escape_truncate
 
-_USER = re.compile(r"^[UW][A-Z0-9]{2,20}$")
 _CHANNEL = re.compile(r"^[CGD][A-Z0-9]{2,20}$")
 
 Outcome = Literal[
@@ -207,7 +206,7 @@ def who_may_decide(record: InterruptRecord) -> str:
     who = ", ".join(named)
     if policy.min_approvals > 1:
         who = f"{policy.min_approvals} of {who}"
-    if not policy.allow_self_approval and _USER.match(record.requested_by):
+    if not policy.allow_self_approval and is_user_id(record.requested_by):
         who += ", not the requester"
     return who
 

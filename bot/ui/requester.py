@@ -8,7 +8,6 @@ to the card. Requests from jobs (a client name, not a person) are told by their 
 from __future__ import annotations
 
 import logging
-import re
 
 from aiohttp import ClientError
 from slack_sdk.errors import SlackApiError
@@ -17,15 +16,13 @@ from bot.services import Services
 from storage.records import InterruptRecord
 
 from .batch_message import item_outcome
-from .blocks import user_mention
+from .blocks import is_user_id, user_mention
 from .cards import card_from_record, escalated_to, verdict_from_record
 from .message import verdict_note
 from .mrkdwn import escape_truncate
 from .posting import permalink, post_mrkdwn, why_failed
 
 log = logging.getLogger(__name__)
-
-_USER = re.compile(r"^[UW][A-Z0-9]{2,20}$")
 
 
 async def tell_decided(services: Services, record: InterruptRecord) -> None:
@@ -69,7 +66,7 @@ async def tell_finished(
 ) -> None:
     """Tell the requester how the run ended when they asked outside its thread (in the
     thread the end is posted with their mention)."""
-    if not _USER.match(requested_by) or not asked_in or asked_in == channel:
+    if not is_user_id(requested_by) or not asked_in or asked_in == channel:
         return
     link = await permalink(services, channel, thread_ts) if channel and thread_ts else None
     opening = f" <{link}|Open>" if link else ""
@@ -78,14 +75,14 @@ async def tell_finished(
 
 def mention_in_thread(requested_by: str, asked_in: str | None, channel: str | None) -> str:
     """The requester's mention for a post in the run's thread, when they asked there."""
-    if _USER.match(requested_by) and (asked_in is None or asked_in == channel):
+    if is_user_id(requested_by) and (asked_in is None or asked_in == channel):
         return user_mention(requested_by)
     return ""
 
 
 async def _tell(services: Services, record: InterruptRecord, note: str) -> None:
     requester = record.requested_by
-    if not _USER.match(requester) or not record.channel:
+    if not is_user_id(requester) or not record.channel:
         return
     if record.asked_in is None or record.asked_in == record.channel:
         thread = record.thread_ts or record.message_ts

@@ -13,7 +13,7 @@ from typing import Any
 import aiohttp
 import pytest
 from aiohttp.test_utils import TestServer
-from harness import ALICE, BOB, CHANNEL, Harness
+from harness import ALICE, BOB, CAROL, CHANNEL, Harness
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -102,6 +102,8 @@ async def test_a_job_asks_and_a_long_poll_answers_the_moment_it_is_approved(jobs
     assert status == 200
     assert answer["status"] == "approved" and answer["decided_by"] == ALICE
     assert answer["params"] == {"limit": 42}
+    # Slack's names for the ids, so a job's log can say who (users.info, cached).
+    assert answer["names"] == {ALICE: "u0alice", BOB: "u0bob"}
 
 
 async def test_a_long_poll_with_nothing_decided_answers_pending_when_the_wait_ends(
@@ -110,6 +112,12 @@ async def test_a_long_poll_with_nothing_decided_answers_pending_when_the_wait_en
     _, made = await jobs.ask()
     status, answer = await jobs.get(made["status_url"] + "?wait=0.2")
     assert status == 200 and answer["status"] == "pending"
+
+
+async def test_while_slack_is_down_a_view_answers_with_ids_and_no_names(jobs: Jobs) -> None:
+    jobs.bot.slack.down = True
+    status, made = await jobs.ask(approvers=[CAROL])
+    assert status == 201 and made["approvers"] == [CAROL] and made["names"] == {}
 
 
 async def test_the_same_idempotency_key_twice_posts_one_card(jobs: Jobs) -> None:

@@ -8,10 +8,10 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bot.services.directory import UserZone
+from bot.services.directory import SlackUser
 from bot.services.workhours import in_working_hours, next_start
 
-NEW_YORK = UserZone(user_id="U0BOB", tz="America/New_York", offset_seconds=-5 * 3600)
+NEW_YORK = SlackUser(user_id="U0BOB", tz="America/New_York", offset_seconds=-5 * 3600)
 
 
 def test_working_hours_follow_daylight_saving() -> None:
@@ -27,9 +27,9 @@ def test_working_hours_follow_daylight_saving() -> None:
 def test_zones_resolve_on_a_host_without_a_time_zone_database(tmp_path: Path) -> None:
     # No system database on the search path: the tzdata package must answer.
     check = (
-        "from bot.services.directory import UserZone\n"
+        "from bot.services.directory import SlackUser\n"
         "from zoneinfo import ZoneInfo\n"
-        "zone = UserZone(user_id='U0BOB', tz='America/New_York', offset_seconds=-18000).zone()\n"
+        "zone = SlackUser(user_id='U0BOB', tz='America/New_York', offset_seconds=-18000).zone()\n"
         "assert isinstance(zone, ZoneInfo), zone\n"
     )
     env = {**os.environ, "PYTHONTZPATH": str(tmp_path)}
