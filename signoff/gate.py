@@ -23,8 +23,6 @@ from collections import deque
 from collections.abc import Awaitable, Sequence
 from typing import NoReturn
 
-from pydantic import ValidationError
-
 from bot.api.schemas import APPROVED_STATUSES, NewRequest, RequestView
 from storage.requests import ParamValue
 
@@ -38,8 +36,10 @@ from .gate_cli import (
     UNREACHABLE,
     USAGE,
     WITHDRAWN,
+    as_typed,
     parse_args,
     request_of,
+    usage_of,
 )
 
 _SUMMARY_LINES = 15
@@ -59,8 +59,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         _usage("set SIGNOFF_URL (the Signoff server) and SIGNOFF_TOKEN (signoff token create)")
     try:
         request = request_of(args)
-    except (ValidationError, ValueError, OSError) as exc:
-        _usage(_first_error(exc))
+    except ValueError as exc:  # pydantic's ValidationError too
+        _usage(usage_of(exc))
     gate = _gate(Client(url, token), request, command, check=args.check, as_json=args.json)
     try:
         return asyncio.run(gate)
@@ -121,7 +121,7 @@ async def _ask(
         try:
             view = await _unless_stopped(client.create(request), stop)
         except RequestRefused as exc:
-            _say(f"signoff gate: {exc.message}")
+            _say(f"signoff gate: {_refusal(exc, request)}")
             return USAGE if exc.status == 400 else REFUSED
         except SignoffError as exc:
             _say(f"signoff gate: {exc}")
@@ -230,7 +230,8 @@ def _verdict(view: RequestView) -> int | None:
     """None when the command may run, else the exit status saying why not."""
     if view.approved:
         # A quorum's approvers all, as the card names them; else who made it final.
-        who = ", ".join(view.approvals) if len(view.approvals) > 1 else view.decided_by or "?"
+        deciders = view.approvals if len(view.approvals) > 1 else [view.decided_by or "?"]
+        who = ", ".join(_person(view, user) for user in deciders)
         _say(f"signoff gate: {view.status} by {who}")
         return None
     reason = f": {view.reason}" if view.reason else ""
@@ -302,13 +303,14 @@ class Progress:
             _say(f"signoff gate: {len(view.approvals)} of {view.min_approvals} approvals")
         if view.held_until is not None and view.held_until != before.held_until:
             when = view.held_until.isoformat()
-            _say(f"signoff gate: decided by {view.held_by}; final at {when} unless undone")
+            who = _person(view, view.held_by or "?")
+            _say(f"signoff gate: decided by {who}; final at {when} unless undone")
         if before.held_until is not None and view.held_until is None and not view.final:
             _say("signoff gate: the decision was undone; waiting for a decision again")
 
 
 def _say_waiting(view: RequestView) -> None:
-    who = ", ".join(view.approvers) or "anyone in the channel"
+    who = ", ".join(_person(view, user) for user in view.approvers) or "anyone in the channel"
     many = f"{view.min_approvals} of " if view.min_approvals > 1 else ""
     _say(f"signoff gate: request {view.id} waiting for approval: {view.permalink or '-'}")
     _say(f"signoff gate: who may decide: {many}{who}")
@@ -317,13 +319,24 @@ def _say_waiting(view: RequestView) -> None:
         _say(f"signoff gate: expires in {_span(left)} ({view.expires_at.isoformat()})")
 
 
-def _first_error(exc: Exception) -> str:
-    if isinstance(exc, ValidationError):
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        message = first["msg"].removeprefix("Value error, ")
-        return f"{where}: {message}" if where else message
-    return str(exc)
+def _person(view: RequestView, user_id: str) -> str:
+    """``alice (U0ALICE)`` where Slack told the name, else the id as it is."""
+    name = view.names.get(user_id)
+    return f"{name} ({user_id})" if name else user_id
+
+
+def _refusal(exc: RequestRefused, request: NewRequest) -> str:
+    """Why Signoff refused ``request``; a 400 (bad input) told by the options that set the
+    field it names, with the item sent when one of a list's (``approvers.0``) was wrong."""
+    if exc.status != 400:
+        return exc.message
+    if exc.field is None:
+        return as_typed(None, exc.message)
+    name, _, index = exc.field.partition(".")
+    sent = None
+    with contextlib.suppress(TypeError, ValueError, IndexError):
+        sent = getattr(request, name, ())[int(index)]
+    return as_typed(exc.field, exc.message.removeprefix(f"{exc.field}: "), sent)
 
 
 def _usage(message: str) -> NoReturn:

@@ -8,6 +8,9 @@ import re
 import uuid
 from pathlib import Path
 
+from pydantic import ValidationError
+from pydantic_core import ErrorDetails
+
 from bot.api.schemas import NewRequest
 from storage.requests import Param, ParamValue
 
@@ -33,15 +36,39 @@ EXIT_CODES = {
 
 _DURATION = re.compile(r"^(\d+)([smhd])$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+OPTIONS = {
+    "title": "--title",
+    "details": "--details",
+    "params": "--param/--editable",
+    "channel": "--channel",
+    "approvers": "--approvers",
+    "anyone_in_channel": "--anyone-in-channel",
+    "min_approvals": "--min-approvals",
+    "expires_in": "--expires",
+    "dangerous": "--dangerous",
+    "undo_window": "--undo-window",
+    "if_nobody_decides": "--if-nobody-decides",
+    "items": "--item",
+    "allow_reply": "--allow-reply",
+    "callback_url": "--callback-url",
+    "idempotency_key": "--idempotency-key",
+    "acts_on": "--check",
+}
+"""Each field of the request as the option that sets it: a usage error names what the
+user typed, not the API's field (which pydantic and the server's 400s name)."""
+_FIELDS = re.compile(r"\b(" + "|".join(OPTIONS) + r")\b(?:=(\S+))?")
 
 
 def request_of(args: argparse.Namespace) -> NewRequest:
     """The request the options ask for; ValueError (or pydantic's) names what is wrong."""
     details = args.details or ""
     if args.details_file is not None:
-        details = Path(args.details_file).read_text(errors="replace")
-    params = [_param(text, editable=False) for text in args.param]
-    params += [_param(text, editable=True) for text in args.editable]
+        try:
+            details = Path(args.details_file).read_text(errors="replace")
+        except OSError as exc:
+            raise ValueError(f"--details-file {args.details_file!r}: {exc.strerror}") from exc
+    params = [_param(text, "--param") for text in args.param]
+    params += [_param(text, "--editable") for text in args.editable]
     return NewRequest(
         title=args.title,
         details=details,
@@ -62,17 +89,46 @@ def request_of(args: argparse.Namespace) -> NewRequest:
     )
 
 
-def _param(text: str, *, editable: bool) -> Param:
+def _param(text: str, option: str) -> Param:
+    """The param ``--param`` or ``--editable`` (``option``) gives; ValueError names it."""
     name, sep, raw = text.partition("=")
     if not sep:
-        raise ValueError(f"--param {text!r}: use NAME=VALUE")
+        raise ValueError(f"{option} {text!r}: use NAME=VALUE")
     value: ParamValue = raw
     kind = "string"
     if re.fullmatch(r"-?\d{1,15}", raw):
         value, kind = int(raw), "integer"
     elif raw in ("true", "false"):
         value, kind = raw == "true", "boolean"
-    return Param(name=name, type=kind, value=value, editable=editable)  # type: ignore[arg-type]
+    editable = option == "--editable"
+    try:
+        return Param(name=name, type=kind, value=value, editable=editable)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        raise ValueError(f"{option} {text!r}: {_message(exc.errors()[0])}") from exc
+
+
+def usage_of(exc: ValueError) -> str:
+    """What is wrong with the options, as ``request_of`` (or pydantic within it) says."""
+    if not isinstance(exc, ValidationError):
+        return str(exc)
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first["loc"]) or None
+    return as_typed(where, _message(first), first["input"])
+
+
+def as_typed(where: str | None, message: str, value: object = None) -> str:
+    """``message`` about the request's field ``where`` (a path such as ``approvers.0``;
+    None: the request as a whole, whose message names fields) told by the options that
+    set them, with the ``value`` given when one item of a list is wrong."""
+    if where is None:
+        return _FIELDS.sub(lambda m: " ".join(filter(None, (OPTIONS[m[1]], m[2]))), message)
+    name, _, index = where.partition(".")
+    typed = f" {value}" if index and isinstance(value, str) else ""
+    return f"{OPTIONS.get(name, name)}{typed}: {message}"
+
+
+def _message(error: ErrorDetails) -> str:
+    return error["msg"].removeprefix("Value error, ")
 
 
 def seconds(text: str, option: str) -> int:

@@ -253,6 +253,37 @@ async def test_usage_errors_exit_2_and_post_nothing(stack: Stack) -> None:
     assert [m for m in stack.sandbox.workspace.history(GENERAL) if m.blocks] == []
 
 
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        ((), "name --approvers, or set --anyone-in-channel"),
+        (("--approvers", ALICE, "--min-approvals", "3"), "--min-approvals 3 but only 1 may"),
+        (("--approvers", ALICE, "--editable", "limit"), "--editable 'limit': use NAME=VALUE"),
+        (("--approvers", "@nosuch"), "--approvers @nosuch: no user group @nosuch"),
+    ],
+    ids=["no-approvers", "min-approvals", "editable", "unknown-group"],
+)
+async def test_a_usage_error_names_the_option_as_typed(
+    stack: Stack, args: tuple[str, ...], said: str
+) -> None:
+    """Not the API's field (``approvers.0``, ``min_approvals``): the server's 400 too."""
+    gate = await asyncio.create_subprocess_exec(
+        str(SIGNOFF),
+        *("gate", "--channel", GENERAL, "--title", "Delete 42 stale volumes", *args),
+        *("--", "sh", "-c", MARK),
+        env=stack.env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    _, err = await asyncio.wait_for(gate.communicate(), 30)
+    assert gate.returncode == USAGE, err
+    assert err.decode().startswith(f"signoff gate: {said}"), err
+    for field in ("approvers.0", "min_approvals", "anyone_in_channel", "--param"):
+        assert field not in err.decode()
+    assert not stack.marks.exists()
+    assert [m for m in stack.sandbox.workspace.history(GENERAL) if m.blocks] == []
+
+
 async def test_a_changed_check_is_not_run_but_asked_again_and_runs_once_reapproved(
     stack: Stack, tmp_path: Path
 ) -> None:

@@ -83,10 +83,23 @@ def test_a_request_with_no_approvers_is_a_usage_error_in_plain_words(
     with pytest.raises(SystemExit) as stopped:
         gate.main(["--channel", "C0OPS", "--title", "Rotate keys"])
     assert stopped.value.code == 2
-    assert capsys.readouterr().err == "signoff gate: name approvers, or set anyone_in_channel\n"
+    assert capsys.readouterr().err == "signoff gate: name --approvers, or set --anyone-in-channel\n"
 
 
 def test_a_quorum_is_announced_with_every_approver(capsys: pytest.CaptureFixture[str]) -> None:
     approved = _view(status="approved", approvals=["U0BOB", "U0CAROL"], decided_by="U0CAROL")
     assert gate._verdict(approved) is None  # the command may run
     assert capsys.readouterr().err == "signoff gate: approved by U0BOB, U0CAROL\n"
+
+
+def test_people_are_named_as_slack_names_them_where_the_view_says(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    approved = _view(
+        status="approved",
+        approvals=["U0BOB", "U0CAROL"],
+        decided_by="U0CAROL",
+        names={"U0BOB": "bob"},  # Carol's name was not told
+    )
+    assert gate._verdict(approved) is None
+    assert capsys.readouterr().err == "signoff gate: approved by bob (U0BOB), U0CAROL\n"
