@@ -144,6 +144,11 @@ class NewRequest(BaseModel):
             raise ValueError(
                 f"min_approvals={self.min_approvals} but only {len(users)} may approve"
             )
+        if self.min_approvals > 1 and (any(p.editable for p in self.params) or self.allow_reply):
+            raise ValueError(
+                "a quorum approves the request as shown: with min_approvals above 1, "
+                "no param may be editable and allow_reply must be off"
+            )
         if len(set(self.items)) != len(self.items):
             raise ValueError("items must be distinct")
         if self.items and (self.params or self.acts_on is not None or self.undo_window):

@@ -123,13 +123,16 @@ async def approver_policy(
 
 def card_decisions(policy: Policy, interrupt: Interrupt) -> tuple[DecisionType, ...]:
     """The decisions the card offers: a question is answered (or declined, when the policy
-    lets approvers deny); an edit needs tool arguments to edit."""
+    lets approvers deny); an edit needs tool arguments to edit; a quorum only approves (an
+    edit or a reply by one person would end it alone)."""
     if interrupt.question:
         return ("respond", "reject") if "reject" in policy.decisions else ("respond",)
     offered = interrupt.allowed_decisions or policy.decisions
     decisions = tuple(d for d in policy.decisions if d in offered)
     if interrupt.tool_call is None:
         decisions = tuple(d for d in decisions if d != "edit")
+    if policy.min_approvals > 1:  # a quorum approves the call as shown, or one denial ends it
+        decisions = tuple(d for d in decisions if d in ("approve", "reject"))
     return decisions or ("approve", "reject")
 
 

@@ -81,6 +81,12 @@ if ARGV[6] ~= field(key, 'args_digest') then return refuse('wrong_digest') end
 local offered = false
 for _, offer in ipairs(policy.decisions) do if offer == dtype then offered = true end end
 if not offered then return refuse('not_offered') end
+-- A quorum approves the call as shown: one person's edit or reply would end it alone
+-- (records stored before cards stopped offering them to a quorum).
+if tonumber(policy.min_approvals) > 1 and not interrupt.question
+  and (dtype == 'edit' or dtype == 'respond') then
+  return refuse('not_offered')
+end
 
 local voters = json_field(key, 'voters')
 if dtype == 'approve' then

@@ -133,6 +133,25 @@ async def test_quorum_of_two_shows_progress_then_resumes_on_the_second_approval(
     assert any(f"<@{ALICE}>, <@{BOB}>" in str(b) for b in final["blocks"])
 
 
+async def test_a_quorum_card_offers_no_edit_or_reply_and_refuses_a_forged_one(
+    make_bot: Any,
+) -> None:
+    """One person's edit or reply would end a quorum alone: the card does not offer them,
+    and a submission of the Edit form anyway is refused, changing nothing."""
+    policy = Policy(channel=CHANNEL, users=(ALICE, BOB), min_approvals=2)
+    bot: Harness = await make_bot(policy)
+    value = await bot.start(requested_by=CAROL)
+    actions = [b for b in bot.posted()["blocks"] if b["type"] == "actions"]
+    offered = [e.get("action_id") for b in actions for e in b["elements"]]
+    assert ids.APPROVE in offered and ids.DENY in offered
+    assert ids.EDIT not in offered and ids.REPLY not in offered
+    status, _ = await bot.submit(ids.EDIT_VIEW, value, user=ALICE, text='{"paths": ["/"]}')
+    assert status == 200
+    record = await bot.services.storage.queries.get(bot.record_id(value))
+    assert record is not None and record.state == "pending" and record.votes == ()
+    assert bot.tool_log.calls == []
+
+
 def _interrupt_messages(bot: Harness) -> list[dict[str, Any]]:
     """Every interrupt message posted so far (those carrying decision buttons)."""
     posts = bot.slack.called("chat.postMessage")

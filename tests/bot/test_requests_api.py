@@ -228,6 +228,15 @@ async def test_a_client_is_kept_to_its_channels_and_its_own_requests(jobs: Jobs)
         ({"callback_url": "http://169.254.169.254/latest"}, "callback_url"),
         ({"callback_url": "http://example.com/hook"}, "callback_url"),
         ({"surprise": 1}, "surprise"),
+        # A quorum approves as shown: one person's edit or reply would end it alone.
+        (
+            {
+                "min_approvals": 2,
+                "params": [{"name": "n", "type": "integer", "value": 1, "editable": True}],
+            },
+            None,
+        ),
+        ({"min_approvals": 2, "allow_reply": True}, None),
     ],
 )
 async def test_bad_input_is_a_400_naming_the_field_and_posts_nothing(

@@ -62,6 +62,25 @@ async def test_quorum_of_two_counts_each_user_once(storage: Storage) -> None:
     assert await storage.client.raw.xlen(run_key(storage, storage.keys.resume_stream)) == 0
 
 
+async def test_one_persons_edit_or_reply_never_ends_a_quorum(storage: Storage) -> None:
+    """Even on a record whose stored policy still offers them (stored before cards
+    stopped offering them to a quorum): a quorum approves the call as shown."""
+    offered = ("approve", "edit", "respond", "reject")
+    record = await storage.interrupts.create_interrupt(
+        make_record(min_approvals=2, decisions=offered)
+    )
+    decide = storage.interrupts.decide
+    edited = Decision.edit({"path": "/"})
+    edit = await decide(record.id, "UALICE", edited, args_digest=DIGEST, now=NOW)
+    reply = await decide(record.id, "UALICE", Decision.respond("done"), args_digest=DIGEST, now=NOW)
+    assert (edit.status, edit.reason) == ("refused", "not_offered")
+    assert (reply.status, reply.reason) == ("refused", "not_offered")
+    first = await decide(record.id, "UALICE", Decision.approve(), args_digest=DIGEST, now=NOW)
+    second = await decide(record.id, "UBOB", Decision.approve(), args_digest=DIGEST, now=NOW)
+    assert (first.status, second.status) == ("progress", "recorded")
+    assert second.record is not None and second.record.state == "approved"
+
+
 async def test_quorum_three_concurrent_approvers_one_decision(storage: Storage) -> None:
     record = await storage.interrupts.create_interrupt(make_record(min_approvals=2))
     outcomes = await asyncio.gather(
