@@ -93,7 +93,7 @@ async def request_records(
         body.escalate_expires_in,
     )
     reminders = body.reminders
-    users, stand_ins = await with_stand_ins(services, users, members)
+    users, stand_ins = await with_stand_ins(services, users, members, requester=meta.client)
     policy = ApproverPolicy(
         allowed_users=users,
         stand_ins=stand_ins,

@@ -33,7 +33,7 @@ async def interrupt_records(
             thread_id=result.thread_id,
             agent=agent_name,
             requested_by=place.requested_by,
-            policy=await approver_policy(services, policy, interrupt),
+            policy=await approver_policy(services, policy, interrupt, requester=place.requested_by),
             now=now,
             channel=channel,
         )
@@ -76,9 +76,10 @@ def batched(
 
 
 async def approver_policy(
-    services: Services, policy: Policy, interrupt: Interrupt
+    services: Services, policy: Policy, interrupt: Interrupt, *, requester: str
 ) -> ApproverPolicy:
-    """Storage's form of ``policy``, with group members resolved now (Slack is asked once)."""
+    """Storage's form of ``policy`` for a request of ``requester``, with group members
+    resolved now (Slack is asked once)."""
     members = await services.directory.members(policy.groups) if policy.groups else ()
     rungs = [
         Rung(
@@ -92,7 +93,7 @@ async def approver_policy(
     escalate = rungs[0] if rungs else None
     decisions = card_decisions(policy, interrupt)
     reminders = policy.reminders
-    users, stand_ins = await with_stand_ins(services, policy.users, members)
+    users, stand_ins = await with_stand_ins(services, policy.users, members, requester=requester)
     return ApproverPolicy(
         allowed_users=users,
         stand_ins=stand_ins,

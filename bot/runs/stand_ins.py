@@ -12,11 +12,17 @@ log = logging.getLogger(__name__)
 
 
 async def with_stand_ins(
-    services: Services, users: tuple[str, ...], members: tuple[str, ...] = ()
+    services: Services,
+    users: tuple[str, ...],
+    members: tuple[str, ...] = (),
+    *,
+    requester: str,
 ) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
     """``users`` plus the delegates of those of ``users`` and ``members`` (a group's) who
     are away now, and ``(delegate, for_user)`` pairs. A delegate who is away too stands in
-    for nobody. When storage cannot tell, nobody is taken for away."""
+    for nobody, and nobody stands in for the ``requester`` (storage counts a delegate and
+    the person they stand in for as one: one vote, and never the requester's own
+    approval). When storage cannot tell, nobody is taken for away."""
     try:
         away = await services.storage.away.of((*users, *members), services.clock.now())
     except StorageError as exc:
@@ -25,7 +31,10 @@ async def with_stand_ins(
     stand_ins = tuple(
         (entry.delegate, user)
         for user, entry in away.items()
-        if entry.delegate and entry.delegate not in away and entry.delegate != user
+        if entry.delegate
+        and entry.delegate not in away
+        and entry.delegate != user
+        and user != requester
     )
     delegates = (delegate for delegate, _ in stand_ins)
     return tuple(dict.fromkeys((*users, *delegates))), stand_ins

@@ -63,10 +63,13 @@ def refusal_text(outcome: DecideOutcome) -> str:
             "your click changed nothing."
         )
     if reason == "already_voted":
-        return (
-            f"Your approval is already counted ({outcome.approvals} of {outcome.required}); "
-            "waiting for others."
-        )
+        counted = f"({outcome.approvals} of {outcome.required}); waiting for others."
+        if outcome.record is not None and outcome.record.policy.stand_ins:
+            return (
+                f"An approval in your name is already counted {counted} Someone away and "
+                "the person standing in for them count as one."
+            )
+        return f"Your approval is already counted {counted}"
     return reason_text(reason)
 
 

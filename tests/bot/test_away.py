@@ -108,3 +108,35 @@ async def test_away_until_a_date_ends_at_its_start_in_the_approvers_own_time_zon
     assert len(bot.slack.called("chat.postMessage")) == posted + 1
     assert "who is away" not in str(bot.posted(-1)["blocks"])
     assert await bot.services.storage.away.of([ALICE], bot.clock.now()) == {}
+
+
+async def test_someone_away_and_their_stand_in_are_one_vote_of_a_quorum(make_bot: Any) -> None:
+    """Alice names Mallory while away: the two of them must not make a 2-of-2 alone."""
+    bot: Harness = await make_bot(Policy(channel=CHANNEL, users=(ALICE, BOB), min_approvals=2))
+    back_on = (bot.clock.now() + timedelta(days=10)).date().isoformat()
+    await bot.command(f"away until {back_on} to <@{MALLORY}|mallory>", user=ALICE)
+    value = await bot.start(requested_by=CAROL)
+    await bot.click(ids.APPROVE, value, user=ALICE)
+    await bot.slack.wait_calls("chat.update")
+    await bot.click(ids.APPROVE, value, user=MALLORY)
+    await bot.slack.wait_calls("chat.postEphemeral")
+    refused = bot.slack.called("chat.postEphemeral")[-1]
+    assert refused["user"] == MALLORY and "already counted (1 of 2)" in refused["text"]
+    assert bot.tool_log.calls == []
+    await bot.click(ids.APPROVE, value, user=BOB)
+    assert (await bot.finished()).startswith("Finished: done")
+    assert len(bot.tool_log.calls) == 1
+
+
+async def test_nobody_stands_in_for_the_requester_who_may_not_approve_their_own(
+    make_bot: Any,
+) -> None:
+    bot: Harness = await make_bot(Policy(channel=CHANNEL, users=(ALICE, BOB)))
+    back_on = (bot.clock.now() + timedelta(days=10)).date().isoformat()
+    await bot.command(f"away until {back_on} to <@{MALLORY}|mallory>", user=ALICE)
+    value = await bot.start(requested_by=ALICE)  # Alice asks, so Alice may not decide
+    assert "who is away" not in str(bot.posted(0)["blocks"])
+    await bot.click(ids.APPROVE, value, user=MALLORY)
+    await bot.slack.wait_calls("chat.postEphemeral")
+    assert "not among the approvers" in bot.slack.called("chat.postEphemeral")[-1]["text"]
+    assert bot.tool_log.calls == []

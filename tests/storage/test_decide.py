@@ -81,6 +81,26 @@ async def test_one_persons_edit_or_reply_never_ends_a_quorum(storage: Storage) -
     assert second.record is not None and second.record.state == "approved"
 
 
+async def test_a_stand_in_is_one_voice_with_the_person_away(storage: Storage) -> None:
+    """Never two votes of a quorum, and never the requester's own approval by proxy."""
+    users, stand_ins = ("UALICE", "UBOB", "UMALLORY"), (("UMALLORY", "UALICE"),)
+    quorum = await storage.interrupts.create_interrupt(
+        make_record(run_id="run_q", allowed_users=users, stand_ins=stand_ins, min_approvals=2)
+    )
+    decide = storage.interrupts.decide
+    first = await decide(quorum.id, "UALICE", Decision.approve(), args_digest=DIGEST, now=NOW)
+    proxy = await decide(quorum.id, "UMALLORY", Decision.approve(), args_digest=DIGEST, now=NOW)
+    assert first.status == "progress"
+    assert (proxy.status, proxy.reason) == ("refused", "already_voted")
+    own = await storage.interrupts.create_interrupt(
+        make_record(
+            run_id="run_own", requested_by="UALICE", allowed_users=users, stand_ins=stand_ins
+        )
+    )
+    laundered = await decide(own.id, "UMALLORY", Decision.approve(), args_digest=DIGEST, now=NOW)
+    assert (laundered.status, laundered.reason) == ("refused", "self_approval")
+
+
 async def test_quorum_three_concurrent_approvers_one_decision(storage: Storage) -> None:
     record = await storage.interrupts.create_interrupt(make_record(min_approvals=2))
     outcomes = await asyncio.gather(
