@@ -42,7 +42,7 @@ from .clicked import clicked_record
 from .damaged import record_damaged
 from .edit_form import edit_fields
 from .group_refresh import refresh_groups
-from .payloads import Click, parse_click
+from .payloads import Click, opened_from, parse_click
 from .submissions import replies_allowed
 from .trust_grants import grant_trust
 from .undo import undo
@@ -287,7 +287,8 @@ async def open_modal(services: Services, click: Click) -> None:
     """Open the Edit / Deny / Reply / full-arguments modal for a pending interrupt.
 
     ``trigger_id`` lives 3 s, so this runs right after the ack: one Redis read, then
-    ``views.open``. Who may decide is checked again when the modal is submitted.
+    ``views.open``. Who may decide is checked again when the modal is submitted, as a
+    click on the message it was opened from.
     """
     record = await clicked_record(services, click)
     if record is None:
@@ -313,6 +314,7 @@ async def open_modal(services: Services, click: Click) -> None:
         view = edit_modal(card, await edit_fields(services, record))
     else:
         view = _MODALS[click.action.action_id](card)
+    view["private_metadata"] = opened_from(view["private_metadata"], channel, message_ts)
     try:
         await services.client.views_open(trigger_id=click.trigger_id, view=view)
     except SlackApiError as exc:

@@ -42,17 +42,29 @@ class _Action(_Model):
 
 
 class Ref(_Model):
-    """An interrupt reference as the bot sent it: record id and the args digest shown."""
+    """An interrupt reference as the bot sent it: record id and the args digest shown, and,
+    in a modal's, the message it was opened from (channel and ts)."""
 
     record_id: str
     digest: str
+    opened_in: str = ""
+    opened_at: str = ""
 
     @classmethod
     def parse(cls, value: str) -> Ref | None:
-        record_id, _, digest = value.partition(" ")
-        if not record_id or len(record_id) > 300 or len(digest) > 128:
+        record_id, _, rest = value.partition(" ")
+        digest, _, origin = rest.partition(" ")
+        opened_in, _, opened_at = origin.partition(" ")
+        if not record_id or len(record_id) > 300 or len(digest) > 128 or len(origin) > 100:
             return None
-        return cls(record_id=record_id, digest=digest)
+        return cls(record_id=record_id, digest=digest, opened_in=opened_in, opened_at=opened_at)
+
+
+def opened_from(value: str, channel: str | None, message_ts: str | None) -> str:
+    """A modal's ``private_metadata``: its button's ``value`` and the message it was opened
+    from, so its submission is checked as a click on that message (Slack echoes it back
+    unchanged)."""
+    return f"{value} {channel} {message_ts}" if channel and message_ts else value
 
 
 class _InputValue(_Model):

@@ -108,6 +108,8 @@ async def _decide(
         decision,
         args_digest=ref.digest,
         now=services.clock.now(),
+        channel=ref.opened_in or None,
+        message_ts=ref.opened_at or None,
     )
 
 

@@ -121,7 +121,7 @@ local FINALS = {approve = 'approved', reject = 'denied', edit = 'edited', respon
 
 -- Whether `user` is among the approvers of the record `key` under `policy` (an
 -- escalation's approvers count once it is escalated).
-local function is_approver(key, policy, user)
+local function is_approver(key, policy, user, from_open_card)
   local function member(list)
     for _, value in ipairs(list) do if value == user then return true end end
     return false
@@ -129,8 +129,10 @@ local function is_approver(key, policy, user)
   if policy.open_to_channel or member(policy.allowed_users) or member(policy.group_members) then
     return true
   end
+  -- A step open to its channel's members counts only for a click on that step's own card:
+  -- seeing that card is what shows the clicker is in its channel.
   for _, rung in ipairs(reached_rungs(key, policy)) do
-    if member(rung.users) or rung.open_to_channel then return true end
+    if member(rung.users) or (rung.open_to_channel and from_open_card) then return true end
   end
   return false
 end

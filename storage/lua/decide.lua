@@ -45,7 +45,8 @@ local function member(list)
   return false
 end
 -- An escalation card is a second message of the interrupt; a click from it is from its
--- channel. A modal submission ('' channel) was opened from one of the two messages.
+-- channel. A modal submission says the message it was opened from ('' when it does not:
+-- then a step open to a channel's members does not count, as for Home).
 local esc_channel, esc_ts = field(key, 'escalation_channel'), field(key, 'escalation_ts')
 local from_escalation = ARGV[8] ~= '' and esc_ts ~= '' and ARGV[8] == esc_channel
   and ARGV[9] == esc_ts
@@ -60,7 +61,7 @@ local allowed = policy.open_to_channel or member(policy.allowed_users)
   or member(policy.group_members)
 for _, rung in ipairs(reached_rungs(key, policy)) do
   allowed = allowed or member(rung.users)
-    or (rung.open_to_channel and (ARGV[8] == '' or from_escalation))
+    or (rung.open_to_channel and from_escalation)
 end
 if not allowed then return refuse('not_allowed') end
 -- A delegate (``/signoff away``) and the person they stand in for are one voice: never

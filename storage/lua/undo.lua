@@ -19,7 +19,7 @@ local on_escalation = ts ~= '' and ARGV[5] == field(key, 'escalation_channel')
   and ts == field(key, 'escalation_ts')
 if not (on_card or on_escalation) then return refuse('wrong_message') end
 local by = field(key, 'held_by')
-if user ~= by and not is_approver(key, json_field(key, 'policy'), user) then
+if user ~= by and not is_approver(key, json_field(key, 'policy'), user, on_escalation) then
   return refuse('not_allowed')
 end
 audit(KEYS[10], ARGV[4], 'undone', rid, user, now, by)

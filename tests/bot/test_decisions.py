@@ -55,7 +55,9 @@ async def test_deny_with_a_reason_never_runs_the_tool_and_the_model_gets_the_rea
     await bot.click(ids.DENY, value, user=BOB)
     await bot.slack.wait_calls("views.open")
     view = bot.slack.called("views.open")[-1]["view"]
-    assert view["callback_id"] == ids.DENY_VIEW and view["private_metadata"] == value
+    # What its button carried, and the message it was opened from.
+    opened_from = f"{value} {CHANNEL} {bot.message_ts()}"
+    assert view["callback_id"] == ids.DENY_VIEW and view["private_metadata"] == opened_from
 
     status, body = await bot.submit(ids.DENY_VIEW, value, user=BOB, text="not on a Friday")
     assert status == 200 and "errors" not in body

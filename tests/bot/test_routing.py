@@ -137,3 +137,41 @@ async def test_a_dm_policy_with_two_approvers_posts_in_their_group_dm_where_both
     record = await bot.services.storage.queries.get(bot.record_id(value))
     assert record is not None and record.state == "approved"
     assert {v.user_id for v in record.votes} == {ALICE, BOB}
+
+
+async def test_a_modal_decides_as_a_click_on_the_message_it_was_opened_from(
+    make_bot: Any,
+) -> None:
+    """Mallory may not decide on the first card; an Edit form she opened there before the
+    escalation must not decide once the escalation is open to its channel's members."""
+    policy = Policy(
+        channel=CHANNEL,
+        users=(ALICE,),
+        expires_after=timedelta(minutes=30),
+        on_expiry=Escalate(channel=ESCALATION, anyone_in_channel=True),
+    )
+    bot: Harness = await make_bot(policy)
+    value = await bot.start(requested_by=CAROL)
+    await bot.click(ids.DENY, value, user=MALLORY)
+    await bot.slack.wait_calls("views.open")
+    opened_early = bot.slack.called("views.open")[-1]["view"]["private_metadata"]
+    bot.clock.advance(timedelta(minutes=31))
+    await Scheduler(bot.services).tick()
+
+    status, body = await bot.submit(ids.DENY_VIEW, opened_early, user=MALLORY, text="no")
+    assert status == 200 and "not among the approvers" in body, body
+    record = await bot.services.storage.queries.get(bot.record_id(value))
+    assert record is not None and record.state == "pending"
+
+    escalation_ts = next(
+        str(a["ts"]) for a in bot.slack.answers("chat.postMessage") if a["channel"] == ESCALATION
+    )
+    await bot.click(ids.DENY, value, user=MALLORY, channel=ESCALATION, message_ts=escalation_ts)
+    await bot.slack.wait_for(
+        lambda: len(bot.slack.called("views.open")) == 2, what="the form from the escalation"
+    )
+    from_escalation = bot.slack.called("views.open")[-1]["view"]["private_metadata"]
+    status, body = await bot.submit(ids.DENY_VIEW, from_escalation, user=MALLORY, text="no")
+    assert status == 200 and "errors" not in body, body
+    await bot.finished()
+    assert bot.tool_log.calls == []

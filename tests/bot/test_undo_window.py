@@ -9,7 +9,7 @@ from typing import Any
 
 from harness import ALICE, BOB, CAROL, CHANNEL, MALLORY, Harness
 
-from bot.agents.policy import Policy
+from bot.agents.policy import Escalate, Policy
 from bot.decisions.clicks import decide_click, made_final
 from bot.schedule.scheduler import Scheduler
 from bot.ui import ids
@@ -134,3 +134,40 @@ async def test_the_requester_is_told_once_when_the_window_ends_and_not_at_the_cl
     await bot.finished()
     await Scheduler(bot.services, made_final=made_final).tick()
     assert len(_told(bot, CAROL)) == 1
+
+
+async def test_an_escalation_open_to_its_channel_lets_its_members_undo_only_from_its_card(
+    make_bot: Any,
+) -> None:
+    """Bob is named nowhere: he may undo as a member of the escalation channel, which only
+    a click on its card shows, never from the first card (or any member could hold the
+    request back forever)."""
+    escalation = "C0ESCALATE"
+    policy = Policy(
+        channel=CHANNEL,
+        users=(ALICE,),
+        expires_after=timedelta(minutes=30),
+        on_expiry=Escalate(channel=escalation, anyone_in_channel=True),
+        undo_window=WINDOW,
+    )
+    bot: Harness = await make_bot(policy)
+    value = await bot.start(requested_by=CAROL)
+    bot.clock.advance(timedelta(minutes=31))
+    await Scheduler(bot.services).tick()
+    card_ts = next(
+        str(a["ts"]) for a in bot.slack.answers("chat.postMessage") if a["channel"] == escalation
+    )
+    await bot.click(ids.APPROVE, value, user=ALICE)
+    await bot.slack.wait_for(
+        lambda: "not yet final" in str(_card(bot)["blocks"]), what="the held approval"
+    )
+    await bot.click(ids.UNDO, value, user=BOB)  # on the first card
+    assert "not among the approvers" in await _ephemeral(bot, 1)
+    record = await bot.services.storage.queries.get(bot.record_id(value))
+    assert record is not None and record.held is not None
+
+    await bot.click(ids.UNDO, value, user=BOB, channel=escalation, message_ts=card_ts)
+    await bot.slack.wait_for(
+        lambda: any(t.startswith(f"<@{BOB}> undid the decision") for t in bot.thread()),
+        what="the undo from the escalation card",
+    )
