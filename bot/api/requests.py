@@ -108,8 +108,9 @@ class _RequestsApi:
         body = await parse(request, NewRequest)
         if isinstance(body, web.Response):
             return body
-        if not caller.may_post_to(body.channel):
-            return error(403, f"client {caller.name!r} may not post to {body.channel}", "channel")
+        for field, channel in _channels(body):
+            if not caller.may_post_to(channel):
+                return error(403, f"client {caller.name!r} may not post to {channel}", field)
         resolved = await self._group_ids(body)
         if isinstance(resolved, web.Response):
             return resolved
@@ -309,3 +310,13 @@ def _duration(seconds: float) -> str:
     minutes, secs = divmod(int(seconds), 60)
     hours, minutes = divmod(minutes, 60)
     return f"{hours} h {minutes} min" if hours else f"{minutes} min {secs} s"
+
+
+def _channels(body: NewRequest) -> list[tuple[str, str]]:
+    """Each channel the request may post a card in, with the field naming it: its own, its
+    escalation's and each ladder step's (a step without one posts in the request's)."""
+    named = [("channel", body.channel)]
+    if body.escalate_channel:
+        named.append(("escalate_channel", body.escalate_channel))
+    named += [(f"ladder.{n}.channel", s.channel) for n, s in enumerate(body.ladder) if s.channel]
+    return named

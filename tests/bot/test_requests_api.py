@@ -4,6 +4,7 @@ and the job learns the answer from a long-poll the moment it is given."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -354,18 +355,34 @@ async def test_asking_again_needs_an_approved_request_that_showed_what_it_acts_o
     assert status == 409 and "asked again already" in body["error"], body
 
 
+async def _as_client(jobs: Jobs, name: str, channels: tuple[str, ...]) -> Jobs:
+    """The same server, through a new client that may post in ``channels``."""
+    storage = jobs.bot.services.storage
+    _, token = await storage.api_clients.create(name, channels=channels, now=datetime.now(UTC))
+    return dataclasses.replace(jobs, token=token)
+
+
 async def test_a_jobs_request_climbs_a_ladder_of_two_steps_then_is_denied(jobs: Jobs) -> None:
     jobs.bot.slack.groups["S0TOKYO"] = ["U0SAM"]
     jobs.bot.slack.handles["S0TOKYO"] = "oncall"
-    status, made = await jobs.ask(
-        approvers=[ALICE],
-        expires_in=3600,
-        on_expiry="escalate",
-        escalate_channel="C0NYC",
-        escalate_to=[BOB],
-        escalate_expires_in=1800,
-        ladder=[{"channel": "C0TOKYO", "approvers": ["@oncall"], "expires_in": 600}],
-    )
+    climb: dict[str, Any] = {
+        "approvers": [ALICE],
+        "expires_in": 3600,
+        "on_expiry": "escalate",
+        "escalate_channel": "C0NYC",
+        "escalate_to": [BOB],
+        "escalate_expires_in": 1800,
+        "ladder": [{"channel": "C0TOKYO", "approvers": ["@oncall"], "expires_in": 600}],
+    }
+    # A client may not reach a channel it may not post in by escalating there.
+    status, refused = await jobs.ask(**climb)
+    assert status == 403 and refused["field"] == "escalate_channel", refused
+    allowed = (CHANNEL, "C0NYC")
+    status, refused = await (await _as_client(jobs, "follow-the-sun-1", allowed)).ask(**climb)
+    assert status == 403 and refused["field"] == "ladder.0.channel", refused
+    everywhere = (CHANNEL, "C0NYC", "C0TOKYO")
+    jobs = await _as_client(jobs, "follow-the-sun", everywhere)
+    status, made = await jobs.ask(**climb)
     assert status == 201, made
     steps = str(jobs.card(0)["blocks"])
     assert f"it goes to <@{BOB}>; if nobody decides by" in steps
