@@ -20,13 +20,13 @@ from types import TracebackType
 
 from aiohttp import web
 
-from bot.api.callbacks import CallbackPolicy
 from bot.process.loops import Loops
 from bot.process.settings import Settings
 from bot.process.slack_client import close_client, make_client
 from bot.process.web import PathAccessLogger, web_app
 from bot.process.wiring import make_services
 from bot.services import Services
+from bot.services.callbacks import CallbackPolicy
 from bot.slack.app import build_app
 from bot.slack.events import EVENTS_PATH
 from sandbox import Sandbox, demo_workspace
@@ -148,18 +148,14 @@ class DemoStack:
             }
         )
         self._services = make_services(
-            client=make_client(settings), storage=self._storage, specs=self._specs
+            client=make_client(settings),
+            storage=self._storage,
+            specs=self._specs,
+            callbacks=CallbackPolicy(allow=settings.webhook_hosts),
         )
         secret = self.sandbox.signing_secret
         app = build_app(self._services, signing_secret=secret)
-        callbacks = CallbackPolicy(allow=settings.webhook_hosts)
-        server = web_app(
-            app,
-            self._services,
-            signing_secret=secret,
-            api_token=settings.api_token,
-            callbacks=callbacks,
-        )
+        server = web_app(app, self._services, signing_secret=secret, api_token=settings.api_token)
         self._runner = web.AppRunner(server, access_log_class=PathAccessLogger)
         await self._runner.setup()
         api_port = last_port(self.data_dir, self._host, name=API_PORT_FILE)

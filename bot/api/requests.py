@@ -35,7 +35,6 @@ from storage.requests import RequestMeta, request_record_id, request_run_id
 
 from .auth import Authenticator, Caller, unauthenticated
 from .bodies import error, parse
-from .callbacks import CallbackPolicy
 from .rechecks import mark_superseded, superseded
 from .request_records import REQUESTS_PATH, request_records, request_view, with_names
 from .schemas import APPROVED_STATUSES, NewRequest, OutcomeReport, RequestView, Withdrawal
@@ -59,11 +58,10 @@ def add_requests_routes(
     services: Services,
     *,
     auth: Authenticator,
-    callbacks: CallbackPolicy,
 ) -> None:
     """Add the requests API to ``app``; its ``RequestWatch`` stops with the app."""
     watch = RequestWatch(services.storage)
-    api = _RequestsApi(services, watch=watch, callbacks=callbacks)
+    api = _RequestsApi(services, watch=watch)
 
     def guarded(handler: Handler) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
         async def route(request: web.Request) -> web.StreamResponse:
@@ -89,12 +87,9 @@ def add_requests_routes(
 
 
 class _RequestsApi:
-    def __init__(
-        self, services: Services, *, watch: RequestWatch, callbacks: CallbackPolicy
-    ) -> None:
+    def __init__(self, services: Services, *, watch: RequestWatch) -> None:
         self._services = services
         self._watch = watch
-        self._callbacks = callbacks
 
     async def create(self, request: web.Request, caller: Caller) -> web.StreamResponse:
         traceparent = request.headers.get("traceparent", "")
@@ -117,7 +112,7 @@ class _RequestsApi:
         body = resolved
         callback_url = body.callback_url or caller.callback_url
         if callback_url is not None:
-            problem = self._callbacks.refusal(callback_url)
+            problem = self._services.callbacks.refusal(callback_url)
             if problem is None and caller.webhook_secret is None:
                 problem = "the admin token has no webhook secret; use a named client's token"
             if problem is not None:

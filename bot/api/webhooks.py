@@ -23,12 +23,12 @@ from aiohttp.abc import AbstractResolver, ResolveResult
 from aiohttp.resolver import DefaultResolver
 
 from bot.services import Services
+from bot.services.callbacks import CallbackPolicy
 from bot.services.consumer_loop import ConsumerLoop
 from storage.audit import AuditEntry
 from storage.errors import StorageError
 from storage.webhooks import GIVE_UP_AFTER, WebhookDelivery
 
-from .callbacks import forbidden_address
 from .request_records import request_view, with_names
 from .schemas import RequestView
 from .signatures import signed_headers
@@ -132,7 +132,8 @@ class WebhookSender:
 
     def _session(self) -> aiohttp.ClientSession:
         if self._http is None:
-            connector = aiohttp.TCPConnector(resolver=PublicResolver())
+            resolver = PublicResolver(self._services.callbacks)
+            connector = aiohttp.TCPConnector(resolver=resolver)
             self._http = aiohttp.ClientSession(connector=connector, timeout=_SEND_TIMEOUT)
         return self._http
 
@@ -208,20 +209,22 @@ def _body(entry: AuditEntry, view: RequestView) -> str:
 
 
 class PublicResolver(AbstractResolver):
-    """Resolves as ``inner`` does (the system's resolver), but never to a link-local or
-    metadata address: a name that points there, or is re-pointed there later, is refused
-    when connecting."""
+    """Resolves as ``inner`` does (the system's resolver), but only to addresses
+    ``policy`` lets a delivery connect to: a name that points at metadata, or inside the
+    network without being allow-listed, or is re-pointed there later, is refused when
+    connecting."""
 
-    def __init__(self, inner: AbstractResolver | None = None) -> None:
+    def __init__(self, policy: CallbackPolicy, inner: AbstractResolver | None = None) -> None:
+        self._policy = policy
         self._inner = inner or DefaultResolver()
 
     async def resolve(
         self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
     ) -> list[ResolveResult]:
         found = await self._inner.resolve(host, port, family)
-        allowed = [r for r in found if not forbidden_address(r["host"])]
+        allowed = [r for r in found if self._policy.may_connect(host, port, r["host"])]
         if not allowed:
-            raise OSError(f"{host} resolves only to link-local or metadata addresses")
+            raise OSError(f"{host} resolves only to addresses webhooks may not reach")
         return allowed
 
     async def close(self) -> None:

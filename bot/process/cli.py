@@ -27,11 +27,11 @@ from datetime import UTC, datetime, timedelta
 from aiohttp import web
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
-from bot.api.callbacks import CallbackPolicy
 from bot.errors import BotError
 from bot.runs.drive import start_run
 from bot.runs.place import Place
 from bot.services import Services
+from bot.services.callbacks import CallbackPolicy
 from bot.slack.app import build_app
 from bot.slack.socket_mode import connection_check, watch_connection
 from storage.errors import StorageError
@@ -123,7 +123,6 @@ async def _serve(settings: Settings, args: argparse.Namespace, stopping: asyncio
             services,
             signing_secret=secret,
             api_token=settings.api_token,
-            callbacks=CallbackPolicy(allow=settings.webhook_hosts),
         )
         runner = web.AppRunner(server, access_log_class=PathAccessLogger)
         await runner.setup()
@@ -154,7 +153,6 @@ async def _socket(settings: Settings, args: argparse.Namespace, stopping: asynci
             services,
             checks=checks,
             api_token=settings.api_token,
-            callbacks=CallbackPolicy(allow=settings.webhook_hosts),
         )
         runner = web.AppRunner(operator, access_log_class=PathAccessLogger)
         await runner.setup()

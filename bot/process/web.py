@@ -18,7 +18,6 @@ from slack_bolt.async_app import AsyncApp
 
 from bot.api.agui import add_agui_routes
 from bot.api.auth import Authenticator
-from bot.api.callbacks import CallbackPolicy
 from bot.api.openapi import add_openapi_route
 from bot.api.requests import add_requests_routes
 from bot.api.runs import add_runs_routes
@@ -52,10 +51,9 @@ def web_app(
     signing_secret: str,
     checks: tuple[Check, ...] = (),
     api_token: SecretStr | None = None,
-    callbacks: CallbackPolicy | None = None,
 ) -> web.Application:
     """HTTP mode's application: Slack's events for ``app`` and the operator endpoints."""
-    web_app = operator_app(services, checks=checks, api_token=api_token, callbacks=callbacks)
+    web_app = operator_app(services, checks=checks, api_token=api_token)
     add_events_route(web_app, app, services, signing_secret=signing_secret)
     return web_app
 
@@ -65,13 +63,12 @@ def operator_app(
     *,
     checks: tuple[Check, ...] = (),
     api_token: SecretStr | None = None,
-    callbacks: CallbackPolicy | None = None,
 ) -> web.Application:
     """An aiohttp application serving the operator endpoints and the APIs (Socket Mode)."""
     app = web.Application()
     add_operator_routes(app, services, checks=checks)
     auth = Authenticator(services.storage, admin_token=api_token)
-    add_requests_routes(app, services, auth=auth, callbacks=callbacks or CallbackPolicy())
+    add_requests_routes(app, services, auth=auth)
     add_openapi_route(app)
     if api_token is not None:
         add_runs_routes(app, services, token=api_token)

@@ -14,6 +14,7 @@ from bot.agents.registry import Registry, load_specs
 from bot.errors import BotError
 from bot.services import Services
 from bot.services.background import Background
+from bot.services.callbacks import CallbackPolicy
 from bot.services.clock import Clock, SystemClock
 from bot.services.directory import Directory
 from bot.services.metrics import Metrics
@@ -47,6 +48,7 @@ async def open_services(
         specs=specs,
         default_channel=settings.channel,
         admins=settings.admin_ids,
+        callbacks=CallbackPolicy(allow=settings.webhook_hosts),
     )
     try:
         yield services
@@ -75,6 +77,7 @@ def make_services(
     clock: Clock | None = None,
     default_channel: str | None = None,
     admins: tuple[str, ...] = (),
+    callbacks: CallbackPolicy | None = None,
 ) -> Services:
     """Wire the bot's collaborators together."""
     the_clock = clock or SystemClock()
@@ -88,4 +91,5 @@ def make_services(
         metrics=Metrics(),
         default_channel=default_channel,
         admins=admins,
+        callbacks=callbacks or CallbackPolicy(),
     )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -10,6 +10,7 @@ from bot.agents.registry import Registry
 from storage import Storage
 
 from .background import Background
+from .callbacks import CallbackPolicy
 from .clock import Clock
 from .directory import Directory
 from .metrics import Metrics
@@ -29,3 +30,6 @@ class Services:
     default_channel: str | None = None
     admins: tuple[str, ...] = ()
     """Users who may withdraw anyone's pending request (``SIGNOFF_ADMINS``)."""
+    callbacks: CallbackPolicy = field(default_factory=CallbackPolicy)
+    """Where webhooks may go (``SIGNOFF_WEBHOOK_ALLOW``): checked when a request names a
+    URL, and on every address a delivery connects to."""

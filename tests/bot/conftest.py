@@ -18,6 +18,7 @@ from bot.process.settings import Settings
 from bot.process.slack_client import close_client, make_client
 from bot.process.web import web_app
 from bot.process.wiring import make_services
+from bot.services.callbacks import CallbackPolicy
 from bot.slack.app import build_app
 from storage import Storage
 
@@ -64,6 +65,8 @@ async def make_bot(slack: FakeSlack, storage: Storage) -> AsyncIterator[Callable
             specs=[spec or cleanup_spec(log, the_policy, then=then, started_by=started_by)],
             clock=clock,
             admins=admins,
+            # The tests' webhook receivers listen on this machine, on ports of their own.
+            callbacks=CallbackPolicy(allow=frozenset({"127.0.0.1"})),
         )
         app = build_app(services, signing_secret=SIGNING_SECRET)
         server = TestServer(

@@ -18,11 +18,11 @@ from aiohttp.abc import AbstractResolver, ResolveResult
 from aiohttp.test_utils import TestServer
 from harness import ALICE, BOB, CHANNEL, Harness
 
-from bot.api.callbacks import CallbackPolicy, forbidden_address
 from bot.api.request_records import REQUESTS_PATH
 from bot.api.webhooks import PublicResolver, WebhookSender
 from bot.process.loops import Loops
 from bot.process.web import operator_app
+from bot.services.callbacks import CallbackPolicy, forbidden_address
 from bot.ui import ids
 from signoff.webhooks import verify
 from storage.webhooks import WebhookDelivery
@@ -114,8 +114,7 @@ async def hooked(make_bot: Any, monkeypatch: pytest.MonkeyPatch) -> AsyncIterato
     client, token = await bot.services.storage.api_clients.create(
         "key-rotation", now=datetime.now(UTC)
     )
-    allow = CallbackPolicy(allow=frozenset({f"127.0.0.1:{hook_server.port}"}))
-    api = TestServer(operator_app(bot.services, callbacks=allow), host="127.0.0.1", port=0)
+    api = TestServer(operator_app(bot.services), host="127.0.0.1", port=0)
     await api.start_server()
 
     async with aiohttp.ClientSession() as http:
@@ -233,8 +232,8 @@ async def test_a_name_that_resolves_to_a_metadata_address_is_never_connected_to(
         async def close(self) -> None:
             pass
 
-    resolver = PublicResolver(Rebound())
-    with pytest.raises(OSError, match="link-local or metadata"):
+    resolver = PublicResolver(CallbackPolicy(), Rebound())
+    with pytest.raises(OSError, match="addresses webhooks may not reach"):
         await resolver.resolve("hooks.example.com", 443)
     assert forbidden_address("fd00:ec2::254") and not forbidden_address("203.0.113.7")
 
@@ -267,3 +266,39 @@ async def test_a_clients_own_callback_url_serves_its_requests_that_name_none(
     _, sent, delivered = hooked.receiver.got[0]
     assert json.loads(delivered)["request"]["id"] == made["id"]
     assert verify(delivered, sent, client.webhook_secret, now=hooked.bot.clock.now().timestamp())
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://10.0.0.5/hook",
+        "https://[::1]:6443/api",
+        "https://localhost:9200/_shutdown",
+        "https://100.100.100.200/latest/meta-data",
+        "https://metadata.google.internal./computeMetadata",
+    ],
+)
+def test_a_webhook_never_goes_inside_the_network_unless_its_host_is_allowed(url: str) -> None:
+    assert CallbackPolicy().refusal(url) is not None
+    assert CallbackPolicy().refusal("https://hooks.example.com/signoff") is None
+    allowed = CallbackPolicy(allow=frozenset({"10.0.0.5"}))
+    assert allowed.refusal("https://10.0.0.5/hook") is None
+
+
+async def test_a_name_that_resolves_inside_the_network_is_connected_to_only_if_allowed() -> None:
+    class Internal(AbstractResolver):
+        """A public-looking name that points at a private address."""
+
+        async def resolve(
+            self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+        ) -> list[ResolveResult]:
+            return [_result(host, "10.0.0.5", port)]
+
+        async def close(self) -> None:
+            pass
+
+    with pytest.raises(OSError, match="addresses webhooks may not reach"):
+        await PublicResolver(CallbackPolicy(), Internal()).resolve("hooks.example.com", 443)
+    allowed = CallbackPolicy(allow=frozenset({"hooks.example.com"}))
+    [found] = await PublicResolver(allowed, Internal()).resolve("hooks.example.com", 443)
+    assert found["host"] == "10.0.0.5"

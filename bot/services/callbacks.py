@@ -1,0 +1,89 @@
+"""Which callback URLs webhooks may go to: https anywhere on the internet, or an
+allow-listed host (``SIGNOFF_WEBHOOK_ALLOW``), never a link-local or cloud metadata
+address, and an address inside a network (loopback, private, shared) only on an
+allow-listed host; checked when a request names the URL and again on every address a
+delivery connects to."""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+_METADATA_HOSTS = frozenset({"metadata.google.internal", "metadata", "instance-data"})
+_SHARED = ipaddress.ip_network("100.64.0.0/10")
+"""Carrier-grade NAT's shared space (Alibaba Cloud's metadata service is 100.100.100.200)."""
+
+
+def _ip(address: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    try:
+        ip = ipaddress.ip_address(address.split("%")[0])
+    except ValueError:
+        return None
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped
+    return ip
+
+
+def forbidden_address(address: str) -> bool:
+    """True for addresses no webhook may reach: link-local (cloud metadata services live
+    there, 169.254.169.254 and fe80::), unspecified or multicast; and AWS's fd00:ec2::254."""
+    ip = _ip(address)
+    if ip is None:
+        return False
+    return (
+        ip.is_link_local
+        or ip.is_unspecified
+        or ip.is_multicast
+        or ip == ipaddress.ip_address("fd00:ec2::254")
+    )
+
+
+def internal_address(address: str) -> bool:
+    """True for addresses inside a network rather than on the internet: loopback, private,
+    shared or reserved; a webhook reaches them only on an allow-listed host."""
+    ip = _ip(address)
+    if ip is None:
+        return False
+    shared = isinstance(ip, ipaddress.IPv4Address) and ip in _SHARED
+    return ip.is_loopback or ip.is_private or ip.is_reserved or shared
+
+
+@dataclass(frozen=True, kw_only=True)
+class CallbackPolicy:
+    """``allow``: hosts (``host`` or ``host:port``) reachable over plain http, and at
+    internal addresses, as well."""
+
+    allow: frozenset[str] = frozenset()
+
+    def allowed(self, host: str, port: int | None) -> bool:
+        """Whether ``host`` (on ``port``) is allow-listed."""
+        return host in self.allow or (port is not None and f"{host}:{port}" in self.allow)
+
+    def refusal(self, url: str) -> str | None:
+        """Why ``url`` may not receive webhooks, or None when it may."""
+        try:
+            parts = urlsplit(url)
+            port = parts.port
+        except ValueError as exc:
+            return f"not a URL: {exc}"
+        host = (parts.hostname or "").lower().rstrip(".")
+        if parts.scheme not in ("http", "https") or not host:
+            return "use an https:// URL"
+        if parts.username or parts.password:
+            return "put no credentials in the URL; verify the signature instead"
+        if host in _METADATA_HOSTS or forbidden_address(host):
+            return f"{host} is a link-local or metadata address"
+        allowed = self.allowed(host, port)
+        if (internal_address(host) or host == "localhost") and not allowed:
+            return f"{host} is an internal address: allow it in SIGNOFF_WEBHOOK_ALLOW"
+        if parts.scheme != "https" and not allowed:
+            return f"use https, or allow {host} in SIGNOFF_WEBHOOK_ALLOW"
+        return None
+
+    def may_connect(self, host: str, port: int, address: str) -> bool:
+        """Whether a delivery to ``host`` may connect to ``address``, one it resolved to:
+        a name re-pointed inside the network (or at metadata) later is refused then."""
+        if forbidden_address(address):
+            return False
+        return not internal_address(address) or self.allowed(host.rstrip("."), port)
