@@ -134,7 +134,7 @@ class _RequestsApi:
             items=tuple(body.items),
             traceparent=traceparent,
         )
-        keep_for = timedelta(seconds=body.expires_in) + _RETAIN
+        keep_for = _longest_wait(body) + _RETAIN
         meta = await services.storage.requests.keep(run_id, asked, ttl=keep_for)
         records = await request_records(
             services,
@@ -305,6 +305,16 @@ def _duration(seconds: float) -> str:
     minutes, secs = divmod(int(seconds), 60)
     hours, minutes = divmod(minutes, 60)
     return f"{hours} h {minutes} min" if hours else f"{minutes} min {secs} s"
+
+
+def _longest_wait(body: NewRequest) -> timedelta:
+    """How long the request may wait for a decision at most: its expiry, then each step of
+    its escalation; what it asked is kept at least that long, as its record is."""
+    waits = [body.expires_in]
+    if body.on_expiry == "escalate":
+        waits.append(body.escalate_expires_in or body.expires_in)
+        waits += [step.expires_in for step in body.ladder]
+    return timedelta(seconds=sum(waits))
 
 
 def _channels(body: NewRequest) -> list[tuple[str, str]]:

@@ -511,3 +511,20 @@ async def test_the_python_client_asks_waits_and_reports_what_the_job_did(jobs: J
             signoff.NewRequest(title="Rotate keys", channel=CHANNEL, approvers=[ALICE])
         )
         assert (await client.withdraw(other.id, reason="not needed")).status == "withdrawn"
+
+
+async def test_what_a_request_asked_is_kept_as_long_as_its_escalations_may_wait(
+    jobs: Jobs,
+) -> None:
+    month = 30 * 86400
+    status, made = await jobs.ask(
+        expires_in=60,
+        on_expiry="escalate",
+        escalate_to=[CAROL],
+        escalate_expires_in=month,
+        ladder=[{"approvers": [ALICE], "expires_in": month}],
+    )
+    assert status == 201, made
+    storage = jobs.bot.services.storage
+    kept_ms = await storage.client.raw.pttl(storage.keys.request(made["id"]))
+    assert kept_ms > (60 + 2 * month) * 1000  # past the last step's expiry, not the first's
