@@ -9,6 +9,7 @@ mode-specific ``Check`` (in Socket Mode, the connection to Slack).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
@@ -27,6 +28,8 @@ from storage.errors import StorageError
 
 Check = Callable[[], Awaitable[str | None]]
 """A readiness check: None when healthy, else what is wrong."""
+
+log = logging.getLogger(__name__)
 
 
 class PathAccessLogger(AbstractAccessLogger):
@@ -115,8 +118,11 @@ def add_operator_routes(
 
 
 async def _redis(services: Services) -> str | None:
+    """Why Redis is not ready, for anyone who asks: no address or driver error, which the
+    log keeps."""
     try:
         await services.storage.client.ping()
     except StorageError as exc:
-        return f"redis: {exc}"
+        log.warning("/readyz: %s", exc)
+        return "redis: not reachable (the server's log says why)"
     return None

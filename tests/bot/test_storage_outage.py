@@ -137,3 +137,21 @@ async def test_the_runs_api_answers_503_while_redis_is_down_and_starts_nothing(
                 assert r.status == 201 and (await r.json())["stop_reason"] == "interrupt"
     finally:
         await api.close()
+
+
+async def test_readyz_says_redis_is_down_without_its_address_or_error(
+    make_bot: Any, server: EmbeddedRedis
+) -> None:
+    bot: Harness = await make_bot()
+    web = TestServer(operator_app(bot.services), host="127.0.0.1", port=0)
+    await web.start_server()
+    address = server.url.split("://")[1]
+    try:
+        server.stop()
+        async with bot.http.get(f"http://127.0.0.1:{web.port}/readyz") as answer:
+            status, text = answer.status, await answer.text()
+        assert status == 503 and text == "redis: not reachable (the server's log says why)\n"
+        assert address not in text  # no address (host:port or socket path)
+    finally:
+        server.start()
+        await web.close()
