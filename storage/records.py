@@ -7,6 +7,7 @@ from configuration, and they are read back from Redis, where anything could be w
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 from datetime import datetime
@@ -199,6 +200,10 @@ class InterruptRecord(BaseModel):
             decision = Decision.reject(f"not approved: the request was {self.state}")
         if question and decision.type == "respond":
             return InterruptResponse(interrupt_id=iid, response=decision.message, metadata=meta)
+        if decision.remember is not None and decision.remember.scope == "minutes":
+            # A grant for minutes is kept, checked and revoked in storage: the run sees the
+            # approval only, or it would trust the grant itself past a revocation.
+            decision = dataclasses.replace(decision, remember=None)
         return InterruptResponse(interrupt_id=iid, decision=decision, metadata=meta)
 
     # -- the Redis hash form --------------------------------------------------------------

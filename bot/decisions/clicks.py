@@ -214,7 +214,8 @@ async def _decide_click(services: Services, entry: ClickEntry) -> None:
             record = None  # the decision below is refused as damaged, and reported
         agent_run = record is not None and not is_request_run(record.run_id)
         spec = services.registry.spec(record.agent) if record and agent_run else None
-        if record is not None and spec is not None:
+        # A quorum is asked every time: its card offers no trust, nor does a forged click get it.
+        if record is not None and spec is not None and record.policy.min_approvals == 1:
             call = record.runtime_interrupt.tool_call
             remember = spec.policy_for(call.name if call else None).trust
             decision = Decision.approve(remember=remember)

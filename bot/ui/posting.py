@@ -38,9 +38,10 @@ _THREAD_TEXT = 3000
 
 
 def trust_label(services: Services, record: InterruptRecord) -> str | None:
-    """The "Approve and trust" label from the agent's policy for this tool, if offered."""
+    """The "Approve and trust" label from the agent's policy for this tool, if offered: never
+    on a quorum's card, which is asked every time."""
     spec = None if is_request_run(record.run_id) else services.registry.spec(record.agent)
-    if spec is None:
+    if spec is None or record.policy.min_approvals > 1:
         return None
     call = record.runtime_interrupt.tool_call
     return spec.policy_for(call.name if call else None).trust_label

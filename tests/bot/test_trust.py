@@ -124,22 +124,28 @@ def _requester_told(bot: Harness) -> bool:
     return any(t.startswith(f"<@{CAROL}> :white_check_mark: Approved by") for t in texts)
 
 
-async def test_a_trust_given_on_a_quorum_card_never_approves_a_later_run(make_bot: Any) -> None:
+async def test_a_quorum_card_offers_no_trust_and_a_forged_trust_click_is_a_plain_vote(
+    make_bot: Any,
+) -> None:
+    """A quorum is asked every time: one person's trust must never approve a later call
+    of the run (in the runtime) or a later run (in storage)."""
     bot: Harness = await make_bot(
         Policy(users=(ALICE, BOB), min_approvals=2, trust=Remember(scope="minutes", minutes=60))
     )
     card = await _run(bot)
-    [value] = [e["value"] for e in card["blocks"][-1]["elements"] if e["action_id"] == ids.TRUST]
-    await bot.click(ids.TRUST, value, user=ALICE)
-    await bot.click(ids.TRUST, value, user=BOB)
+    offered = [e["action_id"] for e in card["blocks"][-1]["elements"]]
+    assert ids.APPROVE in offered and ids.TRUST not in offered
+    value = card["blocks"][-1]["elements"][0]["value"]
+    await bot.click(ids.TRUST, value, user=ALICE)  # forged: the card never showed it
+    await bot.click(ids.APPROVE, value, user=BOB)
     await bot.slack.wait_for(lambda: _requester_told(bot), what="the quorum's decision")
-    assert await bot.services.storage.trust.active(bot.clock.now())  # a grant exists
-
-    later = await _run(bot)  # start_run returns once any trust has been applied
-    [value] = [e["value"] for e in later["blocks"][-1]["elements"] if e["action_id"] == ids.TRUST]
+    assert await bot.services.storage.trust.active(bot.clock.now()) == []
     record = await bot.services.storage.queries.get(value.split(" ")[0])
-    assert record is not None and record.state == "pending" and record.votes == ()
-    assert "Approved under the trust" not in str(bot.slack.called("chat.update"))
+    assert record is not None and record.decision is not None
+    assert record.decision.get("remember") is None
+
+    later = await _run(bot)
+    assert any(e["action_id"] == ids.APPROVE for e in later["blocks"][-1]["elements"])
     assert len(bot.tool_log.calls) == 1
 
 
@@ -168,3 +174,23 @@ async def test_an_admin_revokes_someone_elses_trust_and_the_audit_names_the_admi
     assert revoked.user_id == MALLORY and revoked.detail.startswith(revoke["value"])
     [granted] = [e for e in trail if e.event == "trust_granted"]
     assert granted.user_id == ALICE
+
+
+async def test_a_later_call_of_the_same_run_is_covered_on_a_card_of_its_own(
+    make_bot: Any,
+) -> None:
+    """The grant is storage's (checked, revocable), not a copy the run keeps: the run's
+    second call is a card of its own, approved under the grant."""
+    bot: Harness = await make_bot(_policy(), then=({"paths": ["/tmp/c"]},))
+    card = await _run(bot)
+    [value] = [e["value"] for e in card["blocks"][-1]["elements"] if e["action_id"] == ids.TRUST]
+    await bot.click(ids.TRUST, value, user=ALICE)
+    await _approved_without_a_click(bot, 2)
+    assert len(_cards(bot)) == 2  # the second call was asked on a card too
+    await bot.slack.wait_for(
+        lambda: any(
+            "Approved under the trust" in str(u["blocks"])
+            for u in bot.slack.called("chat.update")
+        ),
+        what="the second card approved under the grant",
+    )

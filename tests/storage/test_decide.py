@@ -5,10 +5,11 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
+import pytest
 import redis.asyncio as aioredis
 from storage_helpers import NOW, later, make_record, run_key, snapshot
 
-from agent_runtime.interrupts import Decision
+from agent_runtime.interrupts import Decision, Remember
 from agent_runtime.messages import args_digest
 from storage import Storage
 
@@ -320,3 +321,23 @@ async def test_a_decision_in_the_app_wins_once_and_queues_no_resume(storage: Sto
     assert (
         await storage.interrupts.decide_in_app("run_x/int_y", "app", Decision.approve(), now=NOW)
     )[0] == "unknown"
+
+
+@pytest.mark.parametrize(
+    ("scope", "minutes", "run_sees_it"), [("minutes", 60, False), ("run", None, True)]
+)
+async def test_the_run_sees_a_grant_for_minutes_as_a_plain_approval(
+    storage: Storage, scope: str, minutes: int | None, run_sees_it: bool
+) -> None:
+    """A grant for minutes lives in storage, where it is checked and can be revoked; the
+    run must not keep a copy that would outlive a revocation."""
+    record = await storage.interrupts.create_interrupt(make_record())
+    remember = Remember(scope=scope, minutes=minutes)  # type: ignore[arg-type]
+    decided = await storage.interrupts.decide(
+        record.id, "UALICE", Decision.approve(remember=remember), args_digest=DIGEST, now=NOW
+    )
+    assert decided.record is not None
+    response = decided.record.response()
+    assert response is not None and response.decision is not None
+    assert response.decision.type == "approve"
+    assert (response.decision.remember is not None) is run_sees_it
