@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Literal, Self, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -85,6 +85,8 @@ class RequestMeta(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     client: str
+    client_since: datetime | None = None
+    """When the client was created (a later client of the same name is another one)."""
     title: str
     details: str = ""
     params: tuple[Param, ...] = ()

@@ -37,6 +37,8 @@ class WebhookDelivery(BaseModel):
     id: str
     url: str
     client: str
+    client_since: datetime | None = None
+    """When that client was created: a later client of the same name is another one."""
     event: str
     body: str
     created_at: datetime

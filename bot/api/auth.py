@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import hmac
 from dataclasses import dataclass
+from datetime import datetime
 
 from aiohttp import web
 from pydantic import SecretStr
 
 from storage import Storage
 from storage.api_clients import ADMIN
+from storage.requests import RequestMeta
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -22,13 +24,19 @@ class Caller:
     webhook_secret: str | None = None
     callback_url: str | None = None
     admin: bool = False
+    since: datetime | None = None
+    """When this client was created: a later client of a revoked one's name is another."""
 
     def may_post_to(self, channel: str) -> bool:
         return not self.channels or channel in self.channels
 
-    def owns(self, client: str) -> bool:
-        """Whether this caller may see and act on a request made by ``client``."""
-        return self.admin or client == self.name
+    def owns(self, meta: RequestMeta) -> bool:
+        """Whether this caller may see and act on the request ``meta`` describes: one its
+        own client made (not a revoked client of the same name)."""
+        if self.admin:
+            return True
+        same_client = meta.client_since is None or meta.client_since == self.since
+        return meta.client == self.name and same_client
 
 
 class Authenticator:
@@ -53,6 +61,7 @@ class Authenticator:
             channels=client.channels,
             webhook_secret=client.webhook_secret,
             callback_url=client.callback_url,
+            since=client.created_at,
         )
 
 

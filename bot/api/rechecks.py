@@ -39,7 +39,7 @@ async def superseded(
     run_id = body.supersedes
     meta = await services.storage.requests.meta(run_id)
     record = await services.storage.queries.get(request_record_id(run_id))
-    if meta is None or record is None or not caller.owns(meta.client):
+    if meta is None or record is None or not caller.owns(meta):
         return error(404, f"supersedes: no request {run_id}", "supersedes")
     if record.state not in ("approved", "edited") or record.superseded_by:
         state = "asked again already" if record.superseded_by else record.state

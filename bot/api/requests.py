@@ -124,6 +124,7 @@ class _RequestsApi:
         run_id = request_run_id(caller.name, body.idempotency_key)
         asked = RequestMeta(
             client=caller.name,
+            client_since=caller.since,
             title=body.title,
             details=body.details,
             params=tuple(body.params),
@@ -136,6 +137,9 @@ class _RequestsApi:
         )
         keep_for = _longest_wait(body) + _RETAIN
         meta = await services.storage.requests.keep(run_id, asked, ttl=keep_for)
+        if not caller.owns(meta):  # an earlier, revoked client of the same name used the key
+            problem = f"an earlier client named {caller.name!r} used this key; use another"
+            return error(409, problem, "idempotency_key")
         records = await request_records(
             services,
             body,
@@ -279,7 +283,7 @@ class _RequestsApi:
         if not _REQUEST_ID.match(run_id):
             return unknown
         meta = await self._services.storage.requests.meta(run_id)
-        if meta is None or not caller.owns(meta.client):
+        if meta is None or not caller.owns(meta):
             return unknown
         record = await self._services.storage.queries.get(request_record_id(run_id))
         return unknown if record is None else (record, meta)

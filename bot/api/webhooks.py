@@ -84,7 +84,8 @@ class WebhookSender:
     async def _send(self, delivery: WebhookDelivery) -> bool:
         services, outbox = self._services, self._services.storage.webhooks
         client = await services.storage.api_clients.get(delivery.client)
-        if client is None:
+        since = delivery.client_since
+        if client is None or (since is not None and client.created_at != since):
             log.warning("webhook %s dropped: client %s was revoked", delivery.id, delivery.client)
             services.metrics.webhooks["dropped"] += 1
             await outbox.done(delivery.id)
@@ -190,6 +191,7 @@ class WebhookEvents(ConsumerLoop[AuditEntry]):
             id=entry.ref,
             url=meta.callback_url,
             client=meta.client,
+            client_since=meta.client_since,
             event=EVENTS[entry.event],
             body=_body(entry, await with_names(self._services, view)),
             created_at=entry.at,

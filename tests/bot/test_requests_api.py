@@ -528,3 +528,24 @@ async def test_what_a_request_asked_is_kept_as_long_as_its_escalations_may_wait(
     storage = jobs.bot.services.storage
     kept_ms = await storage.client.raw.pttl(storage.keys.request(made["id"]))
     assert kept_ms > (60 + 2 * month) * 1000  # past the last step's expiry, not the first's
+
+
+async def test_a_new_client_with_a_revoked_ones_name_sees_none_of_its_requests(
+    jobs: Jobs,
+) -> None:
+    status, made = await jobs.ask(idempotency_key="nightly-2026-11-24")
+    assert status == 201, made
+    storage = jobs.bot.services.storage
+    await storage.api_clients.revoke("nightly-cleanup")
+    _, token = await storage.api_clients.create(
+        "nightly-cleanup", channels=(CHANNEL,), now=datetime.now(UTC) + timedelta(seconds=1)
+    )
+    again = dataclasses.replace(jobs, token=token)
+    status, seen = await again.get(made["status_url"])
+    assert status == 404, seen
+    status, withdrawn = await again.post(made["status_url"] + "/withdraw", {"reason": "mine"})
+    assert status == 404, withdrawn
+    status, reused = await again.ask(idempotency_key="nightly-2026-11-24")
+    assert status == 409 and reused["field"] == "idempotency_key", reused
+    record = await storage.queries.get(jobs.bot.record_id(jobs.value()))
+    assert record is not None and record.state == "pending"
