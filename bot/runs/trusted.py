@@ -16,7 +16,8 @@ log = logging.getLogger(__name__)
 
 
 async def approve_if_trusted(services: Services, record: InterruptRecord) -> InterruptRecord:
-    """``record`` approved under the newest grant that covers it, or as it was.
+    """``record`` approved under the newest grant that covers it (held in its undo window,
+    when the policy has one), or as it was.
 
     Only a single approver's approval is ever stood in for: a quorum is asked every time.
     Storage checks the granter like any click (still an approver, not the requester), so
@@ -53,7 +54,7 @@ async def approve_if_trusted(services: Services, record: InterruptRecord) -> Int
     except StorageError as exc:
         log.warning("interrupt %s: trust not checked, asking instead: %s", record.id, exc)
         return record
-    if outcome.status != "recorded" or outcome.record is None:
+    if outcome.status not in ("recorded", "held") or outcome.record is None:
         log.info("interrupt %s: trust %s not applied (%s)", record.id, grant.id, outcome.reason)
         return record
     log.info("interrupt %s approved under trust %s", record.id, grant.id)

@@ -121,6 +121,16 @@ local FINALS = {approve = 'approved', reject = 'denied', edit = 'edited', respon
 
 -- Whether `user` is among the approvers of the record `key` under `policy` (an
 -- escalation's approvers count once it is escalated).
+-- Whether users a and b are one voice: the same person, or someone away (``/signoff
+-- away``) and the delegate standing in for them.
+local function one_voice(policy, a, b)
+  if a == b then return true end
+  for _, pair in ipairs(policy.stand_ins or {}) do
+    if (pair[1] == a and pair[2] == b) or (pair[1] == b and pair[2] == a) then return true end
+  end
+  return false
+end
+
 local function is_approver(key, policy, user, from_open_card)
   local function member(list)
     for _, value in ipairs(list) do if value == user then return true end end

@@ -64,16 +64,9 @@ for _, rung in ipairs(reached_rungs(key, policy)) do
     or (rung.open_to_channel and from_escalation)
 end
 if not allowed then return refuse('not_allowed') end
--- A delegate (``/signoff away``) and the person they stand in for are one voice: never
--- two votes of a quorum, and never the requester's own approval.
-local function one_voice(a, b)
-  if a == b then return true end
-  for _, pair in ipairs(policy.stand_ins or {}) do
-    if (pair[1] == a and pair[2] == b) or (pair[1] == b and pair[2] == a) then return true end
-  end
-  return false
-end
-if one_voice(user, field(key, 'requested_by')) and not policy.allow_self_approval then
+-- A delegate and the person they stand in for are one voice: never two votes of a
+-- quorum, and never the requester's own approval.
+if one_voice(policy, user, field(key, 'requested_by')) and not policy.allow_self_approval then
   return refuse('self_approval')
 end
 if field(key, 'state') ~= 'pending' then return refuse('already_decided') end
@@ -101,7 +94,7 @@ end
 local voters = json_field(key, 'voters')
 if dtype == 'approve' then
   for _, voter in ipairs(voters) do
-    if one_voice(voter, user) then return refuse('already_voted') end
+    if one_voice(policy, voter, user) then return refuse('already_voted') end
   end
 end
 -- The click came from the card before its ts was recorded (its poster may have died

@@ -19,8 +19,15 @@ local on_escalation = ts ~= '' and ARGV[5] == field(key, 'escalation_channel')
   and ts == field(key, 'escalation_ts')
 if not (on_card or on_escalation) then return refuse('wrong_message') end
 local by = field(key, 'held_by')
-if user ~= by and not is_approver(key, json_field(key, 'policy'), user, on_escalation) then
+local policy = json_field(key, 'policy')
+if user ~= by and not is_approver(key, policy, user, on_escalation) then
   return refuse('not_allowed')
+end
+-- The requester (or their stand-in) may not undo others' decisions on their own request,
+-- any more than decide it: they could hold it open until someone kinder decides.
+if user ~= by and one_voice(policy, user, field(key, 'requested_by'))
+  and not policy.allow_self_approval then
+  return refuse('self_approval')
 end
 audit(KEYS[10], ARGV[4], 'undone', rid, user, now, by)
 redis.call('HDEL', key, 'held_until', 'held_by', 'held_at', 'held_decision')

@@ -12,8 +12,10 @@ from harness import ALICE, BOB, CAROL, CHANNEL, MALLORY, Harness
 
 from agent_runtime.interrupts import Remember
 from bot.agents.policy import Policy
+from bot.decisions.clicks import made_final
 from bot.runs.drive import start_run
 from bot.runs.place import Place
+from bot.schedule.scheduler import Scheduler
 from bot.ui import ids
 
 OTHER = "C0DEV"
@@ -189,8 +191,37 @@ async def test_a_later_call_of_the_same_run_is_covered_on_a_card_of_its_own(
     assert len(_cards(bot)) == 2  # the second call was asked on a card too
     await bot.slack.wait_for(
         lambda: any(
-            "Approved under the trust" in str(u["blocks"])
-            for u in bot.slack.called("chat.update")
+            "Approved under the trust" in str(u["blocks"]) for u in bot.slack.called("chat.update")
         ),
         what="the second card approved under the grant",
     )
+
+
+async def test_an_approval_under_trust_with_an_undo_window_is_shown_held_with_undo(
+    make_bot: Any,
+) -> None:
+    window = timedelta(seconds=60)
+    policy = Policy(
+        users=(ALICE, BOB), trust=Remember(scope="minutes", minutes=60), undo_window=window
+    )
+    bot: Harness = await make_bot(policy)
+    card = await _run(bot)
+    [value] = [e["value"] for e in card["blocks"][-1]["elements"] if e["action_id"] == ids.TRUST]
+    await bot.click(ids.TRUST, value, user=ALICE)
+    await bot.slack.wait_for(lambda: len(_held(bot)) == 1, what="Alice's approval, held")
+    bot.clock.advance(window * 2)
+    await Scheduler(bot.services, made_final=made_final).tick()
+    await _approved_without_a_click(bot, 1)
+
+    await _run(bot)  # a later run: approved under Alice's grant, held in its own window
+    await bot.slack.wait_for(lambda: len(_held(bot)) == 2, what="the later card shown held")
+    assert len(bot.tool_log.calls) == 1  # not yet: it may still be undone
+
+
+def _held(bot: Harness) -> set[str]:
+    """The cards that were shown held in their undo window, with Undo."""
+    return {
+        str(u["ts"])
+        for u in bot.slack.called("chat.update")
+        if "not yet final" in str(u["blocks"]) and ids.UNDO in str(u["blocks"])
+    }

@@ -171,3 +171,19 @@ async def test_an_escalation_open_to_its_channel_lets_its_members_undo_only_from
         lambda: any(t.startswith(f"<@{BOB}> undid the decision") for t in bot.thread()),
         what="the undo from the escalation card",
     )
+
+
+async def test_the_requester_may_not_undo_a_decision_on_their_own_request(make_bot: Any) -> None:
+    bot: Harness = await make_bot(
+        Policy(channel=CHANNEL, users=(ALICE, BOB, CAROL), undo_window=WINDOW)
+    )
+    value = await bot.start(requested_by=CAROL)  # Carol asks, so Carol may not decide
+    status, _ = await bot.submit(ids.DENY_VIEW, value, user=ALICE, text="not today")
+    assert status == 200
+    await bot.slack.wait_for(
+        lambda: "not yet final" in str(_card(bot)["blocks"]), what="the held denial"
+    )
+    await bot.click(ids.UNDO, value, user=CAROL)
+    assert "someone else has to decide" in await _ephemeral(bot, 1)
+    record = await bot.services.storage.queries.get(bot.record_id(value))
+    assert record is not None and record.held is not None and record.held.by == ALICE
