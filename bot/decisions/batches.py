@@ -11,7 +11,7 @@ import logging
 from agent_runtime.interrupts import Decision
 from bot.services import Services
 from bot.ui import ids
-from bot.ui.batch_message import PER_GROUP, excluded_by
+from bot.ui.batch_message import PER_GROUP, excluded_by, numbered
 from bot.ui.home import refresh_homes
 from bot.ui.posting import post_ephemeral, update_message
 from bot.ui.refusals import DAMAGED, STORAGE_DOWN, reason_text, refusal_text
@@ -82,7 +82,7 @@ def _decisions(
     as the card drew it)."""
     ticked = click.ticked
     chosen = []
-    for index, item in enumerate(items):
+    for index, item in numbered(items):
         if item.state != "pending":
             continue
         if click.action.action_id == ids.BATCH_DENY:

@@ -38,11 +38,20 @@ def excluded_by(user: str) -> Decision:
     return Decision.reject(f"{_EXCLUDED}{user}")
 
 
+def numbered(items: Sequence[InterruptRecord]) -> list[tuple[int, InterruptRecord]]:
+    """``items`` (the lead first) with each one's place on the card: its place in the
+    lead's list, so an item whose record is gone leaves a gap rather than renumbering the
+    rest (a click's ticks name places, and must name the items the card showed)."""
+    places = {rid: n for n, rid in enumerate(items[0].batch_items)}
+    return [(places.get(record.id, n), record) for n, record in enumerate(items)]
+
+
 def batch_message(items: Sequence[InterruptRecord]) -> SlackMessage:
     """The batch card for ``items`` (the lead first), as they stand now."""
     lead = items[0]
     card = card_from_record(lead)
-    waiting = [i for i, r in enumerate(items) if r.state == "pending"]
+    placed = numbered(items)
+    waiting = [(n, r) for n, r in placed if r.state == "pending"]
     count = len(items)
     title = f"Approval needed: {card.action}" if waiting else f"Decided: {card.action}"
     agent = f"*{escaped(card.agent, 200)}*"
@@ -56,10 +65,10 @@ def batch_message(items: Sequence[InterruptRecord]) -> SlackMessage:
         what += "\n" + escaped(details)
     blocks: list[Block] = [header(f"{title}, {count} {unit}"), section(what)]
     if waiting:
-        first_waiting = card_from_record(items[waiting[0]])
+        first_waiting = card_from_record(waiting[0][1])
         blocks.append(context(status_parts(first_waiting)))
-        blocks += _groups(items, waiting)
-    blocks += _outcomes(items)
+        blocks += _groups(waiting)
+    blocks += _outcomes(placed)
     if waiting:
         blocks.append(_buttons(lead, len(waiting)))
     return SlackMessage(
@@ -77,16 +86,16 @@ def item_label(record: InterruptRecord, index: int) -> str:
     return f"{index + 1}. {text}"
 
 
-def _groups(items: Sequence[InterruptRecord], waiting: list[int]) -> list[Block]:
-    """The waiting items, ticked, in groups of ten; a group's block id names its first."""
+def _groups(waiting: list[tuple[int, InterruptRecord]]) -> list[Block]:
+    """The waiting items, ticked, in groups of ten places; a group's block id names its
+    first place."""
     blocks = []
-    for start in range(0, len(items), PER_GROUP):
-        shown = [i for i in waiting if start <= i < start + PER_GROUP]
+    for start in range(0, max(n for n, _ in waiting) + 1, PER_GROUP):
+        shown = [(n, r) for n, r in waiting if start <= n < start + PER_GROUP]
         if not shown:
             continue
         options = [
-            {"text": plain_text(item_label(items[i], i), BUTTON_TEXT), "value": str(i)}
-            for i in shown
+            {"text": plain_text(item_label(r, n), BUTTON_TEXT), "value": str(n)} for n, r in shown
         ]
         box = {
             "type": "checkboxes",
@@ -112,10 +121,10 @@ def item_outcome(record: InterruptRecord) -> str | None:
     return HEADLINE[verdict.outcome]
 
 
-def _outcomes(items: Sequence[InterruptRecord]) -> list[Block]:
+def _outcomes(placed: list[tuple[int, InterruptRecord]]) -> list[Block]:
     """One line per decided item: what became of it, and who decided."""
     lines = []
-    for index, record in enumerate(items):
+    for index, record in placed:
         verdict = verdict_from_record(record)
         what = item_outcome(record)
         if verdict is None or what is None:

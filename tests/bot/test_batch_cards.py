@@ -21,6 +21,7 @@ from bot.runs.approvers import MAX_BATCH, batched
 from bot.schedule.scheduler import Scheduler
 from bot.ui import ids
 from bot.ui.batch_message import batch_message
+from bot.ui.posting import update_message
 from storage.approvers import ApproverPolicy
 from storage.records import InterruptRecord
 
@@ -171,3 +172,39 @@ def test_more_than_a_cards_worth_of_calls_go_on_further_cards() -> None:
     leads = [r for r in cards if r.batch_items]
     assert [len(lead.batch_items) for lead in leads] == [MAX_BATCH, 50]
     assert all(r.batch in {lead.id for lead in leads} for r in cards)
+
+
+async def test_an_items_record_gone_shifts_no_tick_onto_another_item(make_bot: Any) -> None:
+    """An item decided days ago and since forgotten (decided records are kept 7 days):
+    the card's numbers stay the items' own, so unticking 4 excludes item 4, not item 5."""
+    deleted: list[str] = []
+    bot: Harness = await make_bot(spec=spec(deleted))
+    await bot.start(requested_by=CAROL)
+    storage = bot.services.storage
+    page = await storage.queries.pending_for_channel(CHANNEL, limit=50)
+    [second] = [r for r in page.records if r.interrupt["tool_call"]["args"]["path"] == FILES[1]]
+    decided = await storage.interrupts.decide(
+        second.id,
+        BOB,
+        Decision.approve(),
+        args_digest=second.args_digest,
+        now=bot.clock.now(),
+        channel=second.channel,
+        message_ts=second.message_ts,
+    )
+    assert decided.record is not None
+    await update_message(bot.services, decided.record)
+    await storage.client.raw.delete(storage.keys.record(second.id))  # forgotten since
+
+    await bot.batch_click(ids.BATCH_APPROVE, user=ALICE, unticked=frozenset({3}))
+    await bot.slack.wait_for(
+        lambda: "Excluded by" in str(_card(bot)["blocks"]), what="the card after the click"
+    )
+    shown = str(_card(bot)["blocks"])
+    assert f"4. {FILES[3]}: Excluded by <@{ALICE}>" in shown
+    assert f"5. {FILES[4]}: Approved by <@{ALICE}>" in shown
+    states = {
+        r.interrupt["tool_call"]["args"]["path"]: r.state
+        for r in (await storage.queries.many([r.id for r in page.records]))[0]
+    }
+    assert states[FILES[3]] == "denied" and states[FILES[4]] == states[FILES[2]] == "approved"
