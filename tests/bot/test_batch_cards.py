@@ -23,7 +23,27 @@ from bot.ui import ids
 from bot.ui.batch_message import batch_message
 from bot.ui.posting import update_message
 from storage.approvers import ApproverPolicy
+from storage.outcomes import DecideOutcome
 from storage.records import InterruptRecord
+
+
+async def _decide_item(
+    bot: Harness, path: str, decision: Decision
+) -> tuple[InterruptRecord, DecideOutcome]:
+    """Decide the batch item for ``path`` on its own, as Bob, as another process did."""
+    storage = bot.services.storage
+    page = await storage.queries.pending_for_channel(CHANNEL, limit=50)
+    [item] = [r for r in page.records if r.interrupt["tool_call"]["args"]["path"] == path]
+    outcome = await storage.interrupts.decide(
+        item.id,
+        BOB,
+        decision,
+        args_digest=item.args_digest,
+        now=bot.clock.now(),
+        channel=item.channel,
+        message_ts=item.message_ts,
+    )
+    return item, outcome
 
 
 def _card(bot: Harness) -> dict[str, Any]:
@@ -88,17 +108,9 @@ async def test_the_same_click_again_decides_only_the_items_left(make_bot: Any) -
     bot: Harness = await make_bot(spec=spec(deleted))
     await bot.start(requested_by=CAROL)
     storage = bot.services.storage
-    page = await storage.queries.pending_for_channel(CHANNEL, limit=50)
-    [third] = [r for r in page.records if r.interrupt["tool_call"]["args"]["path"] == FILES[3]]
     # A process that carried out "Deny all" stopped after deciding one item.
-    outcome = await storage.interrupts.decide(
-        third.id,
-        BOB,
-        Decision.reject("Denied with the whole batch"),
-        args_digest=third.args_digest,
-        now=bot.clock.now(),
-        channel=third.channel,
-        message_ts=third.message_ts,
+    third, outcome = await _decide_item(
+        bot, FILES[3], Decision.reject("Denied with the whole batch")
     )
     assert outcome.status == "recorded", outcome
     await bot.batch_click(ids.BATCH_APPROVE, user=ALICE)
@@ -182,16 +194,7 @@ async def test_an_items_record_gone_shifts_no_tick_onto_another_item(make_bot: A
     await bot.start(requested_by=CAROL)
     storage = bot.services.storage
     page = await storage.queries.pending_for_channel(CHANNEL, limit=50)
-    [second] = [r for r in page.records if r.interrupt["tool_call"]["args"]["path"] == FILES[1]]
-    decided = await storage.interrupts.decide(
-        second.id,
-        BOB,
-        Decision.approve(),
-        args_digest=second.args_digest,
-        now=bot.clock.now(),
-        channel=second.channel,
-        message_ts=second.message_ts,
-    )
+    second, decided = await _decide_item(bot, FILES[1], Decision.approve())
     assert decided.record is not None
     await update_message(bot.services, decided.record)
     await storage.client.raw.delete(storage.keys.record(second.id))  # forgotten since
