@@ -99,6 +99,14 @@ class Stack:
         )
         assert ack.status == "acked", ack
 
+    async def asked_again(self, card: Message) -> Message:
+        """The card in ``card``'s thread that asks again (its check's output changed)."""
+        ws = self.sandbox.workspace
+        return await self.sandbox.wait_for(
+            lambda: next((m for m in ws.replies(GENERAL, card.ts)[1:] if m.blocks), None),
+            within=15,
+        )
+
     def replies(self, card: Message) -> list[str]:
         return [m.text for m in self.sandbox.workspace.replies(GENERAL, card.ts)[1:]]
 
@@ -296,13 +304,11 @@ async def test_a_changed_check_is_not_run_but_asked_again_and_runs_once_reapprov
 
     volumes.write_text("vol-a 10G\nvol-c 5G\n")  # the world moved on while the card waited
     await stack.click(card, ids.APPROVE)
-    ws = stack.sandbox.workspace
-    again = await stack.sandbox.wait_for(
-        lambda: next((m for m in ws.replies(GENERAL, card.ts)[1:] if m.blocks), None), within=15
-    )
+    again = await stack.asked_again(card)
     shown = str(again.blocks)
     assert "Changed since it was approved" in shown
     assert shown.index("vol-c 5G") < shown.index("Removed") < shown.index("vol-b 20G")
+    ws = stack.sandbox.workspace
     first = await stack.sandbox.wait_for(
         lambda: next(
             (
@@ -341,10 +347,7 @@ async def test_a_retry_is_bound_to_what_its_card_showed_not_to_its_own_check(
     retry = await stack.gate(*check)
     await stack.waiting(retry)  # re-attached to the card that shows vol-b
     await stack.click(card, ids.APPROVE)
-    ws = stack.sandbox.workspace
-    again = await stack.sandbox.wait_for(
-        lambda: next((m for m in ws.replies(GENERAL, card.ts)[1:] if m.blocks), None), within=15
-    )
+    again = await stack.asked_again(card)
     shown = str(again.blocks)
     assert "Changed since it was approved" in shown
     assert shown.index("vol-c 5G") < shown.index("Removed") < shown.index("vol-b 20G")
