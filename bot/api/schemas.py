@@ -3,6 +3,7 @@ OpenAPI document is generated from them, and ``signoff.Client`` sends and reads 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Annotated, Literal, Self
 
@@ -25,6 +26,16 @@ APPROVED_STATUSES: frozenset[str] = frozenset({"approved", "edited", "responded"
 """The statuses in which the job may go ahead (a reply answers it, when allowed)."""
 
 _BODY = ConfigDict(extra="forbid", frozen=True)
+
+
+def _repeated(values: Iterable[str]) -> str | None:
+    """The first value given a second time, or None when each is given once."""
+    seen: set[str] = set()
+    for value in values:
+        if value in seen:
+            return value
+        seen.add(value)
+    return None
 
 
 class ReminderSettings(BaseModel):
@@ -135,9 +146,8 @@ class NewRequest(BaseModel):
     def _consistent(self) -> Self:
         if not self.approvers and not self.anyone_in_channel:
             raise ValueError("name approvers, or set anyone_in_channel")
-        names = [p.name for p in self.params]
-        if len(set(names)) != len(names):
-            raise ValueError("param names must be distinct")
+        if twice := _repeated(p.name for p in self.params):
+            raise ValueError(f"param {twice!r} is given twice in params; names must be distinct")
         users = [a for a in self.approvers if a[0] in "UW"]
         only_users = not self.anyone_in_channel and len(users) == len(self.approvers)
         if only_users and self.min_approvals > len(users):
@@ -149,8 +159,8 @@ class NewRequest(BaseModel):
                 "a quorum approves the request as shown: with min_approvals above 1, "
                 "no param may be editable and allow_reply must be off"
             )
-        if len(set(self.items)) != len(self.items):
-            raise ValueError("items must be distinct")
+        if twice := _repeated(self.items):
+            raise ValueError(f"{twice!r} is listed twice in items; each item must be distinct")
         if self.items and (self.params or self.acts_on is not None or self.undo_window):
             raise ValueError("items are decided one by one: not with params, acts_on or undo")
         if self.items and self.on_expiry == "escalate":

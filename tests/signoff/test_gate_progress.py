@@ -86,6 +86,20 @@ def test_a_request_with_no_approvers_is_a_usage_error_in_plain_words(
     assert capsys.readouterr().err == "signoff gate: name --approvers, or set --anyone-in-channel\n"
 
 
+def test_an_item_given_twice_is_named_with_its_option(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SIGNOFF_URL", "http://127.0.0.1:1")
+    monkeypatch.setenv("SIGNOFF_TOKEN", "sgn_" + "x" * 30)
+    options = ["--channel", "C0OPS", "--title", "Rotate keys", "--approvers", "U0A"]
+    with pytest.raises(SystemExit) as stopped:
+        gate.main([*options, "--item", "db-1", "--item", "db-2", "--item", "db-1"])
+    assert stopped.value.code == 2
+    assert capsys.readouterr().err == (
+        "signoff gate: 'db-1' is listed twice in --item; each item must be distinct\n"
+    )
+
+
 def test_a_quorum_is_announced_with_every_approver(capsys: pytest.CaptureFixture[str]) -> None:
     approved = _view(status="approved", approvals=["U0BOB", "U0CAROL"], decided_by="U0CAROL")
     assert gate._verdict(approved) is None  # the command may run
