@@ -152,7 +152,7 @@ def child(role: str, ports: Any, api_url: str, redis_url: str) -> None:
 async def _child(role: str, ports: Any, api_url: str, redis_url: str) -> None:
     if role == "slack":
         # Slack's own work is done on Slack's servers, not on the host it shares here.
-        os.nice(19)
+        lower_priority(19)
         runner = await fake_slack(redis_url)
         ports.put(port_of(runner))
     elif role == "floor":

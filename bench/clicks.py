@@ -122,6 +122,18 @@ async def drive(
         return time.perf_counter() - began, latencies, sent
 
 
+def cpu_waits(pids: dict[str, int]) -> dict[str, float]:
+    """Milliseconds so far that each process was ready to run but waited for a CPU (its
+    ``schedstat``), and, as ``steal``, that the host ran something else on this
+    machine's CPUs (``/proc/stat``): where an ack's tail goes when it is not our code."""
+    waits = {
+        name: int(Path(f"/proc/{pid}/schedstat").read_text().split()[1]) / 1e6
+        for name, pid in pids.items()
+    }
+    steal_ticks = int(Path("/proc/stat").read_text().split()[8])
+    return {**waits, "steal": steal_ticks * 1000 / os.sysconf("SC_CLK_TCK")}
+
+
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
@@ -163,11 +175,15 @@ async def main() -> dict[str, Any]:
         # This process measures the acks: a full pass of its own garbage collector over
         # the thousands of runs it started would stall every click in flight (35 ms).
         freeze_startup_heap()
+        assert redis.pid is not None
         figures = await measure(
             storage,
             posted,
-            floor_url=f"http://127.0.0.1:{floor_port}{EVENTS_PATH}",
-            signoff_url=f"http://127.0.0.1:{signoff_port}{EVENTS_PATH}",
+            floor=(f"http://127.0.0.1:{floor_port}{EVENTS_PATH}", {"server": floor.pid}),
+            signoff=(
+                f"http://127.0.0.1:{signoff_port}{EVENTS_PATH}",
+                {"server": signoff.pid, "redis": redis.pid},
+            ),
         )
         await client.session.close()  # type: ignore[union-attr]
         await storage.close()
@@ -181,8 +197,16 @@ async def main() -> dict[str, Any]:
 
 
 async def measure(
-    storage: Any, posted: list[tuple[str, str]], *, floor_url: str, signoff_url: str
+    storage: Any,
+    posted: list[tuple[str, str]],
+    *,
+    floor: tuple[str, dict[str, int]],
+    signoff: tuple[str, dict[str, int]],
 ) -> dict[str, Any]:
+    """Every figure; ``floor`` and ``signoff`` are each app's URL and the pids whose CPU
+    waits are measured over its burst (this process, the client, is added)."""
+    (floor_url, floor_pids), (signoff_url, signoff_pids) = floor, signoff
+    watched = {"floor": floor_pids, "signoff": signoff_pids}
     figures: dict[str, Any] = {}
     warm, rest = posted[:WARM], posted[WARM:]
     # Bolt's first request calls auth.test; warm both apps.
@@ -199,11 +223,15 @@ async def measure(
         sent: dict[str, float] = {}
         for name, url in (("floor", floor_url), ("signoff", signoff_url)):
             started = time.perf_counter()
+            pids = {"client": os.getpid(), **watched[name]}
+            waited = cpu_waits(pids)
             elapsed, latencies, sent = await drive(url, clicks_for(items), concurrency)
             if level == "c50":
                 figures[f"{name}_clicks_per_s"] = round(len(latencies) / elapsed)
                 figures[f"{name}_ack_p50_ms_c50"] = round(pct(latencies, 0.50), 3)
                 figures[f"{name}_ack_p99_ms_c50"] = round(pct(latencies, 0.99), 3)
+                for who, ms in cpu_waits(pids).items():
+                    figures[f"{name}_{who}_cpu_wait_ms_c50"] = round(ms - waited[who], 1)
             elif level == "sustained":
                 figures[f"{name}_clicks_per_s_sustained"] = round(len(latencies) / elapsed)
                 figures[f"{name}_ack_p99_ms_sustained"] = round(pct(latencies, 0.99), 3)
@@ -290,15 +318,18 @@ process sends both the same signed clicks through one aiohttp client.
   floor    Bolt AsyncApp, process_before_response=True; the action listener only acks.
   signoff  the bot's aiohttp app (signoff serve --no-workers): each click appended to the
            Redis click stream before Bolt, then acked; plus one worker process (signoff
-           worker at nice {Settings().worker_nice}, its default: one click decider (Redis
-           decide, chat.update), {WORKERS} resume workers).
-           Shared: one Valkey, one fake Web API (at nice 19: Slack's work is not on this
-           host in production).
+           worker at SIGNOFF_WORKER_NICE={Settings().worker_nice}, its default, so in the
+           idle scheduling class: one click decider (Redis decide, chat.update),
+           {WORKERS} resume workers).
+           Shared: one Valkey, one fake Web API (idle class too: Slack's work is not on
+           this host in production).
 Loads: c50 = a burst of {CLICKS} clicks from 50 clients back to back; sustained = {SUSTAINED}
 clicks the same way (the decider falls behind; the acks do not wait for it);
 c1_b2b = 1 client back to back; c1 = 1 click in flight, the next sent once the previous
 one's consequences are done (for the floor, its ack).
 Machine: {os.cpu_count()} cores, shared by every process above.
+CPU waits over each app's c50 burst: ms its server (and Redis), and this client, were
+ready to run but waited for a CPU; steal: ms the host gave this machine's CPUs to others.
 """
 
 

@@ -182,13 +182,13 @@ async def _socket(settings: Settings, args: argparse.Namespace, stopping: asynci
 async def _worker(settings: Settings, args: argparse.Namespace, stopping: asyncio.Event) -> int:
     async with open_services(settings, agents=args.agents) as services:
         loops = Loops(services, workers=max(settings.workers, 1))
-        nice = lower_priority(settings.worker_nice)
+        priority = lower_priority(settings.worker_nice)
         loops.start()
         freeze_startup_heap()
         log.info(
-            "the click decider, resume workers (%d) and the scheduler are running at nice %d",
+            "the click decider, resume workers (%d) and the scheduler are running %s",
             max(settings.workers, 1),
-            nice,
+            priority,
         )
         try:
             await stopping.wait()

@@ -59,7 +59,8 @@ class Settings(BaseModel):
     slack_api_url: str | None = None
     workers: int = Field(default=2, ge=0, le=64)
     # ``signoff worker`` yields the CPU to the acks of a ``serve`` on the same host: Slack
-    # shows a click not acknowledged in 3 s as failed, while a decision can wait.
+    # shows a click not acknowledged in 3 s as failed, while a decision can wait. At 19
+    # it also takes Linux's idle scheduling class.
     worker_nice: int = Field(default=19, ge=0, le=19)
     host: str = "0.0.0.0"
     port: int = Field(default=3000, ge=0, le=65535)

@@ -90,7 +90,7 @@ async def test_a_bad_setting_stops_startup_with_one_line(slack: FakeSlack) -> No
     assert err.strip().splitlines() == [err.strip()] and err.startswith("signoff: SIGNOFF_WORKERS")
 
 
-@pytest.mark.parametrize("increment", [7, 0])
+@pytest.mark.parametrize("increment", [19, 7, 0])
 async def test_the_worker_lowers_its_cpu_priority_by_signoff_worker_nice(
     env: dict[str, str], increment: int
 ) -> None:
@@ -117,6 +117,9 @@ async def test_the_worker_lowers_its_cpu_priority_by_signoff_worker_nice(
         expected = min(os.nice(0) + increment, 19)  # this process's own niceness is unchanged
         assert os.getpriority(os.PRIO_PROCESS, process.pid) == expected
         assert f"running at nice {expected}" in line.decode()
+        idle = increment > 0 and expected == 19
+        assert (os.sched_getscheduler(process.pid) == os.SCHED_IDLE) is idle
+        assert ("in the idle scheduling class" in line.decode()) is idle
     finally:
         process.terminate()
         await asyncio.wait_for(process.communicate(), 60)
