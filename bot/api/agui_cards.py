@@ -4,15 +4,19 @@ names a channel, and the app's answers recorded on them first, atomically.
 Whichever answer comes first wins. The app's resume decides the cards "in the app" (no
 resume job follows: the AG-UI request resumes the run itself); an interrupt already
 decided on its card refuses the app's answer, naming who decided it, and the resume
-worker runs the rest. An answer the card would not take (expired, not offered, edited
-arguments that do not fit, or an approval its policy wants from people: a quorum or an
-undo window) is refused before any card changes.
+worker runs the rest. A click that lands between the app's answers refuses its resume
+too, and the answers it recorded reach the run with the click's, through that worker. An
+answer the card would not take (expired, not offered, edited arguments that do not fit,
+or an approval its policy wants from people: a quorum or an undo window), or a resume
+the runtime would refuse (an interrupt answered twice, or not open), is refused before
+any card changes.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -21,7 +25,7 @@ from agent_runtime import Agent
 from agent_runtime.agui import interrupt_responses, parse_run_input
 from agent_runtime.errors import AgentRuntimeError
 from agent_runtime.interrupts import Decision, Interrupt, InterruptResponse
-from agent_runtime.runnable import Runnable
+from agent_runtime.runnable import Runnable, ThreadStatus
 from bot.runs.drive import settle
 from bot.runs.place import Place, place_of
 from bot.services import Services
@@ -63,7 +67,7 @@ async def answer_cards(
         if card.state != "pending":  # decided on its card first (or expired)
             return _decided_elsewhere(card), place_of(card)
     try:
-        if status.status != "interrupted":
+        if status.status != "interrupted" or not _each_open_once(request.resume, status):
             return None, None
         responses = interrupt_responses(request.resume, list(status.interrupts))
     except AgentRuntimeError:
@@ -78,19 +82,33 @@ async def answer_cards(
         if refusal is not None:
             return refusal, place_of(card)
     decided: list[InterruptRecord] = []
+    refused: tuple[Refusal, InterruptRecord] | None = None
     for card, decision in answered:
         outcome, after = await services.storage.interrupts.decide_in_app(
             card.id, IN_APP, decision, now=now
         )
         if outcome == "already_decided" and after is not None:  # a click came in between
-            return _decided_elsewhere(after), place_of(after)
+            refused = _decided_elsewhere(after, recorded=decided), after
+            break
         if outcome == "expired":
-            return _expired(card), place_of(card)
+            refused = _expired(card, recorded=decided), card
+            break
         if after is not None:
             decided.append(after)
     for card in decided:
         await update_message(services, card)
+    if refused is not None:
+        return refused[0], place_of(refused[1])
     return None, place_of(decided[0]) if decided else None
+
+
+def _each_open_once(resume: Sequence[Any], status: ThreadStatus) -> bool:
+    """Whether the resume answers each interrupt once, and only the run's open ones: one
+    the runtime would refuse for this must change no card first."""
+    answered = [a.interrupt_id for a in resume]
+    return len(set(answered)) == len(answered) and set(answered) <= {
+        i.id for i in status.interrupts
+    }
 
 
 def _not_taken(
@@ -130,12 +148,21 @@ def _not_taken(
     return None
 
 
-def _expired(card: InterruptRecord) -> Refusal:
+def _expired(card: InterruptRecord, *, recorded: Sequence[InterruptRecord] = ()) -> Refusal:
     assert card.expires_at is not None
     return Refusal(
         "expired",
         f"interrupt {card.runtime_interrupt.id} expired at {card.expires_at.isoformat()}; "
-        "cancel it to continue the thread",
+        + (_kept(recorded) if recorded else "cancel it to continue the thread"),
+    )
+
+
+def _kept(recorded: Sequence[InterruptRecord]) -> str:
+    """What became of the app's answers recorded before its resume was refused."""
+    answered = ", ".join(card.runtime_interrupt.id for card in recorded)
+    return (
+        f"your answers to {answered} were recorded on their cards, and Signoff resumes the "
+        "run with them once every card is decided"
     )
 
 
@@ -174,7 +201,9 @@ def _decision(response: InterruptResponse) -> Decision:
     return Decision.respond(text)
 
 
-def _decided_elsewhere(card: InterruptRecord) -> Refusal:
+def _decided_elsewhere(
+    card: InterruptRecord, *, recorded: Sequence[InterruptRecord] = ()
+) -> Refusal:
     who = ""
     if card.decided_by == IN_APP:
         who = " in the app"
@@ -185,5 +214,5 @@ def _decided_elsewhere(card: InterruptRecord) -> Refusal:
     return Refusal(
         "decided_elsewhere",
         f"interrupt {card.runtime_interrupt.id} was already {card.state}{who}; "
-        "this answer changed nothing",
+        + (_kept(recorded) if recorded else "this answer changed nothing"),
     )

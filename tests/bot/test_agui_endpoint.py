@@ -17,10 +17,11 @@ from typing import Any
 import aiohttp
 import pytest
 from aiohttp.test_utils import TestServer
+from batch_agents import spec as deletions
 from harness import ALICE, BOB, CHANNEL, Harness
 from pydantic import SecretStr
 
-from bot.agents.policy import Policy
+from bot.agents.policy import AgentSpec, Policy
 from bot.api.agui import AGUI_PATH
 from bot.process.web import operator_app
 from bot.ui import ids
@@ -44,8 +45,8 @@ async def endpoint_for(make_bot: Any) -> AsyncIterator[Callable[..., Awaitable[E
         pytest.fail("Node and @ag-ui/client are needed: ./run test installs both", pytrace=False)
     servers: list[TestServer] = []
 
-    async def start(policy: Policy | None = None) -> Endpoint:
-        bot: Harness = await make_bot(policy)
+    async def start(policy: Policy | None = None, spec: AgentSpec | None = None) -> Endpoint:
+        bot: Harness = await make_bot(policy, spec=spec)
         server = TestServer(
             operator_app(bot.services, api_token=SecretStr(TOKEN)), host="127.0.0.1"
         )
@@ -327,3 +328,75 @@ async def test_a_late_app_answer_to_a_quorum_names_everyone_who_approved(
     )
     assert late["error"]["code"] == "decided_elsewhere"
     assert f"approved in Slack by {ALICE}, {BOB}" in late["error"]["message"]
+
+
+async def _raw(endpoint: Endpoint, body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The events of one run request as any app could send it, bypassing the client's
+    own checks."""
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    async with (
+        aiohttp.ClientSession() as http,
+        http.post(endpoint.url, json=body, headers=headers) as response,
+    ):
+        text = await response.text()
+    return [json.loads(line[5:]) for line in text.splitlines() if line.startswith("data:")]
+
+
+@pytest.mark.parametrize("second", ["the same interrupt", "an unknown interrupt"])
+async def test_a_resume_the_run_refuses_decides_no_card(endpoint: Endpoint, second: str) -> None:
+    interrupt, rid = await _asked(endpoint, "thread-refused")
+    good = {"interruptId": interrupt["id"], "status": "resolved", "payload": {"type": "approve"}}
+    other = good if second == "the same interrupt" else {**good, "interruptId": "int_nosuch"}
+    body = {"threadId": "thread-refused", "runId": "r2", "resume": [good, other]}
+    events = await _raw(endpoint, body)
+    assert [e["type"] for e in events] == ["RUN_STARTED", "RUN_ERROR"], events
+    assert await _pending(endpoint, rid)
+    assert endpoint.bot.slack.called("chat.update") == []
+    seen = await _answer(
+        endpoint, "thread-refused", interrupt["id"], status="resolved", payload={"type": "approve"}
+    )
+    assert seen["error"] is None and seen["finished"]["outcome"] == {"type": "success"}
+    assert endpoint.bot.tool_log.calls == [{"paths": ["/tmp/a", "/tmp/b"]}]
+
+
+async def test_a_click_between_the_apps_answers_loses_none_of_them(
+    endpoint_for: Callable[..., Awaitable[Endpoint]],
+) -> None:
+    """The app answers cards A and B; a click decides B after the app decided A. The
+    app's resume is refused, and the resume worker runs the run on with both."""
+    deleted: list[str] = []
+    endpoint = await endpoint_for(spec=deletions(deleted, ["/tmp/a", "/tmp/b"], batch=False))
+    bot = endpoint.bot
+    [first] = await _client(endpoint.url, "thread-race", [{"prompt": "clean up"}])
+    interrupts = first["finished"]["outcome"]["interrupts"]
+    await bot.slack.wait_calls("chat.postMessage", 2)
+    card_a, card_b = (
+        bot.record_id(bot.posted(0)["blocks"][-1]["elements"][0]["value"]),
+        bot.posted(1),
+    )
+    store = bot.services.storage.interrupts
+    decide_in_app = store.decide_in_app
+
+    async def then_a_click_on_b(rid: str, *args: Any, **kwargs: Any) -> Any:
+        outcome = await decide_in_app(rid, *args, **kwargs)
+        if rid == card_a:
+            ts_b = bot.slack.answers("chat.postMessage")[1]["ts"]
+            value_b = card_b["blocks"][-1]["elements"][0]["value"]
+            await bot.click(ids.APPROVE, value_b, user=ALICE, message_ts=ts_b)
+            await bot.slack.wait_for(
+                lambda: any(u["ts"] == ts_b for u in bot.slack.called("chat.update")),
+                what="card B decided by the click",
+            )
+        return outcome
+
+    store.decide_in_app = then_a_click_on_b  # type: ignore[method-assign]
+    answers = [
+        {"interruptId": i["id"], "status": "resolved", "payload": {"type": "approve"}}
+        for i in interrupts
+    ]
+    [seen] = await _client(endpoint.url, "thread-race", [{"resume": answers}])
+    assert seen["finished"] is None and seen["error"]["code"] == "decided_elsewhere"
+    assert "your answers to" in seen["error"]["message"], seen["error"]
+    await bot.slack.wait_for(lambda: sorted(deleted) == ["/tmp/a", "/tmp/b"], what="both calls")
+    record = await bot.services.storage.queries.get(card_a)
+    assert record is not None and record.state == "approved" and record.decided_by == "app"
