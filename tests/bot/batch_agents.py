@@ -54,5 +54,5 @@ def spec(deleted: list[str], files: list[str] = FILES, **policy: Any) -> AgentSp
             name="cleanup",
         )
 
-    policy = Policy(**{"channel": CHANNEL, "users": (ALICE, BOB), "batch": True, **policy})
-    return AgentSpec(name="cleanup", build=build, policy=policy)
+    settings = {"channel": CHANNEL, "users": (ALICE, BOB), "batch": True, **policy}
+    return AgentSpec(name="cleanup", build=build, policy=Policy(**settings))

@@ -389,7 +389,7 @@ async def test_a_click_between_the_apps_answers_loses_none_of_them(
             )
         return outcome
 
-    store.decide_in_app = then_a_click_on_b  # type: ignore[method-assign]
+    store.decide_in_app = then_a_click_on_b  # type: ignore[method-assign,assignment]
     answers = [
         {"interruptId": i["id"], "status": "resolved", "payload": {"type": "approve"}}
         for i in interrupts
