@@ -131,18 +131,20 @@ local function one_voice(policy, a, b)
   return false
 end
 
-local function is_approver(key, policy, user, from_open_card)
+-- A request or step open to its channel's members counts only for a click on one of its
+-- own cards (`on_card`: the record's; `on_escalation`: an escalation step's): seeing the
+-- card is what shows the clicker is in its channel.
+local function is_approver(key, policy, user, on_card, on_escalation)
   local function member(list)
     for _, value in ipairs(list) do if value == user then return true end end
     return false
   end
-  if policy.open_to_channel or member(policy.allowed_users) or member(policy.group_members) then
+  if (policy.open_to_channel and on_card) or member(policy.allowed_users)
+    or member(policy.group_members) then
     return true
   end
-  -- A step open to its channel's members counts only for a click on that step's own card:
-  -- seeing that card is what shows the clicker is in its channel.
   for _, rung in ipairs(reached_rungs(key, policy)) do
-    if member(rung.users) or (rung.open_to_channel and from_open_card) then return true end
+    if member(rung.users) or (rung.open_to_channel and on_escalation) then return true end
   end
   return false
 end

@@ -57,7 +57,11 @@ if ARGV[8] ~= '' and not from_escalation and earlier ~= '' then
     if card[1] == ARGV[8] and card[2] == ARGV[9] then from_escalation = true end
   end
 end
-local allowed = policy.open_to_channel or member(policy.allowed_users)
+-- A request open to its channel's members takes a click on its own card only (the later
+-- wrong_message check holds it to that card): seeing the card is what shows the clicker
+-- is in the channel. Home and a form opened from Home say no channel.
+local on_own_card = ARGV[8] ~= '' and not from_escalation
+local allowed = (policy.open_to_channel and on_own_card) or member(policy.allowed_users)
   or member(policy.group_members)
 for _, rung in ipairs(reached_rungs(key, policy)) do
   allowed = allowed or member(rung.users)

@@ -2,7 +2,7 @@
 -- waits for a decision again, its votes cleared. Once the window has ended the decision
 -- stands; the due sweep (expire.lua) makes it final, and exactly one of the two wins.
 -- KEYS as in common.lua. ARGV: 1 record id, 2 user, 3 now, 4 audit maxlen, 5 channel and
--- 6 message ts of the card clicked (the interrupt's card or its escalation card).
+-- 6 message ts of the card clicked (the interrupt's card or one of its escalation cards).
 -- Returns {status, reason, record as a JSON object}; status undone|refused.
 local key, rid, user, now = KEYS[1], ARGV[1], ARGV[2], ARGV[3]
 if redis.call('EXISTS', key) == 0 or field(key, 'id') ~= rid then
@@ -17,10 +17,16 @@ local ts = ARGV[6]
 local on_card = ARGV[5] == field(key, 'channel') and ts == field(key, 'message_ts')
 local on_escalation = ts ~= '' and ARGV[5] == field(key, 'escalation_channel')
   and ts == field(key, 'escalation_ts')
+-- The earlier steps' escalation cards still decide, so they undo too.
+if not on_escalation and ts ~= '' and field(key, 'escalation_cards') ~= '' then
+  for _, card in ipairs(json_field(key, 'escalation_cards')) do
+    if card[1] == ARGV[5] and card[2] == ts then on_escalation = true end
+  end
+end
 if not (on_card or on_escalation) then return refuse('wrong_message') end
 local by = field(key, 'held_by')
 local policy = json_field(key, 'policy')
-if user ~= by and not is_approver(key, policy, user, on_escalation) then
+if user ~= by and not is_approver(key, policy, user, on_card, on_escalation) then
   return refuse('not_allowed')
 end
 -- The requester (or their stand-in) may not undo others' decisions on their own request,

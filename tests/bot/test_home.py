@@ -112,6 +112,23 @@ async def test_a_refused_home_decision_says_why_on_home_and_changes_nothing(make
     assert bot.tool_log.calls == []
 
 
+async def test_a_request_open_to_its_channel_is_decided_on_its_card_only(make_bot: Any) -> None:
+    """Seeing the card is what shows someone is in the channel: a Home click, or a Deny
+    form opened from Home, by someone who is not is refused."""
+    bot: Harness = await make_bot(Policy(channel=CHANNEL, anyone_in_channel=True))
+    value = await bot.start(requested_by=CAROL)
+    await bot.send(home_click_payload(user=MALLORY, action_id=ids.HOME_APPROVE, value=value))
+    await bot.slack.wait_for(lambda: bool(_home(bot, MALLORY)), what="Mallory's Home")
+    assert "not among the approvers" in str(_home(bot, MALLORY)[0])
+    status, body = await bot.submit(ids.DENY_VIEW, value, user=MALLORY, text="no")
+    assert status == 200 and "errors" in body, body
+    record = await bot.services.storage.queries.get(bot.record_id(value))
+    assert record is not None and record.state == "pending" and record.votes == ()
+    await bot.click(ids.APPROVE, value, user=BOB)  # a member, on the card
+    await bot.finished()
+    assert bot.tool_log.calls != []
+
+
 async def test_deny_from_app_home_opens_the_reason_modal(make_bot: Any) -> None:
     bot: Harness = await make_bot()
     value = await bot.start(requested_by=CAROL)

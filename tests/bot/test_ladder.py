@@ -5,6 +5,7 @@ end to the policy's safe default; every copy of the card stays in sync."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -127,3 +128,26 @@ async def test_a_new_card_notifies_the_approvers_inside_their_working_hours(
     second = [p for p in bot.slack.called("chat.postMessage") if p.get("blocks")][-1]["text"]
     assert f"<@{ALICE}>" in second
     assert f"<@{BOB}>" not in second and f"<@{KENJI}>" not in second  # 22:00 in Tokyo
+
+
+async def test_a_decision_held_on_an_earlier_steps_card_is_undone_there(make_bot: Any) -> None:
+    """Earlier steps' cards still decide, so their Undo works too."""
+    bot: Harness = await make_bot(replace(LADDER, undo_window=timedelta(seconds=60)))
+    bot.slack.add_user(KENJI, tz="Asia/Tokyo")
+    value = await bot.start(requested_by=CAROL)
+    scheduler = Scheduler(bot.services)
+    for _ in range(2):  # up to Tokyo
+        bot.clock.advance(STEP)
+        await scheduler.tick()
+    new_york = _ts(bot, NEW_YORK)
+    await bot.click(ids.APPROVE, value, user=BOB, channel=NEW_YORK, message_ts=new_york)
+    record = await bot.services.storage.queries.get(bot.record_id(value))
+    assert record is not None and record.held is not None
+    await bot.click(ids.UNDO, value, user=BOB, channel=NEW_YORK, message_ts=new_york)
+    await bot.slack.wait_for(
+        lambda: any("undid" in str(p.get("text")) for p in bot.slack.called("chat.postMessage")),
+        what="the undo said in the thread",
+    )
+    record = await bot.services.storage.queries.get(bot.record_id(value))
+    assert record is not None and record.state == "pending" and record.held is None
+    assert bot.slack.called("chat.postEphemeral") == []

@@ -195,7 +195,9 @@ async def test_refusals_leave_every_key_byte_for_byte_unchanged(
     assert ok.status == "recorded"
 
 
-async def test_empty_allow_list_means_nobody_unless_open_to_channel(storage: Storage) -> None:
+async def test_empty_allow_list_means_nobody_unless_open_to_channel_and_clicked_there(
+    storage: Storage,
+) -> None:
     closed = await storage.interrupts.create_interrupt(make_record(call_id="c1", allowed_users=()))
     opened = await storage.interrupts.create_interrupt(
         make_record(call_id="c2", allowed_users=(), open_to_channel=True)
@@ -204,6 +206,11 @@ async def test_empty_allow_list_means_nobody_unless_open_to_channel(storage: Sto
     out = await decide(closed.id, "UANY", Decision.approve(), args_digest=DIGEST, now=NOW)
     assert out.reason == "not_allowed"
     out = await decide(opened.id, "UANY", Decision.approve(), args_digest=DIGEST, now=NOW)
+    assert out.reason == "not_allowed"  # from no card (Home): nothing shows a channel member
+    on_card = {"channel": "CAPPROVALS", "message_ts": "1.0"}
+    out = await decide(
+        opened.id, "UANY", Decision.approve(), args_digest=DIGEST, now=NOW, **on_card
+    )
     assert out.status == "recorded"
 
 
