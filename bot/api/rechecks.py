@@ -30,10 +30,11 @@ class Superseded:
 
 
 async def superseded(
-    services: Services, caller: Caller, body: NewRequest
+    services: Services, caller: Caller, body: NewRequest, *, asked_as: str
 ) -> Superseded | web.Response | None:
     """The approved request ``body`` supersedes (None when it names none), or the error:
-    it must be the caller's, approved, and have shown what it acts on."""
+    it must be the caller's, approved, and have shown what it acts on. Asked again
+    already by ``asked_as`` (the record this body makes) is a retry: it re-attaches."""
     if body.supersedes is None:
         return None
     run_id = body.supersedes
@@ -41,7 +42,7 @@ async def superseded(
     record = await services.storage.queries.get(request_record_id(run_id))
     if meta is None or record is None or not caller.owns(meta):
         return error(404, f"supersedes: no request {run_id}", "supersedes")
-    if record.state not in ("approved", "edited") or record.superseded_by:
+    if record.state not in ("approved", "edited") or record.superseded_by not in (None, asked_as):
         state = "asked again already" if record.superseded_by else record.state
         return error(409, f"supersedes: request {run_id} is {state}, not approved", "supersedes")
     if meta.acts_on is None:

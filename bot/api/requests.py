@@ -118,10 +118,10 @@ class _RequestsApi:
             if problem is not None:
                 return error(400, problem, "callback_url")
         services = self._services
-        earlier = await superseded(services, caller, body)
+        run_id = request_run_id(caller.name, body.idempotency_key)
+        earlier = await superseded(services, caller, body, asked_as=request_record_id(run_id))
         if isinstance(earlier, web.Response):
             return earlier
-        run_id = request_run_id(caller.name, body.idempotency_key)
         asked = RequestMeta(
             client=caller.name,
             client_since=caller.since,

@@ -346,11 +346,16 @@ async def test_asking_again_needs_an_approved_request_that_showed_what_it_acts_o
     status, body = await jobs.ask(supersedes="req_" + "f" * 32, acts_on="vol-a\n")
     assert status == 404, body
     posted = len(jobs.bot.slack.called("chat.postMessage"))
-    status, again = await jobs.ask(supersedes=checked["id"], acts_on="vol-a\nvol-c\n")
+    asking_again = {"supersedes": checked["id"], "acts_on": "vol-a\nvol-c\n"}
+    status, again = await jobs.ask(**asking_again, idempotency_key="again")
     assert status == 201, again
     card = jobs.bot.slack.called("chat.postMessage")[posted]
     assert card["thread_ts"] == jobs.bot.message_ts(1)  # in the approved card's thread
     assert "Changed since it was approved" in str(card["blocks"])
+    # A retry of the same call (its answer was lost) re-attaches; another call is refused.
+    status, retried = await jobs.ask(**asking_again, idempotency_key="again")
+    assert (status, retried["id"]) == (200, again["id"]), retried
+    assert len(jobs.bot.slack.called("chat.postMessage")) == posted + 1
     status, body = await jobs.ask(supersedes=checked["id"], acts_on="vol-a\n")
     assert status == 409 and "asked again already" in body["error"], body
 
