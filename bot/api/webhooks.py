@@ -2,7 +2,8 @@
 its callback URL, signed with the API client's secret, until the receiver takes it.
 
 ``WebhookEvents`` reads request events from storage's webhook consumer group and stores
-one delivery per event (the event's stream id is the delivery id); ``WebhookSender`` sends
+one delivery per event (the event's stream id is the delivery id; a request with items
+gets one, with its outcome, once every item is decided); ``WebhookSender`` sends
 what is due, retrying with backoff (5 s, 10 s, ... at most an hour apart) for
 ``GIVE_UP_AFTER``. A receiver may see an event twice (a sender died after sending), never
 two ids for one event: it drops duplicates by ``X-Signoff-Delivery``.
@@ -30,7 +31,7 @@ from storage.errors import StorageError
 from storage.webhooks import GIVE_UP_AFTER, WebhookDelivery
 
 from .request_records import request_view, with_names
-from .schemas import RequestView
+from .schemas import FINAL_STATUSES, RequestView
 from .signatures import signed_headers
 
 log = logging.getLogger(__name__)
@@ -43,6 +44,7 @@ EVENTS = {
     "expired": "request.expired",
     "escalated": "request.escalated",
     "cancelled": "request.withdrawn",
+    "approved_by_default": "request.approved",
 }
 """Audit events that are sent, and the name each is sent as."""
 _FIRST_RETRY, _LAST_RETRY = timedelta(seconds=5), timedelta(hours=1)
@@ -187,23 +189,30 @@ class WebhookEvents(ConsumerLoop[AuditEntry]):
             return 0
         items = await storage.queries.batch(record) if record.batch else []
         view = request_view(items[0] if items else record, meta, items)
+        event, delivery_id = EVENTS[entry.event], entry.ref
+        if items:
+            # Its items are decided one by one, but the request is one: it is sent once,
+            # when it has its outcome, under an id every item's event makes the same.
+            if view.status not in FINAL_STATUSES:
+                return 0
+            event, delivery_id = f"request.{view.status}", f"{entry.run_id}.{view.status}"
         delivery = WebhookDelivery(
-            id=entry.ref,
+            id=delivery_id,
             url=meta.callback_url,
             client=meta.client,
             client_since=meta.client_since,
-            event=EVENTS[entry.event],
-            body=_body(entry, await with_names(self._services, view)),
+            event=event,
+            body=_body(delivery_id, event, entry, await with_names(self._services, view)),
             created_at=entry.at,
         )
         return int(await storage.webhooks.add(delivery, due=entry.at))
 
 
-def _body(entry: AuditEntry, view: RequestView) -> str:
+def _body(delivery_id: str, event: str, entry: AuditEntry, view: RequestView) -> str:
     """What the receiver gets: the event, when it happened, and the request as it stands."""
     data: dict[str, Any] = {
-        "delivery_id": entry.ref,
-        "event": EVENTS[entry.event],
+        "delivery_id": delivery_id,
+        "event": event,
         "occurred_at": entry.at.isoformat(),
         "request": json.loads(view.model_dump_json()),
     }

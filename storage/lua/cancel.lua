@@ -4,6 +4,8 @@
 -- Returns {status}; status is cancelled|skip.
 local key, rid = KEYS[1], ARGV[1]
 if field(key, 'state') ~= 'pending' then return {'skip'} end
+-- A decision held in its undo window never takes effect now (the audit trail keeps it).
+redis.call('HDEL', key, 'held_until', 'held_by', 'held_at', 'held_decision')
 finalize(rid, 'cancelled', ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5]), false, 0)
 audit(KEYS[10], ARGV[6], 'cancelled', rid, ARGV[2], ARGV[3], ARGV[4])
 return {'cancelled'}

@@ -22,6 +22,7 @@ from bot.api.request_records import REQUESTS_PATH
 from bot.api.webhooks import PublicResolver, WebhookSender
 from bot.process.loops import Loops
 from bot.process.web import operator_app
+from bot.schedule.scheduler import Scheduler
 from bot.services.callbacks import CallbackPolicy, forbidden_address
 from bot.ui import ids
 from signoff.webhooks import verify
@@ -182,6 +183,43 @@ async def test_a_withdrawal_is_delivered_signed_and_a_forgery_fails_verify(
     assert not verify(body, sent, hooked.secret, now=now + 301)  # a replay, later
     forged = {**sent, "X-Signoff-Signature": "v1=" + "0" * 64}
     assert not verify(body, forged, hooked.secret, now=now)
+
+
+async def test_a_request_approved_by_default_is_delivered_as_approved(hooked: Hooked) -> None:
+    hooked.receiver.status = 200
+    await hooked.ask(expires_in=60, if_nobody_decides="approve")
+    hooked.bot.clock.advance(timedelta(seconds=61))
+    await Scheduler(hooked.bot.services).tick()
+    await hooked.got(1)
+    [sent] = hooked.receiver.taken().values()
+    assert sent["event"] == "request.approved" and sent["request"]["status"] == "approved"
+
+
+async def test_a_request_with_items_is_delivered_once_with_its_outcome(hooked: Hooked) -> None:
+    hooked.receiver.status = 200
+    made = await hooked.ask(items=[f"vol-{n}" for n in range(4)])
+    await hooked.bot.batch_click(ids.BATCH_APPROVE, user=ALICE, unticked=frozenset({2}))
+    await hooked.got(1)
+    await hooked.settled("done")
+    [(delivery, sent)] = hooked.receiver.taken().items()
+    assert sent["event"] == "request.approved" and sent["request"]["status"] == "approved"
+    assert delivery == sent["delivery_id"] == f"{made['id']}.approved"
+
+
+async def test_a_withdrawal_during_the_undo_window_leaves_no_hold(hooked: Hooked) -> None:
+    hooked.receiver.status = 200
+    made = await hooked.ask(undo_window=60)
+    value = hooked.bot.posted(-1)["blocks"][-1]["elements"][0]["value"]
+    await hooked.bot.click(ids.APPROVE, value, user=ALICE)
+    headers = {"Authorization": f"Bearer {hooked.token}"}
+    url = f"{hooked.base}{made['status_url']}/withdraw"
+    async with hooked.http.post(url, headers=headers) as r:
+        withdrawn = await r.json()
+    assert withdrawn["status"] == "withdrawn", withdrawn
+    assert (withdrawn["held_by"], withdrawn["held_until"]) == (None, None), withdrawn
+    await hooked.got(1)
+    [sent] = hooked.receiver.taken().values()
+    assert sent["event"] == "request.withdrawn" and sent["request"]["held_by"] is None
 
 
 async def test_events_made_while_no_sender_runs_are_delivered_once_one_starts(
