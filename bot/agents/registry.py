@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import importlib
 import logging
+import os
+import sys
 from collections.abc import Iterable
 
 from agent_runtime.runnable import Runnable
@@ -58,13 +60,17 @@ class Registry:
 
 
 def load_specs(module_name: str) -> list[AgentSpec]:
-    """The ``agents`` declared by ``module_name``; AgentsModuleError says what is wrong."""
+    """The ``agents`` declared by ``module_name``, found on the path or else in the working
+    directory (a ``my_agents.py`` beside where ``signoff`` starts); AgentsModuleError says
+    what is wrong."""
+    if os.getcwd() not in sys.path:
+        sys.path.append(os.getcwd())
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise AgentsModuleError(f"SIGNOFF_AGENTS: cannot import {module_name!r} ({exc})") from exc
     specs = getattr(module, "agents", None)
-    if not isinstance(specs, list | tuple) or not specs:
+    if not isinstance(specs, list | tuple):
         raise AgentsModuleError(
             f"SIGNOFF_AGENTS: {module_name!r} must define agents = [AgentSpec(...), ...]"
         )

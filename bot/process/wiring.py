@@ -37,9 +37,8 @@ async def open_services(
         raise BotError("SLACK_BOT_TOKEN: not set; copy the bot token (xoxb-...) from the app")
     if specs is None:
         module = agents or settings.agents
-        if not module:
-            raise BotError("SIGNOFF_AGENTS: not set; name the module that declares your agents")
-        specs = load_specs(module)
+        # Without agents, Signoff serves requests from jobs (`signoff gate`, the API) only.
+        specs = load_specs(module) if module else []
     storage = await connect_storage(settings)
     client = make_client(settings)
     services = make_services(

@@ -84,6 +84,29 @@ async def test_audit_filters_by_time_and_user(env: dict[str, str]) -> None:
     assert code == 2 and "neither an ISO date or time" in err
 
 
+async def test_the_agents_module_is_found_in_the_working_directory(
+    slack: FakeSlack, env: dict[str, str], tmp_path: Path
+) -> None:
+    (tmp_path / "my_agents.py").write_text("from cleanup_agents import agents\n")
+    process = await asyncio.create_subprocess_exec(
+        Path(sys.executable).parent / "signoff",  # the installed command, as a user runs it
+        *RUN[:-1],
+        "my_agents",
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": f"{ROOT}:{ROOT / 'tests' / 'bot'}", **env},
+        stderr=asyncio.subprocess.PIPE,
+    )
+    _, err = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode == 0, err.decode()
+    assert len(slack.called("chat.postMessage")) == 1
+
+
+async def test_without_agents_signoff_serves_jobs_only(env: dict[str, str]) -> None:
+    code, out, err = await _signoff(*RUN[:-2], env=env)  # no --agents, no SIGNOFF_AGENTS
+    assert code == 2 and out == ""
+    assert err == "signoff: no agent named 'cleanup' (known: none)\n", err
+
+
 async def test_a_bad_setting_stops_startup_with_one_line(slack: FakeSlack) -> None:
     code, out, err = await _signoff("serve", env={"SIGNOFF_WORKERS": "lots"})
     assert code == 2 and out == ""
