@@ -39,6 +39,8 @@ class ClickEntry:
     action_id: str
     clicked_at: datetime
     shard: int = 0
+    trigger_id: str = ""
+    """The interaction's id in Slack, for the logs (empty for clicks queued before it was kept)."""
 
 
 class ClickStream:
@@ -78,6 +80,7 @@ class ClickStream:
         message_ts: str,
         action_id: str,
         clicked_at: datetime,
+        trigger_id: str = "",
     ) -> str:
         """Queue a click for the deciders; its entry id."""
         fields: dict[str, str | int] = {
@@ -88,6 +91,7 @@ class ClickStream:
             "message_ts": message_ts,
             "action_id": action_id,
             "at": to_ms(clicked_at),
+            "trigger_id": trigger_id,
         }
         future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         self._waiting.append((fields, future))
@@ -206,4 +210,5 @@ def _entry(entry_id: str, fields: dict[str, str], shard: int) -> ClickEntry:
         action_id=fields["action_id"],
         clicked_at=from_ms(int(fields["at"])),
         shard=shard,
+        trigger_id=fields.get("trigger_id", ""),
     )

@@ -114,6 +114,7 @@ async def _intake(services: Services, click: Click) -> None:
         message_ts=click.container.message_ts,
         action_id=action,
         clicked_at=services.clock.now(),
+        trigger_id=click.trigger_id or "",
     )
     try:
         await asyncio.wait_for(append, ACK_BUDGET)
@@ -163,7 +164,13 @@ def listener(services: Services) -> Any:
 
 async def decide_click(services: Services, entry: ClickEntry) -> None:
     """Decide a click from the stream, its log lines tagged; see ``_decide_click``."""
-    with log_ids(record_id=entry.record_id, user=entry.user_id, channel=entry.channel_id):
+    with log_ids(
+        record_id=entry.record_id,
+        run_id=entry.record_id.partition("/")[0],  # a record id is "<run id>/<interrupt id>"
+        user=entry.user_id,
+        channel=entry.channel_id,
+        slack_request=entry.trigger_id,
+    ):
         trace = await _traceparent(services, entry.record_id)
         with span(
             "signoff.decision",

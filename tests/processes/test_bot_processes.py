@@ -104,6 +104,9 @@ async def test_a_new_worker_process_resumes_a_click_taken_by_a_killed_bot(
     assert any(line.get("slack_request") for line in tagged)  # the click's trigger id
     run_id = record_id.split("/")[0]
     assert any(line.get("run_id") == run_id for line in lines)  # the resume worker's lines
+    # The decider's line, in another process than the click's, names the click and the run.
+    [decided] = [line for line in tagged if line["event"].startswith("decision on")]
+    assert decided["slack_request"] and decided["run_id"] == run_id, decided
     # One filter finds the story in both processes: the click's in the killed bot, the
     # decision and the resume in a worker.
     told = {line["pid"] for line in tagged}
