@@ -96,7 +96,11 @@ class InterruptStore(DueSweeps):
         """
         ids = await self._lease_due(self._keys.outbox, now, limit, lease)
         records, _ = await self._queries.many(ids)
-        return [r for r in records if r.state == "pending" and not r.message_ts]
+        return [
+            r
+            for r in records
+            if r.state == "pending" and (not r.message_ts or r.escalation_unposted)
+        ]
 
     async def set_permalink(self, interrupt_id: str, permalink: str) -> None:
         """Keep the link to a posted interrupt's message (``chat.getPermalink``'s answer)."""
@@ -115,19 +119,30 @@ class InterruptStore(DueSweeps):
         return InterruptRecord.from_json(self._keys.record(interrupt_id), text)
 
     async def set_escalation_message(self, interrupt_id: str, channel: str, ts: str) -> bool:
-        """Keep where the escalation card was posted; its clicks then decide the interrupt.
-        False when the record is gone (or was never escalated)."""
+        """Keep where the escalation card was posted; its clicks then decide the interrupt
+        (and the outbox, if it was there, posts it no more). False when the record is gone
+        (or was never escalated)."""
         check_id("channel", channel)
         check_id("message ts", ts)
-        key = self._keys.record(interrupt_id)
-        return bool(await self._client.eval("set_escalation_message", [key], [channel, ts]))
+        keys = [self._keys.record(interrupt_id), self._outbox_of(interrupt_id)]
+        return bool(await self._client.eval("set_escalation_message", keys, [channel, ts]))
+
+    async def repost_escalation(self, interrupt_id: str, *, at: datetime) -> None:
+        """Put an escalated interrupt whose card Slack did not take in the outbox, from
+        ``at``: ``claim_outbox`` hands it out until its card is posted."""
+        async with self._client.guard("queue an escalation card"):
+            await self._client.raw.zadd(self._outbox_of(interrupt_id), {interrupt_id: to_ms(at)})
+
+    def _outbox_of(self, interrupt_id: str) -> str:
+        return self._keys.outbox(self._keys.shard_of_record(interrupt_id))
 
     async def hold_post(self, interrupt_id: str, *, until: datetime) -> None:
         """Keep an unposted interrupt out of ``claim_outbox`` until ``until``: its poster is
         still at it (a slow or rate-limited call), or Slack asked to wait that long."""
         async with self._client.guard("hold an outbox entry"):
-            outbox = self._keys.outbox(self._keys.shard_of_record(interrupt_id))
-            await self._client.raw.zadd(outbox, {interrupt_id: to_ms(until)}, xx=True)
+            await self._client.raw.zadd(
+                self._outbox_of(interrupt_id), {interrupt_id: to_ms(until)}, xx=True
+            )
 
     async def claim_group_checks(
         self, now: datetime, *, limit: int = 50, every: timedelta = GROUP_CHECK_EVERY

@@ -168,6 +168,12 @@ class InterruptRecord(BaseModel):
         return self.policy.rungs[: self.escalation_step]
 
     @property
+    def escalation_unposted(self) -> bool:
+        """Whether the escalation step it reached has no card yet (Slack failed to post it)."""
+        posted = len(self.escalation_cards) + (1 if self.escalation_ts else 0)
+        return self.escalation_step > posted
+
+    @property
     def runtime_interrupt(self) -> Interrupt:
         return Interrupt.from_dict(self.interrupt)
 

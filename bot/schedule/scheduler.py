@@ -113,11 +113,17 @@ class Scheduler:
                 await update_message(services, updated)
 
     async def drain_outbox(self) -> int:
-        """Post interrupts stored but not yet posted; the number posted."""
+        """Post interrupts stored but not yet posted, and escalation cards Slack did not
+        take; the number posted."""
         services = self._services
         posted = 0
         for record in await services.storage.interrupts.claim_outbox(services.clock.now()):
-            if await post_interrupt(services, record) is not None:
+            if record.message_ts:  # posted, but not its escalation step's card
+                escalated = await post_escalation(services, record)
+                if escalated is not None:
+                    await update_message(services, escalated)
+                    posted += 1
+            elif await post_interrupt(services, record) is not None:
                 posted += 1
         return posted
 

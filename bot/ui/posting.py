@@ -162,7 +162,16 @@ async def post_escalation(services: Services, record: InterruptRecord) -> Interr
             unfurl_media=False,
         )
     except (SlackApiError, ClientError, TimeoutError, OSError) as exc:
-        log.error("interrupt %s: escalation card not posted: %s", record.id, why_failed(exc))
+        log.warning(
+            "interrupt %s: escalation card not posted yet, left in the outbox: %s",
+            record.id,
+            why_failed(exc),
+        )
+        wait = timedelta(seconds=_retry_after(exc) or 0)
+        with contextlib.suppress(StorageError):  # Redis down too: the sweep cannot run either
+            await services.storage.interrupts.repost_escalation(
+                record.id, at=services.clock.now() + max(wait, POST_LEASE)
+            )
         return None
     where, ts = str(answer.get("channel") or channel), str(answer["ts"])
     try:

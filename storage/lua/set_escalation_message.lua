@@ -1,6 +1,7 @@
 -- Keep where an escalated interrupt's escalation card was posted: a copy whose clicks
 -- decide it. The previous step's card, if any, is kept among the earlier copies.
--- KEYS: 1 record. ARGV: 1 channel, 2 message ts.
+-- KEYS: 1 record, 2 outbox (where a card Slack did not take waits). ARGV: 1 channel,
+-- 2 message ts.
 -- Returns 1 when stored, 0 when the record is gone or was never escalated.
 local key = KEYS[1]
 if redis.call('EXISTS', key) == 0 or (tonumber(redis.call('HGET', key, 'escalated')) or 0) < 1 then
@@ -16,4 +17,5 @@ if ts ~= '' and not (channel == ARGV[1] and ts == ARGV[2]) then
   redis.call('HSET', key, 'escalation_cards', cjson.encode(cards))
 end
 redis.call('HSET', key, 'escalation_channel', ARGV[1], 'escalation_ts', ARGV[2])
+redis.call('ZREM', KEYS[2], redis.call('HGET', key, 'id'))
 return 1

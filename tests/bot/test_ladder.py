@@ -151,3 +151,24 @@ async def test_a_decision_held_on_an_earlier_steps_card_is_undone_there(make_bot
     record = await bot.services.storage.queries.get(bot.record_id(value))
     assert record is not None and record.state == "pending" and record.held is None
     assert bot.slack.called("chat.postEphemeral") == []
+
+
+async def test_an_escalation_card_slack_did_not_take_is_posted_once_it_is_back(
+    make_bot: Any,
+) -> None:
+    bot, value = await _started(make_bot)
+    scheduler = Scheduler(bot.services)
+    bot.clock.advance(STEP)
+    bot.slack.down = True
+    await scheduler.tick()  # escalated to New York, but its card is not posted
+    bot.slack.down = False
+    record = await bot.services.storage.queries.get(bot.record_id(value))
+    assert record is not None and record.escalated and record.escalation_ts is None
+    for _ in range(2):
+        bot.clock.advance(timedelta(minutes=1))
+        await scheduler.tick()
+    cards = [p for p in bot.slack.called("chat.postMessage") if p["channel"] == NEW_YORK]
+    assert len(cards) == 1 and f"<@{BOB}>" in cards[0]["text"]
+    await bot.click(ids.APPROVE, value, user=BOB, channel=NEW_YORK, message_ts=_ts(bot, NEW_YORK))
+    await bot.finished()
+    assert bot.tool_log.calls != []
