@@ -81,22 +81,24 @@ async def request_records(
     that request's thread."""
     users, groups = _users_and_groups(body.approvers)
     members = await services.directory.members(groups) if groups else ()
-    ladder = [
-        await _rung(services, step.channel, step.approvers, step.anyone_in_channel, step.expires_in)
-        for step in body.ladder
-    ]
-    first = await _rung(
-        services,
-        body.escalate_channel,
-        body.escalate_to,
-        body.escalate_anyone_in_channel,
-        body.escalate_expires_in,
-    )
-    reminders = body.reminders
     users, stand_ins = await with_stand_ins(services, users, members, requester=meta.client)
+    steps = [
+        (body.escalate_channel, body.escalate_to, body.escalate_anyone_in_channel),
+        *((s.channel, s.approvers, s.anyone_in_channel) for s in body.ladder),
+    ]
+    expiries = [body.escalate_expires_in, *(s.expires_in for s in body.ladder)]
+    rungs: list[Rung] = []
+    for (channel, approvers, anyone), expires_in in zip(steps, expiries, strict=True):
+        rung, step_stand_ins = await _rung(
+            services, channel, approvers, anyone, expires_in, requester=meta.client
+        )
+        rungs.append(rung)
+        stand_ins += step_stand_ins
+    first, ladder = rungs[0], rungs[1:]
+    reminders = body.reminders
     policy = ApproverPolicy(
         allowed_users=users,
-        stand_ins=stand_ins,
+        stand_ins=tuple(dict.fromkeys(stand_ins)),
         allowed_groups=groups,
         group_members=members,
         open_to_channel=body.anyone_in_channel,
@@ -153,17 +155,22 @@ async def _rung(
     approvers: list[str],
     anyone_in_channel: bool,
     expires_in: int | None,
-) -> Rung:
-    """An escalation step, its user groups' members resolved now."""
+    *,
+    requester: str,
+) -> tuple[Rung, tuple[tuple[str, str], ...]]:
+    """An escalation step, its user groups' members resolved now and the delegates of
+    those away added; with its ``(delegate, for_user)`` pairs."""
     users, groups = _users_and_groups(approvers)
     if groups:
         users += await services.directory.members(groups)
-    return Rung(
+    users, stand_ins = await with_stand_ins(services, users, requester=requester)
+    rung = Rung(
         channel=channel,
         users=users,
         open_to_channel=anyone_in_channel,
         expires_in=timedelta(seconds=expires_in) if expires_in else None,
     )
+    return rung, stand_ins
 
 
 def _users_and_groups(ids: list[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:

@@ -81,22 +81,26 @@ async def approver_policy(
     """Storage's form of ``policy`` for a request of ``requester``, with group members
     resolved now (Slack is asked once)."""
     members = await services.directory.members(policy.groups) if policy.groups else ()
-    rungs = [
-        Rung(
-            channel=step.channel,
-            users=step.users + await services.directory.members(step.groups),
-            open_to_channel=step.anyone_in_channel,
-            expires_in=step.expires_after,
+    users, stand_ins = await with_stand_ins(services, policy.users, members, requester=requester)
+    rungs = []
+    for step in policy.escalations:  # someone away on a step is stood in for there too
+        named = step.users + await services.directory.members(step.groups)
+        step_users, step_stand_ins = await with_stand_ins(services, named, requester=requester)
+        stand_ins += step_stand_ins
+        rungs.append(
+            Rung(
+                channel=step.channel,
+                users=step_users,
+                open_to_channel=step.anyone_in_channel,
+                expires_in=step.expires_after,
+            )
         )
-        for step in policy.escalations
-    ]
     escalate = rungs[0] if rungs else None
     decisions = card_decisions(policy, interrupt)
     reminders = policy.reminders
-    users, stand_ins = await with_stand_ins(services, policy.users, members, requester=requester)
     return ApproverPolicy(
         allowed_users=users,
-        stand_ins=stand_ins,
+        stand_ins=tuple(dict.fromkeys(stand_ins)),
         allowed_groups=policy.groups,
         group_members=members,
         open_to_channel=policy.anyone_in_channel,

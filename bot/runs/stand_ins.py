@@ -23,6 +23,8 @@ async def with_stand_ins(
     for nobody, and nobody stands in for the ``requester`` (storage counts a delegate and
     the person they stand in for as one: one vote, and never the requester's own
     approval). When storage cannot tell, nobody is taken for away."""
+    if not users and not members:
+        return users, ()
     try:
         away = await services.storage.away.of((*users, *members), services.clock.now())
     except StorageError as exc:

@@ -8,7 +8,8 @@ from typing import Any
 
 from harness import ALICE, BOB, CAROL, CHANNEL, MALLORY, Harness
 
-from bot.agents.policy import Policy
+from bot.agents.policy import Escalate, Policy
+from bot.schedule.scheduler import Scheduler
 from bot.ui import ids
 
 
@@ -140,3 +141,29 @@ async def test_nobody_stands_in_for_the_requester_who_may_not_approve_their_own(
     await bot.slack.wait_calls("chat.postEphemeral")
     assert "not among the approvers" in bot.slack.called("chat.postEphemeral")[-1]["text"]
     assert bot.tool_log.calls == []
+
+
+async def test_an_escalation_step_asks_the_delegate_of_its_approver_who_is_away(
+    make_bot: Any,
+) -> None:
+    new_york = "C0NYC"
+    step = Escalate(channel=new_york, users=(BOB,), expires_after=timedelta(hours=4))
+    policy = Policy(
+        channel=CHANNEL,
+        users=(ALICE,),
+        expires_after=timedelta(hours=1),
+        on_expiry=step,
+        reminders=None,
+    )
+    bot: Harness = await make_bot(policy)
+    back_on = (bot.clock.now() + timedelta(days=10)).date().isoformat()
+    await bot.command(f"away until {back_on} to <@{MALLORY}|mallory>", user=BOB)
+    value = await bot.start(requested_by=CAROL)
+    bot.clock.advance(timedelta(hours=1))
+    await Scheduler(bot.services).tick()
+    posts = zip(bot.slack.called("chat.postMessage"), bot.slack.answers("chat.postMessage"))
+    [(card, answer)] = [(p, a) for p, a in posts if p["channel"] == new_york]
+    assert f"<@{MALLORY}>" in card["text"]  # the delegate is asked
+    await bot.click(ids.APPROVE, value, user=MALLORY, channel=new_york, message_ts=answer["ts"])
+    assert (await bot.finished()).startswith("Finished")
+    assert bot.slack.called("chat.postEphemeral") == []
