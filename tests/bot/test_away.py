@@ -161,7 +161,8 @@ async def test_an_escalation_step_asks_the_delegate_of_its_approver_who_is_away(
     value = await bot.start(requested_by=CAROL)
     bot.clock.advance(timedelta(hours=1))
     await Scheduler(bot.services).tick()
-    posts = zip(bot.slack.called("chat.postMessage"), bot.slack.answers("chat.postMessage"))
+    calls, answers = bot.slack.called("chat.postMessage"), bot.slack.answers("chat.postMessage")
+    posts = zip(calls, answers, strict=True)
     [(card, answer)] = [(p, a) for p, a in posts if p["channel"] == new_york]
     assert f"<@{MALLORY}>" in card["text"]  # the delegate is asked
     await bot.click(ids.APPROVE, value, user=MALLORY, channel=new_york, message_ts=answer["ts"])
