@@ -147,6 +147,7 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
         argv, command = argv[:cut], argv[cut + 1 :]
     parser = argparse.ArgumentParser(
         prog="signoff gate",
+        usage="%(prog)s --title TITLE --channel CHANNEL [options] [-- COMMAND [ARG ...]]",
         description="Ask for approval in Slack; run COMMAND only if approved.",
         epilog="exit status: the command's own when it ran; otherwise "
         + "; ".join(f"{code} {text}" for code, text in EXIT_CODES.items()),

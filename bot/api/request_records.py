@@ -229,12 +229,14 @@ def request_view(
 
 
 async def with_names(services: Services, view: RequestView) -> RequestView:
-    """``view`` with the Slack names of the users it names (approvers, who decided), so a
-    job's log can say "approved by alice" rather than a user id."""
+    """``view`` with the Slack names of the users it names (approvers, who decided) and
+    its user groups' handles, so a job's log can say "approved by alice" rather than a
+    user id, and "@oncall" rather than a group id."""
     named = [*view.approvers, *view.approvals, view.decided_by, view.held_by]
     named += [item.decided_by for item in view.items]
     users = [who for who in named if who and is_user_id(who)]
-    return view.model_copy(update={"names": await services.directory.names(users)})
+    groups = [who for who in view.approvers if who.startswith("S")]  # as the API took them
+    return view.model_copy(update={"names": await services.directory.names(users + groups)})
 
 
 def _status(record: InterruptRecord) -> RequestStatusName:

@@ -94,12 +94,17 @@ class Directory:
 
     async def names(self, user_ids: Iterable[str]) -> dict[str, str]:
         """The Slack name of each of ``user_ids`` that Slack told (``users.info``, cached
-        with the time zone), for output read outside Slack: ``{"U0ALICE": "alice"}``."""
+        with the time zone; a user group's ``@handle``), for output read outside Slack:
+        ``{"U0ALICE": "alice", "S0ONCALL": "@oncall"}``."""
         found: dict[str, str] = {}
         try:
             async with asyncio.timeout(_NAMES_WITHIN.total_seconds()):
                 for user_id in dict.fromkeys(user_ids):
-                    name = (await self.zone(user_id)).name
+                    if user_id.startswith("S"):
+                        handles = await self._group_handles()
+                        name = next((f"@{h}" for h, g in handles.items() if g == user_id), None)
+                    else:
+                        name = (await self.zone(user_id)).name
                     if name:
                         found[user_id] = name
         except (ClientError, TimeoutError, OSError) as exc:  # a courtesy: never worth a wait
@@ -109,19 +114,24 @@ class Directory:
     async def group_id(self, handle: str) -> str | None:
         """The id of the user group ``@handle`` (``usergroups.list``, asked at most every
         five minutes); None when there is none, or Slack would not list them."""
+        return (await self._group_handles()).get(handle.removeprefix("@"))
+
+    async def _group_handles(self) -> dict[str, str]:
+        """Every user group's handle and id, as ``usergroups.list`` said at most five
+        minutes ago; empty when Slack would not list them."""
         now = self._clock.now()
         if self._handles is None or now - self._handles[0] >= _HANDLES_FRESH_FOR:
             try:
                 answer = await self._client.usergroups_list()
             except SlackApiError as exc:
                 log.error("usergroups.list answered %s: check usergroups:read", slack_error(exc))
-                return None
+                return {}
             except (ClientError, TimeoutError, OSError) as exc:
                 log.error("usergroups.list: Slack could not be reached (%r)", exc)
-                return None
+                return {}
             groups = answer.get("usergroups") or []
             self._handles = (now, {str(g["handle"]): str(g["id"]) for g in groups})
-        return self._handles[1].get(handle.removeprefix("@"))
+        return self._handles[1]
 
     async def channels_of(self, user_id: str) -> tuple[str, ...]:
         """The channels ``user_id`` is in (``users.conversations``, kept five minutes); none

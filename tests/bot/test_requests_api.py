@@ -266,7 +266,7 @@ async def test_a_user_group_named_by_its_handle_decides(jobs: Jobs) -> None:
     jobs.bot.slack.handles["S0ONCALL"] = "oncall"
     status, made = await jobs.ask(approvers=["@oncall"], min_approvals=2)
     assert status == 201, made
-    assert made["approvers"] == ["S0ONCALL"]
+    assert made["approvers"] == ["S0ONCALL"] and made["names"]["S0ONCALL"] == "@oncall"
     for user in (ALICE, BOB):
         await jobs.bot.click(ids.APPROVE, jobs.value(), user=user)
     _, answer = await jobs.get(made["status_url"] + "?wait=10")

@@ -100,6 +100,14 @@ def test_an_item_given_twice_is_named_with_its_option(
     )
 
 
+def test_the_usage_shows_where_the_command_goes(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        parse_args(["--help"])
+    assert capsys.readouterr().out.startswith(
+        "usage: signoff gate --title TITLE --channel CHANNEL [options] [-- COMMAND [ARG ...]]\n"
+    )
+
+
 def test_a_quorum_is_announced_with_every_approver(capsys: pytest.CaptureFixture[str]) -> None:
     approved = _view(status="approved", approvals=["U0BOB", "U0CAROL"], decided_by="U0CAROL")
     assert gate._verdict(approved) is None  # the command may run
