@@ -27,6 +27,7 @@ Prints a table and, as its last line, one JSON object with every figure.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -247,17 +248,23 @@ async def frozen() -> dict[str, Any]:
             await asyncio.sleep(max(0.0, 8 - max(acks)))  # keep Redis frozen for 8 s in all
         finally:
             os.kill(s.redis.pid, signal.SIGCONT)
-        await s.sandbox.wait_for(lambda: all(s.finished(c) for c in cards), within=60)
+        # A click Redis never confirmed may be lost: its clicker was told to look at the
+        # card and click again if it does not change. Wait for those that were kept.
+        with contextlib.suppress(TimeoutError):
+            await s.sandbox.wait_for(lambda: all(s.finished(c) for c in cards), within=30)
         notes = [e.text for e in s.sandbox.workspace.ephemerals(BOB, CHANNEL)]
         decided = sum(_decided(m) for m in s.cards())
+        finished = sum(s.finished(c) for c in cards)
         # "Nothing was recorded" would be untrue for a click that was carried out.
-        untrue = notes.count(STORAGE_DOWN) if decided == len(cards) else 0
+        untrue = max(0, decided - (len(cards) - notes.count(STORAGE_DOWN)))
         return {
             "frozen_clicks": len(cards),
             "frozen_ack_max_s": round(max(acks), 2),
             "frozen_acks_over_3s": sum(a > 3 for a in acks),
             "frozen_told_unconfirmed": notes.count(UNCONFIRMED),
             "frozen_decided": decided,
+            "frozen_runs_finished": finished,
+            "frozen_still_pending": len(s.pending_cards()),
             "frozen_untrue_messages": untrue,
         }
 

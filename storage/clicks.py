@@ -4,14 +4,20 @@ The HTTP handler appends a click (one round trip; the clicks of one event-loop t
 share it) before answering Slack, so a click Slack saw acknowledged survives the process
 that took it. Deciders read the stream through a consumer group, decide, then ``ack``;
 entries a dead consumer claimed are taken over with ``reclaim``. A click can therefore
-be delivered twice: ``decide`` takes the entry id, and a second decision of the same
-entry changes nothing.
+be delivered twice: ``decide`` takes the click's id, and a second decision of the same
+click changes nothing.
+
+A click whose appender gave up waiting (its clicker was told it is not confirmed yet,
+and to look at the card) is sent again while Redis does not answer, for up to
+``KEEP_TRYING``: a stalled Redis that comes back still gets it. Sent twice (the first
+reached Redis after all), it is two entries of one click id, decided once.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -19,10 +25,13 @@ from datetime import datetime, timedelta
 from .client import RedisClient
 from .consumer_group import ConsumerGroup
 from .epoch import from_ms, to_ms
-from .errors import InvalidIdError
+from .errors import InvalidIdError, StorageError
 from .keys import Keys
 
 log = logging.getLogger(__name__)
+
+KEEP_TRYING = timedelta(seconds=60)
+"""How long a click nobody waits for any more is sent again while Redis does not answer."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -39,6 +48,8 @@ class ClickEntry:
     action_id: str
     clicked_at: datetime
     shard: int = 0
+    click_id: str = ""
+    """The click's own id, the same in every entry of it; its entry id when it has none."""
     trigger_id: str = ""
     """The interaction's id in Slack, for the logs (empty for clicks queued before it was kept)."""
 
@@ -92,6 +103,7 @@ class ClickStream:
             "action_id": action_id,
             "at": to_ms(clicked_at),
             "trigger_id": trigger_id,
+            "click": secrets.token_hex(8),
         }
         future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         self._waiting.append((fields, future))
@@ -109,32 +121,54 @@ class ClickStream:
         """
         await asyncio.sleep(0)  # let the clicks already read by the server join this batch
         batch, self._waiting = self._waiting, []
-        try:
-            async with self._client.guard("queue a click"):
-                pipe, added = self._client.pipeline(), []
-                for fields, _ in batch:
-                    record_id = str(fields["record_id"])
-                    added.append(len(pipe))
-                    pipe.xadd(
-                        self._keys.click_stream(self._shard_of(record_id)),
-                        fields,  # type: ignore[arg-type]  # redis-py's FieldT is too narrow
-                        maxlen=self._max_entries,
-                        approximate=True,
-                    )
-                    # Counted so the expiry sweep waits for the click (``done`` uncounts it).
-                    waiting = self._waiting_key(record_id)
-                    if waiting is not None:
-                        pipe.incr(waiting)
-                replies = await pipe.execute()
-                entry_ids = [replies[i] for i in added]
-        except Exception as exc:  # StorageError, or a bug: never leave an appender waiting
-            for _, future in batch:
-                if not future.done():
-                    future.set_exception(exc)
-        else:
-            for (_, future), entry_id in zip(batch, entry_ids, strict=True):
-                if not future.done():
-                    future.set_result(str(entry_id))
+        loop = asyncio.get_running_loop()
+        give_up, pause = loop.time() + KEEP_TRYING.total_seconds(), 0.5
+        while batch:
+            try:
+                entry_ids = await self._send([fields for fields, _ in batch])
+            except StorageError as exc:
+                # An appender still waiting is told now (its clicker hears nothing was
+                # recorded); one that gave up told its clicker to watch the card: retried.
+                for _, future in batch:
+                    if not future.done():
+                        future.set_exception(exc)
+                batch = [(fields, future) for fields, future in batch if future.cancelled()]
+                if not batch or loop.time() + pause > give_up:
+                    if batch:
+                        log.error("%d clicks not queued: %s", len(batch), exc)
+                    return
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, 5.0)
+            except Exception as exc:  # a bug: never leave an appender waiting
+                for _, future in batch:
+                    if not future.done():
+                        future.set_exception(exc)
+                return
+            else:
+                for (_, future), entry_id in zip(batch, entry_ids, strict=True):
+                    if not future.done():
+                        future.set_result(entry_id)
+                return
+
+    async def _send(self, clicks: list[dict[str, str | int]]) -> list[str]:
+        """Append ``clicks`` in one pipeline; their entry ids."""
+        async with self._client.guard("queue a click"):
+            pipe, added = self._client.pipeline(), []
+            for fields in clicks:
+                record_id = str(fields["record_id"])
+                added.append(len(pipe))
+                pipe.xadd(
+                    self._keys.click_stream(self._shard_of(record_id)),
+                    fields,  # type: ignore[arg-type]  # redis-py's FieldT is too narrow
+                    maxlen=self._max_entries,
+                    approximate=True,
+                )
+                # Counted so the expiry sweep waits for the click (``done`` uncounts it).
+                waiting = self._waiting_key(record_id)
+                if waiting is not None:
+                    pipe.incr(waiting)
+            replies = await pipe.execute()
+        return [str(replies[i]) for i in added]
 
     async def claim(
         self, consumer: str, *, shard: int = 0, count: int = 32, block: timedelta | None = None
@@ -210,5 +244,6 @@ def _entry(entry_id: str, fields: dict[str, str], shard: int) -> ClickEntry:
         action_id=fields["action_id"],
         clicked_at=from_ms(int(fields["at"])),
         shard=shard,
+        click_id=fields.get("click") or entry_id,
         trigger_id=fields.get("trigger_id", ""),
     )

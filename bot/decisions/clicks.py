@@ -240,13 +240,13 @@ async def _decide_click(services: Services, entry: ClickEntry) -> None:
         )
 
     try:
-        outcome = await decide(entry.id)
+        outcome = await decide(entry.click_id)
     except CorruptRecordError as exc:
         await record_damaged(services, exc, entry.record_id, user=user, channel=channel)
         await post_ephemeral(services, channel=channel, user=user, text=DAMAGED)
         return  # decided for good: nothing can be decided on it; retrying would loop
     if outcome.reason == "not_allowed" and await refresh_groups(services, outcome.record, user):
-        outcome = await decide(f"{entry.id}-regrouped")  # the first id is marked refused
+        outcome = await decide(f"{entry.click_id}-regrouped")  # the first is marked refused
     if outcome.status == "replayed" and outcome.reason is not None:
         return
     if outcome.status == "refused":
