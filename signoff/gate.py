@@ -312,7 +312,13 @@ class Progress:
 def _say_waiting(view: RequestView) -> None:
     who = ", ".join(_person(view, user) for user in view.approvers) or "anyone in the channel"
     many = f"{view.min_approvals} of " if view.min_approvals > 1 else ""
-    _say(f"signoff gate: request {view.id} waiting for approval: {view.permalink or '-'}")
+    if view.permalink:
+        _say(f"signoff gate: request {view.id} waiting for approval: {view.permalink}")
+    else:
+        _say(
+            f"signoff gate: request {view.id} waiting for approval; its card is not in "
+            f"Slack yet, and Signoff keeps trying (is the app a member of {view.channel}?)"
+        )
     _say(f"signoff gate: who may decide: {many}{who}")
     if view.expires_at is not None:
         left = max(0, int(view.expires_at.timestamp() - time.time()))

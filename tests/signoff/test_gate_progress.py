@@ -125,3 +125,14 @@ def test_people_are_named_as_slack_names_them_where_the_view_says(
     )
     assert gate._verdict(approved) is None
     assert capsys.readouterr().err == "signoff gate: approved by bob (U0BOB), U0CAROL\n"
+
+
+def test_a_card_not_in_slack_yet_is_said_with_the_likely_fix(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    gate._say_waiting(_view(names={"S0ONCALL": "@oncall"}))
+    assert capsys.readouterr().err.splitlines()[:2] == [
+        f"signoff gate: request req_{'0' * 32} waiting for approval; its card is not in Slack "
+        "yet, and Signoff keeps trying (is the app a member of C0OPS?)",
+        "signoff gate: who may decide: 2 of @oncall (S0ONCALL)",
+    ]
