@@ -35,6 +35,7 @@ async def run_agui(
     *,
     expiry: Expiry | None = None,
     offered: Offered | None = None,
+    decided_elsewhere: Sequence[InterruptResponse] = (),
 ) -> AsyncIterator[AguiEvent]:
     """Run ``agent`` for one AG-UI request and yield its AG-UI events.
 
@@ -44,6 +45,8 @@ async def run_agui(
     ``expiry`` or with a decision not ``offered``, or a prompt while the thread waits for
     a human) is a RUN_ERROR and changes
     nothing stored. The tool calls of one model turn share one ``parentMessageId``.
+    Interrupts answered on another surface (``decided_elsewhere``: a Slack card) need no
+    answer in the resume; the run takes their answers with the app's.
     """
     try:
         request = parse_run_input(input)
@@ -54,8 +57,13 @@ async def run_agui(
     yield run_started(thread_id=thread_id, run_id=run_id)
     try:
         open_interrupts = await agent.open_interrupts(thread_id)
-        _refuse_expired(request.resume, open_interrupts, expiry)
-        run_input: RunInput = request.prompt or interrupt_responses(request.resume, open_interrupts)
+        elsewhere = {r.interrupt_id for r in decided_elsewhere}
+        waiting = [i for i in open_interrupts if i.id not in elsewhere]
+        _refuse_expired(request.resume, waiting, expiry)
+        run_input: RunInput = request.prompt or [
+            *interrupt_responses(request.resume, waiting),
+            *decided_elsewhere,
+        ]
         if isinstance(run_input, list) and offered is not None:
             _refuse_not_offered(run_input, open_interrupts, offered)
         # A tool call that interrupted was announced by the run it interrupted; this

@@ -70,7 +70,8 @@ def add_agui_routes(app: web.Application, services: Services, *, token: SecretSt
             headers={"Content-Type": encoder.get_content_type(), "Cache-Control": "no-cache"}
         )
         agent = services.registry.agent(name)
-        refusal, place = await answer_cards(services, agent, body)
+        answers = await answer_cards(services, agent, body)
+        refusal = answers.refusal
         await response.prepare(request)
 
         async def send(event: Any) -> None:
@@ -82,11 +83,18 @@ def add_agui_routes(app: web.Application, services: Services, *, token: SecretSt
             await send(run_error(refusal.message, code=refusal.code))
         else:
             policy = _expiry(services, name), _offered(services, name)
-            async for event in run_agui(agent, body, expiry=policy[0], offered=policy[1]):
+            async for event in run_agui(
+                agent,
+                body,
+                expiry=policy[0],
+                offered=policy[1],
+                decided_elsewhere=answers.decided_on_cards,
+            ):
                 await send(event)
         await response.write_eof()
         if refusal is None:
-            await post_cards(services, name, agent, str(body.get("threadId") or ""), place)
+            thread_id = str(body.get("threadId") or "")
+            await post_cards(services, name, agent, thread_id, answers.place)
         return response
 
     async def capabilities(request: web.Request) -> web.Response:

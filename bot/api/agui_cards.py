@@ -5,11 +5,12 @@ Whichever answer comes first wins. The app's resume decides the cards "in the ap
 resume job follows: the AG-UI request resumes the run itself); an interrupt already
 decided on its card refuses the app's answer, naming who decided it, and the resume
 worker runs the rest. A click that lands between the app's answers refuses its resume
-too, and the answers it recorded reach the run with the click's, through that worker. An
-answer the card would not take (expired, not offered, edited arguments that do not fit,
-or an approval its policy wants from people: a quorum or an undo window), or a resume
-the runtime would refuse (an interrupt answered twice, or not open), is refused before
-any card changes.
+too, and the answers it recorded reach the run with the click's, through that worker.
+Interrupts of the turn decided on their cards before the app's resume need no answer
+from it: the run takes their cards' answers with the app's. An answer the card would not
+take (expired, not offered, edited arguments that do not fit, or an approval its policy
+wants from people: a quorum or an undo window), or a resume the runtime would refuse (an
+interrupt answered twice, or not open), is refused before any card changes.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from agent_runtime import Agent
 from agent_runtime.agui import interrupt_responses, parse_run_input
 from agent_runtime.errors import AgentRuntimeError
 from agent_runtime.interrupts import Decision, Interrupt, InterruptResponse
-from agent_runtime.runnable import Runnable, ThreadStatus
+from agent_runtime.runnable import Runnable
 from bot.runs.drive import settle
 from bot.runs.place import Place, place_of
 from bot.services import Services
@@ -46,44 +47,64 @@ class Refusal:
     message: str
 
 
-async def answer_cards(
-    services: Services, agent: Runnable, body: dict[str, Any]
-) -> tuple[Refusal | None, Place | None]:
+@dataclass(frozen=True)
+class CardAnswers:
+    """What the cards made of the app's resume: why it is refused (or None), where the
+    cards are, and the answers given on cards the app left out (the run takes them with
+    the app's)."""
+
+    refusal: Refusal | None = None
+    place: Place | None = None
+    decided_on_cards: tuple[InterruptResponse, ...] = ()
+
+
+async def answer_cards(services: Services, agent: Runnable, body: dict[str, Any]) -> CardAnswers:
     """Record the resume in ``body`` on its interrupts' cards, first checking each card
-    takes its answer; ``(why the resume is refused, or None; where the cards are)``.
+    takes its answer.
 
     A resume the runtime would refuse anyway (malformed, unknown interrupts) changes no
-    card: the run reports it."""
+    card: the run reports it. Interrupts of the round already decided on their cards
+    need no answer from the app: the run goes on with their cards' answers."""
     try:
         request = parse_run_input(body)
         status = await agent.thread_status(request.thread_id) if request.resume else None
         if status is None:
-            return None, None
-        ids = [record_id(status.run_id, a.interrupt_id) for a in request.resume]
+            return CardAnswers()
+        answered = {a.interrupt_id for a in request.resume}
+        open_ids = {i.id for i in status.interrupts}
+        ids = {i: record_id(status.run_id, i) for i in answered | open_ids}
     except (AgentRuntimeError, InvalidIdError):
-        return None, None
-    cards, _ = await services.storage.queries.many(ids)
-    for card in cards:
+        return CardAnswers()
+    cards, _ = await services.storage.queries.many(list(ids.values()))
+    asked = [card for card in cards if card.runtime_interrupt.id in answered]
+    final = {card.runtime_interrupt.id: card for card in cards if card.state != "pending"}
+    for card in asked:
         if card.state != "pending":  # decided on its card first (or expired)
-            return _decided_elsewhere(card), place_of(card)
+            rest_open = bool(open_ids - set(final))
+            return CardAnswers(_decided_elsewhere(card, rest_open=rest_open), place_of(card))
+    elsewhere = list(final.values())  # open interrupts the app left to their cards
+    decided_on_cards = tuple(r for r in (card.response() for card in elsewhere) if r)
     try:
-        if status.status != "interrupted" or not _each_open_once(request.resume, status):
-            return None, None
-        responses = interrupt_responses(request.resume, list(status.interrupts))
+        waiting = [i for i in status.interrupts if i.id not in final]
+        if status.status != "interrupted" or not _each_open_once(request.resume, waiting):
+            return CardAnswers()
+        responses = interrupt_responses(request.resume, waiting)
     except AgentRuntimeError:
-        return None, None
+        return CardAnswers()
     now = services.clock.now()
-    by_id = {card.id: card for card in cards}
-    answered = [
-        (by_id[rid], _decision(r)) for rid, r in zip(ids, responses, strict=True) if rid in by_id
+    by_id = {card.id: card for card in asked}
+    answered_cards = [
+        (by_id[ids[r.interrupt_id]], _decision(r))
+        for r in responses
+        if ids[r.interrupt_id] in by_id
     ]  # an interrupt may have no card
-    for card, decision in answered:
+    for card, decision in answered_cards:
         refusal = _not_taken(agent, card, decision, now)
         if refusal is not None:
-            return refusal, place_of(card)
+            return CardAnswers(refusal, place_of(card))
     decided: list[InterruptRecord] = []
     refused: tuple[Refusal, InterruptRecord] | None = None
-    for card, decision in answered:
+    for card, decision in answered_cards:
         outcome, after = await services.storage.interrupts.decide_in_app(
             card.id, IN_APP, decision, now=now
         )
@@ -98,17 +119,16 @@ async def answer_cards(
     for card in decided:
         await update_message(services, card)
     if refused is not None:
-        return refused[0], place_of(refused[1])
-    return None, place_of(decided[0]) if decided else None
+        return CardAnswers(refused[0], place_of(refused[1]))
+    place = place_of(decided[0]) if decided else place_of(elsewhere[0]) if elsewhere else None
+    return CardAnswers(place=place, decided_on_cards=decided_on_cards)
 
 
-def _each_open_once(resume: Sequence[Any], status: ThreadStatus) -> bool:
-    """Whether the resume answers each interrupt once, and only the run's open ones: one
-    the runtime would refuse for this must change no card first."""
+def _each_open_once(resume: Sequence[Any], waiting: Sequence[Interrupt]) -> bool:
+    """Whether the resume answers each interrupt once, and only the ones waiting for it:
+    one the runtime would refuse for this must change no card first."""
     answered = [a.interrupt_id for a in resume]
-    return len(set(answered)) == len(answered) and set(answered) <= {
-        i.id for i in status.interrupts
-    }
+    return len(set(answered)) == len(answered) and set(answered) <= {i.id for i in waiting}
 
 
 def _not_taken(
@@ -202,7 +222,7 @@ def _decision(response: InterruptResponse) -> Decision:
 
 
 def _decided_elsewhere(
-    card: InterruptRecord, *, recorded: Sequence[InterruptRecord] = ()
+    card: InterruptRecord, *, recorded: Sequence[InterruptRecord] = (), rest_open: bool = False
 ) -> Refusal:
     who = ""
     if card.decided_by == IN_APP:
@@ -214,5 +234,11 @@ def _decided_elsewhere(
     return Refusal(
         "decided_elsewhere",
         f"interrupt {card.runtime_interrupt.id} was already {card.state}{who}; "
-        + (_kept(recorded) if recorded else "this answer changed nothing"),
+        + (_kept(recorded) if recorded else "this answer changed nothing")
+        + (
+            "; answer the thread's other interrupts without it, and the run goes on with "
+            "its card's answer and yours"
+            if rest_open
+            else ""
+        ),
     )

@@ -105,6 +105,8 @@ async def post_interrupt(services: Services, record: InterruptRecord) -> Interru
     posted = marked[0]
     if posted is None or posted.channel is None:
         return posted
+    if any(m is not None and (m.state != "pending" or m.held is not None) for m in marked):
+        await update_message(services, posted)  # decided while its post was on its way
     link = await permalink(services, posted.channel, ts)
     if link is None:
         return posted

@@ -400,3 +400,42 @@ async def test_a_click_between_the_apps_answers_loses_none_of_them(
     await bot.slack.wait_for(lambda: sorted(deleted) == ["/tmp/a", "/tmp/b"], what="both calls")
     record = await bot.services.storage.queries.get(card_a)
     assert record is not None and record.state == "approved" and record.decided_by == "app"
+
+
+async def test_a_card_decided_in_slack_goes_on_with_the_apps_answers_to_the_others(
+    endpoint_for: Callable[..., Awaitable[Endpoint]],
+) -> None:
+    """Cards A and B: A is approved in Slack. The app's answer to A is refused, saying to
+    answer the rest; its answer to B alone runs the run on with both, once."""
+    deleted: list[str] = []
+    endpoint = await endpoint_for(spec=deletions(deleted, ["/tmp/a", "/tmp/b"], batch=False))
+    bot = endpoint.bot
+    [first] = await _client(endpoint.url, "thread-mixed", [{"prompt": "clean up"}])
+    interrupts = first["finished"]["outcome"]["interrupts"]
+    await bot.slack.wait_calls("chat.postMessage", 2)
+    value_a = bot.posted(0)["blocks"][-1]["elements"][0]["value"]
+    await bot.click(ids.APPROVE, value_a, user=ALICE)
+    await bot.slack.wait_for(
+        lambda: any(u["ts"] == bot.message_ts(0) for u in bot.slack.called("chat.update")),
+        what="card A approved in Slack",
+    )
+    card_a = await bot.services.storage.queries.get(bot.record_id(value_a))
+    assert card_a is not None and card_a.state == "approved"
+    a, b = sorted(interrupts, key=lambda i: i["id"] != card_a.runtime_interrupt.id)
+    deny_b = {"interruptId": b["id"], "status": "resolved", "payload": {"type": "reject"}}
+    both = [{"interruptId": a["id"], "status": "resolved", "payload": {"type": "reject"}}, deny_b]
+    [refused] = await _client(endpoint.url, "thread-mixed", [{"resume": both}])
+    assert refused["error"]["code"] == "decided_elsewhere", refused
+    assert f"approved in Slack by {ALICE}" in refused["error"]["message"]
+    assert "answer the thread's other interrupts without it" in refused["error"]["message"]
+    [seen] = await _client(endpoint.url, "thread-mixed", [{"resume": [deny_b]}])
+    assert seen["error"] is None and seen["finished"]["outcome"] == {"type": "success"}, seen
+    call_a = card_a.runtime_interrupt.tool_call
+    assert call_a is not None and deleted == [call_a.args["path"]]
+    card_b = await bot.services.storage.queries.get(
+        bot.record_id(bot.posted(1)["blocks"][-1]["elements"][0]["value"])
+    )
+    assert card_b is not None and card_b.state == "denied" and card_b.decided_by == "app"
+    storage = bot.services.storage
+    streams = [storage.keys.resume_stream(shard) for shard in storage.keys.all_shards]
+    assert [await storage.client.raw.xlen(s) for s in streams] == [0] * len(streams)  # no job

@@ -219,3 +219,27 @@ async def test_a_tools_own_interrupt_offers_edit_and_the_tool_sees_the_original_
     assert originals == [{"paths": PATHS}]
     update = bot.slack.called("chat.update")[-1]
     assert '"/tmp/a"' in str(update["blocks"]) and "Run with" in str(update["blocks"])
+
+
+async def test_a_card_decided_while_its_post_was_on_its_way_shows_the_decision(
+    make_bot: Any,
+) -> None:
+    """An app, a job or a withdrawal can decide a request between Slack posting its card
+    and the post being recorded: the card is redrawn, never left offering buttons."""
+    bot: Harness = await make_bot()
+    store = bot.services.storage.interrupts
+    mark_posted = store.mark_posted
+
+    async def withdrawn_first(rid: str, *args: Any, **kwargs: Any) -> Any:
+        record = await bot.services.storage.queries.get(rid)
+        assert record is not None
+        await store.cancel_run(record.run_id, reason="withdrawn", now=bot.clock.now())
+        return await mark_posted(rid, *args, **kwargs)
+
+    store.mark_posted = withdrawn_first  # type: ignore[method-assign]
+    await bot.start()
+    await bot.slack.wait_calls("chat.update")
+    [update] = bot.slack.called("chat.update")
+    assert update["ts"] == bot.message_ts(0)
+    assert update["blocks"][0]["text"]["text"] != bot.posted(0)["blocks"][0]["text"]["text"]
+    assert "actions" not in [block["type"] for block in update["blocks"]]
