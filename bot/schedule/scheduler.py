@@ -149,7 +149,8 @@ class Scheduler:
         # Escalated: a card the escalation approvers decide, in their channel or the thread.
         escalated = await post_escalation(services, record)
         await update_message(services, escalated or record)
-        await tell_escalated(services, escalated or record)
+        if await _still_pending(services, record):  # not decided since the sweep
+            await tell_escalated(services, escalated or record)
 
     async def _batch_expired(self, record: InterruptRecord) -> None:
         services = self._services
@@ -166,6 +167,8 @@ class Scheduler:
 
     async def _send_reminder(self, due: ReminderDue) -> None:
         services, record = self._services, due.record
+        if not await _still_pending(services, record):  # decided since it fell due
+            return
         policy = record.policy
         voted = set(record.approvals)
         approvers = [
@@ -201,3 +204,9 @@ class Scheduler:
                 detail=" ".join(awake[:30]),
             )
         )
+
+
+async def _still_pending(services: Services, record: InterruptRecord) -> bool:
+    """Whether ``record``, read by a sweep moments ago, is still waiting for a decision."""
+    latest = await services.storage.queries.get(record.id)
+    return latest is not None and latest.state == "pending" and latest.held is None

@@ -117,12 +117,40 @@ async def post_interrupt(services: Services, record: InterruptRecord) -> Interru
 
 async def update_message(services: Services, record: InterruptRecord) -> None:
     """Redraw the interrupt's message in place (``chat.update`` from the stored channel/ts),
-    and its escalation card when it has one: every copy shows the same state."""
-    try:
-        message = await _message(services, record)
-    except StorageError as exc:
-        log.error("interrupt %s: its batch card not redrawn: %s", record.id, exc)
-        return
+    and its escalation card when it has one: every copy shows the same state.
+
+    Then the stored record is read again: a step that landed while this one was drawn
+    (whose own redraw may have reached Slack first) is drawn again, so Slack is left
+    showing the latest state, never an older one."""
+    drawn: SlackMessage | None = None
+    for _ in range(_REDRAWS):
+        try:
+            message = await _message(services, record)
+        except StorageError as exc:
+            log.error("interrupt %s: its batch card not redrawn: %s", record.id, exc)
+            return
+        if message == drawn:
+            return
+        await _update_copies(services, record, message)
+        drawn = message
+        try:
+            latest = await services.storage.queries.get(record.id)
+        except StorageError as exc:
+            log.warning("interrupt %s: not read again after its redraw: %s", record.id, exc)
+            return
+        if latest is None:
+            return
+        record = latest
+
+
+_REDRAWS = 3
+"""At most this many draws per update: each further one follows a step that landed during
+the previous one."""
+
+
+async def _update_copies(
+    services: Services, record: InterruptRecord, message: SlackMessage
+) -> None:
     copies = [(record.channel, record.message_ts), *record.escalation_cards]
     if record.escalation_channel and record.escalation_ts:
         copies.append((record.escalation_channel, record.escalation_ts))
