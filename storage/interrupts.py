@@ -17,7 +17,12 @@ from agent_runtime.interrupts import Decision
 
 from .approvers import ApproverPolicy
 from .epoch import to_ms
-from .errors import DuplicateInterruptError, InvalidIdError
+from .errors import (
+    CorruptRecordError,
+    DuplicateInterruptError,
+    InvalidIdError,
+    StorageResponseError,
+)
 from .keys import check_id, split_record_id
 from .outcomes import DecideOutcome, RefusalReason
 from .records import InterruptRecord
@@ -32,6 +37,11 @@ GROUP_CHECK_EVERY = timedelta(minutes=5)
 """How often the members of a pending interrupt's user groups are checked again."""
 AppOutcome = Literal["recorded", "already_decided", "expired", "unknown"]
 """How an app's decision (``decide_in_app``) went."""
+
+
+_CANCEL_TRIES = 3
+"""Reads of a run's pending records before cancelling them gives up, each overtaken by a
+change to the run."""
 
 
 class InterruptStore(DueSweeps):
@@ -331,17 +341,30 @@ class InterruptStore(DueSweeps):
     async def cancel_run(
         self, run_id: str, *, reason: str, now: datetime, by: str | None = None
     ) -> int:
-        """Cancel every pending interrupt of a run (no resume follows); the number cancelled."""
-        async with self._client.guard("cancel run"):
-            members = await self._client.raw.smembers(self._keys.run_pending(run_id))
-        pending = sorted(cast(set[str], members))
+        """Cancel every pending interrupt of a run in one atomic step (no resume follows, and
+        no decision lands between two of them); the number cancelled."""
         decision = json.dumps(Decision.reject(reason).to_dict(), separators=(",", ":"))
-        extra: list[str | int] = [
+        args: list[str | int] = [
+            by or "",
+            to_ms(now),
             decision,
             millis(self._retention.decided),
             self._retention.audit_entries,
         ]
-        results = await self._pipelined("cancel", pending, [by or "", to_ms(now), *extra])
-        cancelled = sum(1 for r in results if r is not None and r[0] == "cancelled")
-        log.info("run %s: cancelled %d pending interrupts", run_id, cancelled)
-        return cancelled
+        for _ in range(_CANCEL_TRIES):
+            async with self._client.guard("cancel run"):
+                members = await self._client.raw.smembers(self._keys.run_pending(run_id))
+            pending = sorted(cast(set[str], members))
+            if not pending:
+                return 0
+            keys = self._transition_keys(pending[0]) + [self._keys.record(r) for r in pending[1:]]
+            reply = cast(list[str], await self._client.eval("cancel", keys, [*args, *pending]))
+            if reply[0] == "moved":  # a decision or a new round changed the run meanwhile
+                continue
+            for rid in reply[2:]:
+                log.error(
+                    "%s", CorruptRecordError(self._keys.record(rid), "its policy is not JSON")
+                )
+            log.info("run %s: cancelled %s pending interrupts", run_id, reply[1])
+            return int(reply[1])
+        raise StorageResponseError(f"run {run_id} kept changing while it was being cancelled")

@@ -84,7 +84,10 @@ def openapi_document() -> dict[str, Any]:
                     "requestBody": {**_body("Withdrawal"), "required": False},
                     "responses": {
                         "200": _view("Withdrawn"),
-                        "409": _view("No longer pending: the request as it is, and an error"),
+                        "409": _view(
+                            "No longer pending, or some of its items decided first: the "
+                            "request as it is, and an error"
+                        ),
                         **_errors(400, 401, 404, 503),
                     },
                 }

@@ -234,7 +234,10 @@ class _RequestsApi:
             return await self._answer(latest, meta, status=409, note="it was no longer pending")
         log.info("request %s withdrawn by %s", record.run_id, caller.name)
         await update_message(services, latest)
-        return await self._answer(latest, meta)
+        view = await self._view(latest, meta)
+        if view.status != "withdrawn":  # items decided before the withdrawal landed
+            return self._respond(view, status=409, note="some of its items were decided first")
+        return self._respond(view)
 
     async def outcome(self, request: web.Request, caller: Caller) -> web.StreamResponse:
         found = await self._find(request, caller)
@@ -296,7 +299,10 @@ class _RequestsApi:
     async def _answer(
         self, record: InterruptRecord, meta: RequestMeta, *, status: int = 200, note: str = ""
     ) -> web.Response:
-        view = await self._view(record, meta)
+        return self._respond(await self._view(record, meta), status=status, note=note)
+
+    @staticmethod
+    def _respond(view: RequestView, *, status: int = 200, note: str = "") -> web.Response:
         data = json.loads(view.model_dump_json())
         if note:
             data["error"] = f"{note}; it is {view.status}"

@@ -555,3 +555,43 @@ async def test_a_new_client_with_a_revoked_ones_name_sees_none_of_its_requests(
     assert status == 409 and reused["field"] == "idempotency_key", reused
     record = await storage.queries.get(jobs.bot.record_id(jobs.value()))
     assert record is not None and record.state == "pending"
+
+
+async def test_a_withdrawal_that_lands_within_an_approve_selected_is_not_a_withdrawal(
+    jobs: Jobs,
+) -> None:
+    """Alice approves all six items; the job's withdrawal lands after three of them are
+    recorded. The job is answered 409 with the request as it is: three approved items."""
+    status, made = await jobs.ask(items=[f"vol-{n}" for n in range(6)])
+    assert status == 201, made
+    store = jobs.bot.services.storage.interrupts
+    decide = store.decide
+    three_decided, withdrawn = asyncio.Event(), asyncio.Event()
+    calls: list[str] = []
+    decided: list[str] = []
+    withdrawing: list[str] = []
+    answers: list[tuple[int, dict[str, Any]]] = []
+
+    async def withdrawn_after_three(rid: str, *args: Any, **kwargs: Any) -> Any:
+        calls.append(rid)
+        if len(calls) > 3:  # the last three wait for the withdrawal
+            await three_decided.wait()
+            if not withdrawing:
+                withdrawing.append(rid)  # the first of them withdraws
+                answers.append(await jobs.post(made["status_url"] + "/withdraw", {"reason": "x"}))
+                withdrawn.set()
+            await withdrawn.wait()
+            return await decide(rid, *args, **kwargs)
+        outcome = await decide(rid, *args, **kwargs)
+        decided.append(rid)
+        if len(decided) == 3:
+            three_decided.set()
+        return outcome
+
+    store.decide = withdrawn_after_three  # type: ignore[method-assign]
+    await jobs.bot.batch_click(ids.BATCH_APPROVE, user=ALICE)
+    await jobs.bot.slack.wait_for(withdrawn.is_set, what="the withdrawal answered")
+    [(code, body)] = answers
+    assert code == 409, body
+    assert body["status"] == "approved" and "some of its items were decided first" in body["error"]
+    assert sorted(i["status"] for i in body["items"]) == ["approved"] * 3 + ["withdrawn"] * 3

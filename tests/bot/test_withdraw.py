@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness import ALICE, BOB, CAROL, MALLORY, Harness
+import batch_agents
+from harness import ALICE, BOB, CAROL, CHANNEL, MALLORY, Harness
 
+from bot.runs.drive import start_run
+from bot.runs.place import Place
 from bot.ui import ids
 
 
@@ -77,3 +80,45 @@ async def test_only_the_requester_or_an_admin_may_withdraw(make_bot: Any) -> Non
 
     await admin.slack.wait_for(lambda: len(told()) == 1, what="the requester told")
     assert f"Withdrawn by <@{BOB}>" in told()[0]
+
+
+async def test_a_run_is_withdrawn_whole_while_one_of_its_cards_is_approved(
+    make_bot: Any,
+) -> None:
+    """Cards A and B of one run: Carol withdraws from A just as Alice approves B (after the
+    withdrawal read the run's open cards). The cancel sees the change and cancels what is
+    still open in one step; B's approval waited for A, so nothing runs, as the thread says."""
+    deleted: list[str] = []
+    spec = batch_agents.spec(deleted, ["/tmp/a", "/tmp/b"], batch=False)
+    bot: Harness = await make_bot(spec=spec)
+    place = Place(channel=CHANNEL, thread_ts=None, requested_by=CAROL)
+    await start_run(bot.services, "cleanup", "clean up", place=place)
+    await bot.slack.wait_calls("chat.postMessage", 2)
+    value_a, value_b = (bot.posted(n)["blocks"][-1]["elements"][0]["value"] for n in (0, 1))
+    storage = bot.services.storage
+    read_pending = storage.client.raw.smembers
+    reads: list[str] = []
+
+    async def approved_after_the_read(key: str) -> Any:
+        members = await read_pending(key)
+        reads.append(key)
+        if len(reads) == 1:
+            await bot.click(ids.APPROVE, value_b, user=ALICE, message_ts=bot.message_ts(1))
+            await bot.slack.wait_for(
+                lambda: any(u["ts"] == bot.message_ts(1) for u in bot.slack.called("chat.update")),
+                what="card B approved",
+            )
+        return members
+
+    storage.client.raw.smembers = approved_after_the_read  # type: ignore[method-assign]
+    await _withdraw(bot, value_a, user=CAROL)
+    await bot.slack.wait_for(
+        lambda: any(t.startswith(f"Withdrawn by <@{CAROL}>") for t in bot.thread()),
+        what="the withdrawal in the thread",
+    )
+    assert len(reads) == 2  # read again: the run changed under the first read
+    a, b = [await storage.queries.get(bot.record_id(v)) for v in (value_a, value_b)]
+    assert a is not None and b is not None and (a.state, b.state) == ("cancelled", "approved")
+    assert deleted == []
+    streams = [storage.keys.resume_stream(shard) for shard in storage.keys.all_shards]
+    assert [await storage.client.raw.xlen(s) for s in streams] == [0] * len(streams)
