@@ -84,14 +84,19 @@ class ApiClients:
                 "(it is shown as who asked)"
             )
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
-        client = ApiClient(
-            name=name,
-            channels=channels,
-            token_sha256=token_hash(token),
-            webhook_secret=secrets.token_hex(32),
-            callback_url=callback_url,
-            created_at=now,
-        )
+        try:
+            client = ApiClient(
+                name=name,
+                channels=channels,
+                token_sha256=token_hash(token),
+                webhook_secret=secrets.token_hex(32),
+                callback_url=callback_url,
+                created_at=now,
+            )
+        except ValidationError as exc:  # a channel that is not an id: say which, in a line
+            raise InvalidIdError(
+                "; ".join(error["msg"].removeprefix("Value error, ") for error in exc.errors())
+            ) from exc
         async with self._client.guard("create an API client"):
             created = await self._client.raw.hsetnx(
                 self._keys.api_clients, name, client.model_dump_json()

@@ -112,10 +112,15 @@ class RedisClient:
                 f"{action}: {self.where} cannot serve the request now, even after retrying "
                 f"({exc}); check that every slot has a reachable primary"
             ) from exc
+        except rexc.RedisClusterException as exc:  # no node reachable, or not a cluster
+            raise StorageUnavailableError(
+                f"{action}: cannot use {self.where} as a Redis Cluster ({exc}); check the "
+                "nodes, the credentials, and that the server runs in cluster mode (a single "
+                "server takes a redis:// URL)"
+            ) from exc
         except rexc.ResponseError as exc:
             raise StorageResponseError(
-                f"{action}: Redis at {self.where} answered an error: {exc}. A WRONGTYPE error "
-                "means another application writes under our key prefix; choose another prefix"
+                f"{action}: Redis at {self.where} answered an error: {exc}{_hint(exc)}"
             ) from exc
 
     def script(self, name: str) -> AsyncScript:
@@ -193,3 +198,14 @@ class RedisClient:
             await self.raw.aclose()
         else:
             await self.raw.aclose(close_connection_pool=True)
+
+
+def _hint(error: rexc.ResponseError) -> str:
+    """What an error Redis answered usually means here, when it is a known one."""
+    if isinstance(error, rexc.AskError):  # MOVED too
+        return "; the server is a Redis Cluster node: use a redis+cluster:// URL"
+    if isinstance(error, rexc.ReadOnlyError):
+        return "; the server is a replica: name the primary, or use a redis+sentinel:// URL"
+    if str(error).startswith("WRONGTYPE"):
+        return "; another application writes under our key prefix: choose another prefix"
+    return ""

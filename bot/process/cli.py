@@ -96,7 +96,9 @@ def _parser() -> argparse.ArgumentParser:
     token_sub = token.add_subparsers(dest="action", required=True)
     create = token_sub.add_parser("create", help="create a client; prints its token once")
     create.add_argument("name", help="shown on its requests as who asked")
-    create.add_argument("--channels", default="", help="comma-separated channel ids it may use")
+    create.add_argument(
+        "--channels", default="", help="comma-separated channel ids it may use (none: any)"
+    )
     create.add_argument("--callback-url", help="webhook for its requests that name none")
     revoke = token_sub.add_parser("revoke", help="revoke a client's token")
     revoke.add_argument("name")

@@ -41,8 +41,12 @@ async def start_run(
 
 def unknown_agent(services: Services, agent_name: str) -> str:
     """Why ``agent_name`` cannot run, naming the agents that can."""
-    known = ", ".join(services.registry.names) or "none"
-    return f"no agent named {agent_name!r} (known: {known})"
+    if not services.registry.names:
+        return (
+            f"no agent named {agent_name!r}: no agents are loaded (set SIGNOFF_AGENTS, or "
+            "--agents, to the module that defines them)"
+        )
+    return f"no agent named {agent_name!r} (known: {', '.join(services.registry.names)})"
 
 
 async def resume_run(

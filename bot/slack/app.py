@@ -7,12 +7,14 @@ slow work to ``Background``, so the answer leaves in about a millisecond.
 
 from __future__ import annotations
 
+import logging
 import re
 from typing import Any
 
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.authorization import AuthorizeResult
 from slack_bolt.context.ack.async_ack import AsyncAck
+from slack_bolt.logger.messages import warning_client_prioritized_and_token_skipped
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.decisions import clicks, submissions
@@ -42,6 +44,7 @@ def build_app(services: Services, *, signing_secret: str | None) -> AsyncApp:
         # (auth.test) on a process's first request, so a Slack outage then failed commands.
         return AuthorizeResult(enterprise_id=enterprise_id, team_id=team_id, bot_token=token)
 
+    logging.getLogger("slack_bolt.AsyncApp").addFilter(_token_not_unused)
     app = AsyncApp(
         client=_without_token(services.client),
         authorize=authorize,
@@ -65,6 +68,12 @@ def build_app(services: Services, *, signing_secret: str | None) -> AsyncApp:
     app.event("app_mention")(commands.mention_listener(services))
     app.event("app_home_opened")(commands.home_listener(services))
     return app
+
+
+def _token_not_unused(record: logging.LogRecord) -> bool:
+    """Drops Bolt's warning that SLACK_BOT_TOKEN, which it reads itself, "will be unused"
+    beside our client: ``authorize`` gives Bolt that very token, so the warning misleads."""
+    return record.getMessage() != warning_client_prioritized_and_token_skipped()
 
 
 def _without_token(client: AsyncWebClient) -> AsyncWebClient:

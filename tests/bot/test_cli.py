@@ -104,7 +104,18 @@ async def test_the_agents_module_is_found_in_the_working_directory(
 async def test_without_agents_signoff_serves_jobs_only(env: dict[str, str]) -> None:
     code, out, err = await _signoff(*RUN[:-2], env=env)  # no --agents, no SIGNOFF_AGENTS
     assert code == 2 and out == ""
-    assert err == "signoff: no agent named 'cleanup' (known: none)\n", err
+    assert err == (
+        "signoff: no agent named 'cleanup': no agents are loaded (set SIGNOFF_AGENTS, or "
+        "--agents, to the module that defines them)\n"
+    ), err
+
+
+async def test_a_token_for_a_channel_named_not_by_id_is_refused_in_one_line(
+    env: dict[str, str],
+) -> None:
+    code, out, err = await _signoff("token", "create", "nightly", "--channels", "#ops", env=env)
+    assert code == 2 and out == ""
+    assert err == "signoff: channel '#ops': use a channel id such as C0123ABCD\n", err
 
 
 async def test_a_bad_setting_stops_startup_with_one_line(slack: FakeSlack) -> None:

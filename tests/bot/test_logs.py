@@ -8,8 +8,10 @@ import io
 import json
 import logging
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
+from fakes import BOT_TOKEN
 
 from bot.errors import ConfigError
 from bot.process.logs import configure_logging
@@ -75,3 +77,13 @@ def test_a_level_is_read_in_any_case_and_an_unknown_one_is_a_clear_error(
     assert [json.loads(line)["event"] for line in captured.getvalue().splitlines()] == ["shown"]
     with pytest.raises(ConfigError, match="SIGNOFF_LOG_LEVEL='LOUD': use one of DEBUG, INFO"):
         configure_logging({"SIGNOFF_LOG_LEVEL": "LOUD"})
+
+
+async def test_bolt_does_not_warn_that_the_bot_token_it_reads_goes_unused(
+    make_bot: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Bolt reads SLACK_BOT_TOKEN itself and would say it "will be unused"; it is used."""
+    monkeypatch.setenv("SLACK_BOT_TOKEN", BOT_TOKEN)
+    with caplog.at_level(logging.WARNING):
+        await make_bot()
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("slack_bolt")] == []

@@ -1,0 +1,36 @@
+"""A REDIS_URL naming the wrong kind of server, or none, is one clear error saying what
+to change, not a traceback."""
+
+from __future__ import annotations
+
+import socket
+from urllib.parse import urlsplit
+
+import pytest
+
+from storage import connect
+from storage.embedded_cluster import EmbeddedCluster
+from storage.errors import StorageResponseError, StorageUnavailableError
+
+
+async def test_a_cluster_url_with_no_node_listening_names_what_to_check() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with pytest.raises(StorageUnavailableError, match=r"as a Redis Cluster.*cluster mode"):
+        await connect(f"redis+cluster://127.0.0.1:{port}/")
+
+
+async def test_a_single_server_url_at_a_cluster_node_says_to_use_a_cluster_url(
+    redis_cluster: EmbeddedCluster, key_prefix: str
+) -> None:
+    password = urlsplit(redis_cluster.url).password
+    node = redis_cluster.servers[0].port
+    url = f"redis://:{password}@127.0.0.1:{node}/0"
+    with pytest.raises(StorageResponseError, match=r"use a redis\+cluster:// URL"):
+        storage = await connect(url, prefix=key_prefix)  # its first write may be refused
+        try:
+            for n in range(20):  # else the first read of a key whose slot is elsewhere
+                await storage.sessions.load(f"thread_{n}")
+        finally:
+            await storage.close()
