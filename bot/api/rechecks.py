@@ -52,10 +52,17 @@ async def superseded(
     return Superseded(record=record, changed=changes(list(before), list(now)))
 
 
-async def mark_superseded(services: Services, earlier: Superseded, by: InterruptRecord) -> None:
-    """The approved card says it did not run, and where it is asked again."""
-    marked = await services.storage.interrupts.supersede(
-        earlier.record.id, by=by.id, now=services.clock.now()
+async def claim_superseded(
+    services: Services, earlier: Superseded, *, asked_as: str
+) -> InterruptRecord | None:
+    """Mark the approved request as asked again by record ``asked_as``, before that record
+    is made, so two requests asking again at once make one card; the marked record, or
+    None when another request asked again first."""
+    return await services.storage.interrupts.supersede(
+        earlier.record.id, by=asked_as, now=services.clock.now()
     )
-    if marked is not None:
-        await update_message(services, marked)
+
+
+async def show_superseded(services: Services, marked: InterruptRecord) -> None:
+    """The approved card says it did not run, and that it is asked again."""
+    await update_message(services, marked)

@@ -26,6 +26,7 @@ from datetime import timedelta
 from aiohttp import web
 
 from bot.services import Services
+from bot.services.log_context import log_ids
 from bot.services.tracing import span
 from bot.ui.posting import post_in_thread, post_interrupt, update_message
 from storage.audit import AuditEntry
@@ -35,7 +36,7 @@ from storage.requests import RequestMeta, request_record_id, request_run_id
 
 from .auth import Authenticator, Caller, unauthenticated
 from .bodies import error, parse
-from .rechecks import mark_superseded, superseded
+from .rechecks import claim_superseded, show_superseded, superseded
 from .request_records import REQUESTS_PATH, request_records, request_view, with_names
 from .schemas import APPROVED_STATUSES, NewRequest, OutcomeReport, RequestView, Withdrawal
 from .watch import RequestWatch
@@ -119,49 +120,57 @@ class _RequestsApi:
                 return error(400, problem, "callback_url")
         services = self._services
         run_id = request_run_id(caller.name, body.idempotency_key)
-        earlier = await superseded(services, caller, body, asked_as=request_record_id(run_id))
-        if isinstance(earlier, web.Response):
-            return earlier
-        asked = RequestMeta(
-            client=caller.name,
-            client_since=caller.since,
-            title=body.title,
-            details=body.details,
-            params=tuple(body.params),
-            allow_reply=body.allow_reply,
-            callback_url=callback_url,
-            idempotency_key=body.idempotency_key,
-            acts_on=body.acts_on,
-            items=tuple(body.items),
-            traceparent=traceparent,
-        )
-        keep_for = _longest_wait(body) + _RETAIN
-        meta = await services.storage.requests.keep(run_id, asked, ttl=keep_for)
-        if not caller.owns(meta):  # an earlier, revoked client of the same name used the key
-            problem = f"an earlier client named {caller.name!r} used this key; use another"
-            return error(409, problem, "idempotency_key")
-        records = await request_records(
-            services,
-            body,
-            meta,
-            run_id=run_id,
-            asks_again=earlier.record if earlier else None,
-            changed=earlier.changed if earlier else None,
-        )
-        record = records[0]
-        try:
-            await services.storage.interrupts.create_interrupts(records)
-        except DuplicateInterruptError:
-            existing = await services.storage.queries.get(record.id)
-            if existing is None:  # gone since: retention ended
-                return error(409, "this idempotency key was used for a request now gone")
-            log.info("request %s of %s asked again: the existing one", run_id, caller.name)
-            return await self._answer(existing, meta, status=200)
-        posted = await post_interrupt(services, record)
-        log.info("request %s by %s posted: %s", run_id, caller.name, posted is not None)
-        if earlier is not None:
-            await mark_superseded(services, earlier, record)
-        return await self._answer(posted or record, meta, status=201)
+        asked_as = request_record_id(run_id)
+        with log_ids(run_id=run_id, record_id=asked_as, channel=body.channel):
+            earlier = await superseded(services, caller, body, asked_as=asked_as)
+            if isinstance(earlier, web.Response):
+                return earlier
+            asked = RequestMeta(
+                client=caller.name,
+                client_since=caller.since,
+                title=body.title,
+                details=body.details,
+                params=tuple(body.params),
+                allow_reply=body.allow_reply,
+                callback_url=callback_url,
+                idempotency_key=body.idempotency_key,
+                acts_on=body.acts_on,
+                items=tuple(body.items),
+                traceparent=traceparent,
+            )
+            keep_for = _longest_wait(body) + _RETAIN
+            meta = await services.storage.requests.keep(run_id, asked, ttl=keep_for)
+            if not caller.owns(meta):  # an earlier, revoked client of the same name used the key
+                problem = f"an earlier client named {caller.name!r} used this key; use another"
+                return error(409, problem, "idempotency_key")
+            marked = (
+                await claim_superseded(services, earlier, asked_as=asked_as) if earlier else None
+            )
+            if earlier is not None and marked is None:
+                problem = f"supersedes: request {body.supersedes} is asked again already"
+                return error(409, problem, "supersedes")
+            records = await request_records(
+                services,
+                body,
+                meta,
+                run_id=run_id,
+                asks_again=earlier.record if earlier else None,
+                changed=earlier.changed if earlier else None,
+            )
+            record = records[0]
+            try:
+                await services.storage.interrupts.create_interrupts(records)
+            except DuplicateInterruptError:
+                existing = await services.storage.queries.get(record.id)
+                if existing is None:  # gone since: retention ended
+                    return error(409, "this idempotency key was used for a request now gone")
+                log.info("request %s of %s asked again: the existing one", run_id, caller.name)
+                return await self._answer(existing, meta, status=200)
+            posted = await post_interrupt(services, record)
+            log.info("request %s by %s posted: %s", run_id, caller.name, posted is not None)
+            if marked is not None:
+                await show_superseded(services, marked)
+            return await self._answer(posted or record, meta, status=201)
 
     async def _group_ids(self, body: NewRequest) -> NewRequest | web.Response:
         """``body`` with each user group handle (``@oncall``) replaced by the group's id."""
@@ -221,7 +230,12 @@ class _RequestsApi:
         found = await self._find(request, caller)
         if isinstance(found, web.Response):
             return found
-        record, meta = found
+        with log_ids(record_id=found[0].id, run_id=found[0].run_id, channel=found[0].channel):
+            return await self._withdraw(request, caller, *found)
+
+    async def _withdraw(
+        self, request: web.Request, caller: Caller, record: InterruptRecord, meta: RequestMeta
+    ) -> web.StreamResponse:
         body = await parse(request, Withdrawal, empty_ok=True)
         if isinstance(body, web.Response):
             return body
@@ -243,7 +257,12 @@ class _RequestsApi:
         found = await self._find(request, caller)
         if isinstance(found, web.Response):
             return found
-        record, meta = found
+        with log_ids(record_id=found[0].id, run_id=found[0].run_id, channel=found[0].channel):
+            return await self._outcome(request, caller, *found)
+
+    async def _outcome(
+        self, request: web.Request, caller: Caller, record: InterruptRecord, meta: RequestMeta
+    ) -> web.StreamResponse:
         body = await parse(request, OutcomeReport)
         if isinstance(body, web.Response):
             return body

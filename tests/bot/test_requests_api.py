@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import io
 import json
+import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -23,6 +25,7 @@ from pydantic import SecretStr
 
 import signoff
 from bot.api.request_records import REQUESTS_PATH
+from bot.process.logs import configure_logging
 from bot.process.web import operator_app
 from bot.schedule.scheduler import Scheduler
 from bot.ui import ids
@@ -360,6 +363,34 @@ async def test_asking_again_needs_an_approved_request_that_showed_what_it_acts_o
     assert status == 409 and "asked again already" in body["error"], body
 
 
+async def test_two_asks_again_at_once_make_one_card(jobs: Jobs) -> None:
+    """Two gates re-attached to one approved request each find what it acts on changed and
+    ask again at once: one new card, and the other is told it was asked again already."""
+    _, checked = await jobs.ask(acts_on="vol-a\nvol-b\n", idempotency_key="checked")
+    await jobs.bot.click(ids.APPROVE, jobs.value(), user=ALICE)
+    _, seen = await asyncio.wait_for(jobs.get(checked["status_url"] + "?wait=10"), 15)
+    assert seen["status"] == "approved", seen
+    meta = jobs.bot.services.storage.requests
+    keep = meta.keep
+    second: list[tuple[int, dict[str, Any]]] = []
+
+    async def the_other_asks_meanwhile(run_id: str, *args: Any, **kwargs: Any) -> Any:
+        if not second:
+            second.append((0, {}))
+            second[0] = await jobs.ask(
+                supersedes=checked["id"], acts_on="vol-a\n", idempotency_key="gate-2"
+            )
+        return await keep(run_id, *args, **kwargs)
+
+    meta.keep = the_other_asks_meanwhile  # type: ignore[method-assign]
+    first = await jobs.ask(supersedes=checked["id"], acts_on="vol-a\n", idempotency_key="gate-1")
+    assert sorted([first[0], second[0][0]]) == [201, 409], (first, second)
+    refused = first[1] if first[0] == 409 else second[0][1]
+    assert "asked again already" in refused["error"], refused
+    cards = [p for p in jobs.bot.slack.called("chat.postMessage") if p.get("blocks")]
+    assert len(cards) == 2  # the approved one and one asking again
+
+
 async def _as_client(jobs: Jobs, name: str, channels: tuple[str, ...]) -> Jobs:
     """The same server, through a new client that may post in ``channels``."""
     storage = jobs.bot.services.storage
@@ -595,3 +626,23 @@ async def test_a_withdrawal_that_lands_within_an_approve_selected_is_not_a_withd
     assert code == 409, body
     assert body["status"] == "approved" and "some of its items were decided first" in body["error"]
     assert sorted(i["status"] for i in body["items"]) == ["approved"] * 3 + ["withdrawn"] * 3
+
+
+async def test_every_log_line_about_a_request_carries_its_ids(jobs: Jobs) -> None:
+    stream, root = io.StringIO(), logging.getLogger()
+    kept = root.handlers[:], root.level
+    configure_logging({"SIGNOFF_LOG_FORMAT": "json"}, stream)
+    try:
+        status, made = await jobs.ask()
+        assert status == 201, made
+        status, _ = await jobs.post(made["status_url"] + "/withdraw", {"reason": "not now"})
+        assert status == 200
+    finally:
+        root.handlers, root.level = kept
+    lines = [json.loads(line) for line in stream.getvalue().splitlines()]
+    about = [
+        line for line in lines if made["id"] in line["event"] and line["logger"] != "aiohttp.access"
+    ]
+    assert len(about) >= 3, lines  # stored, posted, withdrawn
+    assert all(line.get("run_id") == made["id"] for line in about), about
+    assert all(line.get("record_id", "").startswith(made["id"]) for line in about), about
