@@ -335,13 +335,16 @@ async def open_modal(services: Services, click: Click) -> None:
 
 def _may_submit_from(record: InterruptRecord, user: str, channel: str, message_ts: str) -> bool:
     """Whether a modal opened here may decide: a submission does not say where it came
-    from, so an escalation open to its channel's members opens only from its own card."""
+    from, so an escalation open to its channel's members opens only from a card in that
+    channel."""
     policy, reached = record.policy, record.reached_rungs
     if not any(rung.open_to_channel for rung in reached):
         return True
-    named = policy.allowed_users + policy.group_members
+    named = policy.deciders
     named += tuple(u for rung in reached for u in rung.users)
     if policy.open_to_channel or user in named:
         return True
     cards = {(record.escalation_channel, record.escalation_ts), *record.escalation_cards}
-    return (channel, message_ts) in cards
+    return (channel, message_ts) in cards and any(
+        rung.open_to_channel and (rung.channel or record.channel) == channel for rung in reached
+    )

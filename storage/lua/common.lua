@@ -19,19 +19,36 @@ local function json_field(key, name)
 end
 
 -- The escalation steps the record `key` has reached: the first escalation (the policy's
--- escalate_* fields), then its ladder's steps, up to the step stored in `escalated`.
+-- escalate_* fields), then its ladder's steps, up to the step stored in `escalated`. Each
+-- with the channel its card is posted in (the record's, when the step names none).
 local function reached_rungs(key, policy)
   local step = tonumber(field(key, 'escalated')) or 0
+  local function where(channel)
+    if type(channel) == 'string' then return channel end
+    return field(key, 'channel')
+  end
   local rungs = {}
   if step >= 1 then
-    rungs[1] = {users = policy.escalate_to_users,
+    rungs[1] = {users = policy.escalate_to_users, channel = where(policy.escalate_to_channel),
       open_to_channel = policy.escalate_open_to_channel == true}
   end
   local ladder = type(policy.ladder) == 'table' and policy.ladder or {}
   for i = 1, math.min(step - 1, #ladder) do
-    rungs[#rungs + 1] = {users = ladder[i].users, open_to_channel = ladder[i].open_to_channel == true}
+    rungs[#rungs + 1] = {users = ladder[i].users, channel = where(ladder[i].channel),
+      open_to_channel = ladder[i].open_to_channel == true}
   end
   return rungs
+end
+
+-- The delegates standing in for the groups' members as stored: a member who has left
+-- the group takes their delegate's right to decide with them.
+local function member_delegates(policy)
+  local members, out = {}, {}
+  for _, user in ipairs(policy.group_members or {}) do members[user] = true end
+  for _, pair in ipairs(policy.stand_ins or {}) do
+    if members[pair[2]] then out[#out + 1] = pair[1] end
+  end
+  return out
 end
 
 -- Index members of the users who may decide: "user \0 created_ms \0 record_id". When
@@ -52,6 +69,7 @@ local function user_members(key, rid, adding)
   end
   add(policy.allowed_users)
   add(policy.group_members)
+  add(member_delegates(policy))
   for _, rung in ipairs(reached_rungs(key, policy)) do add(rung.users) end
   return out
 end
@@ -132,19 +150,21 @@ local function one_voice(policy, a, b)
 end
 
 -- A request or step open to its channel's members counts only for a click on one of its
--- own cards (`on_card`: the record's; `on_escalation`: an escalation step's): seeing the
--- card is what shows the clicker is in its channel.
-local function is_approver(key, policy, user, on_card, on_escalation)
+-- own cards (`on_card`: the record's; `escalation_channel`: the channel of the escalation
+-- card clicked, or nil): seeing the card is what shows the clicker is in its channel.
+local function is_approver(key, policy, user, on_card, escalation_channel)
   local function member(list)
     for _, value in ipairs(list) do if value == user then return true end end
     return false
   end
   if (policy.open_to_channel and on_card) or member(policy.allowed_users)
-    or member(policy.group_members) then
+    or member(policy.group_members) or member(member_delegates(policy)) then
     return true
   end
   for _, rung in ipairs(reached_rungs(key, policy)) do
-    if member(rung.users) or (rung.open_to_channel and on_escalation) then return true end
+    if member(rung.users) or (rung.open_to_channel and escalation_channel == rung.channel) then
+      return true
+    end
   end
   return false
 end

@@ -62,10 +62,11 @@ end
 -- is in the channel. Home and a form opened from Home say no channel.
 local on_own_card = ARGV[8] ~= '' and not from_escalation
 local allowed = (policy.open_to_channel and on_own_card) or member(policy.allowed_users)
-  or member(policy.group_members)
+  or member(policy.group_members) or member(member_delegates(policy))
+-- A step open to its channel's members takes clicks on a card in that channel only.
 for _, rung in ipairs(reached_rungs(key, policy)) do
   allowed = allowed or member(rung.users)
-    or (rung.open_to_channel and from_escalation)
+    or (rung.open_to_channel and from_escalation and ARGV[8] == rung.channel)
 end
 if not allowed then return refuse('not_allowed') end
 -- A delegate and the person they stand in for are one voice: never two votes of a

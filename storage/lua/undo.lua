@@ -26,7 +26,8 @@ end
 if not (on_card or on_escalation) then return refuse('wrong_message') end
 local by = field(key, 'held_by')
 local policy = json_field(key, 'policy')
-if user ~= by and not is_approver(key, policy, user, on_card, on_escalation) then
+if user ~= by and not is_approver(key, policy, user, on_card, on_escalation and ARGV[5] or nil)
+then
   return refuse('not_allowed')
 end
 -- The requester (or their stand-in) may not undo others' decisions on their own request,

@@ -172,3 +172,41 @@ async def test_an_escalation_card_slack_did_not_take_is_posted_once_it_is_back(
     await bot.click(ids.APPROVE, value, user=BOB, channel=NEW_YORK, message_ts=_ts(bot, NEW_YORK))
     await bot.finished()
     assert bot.tool_log.calls != []
+
+
+async def test_a_step_open_to_its_channel_takes_clicks_on_its_own_card_only(
+    make_bot: Any,
+) -> None:
+    """Step 1 asks Bob in #nyc; step 2 anyone in #tokyo. Once step 2 is reached, Mallory,
+    who is in #nyc and named nowhere, is refused on the #nyc card; in #tokyo she decides."""
+    nyc, tokyo, mallory = "C0NYC", "C0TOKYO", "U0MALLORY"
+    policy = Policy(
+        channel=CHANNEL,
+        users=(ALICE,),
+        expires_after=STEP,
+        reminders=None,
+        on_expiry=(
+            Escalate(channel=nyc, users=(BOB,), expires_after=STEP),
+            Escalate(channel=tokyo, anyone_in_channel=True, expires_after=STEP),
+        ),
+    )
+    bot: Harness = await make_bot(policy)
+    value = await bot.start(requested_by=CAROL)
+    for _ in range(2):
+        bot.clock.advance(STEP)
+        await Scheduler(bot.services).tick()
+    cards = {
+        post["channel"]: answer["ts"]
+        for post, answer in zip(
+            bot.slack.called("chat.postMessage"), bot.slack.answers("chat.postMessage"), strict=True
+        )
+        if post.get("blocks")
+    }
+    await bot.click(ids.APPROVE, value, user=mallory, channel=nyc, message_ts=cards[nyc])
+    await bot.slack.wait_calls("chat.postEphemeral")
+    record = await bot.services.storage.queries.get(bot.record_id(value))
+    assert record is not None and record.state == "pending"
+    await bot.click(ids.APPROVE, value, user=mallory, channel=tokyo, message_ts=cards[tokyo])
+    await bot.finished()
+    record = await bot.services.storage.queries.get(bot.record_id(value))
+    assert record is not None and (record.state, record.decided_by) == ("approved", mallory)
