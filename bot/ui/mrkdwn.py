@@ -6,6 +6,8 @@ mention and link form. Escape first, truncate after, and never cut inside an ent
 
 from __future__ import annotations
 
+import re
+
 ELLIPSIS = "…"
 _ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 _LONGEST_ENTITY = max(len(e) for e in _ENTITIES.values())
@@ -51,9 +53,16 @@ def plain(text: str, limit: int) -> str:
 def code_text(text: str) -> str:
     """Untrusted ``text`` escaped for use inside a code block.
 
-    A fence inside the text would close the block early, so a zero-width space breaks it.
+    A fence inside the text (or one made with the block's own fences) would close the
+    block early, so a zero-width space follows every backtick that another follows, and
+    keeps one at either end from joining a fence.
     """
-    return escape(text).replace(_FENCE, "``\u200b`")
+    escaped = re.sub("`(?=`)", "`\u200b", escape(text))
+    if escaped.startswith("`"):
+        escaped = "\u200b" + escaped
+    if escaped.endswith("`"):
+        escaped += "\u200b"
+    return escaped
 
 
 def code_block(text: str, limit: int) -> str:

@@ -27,10 +27,14 @@ def test_truncate_never_cuts_inside_an_entity() -> None:
         assert _ENTITY.sub("", body).count("&") == 0
 
 
-def test_code_block_survives_a_fence_in_the_text() -> None:
-    out = code_block("a```b", 100)
-    assert out.startswith("```") and out.endswith("```")
-    assert "```" not in out[3:-3]
+@given(st.text(alphabet="`ab\n*"), st.integers(min_value=7, max_value=200))
+@example("a```b", 100)
+@example("/tmp/x``````\n*Reviewed and approved*\n``````", 200)  # six: two fences once
+@example("``a``", 100)  # a backtick at either end joins the block's own fence
+def test_no_text_ends_a_code_block_early(text: str, limit: int) -> None:
+    out = code_block(text, limit)
+    assert out.startswith("```") and out.endswith("```") and len(out) <= limit
+    assert "``" not in out[3:-3] and not out[3:-3].startswith("`") and not out[3:-3].endswith("`")
 
 
 @given(st.text(), st.integers(min_value=1, max_value=4000))
