@@ -70,11 +70,20 @@ class ApproverPolicy(BaseModel):
     undo_window: timedelta | None = None
     """How long a deciding click waits, undoable, before it is final and the run resumes."""
     stand_ins: tuple[tuple[str, str], ...] = ()
-    """``(delegate, for_user)``: who decides in place of an approver who is away (the
-    delegate is among ``allowed_users``), for the card to say so."""
+    """``(delegate, for_user)``: who decides in place of an approver who is away. A named
+    user's delegate is among ``allowed_users``; a group member's decides only while that
+    member is among ``group_members``."""
     if_nobody_decides: Literal["deny", "approve"] = "deny"
     """The safe default when the time (and any escalation) runs out: denied, or approved
     for a low-risk action whose policy says so explicitly."""
+
+    @property
+    def deciders(self) -> tuple[str, ...]:
+        """Everyone named who may decide: the users, the groups' members as stored, and
+        the delegates standing in for those members."""
+        members = set(self.group_members)
+        delegates = tuple(d for d, for_user in self.stand_ins if for_user in members)
+        return tuple(dict.fromkeys(self.allowed_users + self.group_members + delegates))
 
     @field_validator("allowed_users", "allowed_groups", "group_members", "escalate_to_users")
     @classmethod

@@ -18,8 +18,9 @@ async def with_stand_ins(
     *,
     requester: str,
 ) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
-    """``users`` plus the delegates of those of ``users`` and ``members`` (a group's) who
-    are away now, and ``(delegate, for_user)`` pairs. A delegate who is away too stands in
+    """``users`` plus the delegates of those of ``users`` who are away now, and
+    ``(delegate, for_user)`` pairs for them and for ``members`` (a group's: their delegates
+    decide only while they are members, so they are not added). A delegate away too stands in
     for nobody, and nobody stands in for the ``requester`` (storage counts a delegate and
     the person they stand in for as one: one vote, and never the requester's own
     approval). When storage cannot tell, nobody is taken for away."""
@@ -38,5 +39,5 @@ async def with_stand_ins(
         and entry.delegate != user
         and user != requester
     )
-    delegates = (delegate for delegate, _ in stand_ins)
+    delegates = (delegate for delegate, for_user in stand_ins if for_user in users)
     return tuple(dict.fromkeys((*users, *delegates))), stand_ins

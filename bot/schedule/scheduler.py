@@ -171,9 +171,7 @@ class Scheduler:
             return
         policy = record.policy
         voted = set(record.approvals)
-        approvers = [
-            u for u in dict.fromkeys(policy.allowed_users + policy.group_members) if u not in voted
-        ]
+        approvers = [u for u in policy.deciders if u not in voted]
         now = services.clock.now()
         awake, starts = [], []
         for user in approvers:

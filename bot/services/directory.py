@@ -19,6 +19,8 @@ from aiohttp import ClientError
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from storage.interrupts import GROUP_CHECK_EVERY
+
 from .clock import Clock
 
 log = logging.getLogger(__name__)
@@ -158,9 +160,10 @@ class Directory:
         """The distinct members of ``groups``; a group Slack does not list counts as empty.
 
         A group that resolves to nobody leaves its interrupts without approvers, so it is
-        logged as an error, once per group until it has members again.
+        logged as an error, once per group until it has members again. Lists are asked
+        again once older than the scheduler's group checks would let a stored list get.
         """
-        lists = await self._lists(groups, self._ttl)
+        lists = await self._lists(groups, min(self._ttl, GROUP_CHECK_EVERY))
         return _distinct(users or () for users in lists)
 
     async def known_members(

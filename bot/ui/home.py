@@ -68,7 +68,7 @@ async def refresh_homes(services: Services, record: InterruptRecord) -> None:
     """Redraw the Home of the people who could decide ``record`` (and whoever did), when
     they opened it lately: the request leaves their list."""
     policy = record.policy
-    named = policy.allowed_users + policy.group_members
+    named = policy.deciders
     named += tuple(u for rung in record.reached_rungs for u in rung.users)
     users = [*((record.decided_by,) if record.decided_by else ()), *named][:MAX_REFRESHED]
     try:

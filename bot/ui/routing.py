@@ -19,7 +19,7 @@ async def awake_approvers(services: Services, record: InterruptRecord) -> list[s
     policy = record.policy
     approvers = [
         user
-        for user in dict.fromkeys(policy.allowed_users + policy.group_members)
+        for user in policy.deciders
         if user != record.requested_by or policy.allow_self_approval
     ][:MAX_NOTIFIED]
     now, awake = services.clock.now(), []

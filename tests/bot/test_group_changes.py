@@ -116,3 +116,47 @@ async def test_members_are_kept_when_slack_does_not_list_the_group(make_bot: Any
     assert bot.slack.called("chat.update") == []
     await bot.click(ids.APPROVE, value, user=ALICE)
     assert "deleted 2 file(s)" in await bot.finished()
+
+
+async def test_a_delegate_stands_in_only_while_the_person_is_in_the_group(make_bot: Any) -> None:
+    """Dave is on call and away, Mallory standing in for him. While he is in the group
+    she decides for him; once the scheduler sees he has left it, she may not."""
+    dave = "U0DAVE"
+    bot: Harness = await make_bot(Policy(channel=CHANNEL, groups=(ONCALL,), reminders=None))
+    bot.slack.add_user(dave, tz="UTC")
+    bot.slack.groups[ONCALL] = [dave]
+    answer = await bot.command(f"away until 2026-12-24 to <@{MALLORY}>", user=dave)
+    assert "away until" in answer["text"], answer
+    first = await bot.start()
+    await bot.click(ids.APPROVE, first, user=MALLORY)
+    await bot.finished()
+    record = await bot.services.storage.queries.get(bot.record_id(first))
+    assert record is not None and (record.state, record.decided_by) == ("approved", MALLORY)
+    assert MALLORY not in record.policy.allowed_users  # she stands in for a member only
+    value = await bot.start()
+    bot.slack.groups[ONCALL] = [BOB]  # Dave is no longer on call
+    for _ in range(3):
+        bot.clock.advance(timedelta(minutes=10))
+        await Scheduler(bot.services).tick()
+    record = await bot.services.storage.queries.get(bot.record_id(value))
+    assert record is not None and record.policy.group_members == (BOB,)
+    assert MALLORY not in record.policy.deciders
+    await bot.click(ids.APPROVE, value, user=MALLORY)
+    await bot.slack.wait_calls("chat.postEphemeral")
+    record = await bot.services.storage.queries.get(bot.record_id(value))
+    assert record is not None and record.state == "pending"
+
+
+async def test_a_card_posted_after_someone_left_the_group_does_not_name_them(
+    make_bot: Any,
+) -> None:
+    bot: Harness = await make_bot(Policy(channel=CHANNEL, groups=(ONCALL,), reminders=None))
+    bot.slack.groups[ONCALL] = [MALLORY, BOB]
+    first = await bot.start()
+    record = await bot.services.storage.queries.get(bot.record_id(first))
+    assert record is not None and record.policy.group_members == (MALLORY, BOB)
+    bot.slack.groups[ONCALL] = [BOB]  # Mallory leaves the rotation
+    bot.clock.advance(timedelta(hours=1))
+    later = await bot.start()
+    record = await bot.services.storage.queries.get(bot.record_id(later))
+    assert record is not None and record.policy.group_members == (BOB,)
