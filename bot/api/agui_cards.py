@@ -15,6 +15,7 @@ interrupt answered twice, or not open), is refused before any card changes.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 from collections.abc import Sequence
@@ -94,7 +95,7 @@ async def answer_cards(services: Services, agent: Runnable, body: dict[str, Any]
     now = services.clock.now()
     by_id = {card.id: card for card in asked}
     answered_cards = [
-        (by_id[ids[r.interrupt_id]], _decision(r))
+        (by_id[ids[r.interrupt_id]], _decision(r, by_id[ids[r.interrupt_id]]))
         for r in responses
         if ids[r.interrupt_id] in by_id
     ]  # an interrupt may have no card
@@ -138,9 +139,11 @@ def _not_taken(
     interrupt = card.runtime_interrupt
     if card.expires_at is not None and now >= card.expires_at and decision.type != "reject":
         return _expired(card)
-    if not interrupt.is_approval:
+    if interrupt.question:
         return None  # a question's answer is the app's words
-    offered = [d for d in interrupt.allowed_decisions if d in card.policy.decisions]
+    # A tool's own interrupt (no decisions of its own) offers what its card offers.
+    allowed = interrupt.allowed_decisions or card.policy.decisions
+    offered = [d for d in allowed if d in card.policy.decisions]
     if decision.type not in offered:
         return Refusal(
             "not_offered", f"interrupt {interrupt.id} offers {offered}, not {decision.type!r}"
@@ -212,11 +215,15 @@ def _posted_somewhere(services: Services, name: str, interrupt: Interrupt) -> bo
     return policy.channel is not None or policy.dm
 
 
-def _decision(response: InterruptResponse) -> Decision:
-    """What the card records of the app's answer."""
+def _decision(response: InterruptResponse, card: InterruptRecord) -> Decision:
+    """What the card records of the app's answer: a decision as the card's buttons make
+    one, except for a question, whose answer is the app's words."""
     if response.decision is not None:
         return response.decision
     answer = response.response
+    if isinstance(answer, dict) and not card.runtime_interrupt.question:
+        with contextlib.suppress(AgentRuntimeError):
+            return Decision.from_dict(answer)
     text = answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False)
     return Decision.respond(text)
 

@@ -18,9 +18,12 @@ import aiohttp
 import pytest
 from aiohttp.test_utils import TestServer
 from batch_agents import spec as deletions
+from fakes import OneToolModel
 from harness import ALICE, BOB, CHANNEL, Harness
 from pydantic import SecretStr
 
+from agent_runtime import Agent, Decision, ToolContext, tool
+from agent_runtime.session import SessionStore
 from bot.agents.policy import AgentSpec, Policy
 from bot.api.agui import AGUI_PATH
 from bot.process.web import operator_app
@@ -439,3 +442,47 @@ async def test_a_card_decided_in_slack_goes_on_with_the_apps_answers_to_the_othe
     storage = bot.services.storage
     streams = [storage.keys.resume_stream(shard) for shard in storage.keys.all_shards]
     assert [await storage.client.raw.xlen(s) for s in streams] == [0] * len(streams)  # no job
+
+
+def _asks_itself(ran: list[list[str]], policy: Policy) -> AgentSpec:
+    """An agent whose tool asks people itself (``context.interrupt``) before it deletes."""
+
+    @tool
+    def delete_files(paths: list[str], context: ToolContext) -> str:
+        """Delete files once people confirm."""
+        answer = context.interrupt("confirm", reason={"paths": paths})
+        if not isinstance(answer, Decision) and answer != {"type": "approve"}:
+            return "not deleted"
+        ran.append(paths)
+        return f"deleted {len(paths)}"
+
+    def build(store: SessionStore) -> Agent:
+        model = OneToolModel("delete_files", {"paths": ["/srv/prod"]})
+        return Agent(model=model, tools=[delete_files], session_store=store, name="cleanup")
+
+    return AgentSpec(name="cleanup", build=build, policy=policy)
+
+
+async def test_a_tools_own_interrupt_on_a_quorum_card_takes_only_a_denial_from_the_app(
+    endpoint_for: Callable[..., Awaitable[Endpoint]],
+) -> None:
+    ran: list[list[str]] = []
+    quorum = Policy(channel=CHANNEL, users=(ALICE, BOB), min_approvals=2)
+    endpoint = await endpoint_for(spec=_asks_itself(ran, quorum))
+    interrupt, rid = await _asked(endpoint, "thread-own")
+    seen = await _answer(
+        endpoint, "thread-own", interrupt["id"], status="resolved", payload={"type": "approve"}
+    )
+    assert seen["finished"] is None and seen["error"]["code"] == "approve_in_slack", seen
+    assert await _pending(endpoint, rid) and ran == []
+    seen = await _answer(
+        endpoint, "thread-own", interrupt["id"], status="resolved", payload="sure, go ahead"
+    )
+    assert seen["error"]["code"] == "not_offered", seen  # the card offers no reply
+    seen = await _answer(
+        endpoint, "thread-own", interrupt["id"], status="resolved", payload={"type": "reject"}
+    )
+    assert seen["error"] is None and seen["finished"]["outcome"] == {"type": "success"}, seen
+    record = await endpoint.bot.services.storage.queries.get(rid)
+    assert record is not None and (record.state, record.decided_by) == ("denied", "app")
+    assert ran == []
