@@ -33,9 +33,10 @@ async def clicked_record(services: Services, click: Click) -> InterruptRecord | 
 
 
 def from_its_message(record: InterruptRecord, channel: str, message_ts: str) -> bool:
-    """Whether a click came from the record's message or its escalation card (or, in the
-    instant before the post is recorded, from its channel)."""
-    if (channel, message_ts) == (record.escalation_channel, record.escalation_ts):
+    """Whether a click came from the record's message or one of its escalation cards (or,
+    in the instant before the post is recorded, from its channel)."""
+    escalation_cards = {(record.escalation_channel, record.escalation_ts)}
+    if (channel, message_ts) in escalation_cards.union(record.escalation_cards):
         return True
     if record.channel != channel:
         return False

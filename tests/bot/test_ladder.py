@@ -210,3 +210,15 @@ async def test_a_step_open_to_its_channel_takes_clicks_on_its_own_card_only(
     await bot.finished()
     record = await bot.services.storage.queries.get(bot.record_id(value))
     assert record is not None and (record.state, record.decided_by) == ("approved", mallory)
+
+
+async def test_an_earlier_steps_card_opens_the_deny_form_too(make_bot: Any) -> None:
+    """Earlier steps' cards still decide: Deny on one opens its form, like Approve there."""
+    bot, value = await _started(make_bot)
+    scheduler = Scheduler(bot.services)
+    for _ in range(2):  # up to Tokyo
+        bot.clock.advance(STEP)
+        await scheduler.tick()
+    await bot.click(ids.DENY, value, user=BOB, channel=NEW_YORK, message_ts=_ts(bot, NEW_YORK))
+    await bot.slack.wait_calls("views.open")
+    assert bot.slack.called("chat.postEphemeral") == []
