@@ -4,6 +4,7 @@ The Lua scripts read it from each record's ``policy`` field."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import timedelta
 from typing import Literal, Self
 
@@ -24,8 +25,16 @@ class Rung(BaseModel):
 
     channel: str | None = None
     users: tuple[str, ...] = ()
+    groups: tuple[str, ...] = ()
+    group_members: tuple[str, ...] = ()
+    """The members of ``groups`` as Slack last listed them (checked like the policy's)."""
     open_to_channel: bool = False
     expires_in: timedelta | None = None
+
+    @property
+    def deciders(self) -> tuple[str, ...]:
+        """Everyone the step names: its users and its groups' members as stored."""
+        return tuple(dict.fromkeys(self.users + self.group_members))
 
 
 MAX_UNDO_WINDOW = timedelta(hours=1)
@@ -54,6 +63,8 @@ class ApproverPolicy(BaseModel):
     on_expiry: Literal["deny", "escalate"] = "deny"
     escalate_to_channel: str | None = None
     escalate_to_users: tuple[str, ...] = ()
+    escalate_to_groups: tuple[str, ...] = ()
+    escalate_group_members: tuple[str, ...] = ()
     escalate_open_to_channel: bool = False
     """Once escalated, every member of the escalation card's channel may decide."""
     escalate_expires_in: timedelta | None = None
@@ -85,10 +96,35 @@ class ApproverPolicy(BaseModel):
         delegates = tuple(d for d, for_user in self.stand_ins if for_user in members)
         return tuple(dict.fromkeys(self.allowed_users + self.group_members + delegates))
 
-    @field_validator("allowed_users", "allowed_groups", "group_members", "escalate_to_users")
+    @field_validator(
+        "allowed_users",
+        "allowed_groups",
+        "group_members",
+        "escalate_to_users",
+        "escalate_to_groups",
+        "escalate_group_members",
+    )
     @classmethod
     def _ids(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         return tuple(dict.fromkeys(check_id("user or group", v) for v in value))
+
+    @property
+    def groups_everywhere(self) -> tuple[tuple[str, ...], ...]:
+        """The user groups of the policy and then of each escalation step: what a check of
+        the groups' members looks at."""
+        return (self.allowed_groups, *(rung.groups for rung in self.rungs))
+
+    def with_members(self, members: Sequence[Sequence[str]]) -> ApproverPolicy:
+        """This policy with the groups' members replaced, in ``groups_everywhere`` order."""
+        first, *steps = (tuple(m) for m in members)
+        rungs = [
+            r.model_copy(update={"group_members": m})
+            for r, m in zip(self.rungs, steps, strict=True)
+        ]
+        update: dict[str, object] = {"group_members": first}
+        if rungs:
+            update |= {"escalate_group_members": rungs[0].group_members, "ladder": tuple(rungs[1:])}
+        return self.model_copy(update=update)
 
     @property
     def rungs(self) -> tuple[Rung, ...]:
@@ -98,6 +134,8 @@ class ApproverPolicy(BaseModel):
         first = Rung(
             channel=self.escalate_to_channel,
             users=self.escalate_to_users,
+            groups=self.escalate_to_groups,
+            group_members=self.escalate_group_members,
             open_to_channel=self.escalate_open_to_channel,
             expires_in=self.escalate_expires_in or self.expires_in,
         )
@@ -115,8 +153,12 @@ class ApproverPolicy(BaseModel):
         if self.on_expiry == "escalate":
             if self.expires_in is None:
                 raise ValueError("on_expiry='escalate' needs expires_in")
-            if not (self.escalate_to_users or self.escalate_open_to_channel):
-                raise ValueError("on_expiry='escalate' needs escalate_to_users or _open_to_channel")
+            if not (
+                self.escalate_to_users or self.escalate_to_groups or self.escalate_open_to_channel
+            ):
+                raise ValueError(
+                    "on_expiry='escalate' needs escalate_to_users, _to_groups or _open_to_channel"
+                )
         if self.expires_in is not None and self.expires_in <= timedelta(0):
             raise ValueError("expires_in must be positive")
         if self.if_nobody_decides == "approve" and self.dangerous:

@@ -15,7 +15,6 @@ from typing import Literal, cast
 
 from agent_runtime.interrupts import Decision
 
-from .approvers import ApproverPolicy
 from .epoch import to_ms
 from .errors import (
     CorruptRecordError,
@@ -292,14 +291,22 @@ class InterruptStore(DueSweeps):
         return DecideOutcome(status="recorded", record=record)
 
     async def set_group_members(
-        self, record: InterruptRecord, members: Sequence[str], *, now: datetime, asked_by: str
+        self,
+        record: InterruptRecord,
+        members: Sequence[str],
+        *,
+        now: datetime,
+        asked_by: str,
+        step_members: Sequence[Sequence[str]] | None = None,
     ) -> InterruptRecord | None:
         """Replace the stored members of ``record``'s user groups with ``members`` (Slack's
-        current list) and re-index who may decide; the updated record, or None when it is
-        no longer pending."""
-        policy = ApproverPolicy.model_validate(
-            {**record.policy.model_dump(), "group_members": tuple(members)}
-        )
+        current list), and of its escalation steps' groups with ``step_members`` (one
+        list per step; None keeps them), and re-index who may decide; the updated record,
+        or None when it is no longer pending."""
+        steps = step_members
+        if steps is None:
+            steps = [rung.group_members for rung in record.policy.rungs]
+        policy = record.policy.with_members([members, *steps])
         policy_json = json.dumps(policy.model_dump(mode="json"), separators=(",", ":"))
         args: list[str | int] = [
             policy_json,

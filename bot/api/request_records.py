@@ -108,6 +108,8 @@ async def request_records(
         on_expiry=body.on_expiry,
         escalate_to_channel=first.channel,
         escalate_to_users=first.users,
+        escalate_to_groups=first.groups,
+        escalate_group_members=first.group_members,
         escalate_open_to_channel=first.open_to_channel,
         escalate_expires_in=first.expires_in,
         ladder=tuple(ladder),
@@ -159,14 +161,15 @@ async def _rung(
     requester: str,
 ) -> tuple[Rung, tuple[tuple[str, str], ...]]:
     """An escalation step, its user groups' members resolved now and the delegates of
-    those away added; with its ``(delegate, for_user)`` pairs."""
+    its users away added; with its ``(delegate, for_user)`` pairs."""
     users, groups = _users_and_groups(approvers)
-    if groups:
-        users += await services.directory.members(groups)
-    users, stand_ins = await with_stand_ins(services, users, requester=requester)
+    members = await services.directory.members(groups) if groups else ()
+    users, stand_ins = await with_stand_ins(services, users, members, requester=requester)
     rung = Rung(
         channel=channel,
         users=users,
+        groups=groups,
+        group_members=members,
         open_to_channel=anyone_in_channel,
         expires_in=timedelta(seconds=expires_in) if expires_in else None,
     )

@@ -341,7 +341,7 @@ def _may_submit_from(record: InterruptRecord, user: str, channel: str, message_t
     if not any(rung.open_to_channel for rung in reached):
         return True
     named = policy.deciders
-    named += tuple(u for rung in reached for u in rung.users)
+    named += tuple(u for rung in reached for u in rung.deciders)
     if policy.open_to_channel or user in named:
         return True
     cards = {(record.escalation_channel, record.escalation_ts), *record.escalation_cards}

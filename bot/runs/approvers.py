@@ -84,13 +84,17 @@ async def approver_policy(
     users, stand_ins = await with_stand_ins(services, policy.users, members, requester=requester)
     rungs = []
     for step in policy.escalations:  # someone away on a step is stood in for there too
-        named = step.users + await services.directory.members(step.groups)
-        step_users, step_stand_ins = await with_stand_ins(services, named, requester=requester)
+        step_members = await services.directory.members(step.groups) if step.groups else ()
+        step_users, step_stand_ins = await with_stand_ins(
+            services, step.users, step_members, requester=requester
+        )
         stand_ins += step_stand_ins
         rungs.append(
             Rung(
                 channel=step.channel,
                 users=step_users,
+                groups=step.groups,
+                group_members=step_members,
                 open_to_channel=step.anyone_in_channel,
                 expires_in=step.expires_after,
             )
@@ -110,6 +114,8 @@ async def approver_policy(
         on_expiry="escalate" if escalate else "deny",
         escalate_to_channel=escalate.channel if escalate else None,
         escalate_to_users=escalate.users if escalate else (),
+        escalate_to_groups=escalate.groups if escalate else (),
+        escalate_group_members=escalate.group_members if escalate else (),
         escalate_open_to_channel=escalate.open_to_channel if escalate else False,
         escalate_expires_in=escalate.expires_in if escalate else None,
         ladder=tuple(rungs[1:]),

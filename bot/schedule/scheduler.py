@@ -101,13 +101,21 @@ class Scheduler:
         services = self._services
         storage = services.storage
         for record in await storage.interrupts.claim_group_checks(services.clock.now()):
-            groups = record.policy.allowed_groups
-            members = await services.directory.known_members(groups, max_age=GROUP_CHECK_EVERY)
-            if members is None or set(members) == set(record.policy.group_members):
-                continue  # Slack did not answer: keep the members stored
+            policy = record.policy
+            stored = [policy.group_members, *(rung.group_members for rung in policy.rungs)]
+            listed = []
+            for groups, kept in zip(policy.groups_everywhere, stored, strict=True):
+                members = (
+                    await services.directory.known_members(groups, max_age=GROUP_CHECK_EVERY)
+                    if groups
+                    else ()
+                )
+                listed.append(kept if members is None else members)  # Slack did not answer
+            if [set(m) for m in listed] == [set(m) for m in stored]:
+                continue
             now = services.clock.now()
             updated = await storage.interrupts.set_group_members(
-                record, members, now=now, asked_by=""
+                record, listed[0], now=now, asked_by="", step_members=listed[1:]
             )
             if updated is not None:
                 await update_message(services, updated)

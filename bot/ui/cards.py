@@ -199,6 +199,7 @@ def who_may_decide(record: InterruptRecord) -> str:
         named.append("anyone in this channel")
     for rung in record.reached_rungs:
         named += [user_mention(u) for u in rung.users[:10]]
+        named += [f"<!subteam^{g}>" for g in rung.groups[:10]]
         if rung.open_to_channel:
             named.append(f"anyone in {_channel(rung.channel or record.channel)}")
     if not named:
@@ -221,6 +222,7 @@ def if_nobody_decides(record: InterruptRecord) -> str | None:
     steps, when = [], expires
     for rung in policy.rungs[record.escalation_step :]:
         named = [user_mention(u) for u in rung.users[:5]]
+        named += [f"<!subteam^{g}>" for g in rung.groups[:5]]
         if rung.open_to_channel:
             named.append(f"anyone in {_channel(rung.channel or record.channel)}")
         steps.append(f"If nobody decides by {date_token(when)}, it goes to {', '.join(named)}")
@@ -258,7 +260,7 @@ def nobody_can_approve(policy: ApproverPolicy, *, escalated: bool = False) -> st
     """
     if policy.open_to_channel or policy.allowed_users or policy.group_members:
         return None
-    if escalated and any(r.users or r.open_to_channel for r in policy.rungs):
+    if escalated and any(r.deciders or r.open_to_channel for r in policy.rungs):
         return None
     groups = policy.allowed_groups[:10]
     if not groups:

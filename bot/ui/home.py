@@ -69,7 +69,7 @@ async def refresh_homes(services: Services, record: InterruptRecord) -> None:
     they opened it lately: the request leaves their list."""
     policy = record.policy
     named = policy.deciders
-    named += tuple(u for rung in record.reached_rungs for u in rung.users)
+    named += tuple(u for rung in record.reached_rungs for u in rung.deciders)
     users = [*((record.decided_by,) if record.decided_by else ()), *named][:MAX_REFRESHED]
     try:
         viewers = await services.storage.home.recent(users, services.clock.now())

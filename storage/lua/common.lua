@@ -18,37 +18,50 @@ local function json_field(key, name)
   return value
 end
 
+-- The delegates standing in for `members` (a group's, as stored): a member who has left
+-- the group takes their delegate's right to decide with them.
+local function delegates_of(policy, members)
+  local listed, out = {}, {}
+  for _, user in ipairs(members or {}) do listed[user] = true end
+  for _, pair in ipairs(policy.stand_ins or {}) do
+    if listed[pair[2]] then out[#out + 1] = pair[1] end
+  end
+  return out
+end
+
 -- The escalation steps the record `key` has reached: the first escalation (the policy's
 -- escalate_* fields), then its ladder's steps, up to the step stored in `escalated`. Each
--- with the channel its card is posted in (the record's, when the step names none).
+-- with the channel its card is posted in (the record's, when the step names none), and
+-- the people it names: its users, its groups' members as stored and their delegates.
 local function reached_rungs(key, policy)
   local step = tonumber(field(key, 'escalated')) or 0
   local function where(channel)
     if type(channel) == 'string' then return channel end
     return field(key, 'channel')
   end
+  local function named(users, members)
+    local out = {}
+    for _, list in ipairs({users or {}, members or {}, delegates_of(policy, members)}) do
+      for _, user in ipairs(list) do out[#out + 1] = user end
+    end
+    return out
+  end
   local rungs = {}
   if step >= 1 then
-    rungs[1] = {users = policy.escalate_to_users, channel = where(policy.escalate_to_channel),
+    rungs[1] = {users = named(policy.escalate_to_users, policy.escalate_group_members),
+      channel = where(policy.escalate_to_channel),
       open_to_channel = policy.escalate_open_to_channel == true}
   end
   local ladder = type(policy.ladder) == 'table' and policy.ladder or {}
   for i = 1, math.min(step - 1, #ladder) do
-    rungs[#rungs + 1] = {users = ladder[i].users, channel = where(ladder[i].channel),
-      open_to_channel = ladder[i].open_to_channel == true}
+    rungs[#rungs + 1] = {users = named(ladder[i].users, ladder[i].group_members),
+      channel = where(ladder[i].channel), open_to_channel = ladder[i].open_to_channel == true}
   end
   return rungs
 end
 
--- The delegates standing in for the groups' members as stored: a member who has left
--- the group takes their delegate's right to decide with them.
 local function member_delegates(policy)
-  local members, out = {}, {}
-  for _, user in ipairs(policy.group_members or {}) do members[user] = true end
-  for _, pair in ipairs(policy.stand_ins or {}) do
-    if members[pair[2]] then out[#out + 1] = pair[1] end
-  end
-  return out
+  return delegates_of(policy, policy.group_members)
 end
 
 -- Index members of the users who may decide: "user \0 created_ms \0 record_id". When

@@ -39,9 +39,12 @@ for _, rec in ipairs(records) do
   if reminder ~= '' then redis.call('ZADD', KEYS[3], reminder, rid) end
   redis.call('ZADD', KEYS[4], post_after, rid)
   zset_many('ZADD', KEYS[5], user_members(key, rid, true))
-  if #json_field(key, 'policy').allowed_groups > 0 then
-    redis.call('ZADD', KEYS[8], check_after, rid)
+  local policy = json_field(key, 'policy')
+  local grouped = #policy.allowed_groups > 0 or #(policy.escalate_to_groups or {}) > 0
+  for _, rung in ipairs(type(policy.ladder) == 'table' and policy.ladder or {}) do
+    grouped = grouped or #(rung.groups or {}) > 0
   end
+  if grouped then redis.call('ZADD', KEYS[8], check_after, rid) end
   local channel = field(key, 'channel')
   if channel ~= '' then redis.call('ZADD', KEYS[6], 0, channel_member(key, rid, channel)) end
   redis.call('SADD', KEYS[1], rid)

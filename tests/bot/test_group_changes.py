@@ -10,7 +10,7 @@ from typing import Any
 from fakes import Fault
 from harness import ALICE, BOB, CHANNEL, MALLORY, Harness
 
-from bot.agents.policy import Policy
+from bot.agents.policy import Escalate, Policy
 from bot.schedule.scheduler import Scheduler
 from bot.ui import ids
 
@@ -160,3 +160,39 @@ async def test_a_card_posted_after_someone_left_the_group_does_not_name_them(
     later = await bot.start()
     record = await bot.services.storage.queries.get(bot.record_id(later))
     assert record is not None and record.policy.group_members == (BOB,)
+
+
+async def test_an_escalation_steps_group_is_checked_like_the_policys(make_bot: Any) -> None:
+    """Mallory is in the leads group when the request is posted and leaves it before the
+    request escalates to that group: on the step's card she is refused, Bob decides."""
+    leads, step = "C0LEADS", timedelta(hours=2)
+    policy = Policy(
+        channel=CHANNEL,
+        users=(ALICE,),
+        expires_after=step,
+        reminders=None,
+        on_expiry=Escalate(channel=leads, groups=("S0LEADS",), expires_after=step),
+    )
+    bot: Harness = await make_bot(policy)
+    bot.slack.groups["S0LEADS"] = [MALLORY]
+    value = await bot.start()
+    bot.slack.groups["S0LEADS"] = [BOB]  # Mallory leaves the rotation
+    for _ in range(12):  # two hours of ticks: the request escalates
+        bot.clock.advance(timedelta(minutes=10))
+        await Scheduler(bot.services).tick()
+    record = await bot.services.storage.queries.get(bot.record_id(value))
+    assert record is not None and record.escalated
+    ts = next(
+        answer["ts"]
+        for post, answer in zip(
+            bot.slack.called("chat.postMessage"), bot.slack.answers("chat.postMessage"), strict=True
+        )
+        if post["channel"] == leads
+    )
+    await bot.click(ids.APPROVE, value, user=MALLORY, channel=leads, message_ts=ts)
+    await bot.slack.wait_calls("chat.postEphemeral")
+    await bot.click(ids.APPROVE, value, user=BOB, channel=leads, message_ts=ts)
+    await bot.finished()
+    record = await bot.services.storage.queries.get(bot.record_id(value))
+    assert record is not None and (record.state, record.decided_by) == ("approved", BOB)
+    assert record.policy.rungs[0].group_members == (BOB,)

@@ -422,7 +422,9 @@ async def test_a_jobs_request_climbs_a_ladder_of_two_steps_then_is_denied(jobs: 
     assert status == 201, made
     steps = str(jobs.card(0)["blocks"])
     assert f"it goes to <@{BOB}>; if nobody decides by" in steps
-    assert "it goes to <@U0SAM>" in steps  # the group's member, looked up now
+    assert "it goes to <!subteam^S0TOKYO>" in steps
+    record = await jobs.bot.services.storage.queries.get(jobs.bot.record_id(jobs.value(0)))
+    assert record is not None and record.policy.ladder[0].group_members == ("U0SAM",)
     assert steps.count("If nobody decides by") + steps.count("if nobody decides by") == 3
 
     scheduler = Scheduler(jobs.bot.services)
