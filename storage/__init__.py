@@ -20,7 +20,7 @@ Entry point::
   -> DecideOutcome`` (``click_id``: a click stream entry, decided at most once),
   ``expire_due(now, *, limit) -> list[ExpiryResult]``,
   ``due_reminders(now, *, limit) -> list[ReminderDue]``,
-  ``cancel_run(run_id, *, reason, now, by) -> int``,
+  ``cancel_run(run_id, *, reason, now, by) -> Cancelled``,
   ``claim_group_checks(now, *, limit, every)`` (pending records with user groups, due for
   a member check) and ``set_group_members(record, members, *, now, asked_by)``.
 - ``queries: InterruptQueries`` - ``get(id)``, ``pending_for_user(user_id, *, limit,

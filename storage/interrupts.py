@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal, cast
 
@@ -36,6 +37,15 @@ GROUP_CHECK_EVERY = timedelta(minutes=5)
 """How often the members of a pending interrupt's user groups are checked again."""
 AppOutcome = Literal["recorded", "already_decided", "expired", "unknown"]
 """How an app's decision (``decide_in_app``) went."""
+
+
+@dataclass(frozen=True)
+class Cancelled:
+    """What ``cancel_run`` did: how many pending interrupts it cancelled, and the records
+    whose decisions were waiting for them and now never run."""
+
+    count: int
+    not_run: tuple[str, ...] = ()
 
 
 _CANCEL_TRIES = 3
@@ -348,9 +358,10 @@ class InterruptStore(DueSweeps):
 
     async def cancel_run(
         self, run_id: str, *, reason: str, now: datetime, by: str | None = None
-    ) -> int:
+    ) -> Cancelled:
         """Cancel every pending interrupt of a run in one atomic step (no resume follows, and
-        no decision lands between two of them); the number cancelled."""
+        no decision lands between two of them). Decisions that waited for them never run:
+        an agent's run marks them withdrawn by ``by``."""
         decision = json.dumps(Decision.reject(reason).to_dict(), separators=(",", ":"))
         args: list[str | int] = [
             by or "",
@@ -359,20 +370,27 @@ class InterruptStore(DueSweeps):
             millis(self._retention.decided),
             self._retention.audit_entries,
         ]
+        k = self._keys
         for _ in range(_CANCEL_TRIES):
             async with self._client.guard("cancel run"):
-                members = await self._client.raw.smembers(self._keys.run_pending(run_id))
+                pipe = self._client.pipeline()
+                pipe.smembers(k.run_pending(run_id))
+                pipe.smembers(k.run_decided(run_id))
+                members, waiting = await pipe.execute()
             pending = sorted(cast(set[str], members))
+            decided = sorted(cast(set[str], waiting))
             if not pending:
-                return 0
-            keys = self._transition_keys(pending[0]) + [self._keys.record(r) for r in pending[1:]]
-            reply = cast(list[str], await self._client.eval("cancel", keys, [*args, *pending]))
+                return Cancelled(count=0)
+            keys = self._transition_keys(pending[0])
+            keys += [k.record(rid) for rid in (*pending[1:], *decided)]
+            reply = cast(
+                list[str],
+                await self._client.eval("cancel", keys, [*args, len(pending), *pending, *decided]),
+            )
             if reply[0] == "moved":  # a decision or a new round changed the run meanwhile
                 continue
             for rid in reply[2:]:
-                log.error(
-                    "%s", CorruptRecordError(self._keys.record(rid), "its policy is not JSON")
-                )
+                log.error("%s", CorruptRecordError(k.record(rid), "its policy is not JSON"))
             log.info("run %s: cancelled %s pending interrupts", run_id, reply[1])
-            return int(reply[1])
+            return Cancelled(count=int(reply[1]), not_run=tuple(decided))
         raise StorageResponseError(f"run {run_id} kept changing while it was being cancelled")

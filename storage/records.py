@@ -102,6 +102,9 @@ class InterruptRecord(BaseModel):
     """The last held decision someone undid."""
     superseded_by: str | None = None
     """Approved, but not run: what it acts on changed first, and this interrupt asks again."""
+    run_withdrawn_by: str | None = None
+    """Decided, but not run: its run was withdrawn (by this user) while the decision waited
+    for the run's other cards."""
     batch: str | None = None
     """The record id of the first item of the batch card this one is an item of."""
     batch_items: tuple[str, ...] = ()
@@ -251,6 +254,7 @@ class InterruptRecord(BaseModel):
             "escalation_ts": self.escalation_ts or "",
             **_present(
                 superseded_by=self.superseded_by or "",
+                run_withdrawn_by=self.run_withdrawn_by or "",
                 batch=self.batch or "",
                 batch_items=json.dumps(self.batch_items) if self.batch_items else "",
                 escalation_cards=json.dumps(self.escalation_cards) if self.escalation_cards else "",
@@ -312,6 +316,7 @@ class InterruptRecord(BaseModel):
                 escalation_ts=opt("escalation_ts"),
                 reminders_sent=int(fields.get("reminder_index") or 0),
                 superseded_by=opt("superseded_by"),
+                run_withdrawn_by=opt("run_withdrawn_by"),
                 batch=opt("batch"),
                 batch_items=tuple(json.loads(fields.get("batch_items") or "[]")),
                 held=read_held(fields),

@@ -244,7 +244,7 @@ class _RequestsApi:
             record.run_id, reason=body.reason, now=services.clock.now(), by=caller.name
         )
         latest = await services.storage.queries.get(record.id) or record
-        if not cancelled:
+        if not cancelled.count:
             return await self._answer(latest, meta, status=409, note="it was no longer pending")
         log.info("request %s withdrawn by %s", record.run_id, caller.name)
         await update_message(services, latest)

@@ -51,16 +51,28 @@ async def withdraw(services: Services, click: Click) -> None:
     except StorageError:
         await post_ephemeral(services, channel=channel, user=user, text=STORAGE_DOWN)
         return
-    if not cancelled:
+    if not cancelled.count:
         outcome = DecideOutcome(status="refused", reason="already_decided", record=latest)
         await post_ephemeral(services, channel=channel, user=user, text=refusal_text(outcome))
         return
     log.info("run %s withdrawn by %s", record.run_id, user)
     await update_message(services, latest)
+    await _redraw(services, cancelled.not_run)  # decided, but now never run
     if not is_request_run(record.run_id):
         await _cancel_agent_run(services, latest, user)
     await tell_decided(services, latest)
     await refresh_homes(services, latest)
+
+
+async def _redraw(services: Services, record_ids: tuple[str, ...]) -> None:
+    """Redraw the cards of ``record_ids``: they now say their decision never ran."""
+    try:
+        records, _ = await services.storage.queries.many(list(record_ids))
+    except StorageError as exc:
+        log.error("cards of decisions the withdrawal stopped not redrawn: %s", exc)
+        return
+    for record in records:
+        await update_message(services, record)
 
 
 def _refusal(services: Services, record: InterruptRecord, user: str) -> str | None:

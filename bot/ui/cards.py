@@ -114,6 +114,8 @@ class Verdict:
     """What was trusted (and until when), or the trust it ran under, in the bot's mrkdwn."""
     in_app: bool = False
     """Decided in the app that runs the agent (its AG-UI client), not on a card."""
+    run_withdrawn_by: str | None = None
+    """Who withdrew the run before this decision could run, if someone did."""
 
 
 def card_from_record(record: InterruptRecord, *, trust_label: str | None = None) -> Card:
@@ -339,6 +341,7 @@ def verdict_from_record(record: InterruptRecord) -> Verdict | None:
         trust=_trust_notes(record, decision),
         in_app=in_app,
         args=decision.args if decision and decision.type == "edit" else None,
+        run_withdrawn_by=record.run_withdrawn_by,
     )
 
 

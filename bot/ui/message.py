@@ -122,6 +122,11 @@ def decided_message(card: Card, verdict: Verdict) -> SlackMessage:
             else "the edited call acts on other items than this card showed"
         )
         blocks.append(section(f"Not run: {why}, so the approvers are asked again in this thread."))
+    if verdict.run_withdrawn_by:
+        who = user_mention(verdict.run_withdrawn_by)
+        blocks.append(
+            section(f"Not run: {who} withdrew the run while it waited for its other cards.")
+        )
     return SlackMessage(text=_fallback(f"{headline}:", card), blocks=blocks)
 
 

@@ -1,22 +1,33 @@
 -- Cancel every pending interrupt of a run that is being stopped, in one step: no decision
 -- lands between two of them, and no resume job follows. Decisions already recorded on the
--- run's other cards, waiting for these, leave the round with them: they never run.
--- KEYS as in common.lua, with KEYS[1] the first pending record and KEYS[12..] the others.
+-- run's other cards, waiting for these, leave the round with them: they never run, and
+-- an agent's run marks them so (a job's request reports its decided items itself).
+-- KEYS as in common.lua, with KEYS[1] the first pending record, then from KEYS[12] the
+-- other pending records and the decided ones waiting in the round.
 -- ARGV: 1 by (user id or ''), 2 now, 3 decision json (a rejection carrying the reason),
--- 4 retention ms, 5 audit maxlen, 6.. the records' ids, in the order of their keys.
--- Returns {'moved'} when the run's pending records are not those given (read them again),
--- else {'cancelled', n, damaged id...}: how many were cancelled, and the records skipped
+-- 4 retention ms, 5 audit maxlen, 6 how many records are pending, 7.. the records' ids,
+-- pending then decided, in the order of their keys.
+-- Returns {'moved'} when the run's records are not those given (read them again), else
+-- {'cancelled', n, damaged id...}: how many were cancelled, and the records skipped
 -- because they could not be read (the others are cancelled all the same).
+local pending = tonumber(ARGV[6])
 local records, ids = {KEYS[1]}, {}
 for i = 12, #KEYS do records[#records + 1] = KEYS[i] end
-for i = 6, #ARGV do ids[#ids + 1] = ARGV[i] end
-if redis.call('SCARD', KEYS[2]) ~= #ids then return {'moved'} end
-for _, rid in ipairs(ids) do
-  if redis.call('SISMEMBER', KEYS[2], rid) == 0 then return {'moved'} end
+for i = 7, #ARGV do ids[#ids + 1] = ARGV[i] end
+local function same(set, from, to)
+  if redis.call('SCARD', set) ~= to - from + 1 then return false end
+  for i = from, to do
+    if redis.call('SISMEMBER', set, ids[i]) == 0 then return false end
+  end
+  return true
+end
+if not (same(KEYS[2], 1, pending) and same(KEYS[11], pending + 1, #ids)) then
+  return {'moved'}
 end
 local cancelled, damaged = 0, {}
-for i, key in ipairs(records) do
-  KEYS[1] = key  -- the shared functions work on the record in KEYS[1]
+for i = 1, pending do
+  KEYS[1] = records[i]  -- the shared functions work on the record in KEYS[1]
+  local key = records[i]
   local readable, policy = pcall(cjson.decode, field(key, 'policy'))
   if not readable or type(policy) ~= 'table' then
     damaged[#damaged + 1] = ids[i]
@@ -26,6 +37,12 @@ for i, key in ipairs(records) do
     finalize(ids[i], 'cancelled', ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), false, 0)
     audit(KEYS[10], ARGV[5], 'cancelled', ids[i], ARGV[1], ARGV[2], ARGV[3])
     cancelled = cancelled + 1
+  end
+end
+for i = pending + 1, #ids do
+  local key = records[i]
+  if ARGV[1] ~= '' and string.sub(field(key, 'run_id'), 1, 4) ~= 'req_' then
+    redis.call('HSET', key, 'run_withdrawn_by', ARGV[1])
   end
 end
 redis.call('DEL', KEYS[11])

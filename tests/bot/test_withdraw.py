@@ -96,29 +96,57 @@ async def test_a_run_is_withdrawn_whole_while_one_of_its_cards_is_approved(
     await bot.slack.wait_calls("chat.postMessage", 2)
     value_a, value_b = (bot.posted(n)["blocks"][-1]["elements"][0]["value"] for n in (0, 1))
     storage = bot.services.storage
-    read_pending = storage.client.raw.smembers
-    reads: list[str] = []
+    run_script = storage.client.eval
+    tries: list[str] = []
 
-    async def approved_after_the_read(key: str) -> Any:
-        members = await read_pending(key)
-        reads.append(key)
-        if len(reads) == 1:
+    async def approved_after_the_read(name: str, *args: Any) -> Any:
+        if name == "cancel":
+            tries.append(name)
+        if len(tries) == 1 and name == "cancel":
             await bot.click(ids.APPROVE, value_b, user=ALICE, message_ts=bot.message_ts(1))
             await bot.slack.wait_for(
                 lambda: any(u["ts"] == bot.message_ts(1) for u in bot.slack.called("chat.update")),
                 what="card B approved",
             )
-        return members
+        return await run_script(name, *args)
 
-    storage.client.raw.smembers = approved_after_the_read  # type: ignore[method-assign]
+    storage.client.eval = approved_after_the_read  # type: ignore[method-assign]
     await _withdraw(bot, value_a, user=CAROL)
     await bot.slack.wait_for(
         lambda: any(t.startswith(f"Withdrawn by <@{CAROL}>") for t in bot.thread()),
         what="the withdrawal in the thread",
     )
-    assert len(reads) == 2  # read again: the run changed under the first read
+    assert len(tries) == 2  # read again: the run changed under the first read
     a, b = [await storage.queries.get(bot.record_id(v)) for v in (value_a, value_b)]
     assert a is not None and b is not None and (a.state, b.state) == ("cancelled", "approved")
     assert deleted == []
     streams = [storage.keys.resume_stream(shard) for shard in storage.keys.all_shards]
     assert [await storage.client.raw.xlen(s) for s in streams] == [0] * len(streams)
+
+
+async def test_a_card_approved_while_its_run_waited_says_the_withdrawal_stopped_it(
+    make_bot: Any,
+) -> None:
+    """Cards A and B of one run: Alice approves B, which waits for A; Carol withdraws the
+    run from A. B's card keeps Alice's approval and says it never ran."""
+    deleted: list[str] = []
+    spec = batch_agents.spec(deleted, ["/tmp/a", "/tmp/b"], batch=False)
+    bot: Harness = await make_bot(spec=spec)
+    place = Place(channel=CHANNEL, thread_ts=None, requested_by=CAROL)
+    await start_run(bot.services, "cleanup", "clean up", place=place)
+    await bot.slack.wait_calls("chat.postMessage", 2)
+    value_a, value_b = (bot.posted(n)["blocks"][-1]["elements"][0]["value"] for n in (0, 1))
+    ts_b = bot.message_ts(1)
+    await bot.click(ids.APPROVE, value_b, user=ALICE, message_ts=ts_b)
+    await bot.slack.wait_for(
+        lambda: any(u["ts"] == ts_b for u in bot.slack.called("chat.update")), what="B approved"
+    )
+    await _withdraw(bot, value_a, user=CAROL)
+    await bot.slack.wait_for(
+        lambda: any(t.startswith(f"Withdrawn by <@{CAROL}>") for t in bot.thread()),
+        what="the withdrawal in the thread",
+    )
+    card_b = [u for u in bot.slack.called("chat.update") if u["ts"] == ts_b][-1]
+    assert card_b["blocks"][0]["text"]["text"].startswith("Approved")
+    assert f"Not run: <@{CAROL}> withdrew the run" in str(card_b["blocks"])
+    assert deleted == []

@@ -127,7 +127,8 @@ async def test_duplicate_create_is_refused(storage: Storage) -> None:
 async def test_cancel_run_cancels_pending_without_resume(storage: Storage) -> None:
     records = [make_record(call_id="c1"), make_record(call_id="c2")]
     await storage.interrupts.create_interrupts(records)
-    assert await storage.interrupts.cancel_run("run_1", reason="stopped", now=NOW, by="UREQ") == 2
+    cancelled = await storage.interrupts.cancel_run("run_1", reason="stopped", now=NOW, by="UREQ")
+    assert cancelled.count == 2
     assert await storage.queries.pending_for_run("run_1") == []
     stored = await storage.queries.get(records[0].id)
     assert stored is not None and stored.state == "cancelled"
