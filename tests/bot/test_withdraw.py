@@ -82,12 +82,9 @@ async def test_only_the_requester_or_an_admin_may_withdraw(make_bot: Any) -> Non
     assert f"Withdrawn by <@{BOB}>" in told()[0]
 
 
-async def test_a_run_is_withdrawn_whole_while_one_of_its_cards_is_approved(
-    make_bot: Any,
-) -> None:
-    """Cards A and B of one run: Carol withdraws from A just as Alice approves B (after the
-    withdrawal read the run's open cards). The cancel sees the change and cancels what is
-    still open in one step; B's approval waited for A, so nothing runs, as the thread says."""
+async def _two_cards(make_bot: Any) -> tuple[Harness, list[str], str, str]:
+    """A run Carol started that asks about two calls on two cards, A and B: the bot, the
+    files deleted so far, and the cards' button values."""
     deleted: list[str] = []
     spec = batch_agents.spec(deleted, ["/tmp/a", "/tmp/b"], batch=False)
     bot: Harness = await make_bot(spec=spec)
@@ -95,6 +92,16 @@ async def test_a_run_is_withdrawn_whole_while_one_of_its_cards_is_approved(
     await start_run(bot.services, "cleanup", "clean up", place=place)
     await bot.slack.wait_calls("chat.postMessage", 2)
     value_a, value_b = (bot.posted(n)["blocks"][-1]["elements"][0]["value"] for n in (0, 1))
+    return bot, deleted, str(value_a), str(value_b)
+
+
+async def test_a_run_is_withdrawn_whole_while_one_of_its_cards_is_approved(
+    make_bot: Any,
+) -> None:
+    """Cards A and B of one run: Carol withdraws from A just as Alice approves B (after the
+    withdrawal read the run's open cards). The cancel sees the change and cancels what is
+    still open in one step; B's approval waited for A, so nothing runs, as the thread says."""
+    bot, deleted, value_a, value_b = await _two_cards(make_bot)
     storage = bot.services.storage
     run_script = storage.client.eval
     tries: list[str] = []
@@ -129,13 +136,7 @@ async def test_a_card_approved_while_its_run_waited_says_the_withdrawal_stopped_
 ) -> None:
     """Cards A and B of one run: Alice approves B, which waits for A; Carol withdraws the
     run from A. B's card keeps Alice's approval and says it never ran."""
-    deleted: list[str] = []
-    spec = batch_agents.spec(deleted, ["/tmp/a", "/tmp/b"], batch=False)
-    bot: Harness = await make_bot(spec=spec)
-    place = Place(channel=CHANNEL, thread_ts=None, requested_by=CAROL)
-    await start_run(bot.services, "cleanup", "clean up", place=place)
-    await bot.slack.wait_calls("chat.postMessage", 2)
-    value_a, value_b = (bot.posted(n)["blocks"][-1]["elements"][0]["value"] for n in (0, 1))
+    bot, deleted, value_a, value_b = await _two_cards(make_bot)
     ts_b = bot.message_ts(1)
     await bot.click(ids.APPROVE, value_b, user=ALICE, message_ts=ts_b)
     await bot.slack.wait_for(
