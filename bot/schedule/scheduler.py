@@ -213,6 +213,10 @@ class Scheduler:
 
 
 async def _still_pending(services: Services, record: InterruptRecord) -> bool:
-    """Whether ``record``, read by a sweep moments ago, is still waiting for a decision."""
-    latest = await services.storage.queries.get(record.id)
+    """Whether ``record``, read by a sweep moments ago, is still waiting for a decision
+    (taken as it was found when Redis cannot say)."""
+    try:
+        latest = await services.storage.queries.get(record.id)
+    except StorageError:
+        return True
     return latest is not None and latest.state == "pending" and latest.held is None
