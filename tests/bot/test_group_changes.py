@@ -196,3 +196,35 @@ async def test_an_escalation_steps_group_is_checked_like_the_policys(make_bot: A
     record = await bot.services.storage.queries.get(bot.record_id(value))
     assert record is not None and (record.state, record.decided_by) == ("approved", BOB)
     assert record.policy.rungs[0].group_members == (BOB,)
+
+
+async def test_a_newcomer_to_an_escalation_steps_group_approves_on_its_card(
+    make_bot: Any,
+) -> None:
+    leads, step = "C0LEADS", timedelta(hours=2)
+    policy = Policy(
+        channel=CHANNEL,
+        users=(ALICE,),
+        expires_after=step,
+        reminders=None,
+        on_expiry=Escalate(channel=leads, groups=("S0LEADS",), expires_after=step),
+    )
+    bot: Harness = await make_bot(policy)
+    bot.slack.groups["S0LEADS"] = [BOB]
+    value = await bot.start()
+    bot.clock.advance(step)
+    await Scheduler(bot.services).tick()  # escalated to the leads
+    bot.slack.groups["S0LEADS"] = [BOB, MALLORY]  # Mallory joins the rotation
+    bot.clock.advance(timedelta(minutes=1))  # Slack is asked at most once a minute
+    ts = next(
+        answer["ts"]
+        for post, answer in zip(
+            bot.slack.called("chat.postMessage"), bot.slack.answers("chat.postMessage"), strict=True
+        )
+        if post["channel"] == leads
+    )
+    await bot.click(ids.APPROVE, value, user=MALLORY, channel=leads, message_ts=ts)
+    await bot.finished()
+    record = await bot.services.storage.queries.get(bot.record_id(value))
+    assert record is not None and (record.state, record.decided_by) == ("approved", MALLORY)
+    assert bot.slack.called("chat.postEphemeral") == []
