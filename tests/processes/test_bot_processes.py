@@ -62,7 +62,8 @@ async def test_a_new_worker_process_resumes_a_click_taken_by_a_killed_bot(
     assert "Approved" not in str(ws.message(GENERAL, request.ts).blocks)
     assert not marks.exists()
 
-    workers = [start_signoff("worker", env=env, log=log) for _ in range(2)]
+    at_default_priority = {k: v for k, v in env.items() if k != "SIGNOFF_WORKER_NICE"}
+    workers = [start_signoff("worker", env=at_default_priority, log=log) for _ in range(2)]
     try:
         await until_logged(log, WORKERS_RUNNING, times=2)
         # Workers yield the CPU to the acks of a serve process on the same host.
