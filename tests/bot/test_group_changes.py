@@ -162,18 +162,29 @@ async def test_a_card_posted_after_someone_left_the_group_does_not_name_them(
     assert record is not None and record.policy.group_members == (BOB,)
 
 
+LEADS, STEP = "C0LEADS", timedelta(hours=2)
+ESCALATES_TO_LEADS = Policy(
+    channel=CHANNEL,
+    users=(ALICE,),
+    expires_after=STEP,
+    reminders=None,
+    on_expiry=Escalate(channel=LEADS, groups=("S0LEADS",), expires_after=STEP),
+)
+"""Alice decides, then, after two hours, anyone in the leads group on its card in #leads."""
+
+
+def _card_in(bot: Harness, channel: str) -> str:
+    """The ts of the card posted in ``channel``."""
+    posts = zip(
+        bot.slack.called("chat.postMessage"), bot.slack.answers("chat.postMessage"), strict=True
+    )
+    return next(str(answer["ts"]) for post, answer in posts if post["channel"] == channel)
+
+
 async def test_an_escalation_steps_group_is_checked_like_the_policys(make_bot: Any) -> None:
     """Mallory is in the leads group when the request is posted and leaves it before the
     request escalates to that group: on the step's card she is refused, Bob decides."""
-    leads, step = "C0LEADS", timedelta(hours=2)
-    policy = Policy(
-        channel=CHANNEL,
-        users=(ALICE,),
-        expires_after=step,
-        reminders=None,
-        on_expiry=Escalate(channel=leads, groups=("S0LEADS",), expires_after=step),
-    )
-    bot: Harness = await make_bot(policy)
+    bot: Harness = await make_bot(ESCALATES_TO_LEADS)
     bot.slack.groups["S0LEADS"] = [MALLORY]
     value = await bot.start()
     bot.slack.groups["S0LEADS"] = [BOB]  # Mallory leaves the rotation
@@ -182,16 +193,10 @@ async def test_an_escalation_steps_group_is_checked_like_the_policys(make_bot: A
         await Scheduler(bot.services).tick()
     record = await bot.services.storage.queries.get(bot.record_id(value))
     assert record is not None and record.escalated
-    ts = next(
-        answer["ts"]
-        for post, answer in zip(
-            bot.slack.called("chat.postMessage"), bot.slack.answers("chat.postMessage"), strict=True
-        )
-        if post["channel"] == leads
-    )
-    await bot.click(ids.APPROVE, value, user=MALLORY, channel=leads, message_ts=ts)
+    ts = _card_in(bot, LEADS)
+    await bot.click(ids.APPROVE, value, user=MALLORY, channel=LEADS, message_ts=ts)
     await bot.slack.wait_calls("chat.postEphemeral")
-    await bot.click(ids.APPROVE, value, user=BOB, channel=leads, message_ts=ts)
+    await bot.click(ids.APPROVE, value, user=BOB, channel=LEADS, message_ts=ts)
     await bot.finished()
     record = await bot.services.storage.queries.get(bot.record_id(value))
     assert record is not None and (record.state, record.decided_by) == ("approved", BOB)
@@ -201,29 +206,15 @@ async def test_an_escalation_steps_group_is_checked_like_the_policys(make_bot: A
 async def test_a_newcomer_to_an_escalation_steps_group_approves_on_its_card(
     make_bot: Any,
 ) -> None:
-    leads, step = "C0LEADS", timedelta(hours=2)
-    policy = Policy(
-        channel=CHANNEL,
-        users=(ALICE,),
-        expires_after=step,
-        reminders=None,
-        on_expiry=Escalate(channel=leads, groups=("S0LEADS",), expires_after=step),
-    )
-    bot: Harness = await make_bot(policy)
+    bot: Harness = await make_bot(ESCALATES_TO_LEADS)
     bot.slack.groups["S0LEADS"] = [BOB]
     value = await bot.start()
-    bot.clock.advance(step)
+    bot.clock.advance(STEP)
     await Scheduler(bot.services).tick()  # escalated to the leads
     bot.slack.groups["S0LEADS"] = [BOB, MALLORY]  # Mallory joins the rotation
     bot.clock.advance(timedelta(minutes=1))  # Slack is asked at most once a minute
-    ts = next(
-        answer["ts"]
-        for post, answer in zip(
-            bot.slack.called("chat.postMessage"), bot.slack.answers("chat.postMessage"), strict=True
-        )
-        if post["channel"] == leads
-    )
-    await bot.click(ids.APPROVE, value, user=MALLORY, channel=leads, message_ts=ts)
+    ts = _card_in(bot, LEADS)
+    await bot.click(ids.APPROVE, value, user=MALLORY, channel=LEADS, message_ts=ts)
     await bot.finished()
     record = await bot.services.storage.queries.get(bot.record_id(value))
     assert record is not None and (record.state, record.decided_by) == ("approved", MALLORY)
