@@ -61,7 +61,7 @@ def add_requests_routes(
     auth: Authenticator,
 ) -> None:
     """Add the requests API to ``app``; its ``RequestWatch`` stops with the app."""
-    watch = RequestWatch(services.storage)
+    watch = RequestWatch(services.storage, services.outage)
     api = _RequestsApi(services, watch=watch)
 
     def guarded(handler: Handler) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:

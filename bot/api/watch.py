@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 from collections.abc import Iterator
 from datetime import timedelta
 
+from bot.services.outage import Outage
 from storage import Storage
 from storage.errors import StorageError
-
-log = logging.getLogger(__name__)
 
 _BLOCK = timedelta(milliseconds=500)
 """How long one read waits for an entry: bounds how long ``stop`` takes and how long the
@@ -29,8 +27,9 @@ class RequestWatch:
     """One process's readers of the request events (one per shard), waking the waiters of
     each request; they read only while someone waits, so an idle process sends nothing."""
 
-    def __init__(self, storage: Storage) -> None:
+    def __init__(self, storage: Storage, outage: Outage) -> None:
         self._storage = storage
+        self._outage = outage
         self._waiters: dict[str, set[asyncio.Event]] = {}
         self._stopping = asyncio.Event()
         self._readers: dict[int, asyncio.Task[None]] = {}
@@ -53,7 +52,7 @@ class RequestWatch:
         self._waiters.setdefault(run_id, set()).add(event)
         for shard in self._storage.keys.all_shards:
             if shard not in self._readers and not self.closing:
-                reader = asyncio.create_task(self._follow(shard), name=f"request watch {shard}")
+                reader = asyncio.create_task(self._follow(shard), name=_reader(shard))
                 self._readers[shard] = reader
         try:
             yield event
@@ -72,6 +71,7 @@ class RequestWatch:
             await self._read(shard)
         finally:
             del self._readers[shard]
+            self._outage.cleared(_reader(shard))
 
     async def _read(self, shard: int) -> None:
         after: str | None = None
@@ -84,11 +84,12 @@ class RequestWatch:
                     self._wake_all()
                 entries = await audit.follow_requests(shard=shard, after=after, block=_BLOCK)
             except StorageError as exc:
-                log.warning("request watch: %s; reading again in a second", exc)
                 after = None
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._stopping.wait(), 1.0)
+                    wait = self._outage.failed(_reader(shard), exc)
+                    await asyncio.wait_for(self._stopping.wait(), wait)
                 continue
+            self._outage.cleared(_reader(shard))
             for entry in entries:
                 after = entry.entry_id or after
                 for event in self._waiters.get(entry.run_id, ()):
@@ -98,3 +99,7 @@ class RequestWatch:
         for waiting in self._waiters.values():
             for event in waiting:
                 event.set()
+
+
+def _reader(shard: int) -> str:
+    return f"request watch {shard}"

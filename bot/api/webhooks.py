@@ -65,13 +65,17 @@ class WebhookSender:
 
     async def run(self) -> None:
         try:
+            outage = self._services.outage
             while not self._stopping.is_set():
                 try:
                     await self.send_due()
                 except StorageError as exc:
-                    log.error("webhooks: %s", exc)
+                    wait = outage.failed("webhooks", exc)
+                else:
+                    outage.cleared("webhooks")
+                    wait = self._interval
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._stopping.wait(), self._interval)
+                    await asyncio.wait_for(self._stopping.wait(), wait)
         finally:
             if self._http is not None:
                 await self._http.close()
@@ -147,7 +151,7 @@ class WebhookEvents(ConsumerLoop[AuditEntry]):
     def __init__(
         self, services: Services, *, consumer: str, sender: WebhookSender, shard: int = 0
     ) -> None:
-        super().__init__(consumer=consumer, batch=200)
+        super().__init__(consumer=consumer, batch=200, outage=services.outage)
         self._services = services
         self._sender = sender
         self._shard = shard

@@ -36,7 +36,9 @@ class ClickDecider(ConsumerLoop[ClickEntry]):
         batch: int = 32,
         reclaim_after: timedelta = TAKEOVER_AFTER,
     ) -> None:
-        super().__init__(consumer=consumer, batch=batch, reclaim_after=reclaim_after)
+        super().__init__(
+            consumer=consumer, batch=batch, outage=services.outage, reclaim_after=reclaim_after
+        )
         self._services = services
         self._shard = shard
 

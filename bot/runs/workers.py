@@ -49,7 +49,9 @@ class ResumeWorker(ConsumerLoop[ResumeJob]):
         shard: int = 0,
         reclaim_after: timedelta = TAKEOVER_AFTER,
     ) -> None:
-        super().__init__(consumer=consumer, batch=10, reclaim_after=reclaim_after)
+        super().__init__(
+            consumer=consumer, batch=10, outage=services.outage, reclaim_after=reclaim_after
+        )
         self._services = services
         self._shard = shard
 

@@ -57,13 +57,17 @@ class Scheduler:
         self._stopping.set()
 
     async def run(self) -> None:
+        outage = self._services.outage
         while not self._stopping.is_set():
             try:
                 await self.tick()
             except StorageError as exc:
-                log.error("scheduler tick failed: %s", exc)
+                wait = outage.failed("scheduler", exc)
+            else:
+                outage.cleared("scheduler")
+                wait = await self._until_next()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stopping.wait(), await self._until_next())
+                await asyncio.wait_for(self._stopping.wait(), wait)
 
     async def _until_next(self) -> float:
         """Seconds to the next tick: the interval, or less when an expiry or the end of an

@@ -22,6 +22,8 @@ from typing import Generic, TypeVar
 from storage.errors import StorageError
 from storage.resume import TAKEOVER_AFTER
 
+from .outage import Outage
+
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
@@ -38,10 +40,12 @@ class ConsumerLoop(ABC, Generic[T]):
         *,
         consumer: str,
         batch: int,
+        outage: Outage,
         reclaim_after: timedelta = TAKEOVER_AFTER,
     ) -> None:
         self.consumer = consumer
         self._batch = batch
+        self._outage = outage
         self._reclaim_after = reclaim_after
         self._reclaim_due = 0.0
         self._stopping = asyncio.Event()
@@ -54,9 +58,9 @@ class ConsumerLoop(ABC, Generic[T]):
             try:
                 entries = await self._next()
             except StorageError as exc:
-                log.error("%s cannot read its stream: %s", self.consumer, exc)
-                await self._pause(1.0)
+                await self._pause(self._outage.failed(self.consumer, exc))
                 continue
+            self._outage.cleared(self.consumer)
             if not entries:
                 continue
             handled = asyncio.Event()

@@ -14,6 +14,7 @@ from .callbacks import CallbackPolicy
 from .clock import Clock
 from .directory import Directory
 from .metrics import Metrics
+from .outage import Outage
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -33,3 +34,5 @@ class Services:
     callbacks: CallbackPolicy = field(default_factory=CallbackPolicy)
     """Where webhooks may go (``SIGNOFF_WEBHOOK_ALLOW``): checked when a request names a
     URL, and on every address a delivery connects to."""
+    outage: Outage = field(default_factory=Outage)
+    """Reports Redis failing the background loops, once for all of them."""

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import signal
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -155,3 +156,41 @@ async def test_readyz_says_redis_is_down_without_its_address_or_error(
     finally:
         server.start()
         await web.close()
+
+
+async def test_the_loops_log_an_outage_once_and_its_end_once(
+    make_bot: Any, server: EmbeddedRedis, caplog: pytest.LogCaptureFixture
+) -> None:
+    bot: Harness = await make_bot(workers=2)
+    loops = [*bot.loops.deciders, *bot.loops.workers, *bot.loops.webhook_events]
+    consumers = {loop.consumer for loop in loops} | {"webhooks"}
+    outage = bot.services.outage
+    caplog.set_level(logging.INFO)
+
+    def each_failed_twice() -> bool:
+        failing = outage.failing
+        return all(failing.get(consumer, 0) >= 2 for consumer in consumers)
+
+    server.stop()
+    await _until(each_failed_twice, what="every loop failing twice")
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    [line] = errors  # one line for 5 loops' failures, not one per failure
+    assert line.startswith("background work cannot use Redis: ") and "after retrying" in line
+
+    server.start()
+    await _until(lambda: not outage.failing, what="every loop using Redis again")
+    [back] = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert back.startswith("background work uses Redis again, after ")
+    assert await bot.start()  # and the loops work: a run asks, its card is posted
+
+
+async def _until(holds: Callable[[], bool], *, what: str) -> None:
+    """Wait until ``holds()``: the loops retry Redis on their own backoff."""
+    try:
+        async with asyncio.timeout(60):
+            while True:
+                if holds():
+                    return
+                await asyncio.sleep(0.05)  # the loops log nothing more to wait on
+    except TimeoutError:
+        raise AssertionError(f"timed out waiting for {what}") from None
