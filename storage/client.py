@@ -144,19 +144,22 @@ class RedisClient:
         calls: Sequence[tuple[list[str], list[str | int]]],
         *,
         raise_on_error: bool = False,
+        atomic: bool = False,
     ) -> list[object]:
         """Run script ``name`` once per ``(keys, args)``, all in one pipeline; a call that
         failed answers with its exception (or, ``raise_on_error``, raises it), the others
-        are unaffected."""
+        are unaffected. ``atomic``: in one MULTI/EXEC, so no other command runs between
+        the calls (on a cluster, every key must then hash to one slot)."""
         lua = self.script(name)
         async with self.guard(f"script {name}"):
-            replies = await self._eval_pipelined(lua, calls)
+            replies = await self._eval_pipelined(lua, calls, atomic)
             # A server that lacks the script (restarted, or a primary new since a failover)
             # gets it now, and the calls it refused run again.
             missing = [i for i, r in enumerate(replies) if isinstance(r, rexc.NoScriptError)]
             if missing:
                 await self.raw.script_load(lua.script)
-                again = await self._eval_pipelined(lua, [calls[i] for i in missing])
+                # Atomic: every call was refused (one script), so all run again together.
+                again = await self._eval_pipelined(lua, [calls[i] for i in missing], atomic)
                 for i, reply in zip(missing, again, strict=True):
                     replies[i] = reply
             if raise_on_error:
@@ -166,12 +169,12 @@ class RedisClient:
             return replies
 
     async def _eval_pipelined(
-        self, lua: AsyncScript, calls: Sequence[tuple[list[str], list[str | int]]]
+        self, lua: AsyncScript, calls: Sequence[tuple[list[str], list[str | int]]], atomic: bool
     ) -> list[object]:
         """The calls by EVALSHA in one pipeline. Not through ``AsyncScript``: on one server
         its pipeline asks ``SCRIPT EXISTS`` first (a round trip each time), and a cluster
         pipeline refuses it."""
-        pipe = self.pipeline()
+        pipe = self.raw.pipeline(transaction=atomic)
         for keys, args in calls:
             pipe.execute_command("EVALSHA", lua.sha, len(keys), *keys, *args)
         return list(await pipe.execute(raise_on_error=False))

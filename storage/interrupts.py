@@ -233,30 +233,85 @@ class InterruptStore(DueSweeps):
             seen = [self._keys.click_decided(run_id, click_id)] if click_id else []
         except InvalidIdError:
             return DecideOutcome(status="refused", reason="unknown")
+        args = self._decide_args(user_id, decision, args_digest, now, channel, message_ts)
+        result = await self._transition("decide", interrupt_id, args, extra_keys=seen)
+        if result[0] == "replayed":
+            log.info("click %s on %s by %s was decided before", click_id, interrupt_id, user_id)
+        return self._decided(interrupt_id, user_id, decision, result)
+
+    async def decide_together(
+        self,
+        decisions: Sequence[tuple[str, Decision, str]],
+        user_id: str,
+        *,
+        now: datetime,
+        channel: str,
+        message_ts: str,
+    ) -> list[DecideOutcome]:
+        """Record ``user_id``'s decision on each ``(interrupt id, decision, args digest)``
+        of one run (a batch card's items) as one step: nothing, not another click nor a
+        withdrawal, lands between them. Each is checked and refused on its own, as by
+        ``decide``. A record damaged since it was read raises CorruptRecordError; the
+        other decisions stand."""
+        try:
+            check_id("user", user_id)
+            runs = {split_record_id(rid)[0] for rid, _, _ in decisions}
+        except InvalidIdError:
+            return [DecideOutcome(status="refused", reason="unknown") for _ in decisions]
+        if not decisions:
+            return []
+        if len(runs) > 1:
+            raise ValueError(f"decisions of one run only, not of {sorted(runs)}")
+        calls = [
+            (
+                self._transition_keys(rid),
+                [rid, *self._decide_args(user_id, decision, digest, now, channel, message_ts)],
+            )
+            for rid, decision, digest in decisions
+        ]
+        replies = await self._client.eval_each("decide", calls, atomic=True)
+        outcomes = []
+        for (rid, decision, _), reply in zip(decisions, replies, strict=True):
+            if isinstance(reply, Exception):
+                if "corrupt record" in str(reply) or "WRONGTYPE" in str(reply):
+                    raise CorruptRecordError(self._keys.record(rid), str(reply))
+                raise StorageResponseError(f"script decide on {rid}: {reply}")
+            outcomes.append(self._decided(rid, user_id, decision, cast(list[str], reply)))
+        return outcomes
+
+    def _decide_args(
+        self,
+        user_id: str,
+        decision: Decision,
+        args_digest: str,
+        now: datetime,
+        channel: str | None,
+        message_ts: str | None,
+    ) -> list[str | int]:
+        """The ``decide`` script's ARGV after the record id."""
         vote = {"user_id": user_id, "decision": decision.to_dict(), "at": now.isoformat()}
-        result = await self._transition(
-            "decide",
-            interrupt_id,
-            [
-                user_id,
-                decision.type,
-                json.dumps(decision.to_dict(), separators=(",", ":")),
-                json.dumps(vote, separators=(",", ":")),
-                args_digest,
-                to_ms(now),
-                channel or "",
-                message_ts or "",
-                millis(self._retention.decided),
-                self._retention.resume_entries,
-                self._retention.audit_entries,
-            ],
-            extra_keys=seen,
-        )
+        return [
+            user_id,
+            decision.type,
+            json.dumps(decision.to_dict(), separators=(",", ":")),
+            json.dumps(vote, separators=(",", ":")),
+            args_digest,
+            to_ms(now),
+            channel or "",
+            message_ts or "",
+            millis(self._retention.decided),
+            self._retention.resume_entries,
+            self._retention.audit_entries,
+        ]
+
+    def _decided(
+        self, interrupt_id: str, user_id: str, decision: Decision, result: list[str]
+    ) -> DecideOutcome:
+        """The outcome the ``decide`` script replied with."""
         status = result[0]
         key = self._keys.record(interrupt_id)
         record = InterruptRecord.from_json(key, result[3]) if len(result) > 3 else None
         if status == "replayed":
-            log.info("click %s on %s by %s was decided before", click_id, interrupt_id, user_id)
             reason = cast(RefusalReason, result[1]) if result[1] else None
             return DecideOutcome(status="replayed", reason=reason, record=record)
         if status == "refused":

@@ -1,11 +1,10 @@
 """ "Approve selected" and "Deny all" on a batch card. What is approved is what the
 clicker's own card showed ticked (Slack sends the message's checkbox state with the
-click); each item is then decided on its own, atomically, checked and audited like a
-click on its own card, and the agent gets one decision per item."""
+click); each item is then checked and audited like a click on its own card, all in one
+atomic step, and the agent gets one decision per item."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
 from agent_runtime.interrupts import Decision
@@ -45,22 +44,18 @@ async def decide_batch(services: Services, click: Click) -> None:
         await post_ephemeral(services, channel=channel, user=user, text=reason_text("unknown"))
         return
     chosen = _decisions(click, items, user)
-    now = services.clock.now()
     try:
-        outcomes = await asyncio.gather(
-            *(
-                services.storage.interrupts.decide(
-                    item.id,
-                    user,
-                    decision,
-                    args_digest=item.args_digest,
-                    now=now,
-                    channel=channel,
-                    message_ts=ts,
-                )
-                for item, decision in chosen
-            )
+        outcomes = await services.storage.interrupts.decide_together(
+            [(item.id, decision, item.args_digest) for item, decision in chosen],
+            user,
+            now=services.clock.now(),
+            channel=channel,
+            message_ts=ts,
         )
+    except CorruptRecordError as exc:
+        await record_damaged(services, exc, lead_id, user=user, channel=channel)
+        await post_ephemeral(services, channel=channel, user=user, text=DAMAGED)
+        return
     except StorageError:
         await post_ephemeral(services, channel=channel, user=user, text=STORAGE_DOWN)
         return

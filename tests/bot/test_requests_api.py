@@ -590,44 +590,36 @@ async def test_a_new_client_with_a_revoked_ones_name_sees_none_of_its_requests(
     assert record is not None and record.state == "pending"
 
 
-async def test_a_withdrawal_that_lands_within_an_approve_selected_is_not_a_withdrawal(
+async def test_a_withdrawal_during_an_approve_selected_takes_every_item_or_none(
     jobs: Jobs,
 ) -> None:
-    """Alice approves all six items; the job's withdrawal lands after three of them are
-    recorded. The job is answered 409 with the request as it is: three approved items."""
+    """The job withdraws while Alice's Approve-selected on six items is under way: the
+    job is told the truth either way, and no item is left approved beside withdrawn ones."""
     status, made = await jobs.ask(items=[f"vol-{n}" for n in range(6)])
     assert status == 201, made
     store = jobs.bot.services.storage.interrupts
-    decide = store.decide
-    three_decided, withdrawn = asyncio.Event(), asyncio.Event()
-    calls: list[str] = []
-    decided: list[str] = []
-    withdrawing: list[str] = []
+    together = store.decide_together
     answers: list[tuple[int, dict[str, Any]]] = []
 
-    async def withdrawn_after_three(rid: str, *args: Any, **kwargs: Any) -> Any:
-        calls.append(rid)
-        if len(calls) > 3:  # the last three wait for the withdrawal
-            await three_decided.wait()
-            if not withdrawing:
-                withdrawing.append(rid)  # the first of them withdraws
-                answers.append(await jobs.post(made["status_url"] + "/withdraw", {"reason": "x"}))
-                withdrawn.set()
-            await withdrawn.wait()
-            return await decide(rid, *args, **kwargs)
-        outcome = await decide(rid, *args, **kwargs)
-        decided.append(rid)
-        if len(decided) == 3:
-            three_decided.set()
-        return outcome
+    async def withdrawn_meanwhile(*args: Any, **kwargs: Any) -> Any:
+        withdrawal = asyncio.ensure_future(
+            jobs.post(made["status_url"] + "/withdraw", {"reason": "x"})
+        )
+        outcomes = await together(*args, **kwargs)
+        answers.append(await withdrawal)
+        return outcomes
 
-    store.decide = withdrawn_after_three  # type: ignore[method-assign]
+    store.decide_together = withdrawn_meanwhile  # type: ignore[method-assign]
     await jobs.bot.batch_click(ids.BATCH_APPROVE, user=ALICE)
-    await jobs.bot.slack.wait_for(withdrawn.is_set, what="the withdrawal answered")
+    await jobs.bot.slack.wait_for(lambda: bool(answers), what="the withdrawal answered")
     [(code, body)] = answers
-    assert code == 409, body
-    assert body["status"] == "approved" and "some of its items were decided first" in body["error"]
-    assert sorted(i["status"] for i in body["items"]) == ["approved"] * 3 + ["withdrawn"] * 3
+    items = sorted(i["status"] for i in body["items"])
+    if code == 409:
+        assert body["status"] == "approved" and "no longer pending" in body["error"], body
+        assert items == ["approved"] * 6
+    else:
+        assert code == 200 and body["status"] == "withdrawn", body
+        assert items == ["withdrawn"] * 6
 
 
 async def test_every_log_line_about_a_request_carries_its_ids(jobs: Jobs) -> None:

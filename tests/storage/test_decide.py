@@ -348,3 +348,36 @@ async def test_the_run_sees_a_grant_for_minutes_as_a_plain_approval(
     assert response is not None and response.decision is not None
     assert response.decision.type == "approve"
     assert (response.decision.remember is not None) is run_sees_it
+
+
+@pytest.mark.parametrize("head_start", range(0, 12, 2))
+async def test_decisions_made_together_let_no_withdrawal_land_between_them(
+    storage: Storage, head_start: int
+) -> None:
+    """Approve-selected on a 30-item batch races the run's withdrawal, which is sent after
+    ``head_start`` turns of the event loop: one of them takes every item, never some each."""
+    run = f"race_{head_start}"
+    records = [
+        await storage.interrupts.create_interrupt(make_record(run_id=run, call_id=f"c{i}"))
+        for i in range(30)
+    ]
+    together = asyncio.ensure_future(
+        storage.interrupts.decide_together(
+            [(r.id, Decision.approve(), DIGEST) for r in records],
+            "UALICE",
+            now=later(minutes=1),
+            channel="CAPPROVALS",
+            message_ts="",
+        )
+    )
+    for _ in range(head_start):
+        await asyncio.sleep(0)  # a turn of the event loop, not a wait for anything
+    cancelled = await storage.interrupts.cancel_run(run, reason="withdrawn", now=later(minutes=1))
+    outcomes = await together
+    stored, _ = await storage.queries.many([r.id for r in records])
+    states = sorted(r.state for r in stored)
+    assert states in (["approved"] * 30, ["cancelled"] * 30), states
+    if states[0] == "approved":
+        assert cancelled.count == 0 and all(o.status == "recorded" for o in outcomes)
+    else:
+        assert cancelled.count == 30 and all(o.reason == "already_decided" for o in outcomes)
