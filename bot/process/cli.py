@@ -5,10 +5,11 @@
 and run the click deciders, the resume workers and the scheduler in-process; with
 ``--no-workers`` only the scheduler: clicks are acknowledged and queued in Redis for a
 ``worker``, which runs only the loops, to scale out, at a lower CPU priority
-(``SIGNOFF_WORKER_NICE``). ``run`` starts one agent run and returns once it has finished
-or stopped for approval; ``audit`` prints the audit trail; ``token`` manages the named
-clients of the requests API (``signoff gate`` is ``signoff.gate``). A bad setting stops
-startup with one line naming it.
+(``SIGNOFF_WORKER_NICE``), serving the operator endpoints only with ``--port``. ``run``
+starts one agent run and returns once it has finished or stopped for approval; ``audit``
+prints the audit trail; ``token`` manages the named clients of the requests API
+(``signoff gate`` is ``signoff.gate``). A bad setting stops startup with one line
+naming it.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from .heap import freeze_startup_heap
 from .logs import configure_logging
 from .loops import Loops, lower_priority
 from .settings import Settings
-from .web import PathAccessLogger, operator_app, web_app
+from .web import PathAccessLogger, add_operator_routes, operator_app, web_app
 from .wiring import connect_storage, open_services
 
 log = logging.getLogger(__name__)
@@ -75,6 +76,13 @@ def _parser() -> argparse.ArgumentParser:
                 "--no-workers",
                 action="store_true",
                 help="acknowledge clicks only: no in-process click deciders or resume workers",
+            )
+        else:
+            command.add_argument(
+                "--port",
+                type=int,
+                help="serve /healthz, /readyz and /metrics on this port of SIGNOFF_HOST "
+                "(default: no HTTP)",
             )
     run = sub.add_parser("run", help="start one run of an agent")
     run.add_argument("agent")
@@ -183,6 +191,14 @@ async def _socket(settings: Settings, args: argparse.Namespace, stopping: asynci
 
 async def _worker(settings: Settings, args: argparse.Namespace, stopping: asyncio.Event) -> int:
     async with open_services(settings, agents=args.agents) as services:
+        runner = None
+        if args.port is not None:
+            operator = web.Application()
+            add_operator_routes(operator, services)
+            runner = web.AppRunner(operator, access_log_class=PathAccessLogger)
+            await runner.setup()
+            await web.TCPSite(runner, settings.host, args.port).start()
+            log.info("/healthz, /readyz and /metrics on http://%s:%d", settings.host, args.port)
         loops = Loops(services, workers=max(settings.workers, 1))
         priority = lower_priority(settings.worker_nice)
         loops.start()
@@ -196,6 +212,8 @@ async def _worker(settings: Settings, args: argparse.Namespace, stopping: asynci
             await stopping.wait()
         finally:
             await loops.stop()
+            if runner is not None:
+                await runner.cleanup()
     return 0
 
 

@@ -109,6 +109,7 @@ def add_operator_routes(
             queue_lag=lag,
             click_backlog=clicks,
             damaged_read=storage.queries.damaged_seen,
+            loops_failing=len(services.outage.failing),
         )
         return web.Response(text=text, content_type="text/plain", charset="utf-8")
 

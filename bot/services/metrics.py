@@ -59,9 +59,10 @@ class Metrics:
         queue_lag: int | None,
         click_backlog: int | None,
         damaged_read: int = 0,
+        loops_failing: int = 0,
     ) -> str:
         """Prometheus text; the gauges read from Redis are left out when it is down."""
-        lines: list[str] = []
+        lines = _gauge("signoff_background_loops_failing", loops_failing)
         if pending is not None:
             lines += _gauge("signoff_pending_interrupts", pending)
         if queue_lag is not None:

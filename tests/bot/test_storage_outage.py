@@ -176,6 +176,13 @@ async def test_the_loops_log_an_outage_once_and_its_end_once(
     errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
     [line] = errors  # one line for 5 loops' failures, not one per failure
     assert line.startswith("background work cannot use Redis: ") and "after retrying" in line
+    web = TestServer(operator_app(bot.services), host="127.0.0.1", port=0)
+    await web.start_server()
+    try:
+        async with bot.http.get(f"http://127.0.0.1:{web.port}/metrics") as answer:
+            assert "signoff_background_loops_failing 5" in (await answer.text()).splitlines()
+    finally:
+        await web.close()
 
     server.start()
     await _until(lambda: not outage.failing, what="every loop using Redis again")

@@ -12,6 +12,7 @@ import os
 import signal
 from pathlib import Path
 
+import aiohttp
 from procs import (
     ALICE,
     BOB,
@@ -63,9 +64,14 @@ async def test_a_new_worker_process_resumes_a_click_taken_by_a_killed_bot(
     assert not marks.exists()
 
     at_default_priority = {k: v for k, v in env.items() if k != "SIGNOFF_WORKER_NICE"}
-    workers = [start_signoff("worker", env=at_default_priority, log=log) for _ in range(2)]
+    ports = [free_port(), free_port()]
+    workers = [
+        start_signoff("worker", "--port", str(p), env=at_default_priority, log=log) for p in ports
+    ]
     try:
         await until_logged(log, WORKERS_RUNNING, times=2)
+        for worker, worker_port in zip(workers, ports, strict=True):
+            await until_healthy(f"http://127.0.0.1:{worker_port}/readyz", worker, log)
         # Workers yield the CPU to the acks of a serve process on the same host.
         expected = 19  # the lowest priority, whatever this process runs at
         assert [os.getpriority(os.PRIO_PROCESS, w.pid) for w in workers] == [expected] * 2
@@ -76,6 +82,11 @@ async def test_a_new_worker_process_resumes_a_click_taken_by_a_killed_bot(
             ),
             within=30,
         )
+        # Each worker counts what it did: the one decision, in whichever decided it.
+        pages = [await _metrics(worker_port) for worker_port in ports]
+        approved = 'signoff_decisions_total{outcome="approved"} 1'
+        assert sum(approved in page.splitlines() for page in pages) == 1, pages
+        assert all("signoff_background_loops_failing 0" in page for page in pages)
     finally:
         for worker in workers:
             worker.send_signal(signal.SIGTERM)
@@ -112,3 +123,9 @@ async def test_a_new_worker_process_resumes_a_click_taken_by_a_killed_bot(
     # decision and the resume in a worker.
     told = {line["pid"] for line in tagged}
     assert server.pid in told and told & {w.pid for w in workers}, told
+
+
+async def _metrics(port: int) -> str:
+    async with aiohttp.ClientSession() as http, http.get(f"http://127.0.0.1:{port}/metrics") as r:
+        assert r.status == 200
+        return await r.text()
