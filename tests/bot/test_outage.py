@@ -21,16 +21,21 @@ class Clock:
         return self.now
 
 
+@pytest.fixture
+def clock(caplog: pytest.LogCaptureFixture) -> Clock:
+    """The clock of the ``Outage`` under test; its log is captured."""
+    caplog.set_level(logging.INFO, logger="bot.services.outage")
+    return Clock()
+
+
 def _lines(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [f"{r.levelname} {r.getMessage()}" for r in caplog.records]
 
 
 def test_many_loops_failing_log_one_line_then_a_reminder_a_minute(
-    caplog: pytest.LogCaptureFixture,
+    clock: Clock, caplog: pytest.LogCaptureFixture
 ) -> None:
-    clock = Clock()
     outage = Outage(now=clock)
-    caplog.set_level(logging.INFO, logger="bot.services.outage")
     loops = ("clicks-s0", "clicks-s1", "worker-s0", "scheduler")
     for second in range(int(REMIND_EVERY * 2) + 1):
         clock.now = float(second)
@@ -45,11 +50,9 @@ def test_many_loops_failing_log_one_line_then_a_reminder_a_minute(
 
 
 def test_the_end_is_logged_once_every_failing_loop_has_used_redis_again(
-    caplog: pytest.LogCaptureFixture,
+    clock: Clock, caplog: pytest.LogCaptureFixture
 ) -> None:
-    clock = Clock()
     outage = Outage(now=clock)
-    caplog.set_level(logging.INFO, logger="bot.services.outage")
     outage.failed("clicks", DOWN)
     outage.failed("worker", DOWN)
     clock.now = 42.0
