@@ -144,22 +144,19 @@ class RedisClient:
         calls: Sequence[tuple[list[str], list[str | int]]],
         *,
         raise_on_error: bool = False,
-        atomic: bool = False,
     ) -> list[object]:
         """Run script ``name`` once per ``(keys, args)``, all in one pipeline; a call that
         failed answers with its exception (or, ``raise_on_error``, raises it), the others
-        are unaffected. ``atomic``: in one MULTI/EXEC, so no other command runs between
-        the calls (on a cluster, every key must then hash to one slot)."""
+        are unaffected."""
         lua = self.script(name)
         async with self.guard(f"script {name}"):
-            replies = await self._eval_pipelined(lua, calls, atomic)
+            replies = await self._eval_pipelined(lua, calls)
             # A server that lacks the script (restarted, or a primary new since a failover)
             # gets it now, and the calls it refused run again.
             missing = [i for i, r in enumerate(replies) if isinstance(r, rexc.NoScriptError)]
             if missing:
                 await self.raw.script_load(lua.script)
-                # Atomic: every call was refused (one script), so all run again together.
-                again = await self._eval_pipelined(lua, [calls[i] for i in missing], atomic)
+                again = await self._eval_pipelined(lua, [calls[i] for i in missing])
                 for i, reply in zip(missing, again, strict=True):
                     replies[i] = reply
             if raise_on_error:
@@ -169,12 +166,12 @@ class RedisClient:
             return replies
 
     async def _eval_pipelined(
-        self, lua: AsyncScript, calls: Sequence[tuple[list[str], list[str | int]]], atomic: bool
+        self, lua: AsyncScript, calls: Sequence[tuple[list[str], list[str | int]]]
     ) -> list[object]:
         """The calls by EVALSHA in one pipeline. Not through ``AsyncScript``: on one server
         its pipeline asks ``SCRIPT EXISTS`` first (a round trip each time), and a cluster
         pipeline refuses it."""
-        pipe = self.raw.pipeline(transaction=atomic)
+        pipe = self.pipeline()
         for keys, args in calls:
             pipe.execute_command("EVALSHA", lua.sha, len(keys), *keys, *args)
         return list(await pipe.execute(raise_on_error=False))

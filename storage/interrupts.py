@@ -249,34 +249,32 @@ class InterruptStore(DueSweeps):
         message_ts: str,
     ) -> list[DecideOutcome]:
         """Record ``user_id``'s decision on each ``(interrupt id, decision, args digest)``
-        of one run (a batch card's items) as one step: nothing, not another click nor a
+        of one run (a batch card's items) in one script: nothing, not another click nor a
         withdrawal, lands between them. Each is checked and refused on its own, as by
-        ``decide``. A record damaged since it was read raises CorruptRecordError; the
-        other decisions stand."""
+        ``decide``; a damaged record raises CorruptRecordError and changes none."""
         try:
             check_id("user", user_id)
-            runs = {split_record_id(rid)[0] for rid, _, _ in decisions}
         except InvalidIdError:
             return [DecideOutcome(status="refused", reason="unknown") for _ in decisions]
-        if not decisions:
-            return []
-        if len(runs) > 1:
-            raise ValueError(f"decisions of one run only, not of {sorted(runs)}")
-        calls = [
-            (
-                self._transition_keys(rid),
-                [rid, *self._decide_args(user_id, decision, digest, now, channel, message_ts)],
-            )
-            for rid, decision, digest in decisions
-        ]
-        replies = await self._client.eval_each("decide", calls, atomic=True)
-        outcomes = []
-        for (rid, decision, _), reply in zip(decisions, replies, strict=True):
-            if isinstance(reply, Exception):
-                if "corrupt record" in str(reply) or "WRONGTYPE" in str(reply):
-                    raise CorruptRecordError(self._keys.record(rid), str(reply))
-                raise StorageResponseError(f"script decide on {rid}: {reply}")
-            outcomes.append(self._decided(rid, user_id, decision, cast(list[str], reply)))
+        outcomes = [DecideOutcome(status="refused", reason="unknown") for _ in decisions]
+        valid = [i for i, (rid, _, _) in enumerate(decisions) if _well_formed(rid)]
+        if len({split_record_id(decisions[i][0])[0] for i in valid}) > 1:
+            raise ValueError("decide_together takes the records of one run")
+        if not valid:
+            return outcomes
+        first, decision, digest = decisions[valid[0]]
+        rest = [decisions[i] for i in valid[1:]]
+        args = self._decide_args(user_id, decision, digest, now, channel, message_ts)
+        args.append(len(rest))
+        for rid, more, more_digest in rest:
+            item = self._decide_args(user_id, more, more_digest, now, channel, message_ts)
+            args += [rid, *item[1:5]]
+        replies = await self._transition(
+            "decide", first, args, extra_keys=[self._keys.record(rid) for rid, _, _ in rest]
+        )
+        for i, reply in zip(valid, replies, strict=True):
+            rid, each, _ = decisions[i]
+            outcomes[i] = self._decided(rid, user_id, each, cast(list[str], reply))
         return outcomes
 
     def _decide_args(
@@ -449,3 +447,11 @@ class InterruptStore(DueSweeps):
             log.info("run %s: cancelled %s pending interrupts", run_id, reply[1])
             return Cancelled(count=int(reply[1]), not_run=tuple(decided))
         raise StorageResponseError(f"run {run_id} kept changing while it was being cancelled")
+
+
+def _well_formed(rid: str) -> bool:
+    try:
+        split_record_id(rid)
+    except InvalidIdError:
+        return False
+    return True

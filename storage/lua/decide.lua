@@ -6,133 +6,170 @@
 -- Returns {status, reason, job id, record as a JSON object}; status is
 -- recorded|progress|held|refused, or replayed when the click entry of KEYS[12] was decided
 -- before (reason: the refusal it got then, '' if it counted).
-local key, seen = KEYS[1], KEYS[12]
-local rid, user, dtype = ARGV[1], ARGV[2], ARGV[3]
-local now = ARGV[7]
--- Whatever the outcome, a click entry is decided once: its replay finds the marker.
-local function mark(reason)
-  if seen then redis.call('SET', seen, reason, 'PX', ARGV[10]) end
-end
+--
+-- Several records of one run at once (a batch card's items): ARGV 13 says how many more
+-- follow the first, their keys are KEYS 12 on (no click marker then), and each adds five
+-- ARGV after 13: record id, decision type, decision json, vote json, args digest. The
+-- reply is then one result per record, in order.
 
--- The record travels as one JSON string: the client reads one reply instead of the
--- flat HGETALL list's fifty, which was most of a click's cost on the bot's side.
-local function with_json_record(result)
-  if result[1] ~= 'replayed' then mark(result[2]) end
-  result[#result + 1] = record_json(key)
-  return result
-end
-local exists = redis.call('EXISTS', key) == 1
-local was = seen and redis.call('GET', seen)
-if was then
-  if not exists then return {'replayed', was, ''} end
-  return with_json_record({'replayed', was, ''})
-end
-if not exists then
-  mark('unknown')
-  return {'refused', 'unknown', ''}
-end
-local function refuse(reason) return with_json_record({'refused', reason, ''}) end
-if field(key, 'id') ~= rid then return refuse('unknown') end
-
-local policy = json_field(key, 'policy')
 -- A decision on a request whose interrupt cannot be read back would never resume anything.
-local interrupt = json_field(key, 'interrupt')
-if type(interrupt.id) ~= 'string' or type(interrupt.name) ~= 'string' then
-  error('corrupt record ' .. key .. ': field interrupt has no id or name')
-end
-local function member(list)
-  for _, value in ipairs(list) do if value == user then return true end end
-  return false
-end
--- An escalation card is a second message of the interrupt; a click from it is from its
--- channel. A modal submission says the message it was opened from ('' when it does not:
--- then a step open to a channel's members does not count, as for Home).
-local esc_channel, esc_ts = field(key, 'escalation_channel'), field(key, 'escalation_ts')
-local from_escalation = ARGV[8] ~= '' and esc_ts ~= '' and ARGV[8] == esc_channel
-  and ARGV[9] == esc_ts
--- The earlier steps' escalation cards are copies too.
-local earlier = field(key, 'escalation_cards')
-if ARGV[8] ~= '' and not from_escalation and earlier ~= '' then
-  for _, card in ipairs(json_field(key, 'escalation_cards')) do
-    if card[1] == ARGV[8] and card[2] == ARGV[9] then from_escalation = true end
+local function interrupt_of(key)
+  local interrupt = json_field(key, 'interrupt')
+  if type(interrupt.id) ~= 'string' or type(interrupt.name) ~= 'string' then
+    error('corrupt record ' .. key .. ': field interrupt has no id or name')
   end
-end
--- A request open to its channel's members takes a click on its own card only (the later
--- wrong_message check holds it to that card): seeing the card is what shows the clicker
--- is in the channel. Home and a form opened from Home say no channel.
-local on_own_card = ARGV[8] ~= '' and not from_escalation
-local allowed = (policy.open_to_channel and on_own_card) or member(policy.allowed_users)
-  or member(policy.group_members) or member(member_delegates(policy))
--- A step open to its channel's members takes clicks on a card in that channel only.
-for _, rung in ipairs(reached_rungs(key, policy)) do
-  allowed = allowed or member(rung.users)
-    or (rung.open_to_channel and from_escalation and ARGV[8] == rung.channel)
-end
-if not allowed then return refuse('not_allowed') end
--- A delegate and the person they stand in for are one voice: never two votes of a
--- quorum, and never the requester's own approval.
-if one_voice(policy, user, field(key, 'requested_by')) and not policy.allow_self_approval then
-  return refuse('self_approval')
-end
-if field(key, 'state') ~= 'pending' then return refuse('already_decided') end
-if field(key, 'held_until') ~= '' then return refuse('held') end
-local expires = field(key, 'expires_at')
-if expires ~= '' and tonumber(now) >= tonumber(expires) then return refuse('expired') end
--- A click can land in the instant between the post and its recording (no ts stored yet):
--- the channel must still match.
-local posted_ts = field(key, 'message_ts')
-if ARGV[8] ~= '' and not from_escalation
-  and (ARGV[8] ~= field(key, 'channel') or (posted_ts ~= '' and ARGV[9] ~= posted_ts)) then
-  return refuse('wrong_message')
-end
-if ARGV[6] ~= field(key, 'args_digest') then return refuse('wrong_digest') end
-local offered = false
-for _, offer in ipairs(policy.decisions) do if offer == dtype then offered = true end end
-if not offered then return refuse('not_offered') end
--- A quorum approves the call as shown: one person's edit or reply would end it alone
--- (records stored before cards stopped offering them to a quorum).
-if tonumber(policy.min_approvals) > 1 and not interrupt.question
-  and (dtype == 'edit' or dtype == 'respond') then
-  return refuse('not_offered')
+  return interrupt
 end
 
-local voters = json_field(key, 'voters')
-if dtype == 'approve' then
-  for _, voter in ipairs(voters) do
-    if one_voice(policy, voter, user) then return refuse('already_voted') end
+-- The decision on the record of KEYS[1], as ARGV says; ``seen``: the click marker.
+local function decide(seen)
+  local key = KEYS[1]
+  local rid, user, dtype = ARGV[1], ARGV[2], ARGV[3]
+  local now = ARGV[7]
+  -- Whatever the outcome, a click entry is decided once: its replay finds the marker.
+  local function mark(reason)
+    if seen then redis.call('SET', seen, reason, 'PX', ARGV[10]) end
   end
-end
--- The click came from the card before its ts was recorded (its poster may have died
--- there): the click says where the card is, and it is posted, so no repost follows.
-if posted_ts == '' and ARGV[9] ~= '' then
-  redis.call('HSET', key, 'message_ts', ARGV[9])
-  if field(key, 'thread_ts') == '' then redis.call('HSET', key, 'thread_ts', ARGV[9]) end
-  redis.call('ZREM', KEYS[6], rid)
-end
-local votes = field(key, 'votes')
-if votes == '[]' then votes = '[' .. ARGV[5] .. ']'
-else votes = string.sub(votes, 1, -2) .. ',' .. ARGV[5] .. ']' end
-redis.call('HSET', key, 'votes', votes)
 
-if dtype == 'approve' then
-  voters[#voters + 1] = user
-  redis.call('HSET', key, 'voters', cjson.encode(voters))
-  if #voters < tonumber(policy.min_approvals) then
-    audit(KEYS[10], ARGV[12], 'vote', rid, user, now, dtype)
-    return with_json_record({'progress', '', ''})
+  -- The record travels as one JSON string: the client reads one reply instead of the
+  -- flat HGETALL list's fifty, which was most of a click's cost on the bot's side.
+  local function with_json_record(result)
+    if result[1] ~= 'replayed' then mark(result[2]) end
+    result[#result + 1] = record_json(key)
+    return result
+  end
+  local exists = redis.call('EXISTS', key) == 1
+  local was = seen and redis.call('GET', seen)
+  if was then
+    if not exists then return {'replayed', was, ''} end
+    return with_json_record({'replayed', was, ''})
+  end
+  if not exists then
+    mark('unknown')
+    return {'refused', 'unknown', ''}
+  end
+  local function refuse(reason) return with_json_record({'refused', reason, ''}) end
+  if field(key, 'id') ~= rid then return refuse('unknown') end
+
+  local policy = json_field(key, 'policy')
+  local interrupt = interrupt_of(key)
+  local function member(list)
+    for _, value in ipairs(list) do if value == user then return true end end
+    return false
+  end
+  -- An escalation card is a second message of the interrupt; a click from it is from its
+  -- channel. A modal submission says the message it was opened from ('' when it does not:
+  -- then a step open to a channel's members does not count, as for Home).
+  local esc_channel, esc_ts = field(key, 'escalation_channel'), field(key, 'escalation_ts')
+  local from_escalation = ARGV[8] ~= '' and esc_ts ~= '' and ARGV[8] == esc_channel
+    and ARGV[9] == esc_ts
+  -- The earlier steps' escalation cards are copies too.
+  local earlier = field(key, 'escalation_cards')
+  if ARGV[8] ~= '' and not from_escalation and earlier ~= '' then
+    for _, card in ipairs(json_field(key, 'escalation_cards')) do
+      if card[1] == ARGV[8] and card[2] == ARGV[9] then from_escalation = true end
+    end
+  end
+  -- A request open to its channel's members takes a click on its own card only (the later
+  -- wrong_message check holds it to that card): seeing the card is what shows the clicker
+  -- is in the channel. Home and a form opened from Home say no channel.
+  local on_own_card = ARGV[8] ~= '' and not from_escalation
+  local allowed = (policy.open_to_channel and on_own_card) or member(policy.allowed_users)
+    or member(policy.group_members) or member(member_delegates(policy))
+  -- A step open to its channel's members takes clicks on a card in that channel only.
+  for _, rung in ipairs(reached_rungs(key, policy)) do
+    allowed = allowed or member(rung.users)
+      or (rung.open_to_channel and from_escalation and ARGV[8] == rung.channel)
+  end
+  if not allowed then return refuse('not_allowed') end
+  -- A delegate and the person they stand in for are one voice: never two votes of a
+  -- quorum, and never the requester's own approval.
+  if one_voice(policy, user, field(key, 'requested_by')) and not policy.allow_self_approval then
+    return refuse('self_approval')
+  end
+  if field(key, 'state') ~= 'pending' then return refuse('already_decided') end
+  if field(key, 'held_until') ~= '' then return refuse('held') end
+  local expires = field(key, 'expires_at')
+  if expires ~= '' and tonumber(now) >= tonumber(expires) then return refuse('expired') end
+  -- A click can land in the instant between the post and its recording (no ts stored yet):
+  -- the channel must still match.
+  local posted_ts = field(key, 'message_ts')
+  if ARGV[8] ~= '' and not from_escalation
+    and (ARGV[8] ~= field(key, 'channel') or (posted_ts ~= '' and ARGV[9] ~= posted_ts)) then
+    return refuse('wrong_message')
+  end
+  if ARGV[6] ~= field(key, 'args_digest') then return refuse('wrong_digest') end
+  local offered = false
+  for _, offer in ipairs(policy.decisions) do if offer == dtype then offered = true end end
+  if not offered then return refuse('not_offered') end
+  -- A quorum approves the call as shown: one person's edit or reply would end it alone
+  -- (records stored before cards stopped offering them to a quorum).
+  if tonumber(policy.min_approvals) > 1 and not interrupt.question
+    and (dtype == 'edit' or dtype == 'respond') then
+    return refuse('not_offered')
+  end
+
+  local voters = json_field(key, 'voters')
+  if dtype == 'approve' then
+    for _, voter in ipairs(voters) do
+      if one_voice(policy, voter, user) then return refuse('already_voted') end
+    end
+  end
+  -- The click came from the card before its ts was recorded (its poster may have died
+  -- there): the click says where the card is, and it is posted, so no repost follows.
+  if posted_ts == '' and ARGV[9] ~= '' then
+    redis.call('HSET', key, 'message_ts', ARGV[9])
+    if field(key, 'thread_ts') == '' then redis.call('HSET', key, 'thread_ts', ARGV[9]) end
+    redis.call('ZREM', KEYS[6], rid)
+  end
+  local votes = field(key, 'votes')
+  if votes == '[]' then votes = '[' .. ARGV[5] .. ']'
+  else votes = string.sub(votes, 1, -2) .. ',' .. ARGV[5] .. ']' end
+  redis.call('HSET', key, 'votes', votes)
+
+  if dtype == 'approve' then
+    voters[#voters + 1] = user
+    redis.call('HSET', key, 'voters', cjson.encode(voters))
+    if #voters < tonumber(policy.min_approvals) then
+      audit(KEYS[10], ARGV[12], 'vote', rid, user, now, dtype)
+      return with_json_record({'progress', '', ''})
+    end
+  end
+  -- With an undo window the decision is held: the due sweep makes it final when the window
+  -- ends (expire.lua), unless someone undoes it first (undo.lua).
+  local window = policy.undo_window
+  if type(window) == 'number' and window > 0 then
+    local untl = string.format('%d', tonumber(now) + math.floor(window * 1000))
+    redis.call('HSET', key, 'held_until', untl, 'held_by', user, 'held_at', now,
+      'held_decision', ARGV[4])
+    redis.call('ZADD', KEYS[4], untl, rid)
+    audit(KEYS[10], ARGV[12], 'held', rid, user, now, ARGV[4])
+    return with_json_record({'held', '', ''})
+  end
+  local job = finalize(rid, FINALS[dtype], user, now, ARGV[4], tonumber(ARGV[10]), true, ARGV[11])
+  audit(KEYS[10], ARGV[12], FINALS[dtype], rid, user, now, ARGV[4])
+  return with_json_record({'recorded', '', job})
+end
+
+local more = tonumber(ARGV[13] or '')
+if not more then return decide(KEYS[12]) end
+local keys = {KEYS[1]}
+for j = 1, more do keys[j + 1] = KEYS[11 + j] end
+-- Every record readable before any is decided: a damaged one changes nothing.
+for _, key in ipairs(keys) do
+  if redis.call('EXISTS', key) == 1 then
+    json_field(key, 'policy')
+    interrupt_of(key)
   end
 end
--- With an undo window the decision is held: the due sweep makes it final when the window
--- ends (expire.lua), unless someone undoes it first (undo.lua).
-local window = policy.undo_window
-if type(window) == 'number' and window > 0 then
-  local untl = string.format('%d', tonumber(now) + math.floor(window * 1000))
-  redis.call('HSET', key, 'held_until', untl, 'held_by', user, 'held_at', now,
-    'held_decision', ARGV[4])
-  redis.call('ZADD', KEYS[4], untl, rid)
-  audit(KEYS[10], ARGV[12], 'held', rid, user, now, ARGV[4])
-  return with_json_record({'held', '', ''})
+local results = {}
+for j, key in ipairs(keys) do
+  if j > 1 then
+    local at = 13 + (j - 2) * 5
+    KEYS[1] = key
+    ARGV[1], ARGV[3], ARGV[4] = ARGV[at + 1], ARGV[at + 2], ARGV[at + 3]
+    ARGV[5], ARGV[6] = ARGV[at + 4], ARGV[at + 5]
+  end
+  results[j] = decide(nil)
 end
-local job = finalize(rid, FINALS[dtype], user, now, ARGV[4], tonumber(ARGV[10]), true, ARGV[11])
-audit(KEYS[10], ARGV[12], FINALS[dtype], rid, user, now, ARGV[4])
-return with_json_record({'recorded', '', job})
+return results

@@ -7,8 +7,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
+from typing import cast
 
 import pytest
+from redis.asyncio.cluster import RedisCluster
 from redis.crc import key_slot
 from storage_helpers import NOW, make_record
 
@@ -82,3 +84,34 @@ async def test_a_slot_migration_under_load_loses_and_doubles_no_decision(
     assert jobs == len(runs)  # one resume per run: decided exactly once
     approvals = [e for e in await storage.audit.read(count=10_000) if e.event == "approved"]
     assert sorted(e.run_id for e in approvals) == sorted(runs)
+
+
+async def test_a_batch_is_decided_on_a_slot_that_moved(
+    on_cluster: Storage, redis_cluster: EmbeddedCluster
+) -> None:
+    """After a reshard the client's map of slots is stale: a batch follows MOVED to the
+    slot's new primary, as one decision does."""
+    storage = on_cluster
+    assert storage.keys.shards is not None
+    shard = 3
+    run = next(f"batch_{n}" for n in range(200) if storage.keys.shard_of(f"batch_{n}") == shard)
+    records = [
+        await storage.interrupts.create_interrupt(make_record(run_id=run, call_id=f"c{i}"))
+        for i in range(3)
+    ]
+    slot = key_slot(shard_tag(shard, storage.keys.shards).encode())
+    cluster = cast(RedisCluster, storage.client.raw)
+    port = cluster.get_node_from_key(storage.keys.record(records[0].id)).port
+    owner = next(i for i, server in enumerate(redis_cluster.servers) if server.port == port)
+    assert await redis_cluster.migrate_slot(slot, to=(owner + 1) % 3) > 0
+    try:
+        outcomes = await storage.interrupts.decide_together(
+            [(r.id, Decision.approve(), DIGEST) for r in records],
+            "UALICE",
+            now=NOW,
+            channel="CAPPROVALS",
+            message_ts="",
+        )
+        assert [o.status for o in outcomes] == ["recorded"] * 3
+    finally:
+        await redis_cluster.migrate_slot(slot, to=owner)

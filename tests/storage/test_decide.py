@@ -12,6 +12,7 @@ from storage_helpers import NOW, later, make_record, run_key, snapshot
 from agent_runtime.interrupts import Decision, Remember
 from agent_runtime.messages import args_digest
 from storage import Storage
+from storage.errors import CorruptRecordError
 
 DIGEST = args_digest({"path": "/tmp/old"})
 
@@ -381,3 +382,36 @@ async def test_decisions_made_together_let_no_withdrawal_land_between_them(
         assert cancelled.count == 0 and all(o.status == "recorded" for o in outcomes)
     else:
         assert cancelled.count == 30 and all(o.reason == "already_decided" for o in outcomes)
+
+
+async def test_a_damaged_item_leaves_its_whole_batch_undecided(
+    storage: Storage, raw: aioredis.Redis
+) -> None:
+    records = [
+        await storage.interrupts.create_interrupt(make_record(run_id="damaged", call_id=f"c{i}"))
+        for i in range(3)
+    ]
+    await raw.hset(storage.keys.record(records[1].id), "policy", "not json")
+    with pytest.raises(CorruptRecordError):
+        await storage.interrupts.decide_together(
+            [(r.id, Decision.approve(), DIGEST) for r in records],
+            "UALICE",
+            now=later(minutes=1),
+            channel="CAPPROVALS",
+            message_ts="",
+        )
+    readable, damaged = await storage.queries.many([r.id for r in records])
+    assert damaged == [records[1].id]
+    assert [r.state for r in readable] == ["pending", "pending"]
+
+
+async def test_a_malformed_id_in_a_batch_is_refused_alone(storage: Storage) -> None:
+    record = await storage.interrupts.create_interrupt(make_record(run_id="mixed_ids"))
+    outcomes = await storage.interrupts.decide_together(
+        [("no/such/id", Decision.approve(), DIGEST), (record.id, Decision.approve(), DIGEST)],
+        "UALICE",
+        now=later(minutes=1),
+        channel="CAPPROVALS",
+        message_ts="",
+    )
+    assert [(o.status, o.reason) for o in outcomes] == [("refused", "unknown"), ("recorded", None)]
