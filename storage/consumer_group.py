@@ -3,13 +3,19 @@ click stream share (create the group, read new entries, take over idle ones, ack
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import logging
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
-from typing import cast
+from typing import TypeVar, cast
 
 from redis import exceptions as rexc
 
 from .client import RedisClient
+from .errors import StorageResponseError
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 Entry = tuple[str, dict[str, str]]
 """A stream entry: its id and its fields."""
@@ -45,28 +51,50 @@ class ConsumerGroup:
         # At least 1 ms: BLOCK 0 would wait forever.
         block_ms = max(1, int(block.total_seconds() * 1000)) if block else None
         wait: list[str | int] = ["BLOCK", block_ms] if block_ms is not None else []
-        async with self._client.guard(f"read {self._what}"):
-            reply = await self._client.on_node_of(
-                self.key, "XREADGROUP", "GROUP", self.group, consumer,
-                "COUNT", count, *wait, "STREAMS", self.key, ">",
-            )  # fmt: skip
-        streams = cast(list[tuple[str, list[Entry]]], reply)
+
+        async def read() -> object:
+            async with self._client.guard(f"read {self._what}"):
+                return await self._client.on_node_of(
+                    self.key, "XREADGROUP", "GROUP", self.group, consumer,
+                    "COUNT", count, *wait, "STREAMS", self.key, ">",
+                )  # fmt: skip
+
+        streams = cast(list[tuple[str, list[Entry]]], await self._with_group(read))
         return streams[0][1] if streams else []
 
     async def take_over(self, consumer: str, *, min_idle: timedelta, count: int) -> list[Entry]:
         """Entries another consumer read but did not acknowledge within ``min_idle``."""
-        async with self._client.guard(f"reclaim {self._what}"):
-            reply = await self._client.raw.xautoclaim(
-                self.key,
-                self.group,
-                consumer,
-                int(min_idle.total_seconds() * 1000),
-                "0-0",
-                count=count,
-            )
+
+        async def take_over() -> object:
+            async with self._client.guard(f"reclaim {self._what}"):
+                return await self._client.raw.xautoclaim(
+                    self.key,
+                    self.group,
+                    consumer,
+                    int(min_idle.total_seconds() * 1000),
+                    "0-0",
+                    count=count,
+                )
+
+        reply = await self._with_group(take_over)
         claimed = cast(list[list[tuple[str, dict[str, str] | None]]], reply)
         entries = claimed[1] if claimed else []
         return [(entry_id, fields) for entry_id, fields in entries if fields]
+
+    async def _with_group(self, call: Callable[[], Awaitable[T]]) -> T:
+        """``call``, again once the group is created anew if Redis lost it (restarted
+        without its data, or flushed): the stream's consumers go on instead of failing
+        every try."""
+        try:
+            return await call()
+        except StorageResponseError as exc:
+            if "NOGROUP" not in str(exc):
+                raise
+        log.warning(
+            "the %s consumer group was gone (Redis lost its data?); created again", self._what
+        )
+        await self.ensure()
+        return await call()
 
     async def heartbeat(
         self, consumer: str, entry_ids: list[str], *, leases: Sequence[str] = (), lease_ms: int = 0

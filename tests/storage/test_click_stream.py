@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import redis.asyncio as aioredis
 from storage_helpers import NOW, later, make_record
 
 from agent_runtime.interrupts import Decision
@@ -95,3 +96,17 @@ async def test_deciding_a_click_entry_again_is_a_replay_that_changes_nothing(
     assert refused_again.status == "replayed" and refused_again.reason == "not_allowed"
     assert await storage.resume.pending_count() == 0
     assert len(await storage.resume.claim("worker", shard=_shard(storage), count=10)) == 1
+
+
+async def test_clicks_are_read_again_after_redis_lost_the_stream_and_its_group(
+    storage: Storage, raw: aioredis.Redis
+) -> None:
+    """Redis restarted without its data: the consumer group is created anew on the next
+    read, so clicks are decided again instead of every read failing."""
+    shard = _shard(storage, "run1")
+    await storage.clicks.claim("c1", shard=shard, count=10)
+    await raw.delete(storage.keys.click_stream(shard))
+    assert await storage.clicks.reclaim("c1", shard=shard, min_idle=timedelta(0)) == []
+    entry_id = await _append(storage, "run1/int1", "UALICE")
+    [entry] = await storage.clicks.claim("c1", shard=shard, count=10)
+    assert entry.id == entry_id
