@@ -247,21 +247,22 @@ class InterruptStore(DueSweeps):
         now: datetime,
         channel: str,
         message_ts: str,
-    ) -> list[DecideOutcome]:
+    ) -> tuple[list[DecideOutcome], list[tuple[str, CorruptRecordError]]]:
         """Record ``user_id``'s decision on each ``(interrupt id, decision, args digest)``
         of one run (a batch card's items) in one script: nothing, not another click nor a
         withdrawal, lands between them. Each is checked and refused on its own, as by
-        ``decide``; a damaged record raises CorruptRecordError and changes none."""
+        ``decide``: a malformed id as ``unknown``, a record that cannot be read back as
+        ``damaged``, also listed with its error as ``(interrupt id, error)``."""
+        outcomes = [DecideOutcome(status="refused", reason="unknown") for _ in decisions]
         try:
             check_id("user", user_id)
         except InvalidIdError:
-            return [DecideOutcome(status="refused", reason="unknown") for _ in decisions]
-        outcomes = [DecideOutcome(status="refused", reason="unknown") for _ in decisions]
+            return outcomes, []
         valid = [i for i, (rid, _, _) in enumerate(decisions) if _well_formed(rid)]
         if len({split_record_id(decisions[i][0])[0] for i in valid}) > 1:
             raise ValueError("decide_together takes the records of one run")
         if not valid:
-            return outcomes
+            return outcomes, []
         first, decision, digest = decisions[valid[0]]
         rest = [decisions[i] for i in valid[1:]]
         args = self._decide_args(user_id, decision, digest, now, channel, message_ts)
@@ -272,10 +273,15 @@ class InterruptStore(DueSweeps):
         replies = await self._transition(
             "decide", first, args, extra_keys=[self._keys.record(rid) for rid, _, _ in rest]
         )
-        for i, reply in zip(valid, replies, strict=True):
+        damaged = []
+        for i, reply in zip(valid, cast(list[list[str]], replies), strict=True):
             rid, each, _ = decisions[i]
-            outcomes[i] = self._decided(rid, user_id, each, cast(list[str], reply))
-        return outcomes
+            if reply[0] == "damaged":
+                damaged.append((rid, CorruptRecordError(self._keys.record(rid), reply[1])))
+                outcomes[i] = DecideOutcome(status="refused", reason="damaged")
+            else:
+                outcomes[i] = self._decided(rid, user_id, each, reply)
+        return outcomes, damaged
 
     def _decide_args(
         self,

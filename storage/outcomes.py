@@ -20,6 +20,7 @@ RefusalReason = Literal[
     "held",  # decided already; the decision waits out its undo window (see record.held)
     "not_held",  # an undo, but no decision is held in its undo window
     "window_closed",  # an undo after the undo window ended: the decision stands
+    "damaged",  # the stored record cannot be read back (one item of a batch)
 ]
 
 

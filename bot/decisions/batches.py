@@ -45,20 +45,18 @@ async def decide_batch(services: Services, click: Click) -> None:
         return
     chosen = _decisions(click, items, user)
     try:
-        outcomes = await services.storage.interrupts.decide_together(
+        outcomes, damaged = await services.storage.interrupts.decide_together(
             [(item.id, decision, item.args_digest) for item, decision in chosen],
             user,
             now=services.clock.now(),
             channel=channel,
             message_ts=ts,
         )
-    except CorruptRecordError as exc:
-        await record_damaged(services, exc, lead_id, user=user, channel=channel)
-        await post_ephemeral(services, channel=channel, user=user, text=DAMAGED)
-        return
     except StorageError:
         await post_ephemeral(services, channel=channel, user=user, text=STORAGE_DOWN)
         return
+    for rid, problem in damaged:
+        await record_damaged(services, problem, rid, user=user, channel=channel)
     await _report(services, click, outcomes, len(chosen))
     if all(o.status == "refused" for o in outcomes):
         return  # nothing changed: the card stays as it is

@@ -8,6 +8,10 @@ from storage.requests import is_request_run
 from .blocks import date_token, user_mention
 from .cards import IN_APP, nobody_can_approve, who_may_decide
 
+DAMAGED = (
+    "This request's stored data is damaged, so nothing was decided; an operator can see it "
+    "in the audit trail (`signoff audit`)."
+)
 _TEXT = {
     "unknown": "This approval request no longer exists; nothing was decided.",
     "not_allowed": "You are not among the approvers of this request; nothing was decided.",
@@ -18,15 +22,12 @@ _TEXT = {
     "not_offered": "That decision is not offered for this request.",
     "not_held": "No decision on this request is waiting to be undone; nothing changed.",
     "window_closed": "The undo window has ended, so the decision stands; nothing was undone.",
+    "damaged": DAMAGED,
 }
 
 
 STORAGE_DOWN = (
     "Signoff could not reach its storage, so nothing was recorded. Try again in a minute."
-)
-DAMAGED = (
-    "This request's stored data is damaged, so nothing was decided; an operator can see it "
-    "in the audit trail (`signoff audit`)."
 )
 UNCONFIRMED = (
     "Signoff could not confirm your click yet: its storage is slow to answer. The card "

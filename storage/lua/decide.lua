@@ -10,16 +10,8 @@
 -- Several records of one run at once (a batch card's items): ARGV 13 says how many more
 -- follow the first, their keys are KEYS 12 on (no click marker then), and each adds five
 -- ARGV after 13: record id, decision type, decision json, vote json, args digest. The
--- reply is then one result per record, in order.
-
--- A decision on a request whose interrupt cannot be read back would never resume anything.
-local function interrupt_of(key)
-  local interrupt = json_field(key, 'interrupt')
-  if type(interrupt.id) ~= 'string' or type(interrupt.name) ~= 'string' then
-    error('corrupt record ' .. key .. ': field interrupt has no id or name')
-  end
-  return interrupt
-end
+-- reply is then one result per record, in order; {'damaged', error, ''} for a record
+-- that cannot be read back.
 
 -- The decision on the record of KEYS[1], as ARGV says; ``seen``: the click marker.
 local function decide(seen)
@@ -52,7 +44,11 @@ local function decide(seen)
   if field(key, 'id') ~= rid then return refuse('unknown') end
 
   local policy = json_field(key, 'policy')
-  local interrupt = interrupt_of(key)
+  -- A decision on a request whose interrupt cannot be read back would never resume anything.
+  local interrupt = json_field(key, 'interrupt')
+  if type(interrupt.id) ~= 'string' or type(interrupt.name) ~= 'string' then
+    error('corrupt record ' .. key .. ': field interrupt has no id or name')
+  end
   local function member(list)
     for _, value in ipairs(list) do if value == user then return true end end
     return false
@@ -155,13 +151,6 @@ local more = tonumber(ARGV[13] or '')
 if not more then return decide(KEYS[12]) end
 local keys = {KEYS[1]}
 for j = 1, more do keys[j + 1] = KEYS[11 + j] end
--- Every record readable before any is decided: a damaged one changes nothing.
-for _, key in ipairs(keys) do
-  if redis.call('EXISTS', key) == 1 then
-    json_field(key, 'policy')
-    interrupt_of(key)
-  end
-end
 local results = {}
 for j, key in ipairs(keys) do
   if j > 1 then
@@ -170,6 +159,8 @@ for j, key in ipairs(keys) do
     ARGV[1], ARGV[3], ARGV[4] = ARGV[at + 1], ARGV[at + 2], ARGV[at + 3]
     ARGV[5], ARGV[6] = ARGV[at + 4], ARGV[at + 5]
   end
-  results[j] = decide(nil)
+  -- A record that cannot be read back is refused on its own; the others go on.
+  local ok, result = pcall(decide, nil)
+  results[j] = ok and result or {'damaged', tostring(result), ''}
 end
 return results

@@ -211,3 +211,29 @@ async def test_an_items_record_gone_shifts_no_tick_onto_another_item(make_bot: A
         for r in (await storage.queries.many([r.id for r in page.records]))[0]
     }
     assert states[FILES[3]] == "denied" and states[FILES[4]] == states[FILES[2]] == "approved"
+
+
+async def test_a_damaged_item_is_reported_and_the_rest_of_the_batch_is_decided(
+    make_bot: Any,
+) -> None:
+    deleted: list[str] = []
+    bot: Harness = await make_bot(spec=spec(deleted))
+    await bot.start(requested_by=CAROL)
+    storage = bot.services.storage
+    page = await storage.queries.pending_for_channel(CHANNEL, limit=50)
+    damaged = next(r for r in page.records if r.interrupt["tool_call"]["args"]["path"] == FILES[20])
+    await storage.client.raw.hset(storage.keys.record(damaged.id), "voters", "not json")
+
+    await bot.batch_click(ids.BATCH_APPROVE, user=ALICE)
+    await bot.slack.wait_calls("chat.update")
+    [told] = bot.slack.called("chat.postEphemeral")
+    assert told["text"].startswith("1 of 40 items: This request's stored data is damaged")
+    others = [r.id for r in page.records if r.id != damaged.id]
+    decided, _ = await storage.queries.many(others)
+    assert {r.state for r in decided} == {"approved"} and len(decided) == 39
+    entries = await storage.audit.read(count=500)
+    assert [(e.event, e.record_id) for e in entries if e.event == "damaged"] == [
+        ("damaged", damaged.id)
+    ]
+    assert bot.services.metrics.damaged_records == 1
+    assert deleted == []  # the run waits for its last item

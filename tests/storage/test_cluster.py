@@ -105,7 +105,7 @@ async def test_a_batch_is_decided_on_a_slot_that_moved(
     owner = next(i for i, server in enumerate(redis_cluster.servers) if server.port == port)
     assert await redis_cluster.migrate_slot(slot, to=(owner + 1) % 3) > 0
     try:
-        outcomes = await storage.interrupts.decide_together(
+        outcomes, _ = await storage.interrupts.decide_together(
             [(r.id, Decision.approve(), DIGEST) for r in records],
             "UALICE",
             now=NOW,

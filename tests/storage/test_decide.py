@@ -12,7 +12,6 @@ from storage_helpers import NOW, later, make_record, run_key, snapshot
 from agent_runtime.interrupts import Decision, Remember
 from agent_runtime.messages import args_digest
 from storage import Storage
-from storage.errors import CorruptRecordError
 
 DIGEST = args_digest({"path": "/tmp/old"})
 
@@ -374,7 +373,7 @@ async def test_decisions_made_together_let_no_withdrawal_land_between_them(
     for _ in range(head_start):
         await asyncio.sleep(0)  # a turn of the event loop, not a wait for anything
     cancelled = await storage.interrupts.cancel_run(run, reason="withdrawn", now=later(minutes=1))
-    outcomes = await together
+    outcomes, _ = await together
     stored, _ = await storage.queries.many([r.id for r in records])
     states = sorted(r.state for r in stored)
     assert states in (["approved"] * 30, ["cancelled"] * 30), states
@@ -384,30 +383,42 @@ async def test_decisions_made_together_let_no_withdrawal_land_between_them(
         assert cancelled.count == 30 and all(o.reason == "already_decided" for o in outcomes)
 
 
-async def test_a_damaged_item_leaves_its_whole_batch_undecided(
+async def test_a_damaged_item_of_a_batch_is_refused_alone_and_named(
     storage: Storage, raw: aioredis.Redis
 ) -> None:
+    """Two items cannot be read back (votes that are not JSON, a policy without its
+    lists): each is refused as damaged, named with its own key; the others are decided."""
     records = [
         await storage.interrupts.create_interrupt(make_record(run_id="damaged", call_id=f"c{i}"))
-        for i in range(3)
+        for i in range(4)
     ]
-    await raw.hset(storage.keys.record(records[1].id), "policy", "not json")
-    with pytest.raises(CorruptRecordError):
-        await storage.interrupts.decide_together(
-            [(r.id, Decision.approve(), DIGEST) for r in records],
-            "UALICE",
-            now=later(minutes=1),
-            channel="CAPPROVALS",
-            message_ts="",
-        )
-    readable, damaged = await storage.queries.many([r.id for r in records])
-    assert damaged == [records[1].id]
-    assert [r.state for r in readable] == ["pending", "pending"]
+    await raw.hset(storage.keys.record(records[1].id), "voters", "not json")
+    await raw.hset(storage.keys.record(records[2].id), "policy", '{"allowed_users":["UALICE"]}')
+    outcomes, damaged = await storage.interrupts.decide_together(
+        [(r.id, Decision.approve(), DIGEST) for r in records],
+        "UALICE",
+        now=later(minutes=1),
+        channel="CAPPROVALS",
+        message_ts="",
+    )
+    assert [(o.status, o.reason) for o in outcomes] == [
+        ("recorded", None),
+        ("refused", "damaged"),
+        ("refused", "damaged"),
+        ("recorded", None),
+    ]
+    assert [(rid, error.key) for rid, error in damaged] == [
+        (r.id, storage.keys.record(r.id)) for r in records[1:3]
+    ]
+    assert "voters" in str(damaged[0][1])
+    states = {r.id: r.state for r in (await storage.queries.many([r.id for r in records]))[0]}
+    assert [states.get(r.id) for r in (records[0], records[3])] == ["approved", "approved"]
+    assert await raw.hget(storage.keys.record(records[2].id), "state") == b"pending"
 
 
 async def test_a_malformed_id_in_a_batch_is_refused_alone(storage: Storage) -> None:
     record = await storage.interrupts.create_interrupt(make_record(run_id="mixed_ids"))
-    outcomes = await storage.interrupts.decide_together(
+    outcomes, _ = await storage.interrupts.decide_together(
         [("no/such/id", Decision.approve(), DIGEST), (record.id, Decision.approve(), DIGEST)],
         "UALICE",
         now=later(minutes=1),
