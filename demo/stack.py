@@ -79,6 +79,8 @@ class DemoStack:
         self._gate_token = ""
         self.webhook_secret = ""
         """The secret the demo job's webhooks are signed with (``signoff.webhooks.verify``)."""
+        self.redis_url = ""
+        """Where its Redis answers, for other ``signoff`` commands (``audit``, ``token``)."""
 
     @property
     def url(self) -> str:
@@ -136,8 +138,8 @@ class DemoStack:
         try:
             await self.sandbox.start()
         finally:
-            url = await redis_url
-        self._storage = await connect(url)
+            self.redis_url = await redis_url
+        self._storage = await connect(self.redis_url)
         # The sandbox is the workspace; of the rest, what a local trial can use.
         settings = Settings.from_env(
             {

@@ -39,12 +39,12 @@ async def _serve(options: argparse.Namespace) -> None:
     ) as sb:
         request_url = sb.request_url or "(none yet: PUT /admin/request-url or Socket Mode)"
         banner = (
-            f"Sandbox workspace:   {sb.base_url}/\n"
-            f"SLACK_API_URL        {sb.api_url}\n"
-            f"SLACK_BOT_TOKEN      {sb.bot_token}\n"
-            f"SLACK_APP_TOKEN      {sb.app_token}\n"
-            f"SLACK_SIGNING_SECRET {sb.signing_secret}\n"
-            f"request URL          {request_url}"
+            f"Sandbox workspace:    {sb.base_url}/\n"
+            f"SIGNOFF_SLACK_API_URL {sb.api_url}\n"
+            f"SLACK_BOT_TOKEN       {sb.bot_token}\n"
+            f"SLACK_APP_TOKEN       {sb.app_token}\n"
+            f"SLACK_SIGNING_SECRET  {sb.signing_secret}\n"
+            f"request URL           {request_url}"
         )
         print(banner, flush=True)
         # Its own handlers: a shell that starts it in the background makes it ignore SIGINT.

@@ -136,7 +136,7 @@ async def _serve(settings: Settings, args: argparse.Namespace, stopping: asyncio
         )
         runner = web.AppRunner(server, access_log_class=PathAccessLogger)
         await runner.setup()
-        await web.TCPSite(runner, settings.host, settings.port).start()
+        await _listen(runner, settings.host, settings.port)
         loops = _loops(services, settings, no_workers=args.no_workers)
         loops.start()
         freeze_startup_heap()
@@ -167,7 +167,7 @@ async def _socket(settings: Settings, args: argparse.Namespace, stopping: asynci
         runner = web.AppRunner(operator, access_log_class=PathAccessLogger)
         await runner.setup()
         try:
-            await web.TCPSite(runner, settings.host, settings.port).start()
+            await _listen(runner, settings.host, settings.port)
             await handler.connect_async()  # type: ignore[no-untyped-call]
             loops = _loops(services, settings, no_workers=args.no_workers)
             loops.start()
@@ -189,6 +189,19 @@ async def _socket(settings: Settings, args: argparse.Namespace, stopping: asynci
     return 0
 
 
+async def _listen(runner: web.AppRunner, host: str, port: int) -> None:
+    """Serve ``runner`` on ``host:port``; a BotError naming the settings when it cannot
+    (a host that does not resolve, a port in use)."""
+    try:
+        await web.TCPSite(runner, host, port).start()
+    except OSError as exc:
+        await runner.cleanup()
+        raise BotError(
+            f"cannot listen on {host}:{port} ({exc.strerror or exc}); check SIGNOFF_HOST "
+            "and SIGNOFF_PORT (a worker's --port)"
+        ) from exc
+
+
 async def _worker(settings: Settings, args: argparse.Namespace, stopping: asyncio.Event) -> int:
     async with open_services(settings, agents=args.agents) as services:
         runner = None
@@ -197,7 +210,7 @@ async def _worker(settings: Settings, args: argparse.Namespace, stopping: asynci
             add_operator_routes(operator, services)
             runner = web.AppRunner(operator, access_log_class=PathAccessLogger)
             await runner.setup()
-            await web.TCPSite(runner, settings.host, args.port).start()
+            await _listen(runner, settings.host, args.port)
             log.info("/healthz, /readyz and /metrics on http://%s:%d", settings.host, args.port)
         loops = Loops(services, workers=max(settings.workers, 1))
         priority = lower_priority(settings.worker_nice)

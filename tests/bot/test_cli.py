@@ -158,3 +158,17 @@ async def test_the_worker_lowers_its_cpu_priority_by_signoff_worker_nice(
         process.terminate()
         await asyncio.wait_for(process.communicate(), 60)
     assert process.returncode == 0
+
+
+async def test_a_port_in_use_stops_startup_with_one_line(env: dict[str, str]) -> None:
+    taken = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
+    port = taken.sockets[0].getsockname()[1]
+    try:
+        code, out, err = await _signoff(
+            "worker", "--port", str(port), env={**env, "SIGNOFF_HOST": "127.0.0.1"}
+        )
+    finally:
+        taken.close()
+    assert code == 2 and out == "", err
+    assert err.startswith(f"signoff: cannot listen on 127.0.0.1:{port} ("), err
+    assert "check SIGNOFF_HOST and SIGNOFF_PORT" in err and len(err.splitlines()) == 1, err

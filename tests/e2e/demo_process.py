@@ -30,8 +30,9 @@ class DemoProcess:
     process: subprocess.Popen[bytes]
     url: str
     gate_command: str
+    redis_url: str
     printed: tuple[str, ...]
-    """Every line it printed up to the gate command."""
+    """Every line it printed up to the address of its Redis."""
     data_dir: Path
     stderr: Path
     started_in: float
@@ -61,6 +62,7 @@ class DemoProcess:
             lines = _Lines(process, began + START_SECONDS, stderr)
             url = lines.find(r"https?://\S+")
             gate = lines.find(r"SIGNOFF_URL=.*")
+            redis = lines.find(r"(?<=REDIS_URL=)\S+")
         except BaseException:
             process.kill()
             process.wait()
@@ -70,6 +72,7 @@ class DemoProcess:
             process=process,
             url=url,
             gate_command=gate,
+            redis_url=redis,
             printed=tuple(lines.seen),
             data_dir=data_dir,
             stderr=stderr,

@@ -251,6 +251,21 @@ async def test_the_printed_gate_command_runs_a_shell_job_once_approved(tmp_path:
             channel=OPS,
             thread=card["ts"],
         )
+    # The Redis the demo printed is the one its job's client and decisions are in.
+    signoff = str(Path(sys.executable).parent / "signoff")
+    env = {"PATH": "/usr/bin:/bin", "REDIS_URL": demo.redis_url}
+    tokens = await asyncio.to_thread(
+        subprocess.run, [signoff, "token", "list"], env=env, capture_output=True, timeout=30
+    )
+    assert tokens.returncode == 0 and "demo-job" in tokens.stdout.decode(), tokens
+    audit = await asyncio.to_thread(
+        subprocess.run,
+        [signoff, "audit", "--user", ALICE],
+        env=env,
+        capture_output=True,
+        timeout=30,
+    )
+    assert '"event": "approved"' in audit.stdout.decode(), audit
     await _stop(demo)
 
 
