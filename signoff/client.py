@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 from collections.abc import Callable
 from types import TracebackType
 from typing import Any
@@ -161,14 +162,14 @@ class Client:
             except (aiohttp.ClientError, TimeoutError, _Transient) as exc:
                 if loop.time() + backoff > give_up:
                     raise SignoffUnreachable(
-                        f"cannot reach Signoff at {self._base}: {exc}"
+                        f"cannot reach Signoff at {self._base}: {_why(exc)}"
                     ) from exc
                 if backoff == _FIRST_BACKOFF:
                     left = give_up - loop.time()
                     log.warning(
                         "cannot reach Signoff at %s (%s); trying again for %.0f s",
                         self._base,
-                        exc,
+                        _why(exc),
                         left,
                     )
                 await asyncio.sleep(backoff)
@@ -201,3 +202,14 @@ class Client:
 
 class _Transient(Exception):
     """A 502/503/504: the server (or its Redis) is away for now; worth asking again."""
+
+
+def _why(exc: Exception) -> str:
+    """Why a call failed, in a person's words: the system's reason for a refused or
+    unresolved connection (not aiohttp's ``ssl:default`` details)."""
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        error = exc.os_error
+        if error.errno and error.errno > 0:  # a system error; name resolution's are below 0
+            return os.strerror(error.errno)
+        return error.strerror or str(error)
+    return str(exc) or type(exc).__name__

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import signal
 import sys
@@ -62,6 +63,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:  # pydantic's ValidationError too
         _usage(usage_of(exc))
     gate = _gate(Client(url, token), request, command, check=args.check, as_json=args.json)
+    # The client's notes (retrying an unreachable server) read like the gate's own lines.
+    said = logging.StreamHandler()
+    said.setFormatter(logging.Formatter("signoff gate: %(message)s"))
+    logging.getLogger("signoff").addHandler(said)
     try:
         return asyncio.run(gate)
     except KeyboardInterrupt:
