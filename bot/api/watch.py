@@ -71,7 +71,7 @@ class RequestWatch:
             await self._read(shard)
         finally:
             del self._readers[shard]
-            self._outage.cleared(_reader(shard))
+            self._outage.forget(_reader(shard))
 
     async def _read(self, shard: int) -> None:
         after: str | None = None

@@ -50,11 +50,19 @@ class Outage:
                 len(self._failures),
                 error,
             )
-        return _BACKOFF.compute(failures)
+        return _BACKOFF.compute(min(failures, 8))  # the cap is reached by 4; 2**n overflows
 
     def cleared(self, loop: str) -> None:
-        """Note that ``loop`` used Redis again (or stopped trying)."""
+        """Note that ``loop`` used Redis again."""
         if self._failures.pop(loop, None) is None or self._failures or self._since is None:
             return
         log.warning("background work uses Redis again, after %.0f s", self._now() - self._since)
         self._since = None
+
+    def forget(self, loop: str) -> None:
+        """Note that ``loop`` stopped trying. Whether Redis is back is not known then, so
+        when no loop is left failing the outage ends unreported, and the next failure is
+        reported as a new one."""
+        self._failures.pop(loop, None)
+        if not self._failures:
+            self._since = None

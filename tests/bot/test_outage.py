@@ -75,3 +75,22 @@ def test_a_failing_loop_waits_longer_each_time_up_to_five_seconds() -> None:
     assert all(2.5 <= wait <= 5.0 for wait in waits[3:])
     outage.cleared("clicks")
     assert outage.failed("clicks", DOWN) <= 1.0  # a new outage starts from the shortest
+    # An outage of hours: the wait stays at most 5 s (2**n would overflow a float).
+    assert max(outage.failed("worker", DOWN) for _ in range(2_000)) <= 5.0
+
+
+def test_a_loop_that_stops_while_failing_ends_the_outage_unreported(
+    clock: Clock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A request watch stops when its last long-poll leaves: it does not know Redis is
+    back, so nothing says so; the next failure is a new outage."""
+    outage = Outage(now=clock)
+    outage.failed("request watch 0", DOWN)
+    outage.forget("request watch 0")
+    assert outage.failing == {} and len(caplog.records) == 1
+    clock.now = 3.0
+    outage.failed("scheduler", DOWN)
+    assert (
+        _lines(caplog)
+        == [f"ERROR background work cannot use Redis: {DOWN}; retrying with backoff"] * 2
+    )
