@@ -91,7 +91,8 @@ def _decisions(
 async def _report(
     services: Services, click: Click, outcomes: list[DecideOutcome], asked: int
 ) -> None:
-    """Count the decisions; tell the clicker about refusals (once, with how many)."""
+    """Count the decisions; tell the clicker about refusals (once, with how many, and why
+    when they share a reason)."""
     refused = [o for o in outcomes if o.status == "refused"]
     for outcome in outcomes:
         if outcome.status == "recorded" and outcome.state:
@@ -100,8 +101,14 @@ async def _report(
             services.metrics.refusals[outcome.reason or "unknown"] += 1
     if not refused:
         return
-    text = refusal_text(refused[0])
-    if len(refused) < asked:
-        text = f"{len(refused)} of {asked} items: {text}"
+    if len({o.reason for o in refused}) > 1:
+        text = (
+            f"{len(refused)} of {asked} items were not decided, for more than one reason; "
+            "the card shows where each stands."
+        )
+    else:
+        text = refusal_text(refused[0])
+        if len(refused) < asked:
+            text = f"{len(refused)} of {asked} items: {text}"
     user, channel = click.user.id, click.container.channel_id
     await post_ephemeral(services, channel=channel, user=user, text=text)

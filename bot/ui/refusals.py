@@ -9,7 +9,7 @@ from .blocks import date_token, user_mention
 from .cards import IN_APP, nobody_can_approve, who_may_decide
 
 DAMAGED = (
-    "This request's stored data is damaged, so nothing was decided; an operator can see it "
+    "This request's stored data is damaged, so it cannot be decided; an operator can see it "
     "in the audit trail (`signoff audit`)."
 )
 _TEXT = {

@@ -147,6 +147,15 @@ local function decide(seen)
   return with_json_record({'recorded', '', job})
 end
 
+-- Whether error `message` says the record's data is not what decide reads: a field that
+-- is not JSON, a key of another type, or a policy without what it needs.
+local function damaged(message)
+  for _, sign in ipairs({'corrupt record', 'WRONGTYPE', 'attempt to ', 'bad argument'}) do
+    if string.find(message, sign, 1, true) then return true end
+  end
+  return false
+end
+
 local more = tonumber(ARGV[13] or '')
 if not more then return decide(KEYS[12]) end
 local keys = {KEYS[1]}
@@ -159,8 +168,15 @@ for j, key in ipairs(keys) do
     ARGV[1], ARGV[3], ARGV[4] = ARGV[at + 1], ARGV[at + 2], ARGV[at + 3]
     ARGV[5], ARGV[6] = ARGV[at + 4], ARGV[at + 5]
   end
-  -- A record that cannot be read back is refused on its own; the others go on.
+  -- A record that cannot be read back is refused on its own; the others go on. Any other
+  -- error (Redis out of memory, a replica) fails the whole call, as for one decision.
   local ok, result = pcall(decide, nil)
-  results[j] = ok and result or {'damaged', tostring(result), ''}
+  if ok then
+    results[j] = result
+  elseif damaged(tostring(result)) then
+    results[j] = {'damaged', tostring(result), ''}
+  else
+    error(result)
+  end
 end
 return results

@@ -24,11 +24,13 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from pydantic import SecretStr
 
 import signoff
+from agent_runtime import Decision
 from bot.api.request_records import REQUESTS_PATH
 from bot.process.logs import configure_logging
 from bot.process.web import operator_app
 from bot.schedule.scheduler import Scheduler
 from bot.ui import ids
+from storage.requests import request_record_id
 
 ADMIN_TOKEN = "admin-token-" + "x" * 24
 OTHER_CHANNEL = "C0ELSEWHERE"
@@ -590,36 +592,25 @@ async def test_a_new_client_with_a_revoked_ones_name_sees_none_of_its_requests(
     assert record is not None and record.state == "pending"
 
 
-async def test_a_withdrawal_during_an_approve_selected_takes_every_item_or_none(
+async def test_a_withdrawal_after_some_items_were_decided_is_answered_409_with_them(
     jobs: Jobs,
 ) -> None:
-    """The job withdraws while Alice's Approve-selected on six items is under way: the
-    job is told the truth either way, and no item is left approved beside withdrawn ones."""
-    status, made = await jobs.ask(items=[f"vol-{n}" for n in range(6)])
+    """One of three items was approved (in another process) before the job withdraws:
+    the rest are withdrawn, and the job is told the request is approved, with each item."""
+    status, made = await jobs.ask(items=["vol-1", "vol-2", "vol-3"])
     assert status == 201, made
-    store = jobs.bot.services.storage.interrupts
-    together = store.decide_together
-    answers: list[tuple[int, dict[str, Any]]] = []
-
-    async def withdrawn_meanwhile(*args: Any, **kwargs: Any) -> Any:
-        withdrawal = asyncio.ensure_future(
-            jobs.post(made["status_url"] + "/withdraw", {"reason": "x"})
-        )
-        outcomes = await together(*args, **kwargs)
-        answers.append(await withdrawal)
-        return outcomes
-
-    store.decide_together = withdrawn_meanwhile  # type: ignore[method-assign]
-    await jobs.bot.batch_click(ids.BATCH_APPROVE, user=ALICE)
-    await jobs.bot.slack.wait_for(lambda: bool(answers), what="the withdrawal answered")
-    [(code, body)] = answers
-    items = sorted(i["status"] for i in body["items"])
-    if code == 409:
-        assert body["status"] == "approved" and "no longer pending" in body["error"], body
-        assert items == ["approved"] * 6
-    else:
-        assert code == 200 and body["status"] == "withdrawn", body
-        assert items == ["withdrawn"] * 6
+    storage = jobs.bot.services.storage
+    lead = await storage.queries.get(request_record_id(made["id"]))
+    assert lead is not None
+    first = (await storage.queries.batch(lead))[0]
+    decided = await storage.interrupts.decide(
+        first.id, ALICE, Decision.approve(), args_digest=first.args_digest, now=jobs.bot.clock.now()
+    )
+    assert decided.status == "recorded"
+    code, body = await jobs.post(made["status_url"] + "/withdraw", {"reason": "x"})
+    assert code == 409 and body["status"] == "approved", body
+    assert "some of its items were decided first" in body["error"]
+    assert [i["status"] for i in body["items"]] == ["approved", "withdrawn", "withdrawn"]
 
 
 async def test_every_log_line_about_a_request_carries_its_ids(jobs: Jobs) -> None:

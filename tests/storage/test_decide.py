@@ -11,7 +11,8 @@ from storage_helpers import NOW, later, make_record, run_key, snapshot
 
 from agent_runtime.interrupts import Decision, Remember
 from agent_runtime.messages import args_digest
-from storage import Storage
+from storage import EmbeddedRedis, Storage, connect
+from storage.errors import StorageResponseError
 
 DIGEST = args_digest({"path": "/tmp/old"})
 
@@ -426,3 +427,34 @@ async def test_a_malformed_id_in_a_batch_is_refused_alone(storage: Storage) -> N
         message_ts="",
     )
     assert [(o.status, o.reason) for o in outcomes] == [("refused", "unknown"), ("recorded", None)]
+
+
+async def test_a_batch_redis_refuses_fails_whole_not_as_damaged_records(
+    redis_server: EmbeddedRedis, key_prefix: str
+) -> None:
+    """Redis out of memory refuses the batch's first write: the call fails as one decision
+    would, and no healthy record is reported as damaged."""
+    storage = await connect(redis_server.url, prefix=key_prefix)
+    raw = storage.client.raw
+    records = [
+        await storage.interrupts.create_interrupt(make_record(run_id="oom", call_id=f"c{i}"))
+        for i in range(3)
+    ]
+    kept = await raw.config_get("maxmemory*")
+    await raw.config_set("maxmemory-policy", "noeviction")
+    await raw.config_set("maxmemory", 1)
+    try:
+        with pytest.raises(StorageResponseError, match="OOM"):
+            await storage.interrupts.decide_together(
+                [(r.id, Decision.approve(), DIGEST) for r in records],
+                "UALICE",
+                now=later(minutes=1),
+                channel="CAPPROVALS",
+                message_ts="",
+            )
+    finally:
+        await raw.config_set("maxmemory", kept["maxmemory"])
+        await raw.config_set("maxmemory-policy", kept["maxmemory-policy"])
+    stored, damaged = await storage.queries.many([r.id for r in records])
+    assert damaged == [] and {r.state for r in stored} == {"pending"}
+    await storage.close()
