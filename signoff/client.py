@@ -18,6 +18,7 @@ import asyncio
 import json
 import logging
 import os
+import ssl
 from collections.abc import Callable
 from types import TracebackType
 from typing import Any
@@ -207,9 +208,13 @@ class _Transient(Exception):
 def _why(exc: Exception) -> str:
     """Why a call failed, in a person's words: the system's reason for a refused or
     unresolved connection (not aiohttp's ``ssl:default`` details)."""
-    if isinstance(exc, aiohttp.ClientConnectorError):
+    if isinstance(exc, aiohttp.ClientConnectorError) and not isinstance(
+        exc.os_error,
+        ssl.SSLError,  # its errno is TLS's, its text the one to show
+    ):
         error = exc.os_error
         if error.errno and error.errno > 0:  # a system error; name resolution's are below 0
             return os.strerror(error.errno)
-        return error.strerror or str(error)
+        if error.strerror:
+            return error.strerror
     return str(exc) or type(exc).__name__

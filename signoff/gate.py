@@ -64,9 +64,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         _usage(usage_of(exc))
     gate = _gate(Client(url, token), request, command, check=args.check, as_json=args.json)
     # The client's notes (retrying an unreachable server) read like the gate's own lines.
-    said = logging.StreamHandler()
-    said.setFormatter(logging.Formatter("signoff gate: %(message)s"))
-    logging.getLogger("signoff").addHandler(said)
+    notes = logging.getLogger("signoff")
+    if not notes.handlers:
+        said = logging.StreamHandler()
+        said.setFormatter(logging.Formatter("signoff gate: %(message)s"))
+        notes.addHandler(said)
     try:
         return asyncio.run(gate)
     except KeyboardInterrupt:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import socket
 
@@ -30,3 +31,24 @@ async def test_an_unreachable_server_is_reported_at_the_first_failure_not_after_
                 await client.create(request, retry_for=1.0)
     [said] = [r.getMessage() for r in caplog.records]
     assert said == f"cannot reach Signoff at {url} (Connection refused); trying again for 1 s"
+
+
+async def test_a_tls_failure_is_told_as_such() -> None:
+    """An https URL to a server that does not speak TLS: the reason names TLS, not the
+    errno-like code TLS errors carry."""
+
+    async def plain_http(_: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\r\n")
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(plain_http, "127.0.0.1", 0)
+    url = f"https://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    request = signoff.NewRequest(title="Rotate keys", channel="C0OPS", approvers=["U0ALICE"])
+    try:
+        async with signoff.Client(url, "sgn_" + "x" * 30) as client:
+            with pytest.raises(SignoffUnreachable) as failed:
+                await client.create(request, retry_for=0.1)
+    finally:
+        server.close()
+    assert "SSL" in str(failed.value) and "Operation not permitted" not in str(failed.value)
