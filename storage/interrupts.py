@@ -23,7 +23,7 @@ from .errors import (
     InvalidIdError,
     StorageResponseError,
 )
-from .keys import check_id, split_record_id
+from .keys import check_id, is_record_id, split_record_id
 from .outcomes import DecideOutcome, RefusalReason
 from .records import InterruptRecord
 from .retention import millis
@@ -258,7 +258,7 @@ class InterruptStore(DueSweeps):
             check_id("user", user_id)
         except InvalidIdError:
             return outcomes, []
-        valid = [i for i, (rid, _, _) in enumerate(decisions) if _well_formed(rid)]
+        valid = [i for i, (rid, _, _) in enumerate(decisions) if is_record_id(rid)]
         if len({split_record_id(decisions[i][0])[0] for i in valid}) > 1:
             raise ValueError("decide_together takes the records of one run")
         if not valid:
@@ -453,11 +453,3 @@ class InterruptStore(DueSweeps):
             log.info("run %s: cancelled %s pending interrupts", run_id, reply[1])
             return Cancelled(count=int(reply[1]), not_run=tuple(decided))
         raise StorageResponseError(f"run {run_id} kept changing while it was being cancelled")
-
-
-def _well_formed(rid: str) -> bool:
-    try:
-        split_record_id(rid)
-    except InvalidIdError:
-        return False
-    return True

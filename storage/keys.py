@@ -47,6 +47,15 @@ def split_record_id(value: object) -> tuple[str, str]:
     return check_id("run", run_id), check_id("interrupt", interrupt_id)
 
 
+def is_record_id(value: str) -> bool:
+    """Whether ``value`` is a well-formed record id (``split_record_id`` takes it)."""
+    try:
+        split_record_id(value)
+    except InvalidIdError:
+        return False
+    return True
+
+
 CLUSTER_SHARDS = 8
 """How many shards the Redis Cluster layout splits the indexes into: each holds its
 own streams and index keys, and every process reads every shard."""

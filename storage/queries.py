@@ -13,7 +13,7 @@ from typing import cast
 
 from .client import RedisClient
 from .errors import CorruptRecordError, InvalidIdError
-from .keys import Keys, check_id, split_record_id
+from .keys import Keys, check_id, is_record_id
 from .outcomes import Page
 from .records import InterruptRecord
 
@@ -132,7 +132,7 @@ class InterruptQueries:
             pages = cast(list[list[str]], await pipe.execute())
         members = sorted(m for page in pages for m in page)[:limit]
         ids = [m.rsplit("\0", 1)[1] for m in members]
-        valid = [i for i in ids if _is_record_id(i)]
+        valid = [i for i in ids if is_record_id(i)]
         records, unreadable = await self.many(valid)
         gone = [m for m in members if m.rsplit("\0", 1)[1] in unreadable]
         if gone:
@@ -148,11 +148,3 @@ class InterruptQueries:
         pending = tuple(r for r in records if r.state == "pending")
         next_cursor = members[-1] if len(members) == limit else None
         return Page(records=pending, next_cursor=next_cursor)
-
-
-def _is_record_id(value: str) -> bool:
-    try:
-        split_record_id(value)
-    except InvalidIdError:
-        return False
-    return True
