@@ -1,0 +1,209 @@
+"""Decisions on interrupt records: a click's, a batch's, an undo, and an app's answer.
+Each is one Lua script over the record's keys and the indexes it touches."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Literal, cast
+
+from agent_runtime.interrupts import Decision
+
+from .epoch import to_ms
+from .errors import CorruptRecordError, InvalidIdError
+from .keys import check_id, is_record_id, split_record_id
+from .outcomes import DecideOutcome, RefusalReason
+from .records import InterruptRecord
+from .retention import millis
+from .transitions import RecordTransitions
+
+log = logging.getLogger(__name__)
+
+AppOutcome = Literal["recorded", "already_decided", "expired", "unknown"]
+"""How an app's decision (``decide_in_app``) went."""
+
+
+class Decisions(RecordTransitions):
+    """The decision steps of ``InterruptStore``."""
+
+    async def decide(
+        self,
+        interrupt_id: str,
+        user_id: str,
+        decision: Decision,
+        *,
+        args_digest: str,
+        now: datetime,
+        channel: str | None = None,
+        message_ts: str | None = None,
+        click_id: str | None = None,
+    ) -> DecideOutcome:
+        """Record ``user_id``'s decision in one atomic step (one round trip).
+
+        Refused, changing nothing, when the user may not decide, the record is no longer
+        pending or has expired, the digest differs from the stored arguments' digest, or
+        (when ``channel`` and ``message_ts`` are given) the click came from another
+        message. When this decision settles the run's last pending interrupt, the same
+        step enqueues the run's resume job. With ``click_id`` (a click stream entry), the
+        same step remembers the entry: deciding it again is ``replayed``, changing nothing
+        (with the ``reason`` it was refused for, if it was).
+        """
+        try:
+            run_id, _ = split_record_id(interrupt_id)
+            check_id("user", user_id)
+            seen = [self._keys.click_decided(run_id, click_id)] if click_id else []
+        except InvalidIdError:
+            return DecideOutcome(status="refused", reason="unknown")
+        args = self._decide_args(user_id, decision, args_digest, now, channel, message_ts)
+        result = await self._transition("decide", interrupt_id, args, extra_keys=seen)
+        if result[0] == "replayed":
+            log.info("click %s on %s by %s was decided before", click_id, interrupt_id, user_id)
+        return self._decided(interrupt_id, user_id, decision, result)
+
+    async def decide_together(
+        self,
+        decisions: Sequence[tuple[str, Decision, str]],
+        user_id: str,
+        *,
+        now: datetime,
+        channel: str,
+        message_ts: str,
+    ) -> tuple[list[DecideOutcome], list[tuple[str, CorruptRecordError]]]:
+        """Record ``user_id``'s decision on each ``(interrupt id, decision, args digest)``
+        of one run (a batch card's items) in one script: nothing, not another click nor a
+        withdrawal, lands between them. Each is checked and refused on its own, as by
+        ``decide``: a malformed id as ``unknown``, a record that cannot be read back as
+        ``damaged``, also listed with its error as ``(interrupt id, error)``."""
+        outcomes = [DecideOutcome(status="refused", reason="unknown") for _ in decisions]
+        try:
+            check_id("user", user_id)
+        except InvalidIdError:
+            return outcomes, []
+        valid = [i for i, (rid, _, _) in enumerate(decisions) if is_record_id(rid)]
+        if len({split_record_id(decisions[i][0])[0] for i in valid}) > 1:
+            raise ValueError("decide_together takes the records of one run")
+        if not valid:
+            return outcomes, []
+        first, decision, digest = decisions[valid[0]]
+        rest = [decisions[i] for i in valid[1:]]
+        args = self._decide_args(user_id, decision, digest, now, channel, message_ts)
+        args.append(len(rest))
+        for rid, more, more_digest in rest:
+            item = self._decide_args(user_id, more, more_digest, now, channel, message_ts)
+            args += [rid, *item[1:5]]
+        replies = await self._transition(
+            "decide", first, args, extra_keys=[self._keys.record(rid) for rid, _, _ in rest]
+        )
+        damaged = []
+        for i, reply in zip(valid, cast(list[list[str]], replies), strict=True):
+            rid, each, _ = decisions[i]
+            if reply[0] == "damaged":
+                damaged.append((rid, CorruptRecordError(self._keys.record(rid), reply[1])))
+                outcomes[i] = DecideOutcome(status="refused", reason="damaged")
+            else:
+                outcomes[i] = self._decided(rid, user_id, each, reply)
+        return outcomes, damaged
+
+    def _decide_args(
+        self,
+        user_id: str,
+        decision: Decision,
+        args_digest: str,
+        now: datetime,
+        channel: str | None,
+        message_ts: str | None,
+    ) -> list[str | int]:
+        """The ``decide`` script's ARGV after the record id."""
+        vote = {"user_id": user_id, "decision": decision.to_dict(), "at": now.isoformat()}
+        return [
+            user_id,
+            decision.type,
+            json.dumps(decision.to_dict(), separators=(",", ":")),
+            json.dumps(vote, separators=(",", ":")),
+            args_digest,
+            to_ms(now),
+            channel or "",
+            message_ts or "",
+            millis(self._retention.decided),
+            self._retention.resume_entries,
+            self._retention.audit_entries,
+        ]
+
+    def _decided(
+        self, interrupt_id: str, user_id: str, decision: Decision, result: list[str]
+    ) -> DecideOutcome:
+        """The outcome the ``decide`` script replied with."""
+        status = result[0]
+        key = self._keys.record(interrupt_id)
+        record = InterruptRecord.from_json(key, result[3]) if len(result) > 3 else None
+        if status == "replayed":
+            reason = cast(RefusalReason, result[1]) if result[1] else None
+            return DecideOutcome(status="replayed", reason=reason, record=record)
+        if status == "refused":
+            reason = cast(RefusalReason, result[1])
+            log.info("decision on %s by %s refused: %s", interrupt_id, user_id, reason)
+            return DecideOutcome(status="refused", reason=reason, record=record)
+        log.info("decision on %s by %s: %s (%s)", interrupt_id, user_id, decision.type, status)
+        return DecideOutcome(
+            status=cast(Literal["recorded", "progress", "held"], status),
+            record=record,
+            resume_job_id=result[2] or None,
+        )
+
+    async def undo(
+        self, interrupt_id: str, user_id: str, *, now: datetime, channel: str, message_ts: str
+    ) -> DecideOutcome:
+        """Undo a decision held in its undo window, clicked on the interrupt's card (or its
+        escalation card) by its decider or any approver: the interrupt waits for a decision
+        again, votes cleared. ``recorded`` when undone; refused once the window has ended
+        (the decision stands) or when nothing is held."""
+        try:
+            split_record_id(interrupt_id)
+            check_id("user", user_id)
+        except InvalidIdError:
+            return DecideOutcome(status="refused", reason="unknown")
+        args: list[str | int] = [
+            user_id,
+            to_ms(now),
+            self._retention.audit_entries,
+            channel,
+            message_ts,
+        ]
+        status, reason, text = await self._transition("undo", interrupt_id, args)
+        key = self._keys.record(interrupt_id)
+        record = InterruptRecord.from_json(key, text) if text else None
+        if status != "undone":
+            log.info("undo of %s by %s refused: %s", interrupt_id, user_id, reason)
+            return DecideOutcome(
+                status="refused", reason=cast(RefusalReason, reason), record=record
+            )
+        log.info("decision on %s undone by %s", interrupt_id, user_id)
+        return DecideOutcome(status="recorded", record=record)
+
+    async def decide_in_app(
+        self, interrupt_id: str, by: str, decision: Decision, *, now: datetime
+    ) -> tuple[AppOutcome, InterruptRecord | None]:
+        """Record a decision made in the app that runs the agent (an AG-UI client's
+        resume), in one atomic step. The app resumes the run itself, so no resume job is
+        queued; the first answer wins, in Slack or in the app. Past its expiry (before the
+        sweep), a record takes only a denial."""
+        try:
+            split_record_id(interrupt_id)
+        except InvalidIdError:
+            return "unknown", None
+        result = await self._transition(
+            "decide_app",
+            interrupt_id,
+            [
+                by,
+                decision.type,
+                json.dumps(decision.to_dict(), separators=(",", ":")),
+                to_ms(now),
+                millis(self._retention.decided),
+                self._retention.audit_entries,
+            ],
+        )
+        status = cast(AppOutcome, result[0])
+        return status, None if status == "unknown" else self._record(interrupt_id, result[2:])
