@@ -237,3 +237,27 @@ async def test_a_damaged_item_is_reported_and_the_rest_of_the_batch_is_decided(
     ]
     assert bot.services.metrics.damaged_records == 1
     assert deleted == []  # the run waits for its last item
+
+
+async def test_refusals_for_more_than_one_reason_are_told_as_a_count(make_bot: Any) -> None:
+    bot: Harness = await make_bot(spec=spec([]))
+    await bot.start(requested_by=CAROL)
+    store = bot.services.storage.interrupts
+    together = store.decide_together
+
+    async def two_refused(*args: Any, **kwargs: Any) -> Any:
+        outcomes, damaged = await together(*args, **kwargs)
+        outcomes[:2] = [
+            DecideOutcome(status="refused", reason="already_decided"),
+            DecideOutcome(status="refused", reason="expired"),
+        ]
+        return outcomes, damaged
+
+    store.decide_together = two_refused  # type: ignore[method-assign]
+    await bot.batch_click(ids.BATCH_APPROVE, user=ALICE)
+    await bot.slack.wait_calls("chat.postEphemeral")
+    [told] = bot.slack.called("chat.postEphemeral")
+    assert told["text"] == (
+        "2 of 40 items were not decided, for more than one reason; "
+        "the card shows where each stands."
+    )
