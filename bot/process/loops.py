@@ -113,6 +113,19 @@ class Loops:
             self._tasks.append(asyncio.create_task(self.webhook_sender.run(), name="webhooks"))
         for events in self.webhook_events:
             self._tasks.append(asyncio.create_task(events.run(), name=events.consumer))
+        for task in self._tasks:
+            task.add_done_callback(self._ended)
+
+    def _ended(self, task: asyncio.Task[None]) -> None:
+        """A loop ends only when stopped; one that failed is logged and fails /healthz."""
+        if task.cancelled() or task.exception() is None:
+            return
+        self._services.stopped_loops.add(task.get_name())
+        log.error(
+            "background loop %s stopped on an unexpected error; /healthz answers 503 from now on",
+            task.get_name(),
+            exc_info=task.exception(),
+        )
 
     async def stop(self) -> None:
         """Stop the loops, then let the background work finish (or cancel it)."""

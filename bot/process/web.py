@@ -88,6 +88,9 @@ def add_operator_routes(
     """Add ``/healthz``, ``/readyz`` (Redis, then each of ``checks``) and ``/metrics``."""
 
     async def healthz(_: web.Request) -> web.Response:
+        if services.stopped_loops:
+            stopped = ", ".join(sorted(services.stopped_loops))
+            return web.Response(status=503, text=f"background loops stopped: {stopped}\n")
         return web.Response(text="ok\n")
 
     async def readyz(_: web.Request) -> web.Response:

@@ -36,3 +36,6 @@ class Services:
     URL, and on every address a delivery connects to."""
     outage: Outage = field(default_factory=Outage)
     """Reports Redis failing the background loops, once for all of them."""
+    stopped_loops: set[str] = field(default_factory=set)
+    """Background loops that ended on an unexpected error: ``/healthz`` fails while any
+    has, so the process is seen as broken instead of running on without them."""
