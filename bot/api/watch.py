@@ -85,8 +85,8 @@ class RequestWatch:
                 entries = await audit.follow_requests(shard=shard, after=after, block=_BLOCK)
             except StorageError as exc:
                 after = None
+                wait = self._outage.failed(_reader(shard), exc)
                 with contextlib.suppress(TimeoutError):
-                    wait = self._outage.failed(_reader(shard), exc)
                     await asyncio.wait_for(self._stopping.wait(), wait)
                 continue
             self._outage.cleared(_reader(shard))
