@@ -125,7 +125,7 @@ class ApiClients:
 
     async def authenticate(self, token: str) -> ApiClient | None:
         """The client ``token`` belongs to, or None."""
-        if not token.startswith(TOKEN_PREFIX) or len(token) > 100:
+        if not token.startswith(TOKEN_PREFIX) or len(token) > 100 or not token.isascii():
             return None
         async with self._client.guard("check an API token"):
             name = await self._client.raw.hget(self._keys.api_tokens, token_hash(token))

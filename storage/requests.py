@@ -9,6 +9,7 @@ callback URL, the idempotency key) is kept beside it as ``RequestMeta``.
 from __future__ import annotations
 
 import hashlib
+import math
 import uuid
 from datetime import datetime, timedelta
 from typing import Literal, Self, cast
@@ -74,6 +75,8 @@ class Param(BaseModel):
         fits = isinstance(value, _TYPES[self.type]) and (is_bool == (self.type == "boolean"))
         if not fits:
             raise ValueError(f"param {self.name!r} must be a {self.type}, got {value!r}")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"param {self.name!r} must be a finite number, got {value!r}")
         if isinstance(value, str) and len(value) > 2000:
             raise ValueError(f"param {self.name!r}: at most 2000 characters")
         return cast(ParamValue, value)
@@ -99,6 +102,9 @@ class RequestMeta(BaseModel):
     """Things approved one by one on one batch card."""
     traceparent: str | None = None
     """The W3C trace context the job sent (``traceparent``): the request's spans join it."""
+    body_sha256: str | None = None
+    """The SHA-256 of the body asked: the same idempotency key with another body is refused
+    (None in requests stored before it was kept)."""
 
     @property
     def values(self) -> dict[str, ParamValue]:

@@ -17,7 +17,6 @@ a ``RUN_ERROR`` naming who decided it.
 
 from __future__ import annotations
 
-import hmac
 import json
 import logging
 from datetime import datetime
@@ -36,6 +35,7 @@ from bot.runs.drive import unknown_agent
 from bot.services import Services
 
 from .agui_cards import answer_cards, post_cards
+from .auth import bearer_check
 
 log = logging.getLogger(__name__)
 
@@ -46,10 +46,7 @@ _MAX_BODY = 1_000_000
 
 def add_agui_routes(app: web.Application, services: Services, *, token: SecretStr) -> None:
     """Add the AG-UI endpoint to ``app``, guarded by ``token``."""
-    expected = f"Bearer {token.get_secret_value()}".encode()
-
-    def authorized(request: web.Request) -> bool:
-        return hmac.compare_digest(request.headers.get("Authorization", "").encode(), expected)
+    authorized = bearer_check(token)
 
     async def run(request: web.Request) -> web.StreamResponse:
         if not authorized(request):

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import hmac
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -39,17 +40,29 @@ class Caller:
         return meta.client == self.name and same_client
 
 
+def authorization(request: web.Request) -> bytes:
+    """The ``Authorization`` header's bytes as sent: aiohttp keeps bytes that are not UTF-8
+    as escapes, which compare unequal to every token rather than failing to encode."""
+    return request.headers.get("Authorization", "").encode("utf-8", "surrogateescape")
+
+
+def bearer_check(token: SecretStr) -> Callable[[web.Request], bool]:
+    """Whether a request carries ``Authorization: Bearer <token>``, compared in constant time."""
+    expected = f"Bearer {token.get_secret_value()}".encode()
+    return lambda request: hmac.compare_digest(authorization(request), expected)
+
+
 class Authenticator:
     """Finds the caller of a request from its ``Authorization: Bearer`` header."""
 
     def __init__(self, storage: Storage, *, admin_token: SecretStr | None) -> None:
         self._storage = storage
-        self._admin = f"Bearer {admin_token.get_secret_value()}".encode() if admin_token else None
+        self._is_admin = bearer_check(admin_token) if admin_token else None
 
     async def caller(self, request: web.Request) -> Caller | None:
         """The caller, or None without a valid token (StorageError when Redis is away)."""
         header = request.headers.get("Authorization", "")
-        if self._admin is not None and hmac.compare_digest(header.encode(), self._admin):
+        if self._is_admin is not None and self._is_admin(request):
             return Caller(name=ADMIN, admin=True)
         if not header.startswith("Bearer "):
             return None

@@ -38,6 +38,9 @@ async def superseded(
     if body.supersedes is None:
         return None
     run_id = body.supersedes
+    if request_record_id(run_id) == asked_as:
+        problem = "supersedes: names this request itself; ask again with another idempotency_key"
+        return error(409, problem, "supersedes")
     meta = await services.storage.requests.meta(run_id)
     record = await services.storage.queries.get(request_record_id(run_id))
     if meta is None or record is None or not caller.owns(meta):

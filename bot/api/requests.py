@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import logging
 import re
@@ -137,11 +138,15 @@ class _RequestsApi:
                 acts_on=body.acts_on,
                 items=tuple(body.items),
                 traceparent=traceparent,
+                body_sha256=hashlib.sha256(body.model_dump_json().encode()).hexdigest(),
             )
             keep_for = _longest_wait(body) + _RETAIN
             meta = await services.storage.requests.keep(run_id, asked, ttl=keep_for)
             if not caller.owns(meta):  # an earlier, revoked client of the same name used the key
                 problem = f"an earlier client named {caller.name!r} used this key; use another"
+                return error(409, problem, "idempotency_key")
+            if meta.body_sha256 not in (None, asked.body_sha256):
+                problem = "this key was used for a request with another body; use another key"
                 return error(409, problem, "idempotency_key")
             marked = (
                 await claim_superseded(services, earlier, asked_as=asked_as) if earlier else None

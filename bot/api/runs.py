@@ -16,7 +16,6 @@ Errors are JSON ``{"error": "..."}``: 401 without the token, 400 for a malformed
 
 from __future__ import annotations
 
-import hmac
 import logging
 from typing import Any
 
@@ -30,6 +29,8 @@ from bot.runs.drive import start_run, unknown_agent
 from bot.runs.place import Place
 from bot.services import Services
 from storage.errors import InvalidIdError, StorageUnavailableError
+
+from .auth import bearer_check
 
 log = logging.getLogger(__name__)
 
@@ -50,10 +51,7 @@ class StartRun(BaseModel):
 
 def add_runs_routes(app: web.Application, services: Services, *, token: SecretStr) -> None:
     """Add the runs API to ``app``, guarded by ``token``."""
-    expected = f"Bearer {token.get_secret_value()}".encode()
-
-    def authorized(request: web.Request) -> bool:
-        return hmac.compare_digest(request.headers.get("Authorization", "").encode(), expected)
+    authorized = bearer_check(token)
 
     async def start(request: web.Request) -> web.Response:
         if not authorized(request):

@@ -9,10 +9,11 @@ comes back is read into arguments, and every problem is a sentence for its field
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from agent_runtime.messages import JSONValue
 
@@ -269,12 +270,14 @@ def _read(field: Field, state: Mapping[str, Any]) -> JSONValue:
             number = float(text.strip())
         except ValueError:
             raise ValueError("This must be a number, like 4.5.") from None
+        if not math.isfinite(number):
+            raise ValueError("This must be a number, like 4.5.")
         return int(number) if number.is_integer() and "." not in text else number
     if field.kind == "lines":
         return [line.strip() for line in text.splitlines() if line.strip()]
     if field.kind == "json":
         try:
-            parsed: JSONValue = json.loads(text)
+            parsed: JSONValue = loads_finite(text)
         except (json.JSONDecodeError, RecursionError) as exc:
             raise ValueError(f"This is not valid JSON ({exc}).") from None
         return parsed
@@ -297,3 +300,19 @@ def _moment(value: JSONValue) -> datetime | None:
     except ValueError:
         return None
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def loads_finite(text: str) -> JSONValue:
+    """JSON an approver typed; ValueError (JSONDecodeError when it is not JSON) for the
+    ``NaN``, ``Infinity`` and too-large numbers Python reads but JSON has not."""
+
+    def finite(number: str) -> float:
+        value = float(number)
+        if not math.isfinite(value):
+            raise ValueError(f"{number} is too large a number.")
+        return value
+
+    def refused(constant: str) -> float:
+        raise ValueError(f"{constant} is not a JSON number.")
+
+    return cast(JSONValue, json.loads(text, parse_float=finite, parse_constant=refused))

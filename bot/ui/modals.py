@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from agent_runtime.messages import JSONValue
 
 from . import ids
-from .arg_form import Field, form_blocks
+from .arg_form import Field, form_blocks, loads_finite
 from .blocks import (
     MODAL_BLOCKS,
     PRIVATE_METADATA,
@@ -209,11 +209,13 @@ _TOO_DEEP = f"The arguments nest more than {MAX_ARGS_DEPTH} levels deep; flatten
 def parse_args(text: str) -> Mapping[str, JSONValue] | str:
     """The edited arguments as a JSON object, or a message saying what is wrong."""
     try:
-        value = json.loads(text)
+        value = loads_finite(text)
     except json.JSONDecodeError as exc:
         return f"Not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}."
     except RecursionError:
         return _TOO_DEEP
+    except ValueError as exc:
+        return str(exc)
     if not isinstance(value, dict):
         return 'The arguments must be a JSON object, like {"path": "/tmp"}.'
     if _depth(value) > MAX_ARGS_DEPTH:

@@ -168,6 +168,14 @@ async def test_wrong_values_get_sentences_under_their_fields_and_nothing_is_deci
     assert errors == {"arg.count": "This must be a whole number, like 42."}
 
     values["arg.count"] = {"type": "number_input", "value": "3"}
+    for ratio, limits in (("nan", '{"a": 1}'), ("1e999", '{"a": 1}'), ("0.5", '{"a": NaN}')):
+        values["arg.ratio"] = {"type": "number_input", "value": ratio}
+        values["arg.limits"] = {"type": "plain_text_input", "value": limits}
+        status, body = await bot.submit_form(value, user=ALICE, values=values)
+        errors = json.loads(body)["errors"]
+        assert set(errors) >= {"arg.ratio" if ratio != "0.5" else "arg.limits"}, errors
+    values["arg.ratio"] = {"type": "number_input", "value": "0.5"}
+    values["arg.limits"] = {"type": "plain_text_input", "value": '{"a": 1}'}
     status, body = await bot.submit_form(value, user=ALICE, values=values)
     errors = json.loads(body)["errors"]
     assert errors == {"arg.owner": "This must be an email address like name@example.com."}

@@ -134,6 +134,10 @@ async def test_the_same_idempotency_key_twice_posts_one_card(jobs: Jobs) -> None
     assert len(jobs.bot.slack.called("chat.postMessage")) == 1
     _, other = await jobs.ask(idempotency_key="cleanup-2026-11-25")
     assert other["id"] != first["id"]
+    # The same key for another request is refused: its card would show the first one.
+    status, refused = await jobs.ask(idempotency_key="cleanup-2026-11-24", title="Drop prod")
+    assert (status, refused["field"]) == (409, "idempotency_key"), refused
+    assert len(jobs.bot.slack.called("chat.postMessage")) == 2
 
 
 async def test_a_withdrawn_request_says_so_and_refuses_later_clicks(jobs: Jobs) -> None:
@@ -184,21 +188,26 @@ async def test_approvers_may_edit_only_editable_params_and_the_job_gets_the_edit
     params = [
         {"name": "limit", "type": "integer", "value": 42, "editable": True},
         {"name": "region", "type": "string", "value": "eu-west-1"},
+        {"name": "ratio", "type": "number", "value": 0.5, "editable": True},
     ]
     _, made = await jobs.ask(params=params)
     value = jobs.value()
-    locked = json.dumps({"limit": 42, "region": "us-east-1"})
+    locked = json.dumps({"limit": 42, "region": "us-east-1", "ratio": 0.5})
     status, body = await jobs.bot.submit(ids.EDIT_VIEW, value, user=ALICE, text=locked)
     assert status == 200 and "'region' cannot be edited" in body
-    wrong_type = json.dumps({"limit": "all", "region": "eu-west-1"})
+    wrong_type = json.dumps({"limit": "all", "region": "eu-west-1", "ratio": 0.5})
     status, body = await jobs.bot.submit(ids.EDIT_VIEW, value, user=ALICE, text=wrong_type)
     assert "'limit' must be a integer" in body or "must be a integer" in body
 
-    edited = json.dumps({"limit": 10, "region": "eu-west-1"})
-    status, body = await jobs.bot.submit(ids.EDIT_VIEW, value, user=ALICE, text=edited)
+    for not_a_number in ("NaN", "Infinity", "1e999"):
+        text = f'{{"limit": 42, "region": "eu-west-1", "ratio": {not_a_number}}}'
+        status, body = await jobs.bot.submit(ids.EDIT_VIEW, value, user=ALICE, text=text)
+        assert status == 200 and f"{not_a_number} is" in str(json.loads(body)["errors"]), body
+    edited = {"limit": 10, "region": "eu-west-1", "ratio": 0.25}
+    status, body = await jobs.bot.submit(ids.EDIT_VIEW, value, user=ALICE, text=json.dumps(edited))
     assert status == 200 and "errors" not in body
     _, answer = await jobs.get(made["status_url"] + "?wait=10")
-    assert answer["status"] == "edited" and answer["params"] == {"limit": 10, "region": "eu-west-1"}
+    assert answer["status"] == "edited" and answer["params"] == edited
 
 
 async def test_a_client_is_kept_to_its_channels_and_its_own_requests(jobs: Jobs) -> None:
@@ -231,6 +240,8 @@ async def test_a_client_is_kept_to_its_channels_and_its_own_requests(jobs: Jobs)
         ({"approvers": []}, None),
         ({"expires_in": 0}, "expires_in"),
         ({"params": [{"name": "n", "type": "integer", "value": "x"}]}, "params.0"),
+        ({"params": [{"name": "r", "type": "number", "value": float("nan")}]}, "params.0"),
+        ({"params": [{"name": "r", "type": "number", "value": float("inf")}]}, "params.0"),
         ({"callback_url": "http://169.254.169.254/latest"}, "callback_url"),
         ({"callback_url": "http://example.com/hook"}, "callback_url"),
         ({"surprise": 1}, "surprise"),
@@ -264,6 +275,32 @@ async def test_unknown_requests_and_bad_waits_are_clear_errors(jobs: Jobs) -> No
     assert status == 400 and body["field"] == "wait"
     status, body = await jobs.get(made["status_url"], headers={})
     assert status == 401 and body["error"].startswith("send an API token as")
+
+
+async def test_a_token_that_is_not_utf8_is_a_401_on_every_guarded_route(jobs: Jobs) -> None:
+    port = int(jobs.base.rsplit(":", 1)[1])
+
+    async def status_of(method: str, path: str, authorization: bytes) -> int:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(
+            f"{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n".encode()
+            + b"Content-Length: 2\r\nAuthorization: "
+            + authorization
+            + b"\r\n\r\n{}"
+        )
+        answer = await reader.read()
+        writer.close()
+        return int(answer.split()[1])
+
+    routes = [
+        ("GET", f"{REQUESTS_PATH}/req_{'0' * 32}"),
+        ("POST", REQUESTS_PATH),
+        ("POST", "/api/runs"),
+        ("POST", "/agui/cleanup"),
+    ]
+    for method, path in routes:
+        for authorization in (b"Bearer sgn_\xff", b"Bearer \xc3("):
+            assert await status_of(method, path, authorization) == 401, (path, authorization)
 
 
 async def test_a_user_group_named_by_its_handle_decides(jobs: Jobs) -> None:
@@ -350,6 +387,11 @@ async def test_asking_again_needs_an_approved_request_that_showed_what_it_acts_o
     assert status == 400 and "showed no acts_on" in body["error"], body
     status, body = await jobs.ask(supersedes="req_" + "f" * 32, acts_on="vol-a\n")
     assert status == 404, body
+    # Asking again under the approved request's own key would answer with its approval.
+    status, body = await jobs.ask(
+        supersedes=checked["id"], acts_on="vol-a\nvol-c\n", idempotency_key="checked"
+    )
+    assert status == 409 and "names this request itself" in body["error"], body
     posted = len(jobs.bot.slack.called("chat.postMessage"))
     asking_again = {"supersedes": checked["id"], "acts_on": "vol-a\nvol-c\n"}
     status, again = await jobs.ask(**asking_again, idempotency_key="again")
