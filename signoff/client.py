@@ -66,10 +66,15 @@ class RequestRefused(SignoffError):
 class Client:
     """One Signoff server and an API client's token."""
 
-    def __init__(self, url: str, token: str, *, connect_timeout: float = 10.0) -> None:
+    def __init__(
+        self, url: str, token: str, *, connect_timeout: float = 10.0, read_timeout: float = 30.0
+    ) -> None:
+        """``read_timeout``: how long an answer may take (beyond a long-poll's wait) before
+        the server counts as unreachable, so a server that hangs never hangs the job."""
         self._base = url.rstrip("/")
         self._headers = {"Authorization": f"Bearer {token}"}
-        self._timeout = aiohttp.ClientTimeout(sock_connect=connect_timeout)
+        self._connect_timeout = connect_timeout
+        self._read_timeout = read_timeout
         self._session: aiohttp.ClientSession | None = None
 
     async def __aenter__(self) -> Client:
@@ -97,8 +102,10 @@ class Client:
 
     async def get(self, request_id: str, *, wait: float | None = None) -> RequestView:
         """Where the request stands; with ``wait``, answered as soon as it is decided."""
-        query = f"?wait={min(wait, MAX_WAIT):g}" if wait is not None else ""
-        return await self._call("GET", f"{REQUESTS_PATH}/{request_id}{query}", None, patience=0.0)
+        waits = 0.0 if wait is None else min(wait, MAX_WAIT)
+        query = f"?wait={waits:g}" if wait is not None else ""
+        path = f"{REQUESTS_PATH}/{request_id}{query}"
+        return await self._call("GET", path, None, patience=0.0, waits=waits)
 
     async def wait(
         self,
@@ -151,15 +158,22 @@ class Client:
         return await self._call("POST", path, report.model_dump(), patience=30.0)
 
     async def _call(
-        self, method: str, path: str, body: dict[str, Any] | None, *, patience: float
+        self,
+        method: str,
+        path: str,
+        body: dict[str, Any] | None,
+        *,
+        patience: float,
+        waits: float = 0.0,
     ) -> RequestView:
-        """One API call; transient failures are retried with backoff for ``patience`` s."""
+        """One API call; transient failures are retried with backoff for ``patience`` s.
+        ``waits``: the seconds the server holds the answer (a long-poll)."""
         loop = asyncio.get_running_loop()
         give_up = loop.time() + patience
         backoff = _FIRST_BACKOFF
         while True:
             try:
-                return await self._once(method, path, body)
+                return await self._once(method, path, body, waits=waits)
             except (aiohttp.ClientError, TimeoutError, _Transient) as exc:
                 if loop.time() + backoff > give_up:
                     raise SignoffUnreachable(
@@ -176,10 +190,16 @@ class Client:
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, _MAX_BACKOFF)
 
-    async def _once(self, method: str, path: str, body: dict[str, Any] | None) -> RequestView:
+    async def _once(
+        self, method: str, path: str, body: dict[str, Any] | None, *, waits: float
+    ) -> RequestView:
         if self._session is None:
-            self._session = aiohttp.ClientSession(timeout=self._timeout, headers=self._headers)
-        async with self._session.request(method, self._base + path, json=body) as response:
+            self._session = aiohttp.ClientSession(headers=self._headers)
+        timeout = aiohttp.ClientTimeout(
+            total=waits + self._read_timeout, sock_connect=self._connect_timeout
+        )
+        url = self._base + path
+        async with self._session.request(method, url, json=body, timeout=timeout) as response:
             text = await response.text()
             try:
                 data = json.loads(text)
@@ -217,4 +237,6 @@ def _why(exc: Exception) -> str:
             return os.strerror(error.errno)
         if error.strerror:
             return error.strerror
+    if isinstance(exc, TimeoutError):
+        return "it did not answer in time"
     return str(exc) or type(exc).__name__

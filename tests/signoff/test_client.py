@@ -1,4 +1,5 @@
-"""The Python client against a server that is not there: it says so at once, then retries."""
+"""The Python client against a server that is not there, or does not answer: it says so
+at once, then retries."""
 
 from __future__ import annotations
 
@@ -52,3 +53,24 @@ async def test_a_tls_failure_is_told_as_such() -> None:
     finally:
         server.close()
     assert "SSL" in str(failed.value) and "Operation not permitted" not in str(failed.value)
+
+
+async def test_a_server_that_never_answers_counts_as_unreachable() -> None:
+    """A server that takes the connection and then hangs: the long-poll gives up after
+    its wait and the read timeout, instead of holding the job forever."""
+    held: list[asyncio.StreamWriter] = []
+
+    async def silent(_: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        held.append(writer)
+
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    try:
+        async with signoff.Client(url, "sgn_" + "x" * 30, read_timeout=0.2) as client:
+            with pytest.raises(SignoffUnreachable, match="did not answer in time"):
+                await asyncio.wait_for(client.wait("req_" + "0" * 32, within=0.5), 10)
+    finally:
+        for writer in held:
+            writer.close()
+        server.close()
+    assert held  # it connected: the call was given up for want of an answer
