@@ -39,6 +39,7 @@ def verify(
     """True when ``body`` was signed with ``secret`` within ``tolerance`` seconds of ``now``."""
     found = {k.lower(): v for k, v in headers.items()}
     stamp, given = found.get(TIMESTAMP.lower(), ""), found.get(SIGNATURE.lower(), "")
-    if not stamp.isdigit() or abs(now - int(stamp)) > tolerance:
+    if not (stamp.isascii() and stamp.isdigit()) or abs(now - int(stamp)) > tolerance:
         return False
-    return hmac.compare_digest(signature(body, secret, int(stamp)), given)
+    # compare_digest takes ASCII text only: a signature that is not cannot be ours.
+    return given.isascii() and hmac.compare_digest(signature(body, secret, int(stamp)), given)

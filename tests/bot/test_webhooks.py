@@ -181,8 +181,12 @@ async def test_a_withdrawal_is_delivered_signed_and_a_forgery_fails_verify(
     assert not verify(body.replace(b"withdrawn", b"approved"), sent, hooked.secret, now=now)
     assert not verify(body, sent, "another client's secret", now=now)
     assert not verify(body, sent, hooked.secret, now=now + 301)  # a replay, later
-    forged = {**sent, "X-Signoff-Signature": "v1=" + "0" * 64}
-    assert not verify(body, forged, hooked.secret, now=now)
+    for forged in (
+        {**sent, "X-Signoff-Signature": "v1=" + "0" * 64},
+        {**sent, "X-Signoff-Signature": "v1=\u00e9"},  # not ASCII
+        {**sent, "X-Signoff-Timestamp": "\u00b2"},  # a digit to str.isdigit, not to int()
+    ):
+        assert not verify(body, forged, hooked.secret, now=now)
 
 
 async def test_a_request_approved_by_default_is_delivered_as_approved(hooked: Hooked) -> None:
