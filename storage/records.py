@@ -340,7 +340,7 @@ def _policy(text: str) -> ApproverPolicy:
 def _step(fields: dict[str, str]) -> int:
     """The escalation step a record's hash says it reached (records before ladders: 0/1)."""
     raw = fields.get("escalated") or "0"
-    return int(raw) if raw.isdigit() and len(raw) <= 3 else 0
+    return int(raw) if raw.isdecimal() and len(raw) <= 3 else 0
 
 
 def _present(**fields: str) -> dict[str, str]:

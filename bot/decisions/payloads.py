@@ -101,10 +101,10 @@ class Click(_Model):
         groups: dict[int, set[int]] = {}
         for block_id, inputs in self.state.values.items():
             kind, _, first = block_id.partition(" ")
-            if kind != ids.BATCH_BLOCK or not first.isdigit() or len(first) > 3:
+            if kind != ids.BATCH_BLOCK or not first.isdecimal() or len(first) > 3:
                 continue
             picked = (o.value for box in inputs.values() for o in box.selected_options)
-            groups[int(first)] = {int(v) for v in picked if v.isdigit() and len(v) <= 3}
+            groups[int(first)] = {int(v) for v in picked if v.isdecimal() and len(v) <= 3}
         return groups
 
     @property
@@ -128,7 +128,7 @@ class Click(_Model):
             picked = action.action_id.removeprefix(ids.CHOOSE + ".")
         else:
             return None
-        return int(picked) if picked.isdigit() and len(picked) <= 3 else None
+        return int(picked) if picked.isdecimal() and len(picked) <= 3 else None
 
 
 class _View(_Model):

@@ -305,7 +305,7 @@ _AGO = {"m": "minutes", "h": "hours", "d": "days"}
 def _moment(text: str) -> datetime:
     """``--since``: an ISO date or time (UTC unless it says), or ``30m`` / ``12h`` / ``7d`` ago."""
     amount, unit = text[:-1], text[-1:]
-    if unit in _AGO and amount.isdigit():
+    if unit in _AGO and amount.isdecimal():
         return _now() - timedelta(**{_AGO[unit]: int(amount)})
     try:
         moment = datetime.fromisoformat(text)

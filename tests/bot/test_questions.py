@@ -3,8 +3,10 @@ agent receives the chosen answer itself, read from the stored question."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+import pytest
 from fakes import OneToolModel
 from harness import ALICE, CHANNEL, Harness
 from pydantic import BaseModel
@@ -73,7 +75,9 @@ async def test_more_than_five_answers_are_one_select(make_bot: Any) -> None:
     assert _model_was_told(bot) == ["region-6"]
 
 
-async def test_a_forged_answer_index_or_a_forbidden_reply_decides_nothing(make_bot: Any) -> None:
+async def test_a_forged_answer_index_or_a_forbidden_reply_decides_nothing(
+    make_bot: Any, caplog: pytest.LogCaptureFixture
+) -> None:
     policy = Policy(channel=CHANNEL, users=(ALICE,), decisions=("approve", "reject"))
     bot: Harness = await make_bot(spec=question_spec(["eu", "us"], policy))
     value = await bot.start()
@@ -82,6 +86,10 @@ async def test_a_forged_answer_index_or_a_forbidden_reply_decides_nothing(make_b
     await bot.click(f"{ids.CHOOSE}.7", "7", user=ALICE, block_id=block_id)
     await bot.slack.wait_calls("chat.postEphemeral")
     assert "not offered" in bot.slack.called("chat.postEphemeral")[-1]["text"]
+    # A select's option that str.isdigit takes for a number and int() does not: ignored.
+    with caplog.at_level(logging.ERROR):
+        answer = await bot.click(ids.CHOOSE, "", user=ALICE, block_id=block_id, selected="\u00b2")
+    assert answer.status == 200 and caplog.records == []
 
     status, body = await bot.submit(ids.REPLY_VIEW, value, user=ALICE, text="somewhere else")
     assert status == 200 and "not offered" in body
