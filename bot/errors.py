@@ -17,3 +17,7 @@ class PolicyError(BotError):
 
 class AgentsModuleError(BotError):
     """The agents module named by SIGNOFF_AGENTS could not be loaded or declares nothing."""
+
+
+class SlackUnreachableError(BotError):
+    """Slack could not be reached for something a request needs now: try again later."""

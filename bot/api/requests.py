@@ -26,6 +26,7 @@ from datetime import timedelta
 
 from aiohttp import web
 
+from bot.errors import SlackUnreachableError
 from bot.services import Services
 from bot.services.log_context import log_ids
 from bot.services.tracing import span
@@ -196,7 +197,10 @@ class _RequestsApi:
     async def _ids(self, given: list[str], where: str) -> list[str] | web.Response:
         ids: list[str] = []
         for index, who in enumerate(given):
-            found = await self._services.directory.group_id(who) if who[0] == "@" else who
+            try:
+                found = await self._services.directory.group_id(who) if who[0] == "@" else who
+            except SlackUnreachableError as exc:
+                return error(503, f"{exc}; nothing was changed, try again", f"{where}.{index}")
             if found is None:
                 problem = f"no user group {who} that Signoff can see (usergroups:read)"
                 return error(400, f"{where}.{index}: {problem}", f"{where}.{index}")

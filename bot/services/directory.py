@@ -19,6 +19,7 @@ from aiohttp import ClientError
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.errors import SlackUnreachableError
 from storage.interrupts import GROUP_CHECK_EVERY
 
 from .clock import Clock
@@ -103,7 +104,7 @@ class Directory:
             async with asyncio.timeout(_NAMES_WITHIN.total_seconds()):
                 for user_id in dict.fromkeys(user_ids):
                     if user_id.startswith("S"):
-                        handles = await self._group_handles()
+                        handles = await self._group_handles() or {}
                         name = next((f"@{h}" for h, g in handles.items() if g == user_id), None)
                     else:
                         name = (await self.zone(user_id)).name
@@ -115,22 +116,29 @@ class Directory:
 
     async def group_id(self, handle: str) -> str | None:
         """The id of the user group ``@handle`` (``usergroups.list``, asked at most every
-        five minutes); None when there is none, or Slack would not list them."""
-        return (await self._group_handles()).get(handle.removeprefix("@"))
+        five minutes); None when there is none, or Slack would not list them;
+        SlackUnreachableError when Slack could not be asked."""
+        handles = await self._group_handles()
+        if handles is None:
+            raise SlackUnreachableError(f"Slack could not be reached to find the group {handle}")
+        return handles.get(handle.removeprefix("@"))
 
-    async def _group_handles(self) -> dict[str, str]:
+    async def _group_handles(self) -> dict[str, str] | None:
         """Every user group's handle and id, as ``usergroups.list`` said at most five
-        minutes ago; empty when Slack would not list them."""
+        minutes ago; empty when Slack would not list them, None when it was unreachable."""
         now = self._clock.now()
         if self._handles is None or now - self._handles[0] >= _HANDLES_FRESH_FOR:
             try:
                 answer = await self._client.usergroups_list()
             except SlackApiError as exc:
+                if exc.response.status_code >= 500 or exc.response.status_code == 429:
+                    log.error("usergroups.list: Slack is unavailable (%s)", slack_error(exc))
+                    return None
                 log.error("usergroups.list answered %s: check usergroups:read", slack_error(exc))
                 return {}
             except (ClientError, TimeoutError, OSError) as exc:
                 log.error("usergroups.list: Slack could not be reached (%r)", exc)
-                return {}
+                return None
             groups = answer.get("usergroups") or []
             self._handles = (now, {str(g["handle"]): str(g["id"]) for g in groups})
         return self._handles[1]

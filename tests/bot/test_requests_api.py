@@ -306,6 +306,12 @@ async def test_a_token_that_is_not_utf8_is_a_401_on_every_guarded_route(jobs: Jo
 async def test_a_user_group_named_by_its_handle_decides(jobs: Jobs) -> None:
     jobs.bot.slack.groups["S0ONCALL"] = [ALICE, BOB]
     jobs.bot.slack.handles["S0ONCALL"] = "oncall"
+    jobs.bot.slack.down = True  # a passing outage: try again, not "no such group"
+    status, refused = await jobs.ask(approvers=["@oncall"], min_approvals=2)
+    assert (status, refused["field"]) == (503, "approvers.0"), refused
+    assert "Slack could not be reached" in refused["error"]
+    assert jobs.bot.slack.called("chat.postMessage") == []
+    jobs.bot.slack.down = False
     status, made = await jobs.ask(approvers=["@oncall"], min_approvals=2)
     assert status == 201, made
     assert made["approvers"] == ["S0ONCALL"] and made["names"]["S0ONCALL"] == "@oncall"
