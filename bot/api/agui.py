@@ -33,6 +33,8 @@ from agent_runtime.interrupts import DecisionType, Interrupt
 from bot.runs.approvers import card_decisions
 from bot.runs.drive import unknown_agent
 from bot.services import Services
+from storage.errors import InvalidIdError
+from storage.keys import check_id
 
 from .agui_cards import answer_cards, post_cards
 from .auth import bearer_check
@@ -58,10 +60,14 @@ def add_agui_routes(app: web.Application, services: Services, *, token: SecretSt
             return _error(413, f"a RunAgentInput of at most {_MAX_BODY} bytes")
         try:
             body = json.loads(await request.read())
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):
             return _error(400, "the body must be a RunAgentInput as JSON")
         if not isinstance(body, dict):
             return _error(400, "the body must be a RunAgentInput object")
+        try:  # the thread's session is kept under its id: refused before anything starts
+            check_id("thread", body.get("threadId"))
+        except InvalidIdError as exc:
+            return _error(400, f"threadId: {exc}")
         encoder = EventEncoder(accept=request.headers.get("Accept") or "text/event-stream")
         response = web.StreamResponse(
             headers={"Content-Type": encoder.get_content_type(), "Cache-Control": "no-cache"}

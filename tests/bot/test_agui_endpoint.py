@@ -166,6 +166,25 @@ async def test_without_the_token_nothing_runs_and_capabilities_are_served(
     assert endpoint.bot.tool_log.calls == []
 
 
+async def test_a_malformed_body_or_thread_id_is_a_400_and_runs_nothing(endpoint: Endpoint) -> None:
+    prompt = {"runId": "r", "messages": [{"id": "m", "role": "user", "content": "clean up"}]}
+    bodies = [
+        b"[" * 100_000 + b"]" * 100_000,  # deeper than a parser's recursion goes
+        json.dumps({**prompt, "threadId": "nightly run"}).encode(),
+        json.dumps({**prompt, "threadId": 7}).encode(),
+        json.dumps(prompt).encode(),
+    ]
+    auth = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+    async with aiohttp.ClientSession() as http:
+        for body in bodies:
+            async with http.post(endpoint.url, data=body, headers=auth) as refused:
+                assert refused.status == 400, await refused.text()
+                error = (await refused.json())["error"]
+                assert "RunAgentInput" in error or error.startswith("threadId: malformed")
+    assert endpoint.bot.tool_log.calls == []
+    assert endpoint.bot.slack.called("chat.postMessage") == []
+
+
 async def test_the_app_answers_first_and_the_card_says_it_was_decided_in_the_app(
     endpoint: Endpoint,
 ) -> None:
