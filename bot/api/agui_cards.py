@@ -35,7 +35,7 @@ from bot.ui.cards import IN_APP
 from bot.ui.posting import update_message
 from storage.errors import InvalidIdError
 from storage.keys import record_id
-from storage.records import InterruptRecord
+from storage.records import FINAL_STATE_OF, InterruptRecord
 
 log = logging.getLogger(__name__)
 
@@ -231,8 +231,12 @@ def _decision(response: InterruptResponse, card: InterruptRecord) -> Decision:
 def _decided_elsewhere(
     card: InterruptRecord, *, recorded: Sequence[InterruptRecord] = (), rest_open: bool = False
 ) -> Refusal:
-    who = ""
-    if card.decided_by == IN_APP:
+    who, state = "", card.state
+    if card.held is not None:  # decided in Slack, in its undo window
+        state = FINAL_STATE_OF[Decision.from_dict(card.held.decision).type]
+        until = card.held.until.strftime("%H:%M:%S UTC")
+        who = f" in Slack by {card.held.by} (final at {until} unless undone)"
+    elif card.decided_by == IN_APP:
         who = " in the app"
     elif len(card.approvals) > 1:  # a quorum: everyone who approved, as the card names them
         who = f" in Slack by {', '.join(card.approvals)}"
@@ -240,7 +244,7 @@ def _decided_elsewhere(
         who = f" in Slack by {card.decided_by}"
     return Refusal(
         "decided_elsewhere",
-        f"interrupt {card.runtime_interrupt.id} was already {card.state}{who}; "
+        f"interrupt {card.runtime_interrupt.id} was already {state}{who}; "
         + (_kept(recorded) if recorded else "this answer changed nothing")
         + (
             "; answer the thread's other interrupts without it, and the run goes on with "

@@ -232,6 +232,24 @@ async def test_a_slack_click_first_and_the_apps_late_answer_gets_a_run_error(
     assert bot.tool_log.calls == [{"paths": ["/tmp/a", "/tmp/b"]}]
 
 
+async def test_an_apps_answer_while_a_click_waits_out_its_undo_window_names_the_click(
+    endpoint_for: Callable[..., Awaitable[Endpoint]],
+) -> None:
+    policy = Policy(channel=CHANNEL, users=(ALICE,), undo_window=timedelta(seconds=30))
+    endpoint = await endpoint_for(policy)
+    bot = endpoint.bot
+    interrupt, rid = await _asked(endpoint, "thread-held")
+    await bot.click(ids.APPROVE, bot.posted(0)["blocks"][-1]["elements"][0]["value"], user=ALICE)
+    await bot.slack.wait_calls("chat.update")  # the card shows the approval it holds
+    denial = {"interruptId": interrupt["id"], "status": "cancelled"}
+    [late] = await _client(endpoint.url, "thread-held", [{"resume": [denial]}])
+    assert late["error"]["code"] == "decided_elsewhere", late
+    assert f"already approved in Slack by {ALICE} (final at " in late["error"]["message"]
+    record = await bot.services.storage.queries.get(rid)
+    assert record is not None and record.held is not None and record.held.by == ALICE
+    assert bot.tool_log.calls == []
+
+
 async def _asked(endpoint: Endpoint, thread: str) -> tuple[dict[str, Any], str]:
     """Start a run on ``thread``: its one interrupt, and the id of the card asking it."""
     [first] = await _client(endpoint.url, thread, [{"prompt": "clean up"}])
