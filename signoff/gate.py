@@ -237,9 +237,9 @@ def _verdict(view: RequestView) -> int | None:
     """None when the command may run, else the exit status saying why not."""
     if view.approved:
         # A quorum's approvers all, as the card names them; else who made it final.
-        deciders = view.approvals if len(view.approvals) > 1 else [view.decided_by or "?"]
-        who = ", ".join(_person(view, user) for user in deciders)
-        _say(f"signoff gate: {view.status} by {who}")
+        deciders = view.approvals if len(view.approvals) > 1 else [view.decided_by]
+        who = ", ".join(_person(view, user) for user in deciders if user)
+        _say(f"signoff gate: {view.status} by {who or 'default: nobody decided in time'}")
         return None
     reason = f": {view.reason}" if view.reason else ""
     _say(f"signoff gate: {view.status}{reason}")

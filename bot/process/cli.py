@@ -174,7 +174,8 @@ async def _socket(settings: Settings, args: argparse.Namespace, stopping: asynci
             freeze_startup_heap()
             watchdog = asyncio.create_task(watch_connection(handler))
             log.info(
-                "connected to Slack over Socket Mode; /readyz and /metrics on http://%s:%d",
+                "connected to Slack over Socket Mode; /healthz, /readyz, /metrics and the "
+                "HTTP APIs on http://%s:%d",
                 settings.host,
                 settings.port,
             )

@@ -17,11 +17,11 @@ from aiohttp.abc import AbstractAccessLogger
 from pydantic import SecretStr
 from slack_bolt.async_app import AsyncApp
 
-from bot.api.agui import add_agui_routes
+from bot.api.agui import AGUI_PATH, add_agui_routes
 from bot.api.auth import Authenticator
 from bot.api.openapi import add_openapi_route
 from bot.api.requests import add_requests_routes
-from bot.api.runs import add_runs_routes
+from bot.api.runs import RUNS_PATH, add_runs_routes
 from bot.services import Services
 from bot.slack.events import add_events_route
 from storage.errors import StorageError
@@ -76,7 +76,16 @@ def operator_app(
     if api_token is not None:
         add_runs_routes(app, services, token=api_token)
         add_agui_routes(app, services, token=api_token)
+    else:
+        for path in (RUNS_PATH, RUNS_PATH + "/{agent}/{thread_id}", AGUI_PATH + "/{agent}"):
+            app.router.add_route("*", path, _api_off)
     return app
+
+
+async def _api_off(_: web.Request) -> web.Response:
+    """The runs and AG-UI APIs start agents, so they are served only with a token."""
+    error = "this API is off: it is served when SIGNOFF_API_TOKEN is set"
+    return web.json_response({"error": error}, status=404)
 
 
 def add_operator_routes(

@@ -92,6 +92,27 @@ async def test_without_the_token_nothing_starts(api: Api, headers: dict[str, str
     assert bot.slack.called("chat.postMessage") == []
 
 
+async def test_without_an_api_token_set_the_api_says_it_is_off(make_bot: Any) -> None:
+    bot = await make_bot()
+    server = TestServer(operator_app(bot.services, api_token=None), host="127.0.0.1", port=0)
+    await server.start_server()
+    base = f"http://127.0.0.1:{server.port}"
+    try:
+        async with aiohttp.ClientSession() as http:
+            for method, path in [
+                ("POST", "/api/runs"),
+                ("GET", "/api/runs/cleanup/thread_1"),
+                ("POST", "/agui/cleanup"),
+                ("GET", "/agui/cleanup"),
+            ]:
+                async with http.request(method, base + path, json={}) as answer:
+                    assert answer.status == 404
+                    assert "SIGNOFF_API_TOKEN" in (await answer.json())["error"]
+    finally:
+        await server.close()
+    assert bot.slack.called("chat.postMessage") == []
+
+
 @pytest.mark.parametrize(
     ("body", "status", "says"),
     [

@@ -114,6 +114,11 @@ def test_a_quorum_is_announced_with_every_approver(capsys: pytest.CaptureFixture
     assert capsys.readouterr().err == "signoff gate: approved by U0BOB, U0CAROL\n"
 
 
+def test_an_approval_by_default_says_nobody_decided(capsys: pytest.CaptureFixture[str]) -> None:
+    assert gate._verdict(_view(status="approved", decided_by=None)) is None
+    assert capsys.readouterr().err == "signoff gate: approved by default: nobody decided in time\n"
+
+
 def test_people_are_named_as_slack_names_them_where_the_view_says(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
