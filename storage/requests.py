@@ -103,8 +103,8 @@ class RequestMeta(BaseModel):
     traceparent: str | None = None
     """The W3C trace context the job sent (``traceparent``): the request's spans join it."""
     body_sha256: str | None = None
-    """The SHA-256 of the body asked: the same idempotency key with another body is refused
-    (None in requests stored before it was kept)."""
+    """The SHA-256 of the body asked (but its ``acts_on``): the same idempotency key with
+    another body is refused (None in requests stored before it was kept)."""
 
     @property
     def values(self) -> dict[str, ParamValue]:

@@ -139,7 +139,7 @@ class _RequestsApi:
                 acts_on=body.acts_on,
                 items=tuple(body.items),
                 traceparent=traceparent,
-                body_sha256=hashlib.sha256(body.model_dump_json().encode()).hexdigest(),
+                body_sha256=_digest(body),
             )
             keep_for = _longest_wait(body) + _RETAIN
             meta = await services.storage.requests.keep(run_id, asked, ttl=keep_for)
@@ -343,6 +343,12 @@ def _duration(seconds: float) -> str:
     minutes, secs = divmod(int(seconds), 60)
     hours, minutes = divmod(minutes, 60)
     return f"{hours} h {minutes} min" if hours else f"{minutes} min {secs} s"
+
+
+def _digest(body: NewRequest) -> str:
+    """What a retry under the same key must repeat: all but ``acts_on``, which a retried
+    gate's check may print anew (approving the card then asks again about the change)."""
+    return hashlib.sha256(body.model_dump_json(exclude={"acts_on"}).encode()).hexdigest()
 
 
 def _longest_wait(body: NewRequest) -> timedelta:
