@@ -20,10 +20,12 @@ async def with_stand_ins(
 ) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
     """``users`` plus the delegates of those of ``users`` who are away now, and
     ``(delegate, for_user)`` pairs for them and for ``members`` (a group's: their delegates
-    decide only while they are members, so they are not added). A delegate away too stands in
-    for nobody, and nobody stands in for the ``requester`` (storage counts a delegate and
-    the person they stand in for as one: one vote, and never the requester's own
-    approval). When storage cannot tell, nobody is taken for away."""
+    decide only while they are members, so they are not added). Storage counts a delegate
+    and the person they stand in for as one: one vote, and never the requester's own
+    approval. So nobody stands in for the ``requester``, and the requester, an approver in
+    their own right or a delegate away too stands in for nobody: either would leave the
+    request with fewer voices than it needs. When storage cannot tell, nobody is taken
+    for away."""
     if not users and not members:
         return users, ()
     try:
@@ -36,7 +38,7 @@ async def with_stand_ins(
         for user, entry in away.items()
         if entry.delegate
         and entry.delegate not in away
-        and entry.delegate != user
+        and entry.delegate not in (user, requester, *users, *members)
         and user != requester
     )
     delegates = (delegate for delegate, for_user in stand_ins if for_user in users)

@@ -143,6 +143,24 @@ async def test_nobody_stands_in_for_the_requester_who_may_not_approve_their_own(
     assert bot.tool_log.calls == []
 
 
+async def test_a_delegate_who_asked_or_approves_anyway_stands_in_for_nobody(
+    make_bot: Any,
+) -> None:
+    """Paired with their delegate, the away approver would count as the requester (Carol
+    asks), or as their co-approver (Bob): either pairing leaves too few voices to approve."""
+    bot: Harness = await make_bot(Policy(channel=CHANNEL, users=(ALICE, BOB), min_approvals=2))
+    back_on = (bot.clock.now() + timedelta(days=10)).date().isoformat()
+    for runs, delegate in enumerate((CAROL, BOB), start=1):
+        await bot.command(f"away until {back_on} to <@{delegate}|someone>", user=ALICE)
+        value = await bot.start(requested_by=CAROL)
+        assert "who is away" not in str(bot.posted()["blocks"])
+        record = await bot.services.storage.queries.get(bot.record_id(value))
+        assert record is not None and record.policy.stand_ins == ()
+        for user in (ALICE, BOB):
+            await bot.click(ids.APPROVE, value, user=user, message_ts=bot.message_ts(-1))
+        await bot.slack.wait_for(lambda n=runs: len(bot.tool_log.calls) == n, what="the tool")
+
+
 async def test_an_escalation_step_asks_the_delegate_of_its_approver_who_is_away(
     make_bot: Any,
 ) -> None:
