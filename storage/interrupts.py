@@ -40,11 +40,15 @@ GROUP_CHECK_EVERY = timedelta(minutes=5)
 
 @dataclass(frozen=True)
 class Cancelled:
-    """What ``cancel_run`` did: how many pending interrupts it cancelled, and the records
-    whose decisions were waiting for them and now never run."""
+    """What ``cancel_run`` did: the pending interrupts it cancelled, and the records whose
+    decisions were waiting for them and now never run."""
 
-    count: int
+    ids: tuple[str, ...] = ()
     not_run: tuple[str, ...] = ()
+
+    @property
+    def count(self) -> int:
+        return len(self.ids)
 
 
 _CANCEL_TRIES = 3
@@ -258,7 +262,7 @@ class InterruptStore(Decisions, DueSweeps):
             pending = sorted(cast(set[str], members))
             decided = sorted(cast(set[str], waiting))
             if not pending:
-                return Cancelled(count=0)
+                return Cancelled()
             keys = self._transition_keys(pending[0])
             keys += [k.record(rid) for rid in (*pending[1:], *decided)]
             reply = cast(
@@ -270,5 +274,6 @@ class InterruptStore(Decisions, DueSweeps):
             for rid in reply[2:]:
                 log.error("%s", CorruptRecordError(k.record(rid), "its policy is not JSON"))
             log.info("run %s: cancelled %s pending interrupts", run_id, reply[1])
-            return Cancelled(count=int(reply[1]), not_run=tuple(decided))
+            cancelled = tuple(rid for rid in pending if rid not in reply[2:])
+            return Cancelled(ids=cancelled, not_run=tuple(decided))
         raise StorageResponseError(f"run {run_id} kept changing while it was being cancelled")

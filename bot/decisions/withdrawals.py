@@ -57,22 +57,31 @@ async def withdraw(services: Services, click: Click) -> None:
         return
     log.info("run %s withdrawn by %s", record.run_id, user)
     await update_message(services, latest)
-    await _redraw(services, cancelled.not_run)  # decided, but now never run
+    # The run's other cards: cancelled with it, or decided but now never run.
+    others = [rid for rid in (*cancelled.ids, *cancelled.not_run) if rid != record.id]
+    await _redraw(services, others, drawn={(latest.channel, latest.message_ts)})
     if not is_request_run(record.run_id):
         await _cancel_agent_run(services, latest, user)
     await tell_decided(services, latest)
     await refresh_homes(services, latest)
 
 
-async def _redraw(services: Services, record_ids: tuple[str, ...]) -> None:
-    """Redraw the cards of ``record_ids``: they now say their decision never ran."""
+async def _redraw(
+    services: Services, record_ids: list[str], *, drawn: set[tuple[str | None, str | None]]
+) -> None:
+    """Redraw the cards of ``record_ids`` as they now stand, each message once (a batch
+    card holds many records; ``drawn``: the messages already redrawn)."""
     try:
-        records, _ = await services.storage.queries.many(list(record_ids))
+        records, _ = await services.storage.queries.many(record_ids)
     except StorageError as exc:
-        log.error("cards of decisions the withdrawal stopped not redrawn: %s", exc)
+        log.error("cards of the withdrawn run not redrawn: %s", exc)
         return
     for record in records:
-        await update_message(services, record)
+        message = (record.channel, record.message_ts)
+        if message not in drawn:
+            drawn.add(message)
+            await update_message(services, record)
+            await refresh_homes(services, record)
 
 
 def _refusal(services: Services, record: InterruptRecord, user: str) -> str | None:

@@ -151,3 +151,23 @@ async def test_a_card_approved_while_its_run_waited_says_the_withdrawal_stopped_
     assert card_b["blocks"][0]["text"]["text"].startswith("Approved")
     assert f"Not run: <@{CAROL}> withdrew the run" in str(card_b["blocks"])
     assert deleted == []
+
+
+async def test_withdrawing_from_one_card_redraws_the_runs_other_pending_card(
+    make_bot: Any,
+) -> None:
+    """Cards A and B of one run, both pending: Carol withdraws from A. Both are cancelled
+    in one step, so B's card must stop asking too."""
+    bot, deleted, value_a, value_b = await _two_cards(make_bot)
+    ts_b = bot.message_ts(1)
+    await _withdraw(bot, value_a, user=CAROL)
+    await bot.slack.wait_for(
+        lambda: any(u["ts"] == ts_b for u in bot.slack.called("chat.update")),
+        what="card B redrawn",
+    )
+    card_b = [u for u in bot.slack.called("chat.update") if u["ts"] == ts_b][-1]
+    assert card_b["blocks"][0]["text"]["text"].startswith("Withdrawn: ")
+    assert not any(block["type"] == "actions" for block in card_b["blocks"])
+    record_b = await bot.services.storage.queries.get(bot.record_id(value_b))
+    assert record_b is not None and record_b.state == "cancelled"
+    assert deleted == []
