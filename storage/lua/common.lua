@@ -118,8 +118,15 @@ local function audit(stream, maxlen, event, rid, user, now, detail)
   end
 end
 
--- Move a pending record to a final state: drop it from every pending index, keep it for
--- `retention` ms, and when it was the run's last pending interrupt (and `resume` is set)
+-- How long a record decided now is kept: `retention` ms, or while its run still has
+-- interrupts pending (KEYS[2], kept as long as the longest of them), since the run's resume
+-- reads every decision of the round once the last one is made.
+local function decided_keep(retention)
+  return math.max(retention, redis.call('PTTL', KEYS[2]))
+end
+
+-- Move a pending record to a final state: drop it from every pending index, keep it (see
+-- decided_keep), and when it was the run's last pending interrupt (and `resume` is set)
 -- append exactly one resume job. Returns the job's stream id or ''.
 local function finalize(rid, state, by, now, decision, retention, resume, stream_maxlen)
   local key = KEYS[1]
@@ -131,11 +138,12 @@ local function finalize(rid, state, by, now, decision, retention, resume, stream
   redis.call('ZREM', KEYS[6], rid)
   redis.call('HSET', key, 'state', state, 'decided_by', by, 'decided_at', now,
     'decision', decision, 'next_reminder_at', '')
-  redis.call('PEXPIRE', key, retention)
   redis.call('SREM', KEYS[2], rid)
+  local keep = decided_keep(retention)
+  redis.call('PEXPIRE', key, keep)
   if not resume then return '' end
   redis.call('SADD', KEYS[11], rid)
-  redis.call('PEXPIRE', KEYS[11], retention)
+  redis.call('PEXPIRE', KEYS[11], keep)
   if redis.call('SCARD', KEYS[2]) > 0 then return '' end
   local decided = redis.call('SMEMBERS', KEYS[11])
   table.sort(decided)

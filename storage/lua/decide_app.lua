@@ -22,7 +22,7 @@ local state = FINALS[ARGV[3]]
 finalize(rid, state, ARGV[2], ARGV[5], ARGV[4], tonumber(ARGV[6]), false, 0)
 if redis.call('SCARD', KEYS[2]) > 0 then
   redis.call('SADD', KEYS[11], rid)
-  redis.call('PEXPIRE', KEYS[11], ARGV[6])
+  redis.call('PEXPIRE', KEYS[11], decided_keep(tonumber(ARGV[6])))
 else
   redis.call('DEL', KEYS[11])  -- the app's resume applies this round itself
 end

@@ -54,7 +54,12 @@ if step < steps then
   redis.call('HSET', key, 'escalated', tostring(step + 1), 'expires_at', string.format('%d', later))
   redis.call('ZADD', KEYS[4], later, rid)
   local ttl = redis.call('PTTL', key)
-  if ttl > 0 then redis.call('PEXPIRE', key, ttl + later - tonumber(expires)) end
+  if ttl > 0 then
+    ttl = ttl + later - tonumber(expires)
+    redis.call('PEXPIRE', key, ttl)
+    -- The run's pending set lives as long as its longest-lived record.
+    if redis.call('PTTL', KEYS[2]) < ttl then redis.call('PEXPIRE', KEYS[2], ttl) end
+  end
   zset_many('ZADD', KEYS[7], user_members(key, rid, true))
   audit(KEYS[10], ARGV[5], 'escalated', rid, '', now, tostring(step + 1))
   return with_record({'escalated', ''})

@@ -181,6 +181,51 @@ async def test_every_record_key_has_a_ttl(storage: Storage) -> None:
     assert 0 < ttl <= 7 * 24 * 3600 * 1000
 
 
+async def test_a_decision_is_kept_while_its_run_still_waits_on_others(storage: Storage) -> None:
+    """A decided early and B left pending for weeks: the resume that follows B reads A's
+    answer, so A (and the run's round) must last as long as B may still be decided."""
+    early = make_record(call_id="a", expires_in=timedelta(hours=1))
+    late = make_record(call_id="b", expires_in=timedelta(days=20))
+    await storage.interrupts.create_interrupts([early, late])
+    raw = storage.client.raw
+    waiting = await raw.pttl(storage.keys.run_pending("run_1"))
+    assert waiting > 20 * 24 * 3600 * 1000
+    await storage.interrupts.decide(
+        early.id, "UBOB", Decision.approve(), args_digest=DIGEST, now=later(minutes=1)
+    )
+    for key in (storage.keys.record(early.id), storage.keys.run_decided("run_1")):
+        assert await raw.pttl(key) >= waiting - 60_000, key
+    outcome = await storage.interrupts.decide(
+        late.id, "UALICE", Decision.approve(), args_digest=DIGEST, now=later(days=8)
+    )
+    assert outcome.resume_job_id
+    await storage.resume.ensure_group()
+    [job] = await storage.resume.claim("w1", shard=storage.keys.shard_of("run_1"))
+    assert set(job.record_ids) == {early.id, late.id}
+    ttl = await raw.pttl(storage.keys.record(late.id))
+    assert 0 < ttl <= 7 * 24 * 3600 * 1000  # the run waits on nothing now: kept as usual
+
+
+async def test_an_escalation_keeps_its_run_pending_as_long_as_its_record(
+    storage: Storage,
+) -> None:
+    """Escalating lengthens the record's life; the run's pending set (what a withdrawal
+    cancels) must last as long, or the record would wait on with nothing to cancel it."""
+    record = make_record(
+        expires_in=timedelta(seconds=1),
+        on_expiry="escalate",
+        escalate_to_users=("UDAN",),
+        escalate_expires_in=timedelta(days=25),
+    )
+    await storage.interrupts.create_interrupt(record)
+    [escalated] = await storage.interrupts.expire_due(later(seconds=1))
+    assert escalated.outcome == "escalated"
+    raw = storage.client.raw
+    kept = await raw.pttl(storage.keys.record(record.id))
+    assert kept > 25 * 24 * 3600 * 1000
+    assert await raw.pttl(storage.keys.run_pending("run_1")) >= kept - 1000  # read later
+
+
 async def test_records_with_groups_come_up_for_a_member_check_until_decided(
     storage: Storage,
 ) -> None:
