@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import cast
@@ -118,11 +118,13 @@ class InterruptStore(Decisions, DueSweeps):
         """
         ids = await self._lease_due(self._keys.outbox, now, limit, lease)
         records, _ = await self._queries.many(ids)
-        return [
+        unposted = [
             r
             for r in records
             if r.state == "pending" and (not r.message_ts or r.escalation_unposted)
         ]
+        await self._drop(self._keys.outbox, set(ids) - {r.id for r in unposted})
+        return unposted
 
     async def set_permalink(self, interrupt_id: str, permalink: str) -> None:
         """Keep the link to a posted interrupt's message (``chat.getPermalink``'s answer)."""
@@ -175,14 +177,18 @@ class InterruptStore(Decisions, DueSweeps):
         ids = await self._lease_due(self._keys.group_checks, now, limit, every)
         records, _ = await self._queries.many(ids)
         pending = [r for r in records if r.state == "pending"]
-        done = set(ids) - {r.id for r in pending}
-        if done:
-            async with self._client.guard("drop decided group checks"):
-                pipe = self._client.pipeline()
-                for rid in done:
-                    pipe.zrem(self._keys.group_checks(self._keys.shard_of_record(rid)), rid)
-                await pipe.execute()
+        await self._drop(self._keys.group_checks, set(ids) - {r.id for r in pending})
         return pending
+
+    async def _drop(self, index: Callable[[int], str], record_ids: set[str]) -> None:
+        """Take ``record_ids`` (decided, or gone) off ``index``, which handed them out."""
+        if not record_ids:
+            return
+        async with self._client.guard("drop done entries of an index"):
+            pipe = self._client.pipeline()
+            for rid in record_ids:
+                pipe.zrem(index(self._keys.shard_of_record(rid)), rid)
+            await pipe.execute()
 
     async def mark_posted(
         self,

@@ -100,6 +100,23 @@ async def test_a_new_interrupt_is_its_creators_to_post_first(storage: Storage) -
     assert [r.id for r in claimed] == [record.id]  # the creator's post failed
 
 
+async def test_an_outbox_entry_whose_record_was_decided_or_is_gone_leaves_the_outbox(
+    storage: Storage,
+) -> None:
+    """An escalation card queued again after its record was decided, and an entry whose
+    record is gone: neither is handed out, and neither is leased again forever."""
+    decided, gone = make_record(call_id="c1"), make_record(call_id="c2")
+    await storage.interrupts.create_interrupts([decided, gone])
+    await storage.interrupts.decide(
+        decided.id, "UBOB", Decision.approve(), args_digest=DIGEST, now=NOW
+    )
+    await storage.interrupts.repost_escalation(decided.id, at=later(minutes=1))
+    await storage.client.raw.delete(storage.keys.record(gone.id))
+    assert await storage.interrupts.claim_outbox(later(minutes=2)) == []
+    outbox = run_key(storage, storage.keys.outbox)
+    assert await storage.client.raw.zrange(outbox, 0, -1) == []
+
+
 async def test_outbox_hands_out_unposted_until_marked_posted(storage: Storage) -> None:
     record = await storage.interrupts.create_interrupt(make_record(channel=None))
     start = later(seconds=30)  # past the creator's own lease
