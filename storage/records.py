@@ -170,6 +170,17 @@ class InterruptRecord(BaseModel):
         """The escalation steps it has reached so far, the latest last."""
         return self.policy.rungs[: self.escalation_step]
 
+    def awaited(self, users: tuple[str, ...]) -> list[str]:
+        """Those of ``users`` whose decision is still wanted: not the requester (unless
+        self-approval is allowed), and nobody whose vote, or their stand-in's, is counted."""
+        counted = set(self.approvals)
+        for delegate, for_user in self.policy.stand_ins:
+            if delegate in counted or for_user in counted:
+                counted |= {delegate, for_user}
+        if not self.policy.allow_self_approval:
+            counted.add(self.requested_by)
+        return [user for user in users if user not in counted]
+
     @property
     def escalation_unposted(self) -> bool:
         """Whether the escalation step it reached has no card yet (Slack failed to post it)."""

@@ -182,8 +182,7 @@ class Scheduler:
         if not await _still_pending(services, record):  # decided since it fell due
             return
         policy = record.policy
-        voted = set(record.approvals)
-        approvers = [u for u in policy.deciders if u not in voted]
+        approvers = record.awaited(policy.deciders)
         now = services.clock.now()
         awake, starts = [], []
         for user in approvers:

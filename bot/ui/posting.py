@@ -180,7 +180,7 @@ async def post_escalation(services: Services, record: InterruptRecord) -> Interr
         return None
     thread = record.thread_ts if channel == record.channel else None
     message = render(services, record)
-    who = " ".join(user_mention(u) for u in rung.deciders[:20])
+    who = " ".join(user_mention(u) for u in record.awaited(rung.deciders)[:20])
     text = f"Escalated, not decided in time: {message.text} {who}".strip()
     try:
         answer = await services.client.chat_postMessage(

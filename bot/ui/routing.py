@@ -14,14 +14,10 @@ MAX_NOTIFIED = 30
 
 
 async def awake_approvers(services: Services, record: InterruptRecord) -> list[str]:
-    """The named approvers of ``record`` (users and group members, not the requester
-    unless self-approval is allowed) inside their working hours now."""
+    """The named approvers of ``record`` whose decision is still wanted (see
+    ``InterruptRecord.awaited``) inside their working hours now."""
     policy = record.policy
-    approvers = [
-        user
-        for user in policy.deciders
-        if user != record.requested_by or policy.allow_self_approval
-    ][:MAX_NOTIFIED]
+    approvers = record.awaited(policy.deciders)[:MAX_NOTIFIED]
     now, awake = services.clock.now(), []
     for user in approvers:
         zone = await services.directory.zone(user)

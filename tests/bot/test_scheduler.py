@@ -6,9 +6,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from fakes import Fault
-from harness import ALICE, BOB, CAROL, CHANNEL, Harness
+from harness import ALICE, BOB, CAROL, CHANNEL, MALLORY, Harness
 
-from bot.agents.policy import Policy, Reminders
+from bot.agents.policy import Escalate, Policy, Reminders
 from bot.runs.drive import start_run
 from bot.runs.place import Place
 from bot.schedule.scheduler import Scheduler
@@ -184,3 +184,68 @@ async def test_interrupt_waits_in_the_outbox_while_slack_is_down(make_bot: Any) 
     await bot.click(ids.APPROVE, value, user=ALICE)
     await bot.finished()
     assert len(bot.tool_log.calls) == 1
+
+
+async def test_a_reminder_does_not_ask_the_requester_to_decide_their_own_request(
+    make_bot: Any,
+) -> None:
+    policy = Policy(
+        channel=CHANNEL,
+        users=(ALICE, CAROL),
+        expires_after=timedelta(hours=4),
+        reminders=Reminders(every=timedelta(hours=1), limit=3),
+    )
+    bot: Harness = await make_bot(policy)
+    bot.clock.current = NOON_UTC
+    await bot.start(requested_by=CAROL)
+    assert f"<@{CAROL}>" not in bot.posted(0)["text"]  # the post leaves the requester out
+    bot.clock.advance(timedelta(hours=1))
+    await Scheduler(bot.services).tick()
+    [reminder] = _reminders(bot)
+    assert f"<@{ALICE}>" in reminder
+    assert f"<@{CAROL}>" not in reminder, reminder  # hers to ask, not to decide
+
+
+async def test_a_reminder_does_not_ask_the_stand_in_of_someone_who_voted(make_bot: Any) -> None:
+    policy = Policy(
+        channel=CHANNEL,
+        users=(ALICE, BOB),
+        min_approvals=2,
+        expires_after=timedelta(hours=4),
+        reminders=Reminders(every=timedelta(hours=1), limit=3),
+    )
+    bot: Harness = await make_bot(policy)
+    bot.slack.add_user(MALLORY, tz="UTC")
+    bot.slack.add_user(BOB, tz="UTC")
+    bot.clock.current = NOON_UTC
+    back_on = (bot.clock.now() + timedelta(days=10)).date().isoformat()
+    await bot.command(f"away until {back_on} to <@{MALLORY}|mallory>", user=ALICE)
+    value = await bot.start(requested_by=CAROL)
+    await bot.click(ids.APPROVE, value, user=ALICE)
+    await bot.slack.wait_calls("chat.update")
+    bot.clock.advance(timedelta(hours=1))
+    await Scheduler(bot.services).tick()
+    [reminder] = _reminders(bot)
+    assert f"<@{BOB}>" in reminder
+    assert f"<@{MALLORY}>" not in reminder, reminder  # one voice with Alice: already counted
+
+
+async def test_an_escalation_card_does_not_ping_the_requester(make_bot: Any) -> None:
+    policy = Policy(
+        channel=CHANNEL,
+        users=(ALICE,),
+        expires_after=timedelta(hours=2),
+        on_expiry=Escalate(channel="C0LEADS", users=(BOB, CAROL)),
+        reminders=None,
+    )
+    bot: Harness = await make_bot(policy)
+    bot.clock.current = NOON_UTC
+    await bot.start(requested_by=CAROL)
+    bot.clock.advance(timedelta(hours=2, minutes=1))
+    await Scheduler(bot.services).tick()
+    await bot.slack.wait_for(
+        lambda: any(p["channel"] == "C0LEADS" for p in bot.slack.called("chat.postMessage")),
+        what="escalation card",
+    )
+    card = next(p for p in bot.slack.called("chat.postMessage") if p["channel"] == "C0LEADS")
+    assert f"<@{CAROL}>" not in card["text"], card["text"]
