@@ -33,6 +33,11 @@ class Undone(BaseModel):
     by: str
     at: datetime
     decided_by: str
+    """Whose decision it was: one user id, or a quorum's approvers separated by spaces."""
+
+    @property
+    def deciders(self) -> tuple[str, ...]:
+        return tuple(self.decided_by.split())
 
 
 def held_fields(held: HeldDecision | None) -> dict[str, str]:

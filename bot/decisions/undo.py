@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 
 from bot.services import Services
-from bot.ui.blocks import user_mention
+from bot.ui.blocks import mentions, user_mention
 from bot.ui.home import refresh_homes
 from bot.ui.posting import post_ephemeral, post_mrkdwn, update_message
 from bot.ui.refusals import DAMAGED, STORAGE_DOWN, refusal_text
@@ -47,7 +47,7 @@ async def undo(services: Services, click: Click) -> None:
     services.metrics.decisions["undone"] += 1
     await update_message(services, record)
     text = (
-        f"{user_mention(user)} undid the decision of {user_mention(record.undone.decided_by)}: "
+        f"{user_mention(user)} undid the decision of {mentions(record.undone.deciders)}: "
         "it did not take effect, and the request waits for a decision again."
     )
     await post_mrkdwn(

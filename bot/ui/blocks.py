@@ -100,6 +100,11 @@ def user_mention(user_id: str) -> str:
     return f"<@{user_id}>" if _USER_ID.match(user_id) else escape(user_id)
 
 
+def mentions(user_ids: Sequence[str]) -> str:
+    """``<@A>, <@B>``: the first twenty of ``user_ids`` (a quorum's approvers, say)."""
+    return ", ".join(user_mention(user) for user in user_ids[:20])
+
+
 def date_token(when: datetime, *, template: str = "{date_short_pretty} at {time}") -> str:
     """A Slack date token, so every reader sees ``when`` in their own time zone."""
     when = when if when.tzinfo else when.replace(tzinfo=UTC)

@@ -18,7 +18,7 @@ from storage.approvers import ApproverPolicy
 from storage.records import FINAL_STATE_OF, InterruptRecord, InterruptState
 from storage.requests import is_request_run
 
-from .blocks import date_token, is_user_id, to_text, user_mention
+from .blocks import date_token, is_user_id, mentions, to_text, user_mention
 from .mrkdwn import escape_truncate
 
 _CHANNEL = re.compile(r"^[CGD][A-Z0-9]{2,20}$")
@@ -182,7 +182,7 @@ def _undone(record: InterruptRecord) -> str | None:
         return None
     return (
         f":leftwards_arrow_with_hook: {user_mention(undone.by)} undid the decision of "
-        f"{user_mention(undone.decided_by)} {date_token(undone.at)}; it waits for a decision again"
+        f"{mentions(undone.deciders)} {date_token(undone.at)}; it waits for a decision again"
     )
 
 

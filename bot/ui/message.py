@@ -24,6 +24,7 @@ from .blocks import (
     date_token,
     escaped,
     header,
+    mentions,
     plain_text,
     section,
     user_mention,
@@ -135,8 +136,10 @@ def _held_message(card: Card, held: Held) -> SlackMessage:
     Undo for anyone who may decide until then."""
     headline = HEADLINE[held.outcome]
     effect = "runs" if held.outcome in ("approved", "edited") else "takes effect"
+    quorum = held.outcome == "approved" and len(card.approvals) > 1
     parts = [
-        f"{ICON[held.outcome]} {headline} by {user_mention(held.by)}: {effect} at "
+        f"{ICON[held.outcome]} {headline} by {mentions(card.approvals if quorum else (held.by,))}: "
+        f"{effect} at "
         f"{date_token(held.until, template='{time_secs}')} unless someone clicks Undo"
     ]
     if card.requested_by:
@@ -238,7 +241,7 @@ def status_parts(card: Card) -> list[str]:
     if card.deciders and not card.nobody_can_approve:
         parts.append(f"Who may approve: {card.deciders}")
     if card.min_approvals > 1:
-        who = ", ".join(user_mention(u) for u in card.approvals[:20])
+        who = mentions(card.approvals)
         so_far = f": {who}" if who else ""
         deny = "; any deny ends it" if "reject" in card.decisions else ""
         parts.append(f"{len(card.approvals)} of {card.min_approvals} approvals{so_far}{deny}")
@@ -256,7 +259,7 @@ def _verdict_parts(verdict: Verdict) -> list[str]:
     if verdict.in_app:
         return [f"{icon} {headline}: decided in the app {date_token(verdict.at)}"]
     if verdict.by:
-        who = ", ".join(user_mention(u) for u in verdict.by[:20])
+        who = mentions(verdict.by)
         return [f"{icon} {headline} by {who} {date_token(verdict.at)}"]
     return [f"{icon} {headline} {date_token(verdict.at)}"]
 

@@ -36,10 +36,13 @@ if user ~= by and one_voice(policy, user, field(key, 'requested_by'))
   and not policy.allow_self_approval then
   return refuse('self_approval')
 end
-audit(KEYS[10], ARGV[4], 'undone', rid, user, now, by)
+-- Whose decision it was: a quorum's every approver (their votes are cleared with it).
+local voters, undid = json_field(key, 'voters'), by
+if #voters > 1 then undid = table.concat(voters, ' ') end
+audit(KEYS[10], ARGV[4], 'undone', rid, user, now, undid)
 redis.call('HDEL', key, 'held_until', 'held_by', 'held_at', 'held_decision')
 redis.call('HSET', key, 'votes', '[]', 'voters', '[]', 'undone_by', user, 'undone_at', now,
-  'undid', by)
+  'undid', undid)
 local expires = field(key, 'expires_at')
 if expires ~= '' then redis.call('ZADD', KEYS[4], expires, rid) else redis.call('ZREM', KEYS[4], rid) end
 return {'undone', '', record_json(key)}

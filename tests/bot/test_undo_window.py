@@ -187,3 +187,29 @@ async def test_the_requester_may_not_undo_a_decision_on_their_own_request(make_b
     assert "someone else has to decide" in await _ephemeral(bot, 1)
     record = await bot.services.storage.queries.get(bot.record_id(value))
     assert record is not None and record.held is not None and record.held.by == ALICE
+
+
+async def test_a_quorums_held_card_and_its_undo_name_every_approver(make_bot: Any) -> None:
+    """Alice and Bob make a 2-of-3 quorum, held for its undo window: the card credits both,
+    and Mallory's undo says it discarded both approvals, as it does."""
+    policy = Policy(
+        channel=CHANNEL, users=(ALICE, BOB, MALLORY), min_approvals=2, undo_window=WINDOW
+    )
+    bot: Harness = await make_bot(policy)
+    value = await bot.start(requested_by=CAROL)
+    await bot.click(ids.APPROVE, value, user=ALICE)
+    await bot.slack.wait_calls("chat.update")
+    await bot.click(ids.APPROVE, value, user=BOB)
+    await bot.slack.wait_for(
+        lambda: "not yet final" in _card(bot)["blocks"][0]["text"]["text"], what="held"
+    )
+    assert f"Approved by <@{ALICE}>, <@{BOB}>: runs at" in str(_card(bot)["blocks"])
+    await bot.click(ids.UNDO, value, user=MALLORY)
+    await bot.slack.wait_for(
+        lambda: any("undid the decision" in t for t in bot.thread()), what="the undo's note"
+    )
+    note = next(t for t in bot.thread() if "undid the decision" in t)
+    assert note.startswith(f"<@{MALLORY}> undid the decision of <@{ALICE}>, <@{BOB}>:"), note
+    assert f"undid the decision of <@{ALICE}>, <@{BOB}>" in str(_card(bot)["blocks"])
+    record = await bot.services.storage.queries.get(bot.record_id(value))
+    assert record is not None and record.approvals == () and record.state == "pending"
