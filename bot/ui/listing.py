@@ -31,12 +31,13 @@ PAGE_SIZE = (MESSAGE_BLOCKS - 2) // _PER_ITEM
 
 
 def pending_blocks(
-    records: Sequence[InterruptRecord], *, next_page: str | None = None, decide: bool = False
+    records: Sequence[InterruptRecord], *, next_page: str | None = None, decider: str | None = None
 ) -> list[Block]:
     """A header, then per card its summary and a link to its message (the permalink
     Slack gave when it was posted), then a button to the page after (``next_page``: the
-    storage cursor it carries). With ``decide`` (App Home), a request whose arguments fit
-    in full beside it gets Approve and Deny too; a batch is decided on its card only."""
+    storage cursor it carries). With ``decider`` (App Home, its viewer), a request whose
+    arguments fit in full beside it gets Approve and Deny too; a batch is decided on its
+    card only."""
     cards = _by_card(list(records)[:PAGE_SIZE])
     blocks: list[Block] = [header(f"Waiting for you: {_count(cards, next_page)}")]
     if not cards:
@@ -44,8 +45,8 @@ def pending_blocks(
         return blocks
     for items in cards:
         blocks += _entry(items)
-        if decide and items[0].batch is None:
-            blocks += _decide_here(items[0])
+        if decider is not None and items[0].batch is None:
+            blocks += _decide_here(items[0], decider)
     if next_page:
         button = {
             "type": "button",
@@ -113,9 +114,10 @@ def _summary(items: Sequence[InterruptRecord]) -> str:
     return f"{summary}, {size} {'items' if request else 'calls'}"
 
 
-def _decide_here(record: InterruptRecord) -> list[Block]:
+def _decide_here(record: InterruptRecord, decider: str) -> list[Block]:
     """The arguments in full and Approve / Deny, when the request can be decided from a list:
-    the policy offers both, it is not a question, and its arguments fit (else only Open)."""
+    the policy offers both, it is not a question, and its arguments fit (else only Open).
+    Once ``decider``'s approval counts toward a quorum, Deny alone."""
     interrupt = record.runtime_interrupt
     offered = record.policy.decisions
     if interrupt.question or "approve" not in offered or interrupt.tool_call is None:
@@ -131,13 +133,20 @@ def _decide_here(record: InterruptRecord) -> list[Block]:
             text=f"{record.agent} will run {interrupt.tool_call.name}.",
             confirm="Approve",
         )
-    elements = [approve]
+    counted = not record.awaited((decider,))
+    elements = [] if counted else [approve]
     if "reject" in offered:
         elements.append(button("Deny", action_id=ids.HOME_DENY, value=value, style="danger"))
-    return [
-        section(code_block(text, LIST_ARGS)),
-        {"type": "actions", "block_id": f"home {record.id}"[:255], "elements": elements},
-    ]
+    shown = code_block(text, LIST_ARGS)
+    if counted:  # in the same block: an entry takes four at most
+        so_far = f"{len(record.approvals)} of {record.policy.min_approvals}"
+        shown += f"\nYour approval is counted ({so_far}); a denial still ends it."
+    blocks = [section(shown)]
+    if elements:
+        blocks.append(
+            {"type": "actions", "block_id": f"home {record.id}"[:255], "elements": elements}
+        )
+    return blocks
 
 
 LIST_ARGS = 500

@@ -112,6 +112,19 @@ async def test_a_refused_home_decision_says_why_on_home_and_changes_nothing(make
     assert bot.tool_log.calls == []
 
 
+async def test_home_offers_no_approve_to_someone_whose_approval_already_counts(
+    make_bot: Any,
+) -> None:
+    bot: Harness = await make_bot(Policy(channel=CHANNEL, users=(ALICE, BOB), min_approvals=2))
+    value = await bot.start(requested_by=CAROL)
+    await bot.click(ids.APPROVE, value, user=ALICE)
+    await bot.slack.wait_calls("chat.update")
+    alices = await _open_home(bot, ALICE)
+    assert _button(alices, ids.HOME_APPROVE) is None and _button(alices, ids.HOME_DENY)
+    assert "Your approval is counted (1 of 2)" in str(alices)
+    assert _button(await _open_home(bot, BOB), ids.HOME_APPROVE) is not None
+
+
 async def test_a_request_open_to_its_channel_is_decided_on_its_card_only(make_bot: Any) -> None:
     """Seeing the card is what shows someone is in the channel: a Home click, or a Deny
     form opened from Home, by someone who is not is refused."""
