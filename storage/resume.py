@@ -254,6 +254,12 @@ class ResumeQueue:
         async with self._client.guard(f"mark the end of run {run_id}"):
             return bool(await self._client.raw.set(key, "1", nx=True, px=self._applied_ms))
 
+    async def forget_end(self, run_id: str) -> None:
+        """Forget that ``run_id`` ended: a request made again under a key whose earlier
+        request is gone is a new run, whose end is reported anew."""
+        async with self._client.guard(f"forget the end of run {run_id}"):
+            await self._client.raw.delete(self._keys.run_ended(run_id))
+
     async def dead_letters(self, *, count: int = 100) -> list[dict[str, str]]:
         """The most recent dead-lettered jobs of every shard, newest first, as stored (for
         an operator)."""

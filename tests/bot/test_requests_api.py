@@ -182,6 +182,26 @@ async def test_the_outcome_of_an_approved_job_goes_to_the_thread_and_the_audit(
     assert json.loads(entry.detail)["summary"] == "deleted 42 volumes"
 
 
+async def test_a_key_used_again_once_its_request_is_gone_reports_its_own_outcome(
+    jobs: Jobs,
+) -> None:
+    """The first request's record is gone (its retention ended) when the job asks again
+    under its key: a new card, and the new run's outcome is taken, not refused as told."""
+    report = {"exit_status": 0, "duration_seconds": 1.0}
+    storage = jobs.bot.services.storage
+    for _ in range(2):
+        status, made = await jobs.ask(idempotency_key="weekly")
+        assert status == 201, made
+        await jobs.bot.click(
+            ids.APPROVE, jobs.value(), user=ALICE, message_ts=jobs.bot.message_ts(-1)
+        )
+        _, approved = await jobs.get(made["status_url"] + "?wait=10")
+        assert approved["status"] == "approved"
+        status, told = await jobs.post(made["status_url"] + "/outcome", report)
+        assert status == 200, told
+        await storage.client.raw.delete(storage.keys.record(request_record_id(made["id"])))
+
+
 async def test_approvers_may_edit_only_editable_params_and_the_job_gets_the_edit(
     jobs: Jobs,
 ) -> None:
