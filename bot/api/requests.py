@@ -172,7 +172,8 @@ class _RequestsApi:
                     return error(409, "this idempotency key was used for a request now gone")
                 log.info("request %s of %s asked again: the existing one", run_id, caller.name)
                 return await self._answer(existing, meta, status=200)
-            await services.storage.resume.forget_end(run_id)  # an earlier request of this key
+            if body.idempotency_key is not None:  # only a key's run id comes again
+                await services.storage.resume.forget_end(run_id)
             posted = await post_interrupt(services, record)
             log.info("request %s by %s posted: %s", run_id, caller.name, posted is not None)
             if marked is not None:
