@@ -173,13 +173,20 @@ class InterruptRecord(BaseModel):
     def awaited(self, users: tuple[str, ...]) -> list[str]:
         """Those of ``users`` whose decision is still wanted: not the requester (unless
         self-approval is allowed), and nobody whose vote, or their stand-in's, is counted."""
+        counted = self.approved_by
+        if not self.policy.allow_self_approval:
+            counted.add(self.requested_by)
+        return [user for user in users if user not in counted]
+
+    @property
+    def approved_by(self) -> set[str]:
+        """Whoever's approval is counted: each approver, and who they stand in for or who
+        stands in for them (one voice)."""
         counted = set(self.approvals)
         for delegate, for_user in self.policy.stand_ins:
             if delegate in counted or for_user in counted:
                 counted |= {delegate, for_user}
-        if not self.policy.allow_self_approval:
-            counted.add(self.requested_by)
-        return [user for user in users if user not in counted]
+        return counted
 
     @property
     def escalation_unposted(self) -> bool:

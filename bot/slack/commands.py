@@ -65,7 +65,7 @@ def command_listener(services: Services) -> Any:
         else:
             # The list rides on the ack (one Redis read), so no response_url call is needed.
             page = await services.storage.queries.pending_for_user(user, limit=PAGE_SIZE)
-            blocks = pending_blocks(page.records, next_page=page.next_cursor)
+            blocks = pending_blocks(page.records, viewer=user, next_page=page.next_cursor)
             await ack(text=waiting_text(page.records, next_page=page.next_cursor), blocks=blocks)
 
     return on_command
@@ -118,7 +118,7 @@ def page_listener(services: Services) -> Any:
         except StorageError as exc:
             log.error("next page for %s not read: %s", user, exc)
             return
-        blocks = pending_blocks(page.records, next_page=page.next_cursor)
+        blocks = pending_blocks(page.records, viewer=user, next_page=page.next_cursor)
         await respond(text="Waiting for you", blocks=blocks, replace_original=True)
 
     return on_next_page

@@ -40,7 +40,7 @@ async def publish_home(
         for g in await services.storage.trust.active(now)
         if g.granted_by == user or user in services.admins
     ]
-    blocks = pending_blocks(page.records, next_page=page.next_cursor, decider=user)
+    blocks = pending_blocks(page.records, viewer=user, next_page=page.next_cursor, decide_here=True)
     open_to_all = await _open_in_channels_of(services, user)
     blocks = [
         *([section(notice)] if notice else []),

@@ -31,22 +31,26 @@ PAGE_SIZE = (MESSAGE_BLOCKS - 2) // _PER_ITEM
 
 
 def pending_blocks(
-    records: Sequence[InterruptRecord], *, next_page: str | None = None, decider: str | None = None
+    records: Sequence[InterruptRecord],
+    *,
+    viewer: str,
+    next_page: str | None = None,
+    decide_here: bool = False,
 ) -> list[Block]:
     """A header, then per card its summary and a link to its message (the permalink
     Slack gave when it was posted), then a button to the page after (``next_page``: the
-    storage cursor it carries). With ``decider`` (App Home, its viewer), a request whose
-    arguments fit in full beside it gets Approve and Deny too; a batch is decided on its
-    card only."""
+    storage cursor it carries). With ``decide_here`` (App Home), a request whose arguments
+    fit in full beside it gets Approve and Deny too; a batch is decided on its card only.
+    A card ``viewer`` already approved toward a quorum says so."""
     cards = _by_card(list(records)[:PAGE_SIZE])
     blocks: list[Block] = [header(f"Waiting for you: {_count(cards, next_page)}")]
     if not cards:
         blocks.append(section("Nothing is waiting for your decision."))
         return blocks
     for items in cards:
-        blocks += _entry(items)
-        if decider is not None and items[0].batch is None:
-            blocks += _decide_here(items[0], decider)
+        blocks += _entry(items, viewer)
+        if decide_here and items[0].batch is None:
+            blocks += _decide_here(items[0], viewer)
     if next_page:
         button = {
             "type": "button",
@@ -76,8 +80,9 @@ def _by_card(records: Sequence[InterruptRecord]) -> list[list[InterruptRecord]]:
     return list(cards.values())
 
 
-def _entry(items: Sequence[InterruptRecord]) -> list[Block]:
-    """One card in a list: what it asks, a link to it, since and until when."""
+def _entry(items: Sequence[InterruptRecord], viewer: str | None = None) -> list[Block]:
+    """One card in a list: what it asks, a link to it, since and until when, and whether
+    ``viewer``'s approval already counts toward its quorum."""
     record = items[0]
     block = section(_summary(items))
     if record.permalink:
@@ -91,7 +96,15 @@ def _entry(items: Sequence[InterruptRecord]) -> list[Block]:
     parts = [f"Since {date_token(record.created_at)}"]
     if record.expires_at:
         parts.append(f"expires {date_token(record.expires_at)}")
+    if viewer is not None and _counted(record, viewer):
+        so_far = f"{len(record.approvals)} of {record.policy.min_approvals}"
+        parts.append(f"Your approval is counted ({so_far}); a denial still ends it.")
     return [block, context(parts)]
+
+
+def _counted(record: InterruptRecord, viewer: str) -> bool:
+    """Whether ``viewer`` (or the one they stand in for) approved an open quorum already."""
+    return record.batch is None and viewer in record.approved_by
 
 
 def _summary(items: Sequence[InterruptRecord]) -> str:
@@ -133,15 +146,10 @@ def _decide_here(record: InterruptRecord, decider: str) -> list[Block]:
             text=f"{record.agent} will run {interrupt.tool_call.name}.",
             confirm="Approve",
         )
-    counted = not record.awaited((decider,))
-    elements = [] if counted else [approve]
+    elements = [approve] if record.awaited((decider,)) else []
     if "reject" in offered:
         elements.append(button("Deny", action_id=ids.HOME_DENY, value=value, style="danger"))
-    shown = code_block(text, LIST_ARGS)
-    if counted:  # in the same block: an entry takes four at most
-        so_far = f"{len(record.approvals)} of {record.policy.min_approvals}"
-        shown += f"\nYour approval is counted ({so_far}); a denial still ends it."
-    blocks = [section(shown)]
+    blocks = [section(code_block(text, LIST_ARGS))]
     if elements:
         blocks.append(
             {"type": "actions", "block_id": f"home {record.id}"[:255], "elements": elements}

@@ -8,6 +8,7 @@ import pytest
 from fakes import click_payload
 from harness import ALICE, BOB, CAROL, CHANNEL, MALLORY, Harness
 
+from bot.agents.policy import Policy
 from bot.ui import ids
 
 
@@ -32,6 +33,20 @@ async def test_signoff_alone_lists_what_waits_for_the_caller_with_buttons(make_b
 
     nothing = await bot.command("", user=MALLORY)
     assert nothing["text"] == "0 waiting for you" and _buttons(nothing["blocks"]) == []
+
+
+async def test_signoff_tells_a_voter_their_approval_counts_toward_the_quorum(
+    make_bot: Any,
+) -> None:
+    bot: Harness = await make_bot(Policy(channel=CHANNEL, users=(ALICE, BOB), min_approvals=2))
+    value = await bot.start(requested_by=CAROL)
+    await bot.click(ids.APPROVE, value, user=ALICE)
+    await bot.slack.wait_calls("chat.update")
+
+    alices = await bot.command("", user=ALICE)
+    assert "Your approval is counted (1 of 2); a denial still ends it." in str(alices["blocks"])
+    bobs = await bot.command("", user=BOB)
+    assert bobs["text"] == "1 waiting for you" and "counted" not in str(bobs["blocks"])
 
 
 async def test_signoff_help_explains_the_commands(make_bot: Any) -> None:
