@@ -13,7 +13,7 @@ import asyncio
 import copy
 import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from .asking import InterruptPoint
@@ -110,15 +110,16 @@ class Invocation:
                     break
                 self.state.steps += 1
                 message_id = new_id("msg")
+                calls = self._distinct(response.tool_calls)
                 await self._add_message(
-                    Message(role="assistant", content=response.text, tool_calls=response.tool_calls)
+                    Message(role="assistant", content=response.text, tool_calls=calls)
                 )
                 if response.text:
                     yield TextMessage(message_id=message_id, text=response.text)
-                if not response.tool_calls:
+                if not calls:
                     result = await self._finish("end_turn", response.text)
                     break
-                self.state.batch = list(response.tool_calls)
+                self.state.batch = list(calls)
                 self.state.batch_results = {}
             async for event in self._run_batch():
                 yield event
@@ -139,6 +140,19 @@ class Invocation:
     async def _add_message(self, message: Message) -> None:
         self.state.messages.append(message)
         await self.agent.hooks.emit(MessageAdded(source=self.agent, run=self.info, message=message))
+
+    def _distinct(self, calls: tuple[ToolCall, ...]) -> tuple[ToolCall, ...]:
+        """``calls`` with a fresh id for any call whose id is empty or named a call before
+        (some providers number calls per response): decisions, results and attempts are
+        kept by call id, so a reused one would hand an earlier call's approval to this."""
+        seen = {c.id for m in self.state.messages for c in m.tool_calls}
+        distinct = []
+        for call in calls:
+            if not call.id or call.id in seen:
+                call = replace(call, id=new_id("call"))
+            seen.add(call.id)
+            distinct.append(call)
+        return tuple(distinct)
 
     async def _save(self) -> None:
         self.version = await self.agent.session_store.save(

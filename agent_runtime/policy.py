@@ -120,13 +120,16 @@ async def checked_approval(
                 asked["supersedes"] = interrupt_id(event.point.source_id, earlier_name)
                 asked["edited"] = proposed is not call  # the change is the approver's edit
             return approval(event, rule, proposed, reason=asked, name=name)
-        decision = approval(event, rule, proposed, reason=shown, name=name)
+        decision = approval(event, rule, proposed, reason=shown, name=name, remember=False)
         if decision.type not in ("approve", "edit"):
+            event.run.trusts.remember(proposed, decision, run_id=event.run.run_id)
             return decision
         if decision.type == "edit" and decision.args is not None:
             proposed = replace(proposed, args=decision.args)
             now = await evaluate(rule.precondition, proposed)
         if shown.get("snapshot") == now:  # approving an edit asked again runs that edit
+            # Trusted only once it holds: a voided approval must not approve its successor.
+            event.run.trusts.remember(call, decision, run_id=event.run.run_id)
             return decision if proposed is call else Decision.edit(proposed.args)
         previous, name = (shown, name), f"{APPROVAL}.{round_}"
     raise AssertionError("unreachable")
@@ -139,8 +142,10 @@ def approval(
     *,
     reason: dict[str, JSONValue],
     name: str = APPROVAL,
+    remember: bool = True,
 ) -> Decision:
-    """The remembered decision covering ``call``, else the one a human gives when asked."""
+    """The remembered decision covering ``call``, else the one a human gives when asked
+    (remembered for its scope unless ``remember`` is False: the caller decides when)."""
     decision = event.run.trusts.find(call, run_id=event.run.run_id)
     if decision is not None:
         return decision
@@ -154,7 +159,8 @@ def approval(
     )
     if not isinstance(answer, Decision):
         raise UsageError(f"the approval of {call.name} ({call.id}) was answered without a Decision")
-    event.run.trusts.remember(call, answer, run_id=event.run.run_id)
+    if remember:
+        event.run.trusts.remember(call, answer, run_id=event.run.run_id)
     return answer
 
 

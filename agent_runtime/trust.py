@@ -71,10 +71,15 @@ class TrustLedger:
     def remember(
         self, call: ToolCall, decision: Decision, *, run_id: str, now: float | None = None
     ) -> None:
-        """Record ``decision`` for its ``remember`` scope; a decision without one is ignored."""
+        """Record ``decision`` for its ``remember`` scope; a decision without one is ignored.
+
+        An edit is remembered as an approval: its arguments were written for this call,
+        and must never replace those of the later calls the trust lets through."""
         remember = decision.remember
         if remember is None:
             return
+        if decision.type == "edit":
+            decision = Decision.approve(remember=remember)
         moment = time.time() if now is None else now
         trust = Trust(
             tool=call.name,

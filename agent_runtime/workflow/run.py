@@ -131,11 +131,18 @@ class WorkflowRun:
             finished: AgentResult | None = None
             thread_id = f"{self.thread_id}/{self.state.node_id}"
             agent_input = await self._agent_input(node, thread_id, before.input)
-            async for event in node.stream(agent_input, thread_id=thread_id):
-                if isinstance(event, RunFinished):
-                    finished = event.result
-                elif not isinstance(event, RunStarted):
-                    yield event
+            if isinstance(agent_input, AgentResult):  # it stopped before the workflow saved
+                finished = agent_input
+            else:
+                # Saved first, as a function node's start is: a crash inside the agent
+                # leaves a run in progress, which ContinueRun continues.
+                self.state.run.start_attempts([self.state.node_id])
+                await self._save()
+                async for event in node.stream(agent_input, thread_id=thread_id):
+                    if isinstance(event, RunFinished):
+                        finished = event.result
+                    elif not isinstance(event, RunStarted):
+                        yield event
             assert finished is not None, "every run ends with RunFinished"
             output = await self._agent_output(name, finished)
             if self.result is None:
@@ -149,14 +156,19 @@ class WorkflowRun:
             if isinstance(output, str) and output:
                 yield TextMessage(message_id=new_id("msg"), text=output)
 
-    async def _agent_input(self, agent: Agent, thread_id: str, node_input: JSONValue) -> RunInput:
-        """Answers for the agent's interrupts, a continue of its cut-off run, or a prompt."""
+    async def _agent_input(
+        self, agent: Agent, thread_id: str, node_input: JSONValue
+    ) -> RunInput | AgentResult:
+        """Answers for the agent's interrupts, a continue of its cut-off run, or a prompt;
+        when continuing after the agent stopped unrecorded, how it stopped."""
         if self.agent_answers:
             return self.agent_answers
         if self.continuing:
             status = await agent.thread_status(thread_id)
             if status is not None and status.status == "running":
                 return ContinueRun()
+            if status is not None and status.last_result is not None:
+                return status.last_result
         return as_text(node_input)
 
     async def _before(self, name: str) -> BeforeNodeCall | None:

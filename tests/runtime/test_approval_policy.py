@@ -195,3 +195,60 @@ def test_unknown_decision_names_in_interrupt_on_are_refused():
         email_agent([], [], interrupt_on={"send_email": {"allowed_decisions": ["maybe"]}})
     with pytest.raises(UsageError, match="lacks"):
         email_agent([], [], interrupt_on={"launch_rockets": True})
+
+
+async def test_a_remembered_edit_lets_later_calls_through_with_their_own_arguments():
+    sent: list[str] = []
+
+    @tool
+    def send_email(to: str) -> str:
+        """Send an email."""
+        sent.append(to)
+        return f"sent to {to}"
+
+    agent = Agent(
+        model=ScriptedModel(
+            [
+                [ToolCall(name="send_email", args={"to": "alice@typo.example"})],
+                [ToolCall(name="send_email", args={"to": "bob@example.com"})],
+                "done",
+            ]
+        ),
+        tools=[send_email],
+        interrupt_on={"send_email": True},
+    )
+    [question] = (await agent.invoke("mail them", thread_id="t")).interrupts
+    fix = Decision.edit({"to": "alice@example.com"}, remember=Remember(scope="run"))
+    await agent.invoke({question.id: fix}, thread_id="t")
+    assert sent == ["alice@example.com", "bob@example.com"]
+
+
+async def test_a_later_call_reusing_an_earlier_calls_id_is_asked_about_again():
+    """Some providers number calls per response: an id seen before names another call."""
+    deleted: list[list[str]] = []
+
+    @tool
+    def delete_files(paths: list[str]) -> str:
+        """Delete the given files."""
+        deleted.append(paths)
+        return f"deleted {len(paths)}"
+
+    agent = Agent(
+        model=ScriptedModel(
+            [
+                [ToolCall(id="call_0", name="delete_files", args={"paths": ["/tmp/old.log"]})],
+                [
+                    ToolCall(id="call_0", name="delete_files", args={"paths": ["/etc"]}),
+                    ToolCall(id="call_0", name="delete_files", args={"paths": ["/var"]}),
+                ],
+                "done",
+            ]
+        ),
+        tools=[delete_files],
+        interrupt_on={"delete_files": True},
+    )
+    [question] = (await agent.invoke("clean up", thread_id="t")).interrupts
+    second = await agent.invoke({question.id: Decision.approve()}, thread_id="t")
+    assert deleted == [["/tmp/old.log"]]
+    assert second.stop_reason == "interrupt" and len(second.interrupts) == 2
+    assert len({i.id for i in second.interrupts} | {question.id}) == 3

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_runtime import Agent, Decision, ScriptedModel, ToolCall, tool
+from agent_runtime import Agent, Decision, Remember, ScriptedModel, ToolCall, tool
 from agent_runtime.preconditions import changes
 
 CALL = ToolCall(id="c1", name="delete_volumes", args={"older_than_days": 90})
@@ -113,3 +113,17 @@ def test_changes_name_added_and_removed_items() -> None:
         "removed": [{"b": 2}],
     }
     assert changes("x", "y") == {"before": "x", "now": "y"}
+
+
+async def test_a_trusted_approval_voided_by_a_change_does_not_approve_the_call_asked_again() -> (
+    None
+):
+    volumes, deleted = [VOL_A, VOL_B], []
+    agent = cleanup(volumes, deleted)
+    [first] = (await agent.invoke("clean", thread_id="t")).interrupts
+    volumes[:] = [VOL_A, VOL_C]  # the world moved on while the card waited
+    trusted = Decision.approve(remember=Remember(scope="run"))
+    again = await agent.invoke({first.id: trusted}, thread_id="t")
+    # The approver saw vol-a and vol-b; nobody was shown vol-c.
+    assert deleted == []
+    assert again.stop_reason == "interrupt"
