@@ -135,8 +135,12 @@ class Scheduler:
                 if escalated is not None:
                     await update_message(services, escalated)
                     posted += 1
-            elif await post_interrupt(services, record) is not None:
+            elif (first := await post_interrupt(services, record)) is not None:
                 posted += 1
+                if first.escalation_unposted:  # escalated while Slack had neither card
+                    escalated = await post_escalation(services, first)
+                    if escalated is not None:
+                        await update_message(services, escalated)
         return posted
 
     async def _expired(self, result: ExpiryResult) -> None:

@@ -75,7 +75,8 @@ class Directory:
         self._channels: dict[str, tuple[datetime, tuple[str, ...]]] = {}
 
     async def zone(self, user_id: str) -> SlackUser:
-        """The user's time zone; UTC when Slack cannot tell (logged, not raised)."""
+        """The user's time zone; when Slack cannot tell (logged, not raised), the one read
+        before, else UTC."""
         now = self._clock.now()
         cached = self._zones.get(user_id)
         if cached and now - cached[0] < self._ttl:
@@ -89,9 +90,12 @@ class Directory:
                 offset_seconds=int(user.get("tz_offset") or 0),
                 name=user.get("name") or None,
             )
-        except SlackApiError as exc:
-            log.warning("users.info failed for %s: %s; assuming UTC", user_id, slack_error(exc))
-            zone = SlackUser(user_id=user_id)
+        except (SlackApiError, ClientError, TimeoutError, OSError) as exc:
+            # Not kept for the ttl: a passing failure must not put someone on UTC for hours.
+            why = slack_error(exc) if isinstance(exc, SlackApiError) else repr(exc)
+            kept = "keeping the zone read before" if cached else "assuming UTC until it answers"
+            log.warning("users.info failed for %s: %s; %s", user_id, why, kept)
+            return cached[1] if cached else SlackUser(user_id=user_id)
         self._zones[user_id] = (now, zone)
         return zone
 

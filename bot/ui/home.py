@@ -73,7 +73,11 @@ async def refresh_homes(services: Services, record: InterruptRecord) -> None:
     users = [*((record.decided_by,) if record.decided_by else ()), *named][:MAX_REFRESHED]
     try:
         viewers = await services.storage.home.recent(users, services.clock.now())
-        for user in viewers:
+    except StorageError as exc:
+        log.warning("Home tabs not redrawn after %s: %s", record.id, exc)
+        return
+    for user in viewers:
+        try:
             await publish_home(services, user)
-    except (StorageError, SlackApiError, ClientError, TimeoutError, OSError) as exc:
-        log.warning("Home tabs not redrawn after %s: %s", record.id, why_failed(exc))
+        except (StorageError, SlackApiError, ClientError, TimeoutError, OSError) as exc:
+            log.warning("Home of %s not redrawn after %s: %s", user, record.id, why_failed(exc))

@@ -1,0 +1,124 @@
+"""Slack failing under the scheduler, the outbox and App Home: a network error, a rate
+limit or a refusal delays a step; it never stops the loop, nor misplaces anyone."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import aiohttp
+from fakes import Fault
+from harness import ALICE, BOB, CAROL, CHANNEL, Harness
+
+from bot.agents.policy import Escalate, Policy, Reminders
+from bot.runs.drive import start_run
+from bot.runs.place import Place
+from bot.schedule.scheduler import Scheduler
+from bot.ui import ids
+
+
+def _reminders(bot: Harness) -> list[str]:
+    posts = bot.slack.called("chat.postMessage")
+    return [str(p["text"]) for p in posts if str(p.get("text", "")).startswith("Reminder")]
+
+
+async def test_a_network_error_on_users_info_does_not_fail_the_schedulers_tick(
+    make_bot: Any,
+) -> None:
+    """A reminder falls due once the approver's cached time zone is stale, while Slack
+    cannot be reached: the tick goes on (before, the error ended the scheduler's loop)."""
+    policy = Policy(
+        channel=CHANNEL,
+        users=(ALICE,),
+        expires_after=timedelta(hours=8),
+        reminders=Reminders(every=timedelta(hours=6, minutes=30), limit=1),
+    )
+    bot: Harness = await make_bot(policy)
+    await bot.start(requested_by=CAROL)  # Alice's zone is cached for 6 h
+
+    async def unreachable(**_: Any) -> Any:
+        raise aiohttp.ServerDisconnectedError()  # what slack-sdk raises after its retries
+
+    bot.services.client.users_info = unreachable  # type: ignore[method-assign]
+    bot.clock.advance(timedelta(hours=6, minutes=30))
+    await Scheduler(bot.services).tick()
+    [record] = (await bot.services.storage.queries.pending_for_channel(CHANNEL, limit=5)).records
+    assert record.state == "pending"
+
+
+async def test_one_failed_users_info_does_not_put_an_approver_on_utc_for_hours(
+    make_bot: Any,
+) -> None:
+    """users.info is rate-limited once when the card is posted (05:00 UTC, midnight in New
+    York). At 10:00 UTC (05:00 in New York) Bob's reminder waits for his working day."""
+    policy = Policy(
+        channel=CHANNEL,
+        users=(BOB,),
+        expires_after=timedelta(hours=20),
+        reminders=Reminders(every=timedelta(hours=5), limit=2),
+    )
+    bot: Harness = await make_bot(policy)
+    bot.clock.current = datetime(2026, 11, 23, 5, 0, tzinfo=UTC)
+    limited = Fault(
+        status=429, headers={"Retry-After": "30"}, body={"ok": False, "error": "ratelimited"}
+    )
+    bot.slack.faults["users.info"].append(limited)
+    await bot.start(requested_by=CAROL)
+    assert len(bot.slack.failed) == 1  # Bob's users.info, once
+
+    bot.clock.advance(timedelta(hours=5))
+    await Scheduler(bot.services).tick()
+    assert _reminders(bot) == []
+
+
+async def test_a_request_escalated_before_its_first_card_was_posted_gets_both_cards(
+    make_bot: Any,
+) -> None:
+    """Slack is down from the request's creation until past its first step: it escalates
+    with no card anywhere. Once Slack is back the outbox posts both cards."""
+    nyc, step = "C0NYC", timedelta(hours=2)
+    policy = Policy(
+        channel=CHANNEL,
+        users=(ALICE,),
+        expires_after=step,
+        on_expiry=Escalate(channel=nyc, users=(BOB,), expires_after=step),
+        reminders=None,
+    )
+    bot: Harness = await make_bot(policy)
+    bot.clock.current = datetime(2026, 11, 23, 17, 0, tzinfo=UTC)
+    bot.slack.down = True
+    place = Place(channel=CHANNEL, thread_ts=None, requested_by=CAROL)
+    await start_run(bot.services, "cleanup", "clean up", place=place)
+    scheduler = Scheduler(bot.services)
+    bot.clock.advance(step + timedelta(minutes=1))
+    await scheduler.tick()
+    [record] = (await bot.services.storage.queries.pending_for_channel(CHANNEL, limit=5)).records
+    assert record.escalated and record.message_ts is None
+
+    bot.slack.down = False
+    for _ in range(3):
+        bot.clock.advance(timedelta(minutes=1))
+        await scheduler.tick()
+    cards = [p["channel"] for p in bot.slack.called("chat.postMessage") if p.get("blocks")]
+    assert cards.count(CHANNEL) == 1 and cards.count(nyc) == 1
+
+
+async def test_one_home_slack_will_not_redraw_does_not_stop_the_others(make_bot: Any) -> None:
+    """Alice and Bob have Home open; Slack refuses to redraw Alice's after her approval.
+    Bob's is redrawn all the same."""
+    bot: Harness = await make_bot()
+    value = await bot.start(requested_by=CAROL)
+    for user in (ALICE, BOB):
+        before = len(bot.slack.called("views.publish"))
+        await bot.event({"type": "app_home_opened", "user": user, "tab": "home"})
+        await bot.slack.wait_for(
+            lambda before=before: len(bot.slack.called("views.publish")) > before
+        )
+    published = len(bot.slack.called("views.publish"))
+    refused = Fault(status=200, body={"ok": False, "error": "user_not_found"})
+    bot.slack.faults["views.publish"].append(refused)  # the first redraw: Alice's
+    await bot.click(ids.APPROVE, value, user=ALICE)
+    await bot.finished()
+    await bot.services.background.idle()
+    redrawn = {c["user_id"] for c in bot.slack.called("views.publish")[published:]}
+    assert BOB in redrawn
