@@ -23,6 +23,7 @@ import uuid
 from collections import deque
 from collections.abc import Awaitable, Sequence
 from typing import NoReturn
+from urllib.parse import urlsplit
 
 from bot.api.schemas import APPROVED_STATUSES, NewRequest, RequestView
 from storage.requests import ParamValue
@@ -58,6 +59,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     url, token = os.environ.get("SIGNOFF_URL"), os.environ.get("SIGNOFF_TOKEN")
     if not url or not token:
         _usage("set SIGNOFF_URL (the Signoff server) and SIGNOFF_TOKEN (signoff token create)")
+    where = urlsplit(url)
+    if where.scheme not in ("http", "https") or not where.hostname:
+        _usage(
+            "SIGNOFF_URL: use the server's http:// or https:// address, e.g. https://signoff.example.com"
+        )
     try:
         request = request_of(args)
     except ValueError as exc:  # pydantic's ValidationError too
@@ -69,6 +75,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         said = logging.StreamHandler()
         said.setFormatter(logging.Formatter("signoff gate: %(message)s"))
         notes.addHandler(said)
+        notes.setLevel(logging.INFO)
     try:
         return asyncio.run(gate)
     except KeyboardInterrupt:

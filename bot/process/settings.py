@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from redis.asyncio.connection import Connection, parse_url
 
 from bot.errors import ConfigError
 from storage.cluster import is_cluster_url, parse_cluster_url
@@ -102,6 +103,8 @@ class Settings(BaseModel):
                 "must start with redis://, rediss://, unix://, redis+sentinel://, "
                 "redis+cluster:// or rediss+cluster://"
             )
+        elif v is not None:
+            _check_connection_url(v)
         return v
 
     @field_validator("slack_api_url")
@@ -163,3 +166,14 @@ class Settings(BaseModel):
             raise ConfigError("SLACK_APP_TOKEN: required for Socket Mode (an xapp- token)")
         if self.bot_token is None:
             raise ConfigError("SLACK_BOT_TOKEN: required for Socket Mode (an xoxb- token)")
+
+
+def _check_connection_url(url: str) -> None:
+    """Build (not open) the connection ``url`` describes, as redis-py will: a bad port or
+    an unknown or malformed option is a ValueError now, not a traceback at first use."""
+    try:
+        options = parse_url(url)
+        connection_class = options.pop("connection_class", Connection)
+        connection_class(**options)
+    except (TypeError, ValueError) as exc:  # neither names the password
+        raise ValueError(f"not a usable Redis URL: {exc}") from None

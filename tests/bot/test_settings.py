@@ -98,3 +98,22 @@ def test_a_short_api_token_is_refused_in_characters() -> None:
         Settings.from_env({"SIGNOFF_API_TOKEN": "short"})
     token = Settings.from_env({"SIGNOFF_API_TOKEN": "x" * 24}).api_token
     assert token is not None and token.get_secret_value() == "x" * 24
+
+
+@pytest.mark.parametrize(
+    ("url", "why"),
+    [
+        ("redis://:s3cret@localhost:notaport/0", "Port could not be cast"),
+        ("redis://:s3cret@localhost:99999/0", "Port out of range"),
+        ("redis://:s3cret@localhost:6379/0?foo=bar", "unexpected keyword argument 'foo'"),
+        ("redis://:s3cret@localhost/0?socket_timeout=abc", "Invalid value for 'socket_timeout'"),
+    ],
+)
+def test_a_malformed_redis_url_stops_startup_naming_redis_url_not_its_password(
+    url: str, why: str
+) -> None:
+    with pytest.raises(ConfigError, match=r"^REDIS_URL: not a usable Redis URL") as info:
+        Settings.from_env({"REDIS_URL": url})
+    assert why in str(info.value) and "s3cret" not in str(info.value)
+    good = "rediss://:s3cret@redis.example:6380/0?ssl_ca_certs=/etc/ca.pem"
+    assert Settings.from_env({"REDIS_URL": good}).redis_url == good

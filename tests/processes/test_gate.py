@@ -235,6 +235,7 @@ async def test_the_gate_gets_the_decision_across_a_bot_restart(stack: Stack) -> 
     _, err = await asyncio.wait_for(gate.communicate(), 30)
     assert gate.returncode == 0, err
     assert stack.marks.read_text() == f"{ALICE} limit=42\n"
+    assert b"signoff gate: Signoff not reachable" in err  # it said why it was quiet
 
 
 async def test_a_retried_gate_with_the_same_key_reattaches_to_one_card(stack: Stack) -> None:
@@ -259,6 +260,14 @@ async def test_usage_errors_exit_2_and_post_nothing(stack: Stack) -> None:
         _, err = await asyncio.wait_for(gate.communicate(), 30)
         assert gate.returncode == USAGE, err
         assert err.decode().startswith("signoff gate: ")
+    env = stack.env
+    stack.env = {**env, "SIGNOFF_URL": env["SIGNOFF_URL"].removeprefix("http://")}
+    try:
+        gate = await stack.gate()
+        _, err = await asyncio.wait_for(gate.communicate(), 30)
+    finally:
+        stack.env = env
+    assert gate.returncode == USAGE and b"SIGNOFF_URL: use the server's http://" in err
     assert [m for m in stack.sandbox.workspace.history(GENERAL) if m.blocks] == []
 
 
