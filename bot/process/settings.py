@@ -8,9 +8,10 @@ one line naming the variable; tokens are ``SecretStr`` so they never reach a log
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
-from redis.asyncio.connection import Connection, parse_url
+from redis.asyncio.connection import AbstractConnection, Connection, parse_url
 
 from bot.errors import ConfigError
 from storage.cluster import is_cluster_url, parse_cluster_url
@@ -172,8 +173,8 @@ def _check_connection_url(url: str) -> None:
     """Build (not open) the connection ``url`` describes, as redis-py will: a bad port or
     an unknown or malformed option is a ValueError now, not a traceback at first use."""
     try:
-        options = parse_url(url)
-        connection_class = options.pop("connection_class", Connection)
+        options: dict[str, Any] = dict(parse_url(url))
+        connection_class: type[AbstractConnection] = options.pop("connection_class", Connection)
         connection_class(**options)
     except (TypeError, ValueError) as exc:  # neither names the password
         raise ValueError(f"not a usable Redis URL: {exc}") from None
