@@ -205,6 +205,16 @@ class InterruptRecord(BaseModel):
             dict.fromkeys(v.user_id for v in self.votes if v.decision["type"] == "approve")
         )
 
+    def takes_its_end(self) -> bool:
+        """Whether the run can be given this record's answer: a person's decision, or the
+        denial an expiry or withdrawal stands for, where the interrupt allows a denial."""
+        interrupt = self.runtime_interrupt
+        return (
+            self.decision is not None
+            or not interrupt.is_approval
+            or "reject" in interrupt.allowed_decisions
+        )
+
     def response(self) -> InterruptResponse | None:
         """The answer the resumed run receives, or None while the record is pending.
 

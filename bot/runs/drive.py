@@ -55,10 +55,20 @@ async def resume_run(
     *,
     thread_id: str,
 ) -> AgentResult:
-    """Continue the run of ``records`` (all decided) with their stored answers."""
+    """Continue the run of ``records`` (all decided) with their stored answers; a run one
+    of whose requests expired or was withdrawn where a denial is not an answer it takes
+    is ended as cancelled (it would refuse the denial, and never go on)."""
     first = records[0]
-    responses: list[InterruptResponse] = [r for r in (rec.response() for rec in records) if r]
     place = place_of(first)
+    unanswerable = next((rec for rec in records if not rec.takes_its_end()), None)
+    if unanswerable is not None:
+        ended = await services.registry.agent(first.agent).cancel(
+            thread_id, f"not approved: the request was {unanswerable.state}"
+        )
+        if ended is not None:
+            await settle(services, first.agent, ended, place=place)
+            return ended
+    responses: list[InterruptResponse] = [r for r in (rec.response() for rec in records) if r]
     asked = {
         call.id: rec.id for rec in records if (call := rec.runtime_interrupt.tool_call) is not None
     }
