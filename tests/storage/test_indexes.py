@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from storage_helpers import NOW, later, make_record, run_key
@@ -189,13 +189,20 @@ async def test_corrupt_record_is_a_clear_error_for_that_record_only(storage: Sto
 async def test_every_record_key_has_a_ttl(storage: Storage) -> None:
     record = await storage.interrupts.create_interrupt(make_record())
     raw = storage.client.raw
-    assert await raw.pttl(storage.keys.record(record.id)) > 0
+    day = 24 * 3600 * 1000
+    # Pending without an expiry: 30 days (the README's figure).
+    assert 29 * day < await raw.pttl(storage.keys.record(record.id)) <= 30 * day
     assert await raw.pttl(storage.keys.run_pending("run_1")) > 0
     await storage.interrupts.decide(
         record.id, "UBOB", Decision.approve(), args_digest=DIGEST, now=NOW
     )
     ttl = await raw.pttl(storage.keys.record(record.id))
-    assert 0 < ttl <= 7 * 24 * 3600 * 1000
+    assert 6 * day < ttl <= 7 * day
+    # Pending with an expiry: 30 days past it.
+    now = datetime.now(UTC)
+    due = make_record(run_id="run_2", now=now, expires_in=timedelta(days=2))
+    await storage.interrupts.create_interrupt(due)
+    assert 31 * day < await raw.pttl(storage.keys.record(due.id)) <= 32 * day
 
 
 async def test_a_decision_is_kept_while_its_run_still_waits_on_others(storage: Storage) -> None:
