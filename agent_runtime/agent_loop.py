@@ -84,6 +84,8 @@ class Invocation:
         self.info = self.state.run_info()
         self.resume_with: str | Sequence[InterruptResponse] | None = None
         self._stopped: AgentResult | None = None
+        self._cancelled: set[str] = set()
+        """Calls whose tool did not run: denied, answered or cancelled by a hook."""
 
     async def run(self, input: RunInput) -> AsyncIterator[RunEvent]:
         prompt, responses = await self._load(input)
@@ -216,13 +218,15 @@ class Invocation:
             outcomes: list[ToolResult | list[Interrupt]] = [
                 ToolResult(content=before.cancel_message, is_error=True) for _ in todo
             ]
+            self._cancelled.update(call.id for call in todo)
         else:
             outcomes = await self._run_tools(todo)
         finished: list[ToolCallFinished] = []
         for call, outcome in zip(todo, outcomes, strict=True):
             if isinstance(outcome, ToolResult):
                 self.state.batch_results[call.id] = outcome
-                finished.append(ToolCallFinished(tool_call=call, result=outcome))
+                ran = call.id not in self._cancelled
+                finished.append(ToolCallFinished(tool_call=call, result=outcome, ran=ran))
             else:
                 self._hold(call.id, outcome)
         if self.state.pending:
@@ -306,6 +310,7 @@ class Invocation:
         for _ in range(MAX_RETRIES + 1):
             failure: Exception | None = None
             if before.cancel_message is not None:
+                self._cancelled.add(call.id)
                 result = ToolResult(content=before.cancel_message, is_error=True)
             elif tool is None:
                 result = ToolResult(content=f"unknown tool {call.name!r}", is_error=True)

@@ -31,6 +31,9 @@ class ToolCallStarted:
 class ToolCallFinished:
     tool_call: ToolCall
     result: ToolResult
+    ran: bool = True
+    """False when the tool did not run: a person denied or answered the call, or a hook
+    cancelled it (``result`` then says so to the model)."""
 
 
 @dataclass(frozen=True, kw_only=True)

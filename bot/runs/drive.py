@@ -94,7 +94,8 @@ async def _drive(
     async for event in agent.stream(run_input, thread_id=thread_id):
         if isinstance(event, RunStarted):
             run_id = event.run_id
-        elif isinstance(event, ToolCallFinished):
+        elif isinstance(event, ToolCallFinished) and event.ran:
+            # A denied or answered call did not run: its card and audit entry say so.
             call, outcome = event.tool_call, event.result
             record_id = (asked or {}).get(call.id, "")
             event_name = "tool_failed" if outcome.is_error else "tool_ran"

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from fakes import OneToolModel
-from harness import ALICE, CHANNEL, Harness
+from harness import ALICE, BOB, CHANNEL, Harness
 from pydantic import BaseModel
 
 from agent_runtime import (
@@ -243,3 +243,21 @@ async def test_a_card_decided_while_its_post_was_on_its_way_shows_the_decision(
     assert update["ts"] == bot.message_ts(0)
     assert update["blocks"][0]["text"]["text"] != bot.posted(0)["blocks"][0]["text"]["text"]
     assert "actions" not in [block["type"] for block in update["blocks"]]
+
+
+async def test_a_denied_call_is_neither_audited_nor_posted_as_a_tool_outcome(
+    make_bot: Any,
+) -> None:
+    """The tool never ran: nothing may say it ran or failed (the denial is audited)."""
+    bot: Harness = await make_bot()
+    value = await bot.start()
+    await bot.click(ids.DENY, value, user=BOB)
+    await bot.slack.wait_calls("views.open")
+    status, _ = await bot.submit(ids.DENY_VIEW, value, user=BOB, text="not on a Friday")
+    assert status == 200
+    await bot.finished()
+    assert bot.tool_log.calls == []
+    trail = await bot.services.storage.audit.read(count=50)
+    assert [e.event for e in trail if e.event.startswith("tool_")] == []
+    assert "denied" in [e.event for e in trail]
+    assert not [t for t in bot.thread() if t.startswith("delete_files:")]

@@ -92,7 +92,8 @@ def test_reply_through_the_modal(open_as: OpenAs, demo: DemoProcess) -> None:
     expect(answered).to_contain_text("Reply: Keep them: the auditors need the build logs.")
     expect(alice.button(answered, "Approve")).to_have_count(0)
     thread = alice.open_thread(answered)
-    expect(thread).to_contain_text("delete_files: Keep them: the auditors need the build logs.")
+    # The reply is not posted as if it were the tool's output: the tool never ran.
+    expect(thread).not_to_contain_text("delete_files: Keep them")
     expect(thread).to_contain_text(
         "Finished: Nothing was deleted: Keep them: the auditors need the build logs."
     )
