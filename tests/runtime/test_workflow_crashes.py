@@ -12,7 +12,6 @@ from agent_runtime import (
     ContinueRun,
     Decision,
     InMemorySessionStore,
-    ResumeError,
     ScriptedModel,
     Snapshot,
     ToolCall,
@@ -82,49 +81,30 @@ def build(
     )
 
 
-async def test_an_agent_node_cut_off_mid_tool_on_resume_can_be_continued():
+@pytest.mark.parametrize(
+    ("dies_at", "attempts"),
+    [(tool_result, [1, 2]), (node_done, [1])],
+    ids=["at-the-tools-result", "at-the-nodes-end"],
+)
+async def test_a_resume_cut_off_inside_an_agent_node_is_continued_where_it_stopped(
+    dies_at: Moment, attempts: list[int]
+) -> None:
+    """Cut off before the tool's result was saved, the tool runs again as its second
+    attempt under the same key (as for a plain agent); after, it is not run again."""
     store = DyingStore()
     purged: list[tuple[str, str, int]] = []
     first = await build(store, purged).invoke("/var/log", thread_id="w")
     [approval] = first.interrupts
-    # Resume; the process dies at the save of the tool's result (saves: the tool's start,
-    # [its result]).
-    store.arm(tool_result)
+    store.arm(dies_at)
     with pytest.raises(ProcessDied):
         await build(store, purged, ["purged"]).invoke(
             {approval.id: Decision.approve()}, thread_id="w"
         )
     assert len(purged) == 1
-    # Neither a replay of the same answer (what a retried resume job sends) nor a
-    # ContinueRun gets the run going again: the workflow is stuck for good.
-    survivor = build(store, purged, ["purged"])
-    try:
-        result = await survivor.invoke(ContinueRun(), thread_id="w")
-    except ResumeError:
-        result = await survivor.invoke({approval.id: Decision.approve()}, thread_id="w")
-    assert result.stop_reason == "end_turn"
-
-
-async def test_an_agent_node_that_finished_is_not_run_again_by_continue_run():
-    store = DyingStore()
-    purged: list[tuple[str, str, int]] = []
-    first = await build(store, purged).invoke("/var/log", thread_id="w")
-    [approval] = first.interrupts
-    # The agent finishes (saves: tool start, tool result, end of the agent's run); the
-    # process dies at the workflow's checkpoint of the finished node.
-    store.arm(node_done)
-    with pytest.raises(ProcessDied):
-        await build(store, purged, ["purged"]).invoke(
-            {approval.id: Decision.approve()}, thread_id="w"
-        )
-    assert len(purged) == 1
-    survivor = build(store, purged, ["purged"])
-    try:
-        result = await survivor.invoke(ContinueRun(), thread_id="w")
-    except ResumeError:
-        result = await survivor.invoke({approval.id: Decision.approve()}, thread_id="w")
+    result = await build(store, purged, ["purged"]).invoke(ContinueRun(), thread_id="w")
     assert result.stop_reason == "end_turn", result
-    assert len(purged) == 1, purged
+    assert [attempt for _, _, attempt in purged] == attempts
+    assert len({key for _, key, _ in purged}) == 1
 
 
 async def test_continue_run_does_not_start_a_finished_agent_node_over_with_new_keys():
