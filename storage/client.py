@@ -16,6 +16,7 @@ import redis.asyncio as aioredis
 from redis import exceptions as rexc
 from redis.asyncio.client import Pipeline
 from redis.asyncio.cluster import RedisCluster
+from redis.asyncio.sentinel import MasterNotFoundError
 from redis.backoff import ExponentialBackoff
 from redis.commands.core import AsyncScript
 from redis.retry import Retry
@@ -101,6 +102,13 @@ class RedisClient:
             raise StorageTimeoutError(
                 f"{action}: Redis at {self.where} did not answer in time, even after retrying "
                 f"({exc}); it may be overloaded or stalled"
+            ) from exc
+        except MasterNotFoundError as exc:  # its text is a long repr of redis-py's client
+            raise StorageUnavailableError(
+                f"{action}: cannot find {self.where} after retrying: no sentinel named a "
+                "reachable primary (they are unreachable, refuse our connection: sentinels "
+                "with a password of their own are not supported, or do not know the "
+                "service); check REDIS_URL and the sentinels"
             ) from exc
         except (rexc.ConnectionError, OSError) as exc:
             raise StorageUnavailableError(

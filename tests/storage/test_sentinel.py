@@ -18,7 +18,9 @@ from agent_runtime.messages import args_digest
 from bot.errors import ConfigError
 from bot.process.settings import Settings
 from storage import connect
+from storage.client import RedisClient
 from storage.embedded import find_server_binary
+from storage.errors import StorageUnavailableError
 from storage.sentinel import SentinelTarget, parse_sentinel_url
 
 SERVICE = "signoff-primary"
@@ -153,3 +155,16 @@ def test_a_malformed_sentinel_url_stops_startup_naming_redis_url(url: str, says:
     with pytest.raises(ConfigError) as info:
         Settings.from_env({"REDIS_URL": url})
     assert str(info.value).startswith("REDIS_URL: ") and says in str(info.value)
+
+
+async def test_sentinels_that_name_no_primary_are_told_in_one_short_line() -> None:
+    closed = _free_port()
+    client = RedisClient(f"redis+sentinel://127.0.0.1:{closed}/mymaster", retries=0, timeout=1.0)
+    try:
+        with pytest.raises(StorageUnavailableError) as raised:
+            await client.ping()
+    finally:
+        await client.close()
+    said = str(raised.value)
+    assert said.startswith("ping: cannot find the primary of 'mymaster' (sentinels")
+    assert "<redis." not in said and len(said) < 400
