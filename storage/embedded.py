@@ -101,7 +101,7 @@ class EmbeddedRedis:
         if not self._lock.acquire():
             raise EmbeddedServerError(
                 f"another process runs the embedded server on {data_dir}; share it by "
-                f"setting REDIS_URL=unix://{data_dir.resolve() / 'redis.sock'} or use another "
+                f"setting REDIS_URL=unix://{self._socket_of_owner(data_dir)} or use another "
                 "data directory"
             )
 
@@ -124,6 +124,16 @@ class EmbeddedRedis:
         deadline = time.monotonic() + _START_TIMEOUT_S
         while _answers_ping(socket_path) and time.monotonic() < deadline:
             time.sleep(0.01)
+
+    @staticmethod
+    def _socket_of_owner(data_dir: Path) -> Path:
+        """The socket the server running on ``data_dir`` listens on, as its configuration
+        says (a long data dir's socket is in a temp dir), else where it would be."""
+        with contextlib.suppress(OSError):
+            for line in (data_dir / "signoff-redis.conf").read_text().splitlines():
+                if line.startswith('unixsocket "'):
+                    return Path(line.removeprefix('unixsocket "').removesuffix('"'))
+        return data_dir.resolve() / "redis.sock"
 
     @staticmethod
     def _socket_path(data_dir: Path) -> Path:

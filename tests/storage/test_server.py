@@ -89,16 +89,22 @@ async def test_async_context_manager_runs_a_throwaway_server(tmp_path: Path) -> 
         assert (config["appendonly"], config["appendfsync"]) == ("yes", "everysec")
 
 
-def test_a_second_server_on_a_data_dir_in_use_is_refused(tmp_path: Path) -> None:
-    owner = EmbeddedRedis(tmp_path)
-    owner.start()
+@pytest.mark.parametrize("depth", [0, 120], ids=["short-path", "socket-in-a-temp-dir"])
+def test_a_second_server_on_a_data_dir_in_use_is_refused_naming_the_socket(
+    tmp_path: Path, depth: int
+) -> None:
+    data_dir = tmp_path / ("d" * depth) if depth else tmp_path
+    owner = EmbeddedRedis(data_dir)
+    url = owner.start()
     try:
-        with pytest.raises(EmbeddedServerError, match="another process runs"):
-            EmbeddedRedis(tmp_path).start()
+        with pytest.raises(EmbeddedServerError, match="another process runs") as refused:
+            EmbeddedRedis(data_dir).start()
+        # The advice names the socket the owner really listens on.
+        assert f"REDIS_URL={url.split('?')[0]} " in str(refused.value)
     finally:
         owner.stop()
     # Once the owner stops, the directory is free again.
-    successor = EmbeddedRedis(tmp_path)
+    successor = EmbeddedRedis(data_dir)
     successor.start()
     successor.stop()
 
