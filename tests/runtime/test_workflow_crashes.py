@@ -60,7 +60,11 @@ def build(
     store: InMemorySessionStore,
     purged: list[tuple[str, str, int]],
     turns: list[object] | None = None,
+    *,
+    guarded: bool = True,
 ) -> Workflow:
+    """prepare -> an agent that purges (asking first when ``guarded``) -> report."""
+
     @tool
     async def purge(path: str, context: ToolContext) -> str:
         """Purge a directory."""
@@ -75,7 +79,8 @@ def build(
 
     # A process that resumes sees only the model's later turns.
     model = ScriptedModel(turns or [[ToolCall(name="purge", args={"path": "/var/log"})], "purged"])
-    agent = Agent(model=model, tools=[purge], interrupt_on={"purge": True}, session_store=store)
+    asks = {"purge": True} if guarded else None
+    agent = Agent(model=model, tools=[purge], interrupt_on=asks, session_store=store)
     return Workflow(
         nodes={"prepare": prepare, "clean": agent, "report": report}, session_store=store
     )
@@ -109,35 +114,17 @@ async def test_a_resume_cut_off_inside_an_agent_node_is_continued_where_it_stopp
 
 async def test_continue_run_does_not_start_a_finished_agent_node_over_with_new_keys():
     purged: list[tuple[str, str, int]] = []
-
-    @tool
-    async def purge(path: str, context: ToolContext) -> str:
-        """Purge a directory."""
-        purged.append((path, context.idempotency_key, context.attempt))
-        return f"purged {path}"
-
-    async def prepare(ctx: NodeContext) -> str:
-        return f"clean {ctx.input}"
-
-    async def report(ctx: NodeContext) -> str:
-        return f"report: {ctx.input}"
-
-    def build2(store: InMemorySessionStore, turns: list[object]) -> Workflow:
-        agent = Agent(model=ScriptedModel(turns), tools=[purge], session_store=store)
-        return Workflow(
-            nodes={"prepare": prepare, "clean": agent, "report": report}, session_store=store
-        )
-
     store = DyingStore()
     # saves: prepare starts, prepare done, purge starts, purge's result, the agent's end,
     # [the workflow's checkpoint of the finished agent node]: the process dies there.
     store.arm(node_done)
     turns = [[ToolCall(name="purge", args={"path": "/var/log"})], "purged"]
     with pytest.raises(ProcessDied):
-        await build2(store, turns).invoke("/var/log", thread_id="w")
+        await build(store, purged, turns, guarded=False).invoke("/var/log", thread_id="w")
     assert len(purged) == 1
     # A later process continues; the model would ask for the purge again if asked anew.
-    survivor = build2(store, [[ToolCall(name="purge", args={"path": "/var/log"})], "purged"])
+    again = [[ToolCall(name="purge", args={"path": "/var/log"})], "purged"]
+    survivor = build(store, purged, again, guarded=False)
     result = await survivor.invoke(ContinueRun(), thread_id="w")
     assert result.stop_reason == "end_turn"
     # The agent node had finished: its result is stored in its thread. Running it again
