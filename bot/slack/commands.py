@@ -20,7 +20,7 @@ from bot.ui.blocks import escaped, is_user_id
 from bot.ui.home import publish_home
 from bot.ui.listing import PAGE_SIZE, help_text, page_cursor, pending_blocks, waiting_text
 from bot.ui.posting import post_ephemeral, post_in_thread
-from bot.ui.refusals import STORAGE_DOWN
+from bot.ui.refusals import LIST_DOWN, STORAGE_DOWN
 from storage.errors import InvalidIdError, StorageError
 
 from .away import away_command, is_away_command
@@ -64,7 +64,12 @@ def command_listener(services: Services) -> Any:
             await ack(text=f"`/signoff {escaped(text)}` is not a Signoff command.\n" + help_text())
         else:
             # The list rides on the ack (one Redis read), so no response_url call is needed.
-            page = await services.storage.queries.pending_for_user(user, limit=PAGE_SIZE)
+            try:
+                page = await services.storage.queries.pending_for_user(user, limit=PAGE_SIZE)
+            except StorageError as exc:
+                log.error("pending list for %s not read: %s", user, exc)
+                await ack(text=LIST_DOWN)
+                return
             blocks = pending_blocks(page.records, viewer=user, next_page=page.next_cursor)
             await ack(text=waiting_text(page.records, next_page=page.next_cursor), blocks=blocks)
 

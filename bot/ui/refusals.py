@@ -29,6 +29,7 @@ _TEXT = {
 STORAGE_DOWN = (
     "Signoff could not reach its storage, so nothing was recorded. Try again in a minute."
 )
+LIST_DOWN = "Signoff could not reach its storage to list what waits for you. Try again in a minute."
 UNCONFIRMED = (
     "Signoff could not confirm your click yet: its storage is slow to answer. The card "
     "will show the result once it is recorded; if it does not change, click again."

@@ -21,7 +21,7 @@ from pydantic import SecretStr
 from bot.api.runs import RUNS_PATH
 from bot.process.web import operator_app
 from bot.ui import ids
-from bot.ui.refusals import STORAGE_DOWN, UNCONFIRMED
+from bot.ui.refusals import LIST_DOWN, STORAGE_DOWN, UNCONFIRMED
 from storage import EmbeddedRedis, Storage, connect
 
 API_TOKEN = "api-token-for-the-outage-test"
@@ -201,3 +201,15 @@ async def _until(holds: Callable[[], bool], *, what: str) -> None:
                 await asyncio.sleep(0.05)  # the loops log nothing more to wait on
     except TimeoutError:
         raise AssertionError(f"timed out waiting for {what}") from None
+
+
+async def test_signoff_while_redis_is_down_says_so_instead_of_failing(
+    make_bot: Any, server: EmbeddedRedis
+) -> None:
+    bot: Harness = await make_bot()
+    await bot.start()
+    server.stop()
+    answer = await bot.command("", user=ALICE)
+    assert answer["text"] == LIST_DOWN
+    server.start()
+    assert (await bot.command("", user=ALICE))["text"] == "1 waiting for you"
