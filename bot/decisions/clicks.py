@@ -16,20 +16,27 @@ import asyncio
 import logging
 from typing import Any
 
+from aiohttp import ClientError
 from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_sdk.errors import SlackApiError
 
 from agent_runtime.interrupts import Decision
 from bot.services import Services
-from bot.services.directory import slack_error
 from bot.services.log_context import log_ids
 from bot.services.tracing import span
 from bot.ui import ids
 from bot.ui.cards import card_from_record
 from bot.ui.home import refresh_homes
 from bot.ui.modals import args_modal, deny_modal, edit_modal, reply_modal
-from bot.ui.posting import post_ephemeral, trust_label, update_message
-from bot.ui.refusals import DAMAGED, STORAGE_DOWN, UNCONFIRMED, reason_text, refusal_text
+from bot.ui.posting import post_ephemeral, trust_label, update_message, why_failed
+from bot.ui.refusals import (
+    DAMAGED,
+    FORM_NOT_OPENED,
+    STORAGE_DOWN,
+    UNCONFIRMED,
+    reason_text,
+    refusal_text,
+)
 from bot.ui.requester import tell_decided
 from storage.clicks import ClickEntry
 from storage.errors import CorruptRecordError, StorageError, StorageTimeoutError
@@ -325,8 +332,9 @@ async def open_modal(services: Services, click: Click) -> None:
     view["private_metadata"] = opened_from(view["private_metadata"], channel, message_ts)
     try:
         await services.client.views_open(trigger_id=click.trigger_id, view=view)
-    except SlackApiError as exc:
-        log.warning("modal for %s not opened: %s", record.id, slack_error(exc))
+    except (SlackApiError, ClientError, TimeoutError, OSError) as exc:
+        log.warning("modal for %s not opened: %s", record.id, why_failed(exc))
+        await post_ephemeral(services, channel=channel, user=user, text=FORM_NOT_OPENED)
         return
     if click.action.action_id != ids.FULL_ARGS:  # a decision will be submitted from it
         # The submission must be answered within 3 s, too soon to ask Slack about groups.

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 
+from aiohttp import ClientError
 from slack_sdk.errors import SlackApiError
 
 from agent_runtime.interrupts import Decision
@@ -16,7 +17,7 @@ from bot.ui.cards import card_from_record
 from bot.ui.home import publish_home, refresh_homes
 from bot.ui.modals import deny_modal
 from bot.ui.posting import update_message, why_failed
-from bot.ui.refusals import STORAGE_DOWN, reason_text, refusal_text
+from bot.ui.refusals import FORM_NOT_OPENED, STORAGE_DOWN, reason_text, refusal_text
 from bot.ui.requester import tell_decided
 from storage.errors import StorageError
 
@@ -80,5 +81,6 @@ async def _open_deny(services: Services, ref: Ref, *, user: str, trigger_id: str
         await services.client.views_open(
             trigger_id=trigger_id, view=deny_modal(card_from_record(record))
         )
-    except SlackApiError as exc:
+    except (SlackApiError, ClientError, TimeoutError, OSError) as exc:
         log.warning("Deny modal for %s not opened: %s", record.id, why_failed(exc))
+        await publish_home(services, user, notice=FORM_NOT_OPENED)

@@ -30,6 +30,7 @@ STORAGE_DOWN = (
     "Signoff could not reach its storage, so nothing was recorded. Try again in a minute."
 )
 LIST_DOWN = "Signoff could not reach its storage to list what waits for you. Try again in a minute."
+FORM_NOT_OPENED = "Slack did not open the form, so nothing was decided. Click the button again."
 UNCONFIRMED = (
     "Signoff could not confirm your click yet: its storage is slow to answer. The card "
     "will show the result once it is recorded; if it does not change, click again."

@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import aiohttp
+import pytest
 from fakes import Fault
 from harness import ALICE, BOB, CAROL, CHANNEL, Harness
 
@@ -15,6 +16,7 @@ from bot.runs.drive import start_run
 from bot.runs.place import Place
 from bot.schedule.scheduler import Scheduler
 from bot.ui import ids
+from bot.ui.refusals import FORM_NOT_OPENED
 
 
 def _reminders(bot: Harness) -> list[str]:
@@ -122,3 +124,25 @@ async def test_one_home_slack_will_not_redraw_does_not_stop_the_others(make_bot:
     await bot.services.background.idle()
     redrawn = {c["user_id"] for c in bot.slack.called("views.publish")[published:]}
     assert BOB in redrawn
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [
+        Fault(status=200, body={"ok": False, "error": "expired_trigger_id"}),
+        Fault(status=502, body={"ok": False, "error": "bad_gateway"}),
+    ],
+    ids=["expired-trigger", "bad-gateway"],
+)
+async def test_a_form_slack_did_not_open_is_told_to_the_clicker(
+    make_bot: Any, fault: Fault
+) -> None:
+    bot: Harness = await make_bot()
+    value = await bot.start(requested_by=CAROL)
+    bot.slack.faults["views.open"].append(fault)
+    await bot.click(ids.DENY, value, user=ALICE)
+    await bot.slack.wait_calls("chat.postEphemeral")
+    [told] = bot.slack.called("chat.postEphemeral")
+    assert told["user"] == ALICE and told["text"] == FORM_NOT_OPENED
+    [record] = (await bot.services.storage.queries.pending_for_channel(CHANNEL, limit=5)).records
+    assert record.state == "pending" and record.votes == ()
