@@ -52,8 +52,10 @@ def cleanup_spec(
     *,
     then: tuple[dict[str, Any], ...] = (),
     started_by: tuple[str, ...] = (),
+    decisions: tuple[str, ...] | None = None,
 ) -> AgentSpec:
-    """The cleanup agent: one guarded ``delete_files`` call, then one per entry of ``then``."""
+    """The cleanup agent: one guarded ``delete_files`` call, then one per entry of ``then``;
+    ``decisions`` narrows what its approvers may answer (default: all of them)."""
 
     @tool
     def delete_files(paths: list[str]) -> str:
@@ -61,11 +63,15 @@ def cleanup_spec(
         log.calls.append({"paths": paths})
         return f"deleted {len(paths)} file(s)"
 
+    asked: bool | dict[str, Any] = (
+        {"allowed_decisions": list(decisions)} if decisions is not None else True
+    )
+
     def build(store: SessionStore) -> Agent:
         return Agent(
             model=OneToolModel("delete_files", {"paths": ["/tmp/a", "/tmp/b"]}, then=then),
             tools=[delete_files],
-            interrupt_on={"delete_files": True},
+            interrupt_on={"delete_files": asked},
             session_store=store,
             name="cleanup",
         )
