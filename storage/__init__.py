@@ -22,7 +22,9 @@ Entry point::
   ``due_reminders(now, *, limit) -> list[ReminderDue]``,
   ``cancel_run(run_id, *, reason, now, by) -> Cancelled``,
   ``claim_group_checks(now, *, limit, every)`` (pending records with user groups, due for
-  a member check) and ``set_group_members(record, members, *, now, asked_by)``.
+  a member check), ``set_group_members(record, members, *, now, asked_by)``,
+  ``redraw_later(id, *, at)``, ``claim_redraws(now, *, limit, lease)`` and
+  ``redrawn(id, *, leased_until)`` (cards Slack did not redraw, tried again).
 - ``queries: InterruptQueries`` - ``get(id)``, ``pending_for_user(user_id, *, limit,
   cursor) -> Page``, ``pending_for_channel(channel, ...) -> Page``,
   ``pending_for_run(run_id)``, ``many(ids)``.

@@ -158,6 +158,29 @@ class InterruptStore(Decisions, DueSweeps):
         async with self._client.guard("queue an escalation card"):
             await self._client.raw.zadd(self._outbox_of(interrupt_id), {interrupt_id: to_ms(at)})
 
+    async def redraw_later(self, interrupt_id: str, *, at: datetime) -> None:
+        """Queue a redraw of the interrupt's cards from ``at``: Slack did not take the last
+        one. ``claim_redraws`` hands it out until ``redrawn`` is called."""
+        key = self._keys.redraws(self._keys.shard_of_record(interrupt_id))
+        async with self._client.guard("queue a redraw"):
+            await self._client.raw.zadd(key, {interrupt_id: to_ms(at)})
+
+    async def claim_redraws(
+        self, now: datetime, *, limit: int = 20, lease: timedelta = POST_LEASE
+    ) -> list[tuple[InterruptRecord, datetime]]:
+        """Records whose cards are due to be redrawn (up to ``limit`` per shard), each
+        with the end of its lease to this caller; one not ``redrawn`` comes back then."""
+        ids = await self._lease_due(self._keys.redraws, now, limit, lease)
+        records, gone = await self._queries.many(ids)
+        await self._drop(self._keys.redraws, set(gone))
+        return [(record, now + lease) for record in records]
+
+    async def redrawn(self, interrupt_id: str, *, leased_until: datetime) -> None:
+        """Take a redraw claimed until ``leased_until`` off the queue, unless it was queued
+        again meanwhile (a later step Slack did not take either)."""
+        key = self._keys.redraws(self._keys.shard_of_record(interrupt_id))
+        await self._client.eval("unlease", [key], [interrupt_id, to_ms(leased_until)])
+
     def _outbox_of(self, interrupt_id: str) -> str:
         return self._keys.outbox(self._keys.shard_of_record(interrupt_id))
 

@@ -186,6 +186,10 @@ class Keys:
         """Sorted set: records not yet posted, scored by when they may next be tried."""
         return f"{self._shard(shard)}:outbox"
 
+    def redraws(self, shard: int) -> str:
+        """Sorted set: records whose cards Slack did not redraw, scored by the next try."""
+        return f"{self._shard(shard)}:redraws"
+
     def group_checks(self, shard: int) -> str:
         """Sorted set: records with user groups, scored by when their members are checked."""
         return f"{self._shard(shard)}:group-checks"

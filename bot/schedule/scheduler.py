@@ -1,5 +1,6 @@
 """The scheduler: expires due interrupts, sends reminders in working hours, drains the
-outbox, and keeps the members of pending interrupts' user groups current.
+outbox, redraws cards Slack did not take, and keeps the members of pending interrupts'
+user groups current.
 
 Working hours are the policy's (``Reminders(start_hour=, end_hour=)``, stored with each
 interrupt) on each approver's own clock. A reminder due while every approver is off work
@@ -82,7 +83,8 @@ class Scheduler:
         return min(self._interval, max(left, 0.01))
 
     async def tick(self) -> None:
-        """One pass: expire, remind, (re)post what the outbox holds, check group members."""
+        """One pass: expire, remind, (re)post what the outbox holds, redraw the cards Slack
+        did not take, check group members."""
         now = self._services.clock.now()
         batches: set[str] = set()
         for expired in await self._services.storage.interrupts.expire_due(now):
@@ -96,6 +98,7 @@ class Scheduler:
             if reminder.record.batch in (None, reminder.record.id):  # a batch's lead reminds
                 await self._remind(reminder)
         await self.drain_outbox()
+        await self.redraw_cards()
         await self.check_groups()
 
     async def check_groups(self) -> None:
@@ -142,6 +145,17 @@ class Scheduler:
                     if escalated is not None:
                         await update_message(services, escalated)
         return posted
+
+    async def redraw_cards(self) -> None:
+        """Draw again, from the stored state, the cards Slack did not take a redraw of; one
+        it still does not take stays queued."""
+        storage = self._services.storage
+        for record, leased_until in await storage.interrupts.claim_redraws(
+            self._services.clock.now()
+        ):
+            with log_ids(record_id=record.id, run_id=record.run_id, channel=record.channel):
+                if not await update_message(self._services, record):
+                    await storage.interrupts.redrawn(record.id, leased_until=leased_until)
 
     async def _expired(self, result: ExpiryResult) -> None:
         record = result.record

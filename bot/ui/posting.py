@@ -3,7 +3,9 @@
 An interrupt is stored (and in the outbox) before it is posted; a post that fails leaves
 it there for the scheduler to post again, so nothing is dropped while Slack is away. One
 poster at a time: while a post is under way its outbox lease is renewed, and a rate
-limit longer than the client sleeps out puts the entry back for when Slack allows.
+limit longer than the client sleeps out puts the entry back for when Slack allows. A
+redraw Slack did not take for a passing reason is queued, and the scheduler draws the
+card again from the stored state, so no card keeps showing a state that has passed.
 """
 
 from __future__ import annotations
@@ -115,32 +117,49 @@ async def post_interrupt(services: Services, record: InterruptRecord) -> Interru
     return posted.model_copy(update={"permalink": link})
 
 
-async def update_message(services: Services, record: InterruptRecord) -> None:
+async def update_message(services: Services, record: InterruptRecord) -> bool:
     """Redraw the interrupt's message in place (``chat.update`` from the stored channel/ts),
     and its escalation card when it has one: every copy shows the same state.
 
     Then the stored record is read again: a step that landed while this one was drawn
     (whose own redraw may have reached Slack first) is drawn again, so Slack is left
-    showing the latest state, never an older one."""
+    showing the latest state, never an older one. True when a copy Slack did not take
+    (a network error, a rate limit, an error on Slack's side) is queued to be redrawn."""
     drawn: SlackMessage | None = None
     for _ in range(_REDRAWS):
         try:
             message = await _message(services, record)
         except StorageError as exc:
             log.error("interrupt %s: its batch card not redrawn: %s", record.id, exc)
-            return
+            return False
         if message == drawn:
-            return
-        await _update_copies(services, record, message)
+            return False
+        failure = await _update_copies(services, record, message)
+        if failure is not None and _passing(failure):
+            return await _redraw_later(services, record, failure)
         drawn = message
         try:
             latest = await services.storage.queries.get(record.id)
         except StorageError as exc:
             log.warning("interrupt %s: not read again after its redraw: %s", record.id, exc)
-            return
+            return False
         if latest is None:
-            return
+            return False
         record = latest
+    return False
+
+
+async def _redraw_later(
+    services: Services, record: InterruptRecord, failure: BaseException
+) -> bool:
+    wait = max(timedelta(seconds=_retry_after(failure) or 0), POST_LEASE)
+    try:
+        await services.storage.interrupts.redraw_later(record.id, at=services.clock.now() + wait)
+    except StorageError as exc:
+        log.error("interrupt %s: its redraw not queued: %s", record.id, exc)
+        return False
+    log.info("interrupt %s: its card will be redrawn in %ds", record.id, wait.total_seconds())
+    return True
 
 
 _REDRAWS = 3
@@ -150,7 +169,9 @@ the previous one."""
 
 async def _update_copies(
     services: Services, record: InterruptRecord, message: SlackMessage
-) -> None:
+) -> BaseException | None:
+    """Draw ``message`` on every copy of the card; the last failure, if one failed."""
+    failure: BaseException | None = None
     copies = [(record.channel, record.message_ts), *record.escalation_cards]
     if record.escalation_channel and record.escalation_ts:
         copies.append((record.escalation_channel, record.escalation_ts))
@@ -165,6 +186,8 @@ async def _update_copies(
             log.error(
                 "interrupt %s: message in %s not updated: %s", record.id, channel, why_failed(exc)
             )
+            failure = exc
+    return failure
 
 
 async def post_escalation(services: Services, record: InterruptRecord) -> InterruptRecord | None:
@@ -316,6 +339,20 @@ def _retry_after(exc: BaseException) -> float | None:
         return float(value[0] if isinstance(value, list) else value) if value else None
     except ValueError:
         return None
+
+
+_SLACK_HICCUPS = frozenset(
+    {"internal_error", "fatal_error", "service_unavailable", "request_timeout", "ratelimited"}
+)
+
+
+def _passing(exc: BaseException) -> bool:
+    """Whether Slack may take the same call later: a network error, a rate limit or a
+    failure on its side, not a refusal (a deleted message, an archived channel)."""
+    if not isinstance(exc, SlackApiError):
+        return True
+    status = exc.response.status_code
+    return status == 429 or status >= 500 or exc.response.get("error") in _SLACK_HICCUPS
 
 
 def why_failed(exc: BaseException) -> str:

@@ -146,3 +146,45 @@ async def test_a_form_slack_did_not_open_is_told_to_the_clicker(
     assert told["user"] == ALICE and told["text"] == FORM_NOT_OPENED
     [record] = (await bot.services.storage.queries.pending_for_channel(CHANNEL, limit=5)).records
     assert record.state == "pending" and record.votes == ()
+
+
+def _faults(bot: Harness, method: str, fault: Fault, times: int = 10) -> None:
+    bot.slack.faults[method].extend([fault] * times)
+
+
+async def test_a_card_slack_did_not_redraw_is_redrawn_by_the_scheduler(make_bot: Any) -> None:
+    """Every chat.update fails (502) from Alice's approval to the run's end: the card
+    still shows its buttons. Once Slack answers, the scheduler draws it decided."""
+    bot: Harness = await make_bot()
+    value = await bot.start(requested_by=CAROL)
+    _faults(bot, "chat.update", Fault(status=502, body={"ok": False, "error": "bad_gateway"}))
+    await bot.click(ids.APPROVE, value, user=ALICE)
+    await bot.finished()
+    await bot.services.background.idle()
+    assert bot.slack.called("chat.update") == [] and bot.slack.failed
+    bot.slack.faults["chat.update"].clear()
+
+    bot.clock.advance(timedelta(seconds=31))
+    await Scheduler(bot.services).tick()
+    [update] = bot.slack.called("chat.update")
+    assert update["ts"] == bot.message_ts() and ids.APPROVE not in str(update["blocks"])
+    bot.clock.advance(timedelta(minutes=5))
+    await Scheduler(bot.services).tick()
+    assert len(bot.slack.called("chat.update")) == 1  # drawn once, then off the queue
+
+
+async def test_a_card_slack_refuses_to_redraw_is_not_tried_again(make_bot: Any) -> None:
+    """The card was deleted in Slack (message_not_found): no redraw is queued."""
+    bot: Harness = await make_bot()
+    value = await bot.start(requested_by=CAROL)
+    refused = Fault(status=200, body={"ok": False, "error": "message_not_found"})
+    _faults(bot, "chat.update", refused)
+    await bot.click(ids.APPROVE, value, user=ALICE)
+    await bot.finished()
+    await bot.services.background.idle()
+    tried = len(bot.slack.failed)
+    bot.slack.faults["chat.update"].clear()
+
+    bot.clock.advance(timedelta(seconds=31))
+    await Scheduler(bot.services).tick()
+    assert bot.slack.called("chat.update") == [] and len(bot.slack.failed) == tried

@@ -135,6 +135,31 @@ async def test_outbox_hands_out_unposted_until_marked_posted(storage: Storage) -
     ]
 
 
+async def test_a_queued_redraw_is_handed_out_until_redrawn_unless_queued_again(
+    storage: Storage,
+) -> None:
+    """A redraw done after a newer failure queued it again stays queued; one whose record
+    is gone leaves the queue."""
+    record, gone = make_record(call_id="c1"), make_record(call_id="c2")
+    await storage.interrupts.create_interrupts([record, gone])
+    for rid in (record.id, gone.id):
+        await storage.interrupts.redraw_later(rid, at=later(seconds=30))
+    await storage.client.raw.delete(storage.keys.record(gone.id))
+    assert await storage.interrupts.claim_redraws(later(seconds=29)) == []
+    [(claimed, leased_until)] = await storage.interrupts.claim_redraws(later(seconds=30))
+    assert (
+        claimed.id == record.id and await storage.interrupts.claim_redraws(later(seconds=31)) == []
+    )
+
+    await storage.interrupts.redraw_later(record.id, at=later(seconds=45))  # failed again
+    await storage.interrupts.redrawn(record.id, leased_until=leased_until)
+    [(again, leased_until)] = await storage.interrupts.claim_redraws(later(seconds=45))
+    assert again.id == record.id
+    await storage.interrupts.redrawn(record.id, leased_until=leased_until)
+    assert await storage.interrupts.claim_redraws(later(hours=1)) == []
+    assert await storage.client.raw.zcard(run_key(storage, storage.keys.redraws)) == 0
+
+
 async def test_duplicate_create_is_refused(storage: Storage) -> None:
     record = await storage.interrupts.create_interrupt(make_record())
     with pytest.raises(DuplicateInterruptError, match=record.id):
