@@ -49,6 +49,8 @@ Entry point::
   "trust this tool in this channel for N minutes" (see ``storage.trust_grants``).
 - ``home: HomeViewers`` - ``opened(user, now)``, ``recent(users, now)``: whose Home tab
   is worth redrawing after a decision.
+- ``notes: NoteQueue`` - ``later(note, *, at)``, ``claim(now)``, ``done(leased)``: thread
+  notes Slack did not take, tried again (see ``storage.notes``).
 
 A record's id (``InterruptRecord.id``) is ``"<run_id>/<interrupt id>"``: put it in the
 button value; ``decide`` needs nothing else from the click but the user id (and, to check

@@ -19,6 +19,7 @@ from .embedded import EmbeddedRedis
 from .home_viewers import HomeViewers
 from .interrupts import InterruptStore
 from .keys import CLUSTER_SHARDS, Keys
+from .notes import NoteQueue
 from .queries import InterruptQueries
 from .reminders import ReminderStore
 from .requests import RequestStore
@@ -58,6 +59,7 @@ class Storage:
     webhooks: WebhookOutbox
     trust: TrustGrants
     home: HomeViewers
+    notes: NoteQueue
     away: AwayList
     embedded: EmbeddedRedis | None = field(default=None)
 
@@ -114,6 +116,7 @@ async def connect(
         webhooks=WebhookOutbox(client, keys),
         trust=TrustGrants(client, keys),
         home=HomeViewers(client, keys),
+        notes=NoteQueue(client, keys),
         away=AwayList(client, keys),
         embedded=embedded,
     )

@@ -190,6 +190,10 @@ class Keys:
         """Sorted set: records whose cards Slack did not redraw, scored by the next try."""
         return f"{self._shard(shard)}:redraws"
 
+    def notes(self, shard: int) -> str:
+        """Sorted set: thread notes Slack did not take (JSON), scored by the next try."""
+        return f"{self._shard(shard)}:notes"
+
     def group_checks(self, shard: int) -> str:
         """Sorted set: records with user groups, scored by when their members are checked."""
         return f"{self._shard(shard)}:group-checks"

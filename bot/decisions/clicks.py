@@ -28,7 +28,7 @@ from bot.ui import ids
 from bot.ui.cards import card_from_record
 from bot.ui.home import refresh_homes
 from bot.ui.modals import args_modal, deny_modal, edit_modal, reply_modal
-from bot.ui.posting import post_ephemeral, trust_label, update_message, why_failed
+from bot.ui.posting import post_ephemeral, trust_label, update_message
 from bot.ui.refusals import (
     DAMAGED,
     FORM_NOT_OPENED,
@@ -38,6 +38,7 @@ from bot.ui.refusals import (
     refusal_text,
 )
 from bot.ui.requester import tell_decided
+from bot.ui.slack_failures import why_failed
 from storage.clicks import ClickEntry
 from storage.errors import CorruptRecordError, StorageError, StorageTimeoutError
 from storage.outcomes import DecideOutcome

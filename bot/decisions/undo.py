@@ -9,7 +9,8 @@ import logging
 from bot.services import Services
 from bot.ui.blocks import mentions, user_mention
 from bot.ui.home import refresh_homes
-from bot.ui.posting import post_ephemeral, post_mrkdwn, update_message
+from bot.ui.notes import post_mrkdwn
+from bot.ui.posting import post_ephemeral, update_message
 from bot.ui.refusals import DAMAGED, STORAGE_DOWN, refusal_text
 from storage.errors import CorruptRecordError, StorageError
 

@@ -16,7 +16,8 @@ from agent_runtime.results import AgentResult
 from agent_runtime.run_events import RunFinished, RunStarted, ToolCallFinished
 from bot.errors import BotError
 from bot.services import Services
-from bot.ui.posting import post_in_thread, post_interrupt, update_message
+from bot.ui.notes import post_in_thread
+from bot.ui.posting import post_interrupt, update_message
 from bot.ui.requester import mention_in_thread, tell_finished
 from storage.audit import AuditEntry
 from storage.errors import DuplicateInterruptError, StorageError

@@ -20,7 +20,7 @@ from agent_runtime.errors import ResumeError
 from bot.services import Services
 from bot.services.consumer_loop import ConsumerLoop
 from bot.services.log_context import log_ids
-from bot.ui.posting import post_in_thread
+from bot.ui.notes import post_in_thread
 from storage.errors import StorageError
 from storage.records import InterruptRecord
 from storage.requests import is_request_run

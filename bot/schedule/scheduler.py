@@ -1,6 +1,6 @@
 """The scheduler: expires due interrupts, sends reminders in working hours, drains the
-outbox, redraws cards Slack did not take, and keeps the members of pending interrupts'
-user groups current.
+outbox, redraws the cards and posts the notes Slack did not take, and keeps the members
+of pending interrupts' user groups current.
 
 Working hours are the policy's (``Reminders(start_hour=, end_hour=)``, stored with each
 interrupt) on each approver's own clock. A reminder due while every approver is off work
@@ -23,7 +23,8 @@ from bot.services.log_context import log_ids
 from bot.services.workhours import in_working_hours, next_start
 from bot.ui.blocks import user_mention
 from bot.ui.home import refresh_homes
-from bot.ui.posting import post_escalation, post_interrupt, post_mrkdwn, update_message
+from bot.ui.notes import post_mrkdwn, send_queued_notes
+from bot.ui.posting import post_escalation, post_interrupt, update_message
 from bot.ui.requester import tell_batch_decided, tell_decided, tell_escalated
 from storage.audit import AuditEntry
 from storage.errors import StorageError
@@ -83,8 +84,8 @@ class Scheduler:
         return min(self._interval, max(left, 0.01))
 
     async def tick(self) -> None:
-        """One pass: expire, remind, (re)post what the outbox holds, redraw the cards Slack
-        did not take, check group members."""
+        """One pass: expire, remind, (re)post what the outbox holds, redraw the cards and
+        post the notes Slack did not take, check group members."""
         now = self._services.clock.now()
         batches: set[str] = set()
         for expired in await self._services.storage.interrupts.expire_due(now):
@@ -99,6 +100,7 @@ class Scheduler:
                 await self._remind(reminder)
         await self.drain_outbox()
         await self.redraw_cards()
+        await send_queued_notes(self._services)
         await self.check_groups()
 
     async def check_groups(self) -> None:

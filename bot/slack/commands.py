@@ -19,7 +19,8 @@ from bot.services import Services
 from bot.ui.blocks import escaped, is_user_id
 from bot.ui.home import publish_home
 from bot.ui.listing import PAGE_SIZE, help_text, page_cursor, pending_blocks, waiting_text
-from bot.ui.posting import post_ephemeral, post_in_thread
+from bot.ui.notes import post_in_thread
+from bot.ui.posting import post_ephemeral
 from bot.ui.refusals import LIST_DOWN, STORAGE_DOWN
 from storage.errors import InvalidIdError, StorageError
 

@@ -17,7 +17,7 @@ from storage.records import InterruptRecord
 
 from .blocks import section
 from .listing import HOME_PAGE_SIZE, MAX_OPEN, channel_blocks, pending_blocks, trust_blocks
-from .posting import why_failed
+from .slack_failures import why_failed
 
 log = logging.getLogger(__name__)
 

@@ -16,12 +16,9 @@ import logging
 from collections.abc import Awaitable
 from datetime import timedelta
 
-from aiohttp import ClientError
-from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from bot.services import Services
-from bot.services.directory import slack_error
 from storage.errors import StorageError
 from storage.interrupts import POST_LEASE
 from storage.records import InterruptRecord
@@ -31,12 +28,10 @@ from .batch_message import batch_message
 from .blocks import user_mention
 from .cards import card_from_record, verdict_from_record
 from .message import SlackMessage, decided_message, pending_message
-from .mrkdwn import escape_truncate
 from .routing import awake_approvers
+from .slack_failures import SLACK_FAILURES, passing, retry_after, why_failed
 
 log = logging.getLogger(__name__)
-
-_THREAD_TEXT = 3000
 
 
 def trust_label(services: Services, record: InterruptRecord) -> str | None:
@@ -84,11 +79,11 @@ async def post_interrupt(services: Services, record: InterruptRecord) -> Interru
             unfurl_media=False,
         )
         answer = await _holding_outbox(services, record.id, post)
-    except (SlackApiError, ClientError, TimeoutError, OSError) as exc:
+    except SLACK_FAILURES as exc:
         log.warning(
             "interrupt %s not posted yet, left in the outbox: %s", record.id, why_failed(exc)
         )
-        wait = _retry_after(exc)
+        wait = retry_after(exc)
         if wait is not None:
             until = services.clock.now() + timedelta(seconds=wait)
             with contextlib.suppress(StorageError):
@@ -135,7 +130,7 @@ async def update_message(services: Services, record: InterruptRecord) -> bool:
         if message == drawn:
             return False
         failure = await _update_copies(services, record, message)
-        if failure is not None and _passing(failure):
+        if failure is not None and passing(failure):
             return await _redraw_later(services, record, failure)
         drawn = message
         try:
@@ -152,7 +147,7 @@ async def update_message(services: Services, record: InterruptRecord) -> bool:
 async def _redraw_later(
     services: Services, record: InterruptRecord, failure: BaseException
 ) -> bool:
-    wait = max(timedelta(seconds=_retry_after(failure) or 0), POST_LEASE)
+    wait = max(timedelta(seconds=retry_after(failure) or 0), POST_LEASE)
     try:
         await services.storage.interrupts.redraw_later(record.id, at=services.clock.now() + wait)
     except StorageError as exc:
@@ -182,7 +177,7 @@ async def _update_copies(
             await services.client.chat_update(
                 channel=channel, ts=ts, text=message.text, blocks=message.blocks
             )
-        except (SlackApiError, ClientError, TimeoutError, OSError) as exc:
+        except SLACK_FAILURES as exc:
             log.error(
                 "interrupt %s: message in %s not updated: %s", record.id, channel, why_failed(exc)
             )
@@ -214,13 +209,13 @@ async def post_escalation(services: Services, record: InterruptRecord) -> Interr
             unfurl_links=False,
             unfurl_media=False,
         )
-    except (SlackApiError, ClientError, TimeoutError, OSError) as exc:
+    except SLACK_FAILURES as exc:
         log.warning(
             "interrupt %s: escalation card not posted yet, left in the outbox: %s",
             record.id,
             why_failed(exc),
         )
-        wait = timedelta(seconds=_retry_after(exc) or 0)
+        wait = timedelta(seconds=retry_after(exc) or 0)
         with contextlib.suppress(StorageError):  # Redis down too: the sweep cannot run either
             await services.storage.interrupts.repost_escalation(
                 record.id, at=services.clock.now() + max(wait, POST_LEASE)
@@ -240,50 +235,11 @@ async def post_escalation(services: Services, record: InterruptRecord) -> Interr
     return record.model_copy(update=update)
 
 
-async def post_in_thread(
-    services: Services,
-    *,
-    channel: str | None,
-    thread_ts: str | None,
-    text: str,
-    mention: str = "",
-) -> None:
-    """Post untrusted ``text`` (escaped) in the run's thread, or the channel without one;
-    ``mention`` (the bot's own mrkdwn) is added on a line of its own."""
-    if not channel:
-        log.info("no channel for run progress: %s", text[:200])
-        return
-    try:
-        await services.client.chat_postMessage(
-            channel=channel,
-            thread_ts=thread_ts,
-            text=escape_truncate(text, _THREAD_TEXT) + (f"\ncc {mention}" if mention else ""),
-            unfurl_links=False,
-            unfurl_media=False,
-        )
-    except (SlackApiError, ClientError, TimeoutError, OSError) as exc:
-        log.error("progress not posted in %s/%s: %s", channel, thread_ts, why_failed(exc))
-
-
-async def post_mrkdwn(
-    services: Services, *, channel: str | None, thread_ts: str | None, text: str
-) -> None:
-    """Post the bot's own mrkdwn (mentions built from stored ids only)."""
-    if not channel:
-        return
-    try:
-        await services.client.chat_postMessage(
-            channel=channel, thread_ts=thread_ts, text=text, unfurl_links=False
-        )
-    except (SlackApiError, ClientError, TimeoutError, OSError) as exc:
-        log.error("post to %s failed: %s", channel, why_failed(exc))
-
-
 async def post_ephemeral(services: Services, *, channel: str, user: str, text: str) -> None:
     """Tell one user something only they see (``text`` is the bot's own mrkdwn)."""
     try:
         await services.client.chat_postEphemeral(channel=channel, user=user, text=text)
-    except (SlackApiError, ClientError, TimeoutError, OSError) as exc:
+    except SLACK_FAILURES as exc:
         log.warning("ephemeral to %s in %s failed: %s", user, channel, why_failed(exc))
 
 
@@ -291,7 +247,7 @@ async def permalink(services: Services, channel: str, ts: str) -> str | None:
     """The message's link as Slack gives it (``chat.getPermalink``); None if it will not."""
     try:
         answer = await services.client.chat_getPermalink(channel=channel, message_ts=ts)
-    except (SlackApiError, ClientError, TimeoutError, OSError) as exc:
+    except SLACK_FAILURES as exc:
         log.warning("no permalink for %s/%s: %s", channel, ts, why_failed(exc))
         return None
     return str(answer.get("permalink") or "") or None
@@ -327,36 +283,3 @@ async def _holding_outbox(
     finally:
         posted.set()
         await holder
-
-
-def _retry_after(exc: BaseException) -> float | None:
-    """The seconds a rate-limited Slack call asked to wait, when it was rate limited."""
-    if not isinstance(exc, SlackApiError) or exc.response.status_code != 429:
-        return None
-    headers = {k.lower(): v for k, v in (exc.response.headers or {}).items()}
-    value = headers.get("retry-after")
-    try:
-        return float(value[0] if isinstance(value, list) else value) if value else None
-    except ValueError:
-        return None
-
-
-_SLACK_HICCUPS = frozenset(
-    {"internal_error", "fatal_error", "service_unavailable", "request_timeout", "ratelimited"}
-)
-
-
-def _passing(exc: BaseException) -> bool:
-    """Whether Slack may take the same call later: a network error, a rate limit or a
-    failure on its side, not a refusal (a deleted message, an archived channel)."""
-    if not isinstance(exc, SlackApiError):
-        return True
-    status = exc.response.status_code
-    return status == 429 or status >= 500 or exc.response.get("error") in _SLACK_HICCUPS
-
-
-def why_failed(exc: BaseException) -> str:
-    """A Slack or network failure, in a log line (never the token)."""
-    if isinstance(exc, SlackApiError):
-        return slack_error(exc)
-    return f"{type(exc).__name__}: {exc}"

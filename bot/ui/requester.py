@@ -20,7 +20,9 @@ from .blocks import is_user_id, user_mention
 from .cards import card_from_record, escalated_to, verdict_from_record
 from .message import verdict_note
 from .mrkdwn import escape_truncate
-from .posting import permalink, post_mrkdwn, why_failed
+from .notes import post_mrkdwn
+from .posting import permalink
+from .slack_failures import why_failed
 
 log = logging.getLogger(__name__)
 

@@ -3,6 +3,7 @@ limit or a refusal delays a step; it never stops the loop, nor misplaces anyone.
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -17,6 +18,7 @@ from bot.runs.place import Place
 from bot.schedule.scheduler import Scheduler
 from bot.ui import ids
 from bot.ui.refusals import FORM_NOT_OPENED
+from storage.notes import Note
 
 
 def _reminders(bot: Harness) -> list[str]:
@@ -188,3 +190,47 @@ async def test_a_card_slack_refuses_to_redraw_is_not_tried_again(make_bot: Any) 
     bot.clock.advance(timedelta(seconds=31))
     await Scheduler(bot.services).tick()
     assert bot.slack.called("chat.update") == [] and len(bot.slack.failed) == tried
+
+
+async def _queued_notes(bot: Harness) -> int:
+    storage = bot.services.storage
+    return sum(
+        [await storage.client.raw.zcard(storage.keys.notes(s)) for s in storage.keys.all_shards]
+    )
+
+
+async def test_how_a_run_ended_is_posted_once_slack_answers_again(
+    make_bot: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Slack answers 502 to every post from Alice's approval on: the decision, the tool's
+    outcome and how the run ended are queued, and the scheduler posts them, in order and
+    once, when Slack is back."""
+    bot: Harness = await make_bot()
+    notes = bot.services.storage.notes
+    queued, later, ids_queued = asyncio.Condition(), notes.later, []
+
+    async def later_and_tell(note: Note, *, at: datetime, member: str | None = None) -> None:
+        await later(note, at=at, member=member)
+        async with queued:
+            ids_queued.append(note.id)
+            queued.notify_all()
+
+    monkeypatch.setattr(notes, "later", later_and_tell)
+    value = await bot.start(requested_by=CAROL)
+    bot.slack.down = True
+    await bot.click(ids.APPROVE, value, user=ALICE)
+    async with queued, asyncio.timeout(5):
+        await queued.wait_for(lambda: len(ids_queued) == 3)
+    assert await _queued_notes(bot) == 3 and bot.thread() == []
+    bot.slack.down = False
+
+    scheduler = Scheduler(bot.services)
+    await scheduler.tick()
+    assert bot.thread() == []  # not due yet
+    for _ in range(2):
+        bot.clock.advance(timedelta(seconds=31))
+        await scheduler.tick()
+    [decided, tool, end] = bot.thread()  # in the order they happened
+    assert "Approved by" in decided and tool.startswith("delete_files:")
+    assert end.startswith("Finished:")
+    assert await _queued_notes(bot) == 0

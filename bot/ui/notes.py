@@ -1,0 +1,99 @@
+"""Notes in a run's thread or a channel (progress, how a run ended, a decision, an expiry,
+a reminder). One Slack did not take for a passing reason is queued, and the scheduler
+posts it when Slack answers again, as the outbox does for cards."""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+from datetime import timedelta
+
+from bot.services import Services
+from storage.epoch import to_ms
+from storage.errors import StorageError
+from storage.interrupts import POST_LEASE
+from storage.notes import NOTE_KEPT, Note
+
+from .mrkdwn import escape_truncate
+from .slack_failures import SLACK_FAILURES, passing, retry_after, why_failed
+
+log = logging.getLogger(__name__)
+
+_THREAD_TEXT = 3000
+
+
+async def post_in_thread(
+    services: Services,
+    *,
+    channel: str | None,
+    thread_ts: str | None,
+    text: str,
+    mention: str = "",
+) -> None:
+    """Post untrusted ``text`` (escaped) in the run's thread, or the channel without one;
+    ``mention`` (the bot's own mrkdwn) is added on a line of its own."""
+    if not channel:
+        log.info("no channel for run progress: %s", text[:200])
+        return
+    escaped = escape_truncate(text, _THREAD_TEXT) + (f"\ncc {mention}" if mention else "")
+    await post_mrkdwn(services, channel=channel, thread_ts=thread_ts, text=escaped)
+
+
+async def post_mrkdwn(
+    services: Services, *, channel: str | None, thread_ts: str | None, text: str
+) -> None:
+    """Post the bot's own mrkdwn (mentions built from stored ids only)."""
+    if not channel:
+        return
+    try:
+        await _send(services, channel, thread_ts, text)
+    except SLACK_FAILURES as exc:
+        log.error("note not posted in %s/%s: %s", channel, thread_ts, why_failed(exc))
+        if passing(exc):
+            now = services.clock.now()
+            note = Note(
+                id=f"note_{time.time_ns():020d}_{secrets.token_hex(4)}",  # sorts as made
+                channel=channel,
+                thread_ts=thread_ts,
+                text=text,
+                until_ms=to_ms(now + NOTE_KEPT),
+            )
+            await _later(services, note, exc)
+
+
+async def send_queued_notes(services: Services) -> int:
+    """Post the notes Slack did not take before; the number posted. One it still does not
+    take stays queued; one it refuses is dropped."""
+    sent = 0
+    for leased in await services.storage.notes.claim(services.clock.now(), lease=POST_LEASE):
+        note = leased.note
+        try:
+            await _send(services, note.channel, note.thread_ts, note.text)
+        except SLACK_FAILURES as exc:
+            log.warning("note %s still not posted: %s", note.id, why_failed(exc))
+            if passing(exc):
+                await _later(services, note, exc, member=leased.member)
+                continue
+        else:
+            sent += 1
+        await services.storage.notes.done(leased)
+    return sent
+
+
+async def _send(services: Services, channel: str, thread_ts: str | None, text: str) -> None:
+    await services.client.chat_postMessage(
+        channel=channel, thread_ts=thread_ts, text=text, unfurl_links=False, unfurl_media=False
+    )
+
+
+async def _later(
+    services: Services, note: Note, failure: BaseException, *, member: str | None = None
+) -> None:
+    wait = max(timedelta(seconds=retry_after(failure) or 0), POST_LEASE)
+    try:
+        await services.storage.notes.later(note, at=services.clock.now() + wait, member=member)
+    except StorageError as exc:
+        log.error("note %s not queued, so not posted: %s", note.id, exc)
+        return
+    log.info("note %s queued: it is posted when Slack takes it", note.id)

@@ -1,0 +1,92 @@
+"""Thread notes Slack did not take (how a run ended, a decision, an expiry, a reminder),
+kept until Slack takes them, as the outbox keeps cards; given up after ``NOTE_KEPT``."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import cast
+
+from pydantic import BaseModel, ValidationError
+
+from .client import RedisClient
+from .epoch import to_ms
+from .keys import Keys
+from .retention import millis
+
+log = logging.getLogger(__name__)
+
+NOTE_KEPT = timedelta(hours=24)
+"""How long a note Slack does not take is tried again before it is given up."""
+
+
+class Note(BaseModel, frozen=True):
+    """One chat.postMessage to send again: where, what, and until when it is worth it."""
+
+    id: str
+    channel: str
+    thread_ts: str | None
+    text: str
+    until_ms: int
+
+
+@dataclass(frozen=True)
+class LeasedNote:
+    """A note handed to one caller until ``leased_until``; ``member`` is its queue entry."""
+
+    note: Note
+    member: str
+    leased_until: datetime
+
+
+class NoteQueue:
+    """Per shard, a sorted set of notes (as JSON) scored by when they may next be tried; a
+    channel's notes share a shard, and come back in the order they were made (by id)."""
+
+    def __init__(self, client: RedisClient, keys: Keys) -> None:
+        self._client = client
+        self._keys = keys
+
+    async def later(self, note: Note, *, at: datetime, member: str | None = None) -> None:
+        """Queue ``note`` (or move its entry ``member``) to be tried from ``at``."""
+        key = self._keys.notes(self._keys.shard_of(note.channel))
+        async with self._client.guard("queue a note"):
+            await self._client.raw.zadd(key, {member or note.model_dump_json(): to_ms(at)})
+
+    async def claim(
+        self, now: datetime, *, limit: int = 20, lease: timedelta = timedelta(seconds=30)
+    ) -> list[LeasedNote]:
+        """Notes due by ``now`` (up to ``limit`` per shard), leased to this caller for
+        ``lease``; an unreadable one, or one past its time, leaves the queue."""
+        args: list[str | int] = [to_ms(now), limit, millis(lease)]
+        calls = [([self._keys.notes(shard)], args) for shard in self._keys.all_shards]
+        replies = await self._client.eval_each("lease_due", calls, raise_on_error=True)
+        leased, dropped = [], []
+        for shard, members in zip(self._keys.all_shards, replies, strict=True):
+            for member in cast(list[str], members):
+                try:
+                    note = Note.model_validate_json(member)
+                except ValidationError as exc:
+                    log.error("an unreadable note left the queue: %s", exc.errors()[0]["msg"])
+                    dropped.append((shard, member))
+                    continue
+                if note.until_ms < to_ms(now):
+                    log.warning(
+                        "note %s to %s given up: Slack never took it", note.id, note.channel
+                    )
+                    dropped.append((shard, member))
+                    continue
+                leased.append(LeasedNote(note=note, member=member, leased_until=now + lease))
+        if dropped:
+            async with self._client.guard("drop notes"):
+                pipe = self._client.pipeline()
+                for shard, member in dropped:
+                    pipe.zrem(self._keys.notes(shard), member)
+                await pipe.execute()
+        return leased
+
+    async def done(self, leased: LeasedNote) -> None:
+        """Take a note off the queue, unless it was queued again since it was leased."""
+        key = self._keys.notes(self._keys.shard_of(leased.note.channel))
+        await self._client.eval("unlease", [key], [leased.member, to_ms(leased.leased_until)])

@@ -1,0 +1,46 @@
+"""The queue of notes Slack did not take: handed out in order until done, given up after
+a day, an unreadable entry dropped."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from storage_helpers import later
+
+from storage import Storage
+from storage.epoch import to_ms
+from storage.notes import NOTE_KEPT, Note
+
+
+def note(n: int, *, channel: str = "C0OPS") -> Note:
+    until = to_ms(later() + NOTE_KEPT)
+    return Note(
+        id=f"note_{n:03d}", channel=channel, thread_ts="1700.1", text=f"n{n}", until_ms=until
+    )
+
+
+async def test_notes_come_back_in_order_until_done(storage: Storage) -> None:
+    queue = storage.notes
+    for n in (2, 1, 3):
+        await queue.later(note(n), at=later(seconds=30))
+    assert await queue.claim(later(seconds=29)) == []
+    claimed = await queue.claim(later(seconds=30))
+    assert [c.note.text for c in claimed] == ["n1", "n2", "n3"]
+    assert await queue.claim(later(seconds=31)) == []  # leased
+    first, second, _ = claimed
+    await queue.done(first)
+    await queue.later(second.note, at=later(seconds=45), member=second.member)  # failed again
+    await queue.done(second)  # queued again since its lease: kept
+    again = await queue.claim(later(minutes=5))
+    assert [c.note.text for c in again] == ["n2", "n3"]
+    for leased in again:
+        await queue.done(leased)
+    assert await queue.claim(later(hours=1)) == []
+
+
+async def test_a_note_never_taken_is_given_up_after_a_day(storage: Storage) -> None:
+    await storage.notes.later(note(1), at=later(seconds=30))
+    key = storage.keys.notes(storage.keys.shard_of("C0OPS"))
+    await storage.client.raw.zadd(key, {"not a note": 0})
+    assert await storage.notes.claim(later() + NOTE_KEPT + timedelta(seconds=1)) == []
+    assert await storage.client.raw.zcard(key) == 0
