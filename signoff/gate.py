@@ -328,6 +328,11 @@ def _say_waiting(view: RequestView) -> None:
     many = f"{view.min_approvals} of " if view.min_approvals > 1 else ""
     if view.permalink:
         _say(f"signoff gate: request {view.id} waiting for approval: {view.permalink}")
+    elif view.not_posted not in (None, "not_in_channel", "channel_not_found"):
+        _say(
+            f"signoff gate: request {view.id} waiting for approval; its card is not in "
+            f"Slack yet (Slack answered {view.not_posted}), and Signoff keeps trying"
+        )
     else:
         _say(
             f"signoff gate: request {view.id} waiting for approval; its card is not in "

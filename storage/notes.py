@@ -29,6 +29,8 @@ class Note(BaseModel, frozen=True):
     thread_ts: str | None
     text: str
     until_ms: int
+    while_pending: str | None = None
+    """A record id: the note is dropped once that record is decided (a reminder)."""
 
 
 @dataclass(frozen=True)

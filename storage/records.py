@@ -109,6 +109,8 @@ class InterruptRecord(BaseModel):
     """The record id of the first item of the batch card this one is an item of."""
     batch_items: tuple[str, ...] = ()
     """On a batch's first item: the record ids of all its items, in the card's order."""
+    post_error: str | None = None
+    """What Slack answered the last failed post of its card, until the card is posted."""
 
     @field_validator("interrupt")
     @classmethod
@@ -286,6 +288,7 @@ class InterruptRecord(BaseModel):
                 batch=self.batch or "",
                 batch_items=json.dumps(self.batch_items) if self.batch_items else "",
                 escalation_cards=json.dumps(self.escalation_cards) if self.escalation_cards else "",
+                post_error=self.post_error or "",
             ),
             **held_fields(self.held),
             **undone_fields(self.undone),
@@ -347,6 +350,7 @@ class InterruptRecord(BaseModel):
                 run_withdrawn_by=opt("run_withdrawn_by"),
                 batch=opt("batch"),
                 batch_items=tuple(json.loads(fields.get("batch_items") or "[]")),
+                post_error=opt("post_error"),
                 held=read_held(fields),
                 undone=read_undone(fields),
             )

@@ -210,6 +210,7 @@ def request_view(
         title=meta.title,
         channel=record.channel,
         permalink=record.permalink,
+        not_posted=record.post_error if record.message_ts is None else None,
         requested_by=record.requested_by,
         approvers=[*policy.allowed_users, *policy.allowed_groups],
         min_approvals=policy.min_approvals,

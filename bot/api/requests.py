@@ -177,6 +177,9 @@ class _RequestsApi:
                 await services.storage.resume.forget_end(run_id)
             posted = await post_interrupt(services, record)
             log.info("request %s by %s posted: %s", run_id, caller.name, posted is not None)
+            if posted is None:  # in the outbox: answered with what Slack said
+                with contextlib.suppress(StorageError):
+                    posted = await services.storage.queries.get(record.id)
             if marked is not None:
                 await show_superseded(services, marked)
             return await self._answer(posted or record, meta, status=201)

@@ -198,6 +198,11 @@ class RequestView(BaseModel):
     title: str
     channel: str | None
     permalink: str | None
+    not_posted: str | None = Field(
+        default=None,
+        description="While its card is not in Slack: what Slack answered the last try to "
+        "post it (e.g. not_in_channel: invite the app to the channel). Signoff keeps trying.",
+    )
     requested_by: str
     approvers: list[str]
     min_approvals: int

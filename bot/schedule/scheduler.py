@@ -156,7 +156,7 @@ class Scheduler:
             self._services.clock.now()
         ):
             with log_ids(record_id=record.id, run_id=record.run_id, channel=record.channel):
-                if not await update_message(self._services, record):
+                if await update_message(self._services, record):
                     await storage.interrupts.redrawn(record.id, leased_until=leased_until)
 
     async def _expired(self, result: ExpiryResult) -> None:
@@ -221,7 +221,9 @@ class Scheduler:
         mentions = " ".join(user_mention(u) for u in awake[:30])
         text = f"Reminder: this request is still waiting for a decision. {mentions}".strip()
         thread = record.thread_ts or record.message_ts
-        await post_mrkdwn(services, channel=record.channel, thread_ts=thread, text=text)
+        await post_mrkdwn(
+            services, channel=record.channel, thread_ts=thread, text=text, while_pending=record.id
+        )
         await services.storage.audit.append(
             AuditEntry(
                 event="reminded",

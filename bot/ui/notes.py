@@ -41,9 +41,15 @@ async def post_in_thread(
 
 
 async def post_mrkdwn(
-    services: Services, *, channel: str | None, thread_ts: str | None, text: str
+    services: Services,
+    *,
+    channel: str | None,
+    thread_ts: str | None,
+    text: str,
+    while_pending: str | None = None,
 ) -> None:
-    """Post the bot's own mrkdwn (mentions built from stored ids only)."""
+    """Post the bot's own mrkdwn (mentions built from stored ids only); a note worth
+    sending only while record ``while_pending`` waits (a reminder) is queued as such."""
     if not channel:
         return
     try:
@@ -56,29 +62,45 @@ async def post_mrkdwn(
                 id=f"note_{time.time_ns():020d}_{secrets.token_hex(4)}",  # sorts as made
                 channel=channel,
                 thread_ts=thread_ts,
-                text=text,
+                text=text.encode("utf-8", "replace").decode(),  # JSON has no lone surrogates
                 until_ms=to_ms(now + NOTE_KEPT),
+                while_pending=while_pending,
             )
             await _later(services, note, exc)
 
 
 async def send_queued_notes(services: Services) -> int:
     """Post the notes Slack did not take before; the number posted. One it still does not
-    take stays queued; one it refuses is dropped."""
+    take stays queued, and so do the later ones of its thread, which keep their order;
+    one it refuses, or a reminder of a request decided since, is dropped."""
     sent = 0
+    stuck: dict[tuple[str, str | None], BaseException] = {}
     for leased in await services.storage.notes.claim(services.clock.now(), lease=POST_LEASE):
         note = leased.note
+        where = (note.channel, note.thread_ts)
+        if where in stuck:
+            await _later(services, note, stuck[where], member=leased.member)
+            continue
+        if note.while_pending and not await _pending(services, note.while_pending):
+            await services.storage.notes.done(leased)
+            continue
         try:
             await _send(services, note.channel, note.thread_ts, note.text)
         except SLACK_FAILURES as exc:
             log.warning("note %s still not posted: %s", note.id, why_failed(exc))
             if passing(exc):
+                stuck[where] = exc
                 await _later(services, note, exc, member=leased.member)
                 continue
         else:
             sent += 1
         await services.storage.notes.done(leased)
     return sent
+
+
+async def _pending(services: Services, record_id: str) -> bool:
+    record = await services.storage.queries.get(record_id)
+    return record is not None and record.state == "pending" and record.held is None
 
 
 async def _send(services: Services, channel: str, thread_ts: str | None, text: str) -> None:

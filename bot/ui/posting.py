@@ -83,6 +83,8 @@ async def post_interrupt(services: Services, record: InterruptRecord) -> Interru
         log.warning(
             "interrupt %s not posted yet, left in the outbox: %s", record.id, why_failed(exc)
         )
+        with contextlib.suppress(StorageError):  # Redis down too: the outbox waits for it
+            await services.storage.interrupts.post_failed(record.id, why_failed(exc))
         wait = retry_after(exc)
         if wait is not None:
             until = services.clock.now() + timedelta(seconds=wait)
@@ -118,8 +120,9 @@ async def update_message(services: Services, record: InterruptRecord) -> bool:
 
     Then the stored record is read again: a step that landed while this one was drawn
     (whose own redraw may have reached Slack first) is drawn again, so Slack is left
-    showing the latest state, never an older one. True when a copy Slack did not take
-    (a network error, a rate limit, an error on Slack's side) is queued to be redrawn."""
+    showing the latest state, never an older one. True once it is drawn (or Slack refused
+    it for good, a deleted message); False while a redraw is owed: a copy Slack did not
+    take for a passing reason (queued to be redrawn), or Redis failed before the draw."""
     drawn: SlackMessage | None = None
     for _ in range(_REDRAWS):
         try:
@@ -128,33 +131,33 @@ async def update_message(services: Services, record: InterruptRecord) -> bool:
             log.error("interrupt %s: its batch card not redrawn: %s", record.id, exc)
             return False
         if message == drawn:
-            return False
+            return True
         failure = await _update_copies(services, record, message)
         if failure is not None and passing(failure):
-            return await _redraw_later(services, record, failure)
+            await _redraw_later(services, record, failure)
+            return False
         drawn = message
         try:
             latest = await services.storage.queries.get(record.id)
         except StorageError as exc:
             log.warning("interrupt %s: not read again after its redraw: %s", record.id, exc)
-            return False
+            return True
         if latest is None:
-            return False
+            return True
         record = latest
-    return False
+    return True
 
 
 async def _redraw_later(
     services: Services, record: InterruptRecord, failure: BaseException
-) -> bool:
+) -> None:
     wait = max(timedelta(seconds=retry_after(failure) or 0), POST_LEASE)
     try:
         await services.storage.interrupts.redraw_later(record.id, at=services.clock.now() + wait)
     except StorageError as exc:
         log.error("interrupt %s: its redraw not queued: %s", record.id, exc)
-        return False
+        return
     log.info("interrupt %s: its card will be redrawn in %ds", record.id, wait.total_seconds())
-    return True
 
 
 _REDRAWS = 3
@@ -165,7 +168,8 @@ the previous one."""
 async def _update_copies(
     services: Services, record: InterruptRecord, message: SlackMessage
 ) -> BaseException | None:
-    """Draw ``message`` on every copy of the card; the last failure, if one failed."""
+    """Draw ``message`` on every copy of the card; a failure worth trying again if one
+    failed so, else the last failure, if any failed."""
     failure: BaseException | None = None
     copies = [(record.channel, record.message_ts), *record.escalation_cards]
     if record.escalation_channel and record.escalation_ts:
@@ -181,7 +185,8 @@ async def _update_copies(
             log.error(
                 "interrupt %s: message in %s not updated: %s", record.id, channel, why_failed(exc)
             )
-            failure = exc
+            if failure is None or not passing(failure):
+                failure = exc
     return failure
 
 

@@ -10,5 +10,6 @@ if field(key, 'state') == 'pending' then
   redis.call('ZADD', KEYS[8], 0, channel_member(key, rid, channel))
 end
 redis.call('HSET', key, 'channel', channel, 'message_ts', ARGV[3], 'thread_ts', ARGV[4])
+redis.call('HDEL', key, 'post_error')
 audit(KEYS[10], ARGV[6], 'posted', rid, '', ARGV[5], '')
 return with_record({'posted', ''})

@@ -16,6 +16,7 @@ from typing import Any
 import aiohttp
 import pytest
 from aiohttp.test_utils import TestServer
+from fakes import Fault
 from harness import ALICE, BOB, CAROL, CHANNEL, Harness
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
@@ -124,6 +125,21 @@ async def test_while_slack_is_down_a_view_answers_with_ids_and_no_names(jobs: Jo
     jobs.bot.slack.down = True
     status, made = await jobs.ask(approvers=[CAROL])
     assert status == 201 and made["approvers"] == [CAROL] and made["names"] == {}
+
+
+async def test_a_card_slack_refused_says_why_until_the_outbox_posts_it(jobs: Jobs) -> None:
+    """The app is not in the channel yet: the job is told what Slack answered; once the
+    app is invited, the outbox posts the card and the view links it."""
+    refused = Fault(status=200, body={"ok": False, "error": "not_in_channel"})
+    jobs.bot.slack.faults["chat.postMessage"].append(refused)
+    status, made = await jobs.ask()
+    assert status == 201 and made["not_posted"] == "not_in_channel" and made["permalink"] is None
+    assert (await jobs.get(made["status_url"]))[1]["not_posted"] == "not_in_channel"
+
+    jobs.bot.clock.advance(timedelta(seconds=31))
+    await Scheduler(jobs.bot.services).tick()
+    _, view = await jobs.get(made["status_url"])
+    assert view["not_posted"] is None and view["permalink"].startswith("https://fake.slack.test/")
 
 
 async def test_the_same_idempotency_key_twice_posts_one_card(jobs: Jobs) -> None:

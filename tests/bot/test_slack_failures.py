@@ -16,8 +16,11 @@ from bot.agents.policy import Escalate, Policy, Reminders
 from bot.runs.drive import start_run
 from bot.runs.place import Place
 from bot.schedule.scheduler import Scheduler
-from bot.ui import ids
+from bot.ui import ids, posting
+from bot.ui.notes import post_in_thread, post_mrkdwn
+from bot.ui.posting import update_message
 from bot.ui.refusals import FORM_NOT_OPENED
+from storage.errors import StorageTimeoutError
 from storage.notes import Note
 
 
@@ -234,3 +237,91 @@ async def test_how_a_run_ended_is_posted_once_slack_answers_again(
     assert "Approved by" in decided and tool.startswith("delete_files:")
     assert end.startswith("Finished:")
     assert await _queued_notes(bot) == 0
+
+
+BAD_GATEWAY = Fault(status=502, body={"ok": False, "error": "bad_gateway"})
+
+
+async def _queued_redraws(bot: Harness) -> int:
+    storage = bot.services.storage
+    keys = storage.keys
+    return sum([await storage.client.raw.zcard(keys.redraws(s)) for s in keys.all_shards])
+
+
+async def test_a_queued_reminder_is_dropped_once_the_request_is_decided(make_bot: Any) -> None:
+    policy = Policy(
+        channel=CHANNEL,
+        users=(ALICE,),
+        expires_after=timedelta(hours=4),
+        reminders=Reminders(every=timedelta(hours=1), limit=1),
+    )
+    bot: Harness = await make_bot(policy)
+    bot.clock.current = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
+    value = await bot.start(requested_by=CAROL)
+    bot.clock.advance(timedelta(hours=1))
+    bot.slack.faults["chat.postMessage"].append(BAD_GATEWAY)  # the reminder's post
+    scheduler = Scheduler(bot.services)
+    await scheduler.tick()
+    assert await _queued_notes(bot) == 1
+    await bot.click(ids.APPROVE, value, user=ALICE)
+    await bot.finished()
+    await bot.services.background.idle()
+    bot.clock.advance(timedelta(seconds=31))
+    await scheduler.tick()
+    assert _reminders(bot) == [] and await _queued_notes(bot) == 0
+
+
+async def test_a_thread_s_queued_notes_keep_their_order_when_one_fails_again(
+    make_bot: Any,
+) -> None:
+    bot: Harness = await make_bot()
+    bot.slack.down = True
+    for text in ("first", "second"):
+        await post_mrkdwn(bot.services, channel=CHANNEL, thread_ts="1.1", text=text)
+    bot.slack.down = False
+    bot.slack.faults["chat.postMessage"].append(BAD_GATEWAY)  # "first", once more
+    scheduler = Scheduler(bot.services)
+    for _ in range(2):
+        bot.clock.advance(timedelta(seconds=31))
+        await scheduler.tick()
+    assert [p["text"] for p in bot.slack.called("chat.postMessage")] == ["first", "second"]
+
+
+async def test_a_note_whose_text_json_cannot_hold_is_queued_all_the_same(
+    make_bot: Any,
+) -> None:
+    """A tool's outcome names a file os.listdir could not decode (a lone surrogate)."""
+    bot: Harness = await make_bot()
+    bot.slack.down = True
+    await post_in_thread(bot.services, channel=CHANNEL, thread_ts="1.1", text="rm \udcff.txt")
+    assert await _queued_notes(bot) == 1
+
+
+async def test_a_deleted_copy_does_not_hide_a_passing_failure_of_another(make_bot: Any) -> None:
+    """The card's update gets a 502 and its escalation copy was deleted: the card's
+    redraw is queued all the same."""
+    bot: Harness = await make_bot()
+    await bot.start(requested_by=CAROL)
+    [record] = (await bot.services.storage.queries.pending_for_channel(CHANNEL, limit=5)).records
+    record = record.model_copy(
+        update={"escalation_channel": "C0NYC", "escalation_ts": "1700000099.000100"}
+    )
+    refused = Fault(status=200, body={"ok": False, "error": "message_not_found"})
+    bot.slack.faults["chat.update"].extend([BAD_GATEWAY, refused])
+    assert not await update_message(bot.services, record)
+    assert await _queued_redraws(bot) == 1
+
+
+async def test_a_queued_redraw_redis_failed_to_draw_stays_queued(
+    make_bot: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bot: Harness = await make_bot()
+    value = await bot.start(requested_by=CAROL)
+    await bot.services.storage.interrupts.redraw_later(bot.record_id(value), at=bot.clock.now())
+
+    async def unread(services: Any, record: Any) -> Any:
+        raise StorageTimeoutError("the batch's items were not read in time")
+
+    monkeypatch.setattr(posting, "_message", unread)
+    await Scheduler(bot.services).tick()
+    assert bot.slack.called("chat.update") == [] and await _queued_redraws(bot) == 1

@@ -141,3 +141,13 @@ def test_a_card_not_in_slack_yet_is_said_with_the_likely_fix(
         "yet, and Signoff keeps trying (is the app a member of C0OPS?)",
         "signoff gate: who may decide: 2 of @oncall (S0ONCALL)",
     ]
+
+
+def test_a_card_slack_refused_is_said_with_slacks_answer(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    gate._say_waiting(_view(not_posted="is_archived"))
+    assert capsys.readouterr().err.splitlines()[0] == (
+        f"signoff gate: request req_{'0' * 32} waiting for approval; its card is not in Slack "
+        "yet (Slack answered is_archived), and Signoff keeps trying"
+    )

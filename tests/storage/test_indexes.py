@@ -160,6 +160,23 @@ async def test_a_queued_redraw_is_handed_out_until_redrawn_unless_queued_again(
     assert await storage.client.raw.zcard(run_key(storage, storage.keys.redraws)) == 0
 
 
+async def test_a_failed_post_is_kept_until_the_card_is_posted_and_never_revives_a_record(
+    storage: Storage,
+) -> None:
+    record, gone = make_record(call_id="c1"), make_record(call_id="c2")
+    await storage.interrupts.create_interrupts([record, gone])
+    await storage.interrupts.post_failed(record.id, "not_in_channel")
+    stored = await storage.queries.get(record.id)
+    assert stored is not None and stored.post_error == "not_in_channel"
+    await storage.interrupts.mark_posted(record.id, "CAPPROVALS", "1700.1", now=NOW)
+    await storage.interrupts.post_failed(record.id, "ratelimited")  # a late failure
+    stored = await storage.queries.get(record.id)
+    assert stored is not None and stored.post_error is None
+    await storage.client.raw.delete(storage.keys.record(gone.id))
+    await storage.interrupts.post_failed(gone.id, "not_in_channel")
+    assert not await storage.client.raw.exists(storage.keys.record(gone.id))
+
+
 async def test_duplicate_create_is_refused(storage: Storage) -> None:
     record = await storage.interrupts.create_interrupt(make_record())
     with pytest.raises(DuplicateInterruptError, match=record.id):
