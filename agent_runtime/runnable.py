@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from .interrupts import Interrupt, InterruptResponse
 from .messages import new_id
-from .results import AgentResult
+from .results import AgentResult, ToolResult
 from .resume import RunInput
 from .run_events import RunEvent, RunFinished
 from .session import SessionStore
@@ -74,6 +74,7 @@ class Runnable(ABC):
             if state.status == "interrupted"
             else (),
             last_result=state.last_result,
+            tool_results={**_tool_messages(state), **state.batch_results},
         )
 
     async def cancel(self, thread_id: str, reason: str) -> AgentResult | None:
@@ -112,6 +113,16 @@ class ThreadStatus:
     version: int
     interrupts: tuple[Interrupt, ...]
     last_result: AgentResult | None
+    tool_results: Mapping[str, ToolResult] = field(default_factory=dict)
+    """The results stored for the thread's tool calls, by call id, as the model saw them."""
+
+
+def _tool_messages(state: RunState) -> dict[str, ToolResult]:
+    return {
+        m.tool_call_id: ToolResult(content=m.content, is_error=m.is_error)
+        for m in state.messages
+        if m.role == "tool" and m.tool_call_id is not None
+    }
 
 
 def _next_input(value: str | Sequence[Any] | None) -> RunInput | None:

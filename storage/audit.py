@@ -17,6 +17,11 @@ from .consumer_group import stream_order
 from .epoch import from_ms, to_ms
 from .keys import Keys
 from .requests import is_request_run
+from .retention import millis
+
+MARKS_KEPT = timedelta(days=7)
+"""How long a run remembers which tool outcomes it audited: as long as a resume of it may
+be retried (``ResumeQueue``'s applied versions)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -53,27 +58,31 @@ class AuditLog:
 
     async def append(self, entry: AuditEntry) -> str:
         """Add an entry the bot observed (a message update, a repost); its stream id."""
-        fields: dict[FieldT, EncodableT] = {
-            "event": entry.event,
-            "record_id": entry.record_id,
-            "run_id": entry.run_id,
-            "user_id": entry.user_id or "",
-            "at": str(to_ms(entry.at)),
-            "channel": entry.channel or "",
-            "message_ts": entry.message_ts or "",
-            "detail": entry.detail,
-        }
-        # An entry of no run (an approver away, a setting) goes to the first shard.
-        shard = self._keys.shard_of(entry.run_id) if entry.run_id else 0
+        fields = cast(dict[FieldT, EncodableT], _fields(entry))
         async with self._client.guard("append audit entry"):
             pipe = self._client.raw.pipeline(transaction=True)
-            streams = [self._keys.audit_stream(shard)]
-            if is_request_run(entry.run_id):
-                streams.append(self._keys.request_events(shard))
-            for stream in streams:
-                pipe.xadd(stream, dict(fields), maxlen=self._max_entries, approximate=True)
+            for stream in self._streams(entry):
+                pipe.xadd(stream, fields, maxlen=self._max_entries, approximate=True)
             ids = await pipe.execute()
         return cast(str, ids[0])
+
+    async def append_once(self, entry: AuditEntry, *, once: str) -> str | None:
+        """Add ``entry`` unless an entry of its run was added ``once`` before (a tool call's
+        outcome, told by the worker that ran it or by the one that caught its run up);
+        its stream id, or None when it was added before."""
+        keys = [self._keys.run_audited(entry.run_id), *self._streams(entry)]
+        args: list[str | int] = [once, millis(MARKS_KEPT), self._max_entries]
+        args += [part for pair in _fields(entry).items() for part in pair]
+        appended = await self._client.eval("audit_once", keys, args)
+        return cast(str, appended) or None
+
+    def _streams(self, entry: AuditEntry) -> list[str]:
+        # An entry of no run (an approver away, a setting) goes to the first shard.
+        shard = self._keys.shard_of(entry.run_id) if entry.run_id else 0
+        streams = [self._keys.audit_stream(shard)]
+        if is_request_run(entry.run_id):
+            streams.append(self._keys.request_events(shard))
+        return streams
 
     async def read(
         self, *, after: str = "-", count: int = 100, since: datetime | None = None
@@ -142,3 +151,16 @@ def entries_of(rows: list[tuple[str, dict[str, str]]], shard: int | None) -> lis
         )
         for entry_id, f in rows
     ]
+
+
+def _fields(entry: AuditEntry) -> dict[str, str]:
+    return {
+        "event": entry.event,
+        "record_id": entry.record_id,
+        "run_id": entry.run_id,
+        "user_id": entry.user_id or "",
+        "at": str(to_ms(entry.at)),
+        "channel": entry.channel or "",
+        "message_ts": entry.message_ts or "",
+        "detail": entry.detail,
+    }

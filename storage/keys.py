@@ -142,6 +142,10 @@ class Keys:
     def run_applied(self, run_id: str) -> str:
         return f"{self._run(run_id)}:applied"
 
+    def run_audited(self, run_id: str) -> str:
+        """Hash: the run's tool calls whose outcome is in the audit trail (``append_once``)."""
+        return f"{self._run(run_id)}:audited"
+
     def run_ended(self, run_id: str) -> str:
         """String: set once the run's end was announced, so a retried resume stays quiet."""
         return f"{self._run(run_id)}:ended"

@@ -11,8 +11,9 @@ import logging
 from collections.abc import Mapping, Sequence
 
 from agent_runtime.interrupts import InterruptResponse
-from agent_runtime.messages import new_id
-from agent_runtime.results import AgentResult
+from agent_runtime.messages import ToolCall, new_id
+from agent_runtime.results import AgentResult, ToolResult
+from agent_runtime.resume import ContinueRun
 from agent_runtime.run_events import RunFinished, RunStarted, ToolCallFinished
 from bot.errors import BotError
 from bot.services import Services
@@ -78,10 +79,17 @@ async def resume_run(
     )
 
 
+async def continue_run(
+    services: Services, agent_name: str, *, thread_id: str, place: Place
+) -> AgentResult:
+    """Continue a run cut off mid-way (its worker died) from its last checkpoint."""
+    return await _drive(services, agent_name, ContinueRun(), thread_id=thread_id, place=place)
+
+
 async def _drive(
     services: Services,
     agent_name: str,
-    run_input: str | list[InterruptResponse],
+    run_input: str | list[InterruptResponse] | ContinueRun,
     *,
     thread_id: str,
     place: Place,
@@ -97,17 +105,14 @@ async def _drive(
             run_id = event.run_id
         elif isinstance(event, ToolCallFinished) and event.ran:
             # A denied or answered call did not run: its card and audit entry say so.
-            call, outcome = event.tool_call, event.result
-            record_id = (asked or {}).get(call.id, "")
-            event_name = "tool_failed" if outcome.is_error else "tool_ran"
-            await _audit(
-                services, event_name, run_id, record_id, f"{call.name}: {outcome.as_text()}"
+            await tell_tool_outcome(
+                services,
+                event.tool_call,
+                event.result,
+                run_id=run_id,
+                record_id=(asked or {}).get(event.tool_call.id, ""),
+                place=place if not isinstance(run_input, str) else None,
             )
-            if not isinstance(run_input, str):
-                text = f"{call.name}: {outcome.as_text()}"
-                await post_in_thread(
-                    services, channel=place.channel, thread_ts=place.thread_ts, text=text
-                )
         elif isinstance(event, RunFinished):
             result = event.result
     assert result is not None, "every run ends with RunFinished"
@@ -177,6 +182,34 @@ async def _supersede(services: Services, record: InterruptRecord) -> None:
 
 AUDIT_DETAIL = 500
 """Characters of a tool's result (or a run's last words) kept in its audit entry."""
+
+
+async def tell_tool_outcome(
+    services: Services,
+    call: ToolCall,
+    outcome: ToolResult,
+    *,
+    run_id: str,
+    record_id: str,
+    place: Place | None,
+) -> None:
+    """Audit what a tool did, and post it in the run's thread at ``place``, once per call:
+    the worker that ran it and one that caught its run up after a crash may both tell."""
+    text = f"{call.name}: {outcome.as_text()}"
+    entry = AuditEntry(
+        event="tool_failed" if outcome.is_error else "tool_ran",
+        record_id=record_id,
+        run_id=run_id,
+        at=services.clock.now(),
+        detail=text[:AUDIT_DETAIL],
+    )
+    try:
+        first = await services.storage.audit.append_once(entry, once=call.id) is not None
+    except StorageError as exc:  # told in the thread all the same: better twice than never
+        log.error("run %s: %s not audited: %s", run_id, entry.event, exc)
+        first = True
+    if first and place is not None:
+        await post_in_thread(services, channel=place.channel, thread_ts=place.thread_ts, text=text)
 
 
 async def _audit(services: Services, event: str, run_id: str, record_id: str, detail: str) -> None:

@@ -12,11 +12,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from agent_runtime import ContinueRun
 from bot.services import Services
 from storage.records import InterruptRecord
 
-from .drive import settle
+from .drive import continue_run, settle, tell_tool_outcome
 from .place import place_of
 
 log = logging.getLogger(__name__)
@@ -27,7 +26,7 @@ async def catch_up(
 ) -> bool:
     """Finish the run's bookkeeping from its stored state; False when the answers of
     ``records`` were not applied yet (the refusal had another cause)."""
-    first = records[0]
+    first, place = records[0], place_of(records[0])
     agent = services.registry.agent(first.agent)
     status = await agent.thread_status(thread_id)
     if status is None or status.run_id != first.run_id:
@@ -35,13 +34,19 @@ async def catch_up(
     answered = {record.runtime_interrupt.id for record in records}
     if answered & {interrupt.id for interrupt in status.interrupts}:
         return False
-    if status.status == "running":
-        log.warning("run %s was cut off mid-way; continuing it", first.run_id)
-        result = await agent.invoke(ContinueRun(), thread_id=thread_id)
-    elif status.last_result is not None:
-        log.warning("run %s: answers were applied by an earlier attempt; catching up", first.run_id)
-        result = status.last_result
-    else:
+    if status.status != "running" and status.last_result is None:
         return False
-    await settle(services, first.agent, result, place=place_of(first))
+    for record in records:  # its worker may have died before telling what the tool did
+        call = record.runtime_interrupt.tool_call
+        ran = record.decision is not None and record.decision.get("type") in ("approve", "edit")
+        if call is not None and ran and (outcome := status.tool_results.get(call.id)):
+            await tell_tool_outcome(
+                services, call, outcome, run_id=record.run_id, record_id=record.id, place=place
+            )
+    if status.last_result is None or status.status == "running":
+        log.warning("run %s was cut off mid-way; continuing it", first.run_id)
+        await continue_run(services, first.agent, thread_id=thread_id, place=place)
+    else:
+        log.warning("run %s: answers were applied by an earlier attempt; catching up", first.run_id)
+        await settle(services, first.agent, status.last_result, place=place)
     return True

@@ -106,6 +106,8 @@ async def test_a_run_that_ended_before_the_worker_died_is_reported_once(make_bot
     ]
     assert second.tool_log.calls == []
     assert await second.services.storage.resume.pending_count() == 0
+    assert await _tool_audits(second) == ["tool_ran delete_files: deleted 2 file(s)"]  # once
+    assert second.thread().count("delete_files: deleted 2 file(s)") == 1
 
 
 async def test_a_run_cut_off_mid_way_is_continued_from_its_checkpoint(make_bot: Any) -> None:
@@ -123,6 +125,14 @@ async def test_a_run_cut_off_mid_way_is_continued_from_its_checkpoint(make_bot: 
     await second.loops.stop()
     assert second.tool_log.calls == []  # the tool's saved result is not redone
     assert await second.services.storage.resume.pending_count() == 0
+    # What the tool did is told once, by the worker that caught the run up.
+    assert await _tool_audits(second) == ["tool_ran delete_files: deleted 2 file(s)"]
+    assert second.thread().count("delete_files: deleted 2 file(s)") == 1
+
+
+async def _tool_audits(bot: Harness) -> list[str]:
+    entries = await bot.services.storage.audit.read(count=1000)
+    return [f"{e.event} {e.detail}" for e in entries if e.event.startswith("tool_")]
 
 
 async def test_a_worker_that_died_after_announcing_the_end_is_not_echoed(make_bot: Any) -> None:

@@ -10,6 +10,7 @@ from storage_helpers import NOW, later, make_record, run_key
 from agent_runtime.interrupts import Decision
 from agent_runtime.messages import args_digest
 from storage import CorruptRecordError, DuplicateInterruptError, Storage
+from storage.audit import AuditEntry
 
 DIGEST = args_digest({"path": "/tmp/old"})
 
@@ -208,6 +209,24 @@ async def test_audit_stream_records_every_transition(storage: Storage) -> None:
         ("approved", "UBOB"),
     ]
     assert entries[-1].channel == "CAPPROVALS" and entries[-1].message_ts == "1700.2"
+
+
+@pytest.mark.parametrize("run_id", ["run_1", "req_" + "0" * 32])
+async def test_a_tool_outcome_is_audited_once_per_call(storage: Storage, run_id: str) -> None:
+    def outcome(detail: str) -> AuditEntry:
+        return AuditEntry(event="tool_ran", record_id="", run_id=run_id, at=NOW, detail=detail)
+
+    assert await storage.audit.append_once(outcome("a: done"), once="call_a") is not None
+    assert await storage.audit.append_once(outcome("a: done"), once="call_a") is None
+    assert await storage.audit.append_once(outcome("b: done"), once="call_b") is not None
+    entries = await storage.audit.read()
+    assert [(e.event, e.run_id, e.detail) for e in entries] == [
+        ("tool_ran", run_id, "a: done"),
+        ("tool_ran", run_id, "b: done"),
+    ]
+    if run_id.startswith("req_"):  # a request's entries are request events too
+        events = storage.keys.request_events(storage.keys.shard_of(run_id))
+        assert await storage.client.raw.xlen(events) == 2
 
 
 async def test_corrupt_record_is_a_clear_error_for_that_record_only(storage: Storage) -> None:
