@@ -110,15 +110,15 @@ async def median_ms(action: Callable[[], Awaitable[object]], repeat: int) -> flo
 
 async def lifecycle(storage: Storage, n: int, *, repost: bool = False) -> None:
     """What the bot's storage does for one interrupt, as its code does it: create, post
-    (where, then the permalink), decide, the resume worker's claim and take (the lease, the
+    (where, with its link), decide, the resume worker's claim and take (the lease, the
     session and the records in one script), the run's save, acknowledge. With ``repost``,
     the creator's post failed and the outbox hands it out first."""
     rec = record(f"life_{n}", n)
     await storage.interrupts.create_interrupt(rec)
     if repost:
         await storage.interrupts.claim_outbox(NOW + POST_LEASE)
-    await storage.interrupts.mark_posted(rec.id, "CAPPROVALS", "1700.1", now=NOW)
-    await storage.interrupts.set_permalink(rec.id, "https://example.slack.com/p1700")
+    link = "https://example.slack.com/archives/CAPPROVALS/p17001"
+    await storage.interrupts.mark_posted(rec.id, "CAPPROVALS", "1700.1", permalink=link, now=NOW)
     await storage.interrupts.decide(
         rec.id, "UBOB", Decision.approve(), args_digest=rec.args_digest, now=NOW
     )

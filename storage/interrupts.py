@@ -227,18 +227,18 @@ class InterruptStore(Decisions, DueSweeps):
         ts: str,
         *,
         thread_ts: str | None = None,
+        permalink: str | None = None,
         now: datetime,
     ) -> InterruptRecord | None:
-        """Record the Slack message an interrupt was posted as; None for an unknown id."""
+        """Record the Slack message an interrupt was posted as (and its link, when known);
+        None for an unknown id."""
         check_id("channel", channel)
         check_id("message ts", ts)
         if thread_ts is not None:
             check_id("thread ts", thread_ts)
-        result = await self._transition(
-            "mark_posted",
-            interrupt_id,
-            [channel, ts, thread_ts or "", to_ms(now), self._retention.audit_entries],
-        )
+        args: list[str | int] = [channel, ts, thread_ts or "", to_ms(now)]
+        args += [self._retention.audit_entries, permalink or ""]
+        result = await self._transition("mark_posted", interrupt_id, args)
         if result[0] == "unknown":
             return None
         log.info("interrupt %s posted in %s at %s", interrupt_id, channel, ts)

@@ -73,6 +73,23 @@ class Directory:
         self._empty_groups: set[str] = set()
         self._handles: tuple[datetime, dict[str, str]] | None = None
         self._channels: dict[str, tuple[datetime, tuple[str, ...]]] = {}
+        self._team_url: str | None = None
+        self._team_told = False
+
+    async def team_url(self) -> str | None:
+        """The workspace's URL (``auth.test``, asked until Slack answers, then kept); None
+        while Slack does not tell it."""
+        if not self._team_told:
+            try:
+                answer = await self._client.auth_test()
+            except (SlackApiError, ClientError, TimeoutError, OSError) as exc:
+                why = slack_error(exc) if isinstance(exc, SlackApiError) else repr(exc)
+                log.warning("auth.test failed: %s; card links are asked one by one", why)
+                return None
+            url = answer.get("url")
+            self._team_url = url if isinstance(url, str) and "://" in url else None
+            self._team_told = True
+        return self._team_url
 
     async def zone(self, user_id: str) -> SlackUser:
         """The user's time zone; when Slack cannot tell (logged, not raised), the one read

@@ -66,6 +66,7 @@ async def post_interrupt(services: Services, record: InterruptRecord) -> Interru
         other items post nothing (None)."""
     if record.batch is not None and record.batch != record.id:
         return None
+    team_url = await services.directory.team_url()  # asked once, never between post and mark
     try:
         channel = record.channel or await _dm_channel(services, record)
         message = await _message(services, record)
@@ -93,10 +94,12 @@ async def post_interrupt(services: Services, record: InterruptRecord) -> Interru
         return None
     ts = str(answer["ts"])
     where = str(answer.get("channel") or channel)
+    thread_ts = record.thread_ts or ts
+    link = message_link(team_url, where, ts, thread_ts=thread_ts) if team_url else None
     marked = await asyncio.gather(
         *(
             services.storage.interrupts.mark_posted(
-                rid, where, ts, thread_ts=record.thread_ts or ts, now=services.clock.now()
+                rid, where, ts, thread_ts=thread_ts, permalink=link, now=services.clock.now()
             )
             for rid in record.batch_items or (record.id,)
         )
@@ -106,6 +109,8 @@ async def post_interrupt(services: Services, record: InterruptRecord) -> Interru
         return posted
     if any(m is not None and (m.state != "pending" or m.held is not None) for m in marked):
         await update_message(services, posted)  # decided while its post was on its way
+    if posted.permalink is not None:
+        return posted
     link = await permalink(services, posted.channel, ts)
     if link is None:
         return posted
@@ -246,6 +251,15 @@ async def post_ephemeral(services: Services, *, channel: str, user: str, text: s
         await services.client.chat_postEphemeral(channel=channel, user=user, text=text)
     except SLACK_FAILURES as exc:
         log.warning("ephemeral to %s in %s failed: %s", user, channel, why_failed(exc))
+
+
+def message_link(team_url: str, channel: str, ts: str, *, thread_ts: str) -> str:
+    """A message's permalink as Slack shapes it, from the workspace's URL: the same link
+    ``chat.getPermalink`` answers, without a call between posting a card and recording it."""
+    link = f"{team_url.rstrip('/')}/archives/{channel}/p{ts.replace('.', '')}"
+    if thread_ts != ts:  # a reply in a thread
+        link += f"?thread_ts={thread_ts}&cid={channel}"
+    return link
 
 
 async def permalink(services: Services, channel: str, ts: str) -> str | None:

@@ -12,7 +12,7 @@ from .context import ApiContext
 def auth_test(ctx: ApiContext, _: args.NoArgs) -> JsonObject:
     ws = ctx.workspace
     return {
-        "url": f"https://{ws.team_domain}.slack.com/",
+        "url": f"{ctx.origin}/",  # the workspace's address: its message links open here
         "team": ws.team_name,
         "user": ws.app.bot_name,
         "team_id": ws.team_id,

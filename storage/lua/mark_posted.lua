@@ -1,6 +1,7 @@
 -- Record where an interrupt was posted; take it out of the outbox; index its channel.
 -- KEYS as in common.lua. ARGV: 1 record id, 2 channel, 3 message ts, 4 thread ts,
--- 5 now, 6 audit maxlen. Returns {status, '', record hash...}; status posted|unknown.
+-- 5 now, 6 audit maxlen, 7 the message's permalink ('' when not known yet).
+-- Returns {status, '', record hash...}; status posted|unknown.
 local key, rid, channel = KEYS[1], ARGV[1], ARGV[2]
 if redis.call('EXISTS', key) == 0 or field(key, 'id') ~= rid then return {'unknown', ''} end
 redis.call('ZREM', KEYS[6], rid)
@@ -11,5 +12,6 @@ if field(key, 'state') == 'pending' then
 end
 redis.call('HSET', key, 'channel', channel, 'message_ts', ARGV[3], 'thread_ts', ARGV[4])
 redis.call('HDEL', key, 'post_error')
+if ARGV[7] ~= '' then redis.call('HSET', key, 'permalink', ARGV[7]) end
 audit(KEYS[10], ARGV[6], 'posted', rid, '', ARGV[5], '')
 return with_record({'posted', ''})

@@ -193,7 +193,13 @@ class FakeSlack:
 
     def _answer(self, method: str, args: dict[str, Any]) -> dict[str, Any]:
         if method == "auth.test":
-            return {"ok": True, "user_id": BOT_USER, "team_id": "T0TEST", "bot_id": "B0TEST"}
+            return {
+                "ok": True,
+                "url": "https://fake.slack.test/",
+                "user_id": BOT_USER,
+                "team_id": "T0TEST",
+                "bot_id": "B0TEST",
+            }
         if method == "chat.postMessage":
             ts = f"{1_700_000_000 + next(self._ts)}.000100"
             return {"ok": True, "channel": args.get("channel"), "ts": ts, "message": args}

@@ -18,7 +18,7 @@ from bot.runs.place import Place
 from bot.schedule.scheduler import Scheduler
 from bot.ui import ids, posting
 from bot.ui.notes import post_in_thread, post_mrkdwn
-from bot.ui.posting import update_message
+from bot.ui.posting import message_link, update_message
 from bot.ui.refusals import FORM_NOT_OPENED
 from storage.errors import StorageTimeoutError
 from storage.notes import Note
@@ -325,3 +325,30 @@ async def test_a_queued_redraw_redis_failed_to_draw_stays_queued(
     monkeypatch.setattr(posting, "_message", unread)
     await Scheduler(bot.services).tick()
     assert bot.slack.called("chat.update") == [] and await _queued_redraws(bot) == 1
+
+
+async def test_while_auth_test_fails_a_card_s_link_is_asked_of_slack(make_bot: Any) -> None:
+    """The workspace's URL is unknown (auth.test failed): the link comes from
+    chat.getPermalink; once auth.test answers, it is built from the URL."""
+    bot: Harness = await make_bot()
+    bot.slack.faults["auth.test"].append(BAD_GATEWAY)
+    await bot.start(requested_by=CAROL)
+    [asked] = bot.slack.called("chat.getPermalink")
+    assert asked == {"channel": CHANNEL, "message_ts": bot.message_ts()}
+    await bot.start(requested_by=CAROL)
+    assert len(bot.slack.called("chat.getPermalink")) == 1
+    records = (await bot.services.storage.queries.pending_for_channel(CHANNEL)).records
+    links = sorted(str(r.permalink) for r in records)
+    assert links == [
+        f"https://fake.slack.test/archives/{CHANNEL}/p{bot.message_ts(n).replace('.', '')}"
+        for n in (0, 1)
+    ]
+
+
+def test_a_reply_s_link_names_its_thread_as_slack_s_does() -> None:
+    link = message_link("https://acme.slack.com/", "C0OPS", "1700.000200", thread_ts="1700.000100")
+    assert (
+        link == "https://acme.slack.com/archives/C0OPS/p1700000200?thread_ts=1700.000100&cid=C0OPS"
+    )
+    top = message_link("https://acme.slack.com/", "C0OPS", "1700.000100", thread_ts="1700.000100")
+    assert top == "https://acme.slack.com/archives/C0OPS/p1700000100"
