@@ -208,7 +208,7 @@ class Client:
             if response.status in _TRANSIENT:
                 message = data.get("error") if isinstance(data, dict) else text[:200]
                 raise _Transient(f"{response.status}: {message}")
-            if not isinstance(data, dict):
+            if not isinstance(data, dict) or (response.status < 400 and "status" not in data):
                 raise SignoffError(f"{response.status} from {self._base}: not the Signoff API")
             if response.status >= 400 and not {"id", "status"} <= data.keys():
                 raise RequestRefused(response.status, str(data.get("error", "")), data.get("field"))

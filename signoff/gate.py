@@ -148,9 +148,7 @@ async def _ask(
         if not view.final:
             _say_waiting(view)
         answer = await _wait(client, view, stop)
-        if answer is None:
-            return UNREACHABLE
-        if not check or not answer.approved:
+        if isinstance(answer, int) or not check or not answer.approved:
             return answer
         now = await _check(check)
         if now is None:
@@ -204,9 +202,10 @@ async def _check(check: str) -> str | None:
     return out.decode(errors="replace")
 
 
-async def _wait(client: Client, view: RequestView, stop: asyncio.Event) -> RequestView | None:
+async def _wait(client: Client, view: RequestView, stop: asyncio.Event) -> RequestView | int:
     """The decided request; once ``stop`` is set (SIGINT/SIGTERM) the request withdrawn;
-    None when Signoff stays unreachable past the request's expiry."""
+    else the exit status: Signoff refused to answer (the token was revoked meanwhile), or
+    stayed unreachable past the request's expiry."""
     shown = Progress(view)
     patience = None
     if view.expires_at is not None:
@@ -221,12 +220,15 @@ async def _wait(client: Client, view: RequestView, stop: asyncio.Event) -> Reque
         waiting.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await waiting
-        return await _withdraw(client, view)
+        return await _withdraw(client, view) or UNREACHABLE
     try:
         return waiting.result()
+    except RequestRefused as exc:
+        _say(f"signoff gate: {exc}")
+        return REFUSED
     except SignoffError as exc:
         _say(f"signoff gate: {exc}")
-        return None
+        return UNREACHABLE
 
 
 async def _withdraw(client: Client, view: RequestView) -> RequestView | None:

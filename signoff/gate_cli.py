@@ -9,9 +9,8 @@ import uuid
 from pathlib import Path
 
 from pydantic import ValidationError
-from pydantic_core import ErrorDetails
 
-from bot.api.schemas import NewRequest
+from bot.api.schemas import NewRequest, error_message
 from storage.requests import Param, ParamValue
 
 APPROVED_NO_COMMAND = 0
@@ -104,7 +103,7 @@ def _param(text: str, option: str) -> Param:
     try:
         return Param(name=name, type=kind, value=value, editable=editable)  # type: ignore[arg-type]
     except ValidationError as exc:
-        raise ValueError(f"{option} {text!r}: {_message(exc.errors()[0])}") from exc
+        raise ValueError(f"{option} {text!r}: {error_message(exc.errors()[0])}") from exc
 
 
 def usage_of(exc: ValueError) -> str:
@@ -113,7 +112,7 @@ def usage_of(exc: ValueError) -> str:
         return str(exc)
     first = exc.errors()[0]
     where = ".".join(str(p) for p in first["loc"]) or None
-    return as_typed(where, _message(first), first["input"])
+    return as_typed(where, error_message(first), first["input"])
 
 
 def as_typed(where: str | None, message: str, value: object = None) -> str:
@@ -125,10 +124,6 @@ def as_typed(where: str | None, message: str, value: object = None) -> str:
     name, _, index = where.partition(".")
     typed = f" {value}" if index and isinstance(value, str) else ""
     return f"{OPTIONS.get(name, name)}{typed}: {message}"
-
-
-def _message(error: ErrorDetails) -> str:
-    return error["msg"].removeprefix("Value error, ")
 
 
 def seconds(text: str, option: str) -> int:

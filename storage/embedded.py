@@ -72,6 +72,11 @@ class EmbeddedRedis:
         return f"unix://{self._socket}?db=0"
 
     @property
+    def data_dir(self) -> Path | None:
+        """Where the server keeps its data."""
+        return self._data_dir
+
+    @property
     def pid(self) -> int | None:
         return self._process.pid if self._process else None
 

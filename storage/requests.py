@@ -9,6 +9,7 @@ callback URL, the idempotency key) is kept beside it as ``RequestMeta``.
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import uuid
 from datetime import datetime, timedelta
@@ -32,6 +33,7 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "number": (int, float),
     "boolean": (bool,),
 }
+_KIND: dict[type, ParamType] = {int: "integer", float: "number"}
 
 
 def is_request_run(run_id: str) -> bool:
@@ -66,6 +68,12 @@ class Param(BaseModel):
 
     @model_validator(mode="after")
     def _typed(self) -> Self:
+        if "type" not in self.model_fields_set and not isinstance(self.value, str):
+            kind = "boolean" if isinstance(self.value, bool) else _KIND[type(self.value)]
+            raise ValueError(
+                f"param {self.name!r} has no type, so it is a string; for {json.dumps(self.value)} "
+                f'give "type": "{kind}"'
+            )
         self.check(self.value)
         return self
 
@@ -74,7 +82,8 @@ class Param(BaseModel):
         is_bool = isinstance(value, bool)
         fits = isinstance(value, _TYPES[self.type]) and (is_bool == (self.type == "boolean"))
         if not fits:
-            raise ValueError(f"param {self.name!r} must be a {self.type}, got {value!r}")
+            article = "an" if self.type == "integer" else "a"
+            raise ValueError(f"param {self.name!r} must be {article} {self.type}, got {value!r}")
         if isinstance(value, float) and not math.isfinite(value):
             raise ValueError(f"param {self.name!r} must be a finite number, got {value!r}")
         if isinstance(value, str) and len(value) > 2000:

@@ -8,7 +8,7 @@ from typing import TypeVar
 from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
-from .schemas import ApiError
+from .schemas import ApiError, error_message
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -25,7 +25,7 @@ async def parse(
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or None
-        message = first["msg"].removeprefix("Value error, ")
+        message = error_message(first)
         return error(400, f"{where}: {message}" if where else message, where)
 
 

@@ -210,6 +210,9 @@ class _RequestsApi:
             if found is None:
                 problem = f"no user group {who} that Signoff can see (usergroups:read)"
                 return error(400, f"{where}.{index}: {problem}", f"{where}.{index}")
+            if found[0] in "UW" and not await self._services.directory.is_user(found):
+                problem = f"Slack has no user {who} in this workspace (a typo?)"
+                return error(400, f"{where}.{index}: {problem}", f"{where}.{index}")
             ids.append(found)
         return ids
 

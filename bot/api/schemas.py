@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Annotated, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic_core import ErrorDetails
 
 from storage.requests import Param, ParamValue
 
@@ -36,6 +37,28 @@ def _repeated(values: Iterable[str]) -> str | None:
             return value
         seen.add(value)
     return None
+
+
+_CHANNEL_ID = (
+    "use the channel's id (such as C0123ABCD; Slack shows it in the channel's details), "
+    "not its name"
+)
+_APPROVER_ID = "use user ids (U0123ABCD), user group ids (S0123ABCD) or group handles (@oncall)"
+_ID_HINTS = {
+    "channel": _CHANNEL_ID,
+    "escalate_channel": _CHANNEL_ID,
+    "approvers": _APPROVER_ID,
+    "escalate_to": _APPROVER_ID,
+}
+
+
+def error_message(error: ErrorDetails) -> str:
+    """One validation error in words a client can act on: pydantic's, except that an id
+    that does not look like one is told which id to give."""
+    field = next((str(part) for part in reversed(error["loc"]) if isinstance(part, str)), "")
+    if error["type"] == "string_pattern_mismatch" and field in _ID_HINTS:
+        return _ID_HINTS[field]
+    return error["msg"].removeprefix("Value error, ")
 
 
 class ReminderSettings(BaseModel):

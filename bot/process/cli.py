@@ -35,6 +35,7 @@ from bot.services import Services
 from bot.services.callbacks import CallbackPolicy
 from bot.slack.app import build_app
 from bot.slack.socket_mode import connection_check, watch_connection
+from storage import Storage
 from storage.errors import StorageError
 
 from .heap import freeze_startup_heap
@@ -245,6 +246,7 @@ async def _run(settings: Settings, args: argparse.Namespace, stopping: asyncio.E
 async def _audit(settings: Settings, args: argparse.Namespace, stopping: asyncio.Event) -> int:
     """Every transition storage kept (who, what, when, where), one JSON object a line."""
     storage = await connect_storage(settings)
+    _say_which_redis(storage)
     try:
         after = "-"
         while page := await storage.audit.read(after=after, count=500, since=args.since):
@@ -262,6 +264,7 @@ async def _audit(settings: Settings, args: argparse.Namespace, stopping: asyncio
 async def _token(settings: Settings, args: argparse.Namespace, stopping: asyncio.Event) -> int:
     """Named API clients: the token (and webhook secret) are printed once, at creation."""
     storage = await connect_storage(settings)
+    _say_which_redis(storage)
     try:
         clients = storage.api_clients
         if args.action == "create":
@@ -294,6 +297,17 @@ async def _token(settings: Settings, args: argparse.Namespace, stopping: asyncio
     finally:
         await storage.close()
     return 0
+
+
+def _say_which_redis(storage: Storage) -> None:
+    """Without ``REDIS_URL`` a command works on an embedded server's data of its own: say
+    whose, since the bot (or the demo, which prints its ``REDIS_URL``) may keep another."""
+    if storage.embedded is not None:
+        print(
+            f"signoff: no REDIS_URL: using the embedded Redis in {storage.embedded.data_dir} "
+            "(set REDIS_URL to the bot's Redis; the demo prints its own)",
+            file=sys.stderr,
+        )
 
 
 def _now() -> datetime:

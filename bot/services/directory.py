@@ -75,6 +75,7 @@ class Directory:
         self._channels: dict[str, tuple[datetime, tuple[str, ...]]] = {}
         self._team_url: str | None = None
         self._team_told = False
+        self._not_found: set[str] = set()
 
     async def team_url(self) -> str | None:
         """The workspace's URL (``auth.test``, asked until Slack answers, then kept); None
@@ -110,11 +111,20 @@ class Directory:
         except (SlackApiError, ClientError, TimeoutError, OSError) as exc:
             # Not kept for the ttl: a passing failure must not put someone on UTC for hours.
             why = slack_error(exc) if isinstance(exc, SlackApiError) else repr(exc)
+            if why == "user_not_found":
+                self._not_found.add(user_id)
             kept = "keeping the zone read before" if cached else "assuming UTC until it answers"
             log.warning("users.info failed for %s: %s; %s", user_id, why, kept)
             return cached[1] if cached else SlackUser(user_id=user_id)
         self._zones[user_id] = (now, zone)
+        self._not_found.discard(user_id)
         return zone
+
+    async def is_user(self, user_id: str) -> bool:
+        """False only when Slack says it has no such user (``user_not_found``): a user it
+        could not be asked about counts as one."""
+        await self.zone(user_id)
+        return user_id not in self._not_found
 
     async def names(self, user_ids: Iterable[str]) -> dict[str, str]:
         """The Slack name of each of ``user_ids`` that Slack told (``users.info``, cached

@@ -118,6 +118,21 @@ async def test_a_token_for_a_channel_named_not_by_id_is_refused_in_one_line(
     assert err == "signoff: channel '#ops': use a channel id such as C0123ABCD\n", err
 
 
+async def test_without_redis_url_a_token_command_says_whose_redis_it_uses(
+    env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("REDIS_URL", raising=False)
+    alone = {k: v for k, v in env.items() if k != "REDIS_URL"} | {
+        "SIGNOFF_DATA_DIR": str(tmp_path / "data")
+    }
+    code, out, err = await _signoff("token", "list", env=alone)
+    assert code == 0 and out == "", err
+    assert err.splitlines()[-1] == (
+        f"signoff: no REDIS_URL: using the embedded Redis in {tmp_path / 'data'} (set "
+        "REDIS_URL to the bot's Redis; the demo prints its own)"
+    )
+
+
 async def test_a_bad_setting_stops_startup_with_one_line(slack: FakeSlack) -> None:
     code, out, err = await _signoff("serve", env={"SIGNOFF_WORKERS": "lots"})
     assert code == 2 and out == ""

@@ -31,6 +31,7 @@ from bot.process.logs import configure_logging
 from bot.process.web import operator_app
 from bot.schedule.scheduler import Scheduler
 from bot.ui import ids
+from signoff import gate
 from storage.requests import request_record_id
 
 ADMIN_TOKEN = "admin-token-" + "x" * 24
@@ -233,7 +234,7 @@ async def test_approvers_may_edit_only_editable_params_and_the_job_gets_the_edit
     assert status == 200 and "'region' cannot be edited" in body
     wrong_type = json.dumps({"limit": "all", "region": "eu-west-1", "ratio": 0.5})
     status, body = await jobs.bot.submit(ids.EDIT_VIEW, value, user=ALICE, text=wrong_type)
-    assert "'limit' must be a integer" in body or "must be a integer" in body
+    assert "param 'limit' must be an integer, got 'all'" in body
 
     for not_a_number in ("NaN", "Infinity", "1e999"):
         text = f'{{"limit": 42, "region": "eu-west-1", "ratio": {not_a_number}}}'
@@ -298,6 +299,38 @@ async def test_bad_input_is_a_400_naming_the_field_and_posts_nothing(
     status, refused = await jobs.ask(**fields)
     assert status == 400, refused
     assert refused.get("field") == field and refused["error"]
+    assert jobs.bot.slack.called("chat.postMessage") == []
+
+
+@pytest.mark.parametrize(
+    ("fields", "said"),
+    [
+        (
+            {"params": [{"name": "limit", "value": 42}]},
+            "params.0: param 'limit' has no type, so it is a string; for 42 give \"type\": "
+            '"integer"',
+        ),
+        (
+            {"channel": "#ops"},
+            "channel: use the channel's id (such as C0123ABCD; Slack shows it in the "
+            "channel's details), not its name",
+        ),
+        (
+            {"approvers": ["oncall"]},
+            "approvers.0: use user ids (U0123ABCD), user group ids (S0123ABCD) or group "
+            "handles (@oncall)",
+        ),
+        (
+            {"approvers": [ALICE, "U0NOBODY"]},
+            "approvers.1: Slack has no user U0NOBODY in this workspace (a typo?)",
+        ),
+    ],
+)
+async def test_likely_mistakes_are_told_what_to_give_instead(
+    jobs: Jobs, fields: dict[str, Any], said: str
+) -> None:
+    status, refused = await jobs.ask(**fields)
+    assert (status, refused["error"]) == (400, said)
     assert jobs.bot.slack.called("chat.postMessage") == []
 
 
@@ -615,6 +648,19 @@ async def test_a_requests_spans_join_the_trace_the_job_sent(jobs: Jobs) -> None:
         assert format(span.parent.span_id, "016x") == "00f067aa0ba902b7"
     assert decided.attributes["signoff.user"] == ALICE
     assert decided.attributes["signoff.record_id"].startswith(made["id"])
+
+
+async def test_a_gate_whose_token_is_revoked_while_it_waits_is_refused_not_unreachable(
+    jobs: Jobs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(gate, "_RENEW", 0.1)  # the long-poll is renewed at once
+    async with signoff.Client(jobs.base, jobs.token) as client:
+        view = await client.create(
+            signoff.NewRequest(title="Delete 42 stale volumes", channel=CHANNEL, approvers=[ALICE])
+        )
+        waiting = asyncio.create_task(gate._wait(client, view, asyncio.Event()))
+        assert await jobs.bot.services.storage.api_clients.revoke("nightly-cleanup")
+        assert await asyncio.wait_for(waiting, 10) == gate.REFUSED
 
 
 async def test_the_python_client_asks_waits_and_reports_what_the_job_did(jobs: Jobs) -> None:

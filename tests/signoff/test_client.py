@@ -8,9 +8,11 @@ import logging
 import socket
 
 import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
 
 import signoff
-from signoff.client import SignoffUnreachable
+from signoff.client import SignoffError, SignoffUnreachable
 
 
 def _closed_port() -> int:
@@ -74,3 +76,25 @@ async def test_a_server_that_never_answers_counts_as_unreachable() -> None:
             writer.close()
         server.close()
     assert held  # it connected: the call was given up for want of an answer
+
+
+async def test_a_server_answering_json_that_is_not_the_apis_is_named_so() -> None:
+    """SIGNOFF_URL set to the address of another service (the local Slack sandbox's page
+    answers every path with Slack's own error shape)."""
+
+    async def slack_shaped(_: web.Request) -> web.Response:
+        return web.json_response({"ok": False, "error": "unknown_method"})
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", slack_shaped)
+    server = TestServer(app, host="127.0.0.1", port=0)
+    await server.start_server()
+    url = f"http://127.0.0.1:{server.port}"
+    request = signoff.NewRequest(title="Rotate keys", channel="C0OPS", approvers=["U0ALICE"])
+    try:
+        async with signoff.Client(url, "sgn_" + "x" * 30) as client:
+            with pytest.raises(SignoffError) as failed:
+                await client.create(request, retry_for=0.1)
+    finally:
+        await server.close()
+    assert str(failed.value) == f"200 from {url}: not the Signoff API"
