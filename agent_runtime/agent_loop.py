@@ -226,7 +226,11 @@ class Invocation:
             if isinstance(outcome, ToolResult):
                 self.state.batch_results[call.id] = outcome
                 ran = call.id not in self._cancelled
-                finished.append(ToolCallFinished(tool_call=call, result=outcome, ran=ran))
+                finished.append(
+                    ToolCallFinished(
+                        tool_call=call, result=outcome, thread_id=self.thread_id, ran=ran
+                    )
+                )
             else:
                 self._hold(call.id, outcome)
         if self.state.pending:

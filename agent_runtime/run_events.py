@@ -31,6 +31,8 @@ class ToolCallStarted:
 class ToolCallFinished:
     tool_call: ToolCall
     result: ToolResult
+    thread_id: str
+    """The thread of the agent that made the call (a workflow's agent node has its own)."""
     ran: bool = True
     """False when the tool did not run: a person denied or answered the call, or a hook
     cancelled it (``result`` then says so to the model)."""

@@ -80,10 +80,17 @@ async def resume_run(
 
 
 async def continue_run(
-    services: Services, agent_name: str, *, thread_id: str, place: Place
+    services: Services,
+    agent_name: str,
+    *,
+    thread_id: str,
+    place: Place,
+    asked: Mapping[str, str],
 ) -> AgentResult:
     """Continue a run cut off mid-way (its worker died) from its last checkpoint."""
-    return await _drive(services, agent_name, ContinueRun(), thread_id=thread_id, place=place)
+    return await _drive(
+        services, agent_name, ContinueRun(), thread_id=thread_id, place=place, asked=asked
+    )
 
 
 async def _drive(
@@ -109,6 +116,7 @@ async def _drive(
                 services,
                 event.tool_call,
                 event.result,
+                thread_id=event.thread_id,
                 run_id=run_id,
                 record_id=(asked or {}).get(event.tool_call.id, ""),
                 place=place if not isinstance(run_input, str) else None,
@@ -189,12 +197,16 @@ async def tell_tool_outcome(
     call: ToolCall,
     outcome: ToolResult,
     *,
+    thread_id: str,
     run_id: str,
     record_id: str,
     place: Place | None,
+    after_crash: bool = False,
 ) -> None:
-    """Audit what a tool did, and post it in the run's thread at ``place``, once per call:
-    the worker that ran it and one that caught its run up after a crash may both tell."""
+    """Post what a tool did in the run's thread at ``place``, then audit it once (the call
+    is named by the agent's thread and its id). A worker catching up a run whose worker
+    died (``after_crash``) tells it only when it was not audited yet: so it is audited
+    once and posted at least once (twice if that worker died between the two)."""
     text = f"{call.name}: {outcome.as_text()}"
     entry = AuditEntry(
         event="tool_failed" if outcome.is_error else "tool_ran",
@@ -203,12 +215,15 @@ async def tell_tool_outcome(
         at=services.clock.now(),
         detail=text[:AUDIT_DETAIL],
     )
+    if place is not None and not after_crash:
+        await post_in_thread(services, channel=place.channel, thread_ts=place.thread_ts, text=text)
     try:
-        first = await services.storage.audit.append_once(entry, once=call.id) is not None
-    except StorageError as exc:  # told in the thread all the same: better twice than never
+        once = f"{thread_id} {call.id}"
+        first = await services.storage.audit.append_once(entry, once=once) is not None
+    except StorageError as exc:
         log.error("run %s: %s not audited: %s", run_id, entry.event, exc)
         first = True
-    if first and place is not None:
+    if place is not None and after_crash and first:
         await post_in_thread(services, channel=place.channel, thread_ts=place.thread_ts, text=text)
 
 

@@ -36,16 +36,27 @@ async def catch_up(
         return False
     if status.status != "running" and status.last_result is None:
         return False
+    asked: dict[str, str] = {}
     for record in records:  # its worker may have died before telling what the tool did
         call = record.runtime_interrupt.tool_call
         ran = record.decision is not None and record.decision.get("type") in ("approve", "edit")
-        if call is not None and ran and (outcome := status.tool_results.get(call.id)):
+        if call is None or not ran:
+            continue
+        asked[call.id] = record.id
+        if outcome := status.tool_results.get(call.id):
             await tell_tool_outcome(
-                services, call, outcome, run_id=record.run_id, record_id=record.id, place=place
+                services,
+                call,
+                outcome,
+                thread_id=thread_id,
+                run_id=record.run_id,
+                record_id=record.id,
+                place=place,
+                after_crash=True,
             )
     if status.last_result is None or status.status == "running":
         log.warning("run %s was cut off mid-way; continuing it", first.run_id)
-        await continue_run(services, first.agent, thread_id=thread_id, place=place)
+        await continue_run(services, first.agent, thread_id=thread_id, place=place, asked=asked)
     else:
         log.warning("run %s: answers were applied by an earlier attempt; catching up", first.run_id)
         await settle(services, first.agent, status.last_result, place=place)

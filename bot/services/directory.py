@@ -54,6 +54,8 @@ def slack_error(exc: SlackApiError) -> str:
     return f"HTTP {exc.response.status_code}"
 
 
+_ASK_AGAIN = timedelta(minutes=1)
+"""How long a Slack lookup that failed is not asked again."""
 _HANDLES_FRESH_FOR = timedelta(minutes=5)
 _NAMES_WITHIN = timedelta(seconds=2)
 """How long an answer may wait for users' names before it goes without them."""
@@ -75,21 +77,25 @@ class Directory:
         self._channels: dict[str, tuple[datetime, tuple[str, ...]]] = {}
         self._team_url: str | None = None
         self._team_told = False
+        self._team_asked: datetime | None = None
         self._not_found: set[str] = set()
 
     async def team_url(self) -> str | None:
-        """The workspace's URL (``auth.test``, asked until Slack answers, then kept); None
-        while Slack does not tell it."""
-        if not self._team_told:
-            try:
-                answer = await self._client.auth_test()
-            except (SlackApiError, ClientError, TimeoutError, OSError) as exc:
-                why = slack_error(exc) if isinstance(exc, SlackApiError) else repr(exc)
-                log.warning("auth.test failed: %s; card links are asked one by one", why)
-                return None
-            url = answer.get("url")
-            self._team_url = url if isinstance(url, str) and "://" in url else None
-            self._team_told = True
+        """The workspace's URL (``auth.test``, kept once Slack answers; while it fails,
+        asked again at most once a minute); None while Slack does not tell it."""
+        now = self._clock.now()
+        if self._team_told or (self._team_asked and now - self._team_asked < _ASK_AGAIN):
+            return self._team_url
+        self._team_asked = now
+        try:
+            answer = await self._client.auth_test()
+        except (SlackApiError, ClientError, TimeoutError, OSError) as exc:
+            why = slack_error(exc) if isinstance(exc, SlackApiError) else repr(exc)
+            log.warning("auth.test failed: %s; card links are asked one by one", why)
+            return None
+        url = answer.get("url")
+        self._team_url = url if isinstance(url, str) and "://" in url else None
+        self._team_told = True
         return self._team_url
 
     async def zone(self, user_id: str) -> SlackUser:

@@ -7,9 +7,13 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from harness import ALICE, CAROL, Harness
+from harness import ALICE, CAROL, CHANNEL, Harness
 
+from agent_runtime import Agent, ScriptedModel, ToolCall, Workflow, tool
 from agent_runtime.session import SessionStore, Snapshot, StoredSession
+from bot.agents.policy import AgentSpec, Policy
+from bot.runs.drive import start_run
+from bot.runs.place import Place
 from bot.ui import ids
 
 
@@ -168,3 +172,78 @@ async def test_a_worker_that_died_after_announcing_the_end_is_not_echoed(make_bo
         f"Finished: done: deleted 2 file(s)\ncc <@{CAROL}>"
     ]
     assert second.tool_log.calls == []
+
+
+async def test_a_worker_that_died_after_auditing_a_tool_is_not_echoed(make_bot: Any) -> None:
+    """It posted the tool's outcome, audited it, then died: the worker catching the run up
+    tells neither again."""
+    first: Harness = await make_bot()
+    value = await first.start()
+    audit = first.services.storage.audit  # both bots share one storage
+    append_once, died = audit.append_once, asyncio.Event()
+
+    async def dies_after(entry: Any, *, once: str) -> Any:
+        appended = await append_once(entry, once=once)
+        if died.is_set():
+            return appended
+        died.set()
+        raise WorkerKilled("killed once the tool's outcome was audited")
+
+    audit.append_once = dies_after  # type: ignore[method-assign]
+    await first.click(ids.APPROVE, value, user=ALICE)
+    await asyncio.wait_for(died.wait(), 5)
+    await first.loops.stop()
+
+    second: Harness = await make_bot(workers=1, reclaim_after=0.05)
+    await second.finished()
+    await second.loops.stop()
+    assert await _tool_audits(second) == ["tool_ran delete_files: deleted 2 file(s)"]
+    assert first.thread().count("delete_files: deleted 2 file(s)") == 1
+
+
+async def test_an_approved_tool_the_catching_up_worker_runs_is_audited_with_its_record(
+    make_bot: Any,
+) -> None:
+    """The worker died once the tool's start was saved, before it ran."""
+    first: Harness = await make_bot()
+    value = await first.start()
+
+    def about_to_run(snap: Snapshot) -> bool:
+        return snap["status"] == "running" and bool(snap["attempts"])
+
+    await _kill_first_worker(first, value, about_to_run)
+    assert first.tool_log.calls == []
+    second: Harness = await make_bot(workers=1, reclaim_after=0.05)
+    await second.finished()
+    await second.loops.stop()
+    entries = await second.services.storage.audit.read(count=1000)
+    [ran] = [e for e in entries if e.event == "tool_ran"]
+    assert ran.record_id == first.record_id(value)
+
+
+async def test_two_agent_nodes_of_a_workflow_calling_alike_are_both_audited(
+    make_bot: Any,
+) -> None:
+    """Each node's agent runs on a thread of its own, where a provider that numbers its
+    calls per response gives both calls the same id."""
+    ran: list[str] = []
+
+    @tool
+    def purge(path: str) -> str:
+        """Purge a directory."""
+        ran.append(path)
+        return f"purged {path}"
+
+    def node(path: str) -> Agent:
+        turns = [[ToolCall(id="call_0", name="purge", args={"path": path})], "ok"]
+        return Agent(model=ScriptedModel(turns), tools=[purge])
+
+    def build(store: SessionStore) -> Workflow:
+        return Workflow(nodes={"one": node("/a"), "two": node("/b")}, session_store=store)
+
+    spec = AgentSpec(name="two", build=build, policy=Policy(channel=CHANNEL, users=(ALICE,)))
+    bot: Harness = await make_bot(spec=spec)
+    place = Place(channel=CHANNEL, thread_ts=None, requested_by=ALICE)
+    assert (await start_run(bot.services, "two", "go", place=place)).stop_reason == "end_turn"
+    assert ran == ["/a", "/b"]
+    assert await _tool_audits(bot) == ["tool_ran purge: purged /a", "tool_ran purge: purged /b"]
