@@ -169,8 +169,11 @@ class NewRequest(BaseModel):
     def _consistent(self) -> Self:
         if not self.approvers and not self.anyone_in_channel:
             raise ValueError("name approvers, or set anyone_in_channel")
-        if twice := _repeated(p.name for p in self.params):
-            raise ValueError(f"param {twice!r} is given twice in params; names must be distinct")
+        if twice := _repeated(p.name.upper() for p in self.params):
+            raise ValueError(
+                f"two params are named {twice!r} whatever their case; a job reads them both "
+                f"as SIGNOFF_PARAM_{twice}, so names must be distinct"
+            )
         users = [a for a in self.approvers if a[0] in "UW"]
         only_users = not self.anyone_in_channel and len(users) == len(self.approvers)
         if only_users and self.min_approvals > len(users):

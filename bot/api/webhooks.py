@@ -96,6 +96,12 @@ class WebhookSender:
             services.metrics.webhooks["dropped"] += 1
             await outbox.done(delivery.id)
             return False
+        refused = services.callbacks.refusal(delivery.url)
+        if refused is not None:  # stored under an older check, or the allow list changed
+            log.error("webhook %s dropped: %s", delivery.id, refused)
+            services.metrics.webhooks["dropped"] += 1
+            await outbox.done(delivery.id)
+            return False
         body = delivery.body.encode()
         stamp = int(services.clock.now().timestamp())
         headers = signed_headers(

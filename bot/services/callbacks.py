@@ -10,18 +10,26 @@ import ipaddress
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from yarl import URL
+
 _METADATA_HOSTS = frozenset({"metadata.google.internal", "metadata", "instance-data"})
 _SHARED = ipaddress.ip_network("100.64.0.0/10")
 """Carrier-grade NAT's shared space (Alibaba Cloud's metadata service is 100.100.100.200)."""
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
 
 
 def _ip(address: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """``address`` as an IP, or None for a name; an IPv6 address carrying an IPv4 one
+    (mapped, 6to4, NAT64) as the IPv4 address it reaches."""
     try:
         ip = ipaddress.ip_address(address.split("%")[0])
     except ValueError:
         return None
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        return ip.ipv4_mapped
+    if isinstance(ip, ipaddress.IPv6Address):
+        carried = ip.ipv4_mapped or ip.sixtofour
+        if carried is None and ip in _NAT64:
+            carried = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+        return carried or ip
     return ip
 
 
@@ -46,7 +54,8 @@ def internal_address(address: str) -> bool:
     if ip is None:
         return False
     shared = isinstance(ip, ipaddress.IPv4Address) and ip in _SHARED
-    return ip.is_loopback or ip.is_private or ip.is_reserved or shared
+    site_local = isinstance(ip, ipaddress.IPv6Address) and ip.is_site_local
+    return ip.is_loopback or ip.is_private or ip.is_reserved or shared or site_local
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -65,9 +74,11 @@ class CallbackPolicy:
         try:
             parts = urlsplit(url)
             port = parts.port
-        except ValueError as exc:
+            # The host as the client will connect to it: IDNA turns full-width digits and
+            # ideographic full stops into the IP address they spell.
+            host = (URL(url).raw_host or "").lower().rstrip(".")
+        except (ValueError, UnicodeError) as exc:
             return f"not a URL: {exc}"
-        host = (parts.hostname or "").lower().rstrip(".")
         if parts.scheme not in ("http", "https") or not host:
             return "use an https:// URL"
         if parts.username or parts.password:

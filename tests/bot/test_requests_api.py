@@ -321,6 +321,16 @@ async def test_bad_input_is_a_400_naming_the_field_and_posts_nothing(
             "handles (@oncall)",
         ),
         (
+            {
+                "params": [
+                    {"name": "limit", "type": "integer", "value": 1},
+                    {"name": "LIMIT", "type": "integer", "value": 2, "editable": True},
+                ]
+            },
+            "two params are named 'LIMIT' whatever their case; a job reads them both as "
+            "SIGNOFF_PARAM_LIMIT, so names must be distinct",
+        ),
+        (
             {"approvers": [ALICE, "U0NOBODY"]},
             "approvers.1: Slack has no user U0NOBODY in this workspace (a typo?)",
         ),

@@ -318,6 +318,13 @@ async def test_a_clients_own_callback_url_serves_its_requests_that_name_none(
         "https://localhost:9200/_shutdown",
         "https://100.100.100.200/latest/meta-data",
         "https://metadata.google.internal./computeMetadata",
+        # IP addresses spelled so that only the client's IDNA step makes them one.
+        "https://\uff11\uff10.\uff10.\uff10.\uff15:6443/api",
+        "https://169\u3002254\u3002169\u3002254/latest/meta-data/",
+        # IPv6 forms of inside addresses: site-local, 6to4 and NAT64 of the metadata one.
+        "https://[fec0::1]/",
+        "https://[2002:a9fe:a9fe::1]/",
+        "https://[64:ff9b::a9fe:a9fe]/",
     ],
 )
 def test_a_webhook_never_goes_inside_the_network_unless_its_host_is_allowed(url: str) -> None:
@@ -325,6 +332,27 @@ def test_a_webhook_never_goes_inside_the_network_unless_its_host_is_allowed(url:
     assert CallbackPolicy().refusal("https://hooks.example.com/signoff") is None
     allowed = CallbackPolicy(allow=frozenset({"10.0.0.5"}))
     assert allowed.refusal("https://10.0.0.5/hook") is None
+
+
+async def test_a_stored_delivery_to_an_address_now_refused_is_dropped_unsent(
+    hooked: Hooked,
+) -> None:
+    """A delivery stored under an older check names the metadata address with ideographic
+    full stops: the client would connect to it without asking the resolver, so the sender
+    checks the URL again before sending."""
+    now = hooked.bot.clock.now()
+    delivery = WebhookDelivery(
+        id="d-1",
+        url="https://169\u3002254\u3002169\u3002254/latest/meta-data/",
+        client="key-rotation",
+        event="request.approved",
+        body="{}",
+        created_at=now,
+    )
+    await hooked.bot.services.storage.webhooks.add(delivery, due=now)
+    assert await WebhookSender(hooked.bot.services).send_due() == 0
+    await hooked.settled("done")
+    assert hooked.bot.services.metrics.webhooks == {"dropped": 1}
 
 
 async def test_a_name_that_resolves_inside_the_network_is_connected_to_only_if_allowed() -> None:
