@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from .interrupts import Interrupt, InterruptResponse
-from .messages import new_id
+from .messages import ToolCall, new_id
 from .results import AgentResult, ToolResult
 from .resume import RunInput
 from .run_events import RunEvent, RunFinished
@@ -74,7 +74,7 @@ class Runnable(ABC):
             if state.status == "interrupted"
             else (),
             last_result=state.last_result,
-            tool_results={**_tool_messages(state), **state.batch_results},
+            tool_results=_tool_results(state),
         )
 
     async def cancel(self, thread_id: str, reason: str) -> AgentResult | None:
@@ -113,16 +113,20 @@ class ThreadStatus:
     version: int
     interrupts: tuple[Interrupt, ...]
     last_result: AgentResult | None
-    tool_results: Mapping[str, ToolResult] = field(default_factory=dict)
-    """The results stored for the thread's tool calls, by call id, as the model saw them."""
+    tool_results: tuple[tuple[ToolCall, ToolResult], ...] = ()
+    """Each tool call of the thread that has a stored result, with it, in the order the
+    calls were made."""
 
 
-def _tool_messages(state: RunState) -> dict[str, ToolResult]:
-    return {
+def _tool_results(state: RunState) -> tuple[tuple[ToolCall, ToolResult], ...]:
+    results = {
         m.tool_call_id: ToolResult(content=m.content, is_error=m.is_error)
         for m in state.messages
         if m.role == "tool" and m.tool_call_id is not None
     }
+    results.update(state.batch_results)
+    calls = [call for m in state.messages for call in m.tool_calls]
+    return tuple((call, results[call.id]) for call in calls if call.id in results)
 
 
 def _next_input(value: str | Sequence[Any] | None) -> RunInput | None:

@@ -10,15 +10,44 @@ again (or ended) has that stop stored and posted.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence, Set
 
+from agent_runtime.runnable import ThreadStatus
 from bot.services import Services
 from storage.records import InterruptRecord
 
 from .drive import continue_run, settle, tell_tool_outcome
-from .place import place_of
+from .place import Place, place_of
 
 log = logging.getLogger(__name__)
+
+
+async def _tell_what_ran(
+    services: Services,
+    status: ThreadStatus,
+    asked: Mapping[str, str],
+    held: Set[str],
+    *,
+    place: Place,
+) -> None:
+    """Tell what each tool did from the records' calls on: the worker that ran them may
+    have died before telling (what it told is not told again)."""
+    made = [call.id for call, _ in status.tool_results]
+    since = min((made.index(c) for c in asked.keys() | held if c in made), default=None)
+    if since is None:
+        return
+    for call, result in status.tool_results[since:]:
+        if call.id not in held:
+            await tell_tool_outcome(
+                services,
+                call,
+                result,
+                thread_id=status.thread_id,
+                run_id=status.run_id,
+                record_id=asked.get(call.id, ""),
+                place=place,
+                after_crash=True,
+            )
 
 
 async def catch_up(
@@ -36,24 +65,16 @@ async def catch_up(
         return False
     if status.status != "running" and status.last_result is None:
         return False
-    asked: dict[str, str] = {}
-    for record in records:  # its worker may have died before telling what the tool did
+    asked: dict[str, str] = {}  # each call a record let run, to that record
+    held: set[str] = set()  # the calls the records denied or answered
+    for record in records:
         call = record.runtime_interrupt.tool_call
-        ran = record.decision is not None and record.decision.get("type") in ("approve", "edit")
-        if call is None or not ran:
-            continue
-        asked[call.id] = record.id
-        if outcome := status.tool_results.get(call.id):
-            await tell_tool_outcome(
-                services,
-                call,
-                outcome,
-                thread_id=thread_id,
-                run_id=record.run_id,
-                record_id=record.id,
-                place=place,
-                after_crash=True,
-            )
+        if call is not None and record.decision is not None:
+            if record.decision.get("type") in ("approve", "edit"):
+                asked[call.id] = record.id
+            else:
+                held.add(call.id)
+    await _tell_what_ran(services, status, asked, held, place=place)
     if status.last_result is None or status.status == "running":
         log.warning("run %s was cut off mid-way; continuing it", first.run_id)
         await continue_run(services, first.agent, thread_id=thread_id, place=place, asked=asked)

@@ -9,7 +9,15 @@ from typing import Any
 
 from harness import ALICE, CAROL, CHANNEL, Harness
 
-from agent_runtime import Agent, ScriptedModel, ToolCall, Workflow, tool
+from agent_runtime import (
+    Agent,
+    ModelRequest,
+    ModelResponse,
+    ScriptedModel,
+    ToolCall,
+    Workflow,
+    tool,
+)
 from agent_runtime.session import SessionStore, Snapshot, StoredSession
 from bot.agents.policy import AgentSpec, Policy
 from bot.runs.drive import start_run
@@ -247,3 +255,63 @@ async def test_two_agent_nodes_of_a_workflow_calling_alike_are_both_audited(
     assert (await start_run(bot.services, "two", "go", place=place)).stop_reason == "end_turn"
     assert ran == ["/a", "/b"]
     assert await _tool_audits(bot) == ["tool_ran purge: purged /a", "tool_ran purge: purged /b"]
+
+
+class DeleteThenNotify:
+    """Asks for delete_files (guarded), then notify (not guarded), then is done."""
+
+    async def generate(self, request: ModelRequest) -> ModelResponse:
+        told = [m for m in request.messages if m.role == "tool"]
+        if not told:
+            call = ToolCall(id="call_1", name="delete_files", args={"paths": ["/a"]})
+            return ModelResponse(tool_calls=(call,))
+        if len(told) == 1:
+            call = ToolCall(id="call_2", name="notify", args={"who": "ops"})
+            return ModelResponse(tool_calls=(call,))
+        return ModelResponse(text=f"done: {told[-1].content}")
+
+
+def _delete_then_notify() -> AgentSpec:
+    @tool
+    def delete_files(paths: list[str]) -> str:
+        """Delete files."""
+        return f"deleted {len(paths)} file(s)"
+
+    @tool
+    def notify(who: str) -> str:
+        """Tell someone."""
+        return f"told {who}"
+
+    def build(store: SessionStore) -> Agent:
+        return Agent(
+            model=DeleteThenNotify(),
+            tools=[delete_files, notify],
+            interrupt_on={"delete_files": True},
+            session_store=store,
+            name="cleanup",
+        )
+
+    return AgentSpec(name="cleanup", build=build, policy=Policy(channel=CHANNEL, users=(ALICE,)))
+
+
+async def test_a_tool_that_ran_unasked_before_the_worker_died_is_told_once(
+    make_bot: Any,
+) -> None:
+    """After the approved call, the agent ran an unguarded one; the worker died once its
+    result was saved, before telling it."""
+    first: Harness = await make_bot(spec=_delete_then_notify())
+    value = await first.start(requested_by=CAROL)
+
+    def notify_saved(snap: Snapshot) -> bool:
+        told = [m for m in snap["messages"] if m["role"] == "tool"]
+        return snap["status"] == "running" and len(told) == 2
+
+    await _kill_first_worker(first, value, notify_saved)
+    second: Harness = await make_bot(workers=1, reclaim_after=0.05, spec=_delete_then_notify())
+    assert (await second.finished()).startswith("Finished: done: told ops")
+    await second.loops.stop()
+    assert await _tool_audits(second) == [
+        "tool_ran delete_files: deleted 1 file(s)",
+        "tool_ran notify: told ops",
+    ]
+    assert second.thread().count("notify: told ops") == 1

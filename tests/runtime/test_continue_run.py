@@ -55,8 +55,8 @@ async def test_a_run_cut_off_mid_way_continues_from_its_last_checkpoint():
         await stepping_agent(runs, store, first_turns).invoke("go", thread_id="t")
     status = await stepping_agent(runs, store, []).thread_status("t")
     assert status is not None and status.status == "running"
-    [(call_id, result)] = status.tool_results.items()  # what step 1 did, saved before the end
-    assert call_id.startswith("call") and result == ToolResult(content="step 1 done")
+    [(call, result)] = status.tool_results  # what step 1 did, saved before the end
+    assert call.args == {"n": 1} and result == ToolResult(content="step 1 done")
 
     later_turns = [[ToolCall(name="step", args={"n": 2})], "all done"]
     survivor = stepping_agent(runs, store, later_turns)
