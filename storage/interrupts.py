@@ -126,12 +126,14 @@ class InterruptStore(Decisions, DueSweeps):
         await self._drop(self._keys.outbox, set(ids) - {r.id for r in unposted})
         return unposted
 
-    async def post_failed(self, interrupt_id: str, error: str) -> None:
+    async def post_failed(self, interrupt_id: str, error: str) -> bool:
         """Keep what Slack answered a failed post of the interrupt's card, for those who
-        wait on it, until ``mark_posted``; nothing if it is gone or posted meanwhile."""
-        await self._client.eval(
+        wait on it, until ``mark_posted``; nothing if it is gone or posted meanwhile. True
+        for the card's first failed post."""
+        first = await self._client.eval(
             "post_failed", [self._keys.record(interrupt_id)], [interrupt_id, error[:200]]
         )
+        return bool(first)
 
     async def set_permalink(self, interrupt_id: str, permalink: str) -> None:
         """Keep the link to a posted interrupt's message (``chat.getPermalink``'s answer)."""

@@ -37,7 +37,7 @@ from storage.errors import InvalidIdError
 from storage.keys import check_id
 
 from .agui_cards import answer_cards, post_cards
-from .auth import bearer_check
+from .auth import NOT_OPERATOR, bearer_check
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +52,7 @@ def add_agui_routes(app: web.Application, services: Services, *, token: SecretSt
 
     async def run(request: web.Request) -> web.StreamResponse:
         if not authorized(request):
-            return _error(401, "send the API token as 'Authorization: Bearer <token>'")
+            return _error(401, NOT_OPERATOR)
         name = request.match_info["agent"]
         if services.registry.spec(name) is None:
             return _error(404, unknown_agent(services, name))
@@ -102,7 +102,7 @@ def add_agui_routes(app: web.Application, services: Services, *, token: SecretSt
 
     async def capabilities(request: web.Request) -> web.Response:
         if not authorized(request):
-            return _error(401, "send the API token as 'Authorization: Bearer <token>'")
+            return _error(401, NOT_OPERATOR)
         name = request.match_info["agent"]
         spec = services.registry.spec(name)
         if spec is None:

@@ -46,6 +46,13 @@ def authorization(request: web.Request) -> bytes:
     return request.headers.get("Authorization", "").encode("utf-8", "surrogateescape")
 
 
+NOT_OPERATOR = (
+    "this API takes the operator token (SIGNOFF_API_TOKEN) as 'Authorization: Bearer "
+    "<token>'; a job's token (signoff token create) is for /api/requests"
+)
+"""The 401 of the operator's APIs (runs, AG-UI), which a job's token often reaches."""
+
+
 def bearer_check(token: SecretStr) -> Callable[[web.Request], bool]:
     """Whether a request carries ``Authorization: Bearer <token>``, compared in constant time."""
     expected = f"Bearer {token.get_secret_value()}".encode()

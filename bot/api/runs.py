@@ -30,7 +30,7 @@ from bot.runs.place import Place
 from bot.services import Services
 from storage.errors import InvalidIdError, StorageUnavailableError
 
-from .auth import bearer_check
+from .auth import NOT_OPERATOR, bearer_check
 
 log = logging.getLogger(__name__)
 
@@ -121,4 +121,4 @@ def _error(status: int, message: str) -> web.Response:
 
 
 def _unauthorized() -> web.Response:
-    return _error(401, "send the API token as 'Authorization: Bearer <token>'")
+    return _error(401, NOT_OPERATOR)

@@ -69,6 +69,17 @@ async def post_mrkdwn(
             await _later(services, note, exc)
 
 
+async def post_direct(services: Services, user: str, text: str) -> None:
+    """Tell ``user`` something (the bot's own mrkdwn) in a direct message."""
+    try:
+        opened = await services.client.conversations_open(users=user)
+        channel = str(opened["channel"]["id"])
+    except (*SLACK_FAILURES, KeyError) as exc:
+        log.warning("could not open a DM with %s: %s", user, why_failed(exc))
+        return
+    await post_mrkdwn(services, channel=channel, thread_ts=None, text=text)
+
+
 async def send_queued_notes(services: Services) -> int:
     """Post the notes Slack did not take before; the number posted. One it still does not
     take stays queued, and so do the later ones of its thread, which keep their order;

@@ -25,9 +25,11 @@ from storage.records import InterruptRecord
 from storage.requests import is_request_run
 
 from .batch_message import batch_message
-from .blocks import user_mention
+from .blocks import is_user_id, user_mention
 from .cards import card_from_record, verdict_from_record
 from .message import SlackMessage, decided_message, pending_message
+from .mrkdwn import escape_truncate
+from .notes import post_direct
 from .routing import awake_approvers
 from .slack_failures import SLACK_FAILURES, passing, retry_after, why_failed
 
@@ -84,8 +86,11 @@ async def post_interrupt(services: Services, record: InterruptRecord) -> Interru
         log.warning(
             "interrupt %s not posted yet, left in the outbox: %s", record.id, why_failed(exc)
         )
+        first = False
         with contextlib.suppress(StorageError):  # Redis down too: the outbox waits for it
-            await services.storage.interrupts.post_failed(record.id, why_failed(exc))
+            first = await services.storage.interrupts.post_failed(record.id, why_failed(exc))
+        if first and not passing(exc):
+            await _tell_refused(services, record, why_failed(exc))
         wait = retry_after(exc)
         if wait is not None:
             until = services.clock.now() + timedelta(seconds=wait)
@@ -117,6 +122,22 @@ async def post_interrupt(services: Services, record: InterruptRecord) -> Interru
     for rid in record.batch_items or (record.id,):
         await services.storage.interrupts.set_permalink(rid, link)
     return posted.model_copy(update={"permalink": link})
+
+
+async def _tell_refused(services: Services, record: InterruptRecord, why: str) -> None:
+    """Tell the requester, once, that Slack refused the card: it waits in the outbox, and
+    nobody would know (the app not invited to the channel, most often)."""
+    if not is_user_id(record.requested_by):
+        return  # a job: its requests API view says why (not_posted)
+    where = f"<#{record.channel}>" if record.channel else "a direct message to its approvers"
+    invite = " Invite the app there (`/invite @Signoff`)." if record.channel else ""
+    asked = record.runtime_interrupt
+    name = escape_truncate(asked.tool_call.name if asked.tool_call else asked.name, 200)
+    text = (
+        f"Your request `{name}` could not be posted in {where}: Slack answered `{why}`."
+        f"{invite} It is posted once Slack takes it."
+    )
+    await post_direct(services, record.requested_by, text)
 
 
 async def update_message(services: Services, record: InterruptRecord) -> bool:

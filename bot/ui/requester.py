@@ -9,9 +9,6 @@ from __future__ import annotations
 
 import logging
 
-from aiohttp import ClientError
-from slack_sdk.errors import SlackApiError
-
 from bot.services import Services
 from storage.records import InterruptRecord
 
@@ -20,9 +17,8 @@ from .blocks import is_user_id, user_mention
 from .cards import card_from_record, escalated_to, verdict_from_record
 from .message import verdict_note
 from .mrkdwn import escape_truncate
-from .notes import post_mrkdwn
+from .notes import post_direct, post_mrkdwn
 from .posting import permalink
-from .slack_failures import why_failed
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +68,7 @@ async def tell_finished(
         return
     link = await permalink(services, channel, thread_ts) if channel and thread_ts else None
     opening = f" <{link}|Open>" if link else ""
-    await _direct(services, requested_by, f"{escape_truncate(text, 2000)}{opening}")
+    await post_direct(services, requested_by, f"{escape_truncate(text, 2000)}{opening}")
 
 
 def mention_in_thread(requested_by: str, asked_in: str | None, channel: str | None) -> str:
@@ -96,14 +92,4 @@ async def _tell(services: Services, record: InterruptRecord, note: str) -> None:
         )
         return
     link = f" <{record.permalink}|Open>" if record.permalink else ""
-    await _direct(services, requester, f"{note}{link}")
-
-
-async def _direct(services: Services, user: str, text: str) -> None:
-    try:
-        opened = await services.client.conversations_open(users=user)
-        channel = str(opened["channel"]["id"])
-    except (SlackApiError, ClientError, TimeoutError, OSError, KeyError) as exc:
-        log.warning("could not open a DM with %s: %s", user, why_failed(exc))
-        return
-    await post_mrkdwn(services, channel=channel, thread_ts=None, text=text)
+    await post_direct(services, requester, f"{note}{link}")

@@ -15,6 +15,7 @@ from fakes import SIGNING_SECRET
 from harness import ALICE, CHANNEL, Harness
 from pydantic import SecretStr
 
+from bot.api.auth import NOT_OPERATOR
 from bot.api.runs import RUNS_PATH
 from bot.process.web import operator_app, web_app
 from bot.slack.app import build_app
@@ -86,7 +87,7 @@ async def test_a_job_starts_a_run_and_follows_it_to_its_end(
 async def test_without_the_token_nothing_starts(api: Api, headers: dict[str, str]) -> None:
     bot, url, http = api.bot, api.url, api.http
     async with http.post(url, json={"agent": "cleanup", "input": "x"}, headers=headers) as r:
-        assert r.status == 401 and "Bearer" in (await r.json())["error"]
+        assert r.status == 401 and (await r.json())["error"] == NOT_OPERATOR
     async with http.get(f"{url}/cleanup/thread_1", headers=headers) as r:
         assert r.status == 401
     assert bot.slack.called("chat.postMessage") == []

@@ -366,3 +366,28 @@ async def test_while_auth_test_fails_it_is_asked_once_a_minute_not_per_card(make
     bot.clock.advance(timedelta(minutes=1))
     await start_run(bot.services, "cleanup", "clean up", place=place)
     assert len([c for c in bot.slack.failed if c.method == "auth.test"]) == 2
+
+
+async def test_a_card_slack_refuses_is_told_to_its_requester_once(make_bot: Any) -> None:
+    """The app is not in the channel: Carol, who asked, learns it in a direct message,
+    once, however often the outbox tries again; the card is posted once the app is in."""
+    bot: Harness = await make_bot()
+    refused = Fault(status=200, body={"ok": False, "error": "not_in_channel"})
+    bot.slack.faults["chat.postMessage"].append(refused)
+    place = Place(channel=CHANNEL, thread_ts=None, requested_by=CAROL)
+    await start_run(bot.services, "cleanup", "clean up", place=place)
+    scheduler = Scheduler(bot.services)
+    bot.slack.faults["chat.postMessage"].append(refused)  # the outbox's first try
+    for _ in range(2):  # refused, then posted
+        bot.clock.advance(timedelta(seconds=31))
+        await scheduler.tick()
+    assert len(bot.slack.failed) == 2
+    [opened] = bot.slack.called("conversations.open")
+    assert opened["users"] == CAROL
+    told, card = bot.slack.called("chat.postMessage")
+    assert told["text"] == (
+        f"Your request `delete_files` could not be posted in <#{CHANNEL}>: Slack answered "
+        "`not_in_channel`. Invite the app there (`/invite @Signoff`). It is posted once "
+        "Slack takes it."
+    )
+    assert card["channel"] == CHANNEL and card["blocks"]
