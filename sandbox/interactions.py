@@ -8,7 +8,7 @@ timed out" and is never redelivered, as in Slack.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from pydantic import ValidationError
 
@@ -20,7 +20,7 @@ from .mentions import escape_mentions
 from .payloads import Payloads
 from .response_urls import Reply, ResponseUrls
 from .triggers import Triggers
-from .view_state import Submitted, state_values
+from .view_state import Submitted, message_state, state_values
 from .workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -83,8 +83,11 @@ class Interactions:
         action_id: str,
         block_id: str | None = None,
         value: str | None = None,
+        ticked: Mapping[str, Sequence[str]] | None = None,
     ) -> Ack:
-        """Click a button (or pick an option) in a message or an ephemeral message."""
+        """Click a button (or pick an option) in a message or an ephemeral message, with
+        its checkbox groups ticked as ``ticked`` says (block_id to option values; a group
+        not named is as drawn)."""
         chan = self._channel_for(user_id, channel)
         message = self._ws.message(chan.id, message_ts)
         ephemeral = self._ws.find_ephemeral(message_ts)
@@ -112,6 +115,7 @@ class Interactions:
             action=Payloads.action(block, element, selected=self._selected(element, value)),
             trigger_id=self._triggers.issue(user_id),
             response_url=response_url,
+            state=message_state(blocks, ticked or {}),
         )
         ack = await self._delivery.deliver(Outbound(kind="interactive", payload=payload))
         self._report(user_id, ack, what="Your click", channel=chan.id)

@@ -32,6 +32,7 @@ class ClickBody(_Body):
     action_id: str
     block_id: str | None = None
     value: str | None = None
+    ticked: dict[str, list[str]] = {}
     channel: str | None = None
     message_ts: str | None = None
     view_id: str | None = None
@@ -214,6 +215,7 @@ class PageApi:
                 action_id=body.action_id,
                 block_id=body.block_id,
                 value=body.value,
+                ticked=body.ticked,
             )
         else:
             raise UserActionError("a click needs either view_id or channel and message_ts")

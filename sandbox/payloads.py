@@ -70,8 +70,10 @@ class Payloads:
         is_ephemeral: bool,
         trigger_id: str,
         response_url: str,
+        state: JsonObject,
     ) -> JsonObject:
-        """`block_actions` for a click on a message (or an ephemeral message)."""
+        """`block_actions` for a click on a message (or an ephemeral message); ``state``
+        holds its checkbox groups' ticks."""
         container: JsonObject = {
             "type": "message",
             "message_ts": message["ts"],
@@ -88,7 +90,7 @@ class Payloads:
                 "id": channel.id,
                 "name": channel.name if not channel.is_im else "directmessage",
             },
-            state={"values": {}},
+            state={"values": state},
             response_url=response_url,
             actions=[action],
         )

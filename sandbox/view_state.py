@@ -78,3 +78,19 @@ def state_values(
         if isinstance(max_length, int) and len(str(state.get("value") or "")) > max_length:
             errors[block_id] = f"Please enter at most {max_length} characters."
     return values, errors
+
+
+def message_state(
+    blocks: Sequence[JsonObject], ticked: Mapping[str, Sequence[str]]
+) -> dict[str, dict[str, JsonObject]]:
+    """A message's `state.values`: each checkbox group's ticks as the clicker left them
+    (``ticked``: block_id to the ticked option values), a group not named as drawn."""
+    values: dict[str, dict[str, JsonObject]] = {}
+    for block in blocks:
+        for element in block.get("elements") or []:
+            if not isinstance(element, dict) or element.get("type") != "checkboxes":
+                continue
+            block_id, action_id = str(block.get("block_id")), str(element["action_id"])
+            drawn = [str(o["value"]) for o in element.get("initial_options") or []]
+            values[block_id] = {action_id: _element_state(element, ticked.get(block_id, drawn))}
+    return values

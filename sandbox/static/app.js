@@ -145,7 +145,7 @@
     node.append(meta);
     const onAction = (block, element, value, button) =>
       click(element, { channel: state.channel, message_ts: m.ts, action_id: element.action_id,
-        block_id: block.block_id, value }, button);
+        block_id: block.block_id, value, ticked: Blocks.ticked(node) }, button);
     node.append(Blocks.render(m.blocks, ctx(onAction), m.text));
     if (!inThread && !m.is_ephemeral) {
       const replies = el("button", "replies link", m.reply_count

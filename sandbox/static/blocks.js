@@ -58,10 +58,37 @@ const Blocks = (() => {
     return node;
   }
 
+  // Checkboxes (or radio buttons), ticked as drawn; `name` groups their inputs.
+  function choices(element, ctx, kind, name) {
+    const node = el("div", "bk-choices");
+    const initial = new Set([element.initial_option, ...(element.initial_options || [])]
+      .filter(Boolean).map((o) => o.value));
+    for (const option of options(element)) {
+      const choice = el("label", "bk-choice");
+      const box = el("input");
+      box.type = kind;
+      box.name = name;
+      box.value = option.value;
+      box.checked = initial.has(option.value);
+      choice.append(box, " ", text(option.text, ctx));
+      node.append(choice);
+    }
+    return node;
+  }
+
+  // A message's checkbox group: its ticks go with the message's next click (state.values).
+  function ticks(block, element, ctx) {
+    const node = choices(element, ctx, "checkbox", `${block.block_id} ${element.action_id}`);
+    node.classList.add("bk-ticks");
+    node.dataset.blockId = block.block_id;
+    return node;
+  }
+
   // An interactive element inside a message/home/modal (not an input block).
   function interactive(block, element, ctx) {
     switch (element.type) {
       case "button": return button(block, element, ctx);
+      case "checkboxes": return ticks(block, element, ctx);
       case "static_select":
       case "overflow":
         return select(block, element, ctx, (value, node) => ctx.onAction(block, element, value, node));
@@ -191,5 +218,11 @@ const Blocks = (() => {
     return out;
   }
 
-  return { render, text, select, options };
+  // What each checkbox group inside `node` has ticked: {block_id: [option values]}.
+  function ticked(node) {
+    return Object.fromEntries([...node.querySelectorAll(".bk-ticks")].map((group) =>
+      [group.dataset.blockId, [...group.querySelectorAll("input:checked")].map((b) => b.value)]));
+  }
+
+  return { render, text, select, options, choices, ticked };
 })();

@@ -43,20 +43,8 @@ const Views = (() => {
       control = Blocks.select(block, element, ctx, null);
       read = () => control.value || null;
     } else if (element.type === "radio_buttons" || element.type === "checkboxes") {
-      control = el("div", "bk-choices");
       const kind = element.type === "radio_buttons" ? "radio" : "checkbox";
-      const initial = new Set([element.initial_option, ...(element.initial_options || [])]
-        .filter(Boolean).map((o) => o.value));
-      for (const option of Blocks.options(element)) {
-        const choice = el("label", "bk-choice");
-        const box = el("input");
-        box.type = kind;
-        box.name = key;
-        box.value = option.value;
-        box.checked = initial.has(option.value);
-        choice.append(box, " ", Blocks.text(option.text, ctx));
-        control.append(choice);
-      }
+      control = Blocks.choices(element, ctx, kind, key);
       read = () => {
         const picked = [...control.querySelectorAll("input:checked")].map((b) => b.value);
         return kind === "radio" ? picked[0] || null : picked;

@@ -242,3 +242,35 @@ async def test_every_block_the_page_renders(
     await expect(home.get_by_role("heading", name="Waiting for you")).to_be_visible()
     await expect(home).to_contain_text("1 deploy request")
     await tab.screenshot(path=shots / "home.png")
+
+
+async def test_ticks_in_a_message_go_with_its_button_as_slack_sends_them(
+    sb: Sandbox, bolt: AsyncApp, tab: Page
+) -> None:
+    """A batch card's checkboxes: what the clicker unticked reaches the app in the
+    button's block_actions, under state.values."""
+    states: list[dict[str, Any]] = []
+
+    @bolt.action("go")
+    async def go(ack: AsyncAck, body: dict[str, Any]) -> None:
+        await ack()
+        states.append(body["state"]["values"])
+
+    items = _options("vol-1", "vol-2", "vol-3")
+    boxes = {"type": "checkboxes", "action_id": "pick", "options": items, "initial_options": items}
+    blocks = [
+        {"type": "actions", "block_id": "items", "elements": [boxes]},
+        {"type": "actions", "block_id": "decide", "elements": [_button("Approve selected", "go")]},
+    ]
+    client = AsyncWebClient(base_url=sb.api_url, token=sb.bot_token)
+    await client.chat_postMessage(channel="C0OPS", text="3 items", blocks=blocks)
+    await tab.goto(f"{sb.base_url}/#user=U0ALICE&channel=C0OPS")
+
+    message = tab.locator("#messages article.message")
+    await expect(message.get_by_role("checkbox")).to_have_count(3)
+    await message.get_by_role("checkbox", name="vol-2").uncheck()
+    await message.get_by_role("button", name="Approve selected").click()
+    [values] = await sb.wait_for(lambda: states)
+    ticked = values["items"]["pick"]
+    assert ticked["type"] == "checkboxes"
+    assert [o["value"] for o in ticked["selected_options"]] == ["vol-1", "vol-3"]

@@ -408,8 +408,22 @@ async def test_items_are_one_card_and_the_command_gets_the_approved_ones(stack: 
         ),
         within=15,
     )
-    await stack.click(card, ids.BATCH_APPROVE)
+    # Alice unticks vol-b on the card, then approves the rest.
+    boxes = [(b["block_id"], e) for b in card.blocks for e in b.get("elements", [])]
+    ticked = {
+        block_id: [o["value"] for o in e["options"] if "vol-b" not in str(o["text"])]
+        for block_id, e in boxes
+        if e.get("type") == "checkboxes"
+    }
+    ack = await stack.sandbox.interactions.click(
+        ALICE,
+        channel=GENERAL,
+        message_ts=card.ts,
+        action_id=ids.BATCH_APPROVE,
+        ticked=ticked,
+    )
+    assert ack.status == "acked", ack
     _, err = await asyncio.wait_for(gate.communicate(), 30)
     assert gate.returncode == 0, err
-    assert stack.marks.read_text() == "vol-a\nvol-b\nvol-c\n"
+    assert stack.marks.read_text() == "vol-a\nvol-c\n"
     assert "Decided: Delete 3 stale volumes, 3 items" in str(ws.message(GENERAL, card.ts).blocks)  # type: ignore[union-attr]
