@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 import shlex
@@ -63,7 +64,8 @@ class DemoStack:
     def __init__(self, *, data_dir: Path, port: int = 0, host: str = "127.0.0.1") -> None:
         self.data_dir = data_dir
         self._host = host
-        seed = demo_workspace()
+        seed = demo_workspace()  # with Signoff's one command, as its manifest installs it
+        seed = dataclasses.replace(seed, app=dataclasses.replace(seed.app, commands=("/signoff",)))
         self._specs = demo_agents(data_dir)
         check_workspace(self._specs, seed)
         self.sandbox = Sandbox(

@@ -42,7 +42,7 @@ async def withdraw(services: Services, click: Click) -> None:
     if problem is not None:
         await post_ephemeral(services, channel=channel, user=user, text=problem)
         return
-    reason = f"withdrawn by {user}"
+    reason = ""  # the card says who withdrew it; Slack gives no reason to quote
     now = services.clock.now()
     try:
         cancelled = await services.storage.interrupts.cancel_run(

@@ -37,6 +37,7 @@ async def test_the_requester_withdraws_from_the_card_and_the_run_is_cancelled(
     update = bot.slack.called("chat.update")[-1]
     assert update["blocks"][0]["text"]["text"] == "Withdrawn: delete_files"
     assert f"Withdrawn by <@{CAROL}>" in str(update["blocks"])
+    assert "Reason" not in str(update["blocks"])  # Slack gave none; not the raw id again
     await bot.slack.wait_for(
         lambda: any(t.startswith(f"Withdrawn by <@{CAROL}>") for t in bot.thread()),
         what="the withdrawal in the thread",

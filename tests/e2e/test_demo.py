@@ -217,7 +217,7 @@ async def test_run_demo_answers_and_stops_on_ctrl_c(tmp_path: Path) -> None:
         async with http.get(demo.url) as page:
             assert page.status == 200 and "acting-as" in await page.text()
         async with http.get(demo.url + "ui/workspace") as workspace:
-            assert (await workspace.json())["app"]["commands"] == ["/signoff", "/approvals"]
+            assert (await workspace.json())["app"]["commands"] == ["/signoff"]
     assert await _stop(demo) < 5.0
 
 
