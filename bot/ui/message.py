@@ -102,6 +102,8 @@ def decided_message(card: Card, verdict: Verdict) -> SlackMessage:
     parts = _verdict_parts(verdict)
     if verdict.trust:
         parts.append(verdict.trust)
+    if card.escalated:  # the first card still says where it went
+        parts.append(f":arrow_up: {card.escalated}")
     if card.requested_by:
         parts.append(f"Requested by {user_mention(card.requested_by)}")
     blocks = [

@@ -91,6 +91,7 @@ async def test_the_ladder_is_shown_climbed_step_by_step_and_ends_in_its_safe_def
     await bot.finished()
     for channel, card in _copies(bot).items():
         assert card["blocks"][0]["text"]["text"] == "Expired, not approved: delete_files", channel
+        assert f"Escalated to <#{TOKYO}>" in str(card["blocks"]), channel  # where it went
     assert bot.tool_log.calls == []
 
 
