@@ -9,6 +9,8 @@ const Mrkdwn = (() => {
     eyes: "👀", clock3: "🕒", robot_face: "🤖", wastebasket: "🗑️", memo: "📝",
     email: "📧", rotating_light: "🚨", large_green_circle: "🟢", red_circle: "🔴",
     pencil2: "✏️", speech_balloon: "💬", heavy_multiplication_x: "✖️",
+    arrow_up: "⬆️", ballot_box_with_check: "☑️", leftwards_arrow_with_hook: "↩️",
+    lock_with_ink_pen: "🔏",
   };
   const SAFE_URL = /^(https?:|mailto:)/i;
   // Slack's three escapes; &amp; last so "&amp;lt;" stays the text "&lt;".
