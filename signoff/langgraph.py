@@ -28,7 +28,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from langgraph.graph import END
@@ -130,6 +130,8 @@ class _GraphInvocation(LeasedInvocation):
         marker = await self.agent.session_store.load(self.thread_id)
         parsed = parse_input(input)
         if isinstance(parsed, str):
+            if _interrupts(await self.agent.graph.aget_state(config)):
+                raise ResumeError(f"thread {self.thread_id} waits for its open interrupts")
             graph_input: Any = self.agent.make_input(parsed)
         elif isinstance(parsed, ContinueRun):
             graph_input = None  # continue from the last checkpoint
@@ -140,7 +142,10 @@ class _GraphInvocation(LeasedInvocation):
         await self.agent.graph.ainvoke(graph_input, config)
         state = await self.agent.graph.aget_state(config)
         checkpoint = (state.config or {}).get("configurable", {}).get("checkpoint_id")
-        asked = _interrupts(state)
+        # Asked now unless the marker knew them: a node's second interrupt() writes no
+        # checkpoint of its own, so the checkpoint's time is when the first was asked.
+        now = datetime.now(UTC)
+        asked = [dataclasses.replace(i, created_at=now) for i in _interrupts(state)]
         snapshot: dict[str, JSONValue] = {
             "langgraph": {"run_id": run_id, "checkpoint_id": checkpoint},
             ASKED_AT: asked_at(asked, marker),

@@ -18,13 +18,14 @@ from langchain.agents.middleware import HumanInTheLoopMiddleware
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.tools import tool as lc_tool
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 from pydantic import BaseModel, Field, TypeAdapter
 
 from agent_runtime import Decision
-from agent_runtime.errors import ThreadBusyError
+from agent_runtime.errors import ResumeError, ThreadBusyError
 from bot.agents.policy import AgentSpec, Policy
 from bot.ui import ids
 from signoff.langgraph import LangGraphAgent, _allowed
@@ -342,3 +343,45 @@ async def test_an_interrupt_keeps_the_time_it_was_asked_so_its_expiry_does_not_m
     storage: Storage, saver: AsyncSqliteSaver
 ) -> None:
     await interrupts_keep_their_time(spec([], saver).build(storage.sessions))
+
+
+class TwoQuestions(TypedDict, total=False):
+    request: str
+    result: str
+
+
+def _asks_twice(state: TwoQuestions) -> TwoQuestions:
+    first = interrupt({"type": "tool_approval", "tool_call_id": "c1", "name": "drain", "args": {}})
+    second = interrupt({"type": "tool_approval", "tool_call_id": "c2", "name": "drop", "args": {}})
+    return {"result": f"{first} {second}"}
+
+
+def _two_questions() -> LangGraphAgent:
+    builder = StateGraph(TwoQuestions)
+    builder.add_node("n", _asks_twice)
+    builder.add_edge(START, "n")
+    builder.add_edge("n", END)
+    return LangGraphAgent(
+        builder.compile(checkpointer=InMemorySaver()), input=lambda t: {"request": t}
+    )
+
+
+async def test_a_nodes_second_question_is_dated_when_it_is_asked() -> None:
+    """Its expiry counts from then: resuming part of a node writes no checkpoint, whose
+    time is when the first question was asked."""
+    agent = _two_questions()
+    [first] = (await agent.invoke("go", thread_id="thread_two")).interrupts
+    [second] = (
+        await agent.invoke({first.id: Decision.approve()}, thread_id="thread_two")
+    ).interrupts
+    assert second.tool_call is not None and second.tool_call.name == "drop"
+    assert second.created_at > first.created_at
+
+
+async def test_a_prompt_while_the_graph_waits_for_a_person_is_refused() -> None:
+    agent = _two_questions()
+    [first] = (await agent.invoke("go", thread_id="thread_p")).interrupts
+    with pytest.raises(ResumeError, match="waits for its open interrupts"):
+        await agent.invoke("something else", thread_id="thread_p")
+    status = await agent.thread_status("thread_p")
+    assert status is not None and [i.id for i in status.interrupts] == [first.id]
