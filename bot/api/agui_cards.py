@@ -27,6 +27,7 @@ from agent_runtime import Agent
 from agent_runtime.agui import interrupt_responses, parse_run_input
 from agent_runtime.errors import AgentRuntimeError
 from agent_runtime.interrupts import Decision, Interrupt, InterruptResponse
+from agent_runtime.results import AgentResult
 from agent_runtime.runnable import Runnable
 from bot.runs.drive import settle
 from bot.runs.place import Place, place_of
@@ -196,6 +197,14 @@ async def post_cards(
     or, when it ended, say so in its cards' thread."""
     status = await agent.thread_status(thread_id) if thread_id else None
     result = status.last_result if status else None
+    if result is None and status is not None and status.interrupts:
+        result = AgentResult(  # an adapted framework's thread keeps its interrupts alone
+            stop_reason="interrupt",
+            message="waiting for a human decision",
+            thread_id=status.thread_id,
+            run_id=status.run_id,
+            interrupts=status.interrupts,
+        )
     if result is None:
         return
     if result.stop_reason != "interrupt":

@@ -21,6 +21,7 @@ from batch_agents import spec as deletions
 from fakes import OneToolModel
 from harness import ALICE, BOB, CHANNEL, Harness
 from pydantic import SecretStr
+from test_strands_adapter import gated_spec
 
 from agent_runtime import Agent, Decision, ToolContext, tool
 from agent_runtime.session import SessionStore
@@ -523,3 +524,19 @@ async def test_a_tools_own_interrupt_on_a_quorum_card_takes_only_a_denial_from_t
     record = await endpoint.bot.services.storage.queries.get(rid)
     assert record is not None and (record.state, record.decided_by) == ("denied", "app")
     assert ran == []
+
+
+async def test_an_agui_run_of_a_strands_agent_is_a_slack_card_too(
+    endpoint_for: Callable[..., Awaitable[Endpoint]],
+) -> None:
+    """An adapted framework's thread keeps only its interrupts (no last result): its
+    interrupts are cards all the same, where its policy names a channel."""
+    deleted: list[list[str]] = []
+    endpoint = await endpoint_for(spec=gated_spec(deleted))
+    url = endpoint.url.replace("/cleanup", "/st-cleanup")
+    [first] = await _client(url, "thread-strands", [{"prompt": "clean up"}])
+    assert first["finished"]["outcome"]["type"] == "interrupt", first
+    await endpoint.bot.slack.wait_calls("chat.postMessage")
+    [card] = endpoint.bot.slack.called("chat.postMessage")
+    assert card["channel"] == CHANNEL and "delete_files" in card["text"]
+    assert deleted == []
