@@ -6,14 +6,13 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import cast
 
 from pydantic import BaseModel, ValidationError
 
 from .client import RedisClient
 from .epoch import to_ms
 from .keys import Keys
-from .retention import millis
+from .sweeps import lease_due
 
 log = logging.getLogger(__name__)
 
@@ -61,12 +60,10 @@ class NoteQueue:
     ) -> list[LeasedNote]:
         """Notes due by ``now`` (up to ``limit`` per shard), leased to this caller for
         ``lease``; an unreadable one, or one past its time, leaves the queue."""
-        args: list[str | int] = [to_ms(now), limit, millis(lease)]
-        calls = [([self._keys.notes(shard)], args) for shard in self._keys.all_shards]
-        replies = await self._client.eval_each("lease_due", calls, raise_on_error=True)
+        due = await lease_due(self._client, self._keys, self._keys.notes, now, limit, lease)
         leased, dropped = [], []
-        for shard, members in zip(self._keys.all_shards, replies, strict=True):
-            for member in cast(list[str], members):
+        for shard, members in zip(self._keys.all_shards, due, strict=True):
+            for member in members:
                 try:
                     note = Note.model_validate_json(member)
                 except ValidationError as exc:

@@ -13,7 +13,9 @@ from typing import Literal, cast
 
 from agent_runtime.interrupts import Decision
 
+from .client import RedisClient
 from .epoch import from_ms, to_ms
+from .keys import Keys
 from .outcomes import ExpiryResult, ReminderDue
 from .retention import millis
 from .transitions import RecordTransitions
@@ -84,10 +86,8 @@ class DueSweeps(RecordTransitions):
     ) -> list[str]:
         """Lease the members of every shard's ``index`` due by ``now`` (up to ``limit``
         per shard) to this caller for ``lease``."""
-        args: list[str | int] = [to_ms(now), limit, millis(lease)]
-        calls = [([index(shard)], args) for shard in self._keys.all_shards]
-        replies = await self._client.eval_each("lease_due", calls, raise_on_error=True)
-        return [rid for reply in replies for rid in cast(list[str], reply)]
+        leased = await lease_due(self._client, self._keys, index, now, limit, lease)
+        return [member for members in leased for member in members]
 
     async def _due(self, index: Callable[[int], str], now: datetime, limit: int) -> list[str]:
         async with self._client.guard("read due times"):
@@ -114,3 +114,19 @@ class DueSweeps(RecordTransitions):
                 APPROVED_BY_DEFAULT,
             ]
         return await self._pipelined(script, rids, args)
+
+
+async def lease_due(
+    client: RedisClient,
+    keys: Keys,
+    index: Callable[[int], str],
+    now: datetime,
+    limit: int,
+    lease: timedelta,
+) -> list[list[str]]:
+    """Lease the members of every shard's sorted set ``index`` due by ``now`` (up to
+    ``limit`` per shard) to this caller for ``lease``: one list per shard, in shard order."""
+    args: list[str | int] = [to_ms(now), limit, millis(lease)]
+    calls = [([index(shard)], args) for shard in keys.all_shards]
+    replies = await client.eval_each("lease_due", calls, raise_on_error=True)
+    return [cast(list[str], reply) for reply in replies]
