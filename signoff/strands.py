@@ -15,19 +15,23 @@ approver's text as the tool's result (a success, not an error). Strands' own
 Any other interrupt the agent raises (a tool's ``tool_context.interrupt(...)``) is a
 question: the agent gets the approver's answer. The agent's state is a Strands snapshot
 kept in Signoff's session store, taken and restored here (not from Strands' own thread),
-so any worker process resumes it; each invocation holds the thread's lease.
+so any worker process resumes it; each invocation holds the thread's lease. A resume
+saves each tool's result as it comes: retried after a failure (the model call after the
+tool errs), it gets the result back instead of running the tool again.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from strands import Agent, Snapshot
 from strands.hooks import AfterToolCallEvent, BeforeToolCallEvent, HookProvider, HookRegistry
+from strands.types.tools import ToolResult
 
 from agent_runtime.errors import ResumeError
 from agent_runtime.interrupts import DECISION_TYPES, Interrupt, InterruptResponse
@@ -50,6 +54,9 @@ from .adapted import (
 
 APPROVAL = "signoff:approval"
 """The name of the interrupts ``SignoffApprovals`` raises."""
+KEPT = "kept"
+"""The snapshot field holding the results of the tools a resume ran, by ``toolUseId``,
+until the invocation's own snapshot (which has them) is saved."""
 HUMAN_IN_THE_LOOP = "strands:human-in-the-loop"
 """Strands' own ``HumanInTheLoop`` intervention: a yes/no approval of one tool call."""
 _HITL_PROMPT = re.compile(r'^Approve "(?P<name>[^"]+)".*?\n\s*Input: (?P<input>.*)$', re.S)
@@ -94,6 +101,43 @@ class SignoffApprovals(HookProvider):
             }
 
 
+class _KeptResults(HookProvider):
+    """Saves each tool result of a resumed invocation as soon as it comes, and answers a
+    call whose result an earlier try of the same resume saved with that result, without
+    running the tool: the approved call runs once even when the model fails after it."""
+
+    _REPLAYED = "answered with the result saved when it ran"
+
+    def __init__(self, store: SessionStore, thread_id: str, stored: StoredSession) -> None:
+        self.store, self.thread_id, self.stored = store, thread_id, stored
+        self.version = stored.version
+        kept = stored.snapshot.get(KEPT)
+        self.kept: dict[str, JSONValue] = dict(kept) if isinstance(kept, dict) else {}
+        self._saving = asyncio.Lock()  # concurrent tools save one after the other
+
+    def register_hooks(self, registry: HookRegistry, **kwargs: Any) -> None:
+        registry.add_callback(BeforeToolCallEvent, self._replay)
+        registry.add_callback(AfterToolCallEvent, self._keep)
+
+    def _replay(self, event: BeforeToolCallEvent) -> None:
+        if event.tool_use["toolUseId"] in self.kept and not event.cancel_tool:
+            event.cancel_tool = self._REPLAYED
+
+    async def _keep(self, event: AfterToolCallEvent) -> None:
+        use_id = event.tool_use["toolUseId"]
+        if event.cancel_message == self._REPLAYED:
+            event.result = cast(ToolResult, self.kept[use_id])
+            return
+        if event.cancel_message is not None:  # not run: a retry cancels it the same way
+            return
+        async with self._saving:
+            self.kept[use_id] = cast(JSONValue, event.result)
+            snapshot = {**self.stored.snapshot, KEPT: self.kept}
+            self.version = await self.store.save(
+                self.thread_id, snapshot, expected_version=self.version
+            )
+
+
 class StrandsAgent(Runnable):
     """A Strands agent built afresh for each invocation (``make_agent``), its state restored
     from the thread's snapshot."""
@@ -122,7 +166,9 @@ class StrandsAgent(Runnable):
                 return None
             strands = dict(stored.snapshot["strands"])
             data = dict(strands["data"])
-            data["messages"] = [*data["messages"], *_cancelled_turn(data, reason)]
+            kept = stored.snapshot.get(KEPT)
+            ran = kept if isinstance(kept, dict) else {}
+            data["messages"] = [*data["messages"], *_cancelled_turn(data, ran, reason)]
             data["interrupt_state"] = {"interrupts": {}, "context": {}, "activated": False}
             snapshot: dict[str, JSONValue] = {"strands": {**strands, "data": data}, "pending": []}
             await self.session_store.save(thread_id, snapshot, expected_version=stored.version)
@@ -143,6 +189,7 @@ class _StrandsInvocation(LeasedInvocation):
         parsed = parse_input(input)
         if isinstance(parsed, ContinueRun):
             raise ResumeError("a Strands run is not continued from a checkpoint")
+        kept: _KeptResults | None = None
         if isinstance(parsed, str):
             if stored is not None and _pending(stored):
                 raise ResumeError(f"thread {self.thread_id} waits for its open interrupts")
@@ -150,6 +197,8 @@ class _StrandsInvocation(LeasedInvocation):
         else:
             assert stored is not None
             prompt = _interrupt_responses(parsed, _pending(stored))
+            kept = _KeptResults(self.agent.session_store, self.thread_id, stored)
+            strands.hooks.add_hook(kept)
         yield RunStarted(thread_id=self.thread_id, run_id=run_id)
         result = await strands.invoke_async(prompt)
         pending = [
@@ -164,7 +213,9 @@ class _StrandsInvocation(LeasedInvocation):
             ASKED_AT: asked_at(asked, stored),
         }
         await self.agent.session_store.save(
-            self.thread_id, snapshot, expected_version=stored.version if stored else 0
+            self.thread_id,
+            snapshot,
+            expected_version=kept.version if kept else stored.version if stored else 0,
         )
         interrupts = dated(asked, snapshot)
         yield RunFinished(
@@ -184,12 +235,16 @@ def _pending(stored: StoredSession) -> list[dict[str, Any]]:
     return [p for p in pending if isinstance(p, dict)]
 
 
-def _cancelled_turn(data: Mapping[str, Any], reason: str) -> list[dict[str, Any]]:
+def _cancelled_turn(
+    data: Mapping[str, Any], ran: Mapping[str, Any], reason: str
+) -> list[dict[str, Any]]:
     """The messages that close an interrupted tool batch: each call's result (an error
-    saying why, unless it had finished) and the assistant's word that the run ended."""
+    saying why, unless it had finished, or ``ran`` in a resume that failed after it) and
+    the assistant's word that the run ended."""
     pending = (data.get("interrupt_state") or {}).get("pending_tool_execution") or {}
     content = (pending.get("assistant_message") or {}).get("content") or []
     done = {r["toolUseId"]: r for r in pending.get("completed_tool_results") or []}
+    done.update(ran)
     results = [
         done.get(use["toolUseId"])
         or {"toolUseId": use["toolUseId"], "status": "error", "content": [{"text": reason}]}

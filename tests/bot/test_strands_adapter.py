@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
@@ -294,3 +294,78 @@ async def test_an_interrupt_keeps_the_time_it_was_asked_so_its_expiry_does_not_m
     storage: Storage,
 ) -> None:
     await interrupts_keep_their_time(gated_spec([]).build(storage.sessions))
+
+
+class FailsOnceAfterTheTool(ScriptedModel):
+    """The scripted model, whose first call after the tool's result fails (a model outage)."""
+
+    def __init__(self) -> None:
+        super().__init__("delete_files", {"paths": ["/tmp/a"]})
+        self.failed = False
+
+    async def stream(self, messages: Any, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        ran = any("toolResult" in c for m in messages for c in m["content"])
+        if ran and not self.failed:
+            self.failed = True
+            raise ConnectionError("the model is unreachable")
+        async for event in super().stream(messages, *args, **kwargs):
+            yield event
+
+
+def failing_after_the_tool(ran: list[list[str]]) -> Callable[[], Agent]:
+    """Builds the gated agent (one model for all its builds, as one outage spans them)."""
+    model = FailsOnceAfterTheTool()
+
+    @tool
+    def delete_files(paths: list[str]) -> str:
+        """Delete files."""
+        ran.append(paths)
+        return f"deleted {len(paths)}"
+
+    def make_agent() -> Agent:
+        return Agent(
+            model=model,
+            tools=[delete_files],
+            hooks=[SignoffApprovals(interrupt_on={"delete_files": True})],
+            callback_handler=None,
+        )
+
+    return make_agent
+
+
+async def test_a_resume_retried_after_the_tool_ran_gets_its_result_without_running_it_again(
+    storage: Storage,
+) -> None:
+    ran: list[list[str]] = []
+    agent = StrandsAgent(failing_after_the_tool(ran), session_store=storage.sessions)
+    [asked] = (await agent.invoke("clean up", thread_id="thread_retried")).interrupts
+    decision = {asked.id: Decision.approve()}
+    with pytest.raises(Exception, match="the model is unreachable"):
+        await agent.invoke(decision, thread_id="thread_retried")
+    assert ran == [["/tmp/a"]]
+    status = await agent.thread_status("thread_retried")
+    assert status is not None and [i.id for i in status.interrupts] == [asked.id]
+
+    done = await agent.invoke(decision, thread_id="thread_retried")  # the worker's retry
+    assert done.message == "done (success): deleted 1"
+    assert ran == [["/tmp/a"]]
+    status = await agent.thread_status("thread_retried")
+    assert status is not None and status.status == "idle"
+    stored = await storage.sessions.load("thread_retried")
+    assert stored is not None and "kept" not in stored.snapshot
+
+
+async def test_withdrawing_after_a_resume_failed_past_the_tool_keeps_the_tools_result(
+    storage: Storage,
+) -> None:
+    ran: list[list[str]] = []
+    agent = StrandsAgent(failing_after_the_tool(ran), session_store=storage.sessions)
+    [asked] = (await agent.invoke("clean up", thread_id="thread_withdrawn")).interrupts
+    with pytest.raises(Exception, match="the model is unreachable"):
+        await agent.invoke({asked.id: Decision.approve()}, thread_id="thread_withdrawn")
+    await agent.cancel("thread_withdrawn", "withdrawn")
+    stored = await storage.sessions.load("thread_withdrawn")
+    assert stored is not None
+    [closing, _] = stored.snapshot["strands"]["data"]["messages"][-2:]  # type: ignore[call-overload, index]
+    assert closing["content"][0]["toolResult"]["content"] == [{"text": "deleted 1"}]
+    assert ran == [["/tmp/a"]]
