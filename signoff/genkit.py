@@ -12,18 +12,28 @@ Approve restarts the tool (``restart_tool``; ``ctx.is_resumed()`` is then true a
 input (``replace_input``); Deny and Reply answer in its place (``respond_to_interrupt``)
 with the reason, or the approver's text, as its output: the tool does not run. The
 conversation is kept in Signoff's session store, so any worker process resumes it, and
-each invocation holds the thread's lease.
+each invocation holds the thread's lease. A resume saves each restarted tool's result as
+it comes: retried after a failure (the model call after the tool errs), it gets the result
+back instead of running the tool again. A failed model call is an error, not an answer.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-from genkit import Genkit, Message, Part, respond_to_interrupt, restart_tool
+from genkit import FinishReason, Genkit, Message, Part, respond_to_interrupt, restart_tool
+from genkit.middleware import (
+    BaseMiddleware,
+    GenerateMiddlewareContext,
+    MultipartToolResponse,
+    ToolHookParams,
+)
 
-from agent_runtime.errors import ResumeError
+from agent_runtime.errors import ModelError, ResumeError
 from agent_runtime.interrupts import Interrupt, InterruptResponse
 from agent_runtime.messages import JSONValue, ToolCall
 from agent_runtime.results import AgentResult
@@ -43,6 +53,57 @@ from .adapted import (
 )
 
 _PREFIX = "gk_"
+KEPT = "kept"
+"""The snapshot field holding the output of each tool a resume ran, by its request's ref
+(or name), until the generation's own snapshot (which has them) is saved."""
+
+
+class _KeptResults:
+    """The tool results of one resume, saved as each tool returns."""
+
+    def __init__(self, store: SessionStore, thread_id: str, stored: StoredSession) -> None:
+        self.store, self.thread_id, self.stored = store, thread_id, stored
+        self.version = stored.version
+        kept = stored.snapshot.get(KEPT)
+        self.kept: dict[str, JSONValue] = dict(kept) if isinstance(kept, dict) else {}
+        self._saving = asyncio.Lock()  # tools run concurrently save one after the other
+
+    async def keep(self, key: str, response: MultipartToolResponse) -> None:
+        async with self._saving:
+            self.kept[key] = response.model_dump(mode="json", by_alias=True, exclude_none=True)
+            snapshot = {**self.stored.snapshot, KEPT: self.kept}
+            self.version = await self.store.save(
+                self.thread_id, snapshot, expected_version=self.version
+            )
+
+
+_keeping: ContextVar[_KeptResults | None] = ContextVar("signoff_genkit_kept", default=None)
+"""The resume whose tool results ``_KeepToolResults`` keeps: Genkit copies a middleware
+for each generation, so what it shares with the adapter travels in the context."""
+
+
+class _KeepToolResults(BaseMiddleware[Any]):
+    """Saves each tool's result before the model is asked again, and answers a call whose
+    result an earlier try of the same resume saved with that result, without running it."""
+
+    async def wrap_tool(
+        self,
+        params: ToolHookParams,
+        ctx: GenerateMiddlewareContext,
+        next_fn: Callable[
+            [ToolHookParams, GenerateMiddlewareContext], Awaitable[MultipartToolResponse]
+        ],
+    ) -> MultipartToolResponse:
+        kept = _keeping.get()
+        request = params.tool_request_part.tool_request
+        if kept is None or request is None:
+            return await next_fn(params, ctx)
+        key = request.ref or request.name
+        if key in kept.kept:
+            return MultipartToolResponse.model_validate(kept.kept[key])
+        response = await next_fn(params, ctx)
+        await kept.keep(key, response)
+        return response
 
 
 class GenkitAgent(Runnable):
@@ -94,6 +155,7 @@ class _GenkitInvocation(LeasedInvocation):
         history = _messages(stored)
         parsed = parse_input(input)
         options: dict[str, Any] = {"model": agent.model, "tools": agent.tools}
+        kept: _KeptResults | None = None
         if isinstance(parsed, str):
             if stored is not None and _pending(stored):
                 raise ResumeError(f"thread {self.thread_id} waits for its open interrupts")
@@ -104,9 +166,16 @@ class _GenkitInvocation(LeasedInvocation):
             assert stored is not None
             restarts, responses = _resume_parts(parsed, _pending(stored))
             options |= {"messages": history, "resume_restart": restarts or None}
-            options["resume_respond"] = responses or None
+            options |= {"resume_respond": responses or None, "use": [_KeepToolResults()]}
+            kept = _KeptResults(agent.session_store, self.thread_id, stored)
         yield RunStarted(thread_id=self.thread_id, run_id=run_id)
-        answer = await agent.ai.generate(**options)
+        keeping = _keeping.set(kept)
+        try:
+            answer = await agent.ai.generate(**options)
+        finally:
+            _keeping.reset(keeping)
+        if answer.finish_reason == FinishReason.FAILED:
+            raise ModelError(f"the Genkit generation failed: {answer.finish_message}")
         pending = [_dump(p) for p in answer.interrupts]
         asked = tuple(_interrupt(p) for p in pending)
         snapshot: dict[str, JSONValue] = {
@@ -114,7 +183,9 @@ class _GenkitInvocation(LeasedInvocation):
             ASKED_AT: asked_at(asked, stored),
         }
         await agent.session_store.save(
-            self.thread_id, snapshot, expected_version=stored.version if stored else 0
+            self.thread_id,
+            snapshot,
+            expected_version=kept.version if kept else stored.version if stored else 0,
         )
         interrupts = dated(asked, snapshot)
         result = AgentResult(

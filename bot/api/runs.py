@@ -70,6 +70,11 @@ def add_runs_routes(app: web.Application, services: Services, *, token: SecretSt
         except StorageUnavailableError as exc:
             log.error("run of %s not started: %s", body.agent, exc)
             return _error(503, "storage is unavailable; nothing was started")
+        except Exception as exc:  # the agent failed; JSON like every other answer
+            log.exception("run of %s failed", body.agent)
+            return _error(
+                500, f"the run of {body.agent} failed ({type(exc).__name__}); see the bot's log"
+            )
         status_url = f"{RUNS_PATH}/{body.agent}/{result.thread_id}"
         return web.json_response({**_result(result), "status_url": status_url}, status=201)
 

@@ -170,6 +170,15 @@ async def _start(services: Services, agent: str, prompt: str, place: Place) -> N
         await post_in_thread(
             services, channel=place.channel, thread_ts=place.thread_ts, text=str(exc)
         )
+    except Exception as exc:  # the agent failed: said in Slack, or "Starting…" is the last word
+        log.exception("run of %s failed", agent)
+        await post_in_thread(
+            services,
+            channel=place.channel,
+            thread_ts=place.thread_ts,
+            text=f"The run of {agent} failed ({type(exc).__name__}); see the bot's log.",
+            mention=f"<@{place.requested_by}>",
+        )
 
 
 async def _open_home(services: Services, user: str) -> None:

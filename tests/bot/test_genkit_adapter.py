@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import aiohttp
 import pytest
 from adapter_checks import interrupts_keep_their_time
+from aiohttp.test_utils import TestServer
 from genkit import (
     Genkit,
     Interrupt,
@@ -18,10 +20,13 @@ from genkit import (
     ToolRunContext,
 )
 from harness import ALICE, CAROL, CHANNEL, Harness
-from pydantic import BaseModel
+from pydantic import BaseModel, SecretStr
 
-from agent_runtime.errors import ThreadBusyError
+from agent_runtime import Decision
+from agent_runtime.errors import ModelError, ThreadBusyError
 from bot.agents.policy import AgentSpec, Policy
+from bot.api.runs import RUNS_PATH
+from bot.process.web import operator_app
 from bot.ui import ids
 from signoff.genkit import GenkitAgent
 from storage import Storage
@@ -119,3 +124,101 @@ async def test_a_withdrawal_while_a_resume_holds_the_thread_is_refused_and_chang
     assert status is not None
     assert [i.id for i in status.interrupts] == [i.id for i in asked.interrupts]
     assert await agent.cancel("thread_busy", "withdrawn") is not None
+
+
+async def test_a_resume_retried_after_the_tool_ran_gets_its_result_without_running_it_again(
+    storage: Storage,
+) -> None:
+    ai, ran, failed = Genkit(), [], []
+
+    async def fails_once_after_the_tool(request: ModelRequest, ctx: Any) -> ModelResponse:
+        results = [p.tool_response for m in request.messages for p in m.content if p.tool_response]
+        if not results:
+            call = Part.from_tool_request(
+                name="delete_files", input={"paths": ["/tmp/a"]}, ref="c1"
+            )
+            return ModelResponse(message=Message(role="model", content=[call]))
+        if not failed:
+            failed.append(True)
+            raise ConnectionError("the model is unreachable")
+        return ModelResponse(
+            message=Message(role="model", content=[Part(text=f"done: {results[-1].output}")])
+        )
+
+    ai.define_model(name="flaky", fn=fails_once_after_the_tool)
+
+    @ai.tool()
+    async def delete_files(input: Paths, ctx: ToolRunContext) -> str:
+        """Delete files, once a person approves."""
+        if not ctx.is_resumed():
+            raise Interrupt({"message": "Delete?"})
+        ran.append(input.paths)
+        return f"deleted {len(input.paths)}"
+
+    agent = GenkitAgent(ai, model="flaky", tools=["delete_files"], session_store=storage.sessions)
+    [asked] = (await agent.invoke("clean up", thread_id="thread_retried")).interrupts
+    decision = {asked.id: Decision.approve()}
+    with pytest.raises(ModelError, match="the Genkit generation failed"):
+        await agent.invoke(decision, thread_id="thread_retried")
+    assert ran == [["/tmp/a"]]
+    status = await agent.thread_status("thread_retried")
+    assert status is not None and [i.id for i in status.interrupts] == [asked.id]
+
+    done = await agent.invoke(decision, thread_id="thread_retried")  # the worker's retry
+    assert done.message == "done: deleted 1"
+    assert ran == [["/tmp/a"]]
+    stored = await storage.sessions.load("thread_retried")
+    assert stored is not None and "kept" not in stored.snapshot
+
+
+def model_down_spec() -> AgentSpec:
+    """A Genkit agent whose model is unreachable."""
+    ai = Genkit()
+
+    async def unreachable(request: ModelRequest, ctx: Any) -> ModelResponse:
+        raise ConnectionError("the model is unreachable")
+
+    ai.define_model(name="down", fn=unreachable)
+    return AgentSpec(
+        name="gk-down",
+        build=lambda sessions: GenkitAgent(ai, model="down", tools=[], session_store=sessions),
+        policy=Policy(channel=CHANNEL, users=(ALICE,)),
+    )
+
+
+async def test_a_failed_model_call_is_an_error_not_an_empty_answer(storage: Storage) -> None:
+    agent = model_down_spec().build(storage.sessions)
+    with pytest.raises(ModelError, match="the Genkit generation failed"):
+        await agent.invoke("clean up", thread_id="thread_down")
+    assert await storage.sessions.load("thread_down") is None  # nothing claims it finished
+
+
+async def test_signoff_run_of_an_agent_that_fails_says_so_to_the_requester(make_bot: Any) -> None:
+    bot: Harness = await make_bot(spec=model_down_spec())
+    answer = await bot.command("run gk-down tidy the disk", user=CAROL)
+    assert answer["text"].startswith("Starting gk-down")
+    await bot.slack.wait_calls("chat.postMessage")
+    [said] = bot.slack.called("chat.postMessage")
+    assert said["channel"] == CHANNEL
+    assert said["text"] == (
+        f"The run of gk-down failed (ModelError); see the bot's log.\ncc <@{CAROL}>"
+    )
+
+
+async def test_the_runs_api_answers_an_agents_failure_in_json(make_bot: Any) -> None:
+    bot: Harness = await make_bot(spec=model_down_spec())
+    token = "api-token-" + "x" * 24
+    app = operator_app(bot.services, api_token=SecretStr(token))
+    server = TestServer(app, host="127.0.0.1", port=0)
+    await server.start_server()
+    try:
+        async with aiohttp.ClientSession() as http:
+            url = f"http://127.0.0.1:{server.port}{RUNS_PATH}"
+            body = {"agent": "gk-down", "input": "tidy", "channel": CHANNEL}
+            async with http.post(url, json=body, headers={"Authorization": f"Bearer {token}"}) as r:
+                assert r.status == 500
+                assert (await r.json())["error"] == (
+                    "the run of gk-down failed (ModelError); see the bot's log"
+                )
+    finally:
+        await server.close()
