@@ -207,3 +207,18 @@ class Decisions(RecordTransitions):
         )
         status = cast(AppOutcome, result[0])
         return status, None if status == "unknown" else self._record(interrupt_id, result[2:])
+
+    async def hand_over(self, record_ids: Sequence[str], *, now: datetime) -> str:
+        """Queue the resume job of a round of one run, all decided, that the app answered
+        but did not run to its end: the resume worker runs it, with retries. Returns the
+        job's id; '' when a card of the run is still pending (its click queues the job) or
+        a record is not decided (nothing is queued)."""
+        first, *rest = record_ids
+        status, job = await self._transition(
+            "hand_over",
+            first,
+            [to_ms(now), millis(self._retention.decided), self._retention.resume_entries, *rest],
+            extra_keys=[self._keys.record(rid) for rid in rest],
+        )
+        log.info("round of %s handed to the resume worker: %s %s", first, status, job)
+        return job

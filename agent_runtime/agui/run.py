@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from datetime import UTC, datetime
 
 from ..errors import AgentRuntimeError, ResumeError
@@ -36,6 +36,7 @@ async def run_agui(
     expiry: Expiry | None = None,
     offered: Offered | None = None,
     decided_elsewhere: Sequence[InterruptResponse] = (),
+    finished: Callable[[AgentResult], None] | None = None,
 ) -> AsyncIterator[AguiEvent]:
     """Run ``agent`` for one AG-UI request and yield its AG-UI events.
 
@@ -46,7 +47,8 @@ async def run_agui(
     a human) is a RUN_ERROR and changes
     nothing stored. The tool calls of one model turn share one ``parentMessageId``.
     Interrupts answered on another surface (``decided_elsewhere``: a Slack card) need no
-    answer in the resume; the run takes their answers with the app's.
+    answer in the resume; the run takes their answers with the app's. ``finished`` is
+    given the run's result before its RUN_FINISHED is yielded.
     """
     try:
         request = parse_run_input(input)
@@ -90,6 +92,8 @@ async def run_agui(
                 turn = None  # the next tool call belongs to the model's next turn
                 yield tool_call_result(event.tool_call, event.result)
         assert result is not None, "every run ends with RunFinished"
+        if finished is not None:
+            finished(result)
         yield run_finished(
             result, thread_id=thread_id, run_id=run_id, expiry=expiry, offered=offered
         )

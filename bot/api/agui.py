@@ -30,13 +30,14 @@ from pydantic import SecretStr, TypeAdapter
 from agent_runtime.agui import run_agui
 from agent_runtime.agui.events import Expiry, Offered, run_error, run_started
 from agent_runtime.interrupts import DecisionType, Interrupt
+from agent_runtime.results import AgentResult
 from bot.runs.approvers import card_decisions
 from bot.runs.drive import unknown_agent
 from bot.services import Services
 from storage.errors import InvalidIdError
 from storage.keys import check_id
 
-from .agui_cards import answer_cards, post_cards
+from .agui_cards import HANDED_OVER, answer_cards, hand_over, post_cards
 from .auth import NOT_OPERATOR, bearer_check
 
 log = logging.getLogger(__name__)
@@ -77,9 +78,20 @@ def add_agui_routes(app: web.Application, services: Services, *, token: SecretSt
         refusal = answers.refusal
         await response.prepare(request)
 
-        async def send(event: Any) -> None:
-            await response.write(encoder.encode(_EVENT.validate_python(event)).encode())
+        gone = False
 
+        async def send(event: Any) -> None:
+            """Stream ``event``; once the app has gone, the run goes on unwatched."""
+            nonlocal gone
+            if gone:
+                return
+            try:
+                await response.write(encoder.encode(_EVENT.validate_python(event)).encode())
+            except ConnectionResetError:
+                log.info("AG-UI client of %s went away; the run goes on", name)
+                gone = True
+
+        results: list[AgentResult] = []
         if refusal is not None:
             ids = (str(body.get("threadId") or ""), str(body.get("runId") or ""))
             await send(run_started(thread_id=ids[0], run_id=ids[1]))
@@ -92,12 +104,14 @@ def add_agui_routes(app: web.Application, services: Services, *, token: SecretSt
                 expiry=policy[0],
                 offered=policy[1],
                 decided_elsewhere=answers.decided_on_cards,
+                finished=results.append,
             ):
+                if event["type"] == "RUN_ERROR" and await hand_over(services, answers):
+                    event = run_error(f"{event['message']}; {HANDED_OVER}", code=event["code"])
                 await send(event)
-        await response.write_eof()
-        if refusal is None:
-            thread_id = str(body.get("threadId") or "")
-            await post_cards(services, name, agent, thread_id, answers.place)
+        if not gone:
+            await response.write_eof()
+        await post_cards(services, name, results[-1] if results else None, answers.place)
         return response
 
     async def capabilities(request: web.Request) -> web.Response:

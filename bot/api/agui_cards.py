@@ -34,7 +34,7 @@ from bot.runs.place import Place, place_of
 from bot.services import Services
 from bot.ui.cards import IN_APP
 from bot.ui.posting import update_message
-from storage.errors import InvalidIdError
+from storage.errors import InvalidIdError, StorageError
 from storage.keys import record_id
 from storage.records import FINAL_STATE_OF, InterruptRecord
 
@@ -52,12 +52,14 @@ class Refusal:
 @dataclass(frozen=True)
 class CardAnswers:
     """What the cards made of the app's resume: why it is refused (or None), where the
-    cards are, and the answers given on cards the app left out (the run takes them with
-    the app's)."""
+    cards are, the answers given on cards the app left out (the run takes them with the
+    app's), and, when the app decided cards, the records of the round it answers (handed
+    to the resume worker if the app's run does not get through)."""
 
     refusal: Refusal | None = None
     place: Place | None = None
     decided_on_cards: tuple[InterruptResponse, ...] = ()
+    round: tuple[str, ...] = ()
 
 
 async def answer_cards(services: Services, agent: Runnable, body: dict[str, Any]) -> CardAnswers:
@@ -123,7 +125,28 @@ async def answer_cards(services: Services, agent: Runnable, body: dict[str, Any]
     if refused is not None:
         return CardAnswers(refused[0], place_of(refused[1]))
     place = place_of(decided[0]) if decided else place_of(elsewhere[0]) if elsewhere else None
-    return CardAnswers(place=place, decided_on_cards=decided_on_cards)
+    round = tuple(card.id for card in [*decided, *elsewhere]) if decided else ()
+    return CardAnswers(place=place, decided_on_cards=decided_on_cards, round=round)
+
+
+HANDED_OVER = (
+    "the answers stay recorded on their cards, and Signoff's resume worker runs the "
+    "thread on with them (retrying); its progress is posted with the cards"
+)
+"""What a failed app run adds to its RUN_ERROR once its round is handed over."""
+
+
+async def hand_over(services: Services, answers: CardAnswers) -> bool:
+    """Queue the resume job of the round the app answered on its cards, its run having
+    failed (or its thread being busy): the worker runs it on. False when not queued."""
+    if not answers.round:
+        return False
+    try:
+        job = await services.storage.interrupts.hand_over(answers.round, now=services.clock.now())
+    except StorageError as exc:
+        log.error("round of %s not handed to the resume worker: %s", answers.round[0], exc)
+        return False
+    return bool(job)
 
 
 def _each_open_once(resume: Sequence[Any], waiting: Sequence[Interrupt]) -> bool:
@@ -191,20 +214,10 @@ def _kept(recorded: Sequence[InterruptRecord]) -> str:
 
 
 async def post_cards(
-    services: Services, name: str, agent: Runnable, thread_id: str, place: Place | None
+    services: Services, name: str, result: AgentResult | None, place: Place | None
 ) -> None:
     """After an AG-UI run: post its new interrupts as cards when the policy names where,
-    or, when it ended, say so in its cards' thread."""
-    status = await agent.thread_status(thread_id) if thread_id else None
-    result = status.last_result if status else None
-    if result is None and status is not None and status.interrupts:
-        result = AgentResult(  # an adapted framework's thread keeps its interrupts alone
-            stop_reason="interrupt",
-            message="waiting for a human decision",
-            thread_id=status.thread_id,
-            run_id=status.run_id,
-            interrupts=status.interrupts,
-        )
+    or, when it ended, say so in its cards' thread. Nothing after a failed run (None)."""
     if result is None:
         return
     if result.stop_reason != "interrupt":

@@ -125,6 +125,16 @@ local function decided_keep(retention)
   return math.max(retention, redis.call('PTTL', KEYS[2]))
 end
 
+-- Append the resume job of the run of KEYS[1] for its round's decided records.
+local function resume_job(decided, now, retention, stream_maxlen)
+  table.sort(decided)
+  local round = redis.call('INCR', KEYS[3])
+  redis.call('PEXPIRE', KEYS[3], retention)
+  return redis.call('XADD', KEYS[9], 'MAXLEN', '~', stream_maxlen, '*',
+    'run_id', field(KEYS[1], 'run_id'), 'thread_id', field(KEYS[1], 'thread_id'),
+    'round', round, 'record_ids', table.concat(decided, ' '), 'at', now)
+end
+
 -- Move a pending record to a final state: drop it from every pending index, keep it (see
 -- decided_keep), and when it was the run's last pending interrupt (and `resume` is set)
 -- append exactly one resume job. Returns the job's stream id or ''.
@@ -146,13 +156,8 @@ local function finalize(rid, state, by, now, decision, retention, resume, stream
   redis.call('PEXPIRE', KEYS[11], keep)
   if redis.call('SCARD', KEYS[2]) > 0 then return '' end
   local decided = redis.call('SMEMBERS', KEYS[11])
-  table.sort(decided)
   redis.call('DEL', KEYS[11])
-  local round = redis.call('INCR', KEYS[3])
-  redis.call('PEXPIRE', KEYS[3], retention)
-  return redis.call('XADD', KEYS[9], 'MAXLEN', '~', stream_maxlen, '*',
-    'run_id', field(key, 'run_id'), 'thread_id', field(key, 'thread_id'),
-    'round', round, 'record_ids', table.concat(decided, ' '), 'at', now)
+  return resume_job(decided, now, retention, stream_maxlen)
 end
 
 -- The final state each kind of decision puts a record in.

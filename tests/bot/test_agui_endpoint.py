@@ -16,12 +16,12 @@ from typing import Any
 
 import aiohttp
 import pytest
-from aiohttp.test_utils import TestServer
+from aiohttp import web
 from batch_agents import spec as deletions
 from fakes import OneToolModel
 from harness import ALICE, BOB, CHANNEL, Harness
 from pydantic import SecretStr
-from test_strands_adapter import gated_spec
+from test_strands_adapter import SlowDelete, failing_after_the_tool, gated_spec
 
 from agent_runtime import Agent, Decision, ToolContext, tool
 from agent_runtime.session import SessionStore
@@ -29,6 +29,7 @@ from bot.agents.policy import AgentSpec, Policy
 from bot.api.agui import AGUI_PATH
 from bot.process.web import operator_app
 from bot.ui import ids
+from signoff.strands import StrandsAgent
 
 TOKEN = "api-token-" + "y" * 24
 CLIENT = Path(__file__).resolve().parents[1] / "agui" / "client.mjs"
@@ -47,20 +48,22 @@ async def endpoint_for(make_bot: Any) -> AsyncIterator[Callable[..., Awaitable[E
     installed = CLIENT.parent / "node_modules" / "@ag-ui" / "client" / "package.json"
     if node is None or not installed.exists():
         pytest.fail("Node and @ag-ui/client are needed: ./run test installs both", pytrace=False)
-    servers: list[TestServer] = []
+    runners: list[web.AppRunner] = []
 
     async def start(policy: Policy | None = None, spec: AgentSpec | None = None) -> Endpoint:
         bot: Harness = await make_bot(policy, spec=spec)
-        server = TestServer(
-            operator_app(bot.services, api_token=SecretStr(TOKEN)), host="127.0.0.1"
-        )
-        await server.start_server()
-        servers.append(server)
-        return Endpoint(bot=bot, url=f"http://127.0.0.1:{server.port}{AGUI_PATH}/cleanup")
+        # Served as `signoff serve` serves it (a handler is not cancelled when its client
+        # goes away), not as aiohttp's TestServer does.
+        runner = web.AppRunner(operator_app(bot.services, api_token=SecretStr(TOKEN)))
+        await runner.setup()
+        runners.append(runner)
+        await web.TCPSite(runner, "127.0.0.1", 0).start()
+        port = runner.addresses[0][1]
+        return Endpoint(bot=bot, url=f"http://127.0.0.1:{port}{AGUI_PATH}/cleanup")
 
     yield start
-    for server in servers:
-        await server.close()
+    for runner in runners:
+        await runner.cleanup()
 
 
 @pytest.fixture
@@ -540,3 +543,57 @@ async def test_an_agui_run_of_a_strands_agent_is_a_slack_card_too(
     [card] = endpoint.bot.slack.called("chat.postMessage")
     assert card["channel"] == CHANNEL and "delete_files" in card["text"]
     assert deleted == []
+
+
+async def test_an_app_run_that_fails_after_its_answer_is_recorded_is_run_on_by_the_worker(
+    endpoint_for: Callable[..., Awaitable[Endpoint]],
+) -> None:
+    """The app's answer decided the card, then its run failed (the model, after the
+    approved tool ran): the worker runs the thread on, and the tool does not run again."""
+    ran: list[list[str]] = []
+    spec = AgentSpec(
+        name="st-flaky",
+        build=lambda sessions: StrandsAgent(failing_after_the_tool(ran), session_store=sessions),
+        policy=Policy(channel=CHANNEL, users=(ALICE,)),
+    )
+    endpoint = await endpoint_for(spec=spec)
+    bot, url = endpoint.bot, endpoint.url.replace("/cleanup", "/st-flaky")
+    _, second = await _client(
+        url,
+        "thread-app-fails",
+        [
+            {"prompt": "clean up"},
+            {"answer": {"status": "resolved", "payload": {"type": "approve"}}},
+        ],
+    )
+    assert second["finished"] is None and second["error"]["code"] == "internal_error"
+    assert "Signoff's resume worker runs the thread on" in second["error"]["message"]
+    assert (await bot.finished()).startswith("Finished: done (success): deleted 1")
+    assert ran == [["/tmp/a"]]
+
+
+async def test_an_app_that_goes_away_mid_run_does_not_stop_the_run(
+    endpoint_for: Callable[..., Awaitable[Endpoint]],
+) -> None:
+    slow = SlowDelete()
+    spec = AgentSpec(
+        name="st-slow",
+        build=lambda sessions: StrandsAgent(slow.agent, session_store=sessions),
+        policy=Policy(channel=CHANNEL, users=(ALICE,)),
+    )
+    endpoint = await endpoint_for(spec=spec)
+    bot, url = endpoint.bot, endpoint.url.replace("/cleanup", "/st-slow")
+    [first] = await _client(url, "thread-gone", [{"prompt": "clean up"}])
+    [interrupt] = first["finished"]["outcome"]["interrupts"]
+    answer = {"interruptId": interrupt["id"], "status": "resolved", "payload": {"type": "approve"}}
+    body = {"threadId": "thread-gone", "runId": "r2", "resume": [answer]}
+    async with aiohttp.ClientSession() as http:
+        response = await http.post(url, json=body, headers={"Authorization": f"Bearer {TOKEN}"})
+        assert b"RUN_STARTED" in await response.content.readline()
+        while slow.inside < 1:
+            await asyncio.wait_for(slow.changed.wait(), 10)
+            slow.changed.clear()
+        response.close()  # the app goes away while the approved tool runs
+    slow.release.set()
+    assert (await bot.finished()).startswith("Finished: done (success): deleted")
+    assert slow.ran == [["/tmp/a"]]

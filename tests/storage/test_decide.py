@@ -331,6 +331,35 @@ async def test_a_decision_in_the_app_wins_once_and_queues_no_resume(storage: Sto
     )[0] == "unknown"
 
 
+async def test_a_round_the_app_answered_is_handed_to_the_worker_once_all_is_decided(
+    storage: Storage, raw: aioredis.Redis, key_prefix: str
+) -> None:
+    """The app's run failed after its answers were recorded: the round's resume job is
+    queued, with every record of the round; not while one is pending or undecided."""
+    await storage.resume.ensure_group()
+    first, second, third = (make_record(call_id=c) for c in ("c1", "c2", "c3"))
+    await storage.interrupts.create_interrupts([first, second, third])
+    await storage.interrupts.decide_in_app(first.id, "app", Decision.approve(), now=NOW)
+    before = await snapshot(raw, key_prefix)
+    assert await storage.interrupts.hand_over([first.id, second.id], now=NOW) == ""
+    assert await snapshot(raw, key_prefix) == before  # c2 undecided: nothing changed
+    await storage.interrupts.decide_in_app(second.id, "app", Decision.approve(), now=NOW)
+    assert await storage.interrupts.hand_over([first.id, second.id], now=NOW) == ""  # c3 waits
+    assert await storage.resume.lag() == 0
+    await storage.interrupts.decide(
+        third.id, "UBOB", Decision.reject("no"), args_digest=DIGEST, now=NOW
+    )  # the last click queues the round, the app's answers with it
+    [job] = await storage.resume.claim("w1", shard=storage.keys.shard_of("run_1"))
+    assert job.record_ids == tuple(sorted([first.id, second.id, third.id]))
+
+    alone = make_record(run_id="run_2", call_id="c1")
+    await storage.interrupts.create_interrupt(alone)
+    await storage.interrupts.decide_in_app(alone.id, "app", Decision.approve(), now=NOW)
+    assert await storage.interrupts.hand_over([alone.id], now=NOW) != ""
+    [job] = await storage.resume.claim("w1", shard=storage.keys.shard_of("run_2"))
+    assert (job.run_id, job.record_ids) == ("run_2", (alone.id,))
+
+
 @pytest.mark.parametrize(
     ("scope", "minutes", "run_sees_it"), [("minutes", 60, False), ("run", None, True)]
 )
