@@ -25,7 +25,15 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-from genkit import FinishReason, Genkit, Message, Part, respond_to_interrupt, restart_tool
+from genkit import (
+    FinishReason,
+    Genkit,
+    Message,
+    Part,
+    ToolRequest,
+    respond_to_interrupt,
+    restart_tool,
+)
 from genkit.middleware import (
     BaseMiddleware,
     GenerateMiddlewareContext,
@@ -59,13 +67,18 @@ KEPT = "kept"
 
 
 class _KeptResults:
-    """The tool results of one resume, saved as each tool returns."""
+    """The results of the tools one resume restarts, saved as each returns. Only those:
+    a retry asks the model for later turns' calls again, and some providers number calls
+    per turn, so their refs repeat."""
 
-    def __init__(self, store: SessionStore, thread_id: str, stored: StoredSession) -> None:
+    def __init__(
+        self, store: SessionStore, thread_id: str, stored: StoredSession, restarts: list[Part]
+    ) -> None:
         self.store, self.thread_id, self.stored = store, thread_id, stored
         self.version = stored.version
         kept = stored.snapshot.get(KEPT)
         self.kept: dict[str, JSONValue] = dict(kept) if isinstance(kept, dict) else {}
+        self.restarted = {_key(p.tool_request) for p in restarts if p.tool_request}
         self._saving = asyncio.Lock()  # tools run concurrently save one after the other
 
     async def keep(self, key: str, response: MultipartToolResponse) -> None:
@@ -96,9 +109,10 @@ class _KeepToolResults(BaseMiddleware[Any]):
     ) -> MultipartToolResponse:
         kept = _keeping.get()
         request = params.tool_request_part.tool_request
-        if kept is None or request is None:
+        key = _key(request) if request is not None else ""
+        if kept is None or key not in kept.restarted:
             return await next_fn(params, ctx)
-        key = request.ref or request.name
+        kept.restarted.discard(key)  # each restart once: a later call may reuse its ref
         if key in kept.kept:
             return MultipartToolResponse.model_validate(kept.kept[key])
         response = await next_fn(params, ctx)
@@ -167,7 +181,7 @@ class _GenkitInvocation(LeasedInvocation):
             restarts, responses = _resume_parts(parsed, _pending(stored))
             options |= {"messages": history, "resume_restart": restarts or None}
             options |= {"resume_respond": responses or None, "use": [_KeepToolResults()]}
-            kept = _KeptResults(agent.session_store, self.thread_id, stored)
+            kept = _KeptResults(agent.session_store, self.thread_id, stored, restarts)
         yield RunStarted(thread_id=self.thread_id, run_id=run_id)
         keeping = _keeping.set(kept)
         try:
@@ -196,6 +210,11 @@ class _GenkitInvocation(LeasedInvocation):
             interrupts=interrupts,
         )
         yield RunFinished(result=result)
+
+
+def _key(request: ToolRequest) -> str:
+    """What a tool request's kept result is filed under: its ref, else its tool's name."""
+    return request.ref or request.name
 
 
 def _dump(model: Any) -> dict[str, JSONValue]:

@@ -102,9 +102,11 @@ class SignoffApprovals(HookProvider):
 
 
 class _KeptResults(HookProvider):
-    """Saves each tool result of a resumed invocation as soon as it comes, and answers a
-    call whose result an earlier try of the same resume saved with that result, without
-    running the tool: the approved call runs once even when the model fails after it."""
+    """Saves the result of each call of the interrupted tool batch as the resume runs it,
+    and answers a call whose result an earlier try of the same resume saved with that
+    result, without running the tool: an approved call runs once even when the model fails
+    after it. Later turns' calls are not kept (a retry asks the model for them again, and
+    some providers number calls per turn, so their ids repeat)."""
 
     _REPLAYED = "answered with the result saved when it ran"
 
@@ -113,6 +115,8 @@ class _KeptResults(HookProvider):
         self.version = stored.version
         kept = stored.snapshot.get(KEPT)
         self.kept: dict[str, JSONValue] = dict(kept) if isinstance(kept, dict) else {}
+        self._batch = {use["toolUseId"] for use in _batch_calls(stored)}  # each taken once
+        self._running: set[str] = set()
         self._saving = asyncio.Lock()  # concurrent tools save one after the other
 
     def register_hooks(self, registry: HookRegistry, **kwargs: Any) -> None:
@@ -120,14 +124,23 @@ class _KeptResults(HookProvider):
         registry.add_callback(AfterToolCallEvent, self._keep)
 
     def _replay(self, event: BeforeToolCallEvent) -> None:
-        if event.tool_use["toolUseId"] in self.kept and not event.cancel_tool:
+        use_id = event.tool_use["toolUseId"]
+        if use_id not in self._batch:
+            return
+        self._batch.discard(use_id)
+        if use_id in self.kept and not event.cancel_tool:
             event.cancel_tool = self._REPLAYED
+        else:
+            self._running.add(use_id)
 
     async def _keep(self, event: AfterToolCallEvent) -> None:
         use_id = event.tool_use["toolUseId"]
         if event.cancel_message == self._REPLAYED:
             event.result = cast(ToolResult, self.kept[use_id])
             return
+        if use_id not in self._running:
+            return
+        self._running.discard(use_id)
         if event.cancel_message is not None:  # not run: a retry cancels it the same way
             return
         async with self._saving:
@@ -166,9 +179,7 @@ class StrandsAgent(Runnable):
                 return None
             strands = dict(stored.snapshot["strands"])
             data = dict(strands["data"])
-            kept = stored.snapshot.get(KEPT)
-            ran = kept if isinstance(kept, dict) else {}
-            data["messages"] = [*data["messages"], *_cancelled_turn(data, ran, reason)]
+            data["messages"] = [*data["messages"], *_cancelled_turn(stored, reason)]
             data["interrupt_state"] = {"interrupts": {}, "context": {}, "activated": False}
             snapshot: dict[str, JSONValue] = {"strands": {**strands, "data": data}, "pending": []}
             await self.session_store.save(thread_id, snapshot, expected_version=stored.version)
@@ -235,20 +246,28 @@ def _pending(stored: StoredSession) -> list[dict[str, Any]]:
     return [p for p in pending if isinstance(p, dict)]
 
 
-def _cancelled_turn(
-    data: Mapping[str, Any], ran: Mapping[str, Any], reason: str
-) -> list[dict[str, Any]]:
-    """The messages that close an interrupted tool batch: each call's result (an error
-    saying why, unless it had finished, or ``ran`` in a resume that failed after it) and
-    the assistant's word that the run ended."""
+def _batch_calls(stored: StoredSession) -> list[dict[str, Any]]:
+    """The ``toolUse`` blocks of the tool batch the thread's open interrupts stopped."""
+    strands = stored.snapshot.get("strands") or {}
+    data = (strands.get("data") or {}) if isinstance(strands, dict) else {}
     pending = (data.get("interrupt_state") or {}).get("pending_tool_execution") or {}
     content = (pending.get("assistant_message") or {}).get("content") or []
+    return [c["toolUse"] for c in content if "toolUse" in c]
+
+
+def _cancelled_turn(stored: StoredSession, reason: str) -> list[dict[str, Any]]:
+    """The messages that close an interrupted tool batch: each call's result (an error
+    saying why, unless it had finished, or ran in a resume that failed after it) and the
+    assistant's word that the run ended."""
+    data = stored.snapshot["strands"]["data"]
+    pending = (data.get("interrupt_state") or {}).get("pending_tool_execution") or {}
     done = {r["toolUseId"]: r for r in pending.get("completed_tool_results") or []}
-    done.update(ran)
+    kept = stored.snapshot.get(KEPT)
+    done.update(kept if isinstance(kept, dict) else {})
     results = [
         done.get(use["toolUseId"])
         or {"toolUseId": use["toolUseId"], "status": "error", "content": [{"text": reason}]}
-        for use in (c["toolUse"] for c in content if "toolUse" in c)
+        for use in _batch_calls(stored)
     ]
     if not results:
         return []

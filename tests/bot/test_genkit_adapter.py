@@ -222,3 +222,44 @@ async def test_the_runs_api_answers_an_agents_failure_in_json(make_bot: Any) -> 
                 )
     finally:
         await server.close()
+
+
+async def test_a_later_call_with_an_approved_calls_ref_runs_and_gets_its_own_output(
+    storage: Storage,
+) -> None:
+    ai = Genkit()
+
+    async def reuses_its_refs(request: ModelRequest, ctx: Any) -> ModelResponse:
+        """Numbers its tool calls per turn: the second turn's call has the first's ref."""
+        results = [p.tool_response for m in request.messages for p in m.content if p.tool_response]
+        if len(results) < 2:
+            name, args = ("list_files", {}) if results else ("delete_files", {"paths": ["/a"]})
+            call = Part.from_tool_request(name=name, input=args, ref="c1")
+            return ModelResponse(message=Message(role="model", content=[call]))
+        return ModelResponse(
+            message=Message(role="model", content=[Part(text=f"done: {results[-1].output}")])
+        )
+
+    ai.define_model(name="renumbering", fn=reuses_its_refs)
+
+    @ai.tool()
+    async def delete_files(input: Paths, ctx: ToolRunContext) -> str:
+        """Delete files, once a person approves."""
+        if not ctx.is_resumed():
+            raise Interrupt({"message": "Delete?"})
+        return "deleted"
+
+    @ai.tool()
+    async def list_files() -> str:
+        """List files."""
+        return "3 files left"
+
+    agent = GenkitAgent(
+        ai,
+        model="renumbering",
+        tools=["delete_files", "list_files"],
+        session_store=storage.sessions,
+    )
+    [asked] = (await agent.invoke("clean up", thread_id="thread_refs")).interrupts
+    done = await agent.invoke({asked.id: Decision.approve()}, thread_id="thread_refs")
+    assert done.message == "done: 3 files left"

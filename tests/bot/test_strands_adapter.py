@@ -369,3 +369,51 @@ async def test_withdrawing_after_a_resume_failed_past_the_tool_keeps_the_tools_r
     [closing, _] = stored.snapshot["strands"]["data"]["messages"][-2:]  # type: ignore[call-overload, index]
     assert closing["content"][0]["toolResult"]["content"] == [{"text": "deleted 1"}]
     assert ran == [["/tmp/a"]]
+
+
+class ReusesItsCallIds(ScriptedModel):
+    """Numbers its tool calls per turn (as some providers do): the second turn's call has
+    the first one's id."""
+
+    def __init__(self) -> None:
+        super().__init__("delete_files", {"paths": ["/tmp/a"]})
+
+    async def stream(self, messages: Any, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        results = [c["toolResult"] for m in messages for c in m["content"] if "toolResult" in c]
+        if len(results) != 1:
+            async for event in super().stream(messages, *args, **kwargs):
+                yield event
+            return
+        yield {"messageStart": {"role": "assistant"}}
+        use = {"toolUseId": "use_1", "name": "list_files"}
+        yield {"contentBlockStart": {"start": {"toolUse": use}}}
+        yield {"contentBlockDelta": {"delta": {"toolUse": {"input": "{}"}}}}
+        yield {"contentBlockStop": {}}
+        yield {"messageStop": {"stopReason": "tool_use"}}
+
+
+async def test_a_later_call_with_an_approved_calls_id_runs_and_gets_its_own_result(
+    storage: Storage,
+) -> None:
+    @tool
+    def delete_files(paths: list[str]) -> str:
+        """Delete files."""
+        return f"deleted {len(paths)}"
+
+    @tool
+    def list_files() -> str:
+        """List files."""
+        return "3 files left"
+
+    def make_agent() -> Agent:
+        return Agent(
+            model=ReusesItsCallIds(),
+            tools=[delete_files, list_files],
+            hooks=[SignoffApprovals(interrupt_on={"delete_files": True})],
+            callback_handler=None,
+        )
+
+    agent = StrandsAgent(make_agent, session_store=storage.sessions)
+    [asked] = (await agent.invoke("clean up", thread_id="thread_ids")).interrupts
+    done = await agent.invoke({asked.id: Decision.approve()}, thread_id="thread_ids")
+    assert done.message == "done (success): 3 files left"
