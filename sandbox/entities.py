@@ -64,12 +64,14 @@ class UserGroup:
 
 @dataclass(frozen=True, kw_only=True)
 class Channel:
-    """A public channel, or the bot's direct-message channel with `im_user`."""
+    """A public channel, the bot's direct-message channel with `im_user`, or a group DM
+    (`is_mpim`) of its members and the bot."""
 
     id: str
     name: str
     members: frozenset[str]
     im_user: str | None = None
+    is_mpim: bool = False
 
     @property
     def is_im(self) -> bool:
@@ -79,6 +81,8 @@ class Channel:
         """The `channel` object of `conversations.open` and interaction payloads."""
         if self.im_user is not None:
             return {"id": self.id, "is_im": True, "user": self.im_user}
+        if self.is_mpim:
+            return {"id": self.id, "name": self.name, "is_mpim": True, "is_im": False}
         return {"id": self.id, "name": self.name, "is_channel": True, "is_im": False}
 
 

@@ -137,7 +137,7 @@ class PageApi:
         if chan is None or user not in chan.members:
             raise UserActionError(f"{user} cannot see channel {channel!r}")
         return {
-            "channel": chan.to_slack(),
+            "channel": chan.to_slack() | {"title": self._ws.title(chan)},
             "messages": [self._ws.to_slack(m) for m in self._ws.history(channel)],
             "ephemerals": [e.to_slack() for e in self._ws.ephemerals(user, channel)],
         }
@@ -181,7 +181,10 @@ class PageApi:
         version = await self._ws.next_version(since, within=LONG_POLL_SECONDS)
         out: dict[str, Any] = {
             "version": version,
-            "channels": [c.to_slack() | {"name": c.name} for c in self._ws.channels_of(user)],
+            "channels": [
+                c.to_slack() | {"name": c.name, "title": self._ws.title(c)}
+                for c in self._ws.channels_of(user)
+            ],
             "notices": [
                 {"id": n.id, "text": n.text, "channel": n.channel} for n in self._ws.notices(user)
             ],

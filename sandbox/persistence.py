@@ -28,6 +28,8 @@ class SavedWorkspace(BaseModel):
     format: int = 1
     dms: dict[str, str] = {}
     """DM channel id to the user it is with."""
+    group_dms: dict[str, list[str]] = {}
+    """Group DM channel id to its people (the bot aside)."""
     messages: list[Message] = []
     homes: dict[str, JsonObject] = {}
     """User id to the Home tab view the app last published for them."""
@@ -38,6 +40,11 @@ def saved(workspace: Workspace) -> SavedWorkspace:
     homes = {uid: view.spec for uid in workspace.users if (view := workspace.home(uid))}
     return SavedWorkspace(
         dms={c.id: c.im_user for c in workspace.channels.values() if c.im_user},
+        group_dms={
+            c.id: sorted(u for u in c.members if u != workspace.app.bot_user_id)
+            for c in workspace.channels.values()
+            if c.is_mpim
+        },
         messages=sorted(workspace.all_messages(), key=lambda m: float(m.ts)),
         homes=homes,
     )
@@ -48,6 +55,9 @@ def restore(workspace: Workspace, state: SavedWorkspace) -> None:
     for channel_id, user_id in state.dms.items():
         if user_id in workspace.users:
             workspace.open_dm(user_id, channel_id=channel_id)
+    for channel_id, people in state.group_dms.items():
+        if all(user_id in workspace.users for user_id in people):
+            workspace.open_group_dm(people, channel_id=channel_id)
     for message in state.messages:
         if message.channel in workspace.channels:
             workspace.post(message)

@@ -141,10 +141,36 @@ class Workspace:
         self.touch()
         return channel
 
+    def open_group_dm(self, user_ids: Iterable[str], *, channel_id: str | None = None) -> Channel:
+        """The group DM of `user_ids` and the bot, created on first use (with `channel_id`
+        when a saved workspace is restored); named as Slack names one."""
+        members = frozenset({*user_ids, self.app.bot_user_id})
+        for channel in self.channels.values():
+            if channel.is_mpim and channel.members == members:
+                return channel
+        handles = sorted(self.users[u].name for u in members)
+        channel = Channel(
+            id=channel_id or self.ids.new("C"),
+            name="mpdm-" + "--".join(handles) + "-1",
+            members=members,
+            is_mpim=True,
+        )
+        self.channels[channel.id] = channel
+        self._messages[channel.id] = {}
+        self.touch()
+        return channel
+
+    def title(self, channel: Channel) -> str:
+        """How the page names `channel`: a group DM by its people's names."""
+        if not channel.is_mpim:
+            return channel.name
+        people = [self.users[u] for u in channel.members if not self.users[u].is_bot]
+        return ", ".join(sorted(u.real_name or u.name for u in people))
+
     def channels_of(self, user_id: str) -> list[Channel]:
         """The channels and DMs `user_id` can see, public channels first."""
         visible = [c for c in self.channels.values() if user_id in c.members]
-        return sorted(visible, key=lambda c: (c.is_im, c.name))
+        return sorted(visible, key=lambda c: (c.is_im or c.is_mpim, c.name))
 
     # -- messages --------------------------------------------------------------
 

@@ -169,15 +169,24 @@
     }
   }
 
+  /** A channel as the sidebar and its title show it: a DM by the app, a group DM by its people. */
+  function channelLabel(channel) {
+    if (channel.is_im) return `${state.app.name} (messages)`;
+    if (channel.is_mpim) return channel.title;
+    return "# " + channel.name;
+  }
+
   function renderSidebar(data) {
     const list = $("channel-list");
     const apps = $("app-list");
+    const groups = $("dm-list");
     list.replaceChildren();
     apps.replaceChildren();
+    groups.replaceChildren();
     for (const channel of data.channels) {
       state.channels[channel.id] = channel;
       const item = el("li");
-      const link = el("a", "", channel.is_im ? `${state.app.name} (messages)` : "# " + channel.name);
+      const link = el("a", "", channelLabel(channel));
       link.href = "#";
       link.dataset.channel = channel.id;
       if (channel.id === state.channel && !state.home) link.classList.add("active");
@@ -186,7 +195,7 @@
         go({ channel: channel.id, thread: null, home: false });
       });
       item.append(link);
-      (channel.is_im ? apps : list).append(item);
+      (channel.is_im ? apps : channel.is_mpim ? groups : list).append(item);
     }
     const home = el("li");
     const link = el("a", state.home ? "active" : "", `${state.app.name} (Home)`);
@@ -234,7 +243,7 @@
     }
     const channel = data.channel;
     $("channel-title").textContent = channel
-      ? (channel.is_im ? `${state.app.name} (messages)` : "# " + channel.name) : "Pick a channel";
+      ? channelLabel(channel) : "Pick a channel";
     const atBottom = messages.scrollHeight - messages.scrollTop - messages.clientHeight < 40;
     messages.replaceChildren();
     const all = [...(data.messages || []),

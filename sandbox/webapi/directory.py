@@ -65,14 +65,17 @@ def conversations_open(ctx: ApiContext, a: args.ConversationsOpen) -> JsonObject
         if channel is None:
             raise SlackApiFailure("channel_not_found")
         return {"channel": {"id": channel.id}}
-    users = [u for u in (a.users or "").split(",") if u]
+    users = list(dict.fromkeys(u for u in (a.users or "").split(",") if u))
     if not users:
         raise SlackApiFailure("users_list_not_supplied")
+    if len(users) > 8:
+        raise SlackApiFailure("too_many_users")
+    for user_id in users:
+        if user_id not in ws.users or ws.users[user_id].is_bot:
+            raise SlackApiFailure("user_not_found")
     if len(users) > 1:
-        raise SlackApiFailure("not_supported")  # group DMs are not part of the sandbox
-    user = ws.users.get(users[0])
-    if user is None or user.is_bot:
-        raise SlackApiFailure("user_not_found")
+        return {"channel": ws.open_group_dm(users).to_slack()}
+    user = ws.users[users[0]]
     existed = any(c.im_user == user.id for c in ws.channels.values())
     channel = ws.open_dm(user.id)
     out: JsonObject = {"channel": {"id": channel.id}}

@@ -38,3 +38,20 @@ async def test_a_permalink_opens_its_channel_at_its_message(sb: Sandbox, tab: Pa
     linked = tab.locator("#messages article.message.linked")
     await async_expect(linked).to_contain_text("the card to find")
     await async_expect(linked).to_be_in_viewport()
+
+
+async def test_a_group_dm_is_listed_for_its_people_and_opens(sb: Sandbox, tab: Page) -> None:
+    client = AsyncWebClient(base_url=sb.api_url, token=sb.bot_token)
+    opened = await client.conversations_open(users="U0ALICE,U0BOB")
+    await client.chat_postMessage(channel=opened["channel"]["id"], text="for the two of you")
+
+    await tab.goto(f"{sb.base_url}/#user=U0ALICE&channel=C0GENERAL")
+    group = tab.locator("#dm-list a")
+    await async_expect(group).to_have_text(["Alice Moreau, Bob Okafor"])
+    await group.click()
+    await async_expect(tab.locator("#channel-title")).to_have_text("Alice Moreau, Bob Okafor")
+    await async_expect(tab.locator("#messages")).to_contain_text("for the two of you")
+
+    await tab.locator("#acting-as").select_option("U0CAROL")  # not one of its people
+    await async_expect(tab.locator("#acting-tz")).to_contain_text("Asia/Tokyo")
+    await async_expect(group).to_have_count(0)

@@ -8,6 +8,7 @@ across processes.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from agent_runtime import (
@@ -45,14 +46,23 @@ def delete_files(paths: list[str], context: ToolContext) -> str:
     return f"deleted {len(paths)} file(s)"
 
 
-def build(sessions: SessionStore) -> Agent:
-    return Agent(
-        model=CleanupModel(),
-        tools=[delete_files],
-        interrupt_on={"delete_files": True},
-        session_store=sessions,
-        name="cleanup",
-    )
+def builder(name: str) -> Callable[[SessionStore], Agent]:
+    def build(sessions: SessionStore) -> Agent:
+        return Agent(
+            model=CleanupModel(),
+            tools=[delete_files],
+            interrupt_on={"delete_files": True},
+            session_store=sessions,
+            name=name,
+        )
+
+    return build
 
 
-agents = [AgentSpec(name="cleanup", build=build, policy=Policy(users=(ALICE, BOB)))]
+agents = [
+    AgentSpec(name="cleanup", build=builder("cleanup"), policy=Policy(users=(ALICE, BOB))),
+    # Asks its approvers in a direct message: a group DM of the two.
+    AgentSpec(
+        name="cleanup-dm", build=builder("cleanup-dm"), policy=Policy(users=(ALICE, BOB), dm=True)
+    ),
+]

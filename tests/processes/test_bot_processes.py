@@ -7,6 +7,7 @@ resume the run, each exactly once.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -129,3 +130,40 @@ async def _metrics(port: int) -> str:
     async with aiohttp.ClientSession() as http, http.get(f"http://127.0.0.1:{port}/metrics") as r:
         assert r.status == 200
         return await r.text()
+
+
+async def test_a_policy_asking_in_a_dm_asks_its_approvers_in_a_group_dm(
+    sandbox: Sandbox, redis_url: str, tmp_path: Path
+) -> None:
+    """A policy that asks in a direct message, of two approvers: the card goes to their
+    group DM, where the one who did not ask approves it."""
+    marks, log, port = tmp_path / "marks", tmp_path / "bot.log", free_port()
+    env = signoff_env(sandbox, redis_url, marks, port)
+    server = start_signoff("serve", env=env, log=log)
+    try:
+        await until_healthy(f"http://127.0.0.1:{port}/healthz", server, log)
+        sandbox.request_url = f"http://127.0.0.1:{port}/slack/events"
+        await sandbox.interactions.slash_command(
+            ALICE, channel=GENERAL, command="/signoff", text="run cleanup-dm now"
+        )
+        ws = sandbox.workspace
+
+        def card() -> tuple[str, str] | None:
+            for channel in ws.channels.values():
+                for message in ws.history(channel.id) if channel.is_mpim else ():
+                    if ids.APPROVE in str(message.blocks):
+                        return channel.id, message.ts
+            return None
+
+        dm, ts = await sandbox.wait_for(card, within=15)
+        assert ws.channels[dm].members == {ALICE, BOB, ws.app.bot_user_id}
+        await sandbox.interactions.click(BOB, channel=dm, message_ts=ts, action_id=ids.APPROVE)
+        finished = await sandbox.wait_for(
+            lambda: next((m for m in ws.replies(dm, ts) if m.text.startswith("Finished")), None),
+            within=30,
+        )
+    finally:
+        server.send_signal(signal.SIGTERM)  # it finishes what it does with the sandbox first
+        assert await asyncio.to_thread(server.wait, 15) == 0, log.read_text()
+    assert finished.text.startswith("Finished: done: deleted 2 file(s)")
+    assert len(marks.read_text().splitlines()) == 1

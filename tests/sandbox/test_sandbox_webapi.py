@@ -172,6 +172,25 @@ async def test_conversations_open_gives_one_dm_per_user(client: AsyncWebClient) 
     assert again["already_open"] is True
 
 
+async def test_conversations_open_with_several_users_gives_one_group_dm(
+    client: AsyncWebClient,
+) -> None:
+    first = await client.conversations_open(users="U0ALICE,U0BOB")
+    again = await client.conversations_open(users=["U0BOB", "U0ALICE"])
+    assert first["channel"]["id"] == again["channel"]["id"]
+    assert first["channel"]["is_mpim"] is True
+    other = await client.conversations_open(users="U0ALICE,U0CAROL")
+    assert other["channel"]["id"] != first["channel"]["id"]
+    await client.chat_postMessage(channel=first["channel"]["id"], text="for the two of you")
+    for users, error in [
+        ("U0ALICE,U0NOBODY", "user_not_found"),
+        (",".join(f"U0P{n}" for n in range(9)), "too_many_users"),
+    ]:
+        with pytest.raises(SlackApiError) as caught:
+            await client.conversations_open(users=users)
+        assert caught.value.response["error"] == error
+
+
 async def test_views_publish_sets_the_home_tab(client: AsyncWebClient, sb: Sandbox) -> None:
     view = {
         "type": "home",
