@@ -5,7 +5,8 @@ carries it as ``Authorization: Bearer <token>``.
 
 - ``POST /api/runs`` with ``{"agent", "input", "channel"?, "requested_by"?}`` runs the
   agent until it finishes or stops for approval (as ``signoff run`` does) and answers
-  201 with how it stopped and the URL of its status.
+  201 with how it stopped and the URL of its status. An interrupt whose card is not in
+  Slack says what Slack answered the last try to post it (``not_posted``).
 - ``GET /api/runs/{agent}/{thread_id}`` answers where that run stands: ``interrupted``
   (waiting for the approvals listed), ``idle`` (finished: ``last_result``), or
   ``running``.
@@ -17,6 +18,7 @@ Errors are JSON ``{"error": "..."}``: 401 without the token, 400 for a malformed
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from aiohttp import web
@@ -28,7 +30,8 @@ from bot.errors import BotError
 from bot.runs.drive import start_run, unknown_agent
 from bot.runs.place import Place
 from bot.services import Services
-from storage.errors import InvalidIdError, StorageUnavailableError
+from storage.errors import InvalidIdError, StorageError, StorageUnavailableError
+from storage.keys import record_id
 
 from .auth import NOT_OPERATOR, bearer_check
 
@@ -76,7 +79,8 @@ def add_runs_routes(app: web.Application, services: Services, *, token: SecretSt
                 500, f"the run of {body.agent} failed ({type(exc).__name__}); see the bot's log"
             )
         status_url = f"{RUNS_PATH}/{body.agent}/{result.thread_id}"
-        return web.json_response({**_result(result), "status_url": status_url}, status=201)
+        answer = _result(result, await _not_posted(services, result.run_id, result.interrupts))
+        return web.json_response({**answer, "status_url": status_url}, status=201)
 
     async def status(request: web.Request) -> web.Response:
         if not authorized(request):
@@ -93,13 +97,14 @@ def add_runs_routes(app: web.Application, services: Services, *, token: SecretSt
             return _error(503, "storage is unavailable; try again")
         if found is None:
             return _error(404, f"no run of {agent} in thread {thread_id!r}")
+        not_posted = await _not_posted(services, found.run_id, found.interrupts)
         return web.json_response(
             {
                 "thread_id": found.thread_id,
                 "run_id": found.run_id,
                 "status": found.status,
-                "interrupts": [_interrupt(i) for i in found.interrupts],
-                "last_result": _result(found.last_result) if found.last_result else None,
+                "interrupts": [_interrupt(i, not_posted) for i in found.interrupts],
+                "last_result": _result(found.last_result, {}) if found.last_result else None,
             }
         )
 
@@ -107,18 +112,44 @@ def add_runs_routes(app: web.Application, services: Services, *, token: SecretSt
     app.router.add_get(RUNS_PATH + "/{agent}/{thread_id}", status)
 
 
-def _result(result: AgentResult) -> dict[str, Any]:
+async def _not_posted(
+    services: Services, run_id: str, interrupts: Sequence[Interrupt]
+) -> dict[str, str]:
+    """What Slack answered the last try to post each of ``interrupts`` whose card is not
+    in Slack (the requests API's ``not_posted``), by interrupt id."""
+    if not interrupts:
+        return {}
+    try:
+        records, _ = await services.storage.queries.many(
+            [record_id(run_id, i.id) for i in interrupts]
+        )
+    except (StorageError, InvalidIdError) as exc:
+        log.warning("posting state of run %s not read: %s", run_id, exc)
+        return {}
+    return {
+        r.runtime_interrupt.id: r.post_error
+        for r in records
+        if r.message_ts is None and r.post_error
+    }
+
+
+def _result(result: AgentResult, not_posted: Mapping[str, str]) -> dict[str, Any]:
     return {
         "thread_id": result.thread_id,
         "run_id": result.run_id,
         "stop_reason": result.stop_reason,
         "message": result.message,
-        "interrupts": [_interrupt(i) for i in result.interrupts],
+        "interrupts": [_interrupt(i, not_posted) for i in result.interrupts],
     }
 
 
-def _interrupt(interrupt: Interrupt) -> dict[str, Any]:
-    return {"id": interrupt.id, "name": interrupt.name, "reason": interrupt.reason}
+def _interrupt(interrupt: Interrupt, not_posted: Mapping[str, str]) -> dict[str, Any]:
+    return {
+        "id": interrupt.id,
+        "name": interrupt.name,
+        "reason": interrupt.reason,
+        "not_posted": not_posted.get(interrupt.id),
+    }
 
 
 def _error(status: int, message: str) -> web.Response:

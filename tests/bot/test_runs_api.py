@@ -6,18 +6,20 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 import aiohttp
 import pytest
 from aiohttp.test_utils import TestServer
-from fakes import SIGNING_SECRET
+from fakes import SIGNING_SECRET, Fault
 from harness import ALICE, CHANNEL, Harness
 from pydantic import SecretStr
 
 from bot.api.auth import NOT_OPERATOR
 from bot.api.runs import RUNS_PATH
 from bot.process.web import operator_app, web_app
+from bot.schedule.scheduler import Scheduler
 from bot.slack.app import build_app
 from bot.ui import ids
 
@@ -142,3 +144,23 @@ async def test_an_unknown_run_is_not_found(api: Api) -> None:
         assert r.status == 404
     async with http.get(f"{url}/nope/thread_unknown", headers=AUTH) as r:
         assert r.status == 404 and "no agent named 'nope'" in (await r.json())["error"]
+
+
+async def test_an_interrupt_whose_card_slack_refused_says_why(api: Api) -> None:
+    bot, url, http = api.bot, api.url, api.http
+    refused = Fault(status=200, body={"ok": False, "error": "not_in_channel"})
+    bot.slack.faults["chat.postMessage"].append(refused)
+    start = {"agent": "cleanup", "input": "clean up", "channel": CHANNEL}
+    async with http.post(url, json=start, headers=AUTH) as r:
+        assert r.status == 201
+        started = await r.json()
+    [interrupt] = started["interrupts"]
+    assert interrupt["not_posted"] == "not_in_channel"
+    status_url = url.removesuffix(RUNS_PATH) + started["status_url"]
+    async with http.get(status_url, headers=AUTH) as r:
+        assert [i["not_posted"] for i in (await r.json())["interrupts"]] == ["not_in_channel"]
+
+    bot.clock.advance(timedelta(seconds=31))
+    await Scheduler(bot.services).tick()  # the app was invited: the outbox posts it
+    async with http.get(status_url, headers=AUTH) as r:
+        assert [i["not_posted"] for i in (await r.json())["interrupts"]] == [None]
