@@ -206,13 +206,7 @@ async def _wait(client: Client, view: RequestView, stop: asyncio.Event) -> Reque
     """The decided request; once ``stop`` is set (SIGINT/SIGTERM) the request withdrawn;
     else the exit status: Signoff refused to answer (the token was revoked meanwhile), or
     stayed unreachable past the request's expiry."""
-    shown = Progress(view)
-    patience = None
-    if view.expires_at is not None:
-        patience = max(view.expires_at.timestamp() - time.time(), 0) + 600
-    waiting = asyncio.create_task(
-        client.wait(view.id, within=patience, on_update=shown.update, renew_every=_RENEW)
-    )
+    waiting = asyncio.create_task(_decision(client, view))
     stopping = asyncio.create_task(stop.wait())
     await asyncio.wait({waiting, stopping}, return_when=asyncio.FIRST_COMPLETED)
     stopping.cancel()
@@ -231,12 +225,40 @@ async def _wait(client: Client, view: RequestView, stop: asyncio.Event) -> Reque
         return UNREACHABLE
 
 
-async def _withdraw(client: Client, view: RequestView) -> RequestView | None:
+GRACE = 600.0
+"""Seconds past a request's expiry (or its held approval's end) that a gate waits for a
+Signoff it cannot reach before it gives up (exit 13)."""
+
+
+async def _decision(client: Client, view: RequestView) -> RequestView:
+    """The request once decided, or as it stands 10 minutes past its expiry (the gate
+    stops waiting for a Signoff that stays away). An approval held in its undo window
+    past that is waited out: it is the answer unless undone."""
+    shown = Progress(view)
+    while True:
+        until = view.held_until or view.expires_at
+        patience = None if until is None else max(until.timestamp() - time.time(), 0) + GRACE
+        view = await client.wait(
+            view.id, within=patience, on_update=shown.update, renew_every=_RENEW
+        )
+        if view.final or view.held_until is None:
+            return view
+
+
+async def _withdraw(client: Client, view: RequestView) -> RequestView | int | None:
+    """The request withdrawn, or decided before the withdrawal landed: a denial or an
+    expiry stands; an approval does not run the command of a gate told to stop."""
     _say("signoff gate: stopped while waiting; withdrawing the request")
     try:
         return await client.withdraw(view.id, reason="the waiting job was stopped")
     except RequestRefused as exc:
-        return exc.view  # decided meanwhile: that answer stands
+        if exc.view is not None and exc.view.approved:
+            _say(
+                f"signoff gate: it was {exc.view.status} before the withdrawal landed, but "
+                "this gate was stopped: the command was not run"
+            )
+            return WITHDRAWN
+        return exc.view
     except SignoffError as exc:
         _say(f"signoff gate: could not withdraw it: {exc}")
         return None

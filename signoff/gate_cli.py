@@ -26,7 +26,7 @@ EXIT_CODES = {
     USAGE: "usage error: bad arguments or settings",
     DENIED: "denied: the command did not run",
     EXPIRED: "expired before anyone approved: the command did not run",
-    WITHDRAWN: "withdrawn (by this gate on Ctrl-C/SIGTERM, or by the client): not run",
+    WITHDRAWN: "withdrawn, or this gate was stopped (Ctrl-C, SIGTERM): not run",
     UNREACHABLE: "could not reach Signoff: nothing is known to be decided",
     REFUSED: "Signoff refused the request (token, channel, or request unknown)",
     CHECK_FAILED: "the --check command failed, or kept changing: the command did not run",

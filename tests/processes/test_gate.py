@@ -205,11 +205,14 @@ async def test_ctrl_c_while_signoff_is_unreachable_stops_the_gate_at_once(stack:
     assert not stack.marks.exists()
 
 
-async def test_ctrl_c_while_waiting_withdraws_the_request(stack: Stack) -> None:
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])
+async def test_ctrl_c_or_sigterm_while_waiting_withdraws_the_request(
+    stack: Stack, stop: signal.Signals
+) -> None:
     gate = await stack.gate("--idempotency-key", "cleanup-2026-11-24")
     await stack.waiting(gate)
     card = await stack.card()
-    gate.send_signal(signal.SIGINT)
+    gate.send_signal(stop)
     _, err = await asyncio.wait_for(gate.communicate(), 30)
     assert gate.returncode == WITHDRAWN, err
     shown = str(stack.sandbox.workspace.message(GENERAL, card.ts).blocks)
@@ -391,7 +394,10 @@ async def test_a_retry_whose_check_is_unchanged_reattaches_and_runs(
 
 async def test_items_are_one_card_and_the_command_gets_the_approved_ones(stack: Stack) -> None:
     items = ("--item", "vol-a", "--item", "vol-b", "--item", "vol-c")
-    command = 'printf "%s\\n" "$SIGNOFF_APPROVED_ITEMS" >> "$MARKS"'
+    command = (
+        'printf "%s\\n" "$SIGNOFF_APPROVED_ITEMS" "excluded: $SIGNOFF_EXCLUDED_ITEMS" '
+        '"token: ${SIGNOFF_TOKEN:-none}" >> "$MARKS"'
+    )
     gate = await asyncio.create_subprocess_exec(
         str(SIGNOFF),
         *("gate", "--channel", GENERAL, "--approvers", f"{ALICE},{BOB}"),
@@ -425,5 +431,6 @@ async def test_items_are_one_card_and_the_command_gets_the_approved_ones(stack: 
     assert ack.status == "acked", ack
     _, err = await asyncio.wait_for(gate.communicate(), 30)
     assert gate.returncode == 0, err
-    assert stack.marks.read_text() == "vol-a\nvol-c\n"
+    # The job's token is not passed on to the command it gates.
+    assert stack.marks.read_text() == "vol-a\nvol-c\nexcluded: vol-b\ntoken: none\n"
     assert "Decided: Delete 3 stale volumes, 3 items" in str(ws.message(GENERAL, card.ts).blocks)  # type: ignore[union-attr]

@@ -1,0 +1,81 @@
+"""When ``signoff gate`` stops waiting, and what a stopped gate does: an approval held in
+its undo window is waited out past the request's expiry, and a gate told to stop never
+runs its command, even when an approval landed just before its withdrawal."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_gate_progress import _view
+
+from bot.api.schemas import NewRequest, RequestView
+from signoff import gate
+from signoff.client import Client, RequestRefused
+from signoff.gate_cli import WITHDRAWN
+
+
+async def test_an_approval_held_past_the_expiry_and_its_grace_is_waited_out(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    now = datetime.now(UTC)
+    held = _view(
+        expires_at=now - timedelta(seconds=1),  # past, and past its grace below
+        held_by="U0ALICE",
+        held_until=now + timedelta(seconds=0.3),
+    )
+    approved = _view(status="approved", decided_by="U0ALICE", decided_at=now)
+    monkeypatch.setattr(gate, "GRACE", 0.1)
+    asked = 0
+
+    async def get(self: Client, request_id: str, *, wait: float | None = None) -> RequestView:
+        nonlocal asked
+        asked += 1
+        await asyncio.sleep(min(wait or 0, 0.05))  # the long-poll, short
+        return approved if asked > 20 else held  # final once the window has passed
+
+    monkeypatch.setattr(Client, "get", get)
+    answer = await gate._decision(Client("http://127.0.0.1:9", "token"), held)
+    assert answer.status == "approved"
+    assert gate._verdict(answer) is None  # the command runs
+
+
+async def test_a_gate_stopped_as_it_was_approved_does_not_run_its_command(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    pending = _view()
+    approved = _view(status="approved", decided_by="U0ALICE")
+    waiting = asyncio.Event()
+
+    async def create(self: Client, request: NewRequest, **_: Any) -> RequestView:
+        return pending
+
+    async def wait(self: Client, request_id: str, **_: Any) -> RequestView:
+        waiting.set()
+        await asyncio.Event().wait()  # no answer before the stop
+        raise AssertionError
+
+    async def withdraw(self: Client, request_id: str, **_: Any) -> RequestView:
+        raise RequestRefused(409, "already decided", view=approved)  # the approval won
+
+    monkeypatch.setattr(Client, "create", create)
+    monkeypatch.setattr(Client, "wait", wait)
+    monkeypatch.setattr(Client, "withdraw", withdraw)
+    ran = tmp_path / "ran"
+    gating = asyncio.create_task(
+        gate._gate(
+            Client("http://127.0.0.1:9", "token"),
+            NewRequest(title="Clear", channel="C0OPS", approvers=["U0ALICE"]),
+            ["touch", str(ran)],
+        )
+    )
+    await asyncio.wait_for(waiting.wait(), 10)
+    os.kill(os.getpid(), signal.SIGTERM)
+    assert await asyncio.wait_for(gating, 10) == WITHDRAWN
+    assert not ran.exists()
+    assert "approved before the withdrawal landed" in capsys.readouterr().err
