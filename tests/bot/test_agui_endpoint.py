@@ -355,6 +355,7 @@ async def test_without_a_card_the_policy_still_says_which_decisions_the_app_may_
     assert seen["error"] is None and endpoint.bot.tool_log.calls == [
         {"paths": ["/tmp/a", "/tmp/b"]}
     ]
+    assert await endpoint.bot.services.storage.audit.read(count=100) == []  # decided in the app
 
 
 async def test_a_late_app_answer_to_a_quorum_names_everyone_who_approved(

@@ -291,6 +291,7 @@ async def test_a_client_is_kept_to_its_channels_and_its_own_requests(jobs: Jobs)
             None,
         ),
         ({"min_approvals": 2, "allow_reply": True}, None),
+        ({"dangerous": True, "if_nobody_decides": "approve"}, None),
     ],
 )
 async def test_bad_input_is_a_400_naming_the_field_and_posts_nothing(

@@ -16,7 +16,7 @@ import pytest
 from aiohttp import web
 from aiohttp.abc import AbstractResolver, ResolveResult
 from aiohttp.test_utils import TestServer
-from harness import ALICE, BOB, CHANNEL, Harness
+from harness import ALICE, BOB, CAROL, CHANNEL, Harness
 
 from bot.api.request_records import REQUESTS_PATH
 from bot.api.webhooks import PublicResolver, WebhookSender
@@ -197,6 +197,35 @@ async def test_a_request_approved_by_default_is_delivered_as_approved(hooked: Ho
     await hooked.got(1)
     [sent] = hooked.receiver.taken().values()
     assert sent["event"] == "request.approved" and sent["request"]["status"] == "approved"
+
+
+@pytest.mark.parametrize(
+    ("fields", "event", "status"),
+    [
+        ({}, "request.denied", "denied"),
+        ({"expires_in": 60}, "request.expired", "expired"),
+        (
+            {"expires_in": 60, "on_expiry": "escalate", "escalate_to": [CAROL]},
+            "request.escalated",
+            "pending",
+        ),
+    ],
+)
+async def test_a_denial_an_expiry_and_an_escalation_are_each_delivered(
+    hooked: Hooked, fields: dict[str, Any], event: str, status: str
+) -> None:
+    hooked.receiver.status = 200
+    made = await hooked.ask(**fields)
+    if fields:
+        hooked.bot.clock.advance(timedelta(seconds=61))
+        await Scheduler(hooked.bot.services).tick()
+    else:
+        value = hooked.bot.posted()["blocks"][-1]["elements"][0]["value"]
+        await hooked.bot.decide("reject", value, user=ALICE)
+    await hooked.got(1)
+    [sent] = hooked.receiver.taken().values()
+    assert sent["event"] == event and sent["request"]["id"] == made["id"]
+    assert sent["request"]["status"] == status
 
 
 async def test_a_request_with_items_is_delivered_once_with_its_outcome(hooked: Hooked) -> None:

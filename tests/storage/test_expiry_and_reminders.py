@@ -36,6 +36,34 @@ async def test_two_racing_sweepers_expire_once_and_record_it_honestly(storage: S
     assert (late.reason, late.state) == ("already_decided", "expired")
 
 
+async def test_a_click_racing_two_expiry_sweeps_gets_one_outcome_and_one_resume(
+    storage: Storage,
+) -> None:
+    """A click made a moment before the expiry, sent at once with two sweeps of that
+    moment: exactly one of them settles each request, and each run gets one resume job."""
+    for n in range(40):
+        record = make_record(run_id=f"run_{n}", expires_in=timedelta(hours=1))
+        await storage.interrupts.create_interrupt(record)
+        click = storage.interrupts.decide(
+            record.id,
+            "UALICE",
+            Decision.approve(),
+            args_digest=DIGEST,
+            now=later(hours=1) - timedelta(milliseconds=1),
+        )
+        sweeps = [storage.interrupts.expire_due(later(hours=1)) for _ in range(2)]
+        click_first = n % 2 == 0  # half the rounds send the click first, half the sweeps
+        results = await asyncio.gather(*([click, *sweeps] if click_first else [*sweeps, click]))
+        clicked = results[0] if click_first else results[-1]
+        swept = [r for batch in (results[1:] if click_first else results[:-1]) for r in batch]
+        settled = [r for r in swept if r.record.id == record.id]
+        assert (clicked.status == "recorded") + len(settled) == 1, (n, clicked, settled)
+    jobs = 0
+    for shard in storage.keys.all_shards:
+        jobs += await storage.client.raw.xlen(storage.keys.resume_stream(shard))
+    assert jobs == 40
+
+
 async def test_click_after_expiry_time_is_refused_before_the_sweep(storage: Storage) -> None:
     record = await storage.interrupts.create_interrupt(make_record(expires_in=timedelta(hours=1)))
     out = await storage.interrupts.decide(
