@@ -30,7 +30,13 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from strands import Agent, Snapshot
-from strands.hooks import AfterToolCallEvent, BeforeToolCallEvent, HookProvider, HookRegistry
+from strands.hooks import (
+    AfterToolCallEvent,
+    BeforeModelCallEvent,
+    BeforeToolCallEvent,
+    HookProvider,
+    HookRegistry,
+)
 from strands.types.tools import ToolResult
 
 from agent_runtime.errors import ResumeError
@@ -102,11 +108,12 @@ class SignoffApprovals(HookProvider):
 
 
 class _KeptResults(HookProvider):
-    """Saves the result of each call of the interrupted tool batch as the resume runs it,
-    and answers a call whose result an earlier try of the same resume saved with that
-    result, without running the tool: an approved call runs once even when the model fails
-    after it. Later turns' calls are not kept (a retry asks the model for them again, and
-    some providers number calls per turn, so their ids repeat)."""
+    """Saves the result of each call of the interrupted tool batch as the resume runs it
+    (a hook's retry of the call: its last attempt), and answers a call whose result an
+    earlier try of the same resume saved with that result, once, without running the
+    tool: an approved call runs once even when the model fails after it. Calls after the
+    next model call are not kept (a retry asks the model for them again, and some
+    providers number calls per turn, so their ids repeat)."""
 
     _REPLAYED = "answered with the result saved when it ran"
 
@@ -115,20 +122,25 @@ class _KeptResults(HookProvider):
         self.version = stored.version
         kept = stored.snapshot.get(KEPT)
         self.kept: dict[str, JSONValue] = dict(kept) if isinstance(kept, dict) else {}
-        self._batch = {use["toolUseId"] for use in _batch_calls(stored)}  # each taken once
+        self._batch = {use["toolUseId"] for use in _batch_calls(stored)}
+        self._replayable = set(self.kept)  # saved by an earlier try, answered once each
         self._running: set[str] = set()
         self._saving = asyncio.Lock()  # concurrent tools save one after the other
 
     def register_hooks(self, registry: HookRegistry, **kwargs: Any) -> None:
         registry.add_callback(BeforeToolCallEvent, self._replay)
         registry.add_callback(AfterToolCallEvent, self._keep)
+        registry.add_callback(BeforeModelCallEvent, self._batch_done)
+
+    def _batch_done(self, event: BeforeModelCallEvent) -> None:
+        self._batch.clear()
 
     def _replay(self, event: BeforeToolCallEvent) -> None:
         use_id = event.tool_use["toolUseId"]
         if use_id not in self._batch:
             return
-        self._batch.discard(use_id)
-        if use_id in self.kept and not event.cancel_tool:
+        if use_id in self._replayable and not event.cancel_tool:
+            self._replayable.discard(use_id)  # a hook's retry of it runs the tool
             event.cancel_tool = self._REPLAYED
         else:
             self._running.add(use_id)

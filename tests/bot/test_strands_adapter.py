@@ -14,6 +14,7 @@ import pytest
 from adapter_checks import interrupts_keep_their_time
 from harness import ALICE, CAROL, CHANNEL, Harness
 from strands import Agent, ToolContext, tool
+from strands.hooks import AfterToolCallEvent, HookProvider, HookRegistry
 from strands.models.model import Model
 from strands.session import SnapshotSessionManager
 from strands.vended_interventions.hitl import HumanInTheLoop
@@ -417,3 +418,45 @@ async def test_a_later_call_with_an_approved_calls_id_runs_and_gets_its_own_resu
     [asked] = (await agent.invoke("clean up", thread_id="thread_ids")).interrupts
     done = await agent.invoke({asked.id: Decision.approve()}, thread_id="thread_ids")
     assert done.message == "done (success): 3 files left"
+
+
+async def test_a_tool_a_hook_retried_is_kept_as_its_last_attempt(storage: Storage) -> None:
+    attempts: list[int] = []
+
+    class RetryOnError(HookProvider):
+        """Retries a tool call that failed, once (a hook of the agent's own)."""
+
+        def register_hooks(self, registry: HookRegistry, **kwargs: Any) -> None:
+            registry.add_callback(AfterToolCallEvent, self.retry)
+
+        def retry(self, event: AfterToolCallEvent) -> None:
+            if event.result.get("status") == "error" and len(attempts) < 2:
+                event.retry = True
+
+    @tool
+    def delete_files(paths: list[str]) -> str:
+        """Delete files."""
+        attempts.append(1)
+        if len(attempts) == 1:
+            raise RuntimeError("disk busy")
+        return f"deleted {len(paths)}"
+
+    model = FailsOnceAfterTheTool()
+
+    def make_agent() -> Agent:
+        return Agent(
+            model=model,
+            tools=[delete_files],
+            hooks=[SignoffApprovals(interrupt_on={"delete_files": True}), RetryOnError()],
+            callback_handler=None,
+        )
+
+    agent = StrandsAgent(make_agent, session_store=storage.sessions)
+    [asked] = (await agent.invoke("clean up", thread_id="thread_hook_retry")).interrupts
+    decision = {asked.id: Decision.approve()}
+    with pytest.raises(Exception, match="the model is unreachable"):
+        await agent.invoke(decision, thread_id="thread_hook_retry")
+    assert len(attempts) == 2  # failed once, then deleted
+    done = await agent.invoke(decision, thread_id="thread_hook_retry")
+    assert done.message == "done (success): deleted 1"
+    assert len(attempts) == 2
