@@ -16,10 +16,10 @@ import redis.asyncio as aioredis
 from redis import exceptions as rexc
 from redis.asyncio.client import Pipeline
 from redis.asyncio.cluster import RedisCluster
+from redis.asyncio.retry import Retry
 from redis.asyncio.sentinel import MasterNotFoundError
 from redis.backoff import ExponentialBackoff
 from redis.commands.core import AsyncScript
-from redis.retry import Retry
 
 from .cluster import ClusterTarget, cluster_redis, is_cluster_url, parse_cluster_url
 from .errors import (
@@ -42,13 +42,17 @@ class RedisClient:
     """An async Redis connection with retry, error translation and our Lua scripts."""
 
     def __init__(
-        self, url: str, *, retries: int = 5, timeout: float = 5.0, max_connections: int = 64
+        self, url: str, *, retries: int = 4, timeout: float = 5.0, max_connections: int = 64
     ) -> None:
         self.url = url
+        # A lost connection is tried again for about 1.2 s (a restart, a blip), less than a
+        # click's ack budget; a timeout is not: the command may have run, and a stalled
+        # server would hold the caller several times the timeout.
+        retry = Retry(ExponentialBackoff(cap=0.5, base=0.05), retries, (rexc.ConnectionError,))
         connection: dict[str, Any] = {
             "decode_responses": True,
-            "retry": Retry(ExponentialBackoff(cap=2.0, base=0.05), retries),
-            "retry_on_error": [rexc.ConnectionError, rexc.TimeoutError],
+            "retry": retry,
+            "retry_on_error": [rexc.ConnectionError],
             "socket_timeout": timeout,
             "socket_connect_timeout": timeout,
             "health_check_interval": 30,
@@ -100,8 +104,8 @@ class RedisClient:
             ) from exc
         except rexc.TimeoutError as exc:
             raise StorageTimeoutError(
-                f"{action}: Redis at {self.where} did not answer in time, even after retrying "
-                f"({exc}); it may be overloaded or stalled"
+                f"{action}: Redis at {self.where} did not answer in time ({exc}); it may be "
+                "overloaded or stalled"
             ) from exc
         except MasterNotFoundError as exc:  # its text is a long repr of redis-py's client
             raise StorageUnavailableError(

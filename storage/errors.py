@@ -8,11 +8,11 @@ class StorageError(Exception):
 
 
 class StorageUnavailableError(StorageError):
-    """Redis could not be reached or timed out, even after retrying with backoff."""
+    """Redis could not be reached, even after retrying with backoff, or timed out."""
 
 
 class StorageTimeoutError(StorageUnavailableError):
-    """Redis did not answer in time, even after retrying: the command may have run or not."""
+    """Redis did not answer in time: the command may have run or not."""
 
 
 class StorageAuthError(StorageError):

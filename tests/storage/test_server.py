@@ -63,6 +63,24 @@ async def test_kill_9_and_restart_keeps_interrupts_votes_and_jobs(tmp_path: Path
         server.stop()
 
 
+async def test_a_command_sent_while_the_server_restarts_is_retried_until_it_answers(
+    tmp_path: Path,
+) -> None:
+    server = EmbeddedRedis(tmp_path / "data")
+    url = server.start()
+    storage = await connect(url, prefix="blink")
+    try:
+        await storage.sessions.save("t", {"n": 1}, expected_version=0)
+        server.kill()
+        loading = asyncio.create_task(storage.sessions.load("t"))  # fails, backs off, retries
+        assert await asyncio.to_thread(server.start) == url
+        stored = await loading
+        assert stored is not None and stored.snapshot == {"n": 1}
+    finally:
+        await storage.close()
+        server.stop()
+
+
 async def test_connect_without_url_starts_and_stops_an_embedded_server(tmp_path: Path) -> None:
     storage = await connect(None, data_dir=tmp_path / "embedded")
     assert storage.embedded is not None and storage.embedded.pid is not None
