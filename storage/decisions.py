@@ -3,10 +3,11 @@ Each is one Lua script over the record's keys and the indexes it touches."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Literal, cast
 
 from agent_runtime.interrupts import Decision
@@ -21,8 +22,11 @@ from .transitions import RecordTransitions
 
 log = logging.getLogger(__name__)
 
-AppOutcome = Literal["recorded", "already_decided", "expired", "unknown"]
+AppOutcome = Literal["recorded", "recorded_last", "already_decided", "expired", "unknown"]
 """How an app's decision (``decide_in_app``) went."""
+APP_HOLD = timedelta(minutes=2)
+"""How long the app holds a round it closed without renewing it: if its process dies, the
+resume worker takes the round over once this has passed."""
 
 
 class Decisions(RecordTransitions):
@@ -186,11 +190,13 @@ class Decisions(RecordTransitions):
         self, interrupt_id: str, by: str, decision: Decision, *, now: datetime
     ) -> tuple[AppOutcome, InterruptRecord | None]:
         """Record a decision made in the app that runs the agent (an AG-UI client's
-        resume), in one atomic step. The app resumes the run itself, so no resume job is
-        queued; the first answer wins, in Slack or in the app. Past its expiry (before the
-        sweep), a record takes only a denial."""
+        resume), in one atomic step; the first answer wins, in Slack or in the app. Past its
+        expiry (before the sweep), a record takes only a denial. ``recorded_last``: it was
+        the run's last open card, and the app holds the round (it runs it itself, and no
+        resume job is queued) for ``APP_HOLD``, until it renews, finishes
+        (``app_round_done``) or hands the round over (``hand_over``)."""
         try:
-            split_record_id(interrupt_id)
+            run_id, _ = split_record_id(interrupt_id)
         except InvalidIdError:
             return "unknown", None
         result = await self._transition(
@@ -203,22 +209,61 @@ class Decisions(RecordTransitions):
                 to_ms(now),
                 millis(self._retention.decided),
                 self._retention.audit_entries,
+                to_ms(now + APP_HOLD),
             ],
+            extra_keys=[self._app_rounds(run_id)],
         )
         status = cast(AppOutcome, result[0])
         return status, None if status == "unknown" else self._record(interrupt_id, result[2:])
 
-    async def hand_over(self, record_ids: Sequence[str], *, now: datetime) -> str:
-        """Queue the resume job of a round of one run, all decided, that the app answered
-        but did not run to its end: the resume worker runs it, with retries. Returns the
-        job's id; '' when a card of the run is still pending (its click queues the job) or
-        a record is not decided (nothing is queued)."""
-        first, *rest = record_ids
-        status, job = await self._transition(
-            "hand_over",
-            first,
-            [to_ms(now), millis(self._retention.decided), self._retention.resume_entries, *rest],
-            extra_keys=[self._keys.record(rid) for rid in rest],
+    async def renew_app_round(self, record_id: str, *, now: datetime) -> None:
+        """Keep holding the round ``record_id`` closed while the app's run goes on."""
+        run_id, _ = split_record_id(record_id)
+        async with self._client.guard("renew an app's round"):
+            await self._client.raw.zadd(
+                self._app_rounds(run_id), {record_id: to_ms(now + APP_HOLD)}, xx=True
+            )
+
+    async def app_round_done(self, record_id: str) -> bool:
+        """The app ran the round ``record_id`` closed to its end. False when the round had
+        been handed to the resume worker meanwhile (its hold lapsed)."""
+        run_id, _ = split_record_id(record_id)
+        done = await self._transition(
+            "app_round_done", record_id, [], extra_keys=[self._app_rounds(run_id)]
         )
-        log.info("round of %s handed to the resume worker: %s %s", first, status, job)
-        return job
+        return bool(done)
+
+    async def hand_over(self, record_id: str, *, now: datetime) -> str:
+        """Queue the resume job of the round ``record_id`` closed in the app, the app not
+        running it to its end (its run failed, or its hold lapsed): the resume worker runs
+        it, with retries. Once: '' when the app no longer held the round."""
+        run_id, _ = split_record_id(record_id)
+        job = await self._client.eval(
+            "hand_over",
+            [*self._transition_keys(record_id), self._app_rounds(run_id)],
+            [
+                record_id,
+                to_ms(now),
+                millis(self._retention.decided),
+                self._retention.resume_entries,
+            ],
+        )
+        if job:
+            log.info("round of %s handed to the resume worker as job %s", record_id, job)
+        return str(job or "")
+
+    async def lapsed_app_rounds(self, now: datetime) -> list[str]:
+        """The records closing rounds whose app let its hold lapse, every shard's."""
+
+        async def of(shard: int) -> list[str]:
+            async with self._client.guard("read the app rounds"):
+                found = await self._client.raw.zrangebyscore(
+                    self._keys.app_rounds(shard), "-inf", to_ms(now), start=0, num=100
+                )
+            return [str(rid) for rid in found]
+
+        found = await asyncio.gather(*(of(shard) for shard in self._keys.all_shards))
+        return [rid for rids in found for rid in rids]
+
+    def _app_rounds(self, run_id: str) -> str:
+        return self._keys.app_rounds(self._keys.shard_of(run_id))

@@ -194,6 +194,12 @@ class Keys:
         """Sorted set: records whose cards Slack did not redraw, scored by the next try."""
         return f"{self._shard(shard)}:redraws"
 
+    def app_rounds(self, shard: int) -> str:
+        """Sorted set: the record whose decision in the app closed its run's round (the
+        app runs that round), scored by when the resume worker takes it over unless the
+        app renews it (ms)."""
+        return f"{self._shard(shard)}:app_rounds"
+
     def notes(self, shard: int) -> str:
         """Sorted set: thread notes Slack did not take (JSON), scored by the next try."""
         return f"{self._shard(shard)}:notes"

@@ -9,14 +9,16 @@ resumes on the same ``threadId`` with ``resume: [{interruptId, status, payload}]
 bearer token (``SIGNOFF_API_TOKEN``).
 
 One approval surface: when the agent's policy names a channel (or direct messages), the
-run's interrupts are also posted there as cards. The first answer wins, atomically: a
-resume from the app decides the cards ("decided in the app", and no resume job: this
-request resumes the run), and a resume for an interrupt already decided on its card gets
-a ``RUN_ERROR`` naming who decided it.
+run's interrupts are also posted there as cards, before the app hears the run stopped.
+The first answer wins, atomically: a resume from the app decides the cards ("decided in
+the app") and this request runs the round, holding it (``AppRound``); if the run fails,
+or the process dies, the round goes to the resume worker. A resume for an interrupt
+already decided on its card gets a ``RUN_ERROR`` naming who decided it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 from datetime import datetime
@@ -37,7 +39,8 @@ from bot.services import Services
 from storage.errors import InvalidIdError
 from storage.keys import check_id
 
-from .agui_cards import HANDED_OVER, answer_cards, hand_over, post_cards
+from .agui_cards import answer_cards, post_cards
+from .app_rounds import HANDED_OVER, AppRound
 from .auth import NOT_OPERATOR, bearer_check
 
 log = logging.getLogger(__name__)
@@ -97,21 +100,27 @@ def add_agui_routes(app: web.Application, services: Services, *, token: SecretSt
             await send(run_started(thread_id=ids[0], run_id=ids[1]))
             await send(run_error(refusal.message, code=refusal.code))
         else:
-            policy = _expiry(services, name), _offered(services, name)
-            async for event in run_agui(
-                agent,
-                body,
-                expiry=policy[0],
-                offered=policy[1],
-                decided_elsewhere=answers.decided_on_cards,
-                finished=results.append,
-            ):
-                if event["type"] == "RUN_ERROR" and await hand_over(services, answers):
-                    event = run_error(f"{event['message']}; {HANDED_OVER}", code=event["code"])
-                await send(event)
+            # A card that took the app's answer checked it (its own expiry, its offer).
+            expiry = _expiry(services, name, taken=answers.taken)
+            async with AppRound(services, answers.app_round) as held:
+                async for event in run_agui(
+                    agent,
+                    body,
+                    expiry=expiry,
+                    offered=_offered(services, name),
+                    decided_elsewhere=answers.decided_on_cards,
+                    finished=results.append,
+                ):
+                    if event["type"] == "RUN_FINISHED":
+                        # The cards exist before the app hears: it may answer at once.
+                        await post_cards(services, name, results[-1], answers.place)
+                        await held.done()
+                    elif event["type"] == "RUN_ERROR" and await held.hand_over():
+                        event = run_error(f"{event['message']}; {HANDED_OVER}", code=event["code"])
+                    await send(event)
         if not gone:
-            await response.write_eof()
-        await post_cards(services, name, results[-1] if results else None, answers.place)
+            with contextlib.suppress(ConnectionResetError):
+                await response.write_eof()
         return response
 
     async def capabilities(request: web.Request) -> web.Response:
@@ -140,12 +149,15 @@ def add_agui_routes(app: web.Application, services: Services, *, token: SecretSt
     app.router.add_get(AGUI_PATH + "/{agent}", capabilities)
 
 
-def _expiry(services: Services, agent: str) -> Expiry:
-    """When an interrupt of ``agent`` expires under its policy (per tool), if ever."""
+def _expiry(services: Services, agent: str, *, taken: frozenset[str]) -> Expiry:
+    """When an interrupt of ``agent`` expires under its policy (per tool), if ever; never
+    for one whose card ``taken`` the app's answer (the card's own expiry was checked)."""
     spec = services.registry.spec(agent)
     assert spec is not None
 
     def expires(interrupt: Interrupt) -> datetime | None:
+        if interrupt.id in taken:
+            return None
         tool = interrupt.tool_call.name if interrupt.tool_call else None
         after = spec.policy_for(tool).expires_after
         return interrupt.created_at + after if after is not None else None

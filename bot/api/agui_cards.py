@@ -2,7 +2,7 @@
 names a channel, and the app's answers recorded on them first, atomically.
 
 Whichever answer comes first wins. The app's resume decides the cards "in the app" (no
-resume job follows: the AG-UI request resumes the run itself); an interrupt already
+resume job follows while the AG-UI request runs the round itself); an interrupt already
 decided on its card refuses the app's answer, naming who decided it, and the resume
 worker runs the rest. A click that lands between the app's answers refuses its resume
 too, and the answers it recorded reach the run with the click's, through that worker.
@@ -34,7 +34,7 @@ from bot.runs.place import Place, place_of
 from bot.services import Services
 from bot.ui.cards import IN_APP
 from bot.ui.posting import update_message
-from storage.errors import InvalidIdError, StorageError
+from storage.errors import InvalidIdError
 from storage.keys import record_id
 from storage.records import FINAL_STATE_OF, InterruptRecord
 
@@ -53,13 +53,14 @@ class Refusal:
 class CardAnswers:
     """What the cards made of the app's resume: why it is refused (or None), where the
     cards are, the answers given on cards the app left out (the run takes them with the
-    app's), and, when the app decided cards, the records of the round it answers (handed
-    to the resume worker if the app's run does not get through)."""
+    app's), the interrupts whose cards took the app's answers, and the record whose
+    decision closed the round when the app now holds it (``AppRound``)."""
 
     refusal: Refusal | None = None
     place: Place | None = None
     decided_on_cards: tuple[InterruptResponse, ...] = ()
-    round: tuple[str, ...] = ()
+    taken: frozenset[str] = frozenset()
+    app_round: str | None = None
 
 
 async def answer_cards(services: Services, agent: Runnable, body: dict[str, Any]) -> CardAnswers:
@@ -108,10 +109,13 @@ async def answer_cards(services: Services, agent: Runnable, body: dict[str, Any]
             return CardAnswers(refusal, place_of(card))
     decided: list[InterruptRecord] = []
     refused: tuple[Refusal, InterruptRecord] | None = None
+    app_round: str | None = None
     for card, decision in answered_cards:
         outcome, after = await services.storage.interrupts.decide_in_app(
             card.id, IN_APP, decision, now=now
         )
+        if outcome == "recorded_last":
+            app_round = card.id
         if outcome == "already_decided" and after is not None:  # a click came in between
             refused = _decided_elsewhere(after, recorded=decided), after
             break
@@ -125,28 +129,10 @@ async def answer_cards(services: Services, agent: Runnable, body: dict[str, Any]
     if refused is not None:
         return CardAnswers(refused[0], place_of(refused[1]))
     place = place_of(decided[0]) if decided else place_of(elsewhere[0]) if elsewhere else None
-    round = tuple(card.id for card in [*decided, *elsewhere]) if decided else ()
-    return CardAnswers(place=place, decided_on_cards=decided_on_cards, round=round)
-
-
-HANDED_OVER = (
-    "the answers stay recorded on their cards, and Signoff's resume worker runs the "
-    "thread on with them (retrying); its progress is posted with the cards"
-)
-"""What a failed app run adds to its RUN_ERROR once its round is handed over."""
-
-
-async def hand_over(services: Services, answers: CardAnswers) -> bool:
-    """Queue the resume job of the round the app answered on its cards, its run having
-    failed (or its thread being busy): the worker runs it on. False when not queued."""
-    if not answers.round:
-        return False
-    try:
-        job = await services.storage.interrupts.hand_over(answers.round, now=services.clock.now())
-    except StorageError as exc:
-        log.error("round of %s not handed to the resume worker: %s", answers.round[0], exc)
-        return False
-    return bool(job)
+    taken = frozenset(card.runtime_interrupt.id for card in decided)
+    return CardAnswers(
+        place=place, decided_on_cards=decided_on_cards, taken=taken, app_round=app_round
+    )
 
 
 def _each_open_once(resume: Sequence[Any], waiting: Sequence[Interrupt]) -> bool:

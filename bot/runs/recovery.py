@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence, Set
 
+from agent_runtime.results import AgentResult
 from agent_runtime.runnable import ThreadStatus
 from bot.services import Services
 from storage.records import InterruptRecord
@@ -64,7 +65,19 @@ async def catch_up(
     if answered & {interrupt.id for interrupt in status.interrupts}:
         return False
     if status.status != "running" and status.last_result is None:
-        return False
+        # An adapted framework's thread keeps no result: its new interrupts are all there
+        # is left to post (an ended run was told by whoever ran it).
+        log.warning("run %s: answers were applied by an earlier attempt", first.run_id)
+        if status.interrupts:
+            waiting = AgentResult(
+                stop_reason="interrupt",
+                message="waiting for a human decision",
+                thread_id=thread_id,
+                run_id=status.run_id,
+                interrupts=status.interrupts,
+            )
+            await settle(services, first.agent, waiting, place=place)
+        return True
     asked: dict[str, str] = {}  # each call a record let run, to that record
     held: set[str] = set()  # the calls the records denied or answered
     for record in records:

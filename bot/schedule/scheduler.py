@@ -85,7 +85,8 @@ class Scheduler:
 
     async def tick(self) -> None:
         """One pass: expire, remind, (re)post what the outbox holds, redraw the cards and
-        post the notes Slack did not take, check group members."""
+        post the notes Slack did not take, check group members, hand the resume worker
+        the rounds whose app let go of them."""
         now = self._services.clock.now()
         batches: set[str] = set()
         for expired in await self._services.storage.interrupts.expire_due(now):
@@ -102,6 +103,15 @@ class Scheduler:
         await self.redraw_cards()
         await send_queued_notes(self._services)
         await self.check_groups()
+        await self.hand_over_lapsed_app_rounds()
+
+    async def hand_over_lapsed_app_rounds(self) -> None:
+        """Rounds an app closed on its cards and stopped holding without running them to
+        their end (its process died mid-run) go to the resume worker."""
+        interrupts, now = self._services.storage.interrupts, self._services.clock.now()
+        for record_id in await interrupts.lapsed_app_rounds(now):
+            if await interrupts.hand_over(record_id, now=now):
+                log.warning("the app holding the round of %s let go of it; resuming it", record_id)
 
     async def check_groups(self) -> None:
         """Store the current members of pending interrupts' user groups, so someone who

@@ -1,12 +1,15 @@
 -- Record a decision made in the app that runs the agent (an AG-UI client's resume). The
--- app resumes the run itself, so no resume job follows. The first answer wins: a record
--- already decided (in Slack, or by the app) is refused. Until the run has nothing
--- pending, the record waits in the run's decided set like a click's: if a click decides
--- the run's last card before the app's resume does, its resume job applies this one too.
--- KEYS as in common.lua.
+-- first answer wins: a record already decided (in Slack, or by the app) is refused. Until
+-- the run has nothing pending, the record waits in the run's decided set like a click's:
+-- if a click decides the run's last card before the app's resume does, its resume job
+-- applies this one too. When this decides the last card, the app runs the round itself:
+-- no resume job follows while the app holds the round (KEYS[12], until ARGV[8]); if it
+-- lets go without finishing, the round is handed to the resume worker (hand_over.lua).
+-- KEYS as in common.lua, then 12 the shard's app rounds.
 -- ARGV: 1 record id, 2 by (the app's name), 3 decision type, 4 decision json, 5 now,
--- 6 retention ms, 7 audit maxlen.
--- Returns {status, '', record hash...}; status recorded|already_decided|expired|unknown
+-- 6 retention ms, 7 audit maxlen, 8 until when the app holds the round (ms).
+-- Returns {status, '', record hash...}; status recorded (others still pending),
+-- recorded_last (the app now holds the round), already_decided, expired or unknown
 -- (expired: past its expiry, not yet swept; only a denial is taken then).
 local key, rid = KEYS[1], ARGV[1]
 if redis.call('EXISTS', key) == 0 or field(key, 'id') ~= rid then return {'unknown', ''} end
@@ -20,11 +23,9 @@ if ARGV[3] ~= 'reject' and expires ~= '' and tonumber(ARGV[5]) >= tonumber(expir
 end
 local state = FINALS[ARGV[3]]
 finalize(rid, state, ARGV[2], ARGV[5], ARGV[4], tonumber(ARGV[6]), false, 0)
-if redis.call('SCARD', KEYS[2]) > 0 then
-  redis.call('SADD', KEYS[11], rid)
-  redis.call('PEXPIRE', KEYS[11], decided_keep(tonumber(ARGV[6])))
-else
-  redis.call('DEL', KEYS[11])  -- the app's resume applies this round itself
-end
+redis.call('SADD', KEYS[11], rid)
+redis.call('PEXPIRE', KEYS[11], decided_keep(tonumber(ARGV[6])))
 audit(KEYS[10], ARGV[7], 'decided_in_app', rid, ARGV[2], ARGV[5], ARGV[4])
-return with_record({'recorded', ''})
+if redis.call('SCARD', KEYS[2]) > 0 then return with_record({'recorded', ''}) end
+redis.call('ZADD', KEYS[12], ARGV[8], rid)
+return with_record({'recorded_last', ''})

@@ -1,18 +1,11 @@
--- Queue the resume job of a round the app answered but did not run to its end (its run
--- failed, or its thread was busy, after its answers were recorded "in the app"): the
--- resume worker runs it, with retries. KEYS as in common.lua for the round's first record,
--- then 12.. the keys of its other records. ARGV: 1 record id, 2 now, 3 retention ms,
--- 4 stream maxlen, 5.. the other records' ids (in the order of their keys).
--- Returns {status, job id}: queued; waiting when a card of the run is still pending (its
--- click queues the job with the app's answers, which wait in the run's decided set); or
--- undecided when a record given is not decided (nothing is queued).
-local round = {ARGV[1]}
-for i = 5, #ARGV do round[#round + 1] = ARGV[i] end
-local keys = {KEYS[1]}
-for i = 12, #KEYS do keys[#keys + 1] = KEYS[i] end
-for _, key in ipairs(keys) do
-  local state = redis.call('HGET', key, 'state')
-  if not state or state == 'pending' then return {'undecided', ''} end
-end
-if redis.call('SCARD', KEYS[2]) > 0 then return {'waiting', ''} end
-return {'queued', resume_job(round, ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]))}
+-- Hand the round an app holds (decide_app.lua) to the resume worker: the app's run failed,
+-- or the app let its hold lapse (its process died). Queues the round's resume job, once: a
+-- round already handed over or finished by the app is left alone.
+-- KEYS as in common.lua for the record that closed the round, then 12 the shard's app
+-- rounds. ARGV: 1 record id, 2 now, 3 retention ms, 4 stream maxlen.
+-- Returns the job's stream id, or '' when the app no longer held the round.
+if redis.call('ZREM', KEYS[12], ARGV[1]) == 0 then return '' end
+local decided = redis.call('SMEMBERS', KEYS[11])
+redis.call('DEL', KEYS[11])
+if #decided == 0 then return '' end
+return resume_job(decided, ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]))

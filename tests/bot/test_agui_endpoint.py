@@ -25,11 +25,14 @@ from test_strands_adapter import SlowDelete, failing_after_the_tool, gated_spec
 
 from agent_runtime import Agent, Decision, ToolContext, tool
 from agent_runtime.session import SessionStore
-from bot.agents.policy import AgentSpec, Policy
+from bot.agents.policy import AgentSpec, Escalate, Policy
 from bot.api.agui import AGUI_PATH
+from bot.api.agui_cards import answer_cards
 from bot.process.web import operator_app
+from bot.schedule.scheduler import Scheduler
 from bot.ui import ids
 from signoff.strands import StrandsAgent
+from storage.decisions import APP_HOLD
 
 TOKEN = "api-token-" + "y" * 24
 CLIENT = Path(__file__).resolve().parents[1] / "agui" / "client.mjs"
@@ -598,3 +601,75 @@ async def test_an_app_that_goes_away_mid_run_does_not_stop_the_run(
     slow.release.set()
     assert (await bot.finished()).startswith("Finished: done (success): deleted")
     assert slow.ran == [["/tmp/a"]]
+
+
+async def test_a_round_whose_app_died_after_answering_is_run_on_by_the_worker(
+    endpoint: Endpoint,
+) -> None:
+    """The app's answer decided the card, then its process died before running the round:
+    once its hold lapses, the scheduler hands the round to the resume worker."""
+    bot = endpoint.bot
+    [first] = await _client(endpoint.url, "thread-app-died", [{"prompt": "clean up"}])
+    [interrupt] = first["finished"]["outcome"]["interrupts"]
+    answer = {"interruptId": interrupt["id"], "status": "resolved", "payload": {"type": "approve"}}
+    body = {"threadId": "thread-app-died", "runId": "r2", "resume": [answer]}
+    answers = await answer_cards(bot.services, bot.services.registry.agent("cleanup"), body)
+    assert answers.refusal is None and answers.app_round is not None
+    await Scheduler(bot.services).tick()
+    assert bot.tool_log.calls == []  # the app holds the round: nothing is handed over yet
+
+    bot.clock.advance(APP_HOLD + timedelta(seconds=1))
+    await Scheduler(bot.services).tick()
+    assert "deleted 2 file(s)" in await bot.finished()
+    assert bot.tool_log.calls == [{"paths": ["/tmp/a", "/tmp/b"]}]
+
+
+async def test_the_cards_are_posted_before_the_app_hears_the_run_stopped(
+    endpoint: Endpoint,
+) -> None:
+    """An app may answer the moment it reads RUN_FINISHED: the cards are there by then."""
+    prompt = {"runId": "r1", "messages": [{"id": "m1", "role": "user", "content": "clean up"}]}
+    body = {"threadId": "thread-quick", **prompt}
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    async with (
+        aiohttp.ClientSession() as http,
+        http.post(endpoint.url, json=body, headers=headers) as response,
+    ):
+        async for line in response.content:
+            if b'"RUN_FINISHED"' in line:
+                assert len(endpoint.bot.slack.called("chat.postMessage")) == 1
+                break
+        else:
+            raise AssertionError("no RUN_FINISHED")
+
+
+async def test_an_escalated_card_takes_the_apps_answer_and_the_run_goes_on(
+    endpoint_for: Callable[..., Awaitable[Endpoint]],
+) -> None:
+    """The card escalated when its first wait ran out: it waits another hour, and the
+    app's approval within it runs the call (the card's expiry counts, not the first one)."""
+    policy = Policy(
+        channel=CHANNEL,
+        users=(ALICE,),
+        expires_after=timedelta(milliseconds=1),
+        on_expiry=(Escalate(channel=CHANNEL, users=(BOB,), expires_after=timedelta(hours=1)),),
+        reminders=None,
+    )
+    endpoint = await endpoint_for(policy)
+    [first] = await _client(endpoint.url, "thread-escalated", [{"prompt": "clean up"}])
+    [interrupt] = first["finished"]["outcome"]["interrupts"]
+    endpoint.bot.clock.advance(timedelta(seconds=1))
+    await Scheduler(endpoint.bot.services).tick()
+    record = await endpoint.bot.services.storage.queries.get(
+        endpoint.bot.record_id(endpoint.bot.posted(0)["blocks"][-1]["elements"][0]["value"])
+    )
+    assert record is not None and record.escalated
+    seen = await _answer(
+        endpoint,
+        "thread-escalated",
+        interrupt["id"],
+        status="resolved",
+        payload={"type": "approve"},
+    )
+    assert seen["error"] is None and seen["finished"]["outcome"] == {"type": "success"}
+    assert endpoint.bot.tool_log.calls == [{"paths": ["/tmp/a", "/tmp/b"]}]

@@ -22,6 +22,7 @@ from strands.vended_interventions.hitl import HumanInTheLoop
 from agent_runtime import Decision
 from agent_runtime.errors import ThreadBusyError
 from bot.agents.policy import AgentSpec, Policy
+from bot.runs.recovery import catch_up
 from bot.ui import ids
 from signoff.strands import SignoffApprovals, StrandsAgent
 from signoff.strands_storage import RedisStorage
@@ -460,3 +461,21 @@ async def test_a_tool_a_hook_retried_is_kept_as_its_last_attempt(storage: Storag
     done = await agent.invoke(decision, thread_id="thread_hook_retry")
     assert done.message == "done (success): deleted 1"
     assert len(attempts) == 2
+
+
+async def test_a_replayed_resume_of_a_strands_round_already_run_is_caught_up(
+    make_bot: Any,
+) -> None:
+    """A resume job that comes again once its round ran (its worker died before
+    acknowledging it): the answers are applied, so there is nothing to redo and no
+    failure to report."""
+    deleted: list[list[str]] = []
+    bot: Harness = await make_bot(spec=gated_spec(deleted))
+    value = await bot.start(requested_by=CAROL)
+    await bot.decide("approve", value, user=ALICE)
+    await bot.finished()
+    posts = len(bot.slack.called("chat.postMessage"))
+    [record] = (await bot.services.storage.queries.many([bot.record_id(value)]))[0]
+    assert await catch_up(bot.services, [record], thread_id=record.thread_id)
+    assert deleted == [["/tmp/a", "/tmp/b"]]
+    assert len(bot.slack.called("chat.postMessage")) == posts  # nothing told twice

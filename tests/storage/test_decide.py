@@ -12,6 +12,7 @@ from storage_helpers import NOW, later, make_record, run_key, snapshot
 from agent_runtime.interrupts import Decision, Remember
 from agent_runtime.messages import args_digest
 from storage import EmbeddedRedis, Storage, connect
+from storage.decisions import APP_HOLD
 from storage.errors import StorageResponseError
 
 DIGEST = args_digest({"path": "/tmp/old"})
@@ -306,7 +307,7 @@ async def test_past_its_expiry_a_record_takes_only_a_denial_from_the_app(
     status, denied = await storage.interrupts.decide_in_app(
         record.id, "app", Decision.reject("too late"), now=later(hours=1)
     )
-    assert status == "recorded" and denied is not None and denied.state == "denied"
+    assert status == "recorded_last" and denied is not None and denied.state == "denied"
 
 
 async def test_a_decision_in_the_app_wins_once_and_queues_no_resume(storage: Storage) -> None:
@@ -315,7 +316,7 @@ async def test_a_decision_in_the_app_wins_once_and_queues_no_resume(storage: Sto
     status, decided = await storage.interrupts.decide_in_app(
         record.id, "app", Decision.approve(), now=later(minutes=1)
     )
-    assert status == "recorded" and decided is not None
+    assert status == "recorded_last" and decided is not None  # the run's last card
     assert decided.state == "approved" and decided.decided_by == "app"
     assert await storage.resume.lag() == 0  # the app resumes the run itself
     click = await storage.interrupts.decide(
@@ -331,33 +332,41 @@ async def test_a_decision_in_the_app_wins_once_and_queues_no_resume(storage: Sto
     )[0] == "unknown"
 
 
-async def test_a_round_the_app_answered_is_handed_to_the_worker_once_all_is_decided(
-    storage: Storage, raw: aioredis.Redis, key_prefix: str
-) -> None:
-    """The app's run failed after its answers were recorded: the round's resume job is
-    queued, with every record of the round; not while one is pending or undecided."""
+async def test_the_round_an_app_closed_is_its_own_unless_it_lets_go(storage: Storage) -> None:
+    """An app's answers to a run's cards, the last one by the app: the app holds the round
+    (no resume job) until it finishes it, or hands it over once (its run failed), or its
+    hold lapses (its process died) and the round is handed over then."""
     await storage.resume.ensure_group()
+    decide_in_app, interrupts = storage.interrupts.decide_in_app, storage.interrupts
     first, second, third = (make_record(call_id=c) for c in ("c1", "c2", "c3"))
-    await storage.interrupts.create_interrupts([first, second, third])
-    await storage.interrupts.decide_in_app(first.id, "app", Decision.approve(), now=NOW)
-    before = await snapshot(raw, key_prefix)
-    assert await storage.interrupts.hand_over([first.id, second.id], now=NOW) == ""
-    assert await snapshot(raw, key_prefix) == before  # c2 undecided: nothing changed
-    await storage.interrupts.decide_in_app(second.id, "app", Decision.approve(), now=NOW)
-    assert await storage.interrupts.hand_over([first.id, second.id], now=NOW) == ""  # c3 waits
-    assert await storage.resume.lag() == 0
-    await storage.interrupts.decide(
-        third.id, "UBOB", Decision.reject("no"), args_digest=DIGEST, now=NOW
-    )  # the last click queues the round, the app's answers with it
+    await interrupts.create_interrupts([first, second, third])
+    assert (await decide_in_app(first.id, "app", Decision.approve(), now=NOW))[0] == "recorded"
+    await interrupts.decide(third.id, "UBOB", Decision.reject("no"), args_digest=DIGEST, now=NOW)
+    assert await storage.resume.lag() == 0  # c2 still waits
+    assert (await decide_in_app(second.id, "app", Decision.approve(), now=NOW))[0] == (
+        "recorded_last"
+    )
+    assert await storage.resume.lag() == 0  # the app runs the round
+    assert await interrupts.lapsed_app_rounds(NOW) == []
+    assert await interrupts.hand_over(second.id, now=NOW) != ""  # its run failed
+    assert await interrupts.hand_over(second.id, now=NOW) == ""  # once
+    assert not await interrupts.app_round_done(second.id)
     [job] = await storage.resume.claim("w1", shard=storage.keys.shard_of("run_1"))
     assert job.record_ids == tuple(sorted([first.id, second.id, third.id]))
 
-    alone = make_record(run_id="run_2", call_id="c1")
-    await storage.interrupts.create_interrupt(alone)
-    await storage.interrupts.decide_in_app(alone.id, "app", Decision.approve(), now=NOW)
-    assert await storage.interrupts.hand_over([alone.id], now=NOW) != ""
-    [job] = await storage.resume.claim("w1", shard=storage.keys.shard_of("run_2"))
-    assert (job.run_id, job.record_ids) == ("run_2", (alone.id,))
+    finished, lapsed = make_record(run_id="run_2"), make_record(run_id="run_3")
+    for record in (finished, lapsed):
+        await interrupts.create_interrupt(record)
+        await decide_in_app(record.id, "app", Decision.approve(), now=NOW)
+    assert await interrupts.app_round_done(finished.id)  # the app ran it to its end
+    await interrupts.renew_app_round(lapsed.id, now=NOW + timedelta(minutes=1))
+    assert await interrupts.lapsed_app_rounds(NOW + APP_HOLD) == []  # renewed
+    assert await interrupts.lapsed_app_rounds(NOW + APP_HOLD + timedelta(minutes=1)) == [lapsed.id]
+    assert await interrupts.hand_over(lapsed.id, now=NOW) != ""
+    assert await interrupts.hand_over(finished.id, now=NOW) == ""
+    shards = storage.keys.all_shards
+    queued = [j.run_id for n in shards for j in await storage.resume.claim("w1", shard=n)]
+    assert queued == ["run_3"]
 
 
 @pytest.mark.parametrize(
