@@ -36,6 +36,18 @@ class Paths(BaseModel):
     paths: list[str]
 
 
+def define_delete_files(ai: Genkit, deleted: list[list[str]]) -> None:
+    """The gated tool: it asks first (Genkit's ``Interrupt``), and runs once restarted."""
+
+    @ai.tool()
+    async def delete_files(input: Paths, ctx: ToolRunContext) -> str:
+        """Delete files, once a person approves."""
+        if not ctx.is_resumed():
+            raise Interrupt({"message": f"Delete {len(input.paths)} files?"})
+        deleted.append(input.paths)
+        return f"deleted {len(input.paths)}"
+
+
 def genkit_spec(deleted: list[list[str]]) -> AgentSpec:
     ai = Genkit()
 
@@ -52,15 +64,7 @@ def genkit_spec(deleted: list[list[str]]) -> AgentSpec:
         )
 
     ai.define_model(name="scripted", fn=scripted)
-
-    @ai.tool()
-    async def delete_files(input: Paths, ctx: ToolRunContext) -> str:
-        """Delete files, once a person approves."""
-        if not ctx.is_resumed():
-            raise Interrupt({"message": f"Delete {len(input.paths)} files?"})
-        deleted.append(input.paths)
-        return f"deleted {len(input.paths)}"
-
+    define_delete_files(ai, deleted)
     return AgentSpec(
         name="gk-cleanup",
         build=lambda sessions: GenkitAgent(
@@ -146,14 +150,7 @@ async def test_a_resume_retried_after_the_tool_ran_gets_its_result_without_runni
         )
 
     ai.define_model(name="flaky", fn=fails_once_after_the_tool)
-
-    @ai.tool()
-    async def delete_files(input: Paths, ctx: ToolRunContext) -> str:
-        """Delete files, once a person approves."""
-        if not ctx.is_resumed():
-            raise Interrupt({"message": "Delete?"})
-        ran.append(input.paths)
-        return f"deleted {len(input.paths)}"
+    define_delete_files(ai, ran)
 
     agent = GenkitAgent(ai, model="flaky", tools=["delete_files"], session_store=storage.sessions)
     [asked] = (await agent.invoke("clean up", thread_id="thread_retried")).interrupts
@@ -241,13 +238,7 @@ async def test_a_later_call_with_an_approved_calls_ref_runs_and_gets_its_own_out
         )
 
     ai.define_model(name="renumbering", fn=reuses_its_refs)
-
-    @ai.tool()
-    async def delete_files(input: Paths, ctx: ToolRunContext) -> str:
-        """Delete files, once a person approves."""
-        if not ctx.is_resumed():
-            raise Interrupt({"message": "Delete?"})
-        return "deleted"
+    define_delete_files(ai, [])
 
     @ai.tool()
     async def list_files() -> str:
