@@ -196,7 +196,7 @@ class Decisions(RecordTransitions):
         resume job is queued) for ``APP_HOLD``, until it renews, finishes
         (``app_round_done``) or hands the round over (``hand_over``)."""
         try:
-            run_id, _ = split_record_id(interrupt_id)
+            split_record_id(interrupt_id)
         except InvalidIdError:
             return "unknown", None
         result = await self._transition(
@@ -211,7 +211,7 @@ class Decisions(RecordTransitions):
                 self._retention.audit_entries,
                 to_ms(now + APP_HOLD),
             ],
-            extra_keys=[self._app_rounds(run_id)],
+            extra_keys=self._app_round_keys(interrupt_id),
         )
         status = cast(AppOutcome, result[0])
         return status, None if status == "unknown" else self._record(interrupt_id, result[2:])
@@ -227,9 +227,8 @@ class Decisions(RecordTransitions):
     async def app_round_done(self, record_id: str) -> bool:
         """The app ran the round ``record_id`` closed to its end. False when the round had
         been handed to the resume worker meanwhile (its hold lapsed)."""
-        run_id, _ = split_record_id(record_id)
         done = await self._transition(
-            "app_round_done", record_id, [], extra_keys=[self._app_rounds(run_id)]
+            "app_round_done", record_id, [], extra_keys=self._app_round_keys(record_id)
         )
         return bool(done)
 
@@ -237,10 +236,9 @@ class Decisions(RecordTransitions):
         """Queue the resume job of the round ``record_id`` closed in the app, the app not
         running it to its end (its run failed, or its hold lapsed): the resume worker runs
         it, with retries. Once: '' when the app no longer held the round."""
-        run_id, _ = split_record_id(record_id)
         job = await self._client.eval(
             "hand_over",
-            [*self._transition_keys(record_id), self._app_rounds(run_id)],
+            [*self._transition_keys(record_id), *self._app_round_keys(record_id)],
             [
                 record_id,
                 to_ms(now),
@@ -267,3 +265,9 @@ class Decisions(RecordTransitions):
 
     def _app_rounds(self, run_id: str) -> str:
         return self._keys.app_rounds(self._keys.shard_of(run_id))
+
+    def _app_round_keys(self, record_id: str) -> list[str]:
+        """The shard's app rounds and the round ``record_id`` closes: an app round's
+        scripts' KEYS after the transition's."""
+        run_id, _ = split_record_id(record_id)
+        return [self._app_rounds(run_id), self._keys.app_round(record_id)]

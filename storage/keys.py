@@ -127,6 +127,11 @@ class Keys:
         run_id, interrupt_id = split_record_id(rid)
         return f"{self._run(run_id)}:int:{interrupt_id}"
 
+    def app_round(self, rid: str) -> str:
+        """Set: the records of the round the app closed by deciding ``rid`` (the run's
+        decided set, set aside for it), until the app lets go of the round."""
+        return f"{self.record(rid)}:round"
+
     def run_pending(self, run_id: str) -> str:
         return f"{self._run(run_id)}:pending"
 

@@ -112,9 +112,9 @@ def add_agui_routes(app: web.Application, services: Services, *, token: SecretSt
                     finished=results.append,
                 ):
                     if event["type"] == "RUN_FINISHED":
+                        await held.done()  # before the next round's cards can be decided
                         # The cards exist before the app hears: it may answer at once.
                         await post_cards(services, name, results[-1], answers.place)
-                        await held.done()
                     elif event["type"] == "RUN_ERROR" and await held.hand_over():
                         event = run_error(f"{event['message']}; {HANDED_OVER}", code=event["code"])
                     await send(event)

@@ -5,7 +5,9 @@
 -- applies this one too. When this decides the last card, the app runs the round itself:
 -- no resume job follows while the app holds the round (KEYS[12], until ARGV[8]); if it
 -- lets go without finishing, the round is handed to the resume worker (hand_over.lua).
--- KEYS as in common.lua, then 12 the shard's app rounds.
+-- The round's records move from the run's decided set to KEYS[13], so the next round's
+-- decisions start from an empty set whatever the app does.
+-- KEYS as in common.lua, then 12 the shard's app rounds, 13 this record's app round.
 -- ARGV: 1 record id, 2 by (the app's name), 3 decision type, 4 decision json, 5 now,
 -- 6 retention ms, 7 audit maxlen, 8 until when the app holds the round (ms).
 -- Returns {status, '', record hash...}; status recorded (others still pending),
@@ -27,5 +29,6 @@ redis.call('SADD', KEYS[11], rid)
 redis.call('PEXPIRE', KEYS[11], decided_keep(tonumber(ARGV[6])))
 audit(KEYS[10], ARGV[7], 'decided_in_app', rid, ARGV[2], ARGV[5], ARGV[4])
 if redis.call('SCARD', KEYS[2]) > 0 then return with_record({'recorded', ''}) end
+redis.call('RENAME', KEYS[11], KEYS[13])
 redis.call('ZADD', KEYS[12], ARGV[8], rid)
 return with_record({'recorded_last', ''})

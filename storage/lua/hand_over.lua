@@ -2,10 +2,10 @@
 -- or the app let its hold lapse (its process died). Queues the round's resume job, once: a
 -- round already handed over or finished by the app is left alone.
 -- KEYS as in common.lua for the record that closed the round, then 12 the shard's app
--- rounds. ARGV: 1 record id, 2 now, 3 retention ms, 4 stream maxlen.
+-- rounds, 13 the round's records. ARGV: 1 record id, 2 now, 3 retention ms, 4 stream maxlen.
 -- Returns the job's stream id, or '' when the app no longer held the round.
 if redis.call('ZREM', KEYS[12], ARGV[1]) == 0 then return '' end
-local decided = redis.call('SMEMBERS', KEYS[11])
-redis.call('DEL', KEYS[11])
-if #decided == 0 then return '' end
-return resume_job(decided, ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]))
+local round = redis.call('SMEMBERS', KEYS[13])
+redis.call('DEL', KEYS[13])
+if #round == 0 then return '' end
+return resume_job(round, ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]))

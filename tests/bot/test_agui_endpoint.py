@@ -19,11 +19,12 @@ import pytest
 from aiohttp import web
 from batch_agents import spec as deletions
 from fakes import OneToolModel
-from harness import ALICE, BOB, CHANNEL, Harness
+from harness import ALICE, BOB, CHANNEL, Harness, ToolLog, cleanup_spec
 from pydantic import SecretStr
 from test_strands_adapter import SlowDelete, failing_after_the_tool, gated_spec
 
 from agent_runtime import Agent, Decision, ToolContext, tool
+from agent_runtime.messages import args_digest
 from agent_runtime.session import SessionStore
 from bot.agents.policy import AgentSpec, Escalate, Policy
 from bot.api.agui import AGUI_PATH
@@ -673,3 +674,43 @@ async def test_an_escalated_card_takes_the_apps_answer_and_the_run_goes_on(
     )
     assert seen["error"] is None and seen["finished"]["outcome"] == {"type": "success"}
     assert endpoint.bot.tool_log.calls == [{"paths": ["/tmp/a", "/tmp/b"]}]
+
+
+async def _trust_next_call(bot: Harness, paths: list[str]) -> None:
+    """Alice trusts ``delete_files`` of ``paths`` in the channel: its card is approved in
+    her name the moment it is posted."""
+    now = bot.clock.now()
+    await bot.services.storage.trust.grant(
+        agent="cleanup",
+        tool="delete_files",
+        channel=CHANNEL,
+        args_digest=args_digest({"paths": paths}),
+        granted_by=ALICE,
+        granted_at=now,
+        expires_at=now + timedelta(hours=1),
+        record_id="run_earlier/int_earlier",
+    )
+
+
+async def test_a_trusted_call_after_a_round_the_app_ran_runs_as_its_own_round(
+    endpoint_for: Callable[..., Awaitable[Endpoint]],
+) -> None:
+    """The app answers the first card; its run asks a call a trust covers, approved as its
+    card is posted: the resume worker runs that round alone, and the run ends."""
+    log = ToolLog()
+    policy = Policy(channel=CHANNEL, users=(ALICE, BOB))
+    endpoint = await endpoint_for(
+        policy, spec=cleanup_spec(log, policy, then=({"paths": ["/tmp/c"]},))
+    )
+    await _trust_next_call(endpoint.bot, ["/tmp/c"])
+    _, second = await _client(
+        endpoint.url,
+        "thread-trusted",
+        [
+            {"prompt": "clean up"},
+            {"answer": {"status": "resolved", "payload": {"type": "approve"}}},
+        ],
+    )
+    assert second["error"] is None and second["finished"]["outcome"]["type"] == "interrupt"
+    assert (await endpoint.bot.finished()).startswith("Finished")
+    assert log.calls == [{"paths": ["/tmp/a", "/tmp/b"]}, {"paths": ["/tmp/c"]}]
