@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import secrets
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Literal, cast
@@ -210,6 +211,7 @@ class Decisions(RecordTransitions):
                 millis(self._retention.decided),
                 self._retention.audit_entries,
                 to_ms(now + APP_HOLD),
+                secrets.token_hex(8),
             ],
             extra_keys=self._app_round_keys(interrupt_id),
         )

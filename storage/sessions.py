@@ -103,7 +103,9 @@ class RedisSessionStore:
         key = self._keys.session(thread_id)
         ok, version = cast(
             list[int],
-            await self._client.eval("session_save", [key], [expected_version, data, self._ttl_ms]),
+            await self._client.eval(
+                "session_save", [key], [expected_version, data, self._ttl_ms, secrets.token_hex(8)]
+            ),
         )
         if not ok:
             raise StaleSessionError(

@@ -1,0 +1,72 @@
+"""A script whose reply is lost after it ran (a failover, a proxy's reset) is sent again by
+redis-py's retry: the caller gets the answer the first run gave, not a refusal of itself.
+On one server, where a lost reply can be staged in redis-py's reader."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+from redis import exceptions as rexc
+from redis.asyncio.client import Redis
+from storage_helpers import NOW, make_record
+
+from agent_runtime.interrupts import Decision
+from storage import EmbeddedRedis, Storage, connect
+
+
+@pytest.fixture
+async def one_server(redis_server: EmbeddedRedis, key_prefix: str) -> AsyncIterator[Storage]:
+    storage = await connect(redis_server.url, prefix=key_prefix)
+    yield storage
+    await storage.close()
+
+
+@contextlib.contextmanager
+def reply_lost_once() -> Iterator[list[str]]:
+    """The next script runs on the server, then its connection drops before the reply is
+    read: redis-py sends it again on a new connection."""
+    original = Redis.parse_response
+    lost: list[str] = []
+
+    async def parse(self: Redis, connection: Any, command_name: str, **options: Any) -> Any:
+        reply = await original(self, connection, command_name, **options)
+        if command_name == "EVALSHA" and not lost:
+            lost.append(command_name)
+            raise rexc.ConnectionError("Connection closed by server.")
+        return reply
+
+    Redis.parse_response = parse  # type: ignore[method-assign]
+    try:
+        yield lost
+    finally:
+        Redis.parse_response = original  # type: ignore[method-assign]
+
+
+async def test_a_save_sent_again_finds_its_own_write(one_server: Storage) -> None:
+    storage = one_server
+    await storage.sessions.save("thread_t1", {"n": 1}, expected_version=0)
+    with reply_lost_once() as lost:
+        assert await storage.sessions.save("thread_t1", {"n": 2}, expected_version=1) == 2
+    assert lost == ["EVALSHA"]
+    stored = await storage.sessions.load("thread_t1")
+    assert stored is not None and (stored.version, stored.snapshot) == (2, {"n": 2})
+
+
+async def test_an_apps_decision_sent_again_is_its_own_not_decided_elsewhere(
+    one_server: Storage,
+) -> None:
+    storage = one_server
+    record = await storage.interrupts.create_interrupt(make_record())
+    with reply_lost_once() as lost:
+        status, decided = await storage.interrupts.decide_in_app(
+            record.id, "app", Decision.approve(), now=NOW
+        )
+    assert lost == ["EVALSHA"]
+    assert status == "recorded_last" and decided is not None and decided.state == "approved"
+    again, _ = await storage.interrupts.decide_in_app(  # another call: refused
+        record.id, "app", Decision.approve(), now=NOW
+    )
+    assert again == "already_decided"
