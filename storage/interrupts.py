@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -95,6 +96,7 @@ class InterruptStore(Decisions, DueSweeps):
             self._retention.audit_entries,
             millis(post_lease),
             millis(GROUP_CHECK_EVERY),
+            secrets.token_hex(8),
         ]
         for record in records:
             fields = record.to_hash()

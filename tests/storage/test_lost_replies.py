@@ -15,6 +15,7 @@ from storage_helpers import NOW, make_record
 
 from agent_runtime.interrupts import Decision
 from storage import EmbeddedRedis, Storage, connect
+from storage.errors import DuplicateInterruptError
 
 
 @pytest.fixture
@@ -70,3 +71,15 @@ async def test_an_apps_decision_sent_again_is_its_own_not_decided_elsewhere(
         record.id, "app", Decision.approve(), now=NOW
     )
     assert again == "already_decided"
+
+
+async def test_interrupts_created_again_by_the_same_call_are_created(one_server: Storage) -> None:
+    """The call that stored them is told so (its caller posts the cards now); another
+    call storing them again is told they exist (its caller leaves them to the outbox)."""
+    record = make_record()
+    with reply_lost_once() as lost:
+        await one_server.interrupts.create_interrupts([record])
+    assert lost == ["EVALSHA"]
+    assert await one_server.queries.get(record.id) is not None
+    with pytest.raises(DuplicateInterruptError):
+        await one_server.interrupts.create_interrupts([record])
