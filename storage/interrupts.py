@@ -88,7 +88,7 @@ class InterruptStore(Decisions, DueSweeps):
         shard = k.shard_of(run_id)
         keys = [k.run_pending(run_id), k.due(shard), k.reminders(shard), k.outbox(shard)]
         keys += [k.by_user(shard), k.by_channel(shard), k.audit_stream(shard)]
-        keys += [k.group_checks(shard)]
+        keys += [k.group_checks(shard), k.run_creation(run_id)]
         keys += [k.record(r.id) for r in records]
         args: list[str | int] = [
             now,

@@ -132,6 +132,11 @@ class Keys:
         decided set, set aside for it), until the app lets go of the round."""
         return f"{self.record(rid)}:round"
 
+    def run_creation(self, run_id: str) -> str:
+        """String, kept a minute: the token of the call that last stored the run's
+        interrupts, so that call sent again (its reply lost) is answered as it was."""
+        return f"{self._run(run_id)}:created_by"
+
     def run_pending(self, run_id: str) -> str:
         return f"{self._run(run_id)}:pending"
 

@@ -2,16 +2,16 @@
 -- The outbox entry is due only after post_lease ms: the creator posts first, and the
 -- scheduler reposts only when that failed (no double post during a slow first attempt).
 -- KEYS: 1 run pending, 2 due, 3 reminders, 4 outbox, 5 by-user, 6 by-channel, 7 audit,
---       8 group checks, 9.. one record key per record.
+--       8 group checks, 9 the run's last creation, 10.. one record key per record.
 -- ARGV: now, ttl_ms, audit_maxlen, post_lease ms, group check interval ms, this call's
---       token (the same call sent again after its reply was lost finds its own records
---       and is answered 'created'), then per record: field count, name, value, ...
+--       token (kept a minute in KEYS[9]: the same call sent again after its reply was
+--       lost is answered 'created'), then per record: field count, name, value, ...
 -- Returns {'created'} or {'exists', record_id} (nothing written).
 local now, ttl, audit_maxlen = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 local post_after = tonumber(now) + tonumber(ARGV[4])
 local check_after = tonumber(now) + tonumber(ARGV[5])
 local records, pos = {}, 7
-for i = 9, #KEYS do
+for i = 10, #KEYS do
   local count = tonumber(ARGV[pos])
   local fields = {}
   for j = pos + 1, pos + count * 2 do fields[#fields + 1] = ARGV[j] end
@@ -20,14 +20,14 @@ for i = 9, #KEYS do
 end
 for _, rec in ipairs(records) do
   if redis.call('EXISTS', rec.key) == 1 then
-    if redis.call('HGET', rec.key, 'created_as') == ARGV[6] then return {'created'} end
+    if redis.call('GET', KEYS[9]) == ARGV[6] then return {'created'} end
     return {'exists', redis.call('HGET', rec.key, 'id')}
   end
 end
 local longest = 0
 for _, rec in ipairs(records) do
   local key = rec.key
-  redis.call('HSET', key, 'created_as', ARGV[6], unpack(rec.fields))
+  redis.call('HSET', key, unpack(rec.fields))
   local rid = field(key, 'id')
   local expires = field(key, 'expires_at')
   local keep = ttl
@@ -56,4 +56,5 @@ for _, rec in ipairs(records) do
     'message_ts', '', 'detail', '')
 end
 if redis.call('PTTL', KEYS[1]) < longest then redis.call('PEXPIRE', KEYS[1], longest) end
+redis.call('SET', KEYS[9], ARGV[6], 'PX', 60000)
 return {'created'}
