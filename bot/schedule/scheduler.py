@@ -84,9 +84,9 @@ class Scheduler:
         return min(self._interval, max(left, 0.01))
 
     async def tick(self) -> None:
-        """One pass: expire, remind, (re)post what the outbox holds, redraw the cards and
-        post the notes Slack did not take, check group members, hand the resume worker
-        the rounds whose app let go of them."""
+        """One pass: expire, remind, hand the resume worker the rounds whose app let go of
+        them, (re)post what the outbox holds, redraw the cards and post the notes Slack did
+        not take, check group members."""
         now = self._services.clock.now()
         batches: set[str] = set()
         for expired in await self._services.storage.interrupts.expire_due(now):
@@ -99,11 +99,11 @@ class Scheduler:
         for reminder in await self._services.storage.interrupts.due_reminders(now):
             if reminder.record.batch in (None, reminder.record.id):  # a batch's lead reminds
                 await self._remind(reminder)
+        await self.hand_over_lapsed_app_rounds()
         await self.drain_outbox()
         await self.redraw_cards()
         await send_queued_notes(self._services)
         await self.check_groups()
-        await self.hand_over_lapsed_app_rounds()
 
     async def hand_over_lapsed_app_rounds(self) -> None:
         """Rounds an app closed on its cards and stopped holding without running them to
