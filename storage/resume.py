@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal, cast
@@ -243,6 +244,7 @@ class ResumeQueue:
             job.thread_id,
             " ".join(job.record_ids),
             self._dead_letters,
+            secrets.token_hex(8),
         ]
         reply = cast(list[str | int], await self._client.eval("resume_fail", keys, args))
         return Failure(attempts=int(reply[1]), dead=reply[0] == "dead")

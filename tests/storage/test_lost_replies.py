@@ -14,8 +14,11 @@ from redis.asyncio.client import Redis
 from storage_helpers import NOW, make_record
 
 from agent_runtime.interrupts import Decision
+from agent_runtime.messages import args_digest
 from storage import EmbeddedRedis, Storage, connect
 from storage.errors import DuplicateInterruptError
+
+DIGEST = args_digest({"path": "/tmp/old"})
 
 
 @pytest.fixture
@@ -83,3 +86,18 @@ async def test_interrupts_created_again_by_the_same_call_are_created(one_server:
     assert await one_server.queries.get(record.id) is not None
     with pytest.raises(DuplicateInterruptError):
         await one_server.interrupts.create_interrupts([record])
+
+
+async def test_a_failure_reported_again_is_counted_once(one_server: Storage) -> None:
+    record = await one_server.interrupts.create_interrupt(make_record())
+    await one_server.resume.ensure_group()
+    await one_server.interrupts.decide(
+        record.id, "UALICE", Decision.approve(), args_digest=DIGEST, now=NOW
+    )
+    [job] = await one_server.resume.claim("w1", shard=one_server.keys.shard_of(record.run_id))
+    with reply_lost_once() as lost:
+        failed = await one_server.resume.fail(job, consumer="w1", error="ModelError", now=NOW)
+    assert lost == ["EVALSHA"]
+    assert (failed.attempts, failed.dead) == (1, False)
+    again = await one_server.resume.fail(job, consumer="w1", error="ModelError", now=NOW)
+    assert again.attempts == 2  # another failure counts
