@@ -5,6 +5,7 @@ arguments are the ones the list showed, exactly as for a click on the card."""
 from __future__ import annotations
 
 import logging
+import secrets
 
 from aiohttp import ClientError
 from slack_sdk.errors import SlackApiError
@@ -45,12 +46,14 @@ async def decide_from_home(
             Decision.approve(),
             args_digest=ref.digest,
             now=services.clock.now(),
+            # Sent again after its reply was lost, it is answered as it was the first time.
+            click_id=f"home-{secrets.token_hex(8)}",
         )
     except StorageError as exc:
         log.error("Home decision by %s not recorded: %s", user, exc)
         await publish_home(services, user, notice=STORAGE_DOWN)
         return
-    if outcome.status == "refused":
+    if outcome.status == "refused" or (outcome.status == "replayed" and outcome.reason):
         services.metrics.refusals[outcome.reason or "unknown"] += 1
         await publish_home(services, user, notice=refusal_text(outcome))
         return

@@ -7,6 +7,7 @@ edit or a refused decision is shown as a field error inside the modal and nothin
 from __future__ import annotations
 
 import logging
+import secrets
 from typing import Any
 
 from slack_bolt.context.ack.async_ack import AsyncAck
@@ -62,7 +63,7 @@ def listener(services: Services) -> Any:
         if isinstance(outcome, dict):  # a sentence under each field of the form that is wrong
             await ack(response_action="errors", errors=outcome)
             return
-        if outcome.status == "refused":
+        if outcome.status == "refused" or (outcome.status == "replayed" and outcome.reason):
             services.metrics.refusals[outcome.reason or "unknown"] += 1
             await ack(response_action="errors", errors=errors_for(refusal_text(outcome)))
             return
@@ -79,7 +80,7 @@ async def _announce(services: Services, outcome: DecideOutcome) -> None:
     """Redraw the card; tell the requester when the decision was the last one needed."""
     assert outcome.record is not None
     await update_message(services, outcome.record)
-    if outcome.status == "recorded" and outcome.record.state != "pending":
+    if outcome.status in ("recorded", "replayed") and outcome.record.state != "pending":
         await tell_decided(services, outcome.record)
         await refresh_homes(services, outcome.record)
 
@@ -110,6 +111,8 @@ async def _decide(
         now=services.clock.now(),
         channel=ref.opened_in or None,
         message_ts=ref.opened_at or None,
+        # Sent again after its reply was lost, it is answered as it was the first time.
+        click_id=f"submission-{secrets.token_hex(8)}",
     )
 
 

@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from harness import ALICE, BOB, CAROL, CHANNEL, Harness
+from redis_faults import reply_lost_once
 
 from agent_runtime.interrupts import Remember
 from bot.agents.policy import Policy
@@ -210,3 +211,17 @@ async def test_one_deny_ends_a_quorum_request_as_its_card_says_up_front(make_bot
     final = bot.slack.called("chat.update")[-1]
     assert final["blocks"][0]["text"]["text"].startswith("Denied")
     assert bot.tool_log.calls == []
+
+
+async def test_a_denial_whose_reply_redis_lost_is_taken_not_refused(make_bot: Any) -> None:
+    """The modal's decision ran in Redis, its reply was lost and redis-py sent it again:
+    the approver's denial stands, and they are not told someone else decided."""
+    bot: Harness = await make_bot()
+    value = await bot.start()
+    with reply_lost_once(naming=bot.record_id(value)) as lost:
+        status, body = await bot.submit(ids.DENY_VIEW, value, user=ALICE, text="not today")
+    assert lost == ["EVALSHA"]
+    assert status == 200 and "errors" not in body, body
+    stored = await bot.services.storage.queries.get(bot.record_id(value))
+    assert stored is not None and (stored.state, stored.decided_by) == ("denied", ALICE)
+    assert (await bot.finished()).startswith("Finished")

@@ -13,6 +13,7 @@ from batch_agents import spec as forty_deletions
 from fakes import home_click_payload
 from harness import ALICE, BOB, CAROL, CHANNEL, MALLORY, Harness
 from pydantic import SecretStr
+from redis_faults import reply_lost_once
 
 from bot.agents.policy import Policy
 from bot.api.request_records import REQUESTS_PATH
@@ -230,3 +231,21 @@ async def test_an_agents_batch_is_one_row_that_still_names_its_tool(make_bot: An
     )
     assert rows[0]["accessory"]["action_id"] == ids.OPEN_PENDING
     assert _button(home, ids.HOME_APPROVE) is None and len(home) <= 100
+
+
+async def test_an_approval_from_home_whose_reply_redis_lost_is_taken_not_refused(
+    make_bot: Any,
+) -> None:
+    bot: Harness = await make_bot()
+    value = await bot.start(requested_by=CAROL)
+    await _open_home(bot, ALICE)
+    published = len(bot.slack.called("views.publish"))
+    with reply_lost_once(naming=bot.record_id(value)) as lost:
+        await bot.send(home_click_payload(user=ALICE, action_id=ids.HOME_APPROVE, value=value))
+        await bot.finished()
+    assert lost == ["EVALSHA"]
+    assert bot.tool_log.calls == [{"paths": ["/tmp/a", "/tmp/b"]}]
+    await bot.slack.wait_for(
+        lambda: len(bot.slack.called("views.publish")) > published, what="Alice's Home redrawn"
+    )
+    assert "changed nothing" not in str(bot.slack.called("views.publish")[published:])

@@ -4,13 +4,10 @@ On one server, where a lost reply can be staged in redis-py's reader."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator, Iterator
-from typing import Any
+from collections.abc import AsyncIterator
 
 import pytest
-from redis import exceptions as rexc
-from redis.asyncio.client import Redis
+from redis_faults import reply_lost_once
 from storage_helpers import NOW, make_record
 
 from agent_runtime.interrupts import Decision
@@ -26,27 +23,6 @@ async def one_server(redis_server: EmbeddedRedis, key_prefix: str) -> AsyncItera
     storage = await connect(redis_server.url, prefix=key_prefix)
     yield storage
     await storage.close()
-
-
-@contextlib.contextmanager
-def reply_lost_once() -> Iterator[list[str]]:
-    """The next script runs on the server, then its connection drops before the reply is
-    read: redis-py sends it again on a new connection."""
-    original = Redis.parse_response
-    lost: list[str] = []
-
-    async def parse(self: Redis, connection: Any, command_name: str, **options: Any) -> Any:
-        reply = await original(self, connection, command_name, **options)
-        if command_name == "EVALSHA" and not lost:
-            lost.append(command_name)
-            raise rexc.ConnectionError("Connection closed by server.")
-        return reply
-
-    Redis.parse_response = parse  # type: ignore[method-assign]
-    try:
-        yield lost
-    finally:
-        Redis.parse_response = original  # type: ignore[method-assign]
 
 
 async def test_a_save_sent_again_finds_its_own_write(one_server: Storage) -> None:

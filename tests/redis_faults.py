@@ -1,0 +1,43 @@
+"""Redis faults a test can stage in redis-py itself, where a real server cannot be made to
+show them on cue."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from contextvars import ContextVar
+from typing import Any
+
+from redis import exceptions as rexc
+from redis.asyncio.client import Redis
+
+_sending: ContextVar[tuple[Any, ...]] = ContextVar("sending", default=())
+
+
+@contextlib.contextmanager
+def reply_lost_once(naming: str = "") -> Iterator[list[str]]:
+    """The next script (whose arguments mention ``naming``) runs on the server, then its
+    connection drops before the reply is read: redis-py sends it again on a new one."""
+    execute, parse = Redis.execute_command, Redis.parse_response
+    lost: list[str] = []
+
+    async def executing(self: Redis, *args: Any, **options: Any) -> Any:
+        token = _sending.set(args)
+        try:
+            return await execute(self, *args, **options)
+        finally:
+            _sending.reset(token)
+
+    async def parsing(self: Redis, connection: Any, command_name: str, **options: Any) -> Any:
+        reply = await parse(self, connection, command_name, **options)
+        sent = " ".join(str(a) for a in _sending.get())
+        if command_name == "EVALSHA" and naming in sent and not lost:
+            lost.append(command_name)
+            raise rexc.ConnectionError("Connection closed by server.")
+        return reply
+
+    Redis.execute_command, Redis.parse_response = executing, parsing  # type: ignore[method-assign]
+    try:
+        yield lost
+    finally:
+        Redis.execute_command, Redis.parse_response = execute, parse  # type: ignore[method-assign]
