@@ -4,6 +4,7 @@ posted, so the run goes on without waiting for a new decision."""
 from __future__ import annotations
 
 import logging
+import secrets
 
 from agent_runtime.interrupts import Decision
 from bot.services import Services
@@ -50,11 +51,16 @@ async def approve_if_trusted(services: Services, record: InterruptRecord) -> Int
             Decision(type="approve", message=note),
             args_digest=record.args_digest,
             now=now,
+            # Sent again after its reply was lost, it is answered as it was the first time.
+            click_id=f"trust-{secrets.token_hex(8)}",
         )
     except StorageError as exc:
         log.warning("interrupt %s: trust not checked, asking instead: %s", record.id, exc)
         return record
-    if outcome.status not in ("recorded", "held") or outcome.record is None:
+    taken = outcome.status in ("recorded", "held") or (
+        outcome.status == "replayed" and outcome.reason is None
+    )
+    if not taken or outcome.record is None:
         log.info("interrupt %s: trust %s not applied (%s)", record.id, grant.id, outcome.reason)
         return record
     log.info("interrupt %s approved under trust %s", record.id, grant.id)

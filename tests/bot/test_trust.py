@@ -9,6 +9,7 @@ from typing import Any
 
 from fakes import home_click_payload
 from harness import ALICE, BOB, CAROL, CHANNEL, MALLORY, Harness
+from redis_faults import reply_lost_once
 
 from agent_runtime.interrupts import Remember
 from bot.agents.policy import Policy
@@ -225,3 +226,23 @@ def _held(bot: Harness) -> set[str]:
         for u in bot.slack.called("chat.update")
         if "not yet final" in str(u["blocks"]) and ids.UNDO in str(u["blocks"])
     }
+
+
+async def test_a_trusted_approval_whose_reply_redis_lost_still_runs_and_is_drawn(
+    make_bot: Any,
+) -> None:
+    bot: Harness = await make_bot(_policy())
+    card = await _run(bot)
+    await bot.click(ids.TRUST, card["blocks"][-1]["elements"][0]["value"], user=ALICE)
+    await _approved_without_a_click(bot, 1)
+    [grant] = await bot.services.storage.trust.active(bot.clock.now())
+    with reply_lost_once(naming=grant.id) as lost:  # the later run's approval under it
+        await _run(bot)
+        await _approved_without_a_click(bot, 2)
+    assert lost == ["EVALSHA"]
+    await bot.slack.wait_for(
+        lambda: (
+            "Approved under the trust <@U0ALICE> gave" in str(bot.slack.called("chat.update")[-1])
+        ),
+        what="the card saying it ran under Alice's trust",
+    )
