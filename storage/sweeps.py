@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import secrets
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Literal, cast
@@ -113,6 +114,8 @@ class DueSweeps(RecordTransitions):
                 millis(CLICKS_HOLD_EXPIRY),
                 APPROVED_BY_DEFAULT,
             ]
+        if script == "remind":  # sent again after its reply was lost: answered the same
+            args.append(secrets.token_hex(8))
         return await self._pipelined(script, rids, args)
 
 

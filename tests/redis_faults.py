@@ -9,22 +9,31 @@ from contextvars import ContextVar
 from typing import Any
 
 from redis import exceptions as rexc
-from redis.asyncio.client import Redis
+from redis.asyncio.client import Pipeline, Redis
 
 _sending: ContextVar[tuple[Any, ...]] = ContextVar("sending", default=())
 
 
 @contextlib.contextmanager
 def reply_lost_once(naming: str = "") -> Iterator[list[str]]:
-    """The next script (whose arguments mention ``naming``) runs on the server, then its
-    connection drops before the reply is read: redis-py sends it again on a new one."""
+    """The next script (whose arguments mention ``naming``), alone or in a pipeline, runs
+    on the server, then its connection drops before the reply is read: redis-py sends it
+    (the whole pipeline) again on a new one."""
     execute, parse = Redis.execute_command, Redis.parse_response
+    pipelined = Pipeline._execute_pipeline
     lost: list[str] = []
 
     async def executing(self: Redis, *args: Any, **options: Any) -> Any:
         token = _sending.set(args)
         try:
             return await execute(self, *args, **options)
+        finally:
+            _sending.reset(token)
+
+    async def executing_pipeline(self: Pipeline, connection: Any, commands: Any, *rest: Any) -> Any:
+        token = _sending.set(tuple(a for args, _ in commands for a in args))
+        try:
+            return await pipelined(self, connection, commands, *rest)
         finally:
             _sending.reset(token)
 
@@ -37,7 +46,9 @@ def reply_lost_once(naming: str = "") -> Iterator[list[str]]:
         return reply
 
     Redis.execute_command, Redis.parse_response = executing, parsing  # type: ignore[method-assign]
+    Pipeline._execute_pipeline = executing_pipeline  # type: ignore[method-assign]
     try:
         yield lost
     finally:
         Redis.execute_command, Redis.parse_response = execute, parse  # type: ignore[method-assign]
+        Pipeline._execute_pipeline = pipelined  # type: ignore[method-assign]

@@ -1,11 +1,15 @@
 -- Take one due reminder, exactly once, and schedule the next from the policy's offsets
 -- (never sooner after this one than the offsets are apart).
--- KEYS as in common.lua. ARGV: 1 record id, 2 now.
+-- KEYS as in common.lua. ARGV: 1 record id, 2 now, 3 this call's token (the same call
+-- sent again after its reply was lost is handed the same reminder).
 -- Returns {status, reminder number, record hash...}; status is due|skip.
 local key, rid, now = KEYS[1], ARGV[1], tonumber(ARGV[2])
 if redis.call('EXISTS', key) == 0 or field(key, 'state') ~= 'pending' then
   redis.call('ZREM', KEYS[5], rid)
   return {'skip', ''}
+end
+if field(key, 'reminded_by') == ARGV[3] then
+  return with_record({'due', field(key, 'reminder_index')})
 end
 local at = field(key, 'next_reminder_at')
 if at == '' or now < tonumber(at) then return {'skip', ''} end
@@ -26,6 +30,6 @@ if offset then
   local expires = field(key, 'expires_at')
   if expires == '' or when < tonumber(expires) then nxt = string.format('%d', when) end
 end
-redis.call('HSET', key, 'reminder_index', index, 'next_reminder_at', nxt)
+redis.call('HSET', key, 'reminder_index', index, 'next_reminder_at', nxt, 'reminded_by', ARGV[3])
 if nxt == '' then redis.call('ZREM', KEYS[5], rid) else redis.call('ZADD', KEYS[5], nxt, rid) end
 return with_record({'due', tostring(index)})

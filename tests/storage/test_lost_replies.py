@@ -5,6 +5,7 @@ On one server, where a lost reply can be staged in redis-py's reader."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from datetime import timedelta
 
 import pytest
 from redis_faults import reply_lost_once
@@ -77,3 +78,13 @@ async def test_a_failure_reported_again_is_counted_once(one_server: Storage) -> 
     assert (failed.attempts, failed.dead) == (1, False)
     again = await one_server.resume.fail(job, consumer="w1", error="ModelError", now=NOW)
     assert again.attempts == 2  # another failure counts
+
+
+async def test_a_reminder_taken_again_by_the_same_sweep_is_handed_out(one_server: Storage) -> None:
+    record = make_record(expires_in=timedelta(hours=5), reminders=(timedelta(hours=1),))
+    await one_server.interrupts.create_interrupt(record)
+    with reply_lost_once(naming=record.id) as lost:  # the sweep's pipeline, sent again
+        [reminder] = await one_server.interrupts.due_reminders(NOW + timedelta(hours=1))
+    assert lost == ["EVALSHA"]
+    assert reminder.number == 1 and reminder.record.id == record.id
+    assert await one_server.interrupts.due_reminders(NOW + timedelta(hours=2)) == []  # once
