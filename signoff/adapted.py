@@ -1,9 +1,11 @@
 """What the adapters of other agent frameworks share: one run id per thread, the
 thread's lease around each invocation, where a thread stands read from its snapshot, when
-each open interrupt was first asked, and how a withdrawn run ends."""
+each open interrupt was first asked, how a withdrawn run ends, and the tool results a
+resume keeps as it goes."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from datetime import datetime
@@ -44,6 +46,38 @@ class LeasedInvocation:
 
     def _run(self, input: RunInput) -> AsyncIterator[RunEvent]:
         raise NotImplementedError
+
+
+KEPT = "kept"
+"""The snapshot field holding the results of the tools a resume ran, by call id, until
+the invocation's own snapshot (which has them) is saved."""
+
+
+def kept_results(stored: StoredSession) -> dict[str, JSONValue]:
+    """The tool results an earlier try of the thread's resume kept, by call id."""
+    kept = stored.snapshot.get(KEPT)
+    return dict(kept) if isinstance(kept, dict) else {}
+
+
+class KeptResults:
+    """The results of the calls a resume runs, each saved in the thread's snapshot as it
+    returns: a retried resume answers those calls from them instead of running the tools
+    again (an approved call runs once even when the model fails after it)."""
+
+    def __init__(self, store: SessionStore, thread_id: str, stored: StoredSession) -> None:
+        self.store, self.thread_id, self.stored = store, thread_id, stored
+        self.version = stored.version
+        self.kept = kept_results(stored)
+        self._saving = asyncio.Lock()  # tools run concurrently save one after the other
+
+    async def keep(self, call_id: str, result: JSONValue) -> None:
+        """Save ``result`` as the call's, before anything else the resume does."""
+        async with self._saving:
+            self.kept[call_id] = result
+            snapshot = {**self.stored.snapshot, KEPT: self.kept}
+            self.version = await self.store.save(
+                self.thread_id, snapshot, expected_version=self.version
+            )
 
 
 ASKED_AT = "asked_at"

@@ -19,7 +19,6 @@ back instead of running the tool again. A failed model call is an error, not an 
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -52,6 +51,7 @@ from agent_runtime.session import InMemorySessionStore, SessionStore, StoredSess
 
 from .adapted import (
     ASKED_AT,
+    KeptResults,
     LeasedInvocation,
     asked_at,
     cancelled,
@@ -61,33 +61,18 @@ from .adapted import (
 )
 
 _PREFIX = "gk_"
-KEPT = "kept"
-"""The snapshot field holding the output of each tool a resume ran, by its request's ref
-(or name), until the generation's own snapshot (which has them) is saved."""
 
 
-class _KeptResults:
-    """The results of the tools one resume restarts, saved as each returns. Only those:
-    a retry asks the model for later turns' calls again, and some providers number calls
-    per turn, so their refs repeat."""
+class _KeptResults(KeptResults):
+    """The outputs of the tools one resume restarts, by request ref (or tool name). Only
+    those: a retry asks the model for later turns' calls again, and some providers number
+    calls per turn, so their refs repeat."""
 
     def __init__(
         self, store: SessionStore, thread_id: str, stored: StoredSession, restarts: list[Part]
     ) -> None:
-        self.store, self.thread_id, self.stored = store, thread_id, stored
-        self.version = stored.version
-        kept = stored.snapshot.get(KEPT)
-        self.kept: dict[str, JSONValue] = dict(kept) if isinstance(kept, dict) else {}
+        super().__init__(store, thread_id, stored)
         self.restarted = {_key(p.tool_request) for p in restarts if p.tool_request}
-        self._saving = asyncio.Lock()  # tools run concurrently save one after the other
-
-    async def keep(self, key: str, response: MultipartToolResponse) -> None:
-        async with self._saving:
-            self.kept[key] = response.model_dump(mode="json", by_alias=True, exclude_none=True)
-            snapshot = {**self.stored.snapshot, KEPT: self.kept}
-            self.version = await self.store.save(
-                self.thread_id, snapshot, expected_version=self.version
-            )
 
 
 _keeping: ContextVar[_KeptResults | None] = ContextVar("signoff_genkit_kept", default=None)
@@ -116,7 +101,7 @@ class _KeepToolResults(BaseMiddleware[Any]):
         if key in kept.kept:
             return MultipartToolResponse.model_validate(kept.kept[key])
         response = await next_fn(params, ctx)
-        await kept.keep(key, response)
+        await kept.keep(key, response.model_dump(mode="json", by_alias=True, exclude_none=True))
         return response
 
 

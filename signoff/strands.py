@@ -22,7 +22,6 @@ tool errs), it gets the result back instead of running the tool again.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -50,19 +49,18 @@ from agent_runtime.session import InMemorySessionStore, SessionStore, StoredSess
 
 from .adapted import (
     ASKED_AT,
+    KeptResults,
     LeasedInvocation,
     asked_at,
     cancelled,
     dated,
+    kept_results,
     run_id_of,
     snapshot_status,
 )
 
 APPROVAL = "signoff:approval"
 """The name of the interrupts ``SignoffApprovals`` raises."""
-KEPT = "kept"
-"""The snapshot field holding the results of the tools a resume ran, by ``toolUseId``,
-until the invocation's own snapshot (which has them) is saved."""
 HUMAN_IN_THE_LOOP = "strands:human-in-the-loop"
 """Strands' own ``HumanInTheLoop`` intervention: a yes/no approval of one tool call."""
 _HITL_PROMPT = re.compile(r'^Approve "(?P<name>[^"]+)".*?\n\s*Input: (?P<input>.*)$', re.S)
@@ -107,7 +105,7 @@ class SignoffApprovals(HookProvider):
             }
 
 
-class _KeptResults(HookProvider):
+class _KeptResults(KeptResults, HookProvider):
     """Saves the result of each call of the interrupted tool batch as the resume runs it
     (a hook's retry of the call: its last attempt), and answers a call whose result an
     earlier try of the same resume saved with that result, once, without running the
@@ -118,14 +116,10 @@ class _KeptResults(HookProvider):
     _REPLAYED = "answered with the result saved when it ran"
 
     def __init__(self, store: SessionStore, thread_id: str, stored: StoredSession) -> None:
-        self.store, self.thread_id, self.stored = store, thread_id, stored
-        self.version = stored.version
-        kept = stored.snapshot.get(KEPT)
-        self.kept: dict[str, JSONValue] = dict(kept) if isinstance(kept, dict) else {}
+        super().__init__(store, thread_id, stored)
         self._batch = {use["toolUseId"] for use in _batch_calls(stored)}
         self._replayable = set(self.kept)  # saved by an earlier try, answered once each
         self._running: set[str] = set()
-        self._saving = asyncio.Lock()  # concurrent tools save one after the other
 
     def register_hooks(self, registry: HookRegistry, **kwargs: Any) -> None:
         registry.add_callback(BeforeToolCallEvent, self._replay)
@@ -153,14 +147,8 @@ class _KeptResults(HookProvider):
         if use_id not in self._running:
             return
         self._running.discard(use_id)
-        if event.cancel_message is not None:  # not run: a retry cancels it the same way
-            return
-        async with self._saving:
-            self.kept[use_id] = cast(JSONValue, event.result)
-            snapshot = {**self.stored.snapshot, KEPT: self.kept}
-            self.version = await self.store.save(
-                self.thread_id, snapshot, expected_version=self.version
-            )
+        if event.cancel_message is None:  # not run: a retry cancels it the same way
+            await self.keep(use_id, cast(JSONValue, event.result))
 
 
 class StrandsAgent(Runnable):
@@ -274,8 +262,7 @@ def _cancelled_turn(stored: StoredSession, reason: str) -> list[dict[str, Any]]:
     data = stored.snapshot["strands"]["data"]
     pending = (data.get("interrupt_state") or {}).get("pending_tool_execution") or {}
     done = {r["toolUseId"]: r for r in pending.get("completed_tool_results") or []}
-    kept = stored.snapshot.get(KEPT)
-    done.update(kept if isinstance(kept, dict) else {})
+    done.update(kept_results(stored))
     results = [
         done.get(use["toolUseId"])
         or {"toolUseId": use["toolUseId"], "status": "error", "content": [{"text": reason}]}
