@@ -6,11 +6,10 @@ trail merges them in the order the entries were added.
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import cast
-
-from redis.typing import EncodableT, FieldT
 
 from .client import RedisClient
 from .consumer_group import stream_order
@@ -22,6 +21,8 @@ from .retention import millis
 MARKS_KEPT = timedelta(days=7)
 """How long a run remembers which tool outcomes it audited: as long as a resume of it may
 be retried (``ResumeQueue``'s applied versions)."""
+APPEND_KEPT = timedelta(minutes=1)
+"""How long an appended entry's token answers a call sent again after its reply was lost."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -58,13 +59,11 @@ class AuditLog:
 
     async def append(self, entry: AuditEntry) -> str:
         """Add an entry the bot observed (a message update, a repost); its stream id."""
-        fields = cast(dict[FieldT, EncodableT], _fields(entry))
-        async with self._client.guard("append audit entry"):
-            pipe = self._client.raw.pipeline(transaction=True)
-            for stream in self._streams(entry):
-                pipe.xadd(stream, fields, maxlen=self._max_entries, approximate=True)
-            ids = await pipe.execute()
-        return cast(str, ids[0])
+        shard = self._shard(entry)
+        keys = [self._keys.audit_append(shard, secrets.token_hex(8)), *self._streams(entry)]
+        args: list[str | int] = [millis(APPEND_KEPT), self._max_entries]
+        args += [part for pair in _fields(entry).items() for part in pair]
+        return cast(str, await self._client.eval("audit_append", keys, args))
 
     async def append_once(self, entry: AuditEntry, *, once: str) -> str | None:
         """Add ``entry`` unless an entry of its run was added ``once`` before (a tool call's
@@ -76,9 +75,12 @@ class AuditLog:
         appended = await self._client.eval("audit_once", keys, args)
         return cast(str, appended) or None
 
-    def _streams(self, entry: AuditEntry) -> list[str]:
+    def _shard(self, entry: AuditEntry) -> int:
         # An entry of no run (an approver away, a setting) goes to the first shard.
-        shard = self._keys.shard_of(entry.run_id) if entry.run_id else 0
+        return self._keys.shard_of(entry.run_id) if entry.run_id else 0
+
+    def _streams(self, entry: AuditEntry) -> list[str]:
+        shard = self._shard(entry)
         streams = [self._keys.audit_stream(shard)]
         if is_request_run(entry.run_id):
             streams.append(self._keys.request_events(shard))

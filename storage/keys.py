@@ -240,6 +240,11 @@ class Keys:
     def audit_stream(self, shard: int) -> str:
         return f"{self._shard(shard)}:audit"
 
+    def audit_append(self, shard: int, token: str) -> str:
+        """String, kept a minute: the stream id of the entry one ``AuditLog.append`` call
+        added, so the call sent again (its reply lost) does not add it twice."""
+        return f"{self.audit_stream(shard)}:appended:{check_id('token', token)}"
+
     def request_events(self, shard: int) -> str:
         """Stream: the audit entries of external requests only (the scripts derive it as
         the audit stream's name plus ``:requests``)."""

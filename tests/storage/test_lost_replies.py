@@ -14,6 +14,7 @@ from storage_helpers import NOW, make_record
 from agent_runtime.interrupts import Decision
 from agent_runtime.messages import args_digest
 from storage import EmbeddedRedis, Storage, connect
+from storage.audit import AuditEntry
 from storage.errors import DuplicateInterruptError
 
 DIGEST = args_digest({"path": "/tmp/old"})
@@ -88,3 +89,16 @@ async def test_a_reminder_taken_again_by_the_same_sweep_is_handed_out(one_server
     assert lost == ["EVALSHA"]
     assert reminder.number == 1 and reminder.record.id == record.id
     assert await one_server.interrupts.due_reminders(NOW + timedelta(hours=2)) == []  # once
+
+
+async def test_an_audit_entry_sent_again_is_added_once(one_server: Storage) -> None:
+    entry = AuditEntry(
+        event="message_updated", record_id="run_a1/int_1", run_id="run_a1", at=NOW, detail="x"
+    )
+    with reply_lost_once(naming="message_updated") as lost:
+        ref = await one_server.audit.append(entry)
+    assert lost == ["EVALSHA"]
+    [stored] = await one_server.audit.read()
+    assert stored.entry_id == ref and stored.event == "message_updated"
+    await one_server.audit.append(entry)  # another call adds another entry
+    assert len(await one_server.audit.read()) == 2
