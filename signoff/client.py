@@ -96,7 +96,8 @@ class Client:
     async def create(self, request: NewRequest, *, retry_for: float = 60.0) -> RequestView:
         """Post a request; it is retried through transient failures for ``retry_for``
         seconds only when it carries an ``idempotency_key`` (so a retry posts no second card)."""
-        body = request.model_dump(mode="json", exclude_none=True)
+        # Only what the caller set: an explicit None (``reminders=None``: none) is sent.
+        body = request.model_dump(mode="json", exclude_unset=True)
         patience = retry_for if request.idempotency_key else 0.0
         return await self._call("POST", REQUESTS_PATH, body, patience=patience)
 

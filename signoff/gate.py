@@ -21,8 +21,8 @@ import sys
 import time
 import uuid
 from collections import deque
-from collections.abc import Awaitable, Sequence
-from typing import NoReturn
+from collections.abc import Sequence
+from typing import NoReturn, TypeVar
 from urllib.parse import urlsplit
 
 from bot.api.schemas import APPROVED_STATUSES, NewRequest, RequestView
@@ -44,6 +44,8 @@ from .gate_cli import (
     usage_of,
 )
 
+T = TypeVar("T")
+
 _SUMMARY_LINES = 15
 _RENEW = 60.0
 """Seconds between renewals of the gate's long-poll, so votes, reminders and escalations
@@ -51,6 +53,8 @@ show within a minute (a decision shows at once)."""
 _ASK_AGAIN = 5
 """How many approvals a changing --check output gets asked for before the gate gives up."""
 _CHECK_TIMEOUT = 300.0
+_SETTLE = 5.0
+"""Seconds a gate stopped while its request was being made waits for it, to withdraw it."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -127,13 +131,17 @@ async def _ask(
     its output is shown on the card and read again once approved: when it changed, the
     approval is for something else, so the command does not run and the approvers are
     asked again, shown what changed (at most ``_ASK_AGAIN`` approvals in all)."""
-    shown = await _check(check) if check else None
+    shown = await _checked(check, stop) if check else None
+    if stop.is_set():
+        _say("signoff gate: stopped before asking; the command was not run")
+        return WITHDRAWN
     if check and shown is None:
         return CHECK_FAILED
     request = request.model_copy(update={"acts_on": shown})
     for _ in range(_ASK_AGAIN):
+        creating = asyncio.create_task(client.create(request))
         try:
-            view = await _unless_stopped(client.create(request), stop)
+            view = await _unless_stopped(creating, stop)
         except RequestRefused as exc:
             _say(f"signoff gate: {_refusal(exc, request)}")
             return USAGE if exc.status == 400 else REFUSED
@@ -141,8 +149,7 @@ async def _ask(
             _say(f"signoff gate: {exc}")
             return UNREACHABLE
         if view is None:
-            _say("signoff gate: stopped before Signoff answered; the command was not run")
-            return WITHDRAWN
+            return await _stopped_while_asking(client, creating)
         if view.acts_on is not None:
             shown = view.acts_on  # a retry's card may show an earlier output than ours
         if not view.final:
@@ -150,7 +157,13 @@ async def _ask(
         answer = await _wait(client, view, stop)
         if isinstance(answer, int) or not check or not answer.approved:
             return answer
-        now = await _check(check)
+        now = await _checked(check, stop)
+        if stop.is_set():
+            _say(
+                f"signoff gate: it was {answer.status}, but this gate was stopped while "
+                "checking again: the command was not run"
+            )
+            return WITHDRAWN
         if now is None:
             return CHECK_FAILED
         if now == shown:
@@ -168,33 +181,66 @@ async def _ask(
     return CHECK_FAILED
 
 
-async def _unless_stopped(
-    asking: Awaitable[RequestView], stop: asyncio.Event
-) -> RequestView | None:
+async def _unless_stopped(asking: asyncio.Task[T], stop: asyncio.Event) -> T | None:
     """What ``asking`` answers, or None once ``stop`` is set first (Ctrl-C while Signoff
-    is being retried): a gate is never deaf to its signals."""
-    task = asyncio.ensure_future(asking)
+    is being retried): a gate is never deaf to its signals. ``asking`` is left running."""
     stopping = asyncio.create_task(stop.wait())
-    await asyncio.wait({task, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    await asyncio.wait({asking, stopping}, return_when=asyncio.FIRST_COMPLETED)
     stopping.cancel()
-    if task.done():
-        return task.result()
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
-    return None
+    return asking.result() if asking.done() else None
+
+
+async def _stopped_while_asking(
+    client: Client, creating: asyncio.Task[RequestView]
+) -> RequestView | int:
+    """A gate stopped while its request was being made: the request, if Signoff answers
+    within ``_SETTLE`` s, withdrawn (its card must not stay live for a job that is gone)."""
+    try:
+        view = await asyncio.wait_for(creating, _SETTLE)
+    except (TimeoutError, SignoffError):
+        _say(
+            "signoff gate: stopped before Signoff answered; the command was not run (if the "
+            "request was made, it waits in Slack until it expires)"
+        )
+        return WITHDRAWN
+    return await _withdraw(client, view) or UNREACHABLE
+
+
+async def _checked(check: str, stop: asyncio.Event) -> str | None:
+    """The output of the ``--check`` shell command, or None when it fails (said why) or
+    ``stop`` comes first (the check is killed)."""
+    checking = asyncio.create_task(_check(check))
+    output = await _unless_stopped(checking, stop)
+    if not checking.done():
+        checking.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await checking
+    return output
 
 
 async def _check(check: str) -> str | None:
     """The output of the ``--check`` shell command, or None when it fails (said why)."""
     try:
         child = await asyncio.create_subprocess_shell(
-            check, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+            check,
+            env=_without_token(),
+            start_new_session=True,  # killed with whatever it started, when the gate stops
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
         )
-        out, err = await asyncio.wait_for(child.communicate(), _CHECK_TIMEOUT)
-    except (OSError, TimeoutError) as exc:
-        _say(f"signoff gate: --check could not run: {exc or 'timed out'}")
+    except OSError as exc:
+        _say(f"signoff gate: --check could not run: {exc}")
         return None
+    try:
+        out, err = await asyncio.wait_for(child.communicate(), _CHECK_TIMEOUT)
+    except TimeoutError:
+        _say(f"signoff gate: --check did not finish in {_CHECK_TIMEOUT:.0f} s")
+        return None
+    finally:
+        if child.returncode is None:  # timed out, or the gate was stopped
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(child.pid, signal.SIGKILL)
+            await child.wait()
     if child.returncode != 0:
         last = err.decode(errors="replace").strip().splitlines()[-1:] or [""]
         _say(f"signoff gate: --check exited with {child.returncode}: {last[0]}")
@@ -252,7 +298,10 @@ async def _withdraw(client: Client, view: RequestView) -> RequestView | int | No
     try:
         return await client.withdraw(view.id, reason="the waiting job was stopped")
     except RequestRefused as exc:
-        if exc.view is not None and exc.view.approved:
+        if exc.view is None:
+            _say(f"signoff gate: the withdrawal was refused, and the request stays: {exc}")
+            return REFUSED
+        if exc.view.approved:
             _say(
                 f"signoff gate: it was {exc.view.status} before the withdrawal landed, but "
                 "this gate was stopped: the command was not run"
@@ -280,8 +329,7 @@ def _verdict(view: RequestView) -> int | None:
 
 def _environment(view: RequestView) -> dict[str, str]:
     """The command's environment: ours plus the decision (params as approved, a reply)."""
-    env = dict(os.environ)
-    env.pop("SIGNOFF_TOKEN", None)
+    env = _without_token()
     env["SIGNOFF_REQUEST_ID"] = view.id
     env["SIGNOFF_DECIDED_BY"] = view.decided_by or ""
     for name, value in view.params.items():
@@ -294,6 +342,14 @@ def _environment(view: RequestView) -> dict[str, str]:
         env["SIGNOFF_EXCLUDED_ITEMS"] = "\n".join(
             i.item for i in view.items if i.item not in approved
         )
+    return env
+
+
+def _without_token() -> dict[str, str]:
+    """Our environment without ``SIGNOFF_TOKEN``: the command and the check never see it
+    (a check's output is shown on the card)."""
+    env = dict(os.environ)
+    env.pop("SIGNOFF_TOKEN", None)
     return env
 
 

@@ -144,9 +144,9 @@ class InterruptStore(Decisions, DueSweeps):
     async def supersede(
         self, interrupt_id: str, *, by: str, now: datetime
     ) -> InterruptRecord | None:
-        """Mark an approved interrupt whose precondition changed before it ran: it did not
-        run, and interrupt ``by`` asks again. The record, or None if it was not marked
-        (not approved, or asked again by another interrupt first)."""
+        """Mark an approved interrupt (edited, or answered with a reply) whose precondition
+        changed before it ran: it did not run, and interrupt ``by`` asks again. The record,
+        or None if it was not marked (not approved, or asked again by another first)."""
         args: list[str | int] = [by, to_ms(now), self._retention.audit_entries]
         status, text = await self._transition("supersede", interrupt_id, args)
         if status != "marked":

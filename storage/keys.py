@@ -281,5 +281,6 @@ class Keys:
         return f"{self._global}:webhooks"
 
     def webhook(self, delivery_id: str) -> str:
-        """String: one webhook delivery (``WebhookDelivery`` JSON) until it is delivered."""
+        """String: one webhook delivery (``WebhookDelivery`` JSON) until it is delivered,
+        then ``finished`` until it expires (a day after it was stored)."""
         return f"{self._global}:webhook:{check_id('delivery', delivery_id)}"

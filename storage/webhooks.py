@@ -27,6 +27,8 @@ GIVE_UP_AFTER = timedelta(hours=24)
 """How long a delivery is retried before it is dropped (and logged)."""
 SEND_LEASE = timedelta(seconds=60)
 """How long a sender holds a delivery before another may try it."""
+FINISHED = "finished"
+"""What a delivery's key holds once it was delivered or given up."""
 
 
 class WebhookDelivery(BaseModel):
@@ -105,7 +107,7 @@ class WebhookOutbox:
             texts = await self._client.raw.mget([self._keys.webhook(i) for i in ids])
         found: list[WebhookDelivery] = []
         for delivery_id, text in zip(ids, cast(list[str | None], texts), strict=True):
-            if text is None:  # expired: retried for its whole life
+            if text is None or text == FINISHED:  # expired, or finished by another sender
                 await self.done(delivery_id)
                 continue
             try:
@@ -127,10 +129,12 @@ class WebhookOutbox:
             await pipe.execute()
 
     async def done(self, delivery_id: str) -> None:
-        """Forget a delivery: delivered, or given up."""
+        """Finish a delivery (delivered, or given up): it is sent no more, and its id is kept
+        for as long as it could have been sent, so the same event stored again (handled
+        twice, or a request's items read in two batches) is not sent again."""
         async with self._client.guard("finish a webhook delivery"):
             pipe = self._client.raw.pipeline(transaction=True)
-            pipe.delete(self._keys.webhook(delivery_id))
+            pipe.set(self._keys.webhook(delivery_id), FINISHED, xx=True, keepttl=True)
             pipe.zrem(self._keys.webhooks, delivery_id)
             await pipe.execute()
 

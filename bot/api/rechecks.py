@@ -18,7 +18,7 @@ from storage.requests import request_record_id
 
 from .auth import Caller
 from .bodies import error
-from .schemas import NewRequest
+from .schemas import APPROVED_STATUSES, NewRequest
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -45,7 +45,7 @@ async def superseded(
     record = await services.storage.queries.get(request_record_id(run_id))
     if meta is None or record is None or not caller.owns(meta):
         return error(404, f"supersedes: no request {run_id}", "supersedes")
-    if record.state not in ("approved", "edited") or record.superseded_by not in (None, asked_as):
+    if record.state not in APPROVED_STATUSES or record.superseded_by not in (None, asked_as):
         state = "asked again already" if record.superseded_by else record.state
         return error(409, f"supersedes: request {run_id} is {state}, not approved", "supersedes")
     if meta.acts_on is None:

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Annotated, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 from pydantic_core import ErrorDetails
 
 from storage.requests import Param, ParamValue
@@ -27,6 +27,16 @@ APPROVED_STATUSES: frozenset[str] = frozenset({"approved", "edited", "responded"
 """The statuses in which the job may go ahead (a reply answers it, when allowed)."""
 
 _BODY = ConfigDict(extra="forbid", frozen=True)
+
+
+def _one_line(value: str) -> str:
+    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise ValueError("an item is one line: no newline or other control character")
+    return value
+
+
+Item = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_one_line)]
+"""One of a request's items; a job reads the approved ones a line each."""
 
 
 def _repeated(values: Iterable[str]) -> str | None:
@@ -71,6 +81,15 @@ class ReminderSettings(BaseModel):
     limit: int = Field(default=3, ge=0, le=20)
     start_hour: int = Field(default=9, ge=0, le=23)
     end_hour: int = Field(default=18, ge=1, le=24)
+
+    @model_validator(mode="after")
+    def _hours(self) -> Self:
+        if self.start_hour >= self.end_hour:
+            raise ValueError(
+                f"start_hour ({self.start_hour}) must come before end_hour ({self.end_hour}) "
+                "on the same day"
+            )
+        return self
 
 
 class LadderStep(BaseModel):
@@ -146,7 +165,7 @@ class NewRequest(BaseModel):
     )
     callback_url: str | None = Field(default=None, max_length=2000)
     idempotency_key: str | None = Field(default=None, pattern=_ID)
-    items: list[Annotated[str, Field(min_length=1, max_length=200)]] = Field(
+    items: list[Item] = Field(
         default_factory=list,
         max_length=100,
         description="Things to approve one by one on one card (e.g. volume ids): approvers "
@@ -174,6 +193,8 @@ class NewRequest(BaseModel):
                 f"two params are named {twice!r} whatever their case; a job reads them both "
                 f"as SIGNOFF_PARAM_{twice}, so names must be distinct"
             )
+        if twice := _repeated(self.approvers):
+            raise ValueError(f"{twice!r} is listed twice in approvers; name each one once")
         users = [a for a in self.approvers if a[0] in "UW"]
         only_users = not self.anyone_in_channel and len(users) == len(self.approvers)
         if only_users and self.min_approvals > len(users):

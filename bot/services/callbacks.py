@@ -7,6 +7,7 @@ delivery connects to."""
 from __future__ import annotations
 
 import ipaddress
+import socket
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -31,6 +32,16 @@ def _ip(address: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
             carried = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
         return carried or ip
     return ip
+
+
+def _old_spelling(host: str) -> ipaddress.IPv4Address | None:
+    """The IPv4 address ``host`` spells in a way resolvers still take but the checks here do
+    not read (``127.1``, ``0x7f.0.0.1``, ``2130706433``); None for a name or a dotted quad."""
+    try:
+        ip = ipaddress.IPv4Address(socket.inet_aton(host))
+    except OSError:
+        return None
+    return None if str(ip) == host else ip
 
 
 def forbidden_address(address: str) -> bool:
@@ -83,6 +94,8 @@ class CallbackPolicy:
             return "use an https:// URL"
         if parts.username or parts.password:
             return "put no credentials in the URL; verify the signature instead"
+        if (spelled := _old_spelling(host)) is not None:
+            return f"write the address {host} as {spelled}"
         if host in _METADATA_HOSTS or forbidden_address(host):
             return f"{host} is a link-local or metadata address"
         allowed = self.allowed(host, port)

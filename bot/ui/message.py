@@ -112,9 +112,13 @@ def decided_message(card: Card, verdict: Verdict) -> SlackMessage:
         context(parts),
     ]
     if verdict.message:
-        label = {"responded": "Reply", "replied": "Reply", "answered": "Answer"}.get(
-            verdict.outcome, "Reason"
-        )
+        # A card asked again ("changed") carries a message only when it was a reply.
+        label = {
+            "responded": "Reply",
+            "replied": "Reply",
+            "changed": "Reply",
+            "answered": "Answer",
+        }.get(verdict.outcome, "Reason")
         blocks.append(section(f"*{label}:* {escaped(verdict.message)}"))
     if verdict.outcome == "edited" and verdict.args is not None:
         blocks.append(section("*Run with*\n" + code_block(args_json(verdict.args), _ARGS_CODE)))

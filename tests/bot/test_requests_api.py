@@ -8,9 +8,12 @@ import dataclasses
 import io
 import json
 import logging
+import os
+import signal
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -24,6 +27,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pydantic import SecretStr
 
+import bot.api.requests as requests_api
 import signoff
 from agent_runtime import Decision
 from bot.api.request_records import REQUESTS_PATH
@@ -32,6 +36,7 @@ from bot.process.web import operator_app
 from bot.schedule.scheduler import Scheduler
 from bot.ui import ids
 from signoff import gate
+from signoff.gate_cli import WITHDRAWN
 from storage.requests import request_record_id
 
 ADMIN_TOKEN = "admin-token-" + "x" * 24
@@ -292,6 +297,15 @@ async def test_a_client_is_kept_to_its_channels_and_its_own_requests(jobs: Jobs)
         ),
         ({"min_approvals": 2, "allow_reply": True}, None),
         ({"dangerous": True, "if_nobody_decides": "approve"}, None),
+        # Reminders only on a day's hours; a quorum of one person named twice.
+        ({"reminders": {"start_hour": 20, "end_hour": 6}}, "reminders"),
+        ({"approvers": [ALICE, ALICE], "min_approvals": 2}, None),
+        # A job reads approved items a line each: one holding a newline would add another.
+        ({"items": ["vol-1\nprod-db", "prod-db"]}, "items.0"),
+        # Loopback spelled the old ways resolvers take.
+        ({"callback_url": "https://2130706433/hook"}, "callback_url"),
+        ({"callback_url": "https://127.1/hook"}, "callback_url"),
+        ({"callback_url": "https://0x7f.0.0.1/hook"}, "callback_url"),
     ],
 )
 async def test_bad_input_is_a_400_naming_the_field_and_posts_nothing(
@@ -493,6 +507,107 @@ async def test_asking_again_needs_an_approved_request_that_showed_what_it_acts_o
     assert status == 409 and "asked again already" in body["error"], body
 
 
+async def test_a_request_refused_for_its_hours_leaves_its_key_free(jobs: Jobs) -> None:
+    night = {"every": 3600, "limit": 3, "start_hour": 20, "end_hour": 6}
+    status, refused = await jobs.ask(reminders=night, idempotency_key="rotate-1")
+    assert (status, refused["field"]) == (400, "reminders"), refused
+    status, made = await jobs.ask(idempotency_key="rotate-1")
+    assert status == 201, made
+
+
+async def test_a_gate_asks_again_when_its_check_changed_after_a_reply(
+    jobs: Jobs, tmp_path: Path
+) -> None:
+    """A reply is an answer the command runs on (``--allow-reply``): what it acts on
+    changing after it asks again, as after an approval."""
+    listing, ran = tmp_path / "listing", tmp_path / "ran"
+    listing.write_text("vol-a\nvol-b\n")
+    request = signoff.NewRequest(
+        title="Delete volumes", channel=CHANNEL, approvers=[ALICE, BOB], allow_reply=True
+    )
+    gating = asyncio.create_task(
+        gate._gate(
+            signoff.Client(jobs.base, jobs.token),
+            request,
+            ["touch", str(ran)],
+            check=f"cat {listing}",
+        )
+    )
+    await jobs.bot.slack.wait_calls("chat.postMessage")
+    listing.write_text("vol-a\nvol-c\n")  # what it acts on moves meanwhile
+    await jobs.bot.click(ids.REPLY, jobs.value(), user=BOB)
+    await jobs.bot.slack.wait_calls("views.open")
+    status, _ = await jobs.bot.submit(ids.REPLY_VIEW, jobs.value(), user=BOB, text="only vol-a")
+    assert status == 200
+    await jobs.bot.slack.wait_calls("chat.postMessage", 2)  # asked again
+    slack = jobs.bot.slack
+    await slack.wait_for(
+        lambda: any("Changed since" in str(u["blocks"]) for u in slack.called("chat.update"))
+    )
+    [marked] = [u for u in slack.called("chat.update") if "Changed since" in str(u["blocks"])]
+    assert "*Reply:* only vol-a" in str(marked["blocks"])
+    again = jobs.bot.message_ts(-1)
+    await jobs.bot.click(ids.APPROVE, jobs.value(), user=ALICE, message_ts=again)
+    assert await asyncio.wait_for(gating, 15) == 0
+    assert ran.exists()
+
+
+async def test_a_gate_stopped_while_it_checks_again_does_not_run_its_command(
+    jobs: Jobs, tmp_path: Path
+) -> None:
+    count, rechecking, ran = tmp_path / "count", tmp_path / "rechecking", tmp_path / "ran"
+    check = (
+        f"n=$(cat {count} 2>/dev/null || echo 0); echo $((n+1)) > {count}; "
+        f'if [ "$n" -ge 1 ]; then touch {rechecking}; sleep 30; fi; echo vol-a'
+    )
+    request = signoff.NewRequest(title="Delete volumes", channel=CHANNEL, approvers=[ALICE])
+    gating = asyncio.create_task(
+        gate._gate(signoff.Client(jobs.base, jobs.token), request, ["touch", str(ran)], check=check)
+    )
+    await jobs.bot.slack.wait_calls("chat.postMessage")
+    await jobs.bot.click(ids.APPROVE, jobs.value(), user=ALICE)
+    async with asyncio.timeout(10):
+        while True:
+            if rechecking.exists():
+                break
+            await asyncio.sleep(0.01)  # the check is a shell command: poll the file it writes
+    os.kill(os.getpid(), signal.SIGTERM)  # the job is stopped during the second check
+    assert await asyncio.wait_for(gating, 10) == WITHDRAWN  # without waiting for the check
+    assert not ran.exists()
+
+
+async def test_a_gate_stopped_while_its_request_is_posted_withdraws_it(
+    jobs: Jobs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    posted, release = asyncio.Event(), asyncio.Event()
+    post = requests_api.post_interrupt
+
+    async def slow_answer(services: Any, record: Any) -> Any:
+        answer = await post(services, record)
+        posted.set()
+        await release.wait()  # Slack took the card; the answer to the job is slow
+        return answer
+
+    stopped = asyncio.Event()
+    stopped_while_asking = gate._stopped_while_asking
+
+    async def noted(*args: Any) -> Any:
+        stopped.set()
+        return await stopped_while_asking(*args)
+
+    monkeypatch.setattr(requests_api, "post_interrupt", slow_answer)
+    monkeypatch.setattr(gate, "_stopped_while_asking", noted)
+    request = signoff.NewRequest(title="Rotate", channel=CHANNEL, approvers=[ALICE])
+    gating = asyncio.create_task(gate._gate(signoff.Client(jobs.base, jobs.token), request, []))
+    await asyncio.wait_for(posted.wait(), 10)
+    os.kill(os.getpid(), signal.SIGTERM)
+    await asyncio.wait_for(stopped.wait(), 10)  # stopped before Signoff answered
+    release.set()
+    assert await asyncio.wait_for(gating, 10) == WITHDRAWN
+    record = await jobs.bot.services.storage.queries.get(jobs.bot.record_id(jobs.value()))
+    assert record is not None and record.state == "cancelled"
+
+
 async def test_two_asks_again_at_once_make_one_card(jobs: Jobs) -> None:
     """Two gates re-attached to one approved request each find what it acts on changed and
     ask again at once: one new card, and the other is told it was asked again already."""
@@ -683,6 +798,11 @@ async def test_the_python_client_asks_waits_and_reports_what_the_job_did(jobs: J
         await jobs.bot.click(ids.APPROVE, jobs.value(), user=ALICE)
         answer = await asyncio.wait_for(waiting, 10)
         assert answer.approved and answer.decided_by == ALICE
+        quiet = await client.create(
+            signoff.NewRequest(title="Rotate", channel=CHANNEL, approvers=[ALICE], reminders=None)
+        )
+        stored = await jobs.bot.services.storage.queries.get(request_record_id(quiet.id))
+        assert stored is not None and stored.policy.reminders == ()  # None: no reminders
         done = await client.report_outcome(request.id, exit_status=0, duration_seconds=1.5)
         assert done.status == "approved"
         with pytest.raises(signoff.RequestRefused):

@@ -18,14 +18,16 @@ from aiohttp.abc import AbstractResolver, ResolveResult
 from aiohttp.test_utils import TestServer
 from harness import ALICE, BOB, CAROL, CHANNEL, Harness
 
+from agent_runtime import Decision
 from bot.api.request_records import REQUESTS_PATH
-from bot.api.webhooks import PublicResolver, WebhookSender
+from bot.api.webhooks import PublicResolver, WebhookEvents, WebhookSender
 from bot.process.loops import Loops
 from bot.process.web import operator_app
 from bot.schedule.scheduler import Scheduler
 from bot.services.callbacks import CallbackPolicy, forbidden_address
 from bot.ui import ids
 from signoff.webhooks import verify
+from storage.requests import request_record_id
 from storage.webhooks import WebhookDelivery
 
 
@@ -237,6 +239,35 @@ async def test_a_request_with_items_is_delivered_once_with_its_outcome(hooked: H
     [(delivery, sent)] = hooked.receiver.taken().items()
     assert sent["event"] == "request.approved" and sent["request"]["status"] == "approved"
     assert delivery == sent["delivery_id"] == f"{made['id']}.approved"
+
+
+async def test_a_request_whose_items_events_are_read_in_two_batches_is_delivered_once(
+    hooked: Hooked,
+) -> None:
+    """A backlog splits a request's item events between reads: the second read finds the
+    request decided again, and its delivery finished already."""
+    await hooked.bot.loops.stop()  # the events wait in the stream, as in a backlog
+    hooked.receiver.status = 200
+    made = await hooked.ask(items=["vol-1", "vol-2"])
+    storage = hooked.bot.services.storage
+    lead = await storage.queries.get(request_record_id(made["id"]))
+    assert lead is not None
+    for item in await storage.queries.batch(lead):
+        decided = await storage.interrupts.decide(
+            item.id,
+            ALICE,
+            Decision.approve(),
+            args_digest=item.args_digest,
+            now=hooked.bot.clock.now(),
+        )
+        assert decided.status == "recorded"
+    services = hooked.bot.services
+    events = WebhookEvents(services, consumer="one-by-one", sender=WebhookSender(services))
+    while batch := await events.read(count=1, block=timedelta(milliseconds=10)):
+        await events.handle(batch)
+    assert [json.loads(body)["delivery_id"] for _, _, body in hooked.receiver.got] == [
+        f"{made['id']}.approved"
+    ]
 
 
 async def test_a_withdrawal_during_the_undo_window_leaves_no_hold(hooked: Hooked) -> None:

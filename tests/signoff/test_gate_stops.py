@@ -17,7 +17,7 @@ from test_gate_progress import _view
 from bot.api.schemas import NewRequest, RequestView
 from signoff import gate
 from signoff.client import Client, RequestRefused
-from signoff.gate_cli import WITHDRAWN
+from signoff.gate_cli import REFUSED, WITHDRAWN
 
 
 async def test_an_approval_held_past_the_expiry_and_its_grace_is_waited_out(
@@ -79,3 +79,45 @@ async def test_a_gate_stopped_as_it_was_approved_does_not_run_its_command(
     assert await asyncio.wait_for(gating, 10) == WITHDRAWN
     assert not ran.exists()
     assert "approved before the withdrawal landed" in capsys.readouterr().err
+
+
+async def test_a_refused_withdrawal_is_said_and_exits_refused(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Signoff answered the withdrawal (the token was revoked meanwhile): not "could not
+    reach Signoff", and the gate says the request stays."""
+    waiting = asyncio.Event()
+
+    async def create(self: Client, request: NewRequest, **_: Any) -> RequestView:
+        return _view()
+
+    async def wait(self: Client, request_id: str, **_: Any) -> RequestView:
+        waiting.set()
+        await asyncio.Event().wait()
+        raise AssertionError
+
+    async def withdraw(self: Client, request_id: str, **_: Any) -> RequestView:
+        raise RequestRefused(401, "the API token is not one of this Signoff's")
+
+    monkeypatch.setattr(Client, "create", create)
+    monkeypatch.setattr(Client, "wait", wait)
+    monkeypatch.setattr(Client, "withdraw", withdraw)
+    gating = asyncio.create_task(
+        gate._gate(
+            Client("http://127.0.0.1:9", "token"),
+            NewRequest(title="Clear", channel="C0OPS", approvers=["U0ALICE"]),
+            [],
+        )
+    )
+    await asyncio.wait_for(waiting.wait(), 10)
+    os.kill(os.getpid(), signal.SIGTERM)
+    assert await asyncio.wait_for(gating, 10) == REFUSED
+    said = capsys.readouterr().err
+    assert "the withdrawal was refused, and the request stays" in said, said
+
+
+async def test_the_check_never_sees_the_token(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its output is shown on the card."""
+    monkeypatch.setenv("SIGNOFF_TOKEN", "sgn_secret-token-of-the-job")
+    shown = await gate._check("printenv SIGNOFF_TOKEN || echo none")
+    assert shown == "none\n"
