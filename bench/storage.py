@@ -27,7 +27,7 @@ from agent_runtime.messages import ToolCall
 from bench.report import report
 from storage import ApproverPolicy, EmbeddedRedis, InterruptRecord, Storage, connect
 from storage.embedded_cluster import EmbeddedCluster
-from storage.interrupts import POST_LEASE
+from storage.sweeps import POST_LEASE
 
 NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 POLICY = ApproverPolicy(

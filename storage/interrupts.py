@@ -29,12 +29,10 @@ from .errors import (
 from .keys import check_id
 from .records import InterruptRecord
 from .retention import millis
-from .sweeps import DueSweeps
+from .sweeps import POST_LEASE, DueSweeps
 
 log = logging.getLogger(__name__)
 
-POST_LEASE = timedelta(seconds=30)
-"""How long a new interrupt is its creator's to post before the outbox hands it out."""
 GROUP_CHECK_EVERY = timedelta(minutes=5)
 """How often the members of a pending interrupt's user groups are checked again."""
 

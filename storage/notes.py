@@ -1,4 +1,4 @@
-"""Thread notes Slack did not take (how a run ended, a decision, an expiry, a reminder),
+"""Thread notes Slack did not take (how a run ended, a decision, an expiry),
 kept until Slack takes them, as the outbox keeps cards; given up after ``NOTE_KEPT``."""
 
 from __future__ import annotations
@@ -28,8 +28,6 @@ class Note(BaseModel, frozen=True):
     thread_ts: str | None
     text: str
     until_ms: int
-    while_pending: str | None = None
-    """A record id: the note is dropped once that record is decided (a reminder)."""
 
 
 @dataclass(frozen=True)

@@ -168,6 +168,12 @@ class InterruptRecord(BaseModel):
         return record_id(self.run_id, str(self.interrupt["id"]))
 
     @property
+    def approved_by_default(self) -> bool:
+        """Whether its expiry approves it (``if_nobody_decides="approve"``): not once someone
+        took an approval of it back with Undo (nor, ``expire.lua`` adds, with no card posted)."""
+        return self.policy.if_nobody_decides == "approve" and self.undone is None
+
+    @property
     def reached_rungs(self) -> tuple[Rung, ...]:
         """The escalation steps it has reached so far, the latest last."""
         return self.policy.rungs[: self.escalation_step]

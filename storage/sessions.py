@@ -30,6 +30,10 @@ def parse_session(key: str, version: object, raw: object) -> StoredSession:
         raise CorruptRecordError(key, str(exc)) from exc
 
 
+SESSION_TTL = timedelta(days=30)
+"""How long a thread's snapshot is kept after its last save: an agent's request may wait
+no longer, or its approval would find nothing to resume."""
+
 LEASE_MS = 30_000
 """A thread's lease lasts this long unless renewed (every third of it while held)."""
 
@@ -41,7 +45,7 @@ class RedisSessionStore:
     """
 
     def __init__(
-        self, client: RedisClient, keys: Keys, *, ttl: timedelta | None = timedelta(days=30)
+        self, client: RedisClient, keys: Keys, *, ttl: timedelta | None = SESSION_TTL
     ) -> None:
         self._client = client
         self._keys = keys

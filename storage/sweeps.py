@@ -31,6 +31,11 @@ APPROVED_BY_DEFAULT = json.dumps(
 """The decision of a request whose policy approves it when nobody decides in time."""
 
 
+POST_LEASE = timedelta(seconds=30)
+"""How long a new interrupt (or an escalation step's card) is its poster's to post before
+the outbox hands it out."""
+
+
 class DueSweeps(RecordTransitions):
     """Expiry and reminder sweeps, safe to run from several schedulers at once."""
 
@@ -113,6 +118,7 @@ class DueSweeps(RecordTransitions):
                 r.audit_entries,
                 millis(CLICKS_HOLD_EXPIRY),
                 APPROVED_BY_DEFAULT,
+                millis(POST_LEASE),
             ]
         if script == "remind":  # sent again after its reply was lost: answered the same
             args.append(secrets.token_hex(8))

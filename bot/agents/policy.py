@@ -27,6 +27,7 @@ from agent_runtime.runnable import Runnable
 from agent_runtime.session import SessionStore
 from bot.errors import PolicyError
 from storage.approvers import MAX_UNDO_WINDOW
+from storage.sessions import SESSION_TTL
 
 _CHANNEL = re.compile(r"^[CGD][A-Z0-9]{2,20}$")
 _USER = re.compile(r"^[UW][A-Z0-9]{2,20}$")
@@ -153,6 +154,13 @@ class Policy:
             raise PolicyError(
                 "on_expiry=Escalate(...) needs expires_after: without an expiry nothing "
                 "is ever escalated (set expires_after=timedelta(hours=4), for example)"
+            )
+        waits = [self.expires_after or timedelta(0), *(e.expires_after for e in self.escalations)]
+        if sum(waits, timedelta(0)) > SESSION_TTL:
+            raise PolicyError(
+                f"expires_after and the escalations' add up to more than {SESSION_TTL.days} "
+                "days: a run's saved state is kept that long, so a later approval would "
+                "find nothing to resume"
             )
         for esc in self.escalations:
             if esc.expires_after <= timedelta(0):

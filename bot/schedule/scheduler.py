@@ -23,14 +23,16 @@ from bot.services.log_context import log_ids
 from bot.services.workhours import in_working_hours, next_start
 from bot.ui.blocks import user_mention
 from bot.ui.home import refresh_homes
-from bot.ui.notes import post_mrkdwn, send_queued_notes
+from bot.ui.notes import send_mrkdwn, send_queued_notes
 from bot.ui.posting import post_escalation, post_interrupt, update_message
 from bot.ui.requester import tell_batch_decided, tell_decided, tell_escalated
+from bot.ui.slack_failures import SLACK_FAILURES, passing, retry_after, why_failed
 from storage.audit import AuditEntry
 from storage.errors import StorageError
 from storage.interrupts import GROUP_CHECK_EVERY
 from storage.outcomes import ExpiryResult, ReminderDue
 from storage.records import InterruptRecord
+from storage.sweeps import POST_LEASE
 
 log = logging.getLogger(__name__)
 
@@ -228,12 +230,19 @@ class Scheduler:
             if not await services.storage.reminders.defer(record.id, due.number, until=until):
                 log.info("reminder %d of %s dropped: it would come too late", due.number, record.id)
             return
+        if record.channel is None:
+            return
         mentions = " ".join(user_mention(u) for u in awake[:30])
         text = f"Reminder: this request is still waiting for a decision. {mentions}".strip()
         thread = record.thread_ts or record.message_ts
-        await post_mrkdwn(
-            services, channel=record.channel, thread_ts=thread, text=text, while_pending=record.id
-        )
+        try:
+            await send_mrkdwn(services, record.channel, thread, text)
+        except SLACK_FAILURES as exc:
+            log.warning("reminder %d of %s not posted: %s", due.number, record.id, why_failed(exc))
+            if passing(exc):  # handed out again later, and then sent only in working hours
+                wait = max(timedelta(seconds=retry_after(exc) or 0), POST_LEASE)
+                await services.storage.reminders.defer(record.id, due.number, until=now + wait)
+            return
         await services.storage.audit.append(
             AuditEntry(
                 event="reminded",

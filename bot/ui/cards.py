@@ -220,7 +220,7 @@ def if_nobody_decides(record: InterruptRecord) -> str | None:
     policy, expires = record.policy, record.expires_at
     if expires is None:
         return None
-    end = "approved by default" if policy.if_nobody_decides == "approve" else "denied"
+    end = "approved by default" if record.approved_by_default else "denied"
     steps, when = [], expires
     for rung in policy.rungs[record.escalation_step :]:
         named = [user_mention(u) for u in rung.users[:5]]

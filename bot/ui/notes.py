@@ -1,5 +1,5 @@
-"""Notes in a run's thread or a channel (progress, how a run ended, a decision, an expiry,
-a reminder). One Slack did not take for a passing reason is queued, and the scheduler
+"""Notes in a run's thread or a channel (progress, how a run ended, a decision, an expiry).
+One Slack did not take for a passing reason is queued, and the scheduler
 posts it when Slack answers again, as the outbox does for cards."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from datetime import timedelta
 from bot.services import Services
 from storage.epoch import to_ms
 from storage.errors import StorageError
-from storage.interrupts import POST_LEASE
 from storage.notes import NOTE_KEPT, Note
+from storage.sweeps import POST_LEASE
 
 from .mrkdwn import escape_truncate
 from .slack_failures import SLACK_FAILURES, passing, retry_after, why_failed
@@ -46,14 +46,13 @@ async def post_mrkdwn(
     channel: str | None,
     thread_ts: str | None,
     text: str,
-    while_pending: str | None = None,
 ) -> None:
-    """Post the bot's own mrkdwn (mentions built from stored ids only); a note worth
-    sending only while record ``while_pending`` waits (a reminder) is queued as such."""
+    """Post the bot's own mrkdwn (mentions built from stored ids only); queued when Slack
+    does not take it for a passing reason."""
     if not channel:
         return
     try:
-        await _send(services, channel, thread_ts, text)
+        await send_mrkdwn(services, channel, thread_ts, text)
     except SLACK_FAILURES as exc:
         log.error("note not posted in %s/%s: %s", channel, thread_ts, why_failed(exc))
         if passing(exc):
@@ -64,7 +63,6 @@ async def post_mrkdwn(
                 thread_ts=thread_ts,
                 text=text.encode("utf-8", "replace").decode(),  # JSON has no lone surrogates
                 until_ms=to_ms(now + NOTE_KEPT),
-                while_pending=while_pending,
             )
             await _later(services, note, exc)
 
@@ -83,7 +81,7 @@ async def post_direct(services: Services, user: str, text: str) -> None:
 async def send_queued_notes(services: Services) -> int:
     """Post the notes Slack did not take before; the number posted. One it still does not
     take stays queued, and so do the later ones of its thread, which keep their order;
-    one it refuses, or a reminder of a request decided since, is dropped."""
+    one it refuses is dropped."""
     sent = 0
     stuck: dict[tuple[str, str | None], BaseException] = {}
     for leased in await services.storage.notes.claim(services.clock.now(), lease=POST_LEASE):
@@ -92,11 +90,8 @@ async def send_queued_notes(services: Services) -> int:
         if where in stuck:
             await _later(services, note, stuck[where], member=leased.member)
             continue
-        if note.while_pending and not await _pending(services, note.while_pending):
-            await services.storage.notes.done(leased)
-            continue
         try:
-            await _send(services, note.channel, note.thread_ts, note.text)
+            await send_mrkdwn(services, note.channel, note.thread_ts, note.text)
         except SLACK_FAILURES as exc:
             log.warning("note %s still not posted: %s", note.id, why_failed(exc))
             if passing(exc):
@@ -109,12 +104,8 @@ async def send_queued_notes(services: Services) -> int:
     return sent
 
 
-async def _pending(services: Services, record_id: str) -> bool:
-    record = await services.storage.queries.get(record_id)
-    return record is not None and record.state == "pending" and record.held is None
-
-
-async def _send(services: Services, channel: str, thread_ts: str | None, text: str) -> None:
+async def send_mrkdwn(services: Services, channel: str, thread_ts: str | None, text: str) -> None:
+    """Post the bot's own mrkdwn once; Slack's failures are the caller's to handle."""
     await services.client.chat_postMessage(
         channel=channel, thread_ts=thread_ts, text=text, unfurl_links=False, unfurl_media=False
     )

@@ -20,9 +20,9 @@ from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from bot.services import Services
 from storage.errors import StorageError
-from storage.interrupts import POST_LEASE
 from storage.records import InterruptRecord
 from storage.requests import is_request_run
+from storage.sweeps import POST_LEASE
 
 from .batch_message import batch_message
 from .blocks import is_user_id, user_mention

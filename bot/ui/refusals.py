@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from storage.outcomes import DecideOutcome
+from storage.records import InterruptRecord
 from storage.requests import is_request_run
 
 from .blocks import date_token, user_mention
@@ -50,6 +51,8 @@ def refusal_text(outcome: DecideOutcome) -> str:
     if reason == "already_decided":
         who = f" by {user_mention(outcome.decided_by)}" if outcome.decided_by else ""
         return f"Already {outcome.state or 'decided'}{who}; your click changed nothing."
+    if reason == "expired" and outcome.record is not None:
+        return _time_up(outcome.record)
     if reason == "not_allowed" and outcome.record is not None:
         record = outcome.record
         unreachable = nobody_can_approve(record.policy, escalated=record.escalated)
@@ -74,6 +77,18 @@ def refusal_text(outcome: DecideOutcome) -> str:
             )
         return f"Your approval is already counted {counted}"
     return reason_text(reason)
+
+
+def _time_up(record: InterruptRecord) -> str:
+    """Why a click after the deadline changes nothing, and what the expiry does next."""
+    if record.escalation_step < len(record.policy.rungs):
+        return "This request's time is up and it is escalated now; your click changed nothing."
+    if record.approved_by_default:
+        return (
+            "This request's time is up, so it is approved by default, as its card said; "
+            "your click changed nothing."
+        )
+    return _TEXT["expired"]
 
 
 def reason_text(reason: str) -> str:

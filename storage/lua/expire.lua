@@ -2,7 +2,8 @@
 -- acknowledged clicks still waiting in the click stream), exactly once.
 -- ARGV: 1 record id, 2 now, 3 retention ms, 4 resume stream maxlen, 5 audit maxlen,
 -- 6 how long waiting clicks may hold the expiry back (ms), 7 the decision of an approval
--- by default (policy.if_nobody_decides 'approve').
+-- by default (policy.if_nobody_decides 'approve'), 8 how long the sweeper has to post an
+-- escalation step's card before the outbox does (ms).
 -- A decision held in its undo window is made final here instead, once the window ends.
 -- Returns {status, job id, record hash...}; status is
 -- expired|escalated|released|skip|missing.
@@ -61,16 +62,30 @@ if step < steps then
     if redis.call('PTTL', KEYS[2]) < ttl then redis.call('PEXPIRE', KEYS[2], ttl) end
   end
   zset_many('ZADD', KEYS[7], user_members(key, rid, true))
+  -- The step's card: posted by the sweeper now, or by the outbox if the sweeper dies first.
+  local rungs = reached_rungs(key, policy)
+  if rungs[#rungs].channel ~= '' then
+    redis.call('ZADD', KEYS[6], 'NX', tonumber(now) + tonumber(ARGV[8]), rid)
+  end
   audit(KEYS[10], ARGV[5], 'escalated', rid, '', now, tostring(step + 1))
   return with_record({'escalated', ''})
 end
 -- Nobody decided in time: the policy's safe default (denied, or for a low-risk action whose
--- policy says so, approved).
-if policy.if_nobody_decides == 'approve' then
+-- policy says so, approved: only when someone could have decided, its card posted, and no
+-- one took an approval of it back with Undo).
+local by_default = policy.if_nobody_decides == 'approve'
+if by_default and field(key, 'message_ts') == '' then by_default = false end
+if by_default and field(key, 'undone_by') ~= '' then by_default = false end
+if by_default then
   local job = finalize(rid, 'approved', '', now, ARGV[7], tonumber(ARGV[3]), true, ARGV[4])
   audit(KEYS[10], ARGV[5], 'approved_by_default', rid, '', now, ARGV[7])
   return with_record({'expired', job})
 end
 local job = finalize(rid, 'expired', '', now, '', tonumber(ARGV[3]), true, ARGV[4])
-audit(KEYS[10], ARGV[5], 'expired', rid, '', now, '')
+local why = ''
+if policy.if_nobody_decides == 'approve' then
+  why = 'not approved by default: its card was never posted'
+  if field(key, 'undone_by') ~= '' then why = 'not approved by default: an approval was undone' end
+end
+audit(KEYS[10], ARGV[5], 'expired', rid, '', now, why)
 return with_record({'expired', job})

@@ -43,6 +43,16 @@ def _build(store: object) -> object:
             "needs expires_after",
         ),
         ({"users": ("U1A",), "reminders": Reminders(start_hour=18, end_hour=9)}, "start_hour"),
+        # Longer than a run's saved state is kept: an approval would find nothing to resume.
+        ({"users": ("U1A",), "expires_after": timedelta(days=31)}, "more than 30 days"),
+        (
+            {
+                "users": ("U1A",),
+                "expires_after": timedelta(days=20),
+                "on_expiry": Escalate(users=("U2B",), expires_after=timedelta(days=15)),
+            },
+            "more than 30 days",
+        ),
     ],
 )
 def test_inconsistent_policies_are_refused(kwargs: dict[str, object], match: str) -> None:

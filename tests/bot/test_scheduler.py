@@ -249,3 +249,59 @@ async def test_an_escalation_card_does_not_ping_the_requester(make_bot: Any) -> 
     )
     card = next(p for p in bot.slack.called("chat.postMessage") if p["channel"] == "C0LEADS")
     assert f"<@{CAROL}>" not in card["text"], card["text"]
+
+
+async def test_an_escalation_swept_by_a_scheduler_that_died_is_posted_by_another(
+    make_bot: Any,
+) -> None:
+    """The sweep took the step in Redis, then its process died before posting the card."""
+    policy = Policy(
+        channel=CHANNEL,
+        users=(ALICE,),
+        expires_after=timedelta(hours=2),
+        on_expiry=Escalate(channel="C0LEADS", users=(BOB,), expires_after=timedelta(hours=4)),
+        reminders=None,
+    )
+    bot: Harness = await make_bot(policy)
+    await bot.start(requested_by=CAROL)
+    bot.clock.advance(timedelta(hours=2, minutes=1))
+    [taken] = await bot.services.storage.interrupts.expire_due(bot.clock.now())
+    assert taken.outcome == "escalated"  # and nothing posted it
+    survivor = Scheduler(bot.services)
+    await survivor.tick()
+    assert [p for p in bot.slack.called("chat.postMessage") if p["channel"] == "C0LEADS"] == []
+    bot.clock.advance(timedelta(minutes=1))  # the dead sweeper's time to post it is over
+    await survivor.tick()
+    [card] = [p for p in bot.slack.called("chat.postMessage") if p["channel"] == "C0LEADS"]
+    assert card["text"].startswith("Escalated, not decided in time")
+    bot.clock.advance(timedelta(minutes=5))
+    await survivor.tick()  # posted once
+    assert len([p for p in bot.slack.called("chat.postMessage") if p["channel"] == "C0LEADS"]) == 1
+
+
+async def test_a_reminder_slack_did_not_take_waits_for_working_hours_again(
+    make_bot: Any,
+) -> None:
+    """Slack failed at 17:30 in Paris; it answers again at 03:00: no reminder then, but at
+    the start of Alice's next working day."""
+    policy = Policy(
+        channel=CHANNEL,
+        users=(ALICE,),  # Europe/Paris
+        expires_after=timedelta(hours=48),
+        reminders=Reminders(every=timedelta(hours=1), limit=1),
+    )
+    bot: Harness = await make_bot(policy)
+    bot.clock.current = datetime(2026, 11, 23, 15, 30, tzinfo=UTC)  # Monday, 16:30 in Paris
+    await bot.start(requested_by=CAROL)
+    scheduler = Scheduler(bot.services)
+    bot.clock.advance(timedelta(hours=1))  # 17:30 in Paris
+    bot.slack.down = True
+    await scheduler.tick()
+    bot.slack.down = False
+    bot.clock.current = datetime(2026, 11, 24, 2, 0, tzinfo=UTC)  # 03:00 in Paris
+    await scheduler.tick()
+    assert _reminders(bot) == []
+    bot.clock.current = datetime(2026, 11, 24, 8, 0, tzinfo=UTC)  # 09:00 in Paris
+    await scheduler.tick()
+    [reminder] = _reminders(bot)
+    assert f"<@{ALICE}>" in reminder

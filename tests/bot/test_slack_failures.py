@@ -248,12 +248,14 @@ async def _queued_redraws(bot: Harness) -> int:
     return sum([await storage.client.raw.zcard(keys.redraws(s)) for s in keys.all_shards])
 
 
-async def test_a_queued_reminder_is_dropped_once_the_request_is_decided(make_bot: Any) -> None:
+async def test_a_reminder_slack_did_not_take_is_sent_later_unless_decided(
+    make_bot: Any,
+) -> None:
     policy = Policy(
         channel=CHANNEL,
         users=(ALICE,),
         expires_after=timedelta(hours=4),
-        reminders=Reminders(every=timedelta(hours=1), limit=1),
+        reminders=Reminders(every=timedelta(hours=1), limit=2),
     )
     bot: Harness = await make_bot(policy)
     bot.clock.current = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
@@ -262,13 +264,19 @@ async def test_a_queued_reminder_is_dropped_once_the_request_is_decided(make_bot
     bot.slack.faults["chat.postMessage"].append(BAD_GATEWAY)  # the reminder's post
     scheduler = Scheduler(bot.services)
     await scheduler.tick()
-    assert await _queued_notes(bot) == 1
+    assert _reminders(bot) == [] and await _queued_notes(bot) == 0  # handed out again later
+    bot.clock.advance(timedelta(seconds=31))
+    await scheduler.tick()
+    assert len(_reminders(bot)) == 1  # the first reminder, once Slack takes it
+    bot.slack.faults["chat.postMessage"].append(BAD_GATEWAY)  # the second one's post
+    bot.clock.advance(timedelta(hours=1))
+    await scheduler.tick()
     await bot.click(ids.APPROVE, value, user=ALICE)
     await bot.finished()
     await bot.services.background.idle()
     bot.clock.advance(timedelta(seconds=31))
     await scheduler.tick()
-    assert _reminders(bot) == [] and await _queued_notes(bot) == 0
+    assert len(_reminders(bot)) == 1  # decided meanwhile: the second is not sent
 
 
 async def test_a_thread_s_queued_notes_keep_their_order_when_one_fails_again(

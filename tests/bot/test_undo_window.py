@@ -24,6 +24,10 @@ def _card(bot: Harness) -> dict[str, Any]:
     return updates[-1] if updates else bot.posted(0)
 
 
+def _headline(bot: Harness) -> str:
+    return str(_card(bot)["blocks"][0]["text"]["text"])
+
+
 def _buttons(card: dict[str, Any]) -> list[str]:
     return [e["action_id"] for e in card["blocks"][-1]["elements"]]
 
@@ -213,3 +217,33 @@ async def test_a_quorums_held_card_and_its_undo_name_every_approver(make_bot: An
     assert f"undid the decision of <@{ALICE}>, <@{BOB}>" in str(_card(bot)["blocks"])
     record = await bot.services.storage.queries.get(bot.record_id(value))
     assert record is not None and record.approvals == () and record.state == "pending"
+
+
+async def test_an_approval_undone_past_the_deadline_is_not_approved_by_default(
+    make_bot: Any,
+) -> None:
+    """Someone took the approval back: its expiry, seconds later, is no approval either."""
+    policy = Policy(
+        channel=CHANNEL,
+        users=(ALICE, BOB),
+        expires_after=timedelta(minutes=30),
+        if_nobody_decides="approve",
+        undo_window=WINDOW,
+        reminders=None,
+    )
+    bot: Harness = await make_bot(policy)
+    value = await bot.start(requested_by=CAROL)
+    bot.clock.advance(timedelta(minutes=29, seconds=30))
+    await bot.click(ids.APPROVE, value, user=ALICE)
+    await bot.slack.wait_for(lambda: _headline(bot) == "Approved, not yet final: delete_files")
+    bot.clock.advance(timedelta(seconds=45))  # past the deadline, inside the undo window
+    await bot.click(ids.UNDO, value, user=BOB)
+    await bot.slack.wait_for(lambda: _headline(bot) == "Approval needed: delete_files")
+    assert "it is denied" in str(_card(bot)["blocks"])  # no longer "approved by default"
+    await Scheduler(bot.services, made_final=made_final).tick()
+    await bot.services.background.idle()
+    record = await bot.services.storage.queries.get(bot.record_id(value))
+    assert record is not None and record.state == "expired"
+    assert bot.tool_log.calls == []
+    [expired] = [e for e in await bot.services.storage.audit.read() if e.event == "expired"]
+    assert expired.detail == "not approved by default: an approval was undone"
