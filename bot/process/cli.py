@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import dataclasses
 import json
 import logging
 import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from datetime import UTC, datetime, timedelta
 
 from aiohttp import web
@@ -153,7 +154,7 @@ async def _serve(settings: Settings, args: argparse.Namespace, stopping: asyncio
 async def _socket(settings: Settings, args: argparse.Namespace, stopping: asyncio.Event) -> int:
     settings.require_socket()
     assert settings.app_token is not None
-    async with open_services(settings, agents=args.agents) as services:
+    async with open_services(settings, agents=args.agents, socket_mode=True) as services:
         app = build_app(services, signing_secret=None)
         handler = AsyncSocketModeHandler(
             app, settings.app_token.get_secret_value(), web_client=services.client
@@ -169,7 +170,10 @@ async def _socket(settings: Settings, args: argparse.Namespace, stopping: asynci
         await runner.setup()
         try:
             await _listen(runner, settings.host, settings.port)
-            await handler.connect_async()  # type: ignore[no-untyped-call]
+            connecting = handler.connect_async()  # type: ignore[no-untyped-call]
+            if not await _unless_stopped(connecting, stopping):
+                await handler.close_async()  # type: ignore[no-untyped-call]
+                return 0  # stopped while Slack was out of reach
             loops = _loops(services, settings, no_workers=args.no_workers)
             loops.start()
             freeze_startup_heap()
@@ -189,6 +193,22 @@ async def _socket(settings: Settings, args: argparse.Namespace, stopping: asynci
         finally:
             await runner.cleanup()
     return 0
+
+
+async def _unless_stopped(connecting: Awaitable[None], stopping: asyncio.Event) -> bool:
+    """True once ``connecting`` is done; False when ``stopping`` came first (slack-sdk
+    retries a Socket Mode connection for ever while Slack is out of reach)."""
+    connected = asyncio.ensure_future(connecting)
+    stopped = asyncio.ensure_future(stopping.wait())
+    await asyncio.wait({connected, stopped}, return_when=asyncio.FIRST_COMPLETED)
+    stopped.cancel()
+    if connected.done():
+        connected.result()
+        return True
+    connected.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await connected
+    return False
 
 
 async def _listen(runner: web.AppRunner, host: str, port: int) -> None:

@@ -22,6 +22,7 @@ from storage import Retention, Storage, connect
 
 from .settings import Settings
 from .slack_client import close_client, make_client
+from .slack_tokens import check_app_token, check_bot_token
 
 
 @contextlib.asynccontextmanager
@@ -30,17 +31,26 @@ async def open_services(
     *,
     agents: str | None = None,
     specs: Sequence[AgentSpec] | None = None,
+    socket_mode: bool = False,
 ) -> AsyncIterator[Services]:
     """Services from ``settings``: the agents of ``specs``, else of the module ``agents`` (or
-    SIGNOFF_AGENTS); the Slack client and storage connection are closed on exit."""
+    SIGNOFF_AGENTS); the Slack client and storage connection are closed on exit. The bot
+    token (and with ``socket_mode`` the app token) is checked with Slack first."""
     if settings.bot_token is None:
         raise BotError("SLACK_BOT_TOKEN: not set; copy the bot token (xoxb-...) from the app")
     if specs is None:
         module = agents or settings.agents
         # Without agents, Signoff serves requests from jobs (`signoff gate`, the API) only.
         specs = load_specs(module) if module else []
-    storage = await connect_storage(settings)
     client = make_client(settings)
+    try:
+        await check_bot_token(client)
+        if socket_mode and settings.app_token is not None:
+            await check_app_token(client, settings.app_token.get_secret_value())
+        storage = await connect_storage(settings)
+    except BaseException:
+        await close_client(client)
+        raise
     services = make_services(
         client=client,
         storage=storage,

@@ -31,10 +31,9 @@ async def away_command(services: Services, user: str, text: str) -> str:
     """Note ``user`` away (or back) as ``text`` says; the reply says what was noted."""
     now = services.clock.now()
     if text == "back":
-        was_away = await services.storage.away.clear(user)
-        await _audit(services, "back", user, now, "")
-        if not was_away:
+        if not await services.storage.away.clear(user):
             return "You were not marked away; nothing changed."
+        await _audit(services, "back", user, now, "")
         return "Welcome back: requests posted from now on ask you again."
     match = _AWAY.match(text)
     if match is None:

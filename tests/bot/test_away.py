@@ -59,6 +59,7 @@ async def test_away_commands_that_cannot_be_noted_say_why_and_note_nothing(
         answer = await bot.command(text, user=MALLORY)
         assert says in answer["text"], (text, answer)
     assert await bot.services.storage.away.of([MALLORY], bot.clock.now()) == {}
+    assert await bot.services.storage.audit.read() == []  # "nothing changed", nor audited
 
 
 async def test_coming_back_is_audited(make_bot: Any) -> None:
