@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import logging
 import os
+import shlex
 import signal
 import sys
 import webbrowser
@@ -50,7 +51,10 @@ async def _run(options: argparse.Namespace) -> None:
         loop.add_signal_handler(sig, stopping.set)
     from .stack import DemoStack  # after parsing: --help needs nothing installed
 
-    data_dir = options.data_dir or default_data_dir()
+    data_dir = default_data_dir()
+    if options.data_dir is not None:  # relative to where ./run was typed, not the checkout
+        data_dir = Path(os.environ.get("SIGNOFF_CALLER_DIR", ".")) / options.data_dir
+        data_dir = data_dir.resolve()
     port = options.port or last_port(data_dir)
     async with DemoStack(data_dir=data_dir, port=port) as stack:
         remember_port(data_dir, stack.port)
@@ -66,8 +70,9 @@ async def _run(options: argparse.Namespace) -> None:
         if not options.no_browser and _has_display():
             await asyncio.to_thread(webbrowser.open, stack.url)
         await stopping.wait()
+    again = "./run demo" + (f" --data-dir {shlex.quote(str(data_dir))}" if options.data_dir else "")
     print(
-        f"Stopped the demo. What was pending is kept in {data_dir}; ./run demo shows it again.",
+        f"Stopped the demo. What was pending is kept in {data_dir}; {again} shows it again.",
         file=sys.stderr,
         flush=True,
     )

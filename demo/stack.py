@@ -107,8 +107,8 @@ class DemoStack:
             *(
                 "sh",
                 "-c",
-                'echo "approved by $SIGNOFF_DECIDED_BY: files older than '
-                '$SIGNOFF_PARAM_DAYS days cleared"',
+                'echo "approved by $SIGNOFF_DECIDED_BY: a real job would now clear files '
+                'older than $SIGNOFF_PARAM_DAYS days"',
             ),
         ]
         env = f"SIGNOFF_URL={self._api_url} SIGNOFF_TOKEN={self._gate_token}"

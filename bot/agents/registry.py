@@ -14,7 +14,7 @@ from collections.abc import Iterable
 
 from agent_runtime.runnable import Runnable
 from agent_runtime.session import SessionStore
-from bot.errors import AgentsModuleError, PolicyError
+from bot.errors import AgentsModuleError, BotError, PolicyError
 
 from .policy import AgentSpec
 
@@ -41,10 +41,18 @@ class Registry:
         return self._specs.get(name)
 
     def agent(self, name: str) -> Runnable:
-        """The agent (or workflow) called ``name``, built on first use; KeyError when unknown."""
+        """The agent (or workflow) called ``name``, built on first use; BotError naming this
+        process's agents when it has none so called (its SIGNOFF_AGENTS lacks it)."""
         agent = self._agents.get(name)
         if agent is None:
-            built = self._specs[name].build(self._sessions)
+            spec = self._specs.get(name)
+            if spec is None:
+                known = ", ".join(self.names) or "none"
+                raise BotError(
+                    f"no agent named {name!r} in this process (its agents: {known}); "
+                    "SIGNOFF_AGENTS must name the module that defines it"
+                )
+            built = spec.build(self._sessions)
             if not isinstance(built, Runnable):
                 raise PolicyError(f"agent {name!r}: build() must return an Agent or a Workflow")
             agent = self._agents[name] = built

@@ -17,6 +17,7 @@ import socket
 from datetime import timedelta
 
 from agent_runtime.errors import ResumeError
+from bot.errors import BotError
 from bot.services import Services
 from bot.services.consumer_loop import ConsumerLoop
 from bot.services.log_context import log_ids
@@ -126,7 +127,8 @@ class ResumeWorker(ConsumerLoop[ResumeJob]):
         """Count the failure: the job is retried later, or, after the last attempt, given
         up (dead-lettered) and the run's thread told why it stopped."""
         services = self._services
-        error = type(exc).__name__
+        # Our own errors say what to do; another's type is enough here (the log has more).
+        error = str(exc) if isinstance(exc, BotError) else type(exc).__name__
         failure = await services.storage.resume.fail(
             job, consumer=self.consumer, error=error, now=services.clock.now()
         )

@@ -106,9 +106,10 @@ def decided_message(card: Card, verdict: Verdict) -> SlackMessage:
         parts.append(f":arrow_up: {card.escalated}")
     if card.requested_by:
         parts.append(f"Requested by {user_mention(card.requested_by)}")
+    edited = verdict.outcome == "edited" and verdict.args is not None
     blocks = [
         header(f"{headline}: {card.action}"),
-        *_summary(card),
+        *_summary(card, edited=edited),
         context(parts),
     ]
     if verdict.message:
@@ -120,7 +121,7 @@ def decided_message(card: Card, verdict: Verdict) -> SlackMessage:
             "answered": "Answer",
         }.get(verdict.outcome, "Reason")
         blocks.append(section(f"*{label}:* {escaped(verdict.message)}"))
-    if verdict.outcome == "edited" and verdict.args is not None:
+    if edited:
         blocks.append(section("*Run with*\n" + code_block(args_json(verdict.args), _ARGS_CODE)))
     if verdict.outcome in ("changed", "edit_changed"):
         why = (
@@ -169,7 +170,9 @@ def _fallback(prefix: str, card: Card) -> str:
     return escaped(f"{prefix} {card.action} ({card.agent})", FALLBACK_TEXT)
 
 
-def _summary(card: Card) -> list[Block]:
+def _summary(card: Card, *, edited: bool = False) -> list[Block]:
+    """What was asked; once ``edited``, its description and arguments are labelled as
+    asked, since the call that ran is the edit (shown below them)."""
     if card.external:
         return _request_summary(card) + _acts_on(card)
     what = f"*{escaped(card.agent, 200)}* wants to run `{escaped(card.action, 300)}`"
@@ -178,14 +181,15 @@ def _summary(card: Card) -> list[Block]:
         if card.args is not None:
             what += f" while running `{escaped(card.action, 300)}`"
     if card.description:
-        what += "\n" + escaped(card.description)
+        what += "\n" + ("As asked: " if edited else "") + escaped(card.description)
     if card.question and card.reason:
         what += ":\n" + escaped(card.reason)
     blocks = [section(what)]
     if card.reason and not card.question:
         blocks.append(section("*Why:* " + escaped(card.reason)))
     if card.args is not None:
-        blocks.append(section("*Arguments*\n" + code_block(args_json(card.args), _ARGS_CODE)))
+        label = "*Arguments as asked*" if edited else "*Arguments*"
+        blocks.append(section(f"{label}\n" + code_block(args_json(card.args), _ARGS_CODE)))
     return blocks + _acts_on(card)
 
 

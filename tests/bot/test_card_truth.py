@@ -217,8 +217,10 @@ async def test_a_tools_own_interrupt_offers_edit_and_the_tool_sees_the_original_
     await _decide(bot, value, "edit")
     assert "deleted 1" in await bot.finished()
     assert originals == [{"paths": PATHS}]
-    update = bot.slack.called("chat.update")[-1]
-    assert '"/tmp/a"' in str(update["blocks"]) and "Run with" in str(update["blocks"])
+    update = str(bot.slack.called("chat.update")[-1]["blocks"])
+    assert '"/tmp/a"' in update and "Run with" in update
+    # What was asked is labelled so: the call that ran is the edit.
+    assert "*Arguments as asked*" in update and "*Arguments*\\n" not in update
 
 
 async def test_a_card_decided_while_its_post_was_on_its_way_shows_the_decision(

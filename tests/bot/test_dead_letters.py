@@ -56,3 +56,20 @@ async def test_a_resume_that_always_fails_is_dead_lettered_after_five_attempts(
     assert len(retried) == 4
     async with bot.http.get(bot.url + "/metrics") as response:
         assert "signoff_resume_dead_letters_total 1" in await response.text()
+
+
+async def test_a_resume_by_a_process_without_the_agent_says_what_it_lacks(make_bot: Any) -> None:
+    """The card was posted by a process whose SIGNOFF_AGENTS has the agent; the worker's
+    does not: the thread says so, not "KeyError"."""
+    bot: Harness = await make_bot(workers=1, reclaim_after=0.01)
+    value = await bot.start()
+    registry = bot.services.registry  # this worker's module lacks it
+    registry._specs.pop("cleanup"), registry._agents.pop("cleanup")
+    await bot.click(ids.APPROVE, value, user=ALICE)
+    lacking = (
+        "Could not resume this run after 5 attempts: no agent named 'cleanup' in this "
+        "process (its agents: none); SIGNOFF_AGENTS must name the module that defines it; "
+        "see the worker log"
+    )
+    await bot.slack.wait_for(lambda: lacking in bot.thread(), what="the given-up message")
+    await bot.loops.stop()

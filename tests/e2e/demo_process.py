@@ -44,15 +44,17 @@ class DemoProcess:
         *,
         command: tuple[str, ...] = PYTHON_DEMO,
         env: dict[str, str] | None = None,
+        cwd: Path = ROOT,
     ) -> DemoProcess:
-        """Start the demo and return once it has printed its address."""
+        """Start the demo in ``cwd`` (``data_dir`` may be relative to it) and return once it
+        has printed its address."""
         began = time.monotonic()
-        stderr = data_dir.with_name(data_dir.name + ".stderr")
+        stderr = (cwd / data_dir).with_name(data_dir.name + ".stderr")
         with stderr.open("w") as sink:
             options = ["--no-browser", "--port", "0", "--data-dir", str(data_dir)]
             process = subprocess.Popen(
                 [*command, *options],
-                cwd=ROOT,
+                cwd=cwd,
                 stdout=subprocess.PIPE,
                 stderr=sink,
                 bufsize=0,
@@ -74,7 +76,7 @@ class DemoProcess:
             gate_command=gate,
             redis_url=redis,
             printed=tuple(lines.seen),
-            data_dir=data_dir,
+            data_dir=(cwd / data_dir).resolve(),
             stderr=stderr,
             started_in=elapsed,
         )

@@ -32,6 +32,8 @@ TRUST = "signoff.trust"
 REVOKE_TRUST = "signoff.revoke_trust"
 State = dict[str, Any]
 
+GATED_OUTPUT = "approved by U0ALICE: a real job would now clear files older than 30 days\n"
+
 
 def _button(message: State, action_id: str) -> State | None:
     for block in message.get("blocks") or []:
@@ -212,13 +214,17 @@ async def test_run_demo_answers_and_stops_on_ctrl_c(tmp_path: Path) -> None:
         "pyproject.toml changed since .venv was set up, so ./run would reinstall before the"
         " demo; a test never installs: run ./run test, which sets up first"
     )
-    demo = await asyncio.to_thread(DemoProcess.start, tmp_path / "demo", command=RUN_DEMO)
+    # Typed in another directory, with a --data-dir relative to it.
+    demo = await asyncio.to_thread(DemoProcess.start, Path("demo"), command=RUN_DEMO, cwd=tmp_path)
+    assert f"  state in {tmp_path / 'demo'}; Ctrl-C stops it" in demo.printed
     async with aiohttp.ClientSession() as http:
         async with http.get(demo.url) as page:
             assert page.status == 200 and "acting-as" in await page.text()
         async with http.get(demo.url + "ui/workspace") as workspace:
             assert (await workspace.json())["app"]["commands"] == ["/signoff"]
-    assert await _stop(demo) < 5.0
+    code, took, said = await asyncio.to_thread(demo.stop)
+    assert code == 0 and took < 5.0, said
+    assert f"./run demo --data-dir {tmp_path / 'demo'} shows it again" in said
 
 
 CLEAR_CARD = _headed("Approval needed: Clear the demo", pending=True)
@@ -244,7 +250,7 @@ async def test_the_printed_gate_command_runs_a_shell_job_once_approved(tmp_path:
         await _approve(slack, ALICE, OPS, card)
         out, err = await asyncio.wait_for(gate.communicate(), 30)
         assert gate.returncode == 0, err
-        assert out.decode() == "approved by U0ALICE: files older than 30 days cleared\n"
+        assert out.decode() == GATED_OUTPUT
         await slack.wait_for(
             ALICE,
             _thread_says("Clear the demo scratch files: succeeded"),
@@ -284,7 +290,7 @@ async def test_a_gate_waiting_through_a_demo_restart_still_gets_its_answer(
         await _approve(slack, ALICE, OPS, card)
         out, err = await asyncio.wait_for(gate.communicate(), 60)
     assert gate.returncode == 0, err
-    assert out.decode() == "approved by U0ALICE: files older than 30 days cleared\n"
+    assert out.decode() == GATED_OUTPUT
     await _stop(again)
 
 
