@@ -240,6 +240,12 @@ class AgentSpec:
         """True when ``user`` may start this agent without looking up group members."""
         return not self.started_by or user in self.started_by
 
+    def asks_where_it_runs(self, default_channel: str | None) -> bool:
+        """Whether one of its policies posts cards in the channel the run started in: it
+        names no channel, is not ``dm=True``, and there is no default (SIGNOFF_CHANNEL)."""
+        policies = (self.policy, *self.tools.values())
+        return any(p.with_channel(default_channel).channel is None and not p.dm for p in policies)
+
     def policy_for(self, tool: str | None) -> Policy:
         """The policy of ``tool`` when it has its own, else the agent's."""
         if tool is not None and tool in self.tools:

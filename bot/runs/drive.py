@@ -36,9 +36,20 @@ async def start_run(
     services: Services, agent_name: str, prompt: str, *, place: Place
 ) -> AgentResult:
     """Run ``agent_name`` on ``prompt`` until it finishes or stops for approval."""
-    if services.registry.spec(agent_name) is None:
+    spec = services.registry.spec(agent_name)
+    if spec is None:
         raise BotError(unknown_agent(services, agent_name))
+    if is_direct_message(place.channel) and spec.asks_where_it_runs(services.default_channel):
+        raise BotError(
+            f"Run {agent_name} in a channel its approvers are in: it asks for approval where "
+            "it runs, and nobody else sees this direct message."
+        )
     return await _drive(services, agent_name, prompt, thread_id=new_id("thread"), place=place)
+
+
+def is_direct_message(channel: str | None) -> bool:
+    """A direct message with the app (Slack's ``D...`` ids), seen by one person only."""
+    return channel is not None and channel.startswith("D")
 
 
 def unknown_agent(services: Services, agent_name: str) -> str:

@@ -83,6 +83,20 @@ async def test_signoff_run_starts_a_run_and_posts_its_interrupt(make_bot: Any) -
     assert model.requests[0].messages[0].content == "tidy the disk"
 
 
+async def test_a_run_whose_cards_go_where_it_runs_is_not_started_in_a_direct_message(
+    make_bot: Any,
+) -> None:
+    """Its card would be seen by the requester alone."""
+    bot: Harness = await make_bot(Policy(users=(ALICE, BOB)))  # names no channel
+    await bot.command("run cleanup tidy the disk", user=CAROL, channel="D0CAROL")
+    await bot.slack.wait_for(lambda: len(bot.slack.called("chat.postMessage")) == 1)
+    [said] = bot.slack.called("chat.postMessage")
+    assert said["channel"] == "D0CAROL" and said["text"].startswith(
+        "Run cleanup in a channel its approvers are in"
+    )
+    assert await bot.services.storage.queries.pending_count() == 0
+
+
 async def test_signoff_run_with_an_unknown_agent_answers_only_the_caller(make_bot: Any) -> None:
     bot: Harness = await make_bot()
     answer = await bot.command("run nope tidy", user=CAROL)
