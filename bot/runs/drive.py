@@ -170,7 +170,14 @@ async def settle(services: Services, agent_name: str, result: AgentResult, *, pl
     await _audit(services, ended, result.run_id, "", text)
     channel, thread_ts, requester = place.channel, place.thread_ts, place.requested_by
     mention = mention_in_thread(requester, place.asked_in, channel)
-    await post_in_thread(services, channel=channel, thread_ts=thread_ts, text=text, mention=mention)
+    await post_in_thread(
+        services,
+        channel=channel,
+        thread_ts=thread_ts,
+        text=text,
+        mention=mention,
+        or_tell=requester if mention else None,
+    )
     await tell_finished(
         services,
         requested_by=requester,

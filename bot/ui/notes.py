@@ -30,14 +30,16 @@ async def post_in_thread(
     thread_ts: str | None,
     text: str,
     mention: str = "",
+    or_tell: str | None = None,
 ) -> None:
     """Post untrusted ``text`` (escaped) in the run's thread, or the channel without one;
-    ``mention`` (the bot's own mrkdwn) is added on a line of its own."""
+    ``mention`` (the bot's own mrkdwn) is added on a line of its own. ``or_tell``: as
+    ``post_mrkdwn``."""
     if not channel:
         log.info("no channel for run progress: %s", text[:200])
         return
     escaped = escape_truncate(text, _THREAD_TEXT) + (f"\ncc {mention}" if mention else "")
-    await post_mrkdwn(services, channel=channel, thread_ts=thread_ts, text=escaped)
+    await post_mrkdwn(services, channel=channel, thread_ts=thread_ts, text=escaped, or_tell=or_tell)
 
 
 async def post_mrkdwn(
@@ -46,16 +48,20 @@ async def post_mrkdwn(
     channel: str | None,
     thread_ts: str | None,
     text: str,
+    or_tell: str | None = None,
 ) -> None:
     """Post the bot's own mrkdwn (mentions built from stored ids only); queued when Slack
-    does not take it for a passing reason."""
+    does not take it for a passing reason. One Slack refuses for good (the app is not in
+    the channel) goes to the user ``or_tell`` (the requester) in a direct message."""
     if not channel:
         return
     try:
         await send_mrkdwn(services, channel, thread_ts, text)
     except SLACK_FAILURES as exc:
         log.error("note not posted in %s/%s: %s", channel, thread_ts, why_failed(exc))
-        if passing(exc):
+        if not passing(exc) and or_tell is not None:
+            await post_direct(services, or_tell, text)
+        elif passing(exc):
             now = services.clock.now()
             note = Note(
                 id=f"note_{time.time_ns():020d}_{secrets.token_hex(4)}",  # sorts as made

@@ -89,6 +89,7 @@ async def _tell(services: Services, record: InterruptRecord, note: str) -> None:
             channel=record.channel,
             thread_ts=thread,
             text=f"{user_mention(requester)} {note}",
+            or_tell=requester,  # the app not in that channel: its card was never posted
         )
         return
     link = f" <{record.permalink}|Open>" if record.permalink else ""

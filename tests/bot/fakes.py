@@ -57,9 +57,11 @@ class FakeSlack:
         self.users: dict[str, dict[str, Any]] = {}
         self.groups: dict[str, list[str]] = {}
         self.handles: dict[str, str] = {}
+        """Group id -> handle (without the @) for usergroups.list; default: the id lowercased."""
         self.channels_of: dict[str, list[str]] = {}
         """The channels each user is in, for ``users.conversations``."""
-        """Group id -> handle (without the @) for usergroups.list; default: the id lowercased."""
+        self.not_in: set[str] = set()
+        """Channels the app is not a member of: posts there answer ``not_in_channel``."""
         self.sockets: list[web.WebSocketResponse] = []
         self.socket_acks: list[dict[str, Any]] = []
         self._ts = itertools.count(1)
@@ -181,6 +183,9 @@ class FakeSlack:
             if self.down:
                 self.failed.append(call)
                 return web.json_response({"ok": False, "error": "down"}, status=502)
+            if method == "chat.postMessage" and args.get("channel") in self.not_in:
+                self.failed.append(call)
+                return web.json_response({"ok": False, "error": "not_in_channel"})
             if self.faults[method]:
                 fault = self.faults[method].popleft()
                 self.failed.append(call)

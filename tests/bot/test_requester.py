@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from fakes import home_click_payload
 from harness import ALICE, BOB, CAROL, CHANNEL, Harness
 
 from bot.agents.policy import Escalate, Policy
@@ -98,3 +99,32 @@ async def test_nobody_is_told_of_their_own_decision(make_bot: Any) -> None:
     await bot.click(ids.APPROVE, value, user=CAROL)
     await bot.finished()
     assert not any(t.startswith(f"<@{CAROL}>") for t in bot.thread())
+
+
+async def test_a_requester_whose_channel_refuses_the_app_hears_by_direct_message(
+    make_bot: Any,
+) -> None:
+    """The app is not in the run's channel: its card waits in the outbox, an approver
+    decides from App Home, and the requester learns the decision and the end by DM."""
+    bot: Harness = await make_bot()
+    bot.slack.not_in.add(CHANNEL)
+    place = Place(channel=CHANNEL, thread_ts=None, requested_by=CAROL)
+    await start_run(bot.services, "cleanup", "clean up", place=place)
+    await bot.event({"type": "app_home_opened", "user": ALICE, "tab": "home"})
+    await bot.slack.wait_calls("views.publish")
+    home = bot.slack.called("views.publish")[-1]["view"]["blocks"]
+    [value] = [
+        e["value"]
+        for b in home
+        for e in b.get("elements") or []
+        if e.get("action_id") == ids.HOME_APPROVE
+    ]
+    await bot.send(home_click_payload(user=ALICE, action_id=ids.HOME_APPROVE, value=value))
+
+    def told() -> list[str]:  # anywhere but the channel that refuses the app
+        posts = bot.slack.called("chat.postMessage")
+        return [str(p["text"]) for p in posts if p["channel"] != CHANNEL]
+
+    await bot.slack.wait_for(lambda: any("Finished" in t for t in told()), what="the end by DM")
+    assert any(f"Approved by <@{ALICE}>" in t for t in told())
+    assert bot.tool_log.calls == [{"paths": ["/tmp/a", "/tmp/b"]}]
