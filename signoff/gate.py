@@ -61,8 +61,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``signoff gate ...``: the exit status as documented in ``EXIT_CODES``."""
     args, command = parse_args(list(sys.argv[1:] if argv is None else argv))
     url, token = os.environ.get("SIGNOFF_URL"), os.environ.get("SIGNOFF_TOKEN")
+    missing = [
+        text
+        for value, text in (
+            (url, "SIGNOFF_URL (the Signoff server)"),
+            (token, "SIGNOFF_TOKEN (signoff token create)"),
+        )
+        if not value
+    ]
     if not url or not token:
-        _usage("set SIGNOFF_URL (the Signoff server) and SIGNOFF_TOKEN (signoff token create)")
+        _usage(f"set {' and '.join(missing)}")
     where = urlsplit(url)
     if where.scheme not in ("http", "https") or not where.hostname:
         _usage(

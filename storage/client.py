@@ -115,6 +115,11 @@ class RedisClient:
                 "service); check REDIS_URL and the sentinels"
             ) from exc
         except (rexc.ConnectionError, OSError) as exc:
+            if "DB index is out of range" in str(exc):  # the server answered: no such db
+                raise StorageUnavailableError(
+                    f"{action}: Redis at {self.where} has no such database (DB index is out "
+                    "of range); name one it has in REDIS_URL, such as /0"
+                ) from exc
             raise StorageUnavailableError(
                 f"{action}: cannot reach Redis at {self.where} after retrying ({exc}); "
                 "check REDIS_URL, that the server is running, and the network"

@@ -21,6 +21,7 @@ import dataclasses
 import json
 import logging
 import os
+import re
 import signal
 import sys
 from collections.abc import Awaitable, Sequence
@@ -267,6 +268,7 @@ async def _audit(settings: Settings, args: argparse.Namespace, stopping: asyncio
     """Every transition storage kept (who, what, when, where), one JSON object a line."""
     storage = await connect_storage(settings)
     _say_which_redis(storage)
+    printed = 0
     try:
         after = "-"
         while page := await storage.audit.read(after=after, count=500, since=args.since):
@@ -275,9 +277,16 @@ async def _audit(settings: Settings, args: argparse.Namespace, stopping: asyncio
                 if wanted and (args.user is None or entry.user_id == args.user):
                     row = {**dataclasses.asdict(entry), "at": entry.at.isoformat()}
                     print(json.dumps(row), flush=True)
+                    printed += 1
             after = page[-1].ref or after
     finally:
         await storage.close()
+    if not printed and args.user is not None and not re.fullmatch(r"[UW][A-Z0-9]+", args.user):
+        print(
+            f"signoff: no entries by {args.user!r}: the trail names Slack users by id "
+            "(U0123ABCD, in the person's profile under More), and jobs by their name",
+            file=sys.stderr,
+        )
     return 0
 
 

@@ -82,6 +82,8 @@ async def test_audit_filters_by_time_and_user(env: dict[str, str]) -> None:
     assert code == 0 and out == ""
     code, _, err = await _signoff("audit", "--since", "yesterday", env=env)
     assert code == 2 and "neither an ISO date or time" in err
+    code, out, err = await _signoff("audit", "--user", "alice", env=env)  # a name, not an id
+    assert code == 0 and out == "" and "names Slack users by id" in err
 
 
 async def test_the_agents_module_is_found_in_the_working_directory(

@@ -365,3 +365,16 @@ def test_run_demo_help_answers_before_anything_is_installed(tmp_path: Path) -> N
     assert answer.stdout.startswith("usage: ./run demo")
     assert "--port" in answer.stdout
     assert not (clone / ".venv").exists()
+
+
+def test_a_port_out_of_range_is_a_usage_error() -> None:
+    answer = subprocess.run(
+        [sys.executable, "-m", "demo", "--port", "99999"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert answer.returncode == 2, answer.stderr
+    assert "--port: '99999' is not a port: give 0 to 65535" in answer.stderr
+    assert "Traceback" not in answer.stderr

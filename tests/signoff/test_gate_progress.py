@@ -151,3 +151,14 @@ def test_a_card_slack_refused_is_said_with_slacks_answer(
         f"signoff gate: request req_{'0' * 32} waiting for approval; its card is not in Slack "
         "yet (Slack answered is_archived), and Signoff keeps trying"
     )
+
+
+def test_a_missing_setting_is_named_alone(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SIGNOFF_URL", "http://127.0.0.1:1")
+    monkeypatch.delenv("SIGNOFF_TOKEN", raising=False)
+    with pytest.raises(SystemExit) as stopped:
+        gate.main(["--channel", "C0OPS", "--title", "Rotate keys", "--approvers", "U0A"])
+    assert stopped.value.code == 2
+    assert capsys.readouterr().err == ("signoff gate: set SIGNOFF_TOKEN (signoff token create)\n")

@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from storage import connect
+from storage import EmbeddedRedis, connect
 from storage.embedded_cluster import EmbeddedCluster
 from storage.errors import StorageResponseError, StorageUnavailableError
 
@@ -34,3 +34,15 @@ async def test_a_single_server_url_at_a_cluster_node_says_to_use_a_cluster_url(
                 await storage.sessions.load(f"thread_{n}")
         finally:
             await storage.close()
+
+
+async def test_a_database_the_server_does_not_have_is_named_as_such(
+    redis_server: EmbeddedRedis,
+) -> None:
+    """The server answered: it is running and reachable, its databases end before /99."""
+    url = redis_server.url.replace("db=0", "db=99")
+    assert url != redis_server.url
+    with pytest.raises(StorageUnavailableError) as refused:
+        await connect(url)
+    said = str(refused.value)
+    assert "has no such database" in said and "that the server is running" not in said
