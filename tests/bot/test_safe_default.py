@@ -18,16 +18,18 @@ from bot.runs.place import Place
 from bot.schedule.scheduler import Scheduler
 from bot.ui import ids
 
+LOW_RISK = Policy(
+    channel=CHANNEL,
+    users=(ALICE,),
+    expires_after=timedelta(hours=1),
+    if_nobody_decides="approve",
+    reminders=None,
+)
+"""Approved when nobody decides within the hour."""
+
 
 async def test_a_low_risk_action_is_approved_by_default_and_says_so(make_bot: Any) -> None:
-    policy = Policy(
-        channel=CHANNEL,
-        users=(ALICE,),
-        expires_after=timedelta(hours=1),
-        if_nobody_decides="approve",
-        reminders=None,
-    )
-    bot: Harness = await make_bot(policy)
+    bot: Harness = await make_bot(LOW_RISK)
     await bot.start(requested_by=CAROL)
     assert ", it is approved by default" in str(bot.posted(0)["blocks"])
     bot.clock.advance(timedelta(hours=1))
@@ -61,14 +63,7 @@ async def test_a_request_whose_card_was_never_posted_is_not_approved_by_default(
     make_bot: Any,
 ) -> None:
     """Slack refused the card (the app is not in the channel): no approver could decide."""
-    policy = Policy(
-        channel=CHANNEL,
-        users=(ALICE,),
-        expires_after=timedelta(hours=1),
-        if_nobody_decides="approve",
-        reminders=None,
-    )
-    bot: Harness = await make_bot(policy)
+    bot: Harness = await make_bot(LOW_RISK)
     refused = Fault(status=200, body={"ok": False, "error": "not_in_channel"})
     bot.slack.faults["chat.postMessage"].extend([refused] * 50)
     place = Place(channel=CHANNEL, thread_ts=None, requested_by=CAROL)
@@ -85,16 +80,9 @@ async def test_a_request_whose_card_was_never_posted_is_not_approved_by_default(
 async def test_a_click_after_the_deadline_is_told_what_the_expiry_does(make_bot: Any) -> None:
     """The sweep has not run yet: the click changes nothing, and is not told "nothing was
     approved" of a request its expiry approves."""
-    policy = Policy(
-        channel=CHANNEL,
-        users=(ALICE,),
-        expires_after=timedelta(minutes=30),
-        if_nobody_decides="approve",
-        reminders=None,
-    )
-    bot: Harness = await make_bot(policy)
+    bot: Harness = await make_bot(LOW_RISK)
     value = await bot.start(requested_by=CAROL)
-    bot.clock.advance(timedelta(minutes=30, seconds=2))
+    bot.clock.advance(timedelta(hours=1, seconds=2))
     status, said = await bot.submit(ids.DENY_VIEW, value, user=ALICE, text="do not")
     assert status == 200
     assert "time is up, so it is approved by default" in said, said
