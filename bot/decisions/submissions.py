@@ -45,27 +45,29 @@ def listener(services: Services) -> Any:
             await ack()
             log.warning("ignored a malformed view submission")
             return
+        # Refusals go under the modal's first input: a generated form has no other.
+        block = next(iter(submission.values), ids.INPUT_BLOCK)
         try:
             outcome = await _decide(services, submission, ref)
         except CorruptRecordError as exc:
-            await ack(response_action="errors", errors=errors_for(DAMAGED))
+            await ack(response_action="errors", errors=errors_for(DAMAGED, block))
             user = submission.user.id
             noted = record_damaged(services, exc, ref.record_id, user=user, channel="")
             services.background.spawn(noted, name=f"damaged {ref.record_id}")
             return
         except StorageError as exc:
             log.error("submission by %s not recorded: %s", submission.user.id, exc)
-            await ack(response_action="errors", errors=errors_for(STORAGE_DOWN))
+            await ack(response_action="errors", errors=errors_for(STORAGE_DOWN, block))
             return
         if isinstance(outcome, str):
-            await ack(response_action="errors", errors=errors_for(outcome))
+            await ack(response_action="errors", errors=errors_for(outcome, block))
             return
         if isinstance(outcome, dict):  # a sentence under each field of the form that is wrong
             await ack(response_action="errors", errors=outcome)
             return
         if outcome.status == "refused" or (outcome.status == "replayed" and outcome.reason):
             services.metrics.refusals[outcome.reason or "unknown"] += 1
-            await ack(response_action="errors", errors=errors_for(refusal_text(outcome)))
+            await ack(response_action="errors", errors=errors_for(refusal_text(outcome), block))
             return
         await ack()
         if outcome.status == "recorded" and outcome.state:
@@ -123,7 +125,8 @@ async def _form_edit(
     fields = await edit_fields(services, record)
     if not fields or record.runtime_interrupt.tool_call is None:
         return {}  # no form was offered for this request: nothing is decided
-    args, errors = read_args(fields, submission.values)
+    shown = record.runtime_interrupt.tool_call.args  # as the form was filled
+    args, errors = read_args(fields, submission.values, shown)
     if errors:
         return errors
     checked, errors = await check_form_args(services, record, fields, args)

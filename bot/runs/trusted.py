@@ -20,15 +20,19 @@ async def approve_if_trusted(services: Services, record: InterruptRecord) -> Int
     """``record`` approved under the newest grant that covers it (held in its undo window,
     when the policy has one), or as it was.
 
-    Only a single approver's approval is ever stood in for: a quorum is asked every time.
-    Storage checks the granter like any click (still an approver, not the requester), so
-    a grant outlives nobody's right to decide.
+    Only a single approver's approval is ever stood in for: a quorum is asked every time,
+    and so is a card asking again because what the call acts on changed since it was
+    approved (trusting the arguments never covers that change). Storage checks the
+    granter like any click (still an approver, not the requester), so a grant outlives
+    nobody's right to decide.
     """
     interrupt = record.runtime_interrupt
     call = interrupt.tool_call
+    asks_again = isinstance(interrupt.reason, dict) and interrupt.reason.get("changed") is not None
     if (
         call is None
         or not interrupt.is_approval
+        or asks_again
         or record.policy.min_approvals > 1
         or is_request_run(record.run_id)
     ):

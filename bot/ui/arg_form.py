@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -89,13 +90,25 @@ def form_blocks(fields: Sequence[Field], args: Mapping[str, JSONValue]) -> list[
 
 
 def read_args(
-    fields: Sequence[Field], values: Mapping[str, Mapping[str, Mapping[str, Any]]]
+    fields: Sequence[Field],
+    values: Mapping[str, Mapping[str, Mapping[str, Any]]],
+    shown: Mapping[str, JSONValue],
 ) -> tuple[dict[str, JSONValue], dict[str, str]]:
-    """The arguments the form was submitted with, and a sentence per field that is wrong."""
+    """The arguments the form was submitted with, and a sentence per field that is wrong.
+
+    A field submitted as the form showed it keeps the value ``shown`` exactly (or stays
+    absent): an empty string, a null, a long number, a list's items or a flag left to its
+    default are not read back through the form's text."""
     args: dict[str, JSONValue] = {}
     errors: dict[str, str] = {}
     for field in fields:
         state = values.get(field.block_id, {}).get(ACTION, {})
+        if _unchanged(field, _input(field, shown.get(field.name))["element"], state):
+            if field.name in shown:
+                args[field.name] = shown[field.name]
+            elif field.required:
+                errors[field.block_id] = "This is required."
+            continue
         try:
             value = _read(field, state)
         except ValueError as exc:
@@ -244,6 +257,20 @@ def _input(field: Field, value: JSONValue) -> Block:
     return block
 
 
+def _unchanged(field: Field, element: Mapping[str, Any], state: Mapping[str, Any]) -> bool:
+    """Whether a field was submitted as its ``element`` showed it."""
+    if field.kind == "boolean":
+        return bool(state.get("selected_options")) == bool(element.get("initial_options"))
+    if field.kind == "choice":
+        picked = (state.get("selected_option") or {}).get("value")
+        return picked == (element.get("initial_option") or {}).get("value")
+    if field.kind == "date":
+        return state.get("selected_date") == element.get("initial_date")
+    if field.kind == "datetime":
+        return state.get("selected_date_time") == element.get("initial_date_time")
+    return (state.get("value") or None) == element.get("initial_value")
+
+
 def _read(field: Field, state: Mapping[str, Any]) -> JSONValue:
     """One field's value, None when left empty; ValueError with a sentence when wrong."""
     if field.kind == "boolean":
@@ -266,6 +293,8 @@ def _read(field: Field, state: Mapping[str, Any]) -> JSONValue:
         except ValueError:
             raise ValueError("This must be a whole number, like 42.") from None
     if field.kind == "number":
+        if re.fullmatch(r"\s*-?\d+\s*", text):  # whole: every digit kept, as float would not
+            return int(text.strip())
         try:
             number = float(text.strip())
         except ValueError:

@@ -8,6 +8,7 @@ interrupt up in storage again, exactly as for a button click.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 
 from agent_runtime.messages import JSONValue
@@ -35,7 +36,10 @@ def edit_modal(card: Card, fields: Sequence[Field] | None = None) -> Block:
     to change before the tool runs; the arguments as JSON when there is no schema."""
     if fields:
         intro = f"Change the arguments `{escape_truncate(card.action, 200)}` runs with."
-        blocks = [section(intro), *form_blocks(fields, card.args or {})]
+        inputs = form_blocks(fields, card.args or {})
+        if any(len(b["element"].get("initial_value") or "") > TEXT_INPUT for b in inputs):
+            return _too_long()
+        blocks = [section(intro), *inputs]
         return _view(
             ids.EDIT_VIEW,
             card.button_value,
@@ -45,10 +49,7 @@ def edit_modal(card: Card, fields: Sequence[Field] | None = None) -> Block:
         )
     text = args_json(card.args)
     if len(text) > TEXT_INPUT:
-        return _notice(
-            "Edit arguments",
-            "These arguments are too long to edit in Slack. Approve, deny or reply instead.",
-        )
+        return _too_long()
     element = {
         "type": "plain_text_input",
         "action_id": ids.INPUT_ACTION,
@@ -65,6 +66,13 @@ def edit_modal(card: Card, fields: Sequence[Field] | None = None) -> Block:
         label="Arguments (JSON)",
         element=element,
         optional=False,
+    )
+
+
+def _too_long() -> Block:
+    return _notice(
+        "Edit arguments",
+        "These arguments are too long to edit in Slack. Approve, deny or reply instead.",
     )
 
 
@@ -136,9 +144,16 @@ def args_modal(card: Card) -> Block:
     return _view(ids.ARGS_VIEW, card.button_value, title=title, blocks=blocks, submit=None)
 
 
-def errors_for(message: str) -> dict[str, str]:
-    """A ``response_action: errors`` map that shows ``message`` under the modal's input."""
-    return {ids.INPUT_BLOCK: message[:2000]}
+def errors_for(message: str, block: str = ids.INPUT_BLOCK) -> dict[str, str]:
+    """A ``response_action: errors`` map that shows ``message`` under the modal's input
+    ``block``, as plain text (Slack shows a modal's errors so): a mention as the user's id,
+    a date as its fallback text."""
+    plain = _MENTION.sub(r"@\1", _DATE.sub(r"\1", message))
+    return {block: plain[:2000]}
+
+
+_MENTION = re.compile(r"<@([A-Z0-9]+)>")
+_DATE = re.compile(r"<!date\^[^|>]*\|([^>]*)>")
 
 
 def _form(

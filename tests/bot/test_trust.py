@@ -7,12 +7,14 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from fakes import home_click_payload
+from fakes import OneToolModel, home_click_payload
 from harness import ALICE, BOB, CAROL, CHANNEL, MALLORY, Harness
 from redis_faults import reply_lost_once
 
+from agent_runtime import Agent, ToolCall, tool
 from agent_runtime.interrupts import Remember
-from bot.agents.policy import Policy
+from agent_runtime.session import SessionStore
+from bot.agents.policy import AgentSpec, Policy
 from bot.decisions.clicks import made_final
 from bot.runs.drive import start_run
 from bot.runs.place import Place
@@ -246,3 +248,47 @@ async def test_a_trusted_approval_whose_reply_redis_lost_still_runs_and_is_drawn
         ),
         what="the card saying it ran under Alice's trust",
     )
+
+
+async def test_a_trust_never_approves_the_card_asking_again_about_what_changed(
+    make_bot: Any,
+) -> None:
+    """Trusting these arguments vouches for what the card showed them acting on: when that
+    grew before the click, the card asking again is for a person."""
+    volumes = [{"id": "vol-a", "days": 400}, {"id": "vol-b", "days": 200}]
+    deleted: list[list[str]] = []
+
+    def stale(call: ToolCall) -> list[dict[str, Any]]:
+        return [dict(v) for v in volumes if v["days"] >= int(call.args["older_than_days"])]
+
+    @tool
+    def delete_volumes(older_than_days: int) -> str:
+        """Delete the volumes older than this."""
+        deleted.append([str(v["id"]) for v in volumes if int(v["days"]) >= older_than_days])
+        return "deleted"
+
+    def build(sessions: SessionStore) -> Agent:
+        return Agent(
+            model=OneToolModel("delete_volumes", {"older_than_days": 90}),
+            tools=[delete_volumes],
+            interrupt_on={"delete_volumes": {"precondition": stale}},
+            session_store=sessions,
+            name="cleanup",
+        )
+
+    policy = Policy(
+        channel=CHANNEL, users=(ALICE,), trust=Remember(scope="minutes", minutes=60, same_args=True)
+    )
+    bot: Harness = await make_bot(spec=AgentSpec(name="cleanup", build=build, policy=policy))
+    await bot.start()
+    trust = next(e for e in bot.posted()["blocks"][-1]["elements"] if e["action_id"] == ids.TRUST)
+    volumes += [{"id": f"vol-new-{n}", "days": 95} for n in range(300)]  # while it waited
+    await bot.click(ids.TRUST, trust["value"], user=ALICE)
+    await bot.slack.wait_calls("chat.postMessage", 3)  # the "approved" note, the new card
+    await bot.loops.stop()  # the worker that posted it is done with the run
+    asking = bot.slack.called("chat.postMessage")[-1]
+    assert "Changed since it was approved" in str(asking["blocks"])
+    value = asking["blocks"][-1]["elements"][0]["value"]
+    record = await bot.services.storage.queries.get(bot.record_id(value))
+    assert record is not None and record.state == "pending"
+    assert deleted == []
