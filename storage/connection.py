@@ -122,6 +122,7 @@ async def connect(
     )
     try:
         await client.ping()
+        await _warn_if_evicting(client)
         await storage.resume.ensure_group()
         await storage.clicks.ensure_group()
         await storage.webhooks.ensure_group()
@@ -129,6 +130,24 @@ async def connect(
         await storage.close()
         raise
     return storage
+
+
+async def _warn_if_evicting(client: RedisClient) -> None:
+    """Warn when the server may evict keys under memory pressure: pending requests and
+    runs' state carry expiry times, so a ``volatile-*`` (or ``allkeys-*``) policy would
+    drop them without a word. A server that keeps CONFIG to itself is not asked."""
+    try:
+        answer = await client.raw.config_get("maxmemory-policy")
+    except Exception:  # refused or renamed, as managed services do
+        return
+    policy = answer.get("maxmemory-policy") if isinstance(answer, dict) else None
+    if policy not in (None, "noeviction"):
+        log.warning(
+            "Redis at %s evicts keys when full (maxmemory-policy %s): pending requests "
+            "could vanish; set maxmemory-policy noeviction",
+            client.where,
+            policy,
+        )
 
 
 async def _start(server: EmbeddedRedis) -> str:

@@ -7,6 +7,7 @@ one line naming the variable; tokens are ``SecretStr`` so they never reach a log
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -66,7 +67,7 @@ class Settings(BaseModel):
     worker_nice: int = Field(default=19, ge=0, le=19)
     host: str = "0.0.0.0"
     port: int = Field(default=3000, ge=0, le=65535)
-    redis_prefix: str = Field(default="signoff", min_length=1, max_length=64)
+    redis_prefix: str = "signoff"
     data_dir: str | None = None
     # Hosts (``host`` or ``host:port``, comma-separated) webhooks may reach over plain http.
     webhook_allow: str | None = None
@@ -124,6 +125,24 @@ class Settings(BaseModel):
             raise ValueError("must be a channel id such as C0123ABCD (not a #name)")
         return v
 
+    @field_validator("redis_prefix")
+    @classmethod
+    def _redis_prefix(cls, v: str) -> str:
+        if not re.fullmatch(r"[A-Za-z0-9_.\-]{1,64}", v):
+            raise ValueError("use 1-64 letters, digits or _ . - (such as signoff-staging)")
+        return v
+
+    @field_validator("webhook_allow")
+    @classmethod
+    def _webhook_allow(cls, v: str | None) -> str | None:
+        for host in (h.strip() for h in (v or "").split(",")):
+            if host and not re.fullmatch(r"([A-Za-z0-9.\-]+|\[[0-9A-Fa-f:.]+\])(:\d{1,5})?", host):
+                raise ValueError(
+                    f"{host!r}: give host or host:port, comma-separated (e.g. "
+                    "hooks.internal:8080), with no scheme or path"
+                )
+        return v
+
     @field_validator("admins")
     @classmethod
     def _admins(cls, v: str | None) -> str | None:
@@ -138,9 +157,12 @@ class Settings(BaseModel):
 
     @property
     def webhook_hosts(self) -> frozenset[str]:
-        """The hosts of ``SIGNOFF_WEBHOOK_ALLOW``, lowercased."""
+        """The hosts of ``SIGNOFF_WEBHOOK_ALLOW``, lowercased; an IPv6 address unbracketed
+        (``[::1]:8080`` as ``::1:8080``), as the callback check spells it."""
         return frozenset(
-            h.strip().lower() for h in (self.webhook_allow or "").split(",") if h.strip()
+            h.strip().lower().replace("[", "").replace("]", "")
+            for h in (self.webhook_allow or "").split(",")
+            if h.strip()
         )
 
     @classmethod

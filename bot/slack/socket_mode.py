@@ -27,9 +27,16 @@ def connection_check(handler: AsyncSocketModeHandler) -> Callable[[], Awaitable[
 
 
 async def watch_connection(handler: AsyncSocketModeHandler, *, every: float = 30.0) -> None:
-    """Reconnect a Socket Mode connection that died quietly (seen after idle periods)."""
+    """Reconnect a Socket Mode connection that died quietly (seen after idle periods), at
+    an address asked anew each time: the one it had may have expired (Slack's are
+    temporary), and slack-sdk would retry it for ever."""
     while True:
         await asyncio.sleep(every)
-        if not await handler.client.is_connected():
-            log.warning("Socket Mode connection lost; reconnecting")
-            await handler.client.connect()  # type: ignore[no-untyped-call]
+        if await handler.client.is_connected():
+            continue
+        log.warning("Socket Mode connection lost; reconnecting at a new address")
+        try:
+            reconnecting = handler.client.connect_to_new_endpoint(force=True)
+            await asyncio.wait_for(reconnecting, every)
+        except Exception as exc:  # Slack out of reach, or slow: asked again next time
+            log.warning("Socket Mode not reconnected (%r); trying again in %.0fs", exc, every)

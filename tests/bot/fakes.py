@@ -64,6 +64,8 @@ class FakeSlack:
         """Channels the app is not a member of: posts there answer ``not_in_channel``."""
         self.sockets: list[web.WebSocketResponse] = []
         self.socket_acks: list[dict[str, Any]] = []
+        self.ticket = 0
+        """The latest Socket Mode address handed out; only it connects."""
         self._ts = itertools.count(1)
         self._changed = asyncio.Condition()
         self.server: TestServer | None = None
@@ -103,7 +105,9 @@ class FakeSlack:
 
     # -- Socket Mode -------------------------------------------------------------------
 
-    async def _socket(self, request: web.Request) -> web.WebSocketResponse:
+    async def _socket(self, request: web.Request) -> web.StreamResponse:
+        if request.query.get("ticket") != str(self.ticket):
+            return web.Response(status=404)  # an address Slack handed out earlier: expired
         ws = web.WebSocketResponse(autoping=True)
         await ws.prepare(request)
         self.sockets.append(ws)
@@ -236,7 +240,11 @@ class FakeSlack:
             return {"ok": True, "channels": [{"id": c} for c in channels]}
         if method == "apps.connections.open":
             assert self.server is not None
-            return {"ok": True, "url": f"ws://127.0.0.1:{self.server.port}/socket"}
+            self.ticket += 1
+            return {
+                "ok": True,
+                "url": f"ws://127.0.0.1:{self.server.port}/socket?ticket={self.ticket}",
+            }
         return {"ok": False, "error": "unknown_method"}
 
 

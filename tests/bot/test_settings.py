@@ -10,6 +10,7 @@ import pytest
 from bot.errors import ConfigError
 from bot.process.settings import Settings
 from bot.process.wiring import connect_storage
+from bot.services.callbacks import CallbackPolicy
 from storage.audit import AuditEntry
 
 
@@ -34,6 +35,8 @@ def test_an_empty_environment_gives_the_defaults() -> None:
         ({"SIGNOFF_SLACK_API_URL": "slack.com/api"}, "SIGNOFF_SLACK_API_URL"),
         ({"SIGNOFF_ADMINS": "alice"}, "SIGNOFF_ADMINS"),
         ({"SIGNOFF_AUDIT_ENTRIES": "10"}, "SIGNOFF_AUDIT_ENTRIES"),
+        ({"SIGNOFF_REDIS_PREFIX": "team:signoff"}, "SIGNOFF_REDIS_PREFIX"),
+        ({"SIGNOFF_WEBHOOK_ALLOW": "http://hooks.internal:8080"}, "SIGNOFF_WEBHOOK_ALLOW"),
     ],
 )
 def test_a_bad_setting_is_one_line_naming_it(env: dict[str, str], name: str) -> None:
@@ -117,3 +120,10 @@ def test_a_malformed_redis_url_stops_startup_naming_redis_url_not_its_password(
     assert why in str(info.value) and "s3cret" not in str(info.value)
     good = "rediss://:s3cret@redis.example:6380/0?ssl_ca_certs=/etc/ca.pem"
     assert Settings.from_env({"REDIS_URL": good}).redis_url == good
+
+
+def test_an_ipv6_webhook_host_is_allowed_as_bracketed() -> None:
+    hosts = Settings.from_env({"SIGNOFF_WEBHOOK_ALLOW": "[::1]:8080, hooks.internal"})
+    policy = CallbackPolicy(allow=hosts.webhook_hosts)
+    assert policy.refusal("http://[::1]:8080/hook") is None
+    assert policy.refusal("http://[::1]:9090/hook") is not None

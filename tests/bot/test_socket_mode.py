@@ -19,7 +19,7 @@ from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from bot.process.web import operator_app
 from bot.slack.app import build_app
 from bot.slack.events import EVENTS_PATH
-from bot.slack.socket_mode import connection_check
+from bot.slack.socket_mode import connection_check, watch_connection
 from bot.ui import ids
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -127,3 +127,37 @@ async def test_signoff_socket_serves_readyz_on_its_port(
         async with asyncio.timeout(30):
             await process.communicate()
     assert process.returncode == 0
+
+
+async def test_a_connection_lost_for_longer_than_its_address_lives_comes_back(
+    make_bot: Any,
+) -> None:
+    """Slack's Socket Mode addresses are temporary: the watchdog asks for a new one."""
+    bot: Harness = await make_bot()
+    handler = AsyncSocketModeHandler(
+        build_app(bot.services, signing_secret=None),
+        "xapp-test-token",
+        web_client=bot.services.client,
+    )
+    await handler.connect_async()  # type: ignore[no-untyped-call]
+    watchdog = asyncio.create_task(watch_connection(handler, every=0.05))
+    try:
+        await bot.slack.wait_for(lambda: len(bot.slack.sockets) == 1)
+        bot.slack.down = True  # Slack goes away for a while: the connection drops
+        bot.slack.ticket += 1  # and the address it connected to expires meanwhile
+        await bot.slack.sockets[0].close()
+
+        def asked_while_down() -> bool:
+            return any(c.method == "apps.connections.open" for c in bot.slack.failed)
+
+        await bot.slack.wait_for(asked_while_down, what="a reconnection tried while down")
+        bot.slack.down = False
+        await bot.slack.wait_for(lambda: len(bot.slack.sockets) == 2, what="a new connection")
+        click = click_payload(
+            action_id=ids.APPROVE, value="x", user=ALICE, channel=CHANNEL, message_ts="1.1"
+        )
+        await bot.slack.deliver(click)
+        await bot.slack.wait_for(lambda: bool(bot.slack.socket_acks), what="its ack")
+    finally:
+        watchdog.cancel()
+        await handler.close_async()  # type: ignore[no-untyped-call]

@@ -3,6 +3,7 @@ to change, not a traceback."""
 
 from __future__ import annotations
 
+import logging
 import socket
 from urllib.parse import urlsplit
 
@@ -46,3 +47,22 @@ async def test_a_database_the_server_does_not_have_is_named_as_such(
         await connect(url)
     said = str(refused.value)
     assert "has no such database" in said and "that the server is running" not in said
+
+
+async def test_a_server_that_evicts_keys_when_full_is_warned_of(
+    redis_server: EmbeddedRedis, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Pending requests carry expiry times: a volatile-* policy could drop them."""
+    probe = await connect(redis_server.url)
+    try:
+        await probe.client.raw.config_set("maxmemory-policy", "volatile-lru")
+        with caplog.at_level(logging.WARNING, logger="storage.connection"):
+            await (await connect(redis_server.url)).close()
+        assert "maxmemory-policy volatile-lru" in caplog.text
+        await probe.client.raw.config_set("maxmemory-policy", "noeviction")
+        caplog.clear()
+        await (await connect(redis_server.url)).close()
+        assert "maxmemory-policy" not in caplog.text
+    finally:
+        await probe.client.raw.config_set("maxmemory-policy", "noeviction")
+        await probe.close()
