@@ -32,7 +32,11 @@ async def decide_batch(services: Services, click: Click) -> None:
     channel, ts = click.container.channel_id, click.container.message_ts
     try:
         lead = await services.storage.queries.get(lead_id)
-        items = await services.storage.queries.batch(lead) if lead and lead.batch == lead.id else []
+        items: list[InterruptRecord] = []
+        damaged_items = 0
+        if lead is not None and lead.batch == lead.id:
+            items, unreadable = await services.storage.queries.many(lead.batch_items)
+            damaged_items = await _damaged(services, unreadable, user=user, channel=channel)
     except CorruptRecordError as exc:
         await record_damaged(services, exc, lead_id, user=user, channel=channel)
         await post_ephemeral(services, channel=channel, user=user, text=DAMAGED)
@@ -43,6 +47,13 @@ async def decide_batch(services: Services, click: Click) -> None:
     if not items:
         await post_ephemeral(services, channel=channel, user=user, text=reason_text("unknown"))
         return
+    if damaged_items:
+        text = (
+            f"{damaged_items} of this card's items could not be read back from storage (their "
+            "data is damaged), so they were not decided; an operator can see them in the "
+            "audit trail (`signoff audit`)."
+        )
+        await post_ephemeral(services, channel=channel, user=user, text=text)
     chosen = _decisions(click, items, user)
     try:
         outcomes, damaged = await services.storage.interrupts.decide_together(
@@ -65,6 +76,19 @@ async def decide_batch(services: Services, click: Click) -> None:
     if latest and all(r.state != "pending" for r in latest):
         await tell_batch_decided(services, latest)
         await refresh_homes(services, latest[0])
+
+
+async def _damaged(services: Services, ids: list[str], *, user: str, channel: str) -> int:
+    """How many of ``ids`` (items ``many`` could not read) are damaged rather than gone;
+    each is logged, counted and audited as such."""
+    damaged = 0
+    for rid in ids:
+        try:
+            await services.storage.queries.get(rid)
+        except CorruptRecordError as exc:
+            await record_damaged(services, exc, rid, user=user, channel=channel)
+            damaged += 1
+    return damaged
 
 
 def _decisions(

@@ -239,6 +239,28 @@ async def test_a_damaged_item_is_reported_and_the_rest_of_the_batch_is_decided(
     assert deleted == []  # the run waits for its last item
 
 
+async def test_an_item_too_damaged_to_read_is_reported_too(make_bot: Any) -> None:
+    """Damaged where the bot reads it (not only the decision script): told and audited,
+    not silently left out."""
+    bot: Harness = await make_bot(spec=spec([]))
+    await bot.start(requested_by=CAROL)
+    storage = bot.services.storage
+    page = await storage.queries.pending_for_channel(CHANNEL, limit=50)
+    damaged = next(r for r in page.records if r.interrupt["tool_call"]["args"]["path"] == FILES[20])
+    await storage.client.raw.hset(storage.keys.record(damaged.id), "votes", "not json")
+
+    await bot.batch_click(ids.BATCH_APPROVE, user=ALICE)
+    await bot.slack.wait_calls("chat.update")
+    [told] = bot.slack.called("chat.postEphemeral")
+    assert told["text"].startswith("1 of this card's items could not be read back")
+    entries = await storage.audit.read(count=500)
+    assert [(e.event, e.record_id) for e in entries if e.event == "damaged"] == [
+        ("damaged", damaged.id)
+    ]
+    decided, _ = await storage.queries.many([r.id for r in page.records if r.id != damaged.id])
+    assert {r.state for r in decided} == {"approved"} and len(decided) == 39
+
+
 async def test_refusals_for_more_than_one_reason_are_told_as_a_count(make_bot: Any) -> None:
     bot: Harness = await make_bot(spec=spec([]))
     await bot.start(requested_by=CAROL)
