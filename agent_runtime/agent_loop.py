@@ -34,7 +34,7 @@ from .hooks import HookRegistry
 from .interrupts import Interrupt, InterruptRequested, InterruptResponse
 from .messages import JSONValue, Message, ToolCall, new_id
 from .models.base import Model, ModelRequest, ModelResponse
-from .results import AgentResult, StopReason, ToolResult
+from .results import AgentResult, StopReason, ToolResult, json_safe
 from .resume import RunInput, begin, parse_input
 from .run_events import (
     RunEvent,
@@ -45,7 +45,7 @@ from .run_events import (
     ToolCallStarted,
 )
 from .session import SessionStore
-from .state import PendingInterrupt, RunState
+from .state import RunState
 from .tools import Tool, ToolContext
 
 log = logging.getLogger(__name__)
@@ -84,6 +84,7 @@ class Invocation:
         self.info = self.state.run_info()
         self.resume_with: str | Sequence[InterruptResponse] | None = None
         self._stopped: AgentResult | None = None
+        self._saving = asyncio.Lock()
         self._cancelled: set[str] = set()
         """Calls whose tool did not run: denied, answered or cancelled by a hook."""
 
@@ -157,9 +158,10 @@ class Invocation:
         return tuple(distinct)
 
     async def _save(self) -> None:
-        self.version = await self.agent.session_store.save(
-            self.thread_id, self.state.to_snapshot(), expected_version=self.version
-        )
+        async with self._saving:  # a batch's tools run concurrently, each may save
+            self.version = await self.agent.session_store.save(
+                self.thread_id, self.state.to_snapshot(), expected_version=self.version
+            )
 
     async def _call_model(self) -> ModelResponse | Exception:
         """Call the model, retrying while an AfterModelCall hook asks for it."""
@@ -208,7 +210,7 @@ class Invocation:
         before = BeforeTools(source=self.agent, run=self.info, point=point, tool_calls=tuple(batch))
         interrupts = await self.agent.hooks.emit(before)
         if interrupts:
-            self._hold(point.source_id, interrupts)
+            self.state.hold(point.source_id, interrupts)
             self._stopped = await self._stop_for_humans()
             return
         todo = [call for call in batch if call.id not in self.state.batch_results]
@@ -232,7 +234,7 @@ class Invocation:
                     )
                 )
             else:
-                self._hold(call.id, outcome)
+                self.state.hold(call.id, outcome)
         if self.state.pending:
             self._stopped = await self._stop_for_humans()
             for event in finished:
@@ -259,11 +261,6 @@ class Invocation:
             AfterTools(source=self.agent, run=self.info, tool_calls=tuple(batch), results=results)
         )
 
-    def _hold(self, source_id: str, interrupts: list[Interrupt]) -> None:
-        self.state.pending.extend(
-            PendingInterrupt(source_id=source_id, interrupt=i) for i in interrupts
-        )
-
     async def _run_tools(self, calls: list[ToolCall]) -> list[ToolResult | list[Interrupt]]:
         """Every call's BeforeToolCall hooks; then, once the starts of the tools about to
         run are counted and saved, the tools themselves, concurrently."""
@@ -276,7 +273,8 @@ class Invocation:
 
     async def _prepare(self, stored_call: ToolCall) -> _Prepared | list[Interrupt]:
         """The call's BeforeToolCall hooks: their interrupts, or the call ready to run."""
-        args = self.state.edited_input(stored_call.id) or stored_call.args
+        edited = self.state.edited_input(stored_call.id)
+        args = stored_call.args if edited is None else edited
         call = ToolCall(id=stored_call.id, name=stored_call.name, args=copy.deepcopy(args))
         tool = self.agent.tools.get(call.name)
         point = InterruptPoint(
@@ -292,6 +290,9 @@ class Invocation:
         interrupts = await self.agent.hooks.emit(before)
         if interrupts:
             return interrupts
+        if edited is not None and self.state.own_edit_is_latest(call.id):
+            call.args.clear()  # a hook replayed an earlier approval's edit over it
+            call.args.update(copy.deepcopy(edited))
         return _Prepared(call=call, stored_call=stored_call, before=before)
 
     async def _execute(self, prepared: _Prepared | list[Interrupt]) -> ToolResult | list[Interrupt]:
@@ -303,7 +304,12 @@ class Invocation:
         answers = self.state.answers_from(call.id)
         context = ToolContext(
             tool_call=call,
-            point=InterruptPoint(call.id, responses=self.state.responses(), tool_call=call),
+            point=InterruptPoint(
+                call.id,
+                responses=self.state.responses(),
+                tool_call=call,
+                taken=before.point.names,
+            ),
             idempotency_key=self.state.idempotency_key(call.id),
             attempt=self.state.attempts.get(call.id, 1),
             is_resumed=bool(answers),
@@ -311,7 +317,11 @@ class Invocation:
             original_input=original if call.args != original else None,
             state=self.state.app_state,
         )
-        for _ in range(MAX_RETRIES + 1):
+        for retry in range(MAX_RETRIES + 1):
+            if retry:  # a hook asked to run it again: a later start, counted and saved first
+                self.state.start_attempts([call.id])
+                await self._save()
+                context.attempt = self.state.attempts[call.id]
             failure: Exception | None = None
             if before.cancel_message is not None:
                 self._cancelled.add(call.id)
@@ -320,7 +330,7 @@ class Invocation:
                 result = ToolResult(content=f"unknown tool {call.name!r}", is_error=True)
             else:
                 try:
-                    result = ToolResult(content=await tool.run(call.args, context))
+                    result = ToolResult(content=json_safe(await tool.run(call.args, context)))
                 except InterruptRequested as raised:
                     return [raised.interrupt]
                 except ToolInputError as error:

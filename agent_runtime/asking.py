@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from .errors import UsageError
 from .interrupts import (
@@ -29,13 +29,26 @@ class InterruptPoint:
         tool_call: ToolCall | None = None,
         unique_names: bool = False,
         asked: Mapping[str, JSONValue] | None = None,
+        taken: Collection[str] = (),
     ) -> None:
+        """``taken``: names hooks asked at the same source (a tool call's policy asks
+        ``approval`` there): the same name would be the same interrupt, so it is refused."""
         self.source_id = source_id
         self.tool_call = tool_call
         self._responses = responses
         self._asked = asked or {}
         self._unique_names = unique_names
         self._names: set[str] = set()
+        self._taken = frozenset(taken)
+
+    @property
+    def names(self) -> frozenset[str]:
+        """The names asked here so far."""
+        return frozenset(self._names)
+
+    def answered(self, name: str) -> bool:
+        """Whether a human has answered interrupt ``name`` of this point."""
+        return interrupt_id(self.source_id, name) in self._responses
 
     def shown(self, name: str) -> JSONValue:
         """The reason interrupt ``name`` was raised with, once it is answered; else None."""
@@ -58,6 +71,11 @@ class InterruptPoint:
         approver's edit, asked again)."""
         if not name:
             raise UsageError("an interrupt needs a name")
+        if name in self._taken:
+            raise UsageError(
+                f"interrupt name {name!r} is taken by a hook on this call (the approval "
+                "policy asks 'approval'); give the tool's own interrupt another name"
+            )
         if self._unique_names and name in self._names:
             raise UsageError(
                 f"interrupt name {name!r} was used twice on one event; give each a unique name"

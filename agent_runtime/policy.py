@@ -144,11 +144,14 @@ def approval(
     name: str = APPROVAL,
     remember: bool = True,
 ) -> Decision:
-    """The remembered decision covering ``call``, else the one a human gives when asked
-    (remembered for its scope unless ``remember`` is False: the caller decides when)."""
-    decision = event.run.trusts.find(call, run_id=event.run.run_id)
-    if decision is not None:
-        return decision
+    """The human's answer to this very interrupt, else the remembered decision covering
+    ``call``, else the one a human gives when asked (remembered for its scope unless
+    ``remember`` is False: the caller decides when). An answer given outranks a trust: a
+    call denied in the resume that trusted another of the same tool stays denied."""
+    if not event.point.answered(name):
+        decision = event.run.trusts.find(call, run_id=event.run.run_id)
+        if decision is not None:
+            return decision
     description = rule.describe(call)
     answer = event.interrupt(
         name,

@@ -5,12 +5,22 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, cast
 
 from .interrupts import Interrupt
 from .messages import JSONValue
 
 StopReason = Literal["end_turn", "interrupt", "cancelled", "max_steps", "error"]
+
+
+def json_safe(value: object) -> JSONValue:
+    """``value`` as JSON a checkpoint can keep, as the model reads it: what has no JSON
+    form (a datetime, a model) as its text, and the whole as text when a number in it is
+    not finite. A tool's return value goes through this before anything is saved."""
+    try:
+        return cast(JSONValue, json.loads(json.dumps(value, default=str, allow_nan=False)))
+    except ValueError:
+        return json.dumps(value, ensure_ascii=False, default=str)
 
 
 @dataclass(frozen=True, kw_only=True)

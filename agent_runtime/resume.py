@@ -79,6 +79,7 @@ def begin(
         state.status = "running"
         return parsed, []
     apply_answers(state, parsed, check_edit=check_edit)
+    state.open_before = {p.interrupt.id: p.interrupt.created_at for p in state.pending}
     state.pending = []
     state.status = "running"
     return None, parsed

@@ -34,8 +34,9 @@ class ToolCallFinished:
     thread_id: str
     """The thread of the agent that made the call (a workflow's agent node has its own)."""
     ran: bool = True
-    """False when the tool did not run: a person denied or answered the call, or a hook
-    cancelled it (``result`` then says so to the model)."""
+    """False when nothing was tried: a person denied or answered the call, or a hook
+    cancelled it (``result`` then says so to the model). A call of an unknown tool, or
+    whose arguments the tool refused, was tried and failed: ``result.is_error``."""
 
 
 @dataclass(frozen=True, kw_only=True)

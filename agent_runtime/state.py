@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Literal
 
 from .interrupts import Interrupt, InterruptResponse
@@ -75,6 +77,17 @@ class RunState:
     app_state: dict[str, JSONValue] = field(default_factory=dict)
     trusts: TrustLedger = field(default_factory=TrustLedger)
     last_result: AgentResult | None = None
+    open_before: dict[str, datetime] = field(default_factory=dict)
+    """When each interrupt open before this resume was first asked (not saved: the
+    interrupts themselves keep it): one asked again keeps its time, and so its expiry."""
+
+    def hold(self, source_id: str, interrupts: Iterable[Interrupt]) -> None:
+        """Keep ``interrupts`` open, each dated when it was first asked."""
+        for asked in interrupts:
+            first = self.open_before.get(asked.id)
+            if first is not None:
+                asked = replace(asked, created_at=first)
+            self.pending.append(PendingInterrupt(source_id=source_id, interrupt=asked))
 
     def start_run(self) -> None:
         """Begin a new run on this thread (a new prompt, not a resume)."""
@@ -159,6 +172,19 @@ class RunState:
         """The arguments a person last gave tool call ``call_id`` through its own interrupt."""
         edits = [a.new_input for a in self.answers.values() if a.source_id == call_id]
         return next((e for e in reversed(edits) if e is not None), None)
+
+    def own_edit_is_latest(self, call_id: str) -> bool:
+        """Whether the latest edit of ``call_id``'s arguments came through its own interrupt,
+        after any edit of its approval (which a hook applies again on replay)."""
+        for answer in reversed(self.answers.values()):
+            if answer.source_id != call_id:
+                continue
+            if answer.new_input is not None:
+                return True
+            decision = answer.response.decision
+            if decision is not None and decision.type == "edit":
+                return False
+        return False
 
     def to_snapshot(self) -> Snapshot:
         return {

@@ -98,7 +98,8 @@ def interrupt_responses(
     """Turn resume entries into the runtime's responses; every open interrupt must be answered.
 
     An approval's payload is a decision (``{"type": "approve"}``); a ``cancelled`` entry
-    rejects it, with the payload (a string, or its ``message``) as the reason. Other
+    rejects it, with the payload (a string, or its ``message``) as the reason, and leaves
+    any other interrupt unanswered (a question too: only a ``message`` is kept). Other
     interrupts get the payload as their answer. The entry's status is added to the
     response metadata, so a tool can tell a cancelled answer apart.
     """
@@ -116,11 +117,16 @@ def interrupt_responses(
 def _response(answer: ResumeAnswer, interrupt: Interrupt | None) -> InterruptResponse:
     metadata = {**answer.metadata, "status": answer.status}
     iid = answer.interrupt_id
-    if interrupt is None or not interrupt.is_approval:
-        # An unknown id is refused by the runtime, naming the open interrupts.
+    if interrupt is None:  # refused by the runtime, naming the open interrupts
         return InterruptResponse(interrupt_id=iid, response=answer.payload, metadata=metadata)
-    if answer.status == "cancelled":
+    if answer.status == "cancelled" and not interrupt.is_approval:
+        # Not answered: a string payload would read as the answer, only a message is kept.
+        reason = _cancel_reason(answer.payload) if isinstance(answer.payload, Mapping) else ""
+        decision = Decision.reject(reason)
+    elif answer.status == "cancelled":
         decision = Decision.reject(_cancel_reason(answer.payload))
+    elif not interrupt.is_approval:
+        return InterruptResponse(interrupt_id=iid, response=answer.payload, metadata=metadata)
     else:
         try:
             decision = Decision.from_dict(answer.payload)

@@ -23,7 +23,7 @@ from ..results import AgentResult, StopReason
 from ..resume import ContinueRun, RunInput, begin, parse_input
 from ..run_events import RunEvent, RunFinished, RunStarted, TextMessage
 from ..session import SessionStore
-from ..state import PendingInterrupt, RunState
+from ..state import RunState
 from .context import Node, NodeContext, NodeFunction, as_text, input_from_args, node_call
 from .state import WorkflowState
 
@@ -192,6 +192,8 @@ class WorkflowRun:
             input=copy.deepcopy(node_input),
         )
         interrupts = await self.workflow.hooks.emit(before)
+        if edited is not None and self.state.run.own_edit_is_latest(node_id):
+            before.input = node_input  # a hook replayed an earlier approval's edit over it
         if interrupts:
             self.result = await self._stop_for_humans(node_id, interrupts)
         elif before.cancel_message is not None:
@@ -261,7 +263,8 @@ class WorkflowRun:
 
     async def _stop_for_humans(self, source_id: str, interrupts: list[Interrupt]) -> AgentResult:
         run = self.state.run
-        run.pending = [PendingInterrupt(source_id=source_id, interrupt=i) for i in interrupts]
+        run.pending = []
+        run.hold(source_id, interrupts)
         result = run.wait_for_humans()
         await self._save()
         await self.workflow.hooks.emit(
