@@ -168,6 +168,17 @@ class InterruptRecord(BaseModel):
         return record_id(self.run_id, str(self.interrupt["id"]))
 
     @property
+    def trust_digest(self) -> str:
+        """What an "Approve and trust these arguments" grant is bound to: the arguments,
+        and what the card showed them acting on (a precondition's answer) when it did, so
+        the same arguments acting on more are asked again."""
+        reason = self.runtime_interrupt.reason
+        acts_on = reason.get("snapshot") if isinstance(reason, dict) else None
+        if acts_on is None:
+            return self.args_digest
+        return args_digest({"args": self.args_digest, "acts_on": acts_on})
+
+    @property
     def approved_by_default(self) -> bool:
         """Whether its expiry approves it (``if_nobody_decides="approve"``): not once someone
         took an approval of it back with Undo (nor, ``expire.lua`` adds, with no card posted)."""

@@ -31,7 +31,7 @@ async def grant_trust(services: Services, record: InterruptRecord) -> TrustGrant
             agent=record.agent,
             tool=call.name,
             channel=record.channel,
-            args_digest=record.args_digest if remember.get("same_args") else None,
+            args_digest=record.trust_digest if remember.get("same_args") else None,
             granted_by=record.decided_by,
             granted_at=record.decided_at,
             expires_at=until,

@@ -43,7 +43,7 @@ async def approve_if_trusted(services: Services, record: InterruptRecord) -> Int
             agent=record.agent,
             tool=call.name,
             channel=record.channel,
-            digest=record.args_digest,
+            digest=record.trust_digest,
             now=now,
         )
         if grant is None:

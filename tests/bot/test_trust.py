@@ -292,3 +292,46 @@ async def test_a_trust_never_approves_the_card_asking_again_about_what_changed(
     record = await bot.services.storage.queries.get(bot.record_id(value))
     assert record is not None and record.state == "pending"
     assert deleted == []
+
+
+async def test_trusting_these_arguments_covers_them_acting_on_what_the_card_showed(
+    make_bot: Any,
+) -> None:
+    """The same arguments acting on more than the trusted card showed are asked again."""
+    volumes = [{"id": "vol-a", "days": 400}, {"id": "vol-b", "days": 200}]
+
+    def stale(call: ToolCall) -> list[dict[str, Any]]:
+        return [dict(v) for v in volumes if v["days"] >= int(call.args["older_than_days"])]
+
+    @tool
+    def delete_volumes(older_than_days: int) -> str:
+        """Delete the volumes older than this."""
+        return "deleted"
+
+    def build(sessions: SessionStore) -> Agent:
+        return Agent(
+            model=OneToolModel("delete_volumes", {"older_than_days": 90}),
+            tools=[delete_volumes],
+            interrupt_on={"delete_volumes": {"precondition": stale}},
+            session_store=sessions,
+            name="cleanup",
+        )
+
+    policy = Policy(
+        channel=CHANNEL, users=(ALICE,), trust=Remember(scope="minutes", minutes=60, same_args=True)
+    )
+    bot: Harness = await make_bot(spec=AgentSpec(name="cleanup", build=build, policy=policy))
+    await bot.start()
+    trust = next(e for e in bot.posted()["blocks"][-1]["elements"] if e["action_id"] == ids.TRUST)
+    await bot.click(ids.TRUST, trust["value"], user=ALICE)
+    await bot.finished()
+
+    async def next_run() -> str:
+        place = Place(channel=CHANNEL, thread_ts=None, requested_by=CAROL)
+        result = await start_run(bot.services, "cleanup", "clean up", place=place)
+        [asked] = await bot.services.storage.queries.pending_for_run(result.run_id) or [None]
+        return "asked" if asked is not None else "trusted"
+
+    assert await next_run() == "trusted"  # the same arguments, acting on the same volumes
+    volumes.append({"id": "vol-c", "days": 120})
+    assert await next_run() == "asked"  # the same arguments, acting on one more
