@@ -34,6 +34,13 @@ class Undone(BaseModel):
     at: datetime
     decided_by: str
     """Whose decision it was: one user id, or a quorum's approvers separated by spaces."""
+    decision_type: str = ""
+    """The type of the decision taken back (``approve``, ``reject``...); empty when it was
+    undone before it was kept."""
+
+    @property
+    def was_approval(self) -> bool:
+        return self.decision_type in ("approve", "edit")
 
     @property
     def deciders(self) -> tuple[str, ...]:
@@ -65,7 +72,12 @@ def read_held(fields: dict[str, str]) -> HeldDecision | None:
 def undone_fields(undone: Undone | None) -> dict[str, str]:
     if undone is None:
         return {}
-    return {"undone_by": undone.by, "undone_at": str(to_ms(undone.at)), "undid": undone.decided_by}
+    return {
+        "undone_by": undone.by,
+        "undone_at": str(to_ms(undone.at)),
+        "undid": undone.decided_by,
+        "undone_type": undone.decision_type,
+    }
 
 
 def read_undone(fields: dict[str, str]) -> Undone | None:
@@ -75,4 +87,5 @@ def read_undone(fields: dict[str, str]) -> Undone | None:
         by=fields["undone_by"],
         at=from_ms(int(fields["undone_at"])),
         decided_by=fields.get("undid", ""),
+        decision_type=fields.get("undone_type", ""),
     )

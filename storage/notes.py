@@ -28,6 +28,11 @@ class Note(BaseModel, frozen=True):
     thread_ts: str | None
     text: str
     until_ms: int
+    or_tell: str | None = None
+    """A user told by direct message when Slack refuses the note for good (the requester)."""
+    while_pending: str | None = None
+    """A record id: the note is dropped once that record is decided (reminders queued by
+    earlier versions; reminders are now handed out again instead)."""
 
 
 @dataclass(frozen=True)

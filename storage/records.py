@@ -182,7 +182,8 @@ class InterruptRecord(BaseModel):
     def approved_by_default(self) -> bool:
         """Whether its expiry approves it (``if_nobody_decides="approve"``): not once someone
         took an approval of it back with Undo (nor, ``expire.lua`` adds, with no card posted)."""
-        return self.policy.if_nobody_decides == "approve" and self.undone is None
+        undid_approval = self.undone is not None and self.undone.was_approval
+        return self.policy.if_nobody_decides == "approve" and not undid_approval
 
     @property
     def reached_rungs(self) -> tuple[Rung, ...]:

@@ -36,7 +36,8 @@ async def watch_connection(handler: AsyncSocketModeHandler, *, every: float = 30
             continue
         log.warning("Socket Mode connection lost; reconnecting at a new address")
         try:
-            reconnecting = handler.client.connect_to_new_endpoint(force=True)
+            # Not forced: slack-sdk's own reconnection, under way, holds the lock or is done.
+            reconnecting = handler.client.connect_to_new_endpoint()
             await asyncio.wait_for(reconnecting, every)
         except Exception as exc:  # Slack out of reach, or slow: asked again next time
             log.warning("Socket Mode not reconnected (%r); trying again in %.0fs", exc, every)

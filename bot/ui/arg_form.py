@@ -52,6 +52,8 @@ class Field:
     description: str | None = None
     format: str | None = None
     """The schema's ``format`` of the value (or of a list's items): names the expected form."""
+    default: JSONValue = None
+    """The schema's default: shown for an argument the call leaves out, as it will run."""
 
     @property
     def block_id(self) -> str:
@@ -79,14 +81,20 @@ def fields_of(schema: Mapping[str, Any]) -> list[Field] | None:
                 options=tuple(str(o) for o in value.get("enum") or ())[:_OPTIONS],
                 description=prop.get("description") or value.get("description"),
                 format=value.get("format") or (value.get("items") or {}).get("format"),
+                default=prop.get("default"),
             )
         )
     return fields
 
 
 def form_blocks(fields: Sequence[Field], args: Mapping[str, JSONValue]) -> list[Block]:
-    """An input block per field, filled with the arguments as they are now."""
-    return [_input(field, args.get(field.name)) for field in fields]
+    """An input block per field, filled with the arguments as they will run (a default
+    for one the call leaves out)."""
+    return [_input(field, _value(field, args)) for field in fields]
+
+
+def _value(field: Field, args: Mapping[str, JSONValue]) -> JSONValue:
+    return args.get(field.name, field.default)
 
 
 def read_args(
@@ -103,7 +111,7 @@ def read_args(
     errors: dict[str, str] = {}
     for field in fields:
         state = values.get(field.block_id, {}).get(ACTION, {})
-        if _unchanged(field, _input(field, shown.get(field.name))["element"], state):
+        if _unchanged(field, _input(field, _value(field, shown))["element"], state):
             if field.name in shown:
                 args[field.name] = shown[field.name]
             elif field.required:

@@ -69,6 +69,7 @@ async def post_mrkdwn(
                 thread_ts=thread_ts,
                 text=text.encode("utf-8", "replace").decode(),  # JSON has no lone surrogates
                 until_ms=to_ms(now + NOTE_KEPT),
+                or_tell=or_tell,
             )
             await _later(services, note, exc)
 
@@ -87,7 +88,7 @@ async def post_direct(services: Services, user: str, text: str) -> None:
 async def send_queued_notes(services: Services) -> int:
     """Post the notes Slack did not take before; the number posted. One it still does not
     take stays queued, and so do the later ones of its thread, which keep their order;
-    one it refuses is dropped."""
+    one it refuses is dropped (or sent to its ``or_tell`` user instead)."""
     sent = 0
     stuck: dict[tuple[str, str | None], BaseException] = {}
     for leased in await services.storage.notes.claim(services.clock.now(), lease=POST_LEASE):
@@ -95,6 +96,9 @@ async def send_queued_notes(services: Services) -> int:
         where = (note.channel, note.thread_ts)
         if where in stuck:
             await _later(services, note, stuck[where], member=leased.member)
+            continue
+        if note.while_pending and not await _pending(services, note.while_pending):
+            await services.storage.notes.done(leased)
             continue
         try:
             await send_mrkdwn(services, note.channel, note.thread_ts, note.text)
@@ -104,10 +108,17 @@ async def send_queued_notes(services: Services) -> int:
                 stuck[where] = exc
                 await _later(services, note, exc, member=leased.member)
                 continue
+            if note.or_tell is not None:
+                await post_direct(services, note.or_tell, note.text)
         else:
             sent += 1
         await services.storage.notes.done(leased)
     return sent
+
+
+async def _pending(services: Services, record_id: str) -> bool:
+    record = await services.storage.queries.get(record_id)
+    return record is not None and record.state == "pending" and record.held is None
 
 
 async def send_mrkdwn(services: Services, channel: str, thread_ts: str | None, text: str) -> None:

@@ -232,7 +232,7 @@ async def post_escalation(services: Services, record: InterruptRecord) -> Interr
     who = " ".join(user_mention(u) for u in record.awaited(rung.deciders)[:20])
     text = f"Escalated, not decided in time: {message.text} {who}".strip()
     try:
-        answer = await services.client.chat_postMessage(
+        post = services.client.chat_postMessage(
             channel=channel,
             thread_ts=thread,
             text=text,
@@ -240,6 +240,8 @@ async def post_escalation(services: Services, record: InterruptRecord) -> Interr
             unfurl_links=False,
             unfurl_media=False,
         )
+        # The step waits in the outbox (put there as it was taken): held while posting.
+        answer = await _holding_outbox(services, record.id, post)
     except SLACK_FAILURES as exc:
         log.warning(
             "interrupt %s: escalation card not posted yet, left in the outbox: %s",

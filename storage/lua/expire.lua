@@ -73,9 +73,10 @@ end
 -- Nobody decided in time: the policy's safe default (denied, or for a low-risk action whose
 -- policy says so, approved: only when someone could have decided, its card posted, and no
 -- one took an approval of it back with Undo).
+local undid_approval = field(key, 'undone_type') == 'approve' or field(key, 'undone_type') == 'edit'
 local by_default = policy.if_nobody_decides == 'approve'
 if by_default and field(key, 'message_ts') == '' then by_default = false end
-if by_default and field(key, 'undone_by') ~= '' then by_default = false end
+if by_default and undid_approval then by_default = false end
 if by_default then
   local job = finalize(rid, 'approved', '', now, ARGV[7], tonumber(ARGV[3]), true, ARGV[4])
   audit(KEYS[10], ARGV[5], 'approved_by_default', rid, '', now, ARGV[7])
@@ -85,7 +86,7 @@ local job = finalize(rid, 'expired', '', now, '', tonumber(ARGV[3]), true, ARGV[
 local why = ''
 if policy.if_nobody_decides == 'approve' then
   why = 'not approved by default: its card was never posted'
-  if field(key, 'undone_by') ~= '' then why = 'not approved by default: an approval was undone' end
+  if undid_approval then why = 'not approved by default: an approval was undone' end
 end
 audit(KEYS[10], ARGV[5], 'expired', rid, '', now, why)
 return with_record({'expired', job})

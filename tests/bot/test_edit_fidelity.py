@@ -217,3 +217,23 @@ def test_a_whole_number_typed_in_keeps_every_digit() -> None:
     [amount] = fields_of({"type": "object", "properties": {"amount": {"type": "number"}}}) or []
     typed = {amount.block_id: {ACTION: {"type": "number_input", "value": "12345678901234567891"}}}
     assert read_args([amount], typed, {"amount": 1}) == ({"amount": 12345678901234567891}, {})
+
+
+async def test_a_flag_on_by_default_is_shown_on_and_can_be_turned_off(make_bot: Any) -> None:
+    ran: list[dict[str, Any]] = []
+
+    @tool
+    def purge(bucket: str, delete_snapshots: bool = True) -> str:
+        """Purge a bucket, and its snapshots unless told otherwise."""
+        ran.append({"bucket": bucket, "delete_snapshots": delete_snapshots})
+        return "purged"
+
+    bot: Harness = await make_bot(spec=_agent(purge, {"bucket": "logs"}))
+    view = await _form(bot, await bot.start())
+    assert _inputs(view)["arg.delete_snapshots"]["element"]["initial_options"]  # as it runs
+    state = _as_shown(view)
+    state["arg.delete_snapshots"] = {"type": "checkboxes", "selected_options": []}
+    status, body = await bot.submit_form(view["private_metadata"], user=ALICE, values=state)
+    assert status == 200 and "errors" not in body, body
+    await bot.finished()
+    assert ran == [{"bucket": "logs", "delete_snapshots": False}]

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
 from fakes import Fault
 from harness import ALICE, BOB, CAROL, CHANNEL, MALLORY, Harness
 
@@ -12,7 +14,8 @@ from bot.agents.policy import Escalate, Policy, Reminders
 from bot.runs.drive import start_run
 from bot.runs.place import Place
 from bot.schedule.scheduler import Scheduler
-from bot.ui import ids
+from bot.ui import ids, posting
+from storage.epoch import to_ms
 
 # A Monday: 12:00 UTC is 13:00 in Paris (Alice) and 07:00 in New York (Bob).
 NOON_UTC = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
@@ -305,3 +308,51 @@ async def test_a_reminder_slack_did_not_take_waits_for_working_hours_again(
     await scheduler.tick()
     [reminder] = _reminders(bot)
     assert f"<@{ALICE}>" in reminder
+
+
+async def test_an_escalation_card_slow_to_post_is_held_not_posted_again(
+    make_bot: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While the sweeper's post of the step's card is under way (a rate limit slept out),
+    its outbox entry is held, so another scheduler does not post it too."""
+    monkeypatch.setattr(posting, "POST_LEASE", timedelta(seconds=0.3))  # held every 0.1 s
+    policy = Policy(
+        channel=CHANNEL,
+        users=(ALICE,),
+        expires_after=timedelta(hours=2),
+        on_expiry=Escalate(channel="C0LEADS", users=(BOB,), expires_after=timedelta(hours=4)),
+        reminders=None,
+    )
+    bot: Harness = await make_bot(policy)
+    value = await bot.start(requested_by=CAROL)
+    bot.clock.advance(timedelta(hours=2, minutes=1))
+    client, posting_it, release = bot.services.client, asyncio.Event(), asyncio.Event()
+    post = client.chat_postMessage
+
+    async def slow(**kwargs: Any) -> Any:
+        if kwargs.get("channel") == "C0LEADS":
+            posting_it.set()
+            await release.wait()
+        return await post(**kwargs)
+
+    client.chat_postMessage = slow  # type: ignore[method-assign]
+    sweeper = asyncio.create_task(Scheduler(bot.services).tick())
+    await asyncio.wait_for(posting_it.wait(), 10)
+    storage = bot.services.storage
+    outbox = storage.keys.outbox(storage.keys.shard_of_record(bot.record_id(value)))
+    bot.clock.advance(timedelta(minutes=1))  # past the step's time to be posted by its sweeper
+
+    async def held() -> bool:
+        score = await storage.client.raw.zscore(outbox, bot.record_id(value))
+        return score is not None and score > to_ms(bot.clock.now())
+
+    async with asyncio.timeout(10):
+        while True:
+            if await held():
+                break
+            await asyncio.sleep(0.02)  # the holder renews on its own clock: poll Redis
+    await Scheduler(bot.services).tick()  # another process's scheduler
+    release.set()
+    await sweeper
+    leads = [p for p in bot.slack.called("chat.postMessage") if p["channel"] == "C0LEADS"]
+    assert len(leads) == 1

@@ -4,6 +4,7 @@ limit or a refusal delays a step; it never stops the loop, nor misplaces anyone.
 from __future__ import annotations
 
 import asyncio
+import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -17,9 +18,10 @@ from bot.runs.drive import start_run
 from bot.runs.place import Place
 from bot.schedule.scheduler import Scheduler
 from bot.ui import ids, posting
-from bot.ui.notes import post_in_thread, post_mrkdwn
+from bot.ui.notes import post_in_thread, post_mrkdwn, send_queued_notes
 from bot.ui.posting import message_link, update_message
 from bot.ui.refusals import FORM_NOT_OPENED
+from storage.epoch import to_ms
 from storage.errors import StorageTimeoutError
 from storage.notes import Note
 
@@ -399,3 +401,49 @@ async def test_a_card_slack_refuses_is_told_to_its_requester_once(make_bot: Any)
         "Slack takes it."
     )
     assert card["channel"] == CHANNEL and card["blocks"]
+
+
+async def test_a_reminder_queued_by_the_previous_version_is_not_posted_once_decided(
+    make_bot: Any,
+) -> None:
+    """Upgrade: the previous version queued a reminder Slack did not take as a note
+    ``while_pending`` its record; the request is decided since."""
+    bot: Harness = await make_bot()
+    value = await bot.start(requested_by=CAROL)
+    record_id = bot.record_id(value)
+    keys, client = bot.services.storage.keys, bot.services.storage.client
+    now = bot.clock.now()
+    old_note = {
+        "id": "note_00000000000000000001_abcd",
+        "channel": CHANNEL,
+        "thread_ts": None,
+        "text": f"Reminder: this request is still waiting for a decision. <@{ALICE}>",
+        "until_ms": to_ms(now + timedelta(hours=24)),
+        "while_pending": record_id,
+    }
+    await client.raw.zadd(keys.notes(keys.shard_of(CHANNEL)), {json.dumps(old_note): to_ms(now)})
+    await bot.click(ids.APPROVE, value, user=ALICE)
+    await bot.finished()
+    before = len(bot.slack.called("chat.postMessage"))
+    bot.clock.advance(timedelta(minutes=1))
+    await send_queued_notes(bot.services)
+    posted = [p["text"] for p in bot.slack.called("chat.postMessage")[before:]]
+    assert not any(t.startswith("Reminder") for t in posted), posted
+
+
+async def test_a_note_refused_on_its_retry_still_reaches_the_requester(make_bot: Any) -> None:
+    """Slack was away when the note was first sent; when it answers, the app is not in
+    the channel: the requester is told by DM, as on a first refusal."""
+    bot: Harness = await make_bot()
+    bot.slack.down = True
+    await post_mrkdwn(
+        bot.services, channel="C0NOTIN", thread_ts=None, text=f"<@{CAROL}> done", or_tell=CAROL
+    )
+    bot.slack.down = False
+    bot.slack.faults["chat.postMessage"].append(
+        Fault(status=200, body={"ok": False, "error": "not_in_channel"})
+    )
+    bot.clock.advance(timedelta(minutes=1))
+    await send_queued_notes(bot.services)
+    assert not bot.slack.faults["chat.postMessage"]  # the queued note was tried, and refused
+    assert bot.slack.called("conversations.open"), "no DM to the requester"

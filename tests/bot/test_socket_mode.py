@@ -8,6 +8,7 @@ import signal
 import socket
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import aiohttp
@@ -15,6 +16,7 @@ from aiohttp.test_utils import TestServer
 from fakes import BOT_TOKEN, FakeSlack, click_payload
 from harness import ALICE, CHANNEL, Harness
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+from slack_sdk.socket_mode.aiohttp import SocketModeClient
 
 from bot.process.web import operator_app
 from bot.slack.app import build_app
@@ -161,3 +163,47 @@ async def test_a_connection_lost_for_longer_than_its_address_lives_comes_back(
     finally:
         watchdog.cancel()
         await handler.close_async()  # type: ignore[no-untyped-call]
+
+
+async def test_the_watchdog_does_not_reconnect_a_connection_slack_sdk_just_restored() -> None:
+    client = SocketModeClient(app_token="xapp-1-review")
+    state = {"connected": False, "connects": 0}
+    checked, finished = asyncio.Event(), asyncio.Event()
+
+    async def is_connected() -> bool:
+        if not state["connected"]:
+            checked.set()
+        return bool(state["connected"])
+
+    async def issue_new_wss_url() -> str:
+        return "wss://example.invalid/link"
+
+    async def connect() -> None:
+        state["connects"] += 1
+        state["connected"] = True
+
+    real = client.connect_to_new_endpoint
+
+    async def connect_to_new_endpoint(force: bool = False) -> None:
+        try:
+            await real(force=force)
+        finally:
+            finished.set()
+
+    client.is_connected = is_connected  # type: ignore[method-assign]
+    client.issue_new_wss_url = issue_new_wss_url  # type: ignore[method-assign]
+    client.connect = connect  # type: ignore[method-assign]
+    client.connect_to_new_endpoint = connect_to_new_endpoint  # type: ignore[method-assign]
+    handler: Any = SimpleNamespace(client=client)
+
+    await client.connect_operation_lock.acquire()  # slack-sdk's own reconnect is under way
+    watchdog = asyncio.create_task(watch_connection(handler, every=0.01))
+    try:
+        await checked.wait()  # the watchdog found it down, mid-reconnect
+        await connect()  # slack-sdk's reconnect succeeds
+        client.connect_operation_lock.release()
+        await finished.wait()
+    finally:
+        watchdog.cancel()
+        await client.close()
+    assert state["connects"] == 1, f"connected {state['connects']} times"

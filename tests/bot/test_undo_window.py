@@ -247,3 +247,31 @@ async def test_an_approval_undone_past_the_deadline_is_not_approved_by_default(
     assert bot.tool_log.calls == []
     [expired] = [e for e in await bot.services.storage.audit.read() if e.event == "expired"]
     assert expired.detail == "not approved by default: an approval was undone"
+
+
+async def test_a_denial_taken_back_leaves_the_low_risk_default_as_the_card_said(
+    make_bot: Any,
+) -> None:
+    policy = Policy(
+        channel=CHANNEL,
+        users=(ALICE, BOB),
+        expires_after=timedelta(minutes=30),
+        if_nobody_decides="approve",
+        undo_window=WINDOW,
+        reminders=None,
+    )
+    bot: Harness = await make_bot(policy)
+    value = await bot.start(requested_by=CAROL)
+    status, _ = await bot.submit(ids.DENY_VIEW, value, user=ALICE, text="misclick")
+    assert status == 200
+    await bot.slack.wait_for(lambda: "not yet final" in str(_card(bot)["blocks"]), what="held")
+    await bot.click(ids.UNDO, value, user=ALICE)  # Alice takes her own denial back at once
+    await bot.slack.wait_for(lambda: _headline(bot) == "Approval needed: delete_files")
+    card = str(_card(bot)["blocks"])
+    bot.clock.advance(timedelta(minutes=31))
+    await Scheduler(bot.services, made_final=made_final).tick()
+    await bot.services.background.idle()
+    audit = [(e.event, e.detail) for e in await bot.services.storage.audit.read(count=100)]
+    expired = [d for e, d in audit if e == "expired"]
+    assert expired != ["not approved by default: an approval was undone"], audit  # none was
+    assert "it is approved by default" in card, card
