@@ -254,18 +254,21 @@ async def test_an_escalation_card_does_not_ping_the_requester(make_bot: Any) -> 
     assert f"<@{CAROL}>" not in card["text"], card["text"]
 
 
+TO_LEADS = Policy(
+    channel=CHANNEL,
+    users=(ALICE,),
+    expires_after=timedelta(hours=2),
+    on_expiry=Escalate(channel="C0LEADS", users=(BOB,), expires_after=timedelta(hours=4)),
+    reminders=None,
+)
+"""Escalated to #leads (Bob) when Alice has not decided in two hours."""
+
+
 async def test_an_escalation_swept_by_a_scheduler_that_died_is_posted_by_another(
     make_bot: Any,
 ) -> None:
     """The sweep took the step in Redis, then its process died before posting the card."""
-    policy = Policy(
-        channel=CHANNEL,
-        users=(ALICE,),
-        expires_after=timedelta(hours=2),
-        on_expiry=Escalate(channel="C0LEADS", users=(BOB,), expires_after=timedelta(hours=4)),
-        reminders=None,
-    )
-    bot: Harness = await make_bot(policy)
+    bot: Harness = await make_bot(TO_LEADS)
     await bot.start(requested_by=CAROL)
     bot.clock.advance(timedelta(hours=2, minutes=1))
     [taken] = await bot.services.storage.interrupts.expire_due(bot.clock.now())
@@ -316,14 +319,7 @@ async def test_an_escalation_card_slow_to_post_is_held_not_posted_again(
     """While the sweeper's post of the step's card is under way (a rate limit slept out),
     its outbox entry is held, so another scheduler does not post it too."""
     monkeypatch.setattr(posting, "POST_LEASE", timedelta(seconds=0.3))  # held every 0.1 s
-    policy = Policy(
-        channel=CHANNEL,
-        users=(ALICE,),
-        expires_after=timedelta(hours=2),
-        on_expiry=Escalate(channel="C0LEADS", users=(BOB,), expires_after=timedelta(hours=4)),
-        reminders=None,
-    )
-    bot: Harness = await make_bot(policy)
+    bot: Harness = await make_bot(TO_LEADS)
     value = await bot.start(requested_by=CAROL)
     bot.clock.advance(timedelta(hours=2, minutes=1))
     client, posting_it, release = bot.services.client, asyncio.Event(), asyncio.Event()

@@ -250,13 +250,9 @@ async def test_a_trusted_approval_whose_reply_redis_lost_still_runs_and_is_drawn
     )
 
 
-async def test_a_trust_never_approves_the_card_asking_again_about_what_changed(
-    make_bot: Any,
-) -> None:
-    """Trusting these arguments vouches for what the card showed them acting on: when that
-    grew before the click, the card asking again is for a person."""
-    volumes = [{"id": "vol-a", "days": 400}, {"id": "vol-b", "days": 200}]
-    deleted: list[list[str]] = []
+def _volume_cleanup(volumes: list[dict[str, Any]], deleted: list[list[str]]) -> AgentSpec:
+    """An agent deleting volumes older than 90 days, whose card shows which (its
+    precondition reads ``volumes`` as they are), under a trust of the same arguments."""
 
     def stale(call: ToolCall) -> list[dict[str, Any]]:
         return [dict(v) for v in volumes if v["days"] >= int(call.args["older_than_days"])]
@@ -276,10 +272,19 @@ async def test_a_trust_never_approves_the_card_asking_again_about_what_changed(
             name="cleanup",
         )
 
-    policy = Policy(
-        channel=CHANNEL, users=(ALICE,), trust=Remember(scope="minutes", minutes=60, same_args=True)
-    )
-    bot: Harness = await make_bot(spec=AgentSpec(name="cleanup", build=build, policy=policy))
+    trust = Remember(scope="minutes", minutes=60, same_args=True)
+    policy = Policy(channel=CHANNEL, users=(ALICE,), trust=trust)
+    return AgentSpec(name="cleanup", build=build, policy=policy)
+
+
+async def test_a_trust_never_approves_the_card_asking_again_about_what_changed(
+    make_bot: Any,
+) -> None:
+    """Trusting these arguments vouches for what the card showed them acting on: when that
+    grew before the click, the card asking again is for a person."""
+    volumes = [{"id": "vol-a", "days": 400}, {"id": "vol-b", "days": 200}]
+    deleted: list[list[str]] = []
+    bot: Harness = await make_bot(spec=_volume_cleanup(volumes, deleted))
     await bot.start()
     trust = next(e for e in bot.posted()["blocks"][-1]["elements"] if e["action_id"] == ids.TRUST)
     volumes += [{"id": f"vol-new-{n}", "days": 95} for n in range(300)]  # while it waited
@@ -299,28 +304,7 @@ async def test_trusting_these_arguments_covers_them_acting_on_what_the_card_show
 ) -> None:
     """The same arguments acting on more than the trusted card showed are asked again."""
     volumes = [{"id": "vol-a", "days": 400}, {"id": "vol-b", "days": 200}]
-
-    def stale(call: ToolCall) -> list[dict[str, Any]]:
-        return [dict(v) for v in volumes if v["days"] >= int(call.args["older_than_days"])]
-
-    @tool
-    def delete_volumes(older_than_days: int) -> str:
-        """Delete the volumes older than this."""
-        return "deleted"
-
-    def build(sessions: SessionStore) -> Agent:
-        return Agent(
-            model=OneToolModel("delete_volumes", {"older_than_days": 90}),
-            tools=[delete_volumes],
-            interrupt_on={"delete_volumes": {"precondition": stale}},
-            session_store=sessions,
-            name="cleanup",
-        )
-
-    policy = Policy(
-        channel=CHANNEL, users=(ALICE,), trust=Remember(scope="minutes", minutes=60, same_args=True)
-    )
-    bot: Harness = await make_bot(spec=AgentSpec(name="cleanup", build=build, policy=policy))
+    bot: Harness = await make_bot(spec=_volume_cleanup(volumes, []))
     await bot.start()
     trust = next(e for e in bot.posted()["blocks"][-1]["elements"] if e["action_id"] == ids.TRUST)
     await bot.click(ids.TRUST, trust["value"], user=ALICE)

@@ -219,19 +219,22 @@ async def test_a_quorums_held_card_and_its_undo_name_every_approver(make_bot: An
     assert record is not None and record.approvals == () and record.state == "pending"
 
 
+LOW_RISK = Policy(
+    channel=CHANNEL,
+    users=(ALICE, BOB),
+    expires_after=timedelta(minutes=30),
+    if_nobody_decides="approve",
+    undo_window=WINDOW,
+    reminders=None,
+)
+"""Approved by default when nobody decides within 30 minutes; decisions wait a minute."""
+
+
 async def test_an_approval_undone_past_the_deadline_is_not_approved_by_default(
     make_bot: Any,
 ) -> None:
     """Someone took the approval back: its expiry, seconds later, is no approval either."""
-    policy = Policy(
-        channel=CHANNEL,
-        users=(ALICE, BOB),
-        expires_after=timedelta(minutes=30),
-        if_nobody_decides="approve",
-        undo_window=WINDOW,
-        reminders=None,
-    )
-    bot: Harness = await make_bot(policy)
+    bot: Harness = await make_bot(LOW_RISK)
     value = await bot.start(requested_by=CAROL)
     bot.clock.advance(timedelta(minutes=29, seconds=30))
     await bot.click(ids.APPROVE, value, user=ALICE)
@@ -252,15 +255,7 @@ async def test_an_approval_undone_past_the_deadline_is_not_approved_by_default(
 async def test_a_denial_taken_back_leaves_the_low_risk_default_as_the_card_said(
     make_bot: Any,
 ) -> None:
-    policy = Policy(
-        channel=CHANNEL,
-        users=(ALICE, BOB),
-        expires_after=timedelta(minutes=30),
-        if_nobody_decides="approve",
-        undo_window=WINDOW,
-        reminders=None,
-    )
-    bot: Harness = await make_bot(policy)
+    bot: Harness = await make_bot(LOW_RISK)
     value = await bot.start(requested_by=CAROL)
     status, _ = await bot.submit(ids.DENY_VIEW, value, user=ALICE, text="misclick")
     assert status == 200
