@@ -19,6 +19,7 @@ from bot.services import Services
 from bot.ui.blocks import escaped, is_user_id
 from bot.ui.home import publish_home
 from bot.ui.listing import PAGE_SIZE, help_text, page_cursor, pending_blocks, waiting_text
+from bot.ui.mrkdwn import as_typed
 from bot.ui.notes import post_in_thread
 from bot.ui.posting import post_ephemeral
 from bot.ui.refusals import LIST_DOWN, STORAGE_DOWN
@@ -53,8 +54,9 @@ def command_listener(services: Services) -> Any:
             # Group membership needs a rate-limited Slack call: checked after the ack.
             await ack(text=f"Starting {match['agent']}…")
             place = Place(channel=channel, thread_ts=None, requested_by=user)
+            prompt = as_typed(match["input"])
             services.background.spawn(
-                _start(services, match["agent"], match["input"], place), name="slash run"
+                _start(services, match["agent"], prompt, place), name="slash run"
             )
         elif text.split()[:1] == ["run"]:
             known = ", ".join(f"`{name}`" for name in services.registry.names) or "none"
@@ -91,7 +93,7 @@ def mention_listener(services: Services) -> Any:
         )
         event_id = str(body.get("event_id") or "")
         services.background.spawn(
-            _start_once(services, event_id, match["agent"], match["input"], place),
+            _start_once(services, event_id, match["agent"], as_typed(match["input"]), place),
             name=f"mention run {event_id}",
         )
 

@@ -19,6 +19,17 @@ def escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+_REFERENCE = re.compile(r"<([@#][A-Z0-9]+|https?://[^|>]+)(?:\|[^>]*)?>")
+
+
+def as_typed(text: str) -> str:
+    """Text Slack sent a person's words in (a mention or a command), as they typed it: a
+    user, channel or link reference without Slack's label (``<@U1|ann>`` as ``<@U1>``,
+    ``<https://x|x>`` as ``https://x``), and the entities as their characters."""
+    plain = _REFERENCE.sub(lambda m: m[1] if m[1].startswith("http") else f"<{m[1]}>", text)
+    return plain.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+
+
 def truncate(text: str, limit: int, *, ellipsis: str = ELLIPSIS) -> str:
     """``text`` cut to at most ``limit`` characters, ending in ``ellipsis`` when cut.
 

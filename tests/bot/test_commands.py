@@ -237,3 +237,23 @@ async def test_signoff_answers_while_slacks_web_api_fails(make_bot: Any) -> None
     bot.slack.down = True  # every Web API method answers 502 (auth.test included)
     answer = await bot.command("", user=ALICE)
     assert answer["text"] == "1 waiting for you"
+
+
+async def test_a_run_gets_its_input_as_the_person_typed_it(make_bot: Any) -> None:
+    """Slack sends &, < and > as entities, and references with labels
+    (https://api.slack.com/reference/surfaces/formatting#escaping)."""
+    bot: Harness = await make_bot()
+    mention = {
+        "type": "app_mention",
+        "user": CAROL,
+        "text": "<@UBOT0001> run cleanup files &gt; 30 days &amp; logs",
+        "ts": "1700000000.000400",
+        "channel": CHANNEL,
+        "event_ts": "1700000000.000400",
+    }
+    await bot.event(mention)
+    await bot.command(f"run cleanup tell <@{ALICE}|alice> &lt;now&gt;", user=CAROL)
+    await bot.slack.wait_calls("chat.postMessage", 2)
+    model = bot.services.registry.agent("cleanup").model  # type: ignore[attr-defined]
+    prompts = sorted(str(r.messages[0].content) for r in model.requests)
+    assert prompts == ["files > 30 days & logs", f"tell <@{ALICE}> <now>"]
