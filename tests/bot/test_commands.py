@@ -12,6 +12,18 @@ from bot.agents.policy import Policy
 from bot.ui import ids
 
 
+def _mention(text: str, *, ts: str) -> dict[str, Any]:
+    """An ``app_mention`` event from Carol in CHANNEL, as Slack sends it."""
+    return {
+        "type": "app_mention",
+        "user": CAROL,
+        "text": text,
+        "ts": ts,
+        "channel": CHANNEL,
+        "event_ts": ts,
+    }
+
+
 def _buttons(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [b["accessory"] for b in blocks if b.get("accessory", {}).get("type") == "button"]
 
@@ -133,14 +145,7 @@ async def test_starters_named_by_group_are_checked_after_the_ack(make_bot: Any) 
 
 async def test_a_mention_starts_a_run_in_the_mentions_thread(make_bot: Any) -> None:
     bot: Harness = await make_bot()
-    mention = {
-        "type": "app_mention",
-        "user": CAROL,
-        "text": "<@UBOT0001> run cleanup tidy",
-        "ts": "1700000000.000200",
-        "channel": CHANNEL,
-        "event_ts": "1700000000.000200",
-    }
+    mention = _mention("<@UBOT0001> run cleanup tidy", ts="1700000000.000200")
     await bot.event(mention)
     await bot.slack.wait_calls("chat.postMessage")
     post = bot.posted()
@@ -161,14 +166,7 @@ async def test_a_mention_starts_a_run_in_the_mentions_thread(make_bot: Any) -> N
 
 async def test_a_retried_mention_never_starts_a_second_run(make_bot: Any) -> None:
     bot: Harness = await make_bot()
-    mention = {
-        "type": "app_mention",
-        "user": CAROL,
-        "text": "<@UBOT0001> run cleanup tidy",
-        "ts": "1700000000.000300",
-        "channel": CHANNEL,
-        "event_ts": "1700000000.000300",
-    }
+    mention = _mention("<@UBOT0001> run cleanup tidy", ts="1700000000.000300")
     await bot.event(mention, event_id="Ev0RETRIED")
     await bot.event(mention, event_id="Ev0RETRIED", retry=1)
     await bot.event(mention, event_id="Ev0RETRIED", retry=2)
@@ -243,14 +241,9 @@ async def test_a_run_gets_its_input_as_the_person_typed_it(make_bot: Any) -> Non
     """Slack sends &, < and > as entities, and references with labels
     (https://api.slack.com/reference/surfaces/formatting#escaping)."""
     bot: Harness = await make_bot()
-    mention = {
-        "type": "app_mention",
-        "user": CAROL,
-        "text": "<@UBOT0001> run cleanup files &gt; 30 days &amp; logs",
-        "ts": "1700000000.000400",
-        "channel": CHANNEL,
-        "event_ts": "1700000000.000400",
-    }
+    mention = _mention(
+        "<@UBOT0001> run cleanup files &gt; 30 days &amp; logs", ts="1700000000.000400"
+    )
     await bot.event(mention)
     await bot.command(f"run cleanup tell <@{ALICE}|alice> &lt;now&gt;", user=CAROL)
     await bot.slack.wait_calls("chat.postMessage", 2)

@@ -39,21 +39,27 @@ def deleter(runs: list[str]) -> Any:
     return delete_files
 
 
+def two_deletions(runs: list[str], first: str, second: str) -> Agent:
+    """An agent whose one turn asks to delete ``first`` (call c1) and ``second`` (c2),
+    each call guarded by an approval; what ran is appended to ``runs``."""
+    turn = [
+        ToolCall(id="c1", name="delete_files", args={"paths": [first]}),
+        ToolCall(id="c2", name="delete_files", args={"paths": [second]}),
+    ]
+    return Agent(
+        model=ScriptedModel([turn, "done"]),
+        tools=[deleter(runs)],
+        interrupt_on={"delete_files": True},
+    )
+
+
 async def test_a_rejection_answered_in_the_same_resume_as_a_remembered_approval_is_honoured() -> (
     None
 ):
     """Two gated calls in one batch, answered in one resume: the first approved with
     "trust for this run", the second explicitly rejected. The rejected call must not run."""
     runs: list[str] = []
-    turn = [
-        ToolCall(id="c1", name="delete_files", args={"paths": ["/tmp/a"]}),
-        ToolCall(id="c2", name="delete_files", args={"paths": ["/etc/passwd"]}),
-    ]
-    agent = Agent(
-        model=ScriptedModel([turn, "done"]),
-        tools=[deleter(runs)],
-        interrupt_on={"delete_files": True},
-    )
+    agent = two_deletions(runs, "/tmp/a", "/etc/passwd")
     first = await agent.invoke("clean", thread_id="t")
     assert first.stop_reason == "interrupt"
     by_call = {i.tool_call.id: i.id for i in first.interrupts}
@@ -71,15 +77,7 @@ async def test_a_rejection_answered_in_the_same_resume_as_a_remembered_approval_
 async def test_a_rejection_given_after_a_later_call_was_trusted_is_honoured() -> None:
     """The same across two resumes: approve c2 with remember=run, then reject c1."""
     runs: list[str] = []
-    turn = [
-        ToolCall(id="c1", name="delete_files", args={"paths": ["/etc/passwd"]}),
-        ToolCall(id="c2", name="delete_files", args={"paths": ["/tmp/a"]}),
-    ]
-    agent = Agent(
-        model=ScriptedModel([turn, "done"]),
-        tools=[deleter(runs)],
-        interrupt_on={"delete_files": True},
-    )
+    agent = two_deletions(runs, "/etc/passwd", "/tmp/a")
     first = await agent.invoke("clean", thread_id="t")
     by_call = {i.tool_call.id: i.id for i in first.interrupts}
     second = await agent.invoke(
@@ -244,15 +242,7 @@ async def test_an_interrupt_still_open_after_a_partial_resume_keeps_when_it_was_
     open by a resume that answered its neighbour must not be re-dated, or every partial
     resume extends its deadline."""
     runs: list[str] = []
-    turn = [
-        ToolCall(id="c1", name="delete_files", args={"paths": ["/a"]}),
-        ToolCall(id="c2", name="delete_files", args={"paths": ["/b"]}),
-    ]
-    agent = Agent(
-        model=ScriptedModel([turn, "done"]),
-        tools=[deleter(runs)],
-        interrupt_on={"delete_files": True},
-    )
+    agent = two_deletions(runs, "/a", "/b")
     first = await agent.invoke("clean", thread_id="t")
     asked = {i.tool_call.id: i for i in first.interrupts}
     await agent.invoke({asked["c1"].id: Decision.approve()}, thread_id="t")
