@@ -1,12 +1,13 @@
 """HTTP mode's ``/slack/events`` route on aiohttp.
 
-The events route checks the signature before anything else (401) and refuses a body that
-is not a request Signoff handles, in the shape Slack sends it (400;
-``bot.slack.requests``). A click on one of Signoff's buttons skips Bolt's middleware
-chain: a decision is appended to the click stream in Redis (one round trip,
-``bot.decisions.clicks.intake``), then answered, so an acknowledged click survives this
-process; the deciders of any process decide it. Everything else goes to Bolt. The
-route's duration is the ack latency the metrics report.
+Apart from Slack's certificate check (answered 200, doing nothing), the events route
+checks the signature before anything else (401) and refuses a body that is not a
+request Signoff handles, in the shape Slack sends it (400; ``bot.slack.requests``).
+A click on one of Signoff's buttons skips Bolt's middleware chain: a decision is
+appended to the click stream in Redis (one round trip, ``bot.decisions.clicks.intake``),
+then answered, so an acknowledged click survives this process; the deciders of any
+process decide it. Everything else goes to Bolt. The route's duration is the ack
+latency the metrics report.
 """
 
 from __future__ import annotations
@@ -29,6 +30,10 @@ log = logging.getLogger(__name__)
 
 EVENTS_PATH = "/slack/events"
 
+_CERTIFICATE_CHECK = b"ssl_check=1"
+"""How Slack checks a slash command's HTTPS certificate: a form answered with 200, which
+reveals and does nothing (Slack may send it unsigned)."""
+
 
 def add_events_route(
     web_app: web.Application, app: AsyncApp, services: Services, *, signing_secret: str
@@ -39,7 +44,10 @@ def add_events_route(
 
     async def events(request: web.Request) -> web.Response:
         started = time.perf_counter()
-        text = signed_text(verifier, await request.read(), request.headers)
+        body = await request.read()
+        if body.startswith(_CERTIFICATE_CHECK):
+            return web.Response()
+        text = signed_text(verifier, body, request.headers)
         if text is None:
             return web.Response(status=401, text="invalid signature")
         slack = parse_request(text, request.content_type)

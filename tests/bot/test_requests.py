@@ -122,3 +122,17 @@ def test_any_form_body_is_read_as_urllib_reads_it_or_refused(body: str) -> None:
             payload = None
         if not isinstance(payload, dict) or not isinstance(payload.get("type"), str):
             assert request is None
+
+
+async def test_slacks_certificate_check_is_answered_and_does_nothing(make_bot: Any) -> None:
+    """Slack checks a slash command's HTTPS certificate with an ``ssl_check=1`` POST."""
+    bot: Harness = await make_bot()
+    calls_before = len(bot.slack.calls)
+    check = "ssl_check=1&token=legacy-verification-token"
+    form = {"Content-Type": "application/x-www-form-urlencoded"}
+
+    assert await _post(bot, check, form) == 200
+    assert await _post(bot, check, sign(check)) == 200
+
+    assert len(bot.slack.calls) == calls_before
+    assert bot.services.background.pending == 0
