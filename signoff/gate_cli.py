@@ -95,7 +95,7 @@ def _param(text: str, option: str) -> Param:
         raise ValueError(f"{option} {text!r}: use NAME=VALUE")
     value: ParamValue = raw
     kind = "string"
-    if re.fullmatch(r"-?\d{1,15}", raw):
+    if re.fullmatch(r"-?\d{1,15}", raw) and str(int(raw)) == raw:  # as typed: not 007, -0
         value, kind = int(raw), "integer"
     elif raw in ("true", "false"):
         value, kind = raw == "true", "boolean"

@@ -75,6 +75,19 @@ def test_the_undo_window_option_reaches_the_request() -> None:
     assert request_of(args).if_nobody_decides == "deny"
 
 
+def test_a_param_keeps_the_digits_typed_unless_they_are_a_plain_integer() -> None:
+    """An account id such as 012345678901 reaches the card and the command as typed: read
+    as an integer it would lose its leading zero and name another account."""
+    typed = ["--param", "account=012345678901", "--param", "limit=42", "--param", "zero=-0"]
+    args, _ = parse_args(["--title", "t", "--channel", "C0OPS", "--approvers", "U0A", *typed])
+    params = {p.name: (p.type, p.value) for p in request_of(args).params}
+    assert params == {
+        "account": ("string", "012345678901"),
+        "limit": ("integer", 42),
+        "zero": ("string", "-0"),
+    }
+
+
 def test_a_request_with_no_approvers_is_a_usage_error_in_plain_words(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
