@@ -39,7 +39,11 @@ def verify(
     """True when ``body`` was signed with ``secret`` within ``tolerance`` seconds of ``now``."""
     found = {k.lower(): v for k, v in headers.items()}
     stamp, given = found.get(TIMESTAMP.lower(), ""), found.get(SIGNATURE.lower(), "")
-    if not (stamp.isascii() and stamp.isdigit()) or abs(now - int(stamp)) > tolerance:
+    # Unix seconds have 10 digits for centuries: a longer stamp is forged (and one too long
+    # for int() or a float would raise rather than fail).
+    if not (stamp.isascii() and stamp.isdigit()) or len(stamp) > 12:
+        return False
+    if abs(now - int(stamp)) > tolerance:
         return False
     # compare_digest takes ASCII text only: a signature that is not cannot be ours.
     return given.isascii() and hmac.compare_digest(signature(body, secret, int(stamp)), given)

@@ -191,6 +191,14 @@ async def test_a_withdrawal_is_delivered_signed_and_a_forgery_fails_verify(
         assert not verify(body, forged, hooked.secret, now=now)
 
 
+def test_a_timestamp_too_long_to_be_one_fails_verify_rather_than_raising() -> None:
+    """A forger's 400- or 5000-digit timestamp is refused like any stale one: the
+    receiver answers 401, not a 500 with a traceback."""
+    for stamp in ("9" * 400, "9" * 5000):
+        forged = {"X-Signoff-Timestamp": stamp, "X-Signoff-Signature": "v1=" + "0" * 64}
+        assert not verify(b"{}", forged, "secret", now=1_800_000_000)
+
+
 async def test_a_request_approved_by_default_is_delivered_as_approved(hooked: Hooked) -> None:
     hooked.receiver.status = 200
     await hooked.ask(expires_in=60, if_nobody_decides="approve")
