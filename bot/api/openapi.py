@@ -56,7 +56,7 @@ def openapi_document() -> dict[str, Any]:
                     "responses": {
                         "201": _view("Posted"),
                         "200": _view("The same idempotency key again: the existing request"),
-                        **_errors(400, 401, 403, 409, 503),
+                        **_errors(400, 401, 403, 404, 409, 503),
                     },
                 }
             },
@@ -143,7 +143,7 @@ _ERRORS = {
     400: "Bad input; the error names the field",
     401: "No valid API token",
     403: "The client may not post to that channel",
-    404: "No such request (or another client's)",
+    404: "No such request (or another client's; for a new one, the one it supersedes)",
     409: "The request is not in a state that allows this",
     503: "Storage is unreachable; nothing was changed",
 }

@@ -30,6 +30,7 @@ from pydantic import SecretStr
 import bot.api.requests as requests_api
 import signoff
 from agent_runtime import Decision
+from bot.api.openapi import OPENAPI_PATH
 from bot.api.request_records import REQUESTS_PATH
 from bot.process.logs import configure_logging
 from bot.process.web import operator_app
@@ -505,6 +506,16 @@ async def test_asking_again_needs_an_approved_request_that_showed_what_it_acts_o
     assert len(jobs.bot.slack.called("chat.postMessage")) == posted + 1
     status, body = await jobs.ask(supersedes=checked["id"], acts_on="vol-a\n")
     assert status == 409 and "asked again already" in body["error"], body
+
+
+async def test_the_document_lists_the_404_of_asking_again_for_an_unknown_request(
+    jobs: Jobs,
+) -> None:
+    """A client generated from the document is told a 404 can come from creating."""
+    status, body = await jobs.ask(supersedes="req_" + "f" * 32, acts_on="vol-a\n")
+    assert status == 404, body
+    _, document = await jobs.get(OPENAPI_PATH)
+    assert "404" in document["paths"][REQUESTS_PATH]["post"]["responses"]
 
 
 async def test_a_request_refused_for_its_hours_leaves_its_key_free(jobs: Jobs) -> None:
