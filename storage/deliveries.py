@@ -8,6 +8,7 @@ than Slack's retries take, so the key never outlives its purpose by much.
 from __future__ import annotations
 
 import logging
+import secrets
 from datetime import timedelta
 
 from .client import RedisClient
@@ -31,11 +32,15 @@ class Deliveries:
     async def first(self, event_id: str) -> bool:
         """True for the first delivery of ``event_id``, False for a retry of one seen.
 
-        One ``SET NX PX``, so two processes receiving the same event agree on one winner.
+        One ``SET NX PX``, so two processes receiving the same event agree on one winner;
+        it stores a token of this claim, so a claim redis-py sent again (its reply was lost)
+        finds itself the winner rather than a retry.
         """
-        key = self._keys.delivery(event_id)
+        key, mine = self._keys.delivery(event_id), secrets.token_hex(8)
         async with self._client.guard(f"claim event {event_id}"):
-            claimed = await self._client.raw.set(key, "1", nx=True, px=self._ttl_ms)
+            claimed = await self._client.raw.set(key, mine, nx=True, px=self._ttl_ms)
+            if not claimed:
+                claimed = await self._client.raw.get(key) == mine
         if not claimed:
             log.info("event %s was delivered before; this retry is ignored", event_id)
         return bool(claimed)

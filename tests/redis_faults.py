@@ -15,10 +15,10 @@ _sending: ContextVar[tuple[Any, ...]] = ContextVar("sending", default=())
 
 
 @contextlib.contextmanager
-def reply_lost_once(naming: str = "") -> Iterator[list[str]]:
-    """The next script (whose arguments mention ``naming``), alone or in a pipeline, runs
-    on the server, then its connection drops before the reply is read: redis-py sends it
-    (the whole pipeline) again on a new one."""
+def reply_lost_once(naming: str = "", command: str = "EVALSHA") -> Iterator[list[str]]:
+    """The next script (or other ``command``) whose arguments mention ``naming``, alone or
+    in a pipeline, runs on the server, then its connection drops before the reply is read:
+    redis-py sends it (the whole pipeline) again on a new one."""
     execute, parse = Redis.execute_command, Redis.parse_response
     pipelined = Pipeline._execute_pipeline
     lost: list[str] = []
@@ -40,7 +40,7 @@ def reply_lost_once(naming: str = "") -> Iterator[list[str]]:
     async def parsing(self: Redis, connection: Any, command_name: str, **options: Any) -> Any:
         reply = await parse(self, connection, command_name, **options)
         sent = " ".join(str(a) for a in _sending.get())
-        if command_name == "EVALSHA" and naming in sent and not lost:
+        if command_name == command and naming in sent and not lost:
             lost.append(command_name)
             raise rexc.ConnectionError("Connection closed by server.")
         return reply

@@ -102,3 +102,13 @@ async def test_an_audit_entry_sent_again_is_added_once(one_server: Storage) -> N
     assert stored.entry_id == ref and stored.event == "message_updated"
     await one_server.audit.append(entry)  # another call adds another entry
     assert len(await one_server.audit.read()) == 2
+
+
+async def test_a_first_delivery_whose_claim_was_sent_again_is_still_the_first(
+    one_server: Storage,
+) -> None:
+    """A Slack event whose claim lost its reply is acted on, not dropped as a retry."""
+    with reply_lost_once(naming="Ev0LOST", command="SET") as lost:
+        assert await one_server.deliveries.first("Ev0LOST")
+    assert lost == ["SET"]
+    assert not await one_server.deliveries.first("Ev0LOST")  # Slack's own retry
