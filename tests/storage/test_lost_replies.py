@@ -112,3 +112,15 @@ async def test_a_first_delivery_whose_claim_was_sent_again_is_still_the_first(
         assert await one_server.deliveries.first("Ev0LOST")
     assert lost == ["SET"]
     assert not await one_server.deliveries.first("Ev0LOST")  # Slack's own retry
+
+
+async def test_an_end_marked_again_by_the_same_call_is_still_the_first(
+    one_server: Storage,
+) -> None:
+    """A job's outcome (or a run's end) whose mark lost its reply is posted, not refused
+    as reported already."""
+    run_id = "req_" + "e" * 32
+    with reply_lost_once(naming=run_id, command="SET") as lost:
+        assert await one_server.resume.first_end(run_id)
+    assert lost == ["SET"]
+    assert not await one_server.resume.first_end(run_id)  # another report
