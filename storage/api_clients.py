@@ -97,11 +97,11 @@ class ApiClients:
             raise InvalidIdError(
                 "; ".join(error["msg"].removeprefix("Value error, ") for error in exc.errors())
             ) from exc
+        text = client.model_dump_json()
         async with self._client.guard("create an API client"):
-            created = await self._client.raw.hsetnx(
-                self._keys.api_clients, name, client.model_dump_json()
-            )
-            if not created:
+            created = await self._client.raw.hsetnx(self._keys.api_clients, name, text)
+            # Sent again after its reply was lost, this very call finds its own client.
+            if not created and await self._client.raw.hget(self._keys.api_clients, name) != text:
                 raise ClientExistsError(f"a client named {name!r} exists; revoke it first")
             await self._client.raw.hset(self._keys.api_tokens, client.token_sha256, name)
         return client, token

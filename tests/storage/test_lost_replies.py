@@ -14,6 +14,7 @@ from storage_helpers import NOW, make_record
 from agent_runtime.interrupts import Decision
 from agent_runtime.messages import args_digest
 from storage import EmbeddedRedis, Storage, connect
+from storage.api_clients import ClientExistsError
 from storage.audit import AuditEntry
 from storage.errors import DuplicateInterruptError
 
@@ -124,3 +125,15 @@ async def test_an_end_marked_again_by_the_same_call_is_still_the_first(
         assert await one_server.resume.first_end(run_id)
     assert lost == ["SET"]
     assert not await one_server.resume.first_end(run_id)  # another report
+
+
+async def test_a_client_created_again_by_the_same_call_gets_its_token(one_server: Storage) -> None:
+    """``signoff token create`` whose write lost its reply prints the token, which works,
+    rather than "a client of that name exists" for a client nobody has a token of."""
+    with reply_lost_once(naming="nightly-cleanup", command="HSETNX") as lost:
+        client, token = await one_server.api_clients.create("nightly-cleanup", now=NOW)
+    assert lost == ["HSETNX"]
+    found = await one_server.api_clients.authenticate(token)
+    assert found is not None and found.name == client.name
+    with pytest.raises(ClientExistsError):  # another call: refused
+        await one_server.api_clients.create("nightly-cleanup", now=NOW)
