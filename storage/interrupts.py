@@ -289,6 +289,7 @@ class InterruptStore(Decisions, DueSweeps):
             decision,
             millis(self._retention.decided),
             self._retention.audit_entries,
+            secrets.token_hex(8),
         ]
         k = self._keys
         for _ in range(_CANCEL_TRIES):

@@ -5,15 +5,27 @@
 -- KEYS as in common.lua, with KEYS[1] the first pending record, then from KEYS[12] the
 -- other pending records and the decided ones waiting in the round.
 -- ARGV: 1 by (user id or ''), 2 now, 3 decision json (a rejection carrying the reason),
--- 4 retention ms, 5 audit maxlen, 6 how many records are pending, 7.. the records' ids,
+-- 4 retention ms, 5 audit maxlen, 6 this call's token: the same call sent again (its reply
+-- was lost) gets the first answer, 7 how many records are pending, 8.. the records' ids,
 -- pending then decided, in the order of their keys.
 -- Returns {'moved'} when the run's records are not those given (read them again), else
 -- {'cancelled', n, damaged id...}: how many were cancelled, and the records skipped
 -- because they could not be read (the others are cancelled all the same).
-local pending = tonumber(ARGV[6])
+local pending = tonumber(ARGV[7])
 local records, ids = {KEYS[1]}, {}
 for i = 12, #KEYS do records[#records + 1] = KEYS[i] end
-for i = 7, #ARGV do ids[#ids + 1] = ARGV[i] end
+for i = 8, #ARGV do ids[#ids + 1] = ARGV[i] end
+if field(KEYS[1], 'cancelled_as') == ARGV[6] then
+  local again, skipped = 0, {}
+  for i = 1, pending do
+    if field(records[i], 'cancelled_as') == ARGV[6] then
+      again = again + 1
+    else
+      skipped[#skipped + 1] = ids[i]
+    end
+  end
+  return {'cancelled', again, unpack(skipped)}
+end
 local function same(set, from, to)
   if redis.call('SCARD', set) ~= to - from + 1 then return false end
   for i = from, to do
@@ -35,6 +47,7 @@ for i = 1, pending do
     -- A decision held in its undo window never takes effect now (the audit trail keeps it).
     redis.call('HDEL', key, 'held_until', 'held_by', 'held_at', 'held_decision')
     finalize(ids[i], 'cancelled', ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), false, 0)
+    redis.call('HSET', key, 'cancelled_as', ARGV[6])
     audit(KEYS[10], ARGV[5], 'cancelled', ids[i], ARGV[1], ARGV[2], ARGV[3])
     cancelled = cancelled + 1
   end

@@ -26,6 +26,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pydantic import SecretStr
+from redis_faults import reply_lost_once
 
 import bot.api.requests as requests_api
 import signoff
@@ -180,6 +181,20 @@ async def test_a_withdrawn_request_says_so_and_refuses_later_clicks(jobs: Jobs) 
     )
     status, again = await jobs.post(made["status_url"] + "/withdraw")
     assert status == 409 and again["status"] == "withdrawn"
+
+
+async def test_a_withdrawal_sent_again_by_redis_py_is_answered_and_shown_as_done(
+    jobs: Jobs,
+) -> None:
+    """The withdrawal's script ran, then its reply was lost and redis-py sent it again:
+    the job is told it withdrew the request, and the card says so."""
+    _, made = await jobs.ask()
+    with reply_lost_once(naming=made["id"]) as lost:
+        status, withdrawn = await jobs.post(made["status_url"] + "/withdraw")
+    assert lost == ["EVALSHA"]
+    assert (status, withdrawn["status"]) == (200, "withdrawn"), withdrawn
+    [update] = jobs.bot.slack.called("chat.update")
+    assert "Withdrawn by nightly-cleanup" in json.dumps(update["blocks"])
 
 
 async def test_the_outcome_of_an_approved_job_goes_to_the_thread_and_the_audit(
