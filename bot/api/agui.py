@@ -36,7 +36,7 @@ from agent_runtime.results import AgentResult
 from bot.runs.approvers import card_decisions
 from bot.runs.drive import unknown_agent
 from bot.services import Services
-from storage.errors import InvalidIdError
+from storage.errors import InvalidIdError, StorageError
 from storage.keys import check_id
 
 from .agui_cards import answer_cards, post_cards
@@ -77,7 +77,11 @@ def add_agui_routes(app: web.Application, services: Services, *, token: SecretSt
             headers={"Content-Type": encoder.get_content_type(), "Cache-Control": "no-cache"}
         )
         agent = services.registry.agent(name)
-        answers = await answer_cards(services, agent, body)
+        try:
+            answers = await answer_cards(services, agent, body)
+        except StorageError as exc:  # its cards cannot be read (or decided): no run starts
+            log.error("AG-UI resume of %s not taken: %s", name, exc)
+            return _error(503, "storage is unavailable; try again")
         refusal = answers.refusal
         await response.prepare(request)
 

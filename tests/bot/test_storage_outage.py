@@ -18,6 +18,7 @@ from aiohttp.test_utils import TestServer
 from harness import ALICE, CAROL, CHANNEL, Harness
 from pydantic import SecretStr
 
+from bot.api.agui import AGUI_PATH
 from bot.api.runs import RUNS_PATH
 from bot.process.web import operator_app
 from bot.ui import ids
@@ -136,6 +137,30 @@ async def test_the_runs_api_answers_503_while_redis_is_down_and_starts_nothing(
             server.start()
             async with http.post(RUNS_PATH, json=start, headers=headers) as r:
                 assert r.status == 201 and (await r.json())["stop_reason"] == "interrupt"
+    finally:
+        await api.close()
+
+
+async def test_an_agui_resume_while_redis_is_down_is_a_503_saying_so(
+    make_bot: Any, server: EmbeddedRedis
+) -> None:
+    """Its cards cannot be read: JSON naming the outage, as the runs API answers, not a
+    500 in plain text with a traceback in the log."""
+    bot: Harness = await make_bot()
+    api = TestServer(
+        operator_app(bot.services, api_token=SecretStr(API_TOKEN)), host="127.0.0.1", port=0
+    )
+    await api.start_server()
+    headers = {"Authorization": f"Bearer {API_TOKEN}"}
+    answer = {"interruptId": "int_1", "status": "resolved", "payload": {"type": "approve"}}
+    body = {"threadId": "thread_1", "runId": "run_2", "resume": [answer]}
+    try:
+        async with aiohttp.ClientSession(base_url=f"http://127.0.0.1:{api.port}") as http:
+            server.stop()
+            async with http.post(f"{AGUI_PATH}/cleanup", json=body, headers=headers) as r:
+                assert r.status == 503, await r.text()
+                assert "storage is unavailable" in (await r.json())["error"]
+            server.start()
     finally:
         await api.close()
 
