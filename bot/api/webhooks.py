@@ -131,7 +131,9 @@ class WebhookSender:
             await outbox.done(delivery.id)
             services.metrics.webhooks["dropped"] += 1
             return False
-        wait = min(_FIRST_RETRY * (2**delivery.attempts), _LAST_RETRY)
+        # At the latest when it is given up: it is stored only a little longer than that.
+        give_up_at = delivery.created_at + GIVE_UP_AFTER
+        wait = min(_FIRST_RETRY * (2**delivery.attempts), _LAST_RETRY, give_up_at - now)
         log.warning(
             "webhook %s to %s not taken (%s); again in %s",
             delivery.id,

@@ -329,6 +329,34 @@ async def test_a_delivery_refused_for_a_day_is_dropped(hooked: Hooked) -> None:
     assert await hooked.bot.services.storage.webhooks.waiting() == 0
 
 
+async def test_the_last_retry_of_a_refused_delivery_comes_at_its_give_up_time(
+    hooked: Hooked,
+) -> None:
+    """Refused 23.5 hours in, its next try is not an hour later, when its stored delivery
+    (kept a day and a minute) has expired unlogged, but at the 24 hour mark: given up,
+    logged and counted."""
+    client = await hooked.bot.services.storage.api_clients.get("key-rotation")
+    assert client is not None
+    now = hooked.bot.clock.now()
+    delivery = WebhookDelivery(
+        id="1700000000000-0",
+        url=hooked.hook,
+        client=client.name,
+        client_since=client.created_at,
+        event="request.withdrawn",
+        body="{}",
+        created_at=now - timedelta(hours=23, minutes=30),
+        attempts=20,  # an hour apart by now
+    )
+    await hooked.bot.services.storage.webhooks.add(delivery, due=now)
+    await hooked.got(1)
+    await hooked.settled("retried")
+    hooked.bot.clock.advance(timedelta(minutes=30))
+    await hooked.got(2)
+    await hooked.settled("retried", "done")
+    assert hooked.bot.services.metrics.webhooks == {"retried": 1, "dropped": 1}
+
+
 async def test_a_name_that_resolves_to_a_metadata_address_is_never_connected_to() -> None:
     class Rebound(AbstractResolver):
         """A DNS name re-pointed at the metadata service."""
