@@ -27,7 +27,7 @@ from bot.services import Services
 from bot.services.callbacks import CallbackPolicy
 from bot.services.consumer_loop import ConsumerLoop
 from storage.audit import AuditEntry
-from storage.errors import StorageError
+from storage.errors import CorruptRecordError, StorageError
 from storage.webhooks import GIVE_UP_AFTER, WebhookDelivery
 
 from .request_records import request_view, with_names
@@ -182,8 +182,13 @@ class WebhookEvents(ConsumerLoop[AuditEntry]):
         stored = 0
         try:
             for entry in entries:
-                if entry.event in EVENTS:
+                if entry.event not in EVENTS:
+                    continue
+                try:
                     stored += await self._store(entry)
+                except CorruptRecordError as exc:  # damaged for good: retrying holds up the rest
+                    log.error("webhook of %s event %s dropped: %s", entry.run_id, entry.ref, exc)
+                    self._services.metrics.webhooks["dropped"] += 1
             await self._services.storage.webhooks.ack_events(entries)
         except StorageError as exc:
             log.error("webhook events not stored yet: %s", exc)  # taken over again later

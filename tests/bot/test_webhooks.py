@@ -315,6 +315,33 @@ async def test_events_made_while_no_sender_runs_are_delivered_once_one_starts(
     assert event["event"] == "request.withdrawn" and event["request"]["id"] == made["id"]
 
 
+async def test_a_request_whose_stored_meta_is_damaged_holds_up_no_other_requests_event(
+    hooked: Hooked,
+) -> None:
+    """Read in one batch with a damaged request's event, another request's event is still
+    delivered: the damaged one is logged and left, not retried forever with its batch."""
+    await hooked.bot.loops.stop()  # both events are read in one batch, later
+    hooked.receiver.status = 200
+    damaged, fine = await hooked.ask(), await hooked.ask()
+    headers = {"Authorization": f"Bearer {hooked.token}"}
+    for made in (damaged, fine):
+        async with hooked.http.post(
+            f"{hooked.base}{made['status_url']}/withdraw", headers=headers
+        ) as r:
+            assert r.status == 200
+    storage = hooked.bot.services.storage
+    await storage.client.raw.set(storage.keys.request(damaged["id"]), "{broken")
+
+    later = Loops(hooked.bot.services, workers=0, deciders=0, scheduler=False)
+    later.start()
+    try:
+        await hooked.got(1)
+    finally:
+        await later.stop()
+    [event] = hooked.receiver.taken().values()
+    assert event["request"]["id"] == fine["id"]
+
+
 async def test_a_delivery_refused_for_a_day_is_dropped(hooked: Hooked) -> None:
     made = await hooked.ask()
     headers = {"Authorization": f"Bearer {hooked.token}"}
