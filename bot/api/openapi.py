@@ -56,7 +56,7 @@ def openapi_document() -> dict[str, Any]:
                     "responses": {
                         "201": _view("Posted"),
                         "200": _view("The same idempotency key again: the existing request"),
-                        **_errors(400, 401, 403, 404, 409, 503),
+                        **_errors(400, 401, 403, 404, 409, 500, 503),
                     },
                 }
             },
@@ -73,7 +73,7 @@ def openapi_document() -> dict[str, Any]:
                             "schema": {"type": "number", "minimum": 0, "maximum": MAX_WAIT},
                         },
                     ],
-                    "responses": {"200": _view("The request"), **_errors(400, 401, 404, 503)},
+                    "responses": {"200": _view("The request"), **_errors(400, 401, 404, 500, 503)},
                 }
             },
             f"{item}/withdraw": {
@@ -88,7 +88,7 @@ def openapi_document() -> dict[str, Any]:
                             "No longer pending, or some of its items decided first: the "
                             "request as it is, and an error"
                         ),
-                        **_errors(400, 401, 404, 503),
+                        **_errors(400, 401, 404, 500, 503),
                     },
                 }
             },
@@ -98,7 +98,10 @@ def openapi_document() -> dict[str, Any]:
                     "operationId": "reportOutcome",
                     "parameters": [request_id],
                     "requestBody": _body("OutcomeReport"),
-                    "responses": {"200": _view("Reported"), **_errors(400, 401, 404, 409, 503)},
+                    "responses": {
+                        "200": _view("Reported"),
+                        **_errors(400, 401, 404, 409, 500, 503),
+                    },
                 }
             },
         },
@@ -145,5 +148,6 @@ _ERRORS = {
     403: "The client may not post to that channel",
     404: "No such request (or another client's; for a new one, the one it supersedes)",
     409: "The request is not in a state that allows this",
+    500: "Stored data the call needs is damaged; asking again will not help",
     503: "Storage is unreachable; nothing was changed",
 }

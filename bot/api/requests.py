@@ -10,7 +10,7 @@
 
 Every error is JSON ``{"error", "field"}``: 400 bad input, 401 no valid token, 403 a
 channel the client may not post to, 404 unknown (or another client's) request, 409 a
-request in the wrong state, 503 storage unreachable.
+request in the wrong state, 500 stored data that is damaged, 503 storage unreachable.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from bot.services.tracing import span
 from bot.ui.notes import post_in_thread
 from bot.ui.posting import post_interrupt, update_message
 from storage.audit import AuditEntry
-from storage.errors import DuplicateInterruptError, StorageError
+from storage.errors import CorruptRecordError, DuplicateInterruptError, StorageError
 from storage.records import InterruptRecord
 from storage.requests import RequestMeta, request_record_id, request_run_id
 
@@ -46,6 +46,7 @@ from .watch import RequestWatch
 
 log = logging.getLogger(__name__)
 
+DAMAGED = "stored data this call needs is damaged; an operator can find it in the server's log"
 MAX_WAIT = 300
 """The longest a long-poll waits, in seconds; a client asks again to wait longer."""
 _REQUEST_ID = re.compile(r"^req_[0-9a-f]{32}$")
@@ -74,6 +75,9 @@ def add_requests_routes(
                 if caller is None:
                     return error(401, unauthenticated(request))
                 return await handler(request, caller)
+            except CorruptRecordError as exc:  # asking again will not help: not a 503
+                log.error("%s %s: %s", request.method, request.path, exc)
+                return error(500, DAMAGED)
             except StorageError as exc:
                 log.error("%s %s: %s", request.method, request.path, exc)
                 return error(503, "storage is unavailable; nothing was changed, try again")

@@ -197,6 +197,21 @@ async def test_a_withdrawal_sent_again_by_redis_py_is_answered_and_shown_as_done
     assert "Withdrawn by nightly-cleanup" in json.dumps(update["blocks"])
 
 
+async def test_a_request_whose_stored_data_is_damaged_is_said_so_not_storage_down(
+    jobs: Jobs,
+) -> None:
+    """Asking again will never help: not a 503 (which the client retries without end) but
+    an error naming the damage, which the client raises."""
+    _, made = await jobs.ask()
+    storage = jobs.bot.services.storage
+    await storage.client.raw.set(storage.keys.request(made["id"]), "{broken")
+    status, body = await jobs.get(made["status_url"] + "?wait=5")
+    assert status == 500 and "damaged" in body["error"], body
+    async with signoff.Client(jobs.base, jobs.token) as client:
+        with pytest.raises(signoff.RequestRefused):
+            await asyncio.wait_for(client.wait(made["id"]), 10)
+
+
 async def test_the_outcome_of_an_approved_job_goes_to_the_thread_and_the_audit(
     jobs: Jobs,
 ) -> None:
