@@ -47,6 +47,8 @@ from .gate_cli import (
 T = TypeVar("T")
 
 _SUMMARY_LINES = 15
+_SUMMARY_CHARS = 1500
+"""The end of the command's output reported to the card's thread, at most."""
 _RENEW = 60.0
 """Seconds between renewals of the gate's long-poll, so votes, reminders and escalations
 show within a minute (a decision shows at once)."""
@@ -122,7 +124,7 @@ async def _gate(
         started = time.monotonic()
         status, tail = await _run(command, _environment(answer))
         duration = time.monotonic() - started
-        summary = "\n".join(tail)[-1500:]
+        summary = "\n".join(tail)[-_SUMMARY_CHARS:]
         try:
             await client.report_outcome(
                 answer.id, exit_status=status, duration_seconds=duration, summary=summary
@@ -378,11 +380,16 @@ async def _run(command: list[str], env: dict[str, str]) -> tuple[int, list[str]]
         loop.add_signal_handler(sig, child.send_signal, sig)
     tail: deque[str] = deque(maxlen=_SUMMARY_LINES)
     assert child.stdout is not None
-    out = sys.stdout.buffer
-    while line := await child.stdout.readline():
-        out.write(line)
+    out, partial = sys.stdout.buffer, b""
+    # Read as it comes, not by lines: a line longer than a read buffer is passed on whole.
+    while chunk := await child.stdout.read(65536):
+        out.write(chunk)
         out.flush()
-        tail.append(line.decode(errors="replace").rstrip())
+        *lines, partial = (partial + chunk).split(b"\n")
+        partial = partial[-_SUMMARY_CHARS:]
+        tail.extend(line[-_SUMMARY_CHARS:].decode(errors="replace").rstrip() for line in lines)
+    if partial:
+        tail.append(partial.decode(errors="replace").rstrip())
     status = await child.wait()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.remove_signal_handler(sig)

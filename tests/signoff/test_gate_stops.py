@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -121,3 +122,15 @@ async def test_the_check_never_sees_the_token(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setenv("SIGNOFF_TOKEN", "sgn_secret-token-of-the-job")
     shown = await gate._check("printenv SIGNOFF_TOKEN || echo none")
     assert shown == "none\n"
+
+
+async def test_a_command_printing_a_line_longer_than_a_read_buffer_runs_to_its_end(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    """A JSON blob on one line (or a progress bar redrawn with carriage returns) is
+    passed through whole, and the gate reports the command's status, not a traceback."""
+    script = "import sys; sys.stdout.write('x' * 200_000 + '\\nlast line\\n')"
+    status, tail = await gate._run([sys.executable, "-c", script], dict(os.environ))
+    assert status == 0
+    assert tail[-2:] == ["x" * 1500, "last line"]  # the end of it, as the summary keeps
+    assert capfd.readouterr().out == "x" * 200_000 + "\nlast line\n"
