@@ -70,7 +70,11 @@ class Client:
         self, url: str, token: str, *, connect_timeout: float = 10.0, read_timeout: float = 30.0
     ) -> None:
         """``read_timeout``: how long an answer may take (beyond a long-poll's wait) before
-        the server counts as unreachable, so a server that hangs never hangs the job."""
+        the server counts as unreachable, so a server that hangs never hangs the job.
+        ValueError for a token no HTTP header can carry."""
+        token = token.strip()  # read from a file or a mounted secret, with its newline
+        if not (token.isascii() and token.isprintable()):
+            raise ValueError("the API token has a character no token has (a control character?)")
         self._base = url.rstrip("/")
         self._headers = {"Authorization": f"Bearer {token}"}
         self._connect_timeout = connect_timeout

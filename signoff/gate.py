@@ -82,7 +82,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         request = request_of(args)
     except ValueError as exc:  # pydantic's ValidationError too
         _usage(usage_of(exc))
-    gate = _gate(Client(url, token), request, command, check=args.check, as_json=args.json)
+    try:
+        client = Client(url, token)
+    except ValueError as exc:
+        _usage(f"SIGNOFF_TOKEN: {exc}")
+    gate = _gate(client, request, command, check=args.check, as_json=args.json)
     # The client's notes (retrying an unreachable server) read like the gate's own lines.
     notes = logging.getLogger("signoff")
     if not notes.handlers:

@@ -856,6 +856,14 @@ async def test_the_python_client_asks_waits_and_reports_what_the_job_did(jobs: J
         assert (await client.withdraw(other.id, reason="not needed")).status == "withdrawn"
 
 
+async def test_a_token_read_from_a_file_with_its_newline_is_taken(jobs: Jobs) -> None:
+    """A secret mounted as a file ends in a newline, which no HTTP header may carry."""
+    request = signoff.NewRequest(title="Rotate keys", channel=CHANNEL, approvers=[ALICE])
+    async with signoff.Client(jobs.base, jobs.token + "\n") as client:
+        made = await client.create(request)
+    assert made.status == "pending" and made.requested_by == "nightly-cleanup"
+
+
 async def test_what_a_request_asked_is_kept_as_long_as_its_escalations_may_wait(
     jobs: Jobs,
 ) -> None:

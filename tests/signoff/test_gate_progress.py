@@ -175,3 +175,14 @@ def test_a_missing_setting_is_named_alone(
         gate.main(["--channel", "C0OPS", "--title", "Rotate keys", "--approvers", "U0A"])
     assert stopped.value.code == 2
     assert capsys.readouterr().err == ("signoff gate: set SIGNOFF_TOKEN (signoff token create)\n")
+
+
+def test_a_token_with_a_control_character_is_a_usage_error_not_a_traceback(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SIGNOFF_URL", "http://127.0.0.1:1")
+    monkeypatch.setenv("SIGNOFF_TOKEN", "sgn_first-half\nsgn_second-half")
+    with pytest.raises(SystemExit) as stopped:
+        gate.main(["--channel", "C0OPS", "--title", "Rotate keys", "--approvers", "U0A"])
+    assert stopped.value.code == 2
+    assert "SIGNOFF_TOKEN" in capsys.readouterr().err
