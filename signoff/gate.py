@@ -74,6 +74,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not url or not token:
         _usage(f"set {' and '.join(missing)}")
     where = urlsplit(url)
+    try:
+        where.port  # noqa: B018  # a port out of range or not a number raises
+    except ValueError as exc:
+        _usage(f"SIGNOFF_URL: {exc}")
     if where.scheme not in ("http", "https") or not where.hostname:
         _usage(
             "SIGNOFF_URL: use the server's http:// or https:// address, e.g. https://signoff.example.com"

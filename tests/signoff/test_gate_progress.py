@@ -186,3 +186,15 @@ def test_a_token_with_a_control_character_is_a_usage_error_not_a_traceback(
         gate.main(["--channel", "C0OPS", "--title", "Rotate keys", "--approvers", "U0A"])
     assert stopped.value.code == 2
     assert "SIGNOFF_TOKEN" in capsys.readouterr().err
+
+
+def test_a_url_whose_port_cannot_be_one_is_a_usage_error_at_once(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not a minute of retrying a server that cannot exist, then "unreachable" (13)."""
+    monkeypatch.setenv("SIGNOFF_URL", "https://signoff.example.com:99999")
+    monkeypatch.setenv("SIGNOFF_TOKEN", "sgn_token")
+    with pytest.raises(SystemExit) as stopped:
+        gate.main(["--channel", "C0OPS", "--title", "Rotate keys", "--approvers", "U0A"])
+    assert stopped.value.code == 2
+    assert capsys.readouterr().err.startswith("signoff gate: SIGNOFF_URL: Port out of range")
