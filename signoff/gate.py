@@ -279,6 +279,8 @@ async def _wait(client: Client, view: RequestView, stop: asyncio.Event) -> Reque
         with contextlib.suppress(asyncio.CancelledError):
             await waiting
         return await _withdraw(client, view) or UNREACHABLE
+    if stop.is_set():  # stopped as the answer came: a stopped gate never runs its command
+        return await _withdraw(client, view) or UNREACHABLE
     try:
         return waiting.result()
     except RequestRefused as exc:

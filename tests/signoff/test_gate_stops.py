@@ -134,3 +134,41 @@ async def test_a_command_printing_a_line_longer_than_a_read_buffer_runs_to_its_e
     assert status == 0
     assert tail[-2:] == ["x" * 1500, "last line"]  # the end of it, as the summary keeps
     assert capfd.readouterr().out == "x" * 200_000 + "\nlast line\n"
+
+
+async def test_a_gate_stopped_in_the_same_moment_its_approval_arrives_does_not_run_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """SIGTERM handled while the long-poll's approving answer is being read: both are done
+    when the gate looks, and a stopped gate never runs its command."""
+    approved = _view(status="approved", decided_by="U0ALICE")
+    handlers: dict[int, Any] = {}
+    loop = asyncio.get_running_loop()
+    add_handler = loop.add_signal_handler
+
+    def capture(sig: int, callback: Any, *args: Any) -> None:
+        handlers[sig] = callback
+        add_handler(sig, callback, *args)
+
+    async def create(self: Client, request: NewRequest, **_: Any) -> RequestView:
+        return _view()
+
+    async def wait(self: Client, request_id: str, **_: Any) -> RequestView:
+        handlers[signal.SIGTERM]()  # the stop lands as the answer is read
+        return approved
+
+    async def withdraw(self: Client, request_id: str, **_: Any) -> RequestView:
+        raise RequestRefused(409, "already decided", view=approved)
+
+    monkeypatch.setattr(loop, "add_signal_handler", capture)
+    monkeypatch.setattr(Client, "create", create)
+    monkeypatch.setattr(Client, "wait", wait)
+    monkeypatch.setattr(Client, "withdraw", withdraw)
+    ran = tmp_path / "ran"
+    code = await gate._gate(
+        Client("http://127.0.0.1:9", "token"),
+        NewRequest(title="Clear", channel="C0OPS", approvers=["U0ALICE"]),
+        ["touch", str(ran)],
+    )
+    assert code == WITHDRAWN and not ran.exists()
+    assert "approved before the withdrawal landed" in capsys.readouterr().err
