@@ -194,7 +194,10 @@ class WebhookEvents(ConsumerLoop[AuditEntry]):
             log.error("webhook events not stored yet: %s", exc)  # taken over again later
             return
         if stored:
-            await self._sender.send_due()
+            try:
+                await self._sender.send_due()
+            except StorageError as exc:  # stored: the sender's own loop sends them later
+                log.warning("webhooks stored, not sent yet: %s", exc)
 
     async def _store(self, entry: AuditEntry) -> int:
         storage = self._services.storage

@@ -27,6 +27,7 @@ from bot.schedule.scheduler import Scheduler
 from bot.services.callbacks import CallbackPolicy, forbidden_address
 from bot.ui import ids
 from signoff.webhooks import verify
+from storage.errors import StorageUnavailableError
 from storage.requests import request_record_id
 from storage.webhooks import WebhookDelivery
 
@@ -340,6 +341,30 @@ async def test_a_request_whose_stored_meta_is_damaged_holds_up_no_other_requests
         await later.stop()
     [event] = hooked.receiver.taken().values()
     assert event["request"]["id"] == fine["id"]
+
+
+async def test_redis_failing_as_a_stored_event_is_sent_leaves_the_event_reader_running(
+    hooked: Hooked, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The send right after storing fails (a Redis blip): the sender's own loop sends it
+    later, and the reader goes on storing the events that follow."""
+
+    class Unreachable:
+        async def send_due(self) -> int:
+            raise StorageUnavailableError("cannot reach Redis after retrying")
+
+    for events in hooked.bot.loops.webhook_events:
+        monkeypatch.setattr(events, "_sender", Unreachable())
+    hooked.receiver.status = 200
+    headers = {"Authorization": f"Bearer {hooked.token}"}
+    for count in (1, 2):
+        made = await hooked.ask()
+        async with hooked.http.post(
+            f"{hooked.base}{made['status_url']}/withdraw", headers=headers
+        ) as r:
+            assert r.status == 200
+        await hooked.got(count)
+    assert hooked.bot.services.stopped_loops == set()
 
 
 async def test_a_delivery_refused_for_a_day_is_dropped(hooked: Hooked) -> None:
