@@ -36,12 +36,19 @@ def parse_hosts(netloc: str, *, default_port: int, what: str, example: str) -> H
 def host_port(item: str, *, default_port: int, what: str) -> tuple[str, int]:
     """``(host, port)`` of ``item``, ``default_port`` when it names none; ValueError saying
     which ``what`` (a sentinel, a cluster node) is malformed."""
-    host, colon, port = item.rpartition(":")
-    if not colon or host.endswith(":"):  # no port, or a bare IPv6 address
-        host, port = item, ""
-    host = host.removeprefix("[").removesuffix("]")
+    if item.startswith("["):  # [IPv6 address] or [IPv6 address]:port
+        host, bracket, rest = item[1:].partition("]")
+        if not bracket or (rest and not rest.startswith(":")):
+            raise ValueError(f"{what} {item!r}: write an IPv6 address as [::1] or [::1]:6379")
+        port = rest.removeprefix(":")
+    else:
+        host, _, port = item.partition(":")
+        if ":" in port:  # where would the address end? The brackets say.
+            raise ValueError(f"{what} {item!r}: write an IPv6 address as [::1] or [::1]:6379")
     if not host:
         raise ValueError(f"name at least one {what}")
     if port and not port.isdigit():
         raise ValueError(f"{what} port {port!r} is not a number")
+    if port and not 0 < int(port) < 65536:
+        raise ValueError(f"{what} port {port} is not one: use 1-65535")
     return host, int(port) if port else default_port

@@ -131,6 +131,8 @@ def test_a_cluster_url_names_its_startup_nodes_credentials_and_tls() -> None:
     )
     tls = parse_cluster_url("rediss+cluster://app:pw@cfg.example:6379/?ssl_ca_certs=/etc/ca.pem")
     assert tls.tls and (tls.username, tls.password, tls.ca_certs) == ("app", "pw", "/etc/ca.pem")
+    bracketed = parse_cluster_url("redis+cluster://[2001:db8::1]:7000,[::1]/")
+    assert bracketed.nodes == (("2001:db8::1", 7000), ("::1", 6379))
 
 
 @pytest.mark.parametrize(
@@ -138,6 +140,10 @@ def test_a_cluster_url_names_its_startup_nodes_credentials_and_tls() -> None:
     [
         ("redis+cluster://h:port/", "cluster node port 'port' is not a number"),
         ("redis+cluster:///", "name at least one cluster node"),
+        ("redis+cluster://h:99999/", "cluster node port 99999 is not one: use 1-65535"),
+        ("redis+cluster://h:0/", "cluster node port 0 is not one"),
+        ("redis+cluster://2001:db8::1:7000/", r"write an IPv6 address as \[::1\]"),
+        ("redis+cluster://[::1]x/", r"write an IPv6 address as \[::1\]"),
         ("redis+cluster://h:6379/0", "a cluster has one database"),
         ("redis+cluster://h/?ssl_ca_certs=/ca.pem", "ssl_ca_certs needs TLS"),
         ("rediss+cluster://h/?db=2", "unknown options"),
