@@ -12,7 +12,8 @@ carries it as ``Authorization: Bearer <token>``.
   ``running``.
 
 Errors are JSON ``{"error": "..."}``: 401 without the token, 400 for a malformed body,
-404 for an unknown agent or run, 503 when Redis cannot be reached.
+404 for an unknown agent or run, 500 for a run whose stored state is damaged (or an
+agent that failed), 503 when Redis cannot be reached.
 """
 
 from __future__ import annotations
@@ -30,7 +31,12 @@ from bot.errors import BotError
 from bot.runs.drive import start_run, unknown_agent
 from bot.runs.place import Place
 from bot.services import Services
-from storage.errors import InvalidIdError, StorageError, StorageUnavailableError
+from storage.errors import (
+    CorruptRecordError,
+    InvalidIdError,
+    StorageError,
+    StorageUnavailableError,
+)
 from storage.keys import record_id
 
 from .auth import NOT_OPERATOR, bearer_check
@@ -92,7 +98,10 @@ def add_runs_routes(app: web.Application, services: Services, *, token: SecretSt
             found = await services.registry.agent(agent).thread_status(thread_id)
         except InvalidIdError:
             found = None
-        except StorageUnavailableError as exc:
+        except CorruptRecordError as exc:  # asking again will not help: not a 503
+            log.error("status of %s not read: %s", thread_id, exc)
+            return _error(500, "the run's stored state is damaged; see the bot's log")
+        except StorageError as exc:
             log.error("status of %s not read: %s", thread_id, exc)
             return _error(503, "storage is unavailable; try again")
         if found is None:

@@ -164,3 +164,18 @@ async def test_an_interrupt_whose_card_slack_refused_says_why(api: Api) -> None:
     await Scheduler(bot.services).tick()  # the app was invited: the outbox posts it
     async with http.get(status_url, headers=AUTH) as r:
         assert [i["not_posted"] for i in (await r.json())["interrupts"]] == [None]
+
+
+async def test_a_run_whose_stored_state_is_damaged_is_said_so_in_json(api: Api) -> None:
+    """Damaged for good: a 500 naming the damage (asking again will not help), not a
+    plain-text error page."""
+    bot, url, http = api.bot, api.url, api.http
+    start = {"agent": "cleanup", "input": "clean up", "channel": CHANNEL}
+    async with http.post(url, json=start, headers=AUTH) as r:
+        started = await r.json()
+    key = bot.services.storage.keys.session(started["thread_id"])
+    await bot.services.storage.client.raw.hset(key, "snapshot", "{not json")
+    status_url = url.removesuffix(RUNS_PATH) + started["status_url"]
+    async with http.get(status_url, headers=AUTH) as r:
+        assert r.status == 500 and r.content_type == "application/json"
+        assert "damaged" in (await r.json())["error"]
