@@ -433,15 +433,14 @@ def _say_waiting(view: RequestView) -> None:
     many = f"{view.min_approvals} of " if view.min_approvals > 1 else ""
     if view.permalink:
         _say(f"signoff gate: request {view.id} waiting for approval: {view.permalink}")
-    elif view.not_posted not in (None, "not_in_channel", "channel_not_found"):
-        _say(
-            f"signoff gate: request {view.id} waiting for approval; its card is not in "
-            f"Slack yet (Slack answered {view.not_posted}), and Signoff keeps trying"
-        )
     else:
+        answered = f" (Slack answered {view.not_posted})" if view.not_posted else ""
+        hint = ""
+        if view.not_posted in ("not_in_channel", "channel_not_found"):
+            hint = f" (is the app a member of {view.channel}?)"
         _say(
             f"signoff gate: request {view.id} waiting for approval; its card is not in "
-            f"Slack yet, and Signoff keeps trying (is the app a member of {view.channel}?)"
+            f"Slack yet{answered}, and Signoff keeps trying{hint}"
         )
     _say(f"signoff gate: who may decide: {many}{who}")
     if view.expires_at is not None:

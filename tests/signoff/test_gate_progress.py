@@ -145,15 +145,27 @@ def test_people_are_named_as_slack_names_them_where_the_view_says(
     assert capsys.readouterr().err == "signoff gate: approved by bob (U0BOB), U0CAROL\n"
 
 
-def test_a_card_not_in_slack_yet_is_said_with_the_likely_fix(
+def test_a_card_not_in_the_channel_is_said_with_the_likely_fix(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    gate._say_waiting(_view(names={"S0ONCALL": "@oncall"}))
+    gate._say_waiting(_view(names={"S0ONCALL": "@oncall"}, not_posted="not_in_channel"))
     assert capsys.readouterr().err.splitlines()[:2] == [
         f"signoff gate: request req_{'0' * 32} waiting for approval; its card is not in Slack "
-        "yet, and Signoff keeps trying (is the app a member of C0OPS?)",
+        "yet (Slack answered not_in_channel), and Signoff keeps trying "
+        "(is the app a member of C0OPS?)",
         "signoff gate: who may decide: 2 of @oncall (S0ONCALL)",
     ]
+
+
+def test_a_card_still_being_posted_gets_no_guess_at_a_fix(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A gate attached to a request another gate is posting: Slack has refused nothing."""
+    gate._say_waiting(_view())
+    assert capsys.readouterr().err.splitlines()[0] == (
+        f"signoff gate: request req_{'0' * 32} waiting for approval; its card is not in Slack "
+        "yet, and Signoff keeps trying"
+    )
 
 
 def test_a_card_slack_refused_is_said_with_slacks_answer(
