@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence, Set
 from datetime import datetime
 
 from agent_runtime.interrupts import Interrupt, InterruptResponse
@@ -80,6 +80,35 @@ class KeptResults:
             )
 
 
+IDS = "ids"
+"""The snapshot field mapping each open interrupt's framework id to its Signoff id."""
+
+
+def signoff_ids(
+    interrupts: Iterable[Interrupt], previous: StoredSession | None, answered: Set[str]
+) -> dict[str, JSONValue]:
+    """The Signoff id of each of ``interrupts`` (framework ids), for the thread's next
+    snapshot: as ``previous`` has it for one left unanswered, else its framework id marked
+    with the version the invocation started from. A framework may give a later round's
+    interrupt an answered one's id (its tool call's, which some providers number per
+    turn): under that id it would be taken for the decided one, never asked."""
+    earlier = _strings(previous.snapshot.get(IDS)) if previous else {}
+    version = previous.version if previous else 0
+    return {
+        i.id: earlier[i.id] if i.id in earlier and i.id not in answered else f"{i.id}.{version}"
+        for i in interrupts
+    }
+
+
+def named(
+    interrupts: Iterable[Interrupt], snapshot: Mapping[str, JSONValue]
+) -> tuple[Interrupt, ...]:
+    """``interrupts`` under the Signoff ids ``snapshot`` gives them (a thread saved before
+    they had their own keeps the framework's)."""
+    ids = _strings(snapshot.get(IDS))
+    return tuple(dataclasses.replace(i, id=ids.get(i.id, i.id)) for i in interrupts)
+
+
 ASKED_AT = "asked_at"
 """The snapshot field mapping each open interrupt's id to when it was first asked."""
 
@@ -108,10 +137,13 @@ def dated(
 
 
 def _asked(snapshot: Mapping[str, JSONValue]) -> dict[str, str]:
-    asked = snapshot.get(ASKED_AT)
-    if not isinstance(asked, dict):
+    return _strings(snapshot.get(ASKED_AT))
+
+
+def _strings(field: JSONValue | None) -> dict[str, str]:
+    if not isinstance(field, dict):
         return {}
-    return {key: value for key, value in asked.items() if isinstance(value, str)}
+    return {key: value for key, value in field.items() if isinstance(value, str)}
 
 
 async def snapshot_status(
@@ -123,7 +155,7 @@ async def snapshot_status(
     stored = await store.load(thread_id)
     if stored is None:
         return None
-    interrupts = dated(interrupts_of(stored), stored.snapshot)
+    interrupts = dated(named(interrupts_of(stored), stored.snapshot), stored.snapshot)
     return ThreadStatus(
         thread_id=thread_id,
         run_id=run_id_of(thread_id),

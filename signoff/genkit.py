@@ -51,12 +51,15 @@ from agent_runtime.session import InMemorySessionStore, SessionStore, StoredSess
 
 from .adapted import (
     ASKED_AT,
+    IDS,
     KeptResults,
     LeasedInvocation,
     asked_at,
     cancelled,
     dated,
+    named,
     run_id_of,
+    signoff_ids,
     snapshot_status,
 )
 
@@ -155,6 +158,7 @@ class _GenkitInvocation(LeasedInvocation):
         parsed = parse_input(input)
         options: dict[str, Any] = {"model": agent.model, "tools": agent.tools}
         kept: _KeptResults | None = None
+        answered: set[str] = set()
         if isinstance(parsed, str):
             if stored is not None and _pending(stored):
                 raise ResumeError(f"thread {self.thread_id} waits for its open interrupts")
@@ -163,7 +167,8 @@ class _GenkitInvocation(LeasedInvocation):
             raise ResumeError("a Genkit generation is not continued from a checkpoint")
         else:
             assert stored is not None
-            restarts, responses = _resume_parts(parsed, _pending(stored))
+            restarts, responses = _resume_parts(parsed, stored)
+            answered = {_interrupt(p).id for p in _pending(stored)}
             options |= {"messages": history, "resume_restart": restarts or None}
             options |= {"resume_respond": responses or None, "use": [_KeepToolResults()]}
             kept = _KeptResults(agent.session_store, self.thread_id, stored, restarts)
@@ -176,11 +181,13 @@ class _GenkitInvocation(LeasedInvocation):
         if answer.finish_reason == FinishReason.FAILED:
             raise ModelError(f"the Genkit generation failed: {answer.finish_message}")
         pending = [_dump(p) for p in answer.interrupts]
-        asked = tuple(_interrupt(p) for p in pending)
+        raised = [_interrupt(p) for p in pending]
         snapshot: dict[str, JSONValue] = {
             "genkit": {"messages": [_dump(m) for m in answer.messages], "pending": pending},
-            ASKED_AT: asked_at(asked, stored),
+            IDS: signoff_ids(raised, stored, answered),
         }
+        asked = named(raised, snapshot)
+        snapshot[ASKED_AT] = asked_at(asked, stored)
         await agent.session_store.save(
             self.thread_id,
             snapshot,
@@ -238,10 +245,12 @@ def _interrupt(part: dict[str, Any]) -> Interrupt:
 
 
 def _resume_parts(
-    responses: Sequence[InterruptResponse], pending: Sequence[dict[str, Any]]
+    responses: Sequence[InterruptResponse], stored: StoredSession
 ) -> tuple[list[Part], list[Part]]:
     """The ``resume_restart`` and ``resume_respond`` parts the answers stand for."""
-    by_id = {_interrupt(p).id: p for p in pending}
+    pending = _pending(stored)
+    asked = named(map(_interrupt, pending), stored.snapshot)
+    by_id = {i.id: p for i, p in zip(asked, pending, strict=True)}
     restarts: list[Part] = []
     answers: list[Part] = []
     for response in responses:

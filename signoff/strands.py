@@ -49,13 +49,16 @@ from agent_runtime.session import InMemorySessionStore, SessionStore, StoredSess
 
 from .adapted import (
     ASKED_AT,
+    IDS,
     KeptResults,
     LeasedInvocation,
     asked_at,
     cancelled,
     dated,
     kept_results,
+    named,
     run_id_of,
+    signoff_ids,
     snapshot_status,
 )
 
@@ -201,13 +204,15 @@ class _StrandsInvocation(LeasedInvocation):
         if isinstance(parsed, ContinueRun):
             raise ResumeError("a Strands run is not continued from a checkpoint")
         kept: _KeptResults | None = None
+        answered: set[str] = set()
         if isinstance(parsed, str):
             if stored is not None and _pending(stored):
                 raise ResumeError(f"thread {self.thread_id} waits for its open interrupts")
             prompt: Any = parsed
         else:
             assert stored is not None
-            prompt = _interrupt_responses(parsed, _pending(stored))
+            prompt = _interrupt_responses(parsed, stored)
+            answered = {r["interruptResponse"]["interruptId"] for r in prompt}
             kept = _KeptResults(self.agent.session_store, self.thread_id, stored)
             strands.hooks.add_hook(kept)
         yield RunStarted(thread_id=self.thread_id, run_id=run_id)
@@ -217,12 +222,14 @@ class _StrandsInvocation(LeasedInvocation):
             for i in (result.interrupts or ())
             if result.stop_reason == "interrupt"
         ]
-        asked = tuple(_interrupt(p) for p in pending)
+        raised = [_interrupt(p) for p in pending]
         snapshot: dict[str, JSONValue] = {
             "strands": strands.take_snapshot(preset="session").to_dict(),
             "pending": pending,
-            ASKED_AT: asked_at(asked, stored),
+            IDS: signoff_ids(raised, stored, answered),
         }
+        asked = named(raised, snapshot)
+        snapshot[ASKED_AT] = asked_at(asked, stored)
         await self.agent.session_store.save(
             self.thread_id,
             snapshot,
@@ -318,21 +325,24 @@ def _interrupt(pending: Mapping[str, Any]) -> Interrupt:
 
 
 def _interrupt_responses(
-    responses: Sequence[InterruptResponse], pending: Sequence[Mapping[str, Any]]
+    responses: Sequence[InterruptResponse], stored: StoredSession
 ) -> list[dict[str, Any]]:
-    """The agent's resume input: an ``interruptResponse`` per answered interrupt."""
-    by_id = {str(p["id"]): _interrupt(p) for p in pending}
+    """The agent's resume input: an ``interruptResponse`` per answered interrupt (by the
+    agent's id for it)."""
+    raised = [_interrupt(p) for p in _pending(stored)]
+    by_id = {i.id: (own, i) for own, i in zip(raised, named(raised, stored.snapshot), strict=True)}
     answers = []
     for response in responses:
-        interrupt = by_id.get(response.interrupt_id)
-        if interrupt is None:
+        found = by_id.get(response.interrupt_id)
+        if found is None:
             raise ResumeError(
                 f"unknown interrupt id {response.interrupt_id!r}; the open ones are {sorted(by_id)}"
             )
+        own, interrupt = found
         answers.append(
             {
                 "interruptResponse": {
-                    "interruptId": interrupt.id,
+                    "interruptId": own.id,
                     "response": _value(response, interrupt),
                 }
             }

@@ -254,3 +254,35 @@ async def test_a_later_call_with_an_approved_calls_ref_runs_and_gets_its_own_out
     [asked] = (await agent.invoke("clean up", thread_id="thread_refs")).interrupts
     done = await agent.invoke({asked.id: Decision.approve()}, thread_id="thread_refs")
     assert done.message == "done: 3 files left"
+
+
+async def test_a_second_approval_of_a_call_ref_used_again_is_asked_under_an_id_of_its_own(
+    storage: Storage,
+) -> None:
+    """Records are filed under the interrupt's id: under the first one's, the second
+    approval would be taken for the decided one and never posted."""
+    ai = Genkit()
+    deleted: list[list[str]] = []
+
+    async def deletes_twice(request: ModelRequest, ctx: Any) -> ModelResponse:
+        """Numbers its tool calls per turn: both turns call ``delete_files`` as ``c1``."""
+        results = [p.tool_response for m in request.messages for p in m.content if p.tool_response]
+        if len(results) < 2:
+            args = {"paths": ["/b" if results else "/a"]}
+            call = Part.from_tool_request(name="delete_files", input=args, ref="c1")
+            return ModelResponse(message=Message(role="model", content=[call]))
+        return ModelResponse(
+            message=Message(role="model", content=[Part(text=f"done: {results[-1].output}")])
+        )
+
+    ai.define_model(name="twice", fn=deletes_twice)
+    define_delete_files(ai, deleted)
+    agent = GenkitAgent(ai, model="twice", tools=["delete_files"], session_store=storage.sessions)
+    [first] = (await agent.invoke("clean up", thread_id="thread_twice")).interrupts
+    again = await agent.invoke({first.id: Decision.approve()}, thread_id="thread_twice")
+    [second] = again.interrupts
+    assert second.tool_call is not None and second.tool_call.args == {"paths": ["/b"]}
+    assert second.id != first.id
+    done = await agent.invoke({second.id: Decision.approve()}, thread_id="thread_twice")
+    assert done.message == "done: deleted 1"
+    assert deleted == [["/a"], ["/b"]]

@@ -479,3 +479,67 @@ async def test_a_replayed_resume_of_a_strands_round_already_run_is_caught_up(
     assert await catch_up(bot.services, [record], thread_id=record.thread_id)
     assert deleted == [["/tmp/a", "/tmp/b"]]
     assert len(bot.slack.called("chat.postMessage")) == posts  # nothing told twice
+
+
+class DeletesTwiceWithOneCallId(ScriptedModel):
+    """Numbers its calls per turn: both turns call ``delete_files`` as ``use_1``, the first
+    on ``/tmp/a``, the second on ``/tmp/b``."""
+
+    def __init__(self) -> None:
+        super().__init__("delete_files", {"paths": ["/tmp/a"]})
+
+    async def stream(self, messages: Any, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        results = [c["toolResult"] for m in messages for c in m["content"] if "toolResult" in c]
+        self.args = {"paths": ["/tmp/b"]} if len(results) == 1 else {"paths": ["/tmp/a"]}
+        if len(results) != 1:
+            async for event in super().stream(messages, *args, **kwargs):
+                yield event
+            return
+        yield {"messageStart": {"role": "assistant"}}
+        yield {
+            "contentBlockStart": {
+                "start": {"toolUse": {"toolUseId": "use_1", "name": "delete_files"}}
+            }
+        }
+        yield {"contentBlockDelta": {"delta": {"toolUse": {"input": json.dumps(self.args)}}}}
+        yield {"contentBlockStop": {}}
+        yield {"messageStop": {"stopReason": "tool_use"}}
+
+
+async def test_a_second_approval_of_a_call_id_used_again_is_a_card_of_its_own(
+    make_bot: Any,
+) -> None:
+    deleted: list[list[str]] = []
+
+    @tool
+    def delete_files(paths: list[str]) -> str:
+        """Delete files."""
+        deleted.append(paths)
+        return f"deleted {len(paths)}"
+
+    def make_agent() -> Agent:
+        return Agent(
+            model=DeletesTwiceWithOneCallId(),
+            tools=[delete_files],
+            hooks=[SignoffApprovals(interrupt_on={"delete_files": True})],
+            callback_handler=None,
+        )
+
+    spec = AgentSpec(
+        name="st-twice",
+        build=lambda sessions: StrandsAgent(make_agent, session_store=sessions),
+        policy=Policy(channel=CHANNEL, users=(ALICE,)),
+    )
+    bot: Harness = await make_bot(spec=spec)
+    first = await bot.start(requested_by=CAROL)
+    await bot.decide("approve", first, user=ALICE)
+
+    def cards() -> list[dict[str, Any]]:
+        return [p for p in bot.slack.called("chat.postMessage") if "blocks" in p]
+
+    await bot.slack.wait_for(lambda: "/tmp/b" in str(cards()[-1]), what="the second card")
+    second = cards()[-1]["blocks"][-1]["elements"][0]["value"]
+    assert bot.record_id(second) != bot.record_id(first)
+    await bot.decide("approve", second, user=ALICE, message_ts=bot.message_ts(-1))
+    assert (await bot.finished()).startswith("Finished: done (success): deleted 1")
+    assert deleted == [["/tmp/a"], ["/tmp/b"]]
