@@ -95,7 +95,8 @@ def parse_run_input(data: Mapping[str, JSONValue]) -> AguiInput:
 def interrupt_responses(
     answers: Sequence[ResumeAnswer], open_interrupts: Sequence[Interrupt]
 ) -> list[InterruptResponse]:
-    """Turn resume entries into the runtime's responses; every open interrupt must be answered.
+    """Turn resume entries into the runtime's responses; every open interrupt must be
+    answered, once.
 
     An approval's payload is a decision (``{"type": "approve"}``); a ``cancelled`` entry
     rejects it, with the payload (a string, or its ``message``) as the reason, and leaves
@@ -104,6 +105,9 @@ def interrupt_responses(
     response metadata, so a tool can tell a cancelled answer apart.
     """
     answered = {a.interrupt_id for a in answers}
+    if len(answered) != len(answers):
+        # The cards check one answer per interrupt: a second would reach the run unchecked.
+        raise ResumeError("the resume answers an interrupt twice; answer each one once")
     missing = [i.id for i in open_interrupts if i.id not in answered]
     if missing:
         raise ResumeError(

@@ -6,6 +6,7 @@ the first answer wins, in the app or on the card, and the other surface says so.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import shutil
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -714,3 +715,22 @@ async def test_a_trusted_call_after_a_round_the_app_ran_runs_as_its_own_round(
     assert second["error"] is None and second["finished"]["outcome"]["type"] == "interrupt"
     assert (await endpoint.bot.finished()).startswith("Finished")
     assert log.calls == [{"paths": ["/tmp/a", "/tmp/b"]}, {"paths": ["/tmp/c"]}]
+
+
+async def test_an_approval_sent_twice_for_one_strands_interrupt_runs_nothing(
+    endpoint_for: Callable[..., Awaitable[Endpoint]],
+) -> None:
+    """The card takes no approval from the app (it wants two people): repeating the
+    answer in one resume must not get it past the card's checks to the agent."""
+    deleted: list[list[str]] = []
+    quorum = Policy(channel=CHANNEL, users=(ALICE, BOB), min_approvals=2)
+    endpoint = await endpoint_for(spec=dataclasses.replace(gated_spec(deleted), policy=quorum))
+    url = endpoint.url.replace("/cleanup", "/st-cleanup")
+    [first] = await _client(url, "thread-twice", [{"prompt": "clean up"}])
+    [interrupt] = first["finished"]["outcome"]["interrupts"]
+    approve = {"interruptId": interrupt["id"], "status": "resolved", "payload": {"type": "approve"}}
+    [seen] = await _client(url, "thread-twice", [{"resume": [approve, approve]}])
+    assert seen["finished"] is None and seen["error"] is not None
+    assert deleted == []
+    value = endpoint.bot.posted(0)["blocks"][-1]["elements"][0]["value"]
+    assert await _pending(endpoint, endpoint.bot.record_id(value))
