@@ -46,7 +46,7 @@ from agent_runtime.results import AgentResult
 from agent_runtime.resume import ContinueRun, RunInput, parse_input
 from agent_runtime.run_events import RunEvent, RunFinished, RunStarted
 from agent_runtime.runnable import Runnable, ThreadStatus
-from agent_runtime.session import InMemorySessionStore, SessionStore
+from agent_runtime.session import InMemorySessionStore, SessionStore, StoredSession
 
 from .adapted import ASKED_AT, LeasedInvocation, asked_at, cancelled, dated, run_id_of
 
@@ -136,8 +136,10 @@ class _GraphInvocation(LeasedInvocation):
         elif isinstance(parsed, ContinueRun):
             graph_input = None  # continue from the last checkpoint
         else:
-            state = await self.agent.graph.aget_state(config)
-            graph_input = Command(resume=_resume_values(parsed, _interrupts(state)))
+            pending = _interrupts(await self.agent.graph.aget_state(config))
+            graph_input = Command(
+                resume=_resume_values(_unapplied(parsed, pending, marker), pending)
+            )
         yield RunStarted(thread_id=self.thread_id, run_id=run_id)
         await self.agent.graph.ainvoke(graph_input, config)
         state = await self.agent.graph.aget_state(config)
@@ -262,6 +264,22 @@ def _decision_tags(schema: Any) -> set[str]:
         ref = str(variant.get("$ref", "")) if isinstance(variant, Mapping) else ""
         found |= _decision_tags(defs.get(ref.rsplit("/", 1)[-1]) if ref else variant)
     return found
+
+
+def _unapplied(
+    responses: Sequence[InterruptResponse],
+    pending: Sequence[Interrupt],
+    marker: StoredSession | None,
+) -> Sequence[InterruptResponse]:
+    """``responses`` less those an earlier try of this resume applied: asked in the round
+    it answers (the marker has them) and no longer open. The graph keeps each task that
+    finished (a per-call approval's call, say) when another fails, and the retry goes on
+    with the rest. Left as they are when none is open: the refusal says so."""
+    open_ids = {i.id for i in pending}
+    asked = marker.snapshot.get(ASKED_AT) if marker else None
+    round_ids = set(asked) if isinstance(asked, dict) else set()
+    left = [r for r in responses if r.interrupt_id in open_ids or r.interrupt_id not in round_ids]
+    return left or responses
 
 
 def _resume_values(

@@ -385,3 +385,48 @@ async def test_a_prompt_while_the_graph_waits_for_a_person_is_refused() -> None:
         await agent.invoke("something else", thread_id="thread_p")
     status = await agent.thread_status("thread_p")
     assert status is not None and [i.id for i in status.interrupts] == [first.id]
+
+
+async def test_a_resume_retried_after_one_of_its_calls_failed_runs_the_others_once(
+    storage: Storage, saver: AsyncSqliteSaver
+) -> None:
+    """LangChain's per-call approvals run each call as a task of its own: when one fails,
+    LangGraph keeps the ones that finished, and the retried resume (the worker's) must
+    go on with the call left, not be refused for the answer already applied."""
+    deleted: list[list[str]] = []
+    busy = [True]
+
+    @lc_tool
+    def delete_files(paths: list[str]) -> str:
+        """Delete files."""
+        if paths == ["/var/x"] and busy:
+            busy.clear()
+            raise RuntimeError("disk busy")
+        deleted.append(paths)
+        return f"deleted {len(paths)}"
+
+    calls = [
+        {"id": "c1", "name": "delete_files", "args": {"paths": ["/tmp/a"]}},
+        {"id": "c2", "name": "delete_files", "args": {"paths": ["/var/x"]}},
+    ]
+    model = ScriptedChatModel(
+        messages=iter([AIMessage(content="", tool_calls=calls), AIMessage(content="all done")])
+    )
+    gate = HumanInTheLoopMiddleware(interrupt_on={"delete_files": True}, interrupt_mode="per_call")
+    agent = LangGraphAgent(
+        create_agent(model, tools=[delete_files], middleware=[gate], checkpointer=saver),
+        input=lambda text: {"messages": [{"role": "user", "content": text}]},
+        output=lambda values: str(values["messages"][-1].content),
+        session_store=storage.sessions,
+    )
+    asked = (await agent.invoke("clean up", thread_id="thread_half")).interrupts
+    answers = {i.id: Decision.approve() for i in asked}
+    with pytest.raises(RuntimeError, match="disk busy"):
+        await agent.invoke(answers, thread_id="thread_half")
+    assert deleted == [["/tmp/a"]]
+
+    done = await agent.invoke(answers, thread_id="thread_half")  # the worker's retry
+    assert done.message == "all done"
+    assert deleted == [["/tmp/a"], ["/var/x"]]
+    with pytest.raises(ResumeError, match="unknown interrupt id"):
+        await agent.invoke({"lg_nonsense": Decision.approve()}, thread_id="thread_half")
