@@ -13,7 +13,8 @@ replaces ``tool_use["input"]``, Deny cancels it with the reason, Reply returns t
 approver's text as the tool's result (a success, not an error). Strands' own
 ``HumanInTheLoop`` intervention is an approval card too (Approve answers yes, Deny no).
 Any other interrupt the agent raises (a tool's ``tool_context.interrupt(...)``) is a
-question: the agent gets the approver's answer. The agent's state is a Strands snapshot
+question: the agent gets the approver's answer (a denial or an expiry is ``{"type":
+"reject", "message"}``, never taken for one). The agent's state is a Strands snapshot
 kept in Signoff's session store, taken and restored here (not from Strands' own thread),
 so any worker process resumes it; each invocation holds the thread's lease. A resume
 saves each tool's result as it comes: retried after a failure (the model call after the
@@ -354,8 +355,8 @@ def _value(response: InterruptResponse, interrupt: Interrupt) -> JSONValue:
     decision = response.decision
     if decision is None:
         return response.response
-    if not interrupt.is_approval:  # a question declined, or left to expire
-        return decision.message or ""
+    if not interrupt.is_approval:  # a question declined, or left to expire: not an answer
+        return {"type": "reject", "message": decision.message or ""}
     if interrupt.allowed_decisions == ("approve", "reject"):  # HumanInTheLoop's yes or no
         return "yes" if decision.type == "approve" else "no"
     return {"type": decision.type, "args": decision.args, "message": decision.message}

@@ -543,3 +543,29 @@ async def test_a_second_approval_of_a_call_id_used_again_is_a_card_of_its_own(
     await bot.decide("approve", second, user=ALICE, message_ts=bot.message_ts(-1))
     assert (await bot.finished()).startswith("Finished: done (success): deleted 1")
     assert deleted == [["/tmp/a"], ["/tmp/b"]]
+
+
+async def test_a_question_denied_reaches_the_tool_as_a_denial_not_as_its_answer(
+    storage: Storage,
+) -> None:
+    """A denial (or an expiry) of a tool's own question carries a reason: the tool must
+    be able to tell it from a person's answer, as LangGraph's graphs can."""
+    answers: list[Any] = []
+
+    @tool(context=True)
+    def drop_database(tool_context: ToolContext) -> str:
+        """Drop the database a person names."""
+        answer = tool_context.interrupt("which", reason="Which database?")
+        answers.append(answer)
+        return f"dropped {answer}" if isinstance(answer, str) else "dropped nothing"
+
+    def make_agent() -> Agent:
+        return Agent(
+            model=ScriptedModel("drop_database", {}), tools=[drop_database], callback_handler=None
+        )
+
+    agent = StrandsAgent(make_agent, session_store=storage.sessions)
+    [asked] = (await agent.invoke("clean up", thread_id="thread_denied_q")).interrupts
+    done = await agent.invoke({asked.id: Decision.reject("prod")}, thread_id="thread_denied_q")
+    assert answers == [{"type": "reject", "message": "prod"}]
+    assert done.message == "done (success): dropped nothing"
