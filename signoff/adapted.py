@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import hashlib
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence, Set
 from datetime import datetime
 
@@ -18,10 +19,17 @@ from agent_runtime.run_events import RunEvent
 from agent_runtime.runnable import Runnable, ThreadStatus
 from agent_runtime.session import SessionStore, StoredSession
 
+_MAX_ID = 128
+"""The longest id storage takes (a run's id is part of its records' ids)."""
+
 
 def run_id_of(thread_id: str) -> str:
-    """The run of a thread: one per thread (each run started from Slack has its own)."""
-    return "run_" + thread_id.removeprefix("thread_")
+    """The run of a thread: one per thread (each run started from Slack has its own). A
+    thread id too long to carry whole (an AG-UI app's own) is carried as its digest."""
+    run_id = "run_" + thread_id.removeprefix("thread_")
+    if len(run_id) <= _MAX_ID:
+        return run_id
+    return "run_" + hashlib.sha256(thread_id.encode()).hexdigest()
 
 
 def cancelled(thread_id: str, reason: str) -> AgentResult:

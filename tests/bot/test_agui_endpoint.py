@@ -734,3 +734,22 @@ async def test_an_approval_sent_twice_for_one_strands_interrupt_runs_nothing(
     assert deleted == []
     value = endpoint.bot.posted(0)["blocks"][-1]["elements"][0]["value"]
     assert await _pending(endpoint, endpoint.bot.record_id(value))
+
+
+async def test_a_strands_run_on_the_longest_thread_id_taken_asks_on_a_card(
+    endpoint_for: Callable[..., Awaitable[Endpoint]],
+) -> None:
+    """An adapted agent's run is named after its thread: a thread id the endpoint takes
+    must make a run id storage takes, or the run stops with no card and a cut stream."""
+    deleted: list[list[str]] = []
+    endpoint = await endpoint_for(spec=gated_spec(deleted))
+    url = endpoint.url.replace("/cleanup", "/st-cleanup")
+    thread = "t" * 128
+    [first] = await _client(url, thread, [{"prompt": "clean up"}])
+    [interrupt] = first["finished"]["outcome"]["interrupts"]
+    [card] = endpoint.bot.slack.called("chat.postMessage")
+    assert "delete_files" in card["text"]
+    approve = {"status": "resolved", "payload": {"type": "approve"}}
+    seen = await _answer(Endpoint(endpoint.bot, url), thread, interrupt["id"], **approve)
+    assert seen["finished"]["outcome"] == {"type": "success"}, seen
+    assert deleted == [["/tmp/a", "/tmp/b"]]
