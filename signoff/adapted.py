@@ -154,6 +154,21 @@ def _strings(field: JSONValue | None) -> dict[str, str]:
     return {key: value for key, value in field.items() if isinstance(value, str)}
 
 
+RESULT = "result"
+"""The snapshot field holding the last words of a thread's run that ended: a worker
+catching up a run whose worker failed before telling its end tells it."""
+
+
+def last_result(thread_id: str, snapshot: Mapping[str, JSONValue]) -> AgentResult | None:
+    """How the thread's run ended, where ``snapshot`` says it did."""
+    message = snapshot.get(RESULT)
+    if not isinstance(message, str):
+        return None
+    return AgentResult(
+        stop_reason="end_turn", message=message, thread_id=thread_id, run_id=run_id_of(thread_id)
+    )
+
+
 async def snapshot_status(
     store: SessionStore,
     thread_id: str,
@@ -170,5 +185,5 @@ async def snapshot_status(
         status="interrupted" if interrupts else "idle",
         version=stored.version,
         interrupts=interrupts,
-        last_result=None,
+        last_result=None if interrupts else last_result(thread_id, stored.snapshot),
     )

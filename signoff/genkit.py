@@ -52,6 +52,7 @@ from agent_runtime.session import InMemorySessionStore, SessionStore, StoredSess
 from .adapted import (
     ASKED_AT,
     IDS,
+    RESULT,
     KeptResults,
     LeasedInvocation,
     asked_at,
@@ -188,6 +189,8 @@ class _GenkitInvocation(LeasedInvocation):
         }
         asked = named(raised, snapshot)
         snapshot[ASKED_AT] = asked_at(asked, stored)
+        if not asked:
+            snapshot[RESULT] = answer.text
         await agent.session_store.save(
             self.thread_id,
             snapshot,

@@ -47,8 +47,18 @@ from agent_runtime.resume import ContinueRun, RunInput, parse_input
 from agent_runtime.run_events import RunEvent, RunFinished, RunStarted
 from agent_runtime.runnable import Runnable, ThreadStatus
 from agent_runtime.session import InMemorySessionStore, SessionStore, StoredSession
+from agent_runtime.state import RunStatus
 
-from .adapted import ASKED_AT, LeasedInvocation, asked_at, cancelled, dated, run_id_of
+from .adapted import (
+    ASKED_AT,
+    RESULT,
+    LeasedInvocation,
+    asked_at,
+    cancelled,
+    dated,
+    last_result,
+    run_id_of,
+)
 
 APPROVAL_SHAPE = "tool_approval"
 _PREFIX = "lg_"
@@ -97,14 +107,16 @@ class LangGraphAgent(Runnable):
         if not state.values and not state.next:
             return None
         marker = await self.session_store.load(thread_id)
-        interrupts = dated(_interrupts(state), marker.snapshot if marker else {})
+        snapshot = marker.snapshot if marker else {}
+        interrupts = dated(_interrupts(state), snapshot)
+        status: RunStatus = "interrupted" if interrupts else ("running" if state.next else "idle")
         return ThreadStatus(
             thread_id=thread_id,
             run_id=run_id_of(thread_id),
-            status="interrupted" if interrupts else ("running" if state.next else "idle"),
+            status=status,
             version=0,
             interrupts=interrupts,
-            last_result=None,
+            last_result=last_result(thread_id, snapshot) if status == "idle" else None,
         )
 
     async def cancel(self, thread_id: str, reason: str) -> AgentResult | None:
@@ -152,6 +164,8 @@ class _GraphInvocation(LeasedInvocation):
             "langgraph": {"run_id": run_id, "checkpoint_id": checkpoint},
             ASKED_AT: asked_at(asked, marker),
         }
+        if not asked:
+            snapshot[RESULT] = self.agent.make_output(state.values or {})
         await self.agent.session_store.save(
             self.thread_id, snapshot, expected_version=marker.version if marker else 0
         )
@@ -167,7 +181,7 @@ class _GraphInvocation(LeasedInvocation):
         else:
             result = AgentResult(
                 stop_reason="end_turn",
-                message=self.agent.make_output(state.values or {}),
+                message=str(snapshot[RESULT]),
                 thread_id=self.thread_id,
                 run_id=run_id,
             )

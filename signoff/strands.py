@@ -51,6 +51,7 @@ from agent_runtime.session import InMemorySessionStore, SessionStore, StoredSess
 from .adapted import (
     ASKED_AT,
     IDS,
+    RESULT,
     KeptResults,
     LeasedInvocation,
     asked_at,
@@ -231,6 +232,9 @@ class _StrandsInvocation(LeasedInvocation):
         }
         asked = named(raised, snapshot)
         snapshot[ASKED_AT] = asked_at(asked, stored)
+        message = str(result).strip()
+        if not asked:
+            snapshot[RESULT] = message
         await self.agent.session_store.save(
             self.thread_id,
             snapshot,
@@ -240,7 +244,7 @@ class _StrandsInvocation(LeasedInvocation):
         yield RunFinished(
             result=AgentResult(
                 stop_reason="interrupt" if interrupts else "end_turn",
-                message="waiting for a human decision" if interrupts else str(result).strip(),
+                message="waiting for a human decision" if interrupts else message,
                 thread_id=self.thread_id,
                 run_id=run_id,
                 interrupts=interrupts,

@@ -65,8 +65,8 @@ async def catch_up(
     if answered & {interrupt.id for interrupt in status.interrupts}:
         return False
     if status.status != "running" and status.last_result is None:
-        # An adapted framework's thread keeps no result: its new interrupts are all there
-        # is left to post (an ended run was told by whoever ran it).
+        # An adapted framework's thread keeps no result but an end: its new interrupts are
+        # all there is left to post (a withdrawn run was told by whoever withdrew it).
         log.warning("run %s: answers were applied by an earlier attempt", first.run_id)
         if status.interrupts:
             waiting = AgentResult(

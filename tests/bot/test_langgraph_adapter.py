@@ -428,5 +428,8 @@ async def test_a_resume_retried_after_one_of_its_calls_failed_runs_the_others_on
     done = await agent.invoke(answers, thread_id="thread_half")  # the worker's retry
     assert done.message == "all done"
     assert deleted == [["/tmp/a"], ["/var/x"]]
+    status = await agent.thread_status("thread_half")
+    assert status is not None and status.last_result is not None
+    assert status.last_result.message == "all done"  # what a worker catching up tells
     with pytest.raises(ResumeError, match="unknown interrupt id"):
         await agent.invoke({"lg_nonsense": Decision.approve()}, thread_id="thread_half")

@@ -27,6 +27,7 @@ from bot.ui import ids
 from signoff.strands import SignoffApprovals, StrandsAgent
 from signoff.strands_storage import RedisStorage
 from storage import Storage
+from storage.errors import StorageUnavailableError
 
 
 class ScriptedModel(Model):
@@ -569,3 +570,26 @@ async def test_a_question_denied_reaches_the_tool_as_a_denial_not_as_its_answer(
     done = await agent.invoke({asked.id: Decision.reject("prod")}, thread_id="thread_denied_q")
     assert answers == [{"type": "reject", "message": "prod"}]
     assert done.message == "done (success): dropped nothing"
+
+
+async def test_a_run_whose_end_was_not_told_before_its_worker_failed_is_told_by_the_retry(
+    make_bot: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Storage fails as the worker marks the run's end (the agent has finished): the
+    retried job finds the answers applied and must still tell the run's end, once."""
+    deleted: list[list[str]] = []
+    bot: Harness = await make_bot(spec=gated_spec(deleted), reclaim_after=0.05)
+    queue = bot.services.storage.resume
+    first_end = queue.first_end
+    failures = [StorageUnavailableError("Redis went away")]
+
+    async def fails_once(run_id: str) -> bool:
+        if failures:
+            raise failures.pop()
+        return await first_end(run_id)
+
+    monkeypatch.setattr(queue, "first_end", fails_once)
+    value = await bot.start(requested_by=CAROL)
+    await bot.decide("approve", value, user=ALICE)
+    assert (await bot.finished()).startswith("Finished: done (success): deleted 2")
+    assert failures == [] and deleted == [["/tmp/a", "/tmp/b"]]
