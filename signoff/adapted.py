@@ -11,6 +11,7 @@ import hashlib
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence, Set
 from datetime import datetime
 
+from agent_runtime.errors import ResumeError
 from agent_runtime.interrupts import Interrupt, InterruptResponse
 from agent_runtime.messages import JSONValue
 from agent_runtime.results import AgentResult
@@ -54,6 +55,15 @@ class LeasedInvocation:
 
     def _run(self, input: RunInput) -> AsyncIterator[RunEvent]:
         raise NotImplementedError
+
+
+def owned(stored: StoredSession | None, kind: str, thread_id: str) -> StoredSession | None:
+    """``stored`` when it holds this framework's state (its ``kind`` field), or is None. A
+    thread another agent keeps (an AG-UI app's thread id, used with two agents) is refused:
+    saving over its state would leave that agent's open cards nothing to resume."""
+    if stored is None or kind in stored.snapshot:
+        return stored
+    raise ResumeError(f"thread {thread_id} is another agent's; give this one a thread of its own")
 
 
 KEPT = "kept"
@@ -172,11 +182,13 @@ def last_result(thread_id: str, snapshot: Mapping[str, JSONValue]) -> AgentResul
 async def snapshot_status(
     store: SessionStore,
     thread_id: str,
+    kind: str,
     interrupts_of: Callable[[StoredSession], Sequence[Interrupt]],
 ) -> ThreadStatus | None:
-    """Where a thread whose agent keeps its state in ``store`` stands."""
+    """Where a thread whose agent keeps its state in ``store`` (under ``kind``) stands;
+    None for a thread it does not keep."""
     stored = await store.load(thread_id)
-    if stored is None:
+    if stored is None or kind not in stored.snapshot:
         return None
     interrupts = dated(named(interrupts_of(stored), stored.snapshot), stored.snapshot)
     return ThreadStatus(

@@ -59,6 +59,7 @@ from .adapted import (
     cancelled,
     dated,
     named,
+    owned,
     run_id_of,
     signoff_ids,
     snapshot_status,
@@ -130,7 +131,7 @@ class GenkitAgent(Runnable):
 
     async def thread_status(self, thread_id: str) -> ThreadStatus | None:
         return await snapshot_status(
-            self.session_store, thread_id, lambda s: [_interrupt(p) for p in _pending(s)]
+            self.session_store, thread_id, "genkit", lambda s: [_interrupt(p) for p in _pending(s)]
         )
 
     async def cancel(self, thread_id: str, reason: str) -> AgentResult | None:
@@ -154,7 +155,7 @@ class _GenkitInvocation(LeasedInvocation):
 
     async def _run(self, input: RunInput) -> AsyncIterator[RunEvent]:
         agent, run_id = self.agent, run_id_of(self.thread_id)
-        stored = await agent.session_store.load(self.thread_id)
+        stored = owned(await agent.session_store.load(self.thread_id), "genkit", self.thread_id)
         history = _messages(stored)
         parsed = parse_input(input)
         options: dict[str, Any] = {"model": agent.model, "tools": agent.tools}

@@ -57,6 +57,7 @@ from .adapted import (
     cancelled,
     dated,
     last_result,
+    owned,
     run_id_of,
 )
 
@@ -139,7 +140,9 @@ class _GraphInvocation(LeasedInvocation):
     async def _run(self, input: RunInput) -> AsyncIterator[RunEvent]:
         config = _config(self.thread_id)
         run_id = run_id_of(self.thread_id)
-        marker = await self.agent.session_store.load(self.thread_id)
+        marker = owned(
+            await self.agent.session_store.load(self.thread_id), "langgraph", self.thread_id
+        )
         parsed = parse_input(input)
         if isinstance(parsed, str):
             if _interrupts(await self.agent.graph.aget_state(config)):

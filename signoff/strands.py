@@ -59,6 +59,7 @@ from .adapted import (
     dated,
     kept_results,
     named,
+    owned,
     run_id_of,
     signoff_ids,
     snapshot_status,
@@ -171,7 +172,7 @@ class StrandsAgent(Runnable):
 
     async def thread_status(self, thread_id: str) -> ThreadStatus | None:
         return await snapshot_status(
-            self.session_store, thread_id, lambda s: [_interrupt(p) for p in _pending(s)]
+            self.session_store, thread_id, "strands", lambda s: [_interrupt(p) for p in _pending(s)]
         )
 
     async def cancel(self, thread_id: str, reason: str) -> AgentResult | None:
@@ -198,7 +199,9 @@ class _StrandsInvocation(LeasedInvocation):
 
     async def _run(self, input: RunInput) -> AsyncIterator[RunEvent]:
         run_id = run_id_of(self.thread_id)
-        stored = await self.agent.session_store.load(self.thread_id)
+        stored = owned(
+            await self.agent.session_store.load(self.thread_id), "strands", self.thread_id
+        )
         strands = self.agent.make_agent()
         if stored is not None:
             strands.load_snapshot(Snapshot.from_dict(stored.snapshot["strands"]))

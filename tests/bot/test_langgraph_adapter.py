@@ -23,6 +23,7 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 from pydantic import BaseModel, Field, TypeAdapter
+from test_strands_adapter import gated_spec
 
 from agent_runtime import Decision
 from agent_runtime.errors import ResumeError, ThreadBusyError
@@ -433,3 +434,26 @@ async def test_a_resume_retried_after_one_of_its_calls_failed_runs_the_others_on
     assert status.last_result.message == "all done"  # what a worker catching up tells
     with pytest.raises(ResumeError, match="unknown interrupt id"):
         await agent.invoke({"lg_nonsense": Decision.approve()}, thread_id="thread_half")
+
+
+async def test_a_thread_another_agent_keeps_is_refused_and_left_as_it_was(
+    storage: Storage,
+) -> None:
+    """An AG-UI app chooses its thread ids and may use one with two agents: a run of the
+    graph there must not save over the Strands agent's interrupted state."""
+    deleted: list[list[str]] = []
+    strands = gated_spec(deleted).build(storage.sessions)
+    graph = LangGraphAgent(
+        cleanup_graph([]).compile(checkpointer=InMemorySaver()),
+        input=lambda text: {"request": text},
+        session_store=storage.sessions,
+    )
+    [asked] = (await strands.invoke("clean up", thread_id="conversation-1")).interrupts
+    with pytest.raises(ResumeError, match="another agent's"):
+        await graph.invoke("plan", thread_id="conversation-1")
+    assert await graph.thread_status("conversation-1") is None
+    done = await strands.invoke({asked.id: Decision.approve()}, thread_id="conversation-1")
+    assert done.message == "done (success): deleted 2"
+    assert deleted == [["/tmp/a", "/tmp/b"]]
+    with pytest.raises(ResumeError, match="another agent's"):
+        await graph.invoke("plan", thread_id="conversation-1")
