@@ -30,6 +30,7 @@ from genkit import (
     Message,
     Part,
     ToolRequest,
+    ToolResponse,
     respond_to_interrupt,
     restart_tool,
 )
@@ -135,13 +136,16 @@ class GenkitAgent(Runnable):
         )
 
     async def cancel(self, thread_id: str, reason: str) -> AgentResult | None:
-        """Forget the interrupted tool calls: the thread takes a new prompt. None when it
-        waits on nothing; a resume running meanwhile holds the lease and wins."""
+        """End the interrupted turn: each of its calls is answered (the interrupted ones
+        with ``reason``, so the history stays well formed for the model) and the thread
+        takes a new prompt. None when it waits on nothing; a resume running meanwhile
+        holds the lease and wins."""
         async with self.session_store.lease(thread_id):
             stored = await self.session_store.load(thread_id)
             if stored is None or not _pending(stored):
                 return None
             state = dict(stored.snapshot.get("genkit") or {})
+            state["messages"] = [*(state.get("messages") or []), _cancelled_turn(stored, reason)]
             state["pending"] = []
             snapshot: dict[str, JSONValue] = {"genkit": state}
             await self.session_store.save(thread_id, snapshot, expected_version=stored.version)
@@ -206,6 +210,24 @@ class _GenkitInvocation(LeasedInvocation):
             interrupts=interrupts,
         )
         yield RunFinished(result=result)
+
+
+def _cancelled_turn(stored: StoredSession, reason: str) -> dict[str, JSONValue]:
+    """The tool message answering each call of the interrupted turn: the output a call
+    that ran left pending, else ``reason``."""
+    [*_, turn] = _messages(stored)
+    answers = [
+        Part(
+            tool_response=ToolResponse(
+                ref=part.tool_request.ref,
+                name=part.tool_request.name,
+                output=(part.metadata or {}).get("pendingOutput", reason),
+            )
+        )
+        for part in turn.content
+        if part.tool_request is not None
+    ]
+    return _dump(Message(role="tool", content=answers))
 
 
 def _key(request: ToolRequest) -> str:

@@ -286,3 +286,38 @@ async def test_a_second_approval_of_a_call_ref_used_again_is_asked_under_an_id_o
     done = await agent.invoke({second.id: Decision.approve()}, thread_id="thread_twice")
     assert done.message == "done: deleted 1"
     assert deleted == [["/a"], ["/b"]]
+
+
+async def test_a_withdrawn_generation_takes_a_new_prompt_with_each_call_answered(
+    storage: Storage,
+) -> None:
+    """Model APIs refuse a history whose tool call has no response (as OpenAI's and
+    Gemini's do): the withdrawn call must be answered, with why, before the next prompt."""
+    ai = Genkit()
+    seen: list[str] = []
+
+    async def strict(request: ModelRequest, ctx: Any) -> ModelResponse:
+        """Refuses a call left unanswered; asks to delete once, then reports what it saw."""
+        for asked, after in zip(request.messages, [*request.messages[1:], None], strict=True):
+            calls = {p.tool_request.ref for p in asked.content if p.tool_request}
+            answered = {
+                p.tool_response.ref for p in (after.content if after else ()) if p.tool_response
+            }
+            if calls - answered:
+                raise ValueError(f"tool calls {sorted(calls - answered)} have no response")
+        results = [p.tool_response for m in request.messages for p in m.content if p.tool_response]
+        if not results:
+            call = Part.from_tool_request(name="delete_files", input={"paths": ["/a"]}, ref="c1")
+            return ModelResponse(message=Message(role="model", content=[call]))
+        seen.append(str(results[-1].output))
+        return ModelResponse(message=Message(role="model", content=[Part(text="ok")]))
+
+    ai.define_model(name="strict", fn=strict)
+    deleted: list[list[str]] = []
+    define_delete_files(ai, deleted)
+    agent = GenkitAgent(ai, model="strict", tools=["delete_files"], session_store=storage.sessions)
+    await agent.invoke("clean up", thread_id="thread_withdrawn")
+    assert await agent.cancel("thread_withdrawn", "withdrawn by Carol") is not None
+    again = await agent.invoke("anything else?", thread_id="thread_withdrawn")
+    assert again.message == "ok"
+    assert seen == ["withdrawn by Carol"] and deleted == []
