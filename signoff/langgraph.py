@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.graph import END
 from langgraph.types import Command
 
@@ -121,13 +122,19 @@ class LangGraphAgent(Runnable):
         )
 
     async def cancel(self, thread_id: str, reason: str) -> AgentResult | None:
-        """End the graph's interrupted run: its state moves to the graph's end, so the
-        interrupted nodes never resume and the thread takes a new prompt. None when it
-        waits on nothing; a resume running meanwhile holds the lease and wins."""
+        """End the graph's interrupted run: its state moves to the graph's end (a LangChain
+        agent's unanswered tool calls answered with ``reason``), so the interrupted nodes
+        never resume and the thread takes a new prompt. None when it waits on nothing; a
+        resume running meanwhile holds the lease and wins."""
         config = _config(thread_id)
         async with self.session_store.lease(thread_id):
-            if not _interrupts(await self.graph.aget_state(config)):
+            state = await self.graph.aget_state(config)
+            if not _interrupts(state):
                 return None
+            answers = _answered_calls(state.values, reason)
+            if answers is not None:  # as the interrupted node's output, which ends here
+                node = next(t.name for t in state.tasks if t.interrupts)
+                config = await self.graph.aupdate_state(config, answers, as_node=node)
             await self.graph.aupdate_state(config, None, as_node=END)
         return cancelled(thread_id, reason)
 
@@ -189,6 +196,24 @@ class _GraphInvocation(LeasedInvocation):
                 run_id=run_id,
             )
         yield RunFinished(result=result)
+
+
+def _answered_calls(values: Any, reason: str) -> dict[str, Any] | None:
+    """A LangChain agent's state update answering each tool call of its messages that has
+    no response yet with ``reason`` (model APIs refuse a history with an unanswered
+    call), or None for a graph of another shape or with nothing to answer."""
+    messages = values.get("messages") if isinstance(values, Mapping) else None
+    if not isinstance(messages, list):
+        return None
+    answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+    answers = [
+        ToolMessage(content=reason, tool_call_id=call["id"], name=call["name"], status="error")
+        for m in messages
+        if isinstance(m, AIMessage)
+        for call in m.tool_calls
+        if call["id"] not in answered
+    ]
+    return {"messages": answers} if answers else None
 
 
 def _config(thread_id: str) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from harness import ALICE, CAROL, CHANNEL, Harness
 from langchain.agents import create_agent
 from langchain.agents.middleware import HumanInTheLoopMiddleware
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import tool as lc_tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
@@ -457,3 +457,48 @@ async def test_a_thread_another_agent_keeps_is_refused_and_left_as_it_was(
     assert deleted == [["/tmp/a", "/tmp/b"]]
     with pytest.raises(ResumeError, match="another agent's"):
         await graph.invoke("plan", thread_id="conversation-1")
+
+
+class StrictChatModel(ScriptedChatModel):
+    """Refuses a history with a tool call that has no response, as model APIs do."""
+
+    def _generate(self, messages: Any, *args: Any, **kwargs: Any) -> Any:
+        answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+        calls = [c for m in messages if isinstance(m, AIMessage) for c in m.tool_calls]
+        unanswered = [c["id"] for c in calls if c["id"] not in answered]
+        if unanswered:
+            raise ValueError(f"tool calls {unanswered} have no response")
+        return super()._generate(messages, *args, **kwargs)
+
+
+@pytest.mark.parametrize("mode", ["batched", "per_call"])
+async def test_a_withdrawn_langchain_agent_takes_a_new_prompt(
+    storage: Storage, saver: AsyncSqliteSaver, mode: Literal["batched", "per_call"]
+) -> None:
+    deleted: list[list[str]] = []
+
+    @lc_tool
+    def delete_files(paths: list[str]) -> str:
+        """Delete files."""
+        deleted.append(paths)
+        return f"deleted {len(paths)}"
+
+    calls = [{"id": "c1", "name": "delete_files", "args": {"paths": ["/tmp/a"]}}]
+    model = StrictChatModel(
+        messages=iter([AIMessage(content="", tool_calls=calls), AIMessage(content="what now?")])
+    )
+    gate = HumanInTheLoopMiddleware(interrupt_on={"delete_files": True}, interrupt_mode=mode)
+    agent = LangGraphAgent(
+        create_agent(model, tools=[delete_files], middleware=[gate], checkpointer=saver),
+        input=lambda text: {"messages": [{"role": "user", "content": text}]},
+        output=lambda values: str(values["messages"][-1].content),
+        session_store=storage.sessions,
+    )
+    await agent.invoke("clean up", thread_id="thread_withdrawn")
+    assert await agent.cancel("thread_withdrawn", "withdrawn by Carol") is not None
+    again = await agent.invoke("anything else?", thread_id="thread_withdrawn")
+    assert again.message == "what now?"
+    assert deleted == []
+    state = await agent.graph.aget_state({"configurable": {"thread_id": "thread_withdrawn"}})
+    [answer] = [m for m in state.values["messages"] if isinstance(m, ToolMessage)]
+    assert answer.content == "withdrawn by Carol"
