@@ -172,7 +172,10 @@ class _GenkitInvocation(LeasedInvocation):
         elif isinstance(parsed, ContinueRun):
             raise ResumeError("a Genkit generation is not continued from a checkpoint")
         else:
-            assert stored is not None
+            if stored is None:
+                raise ResumeError(
+                    f"thread {self.thread_id} has no open interrupts; start a new run with a prompt"
+                )
             restarts, responses = _resume_parts(parsed, stored)
             answered = {_interrupt(p).id for p in _pending(stored)}
             options |= {"messages": history, "resume_restart": restarts or None}

@@ -215,7 +215,10 @@ class _StrandsInvocation(LeasedInvocation):
                 raise ResumeError(f"thread {self.thread_id} waits for its open interrupts")
             prompt: Any = parsed
         else:
-            assert stored is not None
+            if stored is None:
+                raise ResumeError(
+                    f"thread {self.thread_id} has no open interrupts; start a new run with a prompt"
+                )
             prompt = _interrupt_responses(parsed, stored)
             answered = {r["interruptResponse"]["interruptId"] for r in prompt}
             kept = _KeptResults(self.agent.session_store, self.thread_id, stored)

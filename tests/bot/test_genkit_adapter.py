@@ -23,7 +23,7 @@ from harness import ALICE, CAROL, CHANNEL, Harness
 from pydantic import BaseModel, SecretStr
 
 from agent_runtime import Decision
-from agent_runtime.errors import ModelError, ThreadBusyError
+from agent_runtime.errors import ModelError, ResumeError, ThreadBusyError
 from bot.agents.policy import AgentSpec, Policy
 from bot.api.runs import RUNS_PATH
 from bot.process.web import operator_app
@@ -321,3 +321,9 @@ async def test_a_withdrawn_generation_takes_a_new_prompt_with_each_call_answered
     again = await agent.invoke("anything else?", thread_id="thread_withdrawn")
     assert again.message == "ok"
     assert seen == ["withdrawn by Carol"] and deleted == []
+
+
+async def test_answers_on_a_thread_never_run_are_refused_clearly(storage: Storage) -> None:
+    agent = genkit_spec([]).build(storage.sessions)
+    with pytest.raises(ResumeError, match="has no open interrupts"):
+        await agent.invoke({"gk_c1": Decision.approve()}, thread_id="thread_never")

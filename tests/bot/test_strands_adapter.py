@@ -20,7 +20,7 @@ from strands.session import SnapshotSessionManager
 from strands.vended_interventions.hitl import HumanInTheLoop
 
 from agent_runtime import Decision
-from agent_runtime.errors import ThreadBusyError
+from agent_runtime.errors import ResumeError, ThreadBusyError
 from bot.agents.policy import AgentSpec, Policy
 from bot.runs.recovery import catch_up
 from bot.ui import ids
@@ -593,3 +593,9 @@ async def test_a_run_whose_end_was_not_told_before_its_worker_failed_is_told_by_
     await bot.decide("approve", value, user=ALICE)
     assert (await bot.finished()).startswith("Finished: done (success): deleted 2")
     assert failures == [] and deleted == [["/tmp/a", "/tmp/b"]]
+
+
+async def test_answers_on_a_thread_never_run_are_refused_clearly(storage: Storage) -> None:
+    agent = StrandsAgent(lambda: Agent(callback_handler=None), session_store=storage.sessions)
+    with pytest.raises(ResumeError, match="has no open interrupts"):
+        await agent.invoke({"v1:whatever": Decision.approve()}, thread_id="thread_never")
