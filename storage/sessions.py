@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import secrets
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -15,8 +16,10 @@ from agent_runtime.errors import StaleSessionError, ThreadBusyError
 from agent_runtime.session import Snapshot, StoredSession
 
 from .client import RedisClient
-from .errors import CorruptRecordError
+from .errors import CorruptRecordError, StorageError
 from .keys import Keys
+
+log = logging.getLogger(__name__)
 
 
 def parse_session(key: str, version: object, raw: object) -> StoredSession:
@@ -95,12 +98,18 @@ class RedisSessionStore:
             await self._client.eval("lease_release", [key], [token])
 
     async def _renew(self, key: str, token: str) -> None:
+        """Renew the lease while it is ours. A renewal Redis fails is tried at the next beat,
+        not given up: the lease would lapse under a step still running, letting another
+        process run the thread too."""
         while True:
             await asyncio.sleep(LEASE_MS / 3000)
-            async with self._client.guard("renew a thread's lease"):
-                if await self._client.raw.get(key) != token:
-                    return
-                await self._client.raw.pexpire(key, LEASE_MS)
+            try:
+                async with self._client.guard("renew a thread's lease"):
+                    if await self._client.raw.get(key) != token:
+                        return
+                    await self._client.raw.pexpire(key, LEASE_MS)
+            except StorageError as exc:
+                log.warning("%s; trying again", exc)
 
     async def save(self, thread_id: str, snapshot: Snapshot, *, expected_version: int) -> int:
         data = json.dumps(snapshot, separators=(",", ":"), allow_nan=False)

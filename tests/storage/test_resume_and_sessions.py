@@ -174,3 +174,32 @@ async def test_a_threads_lease_is_held_alone_and_released_after(storage: Storage
             pass
     async with storage.sessions.lease("thread_l"):  # released: taken again
         pass
+
+
+async def test_a_lease_renewal_that_fails_once_is_tried_again(
+    storage: Storage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Redis unreachable at one renewal: the next beat renews the lease, so a step that
+    runs longer than the lease still holds the thread alone, and ends as it ran."""
+    monkeypatch.setattr("storage.sessions.LEASE_MS", 300)
+    raw, key = storage.client.raw, storage.keys.thread_lease("thread_renewed")
+    real_get = raw.get
+    renewals: list[str] = []
+
+    async def flaky_get(name: str, *args: object, **kwargs: object) -> object:
+        if name == key:
+            renewals.append("failed" if not renewals else "renewed")
+            if renewals == ["failed"]:
+                raise aioredis.ConnectionError("Redis went away")
+        return await real_get(name, *args, **kwargs)
+
+    monkeypatch.setattr(raw, "get", flaky_get)
+    async with storage.sessions.lease("thread_renewed"):
+
+        async def renewed_past_a_lease() -> bool:
+            return renewals.count("renewed") >= 4  # 4 beats of 100 ms: past the 300 ms
+
+        await wait_for(renewed_past_a_lease, what="the lease renewed after the failure")
+        with pytest.raises(ThreadBusyError):
+            async with storage.sessions.lease("thread_renewed"):
+                pass
