@@ -43,8 +43,9 @@ from agent_runtime.errors import ResumeError
 from agent_runtime.interrupts import DECISION_TYPES, Interrupt, InterruptResponse
 from agent_runtime.messages import JSONValue, ToolCall
 from agent_runtime.results import AgentResult
+from agent_runtime.results import ToolResult as CallResult
 from agent_runtime.resume import ContinueRun, RunInput, parse_input
-from agent_runtime.run_events import RunEvent, RunFinished, RunStarted
+from agent_runtime.run_events import RunEvent, RunFinished, RunStarted, ToolCallFinished
 from agent_runtime.runnable import Runnable, ThreadStatus
 from agent_runtime.session import InMemorySessionStore, SessionStore, StoredSession
 
@@ -126,6 +127,8 @@ class _KeptResults(KeptResults, HookProvider):
         self._batch = {use["toolUseId"] for use in _batch_calls(stored)}
         self._replayable = set(self.kept)  # saved by an earlier try, answered once each
         self._running: set[str] = set()
+        self.finished: dict[str, ToolCallFinished] = {}
+        """What each call of the batch that ran (now or in an earlier try) did, by id."""
 
     def register_hooks(self, registry: HookRegistry, **kwargs: Any) -> None:
         registry.add_callback(BeforeToolCallEvent, self._replay)
@@ -149,12 +152,26 @@ class _KeptResults(KeptResults, HookProvider):
         use_id = event.tool_use["toolUseId"]
         if event.cancel_message == self._REPLAYED:
             event.result = cast(ToolResult, self.kept[use_id])
+            self._ran(event)
             return
         if use_id not in self._running:
             return
         self._running.discard(use_id)
         if event.cancel_message is None:  # not run: a retry cancels it the same way
             await self.keep(use_id, cast(JSONValue, event.result))
+            self._ran(event)
+
+    def _ran(self, event: AfterToolCallEvent) -> None:
+        use, result = event.tool_use, event.result
+        texts = [c["text"] for c in result["content"] if "text" in c]
+        self.finished[use["toolUseId"]] = ToolCallFinished(
+            tool_call=ToolCall(id=use["toolUseId"], name=use["name"], args=dict(use["input"])),
+            result=CallResult(
+                content="\n".join(texts) if texts else cast(JSONValue, result["content"]),
+                is_error=result["status"] == "error",
+            ),
+            thread_id=self.thread_id,
+        )
 
 
 class StrandsAgent(Runnable):
@@ -246,6 +263,8 @@ class _StrandsInvocation(LeasedInvocation):
             snapshot,
             expected_version=kept.version if kept else stored.version if stored else 0,
         )
+        for finished in kept.finished.values() if kept else ():
+            yield finished  # told once the run's state is saved: a retry tells it otherwise
         interrupts = dated(asked, snapshot)
         yield RunFinished(
             result=AgentResult(

@@ -599,3 +599,26 @@ async def test_answers_on_a_thread_never_run_are_refused_clearly(storage: Storag
     agent = StrandsAgent(lambda: Agent(callback_handler=None), session_store=storage.sessions)
     with pytest.raises(ResumeError, match="has no open interrupts"):
         await agent.invoke({"v1:whatever": Decision.approve()}, thread_id="thread_never")
+
+
+async def test_what_an_approved_strands_call_did_is_told_and_audited_once(
+    make_bot: Any,
+) -> None:
+    """As for Signoff's own agents: the approved call's outcome is posted in the card's
+    thread and audited (``tool_ran``), tied to the decision, even when the model call after
+    it fails and the resume is retried."""
+    ran: list[list[str]] = []
+    spec = AgentSpec(
+        name="st-told",
+        build=lambda sessions: StrandsAgent(failing_after_the_tool(ran), session_store=sessions),
+        policy=Policy(channel=CHANNEL, users=(ALICE,)),
+    )
+    bot: Harness = await make_bot(spec=spec, reclaim_after=0.05)
+    value = await bot.start(requested_by=CAROL)
+    await bot.decide("approve", value, user=ALICE)
+    assert (await bot.finished()).startswith("Finished: done (success): deleted 1")
+    assert ran == [["/tmp/a"]]
+    assert bot.thread().count("delete_files: deleted 1") == 1
+    trail = await bot.services.storage.audit.read(count=100)
+    [told] = [e for e in trail if e.event == "tool_ran"]
+    assert told.record_id == bot.record_id(value) and told.detail == "delete_files: deleted 1"
