@@ -19,6 +19,7 @@ back instead of running the tool again. A failed model call is an error, not an 
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -45,8 +46,9 @@ from agent_runtime.errors import ModelError, ResumeError
 from agent_runtime.interrupts import Interrupt, InterruptResponse
 from agent_runtime.messages import JSONValue, ToolCall
 from agent_runtime.results import AgentResult
+from agent_runtime.results import ToolResult as CallResult
 from agent_runtime.resume import ContinueRun, RunInput, parse_input
-from agent_runtime.run_events import RunEvent, RunFinished, RunStarted
+from agent_runtime.run_events import RunEvent, RunFinished, RunStarted, ToolCallFinished
 from agent_runtime.runnable import Runnable, ThreadStatus
 from agent_runtime.session import InMemorySessionStore, SessionStore, StoredSession
 
@@ -79,6 +81,21 @@ class _KeptResults(KeptResults):
     ) -> None:
         super().__init__(store, thread_id, stored)
         self.restarted = {_key(p.tool_request) for p in restarts if p.tool_request}
+        self.finished: dict[str, ToolCallFinished] = {}
+        """What each restarted call did (now or in an earlier try), by its key."""
+
+    def ran(self, request: ToolRequest, response: MultipartToolResponse) -> None:
+        """Note what the restarted ``request`` did, for the run to tell."""
+        output = response.output
+        self.finished[_key(request)] = ToolCallFinished(
+            tool_call=ToolCall(
+                id=_key(request),
+                name=request.name,
+                args=dict(request.input) if isinstance(request.input, dict) else {},
+            ),
+            result=CallResult(content=output if isinstance(output, str) else _json(output)),
+            thread_id=self.thread_id,
+        )
 
 
 _keeping: ContextVar[_KeptResults | None] = ContextVar("signoff_genkit_kept", default=None)
@@ -105,9 +122,13 @@ class _KeepToolResults(BaseMiddleware[Any]):
             return await next_fn(params, ctx)
         kept.restarted.discard(key)  # each restart once: a later call may reuse its ref
         if key in kept.kept:
-            return MultipartToolResponse.model_validate(kept.kept[key])
-        response = await next_fn(params, ctx)
-        await kept.keep(key, response.model_dump(mode="json", by_alias=True, exclude_none=True))
+            response = MultipartToolResponse.model_validate(kept.kept[key])
+        else:
+            response = await next_fn(params, ctx)
+            dumped = response.model_dump(mode="json", by_alias=True, exclude_none=True)
+            await kept.keep(key, dumped)
+        assert request is not None  # a restarted call is a tool request
+        kept.ran(request, response)
         return response
 
 
@@ -204,6 +225,8 @@ class _GenkitInvocation(LeasedInvocation):
             snapshot,
             expected_version=kept.version if kept else stored.version if stored else 0,
         )
+        for finished in kept.finished.values() if kept else ():
+            yield finished  # told once the run's state is saved: a retry tells it otherwise
         interrupts = dated(asked, snapshot)
         result = AgentResult(
             stop_reason="interrupt" if interrupts else "end_turn",
@@ -236,6 +259,12 @@ def _cancelled_turn(stored: StoredSession, reason: str) -> dict[str, JSONValue]:
 def _key(request: ToolRequest) -> str:
     """What a tool request's kept result is filed under: its ref, else its tool's name."""
     return request.ref or request.name
+
+
+def _json(value: Any) -> JSONValue:
+    """A tool's output as JSON (what is not JSON as its text)."""
+    dumped: JSONValue = json.loads(json.dumps(value, default=str))
+    return dumped
 
 
 def _dump(model: Any) -> dict[str, JSONValue]:

@@ -327,3 +327,15 @@ async def test_answers_on_a_thread_never_run_are_refused_clearly(storage: Storag
     agent = genkit_spec([]).build(storage.sessions)
     with pytest.raises(ResumeError, match="has no open interrupts"):
         await agent.invoke({"gk_c1": Decision.approve()}, thread_id="thread_never")
+
+
+async def test_what_an_approved_genkit_call_did_is_told_and_audited(make_bot: Any) -> None:
+    deleted: list[list[str]] = []
+    bot: Harness = await make_bot(spec=genkit_spec(deleted))
+    value = await bot.start(requested_by=CAROL)
+    await bot.decide("edit", value, user=ALICE)
+    assert (await bot.finished()).startswith("Finished: done: deleted 1")
+    assert bot.thread().count("delete_files: deleted 1") == 1
+    trail = await bot.services.storage.audit.read(count=100)
+    [told] = [e for e in trail if e.event == "tool_ran"]
+    assert told.record_id == bot.record_id(value) and told.detail == "delete_files: deleted 1"
