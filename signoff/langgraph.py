@@ -44,8 +44,9 @@ from agent_runtime.interrupts import (
 )
 from agent_runtime.messages import JSONValue, ToolCall
 from agent_runtime.results import AgentResult
+from agent_runtime.results import ToolResult as CallResult
 from agent_runtime.resume import ContinueRun, RunInput, parse_input
-from agent_runtime.run_events import RunEvent, RunFinished, RunStarted
+from agent_runtime.run_events import RunEvent, RunFinished, RunStarted, ToolCallFinished
 from agent_runtime.runnable import Runnable, ThreadStatus
 from agent_runtime.session import InMemorySessionStore, SessionStore, StoredSession
 from agent_runtime.state import RunStatus
@@ -151,14 +152,15 @@ class _GraphInvocation(LeasedInvocation):
             await self.agent.session_store.load(self.thread_id), "langgraph", self.thread_id
         )
         parsed = parse_input(input)
+        start = await self.agent.graph.aget_state(config)
         if isinstance(parsed, str):
-            if _interrupts(await self.agent.graph.aget_state(config)):
+            if _interrupts(start):
                 raise ResumeError(f"thread {self.thread_id} waits for its open interrupts")
             graph_input: Any = self.agent.make_input(parsed)
         elif isinstance(parsed, ContinueRun):
             graph_input = None  # continue from the last checkpoint
         else:
-            pending = _interrupts(await self.agent.graph.aget_state(config))
+            pending = _interrupts(start)
             graph_input = Command(
                 resume=_resume_values(_unapplied(parsed, pending, marker), pending)
             )
@@ -179,6 +181,8 @@ class _GraphInvocation(LeasedInvocation):
         await self.agent.session_store.save(
             self.thread_id, snapshot, expected_version=marker.version if marker else 0
         )
+        for finished in _tools_ran(start.values, state.values, self.thread_id):
+            yield finished
         interrupts = dated(asked, snapshot)
         if interrupts:
             result = AgentResult(
@@ -214,6 +218,35 @@ def _answered_calls(values: Any, reason: str) -> dict[str, Any] | None:
         if call["id"] not in answered
     ]
     return {"messages": answers} if answers else None
+
+
+def _tools_ran(before: Any, after: Any, thread_id: str) -> list[ToolCallFinished]:
+    """What each tool a LangChain agent ran in this invocation did: its tool messages
+    added since ``before``, but those standing for a person's denial or reply (the
+    middleware's answers: the tool did not run)."""
+    if not isinstance(after, Mapping) or not isinstance(after.get("messages"), list):
+        return []
+    earlier = before.get("messages") if isinstance(before, Mapping) else None
+    known = {m.tool_call_id for m in earlier or () if isinstance(m, ToolMessage)}
+    messages = after["messages"]
+    calls: dict[Any, Mapping[str, Any]] = {
+        c["id"]: c for m in messages if isinstance(m, AIMessage) for c in m.tool_calls
+    }
+    return [
+        ToolCallFinished(
+            tool_call=ToolCall(
+                id=m.tool_call_id,
+                name=str(m.name or calls.get(m.tool_call_id, {}).get("name") or "tool"),
+                args=dict(calls.get(m.tool_call_id, {}).get("args") or {}),
+            ),
+            result=CallResult(content=m.content, is_error=m.status == "error"),
+            thread_id=thread_id,
+        )
+        for m in messages
+        if isinstance(m, ToolMessage)
+        and m.tool_call_id not in known
+        and m.additional_kwargs.get("lc_source") != "hitl_interrupt_decision"
+    ]
 
 
 def _config(thread_id: str) -> dict[str, Any]:

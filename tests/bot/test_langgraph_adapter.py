@@ -502,3 +502,58 @@ async def test_a_withdrawn_langchain_agent_takes_a_new_prompt(
     state = await agent.graph.aget_state({"configurable": {"thread_id": "thread_withdrawn"}})
     [answer] = [m for m in state.values["messages"] if isinstance(m, ToolMessage)]
     assert answer.content == "withdrawn by Carol"
+
+
+async def test_what_a_langchain_agents_approved_call_did_is_told_and_audited(
+    make_bot: Any, saver: AsyncSqliteSaver
+) -> None:
+    """The approved call's outcome is in its card's thread and audited (``tool_ran``, tied
+    to its card); the denied one did not run, and is not audited as a failure."""
+    deleted: list[list[str]] = []
+
+    @lc_tool
+    def delete_files(paths: list[str]) -> str:
+        """Delete files."""
+        deleted.append(paths)
+        return f"deleted {len(paths)}"
+
+    calls = [
+        {"id": "c1", "name": "delete_files", "args": {"paths": ["/tmp/a", "/tmp/b"]}},
+        {"id": "c2", "name": "delete_files", "args": {"paths": ["/var/keep"]}},
+    ]
+    model = ScriptedChatModel(
+        messages=iter([AIMessage(content="", tool_calls=calls), AIMessage(content="all done")])
+    )
+    gate = HumanInTheLoopMiddleware(interrupt_on={"delete_files": True}, interrupt_mode="per_call")
+    agent_spec = AgentSpec(
+        name="lc-told",
+        build=lambda sessions: LangGraphAgent(
+            create_agent(model, tools=[delete_files], middleware=[gate], checkpointer=saver),
+            input=lambda text: {"messages": [{"role": "user", "content": text}]},
+            output=lambda values: str(values["messages"][-1].content),
+            session_store=sessions,
+        ),
+        policy=Policy(channel=CHANNEL, users=(ALICE,)),
+    )
+    bot: Harness = await make_bot(spec=agent_spec)
+    await bot.start(requested_by=CAROL)
+    await bot.slack.wait_for(lambda: len(_cards(bot)) == 2, what="a card per tool call")
+    first, second = (c["blocks"][-1]["elements"][0]["value"] for c in _cards(bot))
+    ts = [str(a["ts"]) for a in bot.slack.answers("chat.postMessage")]
+    await bot.click(ids.APPROVE, first, user=ALICE, message_ts=ts[0])
+    await bot.slack.wait_calls("chat.update")
+    status, body = await bot.submit(ids.DENY_VIEW, second, user=ALICE, text="keep that one")
+    assert status == 200 and "errors" not in body
+
+    def said() -> list[str]:  # anywhere: each of the round's cards has a thread
+        return [str(p.get("text")) for p in bot.slack.called("chat.postMessage")]
+
+    def ended() -> bool:
+        return any(t.startswith("Finished: all done") for t in said())
+
+    await bot.slack.wait_for(ended, what="the run's end")
+    assert deleted == [["/tmp/a", "/tmp/b"]]
+    assert said().count("delete_files: deleted 2") == 1
+    trail = await bot.services.storage.audit.read(count=100)
+    told = [(e.event, e.record_id, e.detail) for e in trail if e.event.startswith("tool_")]
+    assert told == [("tool_ran", bot.record_id(first), "delete_files: deleted 2")]
