@@ -83,7 +83,7 @@ def _parser() -> argparse.ArgumentParser:
         else:
             command.add_argument(
                 "--port",
-                type=int,
+                type=_port,
                 help="serve /healthz, /readyz and /metrics on this port of SIGNOFF_HOST "
                 "(default: no HTTP)",
             )
@@ -343,6 +343,17 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
+def _port(text: str) -> int:
+    """``--port``: a TCP port number, refused here rather than as a traceback from bind()."""
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (0 to 65535)")
+    return port
+
+
 _AGO = {"m": "minutes", "h": "hours", "d": "days"}
 
 
@@ -350,7 +361,10 @@ def _moment(text: str) -> datetime:
     """``--since``: an ISO date or time (UTC unless it says), or ``30m`` / ``12h`` / ``7d`` ago."""
     amount, unit = text[:-1], text[-1:]
     if unit in _AGO and amount.isdecimal():
-        return _now() - timedelta(**{_AGO[unit]: int(amount)})
+        try:
+            return _now() - timedelta(**{_AGO[unit]: int(amount)})
+        except OverflowError:
+            raise argparse.ArgumentTypeError(f"{text!r} is further back than any date") from None
     try:
         moment = datetime.fromisoformat(text)
     except ValueError:

@@ -189,3 +189,15 @@ async def test_a_port_in_use_stops_startup_with_one_line(env: dict[str, str]) ->
     assert code == 2 and out == "", err
     assert err.startswith(f"signoff: cannot listen on 127.0.0.1:{port} ("), err
     assert "check SIGNOFF_HOST and SIGNOFF_PORT" in err and len(err.splitlines()) == 1, err
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("audit", "--since", "1000000d"), ("worker", "--port", "99999"), ("worker", "--port", "x")],
+)
+async def test_an_out_of_range_option_is_a_usage_error_not_a_traceback(
+    env: dict[str, str], args: tuple[str, ...]
+) -> None:
+    code, out, err = await _signoff(*args, env=env)
+    assert code == 2 and out == "", err
+    assert "Traceback" not in err and f"argument {args[1]}: '{args[2]}'" in err, err
