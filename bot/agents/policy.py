@@ -77,7 +77,9 @@ class Policy:
     anyone_in_channel: bool = False
     min_approvals: int = 1
     self_approval: bool = False
-    expires_after: timedelta | None = timedelta(hours=24)
+    expires_after: timedelta = timedelta(hours=24)
+    """How long the card waits; at most 30 days with the escalations, as a run's state is
+    kept no longer (there is no "never": the request would vanish, unanswered, then)."""
     on_expiry: ExpiryOutcome = "deny"
     reminders: Reminders | None = field(default_factory=Reminders)
     decisions: tuple[DecisionType, ...] = DECISION_TYPES
@@ -132,8 +134,14 @@ class Policy:
                 "Slack has its own thread): use Remember(scope='run') or "
                 "Remember(scope='minutes', minutes=...) (this tool, in this channel)"
             )
-        if self.expires_after is not None and self.expires_after <= timedelta(0):
-            raise PolicyError("expires_after must be positive (or None for never)")
+        if self.expires_after is None:
+            raise PolicyError(
+                f"expires_after=None is refused: a waiting run's state is kept "
+                f"{SESSION_TTL.days} days, then the request would vanish unanswered; give a "
+                "duration (e.g. timedelta(days=7))"
+            )
+        if self.expires_after <= timedelta(0):
+            raise PolicyError("expires_after must be positive")
         if self.undo_window is not None and not (
             timedelta(0) < self.undo_window <= MAX_UNDO_WINDOW
         ):
@@ -142,20 +150,13 @@ class Policy:
             )
         if self.if_nobody_decides == "approve" and self.dangerous:
             raise PolicyError("a dangerous action is never approved by default: keep 'deny'")
-        if self.if_nobody_decides == "approve" and self.expires_after is None:
-            raise PolicyError("if_nobody_decides='approve' needs expires_after: when to decide")
         if self.batch and self.escalations:
             raise PolicyError("batch=True cards are not escalated: use on_expiry='deny'")
         if self.batch and self.undo_window is not None:
             raise PolicyError("batch=True cards have no undo window: leave undo_window unset")
         if self.on_expiry != "deny" and not self.escalations:
             raise PolicyError("on_expiry: use 'deny', Escalate(...) or a tuple of Escalate steps")
-        if self.escalations and self.expires_after is None:
-            raise PolicyError(
-                "on_expiry=Escalate(...) needs expires_after: without an expiry nothing "
-                "is ever escalated (set expires_after=timedelta(hours=4), for example)"
-            )
-        waits = [self.expires_after or timedelta(0), *(e.expires_after for e in self.escalations)]
+        waits = [self.expires_after, *(e.expires_after for e in self.escalations)]
         if sum(waits, timedelta(0)) > SESSION_TTL:
             raise PolicyError(
                 f"expires_after and the escalations' add up to more than {SESSION_TTL.days} "

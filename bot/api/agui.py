@@ -163,8 +163,7 @@ def _expiry(services: Services, agent: str, *, taken: frozenset[str]) -> Expiry:
         if interrupt.id in taken:
             return None
         tool = interrupt.tool_call.name if interrupt.tool_call else None
-        after = spec.policy_for(tool).expires_after
-        return interrupt.created_at + after if after is not None else None
+        return interrupt.created_at + spec.policy_for(tool).expires_after
 
     return expires
 

@@ -133,7 +133,7 @@ async def test_a_stranger_decides_nothing_and_the_items_expire_together(make_bot
     assert "Approval needed" in _card(bot)["blocks"][0]["text"]["text"]
 
     updates = len(bot.slack.called("chat.update"))
-    bot.clock.advance(Policy(users=(ALICE,)).expires_after * 2)  # type: ignore[operator]
+    bot.clock.advance(Policy(users=(ALICE,)).expires_after * 2)
     await Scheduler(bot.services).tick()
     assert len(bot.slack.called("chat.update")) == updates + 1  # one redraw for 40 expiries
     assert _card(bot)["blocks"][0]["text"]["text"] == "Decided: delete_file, 40 calls"

@@ -38,10 +38,8 @@ def _build(store: object) -> object:
         ({"users": ("U1A",), "on_expiry": Escalate()}, "Escalate"),
         # A channel alone names nobody who could act on the escalation card.
         ({"users": ("U1A",), "on_expiry": Escalate(channel="C0ESC")}, "names nobody new"),
-        (
-            {"users": ("U1A",), "expires_after": None, "on_expiry": Escalate(channel="C0ESC")},
-            "needs expires_after",
-        ),
+        # "Never" would outlive the run's saved state: the request would vanish unanswered.
+        ({"users": ("U1A",), "expires_after": None}, "expires_after=None is refused"),
         ({"users": ("U1A",), "reminders": Reminders(start_hour=18, end_hour=9)}, "start_hour"),
         # Longer than a run's saved state is kept: an approval would find nothing to resume.
         ({"users": ("U1A",), "expires_after": timedelta(days=31)}, "more than 30 days"),
