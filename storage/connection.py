@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -16,6 +17,7 @@ from .clicks import ClickStream
 from .client import RedisClient
 from .deliveries import Deliveries
 from .embedded import EmbeddedRedis
+from .errors import StorageResponseError
 from .home_viewers import HomeViewers
 from .interrupts import InterruptStore
 from .keys import CLUSTER_SHARDS, Keys
@@ -122,6 +124,7 @@ async def connect(
     )
     try:
         await client.ping()
+        await _refuse_old_server(client)
         await _warn_if_evicting(client)
         await storage.resume.ensure_group()
         await storage.clicks.ensure_group()
@@ -130,6 +133,27 @@ async def connect(
         await storage.close()
         raise
     return storage
+
+
+async def _refuse_old_server(client: RedisClient) -> None:
+    """Stop with one line on a server older than 6.2: every click decider, resume worker and
+    webhook reader starts with XAUTOCLAIM (6.2), so on such a server none ever took work.
+    A server that keeps INFO to itself is not asked."""
+    try:
+        answer = await client.raw.info("server")
+    except Exception:  # refused or renamed, as managed services may do
+        return
+    # A cluster may answer for each node: {node: info}.
+    infos = [answer] if "redis_version" in answer else list(answer.values())
+    for info in infos:
+        version = str(info.get("redis_version", "")) if isinstance(info, dict) else ""
+        numbers = tuple(int(n) for n in re.findall(r"\d+", version)[:2])
+        if numbers and numbers < (6, 2):
+            raise StorageResponseError(
+                f"Redis at {client.where} is version {version}: Signoff needs Redis or "
+                "Valkey 6.2 or newer (it reads its streams with XAUTOCLAIM); upgrade it or "
+                "point REDIS_URL at another"
+            )
 
 
 async def _warn_if_evicting(client: RedisClient) -> None:

@@ -3,6 +3,7 @@ to change, not a traceback."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import socket
 from urllib.parse import urlsplit
@@ -66,3 +67,34 @@ async def test_a_server_that_evicts_keys_when_full_is_warned_of(
     finally:
         await probe.client.raw.config_set("maxmemory-policy", "noeviction")
         await probe.close()
+
+
+async def _old_redis(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """A server answering as Redis 6.0.16 does: no XAUTOCLAIM, which came in 6.2."""
+    info = b"# Server\r\nredis_version:6.0.16\r\nredis_mode:standalone\r\n"
+    while line := await reader.readline():
+        args = []
+        for _ in range(int(line[1:])):  # "*N", then N "$len" / value pairs
+            size = int((await reader.readline())[1:])
+            args.append((await reader.readexactly(size + 2))[:-2].upper())
+        if args[0] == b"PING":
+            writer.write(b"+PONG\r\n")
+        elif args[0] == b"INFO":
+            writer.write(b"$%d\r\n%s\r\n" % (len(info), info))
+        elif args[0] == b"XAUTOCLAIM":
+            writer.write(b"-ERR unknown command `XAUTOCLAIM`\r\n")
+        else:
+            writer.write(b"+OK\r\n")
+        await writer.drain()
+    writer.close()
+
+
+async def test_a_server_older_than_6_2_is_refused_in_one_line() -> None:
+    """Its streams could never be taken over: every decider and worker would fail."""
+    server = await asyncio.start_server(_old_redis, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        with pytest.raises(StorageResponseError, match=r"version 6\.0\.16: .* 6\.2 or newer"):
+            await connect(f"redis://127.0.0.1:{port}/0")
+    finally:
+        server.close()
