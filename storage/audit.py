@@ -95,8 +95,8 @@ class AuditLog:
         starts: list[str] = []
         for shard in self._keys.all_shards:
             if after == "-":
-                # Stream ids begin with the entry's time in ms.
-                starts.append(f"{to_ms(since)}-0" if since is not None else "-")
+                # Stream ids begin with the entry's time in ms; none is before 1970.
+                starts.append(f"{max(to_ms(since), 0)}-0" if since is not None else "-")
             elif last_shard and shard > int(last_shard):
                 starts.append(stream_id)  # its entries of that same id come after ``after``
             else:

@@ -201,3 +201,11 @@ async def test_an_out_of_range_option_is_a_usage_error_not_a_traceback(
     code, out, err = await _signoff(*args, env=env)
     assert code == 2 and out == "", err
     assert "Traceback" not in err and f"argument {args[1]}: '{args[2]}'" in err, err
+
+
+async def test_audit_since_a_date_before_1970_prints_the_whole_trail(env: dict[str, str]) -> None:
+    assert (await _signoff(*RUN, env=env))[0] == 0
+
+    code, out, err = await _signoff("audit", "--since", "1960-01-01T00:00Z", env=env)
+    assert code == 0, err
+    assert [json.loads(line)["event"] for line in out.splitlines()] == ["created", "posted"]
