@@ -254,6 +254,11 @@ class AgentSpec:
         return self.policy
 
 
+def is_channel_id(value: str) -> bool:
+    """A Slack channel id (``C0123ABCD``; ``G`` private, ``D`` direct), not a ``#name``."""
+    return bool(_CHANNEL.match(value))
+
+
 def _check_ids(values: tuple[str, ...], pattern: re.Pattern[str], what: str, hint: str) -> None:
     if isinstance(values, str):
         raise PolicyError(f"{what} must be a tuple of ids, not the string {values!r}")

@@ -15,6 +15,7 @@ from agent_runtime.messages import ToolCall, new_id
 from agent_runtime.results import AgentResult, ToolResult
 from agent_runtime.resume import ContinueRun
 from agent_runtime.run_events import RunFinished, RunStarted, ToolCallFinished
+from bot.agents.policy import is_channel_id
 from bot.errors import BotError
 from bot.services import Services
 from bot.ui.notes import post_in_thread
@@ -39,6 +40,11 @@ async def start_run(
     spec = services.registry.spec(agent_name)
     if spec is None:
         raise BotError(unknown_agent(services, agent_name))
+    if place.channel is not None and not is_channel_id(place.channel):
+        # Checked before anything is stored: a record under a #name could never be updated.
+        raise BotError(
+            f"channel {place.channel!r}: use a channel id such as C0123ABCD (not a #name)"
+        )
     if is_direct_message(place.channel) and spec.asks_where_it_runs(services.default_channel):
         raise BotError(
             f"Run {agent_name} in a channel its approvers are in: it asks for approval where "

@@ -209,3 +209,14 @@ async def test_audit_since_a_date_before_1970_prints_the_whole_trail(env: dict[s
     code, out, err = await _signoff("audit", "--since", "1960-01-01T00:00Z", env=env)
     assert code == 0, err
     assert [json.loads(line)["event"] for line in out.splitlines()] == ["created", "posted"]
+
+
+async def test_run_in_a_channel_named_not_by_id_is_refused_in_one_line(
+    slack: FakeSlack, env: dict[str, str]
+) -> None:
+    args = ("run", "cleanup", "--channel", "#ops", "--input", "tidy", "--agents", "cleanup_agents")
+    code, out, err = await _signoff(*args, env=env)
+    assert code == 2 and out == "", err
+    assert err.startswith("signoff: ") and "C0123ABCD" in err and len(err.splitlines()) == 1, err
+    assert slack.called("chat.postMessage") == []
+    assert (await _signoff("audit", env=env))[1] == ""  # nothing was stored
