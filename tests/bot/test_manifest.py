@@ -45,6 +45,9 @@ def test_manifest_asks_for_the_scopes_and_features_the_bot_uses() -> None:
     assert manifest["settings"]["socket_mode_enabled"] is True
     assert manifest["settings"]["interactivity"]["is_enabled"] is True
     assert manifest["features"]["app_home"]["home_tab_enabled"] is True
+    # Cards and notices sent by DM are read in the Messages tab; nothing typed there is read.
+    assert manifest["features"]["app_home"]["messages_tab_enabled"] is True
+    assert manifest["features"]["app_home"]["messages_tab_read_only_enabled"] is True
     assert [c["command"] for c in manifest["features"]["slash_commands"]] == ["/signoff"]
     assert "url" not in manifest["features"]["slash_commands"][0]
     # Escaped, "@alice" arrives as <@U…|alice>: "/signoff away … to @someone" reads the id.
