@@ -66,9 +66,10 @@ def configure_logging(environ: Mapping[str, str], stream: TextIO | None = None) 
     """Log to ``stream`` (stderr) at ``SIGNOFF_LOG_LEVEL`` (INFO) in ``SIGNOFF_LOG_FORMAT``
     (``text`` on a terminal, else ``json``)."""
     out = stream or sys.stderr
-    chosen = environ.get("SIGNOFF_LOG_FORMAT") or ("text" if out.isatty() else "json")
+    given = environ.get("SIGNOFF_LOG_FORMAT") or ("text" if out.isatty() else "json")
+    chosen = given.lower()  # read in any case, as the level is
     if chosen not in FORMATS:
-        raise ConfigError(f"SIGNOFF_LOG_FORMAT={chosen!r}: use one of {', '.join(FORMATS)}")
+        raise ConfigError(f"SIGNOFF_LOG_FORMAT={given!r}: use one of {', '.join(FORMATS)}")
     level = environ.get("SIGNOFF_LOG_LEVEL") or "INFO"
     if level.upper() not in LEVELS:
         raise ConfigError(f"SIGNOFF_LOG_LEVEL={level!r}: use one of {', '.join(LEVELS)}")

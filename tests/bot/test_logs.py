@@ -57,7 +57,7 @@ def test_off_a_terminal_the_default_is_json_and_text_shows_the_ids(
     configure_logging({}, captured)  # a StringIO is not a terminal
     logging.getLogger("signoff.test").info("plain")
     assert json.loads(captured.getvalue())["event"] == "plain"
-    configure_logging({"SIGNOFF_LOG_FORMAT": "text"}, captured)
+    configure_logging({"SIGNOFF_LOG_FORMAT": "Text"}, captured)  # in any case
     with log_ids(run_id="run_2"):
         logging.getLogger("signoff.test").info("as text")
     assert captured.getvalue().splitlines()[-1].endswith("signoff.test: as text [run_id=run_2]")
