@@ -8,8 +8,10 @@ nothing it waited on runs, and the card says who withdrew it.
 from __future__ import annotations
 
 import logging
+from datetime import datetime
 
 from agent_runtime.errors import AgentRuntimeError
+from agent_runtime.interrupts import Decision
 from bot.services import Services
 from bot.ui.blocks import user_mention
 from bot.ui.home import refresh_homes
@@ -48,10 +50,17 @@ async def withdraw(services: Services, click: Click) -> None:
         cancelled = await services.storage.interrupts.cancel_run(
             record.run_id, reason=reason, now=now, by=user
         )
-        latest = await services.storage.queries.get(record.id) or record
     except StorageError:
         await post_ephemeral(services, channel=channel, user=user, text=STORAGE_DOWN)
         return
+    try:
+        latest = await services.storage.queries.get(record.id) or record
+    except StorageError as exc:
+        if not cancelled.count:
+            await post_ephemeral(services, channel=channel, user=user, text=STORAGE_DOWN)
+            return
+        log.error("run %s withdrawn, its record not read back: %s", record.run_id, exc)
+        latest = _as_cancelled(record, user, now, reason)
     if not cancelled.count:
         outcome = DecideOutcome(status="refused", reason="already_decided", record=latest)
         await post_ephemeral(services, channel=channel, user=user, text=refusal_text(outcome))
@@ -83,6 +92,16 @@ async def _redraw(
             drawn.add(message)
             await update_message(services, record)
             await refresh_homes(services, record)
+
+
+def _as_cancelled(
+    record: InterruptRecord, user: str, now: datetime, reason: str
+) -> InterruptRecord:
+    """``record`` as the withdrawal left it, for when storage kept the withdrawal but
+    failed the read back: the run is still cancelled and the card still redrawn."""
+    decision = Decision.reject(reason).to_dict()
+    update = {"state": "cancelled", "decided_by": user, "decided_at": now, "decision": decision}
+    return record.model_copy(update=update)
 
 
 def _refusal(services: Services, record: InterruptRecord, user: str) -> str | None:

@@ -11,6 +11,8 @@ from harness import ALICE, BOB, CAROL, CHANNEL, MALLORY, Harness
 from bot.runs.drive import start_run
 from bot.runs.place import Place
 from bot.ui import ids
+from bot.ui.refusals import STORAGE_DOWN
+from storage.errors import StorageUnavailableError
 
 
 async def _withdraw(bot: Harness, value: str, *, user: str) -> None:
@@ -172,3 +174,48 @@ async def test_withdrawing_from_one_card_redraws_the_runs_other_pending_card(
     record_b = await bot.services.storage.queries.get(bot.record_id(value_b))
     assert record_b is not None and record_b.state == "cancelled"
     assert deleted == []
+
+
+async def test_a_withdrawal_storage_kept_is_carried_through_when_its_read_back_fails(
+    make_bot: Any,
+) -> None:
+    """Storage cancels the run, then fails the read of the withdrawn record: the
+    withdrawal happened, so the clicker is not told nothing was recorded, the agent's run
+    is cancelled, and the card stops asking."""
+    bot: Harness = await make_bot()
+    value = await bot.start(requested_by=CAROL)
+    record_id = bot.record_id(value)
+    queries = bot.services.storage.queries
+    read = queries.get
+    cancelled: list[str] = []
+
+    async def unreachable_after_the_cancel(rid: str) -> Any:
+        if cancelled:
+            raise StorageUnavailableError("connection refused")
+        return await read(rid)
+
+    cancel_run = bot.services.storage.interrupts.cancel_run
+
+    async def cancel_then_note(run_id: str, **kwargs: Any) -> Any:
+        result = await cancel_run(run_id, **kwargs)
+        cancelled.append(run_id)
+        return result
+
+    queries.get = unreachable_after_the_cancel  # type: ignore[method-assign]
+    bot.services.storage.interrupts.cancel_run = cancel_then_note  # type: ignore[method-assign]
+    await _withdraw(bot, value, user=CAROL)
+    await bot.slack.wait_for(
+        lambda: any(t.startswith(f"Withdrawn by <@{CAROL}>") for t in bot.thread()),
+        what="the withdrawal in the thread",
+    )
+    await bot.services.background.idle()
+    assert STORAGE_DOWN not in [e["text"] for e in bot.slack.called("chat.postEphemeral")]
+    queries.get = read  # type: ignore[method-assign]
+    record = await read(record_id)
+    assert record is not None and record.state == "cancelled"
+    status = await bot.services.registry.agent("cleanup").thread_status(record.thread_id)
+    assert status is not None and status.last_result is not None
+    assert status.last_result.stop_reason == "cancelled"
+    update = bot.slack.called("chat.update")[-1]
+    assert update["blocks"][0]["text"]["text"] == "Withdrawn: delete_files"
+    assert not any(block["type"] == "actions" for block in update["blocks"])
