@@ -306,10 +306,15 @@ async def open_modal(services: Services, click: Click) -> None:
     ``views.open``. Who may decide is checked again when the modal is submitted, as a
     click on the message it was opened from.
     """
-    record = await clicked_record(services, click)
+    user, channel = click.user.id, click.container.channel_id
+    try:
+        record = await clicked_record(services, click)
+    except StorageError as exc:
+        log.error("modal not opened, its record not read: %s", exc)
+        await post_ephemeral(services, channel=channel, user=user, text=STORAGE_DOWN)
+        return
     if record is None:
         return
-    user, channel = click.user.id, click.container.channel_id
     message_ts = click.container.message_ts
     if not _may_submit_from(record, user, channel, message_ts):
         outcome = DecideOutcome(status="refused", reason="not_allowed", record=record)

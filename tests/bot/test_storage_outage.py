@@ -238,3 +238,21 @@ async def test_signoff_while_redis_is_down_says_so_instead_of_failing(
     assert answer["text"] == LIST_DOWN
     server.start()
     assert (await bot.command("", user=ALICE))["text"] == "1 waiting for you"
+
+
+async def test_a_form_button_clicked_while_redis_is_down_tells_the_clicker(
+    make_bot: Any, server: EmbeddedRedis, storage: Storage
+) -> None:
+    """Deny opens a form after one read of the record: with Redis down no form opens, and
+    the clicker is told why rather than left with a button that does nothing."""
+    bot: Harness = await make_bot()
+    value = await bot.start()
+
+    server.stop()
+    response = await bot.click(ids.DENY, value, user=ALICE)
+    assert response.status == 200
+    await bot.slack.wait_calls("chat.postEphemeral")
+    [refusal] = bot.slack.called("chat.postEphemeral")
+    assert refusal["user"] == ALICE and refusal["text"] == STORAGE_DOWN
+    assert bot.slack.called("views.open") == []
+    server.start()
