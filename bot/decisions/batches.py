@@ -12,10 +12,10 @@ from bot.services import Services
 from bot.ui import ids
 from bot.ui.batch_message import PER_GROUP, excluded_by, numbered
 from bot.ui.home import refresh_homes
-from bot.ui.posting import post_ephemeral, update_message
-from bot.ui.refusals import DAMAGED, STORAGE_DOWN, reason_text, refusal_text
+from bot.ui.posting import post_ephemeral, redraw_unconfirmed, update_message
+from bot.ui.refusals import DAMAGED, STORAGE_DOWN, UNCONFIRMED, reason_text, refusal_text
 from bot.ui.requester import tell_batch_decided
-from storage.errors import CorruptRecordError, StorageError
+from storage.errors import CorruptRecordError, StorageError, StorageTimeoutError
 from storage.outcomes import DecideOutcome
 from storage.records import InterruptRecord
 
@@ -63,6 +63,11 @@ async def decide_batch(services: Services, click: Click) -> None:
             channel=channel,
             message_ts=ts,
         )
+    except StorageTimeoutError as exc:
+        log.error("batch %s decided by %s not confirmed: %s", lead_id, user, exc)
+        await redraw_unconfirmed(services, lead_id)
+        await post_ephemeral(services, channel=channel, user=user, text=UNCONFIRMED)
+        return
     except StorageError:
         await post_ephemeral(services, channel=channel, user=user, text=STORAGE_DOWN)
         return

@@ -208,6 +208,17 @@ async def _redraw_later(
     log.info("interrupt %s: its card will be redrawn in %ds", record.id, wait.total_seconds())
 
 
+async def redraw_unconfirmed(services: Services, record_id: str) -> None:
+    """Queue a redraw of a card whose decision (or undo) timed out in Redis: it may have
+    landed, and the card then shows it rather than buttons of a state that has passed."""
+    try:
+        await services.storage.interrupts.redraw_later(
+            record_id, at=services.clock.now() + POST_LEASE
+        )
+    except StorageError as exc:
+        log.error("interrupt %s: its redraw not queued: %s", record_id, exc)
+
+
 _REDRAWS = 3
 """At most this many draws per update: each further one follows a step that landed during
 the previous one."""

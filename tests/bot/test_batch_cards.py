@@ -4,7 +4,7 @@ rejections naming who excluded them, audits 40 decisions and updates the one car
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from batch_agents import FILES, spec
@@ -22,7 +22,9 @@ from bot.schedule.scheduler import Scheduler
 from bot.ui import ids
 from bot.ui.batch_message import batch_message
 from bot.ui.posting import update_message
+from bot.ui.refusals import UNCONFIRMED
 from storage.approvers import ApproverPolicy
+from storage.errors import StorageTimeoutError
 from storage.outcomes import DecideOutcome
 from storage.records import InterruptRecord
 
@@ -283,3 +285,30 @@ async def test_refusals_for_more_than_one_reason_are_told_as_a_count(make_bot: A
         "2 of 40 items were not decided, for more than one reason; "
         "the card shows where each stands."
     )
+
+
+async def test_a_batch_decision_redis_confirmed_late_is_not_called_unrecorded(
+    make_bot: Any,
+) -> None:
+    """Redis runs "Approve selected" but its answer times out: the clicker is told it is
+    not confirmed (not that nothing was recorded), and the card is redrawn from storage
+    rather than left offering the buttons of a batch that was decided."""
+    deleted: list[str] = []
+    bot: Harness = await make_bot(spec=spec(deleted))
+    await bot.start(requested_by=CAROL)
+    interrupts = bot.services.storage.interrupts
+    decide_together = interrupts.decide_together
+
+    async def answered_too_late(*args: Any, **kwargs: Any) -> Any:
+        await decide_together(*args, **kwargs)
+        raise StorageTimeoutError("Redis did not answer in time")
+
+    interrupts.decide_together = answered_too_late  # type: ignore[method-assign]
+    await bot.batch_click(ids.BATCH_APPROVE, user=ALICE)
+    await bot.slack.wait_calls("chat.postEphemeral")
+    await bot.services.background.idle()
+    assert [n["text"] for n in bot.slack.called("chat.postEphemeral")] == [UNCONFIRMED]
+    await bot.finished()
+    bot.clock.advance(timedelta(minutes=1))
+    await Scheduler(bot.services).redraw_cards()
+    assert _card(bot)["blocks"][0]["text"]["text"] == "Decided: delete_file, 40 calls"
