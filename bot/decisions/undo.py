@@ -10,9 +10,9 @@ from bot.services import Services
 from bot.ui.blocks import mentions, user_mention
 from bot.ui.home import refresh_homes
 from bot.ui.notes import post_mrkdwn
-from bot.ui.posting import post_ephemeral, update_message
-from bot.ui.refusals import DAMAGED, STORAGE_DOWN, refusal_text
-from storage.errors import CorruptRecordError, StorageError
+from bot.ui.posting import post_ephemeral, redraw_unconfirmed, update_message
+from bot.ui.refusals import DAMAGED, STORAGE_DOWN, UNCONFIRMED, refusal_text
+from storage.errors import CorruptRecordError, StorageError, StorageTimeoutError
 
 from .damaged import record_damaged
 from .payloads import Click
@@ -36,6 +36,11 @@ async def undo(services: Services, click: Click) -> None:
     except CorruptRecordError as exc:
         await record_damaged(services, exc, record_id, user=user, channel=channel)
         await post_ephemeral(services, channel=channel, user=user, text=DAMAGED)
+        return
+    except StorageTimeoutError as exc:
+        log.error("undo by %s on %s not confirmed: %s", user, record_id, exc)
+        await redraw_unconfirmed(services, record_id)
+        await post_ephemeral(services, channel=channel, user=user, text=UNCONFIRMED)
         return
     except StorageError:
         await post_ephemeral(services, channel=channel, user=user, text=STORAGE_DOWN)

@@ -13,6 +13,8 @@ from bot.agents.policy import Escalate, Policy
 from bot.decisions.clicks import decide_click, made_final
 from bot.schedule.scheduler import Scheduler
 from bot.ui import ids
+from bot.ui.refusals import UNCONFIRMED
+from storage.errors import StorageTimeoutError
 
 WINDOW = timedelta(seconds=60)
 POLICY = Policy(channel=CHANNEL, users=(ALICE, BOB), undo_window=WINDOW)
@@ -270,3 +272,27 @@ async def test_a_denial_taken_back_leaves_the_low_risk_default_as_the_card_said(
     expired = [d for e, d in audit if e == "expired"]
     assert expired != ["not approved by default: an approval was undone"], audit  # none was
     assert "it is approved by default" in card, card
+
+
+async def test_an_undo_redis_confirmed_late_is_not_called_unrecorded(make_bot: Any) -> None:
+    """Redis takes the Undo but its answer times out: the clicker is told it is not
+    confirmed (not that nothing was recorded), and the card is redrawn from storage, so it
+    asks for a decision again instead of showing the undone approval."""
+    bot: Harness = await make_bot(POLICY)
+    value = await bot.start(requested_by=CAROL)
+    await bot.click(ids.APPROVE, value, user=ALICE)
+    await bot.slack.wait_calls("chat.update")
+    interrupts = bot.services.storage.interrupts
+    undo = interrupts.undo
+
+    async def answered_too_late(*args: Any, **kwargs: Any) -> Any:
+        await undo(*args, **kwargs)
+        raise StorageTimeoutError("Redis did not answer in time")
+
+    interrupts.undo = answered_too_late  # type: ignore[method-assign]
+    await bot.click(ids.UNDO, value, user=BOB)
+    assert await _ephemeral(bot, 1) == UNCONFIRMED
+    await bot.services.background.idle()
+    bot.clock.advance(timedelta(seconds=31))  # before the window's end
+    await Scheduler(bot.services).redraw_cards()
+    assert _headline(bot) == "Approval needed: delete_files"
