@@ -137,8 +137,8 @@ async def post_interrupt(services: Services, record: InterruptRecord) -> Interru
 async def _take_down(
     services: Services, record: InterruptRecord, channel: str, ts: str, exc: StorageError
 ) -> None:
-    """Delete a card Slack posted but storage did not record: the outbox posts it again,
-    and clicks on this copy would only ever be refused as coming from another message."""
+    """Delete a card (or escalation card) Slack posted but storage refused to record: the
+    outbox posts it again, and clicks on this copy would only be refused as another's."""
     log.error("interrupt %s posted but not recorded, left in the outbox: %s", record.id, exc)
     try:
         await services.client.chat_delete(channel=channel, ts=ts)
@@ -291,8 +291,11 @@ async def post_escalation(services: Services, record: InterruptRecord) -> Interr
     try:
         if not await services.storage.interrupts.set_escalation_message(record.id, where, ts):
             return None
-    except StorageError as exc:
+    except StorageTimeoutError as exc:  # it may have landed: the card may be the one
         log.error("interrupt %s: escalation card not recorded: %s", record.id, exc)
+        return None
+    except StorageError as exc:  # the outbox posts it again
+        await _take_down(services, record, where, ts, exc)
         return None
     earlier = record.escalation_cards
     if record.escalation_channel and record.escalation_ts:

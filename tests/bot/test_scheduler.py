@@ -385,3 +385,33 @@ async def test_a_card_whose_post_was_not_recorded_is_taken_down_before_the_outbo
     assert (deleted["channel"], deleted["ts"]) == (first["channel"], bot.message_ts(0))
     record = await bot.services.storage.queries.get(failed[0])
     assert record is not None and record.message_ts == bot.message_ts(1)
+
+
+async def test_an_escalation_card_whose_post_was_not_recorded_is_taken_down_and_posted_again(
+    make_bot: Any,
+) -> None:
+    """Slack posts the step's card, then Redis fails to record where: the outbox posts it
+    again, so the first card is deleted rather than left with buttons that decide nothing."""
+    bot: Harness = await make_bot(TO_LEADS)
+    await bot.start(requested_by=CAROL)
+    store = bot.services.storage.interrupts
+    set_escalation_message = store.set_escalation_message
+    failed: list[str] = []
+
+    async def unreachable_once(rid: str, *args: Any) -> Any:
+        if not failed:
+            failed.append(rid)
+            raise StorageUnavailableError("connection refused")
+        return await set_escalation_message(rid, *args)
+
+    store.set_escalation_message = unreachable_once  # type: ignore[method-assign]
+    scheduler = Scheduler(bot.services)
+    bot.clock.advance(timedelta(hours=2, minutes=1))
+    await scheduler.tick()
+    bot.clock.advance(timedelta(minutes=1))
+    await scheduler.tick()
+    first, second = [a for a in bot.slack.answers("chat.postMessage") if a["channel"] == "C0LEADS"]
+    [deleted] = bot.slack.called("chat.delete")
+    assert (deleted["channel"], deleted["ts"]) == ("C0LEADS", first["ts"])
+    record = await bot.services.storage.queries.get(failed[0])
+    assert record is not None and record.escalation_ts == second["ts"]
