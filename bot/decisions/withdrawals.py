@@ -19,7 +19,8 @@ from bot.ui.notes import post_mrkdwn
 from bot.ui.posting import post_ephemeral, update_message
 from bot.ui.refusals import STORAGE_DOWN, refusal_text
 from bot.ui.requester import tell_decided
-from storage.errors import StorageError
+from storage.errors import StorageError, StorageTimeoutError
+from storage.interrupts import Cancelled
 from storage.outcomes import DecideOutcome
 from storage.records import InterruptRecord
 from storage.requests import is_request_run
@@ -47,9 +48,7 @@ async def withdraw(services: Services, click: Click) -> None:
     reason = ""  # the card says who withdrew it; Slack gives no reason to quote
     now = services.clock.now()
     try:
-        cancelled = await services.storage.interrupts.cancel_run(
-            record.run_id, reason=reason, now=now, by=user
-        )
+        cancelled = await _cancel(services, record, user=user, now=now, reason=reason)
     except StorageError:
         await post_ephemeral(services, channel=channel, user=user, text=STORAGE_DOWN)
         return
@@ -92,6 +91,26 @@ async def _redraw(
             drawn.add(message)
             await update_message(services, record)
             await refresh_homes(services, record)
+
+
+async def _cancel(
+    services: Services, record: InterruptRecord, *, user: str, now: datetime, reason: str
+) -> Cancelled:
+    """Cancel the record's run. One whose answer timed out (it may have landed) is
+    cancelled again, and counts as this withdrawal when the record reads as withdrawn by
+    ``user``: otherwise the agent's run would never be cancelled."""
+    interrupts = services.storage.interrupts
+    try:
+        return await interrupts.cancel_run(record.run_id, reason=reason, now=now, by=user)
+    except StorageTimeoutError as exc:
+        log.warning("run %s: withdrawal not confirmed, trying again: %s", record.run_id, exc)
+    again = await interrupts.cancel_run(record.run_id, reason=reason, now=now, by=user)
+    if again.count:
+        return again
+    latest = await services.storage.queries.get(record.id)
+    if latest is not None and latest.state == "cancelled" and latest.decided_by == user:
+        return Cancelled(ids=(record.id,))
+    return again
 
 
 def _as_cancelled(

@@ -12,7 +12,7 @@ from bot.runs.drive import start_run
 from bot.runs.place import Place
 from bot.ui import ids
 from bot.ui.refusals import STORAGE_DOWN
-from storage.errors import StorageUnavailableError
+from storage.errors import StorageTimeoutError, StorageUnavailableError
 
 
 async def _withdraw(bot: Harness, value: str, *, user: str) -> None:
@@ -219,3 +219,40 @@ async def test_a_withdrawal_storage_kept_is_carried_through_when_its_read_back_f
     update = bot.slack.called("chat.update")[-1]
     assert update["blocks"][0]["text"]["text"] == "Withdrawn: delete_files"
     assert not any(block["type"] == "actions" for block in update["blocks"])
+
+
+async def test_a_withdrawal_redis_confirmed_late_still_cancels_the_agents_run(
+    make_bot: Any,
+) -> None:
+    """Redis cancels the run but its answer times out: the withdrawal is carried through
+    (the agent's run cancelled, the card and thread saying so), not reported as unrecorded
+    and left with a run that waits forever."""
+    bot: Harness = await make_bot()
+    value = await bot.start(requested_by=CAROL)
+    interrupts = bot.services.storage.interrupts
+    cancel_run = interrupts.cancel_run
+    tries: list[str] = []
+
+    async def answered_too_late_once(run_id: str, **kwargs: Any) -> Any:
+        result = await cancel_run(run_id, **kwargs)
+        tries.append(run_id)
+        if len(tries) == 1:
+            raise StorageTimeoutError("Redis did not answer in time")
+        return result
+
+    interrupts.cancel_run = answered_too_late_once  # type: ignore[method-assign]
+    await _withdraw(bot, value, user=CAROL)
+    await bot.slack.wait_for(
+        lambda: any(t.startswith(f"Withdrawn by <@{CAROL}>") for t in bot.thread()),
+        what="the withdrawal in the thread",
+    )
+    await bot.services.background.idle()
+    assert bot.slack.called("chat.postEphemeral") == []
+    record = await bot.services.storage.queries.get(bot.record_id(value))
+    assert record is not None and record.state == "cancelled"
+    status = await bot.services.registry.agent("cleanup").thread_status(record.thread_id)
+    assert status is not None and status.last_result is not None
+    assert status.last_result.stop_reason == "cancelled"
+    assert bot.slack.called("chat.update")[-1]["blocks"][0]["text"]["text"] == (
+        "Withdrawn: delete_files"
+    )
