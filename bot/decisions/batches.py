@@ -76,7 +76,12 @@ async def decide_batch(services: Services, click: Click) -> None:
     await _report(services, click, outcomes, len(chosen))
     if all(o.status == "refused" for o in outcomes):
         return  # nothing changed: the card stays as it is
-    latest, _ = await services.storage.queries.many([item.id for item in items])
+    try:
+        latest, _ = await services.storage.queries.many([item.id for item in items])
+    except StorageError as exc:
+        log.error("batch %s decided, its items not read back: %s", lead_id, exc)
+        await redraw_unconfirmed(services, lead_id)
+        return
     await update_message(services, latest[0] if latest else items[0])
     if latest and all(r.state != "pending" for r in latest):
         await tell_batch_decided(services, latest)

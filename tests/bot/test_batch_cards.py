@@ -24,7 +24,7 @@ from bot.ui.batch_message import batch_message
 from bot.ui.posting import update_message
 from bot.ui.refusals import UNCONFIRMED
 from storage.approvers import ApproverPolicy
-from storage.errors import StorageTimeoutError
+from storage.errors import StorageTimeoutError, StorageUnavailableError
 from storage.outcomes import DecideOutcome
 from storage.records import InterruptRecord
 
@@ -308,6 +308,40 @@ async def test_a_batch_decision_redis_confirmed_late_is_not_called_unrecorded(
     await bot.slack.wait_calls("chat.postEphemeral")
     await bot.services.background.idle()
     assert [n["text"] for n in bot.slack.called("chat.postEphemeral")] == [UNCONFIRMED]
+    await bot.finished()
+    bot.clock.advance(timedelta(minutes=1))
+    await Scheduler(bot.services).redraw_cards()
+    assert _card(bot)["blocks"][0]["text"]["text"] == "Decided: delete_file, 40 calls"
+
+
+async def test_a_batch_decided_while_redis_fails_its_read_back_has_its_card_redrawn(
+    make_bot: Any,
+) -> None:
+    """ "Approve selected" lands, then Redis fails the read of the decided items: the card
+    is redrawn from storage once it answers, not left offering buttons on a decided batch."""
+    deleted: list[str] = []
+    bot: Harness = await make_bot(spec=spec(deleted))
+    await bot.start(requested_by=CAROL)
+    storage = bot.services.storage
+    decide_together, many = storage.interrupts.decide_together, storage.queries.many
+    decided: list[bool] = []
+
+    async def decide_then_note(*args: Any, **kwargs: Any) -> Any:
+        result = await decide_together(*args, **kwargs)
+        decided.append(True)
+        return result
+
+    async def unreachable_after_the_decision(ids: Any) -> Any:
+        if decided:
+            raise StorageUnavailableError("connection refused")
+        return await many(ids)
+
+    storage.interrupts.decide_together = decide_then_note  # type: ignore[method-assign]
+    storage.queries.many = unreachable_after_the_decision  # type: ignore[method-assign]
+    await bot.batch_click(ids.BATCH_APPROVE, user=ALICE)
+    await bot.services.background.idle()
+    assert decided
+    storage.queries.many = many  # type: ignore[method-assign]
     await bot.finished()
     bot.clock.advance(timedelta(minutes=1))
     await Scheduler(bot.services).redraw_cards()
