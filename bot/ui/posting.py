@@ -15,12 +15,11 @@ import contextlib
 import logging
 from collections.abc import Awaitable
 from datetime import timedelta
-from typing import cast
 
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from bot.services import Services
-from storage.errors import StorageError, StorageTimeoutError
+from storage.errors import StorageError
 from storage.records import InterruptRecord
 from storage.requests import is_request_run
 from storage.sweeps import POST_LEASE
@@ -62,8 +61,7 @@ async def _message(services: Services, record: InterruptRecord) -> SlackMessage:
 
 
 async def post_interrupt(services: Services, record: InterruptRecord) -> InterruptRecord | None:
-    """Post a stored interrupt and record where; None (still in the outbox) when Slack fails,
-    or Redis refuses to record the post (its card is then deleted).
+    """Post a stored interrupt and record where; None (still in the outbox) when Slack fails.
     The notification mentions the approvers inside their working hours now.
 
         A batch card is posted by its lead, and every item is recorded as posted there; the
@@ -103,22 +101,14 @@ async def post_interrupt(services: Services, record: InterruptRecord) -> Interru
     where = str(answer.get("channel") or channel)
     thread_ts = record.thread_ts or ts
     link = message_link(team_url, where, ts, thread_ts=thread_ts) if team_url else None
-    marks = await asyncio.gather(
+    marked = await asyncio.gather(
         *(
             services.storage.interrupts.mark_posted(
                 rid, where, ts, thread_ts=thread_ts, permalink=link, now=services.clock.now()
             )
             for rid in record.batch_items or (record.id,)
-        ),
-        return_exceptions=True,
+        )
     )
-    lost = isinstance(marks[0], StorageError) and not isinstance(marks[0], StorageTimeoutError)
-    if lost:  # Redis refused the mark (a timed-out one may have landed): the outbox posts again
-        await _take_down(services, record, where, ts, cast(StorageError, marks[0]))
-        return None
-    if failed := next((m for m in marks if isinstance(m, BaseException)), None):
-        raise failed
-    marked = cast(list[InterruptRecord | None], marks)
     posted = marked[0]
     if posted is None or posted.channel is None:
         return posted
@@ -132,18 +122,6 @@ async def post_interrupt(services: Services, record: InterruptRecord) -> Interru
     for rid in record.batch_items or (record.id,):
         await services.storage.interrupts.set_permalink(rid, link)
     return posted.model_copy(update={"permalink": link})
-
-
-async def _take_down(
-    services: Services, record: InterruptRecord, channel: str, ts: str, exc: StorageError
-) -> None:
-    """Delete a card (or escalation card) Slack posted but storage refused to record: the
-    outbox posts it again, and clicks on this copy would only be refused as another's."""
-    log.error("interrupt %s posted but not recorded, left in the outbox: %s", record.id, exc)
-    try:
-        await services.client.chat_delete(channel=channel, ts=ts)
-    except SLACK_FAILURES as failure:
-        log.warning("interrupt %s: unrecorded card not deleted: %s", record.id, why_failed(failure))
 
 
 async def _tell_refused(services: Services, record: InterruptRecord, why: str) -> None:
@@ -291,11 +269,8 @@ async def post_escalation(services: Services, record: InterruptRecord) -> Interr
     try:
         if not await services.storage.interrupts.set_escalation_message(record.id, where, ts):
             return None
-    except StorageTimeoutError as exc:  # it may have landed: the card may be the one
+    except StorageError as exc:
         log.error("interrupt %s: escalation card not recorded: %s", record.id, exc)
-        return None
-    except StorageError as exc:  # the outbox posts it again
-        await _take_down(services, record, where, ts, exc)
         return None
     earlier = record.escalation_cards
     if record.escalation_channel and record.escalation_ts:

@@ -214,8 +214,6 @@ class FakeSlack:
             return {"ok": True, "channel": args.get("channel"), "ts": ts, "message": args}
         if method == "chat.update":
             return {"ok": True, "channel": args.get("channel"), "ts": args.get("ts")}
-        if method == "chat.delete":
-            return {"ok": True, "channel": args.get("channel"), "ts": args.get("ts")}
         if method == "chat.getPermalink":
             ts = str(args.get("message_ts", "")).replace(".", "")
             link = f"https://fake.slack.test/archives/{args.get('channel')}/p{ts}"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -17,7 +16,6 @@ from bot.runs.place import Place
 from bot.schedule.scheduler import Scheduler
 from bot.ui import ids, posting
 from storage.epoch import to_ms
-from storage.errors import StorageUnavailableError
 
 # A Monday: 12:00 UTC is 13:00 in Paris (Alice) and 07:00 in New York (Bob).
 NOON_UTC = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
@@ -354,64 +352,3 @@ async def test_an_escalation_card_slow_to_post_is_held_not_posted_again(
     await sweeper
     leads = [p for p in bot.slack.called("chat.postMessage") if p["channel"] == "C0LEADS"]
     assert len(leads) == 1
-
-
-async def test_a_card_whose_post_was_not_recorded_is_taken_down_before_the_outbox_posts_it_again(
-    make_bot: Any,
-) -> None:
-    """Slack posts the card, then Redis fails to record where: the outbox posts it again
-    later, so the first card is deleted rather than left offering buttons that only ever
-    answer "wrong message"."""
-    bot: Harness = await make_bot()
-    store = bot.services.storage.interrupts
-    mark_posted = store.mark_posted
-    failed: list[str] = []
-
-    async def unreachable_once(rid: str, *args: Any, **kwargs: Any) -> Any:
-        if not failed:
-            failed.append(rid)
-            raise StorageUnavailableError("connection refused")
-        return await mark_posted(rid, *args, **kwargs)
-
-    store.mark_posted = unreachable_once  # type: ignore[method-assign]
-    place = Place(channel=CHANNEL, thread_ts=None, requested_by=CAROL)
-    with contextlib.suppress(StorageUnavailableError):  # the run's worker retries it later
-        await start_run(bot.services, "cleanup", "clean up", place=place)
-    first = bot.posted(0)
-    bot.clock.advance(timedelta(minutes=1))
-    assert await Scheduler(bot.services).drain_outbox() == 1
-    assert len(bot.slack.called("chat.postMessage")) == 2
-    [deleted] = bot.slack.called("chat.delete")
-    assert (deleted["channel"], deleted["ts"]) == (first["channel"], bot.message_ts(0))
-    record = await bot.services.storage.queries.get(failed[0])
-    assert record is not None and record.message_ts == bot.message_ts(1)
-
-
-async def test_an_escalation_card_whose_post_was_not_recorded_is_taken_down_and_posted_again(
-    make_bot: Any,
-) -> None:
-    """Slack posts the step's card, then Redis fails to record where: the outbox posts it
-    again, so the first card is deleted rather than left with buttons that decide nothing."""
-    bot: Harness = await make_bot(TO_LEADS)
-    await bot.start(requested_by=CAROL)
-    store = bot.services.storage.interrupts
-    set_escalation_message = store.set_escalation_message
-    failed: list[str] = []
-
-    async def unreachable_once(rid: str, *args: Any) -> Any:
-        if not failed:
-            failed.append(rid)
-            raise StorageUnavailableError("connection refused")
-        return await set_escalation_message(rid, *args)
-
-    store.set_escalation_message = unreachable_once  # type: ignore[method-assign]
-    scheduler = Scheduler(bot.services)
-    bot.clock.advance(timedelta(hours=2, minutes=1))
-    await scheduler.tick()
-    bot.clock.advance(timedelta(minutes=1))
-    await scheduler.tick()
-    first, second = [a for a in bot.slack.answers("chat.postMessage") if a["channel"] == "C0LEADS"]
-    [deleted] = bot.slack.called("chat.delete")
-    assert (deleted["channel"], deleted["ts"]) == ("C0LEADS", first["ts"])
-    record = await bot.services.storage.queries.get(failed[0])
-    assert record is not None and record.escalation_ts == second["ts"]
