@@ -15,10 +15,13 @@ a restarting server, a network blip or a Redis failover by asking again with bac
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import email.utils
 import json
 import logging
 import os
 import ssl
+import time
 from collections.abc import Callable
 from types import TracebackType
 from typing import Any
@@ -80,6 +83,13 @@ class Client:
         self._connect_timeout = connect_timeout
         self._read_timeout = read_timeout
         self._session: aiohttp.ClientSession | None = None
+        self._clock_offset = 0.0
+
+    def server_time(self) -> float:
+        """Now, in Unix seconds, by the server's clock as its last answer's ``Date`` told
+        (to the second): a request's times are the server's, and this host's clock may
+        be wrong."""
+        return time.time() + self._clock_offset
 
     async def __aenter__(self) -> Client:
         return self
@@ -205,6 +215,7 @@ class Client:
         )
         url = self._base + path
         async with self._session.request(method, url, json=body, timeout=timeout) as response:
+            self._read_clock(response.headers.get("Date"))
             text = await response.text()
             try:
                 data = json.loads(text)
@@ -224,6 +235,12 @@ class Client:
             if response.status >= 400:
                 raise RequestRefused(response.status, str(data.get("error", "")), view=view)
             return view
+
+    def _read_clock(self, date: str | None) -> None:
+        """How far the server's clock is from this host's, from an answer's ``Date``."""
+        with contextlib.suppress(TypeError, ValueError, IndexError):
+            served = email.utils.parsedate_to_datetime(date or "")
+            self._clock_offset = served.timestamp() - time.time()
 
 
 class _Transient(Exception):

@@ -171,7 +171,7 @@ async def _ask(
         if view.acts_on is not None:
             shown = view.acts_on  # a retry's card may show an earlier output than ours
         if not view.final:
-            _say_waiting(view)
+            _say_waiting(view, now=client.server_time())
         answer = await _wait(client, view, stop)
         if isinstance(answer, int) or not check or not answer.approved:
             return answer
@@ -303,7 +303,8 @@ async def _decision(client: Client, view: RequestView) -> RequestView:
     shown = Progress(view)
     while True:
         until = view.held_until or view.expires_at
-        patience = None if until is None else max(until.timestamp() - time.time(), 0) + GRACE
+        left = None if until is None else until.timestamp() - client.server_time()
+        patience = None if left is None else max(left, 0) + GRACE
         view = await client.wait(
             view.id, within=patience, on_update=shown.update, renew_every=_RENEW
         )
@@ -428,7 +429,8 @@ class Progress:
             _say("signoff gate: the decision was undone; waiting for a decision again")
 
 
-def _say_waiting(view: RequestView) -> None:
+def _say_waiting(view: RequestView, *, now: float) -> None:
+    """Where the request waits, for whom, and until when (``now`` by the server's clock)."""
     who = ", ".join(_person(view, user) for user in view.approvers) or "anyone in the channel"
     many = f"{view.min_approvals} of " if view.min_approvals > 1 else ""
     if view.permalink:
@@ -444,7 +446,7 @@ def _say_waiting(view: RequestView) -> None:
         )
     _say(f"signoff gate: who may decide: {many}{who}")
     if view.expires_at is not None:
-        left = max(0, int(view.expires_at.timestamp() - time.time()))
+        left = max(0, int(view.expires_at.timestamp() - now))
         _say(f"signoff gate: expires in {_span(left)} ({view.expires_at.isoformat()})")
 
 

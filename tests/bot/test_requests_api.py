@@ -10,10 +10,12 @@ import json
 import logging
 import os
 import signal
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import aiohttp
@@ -30,6 +32,7 @@ from redis_faults import reply_lost_once
 
 import bot.api.requests as requests_api
 import signoff
+import signoff.client as client_module
 from agent_runtime import Decision
 from bot.api.openapi import OPENAPI_PATH
 from bot.api.request_records import REQUESTS_PATH
@@ -941,3 +944,17 @@ async def test_every_log_line_about_a_request_carries_its_ids(jobs: Jobs) -> Non
     assert len(about) >= 3, lines  # stored, posted, withdrawn
     assert all(line.get("run_id") == made["id"] for line in about), about
     assert all(line.get("record_id", "").startswith(made["id"]) for line in about), about
+
+
+async def test_a_client_on_a_host_whose_clock_is_wrong_keeps_time_by_the_servers(
+    jobs: Jobs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A request's expiry is the server's time: a gate on a host an hour fast would give up
+    waiting 50 minutes early, with the card still live."""
+    monkeypatch.setattr(client_module, "time", SimpleNamespace(time=lambda: time.time() + 3600))
+    async with signoff.Client(jobs.base, jobs.token) as client:
+        assert client.server_time() - time.time() > 3590  # nothing heard from the server yet
+        await client.create(
+            signoff.NewRequest(title="Delete 42 stale volumes", channel=CHANNEL, approvers=[ALICE])
+        )
+        assert abs(client.server_time() - time.time()) < 2  # its Date header is to the second

@@ -3,6 +3,7 @@ escalation the server reports, once each."""
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime
 
 import pytest
@@ -148,7 +149,9 @@ def test_people_are_named_as_slack_names_them_where_the_view_says(
 def test_a_card_not_in_the_channel_is_said_with_the_likely_fix(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    gate._say_waiting(_view(names={"S0ONCALL": "@oncall"}, not_posted="not_in_channel"))
+    gate._say_waiting(
+        _view(names={"S0ONCALL": "@oncall"}, not_posted="not_in_channel"), now=time.time()
+    )
     assert capsys.readouterr().err.splitlines()[:2] == [
         f"signoff gate: request req_{'0' * 32} waiting for approval; its card is not in Slack "
         "yet (Slack answered not_in_channel), and Signoff keeps trying "
@@ -161,7 +164,7 @@ def test_a_card_still_being_posted_gets_no_guess_at_a_fix(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """A gate attached to a request another gate is posting: Slack has refused nothing."""
-    gate._say_waiting(_view())
+    gate._say_waiting(_view(), now=time.time())
     assert capsys.readouterr().err.splitlines()[0] == (
         f"signoff gate: request req_{'0' * 32} waiting for approval; its card is not in Slack "
         "yet, and Signoff keeps trying"
@@ -171,7 +174,7 @@ def test_a_card_still_being_posted_gets_no_guess_at_a_fix(
 def test_a_card_slack_refused_is_said_with_slacks_answer(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    gate._say_waiting(_view(not_posted="is_archived"))
+    gate._say_waiting(_view(not_posted="is_archived"), now=time.time())
     assert capsys.readouterr().err.splitlines()[0] == (
         f"signoff gate: request req_{'0' * 32} waiting for approval; its card is not in Slack "
         "yet (Slack answered is_archived), and Signoff keeps trying"
