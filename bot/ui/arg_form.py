@@ -89,8 +89,18 @@ def fields_of(schema: Mapping[str, Any]) -> list[Field] | None:
 
 def form_blocks(fields: Sequence[Field], args: Mapping[str, JSONValue]) -> list[Block]:
     """An input block per field, filled with the arguments as they will run (a default
-    for one the call leaves out)."""
-    return [_input(field, _value(field, args)) for field in fields]
+    for one the call leaves out).
+
+    An argument the call gives but the input shows empty (an empty string, a null) is
+    optional: Slack submits no form with an empty required input, and left empty it is
+    kept as it was (``read_args``)."""
+    blocks = []
+    for field in fields:
+        block = _input(field, _value(field, args))
+        if field.name in args and not any(k.startswith("initial_") for k in block["element"]):
+            block["optional"] = True
+        blocks.append(block)
+    return blocks
 
 
 def _value(field: Field, args: Mapping[str, JSONValue]) -> JSONValue:

@@ -26,6 +26,7 @@ from bot.api.request_records import REQUESTS_PATH
 from bot.process.web import operator_app
 from bot.ui import ids
 from bot.ui.arg_form import ACTION, fields_of, read_args
+from sandbox.view_state import state_values
 
 
 async def _form(bot: Harness, value: str, user: str = ALICE) -> dict[str, Any]:
@@ -237,3 +238,27 @@ async def test_a_flag_on_by_default_is_shown_on_and_can_be_turned_off(make_bot: 
     assert status == 200 and "errors" not in body, body
     await bot.finished()
     assert ran == [{"bucket": "logs", "delete_snapshots": False}]
+
+
+async def test_a_required_argument_shown_empty_can_be_left_empty(make_bot: Any) -> None:
+    """Slack will not submit a form whose required input is empty: an argument the call
+    gives as an empty string or a null is shown empty, and must not block an edit of
+    another field (it is kept as it was)."""
+    ran: list[dict[str, Any]] = []
+
+    @tool
+    def notify(channel: str, note: str, limit: int | None) -> str:
+        """Notify a channel, with a note and an optional limit."""
+        ran.append({"channel": channel, "note": note, "limit": limit})
+        return "notified"
+
+    asked = {"channel": "ops", "note": "", "limit": None}
+    bot: Harness = await make_bot(spec=_agent(notify, asked))
+    view = await _form(bot, await bot.start())
+    values, refused = state_values(view["blocks"], {"arg.channel": {ACTION: "ops-eu"}})
+    assert refused == {}, refused  # what Slack's client checks before it submits
+    state = {block: inputs[ACTION] for block, inputs in values.items()}
+    status, body = await bot.submit_form(view["private_metadata"], user=ALICE, values=state)
+    assert status == 200 and "errors" not in body, body
+    await bot.finished()
+    assert ran == [{"channel": "ops-eu", "note": "", "limit": None}]
