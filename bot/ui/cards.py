@@ -64,6 +64,8 @@ class Card:
     digest: str = ""
     nobody_can_approve: str | None = None
     """Why no one can approve it (e.g. its groups resolved to nobody), shown on the card."""
+    out_of_reach: str | None = None
+    """Why its approvals cannot add up (too few approvers besides the requester)."""
     deciders: str = ""
     """Who may decide, in the bot's own mrkdwn (mentions of stored ids only)."""
     escalated: str | None = None
@@ -154,6 +156,7 @@ def card_from_record(record: InterruptRecord, *, trust_label: str | None = None)
         approvals=record.approvals,
         digest=record.args_digest,
         nobody_can_approve=nobody_can_approve(record.policy, escalated=record.escalated),
+        out_of_reach=approvals_out_of_reach(record),
         deciders=who_may_decide(record),
         escalated=escalated_to(record),
         question=interrupt.question,
@@ -271,6 +274,34 @@ def nobody_can_approve(policy: ApproverPolicy, *, escalated: bool = False) -> st
     return (
         f"Nobody can approve this yet: {which} no members Signoff can see; "
         "check the app's usergroups:read scope"
+    )
+
+
+def approvals_out_of_reach(record: InterruptRecord) -> str | None:
+    """Why the approvals ``record`` needs cannot add up as it stands, or None when they can:
+    the requester may not approve their own request, nor may whoever stands in for them (or
+    whom they stand in for), and someone away and their stand-in are one voice."""
+    policy, reached = record.policy, record.reached_rungs
+    if policy.allow_self_approval or policy.open_to_channel:
+        return None
+    if any(rung.open_to_channel for rung in reached):
+        return None
+    voices = set(policy.deciders).union(*(rung.deciders for rung in reached))
+    if not voices:
+        return None  # nobody_can_approve says why
+    requester = record.requested_by
+    voices -= {requester}
+    voices -= {d for d, for_user in policy.stand_ins if for_user == requester}
+    voices -= {for_user for d, for_user in policy.stand_ins if d == requester}
+    for delegate, for_user in policy.stand_ins:
+        if delegate in voices and for_user in voices:
+            voices.discard(delegate)
+    if len(voices) >= policy.min_approvals:
+        return None
+    needed = policy.min_approvals
+    return (
+        f"This cannot be approved: it needs {needed} approval{'s' if needed > 1 else ''} "
+        f"from people other than the requester, and only {len(voices)} may approve"
     )
 
 

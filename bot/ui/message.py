@@ -259,6 +259,8 @@ def status_parts(card: Card) -> list[str]:
         parts.append(":warning: Dangerous action")
     if card.nobody_can_approve:
         parts.append(card.nobody_can_approve)
+    elif card.out_of_reach:
+        parts.append(card.out_of_reach)
     if card.undone:
         parts.append(card.undone)
     return parts or ["Waiting for a decision"]

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from fakes import Fault
-from harness import ALICE, CHANNEL, Harness
+from harness import ALICE, BOB, CAROL, CHANNEL, Harness
 
 from bot.agents.policy import Policy
 from bot.ui import ids
@@ -57,3 +57,16 @@ async def test_a_group_with_members_shows_no_warning(make_bot: Any) -> None:
     assert not any("Nobody can approve" in t for t in _context(bot.posted()))
     await bot.click(ids.APPROVE, value, user=ALICE)
     assert "deleted 2 file(s)" in await bot.finished()
+
+
+async def test_a_quorum_the_requester_leaves_out_of_reach_says_so(make_bot: Any) -> None:
+    """Alice asks and may not approve her own request: Bob alone can never make 2 of 2, and
+    the card says so instead of offering an approval nobody can complete."""
+    bot: Harness = await make_bot(Policy(channel=CHANNEL, users=(ALICE, BOB), min_approvals=2))
+    await bot.start(requested_by=ALICE)
+    assert (
+        "This cannot be approved: it needs 2 approvals from people other than the "
+        "requester, and only 1 may approve" in _context(bot.posted())
+    )
+    await bot.start(requested_by=CAROL)  # asked by someone else, both may approve
+    assert not any("cannot be approved" in t for t in _context(bot.posted()))
