@@ -8,6 +8,7 @@ import logging
 
 from bot.services import Services
 from bot.ui.blocks import mentions, user_mention
+from bot.ui.cards import after_undo
 from bot.ui.home import refresh_homes
 from bot.ui.notes import post_mrkdwn
 from bot.ui.posting import post_ephemeral, redraw_unconfirmed, update_message
@@ -54,7 +55,7 @@ async def undo(services: Services, click: Click) -> None:
     await update_message(services, record)
     text = (
         f"{user_mention(user)} undid the decision of {mentions(record.undone.deciders)}: "
-        "it did not take effect, and the request waits for a decision again."
+        f"it did not take effect, and {after_undo(record)}."
     )
     await post_mrkdwn(
         services, channel=record.channel, thread_ts=record.thread_ts or record.message_ts, text=text

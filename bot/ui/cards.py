@@ -185,8 +185,21 @@ def _undone(record: InterruptRecord) -> str | None:
         return None
     return (
         f":leftwards_arrow_with_hook: {user_mention(undone.by)} undid the decision of "
-        f"{mentions(undone.deciders)} {date_token(undone.at)}; it waits for a decision again"
+        f"{mentions(undone.deciders)} {date_token(undone.at)}; {after_undo(record)}"
     )
+
+
+def after_undo(record: InterruptRecord) -> str:
+    """What an undone request does next: wait for a decision again, or, undone past its
+    deadline, what its expiry does (which the next sweep does at once)."""
+    undone, expires = record.undone, record.expires_at
+    if undone is None or expires is None or undone.at < expires:
+        return "it waits for a decision again"
+    if record.escalation_step < len(record.policy.rungs):
+        what = "escalated"
+    else:
+        what = "approved by default" if record.approved_by_default else "denied"
+    return f"its time is up, so it is {what}"
 
 
 def who_may_decide(record: InterruptRecord) -> str:

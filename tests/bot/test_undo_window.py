@@ -296,3 +296,36 @@ async def test_an_undo_redis_confirmed_late_is_not_called_unrecorded(make_bot: A
     bot.clock.advance(timedelta(seconds=31))  # before the window's end
     await Scheduler(bot.services).redraw_cards()
     assert _headline(bot) == "Approval needed: delete_files"
+
+
+async def test_an_undo_past_the_deadline_says_the_time_is_up_not_that_it_waits(
+    make_bot: Any,
+) -> None:
+    """Undone after its deadline, the request waits for nobody: its expiry comes with the
+    next sweep, and the card and the thread say so rather than that it waits again."""
+    policy = Policy(
+        channel=CHANNEL,
+        users=(ALICE, BOB),
+        expires_after=timedelta(minutes=30),
+        undo_window=WINDOW,
+        reminders=None,
+    )
+    bot: Harness = await make_bot(policy)
+    value = await bot.start(requested_by=CAROL)
+    bot.clock.advance(timedelta(minutes=29, seconds=30))
+    await bot.click(ids.APPROVE, value, user=ALICE)
+    await bot.slack.wait_for(lambda: _headline(bot) == "Approved, not yet final: delete_files")
+    bot.clock.advance(timedelta(seconds=45))  # past the deadline, inside the undo window
+    await bot.click(ids.UNDO, value, user=BOB)
+    await bot.slack.wait_for(
+        lambda: any("undid the decision" in t for t in bot.thread()), what="the undo's note"
+    )
+    note = next(t for t in bot.thread() if "undid the decision" in t)
+    assert "waits for a decision again" not in note, note
+    assert "its time is up, so it is denied" in note, note
+    card = str(_card(bot)["blocks"])
+    assert "waits for a decision again" not in card
+    assert "its time is up, so it is denied" in card
+    await Scheduler(bot.services, made_final=made_final).tick()
+    record = await bot.services.storage.queries.get(bot.record_id(value))
+    assert record is not None and record.state == "expired"
