@@ -334,13 +334,17 @@ def _trust_notes(record: InterruptRecord, decision: Decision | None) -> str | No
     if decision is None or decision.type != "approve":
         return None
     remember = decision.remember
-    if remember is not None and remember.scope == "minutes" and record.decided_at:
-        until = record.decided_at + timedelta(minutes=remember.minutes or 0)
+    if remember is not None:
         what = "with these exact arguments" if remember.same_args else "with any arguments"
-        return (
-            f":lock_with_ink_pen: Trusted until {date_token(until)}: `{_escaped_action(record)}` "
-            f"of *{escape_truncate(record.agent, 200)}* in this channel, {what}"
-        )
+        trusted = f"`{_escaped_action(record)}` of *{escape_truncate(record.agent, 200)}*"
+        if remember.scope == "run":  # its later calls in this run get no card of their own
+            return f":lock_with_ink_pen: Trusted for the rest of this run: {trusted}, {what}"
+        if remember.scope == "minutes" and record.decided_at:
+            until = record.decided_at + timedelta(minutes=remember.minutes or 0)
+            return (
+                f":lock_with_ink_pen: Trusted until {date_token(until)}: {trusted} "
+                f"in this channel, {what}"
+            )
     parts = (decision.message or "").split(" ")
     if len(parts) == 5 and " ".join(parts[:2]) == _TRUST_MARK and parts[3] == "until":
         try:

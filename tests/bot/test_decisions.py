@@ -225,3 +225,22 @@ async def test_a_denial_whose_reply_redis_lost_is_taken_not_refused(make_bot: An
     stored = await bot.services.storage.queries.get(bot.record_id(value))
     assert stored is not None and (stored.state, stored.decided_by) == ("denied", ALICE)
     assert (await bot.finished()).startswith("Finished")
+
+
+async def test_a_card_approved_with_trust_for_the_run_says_the_runs_later_calls_need_no_card(
+    make_bot: Any,
+) -> None:
+    """The run's later calls of the tool run on the trust without a card of their own: the
+    card it was given on is the only place that says so."""
+    policy = Policy(channel=CHANNEL, users=(ALICE, BOB), trust=Remember(scope="run"))
+    bot: Harness = await make_bot(policy, then=({"paths": ["/tmp/c"]},))
+    value = await bot.start(requested_by=CAROL)
+    await bot.click(ids.TRUST, value, user=ALICE)
+    assert "deleted 1 file(s)" in await bot.finished()
+    decided = [u for u in bot.slack.called("chat.update") if u["ts"] == bot.message_ts()][-1]
+    blocks = decided["blocks"]
+    context = [e["text"] for b in blocks if b["type"] == "context" for e in b["elements"]]
+    assert any(
+        "Trusted for the rest of this run: `delete_files` of *cleanup*, with any arguments" in t
+        for t in context
+    ), context
