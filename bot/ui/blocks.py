@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from agent_runtime.messages import JSONValue
 
-from .mrkdwn import escape, escape_truncate, plain, truncate
+from .mrkdwn import escape, escape_truncate, plain, truncate, visible_bidi
 
 Block = dict[str, Any]
 """One Block Kit block or element, as JSON sent to Slack."""
@@ -122,8 +122,9 @@ def to_text(value: JSONValue) -> str:
 
 
 def args_json(args: Mapping[str, JSONValue] | None) -> str:
-    """Tool arguments as indented JSON, the exact text approvers review and edit."""
-    return json.dumps(dict(args or {}), indent=2, ensure_ascii=False, default=str)
+    """Tool arguments as indented JSON, the exact text approvers review and edit (a
+    bidirectional control as its escape, so the text reads as the value it is)."""
+    return visible_bidi(json.dumps(dict(args or {}), indent=2, ensure_ascii=False, default=str))
 
 
 def escaped(text: str, limit: int = SECTION_TEXT) -> str:

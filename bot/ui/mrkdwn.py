@@ -61,14 +61,25 @@ def plain(text: str, limit: int) -> str:
     return text[: limit - len(ELLIPSIS)] + ELLIPSIS
 
 
+_BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def visible_bidi(text: str) -> str:
+    """``text`` with each bidirectional control shown as its ``\\uXXXX`` escape (JSON's
+    own, so JSON stays the same value): obeyed, one reverses what follows it on screen,
+    and ``/srv/<RLO>hs.mr`` would read as ``/srv/rm.sh``."""
+    return _BIDI.sub(lambda m: f"\\u{ord(m[0]):04x}", text)
+
+
 def code_text(text: str) -> str:
     """Untrusted ``text`` escaped for use inside a code block.
 
     A fence inside the text (or one made with the block's own fences) would close the
     block early, so a zero-width space follows every backtick that another follows, and
-    keeps one at either end from joining a fence.
+    keeps one at either end from joining a fence. Bidirectional controls are shown, not
+    obeyed (``visible_bidi``): the block shows exactly what runs.
     """
-    escaped = re.sub("`(?=`)", "`\u200b", escape(text))
+    escaped = re.sub("`(?=`)", "`\u200b", escape(visible_bidi(text)))
     if escaped.startswith("`"):
         escaped = "\u200b" + escaped
     if escaped.endswith("`"):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -266,3 +267,17 @@ def test_a_jobs_long_details_are_cut_on_the_card_and_shown_whole_in_a_modal() ->
     shown = "".join(b["text"]["text"] for b in modal["blocks"])
     assert shown.count("line &lt;b&gt;&amp;") == 600
     assert modal["title"]["text"] == "Full details"
+
+
+def test_bidi_controls_in_the_arguments_are_shown_not_obeyed() -> None:
+    """A right-to-left override in an argument reverses what follows it on screen (the
+    path ``/srv/<RLO>hs.mr`` reads as ``/srv/rm.sh``): the approver must see the exact
+    arguments, so the code block and the Edit form show the control as JSON's escape."""
+    path = "/srv/\u202ehs.mr"
+    card = _card(args={"path": path})
+    shown = json.dumps(pending_message(card).blocks, ensure_ascii=False)
+    assert "\u202e" not in shown
+    assert "\\\\u202e" in shown  # the code block's text holds JSON's \u202e escape
+    initial = edit_modal(card)["blocks"][1]["element"]["initial_value"]
+    assert "\u202e" not in initial
+    assert parse_args(initial) == {"path": path}  # the same arguments, unchanged
