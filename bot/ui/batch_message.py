@@ -25,6 +25,7 @@ from .blocks import (
 )
 from .cards import card_from_record, verdict_from_record
 from .message import HEADLINE, ICON, SlackMessage, more_menu, status_parts
+from .mrkdwn import visible_bidi
 
 PER_GROUP = 10
 """Slack allows at most ten options in one checkboxes element."""
@@ -77,13 +78,14 @@ def batch_message(items: Sequence[InterruptRecord]) -> SlackMessage:
 
 
 def item_label(record: InterruptRecord, index: int) -> str:
-    """``3. /tmp/c``: the item's number and its arguments (one argument's value alone)."""
+    """``3. /tmp/c``: the item's number and its arguments (one argument's value alone),
+    a bidirectional control shown, not obeyed, as on the card's arguments."""
     call = record.runtime_interrupt.tool_call
     args = call.args if call else {}
     values = list(args.values())
     shown = values[0] if len(values) == 1 else args
     text = shown if isinstance(shown, str) else json.dumps(shown, ensure_ascii=False)
-    return f"{index + 1}. {text}"
+    return f"{index + 1}. {visible_bidi(text)}"
 
 
 def _groups(waiting: list[tuple[int, InterruptRecord]]) -> list[Block]:

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from agent_runtime.interrupts import Interrupt
 from agent_runtime.messages import ToolCall
 from bot.ui import ids
+from bot.ui.batch_message import item_label
 from bot.ui.blocks import date_token
 from bot.ui.cards import Card, Held, Verdict, card_from_record, if_nobody_decides
 from bot.ui.message import decided_message, pending_message
@@ -281,3 +282,21 @@ def test_bidi_controls_in_the_arguments_are_shown_not_obeyed() -> None:
     initial = edit_modal(card)["blocks"][1]["element"]["initial_value"]
     assert "\u202e" not in initial
     assert parse_args(initial) == {"path": path}  # the same arguments, unchanged
+
+
+def test_a_batch_items_checkbox_shows_a_bidi_control_not_obeys_it() -> None:
+    """The approver ticks items by their label: one with a right-to-left override in its
+    argument must not read as another path."""
+    call = ToolCall(id="c1", name="delete_files", args={"path": "/srv/\u202ehs.mr"})
+    interrupt = Interrupt(id="int_1", name="approval", tool_call=call)
+    record = InterruptRecord.new(
+        interrupt,
+        run_id="run_1",
+        thread_id="thread_1",
+        agent="cleanup",
+        requested_by="U123ABC",
+        policy=ApproverPolicy(allowed_users=("U0ALICE",)),
+        now=NOW,
+        channel="C0OPS",
+    )
+    assert item_label(record, 0) == "1. /srv/\\u202ehs.mr"
