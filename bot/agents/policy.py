@@ -201,7 +201,7 @@ class Policy:
         if self.trust.scope == "minutes":
             what = "these arguments" if self.trust.same_args else "this tool"
             return f"{what} for {self.trust.minutes} min"
-        return "for this run"
+        return "these arguments for this run" if self.trust.same_args else "for this run"
 
     def with_channel(self, channel: str | None) -> Policy:
         """This policy, posting to ``channel`` when it names none itself."""

@@ -81,6 +81,8 @@ def test_trust_label_names_the_scope() -> None:
     exact = Remember(scope="minutes", minutes=30, same_args=True)
     assert Policy(users=("U1A",), trust=exact).trust_label == "these arguments for 30 min"
     assert Policy(users=("U1A",)).trust_label is None
+    same_run = Remember(scope="run", same_args=True)
+    assert Policy(users=("U1A",), trust=same_run).trust_label == "these arguments for this run"
     # A thread is new for every run started from Slack: such trust would never apply.
     with pytest.raises(PolicyError, match="would never cover a later run"):
         Policy(users=("U1A",), trust=Remember(scope="thread"))
