@@ -101,6 +101,10 @@ class Held:
     outcome: Outcome
     by: str
     until: datetime
+    message: str | None = None
+    """A denial's reason, or a reply's text."""
+    args: Mapping[str, JSONValue] | None = None
+    """The arguments an edit runs with."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -175,8 +179,14 @@ def _held(record: InterruptRecord) -> Held | None:
     held = record.held
     if held is None:
         return None
-    state = FINAL_STATE_OF[Decision.from_dict(held.decision).type]
-    return Held(outcome=_outcome(record, state), by=held.by, until=held.until)
+    decision = Decision.from_dict(held.decision)
+    return Held(
+        outcome=_outcome(record, FINAL_STATE_OF[decision.type]),
+        by=held.by,
+        until=held.until,
+        message=decision.message if decision.type != "approve" else None,
+        args=decision.args if decision.type == "edit" else None,
+    )
 
 
 def _undone(record: InterruptRecord) -> str | None:

@@ -7,6 +7,7 @@ the ``text`` notification fallback included, and every Block Kit limit holds for
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from agent_runtime.messages import JSONValue
@@ -111,18 +112,8 @@ def decided_message(card: Card, verdict: Verdict) -> SlackMessage:
         header(f"{headline}: {card.action}"),
         *_summary(card, edited=edited),
         context(parts),
+        *_what_it_does(verdict.outcome, verdict.message, verdict.args if edited else None),
     ]
-    if verdict.message:
-        # A card asked again ("changed") carries a message only when it was a reply.
-        label = {
-            "responded": "Reply",
-            "replied": "Reply",
-            "changed": "Reply",
-            "answered": "Answer",
-        }.get(verdict.outcome, "Reason")
-        blocks.append(section(f"*{label}:* {escaped(verdict.message)}"))
-    if edited:
-        blocks.append(section("*Run with*\n" + code_block(args_json(verdict.args), _ARGS_CODE)))
     if verdict.outcome in ("changed", "edit_changed"):
         why = (
             "what it acts on changed after the approval"
@@ -136,6 +127,25 @@ def decided_message(card: Card, verdict: Verdict) -> SlackMessage:
             section(f"Not run: {who} withdrew the run while it waited for its other cards.")
         )
     return SlackMessage(text=_fallback(f"{headline}:", card), blocks=blocks)
+
+
+def _what_it_does(
+    outcome: Outcome, message: str | None, args: Mapping[str, JSONValue] | None
+) -> list[Block]:
+    """A decision's reason, reply or answer, and the arguments an edit runs with."""
+    blocks = []
+    if message:
+        # A card asked again ("changed") carries a message only when it was a reply.
+        label = {
+            "responded": "Reply",
+            "replied": "Reply",
+            "changed": "Reply",
+            "answered": "Answer",
+        }.get(outcome, "Reason")
+        blocks.append(section(f"*{label}:* {escaped(message)}"))
+    if args is not None:
+        blocks.append(section("*Run with*\n" + code_block(args_json(args), _ARGS_CODE)))
+    return blocks
 
 
 def _held_message(card: Card, held: Held) -> SlackMessage:
@@ -154,8 +164,9 @@ def _held_message(card: Card, held: Held) -> SlackMessage:
     undo = button("Undo", action_id=ids.UNDO, value=card.button_value, style="danger")
     blocks = [
         header(f"{headline}, not yet final: {card.action}"),
-        *_summary(card),
+        *_summary(card, edited=held.args is not None),
         context(parts),
+        *_what_it_does(held.outcome, held.message, held.args),
         {"type": "actions", "block_id": ids.ACTIONS_BLOCK, "elements": [undo, more_menu(card)]},
     ]
     return SlackMessage(text=_fallback(f"{headline}, not yet final:", card), blocks=blocks)

@@ -329,3 +329,23 @@ async def test_an_undo_past_the_deadline_says_the_time_is_up_not_that_it_waits(
     await Scheduler(bot.services, made_final=made_final).tick()
     record = await bot.services.storage.queries.get(bot.record_id(value))
     assert record is not None and record.state == "expired"
+
+
+async def test_a_held_edit_or_denial_shows_what_takes_effect(make_bot: Any) -> None:
+    """Whoever may Undo sees what the held decision does: the edited arguments that will
+    run (not only the ones asked), or the reason a denial gives."""
+    bot: Harness = await make_bot(POLICY)
+    value = await bot.start(requested_by=CAROL)
+    await bot.decide("edit", value, user=ALICE)
+    await bot.slack.wait_for(lambda: "not yet final" in _headline(bot), what="held")
+    blocks = _card(bot)["blocks"]
+    sections = [b["text"]["text"] for b in blocks if b["type"] == "section"]
+    assert any(s.startswith("*Run with*") and '"/tmp/a"' in s for s in sections), sections
+    assert not any('"/tmp/b"' in s for s in sections if s.startswith("*Run with*"))
+
+    await bot.click(ids.UNDO, value, user=BOB)
+    await bot.slack.wait_for(lambda: _headline(bot) == "Approval needed: delete_files")
+    await bot.decide("reject", value, user=BOB)
+    await bot.slack.wait_for(lambda: _headline(bot).startswith("Denied, not yet final"))
+    sections = [b["text"]["text"] for b in _card(bot)["blocks"] if b["type"] == "section"]
+    assert "*Reason:* not today" in sections, sections
