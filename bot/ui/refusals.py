@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from agent_runtime.interrupts import Decision
 from storage.outcomes import DecideOutcome
 from storage.records import InterruptRecord
 from storage.requests import is_request_run
 
-from .blocks import date_token, user_mention
+from .blocks import date_token, mentions, user_mention
 from .cards import IN_APP, nobody_can_approve, who_may_decide
 
 DAMAGED = (
@@ -62,9 +63,11 @@ def refusal_text(outcome: DecideOutcome) -> str:
         if who:
             return f"{reason_text(reason)} Who may approve: {who}."
     if reason == "held" and outcome.record is not None and outcome.record.held is not None:
-        held = outcome.record.held
+        record, held = outcome.record, outcome.record.held
+        quorum = Decision.from_dict(held.decision).type == "approve" and len(record.approvals) > 1
+        who = mentions(record.approvals) if quorum else user_mention(held.by)
         return (
-            f"Already decided by {user_mention(held.by)}: it becomes final "
+            f"Already decided by {who}: it becomes final at "
             f"{date_token(held.until, template='{time_secs}')} unless someone clicks Undo; "
             "your click changed nothing."
         )

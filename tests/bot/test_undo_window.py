@@ -349,3 +349,22 @@ async def test_a_held_edit_or_denial_shows_what_takes_effect(make_bot: Any) -> N
     await bot.slack.wait_for(lambda: _headline(bot).startswith("Denied, not yet final"))
     sections = [b["text"]["text"] for b in _card(bot)["blocks"] if b["type"] == "section"]
     assert "*Reason:* not today" in sections, sections
+
+
+async def test_a_click_on_a_held_quorum_names_every_approver_and_when_it_is_final(
+    make_bot: Any,
+) -> None:
+    """Mallory clicks after Alice and Bob made the quorum: she is told it was both of them,
+    as the card says, and at what time it becomes final."""
+    policy = Policy(
+        channel=CHANNEL, users=(ALICE, BOB, MALLORY), min_approvals=2, undo_window=WINDOW
+    )
+    bot: Harness = await make_bot(policy)
+    value = await bot.start(requested_by=CAROL)
+    await bot.click(ids.APPROVE, value, user=ALICE)
+    await bot.slack.wait_calls("chat.update")
+    await bot.click(ids.APPROVE, value, user=BOB)
+    await bot.slack.wait_for(lambda: "not yet final" in _headline(bot), what="held")
+    await bot.click(ids.APPROVE, value, user=MALLORY)
+    told = await _ephemeral(bot, 1)
+    assert told.startswith(f"Already decided by <@{ALICE}>, <@{BOB}>: it becomes final at "), told
