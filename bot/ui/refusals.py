@@ -50,7 +50,11 @@ def refusal_text(outcome: DecideOutcome) -> str:
     if reason == "already_decided" and outcome.decided_by == IN_APP:
         return f"Already {outcome.state or 'decided'} in the app; your click changed nothing."
     if reason == "already_decided":
-        who = f" by {user_mention(outcome.decided_by)}" if outcome.decided_by else ""
+        quorum = outcome.record.approvals if outcome.record is not None else ()
+        if outcome.state == "approved" and len(quorum) > 1:
+            who = f" by {mentions(quorum)}"  # as the card credits a quorum
+        else:
+            who = f" by {user_mention(outcome.decided_by)}" if outcome.decided_by else ""
         return f"Already {outcome.state or 'decided'}{who}; your click changed nothing."
     if reason == "expired" and outcome.record is not None:
         return _time_up(outcome.record)

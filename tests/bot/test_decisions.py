@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from harness import ALICE, BOB, CAROL, CHANNEL, Harness
+from harness import ALICE, BOB, CAROL, CHANNEL, MALLORY, Harness
 from redis_faults import reply_lost_once
 
 from agent_runtime.interrupts import Remember
@@ -244,3 +244,19 @@ async def test_a_card_approved_with_trust_for_the_run_says_the_runs_later_calls_
         "Trusted for the rest of this run: `delete_files` of *cleanup*, with any arguments" in t
         for t in context
     ), context
+
+
+async def test_a_late_click_on_an_approved_quorum_names_every_approver(make_bot: Any) -> None:
+    """Alice and Bob made the 2 of 3: Mallory's late click is told both approved it, as the
+    card says, not only the one whose click completed it."""
+    policy = Policy(channel=CHANNEL, users=(ALICE, BOB, MALLORY), min_approvals=2)
+    bot: Harness = await make_bot(policy)
+    value = await bot.start(requested_by=CAROL)
+    await bot.click(ids.APPROVE, value, user=ALICE)
+    await bot.slack.wait_calls("chat.update")
+    await bot.click(ids.APPROVE, value, user=BOB)
+    await bot.finished()
+    await bot.click(ids.APPROVE, value, user=MALLORY)
+    await bot.slack.wait_calls("chat.postEphemeral")
+    told = bot.slack.called("chat.postEphemeral")[-1]["text"]
+    assert told == f"Already approved by <@{ALICE}>, <@{BOB}>; your click changed nothing.", told
