@@ -60,11 +60,35 @@ def _limit_errors(block: JsonObject) -> Iterator[str]:
                 yield "button value longer than 2000"
             if element.get("style") not in (None, "primary", "danger"):
                 yield "button style must be primary or danger"
+        yield from _option_errors(element)
         confirm = element.get("confirm")
         if isinstance(confirm, dict):
             for key, most in (("title", 100), ("text", 300), ("confirm", 30), ("deny", 30)):
                 if len(_text_of(confirm.get(key))) > most:
                     yield f"confirm {key} longer than {most}"
+
+
+_MOST_OPTIONS = {
+    "static_select": 100,
+    "multi_static_select": 100,
+    "overflow": 5,
+    "checkboxes": 10,
+    "radio_buttons": 10,
+}
+
+
+def _option_errors(element: JsonObject) -> Iterator[str]:
+    """An element's options past Slack's limits: how many it holds, each one's text (75)
+    and value (150)."""
+    options = options_of(element)
+    most = _MOST_OPTIONS.get(str(element.get("type")))
+    if most is not None and len(options) > most:
+        yield f"more than {most} options in {element.get('type')}"
+    for option in options:
+        if len(_text_of(option.get("text"))) > 75:
+            yield "option text longer than 75"
+        if len(str(option.get("value", ""))) > 150:
+            yield "option value longer than 150"
 
 
 def _problems(block: JsonObject) -> Iterator[str]:

@@ -368,3 +368,28 @@ async def test_users_conversations_lists_the_channels_a_member_is_in(
     assert {"C0OPS", "C0GENERAL"} <= ids and all(i.startswith("C") for i in ids)
     with pytest.raises(SlackApiError, match="user_not_found"):
         await client.users_conversations(user="U0NOBODY")
+
+
+async def test_options_over_slack_limits_are_invalid_blocks(client: AsyncWebClient) -> None:
+    """Slack refuses an option whose text passes 75 characters or whose value passes 150,
+    and more options than an element holds: an app that sends them fails here too."""
+
+    def select(kind: str, count: int, *, text: str = "x", value: str = "v") -> list[Any]:
+        options = [
+            {"text": {"type": "plain_text", "text": text}, "value": f"{value}{n}"}
+            for n in range(count)
+        ]
+        return [{"type": "actions", "elements": [{"type": kind, "options": options}]}]
+
+    for blocks in (
+        select("static_select", 1, text="x" * 76),
+        select("static_select", 1, value="v" * 150),
+        select("static_select", 101),
+        select("overflow", 6),
+        select("checkboxes", 11),
+    ):
+        with pytest.raises(SlackApiError) as caught:
+            await client.chat_postMessage(channel="C0OPS", text="x", blocks=blocks)
+        assert caught.value.response["error"] == "invalid_blocks", blocks
+    fine = select("static_select", 100, text="x" * 75, value="v" * 147)
+    assert (await client.chat_postMessage(channel="C0OPS", text="x", blocks=fine))["ok"]
