@@ -39,6 +39,8 @@ MAX_FIELDS = 40
 """More arguments than this are edited as JSON (a modal holds 100 blocks)."""
 _LABEL = 2000
 _OPTIONS = 100
+_OPTION_VALUE = 150
+"""Slack refuses a form with a longer option value: such a choice is typed instead."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -199,7 +201,8 @@ _STRING_KINDS: dict[str, Kind] = {
 
 def _kind(prop: Mapping[str, Any]) -> Kind:
     kind, fmt = prop.get("type"), prop.get("format")
-    if prop.get("enum") and all(isinstance(o, str) for o in prop["enum"]):
+    enum = prop.get("enum")
+    if enum and all(isinstance(o, str) and 0 < len(o) <= _OPTION_VALUE for o in enum):
         return "choice"
     if kind == "string":
         return _STRING_KINDS.get(str(fmt), "text")

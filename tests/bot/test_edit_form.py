@@ -15,6 +15,7 @@ from agent_runtime import Agent, tool
 from agent_runtime.session import SessionStore
 from bot.agents.policy import AgentSpec, Policy
 from bot.ui import ids
+from sandbox.blocks import checked_view
 
 Email = Annotated[
     str, Field(pattern=r"^[^@\s]+@[^@\s]+\.[a-z]{2,}$", json_schema_extra={"format": "email"})
@@ -237,3 +238,34 @@ async def test_a_web_address_gets_a_url_input_and_a_sentence_when_it_is_not_one(
     assert status == 200
     await bot.finished()
     assert fetched == ["https://example.com/b", "https://mirror.example/b"]
+
+
+QUERY = "SELECT id FROM orders WHERE created < now() - interval '30 days' " + "x" * 100
+Where = Annotated[str, Field(json_schema_extra={"enum": ["all", QUERY]})]
+"""An argument whose allowed values include one too long for a select's option."""
+
+
+async def test_a_choice_slack_cannot_list_is_typed_instead(make_bot: Any) -> None:
+    """An allowed value longer than a select's option value (150 characters) would make
+    Slack refuse the whole form: that argument is a text input, checked by the tool."""
+
+    @tool
+    def archive(where: Where) -> str:
+        """Archive orders."""
+        return "archived"
+
+    def build(store: SessionStore) -> Agent:
+        model = OneToolModel("archive", {"where": QUERY})
+        return Agent(
+            model=model, tools=[archive], interrupt_on={"archive": True}, session_store=store
+        )
+
+    spec = AgentSpec(name="archiver", build=build, policy=Policy(channel=CHANNEL, users=(ALICE,)))
+    bot: Harness = await make_bot(spec=spec)
+    await bot.click(ids.EDIT, await bot.start(), user=ALICE)
+    await bot.slack.wait_calls("views.open")
+    view = bot.slack.called("views.open")[-1]["view"]
+    checked_view(view)  # what Slack checks: no invalid_arguments
+    [field] = [b for b in view["blocks"] if b["type"] == "input"]
+    assert field["element"]["type"] == "plain_text_input"
+    assert field["element"]["initial_value"] == QUERY
