@@ -23,6 +23,7 @@ from .blocks import (
     section,
     user_mention,
 )
+from .cards import card_from_record
 from .mrkdwn import code_block, is_truncated
 
 _PER_ITEM = 2
@@ -116,7 +117,10 @@ def _summary(items: Sequence[InterruptRecord]) -> str:
     action = interrupt.tool_call.name if interrupt.tool_call else interrupt.name
     who = f"*{escaped(record.agent, 200)}*"
     request = is_request_run(record.run_id)
-    if request:
+    if interrupt.question:  # nothing runs: the agent asks, and waits for the answer
+        question = card_from_record(record).reason or action
+        summary = f"{who} asks: {escaped(question, 300)}"
+    elif request:
         summary = f"{who} asks: {escaped(action, 300)}"
     else:
         summary = f"{who} wants to run `{escaped(action, 300)}`"

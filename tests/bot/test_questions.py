@@ -114,3 +114,14 @@ async def test_a_reply_in_the_approvers_own_words_is_the_answer_when_allowed(
     assert status == 200 and "errors" not in body
     await bot.finished()
     assert _model_was_told(bot) == ["both, eu first"]
+
+
+async def test_the_list_of_what_waits_says_a_question_asks_not_that_a_tool_runs(
+    make_bot: Any,
+) -> None:
+    policy = Policy(channel=CHANNEL, users=(ALICE,), decisions=("approve", "reject"))
+    bot: Harness = await make_bot(spec=question_spec(["eu", "us"], policy))
+    await bot.start()
+    listed = await bot.command("", user=ALICE)
+    summaries = [b["text"]["text"] for b in listed["blocks"] if b["type"] == "section"]
+    assert summaries == ["*regions* asks: Which region?"], summaries
