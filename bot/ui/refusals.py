@@ -68,8 +68,10 @@ def refusal_text(outcome: DecideOutcome) -> str:
             return f"{reason_text(reason)} Who may approve: {who}."
     if reason == "held" and outcome.record is not None and outcome.record.held is not None:
         record, held = outcome.record, outcome.record.held
-        quorum = Decision.from_dict(held.decision).type == "approve" and len(record.approvals) > 1
-        who = mentions(record.approvals) if quorum else user_mention(held.by)
+        by_quorum = (
+            Decision.from_dict(held.decision).type == "approve" and len(record.approvals) > 1
+        )
+        who = mentions(record.approvals) if by_quorum else user_mention(held.by)
         return (
             f"Already decided by {who}: it becomes final at "
             f"{date_token(held.until, template='{time_secs}')} unless someone clicks Undo; "
