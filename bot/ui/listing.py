@@ -208,6 +208,9 @@ def trust_blocks(grants: Sequence[TrustGrant]) -> list[Block]:
         who = user_mention(grant.granted_by)
         since, until = date_token(grant.granted_at), date_token(grant.expires_at)
         blocks.append(context([f"Given by {who} {since}, until {until}"]))
+    if len(grants) > MAX_GRANTS:
+        more = len(grants) - MAX_GRANTS
+        blocks.append(context([f"And {more} more, listed here as these end or are revoked."]))
     return blocks
 
 

@@ -19,6 +19,8 @@ from bot.agents.policy import Policy
 from bot.api.request_records import REQUESTS_PATH
 from bot.process.web import operator_app
 from bot.ui import ids
+from bot.ui.listing import MAX_GRANTS, trust_blocks
+from storage.trust_grants import TrustGrant
 
 
 def _home(bot: Harness, user: str) -> list[dict[str, Any]]:
@@ -249,3 +251,27 @@ async def test_an_approval_from_home_whose_reply_redis_lost_is_taken_not_refused
         lambda: len(bot.slack.called("views.publish")) > published, what="Alice's Home redrawn"
     )
     assert "changed nothing" not in str(bot.slack.called("views.publish")[published:])
+
+
+def test_trust_grants_past_what_home_lists_are_counted_not_dropped() -> None:
+    """The header counts every grant; those Home has no room for are said to exist."""
+    now = datetime(2026, 11, 23, 10, 0, tzinfo=UTC)
+    grants = [
+        TrustGrant(
+            id=f"trust_{n}",
+            agent="cleanup",
+            tool="delete_files",
+            channel=CHANNEL,
+            granted_by=ALICE,
+            granted_at=now,
+            expires_at=now + timedelta(hours=1),
+            record_id=f"run_{n}:int_{n}",
+        )
+        for n in range(MAX_GRANTS + 2)
+    ]
+    blocks = trust_blocks(grants)
+    assert blocks[0]["text"]["text"] == f"Trust in force: {MAX_GRANTS + 2}"
+    assert sum(1 for b in blocks if b.get("accessory")) == MAX_GRANTS
+    assert blocks[-1]["elements"][0]["text"] == (
+        "And 2 more, listed here as these end or are revoked."
+    )
