@@ -228,9 +228,11 @@ async def tell_tool_outcome(
     after_crash: bool = False,
 ) -> None:
     """Post what a tool did in the run's thread at ``place``, then audit it once (the call
-    is named by the agent's thread and its id). A worker catching up a run whose worker
-    died (``after_crash``) tells it only when it was not audited yet: so it is audited
-    once and posted at least once (twice if that worker died between the two)."""
+    is named by the agent's thread, its id and the record that let it run: a provider
+    numbering its calls per turn gives a later approved call an earlier one's id). A
+    worker catching up a run whose worker died (``after_crash``) tells it only when it
+    was not audited yet: so it is audited once and posted at least once (twice if that
+    worker died between the two)."""
     text = f"{call.name}: {outcome.as_text()}"
     entry = AuditEntry(
         event="tool_failed" if outcome.is_error else "tool_ran",
@@ -242,7 +244,7 @@ async def tell_tool_outcome(
     if place is not None and not after_crash:
         await post_in_thread(services, channel=place.channel, thread_ts=place.thread_ts, text=text)
     try:
-        once = f"{thread_id} {call.id}"
+        once = f"{thread_id} {call.id} {record_id}"
         first = await services.storage.audit.append_once(entry, once=once) is not None
     except StorageError as exc:
         log.error("run %s: %s not audited: %s", run_id, entry.event, exc)

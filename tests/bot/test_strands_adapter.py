@@ -622,3 +622,44 @@ async def test_what_an_approved_strands_call_did_is_told_and_audited_once(
     trail = await bot.services.storage.audit.read(count=100)
     [told] = [e for e in trail if e.event == "tool_ran"]
     assert told.record_id == bot.record_id(value) and told.detail == "delete_files: deleted 1"
+
+
+async def test_the_second_approved_call_under_a_reused_call_id_is_audited_too(
+    make_bot: Any,
+) -> None:
+    """A provider numbering its calls per turn runs ``use_1`` twice, each approved on its
+    own card: each run is audited, the second not taken for a retelling of the first."""
+    deleted: list[list[str]] = []
+
+    @tool
+    def delete_files(paths: list[str]) -> str:
+        """Delete files."""
+        deleted.append(paths)
+        return f"deleted {paths[0]}"
+
+    def make_agent() -> Agent:
+        return Agent(
+            model=DeletesTwiceWithOneCallId(),
+            tools=[delete_files],
+            hooks=[SignoffApprovals(interrupt_on={"delete_files": True})],
+            callback_handler=None,
+        )
+
+    spec = AgentSpec(
+        name="st-twice-told",
+        build=lambda sessions: StrandsAgent(make_agent, session_store=sessions),
+        policy=Policy(channel=CHANNEL, users=(ALICE,)),
+    )
+    bot: Harness = await make_bot(spec=spec)
+    first = await bot.start(requested_by=CAROL)
+    await bot.decide("approve", first, user=ALICE)
+    await bot.slack.wait_for(lambda: "/tmp/b" in str(bot.slack.called("chat.postMessage")[-1]))
+    second = bot.slack.called("chat.postMessage")[-1]["blocks"][-1]["elements"][0]["value"]
+    await bot.decide("approve", second, user=ALICE, message_ts=bot.message_ts(-1))
+    await bot.finished()
+    trail = await bot.services.storage.audit.read(count=100)
+    told = [(e.record_id, e.detail) for e in trail if e.event == "tool_ran"]
+    assert told == [
+        (bot.record_id(first), "delete_files: deleted /tmp/a"),
+        (bot.record_id(second), "delete_files: deleted /tmp/b"),
+    ]
