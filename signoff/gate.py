@@ -49,6 +49,8 @@ T = TypeVar("T")
 _SUMMARY_LINES = 15
 _SUMMARY_CHARS = 1500
 """The end of the command's output reported to the card's thread, at most."""
+_SUMMARY_BYTES = 4 * _SUMMARY_CHARS
+"""The end of an output line kept for the summary: its last characters, in UTF-8 at most."""
 _RENEW = 60.0
 """Seconds between renewals of the gate's long-poll, so votes, reminders and escalations
 show within a minute (a decision shows at once)."""
@@ -397,14 +399,20 @@ async def _run(command: list[str], env: dict[str, str]) -> tuple[int, list[str]]
         out.write(chunk)
         out.flush()
         *lines, partial = (partial + chunk).split(b"\n")
-        partial = partial[-_SUMMARY_CHARS:]
-        tail.extend(line[-_SUMMARY_CHARS:].decode(errors="replace").rstrip() for line in lines)
+        partial = partial[-_SUMMARY_BYTES:]
+        tail.extend(_line_end(line) for line in lines)
     if partial:
-        tail.append(partial.decode(errors="replace").rstrip())
+        tail.append(_line_end(partial))
     status = await child.wait()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.remove_signal_handler(sig)
     return (128 - status if status < 0 else status), list(tail)
+
+
+def _line_end(line: bytes) -> str:
+    """The last characters of an output line, for the summary: cut as characters, not
+    bytes, so no character is left half (and shown as garbage)."""
+    return line[-_SUMMARY_BYTES:].decode(errors="replace")[-_SUMMARY_CHARS:].rstrip()
 
 
 class Progress:

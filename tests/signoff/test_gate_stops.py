@@ -136,6 +136,19 @@ async def test_a_command_printing_a_line_longer_than_a_read_buffer_runs_to_its_e
     assert capfd.readouterr().out == "x" * 200_000 + "\nlast line\n"
 
 
+async def test_the_summary_keeps_the_last_characters_of_a_long_line_not_its_last_bytes(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    """Text outside ASCII takes several bytes a character: the card's summary shows the
+    line's last 1500 characters, none of them half a character read as garbage."""
+    line = "€" * 2000 + "é"
+    script = f"import sys; sys.stdout.write({line!r} + '\\n')"
+    status, tail = await gate._run([sys.executable, "-c", script], dict(os.environ))
+    assert status == 0
+    assert tail == [line[-1500:]]
+    assert capfd.readouterr().out == line + "\n"
+
+
 async def test_a_gate_stopped_in_the_same_moment_its_approval_arrives_does_not_run_it(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
