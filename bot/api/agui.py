@@ -36,7 +36,7 @@ from agent_runtime.results import AgentResult
 from bot.runs.approvers import card_decisions
 from bot.runs.drive import unknown_agent
 from bot.services import Services
-from storage.errors import InvalidIdError, StorageError
+from storage.errors import CorruptRecordError, InvalidIdError, StorageError
 from storage.keys import check_id
 
 from .agui_cards import answer_cards, post_cards
@@ -79,6 +79,9 @@ def add_agui_routes(app: web.Application, services: Services, *, token: SecretSt
         agent = services.registry.agent(name)
         try:
             answers = await answer_cards(services, agent, body)
+        except CorruptRecordError as exc:  # damaged for good: asking again will not help
+            log.error("AG-UI resume of %s not taken: %s", name, exc)
+            return _error(500, "the run's stored state is damaged; see the bot's log")
         except StorageError as exc:  # its cards cannot be read (or decided): no run starts
             log.error("AG-UI resume of %s not taken: %s", name, exc)
             return _error(503, "storage is unavailable; try again")

@@ -16,6 +16,7 @@ from fakes import SIGNING_SECRET, Fault
 from harness import ALICE, CHANNEL, Harness
 from pydantic import SecretStr
 
+from bot.api.agui import AGUI_PATH
 from bot.api.auth import NOT_OPERATOR
 from bot.api.runs import RUNS_PATH
 from bot.process.web import operator_app, web_app
@@ -177,5 +178,25 @@ async def test_a_run_whose_stored_state_is_damaged_is_said_so_in_json(api: Api) 
     await bot.services.storage.client.raw.hset(key, "snapshot", "{not json")
     status_url = url.removesuffix(RUNS_PATH) + started["status_url"]
     async with http.get(status_url, headers=AUTH) as r:
+        assert r.status == 500 and r.content_type == "application/json"
+        assert "damaged" in (await r.json())["error"]
+
+
+async def test_an_agui_resume_of_a_run_whose_stored_state_is_damaged_is_not_a_503(
+    api: Api,
+) -> None:
+    """Asking again will not mend it: a 500 naming the damage, as the runs API answers,
+    not 'storage is unavailable; try again' for the app to retry without end."""
+    bot, url, http = api.bot, api.url, api.http
+    start = {"agent": "cleanup", "input": "clean up", "channel": CHANNEL}
+    async with http.post(url, json=start, headers=AUTH) as r:
+        started = await r.json()
+    [interrupt] = started["interrupts"]
+    key = bot.services.storage.keys.session(started["thread_id"])
+    await bot.services.storage.client.raw.hset(key, "snapshot", "{not json")
+    answer = {"interruptId": interrupt["id"], "status": "resolved", "payload": {"type": "approve"}}
+    body = {"threadId": started["thread_id"], "runId": "run_2", "resume": [answer]}
+    agui = url.removesuffix(RUNS_PATH) + f"{AGUI_PATH}/cleanup"
+    async with http.post(agui, json=body, headers=AUTH) as r:
         assert r.status == 500 and r.content_type == "application/json"
         assert "damaged" in (await r.json())["error"]
