@@ -223,11 +223,12 @@ def _answered_calls(values: Any, reason: str) -> dict[str, Any] | None:
 def _tools_ran(before: Any, after: Any, thread_id: str) -> list[ToolCallFinished]:
     """What each tool a LangChain agent ran in this invocation did: its tool messages
     added since ``before``, but those standing for a person's denial or reply (the
-    middleware's answers: the tool did not run)."""
+    middleware's answers: the tool did not run). A message is known by its own id: a
+    model numbering its calls per turn gives a later call an earlier one's call id."""
     if not isinstance(after, Mapping) or not isinstance(after.get("messages"), list):
         return []
     earlier = before.get("messages") if isinstance(before, Mapping) else None
-    known = {m.tool_call_id for m in earlier or () if isinstance(m, ToolMessage)}
+    known = {_message_key(m) for m in earlier or () if isinstance(m, ToolMessage)}
     messages = after["messages"]
     calls: dict[Any, Mapping[str, Any]] = {
         c["id"]: c for m in messages if isinstance(m, AIMessage) for c in m.tool_calls
@@ -244,9 +245,15 @@ def _tools_ran(before: Any, after: Any, thread_id: str) -> list[ToolCallFinished
         )
         for m in messages
         if isinstance(m, ToolMessage)
-        and m.tool_call_id not in known
+        and _message_key(m) not in known
         and m.additional_kwargs.get("lc_source") != "hitl_interrupt_decision"
     ]
+
+
+def _message_key(message: ToolMessage) -> str:
+    """A tool message's own id (the graph's message reducer gives each one), else its
+    call's id."""
+    return message.id or message.tool_call_id
 
 
 def _config(thread_id: str) -> dict[str, Any]:

@@ -557,3 +557,64 @@ async def test_what_a_langchain_agents_approved_call_did_is_told_and_audited(
     trail = await bot.services.storage.audit.read(count=100)
     told = [(e.event, e.record_id, e.detail) for e in trail if e.event.startswith("tool_")]
     assert told == [("tool_ran", bot.record_id(first), "delete_files: deleted 2")]
+
+
+async def test_a_second_call_under_a_tool_call_id_used_before_is_told_and_audited(
+    make_bot: Any, saver: AsyncSqliteSaver
+) -> None:
+    """A model numbering its calls per turn calls ``c1`` twice, each approved on its card:
+    the second run is a tool message of its own, not taken for the first one's."""
+    deleted: list[list[str]] = []
+
+    @lc_tool
+    def delete_files(paths: list[str]) -> str:
+        """Delete files."""
+        deleted.append(paths)
+        return f"deleted {paths[0]}"
+
+    def call(path: str) -> AIMessage:
+        args = {"paths": [path]}
+        return AIMessage(
+            content="", tool_calls=[{"id": "c1", "name": "delete_files", "args": args}]
+        )
+
+    model = ScriptedChatModel(messages=iter([call("/a"), call("/b"), AIMessage(content="done")]))
+    gate = HumanInTheLoopMiddleware(interrupt_on={"delete_files": True}, interrupt_mode="per_call")
+    agent_spec = AgentSpec(
+        name="lc-twice",
+        build=lambda sessions: LangGraphAgent(
+            create_agent(model, tools=[delete_files], middleware=[gate], checkpointer=saver),
+            input=lambda text: {"messages": [{"role": "user", "content": text}]},
+            output=lambda values: str(values["messages"][-1].content),
+            session_store=sessions,
+        ),
+        policy=Policy(channel=CHANNEL, users=(ALICE,)),
+    )
+    bot: Harness = await make_bot(spec=agent_spec)
+    await bot.start(requested_by=CAROL)
+    await bot.slack.wait_for(lambda: len(_cards(bot)) == 1, what="the first card")
+    first = _cards(bot)[0]["blocks"][-1]["elements"][0]["value"]
+    await bot.click(ids.APPROVE, first, user=ALICE, message_ts=bot.message_ts(-1))
+    await bot.slack.wait_for(lambda: len(_cards(bot)) == 2, what="the second card")
+    second = _cards(bot)[1]["blocks"][-1]["elements"][0]["value"]
+    posts, answers = bot.slack.called("chat.postMessage"), bot.slack.answers("chat.postMessage")
+    [ts] = [str(a["ts"]) for p, a in zip(posts, answers, strict=True) if "/b" in str(p)]
+    await bot.click(ids.APPROVE, second, user=ALICE, message_ts=ts)
+
+    def said() -> list[str]:
+        return [str(p.get("text")) for p in bot.slack.called("chat.postMessage")]
+
+    await bot.slack.wait_for(
+        lambda: any(t.startswith("Finished: done") for t in said()), what="the run's end"
+    )
+    assert deleted == [["/a"], ["/b"]]
+    assert [t for t in said() if t.startswith("delete_files")] == [
+        "delete_files: deleted /a",
+        "delete_files: deleted /b",
+    ]
+    trail = await bot.services.storage.audit.read(count=100)
+    told = [(e.record_id, e.detail) for e in trail if e.event == "tool_ran"]
+    assert told == [
+        (bot.record_id(first), "delete_files: deleted /a"),
+        (bot.record_id(second), "delete_files: deleted /b"),
+    ]
