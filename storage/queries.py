@@ -102,6 +102,11 @@ class InterruptQueries:
             for key in keys:
                 pipe.hgetall(key)
             replies = await pipe.execute(raise_on_error=False)
+            # Only WRONGTYPE says the record is damaged, as in ``get``; any other error (a
+            # node that timed out, dropped the connection, or lost its slots) fails the read.
+            for reply in replies:
+                if isinstance(reply, Exception) and "WRONGTYPE" not in str(reply):
+                    raise reply
         records: list[InterruptRecord] = []
         unreadable: list[str] = []
         for rid, key, reply in zip(ids, keys, replies, strict=True):

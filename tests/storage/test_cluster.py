@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import signal
 from collections.abc import AsyncIterator
 from typing import cast
 
@@ -17,9 +19,11 @@ from storage_helpers import NOW, make_record
 from agent_runtime.interrupts import Decision
 from agent_runtime.messages import args_digest
 from storage import Storage, connect
+from storage.client import RedisClient
 from storage.embedded_cluster import EmbeddedCluster
 from storage.errors import DuplicateInterruptError, StorageError
 from storage.keys import shard_tag
+from storage.queries import InterruptQueries
 
 DIGEST = args_digest({"path": "/tmp/old"})
 RUNS = 120
@@ -115,3 +119,29 @@ async def test_a_batch_is_decided_on_a_slot_that_moved(
         assert [o.status for o in outcomes] == ["recorded"] * 3
     finally:
         await redis_cluster.migrate_slot(slot, to=owner)
+
+
+async def test_a_record_whose_node_stalls_is_an_error_not_a_missing_or_damaged_record(
+    on_cluster: Storage, redis_cluster: EmbeddedCluster
+) -> None:
+    """A node that stops answering mid-read fails the read: its records are not reported
+    gone or damaged, which would take them off the pending lists and the outbox."""
+    storage = on_cluster
+    record = await storage.interrupts.create_interrupt(make_record(run_id="stalled_run"))
+    client = RedisClient(redis_cluster.url, timeout=0.3)
+    queries = InterruptQueries(client, storage.keys)
+    try:
+        assert (await queries.many([record.id]))[1] == []  # the client knows the slots now
+        cluster = cast(RedisCluster, storage.client.raw)
+        port = cluster.get_node_from_key(storage.keys.record(record.id)).port
+        node = next(s for s in redis_cluster.servers if s.port == port)
+        assert node.process is not None
+        os.kill(node.process.pid, signal.SIGSTOP)
+        try:
+            with pytest.raises(StorageError):
+                await queries.many([record.id])
+        finally:
+            os.kill(node.process.pid, signal.SIGCONT)
+        assert queries.damaged_seen == 0
+    finally:
+        await client.close()
