@@ -64,7 +64,9 @@ class RecordTransitions:
     async def _pipelined(
         self, script: str, rids: list[str], args: list[str | int]
     ) -> list[list[str] | None]:
-        """Run ``script`` for each record in one pipeline; None where a record is corrupt."""
+        """Run ``script`` for each record in one pipeline; None where a record is corrupt,
+        ``["failed", error]`` where Redis could not run it now (a node that timed out, a
+        slot being moved): that record is left where it is for the next sweep."""
         if not rids:
             return []
         calls = []
@@ -76,9 +78,22 @@ class RecordTransitions:
         replies = await self._client.eval_each(script, calls)
         results: list[list[str] | None] = []
         for rid, reply in zip(rids, replies, strict=True):
-            if isinstance(reply, Exception):
+            if isinstance(reply, Exception) and not _is_corrupt(reply):
+                log.warning("%s of interrupt %s left for later: %s", script, rid, reply)
+                results.append(["failed", str(reply)])
+            elif isinstance(reply, Exception):
                 log.error("%s", CorruptRecordError(self._keys.record(rid), str(reply)))
                 results.append(None)
             else:
                 results.append(cast(list[str], reply))
         return results
+
+
+_DAMAGED = ("corrupt record", "WRONGTYPE", "attempt to ", "bad argument")
+"""What a script's error says when its record's data is not what it reads (as decide.lua
+tells them apart), rather than that Redis could not run it."""
+
+
+def _is_corrupt(error: Exception) -> bool:
+    """Whether a script's ``error`` is about its record, not about Redis."""
+    return any(sign in str(error) for sign in _DAMAGED)

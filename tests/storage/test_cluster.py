@@ -9,6 +9,7 @@ import contextlib
 import os
 import signal
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from typing import cast
 
 import pytest
@@ -145,3 +146,39 @@ async def test_a_record_whose_node_stalls_is_an_error_not_a_missing_or_damaged_r
         assert queries.damaged_seen == 0
     finally:
         await client.close()
+
+
+async def test_an_expiry_swept_mid_migration_is_kept_and_expires_once_the_slot_has_moved(
+    on_cluster: Storage, redis_cluster: EmbeddedCluster
+) -> None:
+    """While a shard's slot is half moved Redis answers its scripts TRYAGAIN: the sweep
+    leaves the expiry for later rather than dropping it as a corrupt record's."""
+    storage = on_cluster
+    assert storage.keys.shards is not None
+    record = await storage.interrupts.create_interrupt(
+        make_record(run_id="half_moved", expires_in=timedelta(hours=1))
+    )
+    slot = key_slot(shard_tag(storage.keys.shard_of("half_moved"), storage.keys.shards).encode())
+    cluster = cast(RedisCluster, storage.client.raw)
+    port = cluster.get_node_from_key(storage.keys.record(record.id)).port
+    owner = next(i for i, server in enumerate(redis_cluster.servers) if server.port == port)
+    source, target = redis_cluster.servers[owner], redis_cluster.servers[(owner + 1) % 3]
+    src, dst = (redis_cluster._async_client(s) for s in (source, target))
+    try:
+        await dst.execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", source.node_id)
+        await src.execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING", target.node_id)
+        moved = [storage.keys.record(record.id)]
+        await src.migrate("127.0.0.1", target.port, moved, 0, 5000, auth=redis_cluster._password)
+        assert await storage.interrupts.expire_due(NOW + timedelta(hours=1)) == []
+        while keys := await src.execute_command("CLUSTER", "GETKEYSINSLOT", slot, 100):
+            await src.migrate("127.0.0.1", target.port, keys, 0, 5000, auth=redis_cluster._password)
+        for server in redis_cluster.servers:
+            admin = redis_cluster._async_client(server)
+            await admin.execute_command("CLUSTER", "SETSLOT", slot, "NODE", target.node_id)
+            await admin.aclose()
+        expired = await storage.interrupts.expire_due(NOW + timedelta(hours=1))
+        assert [(e.outcome, e.record.id) for e in expired] == [("expired", record.id)]
+    finally:
+        await src.aclose()
+        await dst.aclose()
+        await redis_cluster.migrate_slot(slot, to=owner)
