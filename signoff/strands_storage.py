@@ -18,14 +18,17 @@ from __future__ import annotations
 import asyncio
 import builtins
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import redis
 from redis import exceptions as rexc
 from redis.backoff import ExponentialBackoff
+from redis.cluster import ClusterNode, RedisCluster
 from redis.retry import Retry
 from strands.storage.storage import Storage
 from strands.types.exceptions import StorageError
+
+from storage.cluster import is_cluster_url, parse_cluster_url
 
 T = TypeVar("T")
 _LAST = b"\xff"
@@ -35,20 +38,21 @@ _LAST = b"\xff"
 
 class RedisStorage(Storage):
     """Byte blobs under string keys in Redis (``<prefix>:blob:<key>``), indexed by a sorted
-    set (``<prefix>:keys``). Search is Strands' default keyword scan over these keys."""
+    set (``<prefix>:keys``); on Redis Cluster the prefix is a hash tag, ``{<prefix>}``.
+    Search is Strands' default keyword scan over these keys."""
 
     def __init__(
-        self, url: str | redis.Redis, *, prefix: str = "signoff:strands", retries: int = 5
+        self,
+        url: str | redis.Redis | RedisCluster,
+        *,
+        prefix: str = "signoff:strands",
+        retries: int = 5,
     ) -> None:
         if isinstance(url, str):
-            url = redis.Redis.from_url(
-                url,
-                retry=Retry(ExponentialBackoff(cap=2.0, base=0.05), retries),
-                retry_on_error=[rexc.ConnectionError, rexc.TimeoutError],
-                socket_timeout=5.0,
-                socket_connect_timeout=5.0,
-            )
+            url = _client(url, retries)
         self._redis = url
+        if isinstance(url, RedisCluster):
+            prefix = f"{{{prefix}}}"  # one hash slot: a write and its index entry stay one step
         self._index = f"{prefix}:keys"
         self._blob = f"{prefix}:blob:"
 
@@ -92,3 +96,25 @@ class RedisStorage(Storage):
             return await asyncio.to_thread(call)
         except rexc.RedisError as exc:
             raise StorageError(f"Redis storage could not {action}: {exc}") from exc
+
+
+def _client(url: str, retries: int) -> redis.Redis | RedisCluster:
+    """A client of ``url``: one server, or (``redis+cluster://``, as Signoff takes) a cluster."""
+    options: dict[str, Any] = {
+        "retry": Retry(ExponentialBackoff(cap=2.0, base=0.05), retries),
+        "retry_on_error": [rexc.ConnectionError, rexc.TimeoutError],
+        "socket_timeout": 5.0,
+        "socket_connect_timeout": 5.0,
+    }
+    if not is_cluster_url(url):
+        return redis.Redis.from_url(url, **options)
+    target = parse_cluster_url(url)
+    nodes = [ClusterNode(host, port) for host, port in target.nodes]  # type: ignore[no-untyped-call]
+    return RedisCluster(
+        startup_nodes=nodes,
+        username=target.username,
+        password=target.password,
+        ssl=target.tls,
+        ssl_ca_certs=target.ca_certs,
+        **options,
+    )

@@ -13,6 +13,7 @@ from strands._async import run_async
 from strands.types.exceptions import StorageError
 
 from signoff.strands_storage import RedisStorage
+from storage.embedded_cluster import EmbeddedCluster
 
 
 @pytest.fixture
@@ -88,3 +89,23 @@ async def test_an_unreachable_server_is_a_storage_error_naming_the_key() -> None
     with pytest.raises(StorageError, match="could not read 'session/s3/k'"):
         await gone.read("session/s3/k")
     gone.close()
+
+
+async def test_sessions_live_on_a_redis_cluster_too(
+    redis_cluster: EmbeddedCluster, key_prefix: str
+) -> None:
+    """Signoff on Redis Cluster: the same ``redis+cluster://`` URL keeps Strands' sessions,
+    each write and its index entry still one transaction."""
+    store = RedisStorage(redis_cluster.url, prefix=key_prefix)
+    try:
+        await store.write("session/s1/snapshot_latest.json", b"{}")
+        await store.write("session/s2/snapshot_latest.json", b"[]")
+        assert await store.read("session/s1/snapshot_latest.json") == b"{}"
+        assert await store.list("session/") == [
+            "session/s1/snapshot_latest.json",
+            "session/s2/snapshot_latest.json",
+        ]
+        await store.delete("session/s1/snapshot_latest.json")
+        assert await store.list("") == ["session/s2/snapshot_latest.json"]
+    finally:
+        store.close()
