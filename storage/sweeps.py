@@ -134,8 +134,22 @@ async def lease_due(
     lease: timedelta,
 ) -> list[list[str]]:
     """Lease the members of every shard's sorted set ``index`` due by ``now`` (up to
-    ``limit`` per shard) to this caller for ``lease``: one list per shard, in shard order."""
+    ``limit`` per shard) to this caller for ``lease``: one list per shard, in shard order.
+
+    A shard Redis could not answer for (its node stalled or down) is logged and empty: the
+    members leased on the others are handed out, not left leased and unhandled. Only when
+    no shard answered is it an error."""
     args: list[str | int] = [to_ms(now), limit, millis(lease)]
     calls = [([index(shard)], args) for shard in keys.all_shards]
-    replies = await client.eval_each("lease_due", calls, raise_on_error=True)
-    return [cast(list[str], reply) for reply in replies]
+    replies = await client.eval_each("lease_due", calls)
+    failed = [reply for reply in replies if isinstance(reply, Exception)]
+    if len(failed) == len(replies):
+        async with client.guard("lease due members"):
+            raise failed[0]
+    leased: list[list[str]] = []
+    for shard, reply in zip(keys.all_shards, replies, strict=True):
+        if isinstance(reply, Exception):
+            log.warning("%s not read this time: %s", index(shard), reply)
+            reply = []
+        leased.append(cast(list[str], reply))
+    return leased

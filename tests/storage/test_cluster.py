@@ -23,8 +23,10 @@ from storage import Storage, connect
 from storage.client import RedisClient
 from storage.embedded_cluster import EmbeddedCluster
 from storage.errors import DuplicateInterruptError, StorageError
+from storage.interrupts import InterruptStore
 from storage.keys import shard_tag
 from storage.queries import InterruptQueries
+from storage.retention import Retention
 
 DIGEST = args_digest({"path": "/tmp/old"})
 RUNS = 120
@@ -182,3 +184,36 @@ async def test_an_expiry_swept_mid_migration_is_kept_and_expires_once_the_slot_h
         await src.aclose()
         await dst.aclose()
         await redis_cluster.migrate_slot(slot, to=owner)
+
+
+async def test_the_outbox_of_the_shards_that_answer_is_posted_while_another_node_stalls(
+    on_cluster: Storage, redis_cluster: EmbeddedCluster
+) -> None:
+    """A node that stops answering holds up its own shards' cards only: the others' are
+    handed out, not leased and thrown away with the stalled node's error."""
+    storage = on_cluster
+    keys = storage.keys
+    cluster = cast(RedisCluster, storage.client.raw)
+
+    def port_of(run: str) -> int:
+        return cast(int, cluster.get_node_from_key(keys.run_pending(run)).port)
+
+    runs = [f"outbox_{n}" for n in range(100)]
+    stalled_port = port_of(runs[0])
+    posting = next(run for run in runs if port_of(run) != stalled_port)
+    record = make_record(run_id=posting)
+    await storage.interrupts.create_interrupt(record, post_lease=timedelta(0))
+    client = RedisClient(redis_cluster.url, timeout=0.3)
+    interrupts = InterruptStore(client, keys, Retention(), InterruptQueries(client, keys))
+    node = next(s for s in redis_cluster.servers if s.port == stalled_port)
+    assert node.process is not None
+    try:
+        assert await interrupts.claim_outbox(NOW - timedelta(days=1)) == []  # scripts loaded
+        os.kill(node.process.pid, signal.SIGSTOP)
+        try:
+            claimed = await interrupts.claim_outbox(NOW + timedelta(seconds=1))
+        finally:
+            os.kill(node.process.pid, signal.SIGCONT)
+        assert [r.id for r in claimed] == [record.id]
+    finally:
+        await client.close()
