@@ -96,12 +96,19 @@ class DueSweeps(RecordTransitions):
         return [member for members in leased for member in members]
 
     async def _due(self, index: Callable[[int], str], now: datetime, limit: int) -> list[str]:
+        """The members of every shard's ``index`` due by ``now``; a shard whose node did not
+        answer is logged and left for the next sweep (an error only when none answered)."""
         async with self._client.guard("read due times"):
             pipe = self._client.pipeline()
             for shard in self._keys.all_shards:
                 pipe.zrangebyscore(index(shard), "-inf", to_ms(now), 0, limit)
-            found = await pipe.execute()
-        return [rid for ids in found for rid in cast(list[str], ids)]
+            found = await pipe.execute(raise_on_error=False)
+            if all(isinstance(ids, Exception) for ids in found):
+                raise found[0]
+        for shard, ids in zip(self._keys.all_shards, found, strict=True):
+            if isinstance(ids, Exception):
+                log.warning("%s not read this time: %s", index(shard), ids)
+        return [rid for ids in found if not isinstance(ids, Exception) for rid in ids]
 
     async def _drop_corrupt(self, index: Callable[[int], str], rid: str) -> None:
         """Take a corrupt record out of a sweep's index so it cannot stall every later sweep."""

@@ -217,3 +217,35 @@ async def test_the_outbox_of_the_shards_that_answer_is_posted_while_another_node
         assert [r.id for r in claimed] == [record.id]
     finally:
         await client.close()
+
+
+async def test_requests_on_the_nodes_that_answer_expire_while_another_node_stalls(
+    on_cluster: Storage, redis_cluster: EmbeddedCluster
+) -> None:
+    """The expiry sweep goes on over the shards whose node answers."""
+    storage = on_cluster
+    keys = storage.keys
+    cluster = cast(RedisCluster, storage.client.raw)
+
+    def port_of(run: str) -> int:
+        return cast(int, cluster.get_node_from_key(keys.run_pending(run)).port)
+
+    runs = [f"expiring_{n}" for n in range(100)]
+    stalled_port = port_of(runs[0])
+    expiring = next(run for run in runs if port_of(run) != stalled_port)
+    record = make_record(run_id=expiring, expires_in=timedelta(hours=1))
+    await storage.interrupts.create_interrupt(record)
+    client = RedisClient(redis_cluster.url, timeout=0.3)
+    interrupts = InterruptStore(client, keys, Retention(), InterruptQueries(client, keys))
+    node = next(s for s in redis_cluster.servers if s.port == stalled_port)
+    assert node.process is not None
+    try:
+        assert await interrupts.expire_due(NOW) == []  # the client knows the slots and scripts
+        os.kill(node.process.pid, signal.SIGSTOP)
+        try:
+            expired = await interrupts.expire_due(NOW + timedelta(hours=1))
+        finally:
+            os.kill(node.process.pid, signal.SIGCONT)
+        assert [(e.outcome, e.record.id) for e in expired] == [("expired", record.id)]
+    finally:
+        await client.close()
