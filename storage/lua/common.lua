@@ -105,7 +105,7 @@ end
 
 -- An external request's entries also go to `<audit stream>:requests`, which its waiters
 -- and webhooks read, so they never wade through every agent's clicks. (The key is derived,
--- not passed: like the other global keys, it rules out Redis Cluster for now.)
+-- not passed: it carries its stream's hash tag, so it lives in the same slot.)
 local function audit(stream, maxlen, event, rid, user, now, detail)
   local key = KEYS[1]
   local run_id = field(key, 'run_id')
