@@ -169,11 +169,11 @@ class RedisClient:
         async with self.guard(f"script {name}"):
             replies = await self._eval_pipelined(lua, calls)
             # A server that lacks the script (restarted, or a primary new since a failover)
-            # gets it now, and the calls it refused run again.
+            # is sent it with the calls it refused (EVAL caches it there): only the nodes
+            # that need it are asked, so one that stalls holds up its own calls alone.
             missing = [i for i, r in enumerate(replies) if isinstance(r, rexc.NoScriptError)]
             if missing:
-                await self.raw.script_load(lua.script)
-                again = await self._eval_pipelined(lua, [calls[i] for i in missing])
+                again = await self._eval_pipelined(lua, [calls[i] for i in missing], with_text=True)
                 for i, reply in zip(missing, again, strict=True):
                     replies[i] = reply
             if raise_on_error:
@@ -183,14 +183,19 @@ class RedisClient:
             return replies
 
     async def _eval_pipelined(
-        self, lua: AsyncScript, calls: Sequence[tuple[list[str], list[str | int]]]
+        self,
+        lua: AsyncScript,
+        calls: Sequence[tuple[list[str], list[str | int]]],
+        *,
+        with_text: bool = False,
     ) -> list[object]:
-        """The calls by EVALSHA in one pipeline. Not through ``AsyncScript``: on one server
-        its pipeline asks ``SCRIPT EXISTS`` first (a round trip each time), and a cluster
-        pipeline refuses it."""
+        """The calls by EVALSHA (``with_text``: EVAL) in one pipeline. Not through
+        ``AsyncScript``: on one server its pipeline asks ``SCRIPT EXISTS`` first (a round
+        trip each time), and a cluster pipeline refuses it."""
         pipe = self.pipeline()
+        command, script = ("EVAL", lua.script) if with_text else ("EVALSHA", lua.sha)
         for keys, args in calls:
-            pipe.execute_command("EVALSHA", lua.sha, len(keys), *keys, *args)
+            pipe.execute_command(command, script, len(keys), *keys, *args)
         return list(await pipe.execute(raise_on_error=False))
 
     async def on_node_of(self, key: str, *command: str | int) -> Any:

@@ -18,7 +18,8 @@ _sending: ContextVar[tuple[Any, ...]] = ContextVar("sending", default=())
 def reply_lost_once(naming: str = "", command: str = "EVALSHA") -> Iterator[list[str]]:
     """The next script (or other ``command``) whose arguments mention ``naming``, alone or
     in a pipeline, runs on the server, then its connection drops before the reply is read:
-    redis-py sends it (the whole pipeline) again on a new one."""
+    redis-py sends it (the whole pipeline) again on a new one. A script is run by EVALSHA,
+    or by EVAL where the server lacked it: the lost reply is recorded as EVALSHA's."""
     execute, parse = Redis.execute_command, Redis.parse_response
     pipelined = Pipeline._execute_pipeline
     lost: list[str] = []
@@ -40,8 +41,9 @@ def reply_lost_once(naming: str = "", command: str = "EVALSHA") -> Iterator[list
     async def parsing(self: Redis, connection: Any, command_name: str, **options: Any) -> Any:
         reply = await parse(self, connection, command_name, **options)
         sent = " ".join(str(a) for a in _sending.get())
-        if command_name == command and naming in sent and not lost:
-            lost.append(command_name)
+        run = "EVALSHA" if command_name == "EVAL" else command_name
+        if run == command and naming in sent and not lost:
+            lost.append(run)
             raise rexc.ConnectionError("Connection closed by server.")
         return reply
 

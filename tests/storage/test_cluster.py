@@ -219,6 +219,40 @@ async def test_the_outbox_of_the_shards_that_answer_is_posted_while_another_node
         await client.close()
 
 
+async def test_a_script_lost_by_every_node_is_loaded_where_it_runs_while_another_node_stalls(
+    on_cluster: Storage, redis_cluster: EmbeddedCluster
+) -> None:
+    """The nodes lost their scripts (restarted without persistence): each is sent the
+    script where a call needs it, not loaded on every node, which waits on the stalled one."""
+    storage = on_cluster
+    keys = storage.keys
+    cluster = cast(RedisCluster, storage.client.raw)
+
+    def port_of(run: str) -> int:
+        return cast(int, cluster.get_node_from_key(keys.run_pending(run)).port)
+
+    runs = [f"outbox_{n}" for n in range(100)]
+    stalled_port = port_of(runs[0])
+    posting = next(run for run in runs if port_of(run) != stalled_port)
+    record = make_record(run_id=posting)
+    await storage.interrupts.create_interrupt(record, post_lease=timedelta(0))
+    client = RedisClient(redis_cluster.url, timeout=0.3)
+    interrupts = InterruptStore(client, keys, Retention(), InterruptQueries(client, keys))
+    node = next(s for s in redis_cluster.servers if s.port == stalled_port)
+    assert node.process is not None
+    try:
+        assert await interrupts.claim_outbox(NOW - timedelta(days=1)) == []  # connected
+        await cluster.execute_command("SCRIPT FLUSH", target_nodes=RedisCluster.ALL_NODES)
+        os.kill(node.process.pid, signal.SIGSTOP)
+        try:
+            claimed = await interrupts.claim_outbox(NOW + timedelta(seconds=1))
+        finally:
+            os.kill(node.process.pid, signal.SIGCONT)
+        assert [r.id for r in claimed] == [record.id]
+    finally:
+        await client.close()
+
+
 async def test_requests_on_the_nodes_that_answer_expire_while_another_node_stalls(
     on_cluster: Storage, redis_cluster: EmbeddedCluster
 ) -> None:
