@@ -91,7 +91,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("agent")
     run.add_argument("--channel", required=True, help="channel id for the run's messages")
     run.add_argument("--input", required=True, help="the prompt the agent starts from")
-    run.add_argument("--user", default="cli", help="who asked (a Slack user id)")
+    run.add_argument(
+        "--user",
+        default="cli",
+        help="who asked: a Slack user id, who may not approve their own request unless the "
+        "policy allows it (default: cli, nobody in Slack)",
+    )
     run.add_argument("--agents", help="module declaring agents (default SIGNOFF_AGENTS)")
     audit = sub.add_parser("audit", help="print the audit trail, oldest first, as JSON lines")
     audit.add_argument("--run", help="only the entries of this run id")
