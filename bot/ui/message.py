@@ -38,6 +38,10 @@ CHOICE_BUTTONS = 5
 """Up to this many answers are buttons; more are one select."""
 SELECT_OPTIONS = 100
 _ARGS_CODE = SECTION_TEXT - len("*Arguments*\n")
+COMPACT_TEXT = 500
+"""Each long part's length on a compact card: the one drawn when Slack refuses the whole
+card as too long (``msg_blocks_too_long``), though each block is within its own limit."""
+CUT_NOTE = "Cut to fit in Slack: *Full details* shows all of it."
 
 HEADLINE: dict[Outcome, str] = {
     "approved": "Approved",
@@ -79,26 +83,28 @@ class SlackMessage:
     blocks: list[Block]
 
 
-def pending_message(card: Card) -> SlackMessage:
-    """The interactive message approvers act on: what, why, the exact arguments, buttons."""
+def pending_message(card: Card, *, compact: bool = False) -> SlackMessage:
+    """The interactive message approvers act on: what, why, the exact arguments, buttons;
+    ``compact``, its long parts cut short and shown whole by Full details."""
     if card.held is not None:
-        return _held_message(card, card.held)
+        return _held_message(card, card.held, compact=compact)
     title = "Question:" if card.question else "Approval needed:"
     blocks = [
         header(f"{title} {card.action}"),
-        *_summary(card),
+        *_summary(card, compact=compact),
         context(status_parts(card)),
     ]
     if card.question and card.options:
         blocks.append(_choices(card))
-    buttons = _buttons(card)
+    buttons = _buttons(card, compact=compact)
     if buttons:
         blocks.append({"type": "actions", "block_id": ids.ACTIONS_BLOCK, "elements": buttons})
     return SlackMessage(text=_fallback(title, card), blocks=blocks)
 
 
-def decided_message(card: Card, verdict: Verdict) -> SlackMessage:
-    """The same message after the decision: outcome, who, when; the buttons are gone."""
+def decided_message(card: Card, verdict: Verdict, *, compact: bool = False) -> SlackMessage:
+    """The same message after the decision: outcome, who, when; the buttons are gone
+    (but Full details, on a ``compact`` one)."""
     headline = HEADLINE[verdict.outcome]
     parts = _verdict_parts(verdict)
     if verdict.trust:
@@ -110,9 +116,11 @@ def decided_message(card: Card, verdict: Verdict) -> SlackMessage:
     edited = verdict.outcome == "edited" and verdict.args is not None
     blocks = [
         header(f"{headline}: {card.action}"),
-        *_summary(card, edited=edited),
+        *_summary(card, edited=edited, compact=compact),
         context(parts),
-        *_what_it_does(verdict.outcome, verdict.message, verdict.args if edited else None),
+        *_what_it_does(
+            verdict.outcome, verdict.message, verdict.args if edited else None, compact=compact
+        ),
     ]
     if verdict.outcome in ("changed", "edit_changed"):
         why = (
@@ -126,11 +134,18 @@ def decided_message(card: Card, verdict: Verdict) -> SlackMessage:
         blocks.append(
             section(f"Not run: {who} withdrew the run while it waited for its other cards.")
         )
+    if compact:
+        elements = [_full_details(card)]
+        blocks.append({"type": "actions", "block_id": ids.ACTIONS_BLOCK, "elements": elements})
     return SlackMessage(text=_fallback(f"{headline}:", card), blocks=blocks)
 
 
 def _what_it_does(
-    outcome: Outcome, message: str | None, args: Mapping[str, JSONValue] | None
+    outcome: Outcome,
+    message: str | None,
+    args: Mapping[str, JSONValue] | None,
+    *,
+    compact: bool = False,
 ) -> list[Block]:
     """A decision's reason, reply or answer, and the arguments an edit runs with."""
     blocks = []
@@ -142,13 +157,14 @@ def _what_it_does(
             "changed": "Reply",
             "answered": "Answer",
         }.get(outcome, "Reason")
-        blocks.append(section(f"*{label}:* {escaped(message)}"))
+        blocks.append(section(f"*{label}:* {escaped(message, _room(SECTION_TEXT, compact))}"))
     if args is not None:
-        blocks.append(section("*Run with*\n" + code_block(args_json(args), _ARGS_CODE)))
+        run_with = code_block(args_json(args), _room(_ARGS_CODE, compact))
+        blocks.append(section("*Run with*\n" + run_with))
     return blocks
 
 
-def _held_message(card: Card, held: Held) -> SlackMessage:
+def _held_message(card: Card, held: Held, *, compact: bool) -> SlackMessage:
     """A decision in its undo window: what it will be, by whom, when it takes effect, and
     Undo for anyone who may decide until then."""
     headline = HEADLINE[held.outcome]
@@ -162,12 +178,13 @@ def _held_message(card: Card, held: Held) -> SlackMessage:
     if card.requested_by:
         parts.append(f"Requested by {user_mention(card.requested_by)}")
     undo = button("Undo", action_id=ids.UNDO, value=card.button_value, style="danger")
+    elements = [undo, _full_details(card), more_menu(card)] if compact else [undo, more_menu(card)]
     blocks = [
         header(f"{headline}, not yet final: {card.action}"),
-        *_summary(card, edited=held.args is not None),
+        *_summary(card, edited=held.args is not None, compact=compact),
         context(parts),
-        *_what_it_does(held.outcome, held.message, held.args),
-        {"type": "actions", "block_id": ids.ACTIONS_BLOCK, "elements": [undo, more_menu(card)]},
+        *_what_it_does(held.outcome, held.message, held.args, compact=compact),
+        {"type": "actions", "block_id": ids.ACTIONS_BLOCK, "elements": elements},
     ]
     return SlackMessage(text=_fallback(f"{headline}, not yet final:", card), blocks=blocks)
 
@@ -181,36 +198,50 @@ def _fallback(prefix: str, card: Card) -> str:
     return escaped(f"{prefix} {card.action} ({card.agent})", FALLBACK_TEXT)
 
 
-def _summary(card: Card, *, edited: bool = False) -> list[Block]:
+def _room(full: int, compact: bool) -> int:
+    """How long one long part may be: ``full``, or COMPACT_TEXT on a compact card."""
+    return min(full, COMPACT_TEXT) if compact else full
+
+
+def _full_details(card: Card) -> Block:
+    """The button that shows the card's long parts whole, in a modal."""
+    return button("Full details", action_id=ids.FULL_ARGS, value=card.button_value)
+
+
+def _summary(card: Card, *, edited: bool = False, compact: bool = False) -> list[Block]:
     """What was asked; once ``edited``, its description and arguments are labelled as
-    asked, since the call that ran is the edit (shown below them)."""
+    asked, since the call that ran is the edit (shown below them). A ``compact`` one cuts
+    each long part short and says so."""
+    note = [context([CUT_NOTE])] if compact else []
     if card.external:
-        return _request_summary(card) + _acts_on(card)
+        return _request_summary(card, compact) + _acts_on(card, compact) + note
+    room = _room(SECTION_TEXT, compact)
     what = f"*{escaped(card.agent, 200)}* wants to run `{escaped(card.action, 300)}`"
     if card.question:
         what = f"*{escaped(card.agent, 200)}* asks"
         if card.args is not None:
             what += f" while running `{escaped(card.action, 300)}`"
     if card.description:
-        what += "\n" + ("As asked: " if edited else "") + escaped(card.description)
+        what += "\n" + ("As asked: " if edited else "") + escaped(card.description, room)
     if card.question and card.reason:
-        what += ":\n" + escaped(card.reason)
+        what += ":\n" + escaped(card.reason, room)
     blocks = [section(what)]
     if card.reason and not card.question:
-        blocks.append(section("*Why:* " + escaped(card.reason)))
+        blocks.append(section("*Why:* " + escaped(card.reason, room)))
     if card.args is not None:
         label = "*Arguments as asked*" if edited else "*Arguments*"
-        blocks.append(section(f"{label}\n" + code_block(args_json(card.args), _ARGS_CODE)))
-    return blocks + _acts_on(card)
+        args = code_block(args_json(card.args), _room(_ARGS_CODE, compact))
+        blocks.append(section(f"{label}\n" + args))
+    return blocks + _acts_on(card, compact) + note
 
 
-def _acts_on(card: Card) -> list[Block]:
+def _acts_on(card: Card, compact: bool = False) -> list[Block]:
     """What the call will act on (its precondition's answer), and what changed since an
     earlier approval, so the approver sees the difference they are asked about."""
     blocks = []
     if card.changed is not None:
         lines = [
-            f"{label}: {code_block(_json(card.changed[key]), _ARGS_CODE // 3)}"
+            f"{label}: {code_block(printed(card.changed[key]), _room(_ARGS_CODE // 3, compact))}"
             for key, label in (("added", "Added"), ("removed", "Removed"), ("now", "Now"))
             if card.changed.get(key) not in (None, [])
         ]
@@ -221,12 +252,12 @@ def _acts_on(card: Card) -> list[Block]:
         )
         blocks.append(section(f":warning: *{title}*\n" + "\n".join(lines)))
     if card.acts_on is not None:
-        acts_on = code_block(_json(card.acts_on), _ARGS_CODE)
+        acts_on = code_block(printed(card.acts_on), _room(_ARGS_CODE, compact))
         blocks.append(section("*It will act on*\n" + acts_on))
     return blocks
 
 
-def _json(value: JSONValue) -> str:
+def printed(value: JSONValue) -> str:
     """A check's output as printed (a job's lines of text), anything else as JSON."""
     if isinstance(value, str):
         return value
@@ -235,13 +266,14 @@ def _json(value: JSONValue) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, default=str)
 
 
-def _request_summary(card: Card) -> list[Block]:
+def _request_summary(card: Card, compact: bool) -> list[Block]:
     """A job's request: its details (in full in a modal when long) and its params."""
     blocks = []
     if card.reason:
-        blocks.append(section(escaped(card.reason)))
+        blocks.append(section(escaped(card.reason, _room(SECTION_TEXT, compact))))
     if card.args:
-        blocks.append(section("*Params*\n" + code_block(args_json(card.args), _ARGS_CODE)))
+        params = code_block(args_json(card.args), _room(_ARGS_CODE, compact))
+        blocks.append(section("*Params*\n" + params))
     return blocks
 
 
@@ -316,9 +348,9 @@ def _choices(card: Card) -> Block:
     return {"type": "actions", "block_id": block_id, "elements": elements}
 
 
-def _buttons(card: Card) -> list[Block]:
+def _buttons(card: Card, *, compact: bool) -> list[Block]:
     if card.question:
-        return _question_buttons(card)
+        return _question_buttons(card, compact=compact)
     value = card.button_value
     approve_confirm = (
         confirm_dialog(
@@ -355,9 +387,10 @@ def _buttons(card: Card) -> list[Block]:
         elements.append(button("Reply", action_id=ids.REPLY, value=value))
     if "reject" in card.decisions:
         elements.append(button("Deny", action_id=ids.DENY, value=value, style="danger"))
-    if _cut(card):
-        label = "Full details" if card.external else "Show full arguments"
-        elements.append(button(label, action_id=ids.FULL_ARGS, value=value))
+    if compact or (card.external and _cut(card)):
+        elements.append(_full_details(card))
+    elif _cut(card):
+        elements.append(button("Show full arguments", action_id=ids.FULL_ARGS, value=value))
     elements.append(more_menu(card))
     return elements
 
@@ -383,7 +416,7 @@ def more_menu(card: Card) -> Block:
     }
 
 
-def _question_buttons(card: Card) -> list[Block]:
+def _question_buttons(card: Card, *, compact: bool) -> list[Block]:
     """Beside a question's answers: a reply in the approver's words, and Decline."""
     value = card.button_value
     elements: list[Block] = []
@@ -392,7 +425,9 @@ def _question_buttons(card: Card) -> list[Block]:
         elements.append(button(label, action_id=ids.REPLY, value=value, style="primary"))
     if "reject" in card.decisions:
         elements.append(button("Decline", action_id=ids.DENY, value=value, style="danger"))
-    if _cut(card):
+    if compact:
+        elements.append(_full_details(card))
+    elif _cut(card):
         elements.append(button("Show full arguments", action_id=ids.FULL_ARGS, value=value))
     elements.append(more_menu(card))
     return elements

@@ -26,6 +26,7 @@ from .blocks import (
     section,
 )
 from .cards import Card
+from .message import printed
 from .mrkdwn import code_text, escape, escape_truncate
 
 _TITLE = 24
@@ -130,18 +131,31 @@ def _reply_intro(card: Card) -> str:
 
 
 def args_modal(card: Card) -> Block:
-    """The full arguments (a request's details first), in sections that each fit."""
+    """The full arguments (a request's details first), in sections that each fit; and the
+    card's other long parts, which a compact card (one Slack found too long) cuts short."""
     sections = []
     if card.external and card.reason:
         sections += [section(p) for p in _split(escape(card.reason), SECTION_TEXT)]
+    elif card.description or card.reason:
+        why = f"*Why:* {escape(card.reason)}" if card.reason else ""
+        text = "\n".join(t for t in (escape(card.description or ""), why) if t)
+        sections += [section(p) for p in _split(text, SECTION_TEXT)]
     if card.args is not None:
-        text = code_text(args_json(card.args))
-        sections += [section("```" + p + "```") for p in _split(text, SECTION_TEXT - 6)]
+        sections += _code_sections(args_json(card.args))
+    for key, label in (("added", "Added"), ("removed", "Removed"), ("now", "Now")):
+        if card.changed and card.changed.get(key) not in (None, []):
+            sections += [section(f"*{label}*"), *_code_sections(printed(card.changed[key]))]
+    if card.acts_on is not None:
+        sections += [section("*It will act on*"), *_code_sections(printed(card.acts_on))]
     blocks = sections[: MODAL_BLOCKS - 1] or [section("_No arguments._")]
     if len(sections) > MODAL_BLOCKS - 1:
         blocks.append(section("_Cut: this is longer than a modal can show._"))
-    title = "Full details" if card.external else "Arguments"
-    return _view(ids.ARGS_VIEW, card.button_value, title=title, blocks=blocks, submit=None)
+    return _view(ids.ARGS_VIEW, card.button_value, title="Full details", blocks=blocks, submit=None)
+
+
+def _code_sections(text: str) -> list[Block]:
+    """``text`` as code blocks, in sections that each fit."""
+    return [section("```" + p + "```") for p in _split(code_text(text), SECTION_TEXT - 6)]
 
 
 def errors_for(message: str, block: str = ids.INPUT_BLOCK) -> dict[str, str]:

@@ -13,9 +13,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
+from functools import partial
 
+from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from bot.services import Services
@@ -46,11 +48,14 @@ def trust_label(services: Services, record: InterruptRecord) -> str | None:
     return spec.policy_for(call.name if call else None).trust_label
 
 
-def render(services: Services, record: InterruptRecord) -> SlackMessage:
-    """The message for the record's current state: buttons while pending, the verdict after."""
+def render(services: Services, record: InterruptRecord, *, compact: bool = False) -> SlackMessage:
+    """The message for the record's current state: buttons while pending, the verdict after;
+    ``compact``, its long parts cut short."""
     card = card_from_record(record, trust_label=trust_label(services, record))
     verdict = verdict_from_record(record)
-    return pending_message(card) if verdict is None else decided_message(card, verdict)
+    if verdict is None:
+        return pending_message(card, compact=compact)
+    return decided_message(card, verdict, compact=compact)
 
 
 async def _message(services: Services, record: InterruptRecord) -> SlackMessage:
@@ -58,6 +63,27 @@ async def _message(services: Services, record: InterruptRecord) -> SlackMessage:
     if record.batch is None:
         return render(services, record)
     return batch_message(await services.storage.queries.batch(record))
+
+
+_TOO_LONG = frozenset({"msg_blocks_too_long", "msg_too_long"})
+
+
+async def _sent(
+    services: Services,
+    record: InterruptRecord,
+    message: SlackMessage,
+    send: Callable[[SlackMessage], Awaitable[AsyncSlackResponse]],
+) -> AsyncSlackResponse:
+    """``send(message)``; when Slack refuses it as too long in total (a limit on all blocks
+    together it does not document, though each block is within its own), the compact card
+    instead. A batch card has no compact form."""
+    try:
+        return await send(message)
+    except SlackApiError as exc:
+        if exc.response.get("error") not in _TOO_LONG or record.batch is not None:
+            raise
+        log.info("interrupt %s: Slack found its card too long, sent compact", record.id)
+        return await send(render(services, record, compact=True))
 
 
 async def post_interrupt(services: Services, record: InterruptRecord) -> InterruptRecord | None:
@@ -73,15 +99,19 @@ async def post_interrupt(services: Services, record: InterruptRecord) -> Interru
         channel = record.channel or await _dm_channel(services, record)
         message = await _message(services, record)
         awake = " ".join(user_mention(u) for u in await awake_approvers(services, record))
-        post = services.client.chat_postMessage(
-            channel=channel,
-            text=f"{message.text} {awake}".strip(),
-            blocks=message.blocks,
-            thread_ts=record.thread_ts,
-            unfurl_links=False,
-            unfurl_media=False,
-        )
-        answer = await _holding_outbox(services, record.id, post)
+
+        def post(shown: SlackMessage) -> Awaitable[AsyncSlackResponse]:
+            sent = services.client.chat_postMessage(
+                channel=channel,
+                text=f"{shown.text} {awake}".strip(),
+                blocks=shown.blocks,
+                thread_ts=record.thread_ts,
+                unfurl_links=False,
+                unfurl_media=False,
+            )
+            return _holding_outbox(services, record.id, sent)
+
+        answer = await _sent(services, record, message, post)
     except SLACK_FAILURES as exc:
         log.warning(
             "interrupt %s not posted yet, left in the outbox: %s", record.id, why_failed(exc)
@@ -215,9 +245,7 @@ async def _update_copies(
         if not channel or not ts:
             continue
         try:
-            await services.client.chat_update(
-                channel=channel, ts=ts, text=message.text, blocks=message.blocks
-            )
+            await _sent(services, record, message, partial(_update, services, channel, ts))
         except SLACK_FAILURES as exc:
             log.error(
                 "interrupt %s: message in %s not updated: %s", record.id, channel, why_failed(exc)
@@ -225,6 +253,12 @@ async def _update_copies(
             if failure is None or not passing(failure):
                 failure = exc
     return failure
+
+
+def _update(
+    services: Services, channel: str, ts: str, shown: SlackMessage
+) -> Awaitable[AsyncSlackResponse]:
+    return services.client.chat_update(channel=channel, ts=ts, text=shown.text, blocks=shown.blocks)
 
 
 async def post_escalation(services: Services, record: InterruptRecord) -> InterruptRecord | None:
@@ -242,17 +276,21 @@ async def post_escalation(services: Services, record: InterruptRecord) -> Interr
     message = render(services, record)
     who = " ".join(user_mention(u) for u in record.awaited(rung.deciders)[:20])
     text = f"Escalated, not decided in time: {message.text} {who}".strip()
-    try:
-        post = services.client.chat_postMessage(
+
+    def post(shown: SlackMessage) -> Awaitable[AsyncSlackResponse]:
+        sent = services.client.chat_postMessage(
             channel=channel,
             thread_ts=thread,
             text=text,
-            blocks=message.blocks,
+            blocks=shown.blocks,
             unfurl_links=False,
             unfurl_media=False,
         )
         # The step waits in the outbox (put there as it was taken): held while posting.
-        answer = await _holding_outbox(services, record.id, post)
+        return _holding_outbox(services, record.id, sent)
+
+    try:
+        answer = await _sent(services, record, message, post)
     except SLACK_FAILURES as exc:
         log.warning(
             "interrupt %s: escalation card not posted yet, left in the outbox: %s",

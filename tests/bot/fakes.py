@@ -62,6 +62,9 @@ class FakeSlack:
         """The channels each user is in, for ``users.conversations``."""
         self.not_in: set[str] = set()
         """Channels the app is not a member of: posts there answer ``not_in_channel``."""
+        self.most_block_text: int | None = None
+        """When set, a post or update whose blocks hold more text than this answers
+        ``msg_blocks_too_long``, as Slack does past its (undocumented) total."""
         self.sockets: list[web.WebSocketResponse] = []
         self.socket_acks: list[dict[str, Any]] = []
         self.ticket = 0
@@ -190,6 +193,10 @@ class FakeSlack:
             if method == "chat.postMessage" and args.get("channel") in self.not_in:
                 self.failed.append(call)
                 return web.json_response({"ok": False, "error": "not_in_channel"})
+            most = self.most_block_text
+            if method in _MESSAGES and most is not None and _text_length(args.get("blocks")) > most:
+                self.failed.append(call)
+                return web.json_response({"ok": False, "error": "msg_blocks_too_long"})
             if self.faults[method]:
                 fault = self.faults[method].popleft()
                 self.failed.append(call)
@@ -246,6 +253,19 @@ class FakeSlack:
                 "url": f"ws://127.0.0.1:{self.server.port}/socket?ticket={self.ticket}",
             }
         return {"ok": False, "error": "unknown_method"}
+
+
+_MESSAGES = ("chat.postMessage", "chat.update")
+
+
+def _text_length(value: Any) -> int:
+    """How much text Block Kit ``value`` holds: every ``text`` string in it, added up."""
+    if isinstance(value, list):
+        return sum(_text_length(v) for v in value)
+    if isinstance(value, dict):
+        own = len(value["text"]) if isinstance(value.get("text"), str) else 0
+        return own + sum(_text_length(v) for v in value.values())
+    return 0
 
 
 def _open_conversation(users: str) -> dict[str, Any]:

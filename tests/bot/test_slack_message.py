@@ -17,7 +17,7 @@ from bot.ui import ids
 from bot.ui.batch_message import item_label
 from bot.ui.blocks import date_token
 from bot.ui.cards import Card, Held, Verdict, card_from_record, if_nobody_decides
-from bot.ui.message import decided_message, pending_message
+from bot.ui.message import CUT_NOTE, decided_message, pending_message
 from bot.ui.modals import args_modal, deny_modal, edit_modal, parse_args, reply_modal
 from storage.approvers import ApproverPolicy
 from storage.records import InterruptRecord
@@ -168,6 +168,26 @@ def test_long_arguments_get_a_full_arguments_button_and_modal() -> None:
     assert "".join(t.strip("`") for t in _mrkdwn_texts(modal["blocks"])).count("x") == 10_000
 
 
+def test_a_compact_card_cuts_every_long_part_says_so_and_offers_them_whole() -> None:
+    """The card drawn when Slack refuses a long one: each part cut to a few hundred
+    characters, a note saying so, and Full details (decided too) showing every part whole."""
+    long = "y" * 3000
+    card = _card(
+        description=long,
+        args={"blob": long},
+        acts_on=[long],
+        changed={"added": [long], "removed": [long]},
+    )
+    verdict = Verdict(outcome="denied", at=NOW, by=("U0ALICE",), message=long)
+    for msg in (pending_message(card, compact=True), decided_message(card, verdict, compact=True)):
+        check_message(msg.text, msg.blocks)
+        assert sum(t.count("y") for t in _mrkdwn_texts(msg.blocks)) < 4000
+        assert CUT_NOTE in _mrkdwn_texts(msg.blocks)
+        assert ids.FULL_ARGS in _action_ids(msg.blocks)
+    shown = "".join(t.strip("`") for t in _mrkdwn_texts(args_modal(card)["blocks"]))
+    assert shown.count(long) == 5  # the description, arguments, added, removed, acts on
+
+
 def test_parse_args_explains_bad_json() -> None:
     assert parse_args('{"a": 1}') == {"a": 1}
     assert "Not valid JSON" in str(parse_args("{"))
@@ -245,7 +265,8 @@ _CUT_IN_ENTITY = "a" * 199 + "&"
     Verdict(outcome="denied", at=NOW, message=_CUT_IN_ENTITY),
 )
 def test_any_input_gives_valid_block_kit_within_limits(card: Card, verdict: Verdict) -> None:
-    for msg in (pending_message(card), decided_message(card, verdict)):
+    compact = (pending_message(card, compact=True), decided_message(card, verdict, compact=True))
+    for msg in (pending_message(card), decided_message(card, verdict), *compact):
         check_message(msg.text, msg.blocks)
         assert "<" not in msg.text and ">" not in msg.text
         for text in _mrkdwn_texts(msg.blocks):

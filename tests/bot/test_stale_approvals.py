@@ -143,3 +143,68 @@ async def test_an_edit_that_widens_what_it_acts_on_is_asked_again_before_it_runs
     await bot.click(ids.APPROVE, value_again, user=ALICE, message_ts=again_ts)
     assert (await bot.finished()).startswith("Finished: done: deleted 3 volume(s)")
     assert deleted == [["vol-a", "vol-b", "vol-new"]]
+
+
+def _long_cleanup(volumes: list[str], deleted: list[list[str]]) -> AgentSpec:
+    """The cleanup agent with a long description, a long note in its arguments, and what it
+    acts on in long lines: each part fits its block, all of them together do not."""
+
+    @tool
+    def delete_volumes(older_than_days: int, note: str) -> str:
+        """Delete the volumes older than this."""
+        deleted.append(list(volumes))
+        return f"deleted {len(volumes)} volume(s)"
+
+    def build(sessions: SessionStore) -> Agent:
+        rule = {"precondition": lambda _call: list(volumes), "description": "d" * 2900}
+        return Agent(
+            model=OneToolModel("delete_volumes", {"older_than_days": 90, "note": "n" * 2900}),
+            tools=[delete_volumes],
+            interrupt_on={"delete_volumes": rule},
+            session_store=sessions,
+            name="cleanup",
+        )
+
+    return AgentSpec(name="cleanup", build=build, policy=Policy(channel=CHANNEL, users=(ALICE,)))
+
+
+async def test_a_card_too_long_for_slack_is_posted_compact_decided_and_redrawn(
+    make_bot: Any,
+) -> None:
+    """The card asked again shows five long parts (description, arguments, added, removed,
+    what it acts on): Slack refuses it as too long in total, so it is posted compact, with
+    Full details showing it whole; approved there, it runs and its decided card lands."""
+    volumes = [f"vol-a{i:03} " + "a" * 50 for i in range(60)]
+    deleted: list[list[str]] = []
+    bot: Harness = await make_bot(spec=_long_cleanup(volumes, deleted))
+    bot.slack.most_block_text = 10_000  # Slack's own total is undocumented: about 12,000
+    value = await bot.start(requested_by=CAROL)
+    volumes[:] = [f"vol-b{i:03} " + "b" * 50 for i in range(60)]
+    await bot.click(ids.APPROVE, value, user=ALICE)
+    await bot.slack.wait_for(lambda: len(_cards(bot)) == 2, what="the card asking again")
+    assert [c.args["blocks"][0] for c in bot.slack.failed] == [_cards(bot)[1]["blocks"][0]]
+
+    again = _cards(bot)[1]
+    text = str(again["blocks"])
+    assert "Cut to fit in Slack" in text and "Full details" in text and "vol-b000" in text
+    posted = bot.slack.called("chat.postMessage")
+    posts = zip(posted, bot.slack.answers("chat.postMessage"), strict=True)
+    [again_ts] = [a["ts"] for p, a in posts if p is again]
+    value_again = again["blocks"][-1]["elements"][0]["value"]
+    await bot.click(ids.FULL_ARGS, value_again, user=ALICE, message_ts=again_ts)
+    await bot.slack.wait_calls("views.open")
+    [modal] = bot.slack.called("views.open")
+    assert "d" * 2900 in str(modal["view"]) and "vol-b059" in str(modal["view"])
+
+    await bot.click(ids.APPROVE, value_again, user=ALICE, message_ts=again_ts)
+    assert (await bot.finished()).startswith("Finished: done: deleted 60 volume(s)")
+    assert deleted == [volumes]
+    await bot.slack.wait_for(
+        lambda: any(
+            u["ts"] == again_ts and u["blocks"][0]["text"]["text"] == "Approved: delete_volumes"
+            for u in bot.slack.called("chat.update")
+        ),
+        what="the compact card drawn approved",
+    )
+    [drawn] = [u for u in bot.slack.called("chat.update") if u["ts"] == again_ts]
+    assert ids.APPROVE not in str(drawn["blocks"]) and "Cut to fit in Slack" in str(drawn)
