@@ -126,6 +126,22 @@ def checked_blocks(raw: object, *, surface: str) -> tuple[JsonObject, ...]:
     return tuple(out)
 
 
+MAX_BLOCK_TEXT = 12_000
+"""The most text a message's blocks may hold together, past which Slack answers
+``msg_blocks_too_long`` though each block is within its own limit. Slack does not document
+this limit; 12,000 characters is about where it refuses."""
+
+
+def block_text_length(value: object) -> int:
+    """How much text Block Kit ``value`` holds: every ``text`` string in it, added up."""
+    if isinstance(value, list | tuple):
+        return sum(block_text_length(v) for v in value)
+    if isinstance(value, dict):
+        own = len(value["text"]) if isinstance(value.get("text"), str) else 0
+        return own + sum(block_text_length(v) for v in value.values())
+    return 0
+
+
 def elements_of(block: Mapping[str, object]) -> Iterator[JsonObject]:
     """The interactive elements of a block: actions' elements, an accessory, an input's element."""
     elements = block.get("elements")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..blocks import checked_blocks
+from ..blocks import MAX_BLOCK_TEXT, block_text_length, checked_blocks
 from ..entities import Channel, Ephemeral, JsonObject, Message
 from ..errors import SlackApiFailure
 from . import args
@@ -27,7 +27,15 @@ def _content(
         raise SlackApiFailure("no_text")
     if text and len(text) > MAX_TEXT:
         raise SlackApiFailure("msg_too_long")
-    return text or "", checked_blocks(blocks, surface="message") if blocks else ()
+    return text or "", _message_blocks(blocks) if blocks else ()
+
+
+def _message_blocks(blocks: object) -> tuple[JsonObject, ...]:
+    """A message's blocks, checked one by one and then all together, as Slack does."""
+    checked = checked_blocks(blocks, surface="message")
+    if block_text_length(checked) > MAX_BLOCK_TEXT:
+        raise SlackApiFailure("msg_blocks_too_long")
+    return checked
 
 
 def post_message(ctx: ApiContext, a: args.PostMessage) -> JsonObject:
@@ -73,7 +81,7 @@ def update(ctx: ApiContext, a: args.Update) -> JsonObject:
     if len(text) > MAX_TEXT:
         raise SlackApiFailure("msg_too_long")
     # Omitted blocks are kept; an empty list removes them (Slack's rule).
-    blocks = message.blocks if a.blocks is None else checked_blocks(a.blocks, surface="message")
+    blocks = message.blocks if a.blocks is None else _message_blocks(a.blocks)
     updated = ws.replace(message, text=text, blocks=blocks, edited_ts=ws.ids.ts())
     return {
         "channel": channel.id,

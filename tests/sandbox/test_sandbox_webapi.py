@@ -122,6 +122,19 @@ async def test_blocks_over_slack_limits_are_invalid_blocks(client: AsyncWebClien
         assert caught.value.response["response_metadata"]["messages"][0].startswith("[ERROR]")
 
 
+async def test_blocks_too_long_together_are_msg_blocks_too_long(client: AsyncWebClient) -> None:
+    """Five sections, each within its 3,000 characters, hold more than 12,000 together:
+    refused as Slack refuses them, on a post and on an update."""
+    blocks = [{"type": "section", "text": {"type": "mrkdwn", "text": "x" * 2500}}] * 5
+    with pytest.raises(SlackApiError) as caught:
+        await client.chat_postMessage(channel="C0OPS", text="x", blocks=blocks)
+    assert caught.value.response["error"] == "msg_blocks_too_long"
+    posted = await client.chat_postMessage(channel="C0OPS", text="x", blocks=blocks[:4])
+    with pytest.raises(SlackApiError) as caught:
+        await client.chat_update(channel="C0OPS", ts=posted["ts"], text="x", blocks=blocks)
+    assert caught.value.response["error"] == "msg_blocks_too_long"
+
+
 async def test_update_replaces_text_and_blocks(client: AsyncWebClient, sb: Sandbox) -> None:
     posted = await client.chat_postMessage(channel="C0OPS", text="pending", blocks=BUTTONS)
     updated = await client.chat_update(
