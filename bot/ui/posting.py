@@ -156,11 +156,13 @@ async def post_interrupt(services: Services, record: InterruptRecord) -> Interru
 
 async def _tell_refused(services: Services, record: InterruptRecord, why: str) -> None:
     """Tell the requester, once, that Slack refused the card: it waits in the outbox, and
-    nobody would know (the app not invited to the channel, most often)."""
+    nobody would know (the app not invited to the channel, most often: then they are told
+    how to invite it)."""
     if not is_user_id(record.requested_by):
         return  # a job: its requests API view says why (not_posted)
     where = f"<#{record.channel}>" if record.channel else "a direct message to its approvers"
-    invite = " Invite the app there (`/invite @Signoff`)." if record.channel else ""
+    not_a_member = record.channel and why in ("not_in_channel", "channel_not_found")
+    invite = " Invite the app there (`/invite @Signoff`)." if not_a_member else ""
     asked = record.runtime_interrupt
     name = escape_truncate(asked.tool_call.name if asked.tool_call else asked.name, 200)
     text = (

@@ -403,6 +403,21 @@ async def test_a_card_slack_refuses_is_told_to_its_requester_once(make_bot: Any)
     assert card["channel"] == CHANNEL and card["blocks"]
 
 
+async def test_a_card_refused_for_another_reason_is_told_without_the_invite_hint(
+    make_bot: Any,
+) -> None:
+    bot: Harness = await make_bot()
+    refused = Fault(status=200, body={"ok": False, "error": "is_archived"})
+    bot.slack.faults["chat.postMessage"].append(refused)
+    place = Place(channel=CHANNEL, thread_ts=None, requested_by=CAROL)
+    await start_run(bot.services, "cleanup", "clean up", place=place)
+    [told] = bot.slack.called("chat.postMessage")
+    assert told["text"] == (
+        f"Your request `delete_files` could not be posted in <#{CHANNEL}>: Slack answered "
+        "`is_archived`. It is posted once Slack takes it."
+    )
+
+
 async def test_a_reminder_queued_by_the_previous_version_is_not_posted_once_decided(
     make_bot: Any,
 ) -> None:
