@@ -51,6 +51,11 @@ def tool_result(thread_id: str, snapshot: Snapshot) -> bool:
     return "/" in thread_id and any(m["role"] == "tool" for m in snapshot["messages"])
 
 
+def agent_resumed(thread_id: str, snapshot: Snapshot) -> bool:
+    """The agent node's first save after it was given the answers (its tool's start)."""
+    return "/" in thread_id and snapshot["status"] == "running"
+
+
 def node_done(thread_id: str, snapshot: Snapshot) -> bool:
     """The workflow's save of the finished agent node (it moves on to "report")."""
     return thread_id == "w" and snapshot["workflow"]["node"] == "report"
@@ -130,3 +135,22 @@ async def test_continue_run_does_not_start_a_finished_agent_node_over_with_new_k
     # The agent node had finished: its result is stored in its thread. Running it again
     # as a brand-new run repeats the purge under a new idempotency key, as a first attempt.
     assert len(purged) == 1, purged
+
+
+async def test_answers_the_agent_node_never_saw_are_given_to_it_when_the_run_is_continued():
+    """Cut off after the workflow saved the answers but before the agent node applied
+    them, the continued run gives them to the agent: the approved tool runs, and the
+    humans are not left waiting on the question they already answered."""
+    store = DyingStore()
+    purged: list[tuple[str, str, int]] = []
+    first = await build(store, purged).invoke("/var/log", thread_id="w")
+    [approval] = first.interrupts
+    store.arm(agent_resumed)
+    with pytest.raises(ProcessDied):
+        await build(store, purged, ["purged"]).invoke(
+            {approval.id: Decision.approve()}, thread_id="w"
+        )
+    assert purged == []
+    result = await build(store, purged, ["purged"]).invoke(ContinueRun(), thread_id="w")
+    assert result.stop_reason == "end_turn", result
+    assert [path for path, _, _ in purged] == ["/var/log"]
