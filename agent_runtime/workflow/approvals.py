@@ -3,7 +3,9 @@
 One ``approval`` interrupt is raised before each guarded node runs. approve runs it; edit
 runs it with the human's arguments as its input (``{"input": value}`` for a node whose
 input is not a dict); reject ends the workflow ``cancelled`` with the human's message.
-A callable description receives the node's call: its name and its input as arguments.
+With a ``precondition`` the approval binds to what it showed, as a tool's does
+(``checked_approval``). A callable description receives the node's call: its name and
+its input as arguments.
 """
 
 from __future__ import annotations
@@ -14,7 +16,14 @@ from ..errors import UsageError
 from ..events import BeforeNodeCall
 from ..hooks import HookRegistry
 from ..interrupts import DecisionType
-from ..policy import ApprovalOptions, ApprovalRule, approval, parse_interrupt_on
+from ..messages import JSONValue
+from ..policy import (
+    ApprovalOptions,
+    ApprovalRule,
+    approval,
+    checked_approval,
+    parse_interrupt_on,
+)
 from .context import input_from_args, node_call
 
 NODE_DECISIONS: tuple[DecisionType, ...] = ("approve", "edit", "reject")
@@ -52,12 +61,16 @@ class NodeApprovalPolicy:
     def register_hooks(self, registry: HookRegistry) -> None:
         registry.add(self.before_node_call, BeforeNodeCall)
 
-    def before_node_call(self, event: BeforeNodeCall) -> None:
+    async def before_node_call(self, event: BeforeNodeCall) -> None:
         rule = self.rules.get(event.node)
         if rule is None:
             return
         call = node_call(event.point.source_id, event.node, event.input)
-        decision = approval(event, rule, call, reason={"node": event.node, "input": event.input})
+        reason: dict[str, JSONValue] = {"node": event.node, "input": event.input}
+        if rule.precondition is None:
+            decision = approval(event, rule, call, reason=reason)
+        else:
+            decision = await checked_approval(event, rule, call, reason=reason)
         if decision.type == "edit" and decision.args is not None:
             event.input = input_from_args(decision.args, like=event.input)
         elif decision.type == "reject":

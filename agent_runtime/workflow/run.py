@@ -189,6 +189,7 @@ class WorkflowRun:
             responses=self.state.run.responses(),
             tool_call=node_call(node_id, name, node_input),
             unique_names=True,
+            asked=self.state.run.asked(),
         )
         before = BeforeNodeCall(
             source=self.workflow,

@@ -5,7 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_runtime import Agent, Decision, Remember, ScriptedModel, ToolCall, tool
+from agent_runtime import (
+    Agent,
+    Decision,
+    NodeContext,
+    Remember,
+    ScriptedModel,
+    ToolCall,
+    Workflow,
+    tool,
+)
 from agent_runtime.preconditions import changes
 
 CALL = ToolCall(id="c1", name="delete_volumes", args={"older_than_days": 90})
@@ -127,3 +136,31 @@ async def test_a_trusted_approval_voided_by_a_change_does_not_approve_the_call_a
     # The approver saw vol-a and vol-b; nobody was shown vol-c.
     assert deleted == []
     assert again.stop_reason == "interrupt"
+
+
+async def test_a_workflow_nodes_precondition_binds_its_approval_to_what_was_shown() -> None:
+    """``interrupt_before`` takes a precondition as ``interrupt_on`` does: the node runs
+    only on what the approver was shown, and a change asks again."""
+    volumes, deleted = [VOL_A, VOL_B], []
+
+    async def inspect(ctx: NodeContext) -> dict[str, Any]:
+        return {"older_than_days": 90}
+
+    async def delete(ctx: NodeContext) -> str:
+        deleted.append([v["id"] for v in volumes])
+        return "deleted"
+
+    workflow = Workflow(
+        nodes={"inspect": inspect, "delete": delete},
+        interrupt_before={"delete": {"precondition": lambda call: [dict(v) for v in volumes]}},
+    )
+    [first] = (await workflow.invoke("clean", thread_id="w")).interrupts
+    assert first.reason["snapshot"] == [VOL_A, VOL_B]  # type: ignore[index]
+    volumes.append(VOL_C)  # the world moved on while the card waited
+    again = await workflow.invoke({first.id: Decision.approve()}, thread_id="w")
+    assert deleted == []  # the approval was for vol-a and vol-b
+    [second] = again.interrupts
+    assert second.reason["supersedes"] == first.id  # type: ignore[index]
+    assert second.reason["changed"] == {"added": [VOL_C], "removed": []}  # type: ignore[index]
+    done = await workflow.invoke({second.id: Decision.approve()}, thread_id="w")
+    assert done.stop_reason == "end_turn" and deleted == [["vol-a", "vol-b", "vol-c"]]
