@@ -222,6 +222,7 @@ class WorkflowRun:
                 node_id,
                 responses=run.responses(),
                 tool_call=node_call(node_id, before.node, before.input),
+                taken=before.point.names,
             ),
             idempotency_key=node_id,
             attempt=run.attempts[node_id],

@@ -169,6 +169,24 @@ async def test_a_node_interrupt_resumes_with_the_answer_and_code_before_it_runs_
     ]
 
 
+async def test_a_nodes_own_question_under_its_approvals_name_is_refused_not_answered_by_it():
+    """A node asking ``approval`` itself would get the node approval's answer as its own:
+    it is refused with an error saying so, as a tool's is."""
+    runs: list[str] = []
+
+    async def delete(ctx: NodeContext) -> str:
+        answer = ctx.interrupt("approval", reason="Drop the production database too?")
+        runs.append(f"delete, told {answer}")
+        return "deleted"
+
+    workflow = Workflow(nodes={"delete": delete}, interrupt_before={"delete": True})
+    [asked] = (await workflow.invoke("go", thread_id="t")).interrupts
+    result = await workflow.invoke({asked.id: Decision.approve()}, thread_id="t")
+    assert runs == []
+    assert result.stop_reason == "error"
+    assert "'approval' is taken by a hook" in result.message
+
+
 async def test_a_fresh_workflow_and_store_resume_from_the_stored_snapshot():
     runs: list[str] = []
     store = InMemorySessionStore()
