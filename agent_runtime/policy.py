@@ -129,7 +129,7 @@ async def checked_approval(
             now = await evaluate(rule.precondition, proposed)
         if shown.get("snapshot") == now:  # approving an edit asked again runs that edit
             # Trusted only once it holds: a voided approval must not approve its successor.
-            event.run.trusts.remember(call, decision, run_id=event.run.run_id)
+            event.run.trusts.remember(proposed, decision, run_id=event.run.run_id)
             return decision if proposed is call else Decision.edit(proposed.args)
         previous, name = (shown, name), f"{APPROVAL}.{round_}"
     raise AssertionError("unreachable")

@@ -74,11 +74,14 @@ class TrustLedger:
         """Record ``decision`` for its ``remember`` scope; a decision without one is ignored.
 
         An edit is remembered as an approval: its arguments were written for this call,
-        and must never replace those of the later calls the trust lets through."""
+        and must never replace those of the later calls the trust lets through. With
+        ``same_args`` it covers the edited arguments, the ones the approver approved."""
         remember = decision.remember
         if remember is None:
             return
+        trusted = call.args
         if decision.type == "edit":
+            trusted = call.args if decision.args is None else decision.args
             decision = Decision.approve(remember=remember)
         moment = time.time() if now is None else now
         trust = Trust(
@@ -86,7 +89,7 @@ class TrustLedger:
             decision=decision,
             scope=remember.scope,
             run_id=run_id,
-            args_digest=args_digest(call.args) if remember.same_args else None,
+            args_digest=args_digest(trusted) if remember.same_args else None,
             expires_at=moment + 60 * remember.minutes if remember.minutes else None,
         )
         # A replayed hook remembers the same answer again: keep one copy.

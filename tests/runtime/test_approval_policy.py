@@ -223,6 +223,37 @@ async def test_a_remembered_edit_lets_later_calls_through_with_their_own_argumen
     assert sent == ["alice@example.com", "bob@example.com"]
 
 
+async def test_trusting_an_edit_with_the_same_args_trusts_the_edited_arguments_only():
+    """An approver who corrected the arguments and trusted "these arguments" trusted the
+    ones they wrote: the model's rejected arguments, proposed again, are asked about."""
+    sent: list[str] = []
+
+    @tool
+    def send_email(to: str) -> str:
+        """Send an email."""
+        sent.append(to)
+        return f"sent to {to}"
+
+    typo = {"to": "alice@typo.example"}
+    agent = Agent(
+        model=ScriptedModel(
+            [
+                [ToolCall(name="send_email", args=typo)],
+                [ToolCall(name="send_email", args=typo)],
+                "done",
+            ]
+        ),
+        tools=[send_email],
+        interrupt_on={"send_email": True},
+    )
+    [question] = (await agent.invoke("mail her", thread_id="t")).interrupts
+    fix = Decision.edit({"to": "alice@example.com"}, remember=Remember(scope="run", same_args=True))
+    result = await agent.invoke({question.id: fix}, thread_id="t")
+    assert sent == ["alice@example.com"]
+    assert result.stop_reason == "interrupt"
+    assert result.interrupts[0].tool_call.args == typo
+
+
 async def test_a_later_call_reusing_an_earlier_calls_id_is_asked_about_again():
     """Some providers number calls per response: an id seen before names another call."""
     deleted: list[list[str]] = []
