@@ -24,6 +24,10 @@ from .preconditions import Precondition, changes, evaluate
 APPROVAL = "approval"
 Description = str | Callable[[ToolCall], str]
 
+APPROVAL_ORDER = 1_000
+"""The approval policies' hook order: after the app's own hooks (order 0 unless given),
+so a hook's change to the call or node input is what the approver sees and approves."""
+
 
 class ApprovalOptions(TypedDict, total=False):
     allowed_decisions: Sequence[DecisionType]
@@ -85,7 +89,7 @@ class ApprovalPolicy:
         self.rules = dict(rules)
 
     def register_hooks(self, registry: HookRegistry) -> None:
-        registry.add(self.before_tool_call, BeforeToolCall)
+        registry.add(self.before_tool_call, BeforeToolCall, order=APPROVAL_ORDER)
 
     async def before_tool_call(self, event: BeforeToolCall) -> None:
         rule = self.rules.get(event.tool_call.name)

@@ -18,6 +18,7 @@ from ..hooks import HookRegistry
 from ..interrupts import DecisionType
 from ..messages import JSONValue
 from ..policy import (
+    APPROVAL_ORDER,
     ApprovalOptions,
     ApprovalRule,
     approval,
@@ -59,7 +60,7 @@ class NodeApprovalPolicy:
         self.rules = dict(rules)
 
     def register_hooks(self, registry: HookRegistry) -> None:
-        registry.add(self.before_node_call, BeforeNodeCall)
+        registry.add(self.before_node_call, BeforeNodeCall, order=APPROVAL_ORDER)
 
     async def before_node_call(self, event: BeforeNodeCall) -> None:
         rule = self.rules.get(event.node)

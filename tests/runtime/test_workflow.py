@@ -299,6 +299,34 @@ async def test_before_node_call_hooks_may_interrupt_and_the_node_runs_after_the_
     assert runs == ["inspect", "delete", "report"]
 
 
+async def test_a_hooks_new_input_is_what_the_approver_sees_and_what_the_node_runs_on():
+    """A BeforeNodeCall hook replacing the input is asked about with that input: an
+    approval never lets the node run on an input the card did not show."""
+    ran: list[object] = []
+
+    async def inspect(ctx: NodeContext) -> dict:
+        return {"volumes": ["vol-a"]}
+
+    async def delete(ctx: NodeContext) -> str:
+        ran.append(ctx.input)
+        return "deleted"
+
+    def refresh(event: BeforeNodeCall) -> None:
+        if event.node == "delete":
+            event.input = {"volumes": ["vol-a", "vol-prod"]}
+
+    workflow = Workflow(
+        nodes={"inspect": inspect, "delete": delete},
+        interrupt_before={"delete": True},
+        hooks=[refresh],
+    )
+    [asked] = (await workflow.invoke("go", thread_id="t")).interrupts
+    assert asked.tool_call is not None
+    assert asked.tool_call.args == {"volumes": ["vol-a", "vol-prod"]}
+    await workflow.invoke({asked.id: Decision.approve()}, thread_id="t")
+    assert ran == [asked.tool_call.args]
+
+
 async def test_node_hooks_run_around_each_node_in_order():
     calls: list[str] = []
 
