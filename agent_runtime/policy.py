@@ -123,7 +123,7 @@ async def checked_approval(
                 asked["changed"] = changes(earlier.get("snapshot"), now)
                 asked["supersedes"] = interrupt_id(event.point.source_id, earlier_name)
                 asked["edited"] = proposed is not call  # the change is the approver's edit
-            return approval(event, rule, proposed, reason=asked, name=name)
+            return approval(event, rule, proposed, reason=asked, name=name, acts_on=now)
         decision = approval(event, rule, proposed, reason=shown, name=name, remember=False)
         if decision.type not in ("approve", "edit"):
             event.run.trusts.remember(proposed, decision, run_id=event.run.run_id)
@@ -133,7 +133,7 @@ async def checked_approval(
             now = await evaluate(rule.precondition, proposed)
         if shown.get("snapshot") == now:  # approving an edit asked again runs that edit
             # Trusted only once it holds: a voided approval must not approve its successor.
-            event.run.trusts.remember(proposed, decision, run_id=event.run.run_id)
+            event.run.trusts.remember(proposed, decision, run_id=event.run.run_id, acts_on=now)
             return decision if proposed is call else Decision.edit(proposed.args)
         previous, name = (shown, name), f"{APPROVAL}.{round_}"
     raise AssertionError("unreachable")
@@ -147,13 +147,16 @@ def approval(
     reason: dict[str, JSONValue],
     name: str = APPROVAL,
     remember: bool = True,
+    acts_on: JSONValue = None,
 ) -> Decision:
     """The human's answer to this very interrupt, else the remembered decision covering
     ``call``, else the one a human gives when asked (remembered for its scope unless
     ``remember`` is False: the caller decides when). An answer given outranks a trust: a
-    call denied in the resume that trusted another of the same tool stays denied."""
+    call denied in the resume that trusted another of the same tool stays denied.
+    ``acts_on``: what the call acts on now (its precondition's answer), which a trust of
+    the same arguments must have been given for."""
     if not event.point.answered(name):
-        decision = event.run.trusts.find(call, run_id=event.run.run_id)
+        decision = event.run.trusts.find(call, run_id=event.run.run_id, acts_on=acts_on)
         if decision is not None:
             return decision
     description = rule.describe(call)
@@ -167,7 +170,7 @@ def approval(
     if not isinstance(answer, Decision):
         raise UsageError(f"the approval of {call.name} ({call.id}) was answered without a Decision")
     if remember:
-        event.run.trusts.remember(call, answer, run_id=event.run.run_id)
+        event.run.trusts.remember(call, answer, run_id=event.run.run_id, acts_on=acts_on)
     return answer
 
 

@@ -164,3 +164,29 @@ async def test_a_workflow_nodes_precondition_binds_its_approval_to_what_was_show
     assert second.reason["changed"] == {"added": [VOL_C], "removed": []}  # type: ignore[index]
     done = await workflow.invoke({second.id: Decision.approve()}, thread_id="w")
     assert done.stop_reason == "end_turn" and deleted == [["vol-a", "vol-b", "vol-c"]]
+
+
+async def test_trusting_these_arguments_for_the_run_covers_them_acting_on_what_was_shown() -> None:
+    """ "Trust these arguments" binds to what the card showed them acting on, as a grant
+    for minutes does: the same arguments acting on more later in the run are asked about."""
+    volumes, deleted = [VOL_A], []
+    again = ToolCall(id="c2", name="delete_volumes", args={"older_than_days": 90})
+
+    @tool
+    def delete_volumes(older_than_days: int) -> str:
+        """Delete old volumes."""
+        deleted.append([v["id"] for v in volumes])
+        volumes[:] = [VOL_B]  # a volume went stale meanwhile
+        return "deleted"
+
+    agent = Agent(
+        model=ScriptedModel([[CALL], [again], "done"]),
+        tools=[delete_volumes],
+        interrupt_on={"delete_volumes": {"precondition": lambda call: [dict(v) for v in volumes]}},
+    )
+    [first] = (await agent.invoke("clean", thread_id="t")).interrupts
+    trust = Decision.approve(remember=Remember(scope="run", same_args=True))
+    result = await agent.invoke({first.id: trust}, thread_id="t")
+    assert deleted == [["vol-a"]]  # nobody was shown vol-b
+    assert result.stop_reason == "interrupt"
+    assert result.interrupts[0].reason["snapshot"] == [VOL_B]  # type: ignore[index]
