@@ -160,20 +160,21 @@ class WorkflowRun:
         self, agent: Agent, thread_id: str, node_input: JSONValue
     ) -> RunInput | AgentResult:
         """Answers for the agent's interrupts, a continue of its cut-off run, or a prompt;
-        when continuing after the agent stopped unrecorded, how it stopped. Continuing
-        before the agent applied the answers the workflow saved, it is given them."""
+        when continuing after the agent stopped unrecorded, how it stopped. Answers the
+        workflow holds that the agent never applied (its process died first, or a node hook
+        stopped the run before it) are given to it."""
         if self.agent_answers:
             return self.agent_answers
-        if self.continuing:
-            status = await agent.thread_status(thread_id)
-            if status is not None and status.status == "running":
+        status = await agent.thread_status(thread_id)
+        if status is not None and status.status == "interrupted":
+            waiting = {interrupt.id for interrupt in status.interrupts}
+            given = [a.response for i, a in self.state.run.answers.items() if i in waiting]
+            if given:
+                return given
+        if self.continuing and status is not None:
+            if status.status == "running":
                 return ContinueRun()
-            if status is not None and status.status == "interrupted":
-                waiting = {interrupt.id for interrupt in status.interrupts}
-                given = [a.response for i, a in self.state.run.answers.items() if i in waiting]
-                if given:
-                    return given
-            if status is not None and status.last_result is not None:
+            if status.last_result is not None:
                 return status.last_result
         return as_text(node_input)
 

@@ -416,6 +416,36 @@ async def test_an_agent_node_that_interrupts_pauses_the_workflow_and_resumes_the
     assert finished.result.message == "report: cache purged"
 
 
+async def test_an_agent_nodes_answers_are_kept_when_a_node_hook_asks_again_before_it():
+    """Answers to an agent node's interrupts, given in a resume that a BeforeNodeCall hook
+    stopped first (it asks again), reach the agent once the hook is answered: the run
+    neither fails nor asks them again."""
+    purged: list[str] = []
+
+    @tool
+    async def purge(path: str) -> str:
+        """Purge a directory."""
+        purged.append(path)
+        return f"purged {path}"
+
+    model = ScriptedModel([[ToolCall(name="purge", args={"path": "/var/log"})], "cache purged"])
+    agent = Agent(model=model, tools=[purge], interrupt_on={"purge": True})
+    freeze: list[str] = []
+
+    def change_freeze(event: BeforeNodeCall) -> None:
+        if freeze:  # a change freeze began while the agent waited
+            event.interrupt("freeze", reason="A change freeze began: go on anyway?")
+
+    workflow = Workflow(nodes={"clean": agent}, hooks=[change_freeze])
+    [approval] = (await workflow.invoke("clean /var/log", thread_id="t")).interrupts
+    freeze.append("on")
+    [asked] = (await workflow.invoke({approval.id: Decision.approve()}, thread_id="t")).interrupts
+    assert asked.name == "freeze" and purged == []
+    result = await workflow.invoke({asked.id: "go on"}, thread_id="t")
+    assert result.stop_reason == "end_turn", result
+    assert purged == ["/var/log"]
+
+
 async def test_a_router_chooses_the_next_node_from_the_output():
     runs: list[str] = []
 
