@@ -15,16 +15,19 @@ import json
 from collections.abc import Awaitable, Callable
 
 from .messages import JSONValue, ToolCall
+from .results import json_safe
 
 Precondition = Callable[[ToolCall], JSONValue | Awaitable[JSONValue]]
 
 
 async def evaluate(precondition: Precondition, call: ToolCall) -> JSONValue:
-    """The precondition's answer for ``call`` now."""
+    """The precondition's answer for ``call`` now, as the JSON a checkpoint keeps (a tuple
+    as a list, a datetime as its text): so it is saved, and compares equal to itself read
+    back from the card it was shown on."""
     answer = precondition(call)
     if inspect.isawaitable(answer):
         answer = await answer
-    return answer
+    return json_safe(answer)
 
 
 def changes(before: JSONValue, now: JSONValue) -> dict[str, JSONValue]:

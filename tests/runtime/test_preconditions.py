@@ -3,6 +3,7 @@ when the approver is asked and again before it runs."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from agent_runtime import (
@@ -190,3 +191,28 @@ async def test_trusting_these_arguments_for_the_run_covers_them_acting_on_what_w
     assert deleted == [["vol-a"]]  # nobody was shown vol-b
     assert result.stop_reason == "interrupt"
     assert result.interrupts[0].reason["snapshot"] == [VOL_B]  # type: ignore[index]
+
+
+async def test_an_answer_json_keeps_otherwise_is_compared_as_it_was_stored() -> None:
+    """A precondition answering with a tuple, or a datetime, is compared as its stored JSON:
+    an unchanged answer runs the approved call, instead of asking again every time."""
+    deleted: list[int] = []
+    seen = datetime(2026, 1, 5, tzinfo=UTC)
+
+    @tool
+    def delete_volumes(older_than_days: int) -> str:
+        """Delete old volumes."""
+        deleted.append(older_than_days)
+        return "deleted"
+
+    agent = Agent(
+        model=ScriptedModel([[CALL], "done"]),
+        tools=[delete_volumes],
+        interrupt_on={
+            "delete_volumes": {"precondition": lambda call: ("vol-a", {"last_seen": seen})}
+        },
+    )
+    [first] = (await agent.invoke("clean", thread_id="t")).interrupts
+    done = await agent.invoke({first.id: Decision.approve()}, thread_id="t")
+    assert done.stop_reason == "end_turn", done.interrupts
+    assert deleted == [90]
