@@ -30,6 +30,20 @@ def check_id(kind: str, value: object) -> str:
     return value
 
 
+_THREAD = re.compile(r"[A-Za-z0-9_.:\-]{1,128}(/[A-Za-z0-9_.:\-]{1,128})*")
+
+
+def check_thread_id(value: object) -> str:
+    """A session's thread id: an id, or ids joined by ``/`` (a workflow's agent node runs on
+    ``<workflow thread>/<node id>``); else InvalidIdError."""
+    if not isinstance(value, str) or not _THREAD.fullmatch(value):
+        raise InvalidIdError(
+            f"malformed thread id {value!r}: use 1-128 letters, digits or _ . : - "
+            "(ids joined by / for a workflow's agent node)"
+        )
+    return value
+
+
 def record_id(run_id: str, interrupt_id: str) -> str:
     """The storage id of a run's interrupt: ``<run_id>/<interrupt_id>``.
 
@@ -182,7 +196,7 @@ class Keys:
         return f"{self.prefix}:event:{check_id('event', event_id)}"
 
     def session(self, thread_id: str) -> str:
-        return f"{self.prefix}:thread:{{{check_id('thread', thread_id)}}}:session"
+        return f"{self.prefix}:thread:{{{check_thread_id(thread_id)}}}:session"
 
     def thread_lease(self, thread_id: str) -> str:
         """String: the token of whoever holds the thread alone (``RedisSessionStore.lease``)."""

@@ -7,6 +7,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
+from fakes import OneToolModel
 from harness import ALICE, CAROL, CHANNEL, Harness
 
 from agent_runtime import (
@@ -315,3 +316,31 @@ async def test_a_tool_that_ran_unasked_before_the_worker_died_is_told_once(
         "tool_ran notify: told ops",
     ]
     assert second.thread().count("notify: told ops") == 1
+
+
+async def test_a_workflows_guarded_agent_node_keeps_its_run_in_the_bots_store(
+    make_bot: Any,
+) -> None:
+    """An agent node saves its run under ``<workflow thread>/<node>`` in the bot's Redis
+    store, so its card is posted, and the approval resumes it (in any worker)."""
+    bot: Harness = await make_bot(spec=_purge_workflow())
+    value = await bot.start()
+    await bot.click(ids.APPROVE, value, user=ALICE)
+    assert await bot.finished() == f"Finished: done: purged /a\ncc <@{CAROL}>"
+
+
+def _purge_workflow(ran: list[str] | None = None) -> AgentSpec:
+    """A workflow whose one node is an agent asking before it purges ``/a``."""
+
+    @tool
+    def purge(path: str) -> str:
+        """Purge a directory."""
+        (ran if ran is not None else []).append(path)
+        return f"purged {path}"
+
+    def build(store: SessionStore) -> Workflow:
+        model = OneToolModel("purge", {"path": "/a"})
+        agent = Agent(model=model, tools=[purge], interrupt_on={"purge": True}, session_store=store)
+        return Workflow(nodes={"clean": agent}, session_store=store)
+
+    return AgentSpec(name="wf", build=build, policy=Policy(channel=CHANNEL, users=(ALICE,)))
