@@ -12,7 +12,7 @@ from .messages import ToolCall, new_id
 from .results import AgentResult, ToolResult
 from .resume import RunInput
 from .run_events import RunEvent, RunFinished
-from .session import SessionStore
+from .session import SessionStore, StoredSession
 from .state import RunState, RunStatus
 
 
@@ -64,18 +64,7 @@ class Runnable(ABC):
         stored = await self.session_store.load(thread_id)
         if stored is None:
             return None
-        state = RunState.from_snapshot(stored.snapshot)
-        return ThreadStatus(
-            thread_id=thread_id,
-            run_id=state.run_id,
-            status=state.status,
-            version=stored.version,
-            interrupts=tuple(p.interrupt for p in state.pending)
-            if state.status == "interrupted"
-            else (),
-            last_result=state.last_result,
-            tool_results=_tool_results(state),
-        )
+        return status_of(thread_id, stored)
 
     async def cancel(self, thread_id: str, reason: str) -> AgentResult | None:
         """End the thread's run that waits on humans as ``cancelled``; None when it waits on
@@ -116,6 +105,25 @@ class ThreadStatus:
     tool_results: tuple[tuple[ToolCall, ToolResult], ...] = ()
     """Each tool call of the thread that has a stored result, with it, in the order the
     calls were made."""
+    tools_thread_id: str | None = None
+    """The thread ``tool_results`` are of, when not this one: a workflow's are those of
+    the agent node it stands at."""
+
+
+def status_of(thread_id: str, stored: StoredSession) -> ThreadStatus:
+    """Where the thread stands in ``stored``, its snapshot."""
+    state = RunState.from_snapshot(stored.snapshot)
+    return ThreadStatus(
+        thread_id=thread_id,
+        run_id=state.run_id,
+        status=state.status,
+        version=stored.version,
+        interrupts=tuple(p.interrupt for p in state.pending)
+        if state.status == "interrupted"
+        else (),
+        last_result=state.last_result,
+        tool_results=_tool_results(state),
+    )
 
 
 def _tool_results(state: RunState) -> tuple[tuple[ToolCall, ToolResult], ...]:

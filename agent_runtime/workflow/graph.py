@@ -5,17 +5,19 @@ from __future__ import annotations
 import inspect
 import itertools
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from ..agent import Agent
 from ..errors import UsageError
 from ..hooks import HookCallback, HookProvider, HookRegistry
 from ..messages import JSONValue
-from ..runnable import Runnable
+from ..runnable import Runnable, ThreadStatus, status_of
 from ..session import InMemorySessionStore, SessionStore
 from .approvals import InterruptBefore, NodeApprovalPolicy, parse_interrupt_before
 from .context import Node
 from .run import WorkflowRun
+from .state import WorkflowState
 
 Router = Callable[[JSONValue], str | None]
 """Chooses the next node by name from a node's output; None ends the workflow."""
@@ -86,3 +88,22 @@ class Workflow(Runnable):
 
     def invocation(self, thread_id: str) -> WorkflowRun:
         return WorkflowRun(self, thread_id)
+
+    async def thread_status(self, thread_id: str) -> ThreadStatus | None:
+        """Where the thread stands, with the tool results of the agent node it stands at:
+        what a process that died inside that node may not have told yet."""
+        stored = await self.session_store.load(thread_id)
+        if stored is None:
+            return None
+        status = status_of(thread_id, stored)
+        if not isinstance(stored.snapshot.get("workflow"), dict):
+            return status  # an agent's run: running this workflow on it says so
+        graph = WorkflowState.from_snapshot(stored.snapshot)
+        node = self.nodes.get(graph.node or "")
+        if not isinstance(node, Agent):
+            return status
+        agent_thread = graph.agent_thread(thread_id)
+        agent_status = await node.thread_status(agent_thread)
+        if agent_status is None:
+            return status
+        return replace(status, tool_results=agent_status.tool_results, tools_thread_id=agent_thread)

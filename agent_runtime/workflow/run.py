@@ -129,7 +129,7 @@ class WorkflowRun:
         node = self.workflow.nodes[name]
         if isinstance(node, Agent):
             finished: AgentResult | None = None
-            thread_id = f"{self.thread_id}/{self.state.node_id}"
+            thread_id = self.state.agent_thread(self.thread_id)
             agent_input = await self._agent_input(node, thread_id, before.input)
             if isinstance(agent_input, AgentResult):  # it stopped before the workflow saved
                 finished = agent_input

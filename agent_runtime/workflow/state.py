@@ -27,6 +27,10 @@ class WorkflowState:
         """The current node's id, stable across replays: interrupt ids derive from it."""
         return f"{self.run.run_id}:{self.run.steps}:{self.node}"
 
+    def agent_thread(self, thread_id: str) -> str:
+        """The thread the current node's agent runs on, inside the workflow's ``thread_id``."""
+        return f"{thread_id}/{self.node_id}"
+
     @property
     def agent_source(self) -> str:
         """The source id of interrupts raised inside the current node's agent."""

@@ -43,7 +43,7 @@ async def _tell_what_ran(
                 services,
                 call,
                 result,
-                thread_id=status.thread_id,
+                thread_id=status.tools_thread_id or status.thread_id,
                 run_id=status.run_id,
                 record_id=asked.get(call.id, ""),
                 place=place,

@@ -344,3 +344,31 @@ def _purge_workflow(ran: list[str] | None = None) -> AgentSpec:
         return Workflow(nodes={"clean": agent}, session_store=store)
 
     return AgentSpec(name="wf", build=build, policy=Policy(channel=CHANNEL, users=(ALICE,)))
+
+
+async def test_what_a_workflows_agent_node_ran_before_the_worker_died_is_told_once(
+    make_bot: Any,
+) -> None:
+    """The worker died once the agent node saved its approved tool's result, before telling
+    it: the worker catching the run up posts and audits it, as for an agent's run."""
+    ran: list[str] = []
+    spec = _purge_workflow(ran)
+    first: Harness = await make_bot(spec=spec)
+    value = await first.start()
+    node = first.services.registry.agent("wf").nodes["clean"]  # type: ignore[attr-defined]
+
+    def tool_result_saved(snap: Snapshot) -> bool:
+        return snap["status"] == "running" and any(m["role"] == "tool" for m in snap["messages"])
+
+    store = node.session_store = DiesAfterSave(node.session_store, tool_result_saved)
+    await first.click(ids.APPROVE, value, user=ALICE)
+    await asyncio.wait_for(store.died.wait(), 5)
+    await first.loops.stop()
+    assert ran == ["/a"]
+
+    second: Harness = await make_bot(workers=1, reclaim_after=0.05, spec=spec)
+    assert await second.finished() == f"Finished: done: purged /a\ncc <@{CAROL}>"
+    await second.loops.stop()
+    assert ran == ["/a"]
+    assert await _tool_audits(second) == ["tool_ran purge: purged /a"]
+    assert second.thread().count("purge: purged /a") == 1
