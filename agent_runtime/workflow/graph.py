@@ -9,11 +9,12 @@ from dataclasses import replace
 from typing import Any
 
 from ..agent import Agent
-from ..errors import UsageError
+from ..errors import ResumeError, ToolInputError, UsageError
 from ..hooks import HookCallback, HookProvider, HookRegistry
-from ..messages import JSONValue
+from ..messages import JSONValue, ToolCall
 from ..runnable import Runnable, ThreadStatus, status_of
 from ..session import InMemorySessionStore, SessionStore
+from ..tools import Tool
 from .approvals import InterruptBefore, NodeApprovalPolicy, parse_interrupt_before
 from .context import Node
 from .run import WorkflowRun
@@ -85,6 +86,25 @@ class Workflow(Runnable):
         if chosen is not None and chosen not in self.nodes:
             raise UsageError(f"the router after {node!r} chose {chosen!r}, which is not a node")
         return chosen
+
+    @property
+    def tools(self) -> dict[str, Tool]:
+        """The tools of its agent nodes, by name (the first node's, when two share one)."""
+        tools: dict[str, Tool] = {}
+        for node in self.nodes.values():
+            if isinstance(node, Agent):
+                tools = {**node.tools, **tools}
+        return tools
+
+    def check_edit(self, call: ToolCall, args: dict[str, JSONValue]) -> None:
+        """Refuse edited arguments that do not fit the agent node's tool ``call`` names, as
+        ``Agent.check_edit`` does (a node's own input is checked when it resumes)."""
+        tool = self.tools.get(call.name)
+        if tool is not None:
+            try:
+                tool.validate(args)
+            except ToolInputError as error:
+                raise ResumeError(str(error)) from error
 
     def invocation(self, thread_id: str) -> WorkflowRun:
         return WorkflowRun(self, thread_id)

@@ -7,7 +7,7 @@ from typing import Any
 
 import pydantic
 
-from agent_runtime import Agent
+from agent_runtime import Agent, Workflow
 from agent_runtime.messages import JSONValue
 from bot.services import Services
 from bot.ui.arg_form import Field, field_errors, fields_of
@@ -64,10 +64,11 @@ async def _schema(services: Services, record: InterruptRecord) -> dict[str, Any]
 
 
 def _tool(services: Services, record: InterruptRecord) -> type[pydantic.BaseModel] | None:
-    """The input model of the tool ``record`` asks about, when its agent is an ``Agent``."""
+    """The input model of the tool ``record`` asks about, when its agent is an ``Agent`` (or
+    a ``Workflow`` with an agent node that has it)."""
     call = record.runtime_interrupt.tool_call
     if call is None or services.registry.spec(record.agent) is None:
         return None
     agent = services.registry.agent(record.agent)
-    tool = agent.tools.get(call.name) if isinstance(agent, Agent) else None
+    tool = agent.tools.get(call.name) if isinstance(agent, Agent | Workflow) else None
     return tool.input_model if tool is not None else None

@@ -12,7 +12,7 @@ from typing import Any
 
 from slack_bolt.context.ack.async_ack import AsyncAck
 
-from agent_runtime import Agent
+from agent_runtime import Agent, Workflow
 from agent_runtime.errors import AgentRuntimeError
 from agent_runtime.interrupts import Decision
 from bot.services import Services
@@ -178,7 +178,8 @@ def _decision(
     agent_run = not is_request_run(record.run_id)
     known = agent_run and services.registry.spec(record.agent) is not None
     runnable = services.registry.agent(record.agent) if known else None
-    if isinstance(runnable, Agent):  # a workflow checks a node's edited input when it resumes
+    # A workflow checks its agent nodes' tools here, and a node's own input when it resumes.
+    if isinstance(runnable, Agent | Workflow):
         try:
             runnable.check_edit(call, dict(args))
         except AgentRuntimeError as exc:

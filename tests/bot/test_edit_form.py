@@ -11,7 +11,7 @@ from fakes import OneToolModel
 from harness import ALICE, CHANNEL, Harness
 from pydantic import Field, HttpUrl
 
-from agent_runtime import Agent, tool
+from agent_runtime import Agent, Workflow, tool
 from agent_runtime.session import SessionStore
 from bot.agents.policy import AgentSpec, Policy
 from bot.ui import ids
@@ -269,3 +269,34 @@ async def test_a_choice_slack_cannot_list_is_typed_instead(make_bot: Any) -> Non
     [field] = [b for b in view["blocks"] if b["type"] == "input"]
     assert field["element"]["type"] == "plain_text_input"
     assert field["element"]["initial_value"] == QUERY
+
+
+async def test_an_edit_a_workflows_agent_node_cannot_take_is_refused_in_the_form(
+    make_bot: Any,
+) -> None:
+    """A workflow's agent node's tool gets its form, and arguments it cannot take are
+    refused there, as for an agent: not recorded, to fail the run when it resumes."""
+    received: list[int] = []
+
+    @tool
+    def resize(count: int) -> str:
+        """Resize the pool."""
+        received.append(count)
+        return f"resized to {count}"
+
+    def build(store: SessionStore) -> Workflow:
+        model = OneToolModel("resize", {"count": 3})
+        agent = Agent(
+            model=model, tools=[resize], interrupt_on={"resize": True}, session_store=store
+        )
+        return Workflow(nodes={"scale": agent}, session_store=store)
+
+    spec = AgentSpec(name="wf", build=build, policy=Policy(channel=CHANNEL, users=(ALICE,)))
+    bot: Harness = await make_bot(spec=spec)
+    value = await bot.start()
+    status, body = await bot.submit_form(
+        value, user=ALICE, values={"arg.count": {"type": "plain_text_input", "value": "three"}}
+    )
+    assert status == 200
+    assert json.loads(body)["errors"] == {"arg.count": "This must be a whole number, like 42."}
+    assert received == []
