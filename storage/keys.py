@@ -36,10 +36,10 @@ _THREAD = re.compile(r"[A-Za-z0-9_.:\-]{1,128}(/[A-Za-z0-9_.:\-]{1,128})*")
 def check_thread_id(value: object) -> str:
     """A session's thread id: an id, or ids joined by ``/`` (a workflow's agent node runs on
     ``<workflow thread>/<node id>``); else InvalidIdError."""
-    if not isinstance(value, str) or not _THREAD.fullmatch(value):
+    if not isinstance(value, str) or len(value) > 512 or not _THREAD.fullmatch(value):
         raise InvalidIdError(
             f"malformed thread id {value!r}: use 1-128 letters, digits or _ . : - "
-            "(ids joined by / for a workflow's agent node)"
+            "(ids joined by / for a workflow's agent node, 512 in all)"
         )
     return value
 
@@ -200,7 +200,7 @@ class Keys:
 
     def thread_lease(self, thread_id: str) -> str:
         """String: the token of whoever holds the thread alone (``RedisSessionStore.lease``)."""
-        return f"{self.prefix}:thread:{{{check_id('thread', thread_id)}}}:lease"
+        return f"{self.prefix}:thread:{{{check_thread_id(thread_id)}}}:lease"
 
     def due(self, shard: int) -> str:
         """Sorted set: record id scored by its expiry time (ms)."""

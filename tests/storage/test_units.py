@@ -73,6 +73,18 @@ def test_malformed_record_ids_are_refused(bad: object) -> None:
         split_record_id(bad)
 
 
+def test_a_workflow_nodes_thread_is_a_session_key_and_a_lease_key_in_its_threads_slot() -> None:
+    keys = Keys(prefix="acme")
+    node = "thread_1/cleanup"
+    assert keys.session(node) == "acme:thread:{thread_1/cleanup}:session"
+    assert key_slot(keys.thread_lease(node).encode()) == key_slot(keys.session(node).encode())
+    for bad in ("thread_1//x", "thread_1/{x}", "a/" * 300 + "b"):
+        with pytest.raises(InvalidIdError):
+            keys.session(bad)
+        with pytest.raises(InvalidIdError):
+            keys.thread_lease(bad)
+
+
 def test_policy_fails_closed_and_validates_escalation() -> None:
     assert ApproverPolicy().allowed_users == () and not ApproverPolicy().open_to_channel
     with pytest.raises(ValidationError, match="escalate"):
