@@ -298,24 +298,29 @@ class _RequestsApi:
         text = f"{meta.title}: {how} in {_duration(body.duration_seconds)}."
         if body.summary:
             text += f"\n{body.summary}"
-        await post_in_thread(
-            services,
-            channel=record.channel,
-            thread_ts=record.thread_ts or record.message_ts,
-            text=text,
-        )
-        await services.storage.audit.append(
-            AuditEntry(
-                event="outcome",
-                record_id=record.id,
-                run_id=record.run_id,
-                at=services.clock.now(),
-                user_id=caller.name,
-                channel=record.channel,
-                message_ts=record.message_ts,
-                detail=body.model_dump_json(),
+        try:
+            await services.storage.audit.append(
+                AuditEntry(
+                    event="outcome",
+                    record_id=record.id,
+                    run_id=record.run_id,
+                    at=services.clock.now(),
+                    user_id=caller.name,
+                    channel=record.channel,
+                    message_ts=record.message_ts,
+                    detail=body.model_dump_json(),
+                )
             )
-        )
+            await post_in_thread(
+                services,
+                channel=record.channel,
+                thread_ts=record.thread_ts or record.message_ts,
+                text=text,
+            )
+        except StorageError:  # a 503: the client's retry reports it, not a 409
+            with contextlib.suppress(StorageError):
+                await services.storage.resume.forget_end(record.run_id)
+            raise
         return await self._answer(record, meta)
 
     async def _find(

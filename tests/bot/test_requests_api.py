@@ -42,6 +42,8 @@ from bot.schedule.scheduler import Scheduler
 from bot.ui import ids
 from signoff import gate
 from signoff.gate_cli import WITHDRAWN
+from storage.audit import AuditEntry
+from storage.errors import StorageUnavailableError
 from storage.requests import request_record_id
 
 ADMIN_TOKEN = "admin-token-" + "x" * 24
@@ -236,6 +238,31 @@ async def test_the_outcome_of_an_approved_job_goes_to_the_thread_and_the_audit(
     [entry] = [e for e in audit if e.event == "outcome"]
     assert entry.run_id == made["id"] and entry.user_id == "nightly-cleanup"
     assert json.loads(entry.detail)["summary"] == "deleted 42 volumes"
+
+
+async def test_an_outcome_redis_failed_to_audit_is_taken_when_the_job_reports_it_again(
+    jobs: Jobs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 503 asks the job to try again: its retry is the outcome, not "reported already"."""
+    _, made = await jobs.ask()
+    await jobs.bot.click(ids.APPROVE, jobs.value(), user=ALICE)
+    await jobs.get(made["status_url"] + "?wait=10")
+    audit = jobs.bot.services.storage.audit
+    append = audit.append
+
+    async def down_once(entry: AuditEntry) -> str:
+        monkeypatch.setattr(audit, "append", append)
+        raise StorageUnavailableError("Redis is down")
+
+    monkeypatch.setattr(audit, "append", down_once)
+    report = {"exit_status": 0, "duration_seconds": 12.5}
+    status, _ = await jobs.post(made["status_url"] + "/outcome", report)
+    assert status == 503
+    status, told = await jobs.post(made["status_url"] + "/outcome", report)
+    assert status == 200, told
+    outcomes = [t for t in jobs.bot.thread() if "succeeded in 12.5 s" in t]
+    assert outcomes == ["Delete 42 stale volumes: succeeded in 12.5 s."]
+    assert [e.event for e in await audit.read(count=100)].count("outcome") == 1
 
 
 async def test_a_key_used_again_once_its_request_is_gone_reports_its_own_outcome(
