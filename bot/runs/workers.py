@@ -16,7 +16,7 @@ import os
 import socket
 from datetime import timedelta
 
-from agent_runtime.errors import ResumeError
+from agent_runtime.errors import AgentRuntimeError, ResumeError
 from bot.errors import BotError
 from bot.services import Services
 from bot.services.consumer_loop import ConsumerLoop
@@ -127,8 +127,10 @@ class ResumeWorker(ConsumerLoop[ResumeJob]):
         """Count the failure: the job is retried later, or, after the last attempt, given
         up (dead-lettered) and the run's thread told why it stopped."""
         services = self._services
-        # Our own errors say what to do; another's type is enough here (the log has more).
-        error = str(exc) if isinstance(exc, BotError) else type(exc).__name__
+        # Our own errors (the bot's, the runtime's) say what to do; another's type is enough
+        # here (the log has more).
+        ours = isinstance(exc, BotError | AgentRuntimeError)
+        error = str(exc) if ours else type(exc).__name__
         failure = await services.storage.resume.fail(
             job, consumer=self.consumer, error=error, now=services.clock.now()
         )

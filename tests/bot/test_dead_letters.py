@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from harness import ALICE, Harness
 
+from agent_runtime.errors import UsageError
 from agent_runtime.session import Snapshot, StoredSession
 from bot.ui import ids
 
@@ -56,6 +57,24 @@ async def test_a_resume_that_always_fails_is_dead_lettered_after_five_attempts(
     assert len(retried) == 4
     async with bot.http.get(bot.url + "/metrics") as response:
         assert "signoff_resume_dead_letters_total 1" in await response.text()
+
+
+async def test_a_resume_the_runtime_refuses_says_why_in_the_thread(make_bot: Any) -> None:
+    """The runtime's own errors say what to fix (a workflow resumed by code whose node was
+    renamed, say): the thread quotes them, not only their type."""
+    bot: Harness = await make_bot(workers=1, reclaim_after=0.01)
+    value = await bot.start()
+    renamed = UsageError("the run stopped at node 'delete', which this workflow lacks")
+
+    class RenamedNode(BrokenStore):
+        async def load(self, thread_id: str) -> StoredSession | None:
+            raise renamed
+
+    bot.services.registry.agent("cleanup").session_store = RenamedNode()
+    await bot.click(ids.APPROVE, value, user=ALICE)
+    told = f"Could not resume this run after 5 attempts: {renamed}; see the worker log"
+    await bot.slack.wait_for(lambda: told in bot.thread(), what="the given-up message")
+    await bot.loops.stop()
 
 
 async def test_a_resume_by_a_process_without_the_agent_says_what_it_lacks(make_bot: Any) -> None:
