@@ -23,8 +23,9 @@ from .blocks import (
     section,
     user_mention,
 )
+from .card_buttons import more_menu
 from .cards import card_from_record, verdict_from_record
-from .message import HEADLINE, ICON, SlackMessage, more_menu, status_parts
+from .message import HEADLINE, ICON, SlackMessage, status_parts
 from .mrkdwn import visible_bidi
 
 PER_GROUP = 10

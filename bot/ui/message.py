@@ -14,30 +14,23 @@ from agent_runtime.messages import JSONValue
 
 from . import ids
 from .blocks import (
-    BLOCK_ID,
-    BUTTON_TEXT,
     SECTION_TEXT,
     Block,
     args_json,
     button,
-    confirm_dialog,
     context,
     date_token,
     escaped,
     header,
     mentions,
-    plain_text,
     section,
     user_mention,
 )
+from .card_buttons import ARGS_CODE, choices, decision_buttons, full_details, more_menu
 from .cards import Card, Held, Outcome, Verdict
-from .mrkdwn import code_block, is_truncated
+from .mrkdwn import code_block
 
 FALLBACK_TEXT = 3000
-CHOICE_BUTTONS = 5
-"""Up to this many answers are buttons; more are one select."""
-SELECT_OPTIONS = 100
-_ARGS_CODE = SECTION_TEXT - len("*Arguments*\n")
 COMPACT_TEXT = 500
 """Each long part's length on a compact card: the one drawn when Slack refuses the whole
 card as too long (``msg_blocks_too_long``), though each block is within its own limit."""
@@ -95,8 +88,8 @@ def pending_message(card: Card, *, compact: bool = False) -> SlackMessage:
         context(status_parts(card)),
     ]
     if card.question and card.options:
-        blocks.append(_choices(card))
-    buttons = _buttons(card, compact=compact)
+        blocks.append(choices(card))
+    buttons = decision_buttons(card, compact=compact)
     if buttons:
         blocks.append({"type": "actions", "block_id": ids.ACTIONS_BLOCK, "elements": buttons})
     return SlackMessage(text=_fallback(title, card), blocks=blocks)
@@ -135,7 +128,7 @@ def decided_message(card: Card, verdict: Verdict, *, compact: bool = False) -> S
             section(f"Not run: {who} withdrew the run while it waited for its other cards.")
         )
     if compact:
-        elements = [_full_details(card)]
+        elements = [full_details(card)]
         blocks.append({"type": "actions", "block_id": ids.ACTIONS_BLOCK, "elements": elements})
     return SlackMessage(text=_fallback(f"{headline}:", card), blocks=blocks)
 
@@ -159,7 +152,7 @@ def _what_it_does(
         }.get(outcome, "Reason")
         blocks.append(section(f"*{label}:* {escaped(message, _room(SECTION_TEXT, compact))}"))
     if args is not None:
-        run_with = code_block(args_json(args), _room(_ARGS_CODE, compact))
+        run_with = code_block(args_json(args), _room(ARGS_CODE, compact))
         blocks.append(section("*Run with*\n" + run_with))
     return blocks
 
@@ -178,7 +171,7 @@ def _held_message(card: Card, held: Held, *, compact: bool) -> SlackMessage:
     if card.requested_by:
         parts.append(f"Requested by {user_mention(card.requested_by)}")
     undo = button("Undo", action_id=ids.UNDO, value=card.button_value, style="danger")
-    elements = [undo, _full_details(card), more_menu(card)] if compact else [undo, more_menu(card)]
+    elements = [undo, full_details(card), more_menu(card)] if compact else [undo, more_menu(card)]
     blocks = [
         header(f"{headline}, not yet final: {card.action}"),
         *_summary(card, edited=held.args is not None, compact=compact),
@@ -203,11 +196,6 @@ def _room(full: int, compact: bool) -> int:
     return min(full, COMPACT_TEXT) if compact else full
 
 
-def _full_details(card: Card) -> Block:
-    """The button that shows the card's long parts whole, in a modal."""
-    return button("Full details", action_id=ids.FULL_ARGS, value=card.button_value)
-
-
 def _summary(card: Card, *, edited: bool = False, compact: bool = False) -> list[Block]:
     """What was asked; once ``edited``, its description and arguments are labelled as
     asked, since the call that ran is the edit (shown below them). A ``compact`` one cuts
@@ -230,7 +218,7 @@ def _summary(card: Card, *, edited: bool = False, compact: bool = False) -> list
         blocks.append(section("*Why:* " + escaped(card.reason, room)))
     if card.args is not None:
         label = "*Arguments as asked*" if edited else "*Arguments*"
-        args = code_block(args_json(card.args), _room(_ARGS_CODE, compact))
+        args = code_block(args_json(card.args), _room(ARGS_CODE, compact))
         blocks.append(section(f"{label}\n" + args))
     return blocks + _acts_on(card, compact) + note
 
@@ -241,7 +229,7 @@ def _acts_on(card: Card, compact: bool = False) -> list[Block]:
     blocks = []
     if card.changed is not None:
         lines = [
-            f"{label}: {code_block(printed(card.changed[key]), _room(_ARGS_CODE // 3, compact))}"
+            f"{label}: {code_block(printed(card.changed[key]), _room(ARGS_CODE // 3, compact))}"
             for key, label in (("added", "Added"), ("removed", "Removed"), ("now", "Now"))
             if card.changed.get(key) not in (None, [])
         ]
@@ -252,7 +240,7 @@ def _acts_on(card: Card, compact: bool = False) -> list[Block]:
         )
         blocks.append(section(f":warning: *{title}*\n" + "\n".join(lines)))
     if card.acts_on is not None:
-        acts_on = code_block(printed(card.acts_on), _room(_ARGS_CODE, compact))
+        acts_on = code_block(printed(card.acts_on), _room(ARGS_CODE, compact))
         blocks.append(section("*It will act on*\n" + acts_on))
     return blocks
 
@@ -272,15 +260,9 @@ def _request_summary(card: Card, compact: bool) -> list[Block]:
     if card.reason:
         blocks.append(section(escaped(card.reason, _room(SECTION_TEXT, compact))))
     if card.args:
-        params = code_block(args_json(card.args), _room(_ARGS_CODE, compact))
+        params = code_block(args_json(card.args), _room(ARGS_CODE, compact))
         blocks.append(section("*Params*\n" + params))
     return blocks
-
-
-def _cut(card: Card) -> bool:
-    """Whether the card shows less than there is: the arguments, or a request's details."""
-    args_cut = card.args is not None and is_truncated(args_json(card.args), _ARGS_CODE)
-    return args_cut or (card.external and len(escaped(card.reason or "", 100_000)) > SECTION_TEXT)
 
 
 def status_parts(card: Card) -> list[str]:
@@ -317,117 +299,3 @@ def _verdict_parts(verdict: Verdict) -> list[str]:
         who = mentions(verdict.by)
         return [f"{icon} {headline} by {who} {date_token(verdict.at)}"]
     return [f"{icon} {headline} {date_token(verdict.at)}"]
-
-
-def _choices(card: Card) -> Block:
-    """A question's answers: a button each when there are five or fewer, else one select.
-
-    The block id carries the interrupt reference; each answer is only its index, and the
-    decider reads the answer itself from the stored question.
-    """
-    block_id = f"{ids.CHOICES_BLOCK} {card.button_value}"
-    if len(block_id) > BLOCK_ID:
-        raise ValueError(f"block id of {len(block_id)} chars exceeds {BLOCK_ID}")
-    if len(card.options) <= CHOICE_BUTTONS:
-        elements = [
-            button(option, action_id=f"{ids.CHOOSE}.{i}", value=str(i))
-            for i, option in enumerate(card.options)
-        ]
-    else:
-        elements = [
-            {
-                "type": "static_select",
-                "action_id": ids.CHOOSE,
-                "placeholder": plain_text("Choose an answer", BUTTON_TEXT),
-                "options": [
-                    {"text": plain_text(option, BUTTON_TEXT), "value": str(i)}
-                    for i, option in enumerate(card.options[:SELECT_OPTIONS])
-                ],
-            }
-        ]
-    return {"type": "actions", "block_id": block_id, "elements": elements}
-
-
-def _buttons(card: Card, *, compact: bool) -> list[Block]:
-    if card.question:
-        return _question_buttons(card, compact=compact)
-    value = card.button_value
-    approve_confirm = (
-        confirm_dialog(
-            title=f"Approve {card.action}?",
-            text=f"{card.agent} will run {card.action}. This action is marked dangerous.",
-            confirm="Approve",
-        )
-        if card.dangerous
-        else None
-    )
-    elements: list[Block] = []
-    if "approve" in card.decisions:
-        elements.append(
-            button(
-                "Approve",
-                action_id=ids.APPROVE,
-                value=value,
-                style="primary",
-                confirm=approve_confirm,
-            )
-        )
-        if card.trust_label:
-            elements.append(
-                button(
-                    f"Approve and trust {card.trust_label}",
-                    action_id=ids.TRUST,
-                    value=value,
-                    confirm=approve_confirm,
-                )
-            )
-    if "edit" in card.decisions and card.args is not None:
-        elements.append(button("Edit", action_id=ids.EDIT, value=value))
-    if "respond" in card.decisions:
-        elements.append(button("Reply", action_id=ids.REPLY, value=value))
-    if "reject" in card.decisions:
-        elements.append(button("Deny", action_id=ids.DENY, value=value, style="danger"))
-    if compact or (card.external and _cut(card)):
-        elements.append(_full_details(card))
-    elif _cut(card):
-        elements.append(button("Show full arguments", action_id=ids.FULL_ARGS, value=value))
-    elements.append(more_menu(card))
-    return elements
-
-
-def more_menu(card: Card) -> Block:
-    """The overflow menu: the requester (or an admin) withdraws the request from here."""
-    record_id = card.interrupt_id
-    return {
-        "type": "overflow",
-        "action_id": ids.MORE,
-        "options": [
-            {
-                "text": plain_text("Withdraw request", BUTTON_TEXT),
-                "value": f"{ids.WITHDRAW} {record_id}",
-            }
-        ],
-        "confirm": confirm_dialog(
-            title="Withdraw this request?",
-            text="The run is cancelled and nothing it waits on will run. Only the requester "
-            "or an admin can withdraw it.",
-            confirm="Withdraw",
-        ),
-    }
-
-
-def _question_buttons(card: Card, *, compact: bool) -> list[Block]:
-    """Beside a question's answers: a reply in the approver's words, and Decline."""
-    value = card.button_value
-    elements: list[Block] = []
-    if card.free_text or not card.options:
-        label = "Reply in your own words" if card.options else "Reply"
-        elements.append(button(label, action_id=ids.REPLY, value=value, style="primary"))
-    if "reject" in card.decisions:
-        elements.append(button("Decline", action_id=ids.DENY, value=value, style="danger"))
-    if compact:
-        elements.append(_full_details(card))
-    elif _cut(card):
-        elements.append(button("Show full arguments", action_id=ids.FULL_ARGS, value=value))
-    elements.append(more_menu(card))
-    return elements

@@ -8,7 +8,8 @@ from storage.records import InterruptRecord
 from storage.requests import is_request_run
 
 from .blocks import date_token, mentions, user_mention
-from .cards import IN_APP, nobody_can_approve, who_may_decide
+from .cards import IN_APP
+from .deciders import nobody_can_approve, who_may_decide
 
 DAMAGED = (
     "This request's stored data is damaged, so it cannot be decided; an operator can see it "

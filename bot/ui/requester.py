@@ -14,7 +14,8 @@ from storage.records import InterruptRecord
 
 from .batch_message import item_outcome
 from .blocks import is_user_id, user_mention
-from .cards import card_from_record, escalated_to, verdict_from_record
+from .cards import card_from_record, verdict_from_record
+from .deciders import escalated_to
 from .message import verdict_note
 from .mrkdwn import escape_truncate
 from .notes import post_direct, post_mrkdwn

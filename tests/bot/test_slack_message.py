@@ -16,7 +16,8 @@ from agent_runtime.messages import ToolCall
 from bot.ui import ids
 from bot.ui.batch_message import item_label
 from bot.ui.blocks import date_token
-from bot.ui.cards import Card, Held, Verdict, card_from_record, if_nobody_decides
+from bot.ui.cards import Card, Held, Verdict, card_from_record
+from bot.ui.deciders import if_nobody_decides
 from bot.ui.message import CUT_NOTE, decided_message, pending_message
 from bot.ui.modals import args_modal, deny_modal, edit_modal, parse_args, reply_modal
 from storage.approvers import ApproverPolicy

@@ -1,0 +1,152 @@
+"""The buttons of an interrupt's card: a question's answers, the decisions its policy
+offers, the full-details button, and the overflow menu that withdraws the request."""
+
+from __future__ import annotations
+
+from . import ids
+from .blocks import (
+    BLOCK_ID,
+    BUTTON_TEXT,
+    SECTION_TEXT,
+    Block,
+    args_json,
+    button,
+    confirm_dialog,
+    escaped,
+    plain_text,
+)
+from .cards import Card
+from .mrkdwn import is_truncated
+
+CHOICE_BUTTONS = 5
+"""Up to this many answers are buttons; more are one select."""
+SELECT_OPTIONS = 100
+ARGS_CODE = SECTION_TEXT - len("*Arguments*\n")
+"""The longest arguments code block of a card, inside a section with its label."""
+
+
+def choices(card: Card) -> Block:
+    """A question's answers: a button each when there are five or fewer, else one select.
+
+    The block id carries the interrupt reference; each answer is only its index, and the
+    decider reads the answer itself from the stored question.
+    """
+    block_id = f"{ids.CHOICES_BLOCK} {card.button_value}"
+    if len(block_id) > BLOCK_ID:
+        raise ValueError(f"block id of {len(block_id)} chars exceeds {BLOCK_ID}")
+    if len(card.options) <= CHOICE_BUTTONS:
+        elements = [
+            button(option, action_id=f"{ids.CHOOSE}.{i}", value=str(i))
+            for i, option in enumerate(card.options)
+        ]
+    else:
+        elements = [
+            {
+                "type": "static_select",
+                "action_id": ids.CHOOSE,
+                "placeholder": plain_text("Choose an answer", BUTTON_TEXT),
+                "options": [
+                    {"text": plain_text(option, BUTTON_TEXT), "value": str(i)}
+                    for i, option in enumerate(card.options[:SELECT_OPTIONS])
+                ],
+            }
+        ]
+    return {"type": "actions", "block_id": block_id, "elements": elements}
+
+
+def decision_buttons(card: Card, *, compact: bool) -> list[Block]:
+    """The decisions the card's policy offers, then the full-details button where the card
+    shows less than there is, and the overflow menu."""
+    if card.question:
+        return question_buttons(card, compact=compact)
+    value = card.button_value
+    approve_confirm = (
+        confirm_dialog(
+            title=f"Approve {card.action}?",
+            text=f"{card.agent} will run {card.action}. This action is marked dangerous.",
+            confirm="Approve",
+        )
+        if card.dangerous
+        else None
+    )
+    elements: list[Block] = []
+    if "approve" in card.decisions:
+        elements.append(
+            button(
+                "Approve",
+                action_id=ids.APPROVE,
+                value=value,
+                style="primary",
+                confirm=approve_confirm,
+            )
+        )
+        if card.trust_label:
+            elements.append(
+                button(
+                    f"Approve and trust {card.trust_label}",
+                    action_id=ids.TRUST,
+                    value=value,
+                    confirm=approve_confirm,
+                )
+            )
+    if "edit" in card.decisions and card.args is not None:
+        elements.append(button("Edit", action_id=ids.EDIT, value=value))
+    if "respond" in card.decisions:
+        elements.append(button("Reply", action_id=ids.REPLY, value=value))
+    if "reject" in card.decisions:
+        elements.append(button("Deny", action_id=ids.DENY, value=value, style="danger"))
+    if compact or (card.external and is_cut(card)):
+        elements.append(full_details(card))
+    elif is_cut(card):
+        elements.append(button("Show full arguments", action_id=ids.FULL_ARGS, value=value))
+    elements.append(more_menu(card))
+    return elements
+
+
+def more_menu(card: Card) -> Block:
+    """The overflow menu: the requester (or an admin) withdraws the request from here."""
+    record_id = card.interrupt_id
+    return {
+        "type": "overflow",
+        "action_id": ids.MORE,
+        "options": [
+            {
+                "text": plain_text("Withdraw request", BUTTON_TEXT),
+                "value": f"{ids.WITHDRAW} {record_id}",
+            }
+        ],
+        "confirm": confirm_dialog(
+            title="Withdraw this request?",
+            text="The run is cancelled and nothing it waits on will run. Only the requester "
+            "or an admin can withdraw it.",
+            confirm="Withdraw",
+        ),
+    }
+
+
+def question_buttons(card: Card, *, compact: bool) -> list[Block]:
+    """Beside a question's answers: a reply in the approver's words, and Decline."""
+    value = card.button_value
+    elements: list[Block] = []
+    if card.free_text or not card.options:
+        label = "Reply in your own words" if card.options else "Reply"
+        elements.append(button(label, action_id=ids.REPLY, value=value, style="primary"))
+    if "reject" in card.decisions:
+        elements.append(button("Decline", action_id=ids.DENY, value=value, style="danger"))
+    if compact:
+        elements.append(full_details(card))
+    elif is_cut(card):
+        elements.append(button("Show full arguments", action_id=ids.FULL_ARGS, value=value))
+    elements.append(more_menu(card))
+    return elements
+
+
+def full_details(card: Card) -> Block:
+    """The button that shows the card's long parts whole, in a modal."""
+    return button("Full details", action_id=ids.FULL_ARGS, value=card.button_value)
+
+
+def is_cut(card: Card) -> bool:
+    """Whether the card shows less than there is: the arguments, or a request's details."""
+    args_cut = card.args is not None and is_truncated(args_json(card.args), ARGS_CODE)
+    return args_cut or (card.external and len(escaped(card.reason or "", 100_000)) > SECTION_TEXT)
