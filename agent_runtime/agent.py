@@ -6,14 +6,14 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .agent_loop import Invocation
-from .errors import ResumeError, ToolInputError, UsageError
+from .errors import UsageError
 from .hooks import HookCallback, HookProvider, HookRegistry
 from .messages import JSONValue, ToolCall
 from .models.base import Model
 from .policy import ApprovalOptions, ApprovalPolicy, ApprovalRule, parse_interrupt_on
 from .runnable import Runnable
 from .session import InMemorySessionStore, SessionStore
-from .tools import Tool
+from .tools import Tool, check_edit
 
 
 class Agent(Runnable):
@@ -62,9 +62,4 @@ class Agent(Runnable):
 
     def check_edit(self, call: ToolCall, args: dict[str, JSONValue]) -> None:
         """Refuse edited arguments that do not fit the tool's input schema."""
-        tool = self.tools.get(call.name)
-        if tool is not None:
-            try:
-                tool.validate(args)
-            except ToolInputError as error:
-                raise ResumeError(str(error)) from error
+        check_edit(self.tools, call, args)

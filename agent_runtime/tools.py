@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, get_type_hints, overload
 
 import pydantic
 
 from .asking import InterruptPoint
-from .errors import ToolInputError, UsageError
+from .errors import ResumeError, ToolInputError, UsageError
 from .interrupts import Decision
 from .messages import JSONValue, ToolCall
 from .models.base import ToolSpec
@@ -120,6 +120,17 @@ def tool(
     if function is not None:
         return Tool(function)
     return lambda fn: Tool(fn, name=name, description=description)
+
+
+def check_edit(tools: Mapping[str, Tool], call: ToolCall, args: dict[str, JSONValue]) -> None:
+    """Refuse (``ResumeError``) edited arguments that do not fit the input schema of the
+    tool ``call`` names among ``tools``."""
+    tool = tools.get(call.name)
+    if tool is not None:
+        try:
+            tool.validate(args)
+        except ToolInputError as error:
+            raise ResumeError(str(error)) from error
 
 
 def interrupt_tool(name: str, input_model: type[pydantic.BaseModel], description: str) -> Tool:

@@ -9,12 +9,12 @@ from dataclasses import replace
 from typing import Any
 
 from ..agent import Agent
-from ..errors import ResumeError, ToolInputError, UsageError
+from ..errors import UsageError
 from ..hooks import HookCallback, HookProvider, HookRegistry
 from ..messages import JSONValue, ToolCall
 from ..runnable import Runnable, ThreadStatus, status_of
 from ..session import InMemorySessionStore, SessionStore
-from ..tools import Tool
+from ..tools import Tool, check_edit
 from .approvals import InterruptBefore, NodeApprovalPolicy, parse_interrupt_before
 from .context import Node
 from .run import WorkflowRun
@@ -99,12 +99,7 @@ class Workflow(Runnable):
     def check_edit(self, call: ToolCall, args: dict[str, JSONValue]) -> None:
         """Refuse edited arguments that do not fit the agent node's tool ``call`` names, as
         ``Agent.check_edit`` does (a node's own input is checked when it resumes)."""
-        tool = self.tools.get(call.name)
-        if tool is not None:
-            try:
-                tool.validate(args)
-            except ToolInputError as error:
-                raise ResumeError(str(error)) from error
+        check_edit(self.tools, call, args)
 
     def invocation(self, thread_id: str) -> WorkflowRun:
         return WorkflowRun(self, thread_id)

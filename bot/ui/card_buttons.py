@@ -95,12 +95,7 @@ def decision_buttons(card: Card, *, compact: bool) -> list[Block]:
         elements.append(button("Reply", action_id=ids.REPLY, value=value))
     if "reject" in card.decisions:
         elements.append(button("Deny", action_id=ids.DENY, value=value, style="danger"))
-    if compact or (card.external and is_cut(card)):
-        elements.append(full_details(card))
-    elif is_cut(card):
-        elements.append(button("Show full arguments", action_id=ids.FULL_ARGS, value=value))
-    elements.append(more_menu(card))
-    return elements
+    return elements + _see_all_and_more(card, details=compact or (card.external and is_cut(card)))
 
 
 def more_menu(card: Card) -> Block:
@@ -133,12 +128,20 @@ def question_buttons(card: Card, *, compact: bool) -> list[Block]:
         elements.append(button(label, action_id=ids.REPLY, value=value, style="primary"))
     if "reject" in card.decisions:
         elements.append(button("Decline", action_id=ids.DENY, value=value, style="danger"))
-    if compact:
-        elements.append(full_details(card))
+    return elements + _see_all_and_more(card, details=compact)
+
+
+def _see_all_and_more(card: Card, *, details: bool) -> list[Block]:
+    """The button that shows what the card cut (Full details, or its arguments where only
+    they were cut), then the overflow menu."""
+    see_all = []
+    if details:
+        see_all.append(full_details(card))
     elif is_cut(card):
-        elements.append(button("Show full arguments", action_id=ids.FULL_ARGS, value=value))
-    elements.append(more_menu(card))
-    return elements
+        see_all.append(
+            button("Show full arguments", action_id=ids.FULL_ARGS, value=card.button_value)
+        )
+    return [*see_all, more_menu(card)]
 
 
 def full_details(card: Card) -> Block:
