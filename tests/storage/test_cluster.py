@@ -8,7 +8,7 @@ import asyncio
 import contextlib
 import os
 import signal
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from datetime import timedelta
 from typing import cast
 
@@ -186,37 +186,57 @@ async def test_an_expiry_swept_mid_migration_is_kept_and_expires_once_the_slot_h
         await redis_cluster.migrate_slot(slot, to=owner)
 
 
+def _run_off_a_node(storage: Storage, stem: str) -> tuple[str, int]:
+    """A run whose keys live on another node than run ``<stem>_0``'s, and that node's port:
+    the node the test stalls."""
+    cluster = cast(RedisCluster, storage.client.raw)
+
+    def port_of(run: str) -> int:
+        return cast(int, cluster.get_node_from_key(storage.keys.run_pending(run)).port)
+
+    runs = [f"{stem}_{n}" for n in range(100)]
+    stalled = port_of(runs[0])
+    return next(run for run in runs if port_of(run) != stalled), stalled
+
+
+@contextlib.asynccontextmanager
+async def _impatient(
+    redis_cluster: EmbeddedCluster, storage: Storage
+) -> AsyncIterator[InterruptStore]:
+    """Interrupts through a client that waits 0.3 s for a node's answer."""
+    client = RedisClient(redis_cluster.url, timeout=0.3)
+    keys = storage.keys
+    try:
+        yield InterruptStore(client, keys, Retention(), InterruptQueries(client, keys))
+    finally:
+        await client.close()
+
+
+@contextlib.contextmanager
+def _stalled(redis_cluster: EmbeddedCluster, port: int) -> Iterator[None]:
+    """The node at ``port`` stops answering (SIGSTOP) while the block runs."""
+    node = next(s for s in redis_cluster.servers if s.port == port)
+    assert node.process is not None
+    os.kill(node.process.pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(node.process.pid, signal.SIGCONT)
+
+
 async def test_the_outbox_of_the_shards_that_answer_is_posted_while_another_node_stalls(
     on_cluster: Storage, redis_cluster: EmbeddedCluster
 ) -> None:
     """A node that stops answering holds up its own shards' cards only: the others' are
     handed out, not leased and thrown away with the stalled node's error."""
-    storage = on_cluster
-    keys = storage.keys
-    cluster = cast(RedisCluster, storage.client.raw)
-
-    def port_of(run: str) -> int:
-        return cast(int, cluster.get_node_from_key(keys.run_pending(run)).port)
-
-    runs = [f"outbox_{n}" for n in range(100)]
-    stalled_port = port_of(runs[0])
-    posting = next(run for run in runs if port_of(run) != stalled_port)
+    posting, stalled = _run_off_a_node(on_cluster, "outbox")
     record = make_record(run_id=posting)
-    await storage.interrupts.create_interrupt(record, post_lease=timedelta(0))
-    client = RedisClient(redis_cluster.url, timeout=0.3)
-    interrupts = InterruptStore(client, keys, Retention(), InterruptQueries(client, keys))
-    node = next(s for s in redis_cluster.servers if s.port == stalled_port)
-    assert node.process is not None
-    try:
+    await on_cluster.interrupts.create_interrupt(record, post_lease=timedelta(0))
+    async with _impatient(redis_cluster, on_cluster) as interrupts:
         assert await interrupts.claim_outbox(NOW - timedelta(days=1)) == []  # scripts loaded
-        os.kill(node.process.pid, signal.SIGSTOP)
-        try:
+        with _stalled(redis_cluster, stalled):
             claimed = await interrupts.claim_outbox(NOW + timedelta(seconds=1))
-        finally:
-            os.kill(node.process.pid, signal.SIGCONT)
-        assert [r.id for r in claimed] == [record.id]
-    finally:
-        await client.close()
+    assert [r.id for r in claimed] == [record.id]
 
 
 async def test_a_script_lost_by_every_node_is_loaded_where_it_runs_while_another_node_stalls(
@@ -224,62 +244,27 @@ async def test_a_script_lost_by_every_node_is_loaded_where_it_runs_while_another
 ) -> None:
     """The nodes lost their scripts (restarted without persistence): each is sent the
     script where a call needs it, not loaded on every node, which waits on the stalled one."""
-    storage = on_cluster
-    keys = storage.keys
-    cluster = cast(RedisCluster, storage.client.raw)
-
-    def port_of(run: str) -> int:
-        return cast(int, cluster.get_node_from_key(keys.run_pending(run)).port)
-
-    runs = [f"outbox_{n}" for n in range(100)]
-    stalled_port = port_of(runs[0])
-    posting = next(run for run in runs if port_of(run) != stalled_port)
+    posting, stalled = _run_off_a_node(on_cluster, "outbox")
     record = make_record(run_id=posting)
-    await storage.interrupts.create_interrupt(record, post_lease=timedelta(0))
-    client = RedisClient(redis_cluster.url, timeout=0.3)
-    interrupts = InterruptStore(client, keys, Retention(), InterruptQueries(client, keys))
-    node = next(s for s in redis_cluster.servers if s.port == stalled_port)
-    assert node.process is not None
-    try:
+    await on_cluster.interrupts.create_interrupt(record, post_lease=timedelta(0))
+    cluster = cast(RedisCluster, on_cluster.client.raw)
+    async with _impatient(redis_cluster, on_cluster) as interrupts:
         assert await interrupts.claim_outbox(NOW - timedelta(days=1)) == []  # connected
         await cluster.execute_command("SCRIPT FLUSH", target_nodes=RedisCluster.ALL_NODES)
-        os.kill(node.process.pid, signal.SIGSTOP)
-        try:
+        with _stalled(redis_cluster, stalled):
             claimed = await interrupts.claim_outbox(NOW + timedelta(seconds=1))
-        finally:
-            os.kill(node.process.pid, signal.SIGCONT)
-        assert [r.id for r in claimed] == [record.id]
-    finally:
-        await client.close()
+    assert [r.id for r in claimed] == [record.id]
 
 
 async def test_requests_on_the_nodes_that_answer_expire_while_another_node_stalls(
     on_cluster: Storage, redis_cluster: EmbeddedCluster
 ) -> None:
     """The expiry sweep goes on over the shards whose node answers."""
-    storage = on_cluster
-    keys = storage.keys
-    cluster = cast(RedisCluster, storage.client.raw)
-
-    def port_of(run: str) -> int:
-        return cast(int, cluster.get_node_from_key(keys.run_pending(run)).port)
-
-    runs = [f"expiring_{n}" for n in range(100)]
-    stalled_port = port_of(runs[0])
-    expiring = next(run for run in runs if port_of(run) != stalled_port)
+    expiring, stalled = _run_off_a_node(on_cluster, "expiring")
     record = make_record(run_id=expiring, expires_in=timedelta(hours=1))
-    await storage.interrupts.create_interrupt(record)
-    client = RedisClient(redis_cluster.url, timeout=0.3)
-    interrupts = InterruptStore(client, keys, Retention(), InterruptQueries(client, keys))
-    node = next(s for s in redis_cluster.servers if s.port == stalled_port)
-    assert node.process is not None
-    try:
+    await on_cluster.interrupts.create_interrupt(record)
+    async with _impatient(redis_cluster, on_cluster) as interrupts:
         assert await interrupts.expire_due(NOW) == []  # the client knows the slots and scripts
-        os.kill(node.process.pid, signal.SIGSTOP)
-        try:
+        with _stalled(redis_cluster, stalled):
             expired = await interrupts.expire_due(NOW + timedelta(hours=1))
-        finally:
-            os.kill(node.process.pid, signal.SIGCONT)
-        assert [(e.outcome, e.record.id) for e in expired] == [("expired", record.id)]
-    finally:
-        await client.close()
+    assert [(e.outcome, e.record.id) for e in expired] == [("expired", record.id)]
