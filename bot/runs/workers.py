@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+import secrets
 import socket
 from datetime import timedelta
 
@@ -34,9 +35,15 @@ from .recovery import catch_up
 log = logging.getLogger(__name__)
 
 
+PROCESS_TAG = secrets.token_hex(4)
+"""Sets this process apart from another with the same host name and PID: containers on the
+host's network each run as PID 1, and a restarted one comes back under its old name. Two
+processes sharing a consumer name would each take the other's run leases for their own."""
+
+
 def consumer_name(index: int) -> str:
     """A consumer name unique to this process and worker."""
-    return f"{socket.gethostname()}-{os.getpid()}-{index}"
+    return f"{socket.gethostname()}-{os.getpid()}-{PROCESS_TAG}-{index}"
 
 
 class ResumeWorker(ConsumerLoop[ResumeJob]):

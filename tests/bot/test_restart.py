@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from datetime import timedelta
 from typing import Any
 
@@ -50,3 +52,21 @@ async def test_a_job_claimed_by_a_worker_that_died_is_reclaimed_and_applied_once
     assert await queue.pending_count() == 0
     finals = [t for t in second.thread() if t.startswith("Finished")]
     assert len(finals) == 1
+
+
+def _consumer_name_in_a_process_as_pid_1_on_host_h() -> str:
+    """The first worker's consumer name in a new Python process whose host name and PID are
+    those of a container on the host's network (or restarted in its predecessor's place)."""
+    code = (
+        "import os, socket; os.getpid = lambda: 1; socket.gethostname = lambda: 'h'\n"
+        "from bot.runs.workers import consumer_name; print(consumer_name(0))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
+def test_two_processes_with_one_host_name_and_pid_consume_under_different_names() -> None:
+    # Two consumers under one name would each renew and use the other's run lease.
+    first, second = (_consumer_name_in_a_process_as_pid_1_on_host_h() for _ in range(2))
+    assert first.startswith("h-1-") and second.startswith("h-1-")
+    assert first != second
