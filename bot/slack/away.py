@@ -18,7 +18,7 @@ _WHO = re.compile(
 )
 _LONGEST = timedelta(days=366)
 USAGE = (
-    "Use `/signoff away until 2026-12-24 to @someone` (the date is when you are back, in "
+    "Use `/signoff away until YYYY-MM-DD to @someone` (the date is when you are back, in "
     "your time zone; `to @someone` is optional), and `/signoff back` when you are."
 )
 
@@ -41,7 +41,7 @@ async def away_command(services: Services, user: str, text: str) -> str:
     try:
         day = date.fromisoformat(match["day"])
     except ValueError:
-        return f"`{match['day'][:20]}` is not a date like 2026-12-24. {USAGE}"
+        return f"`{match['day'][:20]}` is not a date like YYYY-MM-DD. {USAGE}"
     who = _WHO.match(match["who"] or "") if match["who"] else None
     if match["who"] and who is None:
         return f"Name who decides for you as a mention, like `to @bob`. {USAGE}"

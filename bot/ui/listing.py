@@ -224,7 +224,7 @@ def help_text() -> str:
         "*Signoff* asks for approval before agents act.\n"
         "• `/signoff` lists the requests waiting for you.\n"
         "• `/signoff run <agent> <input>` starts a run of an agent.\n"
-        "• `/signoff away until 2026-12-24 to @someone` has requests ask them while you are "
+        "• `/signoff away until YYYY-MM-DD to @someone` has requests ask them while you are "
         "away; `/signoff back` ends it.\n"
         "• `/signoff help` shows this."
     )

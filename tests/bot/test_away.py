@@ -47,7 +47,7 @@ async def test_away_commands_that_cannot_be_noted_say_why_and_note_nothing(
     bot: Harness = await make_bot()
     soon = (bot.clock.now() + timedelta(days=3)).date().isoformat()
     answers = {
-        "away until tomorrow": "is not a date like 2026-12-24",
+        "away until tomorrow": "is not a date like YYYY-MM-DD",
         "away until 2020-01-01": "That date has passed",
         "away until 2099-01-01": "at most a year",
         f"away until {soon} to @bob": "Name who decides for you as a mention",
