@@ -64,6 +64,23 @@ class InterruptQueries:
         """Pending interrupts posted (or to be posted) in ``channel``, oldest first."""
         return await self._page(self._keys.by_channel, check_id("channel", channel), limit, cursor)
 
+    async def channels_with_pending(self, channels: Sequence[str]) -> list[str]:
+        """Those of ``channels`` with a pending interrupt, in the order given: one round trip
+        (one request to each primary on a cluster), however many channels are asked about."""
+        asked = [check_id("channel", channel) for channel in channels]
+        shards = self._keys.all_shards
+        async with self._client.guard("list channels with pending interrupts"):
+            pipe = self._client.pipeline()
+            for channel in asked:
+                for shard in shards:
+                    pipe.zrangebylex(
+                        self._keys.by_channel(shard), f"[{channel}\0", f"({channel}\x01", 0, 1
+                    )
+            firsts = cast(list[list[str]], await pipe.execute())
+        return [
+            c for n, c in enumerate(asked) if any(firsts[n * len(shards) : (n + 1) * len(shards)])
+        ]
+
     async def pending_for_run(self, run_id: str) -> list[InterruptRecord]:
         """The run's pending interrupts, in id order."""
         async with self._client.guard("read run"):

@@ -24,7 +24,7 @@ log = logging.getLogger(__name__)
 MAX_REFRESHED = 50
 """Home tabs redrawn after one decision, at most (the approvers named first)."""
 MAX_CHANNELS = 20
-"""Channels looked in for requests open to everyone in them."""
+"""Channels with pending requests looked in for those open to everyone in them."""
 
 
 async def publish_home(
@@ -56,7 +56,10 @@ async def _open_in_channels_of(services: Services, user: str) -> list[InterruptR
     until ``MAX_OPEN`` cards (a batch's items are one); they are decided on their card,
     where being in the channel is what counts."""
     found: list[InterruptRecord] = []
-    for channel in (await services.directory.channels_of(user))[:MAX_CHANNELS]:
+    channels = await services.storage.queries.channels_with_pending(
+        await services.directory.channels_of(user)
+    )
+    for channel in channels[:MAX_CHANNELS]:
         page = await services.storage.queries.pending_for_channel(channel, limit=MAX_OPEN)
         found += [r for r in page.records if r.policy.open_to_channel]
         if len({r.batch or r.id for r in found}) >= MAX_OPEN:

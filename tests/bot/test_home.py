@@ -175,6 +175,17 @@ async def test_requests_open_to_a_channel_are_listed_for_its_members_with_a_link
     assert "Open to everyone" not in str(outsider)
 
 
+async def test_a_request_open_to_a_channel_is_listed_however_many_channels_come_before_it(
+    make_bot: Any,
+) -> None:
+    bot: Harness = await make_bot(Policy(channel=CHANNEL, anyone_in_channel=True))
+    await bot.start(requested_by=CAROL)
+    quiet = [f"C0QUIET{n:02d}" for n in range(60)]  # no request waits in these
+    bot.slack.channels_of[MALLORY] = [*quiet, CHANNEL]
+    home = await _open_home(bot, MALLORY)
+    assert "*cleanup* wants to run `delete_files`" in str(home)
+
+
 async def test_a_decision_redraws_the_home_of_approvers_who_opened_it_this_week_only(
     make_bot: Any,
 ) -> None:
