@@ -36,6 +36,10 @@ class Services:
     URL, and on every address a delivery connects to."""
     outage: Outage = field(default_factory=Outage)
     """Reports Redis failing the background loops, once for all of them."""
+    unrecorded_posts: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """Cards Slack took whose record Redis failed to update, by record id (an escalation
+    step's: "<id> step <n>"): (channel, ts). The outbox's next try records that card
+    instead of posting a second one."""
     stopped_loops: set[str] = field(default_factory=set)
     """Background loops that ended on an unexpected error: ``/healthz`` fails while any
     has, so the process is seen as broken instead of running on without them."""

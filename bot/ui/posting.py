@@ -95,6 +95,8 @@ async def post_interrupt(services: Services, record: InterruptRecord) -> Interru
     if record.batch is not None and record.batch != record.id:
         return None
     team_url = await services.directory.team_url()  # asked once, never between post and mark
+    if (unrecorded := services.unrecorded_posts.get(record.id)) is not None:
+        return await _mark_posted(services, record, team_url, *unrecorded)
     try:
         channel = record.channel or await _dm_channel(services, record)
         message = await _message(services, record)
@@ -127,18 +129,31 @@ async def post_interrupt(services: Services, record: InterruptRecord) -> Interru
             with contextlib.suppress(StorageError):
                 await services.storage.interrupts.hold_post(record.id, until=until)
         return None
-    ts = str(answer["ts"])
-    where = str(answer.get("channel") or channel)
+    return await _mark_posted(
+        services, record, team_url, str(answer.get("channel") or channel), str(answer["ts"])
+    )
+
+
+async def _mark_posted(
+    services: Services, record: InterruptRecord, team_url: str | None, where: str, ts: str
+) -> InterruptRecord | None:
+    """Record that ``record``'s card is the message ``ts`` in ``where`` (and its link). Were
+    Redis to fail, the card is remembered, so the outbox's next try records it."""
     thread_ts = record.thread_ts or ts
     link = message_link(team_url, where, ts, thread_ts=thread_ts) if team_url else None
-    marked = await asyncio.gather(
-        *(
-            services.storage.interrupts.mark_posted(
-                rid, where, ts, thread_ts=thread_ts, permalink=link, now=services.clock.now()
+    try:
+        marked = await asyncio.gather(
+            *(
+                services.storage.interrupts.mark_posted(
+                    rid, where, ts, thread_ts=thread_ts, permalink=link, now=services.clock.now()
+                )
+                for rid in record.batch_items or (record.id,)
             )
-            for rid in record.batch_items or (record.id,)
         )
-    )
+    except StorageError:
+        services.unrecorded_posts[record.id] = (where, ts)
+        raise
+    services.unrecorded_posts.pop(record.id, None)
     posted = marked[0]
     if posted is None or posted.channel is None:
         return posted
@@ -291,27 +306,33 @@ async def post_escalation(services: Services, record: InterruptRecord) -> Interr
         # The step waits in the outbox (put there as it was taken): held while posting.
         return _holding_outbox(services, record.id, sent)
 
-    try:
-        answer = await _sent(services, record, message, post)
-    except SLACK_FAILURES as exc:
-        log.warning(
-            "interrupt %s: escalation card not posted yet, left in the outbox: %s",
-            record.id,
-            why_failed(exc),
-        )
-        wait = timedelta(seconds=retry_after(exc) or 0)
-        with contextlib.suppress(StorageError):  # Redis down too: the sweep cannot run either
-            await services.storage.interrupts.repost_escalation(
-                record.id, at=services.clock.now() + max(wait, POST_LEASE)
+    step = f"{record.id} step {len(reached)}"
+    if (unrecorded := services.unrecorded_posts.get(step)) is not None:
+        where, ts = unrecorded
+    else:
+        try:
+            answer = await _sent(services, record, message, post)
+        except SLACK_FAILURES as exc:
+            log.warning(
+                "interrupt %s: escalation card not posted yet, left in the outbox: %s",
+                record.id,
+                why_failed(exc),
             )
-        return None
-    where, ts = str(answer.get("channel") or channel), str(answer["ts"])
+            wait = timedelta(seconds=retry_after(exc) or 0)
+            with contextlib.suppress(StorageError):  # Redis down too: the sweep cannot run either
+                await services.storage.interrupts.repost_escalation(
+                    record.id, at=services.clock.now() + max(wait, POST_LEASE)
+                )
+            return None
+        where, ts = str(answer.get("channel") or channel), str(answer["ts"])
     try:
         if not await services.storage.interrupts.set_escalation_message(record.id, where, ts):
             return None
     except StorageError as exc:
         log.error("interrupt %s: escalation card not recorded: %s", record.id, exc)
+        services.unrecorded_posts[step] = (where, ts)  # recorded, not posted, next time
         return None
+    services.unrecorded_posts.pop(step, None)
     earlier = record.escalation_cards
     if record.escalation_channel and record.escalation_ts:
         earlier = (*earlier, (record.escalation_channel, record.escalation_ts))

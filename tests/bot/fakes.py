@@ -65,6 +65,8 @@ class FakeSlack:
         self.most_block_text: int | None = None
         """When set, a post or update whose blocks hold more text than this answers
         ``msg_blocks_too_long``, as Slack does past its (undocumented) total."""
+        self.after: dict[str, Callable[[], object]] = {}
+        """Run once, just after a method is answered normally: what happens next, staged."""
         self.sockets: list[web.WebSocketResponse] = []
         self.socket_acks: list[dict[str, Any]] = []
         self.ticket = 0
@@ -203,6 +205,8 @@ class FakeSlack:
                 return web.json_response(fault.body, status=fault.status, headers=fault.headers)
             call.answer = self._answer(method, args)
             self.calls.append(call)
+            if (then := self.after.pop(method, None)) is not None:
+                then()
             return web.json_response(call.answer)
         finally:
             await self.notify()

@@ -9,21 +9,28 @@ import logging
 import os
 import signal
 from collections.abc import AsyncIterator, Callable, Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
 from aiohttp.test_utils import TestServer
-from harness import ALICE, CAROL, CHANNEL, Harness
+from harness import ALICE, BOB, CAROL, CHANNEL, Harness
 from pydantic import SecretStr
 
+from bot.agents.policy import Escalate, Policy
 from bot.api.agui import AGUI_PATH
 from bot.api.runs import RUNS_PATH
 from bot.process.web import operator_app
+from bot.runs.drive import start_run
+from bot.runs.place import Place
+from bot.schedule.scheduler import Scheduler
 from bot.ui import ids
 from bot.ui.refusals import LIST_DOWN, STORAGE_DOWN, UNCONFIRMED
 from storage import EmbeddedRedis, Storage, connect
+from storage.errors import StorageError
+from storage.sweeps import POST_LEASE
 
 API_TOKEN = "api-token-for-the-outage-test"
 
@@ -256,3 +263,55 @@ async def test_a_form_button_clicked_while_redis_is_down_tells_the_clicker(
     assert refusal["user"] == ALICE and refusal["text"] == STORAGE_DOWN
     assert bot.slack.called("views.open") == []
     server.start()
+
+
+async def test_a_card_slack_took_while_redis_failed_to_record_it_is_recorded_not_posted_again(
+    make_bot: Any, server: EmbeddedRedis, storage: Storage
+) -> None:
+    """Redis stops just after Slack took the card: once Redis is back, the outbox records
+    that card, instead of posting a second one whose twin's buttons would be refused."""
+    bot: Harness = await make_bot()
+    bot.slack.after["chat.postMessage"] = server.stop
+    place = Place(channel=CHANNEL, thread_ts=None, requested_by=CAROL)
+    with pytest.raises(StorageError):
+        await start_run(bot.services, "cleanup", "clean up", place=place)
+    [card] = bot.slack.answers("chat.postMessage")
+
+    server.start()
+    bot.clock.advance(POST_LEASE + timedelta(seconds=1))
+    await Scheduler(bot.services).tick()
+    assert len(bot.slack.called("chat.postMessage")) == 1
+    [record] = (await storage.queries.pending_for_channel(CHANNEL)).records
+    assert (record.channel, record.message_ts) == (card["channel"], card["ts"])
+    value = bot.posted()["blocks"][-1]["elements"][0]["value"]
+    await bot.click(ids.APPROVE, value, user=ALICE)
+    assert "deleted 2 file(s)" in await bot.finished()
+
+
+async def test_an_escalation_card_redis_failed_to_record_is_recorded_not_posted_again(
+    make_bot: Any, server: EmbeddedRedis, storage: Storage
+) -> None:
+    nyc, step = "C0NYC", timedelta(hours=2)
+    policy = Policy(
+        channel=CHANNEL,
+        users=(ALICE,),
+        expires_after=step,
+        on_expiry=Escalate(channel=nyc, users=(BOB,), expires_after=step),
+        reminders=None,
+    )
+    bot: Harness = await make_bot(policy)
+    await bot.start()
+    scheduler = Scheduler(bot.services)
+    bot.clock.advance(step + timedelta(minutes=1))
+    bot.slack.after["chat.postMessage"] = server.stop  # just after the escalation card
+    with pytest.raises(StorageError):  # the tick's next sweep
+        await scheduler.tick()
+    [escalated] = [p for p in bot.slack.answers("chat.postMessage") if p["channel"] == nyc]
+
+    server.start()
+    bot.clock.advance(POST_LEASE + timedelta(seconds=1))
+    await scheduler.tick()
+    cards = [p["channel"] for p in bot.slack.called("chat.postMessage") if p.get("blocks")]
+    assert cards == [CHANNEL, nyc]
+    [record] = (await storage.queries.pending_for_channel(CHANNEL)).records
+    assert (record.escalation_channel, record.escalation_ts) == (nyc, escalated["ts"])
