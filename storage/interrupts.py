@@ -190,6 +190,14 @@ class InterruptStore(Decisions, DueSweeps):
         key = self._keys.redraws(self._keys.shard_of_record(interrupt_id))
         await self._client.eval("unlease", [key], [interrupt_id, to_ms(leased_until)])
 
+    async def first_batch_note(self, lead_id: str) -> bool:
+        """True for the first caller to post the "decided" note of the batch ``lead_id``
+        leads; False for any later one (another process decided or expired its last items
+        at the same time)."""
+        key, kept = self._keys.batch_noted(lead_id), millis(self._retention.decided)
+        async with self._client.guard(f"mark the note of batch {lead_id}"):
+            return bool(await self._client.raw.set(key, "1", nx=True, px=kept))
+
     def _outbox_of(self, interrupt_id: str) -> str:
         return self._keys.outbox(self._keys.shard_of_record(interrupt_id))
 

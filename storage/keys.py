@@ -141,6 +141,11 @@ class Keys:
         run_id, interrupt_id = split_record_id(rid)
         return f"{self._run(run_id)}:int:{interrupt_id}"
 
+    def batch_noted(self, lead_id: str) -> str:
+        """String: set by the one caller that posts the "N calls decided" note of the batch
+        card ``lead_id`` leads, so processes deciding its last items together post it once."""
+        return f"{self.record(lead_id)}:noted"
+
     def app_round(self, rid: str) -> str:
         """Set: the records of the round the app closed by deciding ``rid`` (the run's
         decided set, set aside for it), until the app lets go of the round."""

@@ -33,13 +33,16 @@ async def tell_decided(services: Services, record: InterruptRecord) -> None:
 
 
 async def tell_batch_decided(services: Services, items: list[InterruptRecord]) -> None:
-    """A batch card's items were decided: one note with how many came to what."""
+    """A batch card's items were decided: one note with how many came to what, posted by
+    one caller only, however many decided its last items at once."""
     counts: dict[str, int] = {}
     for record in items:
         what = item_outcome(record)
         if what is None:
             return  # some still wait: told once all are decided
         counts[what] = counts.get(what, 0) + 1
+    if not await services.storage.interrupts.first_batch_note(items[0].batch or items[0].id):
+        return  # another process decided (or expired) its last items too, and tells
     action = escape_truncate(card_from_record(items[0]).action, 200)
     summary = ", ".join(f"{n} {what.lower()}" for what, n in counts.items())
     note = f":ballot_box_with_check: {len(items)} calls of `{action}` decided: {summary}"

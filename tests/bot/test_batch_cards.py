@@ -4,6 +4,8 @@ rejections naming who excluded them, audits 40 decisions and updates the one car
 
 from __future__ import annotations
 
+import asyncio
+from asyncio import Barrier
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -25,7 +27,7 @@ from bot.ui.posting import update_message
 from bot.ui.refusals import UNCONFIRMED
 from storage.approvers import ApproverPolicy
 from storage.errors import StorageTimeoutError, StorageUnavailableError
-from storage.outcomes import DecideOutcome
+from storage.outcomes import DecideOutcome, ExpiryResult
 from storage.records import InterruptRecord
 
 
@@ -142,6 +144,35 @@ async def test_a_stranger_decides_nothing_and_the_items_expire_together(make_bot
     assert str(_card(bot)["blocks"]).count("Expired, not approved") == 40
     assert (await bot.finished()).startswith("Finished: deleted 0")
     assert deleted == []
+
+
+async def test_two_schedulers_expiring_one_batch_between_them_post_one_note(
+    make_bot: Any,
+) -> None:
+    """Two schedulers each expire half of a batch's items, then each finds all of them
+    decided: the requester is told "40 calls decided" once, not by both."""
+    bot: Harness = await make_bot(spec=spec([]))
+    await bot.start(requested_by=CAROL)
+    interrupts = bot.services.storage.interrupts
+    expire_due, one_at_a_time, both_expired = interrupts.expire_due, asyncio.Lock(), Barrier(2)
+    expired: list[int] = []
+
+    async def half_each(now: datetime, **_: Any) -> list[ExpiryResult]:
+        async with one_at_a_time:
+            results = await expire_due(now, limit=20)
+        expired.append(len(results))
+        await both_expired.wait()  # neither tells before the other has expired its half
+        return results
+
+    interrupts.expire_due = half_each  # type: ignore[method-assign]
+    bot.clock.advance(Policy(users=(ALICE,)).expires_after * 2)
+    await asyncio.gather(Scheduler(bot.services).tick(), Scheduler(bot.services).tick())
+    assert expired == [20, 20]
+    notes = [t for t in bot.thread() if t.startswith(f"<@{CAROL}> :ballot_box_with_check:")]
+    assert notes == [
+        f"<@{CAROL}> :ballot_box_with_check: 40 calls of `delete_file` decided: "
+        "40 expired, not approved"
+    ]
 
 
 NOW = datetime(2026, 11, 25, tzinfo=UTC)
