@@ -1,18 +1,21 @@
 """One card for many calls of one tool (a batch): each waiting item is a ticked checkbox,
 "Approve selected" approves the ticked ones and excludes the rest, "Deny all" denies
-them; each decided item says what became of it and who decided."""
+them; each decided item says what became of it and who decided. Its compact form, drawn
+when Slack finds the card too long in total, cuts the long parts as a single card's does."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from agent_runtime.interrupts import Decision
+from agent_runtime.messages import JSONValue
 from storage.records import InterruptRecord
 
 from . import ids
 from .blocks import (
     BUTTON_TEXT,
+    SECTION_TEXT,
     Block,
     button,
     confirm_dialog,
@@ -23,9 +26,9 @@ from .blocks import (
     section,
     user_mention,
 )
-from .card_buttons import more_menu
+from .card_buttons import full_details, more_menu
 from .cards import card_from_record, verdict_from_record
-from .message import HEADLINE, ICON, SlackMessage, status_parts
+from .message import COMPACT_TEXT, CUT_NOTE, HEADLINE, ICON, SlackMessage, status_parts
 from .mrkdwn import visible_bidi
 
 PER_GROUP = 10
@@ -33,6 +36,11 @@ PER_GROUP = 10
 _LINES_PER_SECTION = 10
 """Item lines per section: ten of the longest still fit in a section's 3,000 characters."""
 _EXCLUDED = "Excluded from the batch by "
+_LABEL = 150
+"""How long an item's label may be on a decided item's line."""
+COMPACT_LABEL = 30
+"""How long an item's label may be on a compact card (beside its checkbox too): a hundred
+items' labels, ticked or decided, then fit in what Slack takes in one message."""
 
 
 def excluded_by(user: str) -> Decision:
@@ -48,8 +56,9 @@ def numbered(items: Sequence[InterruptRecord]) -> list[tuple[int, InterruptRecor
     return [(places.get(record.id, n), record) for n, record in enumerate(items)]
 
 
-def batch_message(items: Sequence[InterruptRecord]) -> SlackMessage:
-    """The batch card for ``items`` (the lead first), as they stand now."""
+def batch_message(items: Sequence[InterruptRecord], *, compact: bool = False) -> SlackMessage:
+    """The batch card for ``items`` (the lead first), as they stand now; ``compact``, its
+    details and each item's label cut short, and Full details showing them whole."""
     lead = items[0]
     card = card_from_record(lead)
     placed = numbered(items)
@@ -64,15 +73,22 @@ def batch_message(items: Sequence[InterruptRecord]) -> SlackMessage:
         what, unit = f"{agent} wants to run `{escaped(card.action, 300)}` {count} times", "calls"
         details = card.description
     if details:
-        what += "\n" + escaped(details)
+        what += "\n" + escaped(details, COMPACT_TEXT if compact else SECTION_TEXT)
     blocks: list[Block] = [header(f"{title}, {count} {unit}"), section(what)]
+    if compact:
+        blocks.append(context([CUT_NOTE]))
     if waiting:
         first_waiting = card_from_record(waiting[0][1])
         blocks.append(context(status_parts(first_waiting)))
-        blocks += _groups(waiting)
-    blocks += _outcomes(placed)
+        blocks += _groups(waiting, COMPACT_LABEL if compact else BUTTON_TEXT)
+    blocks += _outcomes(placed, COMPACT_LABEL if compact else _LABEL)
     if waiting:
-        blocks.append(_buttons(lead, len(waiting)))
+        blocks.append(_buttons(lead, len(waiting), compact=compact))
+    elif compact:
+        details_button = full_details(card)
+        blocks.append(
+            {"type": "actions", "block_id": ids.ACTIONS_BLOCK, "elements": [details_button]}
+        )
     return SlackMessage(
         text=escaped(f"{title}, {count} {unit} ({card.agent})", 3000), blocks=blocks
     )
@@ -81,25 +97,28 @@ def batch_message(items: Sequence[InterruptRecord]) -> SlackMessage:
 def item_label(record: InterruptRecord, index: int) -> str:
     """``3. /tmp/c``: the item's number and its arguments (one argument's value alone),
     a bidirectional control shown, not obeyed, as on the card's arguments."""
-    call = record.runtime_interrupt.tool_call
-    args = call.args if call else {}
+    args = item_args(record)
     values = list(args.values())
     shown = values[0] if len(values) == 1 else args
     text = shown if isinstance(shown, str) else json.dumps(shown, ensure_ascii=False)
     return f"{index + 1}. {visible_bidi(text)}"
 
 
-def _groups(waiting: list[tuple[int, InterruptRecord]]) -> list[Block]:
-    """The waiting items, ticked, in groups of ten places; a group's block id names its
-    first place."""
+def item_args(record: InterruptRecord) -> Mapping[str, JSONValue]:
+    """The arguments of one item's call (none for an item without one)."""
+    call = record.runtime_interrupt.tool_call
+    return call.args if call else {}
+
+
+def _groups(waiting: list[tuple[int, InterruptRecord]], label: int) -> list[Block]:
+    """The waiting items, ticked, in groups of ten places, each labelled in at most
+    ``label`` characters; a group's block id names its first place."""
     blocks = []
     for start in range(0, max(n for n, _ in waiting) + 1, PER_GROUP):
         shown = [(n, r) for n, r in waiting if start <= n < start + PER_GROUP]
         if not shown:
             continue
-        options = [
-            {"text": plain_text(item_label(r, n), BUTTON_TEXT), "value": str(n)} for n, r in shown
-        ]
+        options = [{"text": plain_text(item_label(r, n), label), "value": str(n)} for n, r in shown]
         box = {
             "type": "checkboxes",
             "action_id": f"{ids.BATCH_PICK}.{start}",
@@ -124,24 +143,25 @@ def item_outcome(record: InterruptRecord) -> str | None:
     return HEADLINE[verdict.outcome]
 
 
-def _outcomes(placed: list[tuple[int, InterruptRecord]]) -> list[Block]:
-    """One line per decided item: what became of it, and who decided."""
+def _outcomes(placed: list[tuple[int, InterruptRecord]], label: int) -> list[Block]:
+    """One line per decided item (its label in at most ``label`` characters): what became
+    of it, and who decided."""
     lines = []
     for index, record in placed:
         verdict = verdict_from_record(record)
         what = item_outcome(record)
         if verdict is None or what is None:
             continue
-        label = escaped(item_label(record, index), 150)
+        shown = escaped(item_label(record, index), label)
         who = f" by {user_mention(record.decided_by)}" if record.decided_by else ""
-        lines.append(f"{ICON[verdict.outcome]} {label}: {what}{who}")
+        lines.append(f"{ICON[verdict.outcome]} {shown}: {what}{who}")
     return [
         section("\n".join(lines[i : i + _LINES_PER_SECTION]))
         for i in range(0, len(lines), _LINES_PER_SECTION)
     ]
 
 
-def _buttons(lead: InterruptRecord, waiting: int) -> Block:
+def _buttons(lead: InterruptRecord, waiting: int, *, compact: bool) -> Block:
     approve = button(
         "Approve selected",
         action_id=ids.BATCH_APPROVE,
@@ -165,8 +185,9 @@ def _buttons(lead: InterruptRecord, waiting: int) -> Block:
         ),
     )
     card = card_from_record(lead)
+    details = [full_details(card)] if compact else []
     return {
         "type": "actions",
         "block_id": ids.ACTIONS_BLOCK,
-        "elements": [approve, deny, more_menu(card)],
+        "elements": [approve, deny, *details, more_menu(card)],
     }

@@ -133,13 +133,7 @@ def _reply_intro(card: Card) -> str:
 def args_modal(card: Card) -> Block:
     """The full arguments (a request's details first), in sections that each fit; and the
     card's other long parts, which a compact card (one Slack found too long) cuts short."""
-    sections = []
-    if card.external and card.reason:
-        sections += [section(p) for p in _split(escape(card.reason), SECTION_TEXT)]
-    elif card.description or card.reason:
-        why = f"*Why:* {escape(card.reason)}" if card.reason else ""
-        text = "\n".join(t for t in (escape(card.description or ""), why) if t)
-        sections += [section(p) for p in _split(text, SECTION_TEXT)]
+    sections = _about(card)
     if card.args is not None:
         sections += _code_sections(args_json(card.args))
     for key, label in (("added", "Added"), ("removed", "Removed"), ("now", "Now")):
@@ -147,6 +141,38 @@ def args_modal(card: Card) -> Block:
             sections += [section(f"*{label}*"), *_code_sections(printed(card.changed[key]))]
     if card.acts_on is not None:
         sections += [section("*It will act on*"), *_code_sections(printed(card.acts_on))]
+    return _details_view(card, sections)
+
+
+def batch_details_modal(card: Card, items: Sequence[tuple[int, Mapping[str, JSONValue]]]) -> Block:
+    """A batch card's Full details (``card`` its lead's): its details, then each item's
+    arguments whole, numbered by their ``(place, arguments)`` as on the card."""
+    parts = []
+    for place, args in items:
+        code = code_text(args_json(args))
+        parts += [f"*{place + 1}.*", *(f"```{p}```" for p in _split(code, SECTION_TEXT - 6))]
+    packed: list[str] = []
+    for part in parts:  # as few sections as fit, so a hundred items fit in one modal
+        if packed and len(packed[-1]) + 1 + len(part) <= SECTION_TEXT:
+            packed[-1] += "\n" + part
+        else:
+            packed.append(part)
+    return _details_view(card, _about(card) + [section(p) for p in packed])
+
+
+def _about(card: Card) -> list[Block]:
+    """A request's details, or a call's description and why, in sections that each fit."""
+    if card.external and card.reason:
+        return [section(p) for p in _split(escape(card.reason), SECTION_TEXT)]
+    if card.description or card.reason:
+        why = f"*Why:* {escape(card.reason)}" if card.reason else ""
+        text = "\n".join(t for t in (escape(card.description or ""), why) if t)
+        return [section(p) for p in _split(text, SECTION_TEXT)]
+    return []
+
+
+def _details_view(card: Card, sections: list[Block]) -> Block:
+    """The Full details modal of ``sections``, cut (and saying so) past a modal's blocks."""
     blocks = sections[: MODAL_BLOCKS - 1] or [section("_No arguments._")]
     if len(sections) > MODAL_BLOCKS - 1:
         blocks.append(section("_Cut: this is longer than a modal can show._"))

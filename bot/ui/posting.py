@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from datetime import timedelta
 from functools import partial
 
@@ -58,32 +59,44 @@ def render(services: Services, record: InterruptRecord, *, compact: bool = False
     return decided_message(card, verdict, compact=compact)
 
 
-async def _message(services: Services, record: InterruptRecord) -> SlackMessage:
-    """The message showing ``record``: its batch card when it is an item of one."""
+@dataclass(frozen=True)
+class _Forms:
+    """A card as drawn in full, and in the compact form sent when Slack refuses that."""
+
+    full: SlackMessage
+    compact: SlackMessage
+
+
+def _single(services: Services, record: InterruptRecord) -> _Forms:
+    return _Forms(render(services, record), render(services, record, compact=True))
+
+
+async def _forms(services: Services, record: InterruptRecord) -> _Forms:
+    """The card showing ``record``: its batch card when it is an item of one."""
     if record.batch is None:
-        return render(services, record)
-    return batch_message(await services.storage.queries.batch(record))
+        return _single(services, record)
+    items = await services.storage.queries.batch(record)
+    return _Forms(batch_message(items), batch_message(items, compact=True))
 
 
 _TOO_LONG = frozenset({"msg_blocks_too_long", "msg_too_long"})
 
 
 async def _sent(
-    services: Services,
     record: InterruptRecord,
-    message: SlackMessage,
+    forms: _Forms,
     send: Callable[[SlackMessage], Awaitable[AsyncSlackResponse]],
 ) -> AsyncSlackResponse:
-    """``send(message)``; when Slack refuses it as too long in total (a limit on all blocks
-    together it does not document, though each block is within its own), the compact card
-    instead. A batch card has no compact form."""
+    """``send`` the full card; when Slack refuses it as too long in total (a limit on all
+    blocks together it does not document, though each block is within its own), the
+    compact card instead."""
     try:
-        return await send(message)
+        return await send(forms.full)
     except SlackApiError as exc:
-        if exc.response.get("error") not in _TOO_LONG or record.batch is not None:
+        if exc.response.get("error") not in _TOO_LONG:
             raise
         log.info("interrupt %s: Slack found its card too long, sent compact", record.id)
-        return await send(render(services, record, compact=True))
+        return await send(forms.compact)
 
 
 async def post_interrupt(services: Services, record: InterruptRecord) -> InterruptRecord | None:
@@ -99,7 +112,7 @@ async def post_interrupt(services: Services, record: InterruptRecord) -> Interru
         return await _mark_posted(services, record, team_url, *unrecorded)
     try:
         channel = record.channel or await _dm_channel(services, record)
-        message = await _message(services, record)
+        forms = await _forms(services, record)
         awake = " ".join(user_mention(u) for u in await awake_approvers(services, record))
 
         def post(shown: SlackMessage) -> Awaitable[AsyncSlackResponse]:
@@ -113,7 +126,7 @@ async def post_interrupt(services: Services, record: InterruptRecord) -> Interru
             )
             return _holding_outbox(services, record.id, sent)
 
-        answer = await _sent(services, record, message, post)
+        answer = await _sent(record, forms, post)
     except SLACK_FAILURES as exc:
         log.warning(
             "interrupt %s not posted yet, left in the outbox: %s", record.id, why_failed(exc)
@@ -199,17 +212,17 @@ async def update_message(services: Services, record: InterruptRecord) -> bool:
     drawn: SlackMessage | None = None
     for _ in range(_REDRAWS):
         try:
-            message = await _message(services, record)
+            forms = await _forms(services, record)
         except StorageError as exc:
             log.error("interrupt %s: its batch card not redrawn: %s", record.id, exc)
             return False
-        if message == drawn:
+        if forms.full == drawn:
             return True
-        failure = await _update_copies(services, record, message)
+        failure = await _update_copies(services, record, forms)
         if failure is not None and passing(failure):
             await _redraw_later(services, record, failure)
             return False
-        drawn = message
+        drawn = forms.full
         try:
             latest = await services.storage.queries.get(record.id)
         except StorageError as exc:
@@ -250,9 +263,9 @@ the previous one."""
 
 
 async def _update_copies(
-    services: Services, record: InterruptRecord, message: SlackMessage
+    services: Services, record: InterruptRecord, forms: _Forms
 ) -> BaseException | None:
-    """Draw ``message`` on every copy of the card; a failure worth trying again if one
+    """Draw ``forms`` on every copy of the card; a failure worth trying again if one
     failed so, else the last failure, if any failed."""
     failure: BaseException | None = None
     copies = [(record.channel, record.message_ts), *record.escalation_cards]
@@ -262,7 +275,7 @@ async def _update_copies(
         if not channel or not ts:
             continue
         try:
-            await _sent(services, record, message, partial(_update, services, channel, ts))
+            await _sent(record, forms, partial(_update, services, channel, ts))
         except SLACK_FAILURES as exc:
             log.error(
                 "interrupt %s: message in %s not updated: %s", record.id, channel, why_failed(exc)
@@ -290,9 +303,9 @@ async def post_escalation(services: Services, record: InterruptRecord) -> Interr
     if not channel:
         return None
     thread = record.thread_ts if channel == record.channel else None
-    message = render(services, record)
+    forms = _single(services, record)
     who = " ".join(user_mention(u) for u in record.awaited(rung.deciders)[:20])
-    text = f"Escalated, not decided in time: {message.text} {who}".strip()
+    text = f"Escalated, not decided in time: {forms.full.text} {who}".strip()
 
     def post(shown: SlackMessage) -> Awaitable[AsyncSlackResponse]:
         sent = services.client.chat_postMessage(
@@ -311,7 +324,7 @@ async def post_escalation(services: Services, record: InterruptRecord) -> Interr
         where, ts = unrecorded
     else:
         try:
-            answer = await _sent(services, record, message, post)
+            answer = await _sent(record, forms, post)
         except SLACK_FAILURES as exc:
             log.warning(
                 "interrupt %s: escalation card not posted yet, left in the outbox: %s",

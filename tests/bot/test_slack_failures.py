@@ -332,7 +332,7 @@ async def test_a_queued_redraw_redis_failed_to_draw_stays_queued(
     async def unread(services: Any, record: Any) -> Any:
         raise StorageTimeoutError("the batch's items were not read in time")
 
-    monkeypatch.setattr(posting, "_message", unread)
+    monkeypatch.setattr(posting, "_forms", unread)
     await Scheduler(bot.services).tick()
     assert bot.slack.called("chat.update") == [] and await _queued_redraws(bot) == 1
 
