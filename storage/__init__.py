@@ -27,7 +27,8 @@ Entry point::
   ``redrawn(id, *, leased_until)`` (cards Slack did not redraw, tried again).
 - ``queries: InterruptQueries`` - ``get(id)``, ``pending_for_user(user_id, *, limit,
   cursor) -> Page``, ``pending_for_channel(channel, ...) -> Page``,
-  ``pending_for_run(run_id)``, ``many(ids)``.
+  ``pending_for_run(run_id)``, ``many(ids)``, ``batch_card(record)`` and
+  ``led_by(lead_id) -> Batch`` (a batch card's items, a damaged one told apart).
 - ``reminders: ReminderStore`` - ``defer(id, number, *, until)``: hand a reminder just
   taken out again later (when none of its approvers is at work).
 - ``resume: ResumeQueue`` - ``claim``, ``reclaim``, ``begin``, ``complete``, ``release``,

@@ -7,8 +7,10 @@ corrupt record is logged and left out of a listing; ``get`` raises CorruptRecord
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import cast
 
 from .client import RedisClient
@@ -23,6 +25,21 @@ log = logging.getLogger(__name__)
 def parse_flat(flat: Sequence[str]) -> dict[str, str]:
     """A hash from the flat ``[field, value, ...]`` list HGETALL returns inside Lua."""
     return dict(zip(flat[::2], flat[1::2], strict=True))
+
+
+@dataclass(frozen=True)
+class Batch:
+    """A batch card's items as stored: every item's id in the card's order, the records
+    read back (in that order), and the items whose record is damaged, each with why."""
+
+    order: tuple[str, ...]
+    records: list[InterruptRecord]
+    damaged: tuple[tuple[str, CorruptRecordError], ...] = field(default=())
+
+    @classmethod
+    def of(cls, records: Sequence[InterruptRecord]) -> Batch:
+        """The batch of ``records`` (its lead first), all read back."""
+        return cls(order=records[0].batch_items or (records[0].id,), records=list(records))
 
 
 class InterruptQueries:
@@ -103,13 +120,59 @@ class InterruptQueries:
     async def batch(self, record: InterruptRecord) -> list[InterruptRecord]:
         """The items of the batch card ``record`` is on, in the card's order (the lead
         first); just ``record`` when it is on no batch (or its lead is gone)."""
+        return (await self.batch_card(record)).records or [record]
+
+    async def batch_card(self, record: InterruptRecord) -> Batch:
+        """The batch card ``record`` is on (just ``record`` when on none, or its lead is
+        gone); see ``led_by``."""
         if record.batch is None:
-            return [record]
-        lead = record if record.id == record.batch else await self.get(record.batch)
-        if lead is None:
-            return [record]
-        items, _ = await self.many(lead.batch_items or (lead.id,))
-        return items or [record]
+            return Batch.of([record])
+        if record.id == record.batch:
+            return await self._read_batch(record.batch_items or (record.id,))
+        return await self.led_by(record.batch) or Batch.of([record])
+
+    async def led_by(self, lead_id: str) -> Batch | None:
+        """The batch card ``lead_id`` leads; None when it leads none (or is gone). A lead
+        whose record is damaged still lists its items (unless that list is the damage),
+        so the others are drawn and decided; CorruptRecordError when it is."""
+        try:
+            lead = await self.get(lead_id)
+        except CorruptRecordError:
+            return await self._read_batch(await self._batch_items(lead_id))
+        if lead is None or lead.batch != lead.id:
+            return None
+        return await self._read_batch(lead.batch_items or (lead.id,))
+
+    async def _batch_items(self, lead_id: str) -> tuple[str, ...]:
+        """The item ids a damaged lead lists, read alone; CorruptRecordError again when
+        they cannot be (that list is what is damaged)."""
+        key = self._keys.record(lead_id)
+        async with self._client.guard("read a batch's items"):
+            try:
+                raw = await self._client.raw.hget(key, "batch_items")
+            except Exception as exc:
+                if "WRONGTYPE" in str(exc):
+                    raise CorruptRecordError(key, str(exc)) from exc
+                raise
+        try:
+            ids = json.loads(raw or "null")
+        except ValueError as exc:
+            raise CorruptRecordError(key, f"batch_items: {exc}") from exc
+        if not isinstance(ids, list) or not ids or not all(is_record_id(str(i)) for i in ids):
+            raise CorruptRecordError(key, "batch_items: not a list of record ids")
+        return tuple(ids)
+
+    async def _read_batch(self, order: tuple[str, ...]) -> Batch:
+        """The items ``order`` names, read back; one not read, damaged or gone, is told
+        apart by reading it alone."""
+        records, unreadable = await self.many(order)
+        damaged = []
+        for rid in unreadable:
+            try:
+                await self.get(rid)
+            except CorruptRecordError as exc:
+                damaged.append((rid, exc))
+        return Batch(order=order, records=records, damaged=tuple(damaged))
 
     async def many(self, ids: Sequence[str]) -> tuple[list[InterruptRecord], list[str]]:
         """Records by id in one round trip: (the readable ones, the ids missing or corrupt)."""

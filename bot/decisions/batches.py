@@ -13,10 +13,11 @@ from bot.ui import ids
 from bot.ui.batch_message import PER_GROUP, excluded_by, numbered
 from bot.ui.home import refresh_homes
 from bot.ui.posting import post_ephemeral, redraw_unconfirmed, update_message
-from bot.ui.refusals import DAMAGED, STORAGE_DOWN, UNCONFIRMED, reason_text, refusal_text
+from bot.ui.refusals import DAMAGED_BATCH, STORAGE_DOWN, UNCONFIRMED, reason_text, refusal_text
 from bot.ui.requester import tell_batch_decided
 from storage.errors import CorruptRecordError, StorageError, StorageTimeoutError
 from storage.outcomes import DecideOutcome
+from storage.queries import Batch
 from storage.records import InterruptRecord
 
 from .damaged import record_damaged
@@ -26,35 +27,27 @@ log = logging.getLogger(__name__)
 
 
 async def decide_batch(services: Services, click: Click) -> None:
-    """Decide every waiting item of the batch card ``click`` came from."""
+    """Decide every waiting item of the batch card ``click`` came from. An item whose
+    record is damaged (the lead's too) is left as it is, reported, and told of by its
+    number; the others are decided."""
     assert click.ref is not None
     lead_id, user = click.ref.record_id, click.user.id
     channel, ts = click.container.channel_id, click.container.message_ts
     try:
-        lead = await services.storage.queries.get(lead_id)
-        items: list[InterruptRecord] = []
-        damaged_items = 0
-        if lead is not None and lead.batch == lead.id:
-            items, unreadable = await services.storage.queries.many(lead.batch_items)
-            damaged_items = await _damaged(services, unreadable, user=user, channel=channel)
-    except CorruptRecordError as exc:
+        batch = await services.storage.queries.led_by(lead_id)
+    except CorruptRecordError as exc:  # the lead's list of its items is what is damaged
         await record_damaged(services, exc, lead_id, user=user, channel=channel)
-        await post_ephemeral(services, channel=channel, user=user, text=DAMAGED)
+        await post_ephemeral(services, channel=channel, user=user, text=DAMAGED_BATCH)
         return
     except StorageError:
         await post_ephemeral(services, channel=channel, user=user, text=STORAGE_DOWN)
         return
-    if not items:
+    if batch is None or not batch.records:
         await post_ephemeral(services, channel=channel, user=user, text=reason_text("unknown"))
         return
-    if damaged_items:
-        text = (
-            f"{damaged_items} of this card's items could not be read back from storage (their "
-            "data is damaged), so they were not decided; an operator can see them in the "
-            "audit trail (`signoff audit`)."
-        )
-        await post_ephemeral(services, channel=channel, user=user, text=text)
-    chosen = _decisions(click, items, user)
+    for rid, problem in batch.damaged:
+        await record_damaged(services, problem, rid, user=user, channel=channel)
+    chosen = _decisions(click, batch, user)
     try:
         outcomes, damaged = await services.storage.interrupts.decide_together(
             [(item.id, decision, item.args_digest) for item, decision in chosen],
@@ -73,43 +66,43 @@ async def decide_batch(services: Services, click: Click) -> None:
         return
     for rid, problem in damaged:
         await record_damaged(services, problem, rid, user=user, channel=channel)
+    if batch.damaged:
+        await _tell_damaged(services, batch, user=user, channel=channel)
     await _report(services, click, outcomes, len(chosen))
     if all(o.status == "refused" for o in outcomes):
         return  # nothing changed: the card stays as it is
     try:
-        latest, _ = await services.storage.queries.many([item.id for item in items])
+        latest = await services.storage.queries.led_by(lead_id) or batch
     except StorageError as exc:
         log.error("batch %s decided, its items not read back: %s", lead_id, exc)
         await redraw_unconfirmed(services, lead_id)
         return
-    await update_message(services, latest[0] if latest else items[0])
-    if latest and all(r.state != "pending" for r in latest):
+    await update_message(services, latest.records[0] if latest.records else batch.records[0])
+    if latest.records and all(r.state != "pending" for r in latest.records):
         await tell_batch_decided(services, latest)
-        await refresh_homes(services, latest[0])
+        await refresh_homes(services, latest.records[0])
 
 
-async def _damaged(services: Services, ids: list[str], *, user: str, channel: str) -> int:
-    """How many of ``ids`` (items ``many`` could not read) are damaged rather than gone;
-    each is logged, counted and audited as such."""
-    damaged = 0
-    for rid in ids:
-        try:
-            await services.storage.queries.get(rid)
-        except CorruptRecordError as exc:
-            await record_damaged(services, exc, rid, user=user, channel=channel)
-            damaged += 1
-    return damaged
+async def _tell_damaged(services: Services, batch: Batch, *, user: str, channel: str) -> None:
+    """Tell the clicker which items could not be read back: left as they are stored."""
+    places = sorted(batch.order.index(rid) + 1 for rid, _ in batch.damaged)
+    one = len(places) == 1
+    text = (
+        f"Item{'' if one else 's'} {', '.join(str(n) for n in places)} of this card could "
+        f"not be read back from storage ({'its' if one else 'their'} data is damaged), so "
+        f"{'it was' if one else 'they were'} not decided and {'is' if one else 'are'} left "
+        "as stored. An operator can see the damage in the audit trail (`signoff audit`)."
+    )
+    await post_ephemeral(services, channel=channel, user=user, text=text)
 
 
-def _decisions(
-    click: Click, items: list[InterruptRecord], user: str
-) -> list[tuple[InterruptRecord, Decision]]:
+def _decisions(click: Click, batch: Batch, user: str) -> list[tuple[InterruptRecord, Decision]]:
     """Each waiting item's decision: Deny all denies them; Approve selected approves the
     ticked ones and excludes the others (a group the click's state lacks reads ticked,
     as the card drew it)."""
     ticked = click.ticked
     chosen = []
-    for index, item in numbered(items):
+    for index, item in numbered(batch):
         if item.state != "pending":
             continue
         if click.action.action_id == ids.BATCH_DENY:

@@ -25,7 +25,7 @@ from bot.services import Services
 from bot.services.log_context import log_ids
 from bot.services.tracing import span
 from bot.ui import ids
-from bot.ui.batch_message import item_args, numbered
+from bot.ui.batch_message import damaged_places, item_args, numbered
 from bot.ui.cards import card_from_record
 from bot.ui.home import refresh_homes
 from bot.ui.modals import args_modal, batch_details_modal, deny_modal, edit_modal, reply_modal
@@ -334,14 +334,15 @@ async def open_modal(services: Services, click: Click) -> None:
     card = card_from_record(record, trust_label=trust_label(services, record))
     if click.action.action_id == ids.EDIT:
         view = edit_modal(card, await edit_fields(services, record))
-    elif click.action.action_id == ids.FULL_ARGS and record.batch_items:
+    elif click.action.action_id == ids.FULL_ARGS and record.batch is not None:
         try:
-            items = await services.storage.queries.batch(record)
+            batch = await services.storage.queries.batch_card(record)
         except StorageError as exc:
             log.error("batch details not opened, its items not read: %s", exc)
             await post_ephemeral(services, channel=channel, user=user, text=STORAGE_DOWN)
             return
-        view = batch_details_modal(card, [(n, item_args(r)) for n, r in numbered(items)])
+        items = [(n, item_args(r)) for n, r in numbered(batch)]
+        view = batch_details_modal(card, items, damaged_places(batch))
     else:
         view = _MODALS[click.action.action_id](card)
     view["private_metadata"] = opened_from(view["private_metadata"], channel, message_ts)

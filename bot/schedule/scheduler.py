@@ -199,9 +199,9 @@ class Scheduler:
     async def _batch_expired(self, record: InterruptRecord) -> None:
         services = self._services
         await update_message(services, record)
-        items = await services.storage.queries.batch(record)
-        services.metrics.decisions["expired"] += sum(r.state == "expired" for r in items)
-        await tell_batch_decided(services, items)
+        batch = await services.storage.queries.batch_card(record)
+        services.metrics.decisions["expired"] += sum(r.state == "expired" for r in batch.records)
+        await tell_batch_decided(services, batch)
         await refresh_homes(services, record)
 
     async def _remind(self, due: ReminderDue) -> None:

@@ -6,10 +6,11 @@ when Slack finds the card too long in total, cuts the long parts as a single car
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 from agent_runtime.interrupts import Decision
 from agent_runtime.messages import JSONValue
+from storage.queries import Batch
 from storage.records import InterruptRecord
 
 from . import ids
@@ -27,7 +28,7 @@ from .blocks import (
     user_mention,
 )
 from .card_buttons import full_details, more_menu
-from .cards import card_from_record, verdict_from_record
+from .cards import Card, card_from_record, verdict_from_record
 from .message import COMPACT_TEXT, CUT_NOTE, HEADLINE, ICON, SlackMessage, status_parts
 from .mrkdwn import visible_bidi
 
@@ -36,6 +37,7 @@ PER_GROUP = 10
 _LINES_PER_SECTION = 10
 """Item lines per section: ten of the longest still fit in a section's 3,000 characters."""
 _EXCLUDED = "Excluded from the batch by "
+DAMAGED_ITEM = ":warning: Its stored data is damaged, so it cannot be shown or decided here."
 _LABEL = 150
 """How long an item's label may be on a decided item's line."""
 COMPACT_LABEL = 30
@@ -48,23 +50,29 @@ def excluded_by(user: str) -> Decision:
     return Decision.reject(f"{_EXCLUDED}{user}")
 
 
-def numbered(items: Sequence[InterruptRecord]) -> list[tuple[int, InterruptRecord]]:
-    """``items`` (the lead first) with each one's place on the card: its place in the
-    lead's list, so an item whose record is gone leaves a gap rather than renumbering the
-    rest (a click's ticks name places, and must name the items the card showed)."""
-    places = {rid: n for n, rid in enumerate(items[0].batch_items)}
-    return [(places.get(record.id, n), record) for n, record in enumerate(items)]
+def numbered(batch: Batch) -> list[tuple[int, InterruptRecord]]:
+    """The items read back with each one's place on the card: its place in the lead's
+    list, so an item whose record is gone leaves a gap rather than renumbering the rest
+    (a click's ticks name places, and must name the items the card showed)."""
+    places = {rid: n for n, rid in enumerate(batch.order)}
+    return [(places.get(record.id, n), record) for n, record in enumerate(batch.records)]
 
 
-def batch_message(items: Sequence[InterruptRecord], *, compact: bool = False) -> SlackMessage:
-    """The batch card for ``items`` (the lead first), as they stand now; ``compact``, its
-    details and each item's label cut short, and Full details showing them whole."""
-    lead = items[0]
-    card = card_from_record(lead)
-    placed = numbered(items)
+def batch_message(batch: Batch, *, compact: bool = False) -> SlackMessage:
+    """The batch card for ``batch``, as its items stand now; ``compact``, its details and
+    each item's label cut short, and Full details showing them whole. Its header and
+    details are the lead's, or (the lead's record damaged) those of the first item read:
+    every item is a call of one tool in one run."""
+    card = card_from_record(batch.records[0])
+    placed = numbered(batch)
     waiting = [(n, r) for n, r in placed if r.state == "pending"]
-    count = len(items)
-    title = f"Approval needed: {card.action}" if waiting else f"Decided: {card.action}"
+    count = len(placed) + len(batch.damaged)
+    if waiting:
+        title = f"Approval needed: {card.action}"
+    elif batch.damaged:  # what became of a damaged item is not known
+        title = f"Decided but for damaged items: {card.action}"
+    else:
+        title = f"Decided: {card.action}"
     agent = f"*{escaped(card.agent, 200)}*"
     if card.external:  # a job's request with items: its details, then the items
         what, unit = f"{agent} asks about {count} items", "items"
@@ -81,9 +89,9 @@ def batch_message(items: Sequence[InterruptRecord], *, compact: bool = False) ->
         first_waiting = card_from_record(waiting[0][1])
         blocks.append(context(status_parts(first_waiting)))
         blocks += _groups(waiting, COMPACT_LABEL if compact else BUTTON_TEXT)
-    blocks += _outcomes(placed, COMPACT_LABEL if compact else _LABEL)
+    blocks += _outcomes(placed, damaged_places(batch), COMPACT_LABEL if compact else _LABEL)
     if waiting:
-        blocks.append(_buttons(lead, len(waiting), compact=compact))
+        blocks.append(_buttons(batch.order[0], card, len(waiting), compact=compact))
     elif compact:
         details_button = full_details(card)
         blocks.append(
@@ -143,10 +151,17 @@ def item_outcome(record: InterruptRecord) -> str | None:
     return HEADLINE[verdict.outcome]
 
 
-def _outcomes(placed: list[tuple[int, InterruptRecord]], label: int) -> list[Block]:
+def damaged_places(batch: Batch) -> list[int]:
+    """The places of the items whose record is damaged."""
+    return [batch.order.index(rid) for rid, _ in batch.damaged if rid in batch.order]
+
+
+def _outcomes(
+    placed: list[tuple[int, InterruptRecord]], damaged: list[int], label: int
+) -> list[Block]:
     """One line per decided item (its label in at most ``label`` characters): what became
-    of it, and who decided."""
-    lines = []
+    of it, and who decided; and one per item ``damaged``, which the card cannot show."""
+    placed_lines = [(index, f"{index + 1}. {DAMAGED_ITEM}") for index in damaged]
     for index, record in placed:
         verdict = verdict_from_record(record)
         what = item_outcome(record)
@@ -154,18 +169,21 @@ def _outcomes(placed: list[tuple[int, InterruptRecord]], label: int) -> list[Blo
             continue
         shown = escaped(item_label(record, index), label)
         who = f" by {user_mention(record.decided_by)}" if record.decided_by else ""
-        lines.append(f"{ICON[verdict.outcome]} {shown}: {what}{who}")
+        placed_lines.append((index, f"{ICON[verdict.outcome]} {shown}: {what}{who}"))
+    lines = [line for _, line in sorted(placed_lines)]
     return [
         section("\n".join(lines[i : i + _LINES_PER_SECTION]))
         for i in range(0, len(lines), _LINES_PER_SECTION)
     ]
 
 
-def _buttons(lead: InterruptRecord, waiting: int, *, compact: bool) -> Block:
+def _buttons(lead_id: str, card: Card, waiting: int, *, compact: bool) -> Block:
+    """Approve selected and Deny all (naming the lead, as the card's items are found from
+    it), Full details on a compact card, and the overflow menu."""
     approve = button(
         "Approve selected",
         action_id=ids.BATCH_APPROVE,
-        value=lead.id,
+        value=lead_id,
         style="primary",
         confirm=confirm_dialog(
             title="Approve the ticked items?",
@@ -176,7 +194,7 @@ def _buttons(lead: InterruptRecord, waiting: int, *, compact: bool) -> Block:
     deny = button(
         "Deny all",
         action_id=ids.BATCH_DENY,
-        value=lead.id,
+        value=lead_id,
         style="danger",
         confirm=confirm_dialog(
             title=f"Deny all {waiting}?",
@@ -184,7 +202,6 @@ def _buttons(lead: InterruptRecord, waiting: int, *, compact: bool) -> Block:
             confirm="Deny all",
         ),
     )
-    card = card_from_record(lead)
     details = [full_details(card)] if compact else []
     return {
         "type": "actions",

@@ -15,6 +15,7 @@ from agent_runtime.messages import JSONValue
 
 from . import ids
 from .arg_form import Field, form_blocks, loads_finite
+from .batch_message import DAMAGED_ITEM
 from .blocks import (
     MODAL_BLOCKS,
     PRIVATE_METADATA,
@@ -144,11 +145,18 @@ def args_modal(card: Card) -> Block:
     return _details_view(card, sections)
 
 
-def batch_details_modal(card: Card, items: Sequence[tuple[int, Mapping[str, JSONValue]]]) -> Block:
+def batch_details_modal(
+    card: Card, items: Sequence[tuple[int, Mapping[str, JSONValue]]], damaged: Sequence[int]
+) -> Block:
     """A batch card's Full details (``card`` its lead's): its details, then each item's
-    arguments whole, numbered by their ``(place, arguments)`` as on the card."""
+    arguments whole, numbered by their ``(place, arguments)`` as on the card, and the
+    places of the items ``damaged`` said to be so."""
+    entries = [*items, *((place, None) for place in damaged)]
     parts = []
-    for place, args in items:
+    for place, args in sorted(entries, key=lambda entry: entry[0]):
+        if args is None:
+            parts.append(f"*{place + 1}.* {DAMAGED_ITEM}")
+            continue
         code = code_text(args_json(args))
         parts += [f"*{place + 1}.*", *(f"```{p}```" for p in _split(code, SECTION_TEXT - 6))]
     packed: list[str] = []

@@ -75,8 +75,8 @@ async def _forms(services: Services, record: InterruptRecord) -> _Forms:
     """The card showing ``record``: its batch card when it is an item of one."""
     if record.batch is None:
         return _single(services, record)
-    items = await services.storage.queries.batch(record)
-    return _Forms(batch_message(items), batch_message(items, compact=True))
+    batch = await services.storage.queries.batch_card(record)
+    return _Forms(batch_message(batch), batch_message(batch, compact=True))
 
 
 _TOO_LONG = frozenset({"msg_blocks_too_long", "msg_too_long"})

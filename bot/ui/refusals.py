@@ -15,6 +15,11 @@ DAMAGED = (
     "This request's stored data is damaged, so it cannot be decided; an operator can see it "
     "in the audit trail (`signoff audit`)."
 )
+DAMAGED_BATCH = (
+    "Item 1 of this card is damaged in storage, and with it the card's list of its items, "
+    "so none of them can be decided from this card. An operator can see it in the audit "
+    "trail (`signoff audit`), and repair or delete that record."
+)
 _TEXT = {
     "unknown": "This approval request no longer exists; nothing was decided.",
     "not_allowed": "You are not among the approvers of this request; nothing was decided.",

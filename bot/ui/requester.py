@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 
 from bot.services import Services
+from storage.queries import Batch
 from storage.records import InterruptRecord
 
 from .batch_message import item_outcome
@@ -32,9 +33,13 @@ async def tell_decided(services: Services, record: InterruptRecord) -> None:
     await _tell(services, record, verdict_note(card_from_record(record), verdict))
 
 
-async def tell_batch_decided(services: Services, items: list[InterruptRecord]) -> None:
+async def tell_batch_decided(services: Services, batch: Batch) -> None:
     """A batch card's items were decided: one note with how many came to what, posted by
-    one caller only, however many decided its last items at once."""
+    one caller only, however many decided its last items at once. Not while an item is
+    damaged: what became of it is not known."""
+    if batch.damaged:
+        return
+    items = batch.records
     counts: dict[str, int] = {}
     for record in items:
         what = item_outcome(record)

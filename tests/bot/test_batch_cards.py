@@ -28,6 +28,7 @@ from bot.ui.refusals import UNCONFIRMED
 from storage.approvers import ApproverPolicy
 from storage.errors import StorageTimeoutError, StorageUnavailableError
 from storage.outcomes import DecideOutcome, ExpiryResult
+from storage.queries import Batch
 from storage.records import InterruptRecord
 
 
@@ -205,7 +206,7 @@ def test_a_full_batch_of_long_items_fits_slacks_limits_and_shows_every_item() ->
                 update={"state": "approved", "decided_by": ALICE, "decided_at": NOW}
             )
         records.append(record)
-    message = batch_message(records)
+    message = batch_message(Batch.of(records))
     check_message(message.text, message.blocks)
     shown = str(message.blocks)
     assert all(f"{n + 1}. /{n:03d}/xxx" in shown for n in range(100))  # none cut off
@@ -285,7 +286,7 @@ async def test_an_item_too_damaged_to_read_is_reported_too(make_bot: Any) -> Non
     await bot.batch_click(ids.BATCH_APPROVE, user=ALICE)
     await bot.slack.wait_calls("chat.update")
     [told] = bot.slack.called("chat.postEphemeral")
-    assert told["text"].startswith("1 of this card's items could not be read back")
+    assert told["text"].startswith("Item 21 of this card could not be read back")
     entries = await storage.audit.read(count=500)
     assert [(e.event, e.record_id) for e in entries if e.event == "damaged"] == [
         ("damaged", damaged.id)

@@ -16,6 +16,7 @@ from bot.ui.batch_message import batch_message
 from bot.ui.message import CUT_NOTE
 from sandbox.blocks import MAX_BLOCK_TEXT, block_text_length, checked_blocks, checked_view
 from storage.approvers import ApproverPolicy
+from storage.queries import Batch
 from storage.records import InterruptRecord
 
 LONG = [f"/srv/archive/{n:03d}/" + "x" * 300 for n in range(100)]
@@ -114,7 +115,7 @@ def test_a_full_batch_of_the_longest_items_fits_in_one_message_compact() -> None
     within what Slack takes compact, every item still numbered on it."""
     for states in (["pending"] * 100, ["withdrawn"] * 100, ["pending", "withdrawn"] * 50):
         items = _batch(states)
-        full, compact = batch_message(items), batch_message(items, compact=True)
+        full, compact = batch_message(Batch.of(items)), batch_message(Batch.of(items), compact=True)
         assert block_text_length(checked_blocks(full.blocks, surface="message")) > MAX_BLOCK_TEXT
         blocks = checked_blocks(compact.blocks, surface="message")
         assert block_text_length(blocks) <= MAX_BLOCK_TEXT, states[:2]
