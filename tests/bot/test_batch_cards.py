@@ -104,8 +104,10 @@ async def test_deny_all_runs_nothing_and_a_quorum_applies_to_the_batch(make_bot:
     final = await bot.finished()
     assert final.startswith("Finished: deleted 0")
     assert deleted == []
-    text = str(_card(bot)["blocks"])
-    assert text.count(f"Excluded by <@{ALICE}>") == 1 and text.count(f"Denied by <@{BOB}>") == 39
+    await bot.slack.wait_for(  # the card's redraw may follow the run's end in the thread
+        lambda: str(_card(bot)["blocks"]).count(f"Denied by <@{BOB}>") == 39, what="the redraw"
+    )
+    assert str(_card(bot)["blocks"]).count(f"Excluded by <@{ALICE}>") == 1
 
 
 async def test_the_same_click_again_decides_only_the_items_left(make_bot: Any) -> None:
