@@ -33,7 +33,7 @@ from bot.runs.drive import settle
 from bot.runs.place import Place, place_of
 from bot.services import Services
 from bot.ui.cards import IN_APP
-from bot.ui.posting import update_message
+from bot.ui.redraws import update_message
 from storage.errors import InvalidIdError
 from storage.keys import record_id
 from storage.records import FINAL_STATE_OF, InterruptRecord

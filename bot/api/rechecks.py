@@ -12,7 +12,7 @@ from aiohttp import web
 from agent_runtime.messages import JSONValue
 from agent_runtime.preconditions import changes
 from bot.services import Services
-from bot.ui.posting import update_message
+from bot.ui.redraws import update_message
 from storage.records import InterruptRecord
 from storage.requests import request_record_id
 

@@ -31,7 +31,8 @@ from bot.services import Services
 from bot.services.log_context import log_ids
 from bot.services.tracing import span
 from bot.ui.notes import post_in_thread
-from bot.ui.posting import post_interrupt, update_message
+from bot.ui.posting import post_interrupt
+from bot.ui.redraws import update_message
 from storage.audit import AuditEntry
 from storage.errors import CorruptRecordError, DuplicateInterruptError, StorageError
 from storage.records import InterruptRecord

@@ -12,7 +12,8 @@ from bot.services import Services
 from bot.ui import ids
 from bot.ui.batch_message import PER_GROUP, excluded_by, numbered
 from bot.ui.home import refresh_homes
-from bot.ui.posting import post_ephemeral, redraw_unconfirmed, update_message
+from bot.ui.posting import post_ephemeral
+from bot.ui.redraws import redraw_unconfirmed, update_message
 from bot.ui.refusals import DAMAGED_BATCH, STORAGE_DOWN, UNCONFIRMED, reason_text, refusal_text
 from bot.ui.requester import tell_batch_decided
 from storage.errors import CorruptRecordError, StorageError, StorageTimeoutError

@@ -26,10 +26,12 @@ from bot.services.log_context import log_ids
 from bot.services.tracing import span
 from bot.ui import ids
 from bot.ui.batch_message import damaged_places, item_args, numbered
+from bot.ui.card_forms import trust_label
 from bot.ui.cards import card_from_record
 from bot.ui.home import refresh_homes
 from bot.ui.modals import args_modal, batch_details_modal, deny_modal, edit_modal, reply_modal
-from bot.ui.posting import post_ephemeral, trust_label, update_message
+from bot.ui.posting import post_ephemeral
+from bot.ui.redraws import update_message
 from bot.ui.refusals import (
     DAMAGED,
     FORM_NOT_OPENED,

@@ -17,7 +17,7 @@ from bot.ui.blocks import date_token
 from bot.ui.cards import card_from_record
 from bot.ui.home import publish_home, refresh_homes
 from bot.ui.modals import deny_modal
-from bot.ui.posting import update_message
+from bot.ui.redraws import update_message
 from bot.ui.refusals import FORM_NOT_OPENED, STORAGE_DOWN, reason_text, refusal_text
 from bot.ui.requester import tell_decided
 from bot.ui.slack_failures import why_failed

@@ -20,7 +20,7 @@ from bot.ui import ids
 from bot.ui.arg_form import read_args
 from bot.ui.home import refresh_homes
 from bot.ui.modals import errors_for, parse_args
-from bot.ui.posting import update_message
+from bot.ui.redraws import update_message
 from bot.ui.refusals import DAMAGED, STORAGE_DOWN, reason_text, refusal_text
 from bot.ui.requester import tell_decided
 from storage.errors import CorruptRecordError, StorageError

@@ -11,7 +11,8 @@ from bot.ui.blocks import mentions, user_mention
 from bot.ui.cards import after_undo
 from bot.ui.home import refresh_homes
 from bot.ui.notes import post_mrkdwn
-from bot.ui.posting import post_ephemeral, redraw_unconfirmed, update_message
+from bot.ui.posting import post_ephemeral
+from bot.ui.redraws import redraw_unconfirmed, update_message
 from bot.ui.refusals import DAMAGED, STORAGE_DOWN, UNCONFIRMED, refusal_text
 from storage.errors import CorruptRecordError, StorageError, StorageTimeoutError
 

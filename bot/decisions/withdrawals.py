@@ -16,7 +16,8 @@ from bot.services import Services
 from bot.ui.blocks import user_mention
 from bot.ui.home import refresh_homes
 from bot.ui.notes import post_mrkdwn
-from bot.ui.posting import post_ephemeral, update_message
+from bot.ui.posting import post_ephemeral
+from bot.ui.redraws import update_message
 from bot.ui.refusals import STORAGE_DOWN, refusal_text
 from bot.ui.requester import tell_decided
 from storage.errors import StorageError, StorageTimeoutError

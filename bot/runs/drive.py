@@ -19,7 +19,8 @@ from bot.agents.policy import is_channel_id
 from bot.errors import BotError
 from bot.services import Services
 from bot.ui.notes import post_in_thread
-from bot.ui.posting import post_interrupt, update_message
+from bot.ui.posting import post_interrupt
+from bot.ui.redraws import update_message
 from bot.ui.requester import mention_in_thread, tell_finished
 from storage.audit import AuditEntry
 from storage.errors import DuplicateInterruptError, StorageError

@@ -24,7 +24,8 @@ from bot.services.workhours import in_working_hours, next_start
 from bot.ui.blocks import user_mention
 from bot.ui.home import refresh_homes
 from bot.ui.notes import send_mrkdwn, send_queued_notes
-from bot.ui.posting import post_escalation, post_interrupt, update_message
+from bot.ui.posting import post_escalation, post_interrupt
+from bot.ui.redraws import update_message
 from bot.ui.requester import tell_batch_decided, tell_decided, tell_escalated
 from bot.ui.slack_failures import SLACK_FAILURES, passing, retry_after, why_failed
 from storage.audit import AuditEntry

@@ -1,11 +1,9 @@
-"""Posting interrupts to Slack and updating their message in place.
+"""Posting interrupts (and their escalation steps' cards) to Slack, and recording where.
 
 An interrupt is stored (and in the outbox) before it is posted; a post that fails leaves
 it there for the scheduler to post again, so nothing is dropped while Slack is away. One
 poster at a time: while a post is under way its outbox lease is renewed, and a rate
-limit longer than the client sleeps out puts the entry back for when Slack allows. A
-redraw Slack did not take for a passing reason is queued, and the scheduler draws the
-card again from the stored state, so no card keeps showing a state that has passed.
+limit longer than the client sleeps out puts the entry back for when Slack allows.
 """
 
 from __future__ import annotations
@@ -13,90 +11,26 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable
 from datetime import timedelta
-from functools import partial
 
-from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from bot.services import Services
 from storage.errors import StorageError
 from storage.records import InterruptRecord
-from storage.requests import is_request_run
 from storage.sweeps import POST_LEASE
 
-from .batch_message import batch_message
 from .blocks import is_user_id, user_mention
-from .cards import card_from_record, verdict_from_record
-from .message import SlackMessage, decided_message, pending_message
+from .card_forms import card_forms, send_fitting, single_forms
+from .message import SlackMessage
 from .mrkdwn import escape_truncate
 from .notes import post_direct
+from .redraws import update_message
 from .routing import awake_approvers
 from .slack_failures import SLACK_FAILURES, passing, retry_after, why_failed
 
 log = logging.getLogger(__name__)
-
-
-def trust_label(services: Services, record: InterruptRecord) -> str | None:
-    """The "Approve and trust" label from the agent's policy for this tool, if offered: never
-    on a quorum's card, which is asked every time."""
-    spec = None if is_request_run(record.run_id) else services.registry.spec(record.agent)
-    if spec is None or record.policy.min_approvals > 1:
-        return None
-    call = record.runtime_interrupt.tool_call
-    return spec.policy_for(call.name if call else None).trust_label
-
-
-def render(services: Services, record: InterruptRecord, *, compact: bool = False) -> SlackMessage:
-    """The message for the record's current state: buttons while pending, the verdict after;
-    ``compact``, its long parts cut short."""
-    card = card_from_record(record, trust_label=trust_label(services, record))
-    verdict = verdict_from_record(record)
-    if verdict is None:
-        return pending_message(card, compact=compact)
-    return decided_message(card, verdict, compact=compact)
-
-
-@dataclass(frozen=True)
-class _Forms:
-    """A card as drawn in full, and in the compact form sent when Slack refuses that."""
-
-    full: SlackMessage
-    compact: SlackMessage
-
-
-def _single(services: Services, record: InterruptRecord) -> _Forms:
-    return _Forms(render(services, record), render(services, record, compact=True))
-
-
-async def _forms(services: Services, record: InterruptRecord) -> _Forms:
-    """The card showing ``record``: its batch card when it is an item of one."""
-    if record.batch is None:
-        return _single(services, record)
-    batch = await services.storage.queries.batch_card(record)
-    return _Forms(batch_message(batch), batch_message(batch, compact=True))
-
-
-_TOO_LONG = frozenset({"msg_blocks_too_long", "msg_too_long"})
-
-
-async def _sent(
-    record: InterruptRecord,
-    forms: _Forms,
-    send: Callable[[SlackMessage], Awaitable[AsyncSlackResponse]],
-) -> AsyncSlackResponse:
-    """``send`` the full card; when Slack refuses it as too long in total (a limit on all
-    blocks together it does not document, though each block is within its own), the
-    compact card instead."""
-    try:
-        return await send(forms.full)
-    except SlackApiError as exc:
-        if exc.response.get("error") not in _TOO_LONG:
-            raise
-        log.info("interrupt %s: Slack found its card too long, sent compact", record.id)
-        return await send(forms.compact)
 
 
 async def post_interrupt(services: Services, record: InterruptRecord) -> InterruptRecord | None:
@@ -112,7 +46,7 @@ async def post_interrupt(services: Services, record: InterruptRecord) -> Interru
         return await _mark_posted(services, record, team_url, *unrecorded)
     try:
         channel = record.channel or await _dm_channel(services, record)
-        forms = await _forms(services, record)
+        forms = await card_forms(services, record)
         awake = " ".join(user_mention(u) for u in await awake_approvers(services, record))
 
         def post(shown: SlackMessage) -> Awaitable[AsyncSlackResponse]:
@@ -126,7 +60,7 @@ async def post_interrupt(services: Services, record: InterruptRecord) -> Interru
             )
             return _holding_outbox(services, record.id, sent)
 
-        answer = await _sent(record, forms, post)
+        answer = await send_fitting(record, forms, post)
     except SLACK_FAILURES as exc:
         log.warning(
             "interrupt %s not posted yet, left in the outbox: %s", record.id, why_failed(exc)
@@ -200,97 +134,6 @@ async def _tell_refused(services: Services, record: InterruptRecord, why: str) -
     await post_direct(services, record.requested_by, text)
 
 
-async def update_message(services: Services, record: InterruptRecord) -> bool:
-    """Redraw the interrupt's message in place (``chat.update`` from the stored channel/ts),
-    and its escalation card when it has one: every copy shows the same state.
-
-    Then the stored record is read again: a step that landed while this one was drawn
-    (whose own redraw may have reached Slack first) is drawn again, so Slack is left
-    showing the latest state, never an older one. True once it is drawn (or Slack refused
-    it for good, a deleted message); False while a redraw is owed: a copy Slack did not
-    take for a passing reason (queued to be redrawn), or Redis failed before the draw."""
-    drawn: SlackMessage | None = None
-    for _ in range(_REDRAWS):
-        try:
-            forms = await _forms(services, record)
-        except StorageError as exc:
-            log.error("interrupt %s: its batch card not redrawn: %s", record.id, exc)
-            return False
-        if forms.full == drawn:
-            return True
-        failure = await _update_copies(services, record, forms)
-        if failure is not None and passing(failure):
-            await _redraw_later(services, record, failure)
-            return False
-        drawn = forms.full
-        try:
-            latest = await services.storage.queries.get(record.id)
-        except StorageError as exc:
-            log.warning("interrupt %s: not read again after its redraw: %s", record.id, exc)
-            return True
-        if latest is None:
-            return True
-        record = latest
-    return True
-
-
-async def _redraw_later(
-    services: Services, record: InterruptRecord, failure: BaseException
-) -> None:
-    wait = max(timedelta(seconds=retry_after(failure) or 0), POST_LEASE)
-    try:
-        await services.storage.interrupts.redraw_later(record.id, at=services.clock.now() + wait)
-    except StorageError as exc:
-        log.error("interrupt %s: its redraw not queued: %s", record.id, exc)
-        return
-    log.info("interrupt %s: its card will be redrawn in %ds", record.id, wait.total_seconds())
-
-
-async def redraw_unconfirmed(services: Services, record_id: str) -> None:
-    """Queue a redraw of a card whose decision (or undo) timed out in Redis: it may have
-    landed, and the card then shows it rather than buttons of a state that has passed."""
-    try:
-        await services.storage.interrupts.redraw_later(
-            record_id, at=services.clock.now() + POST_LEASE
-        )
-    except StorageError as exc:
-        log.error("interrupt %s: its redraw not queued: %s", record_id, exc)
-
-
-_REDRAWS = 3
-"""At most this many draws per update: each further one follows a step that landed during
-the previous one."""
-
-
-async def _update_copies(
-    services: Services, record: InterruptRecord, forms: _Forms
-) -> BaseException | None:
-    """Draw ``forms`` on every copy of the card; a failure worth trying again if one
-    failed so, else the last failure, if any failed."""
-    failure: BaseException | None = None
-    copies = [(record.channel, record.message_ts), *record.escalation_cards]
-    if record.escalation_channel and record.escalation_ts:
-        copies.append((record.escalation_channel, record.escalation_ts))
-    for channel, ts in copies:
-        if not channel or not ts:
-            continue
-        try:
-            await _sent(record, forms, partial(_update, services, channel, ts))
-        except SLACK_FAILURES as exc:
-            log.error(
-                "interrupt %s: message in %s not updated: %s", record.id, channel, why_failed(exc)
-            )
-            if failure is None or not passing(failure):
-                failure = exc
-    return failure
-
-
-def _update(
-    services: Services, channel: str, ts: str, shown: SlackMessage
-) -> Awaitable[AsyncSlackResponse]:
-    return services.client.chat_update(channel=channel, ts=ts, text=shown.text, blocks=shown.blocks)
-
-
 async def post_escalation(services: Services, record: InterruptRecord) -> InterruptRecord | None:
     """Post the card of the escalation step an interrupt reached, in that step's channel
     (or the run's thread), and keep where; the updated record, or None when Slack or
@@ -303,7 +146,7 @@ async def post_escalation(services: Services, record: InterruptRecord) -> Interr
     if not channel:
         return None
     thread = record.thread_ts if channel == record.channel else None
-    forms = _single(services, record)
+    forms = single_forms(services, record)
     who = " ".join(user_mention(u) for u in record.awaited(rung.deciders)[:20])
     text = f"Escalated, not decided in time: {forms.full.text} {who}".strip()
 
@@ -324,7 +167,7 @@ async def post_escalation(services: Services, record: InterruptRecord) -> Interr
         where, ts = unrecorded
     else:
         try:
-            answer = await _sent(record, forms, post)
+            answer = await send_fitting(record, forms, post)
         except SLACK_FAILURES as exc:
             log.warning(
                 "interrupt %s: escalation card not posted yet, left in the outbox: %s",

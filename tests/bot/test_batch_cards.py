@@ -23,7 +23,7 @@ from bot.runs.approvers import MAX_BATCH, batched
 from bot.schedule.scheduler import Scheduler
 from bot.ui import ids
 from bot.ui.batch_message import batch_message
-from bot.ui.posting import update_message
+from bot.ui.redraws import update_message
 from bot.ui.refusals import UNCONFIRMED
 from storage.approvers import ApproverPolicy
 from storage.errors import StorageTimeoutError, StorageUnavailableError

@@ -17,9 +17,10 @@ from bot.agents.policy import Escalate, Policy, Reminders
 from bot.runs.drive import start_run
 from bot.runs.place import Place
 from bot.schedule.scheduler import Scheduler
-from bot.ui import ids, posting
+from bot.ui import ids, redraws
 from bot.ui.notes import post_in_thread, post_mrkdwn, send_queued_notes
-from bot.ui.posting import message_link, update_message
+from bot.ui.posting import message_link
+from bot.ui.redraws import update_message
 from bot.ui.refusals import FORM_NOT_OPENED
 from storage.epoch import to_ms
 from storage.errors import StorageTimeoutError
@@ -332,7 +333,7 @@ async def test_a_queued_redraw_redis_failed_to_draw_stays_queued(
     async def unread(services: Any, record: Any) -> Any:
         raise StorageTimeoutError("the batch's items were not read in time")
 
-    monkeypatch.setattr(posting, "_forms", unread)
+    monkeypatch.setattr(redraws, "card_forms", unread)
     await Scheduler(bot.services).tick()
     assert bot.slack.called("chat.update") == [] and await _queued_redraws(bot) == 1
 
