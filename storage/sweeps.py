@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import logging
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Literal, cast
 
@@ -16,8 +16,10 @@ from agent_runtime.interrupts import Decision
 
 from .client import RedisClient
 from .epoch import from_ms, to_ms
+from .errors import CorruptRecordError
 from .keys import Keys
 from .outcomes import ExpiryResult, ReminderDue
+from .records import InterruptRecord
 from .retention import millis
 from .transitions import RecordTransitions
 
@@ -52,13 +54,12 @@ class DueSweeps(RecordTransitions):
             elif result[0] in ("expired", "escalated", "released"):
                 outcome = cast(Literal["expired", "escalated", "released"], result[0])
                 log.info("interrupt %s %s", rid, outcome)
-                results.append(
-                    ExpiryResult(
-                        outcome=outcome,
-                        record=self._record(rid, result[2:]),
-                        resume_job_id=result[1] or None,
+                if (record := self._read_back(rid, result[2:])) is not None:
+                    results.append(
+                        ExpiryResult(
+                            outcome=outcome, record=record, resume_job_id=result[1] or None
+                        )
                     )
-                )
         return results
 
     async def next_due(self) -> datetime | None:
@@ -81,11 +82,18 @@ class DueSweeps(RecordTransitions):
         for rid, result in zip(due, await self._each("remind", due, now), strict=True):
             if result is None:
                 await self._drop_corrupt(self._keys.reminders, rid)
-            elif result[0] == "due":
-                reminders.append(
-                    ReminderDue(number=int(result[1]), record=self._record(rid, result[2:]))
-                )
+            elif result[0] == "due" and (record := self._read_back(rid, result[2:])) is not None:
+                reminders.append(ReminderDue(number=int(result[1]), record=record))
         return reminders
+
+    def _read_back(self, rid: str, flat: Sequence[str]) -> InterruptRecord | None:
+        """The record a sweep's step handed back; None (logged) when it is damaged where the
+        step does not look, so the sweep reports the other records it handled."""
+        try:
+            return self._record(rid, flat)
+        except CorruptRecordError as exc:
+            log.error("%s", exc)
+            return None
 
     async def _lease_due(
         self, index: Callable[[int], str], now: datetime, limit: int, lease: timedelta

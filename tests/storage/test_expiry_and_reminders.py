@@ -164,3 +164,28 @@ async def test_a_queued_click_no_decider_takes_holds_the_expiry_back_ten_minutes
     await wait_for(hold_over, what="the hold to end")
     [expired] = await storage.interrupts.expire_due(later(hours=1, minutes=10, seconds=1))
     assert expired.outcome == "expired" and expired.record.state == "expired"
+
+
+async def test_a_record_damaged_where_the_sweep_cannot_see_it_leaves_the_others_theirs(
+    storage: Storage,
+) -> None:
+    """A field only the Python side reads is damaged: the expiry and reminder sweeps
+    report every other record they handled instead of failing the whole pass."""
+    records = [
+        make_record(
+            run_id=f"run_{n}", expires_in=timedelta(hours=2), reminders=(timedelta(hours=1),)
+        )
+        for n in range(3)
+    ]
+    for record in records:
+        await storage.interrupts.create_interrupt(record)
+    damaged = storage.keys.record(records[1].id)
+    await storage.client.raw.hset(damaged, "votes", "{not json")
+    before = await storage.client.raw.hgetall(damaged)
+
+    reminded = await storage.interrupts.due_reminders(later(hours=1))
+    expired = await storage.interrupts.expire_due(later(hours=2))
+    assert sorted(r.record.id for r in reminded) == sorted([records[0].id, records[2].id])
+    assert sorted(r.record.id for r in expired) == sorted([records[0].id, records[2].id])
+    after = await storage.client.raw.hgetall(damaged)
+    assert after["votes"] == before["votes"] == "{not json"
