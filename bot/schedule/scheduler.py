@@ -231,7 +231,15 @@ class Scheduler:
             if not await services.storage.reminders.defer(record.id, due.number, until=until):
                 log.info("reminder %d of %s dropped: it would come too late", due.number, record.id)
             return
-        if record.channel is None:
+        if record.channel is None or record.message_ts is None:  # remind once it is posted
+            if not await services.storage.reminders.defer(
+                record.id, due.number, until=now + POST_LEASE
+            ):
+                log.info(
+                    "reminder %d of %s dropped: its card was not posted in time",
+                    due.number,
+                    record.id,
+                )
             return
         mentions = " ".join(user_mention(u) for u in awake[:30])
         text = f"Reminder: this request is still waiting for a decision. {mentions}".strip()

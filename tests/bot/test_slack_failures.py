@@ -463,3 +463,34 @@ async def test_a_note_refused_on_its_retry_still_reaches_the_requester(make_bot:
     await send_queued_notes(bot.services)
     assert not bot.slack.faults["chat.postMessage"]  # the queued note was tried, and refused
     assert bot.slack.called("conversations.open"), "no DM to the requester"
+
+
+async def test_a_reminder_waits_for_its_card_instead_of_reminding_of_nothing(
+    make_bot: Any,
+) -> None:
+    """The card is not posted yet (the app is not in the channel) when its reminder falls
+    due: no reminder appears in the channel with no card to point at; once the card is
+    posted, the reminder follows in its thread."""
+    policy = Policy(
+        channel=CHANNEL,
+        users=(ALICE,),
+        expires_after=timedelta(hours=8),
+        reminders=Reminders(every=timedelta(hours=1), limit=1),
+    )
+    bot: Harness = await make_bot(policy)
+    bot.clock.current = datetime(2026, 11, 23, 9, 0, tzinfo=UTC)  # 10:00 for Alice in Paris
+    bot.slack.not_in.add(CHANNEL)
+    place = Place(channel=CHANNEL, thread_ts=None, requested_by=CAROL)
+    await start_run(bot.services, "cleanup", "clean up", place=place)
+    scheduler = Scheduler(bot.services)
+    bot.clock.advance(timedelta(hours=1))
+    await scheduler.tick()
+    assert [c for c in bot.slack.failed if c.args.get("text", "").startswith("Rem")] == []
+
+    bot.slack.not_in.clear()  # the app is invited
+    for _ in range(2):
+        bot.clock.advance(timedelta(minutes=1))
+        await scheduler.tick()
+    [card] = [c.answer for c in bot.slack.calls if c.args.get("blocks")]
+    [reminder] = [p for p in bot.slack.called("chat.postMessage") if p["text"].startswith("Rem")]
+    assert reminder["thread_ts"] == card["ts"]
