@@ -7,6 +7,7 @@ Wraps ``redis.asyncio.Redis`` rather than subclassing it; every call site goes t
 from __future__ import annotations
 
 import logging
+import secrets
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from importlib import resources
@@ -206,6 +207,16 @@ class RedisClient:
             return await self.raw.execute_command(*command)  # type: ignore[no-untyped-call]
         node = self._cluster.get_node_from_key(key)
         return await self._cluster.execute_command(*command, target_nodes=node)
+
+    async def first_to_mark(self, key: str, *, keep_ms: int, action: str) -> bool:
+        """Whether this call is the first to set ``key`` (kept ``keep_ms``): one ``SET NX PX``,
+        so racing callers agree on one. The mark is a token of this call, so a call redis-py
+        sent again (its reply was lost) still finds itself first."""
+        mine = secrets.token_hex(8)
+        async with self.guard(action):
+            if await self.raw.set(key, mine, nx=True, px=keep_ms):
+                return True
+            return bool(await self.raw.get(key) == mine)
 
     def pipeline(self) -> Pipeline:
         """A non-transactional pipeline: many commands, one round trip."""

@@ -8,7 +8,6 @@ than Slack's retries take, so the key never outlives its purpose by much.
 from __future__ import annotations
 
 import logging
-import secrets
 from datetime import timedelta
 
 from .client import RedisClient
@@ -36,11 +35,9 @@ class Deliveries:
         it stores a token of this claim, so a claim redis-py sent again (its reply was lost)
         finds itself the winner rather than a retry.
         """
-        key, mine = self._keys.delivery(event_id), secrets.token_hex(8)
-        async with self._client.guard(f"claim event {event_id}"):
-            claimed = await self._client.raw.set(key, mine, nx=True, px=self._ttl_ms)
-            if not claimed:
-                claimed = await self._client.raw.get(key) == mine
+        claimed = await self._client.first_to_mark(
+            self._keys.delivery(event_id), keep_ms=self._ttl_ms, action=f"claim event {event_id}"
+        )
         if not claimed:
             log.info("event %s was delivered before; this retry is ignored", event_id)
-        return bool(claimed)
+        return claimed

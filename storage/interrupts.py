@@ -194,9 +194,11 @@ class InterruptStore(Decisions, DueSweeps):
         """True for the first caller to post the "decided" note of the batch ``lead_id``
         leads; False for any later one (another process decided or expired its last items
         at the same time)."""
-        key, kept = self._keys.batch_noted(lead_id), millis(self._retention.decided)
-        async with self._client.guard(f"mark the note of batch {lead_id}"):
-            return bool(await self._client.raw.set(key, "1", nx=True, px=kept))
+        return await self._client.first_to_mark(
+            self._keys.batch_noted(lead_id),
+            keep_ms=millis(self._retention.decided),
+            action=f"mark the note of batch {lead_id}",
+        )
 
     def _outbox_of(self, interrupt_id: str) -> str:
         return self._keys.outbox(self._keys.shard_of_record(interrupt_id))

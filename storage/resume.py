@@ -253,11 +253,11 @@ class ResumeQueue:
         """True for the first caller to report ``run_id``'s end; False for any later one (a
         resume retried, or caught up, after a worker died between its post and its ack).
         The mark holds a token of this call: sent again (its reply lost), it is still first."""
-        key, mine = self._keys.run_ended(run_id), secrets.token_hex(8)
-        async with self._client.guard(f"mark the end of run {run_id}"):
-            if await self._client.raw.set(key, mine, nx=True, px=self._applied_ms):
-                return True
-            return bool(await self._client.raw.get(key) == mine)
+        return await self._client.first_to_mark(
+            self._keys.run_ended(run_id),
+            keep_ms=self._applied_ms,
+            action=f"mark the end of run {run_id}",
+        )
 
     async def forget_end(self, run_id: str) -> None:
         """Forget that ``run_id`` ended: a request made again under a key whose earlier

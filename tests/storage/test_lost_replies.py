@@ -127,6 +127,18 @@ async def test_an_end_marked_again_by_the_same_call_is_still_the_first(
     assert not await one_server.resume.first_end(run_id)  # another report
 
 
+async def test_a_batch_note_marked_again_by_the_same_call_is_still_the_first(
+    one_server: Storage,
+) -> None:
+    """A batch's "N calls decided" note whose mark lost its reply is posted, not left to a
+    caller that never comes."""
+    lead = "run_batchnote/int_call_1"
+    with reply_lost_once(naming=":noted", command="SET") as lost:
+        assert await one_server.interrupts.first_batch_note(lead)
+    assert lost == ["SET"]
+    assert not await one_server.interrupts.first_batch_note(lead)  # another process
+
+
 async def test_a_client_created_again_by_the_same_call_gets_its_token(one_server: Storage) -> None:
     """``signoff token create`` whose write lost its reply prints the token, which works,
     rather than "a client of that name exists" for a client nobody has a token of."""
