@@ -268,7 +268,7 @@ def _interrupts(state: Any) -> list[Interrupt]:
         for pending in task.interrupts or ():
             value = pending.value
             if isinstance(value, Mapping) and isinstance(value.get("action_requests"), list):
-                found += _batch(pending.id, value)
+                found += _batch(pending.id, value, _last_calls(state.values))
             else:
                 schema = getattr(pending, "response_schema", None)
                 found.append(_interrupt(pending.id, value, schema))
@@ -278,15 +278,49 @@ def _interrupts(state: Any) -> list[Interrupt]:
     return [dataclasses.replace(i, created_at=checkpoint_at) for i in found]
 
 
-def _batch(graph_id: str, value: Mapping[str, Any]) -> list[Interrupt]:
-    """A ``HumanInTheLoopMiddleware`` request: one approval per action, in order."""
+def _last_calls(values: Any) -> list[Mapping[str, Any]]:
+    """The tool calls of a LangChain agent's last model turn (what a batch asks about)."""
+    messages = values.get("messages") if isinstance(values, Mapping) else None
+    turns = [m for m in messages or () if isinstance(m, AIMessage)]
+    return list(turns[-1].tool_calls) if turns else []
+
+
+def _action_call_ids(
+    actions: Sequence[Any], calls: Sequence[Mapping[str, Any]]
+) -> list[str | None]:
+    """The model's call id of each action of a batch: the middleware lists the turn's gated
+    calls in order, so each action is the next call of its name and arguments. None where
+    no call matches or two actions would share an id (a model giving no ids)."""
+    remaining = iter(calls)
+    found = [
+        next(
+            (
+                str(c.get("id") or "")
+                for c in remaining
+                if c.get("name") == action.get("name") and c.get("args") == action.get("args")
+            ),
+            "",
+        )
+        for action in actions
+    ]
+    return [i if i and found.count(i) == 1 else None for i in found]
+
+
+def _batch(
+    graph_id: str, value: Mapping[str, Any], calls: Sequence[Mapping[str, Any]]
+) -> list[Interrupt]:
+    """A ``HumanInTheLoopMiddleware`` request: one approval per action, in order, each
+    under its model call's id (what its tool's result is told under)."""
     configs = value.get("review_configs") or []
+    call_ids = _action_call_ids(value["action_requests"], calls)
     found = []
     for n, action in enumerate(value["action_requests"]):
         config = configs[n] if n < len(configs) and isinstance(configs[n], Mapping) else {}
         allowed = tuple(d for d in DECISION_TYPES if d in (config.get("allowed_decisions") or ()))
         call = ToolCall(
-            id=f"{graph_id}_{n}", name=str(action.get("name")), args=dict(action.get("args") or {})
+            id=call_ids[n] or f"{graph_id}_{n}",
+            name=str(action.get("name")),
+            args=dict(action.get("args") or {}),
         )
         found.append(
             Interrupt(

@@ -90,7 +90,7 @@ async def resume_run(
             return ended
     responses: list[InterruptResponse] = [r for r in (rec.response() for rec in records) if r]
     asked = {
-        call.id: rec.id for rec in records if (call := rec.runtime_interrupt.tool_call) is not None
+        call.id: rec for rec in records if (call := rec.runtime_interrupt.tool_call) is not None
     }
     return await _drive(
         services, first.agent, responses, thread_id=thread_id, place=place, asked=asked
@@ -103,7 +103,7 @@ async def continue_run(
     *,
     thread_id: str,
     place: Place,
-    asked: Mapping[str, str],
+    asked: Mapping[str, InterruptRecord],
 ) -> AgentResult:
     """Continue a run cut off mid-way (its worker died) from its last checkpoint."""
     return await _drive(
@@ -118,7 +118,7 @@ async def _drive(
     *,
     thread_id: str,
     place: Place,
-    asked: Mapping[str, str] | None = None,
+    asked: Mapping[str, InterruptRecord] | None = None,
 ) -> AgentResult:
     """Run the agent; post what its tools did after a decision; audit every tool's outcome
     (``asked`` maps a tool call to the record of the interrupt that asked about it)."""
@@ -130,14 +130,15 @@ async def _drive(
             run_id = event.run_id
         elif isinstance(event, ToolCallFinished) and event.ran:
             # A denied or answered call did not run: its card and audit entry say so.
+            record = (asked or {}).get(event.tool_call.id)
             await tell_tool_outcome(
                 services,
                 event.tool_call,
                 event.result,
                 thread_id=event.thread_id,
                 run_id=run_id,
-                record_id=(asked or {}).get(event.tool_call.id, ""),
-                place=place if not isinstance(run_input, str) else None,
+                record_id=record.id if record else "",
+                place=told_at(place, record) if not isinstance(run_input, str) else None,
             )
         elif isinstance(event, RunFinished):
             result = event.result
@@ -211,6 +212,14 @@ async def _supersede(services: Services, record: InterruptRecord) -> None:
         return
     if marked is not None:
         await update_message(services, marked)
+
+
+def told_at(place: Place, record: InterruptRecord | None) -> Place:
+    """Where a tool's outcome is posted: the thread of the card that let it run (a round's
+    cards each have their own), else the run's."""
+    if record is None or not (record.thread_ts or record.message_ts):
+        return place
+    return place_of(record)
 
 
 AUDIT_DETAIL = 500

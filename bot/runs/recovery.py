@@ -17,7 +17,7 @@ from agent_runtime.runnable import ThreadStatus
 from bot.services import Services
 from storage.records import InterruptRecord
 
-from .drive import continue_run, settle, tell_tool_outcome
+from .drive import continue_run, settle, tell_tool_outcome, told_at
 from .place import Place, place_of
 
 log = logging.getLogger(__name__)
@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 async def _tell_what_ran(
     services: Services,
     status: ThreadStatus,
-    asked: Mapping[str, str],
+    asked: Mapping[str, InterruptRecord],
     held: Set[str],
     *,
     place: Place,
@@ -39,14 +39,15 @@ async def _tell_what_ran(
         return
     for call, result in status.tool_results[since:]:
         if call.id not in held:
+            record = asked.get(call.id)
             await tell_tool_outcome(
                 services,
                 call,
                 result,
                 thread_id=status.tools_thread_id or status.thread_id,
                 run_id=status.run_id,
-                record_id=asked.get(call.id, ""),
-                place=place,
+                record_id=record.id if record else "",
+                place=told_at(place, record),
                 after_crash=True,
             )
 
@@ -78,13 +79,13 @@ async def catch_up(
             )
             await settle(services, first.agent, waiting, place=place)
         return True
-    asked: dict[str, str] = {}  # each call a record let run, to that record
+    asked: dict[str, InterruptRecord] = {}  # each call a record let run, to that record
     held: set[str] = set()  # the calls the records denied or answered
     for record in records:
         call = record.runtime_interrupt.tool_call
         if call is not None and record.decision is not None:
             if record.decision.get("type") in ("approve", "edit"):
-                asked[call.id] = record.id
+                asked[call.id] = record
             else:
                 held.add(call.id)
     await _tell_what_ran(services, status, asked, held, place=place)

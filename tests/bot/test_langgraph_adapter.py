@@ -504,11 +504,13 @@ async def test_a_withdrawn_langchain_agent_takes_a_new_prompt(
     assert answer.content == "withdrawn by Carol"
 
 
+@pytest.mark.parametrize("mode", ["batched", "per_call"])
 async def test_what_a_langchain_agents_approved_call_did_is_told_and_audited(
-    make_bot: Any, saver: AsyncSqliteSaver
+    make_bot: Any, saver: AsyncSqliteSaver, mode: Literal["batched", "per_call"]
 ) -> None:
     """The approved call's outcome is in its card's thread and audited (``tool_ran``, tied
-    to its card); the denied one did not run, and is not audited as a failure."""
+    to its card); the denied one did not run, and is not audited as a failure. A batch's
+    actions are the model's calls too: each card is tied to the call it approved."""
     deleted: list[list[str]] = []
 
     @lc_tool
@@ -518,13 +520,13 @@ async def test_what_a_langchain_agents_approved_call_did_is_told_and_audited(
         return f"deleted {len(paths)}"
 
     calls = [
-        {"id": "c1", "name": "delete_files", "args": {"paths": ["/tmp/a", "/tmp/b"]}},
-        {"id": "c2", "name": "delete_files", "args": {"paths": ["/var/keep"]}},
+        {"id": "c1", "name": "delete_files", "args": {"paths": ["/var/keep"]}},
+        {"id": "c2", "name": "delete_files", "args": {"paths": ["/tmp/a", "/tmp/b"]}},
     ]
     model = ScriptedChatModel(
         messages=iter([AIMessage(content="", tool_calls=calls), AIMessage(content="all done")])
     )
-    gate = HumanInTheLoopMiddleware(interrupt_on={"delete_files": True}, interrupt_mode="per_call")
+    gate = HumanInTheLoopMiddleware(interrupt_on={"delete_files": True}, interrupt_mode=mode)
     agent_spec = AgentSpec(
         name="lc-told",
         build=lambda sessions: LangGraphAgent(
@@ -540,23 +542,24 @@ async def test_what_a_langchain_agents_approved_call_did_is_told_and_audited(
     await bot.slack.wait_for(lambda: len(_cards(bot)) == 2, what="a card per tool call")
     first, second = (c["blocks"][-1]["elements"][0]["value"] for c in _cards(bot))
     ts = [str(a["ts"]) for a in bot.slack.answers("chat.postMessage")]
-    await bot.click(ids.APPROVE, first, user=ALICE, message_ts=ts[0])
-    await bot.slack.wait_calls("chat.update")
-    status, body = await bot.submit(ids.DENY_VIEW, second, user=ALICE, text="keep that one")
+    status, body = await bot.submit(ids.DENY_VIEW, first, user=ALICE, text="keep that one")
     assert status == 200 and "errors" not in body
+    await bot.slack.wait_calls("chat.update")
+    await bot.click(ids.APPROVE, second, user=ALICE, message_ts=ts[1])
 
-    def said() -> list[str]:  # anywhere: each of the round's cards has a thread
-        return [str(p.get("text")) for p in bot.slack.called("chat.postMessage")]
+    def said() -> list[dict[str, Any]]:  # anywhere: each of the round's cards has a thread
+        return bot.slack.called("chat.postMessage")
 
     def ended() -> bool:
-        return any(t.startswith("Finished: all done") for t in said())
+        return any(str(p.get("text")).startswith("Finished: all done") for p in said())
 
     await bot.slack.wait_for(ended, what="the run's end")
     assert deleted == [["/tmp/a", "/tmp/b"]]
-    assert said().count("delete_files: deleted 2") == 1
+    told = [p.get("thread_ts") for p in said() if p.get("text") == "delete_files: deleted 2"]
+    assert told == [ts[1]]  # in the thread of the card that approved it
     trail = await bot.services.storage.audit.read(count=100)
-    told = [(e.event, e.record_id, e.detail) for e in trail if e.event.startswith("tool_")]
-    assert told == [("tool_ran", bot.record_id(first), "delete_files: deleted 2")]
+    audited = [(e.event, e.record_id, e.detail) for e in trail if e.event.startswith("tool_")]
+    assert audited == [("tool_ran", bot.record_id(second), "delete_files: deleted 2")]
 
 
 async def test_a_second_call_under_a_tool_call_id_used_before_is_told_and_audited(
