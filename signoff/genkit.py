@@ -166,7 +166,8 @@ class GenkitAgent(Runnable):
             if stored is None or not _pending(stored):
                 return None
             state = dict(stored.snapshot.get("genkit") or {})
-            state["messages"] = [*(state.get("messages") or []), _cancelled_turn(stored, reason)]
+            answers = _answered_turn(_messages(stored)[-1], reason)
+            state["messages"] = [*(state.get("messages") or []), _dump(answers)]
             state["pending"] = []
             snapshot: dict[str, JSONValue] = {"genkit": state}
             await self.session_store.save(thread_id, snapshot, expected_version=stored.version)
@@ -210,15 +211,19 @@ class _GenkitInvocation(LeasedInvocation):
             _keeping.reset(keeping)
         if answer.finish_reason == FinishReason.FAILED:
             raise ModelError(f"the Genkit generation failed: {answer.finish_message}")
-        pending = [_dump(p) for p in answer.interrupts]
+        messages = [_dump(m) for m in answer.messages]
+        refusal = _twins_refusal(answer.interrupts)
+        if refusal is not None:  # ended here: each of the turn's calls answered with why
+            messages.append(_dump(_answered_turn(answer.messages[-1], refusal)))
+        pending = [_dump(p) for p in answer.interrupts] if refusal is None else []
         raised = [_interrupt(p) for p in pending]
         snapshot: dict[str, JSONValue] = {
-            "genkit": {"messages": [_dump(m) for m in answer.messages], "pending": pending},
+            "genkit": {"messages": messages, "pending": pending},
             IDS: signoff_ids(raised, stored, answered),
         }
         asked = named(raised, snapshot)
         snapshot[ASKED_AT] = asked_at(asked, stored)
-        if not asked:
+        if not asked and refusal is None:
             snapshot[RESULT] = answer.text
         await agent.session_store.save(
             self.thread_id,
@@ -229,8 +234,8 @@ class _GenkitInvocation(LeasedInvocation):
             yield finished  # told once the run's state is saved: a retry tells it otherwise
         interrupts = dated(asked, snapshot)
         result = AgentResult(
-            stop_reason="interrupt" if interrupts else "end_turn",
-            message="waiting for a human decision" if interrupts else answer.text,
+            stop_reason="error" if refusal else "interrupt" if interrupts else "end_turn",
+            message=refusal or ("waiting for a human decision" if interrupts else answer.text),
             thread_id=self.thread_id,
             run_id=run_id,
             interrupts=interrupts,
@@ -238,10 +243,25 @@ class _GenkitInvocation(LeasedInvocation):
         yield RunFinished(result=result)
 
 
-def _cancelled_turn(stored: StoredSession, reason: str) -> dict[str, JSONValue]:
-    """The tool message answering each call of the interrupted turn: the output a call
-    that ran left pending, else ``reason``."""
-    [*_, turn] = _messages(stored)
+def _twins_refusal(interrupts: Sequence[Part]) -> str | None:
+    """Why the turn cannot be asked about, when two of its interrupted calls share their
+    tool and ref (none, say): Genkit resumes a call by its tool's name and ref, so one
+    decision would answer both (restarting one runs both, with its input)."""
+    keys = [(p.tool_request.name, p.tool_request.ref) for p in interrupts if p.tool_request]
+    twins = sorted({name for name, ref in keys if keys.count((name, ref)) > 1})
+    if not twins:
+        return None
+    return (
+        f"Refused: the model asked for {', '.join(twins)} more than once in one turn "
+        "without telling the calls apart (no ref, or the same one). Genkit resumes a call "
+        "by its tool's name and ref, so one decision would answer them all. The calls "
+        "waiting for approval did not run."
+    )
+
+
+def _answered_turn(turn: Message, reason: str) -> Message:
+    """The tool message answering each call of ``turn``: the output a call that ran left
+    pending, else ``reason`` (model APIs refuse a history with an unanswered call)."""
     answers = [
         Part(
             tool_response=ToolResponse(
@@ -253,7 +273,7 @@ def _cancelled_turn(stored: StoredSession, reason: str) -> dict[str, JSONValue]:
         for part in turn.content
         if part.tool_request is not None
     ]
-    return _dump(Message(role="tool", content=answers))
+    return Message(role="tool", content=answers)
 
 
 def _key(request: ToolRequest) -> str:

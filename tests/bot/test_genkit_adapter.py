@@ -339,3 +339,67 @@ async def test_what_an_approved_genkit_call_did_is_told_and_audited(make_bot: An
     trail = await bot.services.storage.audit.read(count=100)
     [told] = [e for e in trail if e.event == "tool_ran"]
     assert told.record_id == bot.record_id(value) and told.detail == "delete_files: deleted 1"
+
+
+def twin_calls_spec(deleted: list[list[str]], seen: list[str]) -> AgentSpec:
+    """Asks to delete /tmp/a (ref ``c1``); once that is answered, asks to delete /x and /y
+    in one turn, both without a ref; once those are answered, notes what they got."""
+    ai = Genkit()
+
+    async def twins(request: ModelRequest, ctx: Any) -> ModelResponse:
+        results = [p.tool_response for m in request.messages for p in m.content if p.tool_response]
+        if not results:
+            call = Part.from_tool_request(
+                name="delete_files", input={"paths": ["/tmp/a"]}, ref="c1"
+            )
+            return ModelResponse(message=Message(role="model", content=[call]))
+        if len(results) == 1:
+            twins = [
+                Part.from_tool_request(name="delete_files", input={"paths": [path]})
+                for path in ("/x", "/y")
+            ]
+            return ModelResponse(message=Message(role="model", content=twins))
+        seen.extend(str(r.output) for r in results[1:])
+        return ModelResponse(message=Message(role="model", content=[Part(text="ok")]))
+
+    ai.define_model(name="twins", fn=twins)
+    define_delete_files(ai, deleted)
+    return AgentSpec(
+        name="gk-twins",
+        build=lambda sessions: GenkitAgent(
+            ai, model="twins", tools=["delete_files"], session_store=sessions
+        ),
+        policy=Policy(channel=CHANNEL, users=(ALICE,)),
+    )
+
+
+async def test_two_calls_of_one_tool_without_a_ref_are_refused_not_decided_as_one(
+    make_bot: Any,
+) -> None:
+    """Genkit resumes a call by its tool's name and ref: two ref-less calls of one tool
+    would take one decision (restarting one runs both, with its input). The run stops
+    saying so; neither call runs, and the call approved before is still told."""
+    deleted: list[list[str]] = []
+    bot: Harness = await make_bot(spec=twin_calls_spec(deleted, []))
+    value = await bot.start(requested_by=CAROL)
+    await bot.decide("approve", value, user=ALICE)
+    final = await bot.finished()
+    assert final.startswith("Stopped (error): ")
+    assert "delete_files" in final and "ref" in final and "did not run" in final
+    assert deleted == [["/tmp/a"]]
+    assert bot.thread().count("delete_files: deleted 1") == 1
+    assert len([p for p in bot.slack.called("chat.postMessage") if p.get("blocks")]) == 1
+
+
+async def test_a_thread_whose_twin_calls_were_refused_takes_a_new_prompt(storage: Storage) -> None:
+    """Each refused call is answered with why, so the model gets a well formed history."""
+    deleted: list[list[str]] = []
+    seen: list[str] = []
+    agent = twin_calls_spec(deleted, seen).build(storage.sessions)
+    [asked] = (await agent.invoke("clean up", thread_id="thread_twins")).interrupts
+    refused = await agent.invoke({asked.id: Decision.approve()}, thread_id="thread_twins")
+    assert refused.stop_reason == "error" and not refused.interrupts
+    again = await agent.invoke("anything else?", thread_id="thread_twins")
+    assert again.message == "ok"
+    assert len(seen) == 2 and all("did not run" in s for s in seen)
+    assert deleted == [["/tmp/a"]]
