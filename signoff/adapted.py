@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import hashlib
+import json
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence, Set
 from datetime import datetime
 
@@ -77,22 +78,80 @@ def kept_results(stored: StoredSession) -> dict[str, JSONValue]:
     return dict(kept) if isinstance(kept, dict) else {}
 
 
+ANSWERS = "answers"
+"""The snapshot field holding the answers a resume ran tools on, by interrupt id, kept with
+their results: a retry with other answers is refused (what ran cannot be undone)."""
+
+
+def _answer(response: InterruptResponse) -> JSONValue:
+    """What of an answer decides what runs: a decision's type and an edit's arguments (its
+    reason, its text or a grant to remember it may differ between tries), or the answer
+    itself (a tool's own question)."""
+    decision = response.decision
+    if decision is None:
+        return {"type": "answer", "args": response.response}
+    return {"type": decision.type, "args": decision.args if decision.type == "edit" else None}
+
+
+def check_retry(
+    stored: StoredSession,
+    responses: Sequence[InterruptResponse],
+    interrupts: Sequence[Interrupt],
+) -> None:
+    """Refuse a resume whose answers differ from those an earlier try of it ran tools on
+    (it failed after them): the app is told which tools ran and on which answers, so it
+    can send those again, and nothing changes."""
+    earlier = stored.snapshot.get(ANSWERS)
+    kept = kept_results(stored)
+    if not kept or not isinstance(earlier, dict):
+        return
+    if {r.interrupt_id: _answer(r) for r in responses} == earlier:
+        return
+    by_id = {i.id: i for i in interrupts}
+    said = []
+    for iid, answer in earlier.items():
+        call = by_id[iid].tool_call if iid in by_id else None
+        ran = " (it ran)" if call is not None and call.id in kept else ""
+        said.append(f"{iid}{f' {call.name}' if call else ''}{ran}: {_said(answer)}")
+    raise ResumeError(
+        "an earlier try of this resume ran tools, then failed; a tool that ran cannot be "
+        f"undone, so resume with the answers it ran on: {'; '.join(said)}"
+    )
+
+
+def _said(answer: JSONValue) -> str:
+    """An answer as ``_answer`` keeps it, as text: its type, and what it carries."""
+    if not isinstance(answer, dict):
+        return json.dumps(answer, ensure_ascii=False)
+    args = answer.get("args")
+    edited = f" {json.dumps(args, ensure_ascii=False)}" if args is not None else ""
+    return f"{answer.get('type')}{edited}"
+
+
 class KeptResults:
     """The results of the calls a resume runs, each saved in the thread's snapshot as it
-    returns: a retried resume answers those calls from them instead of running the tools
-    again (an approved call runs once even when the model fails after it)."""
+    returns, with the resume's answers: a retried resume answers those calls from them
+    instead of running the tools again (an approved call runs once even when the model
+    fails after it), and a retry with other answers is refused (``check_retry``)."""
 
-    def __init__(self, store: SessionStore, thread_id: str, stored: StoredSession) -> None:
+    def __init__(
+        self,
+        store: SessionStore,
+        thread_id: str,
+        stored: StoredSession,
+        responses: Sequence[InterruptResponse],
+    ) -> None:
         self.store, self.thread_id, self.stored = store, thread_id, stored
         self.version = stored.version
         self.kept = kept_results(stored)
+        self.answers = {r.interrupt_id: _answer(r) for r in responses}
         self._saving = asyncio.Lock()  # tools run concurrently save one after the other
 
     async def keep(self, call_id: str, result: JSONValue) -> None:
         """Save ``result`` as the call's, before anything else the resume does."""
         async with self._saving:
             self.kept[call_id] = result
-            snapshot = {**self.stored.snapshot, KEPT: self.kept}
+            snapshot = {**self.stored.snapshot, KEPT: self.kept, ANSWERS: self.answers}
             self.version = await self.store.save(
                 self.thread_id, snapshot, expected_version=self.version
             )

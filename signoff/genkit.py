@@ -60,6 +60,7 @@ from .adapted import (
     LeasedInvocation,
     asked_at,
     cancelled,
+    check_retry,
     dated,
     named,
     owned,
@@ -77,9 +78,14 @@ class _KeptResults(KeptResults):
     calls per turn, so their refs repeat."""
 
     def __init__(
-        self, store: SessionStore, thread_id: str, stored: StoredSession, restarts: list[Part]
+        self,
+        store: SessionStore,
+        thread_id: str,
+        stored: StoredSession,
+        responses: Sequence[InterruptResponse],
+        restarts: list[Part],
     ) -> None:
-        super().__init__(store, thread_id, stored)
+        super().__init__(store, thread_id, stored, responses)
         self.restarted = {_key(p.tool_request) for p in restarts if p.tool_request}
         self.finished: dict[str, ToolCallFinished] = {}
         """What each restarted call did (now or in an earlier try), by its key."""
@@ -198,11 +204,12 @@ class _GenkitInvocation(LeasedInvocation):
                 raise ResumeError(
                     f"thread {self.thread_id} has no open interrupts; start a new run with a prompt"
                 )
+            check_retry(stored, parsed, named(map(_interrupt, _pending(stored)), stored.snapshot))
             restarts, responses = _resume_parts(parsed, stored)
             answered = {_interrupt(p).id for p in _pending(stored)}
             options |= {"messages": history, "resume_restart": restarts or None}
             options |= {"resume_respond": responses or None, "use": [_KeepToolResults()]}
-            kept = _KeptResults(agent.session_store, self.thread_id, stored, restarts)
+            kept = _KeptResults(agent.session_store, self.thread_id, stored, parsed, restarts)
         yield RunStarted(thread_id=self.thread_id, run_id=run_id)
         keeping = _keeping.set(kept)
         try:

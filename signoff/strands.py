@@ -57,6 +57,7 @@ from .adapted import (
     LeasedInvocation,
     asked_at,
     cancelled,
+    check_retry,
     dated,
     kept_results,
     named,
@@ -122,8 +123,14 @@ class _KeptResults(KeptResults, HookProvider):
 
     _REPLAYED = "answered with the result saved when it ran"
 
-    def __init__(self, store: SessionStore, thread_id: str, stored: StoredSession) -> None:
-        super().__init__(store, thread_id, stored)
+    def __init__(
+        self,
+        store: SessionStore,
+        thread_id: str,
+        stored: StoredSession,
+        responses: Sequence[InterruptResponse],
+    ) -> None:
+        super().__init__(store, thread_id, stored, responses)
         self._batch = {use["toolUseId"] for use in _batch_calls(stored)}
         self._replayable = set(self.kept)  # saved by an earlier try, answered once each
         self._running: set[str] = set()
@@ -236,9 +243,11 @@ class _StrandsInvocation(LeasedInvocation):
                 raise ResumeError(
                     f"thread {self.thread_id} has no open interrupts; start a new run with a prompt"
                 )
+            waiting = [_interrupt(p) for p in _pending(stored)]
+            check_retry(stored, parsed, named(waiting, stored.snapshot))
             prompt = _interrupt_responses(parsed, stored)
             answered = {r["interruptResponse"]["interruptId"] for r in prompt}
-            kept = _KeptResults(self.agent.session_store, self.thread_id, stored)
+            kept = _KeptResults(self.agent.session_store, self.thread_id, stored, parsed)
             strands.hooks.add_hook(kept)
         yield RunStarted(thread_id=self.thread_id, run_id=run_id)
         result = await strands.invoke_async(prompt)

@@ -168,6 +168,45 @@ async def test_a_resume_retried_after_the_tool_ran_gets_its_result_without_runni
     assert stored is not None and "kept" not in stored.snapshot
 
 
+async def test_a_retry_with_another_answer_after_the_tool_ran_is_told_it_ran(
+    storage: Storage,
+) -> None:
+    """An app (no cards) whose resume failed after the approved tool ran, retrying with a
+    denial, is told the tool ran and on which answer; that answer then goes on."""
+    ai, ran, failed = Genkit(), [], []
+
+    async def fails_once_after_the_tool(request: ModelRequest, ctx: Any) -> ModelResponse:
+        results = [p.tool_response for m in request.messages for p in m.content if p.tool_response]
+        if not results:
+            call = Part.from_tool_request(
+                name="delete_files", input={"paths": ["/tmp/a"]}, ref="c1"
+            )
+            return ModelResponse(message=Message(role="model", content=[call]))
+        if not failed:
+            failed.append(True)
+            raise ConnectionError("the model is unreachable")
+        return ModelResponse(
+            message=Message(role="model", content=[Part(text=f"done: {results[-1].output}")])
+        )
+
+    ai.define_model(name="flaky", fn=fails_once_after_the_tool)
+    define_delete_files(ai, ran)
+    agent = GenkitAgent(ai, model="flaky", tools=["delete_files"], session_store=storage.sessions)
+    [asked] = (await agent.invoke("clean up", thread_id="thread_changed")).interrupts
+    with pytest.raises(ModelError):
+        await agent.invoke({asked.id: Decision.approve()}, thread_id="thread_changed")
+    before = await storage.sessions.load("thread_changed")
+
+    for other in (Decision.reject("no"), Decision.edit({"paths": ["/tmp/b"]})):
+        with pytest.raises(ResumeError) as refused:
+            await agent.invoke({asked.id: other}, thread_id="thread_changed")
+        assert f"{asked.id} delete_files (it ran): approve" in str(refused.value)
+    assert await storage.sessions.load("thread_changed") == before  # nothing changed
+    done = await agent.invoke({asked.id: Decision.approve()}, thread_id="thread_changed")
+    assert done.message == "done: deleted 1"
+    assert ran == [["/tmp/a"]]
+
+
 def model_down_spec() -> AgentSpec:
     """A Genkit agent whose model is unreachable."""
     ai = Genkit()

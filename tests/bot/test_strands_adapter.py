@@ -358,6 +358,27 @@ async def test_a_resume_retried_after_the_tool_ran_gets_its_result_without_runni
     assert stored is not None and "kept" not in stored.snapshot
 
 
+async def test_a_retry_with_another_answer_after_the_tool_ran_is_told_it_ran(
+    storage: Storage,
+) -> None:
+    """An app (no cards) whose resume failed after the approved tool ran, retrying with a
+    denial, is told the tool ran and on which answer; that answer then goes on."""
+    ran: list[list[str]] = []
+    agent = StrandsAgent(failing_after_the_tool(ran), session_store=storage.sessions)
+    [asked] = (await agent.invoke("clean up", thread_id="thread_changed")).interrupts
+    with pytest.raises(Exception, match="the model is unreachable"):
+        await agent.invoke({asked.id: Decision.approve()}, thread_id="thread_changed")
+    before = await storage.sessions.load("thread_changed")
+
+    with pytest.raises(ResumeError) as refused:
+        await agent.invoke({asked.id: Decision.reject("no")}, thread_id="thread_changed")
+    assert f"{asked.id} delete_files (it ran): approve" in str(refused.value)
+    assert await storage.sessions.load("thread_changed") == before  # nothing changed
+    done = await agent.invoke({asked.id: Decision.approve()}, thread_id="thread_changed")
+    assert done.message == "done (success): deleted 1"
+    assert ran == [["/tmp/a"]]
+
+
 async def test_withdrawing_after_a_resume_failed_past_the_tool_keeps_the_tools_result(
     storage: Storage,
 ) -> None:
