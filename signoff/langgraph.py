@@ -36,12 +36,7 @@ from langgraph.graph import END
 from langgraph.types import Command
 
 from agent_runtime.errors import ResumeError
-from agent_runtime.interrupts import (
-    DECISION_TYPES,
-    DecisionType,
-    Interrupt,
-    InterruptResponse,
-)
+from agent_runtime.interrupts import Interrupt, InterruptResponse
 from agent_runtime.messages import JSONValue, ToolCall
 from agent_runtime.results import AgentResult
 from agent_runtime.results import ToolResult as CallResult
@@ -62,11 +57,7 @@ from .adapted import (
     owned,
     run_id_of,
 )
-
-APPROVAL_SHAPE = "tool_approval"
-_PREFIX = "lg_"
-_ACTION = "_action_"
-"""Separates a batch's interrupt id from the position of one of its actions."""
+from .langgraph_interrupts import ACTION, PREFIX, pending_interrupts
 
 
 def _default_output(values: Mapping[str, Any]) -> str:
@@ -111,7 +102,7 @@ class LangGraphAgent(Runnable):
             return None
         marker = await self.session_store.load(thread_id)
         snapshot = marker.snapshot if marker else {}
-        interrupts = dated(_interrupts(state), snapshot)
+        interrupts = dated(pending_interrupts(state), snapshot)
         status: RunStatus = "interrupted" if interrupts else ("running" if state.next else "idle")
         return ThreadStatus(
             thread_id=thread_id,
@@ -130,7 +121,7 @@ class LangGraphAgent(Runnable):
         config = _config(thread_id)
         async with self.session_store.lease(thread_id):
             state = await self.graph.aget_state(config)
-            if not _interrupts(state):
+            if not pending_interrupts(state):
                 return None
             answers = _answered_calls(state.values, reason)
             if answers is not None:  # as the interrupted node's output, which ends here
@@ -154,13 +145,13 @@ class _GraphInvocation(LeasedInvocation):
         parsed = parse_input(input)
         start = await self.agent.graph.aget_state(config)
         if isinstance(parsed, str):
-            if _interrupts(start):
+            if pending_interrupts(start):
                 raise ResumeError(f"thread {self.thread_id} waits for its open interrupts")
             graph_input: Any = self.agent.make_input(parsed)
         elif isinstance(parsed, ContinueRun):
             graph_input = None  # continue from the last checkpoint
         else:
-            pending = _interrupts(start)
+            pending = pending_interrupts(start)
             graph_input = Command(
                 resume=_resume_values(_unapplied(parsed, pending, marker), pending)
             )
@@ -171,7 +162,7 @@ class _GraphInvocation(LeasedInvocation):
         # Asked now unless the marker knew them: a node's second interrupt() writes no
         # checkpoint of its own, so the checkpoint's time is when the first was asked.
         now = datetime.now(UTC)
-        asked = [dataclasses.replace(i, created_at=now) for i in _interrupts(state)]
+        asked = [dataclasses.replace(i, created_at=now) for i in pending_interrupts(state)]
         snapshot: dict[str, JSONValue] = {
             "langgraph": {"run_id": run_id, "checkpoint_id": checkpoint},
             ASKED_AT: asked_at(asked, marker),
@@ -260,128 +251,6 @@ def _config(thread_id: str) -> dict[str, Any]:
     return {"configurable": {"thread_id": thread_id}}
 
 
-def _interrupts(state: Any) -> list[Interrupt]:
-    """The graph's pending interrupts, as Signoff interrupts (a batch: one per action),
-    dated by the checkpoint they are pending on unless a marker dates them more closely."""
-    found: list[Interrupt] = []
-    for task in state.tasks or ():
-        for pending in task.interrupts or ():
-            value = pending.value
-            if isinstance(value, Mapping) and isinstance(value.get("action_requests"), list):
-                found += _batch(pending.id, value, _last_calls(state.values))
-            else:
-                schema = getattr(pending, "response_schema", None)
-                found.append(_interrupt(pending.id, value, schema))
-    if state.created_at is None:
-        return found
-    checkpoint_at = datetime.fromisoformat(state.created_at)
-    return [dataclasses.replace(i, created_at=checkpoint_at) for i in found]
-
-
-def _last_calls(values: Any) -> list[Mapping[str, Any]]:
-    """The tool calls of a LangChain agent's last model turn (what a batch asks about)."""
-    messages = values.get("messages") if isinstance(values, Mapping) else None
-    turns = [m for m in messages or () if isinstance(m, AIMessage)]
-    return list(turns[-1].tool_calls) if turns else []
-
-
-def _action_call_ids(
-    actions: Sequence[Any], calls: Sequence[Mapping[str, Any]]
-) -> list[str | None]:
-    """The model's call id of each action of a batch: the middleware lists the turn's gated
-    calls in order, so each action is the next call of its name and arguments. None where
-    no call matches or two actions would share an id (a model giving no ids)."""
-    remaining = iter(calls)
-    found = [
-        next(
-            (
-                str(c.get("id") or "")
-                for c in remaining
-                if c.get("name") == action.get("name") and c.get("args") == action.get("args")
-            ),
-            "",
-        )
-        for action in actions
-    ]
-    return [i if i and found.count(i) == 1 else None for i in found]
-
-
-def _batch(
-    graph_id: str, value: Mapping[str, Any], calls: Sequence[Mapping[str, Any]]
-) -> list[Interrupt]:
-    """A ``HumanInTheLoopMiddleware`` request: one approval per action, in order, each
-    under its model call's id (what its tool's result is told under)."""
-    configs = value.get("review_configs") or []
-    call_ids = _action_call_ids(value["action_requests"], calls)
-    found = []
-    for n, action in enumerate(value["action_requests"]):
-        config = configs[n] if n < len(configs) and isinstance(configs[n], Mapping) else {}
-        allowed = tuple(d for d in DECISION_TYPES if d in (config.get("allowed_decisions") or ()))
-        call = ToolCall(
-            id=call_ids[n] or f"{graph_id}_{n}",
-            name=str(action.get("name")),
-            args=dict(action.get("args") or {}),
-        )
-        found.append(
-            Interrupt(
-                id=f"{_PREFIX}{graph_id}{_ACTION}{n}",
-                name="approval",
-                reason=dict(action),
-                tool_call=call,
-                allowed_decisions=allowed or DECISION_TYPES,
-                description=str(action.get("description") or f"{call.name} needs approval"),
-            )
-        )
-    return found
-
-
-def _interrupt(graph_id: str, value: Any, schema: Any) -> Interrupt:
-    iid = _PREFIX + graph_id
-    if isinstance(value, Mapping) and value.get("type") == APPROVAL_SHAPE:
-        call = ToolCall(
-            id=str(value.get("tool_call_id") or graph_id),
-            name=str(value.get("name") or "tool"),
-            args=dict(value.get("args") or {}),
-        )
-        return Interrupt(
-            id=iid,
-            name="approval",
-            reason=dict(value),
-            tool_call=call,
-            allowed_decisions=_allowed(schema or value.get("response_schema")),
-            description=str(value.get("description") or f"{call.name} needs approval"),
-        )
-    return Interrupt(id=iid, name="question", reason=value, question=True)
-
-
-def _allowed(schema: Any) -> tuple[DecisionType, ...]:
-    """The decisions a ``response_schema`` allows: a ``type`` enum or const, or, as
-    pydantic writes a tagged union, its discriminator's mapping or each variant's tag."""
-    names = _decision_tags(schema)
-    allowed = tuple(d for d in DECISION_TYPES if d in names)
-    return allowed or DECISION_TYPES
-
-
-def _decision_tags(schema: Any) -> set[str]:
-    if not isinstance(schema, Mapping):
-        return set()
-    mapping = (schema.get("discriminator") or {}).get("mapping")
-    if isinstance(mapping, Mapping):
-        return {str(k) for k in mapping}
-    tag = (schema.get("properties") or {}).get("type") or {}
-    if isinstance(tag.get("enum"), list):
-        return {str(v) for v in tag["enum"]}
-    if "const" in tag:
-        return {str(tag["const"])}
-    variants = schema.get("oneOf") or schema.get("anyOf") or []
-    defs = schema.get("$defs") or {}
-    found: set[str] = set()
-    for variant in variants if isinstance(variants, list) else []:
-        ref = str(variant.get("$ref", "")) if isinstance(variant, Mapping) else ""
-        found |= _decision_tags(defs.get(ref.rsplit("/", 1)[-1]) if ref else variant)
-    return found
-
-
 def _unapplied(
     responses: Sequence[InterruptResponse],
     pending: Sequence[Interrupt],
@@ -411,13 +280,13 @@ def _resume_values(
             raise ResumeError(
                 f"unknown interrupt id {response.interrupt_id!r}; the open ones are {sorted(by_id)}"
             )
-        graph_id, _, position = response.interrupt_id.removeprefix(_PREFIX).partition(_ACTION)
+        graph_id, _, position = response.interrupt_id.removeprefix(PREFIX).partition(ACTION)
         if position:
             batches.setdefault(graph_id, {})[int(position)] = _value(response, interrupt)
         else:
             values[graph_id] = _value(response, interrupt)
     for graph_id, decisions in batches.items():
-        size = sum(1 for i in pending if i.id.startswith(f"{_PREFIX}{graph_id}{_ACTION}"))
+        size = sum(1 for i in pending if i.id.startswith(f"{PREFIX}{graph_id}{ACTION}"))
         if len(decisions) != size:
             raise ResumeError(f"answer every action of interrupt {graph_id} together")
         values[graph_id] = {"decisions": [decisions[n] for n in range(size)]}

@@ -29,7 +29,8 @@ from agent_runtime import Decision
 from agent_runtime.errors import ResumeError, ThreadBusyError
 from bot.agents.policy import AgentSpec, Policy
 from bot.ui import ids
-from signoff.langgraph import LangGraphAgent, _allowed
+from signoff.langgraph import LangGraphAgent
+from signoff.langgraph_interrupts import allowed_decisions
 from storage import Storage
 
 
@@ -335,9 +336,9 @@ def test_a_tagged_union_response_schema_offers_only_its_decisions() -> None:
         message: str | None = None
 
     tagged = Annotated[Approve | Reject, Field(discriminator="type")]
-    assert _allowed(TypeAdapter(tagged).json_schema()) == ("approve", "reject")
-    assert _allowed(TypeAdapter(Approve | Reject).json_schema()) == ("approve", "reject")
-    assert _allowed(Approve.model_json_schema()) == ("approve",)
+    assert allowed_decisions(TypeAdapter(tagged).json_schema()) == ("approve", "reject")
+    assert allowed_decisions(TypeAdapter(Approve | Reject).json_schema()) == ("approve", "reject")
+    assert allowed_decisions(Approve.model_json_schema()) == ("approve",)
 
 
 async def test_an_interrupt_keeps_the_time_it_was_asked_so_its_expiry_does_not_move(
