@@ -58,6 +58,7 @@ from .adapted import (
     run_id_of,
 )
 from .langgraph_interrupts import ACTION, PREFIX, pending_interrupts
+from .langgraph_retry import check_applied, split_applied
 
 
 def _default_output(values: Mapping[str, Any]) -> str:
@@ -123,11 +124,20 @@ class LangGraphAgent(Runnable):
             state = await self.graph.aget_state(config)
             if not pending_interrupts(state):
                 return None
+            marker = await self.session_store.load(thread_id)
             answers = _answered_calls(state.values, reason)
             if answers is not None:  # as the interrupted node's output, which ends here
                 node = next(t.name for t in state.tasks if t.interrupts)
                 config = await self.graph.aupdate_state(config, answers, as_node=node)
-            await self.graph.aupdate_state(config, None, as_node=END)
+            ended = await self.graph.aupdate_state(config, None, as_node=END)
+            # Its round is over: a late answer to it is refused, not taken for a retry.
+            checkpoint = ended["configurable"]["checkpoint_id"]
+            graph = {"run_id": run_id_of(thread_id), "checkpoint_id": checkpoint}
+            await self.session_store.save(
+                thread_id,
+                {"langgraph": graph, ASKED_AT: {}},
+                expected_version=marker.version if marker else 0,
+            )
         return cancelled(thread_id, reason)
 
 
@@ -135,6 +145,18 @@ class LangGraphAgent(Runnable):
 class _GraphInvocation(LeasedInvocation):
     agent: LangGraphAgent
     thread_id: str
+
+    async def _asked(self, marker: StoredSession | None) -> Any | None:
+        """The graph's state at the checkpoint the marker's round was asked on (None when
+        the checkpointer no longer has it)."""
+        graph = marker.snapshot.get("langgraph") if marker else None
+        checkpoint = graph.get("checkpoint_id") if isinstance(graph, dict) else None
+        if not isinstance(checkpoint, str):
+            return None
+        config = _config(self.thread_id)
+        config["configurable"]["checkpoint_id"] = checkpoint
+        state = await self.agent.graph.aget_state(config)
+        return state if state.values else None
 
     async def _run(self, input: RunInput) -> AsyncIterator[RunEvent]:
         config = _config(self.thread_id)
@@ -144,6 +166,8 @@ class _GraphInvocation(LeasedInvocation):
         )
         parsed = parse_input(input)
         start = await self.agent.graph.aget_state(config)
+        # What ran since the round was asked is told: an earlier try that ran it failed.
+        since = start if isinstance(parsed, str) else await self._asked(marker) or start
         if isinstance(parsed, str):
             if pending_interrupts(start):
                 raise ResumeError(f"thread {self.thread_id} waits for its open interrupts")
@@ -152,9 +176,11 @@ class _GraphInvocation(LeasedInvocation):
             graph_input = None  # continue from the last checkpoint
         else:
             pending = pending_interrupts(start)
-            graph_input = Command(
-                resume=_resume_values(_unapplied(parsed, pending, marker), pending)
-            )
+            fresh, applied = split_applied(parsed, pending, marker)
+            check_applied(applied, pending_interrupts(since), since.values, start.values)
+            # Only answers an earlier try applied: the graph goes on from where it failed.
+            resume = fresh or not applied
+            graph_input = Command(resume=_resume_values(fresh, pending)) if resume else None
         yield RunStarted(thread_id=self.thread_id, run_id=run_id)
         await self.agent.graph.ainvoke(graph_input, config)
         state = await self.agent.graph.aget_state(config)
@@ -172,7 +198,7 @@ class _GraphInvocation(LeasedInvocation):
         await self.agent.session_store.save(
             self.thread_id, snapshot, expected_version=marker.version if marker else 0
         )
-        for finished in _tools_ran(start.values, state.values, self.thread_id):
+        for finished in _tools_ran(since.values, state.values, self.thread_id):
             yield finished
         interrupts = dated(asked, snapshot)
         if interrupts:
@@ -249,22 +275,6 @@ def _message_key(message: ToolMessage) -> str:
 
 def _config(thread_id: str) -> dict[str, Any]:
     return {"configurable": {"thread_id": thread_id}}
-
-
-def _unapplied(
-    responses: Sequence[InterruptResponse],
-    pending: Sequence[Interrupt],
-    marker: StoredSession | None,
-) -> Sequence[InterruptResponse]:
-    """``responses`` less those an earlier try of this resume applied: asked in the round
-    it answers (the marker has them) and no longer open. The graph keeps each task that
-    finished (a per-call approval's call, say) when another fails, and the retry goes on
-    with the rest. Left as they are when none is open: the refusal says so."""
-    open_ids = {i.id for i in pending}
-    asked = marker.snapshot.get(ASKED_AT) if marker else None
-    round_ids = set(asked) if isinstance(asked, dict) else set()
-    left = [r for r in responses if r.interrupt_id in open_ids or r.interrupt_id not in round_ids]
-    return left or responses
 
 
 def _resume_values(
