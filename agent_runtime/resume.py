@@ -78,11 +78,48 @@ def begin(
         state.start_run()
         state.status = "running"
         return parsed, []
+    if state.status == "running":
+        raise ResumeError(_in_progress(state, parsed))
     apply_answers(state, parsed, check_edit=check_edit)
     state.open_before = {p.interrupt.id: p.interrupt.created_at for p in state.pending}
     state.pending = []
     state.status = "running"
     return None, parsed
+
+
+def _in_progress(state: RunState, responses: Sequence[InterruptResponse]) -> str:
+    """Why answers to a run cut off mid-way are refused: what an earlier try of the resume
+    applied and which of its tools ran (what ran cannot be undone), and how to go on."""
+    calls = {c.id: c for m in state.messages for c in m.tool_calls}
+    ran = {m.tool_call_id for m in state.messages if m.role == "tool"} | set(state.batch_results)
+    said = []
+    for response in responses:
+        answer = state.answers.get(response.interrupt_id)
+        if answer is None:
+            continue
+        call = calls.get(answer.source_id)
+        decision = answer.response.decision
+        what = decision.type if decision else "answered"
+        if call is None:
+            said.append(f"{response.interrupt_id}: {what}")
+            continue
+        if call.id in ran:
+            done = "its tool ran"
+        elif call.id in state.attempts:
+            done = "its tool started, its result not saved"
+        else:
+            done = "its tool has not run"
+        said.append(f"{response.interrupt_id} {call.name}: {what}, {done}")
+    if not said:
+        return (
+            f"a run is in progress on thread {state.thread_id}, with no open interrupts; "
+            "if its process died, continue it with ContinueRun()"
+        )
+    return (
+        f"an earlier try of this resume applied {'; '.join(said)}, and was cut off mid-run "
+        f"on thread {state.thread_id}; what ran cannot be undone: continue it with "
+        "ContinueRun()"
+    )
 
 
 def apply_answers(

@@ -5,6 +5,7 @@ import pytest
 from agent_runtime import (
     Agent,
     ContinueRun,
+    Decision,
     InMemorySessionStore,
     ResumeError,
     ScriptedModel,
@@ -160,3 +161,60 @@ async def test_a_turn_cut_off_before_its_tools_start_leaves_nothing_to_redo():
     again = stepping_agent(runs, store, [[ToolCall(name="step", args={"n": 1})], "done"])
     result = await again.invoke("go", thread_id="t")
     assert result.message == "done" and runs == [1]
+
+
+class DiesAfterTheTool(InMemorySessionStore):
+    """'Dies' at its ``nth`` save after ``ran`` has an entry (the tool ran)."""
+
+    def __init__(self, ran: list, nth: int) -> None:
+        super().__init__()
+        self.ran, self.left = ran, nth
+
+    async def save(self, thread_id: str, snapshot: Snapshot, *, expected_version: int) -> int:
+        if self.ran:
+            self.left -= 1
+            if self.left == 0:
+                raise ProcessDied
+        return await super().save(thread_id, snapshot, expected_version=expected_version)
+
+
+@pytest.mark.parametrize(
+    ("nth", "done"),
+    [(1, "its tool started, its result not saved"), (2, "its tool ran")],
+)
+async def test_answers_sent_again_to_a_resume_cut_off_after_its_tool_say_what_ran(
+    nth: int, done: str
+):
+    """An app whose resume was cut off after the approved tool ran, sending a denial
+    instead, is told what the earlier try applied and that the tool ran; nothing changes,
+    and the run continues with what was applied."""
+    deleted: list[list[str]] = []
+
+    @tool
+    def delete_files(paths: list[str]) -> str:
+        """Delete files."""
+        deleted.append(paths)
+        return f"deleted {len(paths)}"
+
+    store = DiesAfterTheTool(deleted, nth)
+    call = ToolCall(id="d1", name="delete_files", args={"paths": ["/tmp/a"]})
+
+    def agent(turns) -> Agent:
+        return Agent(
+            model=ScriptedModel(turns),
+            tools=[delete_files],
+            session_store=store,
+            interrupt_on={"delete_files": True},
+        )
+
+    [asked] = (await agent([[call]]).invoke("go", thread_id="t")).interrupts
+    with pytest.raises(ProcessDied):
+        await agent(["done"]).invoke({asked.id: Decision.approve()}, thread_id="t")
+    before = await store.load("t")
+    with pytest.raises(ResumeError) as refused:
+        await agent(["done"]).invoke({asked.id: Decision.reject("no")}, thread_id="t")
+    assert f"applied {asked.id} delete_files: approve, {done}" in str(refused.value)
+    assert "ContinueRun()" in str(refused.value)
+    assert await store.load("t") == before
+    result = await agent(["done"]).invoke(ContinueRun(), thread_id="t")
+    assert result.message == "done"
