@@ -251,18 +251,25 @@ class _GenkitInvocation(LeasedInvocation):
 
 
 def _twins_refusal(interrupts: Sequence[Part]) -> str | None:
-    """Why the turn cannot be asked about, when two of its interrupted calls share their
-    tool and ref (none, say): Genkit resumes a call by its tool's name and ref, so one
-    decision would answer both (restarting one runs both, with its input)."""
-    keys = [(p.tool_request.name, p.tool_request.ref) for p in interrupts if p.tool_request]
-    twins = sorted({name for name, ref in keys if keys.count((name, ref)) > 1})
+    """Why the turn cannot be asked about, when two of its interrupted calls have one ref
+    (or none, and one tool): each is carded under its ref (else its tool's name), and
+    Genkit resumes a call by its tool's name and ref, so one decision would answer both
+    (restarting one runs both, with its input)."""
+    keys = [_key(p.tool_request) for p in interrupts if p.tool_request]
+    twins = sorted(
+        {
+            p.tool_request.name
+            for p in interrupts
+            if p.tool_request and keys.count(_key(p.tool_request)) > 1
+        }
+    )
     if not twins:
         return None
     return (
-        f"Refused: the model asked for {', '.join(twins)} more than once in one turn "
-        "without telling the calls apart (no ref, or the same one). Genkit resumes a call "
-        "by its tool's name and ref, so one decision would answer them all. The calls "
-        "waiting for approval did not run."
+        f"Refused: the model's turn asked for {', '.join(twins)} in calls that cannot be "
+        "told apart (one tool called twice without a ref, or two calls with one ref). "
+        "Each would be asked about under its ref, so one decision would answer them all. "
+        "The calls waiting for approval did not run."
     )
 
 

@@ -442,3 +442,40 @@ async def test_a_thread_whose_twin_calls_were_refused_takes_a_new_prompt(storage
     assert again.message == "ok"
     assert len(seen) == 2 and all("did not run" in s for s in seen)
     assert deleted == [["/tmp/a"]]
+
+
+async def test_two_interrupted_calls_under_one_ref_are_refused_not_carded_as_one(
+    storage: Storage,
+) -> None:
+    """A model giving two tools' calls one ref: each would be carded under that ref, so
+    one card would stand for both; the turn is refused and neither runs."""
+    ai, deleted, wiped = Genkit(), [], []
+
+    async def one_ref(request: ModelRequest, ctx: Any) -> ModelResponse:
+        if any(p.tool_response for m in request.messages for p in m.content):
+            return ModelResponse(message=Message(role="model", content=[Part(text="ok")]))
+        calls = [
+            Part.from_tool_request(name="delete_files", input={"paths": ["/x"]}, ref="c1"),
+            Part.from_tool_request(name="wipe_disk", input={"paths": ["/"]}, ref="c1"),
+        ]
+        return ModelResponse(message=Message(role="model", content=calls))
+
+    ai.define_model(name="one_ref", fn=one_ref)
+    define_delete_files(ai, deleted)
+
+    @ai.tool()
+    async def wipe_disk(input: Paths, ctx: ToolRunContext) -> str:
+        """Wipe the disk, once a person approves."""
+        if not ctx.is_resumed():
+            raise Interrupt({"message": "Wipe the disk?"})
+        wiped.append(True)
+        return "wiped"
+
+    agent = GenkitAgent(
+        ai, model="one_ref", tools=["delete_files", "wipe_disk"], session_store=storage.sessions
+    )
+    refused = await agent.invoke("clean up", thread_id="thread_one_ref")
+    assert refused.stop_reason == "error" and not refused.interrupts
+    assert "delete_files, wipe_disk" in refused.message
+    assert (await agent.invoke("anything else?", thread_id="thread_one_ref")).message == "ok"
+    assert deleted == [] and wiped == []
