@@ -66,6 +66,7 @@ from .adapted import (
     signoff_ids,
     snapshot_status,
 )
+from .strands_batch import batch_calls, closed_batch
 
 APPROVAL = "signoff:approval"
 """The name of the interrupts ``SignoffApprovals`` raises."""
@@ -131,7 +132,7 @@ class _KeptResults(KeptResults, HookProvider):
         responses: Sequence[InterruptResponse],
     ) -> None:
         super().__init__(store, thread_id, stored, responses)
-        self._batch = {use["toolUseId"] for use in _batch_calls(stored)}
+        self._batch = {use["toolUseId"] for use in batch_calls(stored.snapshot.get("strands"))}
         self._replayable = set(self.kept)  # saved by an earlier try, answered once each
         self._running: set[str] = set()
         self.finished: dict[str, ToolCallFinished] = {}
@@ -207,11 +208,8 @@ class StrandsAgent(Runnable):
             stored = await self.session_store.load(thread_id)
             if stored is None or not _pending(stored):
                 return None
-            strands = dict(stored.snapshot["strands"])
-            data = dict(strands["data"])
-            data["messages"] = [*data["messages"], *_cancelled_turn(stored, reason)]
-            data["interrupt_state"] = {"interrupts": {}, "context": {}, "activated": False}
-            snapshot: dict[str, JSONValue] = {"strands": {**strands, "data": data}, "pending": []}
+            closed = closed_batch(stored.snapshot["strands"], reason, kept_results(stored))
+            snapshot: dict[str, JSONValue] = {"strands": closed, "pending": []}
             await self.session_store.save(thread_id, snapshot, expected_version=stored.version)
         return cancelled(thread_id, reason)
 
@@ -256,16 +254,20 @@ class _StrandsInvocation(LeasedInvocation):
             for i in (result.interrupts or ())
             if result.stop_reason == "interrupt"
         ]
+        state = strands.take_snapshot(preset="session").to_dict()
+        refusal = _twins_refusal(pending)
+        if refusal is not None:  # ended here: each of the batch's calls answered with why
+            state, pending = closed_batch(state, refusal, {}), []
         raised = [_interrupt(p) for p in pending]
         snapshot: dict[str, JSONValue] = {
-            "strands": strands.take_snapshot(preset="session").to_dict(),
+            "strands": state,
             "pending": pending,
             IDS: signoff_ids(raised, stored, answered),
         }
         asked = named(raised, snapshot)
         snapshot[ASKED_AT] = asked_at(asked, stored)
-        message = str(result).strip()
-        if not asked:
+        message = refusal or str(result).strip()
+        if not asked and refusal is None:
             snapshot[RESULT] = message
         await self.agent.session_store.save(
             self.thread_id,
@@ -277,7 +279,7 @@ class _StrandsInvocation(LeasedInvocation):
         interrupts = dated(asked, snapshot)
         yield RunFinished(
             result=AgentResult(
-                stop_reason="interrupt" if interrupts else "end_turn",
+                stop_reason="error" if refusal else "interrupt" if interrupts else "end_turn",
                 message="waiting for a human decision" if interrupts else message,
                 thread_id=self.thread_id,
                 run_id=run_id,
@@ -292,34 +294,20 @@ def _pending(stored: StoredSession) -> list[dict[str, Any]]:
     return [p for p in pending if isinstance(p, dict)]
 
 
-def _batch_calls(stored: StoredSession) -> list[dict[str, Any]]:
-    """The ``toolUse`` blocks of the tool batch the thread's open interrupts stopped."""
-    strands = stored.snapshot.get("strands") or {}
-    data = (strands.get("data") or {}) if isinstance(strands, dict) else {}
-    pending = (data.get("interrupt_state") or {}).get("pending_tool_execution") or {}
-    content = (pending.get("assistant_message") or {}).get("content") or []
-    return [c["toolUse"] for c in content if "toolUse" in c]
-
-
-def _cancelled_turn(stored: StoredSession, reason: str) -> list[dict[str, Any]]:
-    """The messages that close an interrupted tool batch: each call's result (an error
-    saying why, unless it had finished, or ran in a resume that failed after it) and the
-    assistant's word that the run ended."""
-    data = stored.snapshot["strands"]["data"]
-    pending = (data.get("interrupt_state") or {}).get("pending_tool_execution") or {}
-    done = {r["toolUseId"]: r for r in pending.get("completed_tool_results") or []}
-    done.update(kept_results(stored))
-    results = [
-        done.get(use["toolUseId"])
-        or {"toolUseId": use["toolUseId"], "status": "error", "content": [{"text": reason}]}
-        for use in _batch_calls(stored)
-    ]
-    if not results:
-        return []
-    return [
-        {"role": "user", "content": [{"toolResult": r} for r in results]},
-        {"role": "assistant", "content": [{"text": reason}]},
-    ]
+def _twins_refusal(pending: Sequence[Mapping[str, Any]]) -> str | None:
+    """Why the turn cannot be asked about, when two of its interrupts have one id (a model
+    giving two calls one id: Strands names a call's interrupt by it, so one decision would
+    answer both, and only the first call's arguments would be shown)."""
+    ids = [p["id"] for p in pending]
+    asked = [_interrupt(p) for p in pending if ids.count(p["id"]) > 1]
+    twins = sorted({i.tool_call.name if i.tool_call else i.name for i in asked})
+    if not twins:
+        return None
+    return (
+        f"Refused: the model's turn asked for {', '.join(twins)} in calls with one id. "
+        "Strands asks about a call under its id, so one decision would answer them all. "
+        "The calls waiting for approval did not run."
+    )
 
 
 def _interrupt(pending: Mapping[str, Any]) -> Interrupt:

@@ -684,3 +684,57 @@ async def test_the_second_approved_call_under_a_reused_call_id_is_audited_too(
         (bot.record_id(first), "delete_files: deleted /tmp/a"),
         (bot.record_id(second), "delete_files: deleted /tmp/b"),
     ]
+
+
+class OneIdForTwoCalls(ScriptedModel):
+    """Asks to delete /a and /keep in one turn, giving both calls the id ``use_1``; once
+    they are answered, reports what each got."""
+
+    def __init__(self) -> None:
+        super().__init__("delete_files", {})
+
+    async def stream(self, messages: Any, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        results = [c["toolResult"] for m in messages for c in m["content"] if "toolResult" in c]
+        yield {"messageStart": {"role": "assistant"}}
+        if not results:
+            for path in ("/a", "/keep"):
+                use = {"toolUseId": "use_1", "name": "delete_files"}
+                yield {"contentBlockStart": {"start": {"toolUse": use}}}
+                args = json.dumps({"paths": [path]})
+                yield {"contentBlockDelta": {"delta": {"toolUse": {"input": args}}}}
+                yield {"contentBlockStop": {}}
+            yield {"messageStop": {"stopReason": "tool_use"}}
+            return
+        said = [r["content"][0]["text"] for r in results]
+        yield {"contentBlockDelta": {"delta": {"text": f"got {len(said)}: {said[0]}"}}}
+        yield {"contentBlockStop": {}}
+        yield {"messageStop": {"stopReason": "end_turn"}}
+
+
+async def test_two_calls_under_one_id_are_refused_not_approved_as_one(storage: Storage) -> None:
+    """Strands names a call's interrupt by the call's id: under one id, approving the card
+    (showing the first call's arguments) would run both. The turn is refused; neither
+    runs, each is answered with why, and the thread takes a new prompt."""
+    deleted: list[list[str]] = []
+
+    @tool
+    def delete_files(paths: list[str]) -> str:
+        """Delete files."""
+        deleted.append(paths)
+        return f"deleted {paths}"
+
+    def make_agent() -> Agent:
+        return Agent(
+            model=OneIdForTwoCalls(),
+            tools=[delete_files],
+            hooks=[SignoffApprovals(interrupt_on={"delete_files": True})],
+            callback_handler=None,
+        )
+
+    agent = StrandsAgent(make_agent, session_store=storage.sessions)
+    refused = await agent.invoke("clean up", thread_id="thread_one_id")
+    assert refused.stop_reason == "error" and not refused.interrupts
+    assert "delete_files" in refused.message and "did not run" in refused.message
+    again = await agent.invoke("anything else?", thread_id="thread_one_id")
+    assert again.message == f"got 2: {refused.message}"
+    assert deleted == []
