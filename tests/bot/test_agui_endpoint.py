@@ -753,3 +753,35 @@ async def test_a_strands_run_on_the_longest_thread_id_taken_asks_on_a_card(
     seen = await _answer(Endpoint(endpoint.bot, url), thread, interrupt["id"], **approve)
     assert seen["finished"]["outcome"] == {"type": "success"}, seen
     assert deleted == [["/tmp/a", "/tmp/b"]]
+
+
+async def test_an_app_without_cards_retrying_with_a_denial_is_told_its_approved_tool_ran(
+    endpoint_for: Callable[..., Awaitable[Endpoint]],
+) -> None:
+    """No cards: the app's approval ran the tool, then the model failed. Sent again as a
+    denial, the answer is refused, saying the tool ran on the approval; the approval sent
+    again goes on, and the tool does not run twice."""
+    ran: list[list[str]] = []
+    spec = AgentSpec(
+        name="st-flaky",
+        build=lambda sessions: StrandsAgent(failing_after_the_tool(ran), session_store=sessions),
+        policy=Policy(users=(ALICE,)),
+    )
+    endpoint = await endpoint_for(spec=spec)
+    url = endpoint.url.replace("/cleanup", "/st-flaky")
+    asked, failed, denied, approved = await _client(
+        url,
+        "thread-app-retries",
+        [
+            {"prompt": "clean up"},
+            {"answer": {"status": "resolved", "payload": {"type": "approve"}}},
+            {"answer": {"status": "resolved", "payload": {"type": "reject", "message": "no"}}},
+            {"answer": {"status": "resolved", "payload": {"type": "approve"}}},
+        ],
+    )
+    [iid] = asked["pending"]
+    assert failed["finished"] is None and failed["error"] is not None
+    assert f"{iid} delete_files (it ran): approve" in denied["error"]["message"]
+    assert approved["finished"]["result"] == "done (success): deleted 1"
+    assert ran == [["/tmp/a"]]
+    assert endpoint.bot.slack.called("chat.postMessage") == []
