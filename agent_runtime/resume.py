@@ -103,7 +103,9 @@ def _in_progress(state: RunState, responses: Sequence[InterruptResponse]) -> str
         if call is None:
             said.append(f"{response.interrupt_id}: {what}")
             continue
-        if call.id in ran:
+        if what in ("reject", "respond"):
+            done = "its tool did not run"
+        elif call.id in ran:
             done = "its tool ran"
         elif call.id in state.attempts:
             done = "its tool started, its result not saved"

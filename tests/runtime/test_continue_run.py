@@ -198,6 +198,7 @@ async def test_answers_sent_again_to_a_resume_cut_off_after_its_tool_say_what_ra
 
     store = DiesAfterTheTool(deleted, nth)
     call = ToolCall(id="d1", name="delete_files", args={"paths": ["/tmp/a"]})
+    kept = ToolCall(id="d2", name="delete_files", args={"paths": ["/var/keep"]})
 
     def agent(turns) -> Agent:
         return Agent(
@@ -207,14 +208,18 @@ async def test_answers_sent_again_to_a_resume_cut_off_after_its_tool_say_what_ra
             interrupt_on={"delete_files": True},
         )
 
-    [asked] = (await agent([[call]]).invoke("go", thread_id="t")).interrupts
+    asked, spared = (await agent([[call, kept]]).invoke("go", thread_id="t")).interrupts
+    answers = {asked.id: Decision.approve(), spared.id: Decision.reject("keep it")}
     with pytest.raises(ProcessDied):
-        await agent(["done"]).invoke({asked.id: Decision.approve()}, thread_id="t")
+        await agent(["done"]).invoke(answers, thread_id="t")
     before = await store.load("t")
     with pytest.raises(ResumeError) as refused:
         await agent(["done"]).invoke({asked.id: Decision.reject("no")}, thread_id="t")
     assert f"applied {asked.id} delete_files: approve, {done}" in str(refused.value)
     assert "ContinueRun()" in str(refused.value)
+    with pytest.raises(ResumeError) as refused:
+        await agent(["done"]).invoke(answers, thread_id="t")
+    assert f"{spared.id} delete_files: reject, its tool did not run" in str(refused.value)
     assert await store.load("t") == before
     result = await agent(["done"]).invoke(ContinueRun(), thread_id="t")
     assert result.message == "done"
