@@ -51,20 +51,24 @@ def _action_call_ids(
 ) -> list[str | None]:
     """The model's call id of each action of a batch: the middleware lists the turn's gated
     calls in order, so each action is the next call of its name and arguments. None where
-    no call matches or two actions would share an id (a model giving no ids)."""
+    that is not sure: no call matches, the turn has more calls like it than the batch
+    asks about (a ``when`` predicate let one through), or two actions would share an id
+    (a model giving no ids)."""
+
+    def shape(item: Mapping[str, Any]) -> tuple[Any, Any]:
+        return item.get("name"), item.get("args")
+
     remaining = iter(calls)
     found = [
-        next(
-            (
-                str(c.get("id") or "")
-                for c in remaining
-                if c.get("name") == action.get("name") and c.get("args") == action.get("args")
-            ),
-            "",
-        )
+        next((str(c.get("id") or "") for c in remaining if shape(c) == shape(action)), "")
         for action in actions
     ]
-    return [i if i and found.count(i) == 1 else None for i in found]
+    asked = [shape(a) for a in actions]
+    made = [shape(c) for c in calls]
+    return [
+        i if i and found.count(i) == 1 and made.count(s) == asked.count(s) else None
+        for i, s in zip(found, asked, strict=True)
+    ]
 
 
 def _batch(

@@ -724,3 +724,34 @@ async def test_what_ran_before_the_model_failed_is_told_when_the_worker_retries(
     trail = await bot.services.storage.audit.read(count=100)
     told = [(e.event, e.record_id) for e in trail if e.event.startswith("tool_")]
     assert told == [("tool_ran", bot.record_id(value))]
+
+
+async def test_a_batch_action_is_tied_to_a_model_call_only_when_that_is_sure(
+    storage: Storage, saver: AsyncSqliteSaver
+) -> None:
+    """Two like calls, a ``when`` predicate asking about the second only: the action could
+    be either, so its card is tied to neither (the one that ran unasked is not told as
+    approved on it)."""
+
+    @lc_tool
+    def delete_files(paths: list[str]) -> str:
+        """Delete files."""
+        return f"deleted {len(paths)}"
+
+    calls = [
+        {"id": "c1", "name": "delete_files", "args": {"paths": ["/tmp/a"]}},
+        {"id": "c2", "name": "delete_files", "args": {"paths": ["/tmp/a"]}},
+    ]
+    model = ScriptedChatModel(messages=iter([AIMessage(content="", tool_calls=calls)]))
+    second_only = {
+        "allowed_decisions": ["approve", "reject"],
+        "when": lambda request: request.tool_call["id"] == "c2",
+    }
+    gate = HumanInTheLoopMiddleware(interrupt_on={"delete_files": second_only})
+    agent = LangGraphAgent(
+        create_agent(model, tools=[delete_files], middleware=[gate], checkpointer=saver),
+        input=lambda text: {"messages": [{"role": "user", "content": text}]},
+        session_store=storage.sessions,
+    )
+    [asked] = (await agent.invoke("clean up", thread_id="thread_like")).interrupts
+    assert asked.tool_call is not None and asked.tool_call.id not in ("c1", "c2")
