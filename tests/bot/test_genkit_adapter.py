@@ -23,6 +23,7 @@ from harness import ALICE, CAROL, CHANNEL, Harness
 from pydantic import BaseModel, SecretStr
 
 from agent_runtime import Decision
+from agent_runtime.agui import run_agui
 from agent_runtime.errors import ModelError, ResumeError, ThreadBusyError
 from bot.agents.policy import AgentSpec, Policy
 from bot.api.runs import RUNS_PATH
@@ -479,3 +480,14 @@ async def test_two_interrupted_calls_under_one_ref_are_refused_not_carded_as_one
     assert "delete_files, wipe_disk" in refused.message
     assert (await agent.invoke("anything else?", thread_id="thread_one_ref")).message == "ok"
     assert deleted == [] and wiped == []
+
+
+async def test_an_agui_app_hears_a_refused_turn_as_a_run_error(storage: Storage) -> None:
+    agent = twin_calls_spec([], []).build(storage.sessions)
+    start = {"threadId": "thread_agui_twins", "tools": [], "context": [], "state": {}}
+    prompt = {"id": "m1", "role": "user", "content": "clean up"}
+    asked = [e async for e in run_agui(agent, start | {"runId": "r1", "messages": [prompt]})]
+    [interrupt] = asked[-1]["outcome"]["interrupts"]
+    answer = {"interruptId": interrupt["id"], "status": "resolved", "payload": {"type": "approve"}}
+    ended = [e async for e in run_agui(agent, start | {"runId": "r2", "resume": [answer]})]
+    assert ended[-1]["type"] == "RUN_ERROR" and "did not run" in ended[-1]["message"]
