@@ -29,7 +29,7 @@ from .errors import (
     StorageTimeoutError,
     StorageUnavailableError,
 )
-from .sentinel import SCHEME, parse_sentinel_url, sentinel_redis
+from .sentinel import SCHEME, SentinelAuthError, parse_sentinel_url, sentinel_redis
 
 log = logging.getLogger(__name__)
 
@@ -108,12 +108,16 @@ class RedisClient:
                 f"{action}: Redis at {self.where} did not answer in time ({exc}); it may be "
                 "overloaded or stalled"
             ) from exc
+        except SentinelAuthError as exc:
+            raise StorageAuthError(
+                f"{action}: cannot find {self.where}: {exc} refused our credentials; "
+                + self._sentinel_credentials_hint()
+            ) from exc
         except MasterNotFoundError as exc:  # its text is a long repr of redis-py's client
             raise StorageUnavailableError(
                 f"{action}: cannot find {self.where} after retrying: no sentinel named a "
-                "reachable primary (they are unreachable, refuse our connection: sentinels "
-                "with a password of their own are not supported, or do not know the "
-                "service); check REDIS_URL and the sentinels"
+                "reachable primary (they are unreachable, refuse our connection, or do not "
+                "know the service); check REDIS_URL and the sentinels"
             ) from exc
         except (rexc.ConnectionError, OSError) as exc:
             if "DB index is out of range" in str(exc):  # the server answered: no such db
@@ -140,6 +144,15 @@ class RedisClient:
             raise StorageResponseError(
                 f"{action}: Redis at {self.where} answered an error: {exc}{_hint(exc)}"
             ) from exc
+
+    def _sentinel_credentials_hint(self) -> str:
+        """What to put right in REDIS_URL when the sentinels refused us."""
+        if self._sentinel is None or self._sentinel.sentinel_password is None:
+            return (
+                "sentinels with a password of their own take it as ?sentinel_password= "
+                "(percent-encoded) in REDIS_URL"
+            )
+        return "check sentinel_password (and sentinel_username) in REDIS_URL"
 
     def script(self, name: str) -> AsyncScript:
         """The Lua script ``storage/lua/<name>.lua`` (with the shared prelude), run by EVALSHA."""

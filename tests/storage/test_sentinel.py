@@ -3,8 +3,11 @@ primary dies and Sentinel promotes the replica, carries on with every decision i
 
 from __future__ import annotations
 
+import logging
 import socket
 import subprocess
+import time
+import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,10 +23,12 @@ from bot.process.settings import Settings
 from storage import connect
 from storage.client import RedisClient
 from storage.embedded import find_server_binary
-from storage.errors import StorageUnavailableError
+from storage.errors import StorageAuthError, StorageUnavailableError
 from storage.sentinel import SentinelTarget, parse_sentinel_url
 
 SERVICE = "signoff-primary"
+PRIMARY_PASSWORD = "primary p@ss"
+SENTINEL_PASSWORD = "sentinel p@ss/word:1"
 DIGEST = args_digest({"path": "/tmp/old"})
 
 
@@ -36,10 +41,10 @@ def _free_port() -> int:
 class Node:
     """One valkey-server process on a loopback TCP port, killed by ``kill``."""
 
-    def __init__(self, directory: Path, *args: str) -> None:
+    def __init__(self, directory: Path, *args: str, password: str | None = None) -> None:
         directory.mkdir()
         self.port = _free_port()
-        self.client = aioredis.Redis(port=self.port, decode_responses=True)
+        self.client = aioredis.Redis(port=self.port, password=password, decode_responses=True)
         self.process = subprocess.Popen(
             [find_server_binary(), *args, "--port", str(self.port), "--bind", "127.0.0.1"],
             cwd=directory,
@@ -168,3 +173,119 @@ async def test_sentinels_that_name_no_primary_are_told_in_one_short_line() -> No
     said = str(raised.value)
     assert said.startswith("ping: cannot find the primary of 'mymaster' (sentinels")
     assert "<redis." not in said and len(said) < 400
+
+
+@pytest.fixture
+def guarded(tmp_path: Path) -> Iterator[tuple[Node, Node]]:
+    """A primary and a Sentinel monitoring it, each with a password of its own (the
+    sentinel's ``requirepass``, as Bitnami's chart and managed setups configure)."""
+    primary = Node(
+        tmp_path / "primary", "--save", "", "--requirepass", PRIMARY_PASSWORD,
+        password=PRIMARY_PASSWORD,
+    )  # fmt: skip
+    config = tmp_path / "sentinel.conf"
+    config.write_text(
+        f"sentinel monitor {SERVICE} 127.0.0.1 {primary.port} 1\n"
+        f'sentinel auth-pass {SERVICE} "{PRIMARY_PASSWORD}"\n'
+        f'requirepass "{SENTINEL_PASSWORD}"\n'
+    )
+    sentinel = Node(tmp_path / "sentinel", str(config), "--sentinel", password=SENTINEL_PASSWORD)
+    yield primary, sentinel
+    for node in (sentinel, primary):
+        if node.process.poll() is None:
+            node.kill()
+
+
+async def _watching(primary: Node, sentinel: Node) -> None:
+    """Until the sentinel answers with the primary it monitors up."""
+    for node in (primary, sentinel):
+        await wait_for(node.answers, within=10, what=f"valkey on port {node.port}")
+
+    async def primary_up() -> bool:
+        state = await sentinel.client.execute_command("SENTINEL", "MASTER", SERVICE)
+        return bool(state["flags"] == "master")
+
+    await wait_for(primary_up, within=10, what="the sentinel to see the primary")
+
+
+def _guarded_url(sentinel: Node, query: str) -> str:
+    primary_credentials = urllib.parse.quote(PRIMARY_PASSWORD, safe="")
+    return f"redis+sentinel://:{primary_credentials}@127.0.0.1:{sentinel.port}/{SERVICE}{query}"
+
+
+async def test_sentinels_with_a_password_of_their_own_take_it_as_sentinel_password(
+    guarded: tuple[Node, Node], key_prefix: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    primary, sentinel = guarded
+    await _watching(primary, sentinel)
+    caplog.set_level(logging.DEBUG)
+    query = "?sentinel_password=" + urllib.parse.quote(SENTINEL_PASSWORD, safe="")
+    storage = await connect(_guarded_url(sentinel, query), prefix=key_prefix)
+    try:
+        record = make_record(call_id="c1")
+        await storage.interrupts.create_interrupts([record])
+        decided = await storage.interrupts.decide(
+            record.id, "UBOB", Decision.approve(), args_digest=DIGEST, now=NOW
+        )
+        assert decided.status == "recorded"
+        keys = await primary.client.keys(f"{key_prefix}:*")
+        assert keys, "the decision is stored on the primary the sentinel named"
+    finally:
+        await storage.close()
+    assert SENTINEL_PASSWORD not in caplog.text and PRIMARY_PASSWORD not in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("query", "says"),
+    [
+        ("", "take it as ?sentinel_password="),
+        ("?sentinel_password=wrong", "check sentinel_password (and sentinel_username)"),
+        (
+            "?sentinel_username=app&sentinel_password=" + urllib.parse.quote(SENTINEL_PASSWORD),
+            "check sentinel_password (and sentinel_username)",
+        ),
+    ],
+    ids=["missing", "wrong", "unknown-user"],
+)
+async def test_sentinels_refusing_our_credentials_are_told_in_one_line(
+    guarded: tuple[Node, Node], query: str, says: str
+) -> None:
+    primary, sentinel = guarded
+    await _watching(primary, sentinel)
+    client = RedisClient(_guarded_url(sentinel, query))  # retrying as the bot does
+    started = time.monotonic()
+    try:
+        with pytest.raises(StorageAuthError) as raised:
+            await client.ping()
+    finally:
+        await client.close()
+    assert time.monotonic() - started < 5, "told after our retries, not each sentinel's too"
+    said = str(raised.value)
+    assert said.startswith(f"ping: cannot find the primary of {SERVICE!r} (sentinels ")
+    assert "1 of 1 sentinels refused our credentials" in said and says in said
+    assert "\n" not in said and len(said) < 400
+    assert SENTINEL_PASSWORD not in said and PRIMARY_PASSWORD not in said and "wrong" not in said
+
+
+def test_a_sentinel_url_takes_the_sentinels_credentials_and_never_shows_them() -> None:
+    target = parse_sentinel_url(
+        "redis+sentinel://:pw@10.0.0.1/ops?sentinel_username=watch&sentinel_password=s%2Fcret"
+    )
+    assert (target.sentinel_username, target.sentinel_password) == ("watch", "s/cret")
+    assert (target.username, target.password) == (None, "pw")
+    assert "s/cret" not in repr(target) and "pw" not in repr(target)
+
+
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        ("redis+sentinel://h/ops?sentinel_pasword=hunter2", "unknown options ['sentinel_pasword']"),
+        ("redis+sentinel://h/ops?sentinel_username=watch", "sentinel_username needs"),
+    ],
+)
+def test_a_sentinel_url_with_a_wrong_option_stops_startup_without_its_value(
+    url: str, says: str
+) -> None:
+    with pytest.raises(ConfigError) as info:
+        Settings.from_env({"REDIS_URL": url})
+    assert says in str(info.value) and "hunter2" not in str(info.value)
