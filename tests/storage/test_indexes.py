@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from storage_helpers import NOW, later, make_record, run_key
+from storage_helpers import NOW, later, make_record, run_key, wait_for
 
 from agent_runtime.interrupts import Decision
 from agent_runtime.messages import args_digest
@@ -339,3 +339,34 @@ async def test_records_with_groups_come_up_for_a_member_check_until_decided(
     )
     assert await checks(later(minutes=15)) == []
     assert await storage.client.raw.zcard(run_key(storage, storage.keys.group_checks)) == 0
+
+
+async def test_a_pending_request_dropped_by_its_ttl_leaves_every_index_at_its_expiry_sweep(
+    storage: Storage,
+) -> None:
+    """A pending record gone by its TTL (Signoff stopped past its expiry's 30 days, or the
+    server evicting it): the sweep that meets its due entry takes it out of the pending
+    lists too, so the metrics' pending count and the listings stop counting it."""
+    reminders = (timedelta(minutes=30),)
+    gone = make_record(call_id="c1", expires_in=timedelta(hours=1), reminders=reminders)
+    kept = make_record(  # its id extends gone's: only gone's entries may go
+        call_id="c10", now=later(seconds=1), expires_in=timedelta(hours=3), reminders=reminders
+    )
+    await storage.interrupts.create_interrupts([gone, kept])
+    raw = storage.client.raw
+    await raw.pexpire(storage.keys.record(gone.id), 1)
+
+    async def dropped() -> bool:
+        return not await raw.exists(storage.keys.record(gone.id))
+
+    await wait_for(dropped, what="the record's TTL to run out")
+    assert await storage.queries.pending_count() == 2, "counted while its entry stays"
+
+    assert await storage.interrupts.expire_due(later(hours=2)) == []
+    k = storage.keys
+    for index in (k.by_user, k.by_channel, k.due, k.reminders, k.outbox):
+        members = await raw.zrange(run_key(storage, index), 0, -1)
+        assert {m.rsplit("\0", 1)[-1] for m in members} == {kept.id}, index(0)
+    assert await storage.queries.pending_count() == 1
+    listed = await storage.queries.pending_for_user("UALICE")
+    assert [r.id for r in listed.records] == [kept.id]
