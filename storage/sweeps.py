@@ -135,8 +135,9 @@ class DueSweeps(RecordTransitions):
                 APPROVED_BY_DEFAULT,
                 millis(POST_LEASE),
             ]
-        if script == "remind":  # sent again after its reply was lost: answered the same
-            args.append(secrets.token_hex(8))
+        # A sweep sent again after its reply was lost is answered the same: the expiries,
+        # releases and reminders it made are reported, not skipped as done already.
+        args.append(secrets.token_hex(8))
         return await self._pipelined(script, rids, args)
 
 

@@ -3,7 +3,8 @@
 -- ARGV: 1 record id, 2 now, 3 retention ms, 4 resume stream maxlen, 5 audit maxlen,
 -- 6 how long waiting clicks may hold the expiry back (ms), 7 the decision of an approval
 -- by default (policy.if_nobody_decides 'approve'), 8 how long the sweeper has to post an
--- escalation step's card before the outbox does (ms).
+-- escalation step's card before the outbox does (ms), 9 this call's token (the same call
+-- sent again after its reply was lost is answered as the first time).
 -- A decision held in its undo window is made final here instead, once the window ends.
 -- Returns {status, job id, record hash...}; status is
 -- expired|escalated|released|skip|missing.
@@ -23,6 +24,17 @@ if redis.call('EXISTS', key) == 0 then
   for _, index in ipairs({KEYS[4], KEYS[5], KEYS[6]}) do redis.call('ZREM', index, rid) end
   return {'missing', ''}
 end
+-- What this call did, kept as '<token> <status> <job id>': its card is updated and its
+-- requester told by the sweeper that hears of it.
+local function swept(status, job)
+  redis.call('HSET', key, 'swept_by', ARGV[9] .. ' ' .. status .. ' ' .. job)
+  return with_record({status, job})
+end
+local before = field(key, 'swept_by')
+if string.sub(before, 1, #ARGV[9] + 1) == ARGV[9] .. ' ' then
+  local status, job = string.match(string.sub(before, #ARGV[9] + 2), '^(%S+) ?(%S*)$')
+  return with_record({status, job})
+end
 if field(key, 'state') ~= 'pending' then
   redis.call('ZREM', KEYS[4], rid)
   return {'skip', ''}
@@ -39,7 +51,7 @@ if held ~= '' then
   redis.call('HDEL', key, 'held_until', 'held_by', 'held_at', 'held_decision')
   local job = finalize(rid, FINALS[dtype], by, at, decision, tonumber(ARGV[3]), true, ARGV[4])
   audit(KEYS[10], ARGV[5], FINALS[dtype], rid, by, now, decision)
-  return with_record({'released', job})
+  return swept('released', job)
 end
 local expires = field(key, 'expires_at')
 if expires == '' or tonumber(now) < tonumber(expires) then
@@ -79,7 +91,7 @@ if step < steps then
     redis.call('ZADD', KEYS[6], 'NX', tonumber(now) + tonumber(ARGV[8]), rid)
   end
   audit(KEYS[10], ARGV[5], 'escalated', rid, '', now, tostring(step + 1))
-  return with_record({'escalated', ''})
+  return swept('escalated', '')
 end
 -- Nobody decided in time: the policy's safe default (denied, or for a low-risk action whose
 -- policy says so, approved: only when someone could have decided, its card posted, and no
@@ -91,7 +103,7 @@ if by_default and undid_approval then by_default = false end
 if by_default then
   local job = finalize(rid, 'approved', '', now, ARGV[7], tonumber(ARGV[3]), true, ARGV[4])
   audit(KEYS[10], ARGV[5], 'approved_by_default', rid, '', now, ARGV[7])
-  return with_record({'expired', job})
+  return swept('expired', job)
 end
 local job = finalize(rid, 'expired', '', now, '', tonumber(ARGV[3]), true, ARGV[4])
 local why = ''
@@ -100,4 +112,4 @@ if policy.if_nobody_decides == 'approve' then
   if undid_approval then why = 'not approved by default: an approval was undone' end
 end
 audit(KEYS[10], ARGV[5], 'expired', rid, '', now, why)
-return with_record({'expired', job})
+return swept('expired', job)

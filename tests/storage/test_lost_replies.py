@@ -149,3 +149,28 @@ async def test_a_client_created_again_by_the_same_call_gets_its_token(one_server
     assert found is not None and found.name == client.name
     with pytest.raises(ClientExistsError):  # another call: refused
         await one_server.api_clients.create("nightly-cleanup", now=NOW)
+
+
+async def test_an_expiry_or_release_swept_again_by_the_same_sweep_is_reported(
+    one_server: Storage,
+) -> None:
+    """The sweep whose pipeline is sent again still reports the expiry and the release of a
+    held decision it made, with the resume job, so their cards are updated and people
+    told, not left with live buttons."""
+    unanswered = make_record(call_id="c1", expires_in=timedelta(hours=1))
+    held = make_record(run_id="run_2", call_id="c2", undo_window=timedelta(seconds=60))
+    await one_server.interrupts.create_interrupts([unanswered])
+    await one_server.interrupts.create_interrupts([held])
+    decided = await one_server.interrupts.decide(
+        held.id, "UALICE", Decision.approve(), args_digest=DIGEST, now=NOW
+    )
+    assert decided.status == "held"
+    with reply_lost_once(naming=unanswered.id) as lost:
+        results = await one_server.interrupts.expire_due(NOW + timedelta(hours=2))
+    assert lost == ["EVALSHA"]
+    reported = {r.record.id: (r.outcome, r.record.state, r.resume_job_id) for r in results}
+    assert reported.keys() == {unanswered.id, held.id}
+    assert reported[unanswered.id][:2] == ("expired", "expired")
+    assert reported[held.id][:2] == ("released", "approved")
+    assert None not in (reported[unanswered.id][2], reported[held.id][2])
+    assert await one_server.interrupts.expire_due(NOW + timedelta(hours=3)) == []  # once
