@@ -9,6 +9,10 @@ if redis.call('EXISTS', key) == 0 or field(key, 'id') ~= rid then
   return {'refused', 'unknown', ''}
 end
 local function refuse(reason) return {'refused', reason, record_json(key)} end
+-- This very click, sent again after its reply was lost: it undid the decision.
+if field(key, 'undone_by') == user and field(key, 'undone_at') == now then
+  return {'undone', '', record_json(key)}
+end
 if field(key, 'state') ~= 'pending' then return refuse('already_decided') end
 local held = field(key, 'held_until')
 if held == '' then return refuse('not_held') end

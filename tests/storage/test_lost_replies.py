@@ -174,3 +174,30 @@ async def test_an_expiry_or_release_swept_again_by_the_same_sweep_is_reported(
     assert reported[held.id][:2] == ("released", "approved")
     assert None not in (reported[unanswered.id][2], reported[held.id][2])
     assert await one_server.interrupts.expire_due(NOW + timedelta(hours=3)) == []  # once
+
+
+async def test_an_undo_sent_again_is_told_undone_not_that_nothing_was_held(
+    one_server: Storage,
+) -> None:
+    """An Undo click whose reply was lost is answered as undone (its card shows the request
+    waiting again), not "no decision is waiting to be undone; nothing changed"."""
+    record = make_record(undo_window=timedelta(seconds=60))
+    await one_server.interrupts.create_interrupt(record)
+    held = await one_server.interrupts.decide(
+        record.id, "UALICE", Decision.approve(), args_digest=DIGEST, now=NOW
+    )
+    assert held.status == "held"
+    with reply_lost_once(naming=record.id) as lost:
+        undone = await one_server.interrupts.undo(
+            record.id, "UALICE", now=NOW + timedelta(seconds=5), channel="CAPPROVALS", message_ts=""
+        )
+    assert lost == ["EVALSHA"]
+    assert undone.status == "recorded"
+    assert undone.record is not None and undone.record.held is None
+    assert undone.record.state == "pending"
+    events = [e.event for e in await one_server.audit.read(after="-", count=10)]
+    assert events.count("undone") == 1
+    again = await one_server.interrupts.undo(  # a later click: nothing is held now
+        record.id, "UALICE", now=NOW + timedelta(seconds=6), channel="CAPPROVALS", message_ts=""
+    )
+    assert (again.status, again.reason) == ("refused", "not_held")
