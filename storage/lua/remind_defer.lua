@@ -4,6 +4,11 @@
 -- 3 when (ms). Returns 'deferred' or 'skip'.
 local key, rid, number, at = KEYS[1], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 if redis.call('EXISTS', key) == 0 or field(key, 'state') ~= 'pending' then return 'skip' end
+-- This very call, sent again after its reply was lost: it deferred the reminder.
+if tonumber(field(key, 'reminder_index')) == number - 1
+  and field(key, 'next_reminder_at') == ARGV[3] then
+  return 'deferred'
+end
 if tonumber(field(key, 'reminder_index')) ~= number then return 'skip' end
 local expires = field(key, 'expires_at')
 if expires ~= '' and at >= tonumber(expires) then return 'skip' end

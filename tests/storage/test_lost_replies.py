@@ -201,3 +201,18 @@ async def test_an_undo_sent_again_is_told_undone_not_that_nothing_was_held(
         record.id, "UALICE", now=NOW + timedelta(seconds=6), channel="CAPPROVALS", message_ts=""
     )
     assert (again.status, again.reason) == ("refused", "not_held")
+
+
+async def test_a_reminder_deferred_again_by_the_same_call_is_deferred(one_server: Storage) -> None:
+    """A reminder put off to working hours whose reply was lost is reported put off, not
+    logged as dropped, and is handed out then."""
+    record = make_record(expires_in=timedelta(hours=5), reminders=(timedelta(hours=1),))
+    await one_server.interrupts.create_interrupt(record)
+    [reminder] = await one_server.interrupts.due_reminders(NOW + timedelta(hours=1))
+    until = NOW + timedelta(hours=3)
+    with reply_lost_once(naming=record.id) as lost:
+        assert await one_server.reminders.defer(record.id, reminder.number, until=until)
+    assert lost == ["EVALSHA"]
+    assert await one_server.interrupts.due_reminders(until - timedelta(seconds=1)) == []
+    [again] = await one_server.interrupts.due_reminders(until)
+    assert again.number == reminder.number
