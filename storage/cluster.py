@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from redis.asyncio.cluster import ClusterNode, RedisCluster
+from redis.exceptions import ClusterDownError, SlotNotCoveredError
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 from .hosts import parse_hosts
 
@@ -67,12 +69,24 @@ def parse_cluster_url(url: str) -> ClusterTarget:
     )
 
 
+class _Cluster(RedisCluster):
+    """redis-py's RedisCluster, which does not send a command that timed out again: it may
+    have run, and a stalled node would hold its caller for five timeouts. A lost connection
+    or a cluster mid-failover is still tried again, on the slot map read anew."""
+
+    ERRORS_ALLOW_RETRY = (  # type: ignore[assignment]  # typed as redis-py's own tuple
+        RedisConnectionError,
+        ClusterDownError,
+        SlotNotCoveredError,
+    )
+
+
 def cluster_redis(
     target: ClusterTarget, *, max_connections: int, **connection: Any
 ) -> RedisCluster:
     """A client of the cluster ``target`` names; ``connection``: each node's connection
     options (retry, timeouts, decoding). ``max_connections`` is per node."""
-    return RedisCluster(
+    return _Cluster(
         startup_nodes=[ClusterNode(host, port) for host, port in target.nodes],
         username=target.username,
         password=target.password,

@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import time
 from collections.abc import AsyncIterator, Iterator
 from datetime import timedelta
 from typing import cast
@@ -22,7 +23,7 @@ from agent_runtime.messages import args_digest
 from storage import Storage, connect
 from storage.client import RedisClient
 from storage.embedded_cluster import EmbeddedCluster
-from storage.errors import DuplicateInterruptError, StorageError
+from storage.errors import DuplicateInterruptError, StorageError, StorageTimeoutError
 from storage.interrupts import InterruptStore
 from storage.keys import shard_tag
 from storage.queries import InterruptQueries
@@ -268,3 +269,31 @@ async def test_requests_on_the_nodes_that_answer_expire_while_another_node_stall
         with _stalled(redis_cluster, stalled):
             expired = await interrupts.expire_due(NOW + timedelta(hours=1))
     assert [(e.outcome, e.record.id) for e in expired] == [("expired", record.id)]
+
+
+async def test_a_decision_on_a_node_that_stalls_is_not_sent_again_after_its_timeout(
+    on_cluster: Storage, redis_cluster: EmbeddedCluster
+) -> None:
+    """A script that timed out may have run: as on one server, it is an error after one
+    timeout, not sent to the stalled node again and again while its caller waits."""
+    stalled_run, _ = _run_off_a_node(on_cluster, "decided")
+    record = make_record(run_id=stalled_run)
+    await on_cluster.interrupts.create_interrupt(record)
+    cluster = cast(RedisCluster, on_cluster.client.raw)
+    port = cast(int, cluster.get_node_from_key(on_cluster.keys.record(record.id)).port)
+    async with _impatient(redis_cluster, on_cluster) as interrupts:
+        assert await interrupts.expire_due(NOW) == []  # the client knows the slots and scripts
+        with _stalled(redis_cluster, port):
+            started = time.monotonic()
+            with pytest.raises(StorageTimeoutError):
+                await interrupts.decide(
+                    record.id, "UBOB", Decision.approve(), args_digest=DIGEST, now=NOW
+                )
+            waited = time.monotonic() - started
+    assert waited < 1.2, f"waited {waited:.1f} s: sent again after timing out"
+    after = await on_cluster.interrupts.decide(  # the node answers again: one decision
+        record.id, "UALICE", Decision.approve(), args_digest=DIGEST, now=NOW
+    )
+    stored = await on_cluster.queries.get(record.id)
+    assert stored is not None and stored.state == "approved"
+    assert after.status in ("recorded", "refused")
