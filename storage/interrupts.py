@@ -130,9 +130,8 @@ class InterruptStore(Decisions, DueSweeps):
         """Keep what Slack answered a failed post of the interrupt's card, for those who
         wait on it, until ``mark_posted``; nothing if it is gone or posted meanwhile. True
         for the card's first failed post."""
-        first = await self._client.eval(
-            "post_failed", [self._keys.record(interrupt_id)], [interrupt_id, error[:200]]
-        )
+        args: list[str | int] = [interrupt_id, error[:200], secrets.token_hex(8)]
+        first = await self._client.eval("post_failed", [self._keys.record(interrupt_id)], args)
         return bool(first)
 
     async def set_permalink(self, interrupt_id: str, permalink: str) -> None:

@@ -11,7 +11,7 @@ if field(key, 'state') == 'pending' then
   redis.call('ZADD', KEYS[8], 0, channel_member(key, rid, channel))
 end
 redis.call('HSET', key, 'channel', channel, 'message_ts', ARGV[3], 'thread_ts', ARGV[4])
-redis.call('HDEL', key, 'post_error')
+redis.call('HDEL', key, 'post_error', 'post_failed_by')
 if ARGV[7] ~= '' then redis.call('HSET', key, 'permalink', ARGV[7]) end
 audit(KEYS[10], ARGV[6], 'posted', rid, '', ARGV[5], '')
 return with_record({'posted', ''})

@@ -216,3 +216,13 @@ async def test_a_reminder_deferred_again_by_the_same_call_is_deferred(one_server
     assert await one_server.interrupts.due_reminders(until - timedelta(seconds=1)) == []
     [again] = await one_server.interrupts.due_reminders(until)
     assert again.number == reminder.number
+
+
+async def test_a_first_failed_post_reported_again_is_still_the_first(one_server: Storage) -> None:
+    """A card Slack refused whose record's reply was lost: its requester is still told, once."""
+    record = make_record()
+    await one_server.interrupts.create_interrupt(record)
+    with reply_lost_once(naming="channel_not_found") as lost:
+        assert await one_server.interrupts.post_failed(record.id, "channel_not_found")
+    assert lost == ["EVALSHA"]
+    assert not await one_server.interrupts.post_failed(record.id, "channel_not_found")
