@@ -22,13 +22,16 @@ from typing import Any, TypeVar
 
 import redis
 from redis import exceptions as rexc
-from redis.backoff import ExponentialBackoff
+from redis.backoff import ExponentialBackoff, NoBackoff
 from redis.cluster import ClusterNode, RedisCluster
 from redis.retry import Retry
+from redis.sentinel import MasterNotFoundError, Sentinel
 from strands.storage.storage import Storage
 from strands.types.exceptions import StorageError
 
 from storage.cluster import is_cluster_url, parse_cluster_url
+from storage.sentinel import SCHEME as SENTINEL_SCHEME
+from storage.sentinel import SentinelTarget, parse_sentinel_url, sentinel_credentials
 
 T = TypeVar("T")
 _LAST = b"\xff"
@@ -94,18 +97,26 @@ class RedisStorage(Storage):
         """Run a blocking Redis call in a thread, its failure a Strands ``StorageError``."""
         try:
             return await asyncio.to_thread(call)
+        except MasterNotFoundError as exc:  # its text is a long repr of redis-py's client
+            raise StorageError(
+                f"Redis storage could not {action}: no sentinel named a reachable primary "
+                "(they are unreachable, refuse the credentials, or do not know the service)"
+            ) from exc
         except rexc.RedisError as exc:
             raise StorageError(f"Redis storage could not {action}: {exc}") from exc
 
 
 def _client(url: str, retries: int) -> redis.Redis | RedisCluster:
-    """A client of ``url``: one server, or (``redis+cluster://``, as Signoff takes) a cluster."""
+    """A client of ``url``: one server, its current primary through Sentinel
+    (``redis+sentinel://``), or a cluster (``redis+cluster://``), as Signoff takes them."""
     options: dict[str, Any] = {
         "retry": Retry(ExponentialBackoff(cap=2.0, base=0.05), retries),
         "retry_on_error": [rexc.ConnectionError, rexc.TimeoutError],
         "socket_timeout": 5.0,
         "socket_connect_timeout": 5.0,
     }
+    if url.startswith(f"{SENTINEL_SCHEME}://"):
+        return _primary(parse_sentinel_url(url), options)
     if not is_cluster_url(url):
         return redis.Redis.from_url(url, **options)
     target = parse_cluster_url(url)
@@ -118,3 +129,24 @@ def _client(url: str, retries: int) -> redis.Redis | RedisCluster:
         ssl_ca_certs=target.ca_certs,
         **options,
     )
+
+
+def _primary(target: SentinelTarget, options: dict[str, Any]) -> redis.Redis:
+    """A client of the primary the sentinels of ``target`` name, found again after a
+    failover; each sentinel is asked once per search, the primary's retry repeats it."""
+    watchers = {
+        "socket_timeout": options["socket_timeout"],
+        "socket_connect_timeout": options["socket_connect_timeout"],
+        "retry": Retry(NoBackoff(), 0),
+        **sentinel_credentials(target),
+    }
+    sentinel = Sentinel(  # type: ignore[no-untyped-call]
+        list(target.sentinels),
+        sentinel_kwargs=watchers,
+        username=target.username,
+        password=target.password,
+        db=target.db,
+        **options,
+    )
+    primary: redis.Redis = sentinel.master_for(target.service)  # type: ignore[no-untyped-call]
+    return primary

@@ -108,6 +108,13 @@ class _Sentinel(Sentinel):
         raise MasterNotFoundError(f"No master found for {service_name!r}")
 
 
+def sentinel_credentials(target: SentinelTarget) -> dict[str, Any]:
+    """The sentinels' own credentials, as redis-py's ``sentinel_kwargs`` take them."""
+    if target.sentinel_password is None:
+        return {}
+    return {"username": target.sentinel_username, "password": target.sentinel_password}
+
+
 class _BlockingSentinelPool(SentinelConnectionPool, BlockingConnectionPool):
     """The primary's connections; a burst of callers waits for one instead of failing."""
 
@@ -124,12 +131,9 @@ def sentinel_redis(
     # Each sentinel asked once per search: the primary's connection retries the search, and
     # redis-py's default retry of a client (seconds of backoff) would multiply the wait.
     sentinel_options["retry"] = Retry(NoBackoff(), 0)
-    if target.sentinel_password is not None:
-        sentinel_options["username"] = target.sentinel_username
-        sentinel_options["password"] = target.sentinel_password
     sentinel = _Sentinel(  # type: ignore[no-untyped-call]
         list(target.sentinels),
-        sentinel_kwargs=sentinel_options,
+        sentinel_kwargs=sentinel_options | sentinel_credentials(target),
         username=target.username,
         password=target.password,
         db=target.db,

@@ -15,11 +15,13 @@ import pytest
 import redis.asyncio as aioredis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from storage_helpers import NOW, make_record, wait_for
+from strands.types.exceptions import StorageError as StrandsStorageError
 
 from agent_runtime.interrupts import Decision
 from agent_runtime.messages import args_digest
 from bot.errors import ConfigError
 from bot.process.settings import Settings
+from signoff.strands_storage import RedisStorage
 from storage import connect
 from storage.client import RedisClient
 from storage.embedded import find_server_binary
@@ -289,3 +291,29 @@ def test_a_sentinel_url_with_a_wrong_option_stops_startup_without_its_value(
     with pytest.raises(ConfigError) as info:
         Settings.from_env({"REDIS_URL": url})
     assert says in str(info.value) and "hunter2" not in str(info.value)
+
+
+async def test_strands_sessions_live_behind_the_same_sentinels(
+    guarded: tuple[Node, Node], key_prefix: str
+) -> None:
+    """``RedisStorage`` takes the ``redis+sentinel://`` URL Signoff runs on, the sentinels'
+    own password too; sentinels that refuse it are a short Strands ``StorageError``."""
+    primary, sentinel = guarded
+    await _watching(primary, sentinel)
+    query = "?sentinel_password=" + urllib.parse.quote(SENTINEL_PASSWORD, safe="")
+    store = RedisStorage(_guarded_url(sentinel, query), prefix=key_prefix)
+    try:
+        await store.write("session/s1/snapshot_latest.json", b"{}")
+        assert await store.read("session/s1/snapshot_latest.json") == b"{}"
+        assert await primary.client.exists(f"{key_prefix}:blob:session/s1/snapshot_latest.json")
+    finally:
+        store.close()
+    refused = RedisStorage(_guarded_url(sentinel, "?sentinel_password=wrong"), retries=0)
+    try:
+        with pytest.raises(StrandsStorageError) as raised:
+            await refused.read("session/s1/snapshot_latest.json")
+    finally:
+        refused.close()
+    said = str(raised.value)
+    assert "no sentinel named a reachable primary" in said and len(said) < 300
+    assert "wrong" not in said and SENTINEL_PASSWORD not in said
