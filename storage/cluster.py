@@ -9,11 +9,12 @@ redirects, so a slot migration or a failover needs nothing of ours.
 
 from __future__ import annotations
 
+import asyncio
 import urllib.parse
 from dataclasses import dataclass
 from typing import Any
 
-from redis.asyncio.cluster import ClusterNode, RedisCluster
+from redis.asyncio.cluster import ClusterNode, ClusterPipeline, PipelineStrategy, RedisCluster
 from redis.exceptions import ClusterDownError, SlotNotCoveredError
 from redis.exceptions import ConnectionError as RedisConnectionError
 
@@ -72,13 +73,51 @@ def parse_cluster_url(url: str) -> ClusterTarget:
 class _Cluster(RedisCluster):
     """redis-py's RedisCluster, which does not send a command that timed out again: it may
     have run, and a stalled node would hold its caller for five timeouts. A lost connection
-    or a cluster mid-failover is still tried again, on the slot map read anew."""
+    or a cluster mid-failover is still tried again, on the slot map read anew. Its
+    pipelines do the same (redis-py's own retry every error of its base class's list)."""
 
     ERRORS_ALLOW_RETRY = (  # type: ignore[assignment]  # typed as redis-py's own tuple
         RedisConnectionError,
         ClusterDownError,
         SlotNotCoveredError,
     )
+
+    def pipeline(
+        self, transaction: Any | None = None, shard_hint: Any | None = None
+    ) -> ClusterPipeline:
+        """redis-py's cluster pipeline, its non-transactional run ``_PipelineStrategy``."""
+        pipe = super().pipeline(transaction, shard_hint)
+        if not transaction:
+            pipe._execution_strategy = _PipelineStrategy(pipe)
+        return pipe
+
+
+class _PipelineStrategy(PipelineStrategy):
+    """redis-py's pipeline run, tried again only on ``_Cluster.ERRORS_ALLOW_RETRY``."""
+
+    async def execute(
+        self, raise_on_error: bool = True, allow_redirections: bool = True
+    ) -> list[Any]:
+        if not self._command_queue:
+            return []
+        client = self._pipe.cluster_client
+        retries = client.retry.get_retries()
+        while True:
+            try:
+                if client._initialize:
+                    await client.initialize()
+                return await self._execute(
+                    client,
+                    self._command_queue,
+                    raise_on_error=raise_on_error,
+                    allow_redirections=allow_redirections,
+                )
+            except _Cluster.ERRORS_ALLOW_RETRY:
+                if retries <= 0:
+                    raise
+                retries -= 1  # the slot map is read again, as redis-py's own run does
+                await client.aclose()
+                await asyncio.sleep(0.25)
 
 
 def cluster_redis(
