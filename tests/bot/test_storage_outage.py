@@ -16,6 +16,7 @@ from typing import Any
 import aiohttp
 import pytest
 from aiohttp.test_utils import TestServer
+from batch_agents import spec as batch_spec
 from harness import ALICE, BOB, CAROL, CHANNEL, Harness
 from pydantic import SecretStr
 
@@ -315,3 +316,22 @@ async def test_an_escalation_card_redis_failed_to_record_is_recorded_not_posted_
     assert cards == [CHANNEL, nyc]
     [record] = (await storage.queries.pending_for_channel(CHANNEL)).records
     assert (record.escalation_channel, record.escalation_ts) == (nyc, escalated["ts"])
+
+
+async def test_a_batch_decided_as_redis_stops_says_its_note_was_not_posted_without_a_traceback(
+    make_bot: Any, server: EmbeddedRedis, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Redis stops just after "Approve selected" landed and the card was redrawn: the note
+    to the requester cannot be claimed, and the log says it was not posted, in one line,
+    instead of the click's work failing with a traceback."""
+    bot: Harness = await make_bot(spec=batch_spec([]))
+    await bot.start(requested_by=CAROL)
+    bot.slack.after["chat.update"] = server.stop  # just after the decided card's redraw
+    with caplog.at_level(logging.WARNING):
+        await bot.batch_click(ids.BATCH_APPROVE, user=ALICE)
+        await bot.services.background.idle()
+    server.start()
+    failed = [r.getMessage() for r in caplog.records if r.name == "bot.services.background"]
+    assert failed == []
+    [said] = [r.getMessage() for r in caplog.records if "calls decided" in r.getMessage()]
+    assert "not posted" in said and "Redis" in said
