@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 
 from bot.services import Services
+from storage.errors import StorageError
 from storage.queries import Batch
 from storage.records import InterruptRecord
 
@@ -46,7 +47,13 @@ async def tell_batch_decided(services: Services, batch: Batch) -> None:
         if what is None:
             return  # some still wait: told once all are decided
         counts[what] = counts.get(what, 0) + 1
-    if not await services.storage.interrupts.first_batch_note(items[0].batch or items[0].id):
+    lead_id = items[0].batch or items[0].id
+    try:
+        first = await services.storage.interrupts.first_batch_note(lead_id)
+    except StorageError as exc:  # unmarked, it might be posted twice: left unposted, said so
+        log.error('batch %s: its "calls decided" note was not posted: %s', lead_id, exc)
+        return
+    if not first:
         return  # another process decided (or expired) its last items too, and tells
     action = escape_truncate(card_from_record(items[0]).action, 200)
     summary = ", ".join(f"{n} {what.lower()}" for what, n in counts.items())
