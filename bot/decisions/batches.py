@@ -10,7 +10,7 @@ import logging
 from agent_runtime.interrupts import Decision
 from bot.services import Services
 from bot.ui import ids
-from bot.ui.batch_message import PER_GROUP, excluded_by, numbered
+from bot.ui.batch_message import PER_GROUP, damaged_places, excluded_by, numbered
 from bot.ui.home import refresh_homes
 from bot.ui.posting import post_ephemeral
 from bot.ui.redraws import redraw_unconfirmed, update_message
@@ -86,7 +86,7 @@ async def decide_batch(services: Services, click: Click) -> None:
 
 async def _tell_damaged(services: Services, batch: Batch, *, user: str, channel: str) -> None:
     """Tell the clicker which items could not be read back: left as they are stored."""
-    places = sorted(batch.order.index(rid) + 1 for rid, _ in batch.damaged)
+    places = sorted(place + 1 for place in damaged_places(batch))
     one = len(places) == 1
     text = (
         f"Item{'' if one else 's'} {', '.join(str(n) for n in places)} of this card could "
