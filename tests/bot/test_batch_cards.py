@@ -153,7 +153,8 @@ async def test_two_schedulers_expiring_one_batch_between_them_post_one_note(
     make_bot: Any,
 ) -> None:
     """Two schedulers each expire half of a batch's items, then each finds all of them
-    decided: the requester is told "40 calls decided" once, not by both."""
+    decided: the requester is told "40 calls decided" once, not by both, and the expiries
+    are counted 40 times, each by the scheduler that made it."""
     bot: Harness = await make_bot(spec=spec([]))
     await bot.start(requested_by=CAROL)
     interrupts = bot.services.storage.interrupts
@@ -176,6 +177,7 @@ async def test_two_schedulers_expiring_one_batch_between_them_post_one_note(
         f"<@{CAROL}> :ballot_box_with_check: 40 calls of `delete_file` decided: "
         "40 expired, not approved"
     ]
+    assert bot.services.metrics.decisions["expired"] == 40
 
 
 NOW = datetime(2026, 11, 25, tzinfo=UTC)
