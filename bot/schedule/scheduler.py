@@ -96,7 +96,10 @@ class Scheduler:
             batch = expired.record.batch
             if batch is None:
                 await self._expired(expired)
-            elif batch not in batches:  # its items expire together: one update, one note
+                continue
+            if expired.outcome == "expired":  # counted by the sweep that expired it
+                self._services.metrics.decisions["expired"] += 1
+            if batch not in batches:  # its items expire together: one update, one note
                 batches.add(batch)
                 await self._batch_expired(expired.record)
         for reminder in await self._services.storage.interrupts.due_reminders(now):
@@ -200,9 +203,7 @@ class Scheduler:
     async def _batch_expired(self, record: InterruptRecord) -> None:
         services = self._services
         await update_message(services, record)
-        batch = await services.storage.queries.batch_card(record)
-        services.metrics.decisions["expired"] += sum(r.state == "expired" for r in batch.records)
-        await tell_batch_decided(services, batch)
+        await tell_batch_decided(services, await services.storage.queries.batch_card(record))
         await refresh_homes(services, record)
 
     async def _remind(self, due: ReminderDue) -> None:
