@@ -51,6 +51,8 @@ class DueSweeps(RecordTransitions):
         for rid, result in zip(due, await self._each("expire", due, now), strict=True):
             if result is None:
                 await self._drop_corrupt(self._keys.due, rid)
+            elif result[0] == "missing":
+                await self._forget_gone(rid)
             elif result[0] in ("expired", "escalated", "released"):
                 outcome = cast(Literal["expired", "escalated", "released"], result[0])
                 log.info("interrupt %s %s", rid, outcome)
@@ -117,6 +119,18 @@ class DueSweeps(RecordTransitions):
             if isinstance(ids, Exception):
                 log.warning("%s not read this time: %s", index(shard), ids)
         return [rid for ids in found if not isinstance(ids, Exception) for rid in ids]
+
+    async def _forget_gone(self, rid: str) -> None:
+        """Take a record Redis no longer has (gone while pending) off the pending lists, so
+        counts and lists stop showing it. Their members end with the record id: found by an
+        incremental scan, which never holds Redis up the way one long script would."""
+        shard = self._keys.shard_of_record(rid)
+        async with self._client.guard("take a record that is gone off the pending lists"):
+            for index in (self._keys.by_user(shard), self._keys.by_channel(shard)):
+                found = self._client.raw.zscan_iter(index, match=f"*\0{rid}", count=1000)
+                gone = [member async for member, _ in found]
+                if gone:
+                    await self._client.raw.zrem(index, *gone)
 
     async def _drop_corrupt(self, index: Callable[[int], str], rid: str) -> None:
         """Take a corrupt record out of a sweep's index so it cannot stall every later sweep."""

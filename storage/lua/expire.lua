@@ -11,16 +11,7 @@
 local key, rid, now = KEYS[1], ARGV[1], ARGV[2]
 if redis.call('EXISTS', key) == 0 then
   -- Gone while pending (its TTL ran out unswept, the server evicted it, or it was deleted
-  -- by hand): every index entry goes with it, or counts and lists would keep showing it.
-  -- The pending lists' members end with the record id; the record that named them is gone.
-  for _, index in ipairs({KEYS[7], KEYS[8]}) do
-    local cursor = '0'
-    repeat
-      local found = redis.call('ZSCAN', index, cursor, 'MATCH', '*\0' .. rid, 'COUNT', 1000)
-      cursor = found[1]
-      for i = 1, #found[2], 2 do redis.call('ZREM', index, found[2][i]) end
-    until cursor == '0'
-  end
+  -- by hand): out of the time indexes here; the caller takes it off the pending lists.
   for _, index in ipairs({KEYS[4], KEYS[5], KEYS[6]}) do redis.call('ZREM', index, rid) end
   return {'missing', ''}
 end
