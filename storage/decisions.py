@@ -230,7 +230,10 @@ class Decisions(RecordTransitions):
         """The app ran the round ``record_id`` closed to its end. False when the round had
         been handed to the resume worker meanwhile (its hold lapsed)."""
         done = await self._transition(
-            "app_round_done", record_id, [], extra_keys=self._app_round_keys(record_id)
+            "app_round_done",
+            record_id,
+            [secrets.token_hex(8)],
+            extra_keys=self._app_round_keys(record_id),
         )
         return bool(done)
 
@@ -246,6 +249,7 @@ class Decisions(RecordTransitions):
                 to_ms(now),
                 millis(self._retention.decided),
                 self._retention.resume_entries,
+                secrets.token_hex(8),
             ],
         )
         if job:

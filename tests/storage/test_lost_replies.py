@@ -226,3 +226,35 @@ async def test_a_first_failed_post_reported_again_is_still_the_first(one_server:
         assert await one_server.interrupts.post_failed(record.id, "channel_not_found")
     assert lost == ["EVALSHA"]
     assert not await one_server.interrupts.post_failed(record.id, "channel_not_found")
+
+
+async def test_a_round_handed_over_again_by_the_same_call_is_handed_over(
+    one_server: Storage,
+) -> None:
+    """An app run that failed, whose hand-over lost its reply, still hears its round is
+    handed over (its run error says so), and the round's job is queued once."""
+    record = await one_server.interrupts.create_interrupt(make_record())
+    await one_server.resume.ensure_group()
+    status, _ = await one_server.interrupts.decide_in_app(
+        record.id, "app", Decision.approve(), now=NOW
+    )
+    assert status == "recorded_last"
+    with reply_lost_once(naming=record.id) as lost:
+        job = await one_server.interrupts.hand_over(record.id, now=NOW)
+    assert lost == ["EVALSHA"]
+    [queued] = await one_server.resume.claim("w1", shard=one_server.keys.shard_of(record.run_id))
+    assert job == queued.id
+    assert await one_server.interrupts.hand_over(record.id, now=NOW) == ""  # another call
+    assert not await one_server.interrupts.app_round_done(record.id)
+
+
+async def test_a_round_let_go_again_by_the_same_call_is_let_go(one_server: Storage) -> None:
+    """An app run that got through, whose letting go of its round lost its reply, is not
+    logged as handed over before it ended; the round is not handed over after."""
+    record = await one_server.interrupts.create_interrupt(make_record())
+    await one_server.interrupts.decide_in_app(record.id, "app", Decision.approve(), now=NOW)
+    with reply_lost_once(naming=record.id) as lost:
+        assert await one_server.interrupts.app_round_done(record.id)
+    assert lost == ["EVALSHA"]
+    assert await one_server.interrupts.hand_over(record.id, now=NOW) == ""
+    assert await one_server.resume.lag() == 0
