@@ -258,3 +258,23 @@ async def test_a_round_let_go_again_by_the_same_call_is_let_go(one_server: Stora
     assert lost == ["EVALSHA"]
     assert await one_server.interrupts.hand_over(record.id, now=NOW) == ""
     assert await one_server.resume.lag() == 0
+
+
+async def test_a_post_marked_again_is_audited_once(one_server: Storage) -> None:
+    """A card (its first post refused) whose mark lost its reply, then marked again by the
+    outbox, has one "posted" entry in the audit log; a card posted as another message is
+    a new post."""
+    record = await one_server.interrupts.create_interrupt(make_record())
+    assert await one_server.interrupts.post_failed(record.id, "not_in_channel")
+    with reply_lost_once(naming=record.id) as lost:
+        marked = await one_server.interrupts.mark_posted(record.id, "CAPPROVALS", "1700.1", now=NOW)
+    assert lost == ["EVALSHA"]
+    assert marked is not None and (marked.message_ts, marked.post_error) == ("1700.1", None)
+    await one_server.interrupts.mark_posted(record.id, "CAPPROVALS", "1700.1", now=NOW)
+
+    async def posts() -> list[str | None]:
+        return [e.message_ts for e in await one_server.audit.read() if e.event == "posted"]
+
+    assert await posts() == ["1700.1"]
+    await one_server.interrupts.mark_posted(record.id, "CAPPROVALS", "1700.2", now=NOW)
+    assert await posts() == ["1700.1", "1700.2"]
