@@ -1,7 +1,7 @@
 """What the adapters of other agent frameworks share: one run id per thread, the
 thread's lease around each invocation, where a thread stands read from its snapshot, when
-each open interrupt was first asked, how a withdrawn run ends, and the tool results a
-resume keeps as it goes."""
+each open interrupt was first asked, how a withdrawn run ends, the tool results a
+resume keeps as it goes, and what its tools did for a worker catching it up to tell."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ from datetime import datetime
 
 from agent_runtime.errors import ResumeError
 from agent_runtime.interrupts import Interrupt, InterruptResponse
-from agent_runtime.messages import JSONValue
-from agent_runtime.results import AgentResult
+from agent_runtime.messages import JSONValue, ToolCall
+from agent_runtime.results import AgentResult, ToolResult
 from agent_runtime.resume import RunInput
-from agent_runtime.run_events import RunEvent
+from agent_runtime.run_events import RunEvent, ToolCallFinished
 from agent_runtime.runnable import Runnable, ThreadStatus
 from agent_runtime.session import SessionStore, StoredSession
 
@@ -238,6 +238,29 @@ def last_result(thread_id: str, snapshot: Mapping[str, JSONValue]) -> AgentResul
     )
 
 
+RAN = "ran"
+"""The snapshot field holding what each tool the thread's last invocation ran did, in
+order: a worker catching up a run whose worker failed before telling them tells them."""
+
+
+def ran(finished: Iterable[ToolCallFinished]) -> list[JSONValue]:
+    """What ``finished`` tools did, for the snapshot's ``RAN`` field."""
+    return [{"call": f.tool_call.to_dict(), "result": f.result.to_dict()} for f in finished]
+
+
+def tool_results(snapshot: Mapping[str, JSONValue]) -> tuple[tuple[ToolCall, ToolResult], ...]:
+    """Each call the thread's last invocation ran, with its result, as ``snapshot`` has them
+    (``ThreadStatus.tool_results``)."""
+    kept = snapshot.get(RAN)
+    return tuple(
+        (ToolCall.from_dict(r["call"]), ToolResult.from_dict(r["result"]))
+        for r in (kept if isinstance(kept, list) else ())
+        if isinstance(r, dict)
+        and isinstance(r.get("call"), dict)
+        and isinstance(r.get("result"), dict)
+    )
+
+
 async def snapshot_status(
     store: SessionStore,
     thread_id: str,
@@ -257,4 +280,5 @@ async def snapshot_status(
         version=stored.version,
         interrupts=interrupts,
         last_result=None if interrupts else last_result(thread_id, stored.snapshot),
+        tool_results=tool_results(stored.snapshot),
     )

@@ -55,6 +55,7 @@ from agent_runtime.session import InMemorySessionStore, SessionStore, StoredSess
 from .adapted import (
     ASKED_AT,
     IDS,
+    RAN,
     RESULT,
     KeptResults,
     LeasedInvocation,
@@ -64,6 +65,7 @@ from .adapted import (
     dated,
     named,
     owned,
+    ran,
     run_id_of,
     signoff_ids,
     snapshot_status,
@@ -232,13 +234,15 @@ class _GenkitInvocation(LeasedInvocation):
         snapshot[ASKED_AT] = asked_at(asked, stored)
         if not asked and refusal is None:
             snapshot[RESULT] = answer.text
+        finished = list(kept.finished.values()) if kept else []
+        snapshot[RAN] = ran(finished)
         await agent.session_store.save(
             self.thread_id,
             snapshot,
             expected_version=kept.version if kept else stored.version if stored else 0,
         )
-        for finished in kept.finished.values() if kept else ():
-            yield finished  # told once the run's state is saved: a retry tells it otherwise
+        for told in finished:
+            yield told  # told once the run's state is saved: a retry tells it otherwise
         interrupts = dated(asked, snapshot)
         result = AgentResult(
             stop_reason="error" if refusal else "interrupt" if interrupts else "end_turn",

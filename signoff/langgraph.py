@@ -48,6 +48,7 @@ from agent_runtime.state import RunStatus
 
 from .adapted import (
     ASKED_AT,
+    RAN,
     RESULT,
     LeasedInvocation,
     asked_at,
@@ -55,7 +56,9 @@ from .adapted import (
     dated,
     last_result,
     owned,
+    ran,
     run_id_of,
+    tool_results,
 )
 from .langgraph_interrupts import ACTION, PREFIX, pending_interrupts
 from .langgraph_retry import check_applied, split_applied
@@ -112,6 +115,7 @@ class LangGraphAgent(Runnable):
             version=0,
             interrupts=interrupts,
             last_result=last_result(thread_id, snapshot) if status == "idle" else None,
+            tool_results=tool_results(snapshot),
         )
 
     async def cancel(self, thread_id: str, reason: str) -> AgentResult | None:
@@ -195,11 +199,13 @@ class _GraphInvocation(LeasedInvocation):
         }
         if not asked:
             snapshot[RESULT] = self.agent.make_output(state.values or {})
+        finished = _tools_ran(since.values, state.values, self.thread_id)
+        snapshot[RAN] = ran(finished)
         await self.agent.session_store.save(
             self.thread_id, snapshot, expected_version=marker.version if marker else 0
         )
-        for finished in _tools_ran(since.values, state.values, self.thread_id):
-            yield finished
+        for told in finished:
+            yield told  # told once the marker is saved: a retry tells it otherwise
         interrupts = dated(asked, snapshot)
         if interrupts:
             result = AgentResult(

@@ -52,6 +52,7 @@ from agent_runtime.session import InMemorySessionStore, SessionStore, StoredSess
 from .adapted import (
     ASKED_AT,
     IDS,
+    RAN,
     RESULT,
     KeptResults,
     LeasedInvocation,
@@ -62,6 +63,7 @@ from .adapted import (
     kept_results,
     named,
     owned,
+    ran,
     run_id_of,
     signoff_ids,
     snapshot_status,
@@ -269,13 +271,15 @@ class _StrandsInvocation(LeasedInvocation):
         message = refusal or str(result).strip()
         if not asked and refusal is None:
             snapshot[RESULT] = message
+        finished = list(kept.finished.values()) if kept else []
+        snapshot[RAN] = ran(finished)
         await self.agent.session_store.save(
             self.thread_id,
             snapshot,
             expected_version=kept.version if kept else stored.version if stored else 0,
         )
-        for finished in kept.finished.values() if kept else ():
-            yield finished  # told once the run's state is saved: a retry tells it otherwise
+        for told in finished:
+            yield told  # told once the run's state is saved: a retry tells it otherwise
         interrupts = dated(asked, snapshot)
         yield RunFinished(
             result=AgentResult(

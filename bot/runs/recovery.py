@@ -65,9 +65,20 @@ async def catch_up(
     answered = {record.runtime_interrupt.id for record in records}
     if answered & {interrupt.id for interrupt in status.interrupts}:
         return False
+    asked: dict[str, InterruptRecord] = {}  # each call a record let run, to that record
+    held: set[str] = set()  # the calls the records denied or answered
+    for record in records:
+        call = record.runtime_interrupt.tool_call
+        if call is not None and record.decision is not None:
+            if record.decision.get("type") in ("approve", "edit"):
+                asked[call.id] = record
+            else:
+                held.add(call.id)
+    await _tell_what_ran(services, status, asked, held, place=place)
     if status.status != "running" and status.last_result is None:
-        # An adapted framework's thread keeps no result but an end: its new interrupts are
-        # all there is left to post (a withdrawn run was told by whoever withdrew it).
+        # An adapted framework's thread keeps no result but an end: what its tools did and
+        # its new interrupts are all there is left to tell (a withdrawn run was told by
+        # whoever withdrew it).
         log.warning("run %s: answers were applied by an earlier attempt", first.run_id)
         if status.interrupts:
             waiting = AgentResult(
@@ -79,16 +90,6 @@ async def catch_up(
             )
             await settle(services, first.agent, waiting, place=place)
         return True
-    asked: dict[str, InterruptRecord] = {}  # each call a record let run, to that record
-    held: set[str] = set()  # the calls the records denied or answered
-    for record in records:
-        call = record.runtime_interrupt.tool_call
-        if call is not None and record.decision is not None:
-            if record.decision.get("type") in ("approve", "edit"):
-                asked[call.id] = record
-            else:
-                held.add(call.id)
-    await _tell_what_ran(services, status, asked, held, place=place)
     if status.last_result is None or status.status == "running":
         log.warning("run %s was cut off mid-way; continuing it", first.run_id)
         await continue_run(services, first.agent, thread_id=thread_id, place=place, asked=asked)

@@ -8,7 +8,7 @@ from typing import Any
 
 import aiohttp
 import pytest
-from adapter_checks import interrupts_keep_their_time
+from adapter_checks import first_telling_dies, interrupts_keep_their_time, tool_audits
 from aiohttp.test_utils import TestServer
 from genkit import (
     Genkit,
@@ -491,3 +491,20 @@ async def test_an_agui_app_hears_a_refused_turn_as_a_run_error(storage: Storage)
     answer = {"interruptId": interrupt["id"], "status": "resolved", "payload": {"type": "approve"}}
     ended = [e async for e in run_agui(agent, start | {"runId": "r2", "resume": [answer]})]
     assert ended[-1]["type"] == "RUN_ERROR" and "did not run" in ended[-1]["message"]
+
+
+@pytest.mark.parametrize("after_telling", [False, True])
+async def test_what_a_genkit_call_did_is_told_once_when_its_worker_died_telling_it(
+    make_bot: Any, monkeypatch: pytest.MonkeyPatch, after_telling: bool
+) -> None:
+    """The worker died once the generation was saved, as it told what the approved call
+    did (before, or after, telling it): the retried job tells it, once, and the run's end."""
+    deleted: list[list[str]] = []
+    bot: Harness = await make_bot(spec=genkit_spec(deleted), reclaim_after=0.05)
+    died = first_telling_dies(monkeypatch, after_telling=after_telling)
+    value = await bot.start(requested_by=CAROL)
+    await bot.decide("approve", value, user=ALICE)
+    assert (await bot.finished()).startswith("Finished: done: deleted 2")
+    assert died == ["died"] and deleted == [["/tmp/a", "/tmp/b"]]
+    assert bot.thread().count("delete_files: deleted 2") == 1
+    assert await tool_audits(bot) == [(bot.record_id(value), "delete_files: deleted 2")]

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, TypedDict
 
 import pytest
-from adapter_checks import interrupts_keep_their_time
+from adapter_checks import first_telling_dies, interrupts_keep_their_time, tool_audits
 from harness import ALICE, CAROL, CHANNEL, Harness
 from langchain.agents import create_agent
 from langchain.agents.middleware import HumanInTheLoopMiddleware
@@ -755,3 +755,43 @@ async def test_a_batch_action_is_tied_to_a_model_call_only_when_that_is_sure(
     )
     [asked] = (await agent.invoke("clean up", thread_id="thread_like")).interrupts
     assert asked.tool_call is not None and asked.tool_call.id not in ("c1", "c2")
+
+
+@pytest.mark.parametrize("after_telling", [False, True])
+async def test_what_a_langchain_agents_call_did_is_told_once_when_its_worker_died_telling_it(
+    make_bot: Any, saver: AsyncSqliteSaver, monkeypatch: pytest.MonkeyPatch, after_telling: bool
+) -> None:
+    """The worker died once the graph and its marker were saved, as it told what the
+    approved call did (before, or after, telling it): the retried job tells it, once, and
+    the run's end."""
+    deleted: list[list[str]] = []
+
+    @lc_tool
+    def delete_files(paths: list[str]) -> str:
+        """Delete files."""
+        deleted.append(paths)
+        return f"deleted {len(paths)}"
+
+    call = {"id": "c1", "name": "delete_files", "args": {"paths": ["/tmp/a", "/tmp/b"]}}
+    model = ScriptedChatModel(
+        messages=iter([AIMessage(content="", tool_calls=[call]), AIMessage(content="all done")])
+    )
+    gate = HumanInTheLoopMiddleware(interrupt_on={"delete_files": True})
+    agent_spec = AgentSpec(
+        name="lc-died-telling",
+        build=lambda sessions: LangGraphAgent(
+            create_agent(model, tools=[delete_files], middleware=[gate], checkpointer=saver),
+            input=lambda text: {"messages": [{"role": "user", "content": text}]},
+            output=lambda values: str(values["messages"][-1].content),
+            session_store=sessions,
+        ),
+        policy=Policy(channel=CHANNEL, users=(ALICE,)),
+    )
+    bot: Harness = await make_bot(spec=agent_spec, reclaim_after=0.05)
+    died = first_telling_dies(monkeypatch, after_telling=after_telling)
+    value = await bot.start(requested_by=CAROL)
+    await bot.decide("approve", value, user=ALICE)
+    assert (await bot.finished()).startswith("Finished: all done")
+    assert died == ["died"] and deleted == [["/tmp/a", "/tmp/b"]]
+    assert bot.thread().count("delete_files: deleted 2") == 1
+    assert await tool_audits(bot) == [(bot.record_id(value), "delete_files: deleted 2")]

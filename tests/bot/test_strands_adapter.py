@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
-from adapter_checks import interrupts_keep_their_time
+from adapter_checks import first_telling_dies, interrupts_keep_their_time, tool_audits
 from harness import ALICE, CAROL, CHANNEL, Harness
 from strands import Agent, ToolContext, tool
 from strands.hooks import AfterToolCallEvent, HookProvider, HookRegistry
@@ -738,3 +738,63 @@ async def test_two_calls_under_one_id_are_refused_not_approved_as_one(storage: S
     again = await agent.invoke("anything else?", thread_id="thread_one_id")
     assert again.message == f"got 2: {refused.message}"
     assert deleted == []
+
+
+@pytest.mark.parametrize("after_telling", [False, True])
+async def test_what_a_strands_call_did_is_told_once_when_its_worker_died_telling_it(
+    make_bot: Any, monkeypatch: pytest.MonkeyPatch, after_telling: bool
+) -> None:
+    """The worker died once the run's state was saved, as it told what the approved call
+    did (before, or after, telling it): the retried job tells it, once, and the run's end."""
+    deleted: list[list[str]] = []
+    bot: Harness = await make_bot(spec=gated_spec(deleted), reclaim_after=0.05)
+    died = first_telling_dies(monkeypatch, after_telling=after_telling)
+    value = await bot.start(requested_by=CAROL)
+    await bot.decide("approve", value, user=ALICE)
+    assert (await bot.finished()).startswith("Finished: done (success): deleted 2")
+    assert died == ["died"] and deleted == [["/tmp/a", "/tmp/b"]]
+    assert bot.thread().count("delete_files: deleted 2") == 1
+    assert await tool_audits(bot) == [(bot.record_id(value), "delete_files: deleted 2")]
+
+
+async def test_what_a_strands_call_did_before_the_next_card_is_told_when_its_worker_died(
+    make_bot: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run asked again once the approved call ran; its worker died telling what the
+    call did: the retried job tells it and posts the next card."""
+    deleted: list[list[str]] = []
+
+    @tool
+    def delete_files(paths: list[str]) -> str:
+        """Delete files."""
+        deleted.append(paths)
+        return f"deleted {paths[0]}"
+
+    def make_agent() -> Agent:
+        return Agent(
+            model=DeletesTwiceWithOneCallId(),
+            tools=[delete_files],
+            hooks=[SignoffApprovals(interrupt_on={"delete_files": True})],
+            callback_handler=None,
+        )
+
+    spec = AgentSpec(
+        name="st-died-telling",
+        build=lambda sessions: StrandsAgent(make_agent, session_store=sessions),
+        policy=Policy(channel=CHANNEL, users=(ALICE,)),
+    )
+    bot: Harness = await make_bot(spec=spec, reclaim_after=0.05)
+    died = first_telling_dies(monkeypatch, after_telling=False)
+    first = await bot.start(requested_by=CAROL)
+    await bot.decide("approve", first, user=ALICE)
+    await bot.slack.wait_for(lambda: "/tmp/b" in str(bot.slack.called("chat.postMessage")[-1]))
+    assert died == ["died"]
+    second = bot.slack.called("chat.postMessage")[-1]["blocks"][-1]["elements"][0]["value"]
+    await bot.decide("approve", second, user=ALICE, message_ts=bot.message_ts(-1))
+    await bot.finished()
+    assert deleted == [["/tmp/a"], ["/tmp/b"]]
+    assert bot.thread().count("delete_files: deleted /tmp/a") == 1
+    assert await tool_audits(bot) == [
+        (bot.record_id(first), "delete_files: deleted /tmp/a"),
+        (bot.record_id(second), "delete_files: deleted /tmp/b"),
+    ]
