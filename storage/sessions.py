@@ -86,6 +86,8 @@ class RedisSessionStore:
         key, token = self._keys.thread_lease(thread_id), secrets.token_hex(16)
         async with self._client.guard("take a thread's lease"):
             taken = await self._client.raw.set(key, token, nx=True, px=LEASE_MS)
+            # Sent again after its reply was lost, the take finds the lease it took.
+            taken = taken or await self._client.raw.get(key) == token
         if not taken:
             raise ThreadBusyError(f"thread {thread_id} is being run elsewhere; try again")
         renewing = asyncio.create_task(self._renew(key, token), name=f"lease {thread_id}")

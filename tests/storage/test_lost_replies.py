@@ -11,6 +11,7 @@ import pytest
 from redis_faults import reply_lost_once
 from storage_helpers import NOW, make_record
 
+from agent_runtime.errors import ThreadBusyError
 from agent_runtime.interrupts import Decision
 from agent_runtime.messages import args_digest
 from storage import EmbeddedRedis, Storage, connect
@@ -278,3 +279,16 @@ async def test_a_post_marked_again_is_audited_once(one_server: Storage) -> None:
     assert await posts() == ["1700.1"]
     await one_server.interrupts.mark_posted(record.id, "CAPPROVALS", "1700.2", now=NOW)
     assert await posts() == ["1700.1", "1700.2"]
+
+
+async def test_a_threads_lease_taken_again_by_the_same_call_is_held(one_server: Storage) -> None:
+    """A resume whose lease lost its reply runs, not refused as "being run elsewhere" by
+    its own lease (which would hold the thread until it lapsed)."""
+    with reply_lost_once(naming="thread_l1", command="SET") as lost:
+        async with one_server.sessions.lease("thread_l1"):
+            assert lost == ["SET"]
+            with pytest.raises(ThreadBusyError):  # another resume, meanwhile
+                async with one_server.sessions.lease("thread_l1"):
+                    pass
+    async with one_server.sessions.lease("thread_l1"):  # let go at the end
+        pass
