@@ -68,9 +68,10 @@ class AuditLog:
     async def append_once(self, entry: AuditEntry, *, once: str) -> str | None:
         """Add ``entry`` unless an entry of its run was added ``once`` before (a tool call's
         outcome, told by the worker that ran it or by the one that caught its run up);
-        its stream id, or None when it was added before."""
+        its stream id, or None when it was added before (not by this call, sent again
+        after its reply was lost)."""
         keys = [self._keys.run_audited(entry.run_id), *self._streams(entry)]
-        args: list[str | int] = [once, millis(MARKS_KEPT), self._max_entries]
+        args: list[str | int] = [once, millis(MARKS_KEPT), self._max_entries, secrets.token_hex(8)]
         args += [part for pair in _fields(entry).items() for part in pair]
         appended = await self._client.eval("audit_once", keys, args)
         return cast(str, appended) or None

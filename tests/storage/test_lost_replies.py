@@ -292,3 +292,18 @@ async def test_a_threads_lease_taken_again_by_the_same_call_is_held(one_server: 
                     pass
     async with one_server.sessions.lease("thread_l1"):  # let go at the end
         pass
+
+
+async def test_a_tool_outcome_audited_again_by_the_same_call_is_still_the_first(
+    one_server: Storage,
+) -> None:
+    """A tool's outcome told by a worker catching its run up, whose audit lost its reply,
+    is still posted in the run's thread (it posts what it audited first), and audited once."""
+    entry = AuditEntry(event="tool_ran", record_id="", run_id="run_a1", at=NOW, detail="rm: ok")
+    with reply_lost_once(naming="thread_1 call_1") as lost:
+        ref = await one_server.audit.append_once(entry, once="thread_1 call_1 ")
+    assert lost == ["EVALSHA"]
+    [stored] = await one_server.audit.read()
+    assert ref is not None and stored.entry_id == ref
+    assert await one_server.audit.append_once(entry, once="thread_1 call_1 ") is None  # another
+    assert len(await one_server.audit.read()) == 1
