@@ -307,3 +307,20 @@ async def test_a_tool_outcome_audited_again_by_the_same_call_is_still_the_first(
     assert ref is not None and stored.entry_id == ref
     assert await one_server.audit.append_once(entry, once="thread_1 call_1 ") is None  # another
     assert len(await one_server.audit.read()) == 1
+
+
+async def test_approvers_refreshed_again_by_the_same_call_are_audited_once(
+    one_server: Storage,
+) -> None:
+    """A group's new members stored by a call whose reply was lost: the audit log says the
+    approvers were refreshed once, not twice."""
+    policy = {"allowed_users": (), "allowed_groups": ("SONCALL",), "group_members": ("UOLD",)}
+    record = await one_server.interrupts.create_interrupt(make_record(**policy))
+    with reply_lost_once(naming=record.id) as lost:
+        updated = await one_server.interrupts.set_group_members(
+            record, ["UNEW"], now=NOW, asked_by="UNEW"
+        )
+    assert lost == ["EVALSHA"]
+    assert updated is not None and updated.policy.group_members == ("UNEW",)
+    events = [e.event for e in await one_server.audit.read()]
+    assert events.count("approvers_refreshed") == 1
