@@ -98,8 +98,15 @@ class Decisions(RecordTransitions):
         for rid, more, more_digest in rest:
             item = self._decide_args(user_id, more, more_digest, now, channel, message_ts)
             args += [rid, *item[1:5]]
+        # Sent again after its reply was lost, the call gets the first answer.
+        marker = self._keys.click_decided(
+            split_record_id(first)[0], f"batch-{secrets.token_hex(8)}"
+        )
         replies = await self._transition(
-            "decide", first, args, extra_keys=[self._keys.record(rid) for rid, _, _ in rest]
+            "decide",
+            first,
+            args,
+            extra_keys=[*(self._keys.record(rid) for rid, _, _ in rest), marker],
         )
         damaged = []
         for i, reply in zip(valid, cast(list[list[str]], replies), strict=True):

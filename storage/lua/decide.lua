@@ -11,7 +11,8 @@
 -- follow the first, their keys are KEYS 12 on (no click marker then), and each adds five
 -- ARGV after 13: record id, decision type, decision json, vote json, args digest. The
 -- reply is then one result per record, in order; {'damaged', error, ''} for a record
--- that cannot be read back.
+-- that cannot be read back. The key after the records marks this call: sent again after
+-- its reply was lost, it gets the first answer (with the records as they are now).
 
 -- The decision on the record of KEYS[1], as ARGV says; ``seen``: the click marker.
 local function decide(seen)
@@ -160,6 +161,17 @@ local more = tonumber(ARGV[13] or '')
 if not more then return decide(KEYS[12]) end
 local keys = {KEYS[1]}
 for j = 1, more do keys[j + 1] = KEYS[11 + j] end
+local marker = KEYS[12 + more]
+local was = redis.call('GET', marker)
+if was then
+  local results = {}
+  for j, first in ipairs(cjson.decode(was)) do
+    local now = first[1] ~= 'damaged' and record_json(keys[j]) or ''
+    if now ~= '' then first[4] = now end
+    results[j] = first
+  end
+  return results
+end
 local results = {}
 for j, key in ipairs(keys) do
   if j > 1 then
@@ -179,4 +191,7 @@ for j, key in ipairs(keys) do
     error(result)
   end
 end
+local answers = {}
+for j, result in ipairs(results) do answers[j] = {result[1], result[2], result[3]} end
+redis.call('SET', marker, cjson.encode(answers), 'PX', ARGV[10])
 return results

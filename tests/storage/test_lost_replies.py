@@ -324,3 +324,32 @@ async def test_approvers_refreshed_again_by_the_same_call_are_audited_once(
     assert updated is not None and updated.policy.group_members == ("UNEW",)
     events = [e.event for e in await one_server.audit.read()]
     assert events.count("approvers_refreshed") == 1
+
+
+async def test_a_batch_decided_again_by_the_same_call_is_decided_not_refused(
+    one_server: Storage,
+) -> None:
+    """ "Approve selected" on a batch card whose decision lost its reply: its clicker is not
+    told the items were decided already (by that very click), and the run resumes once."""
+    records = [make_record(run_id="run_lostbatch", call_id=f"c{i}") for i in range(2)]
+    await one_server.interrupts.create_interrupts(records)
+    with reply_lost_once(naming=records[0].id) as lost:
+        outcomes, damaged = await one_server.interrupts.decide_together(
+            [(r.id, Decision.approve(), DIGEST) for r in records],
+            "UALICE",
+            now=NOW,
+            channel="CAPPROVALS",
+            message_ts="",
+        )
+    assert lost == ["EVALSHA"] and damaged == []
+    assert [(o.status, o.reason) for o in outcomes] == [("recorded", None)] * 2
+    assert all(o.record is not None and o.record.state == "approved" for o in outcomes)
+    assert outcomes[1].resume_job_id is not None
+    again, _ = await one_server.interrupts.decide_together(  # another click: refused
+        [(r.id, Decision.approve(), DIGEST) for r in records],
+        "UALICE",
+        now=NOW,
+        channel="CAPPROVALS",
+        message_ts="",
+    )
+    assert [o.reason for o in again] == ["already_decided"] * 2
