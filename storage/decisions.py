@@ -141,6 +141,7 @@ class Decisions(RecordTransitions):
             millis(self._retention.decided),
             self._retention.resume_entries,
             self._retention.audit_entries,
+            secrets.token_hex(8),
         ]
 
     def _decided(

@@ -2,14 +2,15 @@
 -- 12: optional marker of the click stream entry being decided).
 -- ARGV: 1 record id, 2 user, 3 decision type, 4 decision json, 5 vote json, 6 args digest,
 --       7 now, 8 channel ('' = not checked), 9 message ts, 10 retention ms,
---       11 resume stream maxlen, 12 audit maxlen.
+--       11 resume stream maxlen, 12 audit maxlen, 13 this call's token.
 -- Returns {status, reason, job id, record as a JSON object}; status is
 -- recorded|progress|held|refused, or replayed when the click entry of KEYS[12] was decided
--- before (reason: the refusal it got then, '' if it counted).
+-- before by another call (reason: the refusal it got then, '' if it counted); the same
+-- call sent again after its reply was lost gets the first answer.
 --
--- Several records of one run at once (a batch card's items): ARGV 13 says how many more
+-- Several records of one run at once (a batch card's items): ARGV 14 says how many more
 -- follow the first, their keys are KEYS 12 on (no click marker then), and each adds five
--- ARGV after 13: record id, decision type, decision json, vote json, args digest. The
+-- ARGV after 14: record id, decision type, decision json, vote json, args digest. The
 -- reply is then one result per record, in order; {'damaged', error, ''} for a record
 -- that cannot be read back. The key after the records marks this call: sent again after
 -- its reply was lost, it gets the first answer (with the records as they are now).
@@ -19,26 +20,34 @@ local function decide(seen)
   local key = KEYS[1]
   local rid, user, dtype = ARGV[1], ARGV[2], ARGV[3]
   local now = ARGV[7]
-  -- Whatever the outcome, a click entry is decided once: its replay finds the marker.
-  local function mark(reason)
-    if seen then redis.call('SET', seen, reason, 'PX', ARGV[10]) end
+  -- Whatever the outcome, a click entry is decided once: its replay finds the marker,
+  -- '<reason> <token> <status> <job id>' (a marker of before tokens: the reason alone).
+  local function mark(result)
+    if seen then
+      local kept = table.concat({result[2], ARGV[13], result[1], result[3]}, ' ')
+      redis.call('SET', seen, kept, 'PX', ARGV[10])
+    end
   end
 
   -- The record travels as one JSON string: the client reads one reply instead of the
   -- flat HGETALL list's fifty, which was most of a click's cost on the bot's side.
   local function with_json_record(result)
-    if result[1] ~= 'replayed' then mark(result[2]) end
+    if result[1] ~= 'replayed' then mark(result) end
     result[#result + 1] = record_json(key)
     return result
   end
   local exists = redis.call('EXISTS', key) == 1
   local was = seen and redis.call('GET', seen)
   if was then
-    if not exists then return {'replayed', was, ''} end
-    return with_json_record({'replayed', was, ''})
+    local reason, token, status, job = string.match(was, '^(%S*) (%S+) (%S+) (%S*)$')
+    local first = {'replayed', reason or was, ''}
+    if token == ARGV[13] then first = {status, reason, job} end
+    if not exists then return first end
+    first[#first + 1] = record_json(key)
+    return first
   end
   if not exists then
-    mark('unknown')
+    mark({'refused', 'unknown', ''})
     return {'refused', 'unknown', ''}
   end
   local function refuse(reason) return with_json_record({'refused', reason, ''}) end
@@ -157,7 +166,7 @@ local function damaged(message)
   return false
 end
 
-local more = tonumber(ARGV[13] or '')
+local more = tonumber(ARGV[14] or '')
 if not more then return decide(KEYS[12]) end
 local keys = {KEYS[1]}
 for j = 1, more do keys[j + 1] = KEYS[11 + j] end
@@ -175,7 +184,7 @@ end
 local results = {}
 for j, key in ipairs(keys) do
   if j > 1 then
-    local at = 13 + (j - 2) * 5
+    local at = 14 + (j - 2) * 5
     KEYS[1] = key
     ARGV[1], ARGV[3], ARGV[4] = ARGV[at + 1], ARGV[at + 2], ARGV[at + 3]
     ARGV[5], ARGV[6] = ARGV[at + 4], ARGV[at + 5]

@@ -319,3 +319,22 @@ async def test_trusting_these_arguments_covers_them_acting_on_what_the_card_show
     assert await next_run() == "trusted"  # the same arguments, acting on the same volumes
     volumes.append({"id": "vol-c", "days": 120})
     assert await next_run() == "asked"  # the same arguments, acting on one more
+
+
+async def test_a_trust_click_whose_decision_lost_its_reply_keeps_the_trust_its_card_shows(
+    make_bot: Any,
+) -> None:
+    """Redis decided the click, then its reply was lost and the decision was sent again:
+    the card says "Trusted until", and the trust is kept, so a later run is approved."""
+    bot: Harness = await make_bot(_policy())
+    card = await _run(bot)
+    [trust] = [e for e in card["blocks"][-1]["elements"] if e.get("action_id") == ids.TRUST]
+    with reply_lost_once(naming='"remember":{"scope"') as lost:
+        await bot.click(ids.TRUST, trust["value"], user=ALICE)
+        await _approved_without_a_click(bot, 1)
+    assert lost == ["EVALSHA"]
+    await bot.slack.wait_for(
+        lambda: "Trusted until" in str(bot.slack.called("chat.update")), what="the trust shown"
+    )
+    await _run(bot)
+    await _approved_without_a_click(bot, 2)

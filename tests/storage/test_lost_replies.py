@@ -353,3 +353,36 @@ async def test_a_batch_decided_again_by_the_same_call_is_decided_not_refused(
         message_ts="",
     )
     assert [o.reason for o in again] == ["already_decided"] * 2
+
+
+async def test_a_click_decided_again_by_the_same_call_is_decided_not_replayed(
+    one_server: Storage,
+) -> None:
+    """A click whose decision lost its reply is answered as recorded (its requester told,
+    an "Approve and trust" grant kept), not as a replay whose news another decider sent;
+    another decider taking the click entry again gets the replay."""
+    record = await one_server.interrupts.create_interrupt(make_record())
+    with reply_lost_once(naming=record.id) as lost:
+        outcome = await one_server.interrupts.decide(
+            record.id, "UALICE", Decision.approve(), args_digest=DIGEST, now=NOW, click_id="17-0"
+        )
+    assert lost == ["EVALSHA"]
+    assert outcome.status == "recorded" and outcome.resume_job_id is not None
+    assert outcome.record is not None and outcome.record.state == "approved"
+    again = await one_server.interrupts.decide(
+        record.id, "UALICE", Decision.approve(), args_digest=DIGEST, now=NOW, click_id="17-0"
+    )
+    assert (again.status, again.reason) == ("replayed", None)
+
+
+async def test_a_refused_click_decided_again_by_the_same_call_is_told_why(
+    one_server: Storage,
+) -> None:
+    """A click refused by a call whose reply was lost: its clicker is told why."""
+    record = await one_server.interrupts.create_interrupt(make_record())
+    with reply_lost_once(naming=record.id) as lost:
+        outcome = await one_server.interrupts.decide(
+            record.id, "UMALLORY", Decision.approve(), args_digest=DIGEST, now=NOW, click_id="18-0"
+        )
+    assert lost == ["EVALSHA"]
+    assert (outcome.status, outcome.reason) == ("refused", "not_allowed")
