@@ -4,6 +4,7 @@ Redis hash, a field per person away; an entry past its date no longer counts."""
 from __future__ import annotations
 
 import json
+import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -39,8 +40,12 @@ class AwayList:
 
     async def clear(self, user: str) -> bool:
         """``user`` is back; False when they were not away."""
-        async with self._client.guard("note someone back"):
-            return bool(await self._client.raw.hdel(self._keys.away, check_id("user", user)))
+        key = self._keys.away
+        marker = self._keys.taken(key, secrets.token_hex(8))
+        taken = await self._client.take_field(
+            key, check_id("user", user), marker=marker, action="note someone back"
+        )
+        return taken is not None
 
     async def of(self, users: Iterable[str], now: datetime) -> dict[str, Away]:
         """Those of ``users`` away at ``now`` (one round trip)."""

@@ -231,6 +231,14 @@ class RedisClient:
                 return True
             return bool(await self.raw.get(key) == mine)
 
+    async def take_field(self, key: str, field: str, *, marker: str, action: str) -> str | None:
+        """Remove ``field`` of hash ``key``; its value, or None when it had none. ``marker``
+        (a key of this call, in ``key``'s slot) keeps the value a minute, so a call redis-py
+        sent again (its reply was lost) still gets it."""
+        async with self.guard(action):
+            taken = await self.script("take_field")(keys=[key, marker], args=[field, 60_000])
+        return str(taken) if taken else None
+
     def pipeline(self) -> Pipeline:
         """A non-transactional pipeline: many commands, one round trip."""
         return self.raw.pipeline(transaction=False)

@@ -264,6 +264,12 @@ class Keys:
         added, so the call sent again (its reply lost) does not add it twice."""
         return f"{self.audit_stream(shard)}:appended:{check_id('token', token)}"
 
+    @staticmethod
+    def taken(key: str, token: str) -> str:
+        """String, kept a minute: the value one ``take_field`` call removed from hash
+        ``key`` (in its slot), so the call sent again (its reply lost) still gets it."""
+        return f"{key}:taken:{check_id('token', token)}"
+
     def request_events(self, shard: int) -> str:
         """Stream: the audit entries of external requests only (the scripts derive it as
         the audit stream's name plus ``:requests``)."""

@@ -109,12 +109,11 @@ class TrustGrants:
     async def revoke(self, grant_id: str) -> TrustGrant | None:
         """Remove a grant; the one removed, or None when there was none."""
         key = self._keys.trust_grants
-        async with self._client.guard("revoke a trust grant"):
-            pipe = self._client.raw.pipeline(transaction=True)
-            pipe.hget(key, grant_id)
-            pipe.hdel(key, grant_id)
-            text, _ = await pipe.execute()
-        return None if text is None else _parse(key, cast(str, text))
+        marker = self._keys.taken(key, secrets.token_hex(8))
+        text = await self._client.take_field(
+            key, grant_id, marker=marker, action="revoke a trust grant"
+        )
+        return None if text is None else _parse(key, text)
 
 
 def _parse(key: str, text: str) -> TrustGrant:

@@ -7,6 +7,7 @@ from datetime import timedelta
 from typing import Any
 
 from harness import ALICE, BOB, CAROL, CHANNEL, MALLORY, Harness
+from redis_faults import reply_lost_once
 
 from bot.agents.policy import Escalate, Policy
 from bot.schedule.scheduler import Scheduler
@@ -71,6 +72,21 @@ async def test_coming_back_is_audited(make_bot: Any) -> None:
     audit = await bot.services.storage.audit.read(count=20)
     [back] = [e for e in audit if e.event == "back"]
     assert back.user_id == ALICE and back.at == bot.clock.now()
+    assert await bot.services.storage.away.of([ALICE], bot.clock.now()) == {}
+
+
+async def test_coming_back_whose_reply_was_lost_is_welcomed_back(make_bot: Any) -> None:
+    """Redis noted Alice back, then its reply was lost and the call was sent again: she is
+    welcomed back (and it is audited), not told she was not marked away."""
+    bot: Harness = await make_bot(Policy(channel=CHANNEL, users=(ALICE,)))
+    back_on = (bot.clock.now() + timedelta(days=10)).date().isoformat()
+    await bot.command(f"away until {back_on} to <@{BOB}|bob>", user=ALICE)
+    with reply_lost_once(naming=":away:taken:") as lost:
+        answer = await bot.command("back", user=ALICE)
+    assert lost == ["EVALSHA"]
+    assert answer["text"].startswith("Welcome back")
+    audit = await bot.services.storage.audit.read(count=20)
+    assert [e.user_id for e in audit if e.event == "back"] == [ALICE]
     assert await bot.services.storage.away.of([ALICE], bot.clock.now()) == {}
 
 

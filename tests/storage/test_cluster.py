@@ -21,6 +21,7 @@ from storage_helpers import NOW, make_record
 from agent_runtime.interrupts import Decision
 from agent_runtime.messages import args_digest
 from storage import Storage, connect
+from storage.away import Away
 from storage.client import RedisClient
 from storage.embedded_cluster import EmbeddedCluster
 from storage.errors import DuplicateInterruptError, StorageError, StorageTimeoutError
@@ -318,3 +319,26 @@ async def test_a_pipeline_read_on_a_node_that_stalls_is_an_error_after_one_timeo
     finally:
         await client.close()
     assert waited < 1.2, f"waited {waited:.1f} s: sent again after timing out"
+
+
+async def test_someone_back_and_a_revoked_trust_are_removed_on_a_cluster(
+    on_cluster: Storage,
+) -> None:
+    """Removing one of the global hashes' entries keeps this call's answer in that hash's
+    slot: a cluster runs it as on one server."""
+    await on_cluster.away.set(Away(user="UALICE", until=NOW + timedelta(days=1), delegate=None))
+    assert await on_cluster.away.clear("UALICE")
+    assert not await on_cluster.away.clear("UALICE")
+    grant = await on_cluster.trust.grant(
+        agent="cleanup",
+        tool="delete_files",
+        channel="C0OPS",
+        args_digest=None,
+        granted_by="UALICE",
+        granted_at=NOW,
+        expires_at=NOW + timedelta(hours=1),
+        record_id="run_1/int_1",
+    )
+    revoked = await on_cluster.trust.revoke(grant.id)
+    assert revoked is not None and revoked.id == grant.id
+    assert await on_cluster.trust.revoke(grant.id) is None

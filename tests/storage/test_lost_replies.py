@@ -386,3 +386,24 @@ async def test_a_refused_click_decided_again_by_the_same_call_is_told_why(
         )
     assert lost == ["EVALSHA"]
     assert (outcome.status, outcome.reason) == ("refused", "not_allowed")
+
+
+async def test_a_trust_grant_revoked_again_by_the_same_call_is_revoked(one_server: Storage) -> None:
+    """A revocation whose reply was lost: its revoker is told the grant is revoked (and it
+    is audited), not that there was no such grant."""
+    grant = await one_server.trust.grant(
+        agent="cleanup",
+        tool="delete_files",
+        channel="C0OPS",
+        args_digest=None,
+        granted_by="UALICE",
+        granted_at=NOW,
+        expires_at=NOW + timedelta(hours=1),
+        record_id="run_1/int_1",
+    )
+    with reply_lost_once(naming=grant.id) as lost:
+        revoked = await one_server.trust.revoke(grant.id)
+    assert lost == ["EVALSHA"]
+    assert revoked is not None and revoked.id == grant.id
+    assert await one_server.trust.active(NOW) == []
+    assert await one_server.trust.revoke(grant.id) is None  # another call: nothing left
