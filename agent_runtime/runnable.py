@@ -104,7 +104,7 @@ class ThreadStatus:
     last_result: AgentResult | None
     tool_results: tuple[tuple[ToolCall, ToolResult], ...] = ()
     """Each tool call of the thread that has a stored result, with it, in the order the
-    calls were made."""
+    calls were made (an adapted framework's thread: the calls its last invocation ran)."""
     tools_thread_id: str | None = None
     """The thread ``tool_results`` are of, when not this one: a workflow's are those of
     the agent node it stands at."""
