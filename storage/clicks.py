@@ -68,7 +68,7 @@ class ClickStream:
         self._client = client
         self._keys = keys
         self.group = group
-        self._groups = [
+        self.shard_groups = [
             ConsumerGroup(client, key=keys.click_stream(shard), group=group, what="clicks")
             for shard in keys.all_shards
         ]
@@ -78,7 +78,7 @@ class ClickStream:
 
     async def ensure_group(self) -> None:
         """Create each shard's consumer group (and stream) if missing; queued clicks are kept."""
-        for group in self._groups:
+        for group in self.shard_groups:
             await group.ensure()
 
     async def append(
@@ -174,7 +174,7 @@ class ClickStream:
         self, consumer: str, *, shard: int = 0, count: int = 32, block: timedelta | None = None
     ) -> list[ClickEntry]:
         """New clicks of ``shard`` for ``consumer``; waits up to ``block`` for one."""
-        entries = await self._groups[shard].read(consumer, count=count, block=block)
+        entries = await self.shard_groups[shard].read(consumer, count=count, block=block)
         return [_entry(entry_id, fields, shard) for entry_id, fields in entries]
 
     async def reclaim(
@@ -182,7 +182,7 @@ class ClickStream:
     ) -> list[ClickEntry]:
         """Take over clicks of ``shard`` another consumer read but did not decide within
         ``min_idle``."""
-        entries = await self._groups[shard].take_over(consumer, min_idle=min_idle, count=count)
+        entries = await self.shard_groups[shard].take_over(consumer, min_idle=min_idle, count=count)
         clicks = [_entry(entry_id, fields, shard) for entry_id, fields in entries]
         for click in clicks:
             log.warning("click %s on %s reclaimed by %s", click.id, click.record_id, consumer)
@@ -193,12 +193,12 @@ class ClickStream:
         kept = 0
         for shard in {entry.shard for entry in entries}:
             ids = [entry.id for entry in entries if entry.shard == shard]
-            kept += await self._groups[shard].heartbeat(consumer, ids)
+            kept += await self.shard_groups[shard].heartbeat(consumer, ids)
         return kept
 
     async def lag(self) -> int:
         """Clicks acknowledged to Slack and not yet decided."""
-        return sum(await asyncio.gather(*(group.lag() for group in self._groups)))
+        return sum(await asyncio.gather(*(group.lag() for group in self.shard_groups)))
 
     def _waiting_key(self, record_id: str) -> str | None:
         try:
@@ -230,7 +230,7 @@ class ClickStream:
                 keys = [self._keys.click_stream(shard), *(key for _, key in counted)]
                 args: list[str | int] = [self.group, *(entry_id for entry_id, _ in counted)]
                 await self._client.eval("clicks_done", keys, args)
-            await self._groups[shard].ack(*uncounted)
+            await self.shard_groups[shard].ack(*uncounted)
 
 
 def _entry(entry_id: str, fields: dict[str, str], shard: int) -> ClickEntry:

@@ -7,6 +7,7 @@ import logging
 import os
 import re
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from types import TracebackType
 
@@ -64,6 +65,13 @@ class Storage:
     notes: NoteQueue
     away: AwayList
     embedded: EmbeddedRedis | None = field(default=None)
+
+    async def forget_idle_consumers(self, min_idle: timedelta) -> int:
+        """Remove the stream consumers (every shard's resume, click and webhook readers) idle
+        for ``min_idle`` with nothing pending; how many."""
+        streams = self.resume, self.clicks, self.webhooks
+        groups = [group for stream in streams for group in stream.shard_groups]
+        return sum([await group.forget_idle(min_idle) for group in groups])
 
     async def close(self) -> None:
         """Close the connection, and stop the embedded server if we started one."""

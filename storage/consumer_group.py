@@ -96,6 +96,25 @@ class ConsumerGroup:
         await self.ensure()
         return await call()
 
+    async def forget_idle(self, min_idle: timedelta) -> int:
+        """Remove the consumers idle for ``min_idle`` with nothing pending; how many. Each
+        process names its own, so those of stopped processes would pile up in the group.
+        The pending check and the removal are one step, so no entry read in between is
+        lost; a live consumer removed is made again by its next read."""
+
+        async def consumers() -> object:
+            async with self._client.guard(f"list {self._what} consumers"):
+                return await self._client.raw.xinfo_consumers(self.key, self.group)
+
+        idle_ms = int(min_idle.total_seconds() * 1000)
+        forgotten = 0
+        for consumer in cast(list[dict[str, str | int]], await self._with_group(consumers)):
+            if int(consumer["pending"]) == 0 and int(consumer["idle"]) >= idle_ms:
+                args: list[str | int] = [self.group, str(consumer["name"])]
+                removed = await self._client.eval("forget_consumer", [self.key], args)
+                forgotten += int(cast(int, removed))
+        return forgotten
+
     async def heartbeat(
         self, consumer: str, entry_ids: list[str], *, leases: Sequence[str] = (), lease_ms: int = 0
     ) -> int:

@@ -102,7 +102,7 @@ class ResumeQueue:
         self._client = client
         self._keys = keys
         self.group = group
-        self._groups = [
+        self.shard_groups = [
             ConsumerGroup(client, key=keys.resume_stream(shard), group=group, what="resume jobs")
             for shard in keys.all_shards
         ]
@@ -113,14 +113,14 @@ class ResumeQueue:
 
     async def ensure_group(self) -> None:
         """Create each shard's consumer group (and stream) if missing; queued jobs are kept."""
-        for group in self._groups:
+        for group in self.shard_groups:
             await group.ensure()
 
     async def claim(
         self, consumer: str, *, shard: int = 0, count: int = 10, block: timedelta | None = None
     ) -> list[ResumeJob]:
         """New jobs of ``shard`` for ``consumer``; waits up to ``block`` for one."""
-        entries = await self._groups[shard].read(consumer, count=count, block=block)
+        entries = await self.shard_groups[shard].read(consumer, count=count, block=block)
         return [_job(entry_id, fields, shard) for entry_id, fields in entries]
 
     async def reclaim(
@@ -128,7 +128,7 @@ class ResumeQueue:
     ) -> list[ResumeJob]:
         """Take over jobs of ``shard`` another consumer claimed but did not finish within
         ``min_idle``."""
-        entries = await self._groups[shard].take_over(consumer, min_idle=min_idle, count=count)
+        entries = await self.shard_groups[shard].take_over(consumer, min_idle=min_idle, count=count)
         jobs = [_job(entry_id, fields, shard) for entry_id, fields in entries]
         for job in jobs:
             log.warning("resume job %s of run %s reclaimed by %s", job.id, job.run_id, consumer)
@@ -140,7 +140,7 @@ class ResumeQueue:
         kept = 0
         for shard in {job.shard for job in jobs}:
             mine = [job for job in jobs if job.shard == shard]
-            kept += await self._groups[shard].heartbeat(
+            kept += await self.shard_groups[shard].heartbeat(
                 consumer,
                 [job.id for job in mine],
                 leases=[self._keys.run_lease(job.run_id) for job in mine],
@@ -279,7 +279,7 @@ class ResumeQueue:
 
     async def ack(self, job: ResumeJob) -> None:
         """Acknowledge a job that needs no work (``begin`` answered ``done``)."""
-        await self._groups[job.shard].ack(job.id)
+        await self.shard_groups[job.shard].ack(job.id)
 
     async def pending_count(self) -> int:
         """Jobs delivered to a consumer and not yet acknowledged."""
@@ -291,7 +291,7 @@ class ResumeQueue:
 
     async def lag(self) -> int:
         """Jobs not yet acknowledged: waiting for a worker, or being applied."""
-        return sum(await asyncio.gather(*(group.lag() for group in self._groups)))
+        return sum(await asyncio.gather(*(group.lag() for group in self.shard_groups)))
 
 
 def _job(entry_id: str, fields: dict[str, str], shard: int) -> ResumeJob:

@@ -53,7 +53,7 @@ class WebhookOutbox:
     def __init__(self, client: RedisClient, keys: Keys) -> None:
         self._client = client
         self._keys = keys
-        self._events = [
+        self.shard_groups = [
             ConsumerGroup(
                 client, key=keys.request_events(shard), group="webhooks", what="webhook events"
             )
@@ -61,28 +61,28 @@ class WebhookOutbox:
         ]
 
     async def ensure_group(self) -> None:
-        for events in self._events:
+        for events in self.shard_groups:
             await events.ensure()
 
     async def read_events(
         self, consumer: str, *, shard: int = 0, count: int = 100, block: timedelta | None = None
     ) -> list[AuditEntry]:
         """New request events of ``shard`` for ``consumer``."""
-        read = await self._events[shard].read(consumer, count=count, block=block)
+        read = await self.shard_groups[shard].read(consumer, count=count, block=block)
         return entries_of(read, self._keys.entry_shard(shard))
 
     async def take_over_events(
         self, consumer: str, *, shard: int = 0, min_idle: timedelta, count: int = 100
     ) -> list[AuditEntry]:
         """Entries of ``shard`` a sender that died read but did not acknowledge."""
-        taken = await self._events[shard].take_over(consumer, min_idle=min_idle, count=count)
+        taken = await self.shard_groups[shard].take_over(consumer, min_idle=min_idle, count=count)
         return entries_of(taken, self._keys.entry_shard(shard))
 
     async def ack_events(self, entries: Sequence[AuditEntry]) -> None:
         """Acknowledge handled request events."""
         for shard in {entry.shard or 0 for entry in entries}:
             ids = [e.entry_id for e in entries if (e.shard or 0) == shard and e.entry_id]
-            await self._events[shard].ack(*ids)
+            await self.shard_groups[shard].ack(*ids)
 
     async def add(self, delivery: WebhookDelivery, *, due: datetime) -> bool:
         """Store a delivery, due at ``due``; False when one with its id is stored already."""

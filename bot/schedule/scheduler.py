@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from bot.services import Services
 from bot.services.log_context import log_ids
@@ -38,6 +38,10 @@ from storage.sweeps import POST_LEASE
 log = logging.getLogger(__name__)
 
 
+STOPPED_CONSUMER = timedelta(days=1)
+"""A stream consumer idle this long, holding nothing, belongs to a process that stopped."""
+CONSUMERS_CHECK_EVERY = timedelta(hours=1)
+
 MadeFinal = Callable[[Services, InterruptRecord], Awaitable[None]]
 """What follows a decision that became final at the end of its undo window."""
 
@@ -57,6 +61,7 @@ class Scheduler:
         self._interval = interval.total_seconds()
         self._stopping = asyncio.Event()
         self._made_final = made_final
+        self._consumers_checked: datetime | None = None
 
     def stop(self) -> None:
         self._stopping.set()
@@ -89,7 +94,7 @@ class Scheduler:
     async def tick(self) -> None:
         """One pass: expire, remind, hand the resume worker the rounds whose app let go of
         them, (re)post what the outbox holds, redraw the cards and post the notes Slack did
-        not take, check group members."""
+        not take, check group members, forget the stream consumers of stopped processes."""
         now = self._services.clock.now()
         batches: set[str] = set()
         for expired in await self._services.storage.interrupts.expire_due(now):
@@ -110,6 +115,19 @@ class Scheduler:
         await self.redraw_cards()
         await send_queued_notes(self._services)
         await self.check_groups()
+        await self.forget_stopped_consumers()
+
+    async def forget_stopped_consumers(self) -> None:
+        """Once an hour, remove the stream consumers of processes stopped a day or more:
+        each process names its own, so restarts would pile them up in Redis."""
+        now = self._services.clock.now()
+        checked = self._consumers_checked
+        if checked is not None and now - checked < CONSUMERS_CHECK_EVERY:
+            return
+        self._consumers_checked = now
+        forgotten = await self._services.storage.forget_idle_consumers(STOPPED_CONSUMER)
+        if forgotten:
+            log.info("%d stream consumers of stopped processes removed", forgotten)
 
     async def hand_over_lapsed_app_rounds(self) -> None:
         """Rounds an app closed on its cards and stopped holding without running them to

@@ -13,6 +13,7 @@ from harness import ALICE, BOB, CAROL, CHANNEL, MALLORY, Harness
 from bot.agents.policy import Escalate, Policy, Reminders
 from bot.runs.drive import start_run
 from bot.runs.place import Place
+from bot.schedule import scheduler as scheduler_module
 from bot.schedule.scheduler import Scheduler
 from bot.ui import ids, posting
 from storage.epoch import to_ms
@@ -352,3 +353,29 @@ async def test_an_escalation_card_slow_to_post_is_held_not_posted_again(
     await sweeper
     leads = [p for p in bot.slack.called("chat.postMessage") if p["channel"] == "C0LEADS"]
     assert len(leads) == 1
+
+
+async def test_the_stream_consumers_of_stopped_processes_are_removed_hourly(
+    make_bot: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bot: Harness = await make_bot()
+    monkeypatch.setattr(scheduler_module, "STOPPED_CONSUMER", timedelta(0))  # idle "long enough"
+    storage = bot.services.storage
+    group = storage.resume.shard_groups[0]
+
+    async def consumers() -> list[str]:
+        found = await storage.client.raw.xinfo_consumers(group.key, group.group)
+        return [str(c["name"]) for c in found]
+
+    await group.read("a-stopped-process-0", count=1, block=None)
+    scheduler = Scheduler(bot.services)
+    await scheduler.tick()
+    assert "a-stopped-process-0" not in await consumers()
+
+    await group.read("another-stopped-process-0", count=1, block=None)
+    bot.clock.advance(timedelta(minutes=59))
+    await scheduler.tick()
+    assert "another-stopped-process-0" in await consumers()  # looked again only hourly
+    bot.clock.advance(timedelta(minutes=1))
+    await scheduler.tick()
+    assert "another-stopped-process-0" not in await consumers()

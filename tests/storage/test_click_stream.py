@@ -110,3 +110,26 @@ async def test_clicks_are_read_again_after_redis_lost_the_stream_and_its_group(
     entry_id = await _append(storage, "run1/int1", "UALICE")
     [entry] = await storage.clicks.claim("c1", shard=shard, count=10)
     assert entry.id == entry_id
+
+
+async def test_consumers_of_stopped_processes_are_forgotten_unless_they_hold_a_click(
+    storage: Storage,
+) -> None:
+    """Each process names its own consumers; the idle ones holding nothing are removed, so
+    restarts do not pile them up, and one holding an unfinished click keeps it."""
+    shard = _shard(storage, "run1")
+    entry_id = await _append(storage, "run1/int1", "UALICE")
+    [held] = await storage.clicks.claim("stopped-holding", shard=shard, count=10)
+    assert await storage.clicks.claim("stopped-idle", shard=shard, count=10) == []
+    group = storage.clicks.shard_groups[shard]
+
+    async def names() -> list[str]:
+        consumers = await storage.client.raw.xinfo_consumers(group.key, group.group)
+        return sorted(str(c["name"]) for c in consumers)
+
+    assert await names() == ["stopped-holding", "stopped-idle"]
+    assert await storage.forget_idle_consumers(timedelta(days=1)) == 0  # not idle that long
+    assert await storage.forget_idle_consumers(timedelta(0)) == 1
+    assert await names() == ["stopped-holding"]
+    [taken] = await storage.clicks.reclaim("next", shard=shard, min_idle=timedelta(0))
+    assert taken.id == held.id == entry_id
