@@ -153,7 +153,8 @@ class Decisions(RecordTransitions):
         record = InterruptRecord.from_json(key, result[3]) if len(result) > 3 else None
         if status == "replayed":
             reason = cast(RefusalReason, result[1]) if result[1] else None
-            return DecideOutcome(status="replayed", reason=reason, record=record)
+            first = result[2] or None
+            return DecideOutcome(status="replayed", reason=reason, record=record, first=first)
         if status == "refused":
             reason = cast(RefusalReason, result[1])
             log.info("decision on %s by %s refused: %s", interrupt_id, user_id, reason)

@@ -141,6 +141,11 @@ class Keys:
         run_id, interrupt_id = split_record_id(rid)
         return f"{self._run(run_id)}:int:{interrupt_id}"
 
+    def decided_told(self, rid: str) -> str:
+        """String: set by the one caller that tells the requester what became of the
+        request ``rid``, so a decision followed up again (a click replayed) tells it once."""
+        return f"{self.record(rid)}:told"
+
     def batch_noted(self, lead_id: str) -> str:
         """String: set by the one caller that posts the "N calls decided" note of the batch
         card ``lead_id`` leads, so processes deciding its last items together post it once."""
@@ -299,6 +304,11 @@ class Keys:
     def trust_grants(self) -> str:
         """Hash: trust grant id -> its stored ``TrustGrant`` (agent, tool, channel, until)."""
         return f"{self._global}:trust"
+
+    def trust_granted(self, record_id: str) -> str:
+        """String, in ``trust_grants``'s slot: the id of the grant the request ``record_id``
+        made, so a decision followed up again (a click replayed) keeps no second grant."""
+        return f"{self.trust_grants}:for:{record_id}"
 
     @property
     def webhooks(self) -> str:

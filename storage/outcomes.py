@@ -32,7 +32,8 @@ class DecideOutcome:
     approval counted, the quorum not yet met), ``held`` (the deciding click waits out the
     policy's undo window; the record stays pending), ``refused`` (nothing changed; see
     ``reason``) or ``replayed`` (this click was decided before; nothing changed;
-    ``reason`` is the refusal it got then, if any).
+    ``reason`` is the refusal it got then, if any; ``first`` the status it got then, so a
+    replay of a click that made the record final can finish what followed it).
     ``record`` is the record after the call, None only for unknown ids.
     ``resume_job_id`` is set when this decision enqueued the run's resume job.
     """
@@ -41,6 +42,7 @@ class DecideOutcome:
     reason: RefusalReason | None = None
     record: InterruptRecord | None = None
     resume_job_id: str | None = None
+    first: str | None = None
 
     @property
     def state(self) -> InterruptState | None:

@@ -10,7 +10,7 @@ storage checks like a click (they must still be an approver, and not the request
 from __future__ import annotations
 
 import secrets
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import cast
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -18,6 +18,9 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from .client import RedisClient
 from .errors import CorruptRecordError
 from .keys import Keys, check_id
+
+_MARK_KEPT = timedelta(days=1)
+"""How long past its end a grant's request is remembered as having made it."""
 
 
 class TrustGrant(BaseModel):
@@ -65,7 +68,9 @@ class TrustGrants:
         granted_at: datetime,
         expires_at: datetime,
         record_id: str,
-    ) -> TrustGrant:
+    ) -> TrustGrant | None:
+        """Keep the grant the request ``record_id`` made; None, keeping nothing, when it
+        made one before (its decision followed up again, by a decider that took it over)."""
         grant = TrustGrant(
             id="trust_" + secrets.token_hex(8),
             agent=agent,
@@ -77,9 +82,13 @@ class TrustGrants:
             expires_at=expires_at,
             record_id=record_id,
         )
-        async with self._client.guard("keep a trust grant"):
-            await self._client.raw.hset(self._keys.trust_grants, grant.id, grant.model_dump_json())
-        return grant
+        keep = expires_at - granted_at + _MARK_KEPT
+        kept = await self._client.eval(
+            "grant_once",
+            [self._keys.trust_grants, self._keys.trust_granted(record_id)],
+            [grant.id, grant.model_dump_json(), max(1, int(keep.total_seconds() * 1000))],
+        )
+        return grant if kept == 1 else None
 
     async def covering(
         self, *, agent: str, tool: str, channel: str | None, digest: str, now: datetime

@@ -213,8 +213,9 @@ async def _decide_click(services: Services, entry: ClickEntry) -> None:
     click in time still counts when a backlog or a dead decider delays it past the
     expiry (unless the expiry sweep came first). Storage decides each click entry once: a
     replay (a reclaimed entry whose decider died after deciding) sends nothing but, if the
-    click counted, the message re-rendered from the record, in case the dead decider had
-    not updated it yet.
+    click counted, the message re-rendered from the record and, if it made the decision
+    final, what the dead decider may not have done yet: a trust grant kept, the requester
+    told (each once, however many deciders replay it).
     """
     user, channel = entry.user_id, entry.channel_id
     decision = Decision.approve()
@@ -268,7 +269,10 @@ async def _decide_click(services: Services, entry: ClickEntry) -> None:
         services.metrics.decisions[outcome.state or "approved"] += 1
     if outcome.record is not None:
         await update_message(services, outcome.record)
-    if outcome.status == "recorded" and outcome.record and outcome.record.state != "pending":
+    final = outcome.status == "recorded" or (
+        outcome.status == "replayed" and outcome.first == "recorded"
+    )
+    if final and outcome.record and outcome.record.state != "pending":
         await grant_trust(services, outcome.record)
         news = decided_news(services, outcome.record)  # after the click is acknowledged
         services.background.spawn(news, name=f"decided {outcome.record.id}")

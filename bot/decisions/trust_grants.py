@@ -17,7 +17,8 @@ log = logging.getLogger(__name__)
 
 
 async def grant_trust(services: Services, record: InterruptRecord) -> TrustGrant | None:
-    """The grant an approved "Approve and trust" (scope ``minutes``) makes, or None."""
+    """The grant an approved "Approve and trust" (scope ``minutes``) makes, or None (also
+    when the request made it before: a decision is followed up again after a decider died)."""
     decision = record.decision or {}
     remember = decision.get("remember") or {}
     call = record.runtime_interrupt.tool_call
@@ -37,6 +38,8 @@ async def grant_trust(services: Services, record: InterruptRecord) -> TrustGrant
             expires_at=until,
             record_id=record.id,
         )
+        if grant is None:
+            return None
         await _audit(services, "trust_granted", record.decided_by, grant, record.run_id)
     except StorageError as exc:
         log.error("interrupt %s: trust not kept: %s", record.id, exc)

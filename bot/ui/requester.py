@@ -27,9 +27,17 @@ log = logging.getLogger(__name__)
 
 
 async def tell_decided(services: Services, record: InterruptRecord) -> None:
-    """The request was decided or expired: say how, and by whom (not to the decider)."""
+    """The request was decided or expired: say how, and by whom (not to the decider), once
+    however many times its decision is followed up (a click replayed after its decider died)."""
     verdict = verdict_from_record(record)
     if verdict is None or record.requested_by in verdict.by:
+        return
+    try:
+        first = await services.storage.interrupts.first_decided_note(record.id)
+    except StorageError as exc:  # unmarked, it might be told twice: left untold, said so
+        log.error("interrupt %s: its requester was not told of the decision: %s", record.id, exc)
+        return
+    if not first:
         return
     await _tell(services, record, verdict_note(card_from_record(record), verdict))
 

@@ -5,8 +5,9 @@
 --       11 resume stream maxlen, 12 audit maxlen, 13 this call's token.
 -- Returns {status, reason, job id, record as a JSON object}; status is
 -- recorded|progress|held|refused, or replayed when the click entry of KEYS[12] was decided
--- before by another call (reason: the refusal it got then, '' if it counted); the same
--- call sent again after its reply was lost gets the first answer.
+-- before by another call (reason: the refusal it got then, '' if it counted; third, the
+-- status it got then, '' when not known); the same call sent again after its reply was
+-- lost gets the first answer.
 --
 -- Several records of one run at once (a batch card's items): ARGV 14 says how many more
 -- follow the first, their keys are KEYS 12 on (no click marker then), and each adds five
@@ -40,7 +41,7 @@ local function decide(seen)
   local was = seen and redis.call('GET', seen)
   if was then
     local reason, token, status, job = string.match(was, '^(%S*) (%S+) (%S+) (%S*)$')
-    local first = {'replayed', reason or was, ''}
+    local first = {'replayed', reason or was, status or ''}
     if token == ARGV[13] then first = {status, reason, job} end
     if not exists then return first end
     first[#first + 1] = record_json(key)

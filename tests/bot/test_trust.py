@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+import pytest
 from fakes import OneToolModel, home_click_payload
 from harness import ALICE, BOB, CAROL, CHANNEL, MALLORY, Harness
 from redis_faults import reply_lost_once
@@ -15,11 +16,13 @@ from agent_runtime import Agent, ToolCall, tool
 from agent_runtime.interrupts import Remember
 from agent_runtime.session import SessionStore
 from bot.agents.policy import AgentSpec, Policy
+from bot.decisions import clicks
 from bot.decisions.clicks import made_final
 from bot.runs.drive import start_run
 from bot.runs.place import Place
 from bot.schedule.scheduler import Scheduler
 from bot.ui import ids
+from storage import Storage
 
 OTHER = "C0DEV"
 
@@ -337,4 +340,41 @@ async def test_a_trust_click_whose_decision_lost_its_reply_keeps_the_trust_its_c
         lambda: "Trusted until" in str(bot.slack.called("chat.update")), what="the trust shown"
     )
     await _run(bot)
+    await _approved_without_a_click(bot, 2)
+
+
+async def test_a_trust_click_taken_over_from_a_decider_that_died_after_deciding_is_finished_once(
+    make_bot: Any, storage: Storage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A decider died after storage recorded the "Approve and trust" click but before the
+    grant was kept and the requester told: the decider that takes the click over keeps the
+    grant the card shows and tells the requester, and a later replay does neither again."""
+    bot: Harness = await make_bot(_policy(), deciders=0)
+    card = await _run(bot)
+    [trust] = [e for e in card["blocks"][-1]["elements"] if e.get("action_id") == ids.TRUST]
+    await bot.click(ids.TRUST, trust["value"], user=ALICE)
+    [entry] = await storage.clicks.claim("dead-decider", count=10)
+
+    async def died(*_: Any) -> None:
+        raise RuntimeError("the decider's process died")
+
+    monkeypatch.setattr(clicks, "grant_trust", died)
+    with pytest.raises(RuntimeError):
+        await clicks.decide_click(bot.services, entry)
+    monkeypatch.undo()
+    assert await storage.trust.active(bot.clock.now()) == []
+
+    for _ in range(2):  # taken over, then replayed again by a decider that died after it
+        await clicks.decide_click(bot.services, entry)
+        await bot.services.background.idle()
+    await _approved_without_a_click(bot, 1)
+    assert "Trusted until" in str(bot.slack.called("chat.update")[-1]["blocks"])
+    [grant] = await storage.trust.active(bot.clock.now())
+    assert grant.record_id == trust["value"].split(" ")[0] and grant.granted_by == ALICE
+    trail = await storage.audit.read(count=100)
+    assert len([e for e in trail if e.event == "trust_granted"]) == 1
+    texts = [str(p.get("text")) for p in bot.slack.called("chat.postMessage")]
+    assert len([t for t in texts if t.startswith(f"<@{CAROL}> :white_check_mark:")]) == 1
+
+    await _run(bot)  # the grant covers the next run
     await _approved_without_a_click(bot, 2)
