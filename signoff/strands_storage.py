@@ -30,6 +30,7 @@ from strands.storage.storage import Storage
 from strands.types.exceptions import StorageError
 
 from storage.cluster import is_cluster_url, parse_cluster_url
+from storage.hosts import credential_free
 from storage.sentinel import SCHEME as SENTINEL_SCHEME
 from storage.sentinel import SentinelTarget, parse_sentinel_url, sentinel_credentials
 
@@ -118,7 +119,10 @@ def _client(url: str, retries: int) -> redis.Redis | RedisCluster:
     if url.startswith(f"{SENTINEL_SCHEME}://"):
         return _primary(parse_sentinel_url(url), options)
     if not is_cluster_url(url):
-        return redis.Redis.from_url(url, **options)
+        try:
+            return redis.Redis.from_url(url, **options)
+        except ValueError as exc:
+            raise credential_free(exc, url) from None
     target = parse_cluster_url(url)
     nodes = [ClusterNode(host, port) for host, port in target.nodes]  # type: ignore[no-untyped-call]
     return RedisCluster(

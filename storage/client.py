@@ -29,6 +29,7 @@ from .errors import (
     StorageTimeoutError,
     StorageUnavailableError,
 )
+from .hosts import credential_free
 from .sentinel import SCHEME, SentinelAuthError, parse_sentinel_url, sentinel_redis
 
 log = logging.getLogger(__name__)
@@ -74,9 +75,12 @@ class RedisClient:
             )
         else:
             # A blocking pool makes a burst of callers wait for a connection, not fail.
-            pool = aioredis.BlockingConnectionPool.from_url(
-                url, max_connections=max_connections, timeout=timeout, **connection
-            )
+            try:
+                pool = aioredis.BlockingConnectionPool.from_url(
+                    url, max_connections=max_connections, timeout=timeout, **connection
+                )
+            except ValueError as exc:
+                raise credential_free(exc, url) from None
             self.raw = aioredis.Redis(connection_pool=pool)
         self._scripts: dict[str, AsyncScript] = {}
 

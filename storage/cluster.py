@@ -18,7 +18,7 @@ from redis.asyncio.cluster import ClusterNode, ClusterPipeline, PipelineStrategy
 from redis.exceptions import ClusterDownError, SlotNotCoveredError
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from .hosts import parse_hosts
+from .hosts import credential_free, parse_hosts
 
 SCHEMES = ("redis+cluster", "rediss+cluster")
 DEFAULT_PORT = 6379
@@ -42,6 +42,14 @@ def is_cluster_url(url: str) -> bool:
 def parse_cluster_url(url: str) -> ClusterTarget:
     """The startup nodes and credentials of ``url``; ValueError saying what is wrong when
     it is not a well-formed ``redis+cluster://`` URL."""
+    try:
+        return _parse_cluster_url(url)
+    except ValueError as exc:
+        raise credential_free(exc, url) from None
+
+
+def _parse_cluster_url(url: str) -> ClusterTarget:
+    """``parse_cluster_url``'s reading, its errors free to quote the URL."""
     parts = urllib.parse.urlsplit(url)
     if parts.scheme not in SCHEMES:
         raise ValueError("not a redis+cluster:// or rediss+cluster:// URL")

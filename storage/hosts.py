@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import re
 import urllib.parse
 from dataclasses import dataclass
+
+_ENCODE = "percent-encode / ? # & @ in a user or password (as %2F %3F %23 %26 %40)"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -52,3 +55,18 @@ def host_port(item: str, *, default_port: int, what: str) -> tuple[str, int]:
     if port and not 0 < int(port) < 65536:
         raise ValueError(f"{what} port {port} is not one: use 1-65535")
     return host, int(port) if port else default_port
+
+
+def credential_free(error: ValueError, url: str) -> ValueError:
+    """``error`` about ``url``, or one saying only what to check when its message quotes a
+    piece of what may be the URL's credentials: a password holding ``/ ? # &`` unencoded is
+    cut apart by the parser, and its pieces are then named as a host, port or option."""
+    scheme_end = url.find("://") + 3
+    at = url.rfind("@")
+    secret = [url[scheme_end:at]] if at >= scheme_end else []
+    secret += re.findall(r"password=(.*)", url)  # up to the end: an & may cut a value
+    pieces = {p for text in secret for p in re.split(r"[:/?#&@=,]", text) if p}
+    message = str(error)
+    if any(p in message if len(p) > 2 else repr(p) in message for p in pieces):
+        return ValueError(f"not a well-formed URL: {_ENCODE}")
+    return error

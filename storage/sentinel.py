@@ -24,7 +24,7 @@ from redis.exceptions import AuthenticationError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from .hosts import parse_hosts
+from .hosts import credential_free, parse_hosts
 
 SCHEME = "redis+sentinel"
 DEFAULT_PORT = 26379
@@ -51,6 +51,14 @@ class SentinelAuthError(MasterNotFoundError):
 def parse_sentinel_url(url: str) -> SentinelTarget:
     """The sentinels, service and primary credentials of ``url``; ValueError saying what is
     wrong when it is not a well-formed ``redis+sentinel://`` URL."""
+    try:
+        return _parse_sentinel_url(url)
+    except ValueError as exc:
+        raise credential_free(exc, url) from None
+
+
+def _parse_sentinel_url(url: str) -> SentinelTarget:
+    """``parse_sentinel_url``'s reading, its errors free to quote the URL."""
     parts = urllib.parse.urlsplit(url)
     if parts.scheme != SCHEME:
         raise ValueError(f"not a {SCHEME}:// URL")

@@ -16,6 +16,7 @@ from redis.asyncio.connection import AbstractConnection, Connection, parse_url
 
 from bot.errors import ConfigError
 from storage.cluster import is_cluster_url, parse_cluster_url
+from storage.hosts import credential_free
 from storage.sentinel import SCHEME as SENTINEL_SCHEME
 from storage.sentinel import parse_sentinel_url
 
@@ -198,5 +199,5 @@ def _check_connection_url(url: str) -> None:
         options: dict[str, Any] = dict(parse_url(url))
         connection_class: type[AbstractConnection] = options.pop("connection_class", Connection)
         connection_class(**options)
-    except (TypeError, ValueError) as exc:  # neither names the password
-        raise ValueError(f"not a usable Redis URL: {exc}") from None
+    except (TypeError, ValueError) as exc:  # a password cut apart may be quoted: not shown
+        raise credential_free(ValueError(f"not a usable Redis URL: {exc}"), url) from None

@@ -317,3 +317,36 @@ async def test_strands_sessions_live_behind_the_same_sentinels(
     said = str(raised.value)
     assert "no sentinel named a reachable primary" in said and len(said) < 300
     assert "wrong" not in said and SENTINEL_PASSWORD not in said
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "redis://:Hunter2xyz/tail@h:6379/0",
+        "redis://ops:Hunter2xyz?tail@h:6379/0",
+        "rediss://:Hunter2xyz#tail@h:6379",
+        "redis+sentinel://ops:Hunter2xyz/tail@h:26379/mymaster",
+        "rediss+cluster://ops:Hunter2xyz#tail@h1:6379,h2:6379",
+        "redis+sentinel://h/mymaster?sentinel_password=Hunter2&xyztail",
+        "redis+sentinel://h/mymaster?sentinel_password=Hun&te",
+    ],
+)
+async def test_a_url_whose_password_holds_an_unencoded_delimiter_is_refused_without_it(
+    url: str,
+) -> None:
+    """A password with / ? # or & cut apart by the URL's parser: no piece of it is shown
+    by startup, by ``connect`` nor by a Strands session's storage, only what to encode."""
+    shown = []
+    with pytest.raises(ConfigError) as info:
+        Settings.from_env({"REDIS_URL": url})
+    shown.append(str(info.value))
+    with pytest.raises(ValueError) as error:
+        await connect(url, prefix="leak")
+    shown.append(str(error.value))
+    with pytest.raises(ValueError) as error:
+        RedisStorage(url)
+    shown.append(str(error.value))
+    for text in shown:
+        assert "percent-encode" in text
+        for piece in ("Hunter2", "xyz", "tail", "'te'", "Hun"):
+            assert piece not in text
