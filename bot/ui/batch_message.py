@@ -30,7 +30,7 @@ from .blocks import (
 from .card_buttons import full_details, more_menu
 from .cards import Card, card_from_record, verdict_from_record
 from .message import COMPACT_TEXT, CUT_NOTE, HEADLINE, ICON, SlackMessage, status_parts
-from .mrkdwn import visible_bidi
+from .mrkdwn import code_span, visible_bidi
 
 PER_GROUP = 10
 """Slack allows at most ten options in one checkboxes element."""
@@ -78,7 +78,7 @@ def batch_message(batch: Batch, *, compact: bool = False) -> SlackMessage:
         what, unit = f"{agent} asks about {count} items", "items"
         details = card.reason
     else:
-        what, unit = f"{agent} wants to run `{escaped(card.action, 300)}` {count} times", "calls"
+        what, unit = f"{agent} wants to run {code_span(card.action, 300)} {count} times", "calls"
         details = card.description
     if details:
         what += "\n" + escaped(details, COMPACT_TEXT if compact else SECTION_TEXT)

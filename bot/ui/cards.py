@@ -24,7 +24,7 @@ from .deciders import (
     nobody_can_approve,
     who_may_decide,
 )
-from .mrkdwn import escape_truncate
+from .mrkdwn import code_span, escape_truncate
 
 Outcome = Literal[
     "approved",
@@ -233,7 +233,7 @@ def _trust_notes(record: InterruptRecord, decision: Decision | None) -> str | No
     remember = decision.remember
     if remember is not None:
         what = "with these exact arguments" if remember.same_args else "with any arguments"
-        trusted = f"`{_escaped_action(record)}` of *{escape_truncate(record.agent, 200)}*"
+        trusted = f"{_action_span(record)} of *{escape_truncate(record.agent, 200)}*"
         if remember.scope == "run":  # its later calls in this run get no card of their own
             return f":lock_with_ink_pen: Trusted for the rest of this run: {trusted}, {what}"
         if remember.scope == "minutes" and record.decided_at:
@@ -253,10 +253,10 @@ def _trust_notes(record: InterruptRecord, decision: Decision | None) -> str | No
     return None
 
 
-def _escaped_action(record: InterruptRecord) -> str:
+def _action_span(record: InterruptRecord) -> str:
     interrupt = record.runtime_interrupt
     action = interrupt.tool_call.name if interrupt.tool_call else interrupt.name
-    return escape_truncate(action, 200)
+    return code_span(action, 200)
 
 
 def verdict_from_record(record: InterruptRecord) -> Verdict | None:

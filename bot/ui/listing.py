@@ -24,7 +24,7 @@ from .blocks import (
     user_mention,
 )
 from .cards import card_from_record
-from .mrkdwn import code_block, is_truncated
+from .mrkdwn import code_block, code_span, is_truncated
 
 _PER_ITEM = 2
 PAGE_SIZE = (MESSAGE_BLOCKS - 2) // _PER_ITEM
@@ -123,7 +123,7 @@ def _summary(items: Sequence[InterruptRecord]) -> str:
     elif request:
         summary = f"{who} asks: {escaped(action, 300)}"
     else:
-        summary = f"{who} wants to run `{escaped(action, 300)}`"
+        summary = f"{who} wants to run {code_span(action, 300)}"
     if record.batch is None:
         return summary
     lead = next((r for r in items if r.batch_items), None)
@@ -193,7 +193,7 @@ def trust_blocks(grants: Sequence[TrustGrant]) -> list[Block]:
     for grant in list(grants)[:MAX_GRANTS]:
         scope = "these exact arguments" if grant.args_digest else "any arguments"
         text = (
-            f"`{escaped(grant.tool, 200)}` of *{escaped(grant.agent, 200)}* in "
+            f"{code_span(grant.tool, 200)} of *{escaped(grant.agent, 200)}* in "
             f"<#{grant.channel}>, {scope}"
         )
         block = section(text)

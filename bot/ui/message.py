@@ -28,7 +28,7 @@ from .blocks import (
 )
 from .card_buttons import ARGS_CODE, choices, decision_buttons, full_details, more_menu
 from .cards import Card, Held, Outcome, Verdict
-from .mrkdwn import code_block
+from .mrkdwn import code_block, code_span
 
 FALLBACK_TEXT = 3000
 COMPACT_TEXT = 500
@@ -184,7 +184,7 @@ def _held_message(card: Card, held: Held, *, compact: bool) -> SlackMessage:
 
 def verdict_note(card: Card, verdict: Verdict) -> str:
     """One line for the requester: the outcome, who decided, what it was about."""
-    return f"{_verdict_parts(verdict)[0]}: `{escaped(card.action, 200)}`"
+    return f"{_verdict_parts(verdict)[0]}: {code_span(card.action, 200)}"
 
 
 def _fallback(prefix: str, card: Card) -> str:
@@ -204,11 +204,11 @@ def _summary(card: Card, *, edited: bool = False, compact: bool = False) -> list
     if card.external:
         return _request_summary(card, compact) + _acts_on(card, compact) + note
     room = _room(SECTION_TEXT, compact)
-    what = f"*{escaped(card.agent, 200)}* wants to run `{escaped(card.action, 300)}`"
+    what = f"*{escaped(card.agent, 200)}* wants to run {code_span(card.action, 300)}"
     if card.question:
         what = f"*{escaped(card.agent, 200)}* asks"
         if card.args is not None:
-            what += f" while running `{escaped(card.action, 300)}`"
+            what += f" while running {code_span(card.action, 300)}"
     if card.description:
         what += "\n" + ("As asked: " if edited else "") + escaped(card.description, room)
     if card.question and card.reason:

@@ -28,7 +28,7 @@ from .blocks import (
 )
 from .cards import Card
 from .message import printed
-from .mrkdwn import code_text, escape, escape_truncate
+from .mrkdwn import code_span, code_text, escape
 
 _TITLE = 24
 
@@ -37,7 +37,7 @@ def edit_modal(card: Card, fields: Sequence[Field] | None = None) -> Block:
     """A form of the arguments (``fields``, from their schema), prefilled, for the approver
     to change before the tool runs; the arguments as JSON when there is no schema."""
     if fields:
-        intro = f"Change the arguments `{escape_truncate(card.action, 200)}` runs with."
+        intro = f"Change the arguments {code_span(card.action, 200)} runs with."
         inputs = form_blocks(fields, card.args or {})
         if any(len(b["element"].get("initial_value") or "") > TEXT_INPUT for b in inputs):
             return _too_long()
@@ -64,7 +64,7 @@ def edit_modal(card: Card, fields: Sequence[Field] | None = None) -> Block:
         card,
         title="Edit arguments",
         submit="Run with these",
-        intro=f"Change the arguments `{escape_truncate(card.action, 200)}` runs with (JSON).",
+        intro=f"Change the arguments {code_span(card.action, 200)} runs with (JSON).",
         label="Arguments (JSON)",
         element=element,
         optional=False,
@@ -126,8 +126,8 @@ def _reply_intro(card: Card) -> str:
     if card.external:
         return "Your reply goes to the job that asked, which decides what to do with it."
     if card.asked_by_code:
-        tool = escape_truncate(card.action, 200)
-        return f"Your reply goes to `{tool}`, which decides what to do with it."
+        tool = code_span(card.action, 200)
+        return f"Your reply goes to {tool}, which decides what to do with it."
     return "Your reply becomes the tool's result; the tool does not run."
 
 

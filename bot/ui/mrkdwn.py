@@ -87,6 +87,18 @@ def code_text(text: str) -> str:
     return escaped
 
 
+_GRAVE = "\u02cb"
+"""Modifier letter grave accent: what a backtick is shown as inside an inline code span."""
+
+
+def code_span(text: str, limit: int) -> str:
+    """Untrusted ``text`` (a tool's or request's name) as an inline code span of at most
+    ``limit`` characters between its backticks. A backtick would end the span (what
+    follows it read as mrkdwn), so each is shown as U+02CB; bidirectional controls are
+    shown, not obeyed, as in a code block."""
+    return f"`{truncate(escape(visible_bidi(text)).replace('`', _GRAVE), limit)}`"
+
+
 def code_block(text: str, limit: int) -> str:
     """Untrusted ``text`` as an escaped mrkdwn code block of at most ``limit`` characters."""
     return _FENCE + truncate(code_text(text), limit - 2 * len(_FENCE)) + _FENCE

@@ -24,7 +24,7 @@ from storage.sweeps import POST_LEASE
 from .blocks import is_user_id, user_mention
 from .card_forms import card_forms, send_fitting, single_forms
 from .message import SlackMessage
-from .mrkdwn import escape_truncate
+from .mrkdwn import code_span
 from .notes import post_direct
 from .redraws import update_message
 from .routing import awake_approvers
@@ -126,9 +126,9 @@ async def _tell_refused(services: Services, record: InterruptRecord, why: str) -
     not_a_member = record.channel and why in ("not_in_channel", "channel_not_found")
     invite = " Invite the app there (`/invite @Signoff`)." if not_a_member else ""
     asked = record.runtime_interrupt
-    name = escape_truncate(asked.tool_call.name if asked.tool_call else asked.name, 200)
+    name = code_span(asked.tool_call.name if asked.tool_call else asked.name, 200)
     text = (
-        f"Your request `{name}` could not be posted in {where}: Slack answered `{why}`."
+        f"Your request {name} could not be posted in {where}: Slack answered `{why}`."
         f"{invite} It is posted once Slack takes it."
     )
     await post_direct(services, record.requested_by, text)

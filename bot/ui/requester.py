@@ -19,7 +19,7 @@ from .blocks import is_user_id, user_mention
 from .cards import card_from_record, verdict_from_record
 from .deciders import escalated_to
 from .message import verdict_note
-from .mrkdwn import escape_truncate
+from .mrkdwn import code_span, escape_truncate
 from .notes import post_direct, post_mrkdwn
 from .posting import permalink
 
@@ -63,9 +63,9 @@ async def tell_batch_decided(services: Services, batch: Batch) -> None:
         return
     if not first:
         return  # another process decided (or expired) its last items too, and tells
-    action = escape_truncate(card_from_record(items[0]).action, 200)
+    action = code_span(card_from_record(items[0]).action, 200)
     summary = ", ".join(f"{n} {what.lower()}" for what, n in counts.items())
-    note = f":ballot_box_with_check: {len(items)} calls of `{action}` decided: {summary}"
+    note = f":ballot_box_with_check: {len(items)} calls of {action} decided: {summary}"
     await _tell(services, items[0], note)
 
 
@@ -73,8 +73,8 @@ async def tell_escalated(services: Services, record: InterruptRecord) -> None:
     """The request was not decided in time and went to the escalation's approvers."""
     where = escalated_to(record)
     if where is not None:
-        action = escape_truncate(card_from_record(record).action, 200)
-        await _tell(services, record, f":arrow_up: {where}: `{action}`")
+        action = code_span(card_from_record(record).action, 200)
+        await _tell(services, record, f":arrow_up: {where}: {action}")
 
 
 async def tell_finished(

@@ -14,14 +14,17 @@ from hypothesis import strategies as st
 from agent_runtime.interrupts import Interrupt
 from agent_runtime.messages import ToolCall
 from bot.ui import ids
-from bot.ui.batch_message import item_label
+from bot.ui.batch_message import batch_message, item_label
 from bot.ui.blocks import date_token
 from bot.ui.cards import Card, Held, Verdict, card_from_record
 from bot.ui.deciders import if_nobody_decides
-from bot.ui.message import CUT_NOTE, decided_message, pending_message
+from bot.ui.listing import pending_blocks, trust_blocks
+from bot.ui.message import CUT_NOTE, decided_message, pending_message, verdict_note
 from bot.ui.modals import args_modal, deny_modal, edit_modal, parse_args, reply_modal
 from storage.approvers import ApproverPolicy
+from storage.queries import Batch
 from storage.records import InterruptRecord
+from storage.trust_grants import TrustGrant
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 _OWN_TOKENS = re.compile(r"<@[UW][A-Z0-9]+>|<!date\^\d+\^[^|>]*\|[^<>]*>")
@@ -322,3 +325,58 @@ def test_a_batch_items_checkbox_shows_a_bidi_control_not_obeys_it() -> None:
         channel="C0OPS",
     )
     assert item_label(record, 0) == "1. /srv/\\u202ehs.mr"
+
+
+_NAME = "rm` *approve now* <https://evil.example|click> `x\u202ey"
+"""A tool name that closes its code span: what follows would be read as mrkdwn."""
+
+
+def _name_record(**fields: Any) -> InterruptRecord:
+    call = ToolCall(id="c1", name=_NAME, args={"path": "/tmp/a"})
+    return InterruptRecord.new(
+        Interrupt(id="int_1", name=_NAME, tool_call=call),
+        run_id="run_1",
+        thread_id="thread_1",
+        agent="cleanup",
+        requested_by="U123ABC",
+        policy=ApproverPolicy(allowed_users=("U0ALICE",)),
+        now=NOW,
+        channel="C0OPS",
+    ).model_copy(update=fields)
+
+
+def test_a_tool_name_with_a_backtick_stays_inside_its_code_span_everywhere() -> None:
+    """The name is shown in a code span on the card, its verdict note, the batch card, the
+    Edit and Reply forms, App Home's list and its trust grants: none of them lets it end
+    the span, and a bidirectional control in it is shown, not obeyed."""
+    card = _card(action=_NAME, asked_by_code=True)
+    record = _name_record()
+    approved = Verdict(outcome="approved", at=NOW, by=("U0ALICE",))
+    grant = TrustGrant(
+        id="trust_1",
+        agent="cleanup",
+        tool=_NAME,
+        channel="C0OPS",
+        granted_by="U0ALICE",
+        granted_at=NOW,
+        expires_at=NOW + timedelta(hours=1),
+        record_id=record.id,
+    )
+    texts = [verdict_note(card, approved)]
+    for node in (
+        pending_message(card).blocks,
+        decided_message(card, approved).blocks,
+        batch_message(Batch.of([record])).blocks,
+        edit_modal(card),
+        reply_modal(card),
+        pending_blocks([record], viewer="U0ALICE"),
+        trust_blocks([grant]),
+    ):
+        texts += _mrkdwn_texts(node)
+    shown = [t for t in texts if "approve now" in t]
+    assert len(shown) >= 7
+    for text in shown:
+        assert "\u202e" not in text and "\\u202e" in text
+        span = re.search(r"`([^`]*approve now[^`]*)`", text)
+        assert span is not None and "rmˋ *approve now*" in span[1], text  # noqa: RUF001
+        _assert_harmless(re.sub(r"<#C[A-Z0-9]+>", "", text))  # the grant's own channel
