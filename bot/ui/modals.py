@@ -28,7 +28,7 @@ from .blocks import (
 )
 from .cards import Card
 from .message import printed
-from .mrkdwn import code_span, code_text, escape
+from .mrkdwn import code_span, code_text, escape, fence_safe
 
 _TITLE = 24
 
@@ -158,7 +158,7 @@ def batch_details_modal(
             parts.append(f"*{place + 1}.* {DAMAGED_ITEM}")
             continue
         code = code_text(args_json(args))
-        parts += [f"*{place + 1}.*", *(f"```{p}```" for p in _split(code, SECTION_TEXT - 6))]
+        parts += [f"*{place + 1}.*", *_fenced(code)]
     packed: list[str] = []
     for part in parts:  # as few sections as fit, so a hundred items fit in one modal
         if packed and len(packed[-1]) + 1 + len(part) <= SECTION_TEXT:
@@ -189,7 +189,13 @@ def _details_view(card: Card, sections: list[Block]) -> Block:
 
 def _code_sections(text: str) -> list[Block]:
     """``text`` as code blocks, in sections that each fit."""
-    return [section("```" + p + "```") for p in _split(code_text(text), SECTION_TEXT - 6)]
+    return [section(block) for block in _fenced(code_text(text))]
+
+
+def _fenced(code: str) -> list[str]:
+    """``code`` (``code_text``'s) as code blocks that each fit a section: a cut next to a
+    backtick must not let it join the block's fence, which would end the block early."""
+    return [f"```{fence_safe(p)}```" for p in _split(code, SECTION_TEXT - 8)]
 
 
 def errors_for(message: str, block: str = ids.INPUT_BLOCK) -> dict[str, str]:

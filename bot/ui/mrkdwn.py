@@ -79,12 +79,17 @@ def code_text(text: str) -> str:
     keeps one at either end from joining a fence. Bidirectional controls are shown, not
     obeyed (``visible_bidi``): the block shows exactly what runs.
     """
-    escaped = re.sub("`(?=`)", "`\u200b", escape(visible_bidi(text)))
-    if escaped.startswith("`"):
-        escaped = "\u200b" + escaped
-    if escaped.endswith("`"):
-        escaped += "\u200b"
-    return escaped
+    return fence_safe(re.sub("`(?=`)", "`\u200b", escape(visible_bidi(text))))
+
+
+def fence_safe(piece: str) -> str:
+    """A piece of ``code_text`` (the whole, or one of its cuts), kept from joining a code
+    block's own fences: a zero-width space before a leading and after a trailing backtick."""
+    if piece.startswith("`"):
+        piece = "\u200b" + piece
+    if piece.endswith("`"):
+        piece += "\u200b"
+    return piece
 
 
 _GRAVE = "\u02cb"

@@ -20,7 +20,14 @@ from bot.ui.cards import Card, Held, Verdict, card_from_record
 from bot.ui.deciders import if_nobody_decides
 from bot.ui.listing import pending_blocks, trust_blocks
 from bot.ui.message import CUT_NOTE, decided_message, pending_message, verdict_note
-from bot.ui.modals import args_modal, deny_modal, edit_modal, parse_args, reply_modal
+from bot.ui.modals import (
+    args_modal,
+    batch_details_modal,
+    deny_modal,
+    edit_modal,
+    parse_args,
+    reply_modal,
+)
 from storage.approvers import ApproverPolicy
 from storage.queries import Batch
 from storage.records import InterruptRecord
@@ -380,3 +387,19 @@ def test_a_tool_name_with_a_backtick_stays_inside_its_code_span_everywhere() -> 
         span = re.search(r"`([^`]*approve now[^`]*)`", text)
         assert span is not None and "rmˋ *approve now*" in span[1], text  # noqa: RUF001
         _assert_harmless(re.sub(r"<#C[A-Z0-9]+>", "", text))  # the grant's own channel
+
+
+def test_a_backtick_where_full_details_cut_the_arguments_does_not_end_a_code_block() -> None:
+    """Arguments too long for one section are cut into several code blocks: a backtick
+    at a cut (an attacker can place one there) stays inside its block, in the Full
+    arguments modal and in a batch card's Full details."""
+    for before in range(2970, 3010):
+        args = {"x": "a" * before + "`*approve now*`" + "b" * 5000}
+        blocks = args_modal(_card(args=args))["blocks"]
+        blocks += batch_details_modal(_card(), [(0, args), (1, args)], [])["blocks"]
+        for text in _mrkdwn_texts(blocks):
+            if "```" not in text:
+                continue
+            for inner in re.findall(r"```(.*?)```", text, flags=re.S):
+                assert not inner.startswith("`") and not inner.endswith("`"), (before, text)
+            assert "````" not in text, before
