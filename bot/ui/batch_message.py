@@ -6,6 +6,7 @@ when Slack finds the card too long in total, cuts the long parts as a single car
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 
 from agent_runtime.interrupts import Decision
@@ -102,14 +103,20 @@ def batch_message(batch: Batch, *, compact: bool = False) -> SlackMessage:
     )
 
 
+_LINE_BREAKING = re.compile("[\x00-\x1f\x7f\x85\u2028\u2029]")
+
+
 def item_label(record: InterruptRecord, index: int) -> str:
-    """``3. /tmp/c``: the item's number and its arguments (one argument's value alone),
-    a bidirectional control shown, not obeyed, as on the card's arguments."""
+    """``3. /tmp/c``: the item's number and its arguments (one argument's value alone) on
+    one line: a newline or another control shown as its JSON escape (``\\n``), which would
+    start a line of the card's own making (another item's outcome), and a bidirectional
+    control shown, not obeyed, as on the card's arguments."""
     args = item_args(record)
     values = list(args.values())
     shown = values[0] if len(values) == 1 else args
     text = shown if isinstance(shown, str) else json.dumps(shown, ensure_ascii=False)
-    return f"{index + 1}. {visible_bidi(text)}"
+    one_line = _LINE_BREAKING.sub(lambda m: json.dumps(m[0])[1:-1], text)
+    return f"{index + 1}. {visible_bidi(one_line)}"
 
 
 def item_args(record: InterruptRecord) -> Mapping[str, JSONValue]:
