@@ -15,8 +15,9 @@ _FENCE = "```"
 
 
 def escape(text: str) -> str:
-    """``text`` with ``&``, ``<`` and ``>`` replaced by their entities, nothing else."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    """``text`` with ``&``, ``<`` and ``>`` replaced by their entities, and bidirectional
+    controls shown (``visible_bidi``), nothing else."""
+    return visible_bidi(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 _REFERENCE = re.compile(r"<([@#][A-Z0-9]+|https?://[^|>]+)(?:\|[^>]*)?>")
@@ -55,7 +56,9 @@ def escape_truncate(text: str, limit: int) -> str:
 
 
 def plain(text: str, limit: int) -> str:
-    """Untrusted ``text`` for a ``plain_text`` object: not escaped, cut to ``limit``."""
+    """Untrusted ``text`` for a ``plain_text`` object: not escaped but for bidirectional
+    controls, shown (``visible_bidi``), and cut to ``limit``."""
+    text = visible_bidi(text)
     if len(text) <= limit:
         return text
     return text[: limit - len(ELLIPSIS)] + ELLIPSIS
@@ -79,7 +82,7 @@ def code_text(text: str) -> str:
     keeps one at either end from joining a fence. Bidirectional controls are shown, not
     obeyed (``visible_bidi``): the block shows exactly what runs.
     """
-    return fence_safe(re.sub("`(?=`)", "`\u200b", escape(visible_bidi(text))))
+    return fence_safe(re.sub("`(?=`)", "`\u200b", escape(text)))
 
 
 def fence_safe(piece: str) -> str:
@@ -101,7 +104,7 @@ def code_span(text: str, limit: int) -> str:
     ``limit`` characters between its backticks. A backtick would end the span (what
     follows it read as mrkdwn), so each is shown as U+02CB; bidirectional controls are
     shown, not obeyed, as in a code block."""
-    return f"`{truncate(escape(visible_bidi(text)).replace('`', _GRAVE), limit)}`"
+    return f"`{truncate(escape(text).replace('`', _GRAVE), limit)}`"
 
 
 def code_block(text: str, limit: int) -> str:

@@ -434,3 +434,23 @@ def test_a_batch_items_argument_cannot_draw_a_line_of_its_own_on_the_card() -> N
         assert not [line for line in lines if line.startswith(":white_check_mark:")]
         assert any("1. /tmp/a\\n:white_" in line for line in lines)
     assert item_label(items[0], 0) == "1. " + forged.replace("\n", "\\n")
+
+
+def test_a_bidi_control_in_any_text_an_agent_gives_is_shown_not_obeyed() -> None:
+    """A right-to-left override reverses what follows it on screen: in a card's title,
+    description, reason, a denial's message or a question, it is shown as its escape."""
+    rlo = "before \u202eafter"
+    card = _card(action=rlo, description=rlo, reason=rlo)
+    question = _card(action=rlo, reason=rlo, question=True, options=(rlo, "no"))
+    denied = Verdict(outcome="denied", at=NOW, by=("U1",), message=rlo)
+    messages = [
+        pending_message(card),
+        pending_message(question),
+        decided_message(card, denied),
+        batch_message(Batch.of([_name_record()])),
+    ]
+    shown = [verdict_note(card, denied)]
+    shown += [json.dumps([m.text, m.blocks], ensure_ascii=False) for m in messages]
+    shown += [json.dumps(view, ensure_ascii=False) for view in (args_modal(card), edit_modal(card))]
+    for text in shown:
+        assert "\u202e" not in text and "u202e" in text
