@@ -13,6 +13,8 @@ from urllib.parse import urlsplit
 
 from yarl import URL
 
+from storage.hosts import credential_free
+
 _METADATA_HOSTS = frozenset({"metadata.google.internal", "metadata", "instance-data"})
 _SHARED = ipaddress.ip_network("100.64.0.0/10")
 """Carrier-grade NAT's shared space (Alibaba Cloud's metadata service is 100.100.100.200)."""
@@ -88,8 +90,8 @@ class CallbackPolicy:
             # The host as the client will connect to it: IDNA turns full-width digits and
             # ideographic full stops into the IP address they spell.
             host = (URL(url).raw_host or "").lower().rstrip(".")
-        except (ValueError, UnicodeError) as exc:
-            return f"not a URL: {exc}"
+        except (ValueError, UnicodeError) as exc:  # a password cut apart may be quoted
+            return str(credential_free(ValueError(f"not a URL: {exc}"), url))
         if parts.scheme not in ("http", "https") or not host:
             return "use an https:// URL"
         if parts.username or parts.password:

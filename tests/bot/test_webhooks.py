@@ -520,3 +520,14 @@ async def test_a_name_that_resolves_inside_the_network_is_connected_to_only_if_a
     allowed = CallbackPolicy(allow=frozenset({"hooks.example.com"}))
     [found] = await PublicResolver(allowed, Internal()).resolve("hooks.example.com", 443)
     assert found["host"] == "10.0.0.5"
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["https://ops:Hunter2xyz/tail@hooks.example.com/a", "https://:Hunter2xyz?t@hooks.example.com"],
+)
+def test_a_callback_url_refused_as_malformed_does_not_quote_its_password(url: str) -> None:
+    """The refusal is printed by ``signoff token create`` and answered to the API client:
+    a password holding an unencoded / reads as a port, and must not be quoted as one."""
+    refused = CallbackPolicy().refusal(url)
+    assert refused is not None and "Hunter2" not in refused and "percent-encode" in refused
