@@ -92,3 +92,35 @@ async def test_a_resume_by_a_process_without_the_agent_says_what_it_lacks(make_b
     )
     await bot.slack.wait_for(lambda: lacking in bot.thread(), what="the given-up message")
     await bot.loops.stop()
+
+
+HOSTILE = "<!channel> <https://evil.example|click> `x` *bold* \u202eexe.txt " + "A" * 100_000
+
+
+class HostileStore(BrokenStore):
+    """A session store whose error (the runtime's own, so it is quoted) is an attack."""
+
+    async def load(self, thread_id: str) -> StoredSession | None:
+        raise UsageError(HOSTILE)
+
+
+async def test_a_dead_letter_quoting_a_hostile_error_pings_no_one_and_fits(
+    make_bot: Any,
+) -> None:
+    """The given-up message quotes the runtime's error: escaped (no @channel, no link),
+    its bidirectional control shown, and cut to what a thread message holds."""
+    bot: Harness = await make_bot(workers=1, reclaim_after=0.01)
+    value = await bot.start()
+    bot.services.registry.agent("cleanup").session_store = HostileStore()
+
+    await bot.click(ids.APPROVE, value, user=ALICE)
+    await bot.slack.wait_for(
+        lambda: any(t.startswith("Could not resume") for t in bot.thread()), what="the message"
+    )
+    await bot.loops.stop()
+
+    [given_up] = [t for t in bot.thread() if t.startswith("Could not resume")]
+    assert "&lt;!channel&gt; &lt;https://evil.example|click&gt;" in given_up
+    assert "<" not in given_up and ">" not in given_up
+    assert "\u202e" not in given_up and "\\u202eexe.txt" in given_up
+    assert len(given_up) <= 3000 and given_up.endswith("…")
