@@ -287,7 +287,10 @@ async def decided_news(services: Services, record: InterruptRecord) -> None:
 async def made_final(services: Services, record: InterruptRecord) -> None:
     """A decision held in its undo window became final: what a click's decision does."""
     services.metrics.decisions[record.state] += 1
-    await grant_trust(services, record)
+    try:
+        await grant_trust(services, record)
+    except StorageError as exc:
+        log.error("interrupt %s: trust not kept: %s", record.id, exc)
     await decided_news(services, record)
 
 

@@ -4,21 +4,19 @@ in the same channel (``bot.runs.trusted`` applies it)."""
 
 from __future__ import annotations
 
-import logging
 from datetime import timedelta
 
 from bot.services import Services
 from storage.audit import AuditEntry
-from storage.errors import StorageError
 from storage.records import InterruptRecord
 from storage.trust_grants import TrustGrant
-
-log = logging.getLogger(__name__)
 
 
 async def grant_trust(services: Services, record: InterruptRecord) -> TrustGrant | None:
     """The grant an approved "Approve and trust" (scope ``minutes``) makes, or None (also
-    when the request made it before: a decision is followed up again after a decider died)."""
+    when the request made it before: a decision is followed up again after a decider died).
+    StorageError when Redis failed to keep it: a click's decider then leaves the click to
+    be taken again, so the grant its card shows is kept."""
     decision = record.decision or {}
     remember = decision.get("remember") or {}
     call = record.runtime_interrupt.tool_call
@@ -27,23 +25,19 @@ async def grant_trust(services: Services, record: InterruptRecord) -> TrustGrant
     if record.state != "approved" or record.decided_by is None or record.decided_at is None:
         return None
     until = record.decided_at + timedelta(minutes=int(remember.get("minutes") or 0))
-    try:
-        grant = await services.storage.trust.grant(
-            agent=record.agent,
-            tool=call.name,
-            channel=record.channel,
-            args_digest=record.trust_digest if remember.get("same_args") else None,
-            granted_by=record.decided_by,
-            granted_at=record.decided_at,
-            expires_at=until,
-            record_id=record.id,
-        )
-        if grant is None:
-            return None
-        await _audit(services, "trust_granted", record.decided_by, grant, record.run_id)
-    except StorageError as exc:
-        log.error("interrupt %s: trust not kept: %s", record.id, exc)
+    grant = await services.storage.trust.grant(
+        agent=record.agent,
+        tool=call.name,
+        channel=record.channel,
+        args_digest=record.trust_digest if remember.get("same_args") else None,
+        granted_by=record.decided_by,
+        granted_at=record.decided_at,
+        expires_at=until,
+        record_id=record.id,
+    )
+    if grant is None:
         return None
+    await _audit(services, "trust_granted", record.decided_by, grant, record.run_id)
     return grant
 
 

@@ -23,6 +23,7 @@ from bot.runs.place import Place
 from bot.schedule.scheduler import Scheduler
 from bot.ui import ids
 from storage import Storage
+from storage.errors import StorageError, StorageTimeoutError
 
 OTHER = "C0DEV"
 
@@ -378,3 +379,28 @@ async def test_a_trust_click_taken_over_from_a_decider_that_died_after_deciding_
 
     await _run(bot)  # the grant covers the next run
     await _approved_without_a_click(bot, 2)
+
+
+async def test_a_trust_click_whose_grant_redis_failed_to_keep_keeps_it_when_taken_again(
+    make_bot: Any, storage: Storage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Redis fails as the grant the card shows is stored: the click is left to be taken
+    again (not acknowledged), and the decider that takes it keeps the grant."""
+    bot: Harness = await make_bot(_policy(), deciders=0)
+    card = await _run(bot)
+    [trust] = [e for e in card["blocks"][-1]["elements"] if e.get("action_id") == ids.TRUST]
+    await bot.click(ids.TRUST, trust["value"], user=ALICE)
+    [entry] = await storage.clicks.claim("decider", count=10)
+
+    async def not_kept(**_: Any) -> None:
+        raise StorageTimeoutError("store a trust grant: Redis did not answer in time")
+
+    monkeypatch.setattr(storage.trust, "grant", not_kept)
+    with pytest.raises(StorageError):  # the click stays unacknowledged, to be taken again
+        await clicks.decide_click(bot.services, entry)
+    monkeypatch.undo()
+    assert await storage.trust.active(bot.clock.now()) == []
+
+    await clicks.decide_click(bot.services, entry)
+    [grant] = await storage.trust.active(bot.clock.now())
+    assert grant.record_id == trust["value"].split(" ")[0] and grant.granted_by == ALICE
