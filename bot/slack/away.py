@@ -9,6 +9,7 @@ from datetime import date, datetime, time, timedelta
 
 from bot.services import Services
 from bot.ui.blocks import date_token, user_mention
+from bot.ui.mrkdwn import code_span
 from storage.audit import AuditEntry
 from storage.away import Away
 
@@ -41,7 +42,7 @@ async def away_command(services: Services, user: str, text: str) -> str:
     try:
         day = date.fromisoformat(match["day"])
     except ValueError:
-        return f"`{match['day'][:20]}` is not a date like YYYY-MM-DD. {USAGE}"
+        return f"{code_span(match['day'], 20)} is not a date like YYYY-MM-DD. {USAGE}"
     who = _WHO.match(match["who"] or "") if match["who"] else None
     if match["who"] and who is None:
         return f"Name who decides for you as a mention, like `to @bob`. {USAGE}"
