@@ -57,7 +57,8 @@ class Settings(BaseModel):
     app_token: SecretStr | None = None
     # Turns on the runs API (bot/api/runs.py); long enough not to be guessed.
     api_token: SecretStr | None = None
-    redis_url: str | None = None
+    redis_url: SecretStr | None = None
+    """Secret: it may carry the Redis (and the sentinels') password."""
     agents: str | None = None
     channel: str | None = None
     slack_api_url: str | None = None
@@ -96,7 +97,8 @@ class Settings(BaseModel):
 
     @field_validator("redis_url")
     @classmethod
-    def _redis_url(cls, v: str | None) -> str | None:
+    def _redis_url(cls, secret: SecretStr | None) -> SecretStr | None:
+        v = secret.get_secret_value() if secret is not None else None
         if v is not None and v.startswith(f"{SENTINEL_SCHEME}://"):
             parse_sentinel_url(v)  # a ValueError says what is wrong
         elif v is not None and is_cluster_url(v):
@@ -108,7 +110,7 @@ class Settings(BaseModel):
             )
         elif v is not None:
             _check_connection_url(v)
-        return v
+        return secret
 
     @field_validator("slack_api_url")
     @classmethod

@@ -70,8 +70,9 @@ async def open_services(
 async def connect_storage(settings: Settings) -> Storage:
     """Storage as the settings say: where Redis is, the key prefix, how much audit to keep."""
     data_dir = Path(settings.data_dir) if settings.data_dir else None
+    url = settings.redis_url.get_secret_value() if settings.redis_url else None
     return await connect(
-        settings.redis_url,
+        url,
         prefix=settings.redis_prefix,
         data_dir=data_dir,
         retention=Retention(audit_entries=settings.audit_entries),

@@ -49,7 +49,7 @@ async def test_away_commands_that_cannot_be_noted_say_why_and_note_nothing(
     soon = (bot.clock.now() + timedelta(days=3)).date().isoformat()
     answers = {
         "away until tomorrow": "is not a date like YYYY-MM-DD",
-        "away until 1`<!channel>": "`1ˋ&lt;!channel&gt;` is not a date",  # shown, not obeyed
+        "away until 1`<!channel>": "`1\u02cb&lt;!channel&gt;` is not a date",  # shown, not obeyed
         "away until 2020-01-01": "That date has passed",
         "away until 2099-01-01": "at most a year",
         f"away until {soon} to @bob": "Name who decides for you as a mention",

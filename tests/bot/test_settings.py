@@ -54,11 +54,12 @@ def test_tokens_never_appear_in_repr_errors_or_logs(caplog: pytest.LogCaptureFix
             "SLACK_SIGNING_SECRET": "shh-signing",
             "SIGNOFF_API_TOKEN": api_token,
             "SIGNOFF_PORT": "1",
+            "REDIS_URL": "redis://:redis-password-here@redis.internal:6379/0",
         }
     )
     with caplog.at_level(logging.DEBUG):
         logging.getLogger("bot").info("settings: %s %r", settings, settings)
-    for value in (secret, "shh-signing", api_token):
+    for value in (secret, "shh-signing", api_token, "redis-password-here"):
         assert value not in caplog.text and value not in repr(settings)
         assert value not in str(settings.model_dump())
     with pytest.raises(ConfigError) as info:
@@ -119,7 +120,8 @@ def test_a_malformed_redis_url_stops_startup_naming_redis_url_not_its_password(
         Settings.from_env({"REDIS_URL": url})
     assert why in str(info.value) and "s3cret" not in str(info.value)
     good = "rediss://:s3cret@redis.example:6380/0?ssl_ca_certs=/etc/ca.pem"
-    assert Settings.from_env({"REDIS_URL": good}).redis_url == good
+    redis_url = Settings.from_env({"REDIS_URL": good}).redis_url
+    assert redis_url is not None and redis_url.get_secret_value() == good
 
 
 def test_an_ipv6_webhook_host_is_allowed_as_bracketed() -> None:
