@@ -8,8 +8,10 @@ their lines come out in the same shape, with the same ids.
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
+import re
 import sys
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -49,17 +51,31 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(line, ensure_ascii=False, default=str)
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+
+
 class TextFormatter(logging.Formatter):
-    """The classic line, with the ids at its end when there are any."""
+    """The classic line, with the ids at its end when there are any. Control characters in
+    the message (a tool name or an error an agent gives) are shown escaped: they could
+    forge a line or take over the terminal. A traceback keeps its lines."""
 
     def __init__(self) -> None:
         super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        shown = copy.copy(record)  # other handlers get the record as it was
+        shown.message = _CONTROL.sub(_escaped, record.message)
+        return super().formatMessage(shown)
 
     def format(self, record: logging.LogRecord) -> str:
         text = super().format(record)
         ids: Mapping[str, str] = getattr(record, "ids", {})
         shown = " ".join(f"{name}={ids[name]}" for name in FIELDS if name in ids)
         return f"{text} [{shown}]" if shown else text
+
+
+def _escaped(control: re.Match[str]) -> str:
+    return control.group().encode("unicode_escape").decode("ascii")
 
 
 def configure_logging(environ: Mapping[str, str], stream: TextIO | None = None) -> None:

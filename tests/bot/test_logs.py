@@ -63,6 +63,25 @@ def test_off_a_terminal_the_default_is_json_and_text_shows_the_ids(
     assert captured.getvalue().splitlines()[-1].endswith("signoff.test: as text [run_id=run_2]")
 
 
+def test_a_text_line_shows_control_characters_in_what_it_quotes_instead_of_obeying_them(
+    captured: io.StringIO,
+) -> None:
+    """A tool name or error an agent gives cannot forge a second log line, or clear or
+    recolour an operator's terminal."""
+    configure_logging({"SIGNOFF_LOG_FORMAT": "text"}, captured)
+    forged = "x\n2026-11-27 09:00:00,000 INFO bot: approved by admin\x1b[2J"
+    logging.getLogger("signoff.test").info("tool %s failed", forged)
+    [line] = captured.getvalue().splitlines()
+    assert line.endswith(
+        "signoff.test: tool x\\n2026-11-27 09:00:00,000 INFO bot: approved by admin\\x1b[2J failed"
+    )
+    try:
+        raise ValueError("a traceback keeps its own lines")
+    except ValueError:
+        logging.getLogger("signoff.test").exception("step failed")
+    assert "Traceback (most recent call last):\n" in captured.getvalue()
+
+
 def test_an_unknown_format_is_a_clear_error() -> None:
     with pytest.raises(ConfigError, match="SIGNOFF_LOG_FORMAT='xml': use one of text, json"):
         configure_logging({"SIGNOFF_LOG_FORMAT": "xml"})
