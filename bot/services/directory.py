@@ -59,6 +59,8 @@ _ASK_AGAIN = timedelta(minutes=1)
 _HANDLES_FRESH_FOR = timedelta(minutes=5)
 _NAMES_WITHIN = timedelta(seconds=2)
 """How long an answer may wait for users' names before it goes without them."""
+_CHANNEL_PAGES = 5
+"""Pages of a user's channels asked for (``users.conversations``: up to 200 each)."""
 
 
 class Directory:
@@ -181,23 +183,31 @@ class Directory:
         return self._handles[1]
 
     async def channels_of(self, user_id: str) -> tuple[str, ...]:
-        """The channels ``user_id`` is in (``users.conversations``, kept five minutes); none
-        when Slack will not say (the app lacks ``channels:read``): logged, not raised."""
+        """The channels ``user_id`` is in (``users.conversations``, its first five pages, kept
+        five minutes); none when Slack will not say (the app lacks ``channels:read``):
+        logged, not raised."""
         now = self._clock.now()
         cached = self._channels.get(user_id)
         if cached and now - cached[0] < _HANDLES_FRESH_FOR:
             return cached[1]
+        found: list[str] = []
+        cursor: str | None = None  # the first page
         try:
-            answer = await self._client.users_conversations(
-                user=user_id, types="public_channel,private_channel", limit=200
-            )
+            for _ in range(_CHANNEL_PAGES):
+                answer = await self._client.users_conversations(
+                    user=user_id, types="public_channel,private_channel", limit=200, cursor=cursor
+                )
+                found += [str(c["id"]) for c in answer.get("channels") or () if c.get("id")]
+                cursor = (answer.get("response_metadata") or {}).get("next_cursor") or None
+                if cursor is None:
+                    break
         except SlackApiError as exc:
             log.warning("users.conversations answered %s: check channels:read", slack_error(exc))
             return ()
         except (ClientError, TimeoutError, OSError) as exc:
             log.warning("users.conversations: Slack could not be reached (%r)", exc)
             return ()
-        channels = tuple(str(c["id"]) for c in answer.get("channels") or () if c.get("id"))
+        channels = tuple(found)
         self._channels[user_id] = (now, channels)
         return channels
 

@@ -246,9 +246,12 @@ class FakeSlack:
             return {"ok": True, "users": group}
         if method == "conversations.open":
             return _open_conversation(str(args.get("users", "")))
-        if method == "users.conversations":
+        if method == "users.conversations":  # paged as Slack does, by an opaque cursor
             channels = self.channels_of.get(str(args.get("user")), [])
-            return {"ok": True, "channels": [{"id": c} for c in channels]}
+            start, size = int(args.get("cursor") or 0), int(args.get("limit") or 100)
+            more = str(start + size) if start + size < len(channels) else ""
+            page = [{"id": c} for c in channels[start : start + size]]
+            return {"ok": True, "channels": page, "response_metadata": {"next_cursor": more}}
         if method == "apps.connections.open":
             assert self.server is not None
             self.ticket += 1
