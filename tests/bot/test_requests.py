@@ -64,12 +64,12 @@ async def test_health_readiness_and_metrics_answer(make_bot: Any) -> None:
     await bot.loops.stop()
     decider: Harness = await make_bot(workers=0)
     await bot.slack.wait_calls("chat.update")
+    await decider.loops.stop()  # lets it acknowledge the click, after the card's redraw
     text = await _metrics(bot)
     assert "signoff_pending_interrupts 1" in text
     assert "signoff_click_backlog 0" in text
     assert "signoff_resume_queue_lag 1" in text  # decided, no worker has read it yet
     assert 'signoff_decisions_total{outcome="approved"} 1' in await _metrics(decider)
-    await decider.loops.stop()
 
     worker: Harness = await make_bot(workers=1)
     await worker.finished()
