@@ -220,3 +220,25 @@ async def test_run_in_a_channel_named_not_by_id_is_refused_in_one_line(
     assert err.startswith("signoff: ") and "C0123ABCD" in err and len(err.splitlines()) == 1, err
     assert slack.called("chat.postMessage") == []
     assert (await _signoff("audit", env=env))[1] == ""  # nothing was stored
+
+
+async def test_audit_into_a_reader_that_stopped_reading_ends_without_a_traceback(
+    env: dict[str, str],
+) -> None:
+    assert (await _signoff(*RUN, env=env))[0] == 0
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # `signoff audit | head -1`, once head has its line and has exited
+    try:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-c",
+            "import sys; from bot.process.cli import main; raise SystemExit(main(sys.argv[1:]))",
+            "audit",
+            env={**os.environ, "PYTHONPATH": f"{ROOT}:{ROOT / 'tests' / 'bot'}", **env},
+            stdout=write_end,
+            stderr=asyncio.subprocess.PIPE,
+        )
+    finally:
+        os.close(write_end)
+    _, err = await asyncio.wait_for(process.communicate(), 60)
+    assert err.decode() == "" and process.returncode == 1, err.decode()
