@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from bot.services.metrics import Metrics
 
 
@@ -11,3 +13,15 @@ def test_label_values_are_escaped_as_the_exposition_format_requires() -> None:
     text = metrics.render(pending=0, queue_lag=0, click_backlog=0)
     assert 'signoff_refused_clicks_total{reason="say \\"hi\\"\\\\now\\nthen"} 2' in text
     assert all(line.count('"') % 2 == 0 for line in text.splitlines() if "reason=" in line)
+
+
+def test_the_readme_names_every_metric_the_bot_serves() -> None:
+    metrics = Metrics()
+    metrics.decisions["approved"] += 1
+    metrics.refusals["self_approval"] += 1
+    metrics.webhooks["delivered"] += 1
+    text = metrics.render(pending=0, queue_lag=0, click_backlog=0)
+    served = {line.split()[2] for line in text.splitlines() if line.startswith("# TYPE")}
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    assert len(served) == 12
+    assert [name for name in sorted(served) if f"`{name}" not in readme] == []
