@@ -95,7 +95,8 @@ class RedisClient:
         kwargs = self.raw.connection_pool.connection_kwargs
         if "path" in kwargs:
             return f"unix:{kwargs['path']}"
-        return f"{kwargs.get('host', '?')}:{kwargs.get('port', '?')}"
+        # A URL without a port means redis-py's default, the one it tries.
+        return f"{kwargs.get('host', '?')}:{kwargs.get('port', 6379)}"
 
     @asynccontextmanager
     async def guard(self, action: str) -> AsyncIterator[None]:

@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from storage import EmbeddedRedis, connect
+from storage.client import RedisClient
 from storage.embedded_cluster import EmbeddedCluster
 from storage.errors import StorageResponseError, StorageUnavailableError
 
@@ -98,3 +99,12 @@ async def test_a_server_older_than_6_2_is_refused_in_one_line() -> None:
             await connect(f"redis://127.0.0.1:{port}/0")
     finally:
         server.close()
+
+
+@pytest.mark.parametrize("url", ["redis://redis.internal/0", "rediss://:s3cret@redis.internal"])
+async def test_an_address_given_without_a_port_is_named_with_the_port_tried(url: str) -> None:
+    client = RedisClient(url)
+    try:
+        assert client.where == "redis.internal:6379"
+    finally:
+        await client.close()
