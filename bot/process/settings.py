@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 from redis.asyncio.connection import AbstractConnection, Connection, parse_url
@@ -197,6 +198,10 @@ class Settings(BaseModel):
 def _check_connection_url(url: str) -> None:
     """Build (not open) the connection ``url`` describes, as redis-py will: a bad port or
     an unknown or malformed option is a ValueError now, not a traceback at first use."""
+    db = urlsplit(url).path.strip("/")
+    if not url.startswith("unix://") and db and not db.isdigit():
+        # redis-py would quietly use db 0 for it, another application's data perhaps.
+        raise ValueError(f"the db must be a number, not {db!r} (such as /0)")
     try:
         options: dict[str, Any] = dict(parse_url(url))
         connection_class: type[AbstractConnection] = options.pop("connection_class", Connection)

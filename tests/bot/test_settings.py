@@ -129,3 +129,13 @@ def test_an_ipv6_webhook_host_is_allowed_as_bracketed() -> None:
     policy = CallbackPolicy(allow=hosts.webhook_hosts)
     assert policy.refusal("http://[::1]:8080/hook") is None
     assert policy.refusal("http://[::1]:9090/hook") is not None
+
+
+@pytest.mark.parametrize(
+    "url", ["redis://:s3cret@localhost:6379/signoff", "rediss://:s3cret@redis.example/0/1"]
+)
+def test_a_database_that_is_not_a_number_is_refused_not_taken_for_db_0(url: str) -> None:
+    with pytest.raises(ConfigError, match=r"^REDIS_URL: the db must be a number") as info:
+        Settings.from_env({"REDIS_URL": url})
+    assert "s3cret" not in str(info.value)
+    assert Settings.from_env({"REDIS_URL": "redis://localhost:6379/"}).redis_url
