@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 from redis.asyncio.connection import AbstractConnection, Connection, parse_url
@@ -111,6 +112,8 @@ class Settings(BaseModel):
             )
         elif v is not None:
             _check_connection_url(v)
+        if v is not None:
+            _check_tls_files(v)
         return secret
 
     @field_validator("slack_api_url")
@@ -208,3 +211,16 @@ def _check_connection_url(url: str) -> None:
         connection_class(**options)
     except (TypeError, ValueError) as exc:  # a password cut apart may be quoted: not shown
         raise credential_free(ValueError(f"not a usable Redis URL: {exc}"), url) from None
+
+
+_TLS_FILES = ("ssl_ca_certs", "ssl_certfile", "ssl_keyfile")
+
+
+def _check_tls_files(url: str) -> None:
+    """The CA and client certificate files ``url`` names exist: a missing one would
+    otherwise fail every connection as if the server could not be reached."""
+    options = parse_qs(urlsplit(url).query)
+    for name in _TLS_FILES:
+        for path in options.get(name, []):
+            if not Path(path).is_file():
+                raise ValueError(f"{name}: no such file {path!r} on this host")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -114,12 +115,13 @@ def test_a_short_api_token_is_refused_in_characters() -> None:
     ],
 )
 def test_a_malformed_redis_url_stops_startup_naming_redis_url_not_its_password(
-    url: str, why: str
+    url: str, why: str, tmp_path: Path
 ) -> None:
     with pytest.raises(ConfigError, match=r"^REDIS_URL: not a usable Redis URL") as info:
         Settings.from_env({"REDIS_URL": url})
     assert why in str(info.value) and "s3cret" not in str(info.value)
-    good = "rediss://:s3cret@redis.example:6380/0?ssl_ca_certs=/etc/ca.pem"
+    (tmp_path / "ca.pem").write_text("")
+    good = f"rediss://:s3cret@redis.example:6380/0?ssl_ca_certs={tmp_path}/ca.pem"
     redis_url = Settings.from_env({"REDIS_URL": good}).redis_url
     assert redis_url is not None and redis_url.get_secret_value() == good
 
@@ -139,3 +141,24 @@ def test_a_database_that_is_not_a_number_is_refused_not_taken_for_db_0(url: str)
         Settings.from_env({"REDIS_URL": url})
     assert "s3cret" not in str(info.value)
     assert Settings.from_env({"REDIS_URL": "redis://localhost:6379/"}).redis_url
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "rediss://:s3cret@redis.example:6380/0?ssl_ca_certs={dir}/server-ca.pem",
+        "rediss://:s3cret@redis.example:6380/0?ssl_certfile={dir}/client.pem",
+        "rediss+cluster://:s3cret@node1:6379/?ssl_ca_certs={dir}/server-ca.pem",
+    ],
+)
+def test_a_tls_file_that_is_not_there_is_named_not_taken_for_an_unreachable_server(
+    url: str, tmp_path: Path
+) -> None:
+    """redis-py would say "cannot connect: No such file or directory", as if the server were."""
+    with pytest.raises(ConfigError, match=r"^REDIS_URL: ") as info:
+        Settings.from_env({"REDIS_URL": url.format(dir=tmp_path)})
+    said = str(info.value)
+    assert f"{tmp_path}/" in said and "no such file" in said and "s3cret" not in said
+    for name in ("server-ca.pem", "client.pem"):
+        (tmp_path / name).write_text("")
+    assert Settings.from_env({"REDIS_URL": url.format(dir=tmp_path)}).redis_url
