@@ -30,6 +30,7 @@ from agent_runtime.results import AgentResult
 from bot.errors import BotError
 from bot.runs.drive import start_run, unknown_agent
 from bot.runs.place import Place
+from bot.runs.unposted import unposted
 from bot.services import Services
 from storage.errors import (
     CorruptRecordError,
@@ -37,7 +38,6 @@ from storage.errors import (
     StorageError,
     StorageUnavailableError,
 )
-from storage.keys import record_id
 
 from .auth import NOT_OPERATOR, bearer_check
 
@@ -126,20 +126,8 @@ async def _not_posted(
 ) -> dict[str, str]:
     """What Slack answered the last try to post each of ``interrupts`` whose card is not
     in Slack (the requests API's ``not_posted``), by interrupt id."""
-    if not interrupts:
-        return {}
-    try:
-        records, _ = await services.storage.queries.many(
-            [record_id(run_id, i.id) for i in interrupts]
-        )
-    except (StorageError, InvalidIdError) as exc:
-        log.warning("posting state of run %s not read: %s", run_id, exc)
-        return {}
-    return {
-        r.runtime_interrupt.id: r.post_error
-        for r in records
-        if r.message_ts is None and r.post_error
-    }
+    found = await unposted(services, run_id, interrupts)
+    return {interrupt_id: r.post_error or "" for interrupt_id, r in found.items()}
 
 
 def _result(result: AgentResult, not_posted: Mapping[str, str]) -> dict[str, Any]:

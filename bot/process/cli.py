@@ -33,6 +33,7 @@ from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from bot.errors import BotError
 from bot.runs.drive import start_run
 from bot.runs.place import Place
+from bot.runs.unposted import unposted, why_unposted
 from bot.services import Services
 from bot.services.callbacks import CallbackPolicy
 from bot.slack.app import build_app
@@ -63,8 +64,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
-        # Whoever read the output stopped (`signoff audit | head`): nothing more to say,
-        # not even at exit, when Python would flush the closed pipe again.
+        # The reader left (`signoff audit | head`); silence the flush at exit too.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
 
@@ -269,8 +269,10 @@ async def _run(settings: Settings, args: argparse.Namespace, stopping: asyncio.E
         result = await start_run(services, args.agent, args.input, place=place)
         await services.background.close()
         print(f"{result.stop_reason}: {result.message}".rstrip(": "))
+        refused = await unposted(services, result.run_id, result.interrupts)
         for interrupt in result.interrupts:
-            print(f"  waiting for approval: {interrupt.id} ({interrupt.name})")
+            unseen = why_unposted(refused[interrupt.id]) if interrupt.id in refused else ""
+            print(f"  waiting for approval: {interrupt.id} ({interrupt.name}){unseen}")
     return 0
 
 

@@ -242,3 +242,18 @@ async def test_audit_into_a_reader_that_stopped_reading_ends_without_a_traceback
         os.close(write_end)
     _, err = await asyncio.wait_for(process.communicate(), 60)
     assert err.decode() == "" and process.returncode == 1, err.decode()
+
+
+async def test_run_whose_card_slack_refused_says_so_not_just_waiting(
+    slack: FakeSlack, env: dict[str, str]
+) -> None:
+    slack.not_in.add("C0OPS")
+    code, out, err = await _signoff(*RUN, env=env)
+    assert code == 0, err
+    waiting = [line for line in out.splitlines() if "waiting for approval" in line]
+    assert len(waiting) == 1, out
+    assert "card is not in Slack yet (Slack answered not_in_channel" in waiting[0], out
+    assert "is the app a member of C0OPS?" in waiting[0], out
+    slack.not_in.clear()
+    code, out, err = await _signoff(*RUN, env=env)
+    assert code == 0 and "not in Slack" not in out, out
