@@ -125,11 +125,8 @@ class RedisClient:
                 "know the service); check REDIS_URL and the sentinels"
             ) from exc
         except (rexc.ConnectionError, OSError) as exc:
-            if "DB index is out of range" in str(exc):  # the server answered: no such db
-                raise StorageUnavailableError(
-                    f"{action}: Redis at {self.where} has no such database (DB index is out "
-                    "of range); name one it has in REDIS_URL, such as /0"
-                ) from exc
+            if "DB index is out of range" in str(exc):  # over a unix socket
+                raise self._no_such_database(action) from exc
             raise StorageUnavailableError(
                 f"{action}: cannot reach Redis at {self.where} after retrying ({exc}); "
                 "check REDIS_URL, that the server is running, and the network"
@@ -146,9 +143,18 @@ class RedisClient:
                 "server takes a redis:// URL)"
             ) from exc
         except rexc.ResponseError as exc:
+            if "DB index is out of range" in str(exc):  # over TCP
+                raise self._no_such_database(action) from exc
             raise StorageResponseError(
                 f"{action}: Redis at {self.where} answered an error: {exc}{_hint(exc)}"
             ) from exc
+
+    def _no_such_database(self, action: str) -> StorageUnavailableError:
+        """The server answered SELECT: it is running, without the database REDIS_URL names."""
+        return StorageUnavailableError(
+            f"{action}: Redis at {self.where} has no such database (DB index is out of "
+            "range); name one it has in REDIS_URL, such as /0"
+        )
 
     def _sentinel_credentials_hint(self) -> str:
         """What to put right in REDIS_URL when the sentinels refused us."""

@@ -4,14 +4,20 @@ to change, not a traceback."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 
 from storage import EmbeddedRedis, connect
 from storage.client import RedisClient
+from storage.embedded import find_server_binary
 from storage.embedded_cluster import EmbeddedCluster
 from storage.errors import StorageResponseError, StorageUnavailableError
 
@@ -108,3 +114,35 @@ async def test_an_address_given_without_a_port_is_named_with_the_port_tried(url:
         assert client.where == "redis.internal:6379"
     finally:
         await client.close()
+
+
+@pytest.fixture
+def tcp_server(tmp_path: Path) -> Iterator[int]:
+    """A plain (no TLS) server on a loopback TCP port, as most self-hosted Redis are."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    process = subprocess.Popen(
+        [find_server_binary(), "--port", str(port), "--bind", "127.0.0.1", "--save", ""],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            with socket.socket() as sock, contextlib.suppress(OSError):
+                sock.connect(("127.0.0.1", port))
+                break
+            assert time.monotonic() < deadline and process.poll() is None, "server did not start"
+            time.sleep(0.05)
+        yield port
+    finally:
+        process.kill()
+        process.wait(10)
+
+
+async def test_a_database_a_tcp_server_does_not_have_is_named_as_such(tcp_server: int) -> None:
+    with pytest.raises(StorageUnavailableError) as refused:
+        await connect(f"redis://127.0.0.1:{tcp_server}/99")
+    said = str(refused.value)
+    assert "has no such database" in said and "such as /0" in said, said
