@@ -109,9 +109,9 @@ class RedisClient:
                 "check the user and password in REDIS_URL"
             ) from exc
         except rexc.TimeoutError as exc:
+            why = self._tls_hint(exc) or "it may be overloaded or stalled"
             raise StorageTimeoutError(
-                f"{action}: Redis at {self.where} did not answer in time ({exc}); it may be "
-                "overloaded or stalled"
+                f"{action}: Redis at {self.where} did not answer in time ({exc}); {why}"
             ) from exc
         except SentinelAuthError as exc:
             raise StorageAuthError(
@@ -137,10 +137,12 @@ class RedisClient:
                 f"({exc}); check that every slot has a reachable primary"
             ) from exc
         except rexc.RedisClusterException as exc:  # no node reachable, or not a cluster
+            why = self._tls_hint(exc) or (
+                "check the nodes, the credentials, and that the server runs in cluster mode "
+                "(a single server takes a redis:// URL)"
+            )
             raise StorageUnavailableError(
-                f"{action}: cannot use {self.where} as a Redis Cluster ({exc}); check the "
-                "nodes, the credentials, and that the server runs in cluster mode (a single "
-                "server takes a redis:// URL)"
+                f"{action}: cannot use {self.where} as a Redis Cluster ({exc}); {why}"
             ) from exc
         except rexc.ResponseError as exc:
             if "DB index is out of range" in str(exc):  # over TCP
@@ -148,6 +150,14 @@ class RedisClient:
             raise StorageResponseError(
                 f"{action}: Redis at {self.where} answered an error: {exc}{_hint(exc)}"
             ) from exc
+
+    def _tls_hint(self, exc: Exception) -> str | None:
+        """With TLS asked for, a connection that timed out is most often a server without
+        TLS, waiting for a command while we wait for its handshake."""
+        if not self.url.startswith("rediss") or "Timeout connecting" not in str(exc):
+            return None
+        plain = "redis+cluster://" if self.cluster is not None else "redis://"
+        return f"check that it has TLS on, as {self.url.split('://')[0]}:// asks; else use {plain}"
 
     def _no_such_database(self, action: str) -> StorageUnavailableError:
         """The server answered SELECT: it is running, without the database REDIS_URL names."""

@@ -19,7 +19,7 @@ from storage import EmbeddedRedis, connect
 from storage.client import RedisClient
 from storage.embedded import find_server_binary
 from storage.embedded_cluster import EmbeddedCluster
-from storage.errors import StorageResponseError, StorageUnavailableError
+from storage.errors import StorageError, StorageResponseError, StorageUnavailableError
 
 
 async def test_a_cluster_url_with_no_node_listening_names_what_to_check() -> None:
@@ -146,3 +146,20 @@ async def test_a_database_a_tcp_server_does_not_have_is_named_as_such(tcp_server
         await connect(f"redis://127.0.0.1:{tcp_server}/99")
     said = str(refused.value)
     assert "has no such database" in said and "such as /0" in said, said
+
+
+async def test_a_tls_url_at_a_server_without_tls_says_to_check_tls(tcp_server: int) -> None:
+    """The TLS handshake meets a server waiting for a command: a timeout, not a refusal."""
+    with pytest.raises(StorageError) as refused:
+        await connect(f"rediss://127.0.0.1:{tcp_server}/0")
+    said = str(refused.value)
+    assert "TLS" in said and "redis://" in said and "overloaded" not in said, said
+
+
+async def test_a_tls_cluster_url_at_a_server_without_tls_says_to_check_tls(
+    tcp_server: int,
+) -> None:
+    with pytest.raises(StorageError) as refused:
+        await connect(f"rediss+cluster://127.0.0.1:{tcp_server}/")
+    said = str(refused.value)
+    assert "TLS" in said and "redis+cluster://" in said and "credentials" not in said, said
