@@ -201,7 +201,7 @@ class Settings(BaseModel):
 def _check_connection_url(url: str) -> None:
     """Build (not open) the connection ``url`` describes, as redis-py will: a bad port or
     an unknown or malformed option is a ValueError now, not a traceback at first use."""
-    db = urlsplit(url).path.strip("/")
+    db = urlsplit(url).path.strip("/").strip()  # int(), as redis-py reads it, takes spaces
     if not url.startswith("unix://") and db and not db.isdigit():
         # redis-py would quietly use db 0 for it, another application's data perhaps.
         raise ValueError(f"the db must be a number, not {db!r} (such as /0)")

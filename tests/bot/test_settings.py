@@ -141,6 +141,7 @@ def test_a_database_that_is_not_a_number_is_refused_not_taken_for_db_0(url: str)
         Settings.from_env({"REDIS_URL": url})
     assert "s3cret" not in str(info.value)
     assert Settings.from_env({"REDIS_URL": "redis://localhost:6379/"}).redis_url
+    assert Settings.from_env({"REDIS_URL": "redis://localhost:6379/1 "}).redis_url  # as before
 
 
 @pytest.mark.parametrize(
