@@ -88,8 +88,15 @@ class EmbeddedRedis:
             self._data_dir = Path(data_dir)
         if self._data_dir is None:
             raise EmbeddedServerError("the embedded server needs a data directory")
-        self._data_dir.mkdir(parents=True, exist_ok=True)
-        self._data_dir.chmod(0o700)
+        try:
+            self._data_dir.mkdir(parents=True, exist_ok=True)
+            self._data_dir.chmod(0o700)
+        except OSError as exc:  # a file in the way, a read-only or foreign directory
+            raise EmbeddedServerError(
+                f"cannot keep the embedded Redis's data in {self._data_dir} "
+                f"({exc.strerror or exc}); set SIGNOFF_DATA_DIR to a directory this user "
+                "may write, or REDIS_URL to a server"
+            ) from None
         self._take_lock(self._data_dir)
         try:
             self._socket = self._socket or self._socket_path(self._data_dir.resolve())

@@ -257,3 +257,20 @@ async def test_run_whose_card_slack_refused_says_so_not_just_waiting(
     slack.not_in.clear()
     code, out, err = await _signoff(*RUN, env=env)
     assert code == 0 and "not in Slack" not in out, out
+
+
+async def test_a_data_dir_that_cannot_be_made_stops_startup_with_one_line(
+    env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("REDIS_URL", raising=False)
+    taken = tmp_path / "a-file"
+    taken.write_text("")
+    for data_dir in (taken, taken / "redis"):
+        alone = {k: v for k, v in env.items() if k != "REDIS_URL"}
+        code, out, err = await _signoff(
+            "token", "list", env=alone | {"SIGNOFF_DATA_DIR": str(data_dir)}
+        )
+        assert code == 2 and out == "", err
+        assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+        assert err.startswith(f"signoff: cannot keep the embedded Redis's data in {data_dir}")
+        assert "SIGNOFF_DATA_DIR" in err, err
