@@ -137,5 +137,5 @@ async def _redis(services: Services) -> str | None:
         await services.storage.client.ping()
     except StorageError as exc:
         log.warning("/readyz: %s", exc)
-        return "redis: not reachable (the server's log says why)"
+        return "redis: not reachable (this Signoff process's log says why)"
     return None
