@@ -147,8 +147,9 @@ class RedisClient:
         except rexc.ResponseError as exc:
             if "DB index is out of range" in str(exc):  # over TCP
                 raise self._no_such_database(action) from exc
+            said = str(exc).rstrip(", ")  # Redis ends "with args beginning with: ..." so
             raise StorageResponseError(
-                f"{action}: Redis at {self.where} answered an error: {exc}{_hint(exc)}"
+                f"{action}: Redis at {self.where} answered an error: {said}{_hint(exc)}"
             ) from exc
 
     def _tls_hint(self, exc: Exception) -> str | None:
@@ -281,6 +282,11 @@ def _hint(error: rexc.ResponseError) -> str:
         return "; the server is a Redis Cluster node: use a redis+cluster:// URL"
     if isinstance(error, rexc.ReadOnlyError):
         return "; the server is a replica: name the primary, or use a redis+sentinel:// URL"
+    if "unknown command `HELLO`" in str(error):  # redis-py's first command, from 6.0 on
+        return (
+            "; the server is older than 6.0: Signoff needs Redis or Valkey 6.2 or newer; "
+            "upgrade it or point REDIS_URL at another"
+        )
     if str(error).startswith("WRONGTYPE"):
         return "; another application writes under our key prefix: choose another prefix"
     return ""

@@ -96,6 +96,33 @@ async def _old_redis(reader: asyncio.StreamReader, writer: asyncio.StreamWriter)
     writer.close()
 
 
+async def _redis_5(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """A server answering as Redis 5.0.14 does: no HELLO, which redis-py sends first."""
+    while line := await reader.readline():
+        args = []
+        for _ in range(int(line[1:])):
+            size = int((await reader.readline())[1:])
+            args.append((await reader.readexactly(size + 2))[:-2])
+        if args[0].upper() == b"HELLO":
+            writer.write(b"-ERR unknown command `HELLO`, with args beginning with: `3`, \r\n")
+        else:
+            writer.write(b"+OK\r\n")
+        await writer.drain()
+    writer.close()
+
+
+async def test_a_server_older_than_6_without_hello_is_refused_as_too_old() -> None:
+    server = await asyncio.start_server(_redis_5, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        with pytest.raises(StorageResponseError) as refused:
+            await connect(f"redis://127.0.0.1:{port}/0")
+    finally:
+        server.close()
+    said = str(refused.value)
+    assert "older than 6" in said and "6.2 or newer" in said and "\n" not in said, said
+
+
 async def test_a_server_older_than_6_2_is_refused_in_one_line() -> None:
     """Its streams could never be taken over: every decider and worker would fail."""
     server = await asyncio.start_server(_old_redis, "127.0.0.1", 0)
