@@ -149,11 +149,11 @@ async def _serve(settings: Settings, args: argparse.Namespace, stopping: asyncio
         )
         runner = web.AppRunner(server, access_log_class=PathAccessLogger)
         await runner.setup()
-        await _listen(runner, settings.host, settings.port)
+        port = await _listen(runner, settings.host, settings.port)
         loops = _loops(services, settings, no_workers=args.no_workers)
         loops.start()
         freeze_startup_heap()
-        log.info("serving Slack at http://%s:%d/slack/events", settings.host, settings.port)
+        log.info("serving Slack at http://%s:%d/slack/events", settings.host, port)
         try:
             await stopping.wait()
         finally:
@@ -180,7 +180,7 @@ async def _socket(settings: Settings, args: argparse.Namespace, stopping: asynci
         runner = web.AppRunner(operator, access_log_class=PathAccessLogger)
         await runner.setup()
         try:
-            await _listen(runner, settings.host, settings.port)
+            port = await _listen(runner, settings.host, settings.port)
             connecting = handler.connect_async()  # type: ignore[no-untyped-call]
             if not await _unless_stopped(connecting, stopping):
                 await handler.close_async()  # type: ignore[no-untyped-call]
@@ -193,7 +193,7 @@ async def _socket(settings: Settings, args: argparse.Namespace, stopping: asynci
                 "connected to Slack over Socket Mode; /healthz, /readyz, /metrics and the "
                 "HTTP APIs on http://%s:%d",
                 settings.host,
-                settings.port,
+                port,
             )
             try:
                 await stopping.wait()
@@ -222,11 +222,12 @@ async def _unless_stopped(connecting: Awaitable[None], stopping: asyncio.Event) 
     return False
 
 
-async def _listen(runner: web.AppRunner, host: str, port: int) -> None:
-    """Serve ``runner`` on ``host:port``; a BotError naming the settings when it cannot
-    (a host that does not resolve, a port in use)."""
+async def _listen(runner: web.AppRunner, host: str, port: int) -> int:
+    """Serve ``runner`` on ``host:port`` and return the port (the one the system chose for
+    0); a BotError naming the settings when it cannot (no such host, a port in use)."""
     try:
         await web.TCPSite(runner, host, port).start()
+        return int(runner.addresses[0][1])
     except OSError as exc:
         await runner.cleanup()
         raise BotError(
@@ -243,8 +244,8 @@ async def _worker(settings: Settings, args: argparse.Namespace, stopping: asynci
             add_operator_routes(operator, services)
             runner = web.AppRunner(operator, access_log_class=PathAccessLogger)
             await runner.setup()
-            await _listen(runner, settings.host, args.port)
-            log.info("/healthz, /readyz and /metrics on http://%s:%d", settings.host, args.port)
+            port = await _listen(runner, settings.host, args.port)
+            log.info("/healthz, /readyz and /metrics on http://%s:%d", settings.host, port)
         loops = Loops(services, workers=max(settings.workers, 1))
         priority = lower_priority(settings.worker_nice)
         loops.start()

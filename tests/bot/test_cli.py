@@ -274,3 +274,37 @@ async def test_a_data_dir_that_cannot_be_made_stops_startup_with_one_line(
         assert len(err.splitlines()) == 1 and "Traceback" not in err, err
         assert err.startswith(f"signoff: cannot keep the embedded Redis's data in {data_dir}")
         assert "SIGNOFF_DATA_DIR" in err, err
+
+
+async def test_a_worker_on_port_0_logs_the_port_it_serves(env: dict[str, str]) -> None:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        "import sys; from bot.process.cli import main; raise SystemExit(main(sys.argv[1:]))",
+        *("worker", "--port", "0"),
+        env={
+            **os.environ,
+            "PYTHONPATH": f"{ROOT}:{ROOT / 'tests' / 'bot'}",
+            **env,
+            "SIGNOFF_HOST": "127.0.0.1",
+            "SIGNOFF_WORKER_NICE": "0",
+            "SIGNOFF_LOG_FORMAT": "json",
+        },
+        stderr=asyncio.subprocess.PIPE,
+    )
+    assert process.stderr is not None
+    try:
+        event = ""
+        while "/metrics on http://" not in event:
+            line = await asyncio.wait_for(process.stderr.readline(), 60)
+            assert line, "the worker stopped before it served"
+            event = json.loads(line)["event"]
+        port = int(event.rsplit(":", 1)[1])
+        assert port != 0, event
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"GET /healthz HTTP/1.0\r\n\r\n")
+        assert (await asyncio.wait_for(reader.read(), 10)).startswith(b"HTTP/1.0 200")
+        writer.close()
+    finally:
+        process.terminate()
+        await asyncio.wait_for(process.communicate(), 60)
