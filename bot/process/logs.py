@@ -32,6 +32,20 @@ class IdsFilter(logging.Filter):
         return True
 
 
+class RedactFilter(logging.Filter):
+    """Leaves out the ticket of a Socket Mode address, which slack-sdk logs at DEBUG: for
+    a while it lets whoever holds it connect as the app."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if "ticket=" in message:
+            record.msg, record.args = _TICKET.sub(r"\1(redacted)", message), None
+        return True
+
+
+_TICKET = re.compile(r"(ticket=)[^&'\"\s]+")
+
+
 class JsonFormatter(logging.Formatter):
     """One JSON object per line: time, level, process id, logger, message, the ids, and
     the error."""
@@ -91,5 +105,6 @@ def configure_logging(environ: Mapping[str, str], stream: TextIO | None = None) 
         raise ConfigError(f"SIGNOFF_LOG_LEVEL={level!r}: use one of {', '.join(LEVELS)}")
     handler = logging.StreamHandler(out)
     handler.addFilter(IdsFilter())
+    handler.addFilter(RedactFilter())
     handler.setFormatter(JsonFormatter() if chosen == "json" else TextFormatter())
     logging.basicConfig(level=level.upper(), handlers=[handler], force=True)

@@ -11,7 +11,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from fakes import BOT_TOKEN
+from fakes import BOT_TOKEN, FakeSlack
+from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.errors import ConfigError
 from bot.process.logs import configure_logging
@@ -106,3 +107,17 @@ async def test_bolt_does_not_warn_that_the_bot_token_it_reads_goes_unused(
     with caplog.at_level(logging.WARNING):
         await make_bot()
     assert [r.getMessage() for r in caplog.records if r.name.startswith("slack_bolt")] == []
+
+
+async def test_a_socket_mode_address_at_debug_level_leaves_its_ticket_out(
+    captured: io.StringIO, slack: FakeSlack
+) -> None:
+    """The address Slack hands out lets whoever holds it connect as the app for a while."""
+    configure_logging({"SIGNOFF_LOG_LEVEL": "DEBUG", "SIGNOFF_LOG_FORMAT": "json"}, captured)
+    client = AsyncWebClient(token=BOT_TOKEN, base_url=slack.api_url)
+    answer = await client.apps_connections_open(app_token="xapp-1-test")
+    ticket = str(answer["url"]).split("ticket=", 1)[1]
+    lines = [json.loads(line)["event"] for line in captured.getvalue().splitlines()]
+    assert any("apps.connections.open" in line for line in lines)  # slack-sdk's own lines
+    assert not any(f"ticket={ticket}" in line for line in lines), lines
+    assert any("ticket=(redacted)" in line for line in lines), lines
