@@ -100,20 +100,12 @@ class Settings(BaseModel):
     @field_validator("redis_url")
     @classmethod
     def _redis_url(cls, secret: SecretStr | None) -> SecretStr | None:
-        v = secret.get_secret_value() if secret is not None else None
-        if v is not None and v.startswith(f"{SENTINEL_SCHEME}://"):
-            parse_sentinel_url(v)  # a ValueError says what is wrong
-        elif v is not None and is_cluster_url(v):
-            parse_cluster_url(v)
-        elif v is not None and not v.startswith(("redis://", "rediss://", "unix://")):
-            raise ValueError(
-                "must start with redis://, rediss://, unix://, redis+sentinel://, "
-                "redis+cluster:// or rediss+cluster://"
-            )
-        elif v is not None:
-            _check_connection_url(v)
-        if v is not None:
-            _check_tls_files(v)
+        if secret is not None:
+            url = secret.get_secret_value()
+            try:
+                _check_redis_url(url)
+            except ValueError as exc:  # a password cut apart may be quoted: not shown
+                raise credential_free(exc, url) from None
         return secret
 
     @field_validator("slack_api_url")
@@ -174,8 +166,11 @@ class Settings(BaseModel):
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Settings:
-        """Read and validate the settings; raise ``ConfigError`` naming the first bad one."""
-        raw = {field: environ[name] for field, name in _ENV_NAMES.items() if environ.get(name)}
+        """Read and validate the settings; raise ``ConfigError`` naming the first bad one.
+        Values are taken without surrounding whitespace, such as the newline that ends a
+        secret mounted from a file; one that is only whitespace is unset."""
+        given = {field: environ.get(name, "").strip() for field, name in _ENV_NAMES.items()}
+        raw = {field: value for field, value in given.items() if value}
         try:
             return cls(**raw)  # type: ignore[arg-type]
         except ValidationError as exc:
@@ -198,6 +193,22 @@ class Settings(BaseModel):
             raise ConfigError("SLACK_BOT_TOKEN: required for Socket Mode (an xoxb- token)")
 
 
+def _check_redis_url(url: str) -> None:
+    """A ValueError saying what is wrong with ``url``, when something is."""
+    if url.startswith(f"{SENTINEL_SCHEME}://"):
+        parse_sentinel_url(url)
+    elif is_cluster_url(url):
+        parse_cluster_url(url)
+    elif not url.startswith(("redis://", "rediss://", "unix://")):
+        raise ValueError(
+            "must start with redis://, rediss://, unix://, redis+sentinel://, "
+            "redis+cluster:// or rediss+cluster://"
+        )
+    else:
+        _check_connection_url(url)
+    _check_tls_files(url)
+
+
 def _check_connection_url(url: str) -> None:
     """Build (not open) the connection ``url`` describes, as redis-py will: a bad port or
     an unknown or malformed option is a ValueError now, not a traceback at first use."""
@@ -209,8 +220,8 @@ def _check_connection_url(url: str) -> None:
         options: dict[str, Any] = dict(parse_url(url))
         connection_class: type[AbstractConnection] = options.pop("connection_class", Connection)
         connection_class(**options)
-    except (TypeError, ValueError) as exc:  # a password cut apart may be quoted: not shown
-        raise credential_free(ValueError(f"not a usable Redis URL: {exc}"), url) from None
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"not a usable Redis URL: {exc}") from None
 
 
 _TLS_FILES = ("ssl_ca_certs", "ssl_certfile", "ssl_keyfile")

@@ -163,3 +163,46 @@ def test_a_tls_file_that_is_not_there_is_named_not_taken_for_an_unreachable_serv
     for name in ("server-ca.pem", "client.pem"):
         (tmp_path / name).write_text("")
     assert Settings.from_env({"REDIS_URL": url.format(dir=tmp_path)}).redis_url
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "redis://:Tops3cret#x@redis.internal:6379/0",
+        "redis://default:Tops3cret?x@redis.internal:6379/0",
+        "redis://:ab/Tops3cret@redis.internal:6379/0",
+        "rediss+cluster://app:Tops3cret#x@node1:6379/",
+    ],
+)
+def test_a_password_with_a_character_not_percent_encoded_is_never_shown(url: str) -> None:
+    """Unencoded, ``#`` ``?`` and ``/`` end the address early, and what follows them (the
+    rest of the password) would be read as a port, a path or a fragment."""
+    with pytest.raises(ConfigError, match=r"^REDIS_URL: ") as info:
+        Settings.from_env({"REDIS_URL": url})
+    said = str(info.value)
+    assert "Tops3cret" not in said and "@redis.internal" not in said, said
+    assert "percent-encode" in said, said
+
+
+def test_values_read_from_a_file_with_its_trailing_newline_are_taken_without_it() -> None:
+    """Secrets mounted from files (Kubernetes, Docker) often end in a newline: kept, the
+    app token would break the request header and the signing secret every signature."""
+    settings = Settings.from_env(
+        {
+            "SLACK_BOT_TOKEN": "xoxb-1-bot\n",
+            "SLACK_APP_TOKEN": " xapp-1-app\r\n",
+            "SLACK_SIGNING_SECRET": "0123abcd\n",
+            "SIGNOFF_API_TOKEN": "x" * 24 + "\n",
+            "REDIS_URL": "redis://localhost:6379/0\n",
+            "SIGNOFF_PORT": "\n",
+        }
+    )
+    secrets = (settings.bot_token, settings.app_token, settings.signing_secret)
+    assert [s.get_secret_value() if s else None for s in secrets] == [
+        "xoxb-1-bot",
+        "xapp-1-app",
+        "0123abcd",
+    ]
+    assert settings.api_token is not None and settings.api_token.get_secret_value() == "x" * 24
+    assert settings.redis_url is not None and settings.port == 3000
+    assert settings.redis_url.get_secret_value() == "redis://localhost:6379/0"
