@@ -25,7 +25,7 @@ import re
 import signal
 import sys
 from collections.abc import Awaitable, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 from aiohttp import web
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
@@ -41,6 +41,7 @@ from bot.slack.socket_mode import connection_check, watch_connection
 from storage import Storage
 from storage.errors import StorageError
 
+from .cli_args import moment, port_number
 from .heap import freeze_startup_heap
 from .logs import configure_logging
 from .loops import Loops, lower_priority
@@ -88,7 +89,7 @@ def _parser() -> argparse.ArgumentParser:
         else:
             command.add_argument(
                 "--port",
-                type=_port,
+                type=port_number,
                 help="serve /healthz, /readyz and /metrics on this port of SIGNOFF_HOST "
                 "(default: no HTTP)",
             )
@@ -108,7 +109,7 @@ def _parser() -> argparse.ArgumentParser:
     audit.add_argument("--user", help="only what this user id did")
     audit.add_argument(
         "--since",
-        type=_moment,
+        type=moment,
         help="only entries from this time on: an ISO date or time (2026-11-24T09:00Z), "
         "or how long ago (30m, 12h, 7d)",
     )
@@ -318,7 +319,7 @@ async def _token(settings: Settings, args: argparse.Namespace, stopping: asyncio
                 return 2
             try:
                 client, token = await clients.create(
-                    args.name, channels=channels, callback_url=url, now=_now()
+                    args.name, channels=channels, callback_url=url, now=datetime.now(UTC)
                 )
             except ValueError as exc:
                 print(f"signoff: {exc}", file=sys.stderr)
@@ -350,41 +351,6 @@ def _say_which_redis(storage: Storage) -> None:
             "(set REDIS_URL to the bot's Redis; the demo prints its own)",
             file=sys.stderr,
         )
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)
-
-
-def _port(text: str) -> int:
-    """``--port``: a TCP port number, refused here rather than as a traceback from bind()."""
-    try:
-        port = int(text)
-    except ValueError:
-        port = -1
-    if not 0 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (0 to 65535)")
-    return port
-
-
-_AGO = {"m": "minutes", "h": "hours", "d": "days"}
-
-
-def _moment(text: str) -> datetime:
-    """``--since``: an ISO date or time (UTC unless it says), or ``30m`` / ``12h`` / ``7d`` ago."""
-    amount, unit = text[:-1], text[-1:]
-    if unit in _AGO and amount.isdecimal():
-        try:
-            return _now() - timedelta(**{_AGO[unit]: int(amount)})
-        except OverflowError:
-            raise argparse.ArgumentTypeError(f"{text!r} is further back than any date") from None
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is neither an ISO date or time (2026-11-24T09:00Z) nor 30m, 12h or 7d"
-        ) from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def _loops(services: Services, settings: Settings, *, no_workers: bool) -> Loops:
