@@ -40,6 +40,6 @@ async def test_a_loop_that_fails_is_logged_and_fails_healthz(
             assert await answer.text() == f"background loops stopped: {decider.consumer}\n"
     finally:
         await web.close()
-    [logged] = caplog.records
+    [logged] = [r for r in caplog.records if r.name == "bot.process.loops"]
     assert logged.getMessage().startswith(f"background loop {decider.consumer} stopped")
     assert logged.exc_info is not None and "a bug in the loop" in str(logged.exc_info[1])
