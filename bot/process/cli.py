@@ -251,11 +251,7 @@ async def _worker(settings: Settings, args: argparse.Namespace, stopping: asynci
         priority = lower_priority(settings.worker_nice)
         loops.start()
         freeze_startup_heap()
-        log.info(
-            "the click decider, resume workers (%d) and the scheduler are running %s",
-            max(settings.workers, 1),
-            priority,
-        )
+        log.info("%s are running %s", loops, priority)
         try:
             await stopping.wait()
         finally:

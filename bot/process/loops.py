@@ -99,8 +99,19 @@ class Loops:
                 )
                 for shard in shards
             ]
+        self._shards = len(shards)
         self._services = services
         self._tasks: list[asyncio.Task[None]] = []
+
+    def __str__(self) -> str:
+        """What runs, counted as started: on Redis Cluster each consumer runs once a shard."""
+        counts = f"{_count(len(self.deciders), 'click decider')}, " + _count(
+            len(self.workers), "resume worker"
+        )
+        if self._shards > 1:
+            each = len(self.deciders) // self._shards, len(self.workers) // self._shards
+            counts += f" ({each[0]} and {each[1]} on each of {self._shards} shards)"
+        return counts + (" and the scheduler" if self.scheduler is not None else "")
 
     def start(self) -> None:
         for decider in self.deciders:
@@ -143,3 +154,7 @@ class Loops:
             await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks.clear()
         await self._services.background.close()
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"

@@ -177,6 +177,47 @@ async def test_the_worker_lowers_its_cpu_priority_by_signoff_worker_nice(
     assert process.returncode == 0
 
 
+@pytest.mark.parametrize(
+    ("layout", "running"),
+    [
+        ("single", "1 click decider, 3 resume workers and the scheduler are running"),
+        ("cluster", "8 click deciders, 24 resume workers (1 and 3 on each of 8 shards) and the"),
+    ],
+)
+async def test_the_worker_logs_how_many_loops_it_runs_on_each_shard(
+    env: dict[str, str], request: pytest.FixtureRequest, layout: str, running: str
+) -> None:
+    cluster = {"REDIS_URL": str(request.getfixturevalue("redis_cluster").url)}
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        "import sys; from bot.process.cli import main; raise SystemExit(main(sys.argv[1:]))",
+        "worker",
+        env={
+            **os.environ,
+            "PYTHONPATH": f"{ROOT}:{ROOT / 'tests' / 'bot'}",
+            **env,
+            **(cluster if layout == "cluster" else {}),
+            "SIGNOFF_WORKERS": "3",
+            "SIGNOFF_WORKER_NICE": "0",
+            "SIGNOFF_LOG_FORMAT": "json",
+        },
+        stderr=asyncio.subprocess.PIPE,
+    )
+    assert process.stderr is not None
+    try:
+        event = ""
+        while "running at nice" not in event:
+            line = await asyncio.wait_for(process.stderr.readline(), 60)
+            assert line, "the worker stopped before its loops ran"
+            event = json.loads(line)["event"]
+        assert event.startswith(running), event
+    finally:
+        process.terminate()
+        await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode == 0
+
+
 async def test_a_port_in_use_stops_startup_with_one_line(env: dict[str, str]) -> None:
     taken = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
     port = taken.sockets[0].getsockname()[1]

@@ -22,7 +22,7 @@ ROOT = HERE.parents[1]
 GENERAL = "C0GENERAL"
 ALICE, BOB = "U0ALICE", "U0BOB"
 SIGNOFF = Path(sys.executable).parent / "signoff"  # the installed console script
-WORKERS_RUNNING = "resume workers (2) and the scheduler are running"
+WORKERS_RUNNING = "and the scheduler are running"
 
 
 def free_port() -> int:
