@@ -230,7 +230,8 @@ class AgentSpec:
     def __post_init__(self) -> None:
         if not _NAME.match(self.name):
             raise PolicyError(f"agent name {self.name!r}: use letters, digits, '_', '.', '-'")
-        _check_ids(self.started_by, _STARTER, "started_by", "a user or user group id")
+        where = f"agent {self.name!r}: started_by"
+        _check_ids(self.started_by, _STARTER, where, "a user or user group id")
         object.__setattr__(self, "tools", dict(self.tools))
 
     @property

@@ -10,6 +10,7 @@ import importlib
 import logging
 import os
 import sys
+import traceback
 from collections.abc import Iterable
 
 from agent_runtime.runnable import Runnable
@@ -77,6 +78,11 @@ def load_specs(module_name: str) -> list[AgentSpec]:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise AgentsModuleError(f"SIGNOFF_AGENTS: cannot import {module_name!r} ({exc})") from exc
+    except Exception as exc:  # anything the module's own code raises as it runs
+        where, said = _line_in(module_name, exc), " ".join(str(exc).split())
+        raise AgentsModuleError(
+            f"SIGNOFF_AGENTS: {module_name!r} failed to load{where}: {type(exc).__name__}: {said}"
+        ) from exc
     specs = getattr(module, "agents", None)
     if not isinstance(specs, list | tuple):
         raise AgentsModuleError(
@@ -88,3 +94,14 @@ def load_specs(module_name: str) -> list[AgentSpec]:
             f"SIGNOFF_AGENTS: {module_name}.agents holds {bad[0]!r}, not an AgentSpec"
         )
     return list(specs)
+
+
+def _line_in(module_name: str, exc: Exception) -> str:
+    """Where in ``module_name`` the error was raised (" at line N"), its declarations
+    being where a policy error is fixed; empty when no line of it ran (a SyntaxError
+    says where itself)."""
+    line = None
+    for frame, number in traceback.walk_tb(exc.__traceback__):
+        if frame.f_globals.get("__name__") == module_name:
+            line = number
+    return f" at line {line}" if line is not None else ""

@@ -103,6 +103,40 @@ async def test_the_agents_module_is_found_in_the_working_directory(
     assert len(slack.called("chat.postMessage")) == 1
 
 
+POLICY = "from datetime import timedelta\nfrom signoff import AgentSpec, Policy\n"
+
+
+@pytest.mark.parametrize(
+    ("source", "said"),
+    [
+        ("import os\nagents = [undefined]\n", "at line 2: NameError: name 'undefined' is"),
+        ("agents = [\n", "SyntaxError: '[' was never closed (broken_agents.py, line 1)"),
+        (
+            POLICY + "agents = [\n  AgentSpec(\n    name='tidy',\n    build=print,\n"
+            "    policy=Policy(users=('U0A',), min_approvals=0),\n  ),\n]\n",
+            "at line 7: PolicyError: min_approvals must be at least 1, got 0",
+        ),
+        (
+            POLICY + "agents = [AgentSpec(name='tidy', build=print, "
+            "policy=Policy(users=('U0A',)), started_by=('alice',))]\n",
+            "at line 3: PolicyError: agent 'tidy': started_by: 'alice' is not a user or",
+        ),
+        ("raise ValueError('no API key')\n", "at line 1: ValueError: no API key"),
+    ],
+)
+async def test_an_agents_module_that_fails_as_it_loads_stops_startup_with_one_line(
+    env: dict[str, str], tmp_path: Path, source: str, said: str
+) -> None:
+    (tmp_path / "broken_agents.py").write_text(source)
+    path = f"{ROOT}:{ROOT / 'tests' / 'bot'}:{tmp_path}"
+    args = (*RUN[:-1], "broken_agents")
+    code, out, err = await _signoff(*args, env={**env, "PYTHONPATH": path})
+    assert code == 2 and out == "", err
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    assert err.startswith("signoff: SIGNOFF_AGENTS: 'broken_agents' failed to load"), err
+    assert said in err, err
+
+
 async def test_without_agents_signoff_serves_jobs_only(env: dict[str, str]) -> None:
     code, out, err = await _signoff(*RUN[:-2], env=env)  # no --agents, no SIGNOFF_AGENTS
     assert code == 2 and out == ""
