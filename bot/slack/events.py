@@ -1,8 +1,9 @@
 """HTTP mode's ``/slack/events`` route on aiohttp.
 
 Apart from Slack's certificate check (answered 200, doing nothing), the events route
-checks the signature before anything else (401) and refuses a body that is not a
-request Signoff handles, in the shape Slack sends it (400; ``bot.slack.requests``).
+checks the signature before anything else (401, with a warning at most once a minute)
+and refuses a body that is not a request Signoff handles, in the shape Slack sends it
+(400; ``bot.slack.requests``).
 A click on one of Signoff's buttons skips Bolt's middleware chain: a decision is
 appended to the click stream in Redis (one round trip, ``bot.decisions.clicks.intake``),
 then answered, so an acknowledged click survives this process; the deciders of any
@@ -35,12 +36,42 @@ _CERTIFICATE_CHECK = b"ssl_check=1"
 reveals and does nothing (Slack may send it unsigned)."""
 
 
+WARN_EVERY = 60.0
+"""Seconds between two warnings about refused signatures: one a minute, not one a request."""
+
+
+class _BadSignatures:
+    """Warns, at most once every ``WARN_EVERY`` seconds, that requests are refused for their
+    signature: every request failing, while only the access log said 401, looked like an
+    outage; a wrong SLACK_SIGNING_SECRET is the usual cause. Never quotes either."""
+
+    def __init__(self) -> None:
+        self._refused = 0
+        self._warned_at: float | None = None
+
+    def refused(self) -> None:
+        self._refused += 1
+        now = time.monotonic()
+        if self._warned_at is not None and now - self._warned_at < WARN_EVERY:
+            return
+        log.warning(
+            "refusing requests to %s whose signature is missing, stale or wrong (%d since "
+            "%s); if Slack sent them, check SLACK_SIGNING_SECRET (the Signing Secret on the "
+            "app's Basic Information page)",
+            EVENTS_PATH,
+            self._refused,
+            "startup" if self._warned_at is None else "the last warning",
+        )
+        self._refused, self._warned_at = 0, now
+
+
 def add_events_route(
     web_app: web.Application, app: AsyncApp, services: Services, *, signing_secret: str
 ) -> None:
     """Serve Slack's requests for ``app`` at ``EVENTS_PATH`` of ``web_app``."""
     verifier = SignatureVerifier(signing_secret)
     metrics = services.metrics
+    bad_signatures = _BadSignatures()
 
     async def events(request: web.Request) -> web.Response:
         started = time.perf_counter()
@@ -49,6 +80,7 @@ def add_events_route(
             return web.Response()
         text = signed_text(verifier, body, request.headers)
         if text is None:
+            bad_signatures.refused()
             return web.Response(status=401, text="invalid signature")
         slack = parse_request(text, request.content_type)
         if slack is None:

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import json
+import logging
 import time
 import urllib.parse
 from typing import Any
 
-from fakes import click_payload, form_body, sign
+import pytest
+from fakes import SIGNING_SECRET, click_payload, form_body, sign
 from harness import ALICE, Harness
 from hypothesis import given
 from hypothesis import strategies as st
 
+from bot.slack import events
 from bot.slack.events import EVENTS_PATH
 from bot.slack.requests import parse_request
 from bot.ui import ids
@@ -136,3 +139,27 @@ async def test_slacks_certificate_check_is_answered_and_does_nothing(make_bot: A
 
     assert len(bot.slack.calls) == calls_before
     assert bot.services.background.pending == 0
+
+
+async def test_badly_signed_requests_are_logged_once_a_minute_never_quoting_the_secret(
+    make_bot: Any, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bot: Harness = await make_bot(workers=0, deciders=0)
+    caplog.set_level(logging.WARNING, logger="bot.slack.events")
+    body = "command=%2Fsignoff&text=help"
+    headers = sign(body, secret="the-old-secret")
+    for _ in range(3):
+        assert await _post(bot, body, headers) == 401
+
+    def warnings() -> list[str]:
+        return [r.getMessage() for r in caplog.records if r.name == "bot.slack.events"]
+
+    [first] = warnings()
+    assert "(1 since startup)" in first and "check SLACK_SIGNING_SECRET" in first
+    monkeypatch.setattr(events, "WARN_EVERY", 0.0)  # the minute has passed
+    assert await _post(bot, body, headers) == 401
+    assert warnings()[1:] == [first.replace("1 since startup", "3 since the last warning")]
+    logged = caplog.text
+    assert SIGNING_SECRET not in logged and "the-old-secret" not in logged
+    signature = next(v for k, v in headers.items() if k.lower() == "x-slack-signature")
+    assert signature.removeprefix("v0=") not in logged
