@@ -37,7 +37,7 @@ from bot.runs.unposted import unposted, why_unposted
 from bot.services import Services
 from bot.services.callbacks import CallbackPolicy
 from bot.slack.app import build_app
-from bot.slack.socket_mode import connection_check, watch_connection
+from bot.slack.socket_mode import CLIENT_LOG, connection_check, watch_connection
 from storage import Storage
 from storage.errors import StorageError
 
@@ -169,7 +169,10 @@ async def _socket(settings: Settings, args: argparse.Namespace, stopping: asynci
     async with open_services(settings, agents=args.agents, socket_mode=True) as services:
         app = build_app(services, signing_secret=None)
         handler = AsyncSocketModeHandler(
-            app, settings.app_token.get_secret_value(), web_client=services.client
+            app,
+            settings.app_token.get_secret_value(),
+            logger=CLIENT_LOG,
+            web_client=services.client,
         )
         # Probes reach /readyz from the start: not ready until the connection is up.
         checks = (connection_check(handler),)

@@ -1,4 +1,5 @@
-"""Socket Mode's connection to Slack: a readiness check and a watchdog that reconnects.
+"""Socket Mode's connection to Slack: a readiness check, a watchdog that reconnects, and
+the client's logger, which logs a failed attempt to connect in one line.
 
 Idle Socket Mode connections have been seen to die quietly, so the process's readiness
 depends on ``is_connected()``, and the watchdog reconnects one found dead.
@@ -13,6 +14,23 @@ from collections.abc import Awaitable, Callable
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
 log = logging.getLogger(__name__)
+
+
+class _FailedAttempts(logging.Filter):
+    """slack-sdk logs each failed attempt to connect as an error with its traceback: one
+    every few seconds while Slack is out of reach. This keeps each as one warning line,
+    the error named in its message."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and record.getMessage().startswith("Failed to connect"):
+            record.exc_info, record.exc_text = None, None
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+        return True
+
+
+CLIENT_LOG = logging.getLogger("slack_sdk.socket_mode")
+"""The logger to give the Socket Mode client (Bolt would give it the app's)."""
+CLIENT_LOG.addFilter(_FailedAttempts())
 
 
 def connection_check(handler: AsyncSocketModeHandler) -> Callable[[], Awaitable[str | None]]:

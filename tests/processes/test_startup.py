@@ -4,6 +4,7 @@ and one started while Slack is out of reach still stops on SIGTERM."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 
@@ -57,7 +58,7 @@ async def test_an_app_token_slack_refuses_stops_start_up_with_one_line(sandbox: 
     ), err
 
 
-async def test_socket_mode_started_while_slack_is_out_of_reach_stops_on_sigterm(
+async def test_socket_mode_started_while_slack_is_out_of_reach_warns_and_stops_on_sigterm(
     redis_url: str,
 ) -> None:
     env = _env(
@@ -70,12 +71,22 @@ async def test_socket_mode_started_while_slack_is_out_of_reach_stops_on_sigterm(
         str(SIGNOFF), "socket", env=env, stderr=asyncio.subprocess.PIPE
     )
     assert process.stderr is not None
+    seen, line = [], b""
     try:
         async with asyncio.timeout(60):
-            while b"SLACK_APP_TOKEN not checked" not in await process.stderr.readline():
-                assert process.returncode is None
+            while b"Failed to connect" not in line:
+                line = await process.stderr.readline()
+                assert line, b"".join(seen).decode()  # still running
+                seen.append(line)
     finally:
         process.send_signal(signal.SIGTERM)
         async with asyncio.timeout(30):
-            await process.communicate()
+            seen.append((await process.communicate())[1])
     assert process.returncode == 0
+    logged = b"".join(seen).decode()
+    assert "SLACK_APP_TOKEN not checked" in logged
+    # Each attempt to connect is one warning line, not an error with a traceback.
+    attempt = json.loads(line)
+    assert attempt["level"] == "warning" and "error" not in attempt, attempt
+    assert "Cannot connect to host" in attempt["event"], attempt
+    assert "Traceback" not in logged, logged
