@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from agent_runtime.interrupts import Interrupt
 from bot.services import Services
+from bot.ui.slack_failures import NOT_A_MEMBER
 from storage.errors import InvalidIdError, StorageError
 from storage.keys import record_id
 from storage.records import InterruptRecord
@@ -35,7 +36,7 @@ async def unposted(
 def why_unposted(record: InterruptRecord) -> str:
     """Why no approver sees ``record``'s card yet, for ``signoff run`` to print after it."""
     hint = ""
-    if record.post_error in ("not_in_channel", "channel_not_found"):
+    if record.post_error in NOT_A_MEMBER:
         hint = f" (is the app a member of {record.channel}?)"
     return (
         f"; its card is not in Slack yet (Slack answered {record.post_error}), and a running "

@@ -28,7 +28,7 @@ from .mrkdwn import code_span
 from .notes import post_direct
 from .redraws import update_message
 from .routing import awake_approvers
-from .slack_failures import SLACK_FAILURES, passing, retry_after, why_failed
+from .slack_failures import NOT_A_MEMBER, SLACK_FAILURES, passing, retry_after, why_failed
 
 log = logging.getLogger(__name__)
 
@@ -123,7 +123,7 @@ async def _tell_refused(services: Services, record: InterruptRecord, why: str) -
     if not is_user_id(record.requested_by):
         return  # a job: its requests API view says why (not_posted)
     where = f"<#{record.channel}>" if record.channel else "a direct message to its approvers"
-    not_a_member = record.channel and why in ("not_in_channel", "channel_not_found")
+    not_a_member = record.channel and why in NOT_A_MEMBER
     invite = " Invite the app there (`/invite @Signoff`)." if not_a_member else ""
     asked = record.runtime_interrupt
     name = code_span(asked.tool_call.name if asked.tool_call else asked.name, 200)

@@ -11,6 +11,9 @@ from bot.services.directory import slack_error
 SLACK_FAILURES = (SlackApiError, ClientError, TimeoutError, OSError)
 """What a Web API call raises once slack-sdk's own retries are spent."""
 
+NOT_A_MEMBER = frozenset({"not_in_channel", "channel_not_found"})
+"""Slack's refusals of a post that most often mean the app is not in the channel."""
+
 _SLACK_HICCUPS = frozenset(
     {"internal_error", "fatal_error", "service_unavailable", "request_timeout", "ratelimited"}
 )
