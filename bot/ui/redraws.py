@@ -91,12 +91,15 @@ the previous one."""
 async def _update_copies(
     services: Services, record: InterruptRecord, forms: CardForms
 ) -> BaseException | None:
-    """Draw ``forms`` on every copy of the card; a failure worth trying again if one
-    failed so, else the last failure, if any failed."""
+    """Draw ``forms`` on every copy of the card (one this process posted but Redis did not
+    record too); a failure worth trying again if one failed so, else the last failure, if
+    any failed."""
     failure: BaseException | None = None
     copies = [(record.channel, record.message_ts), *record.escalation_cards]
     if record.escalation_channel and record.escalation_ts:
         copies.append((record.escalation_channel, record.escalation_ts))
+    if record.message_ts is None and (unrecorded := services.unrecorded_posts.get(record.id)):
+        copies.append(unrecorded)  # Slack took it, Redis did not record it: decided since
     for channel, ts in copies:
         if not channel or not ts:
             continue

@@ -336,3 +336,22 @@ async def test_a_batch_decided_as_redis_stops_says_its_note_was_not_posted_witho
     assert failed == []
     [said] = [r.getMessage() for r in caplog.records if "calls decided" in r.getMessage()]
     assert "not posted" in said and "Redis" in said
+
+
+async def test_a_card_redis_failed_to_record_shows_its_request_decided_before_it_was_recorded(
+    make_bot: Any, server: EmbeddedRedis, storage: Storage
+) -> None:
+    """Redis stops just after Slack took the card, and the request expires before the
+    outbox tries again: the card Slack has shows that, not buttons nobody can use."""
+    bot: Harness = await make_bot(Policy(channel=CHANNEL, users=(ALICE,)))
+    bot.slack.after["chat.postMessage"] = server.stop
+    place = Place(channel=CHANNEL, thread_ts=None, requested_by=CAROL)
+    with pytest.raises(StorageError):
+        await start_run(bot.services, "cleanup", "clean up", place=place)
+    [card] = bot.slack.answers("chat.postMessage")
+
+    server.start()
+    bot.clock.advance(timedelta(days=1))  # past its expiry
+    await Scheduler(bot.services).tick()
+    [redrawn] = [u for u in bot.slack.called("chat.update") if u["ts"] == card["ts"]]
+    assert "Approve" not in str(redrawn["blocks"]) and redrawn["channel"] == card["channel"]
