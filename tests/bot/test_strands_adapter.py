@@ -62,23 +62,34 @@ class ScriptedModel(Model):
         yield {"messageStop": {"stopReason": "end_turn"}}
 
 
-def gated_spec(deleted: list[list[str]]) -> AgentSpec:
+def gated_spec(
+    deleted: list[list[str]],
+    *,
+    name: str = "st-cleanup",
+    model: Callable[[], Any] = lambda: ScriptedModel(
+        "delete_files", {"paths": ["/tmp/a", "/tmp/b"]}
+    ),
+    says: Callable[[list[str]], str] = lambda paths: f"deleted {len(paths)}",
+) -> AgentSpec:
+    """An agent whose ``delete_files`` (noting its paths in ``deleted``, its result what
+    ``says`` makes of them) waits for Alice's approval in the channel."""
+
     @tool
     def delete_files(paths: list[str]) -> str:
         """Delete files."""
         deleted.append(paths)
-        return f"deleted {len(paths)}"
+        return says(paths)
 
     def make_agent() -> Agent:
         return Agent(
-            model=ScriptedModel("delete_files", {"paths": ["/tmp/a", "/tmp/b"]}),
+            model=model(),
             tools=[delete_files],
             hooks=[SignoffApprovals(interrupt_on={"delete_files": True})],
             callback_handler=None,
         )
 
     return AgentSpec(
-        name="st-cleanup",
+        name=name,
         build=lambda sessions: StrandsAgent(make_agent, session_store=sessions),
         policy=Policy(channel=CHANNEL, users=(ALICE,)),
     )
@@ -532,26 +543,7 @@ async def test_a_second_approval_of_a_call_id_used_again_is_a_card_of_its_own(
     make_bot: Any,
 ) -> None:
     deleted: list[list[str]] = []
-
-    @tool
-    def delete_files(paths: list[str]) -> str:
-        """Delete files."""
-        deleted.append(paths)
-        return f"deleted {len(paths)}"
-
-    def make_agent() -> Agent:
-        return Agent(
-            model=DeletesTwiceWithOneCallId(),
-            tools=[delete_files],
-            hooks=[SignoffApprovals(interrupt_on={"delete_files": True})],
-            callback_handler=None,
-        )
-
-    spec = AgentSpec(
-        name="st-twice",
-        build=lambda sessions: StrandsAgent(make_agent, session_store=sessions),
-        policy=Policy(channel=CHANNEL, users=(ALICE,)),
-    )
+    spec = gated_spec(deleted, name="st-twice", model=DeletesTwiceWithOneCallId)
     bot: Harness = await make_bot(spec=spec)
     first = await bot.start(requested_by=CAROL)
     await bot.decide("approve", first, user=ALICE)
@@ -651,25 +643,11 @@ async def test_the_second_approved_call_under_a_reused_call_id_is_audited_too(
     """A provider numbering its calls per turn runs ``use_1`` twice, each approved on its
     own card: each run is audited, the second not taken for a retelling of the first."""
     deleted: list[list[str]] = []
-
-    @tool
-    def delete_files(paths: list[str]) -> str:
-        """Delete files."""
-        deleted.append(paths)
-        return f"deleted {paths[0]}"
-
-    def make_agent() -> Agent:
-        return Agent(
-            model=DeletesTwiceWithOneCallId(),
-            tools=[delete_files],
-            hooks=[SignoffApprovals(interrupt_on={"delete_files": True})],
-            callback_handler=None,
-        )
-
-    spec = AgentSpec(
+    spec = gated_spec(
+        deleted,
         name="st-twice-told",
-        build=lambda sessions: StrandsAgent(make_agent, session_store=sessions),
-        policy=Policy(channel=CHANNEL, users=(ALICE,)),
+        model=DeletesTwiceWithOneCallId,
+        says=lambda paths: f"deleted {paths[0]}",
     )
     bot: Harness = await make_bot(spec=spec)
     first = await bot.start(requested_by=CAROL)
@@ -763,25 +741,11 @@ async def test_what_a_strands_call_did_before_the_next_card_is_told_when_its_wor
     """The run asked again once the approved call ran; its worker died telling what the
     call did: the retried job tells it and posts the next card."""
     deleted: list[list[str]] = []
-
-    @tool
-    def delete_files(paths: list[str]) -> str:
-        """Delete files."""
-        deleted.append(paths)
-        return f"deleted {paths[0]}"
-
-    def make_agent() -> Agent:
-        return Agent(
-            model=DeletesTwiceWithOneCallId(),
-            tools=[delete_files],
-            hooks=[SignoffApprovals(interrupt_on={"delete_files": True})],
-            callback_handler=None,
-        )
-
-    spec = AgentSpec(
+    spec = gated_spec(
+        deleted,
         name="st-died-telling",
-        build=lambda sessions: StrandsAgent(make_agent, session_store=sessions),
-        policy=Policy(channel=CHANNEL, users=(ALICE,)),
+        model=DeletesTwiceWithOneCallId,
+        says=lambda paths: f"deleted {paths[0]}",
     )
     bot: Harness = await make_bot(spec=spec, reclaim_after=0.05)
     died = first_telling_dies(monkeypatch, after_telling=False)
