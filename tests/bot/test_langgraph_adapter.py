@@ -28,6 +28,7 @@ from test_strands_adapter import gated_spec
 from agent_runtime import Decision
 from agent_runtime.errors import ResumeError, ThreadBusyError
 from agent_runtime.run_events import RunFinished, ToolCallFinished
+from agent_runtime.session import SessionStore
 from bot.agents.policy import AgentSpec, Policy
 from bot.ui import ids
 from signoff.langgraph import LangGraphAgent
@@ -461,6 +462,31 @@ async def test_a_thread_another_agent_keeps_is_refused_and_left_as_it_was(
         await graph.invoke("plan", thread_id="conversation-1")
 
 
+def _gated_chat_agent(
+    model: ScriptedChatModel,
+    mode: Literal["batched", "per_call"],
+    saver: AsyncSqliteSaver,
+    sessions: SessionStore,
+    deleted: list[list[str]],
+) -> LangGraphAgent:
+    """A LangChain agent of ``model`` whose ``delete_files`` (noting its paths in
+    ``deleted``) waits for a human, in ``mode``."""
+
+    @lc_tool
+    def delete_files(paths: list[str]) -> str:
+        """Delete files."""
+        deleted.append(paths)
+        return f"deleted {len(paths)}"
+
+    gate = HumanInTheLoopMiddleware(interrupt_on={"delete_files": True}, interrupt_mode=mode)
+    return LangGraphAgent(
+        create_agent(model, tools=[delete_files], middleware=[gate], checkpointer=saver),
+        input=lambda text: {"messages": [{"role": "user", "content": text}]},
+        output=lambda values: str(values["messages"][-1].content),
+        session_store=sessions,
+    )
+
+
 class StrictChatModel(ScriptedChatModel):
     """Refuses a history with a tool call that has no response, as model APIs do."""
 
@@ -479,23 +505,11 @@ async def test_a_withdrawn_langchain_agent_takes_a_new_prompt(
 ) -> None:
     deleted: list[list[str]] = []
 
-    @lc_tool
-    def delete_files(paths: list[str]) -> str:
-        """Delete files."""
-        deleted.append(paths)
-        return f"deleted {len(paths)}"
-
     calls = [{"id": "c1", "name": "delete_files", "args": {"paths": ["/tmp/a"]}}]
     model = StrictChatModel(
         messages=iter([AIMessage(content="", tool_calls=calls), AIMessage(content="what now?")])
     )
-    gate = HumanInTheLoopMiddleware(interrupt_on={"delete_files": True}, interrupt_mode=mode)
-    agent = LangGraphAgent(
-        create_agent(model, tools=[delete_files], middleware=[gate], checkpointer=saver),
-        input=lambda text: {"messages": [{"role": "user", "content": text}]},
-        output=lambda values: str(values["messages"][-1].content),
-        session_store=storage.sessions,
-    )
+    agent = _gated_chat_agent(model, mode, saver, storage.sessions, deleted)
     [asked] = (await agent.invoke("clean up", thread_id="thread_withdrawn")).interrupts
     assert await agent.cancel("thread_withdrawn", "withdrawn by Carol") is not None
     with pytest.raises(ResumeError, match="unknown interrupt id"):  # not a retry of it
@@ -517,12 +531,6 @@ async def test_what_a_langchain_agents_approved_call_did_is_told_and_audited(
     actions are the model's calls too: each card is tied to the call it approved."""
     deleted: list[list[str]] = []
 
-    @lc_tool
-    def delete_files(paths: list[str]) -> str:
-        """Delete files."""
-        deleted.append(paths)
-        return f"deleted {len(paths)}"
-
     calls = [
         {"id": "c1", "name": "delete_files", "args": {"paths": ["/var/keep"]}},
         {"id": "c2", "name": "delete_files", "args": {"paths": ["/tmp/a", "/tmp/b"]}},
@@ -530,15 +538,9 @@ async def test_what_a_langchain_agents_approved_call_did_is_told_and_audited(
     model = ScriptedChatModel(
         messages=iter([AIMessage(content="", tool_calls=calls), AIMessage(content="all done")])
     )
-    gate = HumanInTheLoopMiddleware(interrupt_on={"delete_files": True}, interrupt_mode=mode)
     agent_spec = AgentSpec(
         name="lc-told",
-        build=lambda sessions: LangGraphAgent(
-            create_agent(model, tools=[delete_files], middleware=[gate], checkpointer=saver),
-            input=lambda text: {"messages": [{"role": "user", "content": text}]},
-            output=lambda values: str(values["messages"][-1].content),
-            session_store=sessions,
-        ),
+        build=lambda sessions: _gated_chat_agent(model, mode, saver, sessions, deleted),
         policy=Policy(channel=CHANNEL, users=(ALICE,)),
     )
     bot: Harness = await make_bot(spec=agent_spec)
@@ -648,23 +650,11 @@ async def test_a_resume_retried_after_the_model_failed_past_the_tool_says_it_ran
     approval goes on from where the graph failed and tells what the tool did."""
     deleted: list[list[str]] = []
 
-    @lc_tool
-    def delete_files(paths: list[str]) -> str:
-        """Delete files."""
-        deleted.append(paths)
-        return f"deleted {len(paths)}"
-
     calls = [{"id": "c1", "name": "delete_files", "args": {"paths": ["/tmp/a"]}}]
     model = FailsOnceAfterTheTools(
         messages=iter([AIMessage(content="", tool_calls=calls), AIMessage(content="all done")])
     )
-    gate = HumanInTheLoopMiddleware(interrupt_on={"delete_files": True}, interrupt_mode=mode)
-    agent = LangGraphAgent(
-        create_agent(model, tools=[delete_files], middleware=[gate], checkpointer=saver),
-        input=lambda text: {"messages": [{"role": "user", "content": text}]},
-        output=lambda values: str(values["messages"][-1].content),
-        session_store=storage.sessions,
-    )
+    agent = _gated_chat_agent(model, mode, saver, storage.sessions, deleted)
     [asked] = (await agent.invoke("clean up", thread_id="thread_failed")).interrupts
     with pytest.raises(ConnectionError):
         await agent.invoke({asked.id: Decision.approve()}, thread_id="thread_failed")
