@@ -28,7 +28,6 @@ from collections.abc import Awaitable, Sequence
 from datetime import UTC, datetime
 
 from aiohttp import web
-from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
 from bot.errors import BotError
 from bot.runs.drive import start_run
@@ -37,7 +36,7 @@ from bot.runs.unposted import unposted, why_unposted
 from bot.services import Services
 from bot.services.callbacks import CallbackPolicy
 from bot.slack.app import build_app
-from bot.slack.socket_mode import CLIENT_LOG, connection_check, watch_connection
+from bot.slack.socket_mode import TimedSocketModeHandler, connection_check, watch_connection
 from storage import Storage
 from storage.errors import StorageError
 
@@ -168,11 +167,11 @@ async def _socket(settings: Settings, args: argparse.Namespace, stopping: asynci
     assert settings.app_token is not None
     async with open_services(settings, agents=args.agents, socket_mode=True) as services:
         app = build_app(services, signing_secret=None)
-        handler = AsyncSocketModeHandler(
+        handler = TimedSocketModeHandler(
             app,
             settings.app_token.get_secret_value(),
-            logger=CLIENT_LOG,
             web_client=services.client,
+            acks=services.metrics.ack,
         )
         # Probes reach /readyz from the start: not ready until the connection is up.
         checks = (connection_check(handler),)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import signal
 import socket
@@ -12,6 +13,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import aiohttp
+import pytest
 from aiohttp.test_utils import TestServer
 from fakes import BOT_TOKEN, FakeSlack, click_payload
 from harness import ALICE, CHANNEL, Harness
@@ -21,7 +23,12 @@ from slack_sdk.socket_mode.aiohttp import SocketModeClient
 from bot.process.web import operator_app
 from bot.slack.app import build_app
 from bot.slack.events import EVENTS_PATH
-from bot.slack.socket_mode import connection_check, watch_connection
+from bot.slack.socket_mode import (
+    CLIENT_LOG,
+    TimedSocketModeHandler,
+    connection_check,
+    watch_connection,
+)
 from bot.ui import ids
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,6 +58,62 @@ async def test_approve_over_socket_mode_runs_the_tool_once(make_bot: Any) -> Non
         assert await handler.client.is_connected()
     finally:
         await handler.close_async()  # type: ignore[no-untyped-call]
+
+
+async def test_socket_mode_measures_how_long_each_ack_took(
+    make_bot: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``signoff_ack_seconds`` counts each envelope acked, and none Bolt left without an
+    ack (Slack sends those again)."""
+    bot: Harness = await make_bot()
+    handler = TimedSocketModeHandler(
+        build_app(bot.services, signing_secret=None),
+        "xapp-test-token",
+        web_client=bot.services.client,
+        acks=bot.services.metrics.ack,
+    )
+    unacked = _Heard("Unsuccessful Bolt execution result")
+    CLIENT_LOG.addHandler(unacked)
+    await handler.connect_async()  # type: ignore[no-untyped-call]
+    try:
+        with caplog.at_level(logging.INFO, logger=CLIENT_LOG.name):
+            unhandled = {"type": "event_callback", "event": {"type": "reaction_added"}}
+            await bot.slack.deliver(unhandled, kind="events_api")
+            await asyncio.wait_for(unacked.heard.wait(), 5)
+        assert "signoff_ack_seconds_count 0" in await _metrics(bot)
+        click = click_payload(
+            action_id=ids.APPROVE, value="x", user=ALICE, channel=CHANNEL, message_ts="1.1"
+        )
+        envelope = await bot.slack.deliver(click)
+        await bot.slack.wait_for(
+            lambda: any(a.get("envelope_id") == envelope for a in bot.slack.socket_acks),
+            what="the click's ack",
+        )
+        text = await _metrics(bot)
+        assert "signoff_ack_seconds_count 1" in text
+        assert 'signoff_ack_seconds_bucket{le="+Inf"} 1' in text
+        assert "signoff_ack_seconds_sum 0.000000" not in text
+    finally:
+        CLIENT_LOG.removeHandler(unacked)
+        await handler.close_async()  # type: ignore[no-untyped-call]
+
+
+class _Heard(logging.Handler):
+    """Sets ``heard`` once a record whose message starts with ``start`` is logged."""
+
+    def __init__(self, start: str) -> None:
+        super().__init__()
+        self.start, self.heard = start, asyncio.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.getMessage().startswith(self.start):
+            self.heard.set()
+
+
+async def _metrics(bot: Harness) -> str:
+    async with bot.http.get(bot.url + "/metrics") as response:
+        assert response.status == 200
+        return await response.text()
 
 
 async def test_readyz_follows_the_socket_mode_connection(make_bot: Any) -> None:
