@@ -4,9 +4,12 @@ The rate-limit handler sleeps inside the call for ``Retry-After``, which is why 
 call ever runs before a listener's ``ack()``; it does so only when Slack asks for at most
 ``MAX_RATE_LIMIT_WAIT``. A longer wait raises the rate-limit error to the caller, so a
 card to post goes back to the outbox for later instead of holding its post for a minute.
+Each retry is a DEBUG line; a call that fails after its retries is logged by its caller.
 """
 
 from __future__ import annotations
+
+import logging
 
 import aiohttp
 from slack_sdk.http_retry.builtin_async_handlers import (
@@ -24,6 +27,23 @@ from .settings import Settings
 SLACK_API_URL = "https://slack.com/api/"
 MAX_RATE_LIMIT_WAIT = 10.0
 """The longest ``Retry-After`` slept out inside a call, in seconds."""
+
+
+class _RetriesAtDebug(logging.Filter):
+    """slack-sdk logs each retry at INFO ("A retry handler found: ..."), meaning DEBUG (it
+    checks the logger's own level, which is unset, not the level in effect): three lines
+    more for each call while Slack is down. This keeps them for DEBUG."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not record.getMessage().startswith("A retry handler found"):
+            return True
+        record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        return CLIENT_LOG.isEnabledFor(logging.DEBUG)
+
+
+CLIENT_LOG = logging.getLogger("slack_sdk.web.async_base_client")
+"""The Web API client's logger (slack-sdk's default for it)."""
+CLIENT_LOG.addFilter(_RetriesAtDebug())
 
 
 class BoundedRateLimitRetry(AsyncRateLimitErrorRetryHandler):
@@ -58,6 +78,7 @@ def make_client(settings: Settings, *, retries: int = 3, timeout: int = 10) -> A
         base_url=settings.slack_api_url or SLACK_API_URL,
         timeout=timeout,
         session=aiohttp.ClientSession(),
+        logger=CLIENT_LOG,
         retry_handlers=[
             AsyncConnectionErrorRetryHandler(max_retry_count=retries),
             BoundedRateLimitRetry(max_retry_count=retries),

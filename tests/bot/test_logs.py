@@ -11,12 +11,14 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from fakes import BOT_TOKEN, FakeSlack
+from fakes import BOT_TOKEN, FakeSlack, Fault
+from harness import ALICE, CHANNEL, Harness
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.errors import ConfigError
 from bot.process.logs import configure_logging
 from bot.services.log_context import log_ids
+from bot.ui.posting import post_ephemeral
 
 
 @pytest.fixture
@@ -26,7 +28,8 @@ def captured() -> Iterator[io.StringIO]:
     root = logging.getLogger()
     kept = root.handlers[:], root.level
     yield stream
-    root.handlers, root.level = kept[0], kept[1]
+    root.handlers = kept[0]
+    root.setLevel(kept[1])  # which also forgets the levels loggers had found in effect
 
 
 async def test_a_json_line_carries_the_ids_of_the_work_at_hand(captured: io.StringIO) -> None:
@@ -121,3 +124,21 @@ async def test_a_socket_mode_address_at_debug_level_leaves_its_ticket_out(
     assert any("apps.connections.open" in line for line in lines)  # slack-sdk's own lines
     assert not any(f"ticket={ticket}" in line for line in lines), lines
     assert any("ticket=(redacted)" in line for line in lines), lines
+
+
+@pytest.mark.parametrize("level", ["INFO", "DEBUG"])
+async def test_slack_sdk_retries_are_debug_lines_and_a_call_failing_after_them_is_ours(
+    captured: io.StringIO, make_bot: Any, level: str
+) -> None:
+    """slack-sdk logs each retry of a Web API call at INFO: three more lines a call
+    during an outage. They show at DEBUG only; the call failing in the end is our warning."""
+    bot: Harness = await make_bot()
+    configure_logging({"SIGNOFF_LOG_FORMAT": "json", "SIGNOFF_LOG_LEVEL": level}, captured)
+    bot.slack.faults["chat.postEphemeral"].extend(Fault(500) for _ in range(4))
+    await post_ephemeral(bot.services, channel=CHANNEL, user=ALICE, text="hello")
+    assert len(bot.slack.failed) == 4  # the call and its three retries
+    lines = [json.loads(line) for line in captured.getvalue().splitlines()]
+    retries = [line for line in lines if line["event"].startswith("A retry handler found")]
+    assert [line["level"] for line in retries] == ([] if level == "INFO" else ["debug"] * 3)
+    [failed] = [line for line in lines if line["level"] == "warning"]
+    assert failed["event"].startswith(f"ephemeral to {ALICE} in {CHANNEL} failed")
