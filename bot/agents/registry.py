@@ -13,6 +13,7 @@ import sys
 import traceback
 from collections.abc import Iterable
 
+from agent_runtime.errors import UsageError
 from agent_runtime.runnable import Runnable
 from agent_runtime.session import SessionStore
 from bot.errors import AgentsModuleError, BotError, PolicyError
@@ -43,7 +44,9 @@ class Registry:
 
     def agent(self, name: str) -> Runnable:
         """The agent (or workflow) called ``name``, built on first use; BotError naming this
-        process's agents when it has none so called (its SIGNOFF_AGENTS lacks it)."""
+        process's agents when it has none so called (its SIGNOFF_AGENTS lacks it). A build
+        the runtime refuses (a bad ``interrupt_on``, say) is a UsageError naming the agent:
+        with several, the runtime's own message does not say which one is wrong."""
         agent = self._agents.get(name)
         if agent is None:
             spec = self._specs.get(name)
@@ -53,7 +56,10 @@ class Registry:
                     f"no agent named {name!r} in this process (its agents: {known}); "
                     "SIGNOFF_AGENTS must name the module that defines it"
                 )
-            built = spec.build(self._sessions)
+            try:
+                built = spec.build(self._sessions)
+            except UsageError as exc:
+                raise UsageError(f"agent {name!r}: {exc}") from exc
             if not isinstance(built, Runnable):
                 raise PolicyError(f"agent {name!r}: build() must return an Agent or a Workflow")
             agent = self._agents[name] = built

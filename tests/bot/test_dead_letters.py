@@ -6,7 +6,7 @@ import logging
 from typing import Any
 
 import pytest
-from harness import ALICE, Harness
+from harness import ALICE, Harness, ToolLog, cleanup_spec
 
 from agent_runtime.errors import UsageError
 from agent_runtime.session import Snapshot, StoredSession
@@ -92,6 +92,26 @@ async def test_a_resume_by_a_process_without_the_agent_says_what_it_lacks(make_b
     )
     await bot.slack.wait_for(lambda: lacking in bot.thread(), what="the given-up message")
     await bot.loops.stop()
+
+
+async def test_a_resume_by_a_process_whose_agent_has_a_bad_interrupt_on_names_the_agent(
+    make_bot: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The card was posted by a process with a good declaration; the worker's module has
+    since changed the agent's ``interrupt_on`` into one the runtime refuses: the thread and
+    the log say which agent to fix."""
+    first: Harness = await make_bot(workers=0)
+    value = await first.start()
+    spec = first.services.registry.spec("cleanup")
+    assert spec is not None
+    bad = cleanup_spec(ToolLog(), spec.policy, decisions=())  # allowed_decisions=[]
+    worker: Harness = await make_bot(workers=1, reclaim_after=0.01, spec=bad)
+    await first.click(ids.APPROVE, value, user=ALICE)
+    told = "Could not resume this run after 5 attempts: agent 'cleanup': interrupt_on["
+    await worker.slack.wait_for(lambda: any(told in t for t in worker.thread()), what="it")
+    await worker.loops.stop()
+    logged = [str(r.exc_info[1]) for r in caplog.records if r.exc_info is not None]
+    assert logged and all(e.startswith("agent 'cleanup': interrupt_on[") for e in logged)
 
 
 HOSTILE = "<!channel> <https://evil.example|click> `x` *bold* \u202eexe.txt " + "A" * 100_000

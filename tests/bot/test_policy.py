@@ -5,9 +5,14 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from fakes import OneToolModel
 
+from agent_runtime import Agent, tool
+from agent_runtime.errors import UsageError
 from agent_runtime.interrupts import Remember
+from agent_runtime.session import InMemorySessionStore, SessionStore
 from bot.agents.policy import AgentSpec, Escalate, Policy, Reminders
+from bot.agents.registry import Registry
 from bot.errors import PolicyError
 
 
@@ -91,3 +96,45 @@ def test_trust_label_names_the_scope() -> None:
 def test_a_policy_open_to_the_channel_or_a_group_dm_of_eight_is_accepted() -> None:
     assert Policy(channel="C0AAA", anyone_in_channel=True).anyone_in_channel
     assert len(Policy(dm=True, users=tuple(f"U0{i}A" for i in range(8))).users) == 8
+
+
+@tool
+def send_email(to: str) -> str:
+    """Send an email."""
+    return f"sent to {to}"
+
+
+def _mailer(interrupt_on: dict[str, object]) -> AgentSpec:
+    def build(store: SessionStore) -> Agent:
+        return Agent(
+            model=OneToolModel("send_email", {"to": "ops@example.com"}),
+            tools=[send_email],
+            interrupt_on=interrupt_on,  # type: ignore[arg-type]
+            session_store=store,
+        )
+
+    return AgentSpec(name="mailer", build=build, policy=Policy(users=("U1A",)))
+
+
+@pytest.mark.parametrize(
+    ("interrupt_on", "said"),
+    [
+        ({"send_email": {"allowed_decisions": ["approve", "maybe"]}}, "allowed_decisions must"),
+        ({"send_email": "yes"}, "use True, False or a dict of options"),
+        ({"send_mail": True}, "interrupt_on names tools this agent lacks: ['send_mail']"),
+    ],
+)
+def test_a_bad_interrupt_on_is_refused_naming_the_agent(
+    interrupt_on: dict[str, object], said: str
+) -> None:
+    """With several agents, the runtime's message alone does not say whose policy is wrong."""
+    good = _mailer({"send_email": True})
+    registry = Registry(
+        [AgentSpec(name="notify", build=good.build, policy=good.policy), _mailer(interrupt_on)],
+        sessions=InMemorySessionStore(),
+    )
+    assert isinstance(registry.agent("notify"), Agent)
+    with pytest.raises(UsageError) as refused:
+        registry.agent("mailer")
+    assert str(refused.value).startswith("agent 'mailer': interrupt_on")
+    assert said in str(refused.value)
