@@ -1,4 +1,5 @@
-"""Errors the bot raises on purpose; every one derives from BotError."""
+"""Errors the bot raises on purpose; every one derives from BotError but AgentBuildError,
+which callers must not take for a refusal of the request."""
 
 from __future__ import annotations
 
@@ -21,3 +22,13 @@ class AgentsModuleError(BotError):
 
 class SlackUnreachableError(BotError):
     """Slack could not be reached for something a request needs now: try again later."""
+
+
+class AgentBuildError(Exception):
+    """An agent's ``build`` raised an error of its own code (a missing API key, say). The
+    message names the agent and the error's type, not the error's own message, which may
+    hold anything (the log has it, as the cause). Not a BotError: it is the agent failing
+    (the runs API's 500), not an unknown agent (its 404)."""
+
+    def __init__(self, agent: str, cause: Exception) -> None:
+        super().__init__(f"agent {agent!r}: build() raised {type(cause).__name__}")

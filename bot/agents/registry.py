@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from agent_runtime.errors import UsageError
 from agent_runtime.runnable import Runnable
 from agent_runtime.session import SessionStore
-from bot.errors import AgentsModuleError, BotError, PolicyError
+from bot.errors import AgentBuildError, AgentsModuleError, BotError, PolicyError
 
 from .policy import AgentSpec
 
@@ -46,7 +46,8 @@ class Registry:
         """The agent (or workflow) called ``name``, built on first use; BotError naming this
         process's agents when it has none so called (its SIGNOFF_AGENTS lacks it). A build
         the runtime refuses (a bad ``interrupt_on``, say) is a UsageError naming the agent:
-        with several, the runtime's own message does not say which one is wrong."""
+        with several, the runtime's own message does not say which one is wrong; any other
+        error of the build (a missing API key) is an AgentBuildError naming it."""
         agent = self._agents.get(name)
         if agent is None:
             spec = self._specs.get(name)
@@ -60,6 +61,8 @@ class Registry:
                 built = spec.build(self._sessions)
             except UsageError as exc:
                 raise UsageError(f"agent {name!r}: {exc}") from exc
+            except Exception as exc:  # the agent's own code failed
+                raise AgentBuildError(name, exc) from exc
             if not isinstance(built, Runnable):
                 raise PolicyError(f"agent {name!r}: build() must return an Agent or a Workflow")
             agent = self._agents[name] = built

@@ -31,8 +31,10 @@ from pydantic import SecretStr, TypeAdapter
 
 from agent_runtime.agui import run_agui
 from agent_runtime.agui.events import Expiry, Offered, run_error, run_started
+from agent_runtime.errors import UsageError
 from agent_runtime.interrupts import DecisionType, Interrupt
 from agent_runtime.results import AgentResult
+from bot.errors import AgentBuildError
 from bot.runs.approvers import card_decisions
 from bot.runs.drive import unknown_agent
 from bot.services import Services
@@ -76,7 +78,11 @@ def add_agui_routes(app: web.Application, services: Services, *, token: SecretSt
         response = web.StreamResponse(
             headers={"Content-Type": encoder.get_content_type(), "Cache-Control": "no-cache"}
         )
-        agent = services.registry.agent(name)
+        try:
+            agent = services.registry.agent(name)
+        except (UsageError, AgentBuildError) as exc:  # its build failed: JSON, not a text page
+            log.exception("AG-UI run of %s not started", name)
+            return _error(500, f"{exc}; see the bot's log")
         try:
             answers = await answer_cards(services, agent, body)
         except CorruptRecordError as exc:  # damaged for good: asking again will not help

@@ -13,7 +13,7 @@ carries it as ``Authorization: Bearer <token>``.
 
 Errors are JSON ``{"error": "..."}``: 401 without the token, 400 for a malformed body,
 404 for an unknown agent or run, 500 for a run whose stored state is damaged (or an
-agent that failed), 503 when Redis cannot be reached.
+agent that failed, or whose build did: named), 503 when Redis cannot be reached.
 """
 
 from __future__ import annotations
@@ -25,9 +25,10 @@ from typing import Any
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
+from agent_runtime.errors import UsageError
 from agent_runtime.interrupts import Interrupt
 from agent_runtime.results import AgentResult
-from bot.errors import BotError
+from bot.errors import AgentBuildError, BotError
 from bot.runs.drive import start_run, unknown_agent
 from bot.runs.place import Place
 from bot.runs.unposted import unposted
@@ -79,6 +80,9 @@ def add_runs_routes(app: web.Application, services: Services, *, token: SecretSt
         except StorageUnavailableError as exc:
             log.error("run of %s not started: %s", body.agent, exc)
             return _error(503, "storage is unavailable; nothing was started")
+        except AgentBuildError as exc:
+            log.exception("run of %s not started", body.agent)
+            return _error(500, f"{exc}; see the bot's log")
         except Exception as exc:  # the agent failed; JSON like every other answer
             log.exception("run of %s failed", body.agent)
             return _error(
@@ -95,7 +99,12 @@ def add_runs_routes(app: web.Application, services: Services, *, token: SecretSt
         if services.registry.spec(agent) is None:
             return _error(404, unknown_agent(services, agent))
         try:
-            found = await services.registry.agent(agent).thread_status(thread_id)
+            runnable = services.registry.agent(agent)
+        except (UsageError, AgentBuildError) as exc:  # its build failed: JSON, not a text page
+            log.exception("status of %s not read", thread_id)
+            return _error(500, f"{exc}; see the bot's log")
+        try:
+            found = await runnable.thread_status(thread_id)
         except InvalidIdError:
             found = None
         except CorruptRecordError as exc:  # asking again will not help: not a 503

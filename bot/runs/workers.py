@@ -18,7 +18,7 @@ import socket
 from datetime import timedelta
 
 from agent_runtime.errors import AgentRuntimeError, ResumeError
-from bot.errors import BotError
+from bot.errors import AgentBuildError, BotError
 from bot.services import Services
 from bot.services.consumer_loop import ConsumerLoop
 from bot.services.log_context import log_ids
@@ -134,9 +134,9 @@ class ResumeWorker(ConsumerLoop[ResumeJob]):
         """Count the failure: the job is retried later, or, after the last attempt, given
         up (dead-lettered) and the run's thread told why it stopped."""
         services = self._services
-        # Our own errors (the bot's, the runtime's) say what to do; another's type is enough
-        # here (the log has more).
-        ours = isinstance(exc, BotError | AgentRuntimeError)
+        # Our own errors (the bot's, the runtime's) say what to do, a failed build which agent
+        # and what type of error; another's type is enough here (the log has more).
+        ours = isinstance(exc, BotError | AgentRuntimeError | AgentBuildError)
         error = str(exc) if ours else type(exc).__name__
         failure = await services.storage.resume.fail(
             job, consumer=self.consumer, error=error, now=services.clock.now()

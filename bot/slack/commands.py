@@ -12,7 +12,7 @@ from slack_bolt.context.respond.async_respond import AsyncRespond
 from bot.agents.policy import AgentSpec
 from bot.decisions.from_home import decide_from_home
 from bot.decisions.trust_grants import revoke_trust
-from bot.errors import BotError
+from bot.errors import AgentBuildError, BotError
 from bot.runs.drive import start_run, unknown_agent
 from bot.runs.place import Place
 from bot.services import Services
@@ -174,11 +174,12 @@ async def _start(services: Services, agent: str, prompt: str, place: Place) -> N
         )
     except Exception as exc:  # the agent failed: said in Slack, or "Starting…" is the last word
         log.exception("run of %s failed", agent)
+        why = str(exc) if isinstance(exc, AgentBuildError) else type(exc).__name__
         await post_in_thread(
             services,
             channel=place.channel,
             thread_ts=place.thread_ts,
-            text=f"The run of {agent} failed ({type(exc).__name__}); see the bot's log.",
+            text=f"The run of {agent} failed ({why}); see the bot's log.",
             mention=f"<@{place.requested_by}>",
         )
 

@@ -8,7 +8,9 @@ import pytest
 from fakes import click_payload
 from harness import ALICE, BOB, CAROL, CHANNEL, MALLORY, Harness
 
-from bot.agents.policy import Policy
+from agent_runtime import Agent
+from agent_runtime.session import SessionStore
+from bot.agents.policy import AgentSpec, Policy
 from bot.ui import ids
 
 
@@ -116,6 +118,26 @@ async def test_signoff_run_with_an_unknown_agent_answers_only_the_caller(make_bo
     assert answer.get("response_type", "ephemeral") == "ephemeral"
     await bot.services.background.idle()
     assert bot.slack.called("chat.postMessage") == []
+
+
+def _no_api_key(store: SessionStore) -> Agent:
+    raise ValueError("no API key")
+
+
+async def test_signoff_run_of_an_agent_that_cannot_be_built_names_it_in_the_thread(
+    make_bot: Any,
+) -> None:
+    """Its build raises: the thread says which agent and what type of error, not the
+    error's own message (the log has it)."""
+    spec = AgentSpec(name="cleanup", build=_no_api_key, policy=Policy(users=(ALICE,)))
+    bot: Harness = await make_bot(spec=spec)
+    await bot.command("run cleanup tidy the disk", user=CAROL)
+    await bot.slack.wait_for(lambda: len(bot.slack.called("chat.postMessage")) == 1)
+    [said] = bot.slack.called("chat.postMessage")
+    assert said["text"] == (
+        "The run of cleanup failed (agent 'cleanup': build() raised ValueError); "
+        f"see the bot's log.\ncc <@{CAROL}>"
+    )
 
 
 async def test_only_the_listed_starters_may_start_an_agent(make_bot: Any) -> None:

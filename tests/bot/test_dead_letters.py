@@ -8,8 +8,11 @@ from typing import Any
 import pytest
 from harness import ALICE, Harness, ToolLog, cleanup_spec
 
+from agent_runtime import Agent
 from agent_runtime.errors import UsageError
-from agent_runtime.session import Snapshot, StoredSession
+from agent_runtime.session import SessionStore, Snapshot, StoredSession
+from bot.agents.policy import AgentSpec
+from bot.errors import AgentBuildError
 from bot.ui import ids
 
 GIVEN_UP = "Could not resume this run after 5 attempts: StoreDown; see the worker log"
@@ -112,6 +115,41 @@ async def test_a_resume_by_a_process_whose_agent_has_a_bad_interrupt_on_names_th
     await worker.loops.stop()
     logged = [str(r.exc_info[1]) for r in caplog.records if r.exc_info is not None]
     assert logged and all(e.startswith("agent 'cleanup': interrupt_on[") for e in logged)
+
+
+def _no_api_key(store: SessionStore) -> Agent:
+    raise ValueError("no API key")
+
+
+async def test_a_resume_by_a_process_whose_agent_cannot_be_built_names_the_agent(
+    make_bot: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The worker's build of the agent raises (its API key is missing): the thread and
+    every log line about the attempts name the agent and the error's type; the error's
+    own message, which may hold anything, is in the log only."""
+    caplog.set_level(logging.WARNING, logger="bot.runs.workers")
+    first: Harness = await make_bot(workers=0)
+    value = await first.start()
+    spec = first.services.registry.spec("cleanup")
+    assert spec is not None
+    broken = AgentSpec(name="cleanup", build=_no_api_key, policy=spec.policy)
+    worker: Harness = await make_bot(workers=1, reclaim_after=0.01, spec=broken)
+    await first.click(ids.APPROVE, value, user=ALICE)
+    said = "agent 'cleanup': build() raised ValueError"
+    told = f"Could not resume this run after 5 attempts: {said}; see the worker log"
+    await worker.slack.wait_for(lambda: told in worker.thread(), what="it")
+    await worker.loops.stop()
+
+    assert not any("no API key" in t for t in worker.thread())
+    [dead] = await worker.services.storage.resume.dead_letters()
+    assert dead["error"] == said
+    failed = [r.exc_info for r in caplog.records if r.exc_info is not None]
+    assert len(failed) == 5
+    for exc_info in failed:
+        assert isinstance(exc_info[1], AgentBuildError) and str(exc_info[1]) == said
+        assert "ValueError: no API key" in logging.Formatter().formatException(exc_info)
+    retried = [r.getMessage() for r in caplog.records if "will be retried" in r.getMessage()]
+    assert len(retried) == 4 and all(said in m for m in retried)
 
 
 HOSTILE = "<!channel> <https://evil.example|click> `x` *bold* \u202eexe.txt " + "A" * 100_000

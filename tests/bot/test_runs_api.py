@@ -13,9 +13,12 @@ import aiohttp
 import pytest
 from aiohttp.test_utils import TestServer
 from fakes import SIGNING_SECRET, Fault
-from harness import ALICE, CHANNEL, Harness
+from harness import ALICE, BOB, CHANNEL, Harness, ToolLog, cleanup_spec
 from pydantic import SecretStr
 
+from agent_runtime import Agent
+from agent_runtime.session import SessionStore
+from bot.agents.policy import AgentSpec, Policy
 from bot.api.agui import AGUI_PATH
 from bot.api.auth import NOT_OPERATOR
 from bot.api.runs import RUNS_PATH
@@ -200,3 +203,50 @@ async def test_an_agui_resume_of_a_run_whose_stored_state_is_damaged_is_not_a_50
     async with http.post(agui, json=body, headers=AUTH) as r:
         assert r.status == 500 and r.content_type == "application/json"
         assert "damaged" in (await r.json())["error"]
+
+
+def _no_api_key(store: SessionStore) -> Agent:
+    raise ValueError("no API key")
+
+
+NO_KEY = "agent 'cleanup': build() raised ValueError; see the bot's log"
+BAD_INTERRUPT_ON = "agent 'cleanup': interrupt_on['delete_files']"
+
+
+@pytest.mark.parametrize("cause", ["no API key", "a bad interrupt_on"])
+async def test_an_agent_whose_build_fails_is_named_in_a_json_500(
+    make_bot: Any, caplog: pytest.LogCaptureFixture, cause: str
+) -> None:
+    """Starting it, reading a run's status and an AG-UI run each answer a 500 in JSON
+    naming the agent, not a 404 (it exists) nor a plain-text error page; the build's own
+    error message is in the log, not the answer."""
+    policy = Policy(channel=CHANNEL, users=(ALICE, BOB))
+    if cause == "no API key":
+        spec = AgentSpec(name="cleanup", build=_no_api_key, policy=policy)
+        said = {"start": NO_KEY, "status": NO_KEY, "agui": NO_KEY}
+    else:
+        spec = cleanup_spec(ToolLog(), policy, decisions=())  # allowed_decisions=[]
+        ran = "the run of cleanup failed (UsageError); see the bot's log"
+        said = {"start": ran, "status": BAD_INTERRUPT_ON, "agui": BAD_INTERRUPT_ON}
+    bot: Harness = await make_bot(spec=spec)
+    server = TestServer(operator_app(bot.services, api_token=SecretStr(TOKEN)), port=0)
+    await server.start_server()
+    base = f"http://127.0.0.1:{server.port}"
+    calls = {
+        "start": ("POST", RUNS_PATH, {"agent": "cleanup", "input": "x", "channel": CHANNEL}),
+        "status": ("GET", f"{RUNS_PATH}/cleanup/thread_1", None),
+        "agui": ("POST", f"{AGUI_PATH}/cleanup", {"threadId": "thread_1", "runId": "run_1"}),
+    }
+    try:
+        async with aiohttp.ClientSession() as http:
+            for name, (method, path, body) in calls.items():
+                async with http.request(method, base + path, json=body, headers=AUTH) as r:
+                    assert r.status == 500 and r.content_type == "application/json", name
+                    assert (await r.json())["error"].startswith(said[name]), name
+    finally:
+        await server.close()
+    assert bot.slack.called("chat.postMessage") == []
+    logged = [logging.Formatter().formatException(r.exc_info) for r in caplog.records if r.exc_info]
+    assert len(logged) == 3 and all("agent 'cleanup'" in e for e in logged)
+    if cause == "no API key":
+        assert all("ValueError: no API key" in e for e in logged)
