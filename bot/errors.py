@@ -32,3 +32,9 @@ class AgentBuildError(Exception):
 
     def __init__(self, agent: str, cause: Exception) -> None:
         super().__init__(f"agent {agent!r}: build() raised {type(cause).__name__}")
+        self.cause = cause
+
+    def in_full(self) -> str:
+        """The message with the error's own on one line, for the operator's terminal."""
+        said = " ".join(str(self.cause).split())
+        return f"{self}: {said}" if said else str(self)

@@ -9,7 +9,7 @@ and run the click deciders, the resume workers and the scheduler in-process; wit
 starts one agent run and returns once it has finished or stopped for approval; ``audit``
 prints the audit trail; ``token`` manages the named clients of the requests API
 (``signoff gate`` is ``signoff.gate``). A bad setting stops startup with one line
-naming it.
+naming it, as an agent whose build fails stops ``run``.
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ from datetime import UTC, datetime
 
 from aiohttp import web
 
-from bot.errors import BotError
+from agent_runtime.errors import UsageError
+from bot.errors import AgentBuildError, BotError
 from bot.runs.drive import start_run
 from bot.runs.place import Place
 from bot.runs.unposted import unposted, why_unposted
@@ -265,6 +266,7 @@ async def _worker(settings: Settings, args: argparse.Namespace, stopping: asynci
 
 async def _run(settings: Settings, args: argparse.Namespace, stopping: asyncio.Event) -> int:
     async with open_services(settings, agents=args.agents) as services:
+        _build(services, args.agent)
         place = Place(channel=args.channel, thread_ts=None, requested_by=args.user)
         result = await start_run(services, args.agent, args.input, place=place)
         await services.background.close()
@@ -274,6 +276,20 @@ async def _run(settings: Settings, args: argparse.Namespace, stopping: asyncio.E
             unseen = why_unposted(refused[interrupt.id]) if interrupt.id in refused else ""
             print(f"  waiting for approval: {interrupt.id} ({interrupt.name}){unseen}")
     return 0
+
+
+def _build(services: Services, name: str) -> None:
+    """Build agent ``name`` before its run starts: a build that fails (a bad
+    ``interrupt_on``, a missing API key) stops ``run`` with one line naming the agent and
+    the cause, not a traceback."""
+    if services.registry.spec(name) is None:
+        return  # start_run says which agents there are
+    try:
+        services.registry.agent(name)
+    except UsageError as exc:
+        raise BotError(str(exc)) from exc
+    except AgentBuildError as exc:
+        raise BotError(exc.in_full()) from exc
 
 
 async def _audit(settings: Settings, args: argparse.Namespace, stopping: asyncio.Event) -> int:

@@ -137,6 +137,43 @@ async def test_an_agents_module_that_fails_as_it_loads_stops_startup_with_one_li
     assert said in err, err
 
 
+FAILING_BUILD = (
+    "from agent_runtime import Agent\nfrom cleanup_agents import delete_files\n"
+    "from fakes import OneToolModel\nfrom signoff import AgentSpec, Policy\n\n"
+    "def build(store):\n    {}\n\n"
+    "agents = [AgentSpec(name='cleanup', build=build, policy=Policy(users=('U0ALICE',)))]\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("body", "said"),
+    [
+        (
+            "return Agent(model=OneToolModel('delete_files', {}), tools=[delete_files], "
+            "interrupt_on={'delete_files': 'yes'}, session_store=store)",
+            "signoff: agent 'cleanup': interrupt_on['delete_files']: use True, False or a dict",
+        ),
+        (
+            "raise ValueError('no API key')",
+            "signoff: agent 'cleanup': build() raised ValueError: no API key\n",
+        ),
+    ],
+    ids=["bad interrupt_on", "no API key"],
+)
+async def test_run_of_an_agent_whose_build_fails_ends_in_one_line_naming_it(
+    slack: FakeSlack, env: dict[str, str], tmp_path: Path, body: str, said: str
+) -> None:
+    """The module loads; the agent's build fails as the run starts: one line naming the
+    agent and the cause, not a traceback, and nothing is posted or stored."""
+    (tmp_path / "failing_agents.py").write_text(FAILING_BUILD.format(body))
+    path = f"{ROOT}:{ROOT / 'tests' / 'bot'}:{tmp_path}"
+    code, out, err = await _signoff(*RUN[:-1], "failing_agents", env={**env, "PYTHONPATH": path})
+    assert code == 2 and out == "", err
+    assert len(err.splitlines()) == 1 and err.startswith(said), err
+    assert slack.called("chat.postMessage") == []
+    assert (await _signoff("audit", env=env))[1] == ""
+
+
 async def test_without_agents_signoff_serves_jobs_only(env: dict[str, str]) -> None:
     code, out, err = await _signoff(*RUN[:-2], env=env)  # no --agents, no SIGNOFF_AGENTS
     assert code == 2 and out == ""
