@@ -40,8 +40,8 @@ from bot.process.logs import configure_logging
 from bot.process.web import operator_app
 from bot.schedule.scheduler import Scheduler
 from bot.ui import ids
-from signoff import gate
-from signoff.gate_cli import WITHDRAWN
+from signoff import gate, gate_ask, gate_wait
+from signoff.gate_cli import REFUSED, WITHDRAWN
 from storage.audit import AuditEntry
 from storage.errors import StorageUnavailableError
 from storage.requests import request_record_id
@@ -660,14 +660,14 @@ async def test_a_gate_stopped_while_its_request_is_posted_withdraws_it(
         return answer
 
     stopped = asyncio.Event()
-    stopped_while_asking = gate._stopped_while_asking
+    stopped_while_asking = gate_ask._stopped_while_asking
 
     async def noted(*args: Any) -> Any:
         stopped.set()
         return await stopped_while_asking(*args)
 
     monkeypatch.setattr(requests_api, "post_interrupt", slow_answer)
-    monkeypatch.setattr(gate, "_stopped_while_asking", noted)
+    monkeypatch.setattr(gate_ask, "_stopped_while_asking", noted)
     request = signoff.NewRequest(title="Rotate", channel=CHANNEL, approvers=[ALICE])
     gating = asyncio.create_task(gate._gate(signoff.Client(jobs.base, jobs.token), request, []))
     await asyncio.wait_for(posted.wait(), 10)
@@ -850,14 +850,14 @@ async def test_a_requests_spans_join_the_trace_the_job_sent(jobs: Jobs) -> None:
 async def test_a_gate_whose_token_is_revoked_while_it_waits_is_refused_not_unreachable(
     jobs: Jobs, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(gate, "_RENEW", 0.1)  # the long-poll is renewed at once
+    monkeypatch.setattr(gate_wait, "_RENEW", 0.1)  # the long-poll is renewed at once
     async with signoff.Client(jobs.base, jobs.token) as client:
         view = await client.create(
             signoff.NewRequest(title="Delete 42 stale volumes", channel=CHANNEL, approvers=[ALICE])
         )
-        waiting = asyncio.create_task(gate._wait(client, view, asyncio.Event()))
+        waiting = asyncio.create_task(gate_wait.wait(client, view, asyncio.Event()))
         assert await jobs.bot.services.storage.api_clients.revoke("nightly-cleanup")
-        assert await asyncio.wait_for(waiting, 10) == gate.REFUSED
+        assert await asyncio.wait_for(waiting, 10) == REFUSED
 
 
 async def test_the_python_client_asks_waits_and_reports_what_the_job_did(jobs: Jobs) -> None:

@@ -29,7 +29,7 @@ from procs import (
 from bot.ui import ids
 from sandbox import Sandbox
 from sandbox.entities import Message
-from signoff.gate import DENIED, EXPIRED, USAGE, WITHDRAWN
+from signoff.gate_cli import DENIED, EXPIRED, USAGE, WITHDRAWN
 from storage import connect
 
 MARK = 'echo "$SIGNOFF_DECIDED_BY limit=$SIGNOFF_PARAM_LIMIT" >> "$MARKS"; echo cleaned up'

@@ -9,9 +9,9 @@ from datetime import UTC, datetime
 import pytest
 
 from bot.api.schemas import RequestView
-from signoff import gate
-from signoff.gate import Progress
+from signoff import gate, gate_say
 from signoff.gate_cli import parse_args, request_of
+from signoff.gate_say import Progress
 
 
 def _view(**changes: object) -> RequestView:
@@ -124,12 +124,12 @@ def test_the_usage_shows_where_the_command_goes(capsys: pytest.CaptureFixture[st
 
 def test_a_quorum_is_announced_with_every_approver(capsys: pytest.CaptureFixture[str]) -> None:
     approved = _view(status="approved", approvals=["U0BOB", "U0CAROL"], decided_by="U0CAROL")
-    assert gate._verdict(approved) is None  # the command may run
+    assert gate_say.verdict(approved) is None  # the command may run
     assert capsys.readouterr().err == "signoff gate: approved by U0BOB, U0CAROL\n"
 
 
 def test_an_approval_by_default_says_nobody_decided(capsys: pytest.CaptureFixture[str]) -> None:
-    assert gate._verdict(_view(status="approved", decided_by=None)) is None
+    assert gate_say.verdict(_view(status="approved", decided_by=None)) is None
     assert capsys.readouterr().err == "signoff gate: approved by default: nobody decided in time\n"
 
 
@@ -142,14 +142,14 @@ def test_people_are_named_as_slack_names_them_where_the_view_says(
         decided_by="U0CAROL",
         names={"U0BOB": "bob"},  # Carol's name was not told
     )
-    assert gate._verdict(approved) is None
+    assert gate_say.verdict(approved) is None
     assert capsys.readouterr().err == "signoff gate: approved by bob (U0BOB), U0CAROL\n"
 
 
 def test_a_card_not_in_the_channel_is_said_with_the_likely_fix(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    gate._say_waiting(
+    gate_say.say_waiting(
         _view(names={"S0ONCALL": "@oncall"}, not_posted="not_in_channel"), now=time.time()
     )
     assert capsys.readouterr().err.splitlines()[:2] == [
@@ -164,7 +164,7 @@ def test_a_card_still_being_posted_gets_no_guess_at_a_fix(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """A gate attached to a request another gate is posting: Slack has refused nothing."""
-    gate._say_waiting(_view(), now=time.time())
+    gate_say.say_waiting(_view(), now=time.time())
     assert capsys.readouterr().err.splitlines()[0] == (
         f"signoff gate: request req_{'0' * 32} waiting for approval; its card is not in Slack "
         "yet, and Signoff keeps trying"
@@ -174,7 +174,7 @@ def test_a_card_still_being_posted_gets_no_guess_at_a_fix(
 def test_a_card_slack_refused_is_said_with_slacks_answer(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    gate._say_waiting(_view(not_posted="is_archived"), now=time.time())
+    gate_say.say_waiting(_view(not_posted="is_archived"), now=time.time())
     assert capsys.readouterr().err.splitlines()[0] == (
         f"signoff gate: request req_{'0' * 32} waiting for approval; its card is not in Slack "
         "yet (Slack answered is_archived), and Signoff keeps trying"

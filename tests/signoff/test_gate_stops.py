@@ -16,7 +16,7 @@ import pytest
 from test_gate_progress import _view
 
 from bot.api.schemas import NewRequest, RequestView
-from signoff import gate
+from signoff import gate, gate_ask, gate_run, gate_say, gate_wait
 from signoff.client import Client, RequestRefused
 from signoff.gate_cli import REFUSED, WITHDRAWN
 
@@ -31,7 +31,7 @@ async def test_an_approval_held_past_the_expiry_and_its_grace_is_waited_out(
         held_until=now + timedelta(seconds=0.3),
     )
     approved = _view(status="approved", decided_by="U0ALICE", decided_at=now)
-    monkeypatch.setattr(gate, "GRACE", 0.1)
+    monkeypatch.setattr(gate_wait, "GRACE", 0.1)
     asked = 0
 
     async def get(self: Client, request_id: str, *, wait: float | None = None) -> RequestView:
@@ -41,9 +41,9 @@ async def test_an_approval_held_past_the_expiry_and_its_grace_is_waited_out(
         return approved if asked > 20 else held  # final once the window has passed
 
     monkeypatch.setattr(Client, "get", get)
-    answer = await gate._decision(Client("http://127.0.0.1:9", "token"), held)
+    answer = await gate_wait._decision(Client("http://127.0.0.1:9", "token"), held)
     assert answer.status == "approved"
-    assert gate._verdict(answer) is None  # the command runs
+    assert gate_say.verdict(answer) is None  # the command runs
 
 
 async def test_a_gate_stopped_as_it_was_approved_does_not_run_its_command(
@@ -120,7 +120,7 @@ async def test_a_refused_withdrawal_is_said_and_exits_refused(
 async def test_the_check_never_sees_the_token(monkeypatch: pytest.MonkeyPatch) -> None:
     """Its output is shown on the card."""
     monkeypatch.setenv("SIGNOFF_TOKEN", "sgn_secret-token-of-the-job")
-    shown = await gate._check("printenv SIGNOFF_TOKEN || echo none")
+    shown = await gate_ask._check("printenv SIGNOFF_TOKEN || echo none")
     assert shown == "none\n"
 
 
@@ -130,7 +130,7 @@ async def test_a_command_printing_a_line_longer_than_a_read_buffer_runs_to_its_e
     """A JSON blob on one line (or a progress bar redrawn with carriage returns) is
     passed through whole, and the gate reports the command's status, not a traceback."""
     script = "import sys; sys.stdout.write('x' * 200_000 + '\\nlast line\\n')"
-    status, tail = await gate._run([sys.executable, "-c", script], dict(os.environ))
+    status, tail = await gate_run.run([sys.executable, "-c", script], dict(os.environ))
     assert status == 0
     assert tail[-2:] == ["x" * 1500, "last line"]  # the end of it, as the summary keeps
     assert capfd.readouterr().out == "x" * 200_000 + "\nlast line\n"
@@ -143,7 +143,7 @@ async def test_the_summary_keeps_the_last_characters_of_a_long_line_not_its_last
     line's last 1500 characters, none of them half a character read as garbage."""
     line = "€" * 2000 + "é"
     script = f"import sys; sys.stdout.write({line!r} + '\\n')"
-    status, tail = await gate._run([sys.executable, "-c", script], dict(os.environ))
+    status, tail = await gate_run.run([sys.executable, "-c", script], dict(os.environ))
     assert status == 0
     assert tail == [line[-1500:]]
     assert capfd.readouterr().out == line + "\n"

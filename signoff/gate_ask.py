@@ -1,0 +1,151 @@
+"""How ``signoff gate`` asks: the request made (with its ``--check`` output on the card),
+waited on, and asked again when what the command acts on changed since it was approved."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import uuid
+from typing import TypeVar
+
+from bot.api.schemas import NewRequest, RequestView
+
+from .client import Client, RequestRefused, SignoffError
+from .gate_cli import CHECK_FAILED, REFUSED, UNREACHABLE, USAGE, WITHDRAWN
+from .gate_run import without_token
+from .gate_say import refusal, say, say_waiting
+from .gate_wait import wait, withdraw
+
+T = TypeVar("T")
+
+_ASK_AGAIN = 5
+"""How many approvals a changing --check output gets asked for before the gate gives up."""
+_CHECK_TIMEOUT = 300.0
+_SETTLE = 5.0
+"""Seconds a gate stopped while its request was being made waits for it, to withdraw it."""
+
+
+async def ask(
+    client: Client, request: NewRequest, check: str | None, stop: asyncio.Event
+) -> RequestView | int:
+    """The decided request, or the exit status saying why there is none. With ``check``,
+    its output is shown on the card and read again once approved: when it changed, the
+    approval is for something else, so the command does not run and the approvers are
+    asked again, shown what changed (at most ``_ASK_AGAIN`` approvals in all)."""
+    shown = await _checked(check, stop) if check else None
+    if stop.is_set():
+        say("signoff gate: stopped before asking; the command was not run")
+        return WITHDRAWN
+    if check and shown is None:
+        return CHECK_FAILED
+    request = request.model_copy(update={"acts_on": shown})
+    for _ in range(_ASK_AGAIN):
+        creating = asyncio.create_task(client.create(request))
+        try:
+            view = await _unless_stopped(creating, stop)
+        except RequestRefused as exc:
+            say(f"signoff gate: {refusal(exc, request)}")
+            return USAGE if exc.status == 400 else REFUSED
+        except SignoffError as exc:
+            say(f"signoff gate: {exc}")
+            return UNREACHABLE
+        if view is None:
+            return await _stopped_while_asking(client, creating)
+        if view.acts_on is not None:
+            shown = view.acts_on  # a retry's card may show an earlier output than ours
+        if not view.final:
+            say_waiting(view, now=client.server_time())
+        answer = await wait(client, view, stop)
+        if isinstance(answer, int) or not check or not answer.approved:
+            return answer
+        now = await _checked(check, stop)
+        if stop.is_set():
+            say(
+                f"signoff gate: it was {answer.status}, but this gate was stopped while "
+                "checking again: the command was not run"
+            )
+            return WITHDRAWN
+        if now is None:
+            return CHECK_FAILED
+        if now == shown:
+            return answer
+        say("signoff gate: what the command acts on changed since it was approved; asking again")
+        shown = now
+        request = request.model_copy(
+            update={
+                "acts_on": now,
+                "supersedes": answer.id,
+                "idempotency_key": f"gate-{uuid.uuid4().hex}",
+            }
+        )
+    say(f"signoff gate: the check's output changed {_ASK_AGAIN} times after approval; giving up")
+    return CHECK_FAILED
+
+
+async def _unless_stopped(asking: asyncio.Task[T], stop: asyncio.Event) -> T | None:
+    """What ``asking`` answers, or None once ``stop`` is set first (Ctrl-C while Signoff
+    is being retried): a gate is never deaf to its signals. ``asking`` is left running."""
+    stopping = asyncio.create_task(stop.wait())
+    await asyncio.wait({asking, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    stopping.cancel()
+    return asking.result() if asking.done() else None
+
+
+async def _stopped_while_asking(
+    client: Client, creating: asyncio.Task[RequestView]
+) -> RequestView | int:
+    """A gate stopped while its request was being made: the request, if Signoff answers
+    within ``_SETTLE`` s, withdrawn (its card must not stay live for a job that is gone)."""
+    try:
+        view = await asyncio.wait_for(creating, _SETTLE)
+    except (TimeoutError, SignoffError):
+        say(
+            "signoff gate: stopped before Signoff answered; the command was not run (if the "
+            "request was made, it waits in Slack until it expires)"
+        )
+        return WITHDRAWN
+    return await withdraw(client, view) or UNREACHABLE
+
+
+async def _checked(check: str, stop: asyncio.Event) -> str | None:
+    """The output of the ``--check`` shell command, or None when it fails (said why) or
+    ``stop`` comes first (the check is killed)."""
+    checking = asyncio.create_task(_check(check))
+    output = await _unless_stopped(checking, stop)
+    if not checking.done():
+        checking.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await checking
+    return output
+
+
+async def _check(check: str) -> str | None:
+    """The output of the ``--check`` shell command, or None when it fails (said why)."""
+    try:
+        child = await asyncio.create_subprocess_shell(
+            check,
+            env=without_token(),
+            start_new_session=True,  # killed with whatever it started, when the gate stops
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+    except OSError as exc:
+        say(f"signoff gate: --check could not run: {exc}")
+        return None
+    try:
+        out, err = await asyncio.wait_for(child.communicate(), _CHECK_TIMEOUT)
+    except TimeoutError:
+        say(f"signoff gate: --check did not finish in {_CHECK_TIMEOUT:.0f} s")
+        return None
+    finally:
+        if child.returncode is None:  # timed out, or the gate was stopped
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(child.pid, signal.SIGKILL)
+            await child.wait()
+    if child.returncode != 0:
+        last = err.decode(errors="replace").strip().splitlines()[-1:] or [""]
+        say(f"signoff gate: --check exited with {child.returncode}: {last[0]}")
+        return None
+    return out.decode(errors="replace")

@@ -1,0 +1,98 @@
+"""What ``signoff gate`` says on stderr: where its request waits, how it progresses, how it
+was decided, and why Signoff refused it."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+
+from bot.api.schemas import NewRequest, RequestView
+
+from .client import RequestRefused
+from .gate_cli import DENIED, EXPIRED, WITHDRAWN, as_typed
+
+
+def verdict(view: RequestView) -> int | None:
+    """None when the command may run, else the exit status saying why not."""
+    if view.approved:
+        # A quorum's approvers all, as the card names them; else who made it final.
+        deciders = view.approvals if len(view.approvals) > 1 else [view.decided_by]
+        who = ", ".join(_person(view, user) for user in deciders if user)
+        say(f"signoff gate: {view.status} by {who or 'default: nobody decided in time'}")
+        return None
+    reason = f": {view.reason}" if view.reason else ""
+    say(f"signoff gate: {view.status}{reason}")
+    codes = {"denied": DENIED, "expired": EXPIRED, "pending": EXPIRED, "withdrawn": WITHDRAWN}
+    return codes.get(view.status, DENIED)
+
+
+class Progress:
+    """One line on stderr for each change while the gate waits."""
+
+    def __init__(self, view: RequestView) -> None:
+        self._last = view
+
+    def update(self, view: RequestView) -> None:
+        before, self._last = self._last, view
+        if view.reminders_sent > before.reminders_sent:
+            say(f"signoff gate: reminder {view.reminders_sent} sent to the approvers")
+        if view.escalated and not before.escalated:
+            say("signoff gate: not decided in time; escalated")
+        if len(view.approvals) > len(before.approvals):
+            say(f"signoff gate: {len(view.approvals)} of {view.min_approvals} approvals")
+        if view.held_until is not None and view.held_until != before.held_until:
+            when = view.held_until.isoformat()
+            who = _person(view, view.held_by or "?")
+            say(f"signoff gate: decided by {who}; final at {when} unless undone")
+        if before.held_until is not None and view.held_until is None and not view.final:
+            say("signoff gate: the decision was undone; waiting for a decision again")
+
+
+def say_waiting(view: RequestView, *, now: float) -> None:
+    """Where the request waits, for whom, and until when (``now`` by the server's clock)."""
+    who = ", ".join(_person(view, user) for user in view.approvers) or "anyone in the channel"
+    many = f"{view.min_approvals} of " if view.min_approvals > 1 else ""
+    if view.permalink:
+        say(f"signoff gate: request {view.id} waiting for approval: {view.permalink}")
+    else:
+        answered = f" (Slack answered {view.not_posted})" if view.not_posted else ""
+        hint = ""
+        if view.not_posted in ("not_in_channel", "channel_not_found"):
+            hint = f" (is the app a member of {view.channel}?)"
+        say(
+            f"signoff gate: request {view.id} waiting for approval; its card is not in "
+            f"Slack yet{answered}, and Signoff keeps trying{hint}"
+        )
+    say(f"signoff gate: who may decide: {many}{who}")
+    if view.expires_at is not None:
+        left = max(0, int(view.expires_at.timestamp() - now))
+        say(f"signoff gate: expires in {_span(left)} ({view.expires_at.isoformat()})")
+
+
+def _person(view: RequestView, user_id: str) -> str:
+    """``alice (U0ALICE)`` where Slack told the name, else the id as it is."""
+    name = view.names.get(user_id)
+    return f"{name} ({user_id})" if name else user_id
+
+
+def refusal(exc: RequestRefused, request: NewRequest) -> str:
+    """Why Signoff refused ``request``; a 400 (bad input) told by the options that set the
+    field it names, with the item sent when one of a list's (``approvers.0``) was wrong."""
+    if exc.status != 400:
+        return exc.message
+    if exc.field is None:
+        return as_typed(None, exc.message)
+    name, _, index = exc.field.partition(".")
+    sent = None
+    with contextlib.suppress(TypeError, ValueError, IndexError):
+        sent = getattr(request, name, ())[int(index)]
+    return as_typed(exc.field, exc.message.removeprefix(f"{exc.field}: "), sent)
+
+
+def say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def _span(seconds: int) -> str:
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours} h {rest // 60} min" if hours else f"{rest // 60} min {rest % 60} s"
