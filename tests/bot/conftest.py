@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import aiohttp
@@ -11,12 +11,14 @@ import pytest
 from aiohttp.test_utils import TestServer
 from fakes import BOT_TOKEN, SIGNING_SECRET, FakeSlack, ManualClock
 from harness import ALICE, BOB, CAROL, CHANNEL, Harness, ToolLog, cleanup_spec
+from pydantic import SecretStr
+from requests_jobs import ADMIN_TOKEN, Jobs
 
 from bot.agents.policy import AgentSpec, Policy
 from bot.process.loops import Loops
 from bot.process.settings import Settings
 from bot.process.slack_client import close_client, make_client
-from bot.process.web import web_app
+from bot.process.web import operator_app, web_app
 from bot.process.wiring import make_services
 from bot.services.callbacks import CallbackPolicy
 from bot.slack.app import build_app
@@ -100,3 +102,20 @@ async def make_bot(slack: FakeSlack, storage: Storage) -> AsyncIterator[Callable
         await harness.http.close()
         await server.close()
         await close_client(harness.services.client)
+
+
+@pytest.fixture
+async def jobs(make_bot: Any) -> AsyncIterator[Jobs]:
+    """A bot serving the requests API, and the token of its client ``nightly-cleanup``."""
+    bot: Harness = await make_bot()
+    storage = bot.services.storage
+    _, token = await storage.api_clients.create(
+        "nightly-cleanup", channels=(CHANNEL,), now=datetime.now(UTC)
+    )
+    server = TestServer(
+        operator_app(bot.services, api_token=SecretStr(ADMIN_TOKEN)), host="127.0.0.1", port=0
+    )
+    await server.start_server()
+    async with aiohttp.ClientSession() as http:
+        yield Jobs(bot=bot, base=f"http://127.0.0.1:{server.port}", http=http, token=token)
+    await server.close()

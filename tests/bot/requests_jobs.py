@@ -1,0 +1,49 @@
+"""A bot with the requests API, as a job sees it, shared by the requests API's test files."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+from harness import ALICE, BOB, CHANNEL, Harness
+
+from bot.api.request_records import REQUESTS_PATH
+
+ADMIN_TOKEN = "admin-token-" + "x" * 24
+
+
+@dataclass
+class Jobs:
+    """A bot with the requests API, and one named client's token."""
+
+    bot: Harness
+    base: str
+    http: aiohttp.ClientSession
+    token: str
+
+    @property
+    def auth(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
+    async def ask(self, **fields: Any) -> tuple[int, dict[str, Any]]:
+        body = {"title": "Delete 42 stale volumes", "channel": CHANNEL, "approvers": [ALICE, BOB]}
+        async with self.http.post(
+            self.base + REQUESTS_PATH, json={**body, **fields}, headers=self.auth
+        ) as r:
+            return r.status, await r.json()
+
+    async def get(self, path: str, **kw: Any) -> tuple[int, dict[str, Any]]:
+        async with self.http.get(self.base + path, headers=kw.pop("headers", self.auth)) as r:
+            return r.status, await r.json()
+
+    async def post(self, path: str, body: Any = None, **kw: Any) -> tuple[int, dict[str, Any]]:
+        headers = kw.pop("headers", self.auth)
+        async with self.http.post(self.base + path, json=body, headers=headers) as r:
+            return r.status, await r.json()
+
+    def card(self, index: int = -1) -> dict[str, Any]:
+        return self.bot.posted(index)
+
+    def value(self, index: int = -1) -> str:
+        return str(self.card(index)["blocks"][-1]["elements"][0]["value"])

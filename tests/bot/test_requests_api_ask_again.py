@@ -1,0 +1,91 @@
+"""Asking again through the requests API: only for an approved request that showed what it
+acts on, once, in the approved card's thread."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from harness import ALICE
+from requests_jobs import Jobs
+
+from bot.api.openapi import OPENAPI_PATH
+from bot.api.request_records import REQUESTS_PATH
+from bot.ui import ids
+
+
+async def test_asking_again_needs_an_approved_request_that_showed_what_it_acts_on(
+    jobs: Jobs,
+) -> None:
+    _, plain = await jobs.ask(idempotency_key="plain")
+    _, checked = await jobs.ask(acts_on="vol-a\nvol-b\n", idempotency_key="checked")
+    status, body = await jobs.ask(supersedes=checked["id"])
+    assert status == 400 and "supersedes needs acts_on" in body["error"], body
+    status, body = await jobs.ask(supersedes=checked["id"], acts_on="vol-a\n")
+    assert status == 409 and "is pending, not approved" in body["error"], body
+    bot = jobs.bot
+    await bot.click(ids.APPROVE, jobs.value(1), user=ALICE, message_ts=bot.message_ts(1))
+    await bot.click(ids.APPROVE, jobs.value(0), user=ALICE, message_ts=bot.message_ts(0))
+    for made in (plain, checked):
+        _, seen = await asyncio.wait_for(jobs.get(made["status_url"] + "?wait=10"), 15)
+        assert seen["status"] == "approved", seen
+    status, body = await jobs.ask(supersedes=plain["id"], acts_on="vol-a\n")
+    assert status == 400 and "showed no acts_on" in body["error"], body
+    status, body = await jobs.ask(supersedes="req_" + "f" * 32, acts_on="vol-a\n")
+    assert status == 404, body
+    # Asking again under the approved request's own key would answer with its approval.
+    status, body = await jobs.ask(
+        supersedes=checked["id"], acts_on="vol-a\nvol-c\n", idempotency_key="checked"
+    )
+    assert status == 409 and "names this request itself" in body["error"], body
+    posted = len(jobs.bot.slack.called("chat.postMessage"))
+    asking_again = {"supersedes": checked["id"], "acts_on": "vol-a\nvol-c\n"}
+    status, again = await jobs.ask(**asking_again, idempotency_key="again")
+    assert status == 201, again
+    card = jobs.bot.slack.called("chat.postMessage")[posted]
+    assert card["thread_ts"] == jobs.bot.message_ts(1)  # in the approved card's thread
+    assert "Changed since it was approved" in str(card["blocks"])
+    # A retry of the same call (its answer was lost) re-attaches; another call is refused.
+    status, retried = await jobs.ask(**asking_again, idempotency_key="again")
+    assert (status, retried["id"]) == (200, again["id"]), retried
+    assert len(jobs.bot.slack.called("chat.postMessage")) == posted + 1
+    status, body = await jobs.ask(supersedes=checked["id"], acts_on="vol-a\n")
+    assert status == 409 and "asked again already" in body["error"], body
+
+
+async def test_the_document_lists_the_404_of_asking_again_for_an_unknown_request(
+    jobs: Jobs,
+) -> None:
+    """A client generated from the document is told a 404 can come from creating."""
+    status, body = await jobs.ask(supersedes="req_" + "f" * 32, acts_on="vol-a\n")
+    assert status == 404, body
+    _, document = await jobs.get(OPENAPI_PATH)
+    assert "404" in document["paths"][REQUESTS_PATH]["post"]["responses"]
+
+
+async def test_two_asks_again_at_once_make_one_card(jobs: Jobs) -> None:
+    """Two gates re-attached to one approved request each find what it acts on changed and
+    ask again at once: one new card, and the other is told it was asked again already."""
+    _, checked = await jobs.ask(acts_on="vol-a\nvol-b\n", idempotency_key="checked")
+    await jobs.bot.click(ids.APPROVE, jobs.value(), user=ALICE)
+    _, seen = await asyncio.wait_for(jobs.get(checked["status_url"] + "?wait=10"), 15)
+    assert seen["status"] == "approved", seen
+    meta = jobs.bot.services.storage.requests
+    keep = meta.keep
+    second: list[tuple[int, dict[str, Any]]] = []
+
+    async def the_other_asks_meanwhile(run_id: str, *args: Any, **kwargs: Any) -> Any:
+        if not second:
+            second.append((0, {}))
+            second[0] = await jobs.ask(
+                supersedes=checked["id"], acts_on="vol-a\n", idempotency_key="gate-2"
+            )
+        return await keep(run_id, *args, **kwargs)
+
+    meta.keep = the_other_asks_meanwhile  # type: ignore[method-assign]
+    first = await jobs.ask(supersedes=checked["id"], acts_on="vol-a\n", idempotency_key="gate-1")
+    assert sorted([first[0], second[0][0]]) == [201, 409], (first, second)
+    refused = first[1] if first[0] == 409 else second[0][1]
+    assert "asked again already" in refused["error"], refused
+    cards = [p for p in jobs.bot.slack.called("chat.postMessage") if p.get("blocks")]
+    assert len(cards) == 2  # the approved one and one asking again

@@ -1,0 +1,126 @@
+"""``signoff gate`` against a real Signoff server: it asks again when its check changed,
+withdraws when stopped, and is refused, not unreachable, once its token is revoked."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from harness import ALICE, BOB, CHANNEL
+from requests_jobs import Jobs
+
+import bot.api.requests as requests_api
+import signoff
+from bot.ui import ids
+from signoff import gate, gate_ask, gate_wait
+from signoff.gate_cli import REFUSED, WITHDRAWN
+
+
+async def test_a_gate_asks_again_when_its_check_changed_after_a_reply(
+    jobs: Jobs, tmp_path: Path
+) -> None:
+    """A reply is an answer the command runs on (``--allow-reply``): what it acts on
+    changing after it asks again, as after an approval."""
+    listing, ran = tmp_path / "listing", tmp_path / "ran"
+    listing.write_text("vol-a\nvol-b\n")
+    request = signoff.NewRequest(
+        title="Delete volumes", channel=CHANNEL, approvers=[ALICE, BOB], allow_reply=True
+    )
+    gating = asyncio.create_task(
+        gate._gate(
+            signoff.Client(jobs.base, jobs.token),
+            request,
+            ["touch", str(ran)],
+            check=f"cat {listing}",
+        )
+    )
+    await jobs.bot.slack.wait_calls("chat.postMessage")
+    listing.write_text("vol-a\nvol-c\n")  # what it acts on moves meanwhile
+    await jobs.bot.click(ids.REPLY, jobs.value(), user=BOB)
+    await jobs.bot.slack.wait_calls("views.open")
+    status, _ = await jobs.bot.submit(ids.REPLY_VIEW, jobs.value(), user=BOB, text="only vol-a")
+    assert status == 200
+    await jobs.bot.slack.wait_calls("chat.postMessage", 2)  # asked again
+    slack = jobs.bot.slack
+    await slack.wait_for(
+        lambda: any("Changed since" in str(u["blocks"]) for u in slack.called("chat.update"))
+    )
+    [marked] = [u for u in slack.called("chat.update") if "Changed since" in str(u["blocks"])]
+    assert "*Reply:* only vol-a" in str(marked["blocks"])
+    again = jobs.bot.message_ts(-1)
+    await jobs.bot.click(ids.APPROVE, jobs.value(), user=ALICE, message_ts=again)
+    assert await asyncio.wait_for(gating, 15) == 0
+    assert ran.exists()
+
+
+async def test_a_gate_stopped_while_it_checks_again_does_not_run_its_command(
+    jobs: Jobs, tmp_path: Path
+) -> None:
+    count, rechecking, ran = tmp_path / "count", tmp_path / "rechecking", tmp_path / "ran"
+    check = (
+        f"n=$(cat {count} 2>/dev/null || echo 0); echo $((n+1)) > {count}; "
+        f'if [ "$n" -ge 1 ]; then touch {rechecking}; sleep 30; fi; echo vol-a'
+    )
+    request = signoff.NewRequest(title="Delete volumes", channel=CHANNEL, approvers=[ALICE])
+    gating = asyncio.create_task(
+        gate._gate(signoff.Client(jobs.base, jobs.token), request, ["touch", str(ran)], check=check)
+    )
+    await jobs.bot.slack.wait_calls("chat.postMessage")
+    await jobs.bot.click(ids.APPROVE, jobs.value(), user=ALICE)
+    async with asyncio.timeout(10):
+        while True:
+            if rechecking.exists():
+                break
+            await asyncio.sleep(0.01)  # the check is a shell command: poll the file it writes
+    os.kill(os.getpid(), signal.SIGTERM)  # the job is stopped during the second check
+    assert await asyncio.wait_for(gating, 10) == WITHDRAWN  # without waiting for the check
+    assert not ran.exists()
+
+
+async def test_a_gate_stopped_while_its_request_is_posted_withdraws_it(
+    jobs: Jobs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    posted, release = asyncio.Event(), asyncio.Event()
+    post = requests_api.post_interrupt
+
+    async def slow_answer(services: Any, record: Any) -> Any:
+        answer = await post(services, record)
+        posted.set()
+        await release.wait()  # Slack took the card; the answer to the job is slow
+        return answer
+
+    stopped = asyncio.Event()
+    stopped_while_asking = gate_ask._stopped_while_asking
+
+    async def noted(*args: Any) -> Any:
+        stopped.set()
+        return await stopped_while_asking(*args)
+
+    monkeypatch.setattr(requests_api, "post_interrupt", slow_answer)
+    monkeypatch.setattr(gate_ask, "_stopped_while_asking", noted)
+    request = signoff.NewRequest(title="Rotate", channel=CHANNEL, approvers=[ALICE])
+    gating = asyncio.create_task(gate._gate(signoff.Client(jobs.base, jobs.token), request, []))
+    await asyncio.wait_for(posted.wait(), 10)
+    os.kill(os.getpid(), signal.SIGTERM)
+    await asyncio.wait_for(stopped.wait(), 10)  # stopped before Signoff answered
+    release.set()
+    assert await asyncio.wait_for(gating, 10) == WITHDRAWN
+    record = await jobs.bot.services.storage.queries.get(jobs.bot.record_id(jobs.value()))
+    assert record is not None and record.state == "cancelled"
+
+
+async def test_a_gate_whose_token_is_revoked_while_it_waits_is_refused_not_unreachable(
+    jobs: Jobs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(gate_wait, "_RENEW", 0.1)  # the long-poll is renewed at once
+    async with signoff.Client(jobs.base, jobs.token) as client:
+        view = await client.create(
+            signoff.NewRequest(title="Delete 42 stale volumes", channel=CHANNEL, approvers=[ALICE])
+        )
+        waiting = asyncio.create_task(gate_wait.wait(client, view, asyncio.Event()))
+        assert await jobs.bot.services.storage.api_clients.revoke("nightly-cleanup")
+        assert await asyncio.wait_for(waiting, 10) == REFUSED

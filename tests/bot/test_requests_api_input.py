@@ -1,0 +1,136 @@
+"""The requests API refuses bad input with a 400 naming the field, tells likely mistakes what to
+give instead, and refuses a token that cannot be one."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from harness import ALICE
+from requests_jobs import Jobs
+
+from bot.api.request_records import REQUESTS_PATH
+
+
+@pytest.mark.parametrize(
+    ("fields", "field"),
+    [
+        ({"channel": "#ops"}, "channel"),
+        ({"approvers": ["@oncall"]}, "approvers.0"),
+        ({"approvers": []}, None),
+        ({"expires_in": 0}, "expires_in"),
+        ({"params": [{"name": "n", "type": "integer", "value": "x"}]}, "params.0"),
+        ({"params": [{"name": "r", "type": "number", "value": float("nan")}]}, "params.0"),
+        ({"params": [{"name": "r", "type": "number", "value": float("inf")}]}, "params.0"),
+        ({"callback_url": "http://169.254.169.254/latest"}, "callback_url"),
+        ({"callback_url": "http://example.com/hook"}, "callback_url"),
+        ({"surprise": 1}, "surprise"),
+        # A quorum approves as shown: one person's edit or reply would end it alone.
+        (
+            {
+                "min_approvals": 2,
+                "params": [{"name": "n", "type": "integer", "value": 1, "editable": True}],
+            },
+            None,
+        ),
+        ({"min_approvals": 2, "allow_reply": True}, None),
+        ({"dangerous": True, "if_nobody_decides": "approve"}, None),
+        # Reminders only on a day's hours; a quorum of one person named twice.
+        ({"reminders": {"start_hour": 20, "end_hour": 6}}, "reminders"),
+        ({"approvers": [ALICE, ALICE], "min_approvals": 2}, None),
+        # A job reads approved items a line each: one holding a newline would add another.
+        ({"items": ["vol-1\nprod-db", "prod-db"]}, "items.0"),
+        # Loopback spelled the old ways resolvers take.
+        ({"callback_url": "https://2130706433/hook"}, "callback_url"),
+        ({"callback_url": "https://127.1/hook"}, "callback_url"),
+        ({"callback_url": "https://0x7f.0.0.1/hook"}, "callback_url"),
+    ],
+)
+async def test_bad_input_is_a_400_naming_the_field_and_posts_nothing(
+    jobs: Jobs, fields: dict[str, Any], field: str | None
+) -> None:
+    status, refused = await jobs.ask(**fields)
+    assert status == 400, refused
+    assert refused.get("field") == field and refused["error"]
+    assert jobs.bot.slack.called("chat.postMessage") == []
+
+
+@pytest.mark.parametrize(
+    ("fields", "said"),
+    [
+        (
+            {"params": [{"name": "limit", "value": 42}]},
+            "params.0: param 'limit' has no type, so it is a string; for 42 give \"type\": "
+            '"integer"',
+        ),
+        (
+            {"channel": "#ops"},
+            "channel: use the channel's id (such as C0123ABCD; Slack shows it in the "
+            "channel's details), not its name",
+        ),
+        (
+            {"approvers": ["oncall"]},
+            "approvers.0: use user ids (U0123ABCD), user group ids (S0123ABCD) or group "
+            "handles (@oncall)",
+        ),
+        (
+            {
+                "params": [
+                    {"name": "limit", "type": "integer", "value": 1},
+                    {"name": "LIMIT", "type": "integer", "value": 2, "editable": True},
+                ]
+            },
+            "two params are named 'LIMIT' whatever their case; a job reads them both as "
+            "SIGNOFF_PARAM_LIMIT, so names must be distinct",
+        ),
+        (
+            {"approvers": [ALICE, "U0NOBODY"]},
+            "approvers.1: Slack has no user U0NOBODY in this workspace (a typo?)",
+        ),
+    ],
+)
+async def test_likely_mistakes_are_told_what_to_give_instead(
+    jobs: Jobs, fields: dict[str, Any], said: str
+) -> None:
+    status, refused = await jobs.ask(**fields)
+    assert (status, refused["error"]) == (400, said)
+    assert jobs.bot.slack.called("chat.postMessage") == []
+
+
+async def test_unknown_requests_and_bad_waits_are_clear_errors(jobs: Jobs) -> None:
+    status, body = await jobs.get(f"{REQUESTS_PATH}/req_{'0' * 32}")
+    assert status == 404 and body["field"] == "id"
+    status, body = await jobs.get(f"{REQUESTS_PATH}/run_1%2Fask")
+    assert status == 404 and body["field"] == "id"
+    _, made = await jobs.ask()
+    status, body = await jobs.get(made["status_url"] + "?wait=forever")
+    assert status == 400 and body["field"] == "wait"
+    status, body = await jobs.get(made["status_url"], headers={})
+    assert status == 401 and body["error"].startswith("send an API token as")
+
+
+async def test_a_token_that_is_not_utf8_is_a_401_on_every_guarded_route(jobs: Jobs) -> None:
+    port = int(jobs.base.rsplit(":", 1)[1])
+
+    async def status_of(method: str, path: str, authorization: bytes) -> int:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(
+            f"{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n".encode()
+            + b"Content-Length: 2\r\nAuthorization: "
+            + authorization
+            + b"\r\n\r\n{}"
+        )
+        answer = await reader.read()
+        writer.close()
+        return int(answer.split()[1])
+
+    routes = [
+        ("GET", f"{REQUESTS_PATH}/req_{'0' * 32}"),
+        ("POST", REQUESTS_PATH),
+        ("POST", "/api/runs"),
+        ("POST", "/agui/cleanup"),
+    ]
+    for method, path in routes:
+        for authorization in (b"Bearer sgn_\xff", b"Bearer \xc3("):
+            assert await status_of(method, path, authorization) == 401, (path, authorization)
