@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+import shutil
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import aiohttp
 import pytest
+from agui_endpoint import CLIENT, TOKEN, Endpoint
+from aiohttp import web
 from aiohttp.test_utils import TestServer
 from fakes import BOT_TOKEN, SIGNING_SECRET, FakeSlack, ManualClock
 from harness import ALICE, BOB, CAROL, CHANNEL, Harness, ToolLog, cleanup_spec
@@ -15,6 +18,7 @@ from pydantic import SecretStr
 from requests_jobs import ADMIN_TOKEN, Jobs
 
 from bot.agents.policy import AgentSpec, Policy
+from bot.api.agui import AGUI_PATH
 from bot.process.loops import Loops
 from bot.process.settings import Settings
 from bot.process.slack_client import close_client, make_client
@@ -119,3 +123,33 @@ async def jobs(make_bot: Any) -> AsyncIterator[Jobs]:
     async with aiohttp.ClientSession() as http:
         yield Jobs(bot=bot, base=f"http://127.0.0.1:{server.port}", http=http, token=token)
     await server.close()
+
+
+@pytest.fixture
+async def endpoint_for(make_bot: Any) -> AsyncIterator[Callable[..., Awaitable[Endpoint]]]:
+    """Starts the endpoint of a bot whose agent has ``policy`` (the harness's default)."""
+    node = shutil.which("node")
+    installed = CLIENT.parent / "node_modules" / "@ag-ui" / "client" / "package.json"
+    if node is None or not installed.exists():
+        pytest.fail("Node and @ag-ui/client are needed: ./run test installs both", pytrace=False)
+    runners: list[web.AppRunner] = []
+
+    async def start(policy: Policy | None = None, spec: AgentSpec | None = None) -> Endpoint:
+        bot: Harness = await make_bot(policy, spec=spec)
+        # Served as `signoff serve` serves it (a handler is not cancelled when its client
+        # goes away), not as aiohttp's TestServer does.
+        runner = web.AppRunner(operator_app(bot.services, api_token=SecretStr(TOKEN)))
+        await runner.setup()
+        runners.append(runner)
+        await web.TCPSite(runner, "127.0.0.1", 0).start()
+        port = runner.addresses[0][1]
+        return Endpoint(bot=bot, url=f"http://127.0.0.1:{port}{AGUI_PATH}/cleanup")
+
+    yield start
+    for runner in runners:
+        await runner.cleanup()
+
+
+@pytest.fixture
+async def endpoint(endpoint_for: Callable[..., Awaitable[Endpoint]]) -> Endpoint:
+    return await endpoint_for()

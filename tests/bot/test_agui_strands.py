@@ -1,0 +1,66 @@
+"""A Strands agent served over AG-UI asks on Slack cards as any agent does."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Awaitable, Callable
+
+from agui_endpoint import Endpoint, answer_one, run_client, still_pending
+from harness import ALICE, BOB, CHANNEL
+from test_strands_adapter import gated_spec
+
+from bot.agents.policy import Policy
+
+
+async def test_an_agui_run_of_a_strands_agent_is_a_slack_card_too(
+    endpoint_for: Callable[..., Awaitable[Endpoint]],
+) -> None:
+    """An adapted framework's thread keeps only its interrupts (no last result): its
+    interrupts are cards all the same, where its policy names a channel."""
+    deleted: list[list[str]] = []
+    endpoint = await endpoint_for(spec=gated_spec(deleted))
+    url = endpoint.url.replace("/cleanup", "/st-cleanup")
+    [first] = await run_client(url, "thread-strands", [{"prompt": "clean up"}])
+    assert first["finished"]["outcome"]["type"] == "interrupt", first
+    await endpoint.bot.slack.wait_calls("chat.postMessage")
+    [card] = endpoint.bot.slack.called("chat.postMessage")
+    assert card["channel"] == CHANNEL and "delete_files" in card["text"]
+    assert deleted == []
+
+
+async def test_an_approval_sent_twice_for_one_strands_interrupt_runs_nothing(
+    endpoint_for: Callable[..., Awaitable[Endpoint]],
+) -> None:
+    """The card takes no approval from the app (it wants two people): repeating the
+    answer in one resume must not get it past the card's checks to the agent."""
+    deleted: list[list[str]] = []
+    quorum = Policy(channel=CHANNEL, users=(ALICE, BOB), min_approvals=2)
+    endpoint = await endpoint_for(spec=dataclasses.replace(gated_spec(deleted), policy=quorum))
+    url = endpoint.url.replace("/cleanup", "/st-cleanup")
+    [first] = await run_client(url, "thread-twice", [{"prompt": "clean up"}])
+    [interrupt] = first["finished"]["outcome"]["interrupts"]
+    approve = {"interruptId": interrupt["id"], "status": "resolved", "payload": {"type": "approve"}}
+    [seen] = await run_client(url, "thread-twice", [{"resume": [approve, approve]}])
+    assert seen["finished"] is None and seen["error"] is not None
+    assert deleted == []
+    value = endpoint.bot.posted(0)["blocks"][-1]["elements"][0]["value"]
+    assert await still_pending(endpoint, endpoint.bot.record_id(value))
+
+
+async def test_a_strands_run_on_the_longest_thread_id_taken_asks_on_a_card(
+    endpoint_for: Callable[..., Awaitable[Endpoint]],
+) -> None:
+    """An adapted agent's run is named after its thread: a thread id the endpoint takes
+    must make a run id storage takes, or the run stops with no card and a cut stream."""
+    deleted: list[list[str]] = []
+    endpoint = await endpoint_for(spec=gated_spec(deleted))
+    url = endpoint.url.replace("/cleanup", "/st-cleanup")
+    thread = "t" * 128
+    [first] = await run_client(url, thread, [{"prompt": "clean up"}])
+    [interrupt] = first["finished"]["outcome"]["interrupts"]
+    [card] = endpoint.bot.slack.called("chat.postMessage")
+    assert "delete_files" in card["text"]
+    approve = {"status": "resolved", "payload": {"type": "approve"}}
+    seen = await answer_one(Endpoint(endpoint.bot, url), thread, interrupt["id"], **approve)
+    assert seen["finished"]["outcome"] == {"type": "success"}, seen
+    assert deleted == [["/tmp/a", "/tmp/b"]]
