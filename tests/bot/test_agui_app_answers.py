@@ -10,7 +10,7 @@ import pytest
 from agui_endpoint import Endpoint, answer_one, ask_one, run_client, run_raw, still_pending
 from fakes import OneToolModel
 from harness import ALICE, BOB, CHANNEL
-from test_strands_adapter import failing_after_the_tool
+from strands_agents import failing_after_the_tool
 
 from agent_runtime import Agent, Decision, ToolContext, tool
 from agent_runtime.session import SessionStore

@@ -10,7 +10,7 @@ from datetime import timedelta
 import aiohttp
 from agui_endpoint import TOKEN, Endpoint, answer_one, run_client
 from harness import ALICE, BOB, CHANNEL, Harness, ToolLog, cleanup_spec
-from test_strands_adapter import SlowDelete, failing_after_the_tool
+from strands_agents import SlowDelete, failing_after_the_tool
 
 from agent_runtime.messages import args_digest
 from bot.agents.policy import AgentSpec, Escalate, Policy

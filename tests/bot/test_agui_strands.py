@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable
 
 from agui_endpoint import Endpoint, answer_one, run_client, still_pending
 from harness import ALICE, BOB, CHANNEL
-from test_strands_adapter import gated_spec
+from strands_agents import gated_spec
 
 from bot.agents.policy import Policy
 

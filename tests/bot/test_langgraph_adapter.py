@@ -23,7 +23,7 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 from pydantic import BaseModel, Field, TypeAdapter
-from test_strands_adapter import gated_spec
+from strands_agents import gated_spec
 
 from agent_runtime import Decision
 from agent_runtime.errors import ResumeError, ThreadBusyError
