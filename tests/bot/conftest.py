@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -14,6 +15,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 from fakes import BOT_TOKEN, SIGNING_SECRET, FakeSlack, ManualClock
 from harness import ALICE, BOB, CAROL, CHANNEL, Harness, ToolLog, cleanup_spec
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from pydantic import SecretStr
 from requests_jobs import ADMIN_TOKEN, Jobs
 
@@ -153,3 +155,10 @@ async def endpoint_for(make_bot: Any) -> AsyncIterator[Callable[..., Awaitable[E
 @pytest.fixture
 async def endpoint(endpoint_for: Callable[..., Awaitable[Endpoint]]) -> Endpoint:
     return await endpoint_for()
+
+
+@pytest.fixture
+async def saver(tmp_path: Path) -> AsyncIterator[AsyncSqliteSaver]:
+    """A LangGraph checkpointer on SQLite, for the graphs of the LangGraph adapter's tests."""
+    async with AsyncSqliteSaver.from_conn_string(str(tmp_path / "graph.sqlite")) as checkpoints:
+        yield checkpoints

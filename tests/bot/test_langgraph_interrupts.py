@@ -1,0 +1,76 @@
+"""What a graph's interrupts offer and when they were asked: a tagged union response schema
+offers only its decisions, and a node's second question is dated when it is asked."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, TypedDict
+
+import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import interrupt
+from pydantic import BaseModel, Field, TypeAdapter
+
+from agent_runtime import Decision
+from agent_runtime.errors import ResumeError
+from signoff.langgraph import LangGraphAgent
+from signoff.langgraph_interrupts import allowed_decisions
+
+
+def test_a_tagged_union_response_schema_offers_only_its_decisions() -> None:
+    """LangGraph publishes ``TypeAdapter(...).json_schema()`` of a tagged union: the card
+    must offer only its tags, never a decision the graph would refuse on resume."""
+
+    class Approve(BaseModel):
+        type: Literal["approve"]
+
+    class Reject(BaseModel):
+        type: Literal["reject"]
+        message: str | None = None
+
+    tagged = Annotated[Approve | Reject, Field(discriminator="type")]
+    assert allowed_decisions(TypeAdapter(tagged).json_schema()) == ("approve", "reject")
+    assert allowed_decisions(TypeAdapter(Approve | Reject).json_schema()) == ("approve", "reject")
+    assert allowed_decisions(Approve.model_json_schema()) == ("approve",)
+
+
+class TwoQuestions(TypedDict, total=False):
+    request: str
+    result: str
+
+
+def _asks_twice(state: TwoQuestions) -> TwoQuestions:
+    first = interrupt({"type": "tool_approval", "tool_call_id": "c1", "name": "drain", "args": {}})
+    second = interrupt({"type": "tool_approval", "tool_call_id": "c2", "name": "drop", "args": {}})
+    return {"result": f"{first} {second}"}
+
+
+def _two_questions() -> LangGraphAgent:
+    builder = StateGraph(TwoQuestions)
+    builder.add_node("n", _asks_twice)
+    builder.add_edge(START, "n")
+    builder.add_edge("n", END)
+    return LangGraphAgent(
+        builder.compile(checkpointer=InMemorySaver()), input=lambda t: {"request": t}
+    )
+
+
+async def test_a_nodes_second_question_is_dated_when_it_is_asked() -> None:
+    """Its expiry counts from then: resuming part of a node writes no checkpoint, whose
+    time is when the first question was asked."""
+    agent = _two_questions()
+    [first] = (await agent.invoke("go", thread_id="thread_two")).interrupts
+    [second] = (
+        await agent.invoke({first.id: Decision.approve()}, thread_id="thread_two")
+    ).interrupts
+    assert second.tool_call is not None and second.tool_call.name == "drop"
+    assert second.created_at > first.created_at
+
+
+async def test_a_prompt_while_the_graph_waits_for_a_person_is_refused() -> None:
+    agent = _two_questions()
+    [first] = (await agent.invoke("go", thread_id="thread_p")).interrupts
+    with pytest.raises(ResumeError, match="waits for its open interrupts"):
+        await agent.invoke("something else", thread_id="thread_p")
+    status = await agent.thread_status("thread_p")
+    assert status is not None and [i.id for i in status.interrupts] == [first.id]
