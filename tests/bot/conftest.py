@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime, timedelta
@@ -18,6 +19,7 @@ from harness import ALICE, BOB, CAROL, CHANNEL, Harness, ToolLog, cleanup_spec
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from pydantic import SecretStr
 from requests_jobs import ADMIN_TOKEN, Jobs
+from webhook_receiver import Hooked, Receiver
 
 from bot.agents.policy import AgentSpec, Policy
 from bot.api.agui import AGUI_PATH
@@ -29,6 +31,7 @@ from bot.process.wiring import make_services
 from bot.services.callbacks import CallbackPolicy
 from bot.slack.app import build_app
 from storage import Storage
+from storage.webhooks import WebhookDelivery
 
 
 @pytest.fixture
@@ -162,3 +165,53 @@ async def saver(tmp_path: Path) -> AsyncIterator[AsyncSqliteSaver]:
     """A LangGraph checkpointer on SQLite, for the graphs of the LangGraph adapter's tests."""
     async with AsyncSqliteSaver.from_conn_string(str(tmp_path / "graph.sqlite")) as checkpoints:
         yield checkpoints
+
+
+@pytest.fixture
+async def hooked(make_bot: Any, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Hooked]:
+    """A bot whose client ``key-rotation`` names a receiver; each retry or done is noted."""
+    bot: Harness = await make_bot()
+    outbox = bot.services.storage.webhooks
+    rescheduled, retry, done = asyncio.Condition(), outbox.retry, outbox.done
+    outcomes: list[str] = []
+
+    async def tell(what: str) -> None:
+        async with rescheduled:
+            outcomes.append(what)
+            rescheduled.notify_all()
+
+    async def retry_and_tell(delivery: WebhookDelivery, *, at: datetime) -> None:
+        await retry(delivery, at=at)
+        await tell("retried")
+
+    async def done_and_tell(delivery_id: str) -> None:
+        await done(delivery_id)
+        await tell("done")
+
+    monkeypatch.setattr(outbox, "retry", retry_and_tell)
+    monkeypatch.setattr(outbox, "done", done_and_tell)
+    receiver = Receiver()
+    hook_app = web.Application()
+    hook_app.router.add_post("/hook", receiver.handle)
+    hook_server = TestServer(hook_app, host="127.0.0.1", port=0)
+    await hook_server.start_server()
+    client, token = await bot.services.storage.api_clients.create(
+        "key-rotation", now=datetime.now(UTC)
+    )
+    api = TestServer(operator_app(bot.services), host="127.0.0.1", port=0)
+    await api.start_server()
+
+    async with aiohttp.ClientSession() as http:
+        yield Hooked(
+            bot=bot,
+            base=f"http://127.0.0.1:{api.port}",
+            http=http,
+            token=token,
+            secret=client.webhook_secret,
+            receiver=receiver,
+            hook=f"http://127.0.0.1:{hook_server.port}/hook",
+            rescheduled=rescheduled,
+            outcomes=outcomes,
+        )
+    await api.close()
+    await hook_server.close()
