@@ -1,0 +1,149 @@
+"""Workflows as graphs: agent nodes, routers, a step limit, failing nodes, and workflows
+refused as misconfigured."""
+
+import pytest
+
+from agent_runtime import (
+    Agent,
+    BeforeNodeCall,
+    Decision,
+    NodeContext,
+    RunFinished,
+    ScriptedModel,
+    TextMessage,
+    ToolCall,
+    ToolCallFinished,
+    UsageError,
+    Workflow,
+    tool,
+)
+
+
+async def test_an_agent_node_that_interrupts_pauses_the_workflow_and_resumes_the_agent():
+    purged: list[str] = []
+
+    @tool
+    async def purge(path: str) -> str:
+        """Purge a directory."""
+        purged.append(path)
+        return f"purged {path}"
+
+    model = ScriptedModel([[ToolCall(name="purge", args={"path": "/var/log"})], "cache purged"])
+    agent = Agent(model=model, tools=[purge], interrupt_on={"purge": True})
+    reports: list[str] = []
+
+    async def report(ctx: NodeContext) -> str:
+        reports.append(ctx.input)
+        return f"report: {ctx.input}"
+
+    workflow = Workflow(nodes={"clean": agent, "report": report})
+    first = await workflow.invoke("clean /var/log", thread_id="t")
+    assert first.stop_reason == "interrupt"
+    [approval] = first.interrupts
+    assert approval.tool_call is not None and approval.tool_call.name == "purge"
+    assert model.requests[0].messages[-1].content == "clean /var/log"
+    assert purged == []
+
+    events = [e async for e in workflow.stream({approval.id: Decision.approve()}, thread_id="t")]
+    assert purged == ["/var/log"]
+    assert reports == ["cache purged"]
+    assert len(model.requests) == 2
+    assert any(isinstance(e, ToolCallFinished) for e in events)
+    assert [e.text for e in events if isinstance(e, TextMessage)] == [
+        "cache purged",
+        "report: cache purged",
+    ]
+    finished = events[-1]
+    assert isinstance(finished, RunFinished)
+    assert finished.result.stop_reason == "end_turn"
+    assert finished.result.message == "report: cache purged"
+
+
+async def test_an_agent_nodes_answers_are_kept_when_a_node_hook_asks_again_before_it():
+    """Answers to an agent node's interrupts, given in a resume that a BeforeNodeCall hook
+    stopped first (it asks again), reach the agent once the hook is answered: the run
+    neither fails nor asks them again."""
+    purged: list[str] = []
+
+    @tool
+    async def purge(path: str) -> str:
+        """Purge a directory."""
+        purged.append(path)
+        return f"purged {path}"
+
+    model = ScriptedModel([[ToolCall(name="purge", args={"path": "/var/log"})], "cache purged"])
+    agent = Agent(model=model, tools=[purge], interrupt_on={"purge": True})
+    freeze: list[str] = []
+
+    def change_freeze(event: BeforeNodeCall) -> None:
+        if freeze:  # a change freeze began while the agent waited
+            event.interrupt("freeze", reason="A change freeze began: go on anyway?")
+
+    workflow = Workflow(nodes={"clean": agent}, hooks=[change_freeze])
+    [approval] = (await workflow.invoke("clean /var/log", thread_id="t")).interrupts
+    freeze.append("on")
+    [asked] = (await workflow.invoke({approval.id: Decision.approve()}, thread_id="t")).interrupts
+    assert asked.name == "freeze" and purged == []
+    result = await workflow.invoke({asked.id: "go on"}, thread_id="t")
+    assert result.stop_reason == "end_turn", result
+    assert purged == ["/var/log"]
+
+
+async def test_a_router_chooses_the_next_node_from_the_output():
+    runs: list[str] = []
+
+    async def inspect(ctx: NodeContext) -> list[str]:
+        runs.append("inspect")
+        return [] if ctx.input == "clean disk" else ["a.log"]
+
+    async def delete(ctx: NodeContext) -> str:
+        runs.append("delete")
+        return "deleted"
+
+    async def nothing(ctx: NodeContext) -> str:
+        runs.append("nothing")
+        return "nothing to delete"
+
+    workflow = Workflow(
+        nodes={"inspect": inspect, "delete": delete, "nothing": nothing},
+        edges={"inspect": lambda files: "delete" if files else "nothing"},
+    )
+    assert (await workflow.invoke("clean disk")).message == "nothing to delete"
+    assert (await workflow.invoke("full disk")).message == "deleted"
+    assert runs == ["inspect", "nothing", "inspect", "delete"]
+
+
+async def test_a_looping_graph_stops_at_max_steps():
+    async def retry(ctx: NodeContext) -> str:
+        return "again"
+
+    workflow = Workflow(nodes={"retry": retry}, edges={"retry": lambda _: "retry"}, max_steps=3)
+    result = await workflow.invoke("go")
+    assert result.stop_reason == "max_steps"
+    assert result.message == "stopped after 3 nodes"
+
+
+async def test_a_failing_node_ends_the_run_as_an_error():
+    async def broken(ctx: NodeContext) -> str:
+        raise OSError("disk unreadable")
+
+    result = await Workflow(nodes={"inspect": broken}).invoke("go")
+    assert result.stop_reason == "error"
+    assert result.message == "node inspect failed: disk unreadable"
+
+
+def test_misconfigured_workflows_are_refused():
+    async def node(ctx: NodeContext) -> None:
+        return None
+
+    def sync_node(ctx: NodeContext) -> None:
+        return None
+
+    with pytest.raises(UsageError, match="async function"):
+        Workflow(nodes={"a": sync_node})
+    with pytest.raises(UsageError, match="lacks"):
+        Workflow(nodes={"a": node}, edges={"a": "b"})
+    with pytest.raises(UsageError, match="interrupt_before"):
+        Workflow(nodes={"a": node}, interrupt_before={"b": True})
+    with pytest.raises(UsageError, match="respond"):
+        Workflow(nodes={"a": node}, interrupt_before={"a": {"allowed_decisions": ["respond"]}})
