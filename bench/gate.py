@@ -25,8 +25,8 @@ from bot.ui import ids
 from sandbox import Sandbox
 from sandbox.entities import Message
 
-from .chaos import ALICE as APPROVER
-from .chaos import CHANNEL, SIGNOFF, Stack, stack
+from .chaos_stack import ALICE as APPROVER
+from .chaos_stack import CHANNEL, SIGNOFF, Stack, stack
 
 REQUESTS, ROUND = 200, 20
 POLL_EVERY = 3.0

@@ -3,7 +3,7 @@ the chaos suite's scenario (``bench.chaos frozen``), held to what its clickers w
 
 from __future__ import annotations
 
-from bench.chaos import frozen
+from bench.chaos_redis import frozen
 
 
 async def test_clicks_made_while_redis_stalls_land_once_it_answers_and_nothing_said_is_untrue() -> (
