@@ -25,16 +25,17 @@ class SlackUnreachableError(BotError):
 
 
 class AgentBuildError(Exception):
-    """An agent's ``build`` raised an error of its own code (a missing API key, say). The
-    message names the agent and the error's type, not the error's own message, which may
-    hold anything (the log has it, as the cause). Not a BotError: it is the agent failing
-    (the runs API's 500), not an unknown agent (its 404)."""
+    """An agent's ``build`` raised an error of its own code (a missing API key, say), or
+    returned something that is not an agent. The message names the agent and what went
+    wrong, not a raised error's own message, which may hold anything (the log has it, as
+    the cause). Not a BotError: it is the agent failing (the runs API's 500), not an
+    unknown agent (its 404)."""
 
-    def __init__(self, agent: str, cause: Exception) -> None:
-        super().__init__(f"agent {agent!r}: build() raised {type(cause).__name__}")
+    def __init__(self, agent: str, what: str, cause: Exception | None = None) -> None:
+        super().__init__(f"agent {agent!r}: {what}")
         self.cause = cause
 
     def in_full(self) -> str:
         """The message with the error's own on one line, for the operator's terminal."""
-        said = " ".join(str(self.cause).split())
+        said = " ".join(str(self.cause).split()) if self.cause is not None else ""
         return f"{self}: {said}" if said else str(self)

@@ -47,7 +47,8 @@ class Registry:
         process's agents when it has none so called (its SIGNOFF_AGENTS lacks it). A build
         the runtime refuses (a bad ``interrupt_on``, say) is a UsageError naming the agent:
         with several, the runtime's own message does not say which one is wrong; any other
-        error of the build (a missing API key) is an AgentBuildError naming it."""
+        error of the build (a missing API key), or a build that returns no agent, is an
+        AgentBuildError naming it."""
         agent = self._agents.get(name)
         if agent is None:
             spec = self._specs.get(name)
@@ -62,9 +63,10 @@ class Registry:
             except UsageError as exc:
                 raise UsageError(f"agent {name!r}: {exc}") from exc
             except Exception as exc:  # the agent's own code failed
-                raise AgentBuildError(name, exc) from exc
+                raise AgentBuildError(name, f"build() raised {type(exc).__name__}", exc) from exc
             if not isinstance(built, Runnable):
-                raise PolicyError(f"agent {name!r}: build() must return an Agent or a Workflow")
+                returned = f"build() returned {type(built).__name__}, not an Agent or a Workflow"
+                raise AgentBuildError(name, returned)
             agent = self._agents[name] = built
         return agent
 

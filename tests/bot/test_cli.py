@@ -157,8 +157,12 @@ FAILING_BUILD = (
             "raise ValueError('no API key')",
             "signoff: agent 'cleanup': build() raised ValueError: no API key\n",
         ),
+        (
+            "return object()",
+            "signoff: agent 'cleanup': build() returned object, not an Agent or a Workflow\n",
+        ),
     ],
-    ids=["bad interrupt_on", "no API key"],
+    ids=["bad interrupt_on", "no API key", "no agent built"],
 )
 async def test_run_of_an_agent_whose_build_fails_ends_in_one_line_naming_it(
     slack: FakeSlack, env: dict[str, str], tmp_path: Path, body: str, said: str

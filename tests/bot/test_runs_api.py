@@ -209,11 +209,16 @@ def _no_api_key(store: SessionStore) -> Agent:
     raise ValueError("no API key")
 
 
+def _no_agent(store: SessionStore) -> Any:
+    return object()
+
+
 NO_KEY = "agent 'cleanup': build() raised ValueError; see the bot's log"
+NO_AGENT = "agent 'cleanup': build() returned object, not an Agent or a Workflow; see the bot's log"
 BAD_INTERRUPT_ON = "agent 'cleanup': interrupt_on['delete_files']"
 
 
-@pytest.mark.parametrize("cause", ["no API key", "a bad interrupt_on"])
+@pytest.mark.parametrize("cause", ["no API key", "no agent built", "a bad interrupt_on"])
 async def test_an_agent_whose_build_fails_is_named_in_a_json_500(
     make_bot: Any, caplog: pytest.LogCaptureFixture, cause: str
 ) -> None:
@@ -224,6 +229,9 @@ async def test_an_agent_whose_build_fails_is_named_in_a_json_500(
     if cause == "no API key":
         spec = AgentSpec(name="cleanup", build=_no_api_key, policy=policy)
         said = {"start": NO_KEY, "status": NO_KEY, "agui": NO_KEY}
+    elif cause == "no agent built":  # not an unknown agent: its build returned no agent
+        spec = AgentSpec(name="cleanup", build=_no_agent, policy=policy)
+        said = {"start": NO_AGENT, "status": NO_AGENT, "agui": NO_AGENT}
     else:
         spec = cleanup_spec(ToolLog(), policy, decisions=())  # allowed_decisions=[]
         ran = "the run of cleanup failed (UsageError); see the bot's log"
