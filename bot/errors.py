@@ -20,6 +20,15 @@ class AgentsModuleError(BotError):
     """The agents module named by SIGNOFF_AGENTS could not be loaded or declares nothing."""
 
 
+class UnknownAgentError(BotError):
+    """No agent of that name is loaded in this process; the message names the ones that are."""
+
+
+class RunRefusedError(BotError):
+    """A run was asked for where it cannot run (a channel's #name, or a direct message its
+    approvers never see): the request is wrong, not the bot, and nothing was started."""
+
+
 class SlackUnreachableError(BotError):
     """Slack could not be reached for something a request needs now: try again later."""
 

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from agent_runtime.errors import UsageError
 from agent_runtime.runnable import Runnable
 from agent_runtime.session import SessionStore
-from bot.errors import AgentBuildError, AgentsModuleError, BotError, PolicyError
+from bot.errors import AgentBuildError, AgentsModuleError, PolicyError, UnknownAgentError
 
 from .policy import AgentSpec
 
@@ -43,18 +43,18 @@ class Registry:
         return self._specs.get(name)
 
     def agent(self, name: str) -> Runnable:
-        """The agent (or workflow) called ``name``, built on first use; BotError naming this
-        process's agents when it has none so called (its SIGNOFF_AGENTS lacks it). A build
-        the runtime refuses (a bad ``interrupt_on``, say) is a UsageError naming the agent:
-        with several, the runtime's own message does not say which one is wrong; any other
-        error of the build (a missing API key), or a build that returns no agent, is an
-        AgentBuildError naming it."""
+        """The agent (or workflow) called ``name``, built on first use; UnknownAgentError
+        naming this process's agents when it has none so called (its SIGNOFF_AGENTS lacks
+        it). A build the runtime refuses (a bad ``interrupt_on``, say) is a UsageError
+        naming the agent: with several, the runtime's own message does not say which one is
+        wrong; any other error of the build (a missing API key), or a build that returns no
+        agent, is an AgentBuildError naming it."""
         agent = self._agents.get(name)
         if agent is None:
             spec = self._specs.get(name)
             if spec is None:
                 known = ", ".join(self.names) or "none"
-                raise BotError(
+                raise UnknownAgentError(
                     f"no agent named {name!r} in this process (its agents: {known}); "
                     "SIGNOFF_AGENTS must name the module that defines it"
                 )

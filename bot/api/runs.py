@@ -12,7 +12,8 @@ carries it as ``Authorization: Bearer <token>``.
   ``running``.
 
 Errors are JSON ``{"error": "..."}``: 401 without the token, 400 for a malformed body,
-404 for an unknown agent or run, 500 for a run whose stored state is damaged (or an
+404 for an unknown agent or run, 422 for a run asked for where it cannot run (a direct
+message its approvers never see), 500 for a run whose stored state is damaged (or an
 agent that failed, or whose build did: named), 503 when Redis cannot be reached.
 """
 
@@ -28,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 from agent_runtime.errors import UsageError
 from agent_runtime.interrupts import Interrupt
 from agent_runtime.results import AgentResult
-from bot.errors import AgentBuildError, BotError
+from bot.errors import AgentBuildError, RunRefusedError, UnknownAgentError
 from bot.runs.drive import start_run, unknown_agent
 from bot.runs.place import Place
 from bot.runs.unposted import unposted
@@ -75,8 +76,10 @@ def add_runs_routes(app: web.Application, services: Services, *, token: SecretSt
         place = Place(channel=body.channel, thread_ts=None, requested_by=body.requested_by)
         try:
             result = await start_run(services, body.agent, body.input, place=place)
-        except BotError as exc:  # no such agent
+        except UnknownAgentError as exc:
             return _error(404, str(exc))
+        except RunRefusedError as exc:  # where it was asked to run: the caller's to change
+            return _error(422, str(exc))
         except StorageUnavailableError as exc:
             log.error("run of %s not started: %s", body.agent, exc)
             return _error(503, "storage is unavailable; nothing was started")

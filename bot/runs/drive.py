@@ -16,7 +16,7 @@ from agent_runtime.results import AgentResult, ToolResult
 from agent_runtime.resume import ContinueRun
 from agent_runtime.run_events import RunFinished, RunStarted, ToolCallFinished
 from bot.agents.policy import is_channel_id
-from bot.errors import BotError
+from bot.errors import RunRefusedError, UnknownAgentError
 from bot.services import Services
 from bot.ui.notes import post_in_thread
 from bot.ui.posting import post_interrupt
@@ -37,17 +37,19 @@ log = logging.getLogger(__name__)
 async def start_run(
     services: Services, agent_name: str, prompt: str, *, place: Place
 ) -> AgentResult:
-    """Run ``agent_name`` on ``prompt`` until it finishes or stops for approval."""
+    """Run ``agent_name`` on ``prompt`` until it finishes or stops for approval;
+    UnknownAgentError when there is none so called, RunRefusedError (nothing started) when
+    it cannot run at ``place``."""
     spec = services.registry.spec(agent_name)
     if spec is None:
-        raise BotError(unknown_agent(services, agent_name))
+        raise UnknownAgentError(unknown_agent(services, agent_name))
     if place.channel is not None and not is_channel_id(place.channel):
         # Checked before anything is stored: a record under a #name could never be updated.
-        raise BotError(
+        raise RunRefusedError(
             f"channel {place.channel!r}: use a channel id such as C0123ABCD (not a #name)"
         )
     if is_direct_message(place.channel) and spec.asks_where_it_runs(services.default_channel):
-        raise BotError(
+        raise RunRefusedError(
             f"Run {agent_name} in a channel its approvers are in: it asks for approval where "
             "it runs, and nobody else sees this direct message."
         )

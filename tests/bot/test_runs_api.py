@@ -140,6 +140,29 @@ async def test_a_bad_request_says_why_and_starts_nothing(
     assert bot.slack.called("chat.postMessage") == []
 
 
+async def test_a_run_whose_cards_would_go_to_a_direct_message_is_refused_as_the_callers(
+    make_bot: Any,
+) -> None:
+    """A policy naming no channel asks where the run starts: a direct message only the
+    app sees is the caller's mistake (422 saying so), not an unknown agent (404)."""
+    bot: Harness = await make_bot(Policy(users=(ALICE, BOB)))
+    server = TestServer(operator_app(bot.services, api_token=SecretStr(TOKEN)), port=0)
+    await server.start_server()
+    body = {"agent": "cleanup", "input": "clean up", "channel": "D0ABC"}
+    try:
+        async with aiohttp.ClientSession() as http:
+            url = f"http://127.0.0.1:{server.port}{RUNS_PATH}"
+            async with http.post(url, json=body, headers=AUTH) as r:
+                assert r.status == 422 and r.content_type == "application/json"
+                said = (await r.json())["error"]
+    finally:
+        await server.close()
+    assert said.startswith("Run cleanup in a channel its approvers are in"), said
+    assert bot.slack.called("chat.postMessage") == [] and bot.tool_log.calls == []
+    storage = bot.services.storage
+    assert await storage.client.raw.keys(f"{storage.keys.prefix}:thread:*") == []  # no session
+
+
 async def test_an_unknown_run_is_not_found(api: Api) -> None:
     url, http = api.url, api.http
     async with http.get(f"{url}/cleanup/thread_unknown", headers=AUTH) as r:
