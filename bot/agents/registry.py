@@ -22,6 +22,10 @@ from .policy import AgentSpec
 
 log = logging.getLogger(__name__)
 
+BUILD_FAILED = (UsageError, AgentBuildError)
+"""What ``Registry.agent`` raises when the agent's build fails (the runtime refused what
+it built, or the agent's own code failed), each naming the agent."""
+
 
 class Registry:
     """Agent specs by name, and the agents built from them."""

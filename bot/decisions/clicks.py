@@ -21,6 +21,7 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_sdk.errors import SlackApiError
 
 from agent_runtime.interrupts import Decision
+from bot.agents.registry import BUILD_FAILED
 from bot.services import Services
 from bot.services.log_context import log_ids
 from bot.services.tracing import span
@@ -37,6 +38,7 @@ from bot.ui.refusals import (
     FORM_NOT_OPENED,
     STORAGE_DOWN,
     UNCONFIRMED,
+    agent_not_built,
     reason_text,
     refusal_text,
 )
@@ -342,7 +344,14 @@ async def open_modal(services: Services, click: Click) -> None:
         return
     card = card_from_record(record, trust_label=trust_label(services, record))
     if click.action.action_id == ids.EDIT:
-        view = edit_modal(card, await edit_fields(services, record))
+        try:
+            fields = await edit_fields(services, record)
+        except BUILD_FAILED as exc:  # its tool's fields are unknown: no form to fill
+            log.exception("edit form for %s not opened", record.id)
+            text = agent_not_built(exc, so="the edit form was not opened; nothing was decided")
+            await post_ephemeral(services, channel=channel, user=user, text=text)
+            return
+        view = edit_modal(card, fields)
     elif click.action.action_id == ids.FULL_ARGS and record.batch is not None:
         try:
             batch = await services.storage.queries.batch_card(record)

@@ -15,13 +15,14 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from agent_runtime import Agent, Workflow
 from agent_runtime.errors import AgentRuntimeError
 from agent_runtime.interrupts import Decision
+from bot.agents.registry import BUILD_FAILED
 from bot.services import Services
 from bot.ui import ids
 from bot.ui.arg_form import read_args
 from bot.ui.home import refresh_homes
 from bot.ui.modals import errors_for, parse_args
 from bot.ui.redraws import update_message
-from bot.ui.refusals import DAMAGED, STORAGE_DOWN, reason_text, refusal_text
+from bot.ui.refusals import DAMAGED, STORAGE_DOWN, agent_not_built, reason_text, refusal_text
 from bot.ui.requester import tell_decided
 from storage.errors import CorruptRecordError, StorageError
 from storage.outcomes import DecideOutcome
@@ -49,6 +50,11 @@ def listener(services: Services) -> Any:
         block = next(iter(submission.values), ids.INPUT_BLOCK)
         try:
             outcome = await _decide(services, submission, ref)
+        except BUILD_FAILED as exc:  # an edit is checked against its agent's tool
+            log.exception("submission by %s not checked", submission.user.id)
+            text = agent_not_built(exc, so="this edit could not be checked; nothing was decided")
+            await ack(response_action="errors", errors=errors_for(text, block))
+            return
         except CorruptRecordError as exc:
             await ack(response_action="errors", errors=errors_for(DAMAGED, block))
             user = submission.user.id

@@ -12,13 +12,15 @@ from datetime import datetime
 
 from agent_runtime.errors import AgentRuntimeError
 from agent_runtime.interrupts import Decision
+from agent_runtime.runnable import Runnable
+from bot.agents.registry import BUILD_FAILED
 from bot.services import Services
 from bot.ui.blocks import user_mention
 from bot.ui.home import refresh_homes
 from bot.ui.notes import post_mrkdwn
 from bot.ui.posting import post_ephemeral
 from bot.ui.redraws import update_message
-from bot.ui.refusals import STORAGE_DOWN, refusal_text
+from bot.ui.refusals import STORAGE_DOWN, agent_not_built, refusal_text
 from bot.ui.requester import tell_decided
 from storage.errors import StorageError, StorageTimeoutError
 from storage.interrupts import Cancelled
@@ -46,6 +48,13 @@ async def withdraw(services: Services, click: Click) -> None:
     if problem is not None:
         await post_ephemeral(services, channel=channel, user=user, text=problem)
         return
+    try:  # before anything is cancelled: a run its agent cannot end would wait on for ever
+        agent = _agent(services, record)
+    except BUILD_FAILED as exc:
+        log.exception("run %s not withdrawn", record.run_id)
+        text = agent_not_built(exc, so="the request was not withdrawn and is still pending")
+        await post_ephemeral(services, channel=channel, user=user, text=text)
+        return
     reason = ""  # the card says who withdrew it; Slack gives no reason to quote
     now = services.clock.now()
     try:
@@ -70,8 +79,8 @@ async def withdraw(services: Services, click: Click) -> None:
     # The run's other cards: cancelled with it, or decided but now never run.
     others = [rid for rid in (*cancelled.ids, *cancelled.not_run) if rid != record.id]
     await _redraw(services, others, drawn={(latest.channel, latest.message_ts)})
-    if not is_request_run(record.run_id):
-        await _cancel_agent_run(services, latest, user)
+    if agent is not None:
+        await _cancel_agent_run(services, agent, latest, user)
     await tell_decided(services, latest)
     await refresh_homes(services, latest)
 
@@ -135,11 +144,18 @@ def _refusal(services: Services, record: InterruptRecord, user: str) -> str | No
     return None
 
 
-async def _cancel_agent_run(services: Services, record: InterruptRecord, user: str) -> None:
+def _agent(services: Services, record: InterruptRecord) -> Runnable | None:
+    """The agent whose run ``record`` belongs to, built now; None for a job's request or an
+    agent this process does not run."""
+    if is_request_run(record.run_id) or services.registry.spec(record.agent) is None:
+        return None
+    return services.registry.agent(record.agent)
+
+
+async def _cancel_agent_run(
+    services: Services, agent: Runnable, record: InterruptRecord, user: str
+) -> None:
     """End the agent's run as cancelled and say so in its thread."""
-    agent = services.registry.agent(record.agent) if services.registry.spec(record.agent) else None
-    if agent is None:
-        return
     try:
         ended = await agent.cancel(record.thread_id, f"The request was withdrawn by {user}.")
     except AgentRuntimeError as exc:  # a resume saved first: storage refused it anyway

@@ -45,6 +45,12 @@ UNCONFIRMED = (
 )
 
 
+def agent_not_built(exc: Exception, *, so: str) -> str:
+    """Why a click that needs the request's agent changed nothing: its build failed in
+    this process (``exc`` names the agent and the error's kind; the log has the rest)."""
+    return f"Signoff could not load this request's agent ({exc}; see the bot's log), so {so}."
+
+
 def refusal_text(outcome: DecideOutcome) -> str:
     """One sentence, in the bot's own mrkdwn (user ids only as mentions)."""
     reason = outcome.reason or "unknown"
