@@ -14,11 +14,12 @@ import traceback
 from collections.abc import Iterable
 
 from agent_runtime.errors import UsageError
-from agent_runtime.runnable import Runnable
+from agent_runtime.runnable import Runnable, ThreadStatus
 from agent_runtime.session import SessionStore
 from bot.errors import AgentBuildError, AgentsModuleError, PolicyError, UnknownAgentError
 
 from .policy import AgentSpec
+from .sessions import AgentSessions, ran_by
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +64,7 @@ class Registry:
                     "SIGNOFF_AGENTS must name the module that defines it"
                 )
             try:
-                built = spec.build(self._sessions)
+                built = spec.build(AgentSessions(self._sessions, name))
             except UsageError as exc:
                 raise UsageError(f"agent {name!r}: {exc}") from exc
             except Exception as exc:  # the agent's own code failed
@@ -73,6 +74,15 @@ class Registry:
                 raise AgentBuildError(name, returned)
             agent = self._agents[name] = built
         return agent
+
+    async def thread_status(self, name: str, thread_id: str) -> ThreadStatus | None:
+        """Where agent ``name``'s run on ``thread_id`` stands; None when the thread is
+        unknown or another agent's (one API token covers every agent). An adapted agent
+        whose framework keeps the thread's state may have saved nothing here yet."""
+        stored = await self._sessions.load(thread_id)
+        if stored is not None and not ran_by(stored, name):
+            return None
+        return await self.agent(name).thread_status(thread_id)
 
     async def aclose(self) -> None:
         """Let each agent built so far release what it holds (the bot is stopping)."""

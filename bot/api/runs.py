@@ -12,9 +12,10 @@ carries it as ``Authorization: Bearer <token>``.
   ``running``.
 
 Errors are JSON ``{"error": "..."}``: 401 without the token, 400 for a malformed body,
-404 for an unknown agent or run, 422 for a run asked for where it cannot run (a direct
-message its approvers never see), 500 for a run whose stored state is damaged (or an
-agent that failed, or whose build did: named), 503 when Redis cannot be reached.
+404 for an unknown agent or run (a thread another agent ran is unknown to this one), 422
+for a run asked for where it cannot run (a direct message its approvers never see), 500
+for a run whose stored state is damaged (or an agent that failed, or whose build did:
+named), 503 when Redis cannot be reached.
 """
 
 from __future__ import annotations
@@ -102,12 +103,10 @@ def add_runs_routes(app: web.Application, services: Services, *, token: SecretSt
         if services.registry.spec(agent) is None:
             return _error(404, unknown_agent(services, agent))
         try:
-            runnable = services.registry.agent(agent)
+            found = await services.registry.thread_status(agent, thread_id)
         except (UsageError, AgentBuildError) as exc:  # its build failed: JSON, not a text page
             log.exception("status of %s not read", thread_id)
             return _error(500, f"{exc}; see the bot's log")
-        try:
-            found = await runnable.thread_status(thread_id)
         except InvalidIdError:
             found = None
         except CorruptRecordError as exc:  # asking again will not help: not a 503

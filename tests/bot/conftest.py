@@ -58,6 +58,7 @@ async def make_bot(slack: FakeSlack, storage: Storage) -> AsyncIterator[Callable
         then: tuple[dict[str, Any], ...] = (),
         started_by: tuple[str, ...] = (),
         spec: AgentSpec | None = None,
+        also: tuple[AgentSpec, ...] = (),
         admins: tuple[str, ...] = (),
     ) -> Harness:
         settings = Settings.from_env(
@@ -73,7 +74,7 @@ async def make_bot(slack: FakeSlack, storage: Storage) -> AsyncIterator[Callable
         services = make_services(
             client=make_client(settings, retries=3),
             storage=storage,
-            specs=[spec or cleanup_spec(log, the_policy, then=then, started_by=started_by)],
+            specs=[spec or cleanup_spec(log, the_policy, then=then, started_by=started_by), *also],
             clock=clock,
             admins=admins,
             # The tests' webhook receivers listen on this machine, on ports of their own.

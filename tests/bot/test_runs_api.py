@@ -3,6 +3,7 @@ the interrupt is posted and approved in Slack, and the job follows the run to it
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -171,6 +172,38 @@ async def test_an_unknown_run_is_not_found(api: Api) -> None:
         assert r.status == 404
     async with http.get(f"{url}/nope/thread_unknown", headers=AUTH) as r:
         assert r.status == 404 and "no agent named 'nope'" in (await r.json())["error"]
+
+
+async def test_a_run_is_not_told_under_another_agents_name(make_bot: Any) -> None:
+    """One token covers every agent: asked under another agent's name, a thread is as
+    unknown as one never run, while it waits and once it has finished."""
+    policy = Policy(channel=CHANNEL, users=(ALICE, BOB))
+    other = dataclasses.replace(cleanup_spec(ToolLog(), policy), name="other")
+    bot: Harness = await make_bot(also=(other,))
+    server = TestServer(operator_app(bot.services, api_token=SecretStr(TOKEN)), port=0)
+    await server.start_server()
+    url = f"http://127.0.0.1:{server.port}{RUNS_PATH}"
+    try:
+        async with aiohttp.ClientSession() as http:
+            start = {"agent": "cleanup", "input": "clean up", "channel": CHANNEL}
+            async with http.post(url, json=start, headers=AUTH) as r:
+                thread_id = (await r.json())["thread_id"]
+
+            async def told(agent: str) -> tuple[int, dict[str, Any]]:
+                async with http.get(f"{url}/{agent}/{thread_id}", headers=AUTH) as r:
+                    return r.status, await r.json()
+
+            assert (await told("cleanup"))[1]["status"] == "interrupted"
+            status, answer = await told("other")
+            assert status == 404 and thread_id in answer["error"]
+
+            [post] = bot.slack.called("chat.postMessage")
+            await bot.click(ids.APPROVE, post["blocks"][-1]["elements"][0]["value"], user=ALICE)
+            await bot.finished()
+            assert (await told("cleanup"))[1]["status"] == "idle"
+            assert (await told("other"))[0] == 404
+    finally:
+        await server.close()
 
 
 async def test_an_interrupt_whose_card_slack_refused_says_why(api: Api) -> None:
