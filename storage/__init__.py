@@ -18,7 +18,7 @@ Entry point::
   ``mark_posted(id, channel, ts, *, thread_ts, now)``,
   ``decide(id, user_id, decision, *, args_digest, now, channel, message_ts, click_id)
   -> DecideOutcome`` (``click_id``: a click stream entry, decided at most once),
-  ``expire_due(now, *, limit) -> list[ExpiryResult]``,
+  ``expire_due(now, *, limit) -> list[ExpiryResult | LostRecord]``,
   ``due_reminders(now, *, limit) -> list[ReminderDue]``,
   ``cancel_run(run_id, *, reason, now, by) -> Cancelled``,
   ``claim_group_checks(now, *, limit, every)`` (pending records with user groups, due for
@@ -85,7 +85,14 @@ from .errors import (
 )
 from .interrupts import InterruptStore
 from .keys import Keys, record_id, split_record_id
-from .outcomes import DecideOutcome, ExpiryResult, Page, RefusalReason, ReminderDue
+from .outcomes import (
+    DecideOutcome,
+    ExpiryResult,
+    LostRecord,
+    Page,
+    RefusalReason,
+    ReminderDue,
+)
 from .queries import InterruptQueries
 from .records import InterruptRecord, InterruptState, Vote
 from .reminders import ReminderStore
@@ -114,6 +121,7 @@ __all__ = [
     "InterruptStore",
     "InvalidIdError",
     "Keys",
+    "LostRecord",
     "Page",
     "RedisSessionStore",
     "RefusalReason",

@@ -328,9 +328,11 @@ class InterruptStore(Decisions, DueSweeps):
             )
             if reply[0] == "moved":  # a decision or a new round changed the run meanwhile
                 continue
-            for rid in reply[2:]:
+            marker = reply.index("gone")
+            damaged, gone = reply[2:marker], reply[marker + 1 :]
+            for rid in damaged:
                 log.error("%s", CorruptRecordError(k.record(rid), "its policy is not JSON"))
             log.info("run %s: cancelled %s pending interrupts", run_id, reply[1])
-            cancelled = tuple(rid for rid in pending if rid not in reply[2:])
+            cancelled = tuple(rid for rid in pending if rid not in (*damaged, *gone))
             return Cancelled(ids=cancelled, not_run=tuple(decided))
         raise StorageResponseError(f"run {run_id} kept changing while it was being cancelled")

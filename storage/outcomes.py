@@ -73,6 +73,16 @@ class ExpiryResult:
 
 
 @dataclass(frozen=True, kw_only=True)
+class LostRecord:
+    """A pending request whose record Redis lost (evicted, or deleted by hand), handed
+    to the one expiry sweep that met it: it can no longer be decided, and its run waits
+    on it unless ended."""
+
+    record_id: str
+    run_id: str
+
+
+@dataclass(frozen=True, kw_only=True)
 class ReminderDue:
     """A reminder this caller alone must send now (``number`` counts from 1)."""
 

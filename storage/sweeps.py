@@ -17,8 +17,8 @@ from agent_runtime.interrupts import Decision
 from .client import RedisClient
 from .epoch import from_ms, to_ms
 from .errors import CorruptRecordError
-from .keys import Keys
-from .outcomes import ExpiryResult, ReminderDue
+from .keys import Keys, split_record_id
+from .outcomes import ExpiryResult, LostRecord, ReminderDue
 from .records import InterruptRecord
 from .retention import millis
 from .transitions import RecordTransitions
@@ -33,6 +33,12 @@ APPROVED_BY_DEFAULT = json.dumps(
 """The decision of a request whose policy approves it when nobody decides in time."""
 
 
+LOST = (
+    "its record was lost from Redis while pending (evicted, or deleted by hand): "
+    "it can no longer be decided"
+)
+"""What the log line and the audit entry of a request whose record Redis lost say."""
+
 POST_LEASE = timedelta(seconds=30)
 """How long a new interrupt (or an escalation step's card) is its poster's to post before
 the outbox hands it out."""
@@ -41,18 +47,25 @@ the outbox hands it out."""
 class DueSweeps(RecordTransitions):
     """Expiry and reminder sweeps, safe to run from several schedulers at once."""
 
-    async def expire_due(self, now: datetime, *, limit: int = 100) -> list[ExpiryResult]:
+    async def expire_due(
+        self, now: datetime, *, limit: int = 100
+    ) -> list[ExpiryResult | LostRecord]:
         """Expire (or escalate once) up to ``limit`` interrupts per shard whose time is up,
         and make final the decisions whose undo window has ended (``released``: the run
-        resumes). Each interrupt is handled once, whoever else sweeps.
+        resumes). Each interrupt is handled once, whoever else sweeps; so is a pending one
+        whose record Redis lost (``LostRecord``, audited as ``lost``).
         """
         due = await self._due(self._keys.due, now, limit)
-        results: list[ExpiryResult] = []
+        results: list[ExpiryResult | LostRecord] = []
         for rid, result in zip(due, await self._each("expire", due, now), strict=True):
             if result is None:
                 await self._drop_corrupt(self._keys.due, rid)
-            elif result[0] == "missing":
+            elif result[0] in ("missing", "lost"):
                 await self._forget_gone(rid)
+                if result[0] == "lost":
+                    run_id = split_record_id(rid)[0]
+                    log.error("request %s (run %s): %s", rid, run_id, LOST)
+                    results.append(LostRecord(record_id=rid, run_id=run_id))
             elif result[0] in ("expired", "escalated", "released"):
                 outcome = cast(Literal["expired", "escalated", "released"], result[0])
                 log.info("interrupt %s %s", rid, outcome)
@@ -152,6 +165,8 @@ class DueSweeps(RecordTransitions):
         # A sweep sent again after its reply was lost is answered the same: the expiries,
         # releases and reminders it made are reported, not skipped as done already.
         args.append(secrets.token_hex(8))
+        if script == "expire":
+            args.append(LOST)
         return await self._pipelined(script, rids, args)
 
 

@@ -31,9 +31,11 @@ from bot.ui.slack_failures import SLACK_FAILURES, passing, retry_after, why_fail
 from storage.audit import AuditEntry
 from storage.errors import StorageError
 from storage.interrupts import GROUP_CHECK_EVERY
-from storage.outcomes import ExpiryResult, ReminderDue
+from storage.outcomes import ExpiryResult, LostRecord, ReminderDue
 from storage.records import InterruptRecord
 from storage.sweeps import POST_LEASE
+
+from .lost import end_lost
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +100,10 @@ class Scheduler:
         now = self._services.clock.now()
         batches: set[str] = set()
         for expired in await self._services.storage.interrupts.expire_due(now):
+            if isinstance(expired, LostRecord):
+                with log_ids(record_id=expired.record_id, run_id=expired.run_id):
+                    await end_lost(self._services, expired)
+                continue
             batch = expired.record.batch
             if batch is None:
                 await self._expired(expired)

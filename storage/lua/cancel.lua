@@ -9,22 +9,33 @@
 -- was lost) gets the first answer, 7 how many records are pending, 8.. the records' ids,
 -- pending then decided, in the order of their keys.
 -- Returns {'moved'} when the run's records are not those given (read them again), else
--- {'cancelled', n, damaged id...}: how many were cancelled, and the records skipped
--- because they could not be read (the others are cancelled all the same).
+-- {'cancelled', n, damaged id..., 'gone', gone id...}: how many were cancelled, the
+-- records skipped because they could not be read, and those Redis no longer has (lost
+-- while pending); the others are cancelled all the same.
 local pending = tonumber(ARGV[7])
 local records, ids = {KEYS[1]}, {}
 for i = 12, #KEYS do records[#records + 1] = KEYS[i] end
 for i = 8, #ARGV do ids[#ids + 1] = ARGV[i] end
+local function skipped(damaged, gone)
+  local reply = {'cancelled', 0, unpack(damaged)}
+  reply[#reply + 1] = 'gone'
+  for _, rid in ipairs(gone) do reply[#reply + 1] = rid end
+  return reply
+end
 if field(KEYS[1], 'cancelled_as') == ARGV[6] then
-  local again, skipped = 0, {}
+  local again, damaged, gone = 0, {}, {}
   for i = 1, pending do
     if field(records[i], 'cancelled_as') == ARGV[6] then
       again = again + 1
+    elseif redis.call('EXISTS', records[i]) == 0 then
+      gone[#gone + 1] = ids[i]
     else
-      skipped[#skipped + 1] = ids[i]
+      damaged[#damaged + 1] = ids[i]
     end
   end
-  return {'cancelled', again, unpack(skipped)}
+  local reply = skipped(damaged, gone)
+  reply[2] = again
+  return reply
 end
 local function same(set, from, to)
   if redis.call('SCARD', set) ~= to - from + 1 then return false end
@@ -36,12 +47,14 @@ end
 if not (same(KEYS[2], 1, pending) and same(KEYS[11], pending + 1, #ids)) then
   return {'moved'}
 end
-local cancelled, damaged = 0, {}
+local cancelled, damaged, gone = 0, {}, {}
 for i = 1, pending do
   KEYS[1] = records[i]  -- the shared functions work on the record in KEYS[1]
   local key = records[i]
   local readable, policy = pcall(cjson.decode, field(key, 'policy'))
-  if not readable or type(policy) ~= 'table' then
+  if redis.call('EXISTS', key) == 0 then
+    gone[#gone + 1] = ids[i]
+  elseif not readable or type(policy) ~= 'table' then
     damaged[#damaged + 1] = ids[i]
   else
     -- A decision held in its undo window never takes effect now (the audit trail keeps it).
@@ -59,4 +72,6 @@ for i = pending + 1, #ids do
   end
 end
 redis.call('DEL', KEYS[11])
-return {'cancelled', cancelled, unpack(damaged)}
+local reply = skipped(damaged, gone)
+reply[2] = cancelled
+return reply

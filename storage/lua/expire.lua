@@ -4,16 +4,29 @@
 -- 6 how long waiting clicks may hold the expiry back (ms), 7 the decision of an approval
 -- by default (policy.if_nobody_decides 'approve'), 8 how long the sweeper has to post an
 -- escalation step's card before the outbox does (ms), 9 this call's token (the same call
--- sent again after its reply was lost is answered as the first time).
+-- sent again after its reply was lost is answered as the first time), 10 what the audit
+-- entry of a record found gone while pending says.
 -- A decision held in its undo window is made final here instead, once the window ends.
 -- Returns {status, job id, record hash...}; status is
--- expired|escalated|released|skip|missing.
+-- expired|escalated|released|skip|missing|lost.
 local key, rid, now = KEYS[1], ARGV[1], ARGV[2]
 if redis.call('EXISTS', key) == 0 then
   -- Gone while pending (its TTL ran out unswept, the server evicted it, or it was deleted
   -- by hand): out of the time indexes here; the caller takes it off the pending lists.
-  for _, index in ipairs({KEYS[4], KEYS[5], KEYS[6]}) do redis.call('ZREM', index, rid) end
-  return {'missing', ''}
+  -- The call that takes its due entry out reports it 'lost', audited once: whoever else
+  -- sweeps finds it 'missing'. (Only a pending record has a due entry.)
+  local claimed = redis.call('ZREM', KEYS[4], rid)
+  redis.call('ZREM', KEYS[5], rid)
+  redis.call('ZREM', KEYS[6], rid)
+  if claimed == 0 then return {'missing', ''} end
+  local run_id = string.match(rid, '^[^/]+')
+  local entry = {'event', 'lost', 'record_id', rid, 'run_id', run_id, 'user_id', '',
+    'at', now, 'channel', '', 'message_ts', '', 'detail', ARGV[10]}
+  redis.call('XADD', KEYS[10], 'MAXLEN', '~', ARGV[5], '*', unpack(entry))
+  if string.sub(run_id, 1, 4) == 'req_' then
+    redis.call('XADD', KEYS[10] .. ':requests', 'MAXLEN', '~', ARGV[5], '*', unpack(entry))
+  end
+  return {'lost', ''}
 end
 -- What this call did, kept as '<token> <status> <job id>': its card is updated and its
 -- requester told by the sweeper that hears of it.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -9,7 +10,7 @@ from storage_helpers import NOW, later, make_record, run_key, wait_for
 
 from agent_runtime.interrupts import Decision
 from agent_runtime.messages import args_digest
-from storage import CorruptRecordError, DuplicateInterruptError, Storage
+from storage import CorruptRecordError, DuplicateInterruptError, LostRecord, Storage
 from storage.audit import AuditEntry
 
 DIGEST = args_digest({"path": "/tmp/old"})
@@ -346,7 +347,8 @@ async def test_a_pending_request_dropped_by_its_ttl_leaves_every_index_at_its_ex
 ) -> None:
     """A pending record gone by its TTL (Signoff stopped past its expiry's 30 days, or the
     server evicting it): the sweep that meets its due entry takes it out of the pending
-    lists too, so the metrics' pending count and the listings stop counting it."""
+    lists too, so the metrics' pending count and the listings stop counting it, and hands
+    it to the bot (to end what waits on it) exactly once."""
     reminders = (timedelta(minutes=30),)
     gone = make_record(call_id="c1", expires_in=timedelta(hours=1), reminders=reminders)
     kept = make_record(  # its id extends gone's: only gone's entries may go
@@ -362,6 +364,14 @@ async def test_a_pending_request_dropped_by_its_ttl_leaves_every_index_at_its_ex
     await wait_for(dropped, what="the record's TTL to run out")
     assert await storage.queries.pending_count() == 2, "counted while its entry stays"
 
+    # Two sweeps meet it at once: one of them is handed it, and it is audited once.
+    sweeps = [storage.interrupts.expire_due(later(hours=2)) for _ in range(2)]
+    swept = [result for results in await asyncio.gather(*sweeps) for result in results]
+    assert swept == [LostRecord(record_id=gone.id, run_id=gone.run_id)]
+    trail = await storage.audit.read(count=100)
+    assert [(e.event, e.record_id, e.run_id) for e in trail if e.event == "lost"] == [
+        ("lost", gone.id, gone.run_id)
+    ]
     assert await storage.interrupts.expire_due(later(hours=2)) == []
     k = storage.keys
     for index in (k.by_user, k.by_channel, k.due, k.reminders, k.outbox):

@@ -1,0 +1,93 @@
+"""A pending request whose record Redis lost (evicted, or deleted by hand): the expiry
+sweep that meets its due entry ends what waited on it, once, whoever else sweeps; the
+log and the audit trail name the request."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import timedelta
+from typing import Any
+
+import batch_agents
+import pytest
+from harness import CAROL, Harness
+
+from bot.schedule.scheduler import Scheduler
+from storage.sweeps import LOST
+
+
+async def _lose(bot: Harness, record_id: str) -> None:
+    """Delete the record's key, as an eviction does."""
+    storage = bot.services.storage
+    assert await storage.client.raw.delete(storage.keys.record(record_id)) == 1
+
+
+async def _lost_entries(bot: Harness) -> list[Any]:
+    return [e for e in await bot.services.storage.audit.read(count=100) if e.event == "lost"]
+
+
+async def test_a_run_whose_other_request_was_lost_ends_and_its_other_card_says_so(
+    make_bot: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+    deleted: list[str] = []
+    files = ["/tmp/a", "/tmp/b"]
+    bot: Harness = await make_bot(
+        spec=batch_agents.spec(deleted, files, batch=False, expires_after=timedelta(hours=1))
+    )
+    await bot.start(requested_by=CAROL)
+    await bot.slack.wait_for(
+        lambda: len(bot.slack.called("chat.postMessage")) == 2, what="both cards"
+    )
+    first, second = (
+        bot.record_id(p["blocks"][-1]["elements"][0]["value"])
+        for p in bot.slack.called("chat.postMessage")
+    )
+    await _lose(bot, first)
+    storage = bot.services.storage
+    due = storage.keys.due(storage.keys.shard_of_record(first))
+    await storage.client.raw.zadd(due, {first: 1})  # its time came first: the other waits
+    bot.clock.advance(timedelta(minutes=1))
+    # Two schedulers meet the lost request at once: one of them ends what waited on it.
+    await asyncio.gather(Scheduler(bot.services).tick(), Scheduler(bot.services).tick())
+
+    [entry] = await _lost_entries(bot)
+    assert entry.record_id == first and entry.detail == LOST
+    assert [r for r in caplog.records if first in r.getMessage() and LOST in r.getMessage()]
+    assert not [r for r in caplog.records if "corrupt" in r.getMessage()]
+    stopped = [
+        str(p.get("text"))
+        for p in bot.slack.called("chat.postMessage")
+        if str(p.get("text")).startswith("Stopped")
+    ]
+    assert len(stopped) == 1 and first in stopped[0] and "lost" in stopped[0], stopped
+    status = await bot.services.registry.agent("cleanup").thread_status(
+        (await bot.services.storage.queries.get(second)).thread_id  # type: ignore[union-attr]
+    )
+    assert status is not None and status.status == "idle"
+    kept = await bot.services.storage.queries.get(second)
+    assert kept is not None and kept.state == "cancelled"
+    redrawn = [u for u in bot.slack.called("chat.update") if "lost" in str(u["blocks"])]
+    assert redrawn, "the other card says why it was cancelled"
+    assert deleted == []
+    assert await bot.services.storage.queries.pending_count() == 0
+
+    bot.clock.advance(timedelta(hours=2))
+    await Scheduler(bot.services).tick()
+    assert len(await _lost_entries(bot)) == 1, "met once"
+
+
+async def test_a_request_lost_alone_is_audited_once_and_said_so_in_the_log(
+    make_bot: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+    bot: Harness = await make_bot()
+    rid = bot.record_id(await bot.start(requested_by=CAROL))
+    await _lose(bot, rid)
+    bot.clock.advance(timedelta(hours=25))
+    await asyncio.gather(Scheduler(bot.services).tick(), Scheduler(bot.services).tick())
+    [entry] = await _lost_entries(bot)
+    assert entry.record_id == rid
+    said = [r.getMessage() for r in caplog.records if rid in r.getMessage()]
+    assert any(LOST in line for line in said), said
