@@ -26,7 +26,7 @@ from .errors import (
     InvalidIdError,
     StorageResponseError,
 )
-from .keys import check_id
+from .keys import check_id, split_record_id
 from .records import InterruptRecord
 from .retention import millis
 from .sweeps import POST_LEASE, DueSweeps
@@ -86,7 +86,7 @@ class InterruptStore(Decisions, DueSweeps):
         shard = k.shard_of(run_id)
         keys = [k.run_pending(run_id), k.due(shard), k.reminders(shard), k.outbox(shard)]
         keys += [k.by_user(shard), k.by_channel(shard), k.audit_stream(shard)]
-        keys += [k.group_checks(shard), k.run_creation(run_id)]
+        keys += [k.group_checks(shard), k.run_creation(run_id), k.run_place(run_id)]
         keys += [k.record(r.id) for r in records]
         args: list[str | int] = [
             now,
@@ -258,7 +258,8 @@ class InterruptStore(Decisions, DueSweeps):
             check_id("thread ts", thread_ts)
         args: list[str | int] = [channel, ts, thread_ts or "", to_ms(now)]
         args += [self._retention.audit_entries, permalink or ""]
-        result = await self._transition("mark_posted", interrupt_id, args)
+        place = self._keys.run_place(split_record_id(interrupt_id)[0])
+        result = await self._transition("mark_posted", interrupt_id, args, extra_keys=[place])
         if result[0] == "unknown":
             return None
         log.info("interrupt %s posted in %s at %s", interrupt_id, channel, ts)

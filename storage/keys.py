@@ -164,6 +164,11 @@ class Keys:
     def run_pending(self, run_id: str) -> str:
         return f"{self._run(run_id)}:pending"
 
+    def run_place(self, run_id: str) -> str:
+        """Hash: an agent's run (its agent and thread) and where it talks in Slack, kept as
+        long as its pending set, so a run whose record Redis lost can still be ended."""
+        return f"{self._run(run_id)}:place"
+
     def run_decided(self, run_id: str) -> str:
         return f"{self._run(run_id)}:decided"
 

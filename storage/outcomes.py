@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Literal
 
 from .records import InterruptRecord, InterruptState
@@ -80,6 +81,11 @@ class LostRecord:
 
     record_id: str
     run_id: str
+    place: Mapping[str, str] = field(default_factory=dict)
+    """An agent's run, as its creation and its posted cards kept it: ``agent``,
+    ``thread_id``, ``channel``, ``thread_ts`` (its Slack thread), ``requested_by``,
+    ``asked_in``, and ``card:<record id>`` (``"<channel> <ts>"``) for each card posted;
+    empty when nothing kept it (a job's request, or a run stored by an earlier version)."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -65,7 +65,8 @@ class DueSweeps(RecordTransitions):
                 if result[0] == "lost":
                     run_id = split_record_id(rid)[0]
                     log.error("request %s (run %s): %s", rid, run_id, LOST)
-                    results.append(LostRecord(record_id=rid, run_id=run_id))
+                    place = dict(zip(result[2::2], result[3::2], strict=True))
+                    results.append(LostRecord(record_id=rid, run_id=run_id, place=place))
             elif result[0] in ("expired", "escalated", "released"):
                 outcome = cast(Literal["expired", "escalated", "released"], result[0])
                 log.info("interrupt %s %s", rid, outcome)

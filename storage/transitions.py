@@ -73,7 +73,8 @@ class RecordTransitions:
         for rid in rids:
             keys = self._transition_keys(rid)
             if script == "expire":
-                keys.append(self._keys.clicks_waiting(rid))
+                run_id = split_record_id(rid)[0]
+                keys += [self._keys.clicks_waiting(rid), self._keys.run_place(run_id)]
             calls.append((keys, [rid, *args]))
         replies = await self._client.eval_each(script, calls)
         results: list[list[str] | None] = []

@@ -8,10 +8,11 @@ import logging
 
 from agent_runtime.errors import AgentRuntimeError
 from bot.runs.drive import settle
-from bot.runs.place import place_of
+from bot.runs.place import Place, place_of
 from bot.services import Services
 from bot.ui.home import refresh_homes
 from bot.ui.redraws import update_message
+from bot.ui.slack_failures import SLACK_FAILURES, why_failed
 from storage.errors import StorageError
 from storage.outcomes import LostRecord
 from storage.records import InterruptRecord
@@ -21,10 +22,11 @@ log = logging.getLogger(__name__)
 
 
 async def end_lost(services: Services, lost: LostRecord) -> None:
-    """Cancel the run's other pending requests (their cards say why) and end
-    an agent's run as cancelled in the thread its other cards name. With no other record
-    of the run left, nothing says where its run is: the log says it cannot be ended."""
+    """Say on the lost request's card (when it is known) that it can no longer be decided,
+    cancel the run's other pending requests (their cards say why) and end an agent's run as
+    cancelled in its thread. A run nothing says the thread of is left, and the log says so."""
     reason = f"Request {lost.record_id} was lost from Redis and can no longer be decided."
+    await _mark_card(services, lost, reason)
     try:
         cancelled = await services.storage.interrupts.cancel_run(
             lost.run_id, reason=reason, now=services.clock.now()
@@ -38,15 +40,40 @@ async def end_lost(services: Services, lost: LostRecord) -> None:
     await _redraw(services, others)
     if is_request_run(lost.run_id):
         return
-    if not others:
+    if others:
+        run = others[0]
+        await _end_agent_run(services, run.agent, run.thread_id, place_of(run), reason)
+    elif lost.place.get("agent") and lost.place.get("thread_id"):
+        place = lost.place
+        where = Place(
+            channel=place.get("channel") or None,
+            thread_ts=place.get("thread_ts") or None,
+            requested_by=place.get("requested_by", ""),
+            asked_in=place.get("asked_in") or None,
+        )
+        await _end_agent_run(services, place["agent"], place["thread_id"], where, reason)
+    else:
         log.error(
-            "run %s waits on lost request %s and cannot be ended: no other record of it "
+            "run %s waits on lost request %s and cannot be ended: nothing left in Redis "
             "says which thread it runs in",
             lost.run_id,
             lost.record_id,
         )
+
+
+async def _mark_card(services: Services, lost: LostRecord, reason: str) -> None:
+    """Replace the lost request's card, when its place is known, by why it is gone: its
+    buttons could decide nothing."""
+    card = lost.place.get(f"card:{lost.record_id}", "")
+    if " " not in card:
         return
-    await _end_agent_run(services, others[0], reason)
+    channel, ts = card.split(" ", 1)
+    text = f":warning: {reason} What it asked was not done."
+    block = {"type": "section", "text": {"type": "mrkdwn", "text": text}}
+    try:
+        await services.client.chat_update(channel=channel, ts=ts, text=text, blocks=[block])
+    except SLACK_FAILURES as exc:
+        log.warning("card of lost request %s not updated: %s", lost.record_id, why_failed(exc))
 
 
 async def _redraw(services: Services, records: list[InterruptRecord]) -> None:
@@ -59,17 +86,22 @@ async def _redraw(services: Services, records: list[InterruptRecord]) -> None:
             await refresh_homes(services, record)
 
 
-async def _end_agent_run(services: Services, record: InterruptRecord, reason: str) -> None:
-    """End the agent's run of ``record`` as cancelled and say so where it runs."""
-    if services.registry.spec(record.agent) is None:
-        log.error("run %s not ended: no agent %r in this process", record.run_id, record.agent)
+async def _end_agent_run(
+    services: Services, agent: str, thread_id: str, place: Place, reason: str
+) -> None:
+    """End ``agent``'s run on ``thread_id`` as cancelled and say so at ``place``."""
+    if services.registry.spec(agent) is None:
+        log.error("thread %s not ended: no agent %r in this process", thread_id, agent)
         return
     try:
-        ended = await services.registry.agent(record.agent).cancel(record.thread_id, reason)
+        ended = await services.registry.agent(agent).cancel(thread_id, reason)
     except AgentRuntimeError as exc:  # a resume saved first: storage refused it anyway
-        log.warning("run %s not cancelled: %s", record.run_id, exc)
+        log.warning("thread %s not cancelled: %s", thread_id, exc)
+        return
+    except StorageError as exc:
+        log.error("thread %s waits on a lost request and was not ended: %s", thread_id, exc)
         return
     if ended is None:  # it waited on nothing any more
-        log.info("run %s had nothing waiting to cancel", record.run_id)
+        log.info("thread %s had nothing waiting to cancel", thread_id)
         return
-    await settle(services, record.agent, ended, place=place_of(record))
+    await settle(services, agent, ended, place=place)

@@ -2,7 +2,8 @@
 -- The outbox entry is due only after post_lease ms: the creator posts first, and the
 -- scheduler reposts only when that failed (no double post during a slow first attempt).
 -- KEYS: 1 run pending, 2 due, 3 reminders, 4 outbox, 5 by-user, 6 by-channel, 7 audit,
---       8 group checks, 9 the run's last creation, 10.. one record key per record.
+--       8 group checks, 9 the run's last creation, 10 the run's place (an agent's run:
+--       its agent, thread and Slack thread), 11.. one record key per record.
 -- ARGV: now, ttl_ms, audit_maxlen, post_lease ms, group check interval ms, this call's
 --       token (kept a minute in KEYS[9]: the same call sent again after its reply was
 --       lost is answered 'created'), then per record: field count, name, value, ...
@@ -11,7 +12,7 @@ local now, ttl, audit_maxlen = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 local post_after = tonumber(now) + tonumber(ARGV[4])
 local check_after = tonumber(now) + tonumber(ARGV[5])
 local records, pos = {}, 7
-for i = 10, #KEYS do
+for i = 11, #KEYS do
   local count = tonumber(ARGV[pos])
   local fields = {}
   for j = pos + 1, pos + count * 2 do fields[#fields + 1] = ARGV[j] end
@@ -56,5 +57,15 @@ for _, rec in ipairs(records) do
     'message_ts', '', 'detail', '')
 end
 if redis.call('PTTL', KEYS[1]) < longest then redis.call('PEXPIRE', KEYS[1], longest) end
+local first = records[1].key
+if string.sub(field(first, 'run_id'), 1, 4) ~= 'req_' then
+  redis.call('HSET', KEYS[10], 'agent', field(first, 'agent'), 'thread_id',
+    field(first, 'thread_id'), 'requested_by', field(first, 'requested_by'), 'asked_in',
+    field(first, 'asked_in'))
+  -- A later round talks in the first round's thread: what a card posted then set stays.
+  redis.call('HSETNX', KEYS[10], 'channel', field(first, 'channel'))
+  redis.call('HSETNX', KEYS[10], 'thread_ts', field(first, 'thread_ts'))
+  if redis.call('PTTL', KEYS[10]) < longest then redis.call('PEXPIRE', KEYS[10], longest) end
+end
 redis.call('SET', KEYS[9], ARGV[6], 'PX', 60000)
 return {'created'}

@@ -1,5 +1,5 @@
 -- Expire one interrupt whose time is up (KEYS as in common.lua, plus 12: the count of its
--- acknowledged clicks still waiting in the click stream), exactly once.
+-- acknowledged clicks still waiting in the click stream, 13: the run's place), exactly once.
 -- ARGV: 1 record id, 2 now, 3 retention ms, 4 resume stream maxlen, 5 audit maxlen,
 -- 6 how long waiting clicks may hold the expiry back (ms), 7 the decision of an approval
 -- by default (policy.if_nobody_decides 'approve'), 8 how long the sweeper has to post an
@@ -8,7 +8,7 @@
 -- entry of a record found gone while pending says.
 -- A decision held in its undo window is made final here instead, once the window ends.
 -- Returns {status, job id, record hash...}; status is
--- expired|escalated|released|skip|missing|lost.
+-- expired|escalated|released|skip|missing|lost ('lost' with the run's place hash).
 local key, rid, now = KEYS[1], ARGV[1], ARGV[2]
 if redis.call('EXISTS', key) == 0 then
   -- Gone while pending (its TTL ran out unswept, the server evicted it, or it was deleted
@@ -26,7 +26,9 @@ if redis.call('EXISTS', key) == 0 then
   if string.sub(run_id, 1, 4) == 'req_' then
     redis.call('XADD', KEYS[10] .. ':requests', 'MAXLEN', '~', ARGV[5], '*', unpack(entry))
   end
-  return {'lost', ''}
+  local lost = {'lost', ''}
+  for _, value in ipairs(redis.call('HGETALL', KEYS[13])) do lost[#lost + 1] = value end
+  return lost
 end
 -- What this call did, kept as '<token> <status> <job id>': its card is updated and its
 -- requester told by the sweeper that hears of it.
@@ -85,8 +87,10 @@ if step < steps then
   if ttl > 0 then
     ttl = ttl + later - tonumber(expires)
     redis.call('PEXPIRE', key, ttl)
-    -- The run's pending set lives as long as its longest-lived record.
-    if redis.call('PTTL', KEYS[2]) < ttl then redis.call('PEXPIRE', KEYS[2], ttl) end
+    -- The run's pending set (and place) lives as long as its longest-lived record.
+    for _, run_key in ipairs({KEYS[2], KEYS[13]}) do
+      if redis.call('PTTL', run_key) < ttl then redis.call('PEXPIRE', run_key, ttl) end
+    end
   end
   zset_many('ZADD', KEYS[7], user_members(key, rid, true))
   -- The step's card: posted by the sweeper now, or by the outbox if the sweeper dies first.

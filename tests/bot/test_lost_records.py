@@ -62,14 +62,15 @@ async def test_a_run_whose_other_request_was_lost_ends_and_its_other_card_says_s
         if str(p.get("text")).startswith("Stopped")
     ]
     assert len(stopped) == 1 and first in stopped[0] and "lost" in stopped[0], stopped
-    status = await bot.services.registry.agent("cleanup").thread_status(
-        (await bot.services.storage.queries.get(second)).thread_id  # type: ignore[union-attr]
-    )
-    assert status is not None and status.status == "idle"
     kept = await bot.services.storage.queries.get(second)
     assert kept is not None and kept.state == "cancelled"
-    redrawn = [u for u in bot.slack.called("chat.update") if "lost" in str(u["blocks"])]
-    assert redrawn, "the other card says why it was cancelled"
+    status = await bot.services.registry.agent("cleanup").thread_status(kept.thread_id)
+    assert status is not None and status.status == "idle"
+    updates = bot.slack.called("chat.update")
+    [lost_card] = [u for u in updates if u["ts"] == bot.message_ts(0)]
+    assert "can no longer be decided" in str(lost_card["blocks"])
+    other_card = [u for u in updates if u["ts"] == bot.message_ts(1)][-1]
+    assert "Cancelled" in str(other_card["blocks"]) and first in str(other_card["blocks"])
     assert deleted == []
     assert await bot.services.storage.queries.pending_count() == 0
 
@@ -78,16 +79,25 @@ async def test_a_run_whose_other_request_was_lost_ends_and_its_other_card_says_s
     assert len(await _lost_entries(bot)) == 1, "met once"
 
 
-async def test_a_request_lost_alone_is_audited_once_and_said_so_in_the_log(
+async def test_a_run_whose_only_request_was_lost_ends_and_its_card_says_so(
     make_bot: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO)
     bot: Harness = await make_bot()
     rid = bot.record_id(await bot.start(requested_by=CAROL))
+    thread_id = (await bot.services.storage.queries.get(rid)).thread_id  # type: ignore[union-attr]
     await _lose(bot, rid)
     bot.clock.advance(timedelta(hours=25))
     await asyncio.gather(Scheduler(bot.services).tick(), Scheduler(bot.services).tick())
+
     [entry] = await _lost_entries(bot)
-    assert entry.record_id == rid
+    assert entry.record_id == rid and entry.detail == LOST
     said = [r.getMessage() for r in caplog.records if rid in r.getMessage()]
     assert any(LOST in line for line in said), said
+    text = await bot.finished()
+    assert text.startswith("Stopped (cancelled)") and rid in text and "lost" in text, text
+    [card] = [u for u in bot.slack.called("chat.update") if u["ts"] == bot.message_ts()]
+    assert "can no longer be decided" in str(card["blocks"]) and "actions" not in str(card)
+    status = await bot.services.registry.agent("cleanup").thread_status(thread_id)
+    assert status is not None and status.status == "idle"
+    assert bot.tool_log.calls == []

@@ -367,7 +367,9 @@ async def test_a_pending_request_dropped_by_its_ttl_leaves_every_index_at_its_ex
     # Two sweeps meet it at once: one of them is handed it, and it is audited once.
     sweeps = [storage.interrupts.expire_due(later(hours=2)) for _ in range(2)]
     swept = [result for results in await asyncio.gather(*sweeps) for result in results]
-    assert swept == [LostRecord(record_id=gone.id, run_id=gone.run_id)]
+    [lost] = swept
+    assert isinstance(lost, LostRecord) and (lost.record_id, lost.run_id) == (gone.id, gone.run_id)
+    assert (lost.place["agent"], lost.place["thread_id"]) == (gone.agent, gone.thread_id)
     trail = await storage.audit.read(count=100)
     assert [(e.event, e.record_id, e.run_id) for e in trail if e.event == "lost"] == [
         ("lost", gone.id, gone.run_id)
