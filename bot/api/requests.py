@@ -241,7 +241,9 @@ class _RequestsApi:
             while True:
                 changed.clear()  # before the read: a change during it wakes the wait below
                 latest = await self._services.storage.queries.get(record.id)
-                record = latest or record
+                if latest is None:  # lost from Redis while waited on: as a new GET answers
+                    return _unknown(record.run_id)
+                record = latest
                 view = await self._view(record, meta)  # with items: decided once all are
                 left = deadline - loop.time()
                 if view.status != "pending" or left <= 0 or self._watch.closing:
@@ -329,7 +331,7 @@ class _RequestsApi:
     ) -> tuple[InterruptRecord, RequestMeta] | web.Response:
         """The caller's request named in the path; 404 for another client's."""
         run_id = request.match_info["id"]
-        unknown = error(404, f"no request {run_id[:40]!r}", "id")
+        unknown = _unknown(run_id)
         if not _REQUEST_ID.match(run_id):
             return unknown
         meta = await self._services.storage.requests.meta(run_id)
@@ -388,3 +390,8 @@ def _channels(body: NewRequest) -> list[tuple[str, str]]:
         named.append(("escalate_channel", body.escalate_channel))
     named += [(f"ladder.{n}.channel", s.channel) for n, s in enumerate(body.ladder) if s.channel]
     return named
+
+
+def _unknown(run_id: str) -> web.Response:
+    """The answer for a request this caller has none of (or Redis no longer has)."""
+    return error(404, f"no request {run_id[:40]!r}", "id")

@@ -57,6 +57,29 @@ async def test_a_long_poll_with_nothing_decided_answers_pending_when_the_wait_en
     assert status == 200 and answer["status"] == "pending"
 
 
+async def test_a_long_poll_on_a_request_redis_lost_answers_404_once_it_is_met(
+    jobs: Jobs,
+) -> None:
+    """Not "pending" at the end of the wait, for a request nobody can decide any more."""
+    _, made = await jobs.ask()
+    storage = jobs.bot.services.storage
+    raw = storage.client.raw
+    waiting = asyncio.create_task(jobs.get(made["status_url"] + "?wait=30"))
+
+    async def following() -> bool:  # the long poll reads the request events
+        return any(c["cmd"] == "xread" and "b" in c["flags"] for c in await raw.client_list())
+
+    deadline = time.monotonic() + 5
+    while not await following():
+        assert time.monotonic() < deadline, "the long poll never waited"
+        await asyncio.sleep(0.01)
+    await raw.delete(storage.keys.record(request_record_id(made["id"])))
+    jobs.bot.clock.advance(timedelta(days=1))
+    await Scheduler(jobs.bot.services).tick()  # meets it lost
+    status, answer = await asyncio.wait_for(waiting, 10)
+    assert status == 404 and made["id"] in answer["error"]
+
+
 async def test_while_slack_is_down_a_view_answers_with_ids_and_no_names(jobs: Jobs) -> None:
     jobs.bot.slack.down = True
     status, made = await jobs.ask(approvers=[CAROL])
