@@ -146,6 +146,11 @@ class Keys:
         request ``rid``, so a decision followed up again (a click replayed) tells it once."""
         return f"{self.record(rid)}:told"
 
+    def lost_by(self, rid: str) -> str:
+        """String, kept a minute: the token of the expiry sweep that found record ``rid``
+        gone while pending, so that sweep sent again (its reply lost) reports it again."""
+        return f"{self.record(rid)}:lost"
+
     def batch_noted(self, lead_id: str) -> str:
         """String: set by the one caller that posts the "N calls decided" note of the batch
         card ``lead_id`` leads, so processes deciding its last items together post it once."""

@@ -1,5 +1,6 @@
 -- Expire one interrupt whose time is up (KEYS as in common.lua, plus 12: the count of its
--- acknowledged clicks still waiting in the click stream, 13: the run's place), exactly once.
+-- acknowledged clicks still waiting in the click stream, 13: the run's place, 14: the token
+-- of the sweep that found it lost), exactly once.
 -- ARGV: 1 record id, 2 now, 3 retention ms, 4 resume stream maxlen, 5 audit maxlen,
 -- 6 how long waiting clicks may hold the expiry back (ms), 7 the decision of an approval
 -- by default (policy.if_nobody_decides 'approve'), 8 how long the sweeper has to post an
@@ -18,13 +19,18 @@ if redis.call('EXISTS', key) == 0 then
   local claimed = redis.call('ZREM', KEYS[4], rid)
   redis.call('ZREM', KEYS[5], rid)
   redis.call('ZREM', KEYS[6], rid)
-  if claimed == 0 then return {'missing', ''} end
-  local run_id = string.match(rid, '^[^/]+')
-  local entry = {'event', 'lost', 'record_id', rid, 'run_id', run_id, 'user_id', '',
-    'at', now, 'channel', '', 'message_ts', '', 'detail', ARGV[10]}
-  redis.call('XADD', KEYS[10], 'MAXLEN', '~', ARGV[5], '*', unpack(entry))
-  if string.sub(run_id, 1, 4) == 'req_' then
-    redis.call('XADD', KEYS[10] .. ':requests', 'MAXLEN', '~', ARGV[5], '*', unpack(entry))
+  if claimed == 0 then
+    -- Only the sweep that claimed it, sent again after its reply was lost, hears it again.
+    if redis.call('GET', KEYS[14]) ~= ARGV[9] then return {'missing', ''} end
+  else
+    local run_id = string.match(rid, '^[^/]+')
+    local entry = {'event', 'lost', 'record_id', rid, 'run_id', run_id, 'user_id', '',
+      'at', now, 'channel', '', 'message_ts', '', 'detail', ARGV[10]}
+    redis.call('XADD', KEYS[10], 'MAXLEN', '~', ARGV[5], '*', unpack(entry))
+    if string.sub(run_id, 1, 4) == 'req_' then
+      redis.call('XADD', KEYS[10] .. ':requests', 'MAXLEN', '~', ARGV[5], '*', unpack(entry))
+    end
+    redis.call('SET', KEYS[14], ARGV[9], 'PX', 60000)
   end
   local lost = {'lost', ''}
   for _, value in ipairs(redis.call('HGETALL', KEYS[13])) do lost[#lost + 1] = value end

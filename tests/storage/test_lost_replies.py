@@ -14,7 +14,7 @@ from storage_helpers import NOW, make_record
 from agent_runtime.errors import ThreadBusyError
 from agent_runtime.interrupts import Decision
 from agent_runtime.messages import args_digest
-from storage import EmbeddedRedis, Storage, connect
+from storage import EmbeddedRedis, LostRecord, Storage, connect
 from storage.api_clients import ClientExistsError
 from storage.audit import AuditEntry
 from storage.errors import DuplicateInterruptError
@@ -175,6 +175,23 @@ async def test_an_expiry_or_release_swept_again_by_the_same_sweep_is_reported(
     assert reported[held.id][:2] == ("released", "approved")
     assert None not in (reported[unanswered.id][2], reported[held.id][2])
     assert await one_server.interrupts.expire_due(NOW + timedelta(hours=3)) == []  # once
+
+
+async def test_a_lost_record_swept_again_by_the_same_sweep_is_reported_once(
+    one_server: Storage,
+) -> None:
+    """The sweep that met a request whose record Redis lost, sent again, still hands it on
+    (its run is ended), and it is audited once; a later sweep does not hear of it."""
+    gone = make_record(call_id="c1", expires_in=timedelta(hours=1))
+    await one_server.interrupts.create_interrupts([gone])
+    await one_server.client.raw.delete(one_server.keys.record(gone.id))
+    with reply_lost_once(naming=gone.id) as lost:
+        results = await one_server.interrupts.expire_due(NOW + timedelta(hours=2))
+    assert lost == ["EVALSHA"]
+    assert [(r.record_id, type(r)) for r in results] == [(gone.id, LostRecord)]
+    trail = await one_server.audit.read(count=100)
+    assert [e.record_id for e in trail if e.event == "lost"] == [gone.id]
+    assert await one_server.interrupts.expire_due(NOW + timedelta(hours=3)) == []
 
 
 async def test_an_undo_sent_again_is_told_undone_not_that_nothing_was_held(
