@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import signal
 import subprocess
 from collections.abc import AsyncIterator
@@ -434,3 +435,42 @@ async def test_items_are_one_card_and_the_command_gets_the_approved_ones(stack: 
     # The job's token is not passed on to the command it gates.
     assert stack.marks.read_text() == "vol-a\nvol-c\nexcluded: vol-b\ntoken: none\n"
     assert "Decided: Delete 3 stale volumes, 3 items" in str(ws.message(GENERAL, card.ts).blocks)  # type: ignore[union-attr]
+
+
+async def test_a_reply_reaches_the_command_after_the_wait_says_who_may_decide_and_until_when(
+    stack: Stack,
+) -> None:
+    reply = 'echo "reply=$SIGNOFF_REPLY by $SIGNOFF_DECIDED_BY" >> "$MARKS"'
+    gate = await stack.gate("--expires", "8h", "--allow-reply", command=reply)
+    await stack.waiting(gate)
+    assert gate.stderr is not None
+    who = (await asyncio.wait_for(gate.stderr.readline(), 10)).decode()
+    left = (await asyncio.wait_for(gate.stderr.readline(), 10)).decode()
+    assert who.startswith("signoff gate: who may decide: ") and ALICE in who and BOB in who
+    assert re.match(r"signoff gate: expires in (7 h 59|8 h 0) min \(20\d\d-", left), left
+    card = await stack.card()
+    await stack.click(card, ids.REPLY, user=BOB)
+    modal = await stack.sandbox.wait_for(
+        lambda: next(iter(stack.sandbox.workspace.modals(BOB)), None), within=10
+    )
+    await stack.sandbox.interactions.submit_view(
+        BOB, view_id=modal.id, values={ids.INPUT_BLOCK: {ids.INPUT_ACTION: "only vol-7"}}
+    )
+    _, err = await asyncio.wait_for(gate.communicate(), 30)
+    assert gate.returncode == 0, err
+    assert stack.marks.read_text() == f"reply=only vol-7 by {BOB}\n"
+
+
+async def test_without_a_command_the_gate_only_waits_and_exits_0_once_approved(
+    stack: Stack,
+) -> None:
+    gate = await stack.gate("--json", command=None)
+    await stack.waiting(gate)
+    card = await stack.card()
+    assert gate.returncode is None  # it waits for the decision
+    await stack.click(card, ids.APPROVE)
+    out, err = await asyncio.wait_for(gate.communicate(), 30)
+    assert gate.returncode == 0, err
+    [decision] = out.decode().splitlines()  # the decision alone: nothing else ran
+    assert json.loads(decision)["status"] == "approved"
+    assert json.loads(decision)["decided_by"] == ALICE
