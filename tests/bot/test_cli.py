@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
 import sys
@@ -10,6 +11,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
+import redis.asyncio as redis
 from fakes import BOT_TOKEN, FakeSlack
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -193,6 +195,28 @@ async def test_a_token_for_a_channel_named_not_by_id_is_refused_in_one_line(
     code, out, err = await _signoff("token", "create", "nightly", "--channels", "#ops", env=env)
     assert code == 2 and out == ""
     assert err == "signoff: channel '#ops': use a channel id such as C0123ABCD\n", err
+
+
+async def test_a_token_is_printed_once_and_redis_keeps_only_its_hash(
+    env: dict[str, str], redis_url: str, key_prefix: str
+) -> None:
+    code, out, err = await _signoff("token", "create", "nightly", "--channels", "C0OPS", env=env)
+    assert code == 0, err
+    token = out.splitlines()[0].removeprefix("SIGNOFF_TOKEN=")
+    assert token.startswith("sgn_") and "stores only the token's hash" in err
+    code, listed, _ = await _signoff("token", "list", env=env)
+    assert code == 0 and listed.startswith("nightly\tC0OPS\t") and token not in listed
+    raw = redis.Redis.from_url(redis_url, decode_responses=True)
+    try:
+        keys = [k async for k in raw.scan_iter(f"{key_prefix}*")]
+        stored = [await raw.hgetall(k) for k in keys if await raw.type(k) == "hash"]
+    finally:
+        await raw.aclose()
+    assert stored and token not in json.dumps(stored)
+    assert hashlib.sha256(token.encode()).hexdigest() in json.dumps(stored)
+    assert (await _signoff("token", "revoke", "nightly", env=env))[:2] == (0, "revoked nightly\n")
+    code, _, err = await _signoff("token", "revoke", "nightly", env=env)
+    assert (code, err) == (1, "signoff: no client named 'nightly'\n")
 
 
 async def test_without_redis_url_a_token_command_says_whose_redis_it_uses(
