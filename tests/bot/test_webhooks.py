@@ -3,6 +3,8 @@ event once it is back, under one delivery id, signed so that a forgery fails."""
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 from datetime import timedelta
 from typing import Any
@@ -63,6 +65,11 @@ async def test_a_withdrawal_is_delivered_signed_and_a_forgery_fails_verify(
 
     now = hooked.bot.clock.now().timestamp()
     assert verify(body, sent, hooked.secret, now=now)
+    # As documented, for a receiver in any language: v1= hex HMAC-SHA256 of v1:{ts}:{body}.
+    stamp = sent["X-Signoff-Timestamp"]
+    assert abs(int(stamp) - now) < 5
+    recipe = hmac.new(hooked.secret.encode(), f"v1:{stamp}:".encode() + body, hashlib.sha256)
+    assert sent["X-Signoff-Signature"] == "v1=" + recipe.hexdigest()
     assert not verify(body.replace(b"withdrawn", b"approved"), sent, hooked.secret, now=now)
     assert not verify(body, sent, "another client's secret", now=now)
     assert not verify(body, sent, hooked.secret, now=now + 301)  # a replay, later
