@@ -9,7 +9,7 @@ import logging
 import os
 import signal
 from collections.abc import AsyncIterator, Callable, Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ from bot.runs.place import Place
 from bot.schedule.scheduler import Scheduler
 from bot.ui import ids
 from bot.ui.refusals import LIST_DOWN, STORAGE_DOWN, UNCONFIRMED
+from signoff import Client, NewRequest
 from storage import EmbeddedRedis, Storage, connect
 from storage.errors import StorageError
 from storage.sweeps import POST_LEASE
@@ -355,3 +356,47 @@ async def test_a_card_redis_failed_to_record_shows_its_request_decided_before_it
     await Scheduler(bot.services).tick()
     [redrawn] = [u for u in bot.slack.called("chat.update") if u["ts"] == card["ts"]]
     assert "Approve" not in str(redrawn["blocks"]) and redrawn["channel"] == card["channel"]
+
+
+async def test_a_long_poll_waiting_across_a_redis_restart_answers_the_moment_it_is_decided(
+    make_bot: Any, server: EmbeddedRedis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A gate waits through a Redis failover: the server's reader of the request events
+    reconnects, so the decision made once Redis is back wakes the long-poll at once, not
+    when it would have been renewed (a minute later)."""
+    bot: Harness = await make_bot()
+    outage, failed = bot.services.outage, asyncio.Event()
+    noted = outage.failed
+
+    def noting(loop: str, error: StorageError) -> float:
+        if loop.startswith("request watch"):
+            failed.set()
+        return noted(loop, error)
+
+    monkeypatch.setattr(outage, "failed", noting)
+    audit, reading = bot.services.storage.audit, asyncio.Event()
+    follow = audit.follow_requests
+
+    async def following(**kw: Any) -> Any:
+        reading.set()  # someone waits: the reader follows the request events
+        return await follow(**kw)
+
+    monkeypatch.setattr(audit, "follow_requests", following)
+    api = TestServer(operator_app(bot.services), host="127.0.0.1", port=0)
+    await api.start_server()
+    _, token = await bot.services.storage.api_clients.create("nightly", now=datetime.now(UTC))
+    ask = NewRequest(title="Delete 42 stale volumes", channel=CHANNEL, approvers=[ALICE, BOB])
+    try:
+        async with Client(f"http://127.0.0.1:{api.port}", token) as client:
+            made = await client.create(ask)
+            waiting = asyncio.create_task(client.wait(made.id, renew_every=60))
+            await asyncio.wait_for(reading.wait(), 10)
+            server.stop()
+            await asyncio.wait_for(failed.wait(), 10)  # the reader lost Redis while it waited
+            server.start()
+            value = bot.posted()["blocks"][-1]["elements"][0]["value"]
+            assert (await bot.click(ids.APPROVE, value, user=ALICE)).status == 200
+            decided = await asyncio.wait_for(waiting, 15)
+    finally:
+        await api.close()
+    assert decided.status == "approved" and decided.decided_by == ALICE
