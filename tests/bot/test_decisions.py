@@ -59,6 +59,9 @@ async def test_deny_with_a_reason_never_runs_the_tool_and_the_model_gets_the_rea
     # What its button carried, and the message it was opened from.
     opened_from = f"{value} {CHANNEL} {bot.message_ts()}"
     assert view["callback_id"] == ids.DENY_VIEW and view["private_metadata"] == opened_from
+    # Slack adds "(optional)" to an optional input's label itself: the label says it not.
+    [reason] = [b for b in view["blocks"] if b["type"] == "input"]
+    assert reason["label"]["text"] == "Reason" and reason["optional"] is True
 
     status, body = await bot.submit(ids.DENY_VIEW, value, user=BOB, text="not on a Friday")
     assert status == 200 and "errors" not in body
