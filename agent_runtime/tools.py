@@ -46,7 +46,8 @@ class ToolContext:
         Without ``options`` the answer is a ``Decision``: approve, edit (the tool then runs
         again from the top with the new arguments, and ``original_input`` holds the old
         ones), reject or respond. With ``options`` it is the option the human chose, or
-        their own words when the approver's policy allows a reply.
+        their own words when the approver's policy allows a reply; declined, it is a
+        reject ``Decision`` whose ``message`` is the reason.
         """
         return self.point.ask(name, reason, options=options)
 

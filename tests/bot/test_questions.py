@@ -1,5 +1,6 @@
-"""Questions with options (``interrupt_tool``): the answers are buttons or a select, and the
-agent receives the chosen answer itself, read from the stored question."""
+"""Questions with options (``interrupt_tool``, or a tool's own ``context.interrupt`` with
+``options``): the answers are buttons or a select, and the agent receives the chosen answer
+itself, read from the stored question."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from fakes import OneToolModel
 from harness import ALICE, CHANNEL, Harness
 from pydantic import BaseModel
 
-from agent_runtime import Agent, interrupt_tool
+from agent_runtime import Agent, Decision, ToolContext, interrupt_tool, tool
 from agent_runtime.session import SessionStore
 from bot.agents.policy import AgentSpec, Policy
 from bot.ui import ids
@@ -126,3 +127,64 @@ async def test_the_list_of_what_waits_says_a_question_asks_not_that_a_tool_runs(
     listed = await bot.command("", user=ALICE)
     summaries = [b["text"]["text"] for b in listed["blocks"] if b["type"] == "section"]
     assert summaries == ["*regions* asks: Which region?"], summaries
+
+
+async def test_a_tools_own_question_with_options_offers_them_and_the_tool_gets_the_pick(
+    make_bot: Any,
+) -> None:
+    """``context.interrupt(..., options=[...])`` asks as ``interrupt_tool`` does."""
+    got: list[Any] = []
+
+    @tool
+    def clean_region(context: ToolContext) -> str:
+        """Clean the region a person picks."""
+        picked = context.interrupt("region", reason="Which region?", options=["eu", "us"])
+        got.append(picked)
+        return f"cleaned {picked}"
+
+    def build(store: SessionStore) -> Agent:
+        model = OneToolModel("clean_region", {})
+        return Agent(model=model, tools=[clean_region], session_store=store, name="regions")
+
+    policy = Policy(channel=CHANNEL, users=(ALICE,), decisions=("approve", "reject"))
+    bot: Harness = await make_bot(spec=AgentSpec(name="regions", build=build, policy=policy))
+    value = await bot.start()
+    choices, actions = bot.posted()["blocks"][-2:]
+    assert [e["text"]["text"] for e in choices["elements"]] == ["eu", "us"]
+    assert [e["text"]["text"] for e in actions["elements"] if e["type"] == "button"] == ["Decline"]
+    assert choices["block_id"] == f"{ids.CHOICES_BLOCK} {value}"
+    await bot.click(f"{ids.CHOOSE}.1", "1", user=ALICE, block_id=choices["block_id"])
+    assert "done: cleaned us" in await bot.finished()
+    assert got == ["us"]
+    update = bot.slack.called("chat.update")[-1]
+    assert update["blocks"][0]["text"]["text"].startswith("Answered:")
+    assert "*Answer:* us" in str(update["blocks"])
+
+
+async def test_a_tools_own_question_declined_gives_the_tool_a_rejection_with_the_reason(
+    make_bot: Any,
+) -> None:
+    got: list[Any] = []
+
+    @tool
+    def clean_region(context: ToolContext) -> str:
+        """Clean the region a person picks, if they pick one."""
+        picked = context.interrupt("region", reason="Which region?", options=["eu", "us"])
+        got.append(picked)
+        return f"not cleaned: {picked.message}" if isinstance(picked, Decision) else "cleaned"
+
+    def build(store: SessionStore) -> Agent:
+        model = OneToolModel("clean_region", {})
+        return Agent(model=model, tools=[clean_region], session_store=store, name="regions")
+
+    policy = Policy(channel=CHANNEL, users=(ALICE,), decisions=("approve", "reject"))
+    bot: Harness = await make_bot(spec=AgentSpec(name="regions", build=build, policy=policy))
+    value = await bot.start()
+    await bot.click(ids.DENY, value, user=ALICE)
+    await bot.slack.wait_calls("views.open")
+    status, body = await bot.submit(ids.DENY_VIEW, value, user=ALICE, text="none today")
+    assert status == 200 and "errors" not in body
+    assert "done: not cleaned: none today" in await bot.finished()
+    assert [(d.type, d.message) for d in got] == [("reject", "none today")]
+    headline = bot.slack.called("chat.update")[-1]["blocks"][0]["text"]["text"]
+    assert headline.startswith("Declined:")
