@@ -114,6 +114,15 @@ async def test_the_same_idempotency_key_twice_posts_one_card(jobs: Jobs) -> None
     status, refused = await jobs.ask(idempotency_key="cleanup-2026-11-24", title="Drop prod")
     assert (status, refused["field"]) == (409, "idempotency_key"), refused
     assert len(jobs.bot.slack.called("chat.postMessage")) == 2
+    # Keys are each client's own: another client's same key is a request of its own.
+    _, token = await jobs.bot.services.storage.api_clients.create(
+        "weekly-cleanup", channels=(CHANNEL,), now=datetime.now(UTC)
+    )
+    theirs = dataclasses.replace(jobs, token=token)
+    status, made = await theirs.ask(idempotency_key="cleanup-2026-11-24")
+    assert status == 201 and made["id"] != first["id"]
+    assert made["requested_by"] == "weekly-cleanup"
+    assert len(jobs.bot.slack.called("chat.postMessage")) == 3
 
 
 async def test_a_withdrawn_request_says_so_and_refuses_later_clicks(jobs: Jobs) -> None:
