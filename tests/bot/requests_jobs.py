@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import aiohttp
@@ -21,6 +23,12 @@ class Jobs:
     base: str
     http: aiohttp.ClientSession
     token: str
+
+    async def as_client(self, name: str, channels: tuple[str, ...]) -> Jobs:
+        """The same server, through a new client that may post in ``channels``."""
+        storage = self.bot.services.storage
+        _, token = await storage.api_clients.create(name, channels=channels, now=datetime.now(UTC))
+        return dataclasses.replace(self, token=token)
 
     @property
     def auth(self) -> dict[str, str]:

@@ -6,17 +6,20 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import ALICE, BOB, CHANNEL
+from harness import ALICE, BOB, CAROL, CHANNEL
 from requests_jobs import Jobs
 
 import bot.api.requests as requests_api
 import signoff
+from bot.api.schemas import ReminderSettings
+from bot.schedule.scheduler import Scheduler
 from bot.ui import ids
-from signoff import gate, gate_ask, gate_wait
+from signoff import gate, gate_ask, gate_say, gate_wait
 from signoff.gate_cli import REFUSED, WITHDRAWN
 
 
@@ -124,3 +127,54 @@ async def test_a_gate_whose_token_is_revoked_while_it_waits_is_refused_not_unrea
         waiting = asyncio.create_task(gate_wait.wait(client, view, asyncio.Event()))
         assert await jobs.bot.services.storage.api_clients.revoke("nightly-cleanup")
         assert await asyncio.wait_for(waiting, 10) == REFUSED
+
+
+async def test_a_waiting_gate_says_each_vote_reminder_and_escalation_as_it_happens(
+    jobs: Jobs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(gate_wait, "_RENEW", 0.1)  # the long-poll is renewed at once
+    said: list[str] = []
+    spoke = asyncio.Event()
+
+    def say(text: str) -> None:
+        said.append(text.removeprefix("signoff gate: "))
+        spoke.set()
+
+    async def until_said(line: str) -> None:
+        async with asyncio.timeout(10):
+            while line not in said:
+                spoke.clear()
+                await spoke.wait()
+
+    monkeypatch.setattr(gate_say, "say", say)
+    jobs = await jobs.as_client("escalating", (CHANNEL, "C0NYC"))
+    ask = signoff.NewRequest(
+        title="Delete 42 stale volumes",
+        channel=CHANNEL,
+        approvers=[ALICE, BOB],
+        min_approvals=2,
+        expires_in=3600,
+        on_expiry="escalate",
+        escalate_channel="C0NYC",
+        escalate_to=[CAROL],
+        reminders=ReminderSettings(every=60, limit=1, start_hour=0, end_hour=24),
+    )
+    scheduler = Scheduler(jobs.bot.services)
+    async with signoff.Client(jobs.base, jobs.token) as client:
+        view = await client.create(ask)
+        deciding = asyncio.create_task(gate_wait._decision(client, view))
+        await jobs.bot.click(ids.APPROVE, jobs.value(), user=ALICE)
+        await until_said("1 of 2 approvals")
+        jobs.bot.clock.advance(timedelta(seconds=61))
+        await scheduler.tick()
+        await until_said("reminder 1 sent to the approvers")
+        jobs.bot.clock.advance(timedelta(seconds=3600))
+        await scheduler.tick()
+        await until_said("not decided in time; escalated")
+        assert not deciding.done()
+        deciding.cancel()
+    assert said == [
+        "1 of 2 approvals",
+        "reminder 1 sent to the approvers",
+        "not decided in time; escalated",
+    ]

@@ -2,21 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from harness import ALICE, BOB, CHANNEL
 from requests_jobs import Jobs
 
 from bot.schedule.scheduler import Scheduler
-
-
-async def _as_client(jobs: Jobs, name: str, channels: tuple[str, ...]) -> Jobs:
-    """The same server, through a new client that may post in ``channels``."""
-    storage = jobs.bot.services.storage
-    _, token = await storage.api_clients.create(name, channels=channels, now=datetime.now(UTC))
-    return dataclasses.replace(jobs, token=token)
 
 
 async def test_a_jobs_request_climbs_a_ladder_of_two_steps_then_is_denied(jobs: Jobs) -> None:
@@ -35,10 +27,10 @@ async def test_a_jobs_request_climbs_a_ladder_of_two_steps_then_is_denied(jobs: 
     status, refused = await jobs.ask(**climb)
     assert status == 403 and refused["field"] == "escalate_channel", refused
     allowed = (CHANNEL, "C0NYC")
-    status, refused = await (await _as_client(jobs, "follow-the-sun-1", allowed)).ask(**climb)
+    status, refused = await (await jobs.as_client("follow-the-sun-1", allowed)).ask(**climb)
     assert status == 403 and refused["field"] == "ladder.0.channel", refused
     everywhere = (CHANNEL, "C0NYC", "C0TOKYO")
-    jobs = await _as_client(jobs, "follow-the-sun", everywhere)
+    jobs = await jobs.as_client("follow-the-sun", everywhere)
     status, made = await jobs.ask(**climb)
     assert status == 201, made
     steps = str(jobs.card(0)["blocks"])
