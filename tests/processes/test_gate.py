@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import signal
 import subprocess
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -44,6 +45,7 @@ class Stack:
     marks: Path
     port: int
     server: subprocess.Popen[bytes]
+    gates: list[asyncio.subprocess.Process] = field(default_factory=list)
 
     async def stop(self) -> None:
         """SIGTERM, then wait (in a thread: the sandbox answers on this event loop)."""
@@ -58,8 +60,9 @@ class Stack:
         await until_healthy(f"http://127.0.0.1:{self.port}/healthz", self.server, self.log)
 
     async def gate(self, *args: str, command: str | None = MARK) -> asyncio.subprocess.Process:
+        """A gate; one still running when its test ends (a failed one) is killed then."""
         tail = ["--", "sh", "-c", command] if command else []
-        return await asyncio.create_subprocess_exec(
+        gate = await asyncio.create_subprocess_exec(
             str(SIGNOFF),
             "gate",
             "--channel",
@@ -75,7 +78,10 @@ class Stack:
             env=self.env,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,  # its command too is killed with it
         )
+        self.gates.append(gate)
+        return gate
 
     async def waiting(self, gate: asyncio.subprocess.Process) -> str:
         """The gate's first line, once it says it waits (its card is posted and recorded)."""
@@ -130,6 +136,10 @@ async def stack(sandbox: Sandbox, redis_url: str, tmp_path: Path) -> AsyncIterat
     running = Stack(sandbox, env, log, marks, port, start_signoff("serve", env=env, log=log))
     await running.healthy()
     yield running
+    for gate in running.gates:
+        if gate.returncode is None:
+            os.killpg(gate.pid, signal.SIGKILL)
+            await gate.wait()
     await running.stop()
     assert token not in log.read_text()
 
@@ -300,8 +310,8 @@ async def test_a_usage_error_names_the_option_as_typed(
     _, err = await asyncio.wait_for(gate.communicate(), 30)
     assert gate.returncode == USAGE, err
     assert err.decode().startswith(f"signoff gate: {said}"), err
-    for field in ("approvers.0", "min_approvals", "anyone_in_channel", "--param"):
-        assert field not in err.decode()
+    for named in ("approvers.0", "min_approvals", "anyone_in_channel", "--param"):
+        assert named not in err.decode()
     assert not stack.marks.exists()
     assert [m for m in stack.sandbox.workspace.history(GENERAL) if m.blocks] == []
 
@@ -474,3 +484,21 @@ async def test_without_a_command_the_gate_only_waits_and_exits_0_once_approved(
     [decision] = out.decode().splitlines()  # the decision alone: nothing else ran
     assert json.loads(decision)["status"] == "approved"
     assert json.loads(decision)["decided_by"] == ALICE
+
+
+async def test_the_commands_output_streams_through_while_it_runs(
+    stack: Stack, tmp_path: Path
+) -> None:
+    go = tmp_path / "go"
+    slow = f'echo started; while [ ! -e "{go}" ]; do sleep 0.05; done; echo finished'
+    gate = await stack.gate(command=slow)
+    await stack.waiting(gate)
+    await stack.click(await stack.card(), ids.APPROVE)
+    assert gate.stdout is not None
+    # Shown as the command prints it, not once it ends: it ends only after this line.
+    assert await asyncio.wait_for(gate.stdout.readline(), 30) == b"started\n"
+    assert gate.returncode is None
+    go.touch()
+    out, err = await asyncio.wait_for(gate.communicate(), 30)
+    assert gate.returncode == 0, err
+    assert out == b"finished\n"
