@@ -285,6 +285,15 @@ async def test_a_client_is_kept_to_its_channels_and_its_own_requests(jobs: Jobs)
     admin = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
     status, seen = await jobs.get(made["status_url"], headers=admin)
     assert status == 200 and seen["id"] == made["id"]
+    # SIGNOFF_API_TOKEN is the admin client: any channel, asking as "admin"; it has no
+    # webhook secret to sign with, so a callback URL is refused rather than never sent.
+    as_admin = dataclasses.replace(jobs, token=ADMIN_TOKEN)
+    status, theirs = await as_admin.ask(channel=OTHER_CHANNEL)
+    assert status == 201 and theirs["requested_by"] == "admin", theirs
+    status, refused = await as_admin.ask(callback_url="https://hooks.example.com/signoff")
+    assert (status, refused["field"]) == (400, "callback_url"), refused
+    assert "use a named client's token" in refused["error"]
+    assert len(jobs.bot.slack.called("chat.postMessage")) == 2
 
     await storage.api_clients.revoke("nightly-cleanup")
     status, gone = await jobs.get(made["status_url"])
