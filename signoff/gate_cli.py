@@ -68,6 +68,18 @@ def request_of(args: argparse.Namespace) -> NewRequest:
             raise ValueError(f"--details-file {args.details_file!r}: {exc.strerror}") from exc
     params = [_param(text, "--param") for text in args.param]
     params += [_param(text, "--editable") for text in args.editable]
+    try:
+        return _request(args, details, params)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        if args.details_file is None or first["loc"] != ("details",):
+            raise
+        # Named as typed: the details came from the file, not from --details.
+        raise ValueError(f"--details-file {args.details_file!r}: {error_message(first)}") from exc
+
+
+def _request(args: argparse.Namespace, details: str, params: list[Param]) -> NewRequest:
+    """The request the options give, validated as the server validates it."""
     return NewRequest(
         title=args.title,
         details=details,
@@ -180,8 +192,9 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
         help="one of several things approved one by one on one card (repeat it); the "
         "command gets the approved ones in SIGNOFF_APPROVED_ITEMS, one per line",
     )
-    parser.add_argument("--details", help="text shown on the card (escaped)")
-    parser.add_argument("--details-file", help="read the details from this file")
+    details = parser.add_mutually_exclusive_group()
+    details.add_argument("--details", help="text shown on the card (escaped)")
+    details.add_argument("--details-file", help="read the details from this file")
     parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE")
     parser.add_argument(
         "--editable",

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
 from bot.api.schemas import RequestView
 from signoff import gate, gate_say
-from signoff.gate_cli import parse_args, request_of
+from signoff.gate_cli import parse_args, request_of, usage_of
 from signoff.gate_say import Progress
 
 
@@ -213,3 +214,32 @@ def test_a_url_whose_port_cannot_be_one_is_a_usage_error_at_once(
         gate.main(["--channel", "C0OPS", "--title", "Rotate keys", "--approvers", "U0A"])
     assert stopped.value.code == 2
     assert capsys.readouterr().err.startswith("signoff gate: SIGNOFF_URL: Port out of range")
+
+
+def test_details_are_read_from_a_file_and_one_too_long_is_named_as_typed(
+    tmp_path: Path,
+) -> None:
+    plan = tmp_path / "plan.txt"
+    plan.write_text("delete vol-1\ndelete vol-2\n")
+    options = ["--title", "t", "--channel", "C0OPS", "--approvers", "U0A"]
+    args, _ = parse_args([*options, "--details-file", str(plan)])
+    assert request_of(args).details == "delete vol-1\ndelete vol-2\n"
+    plan.write_text("x" * 40_001)
+    with pytest.raises(ValueError) as refused:
+        request_of(parse_args([*options, "--details-file", str(plan)])[0])
+    assert usage_of(refused.value) == (
+        f"--details-file {str(plan)!r}: String should have at most 40000 characters"
+    )
+
+
+def test_details_given_both_inline_and_from_a_file_are_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Not one silently dropped for the other: the card would not show what was typed."""
+    plan = tmp_path / "plan.txt"
+    plan.write_text("delete vol-1\n")
+    options = ["--title", "t", "--channel", "C0OPS", "--approvers", "U0A"]
+    with pytest.raises(SystemExit) as stopped:
+        parse_args([*options, "--details", "inline", "--details-file", str(plan)])
+    assert stopped.value.code == 2
+    assert "--details-file: not allowed with argument --details" in capsys.readouterr().err
