@@ -502,3 +502,20 @@ async def test_the_commands_output_streams_through_while_it_runs(
     out, err = await asyncio.wait_for(gate.communicate(), 30)
     assert gate.returncode == 0, err
     assert out == b"finished\n"
+
+
+async def test_a_param_an_approver_edits_on_the_card_reaches_the_command(stack: Stack) -> None:
+    gate = await stack.gate()
+    await stack.waiting(gate)
+    await stack.click(await stack.card(), ids.EDIT, user=BOB)
+    form = await stack.sandbox.wait_for(
+        lambda: next(iter(stack.sandbox.workspace.modals(BOB)), None), within=10
+    )
+    assert "arg.limit" in str(form.spec["blocks"])  # a form field, not raw JSON
+    ack = await stack.sandbox.interactions.submit_view(
+        BOB, view_id=form.id, values={"arg.limit": {"value": "7"}}
+    )
+    assert ack is not None
+    _, err = await asyncio.wait_for(gate.communicate(), 30)
+    assert gate.returncode == 0, err
+    assert stack.marks.read_text() == f"{BOB} limit=7\n"
