@@ -1,0 +1,81 @@
+"""``signoff gate`` when Signoff cannot be reached, over real HTTP: it keeps trying for a
+while, then exits 13 (documented) without running its command."""
+
+from __future__ import annotations
+
+import functools
+import socket
+import time
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+from test_gate_progress import _view
+
+from bot.api.request_records import REQUESTS_PATH
+from bot.api.schemas import NewRequest
+from signoff import gate
+from signoff.client import Client
+from signoff.gate_cli import EXIT_CODES, UNREACHABLE
+
+ASK = NewRequest(title="Delete 42 stale volumes", channel="C0OPS", approvers=["U0ALICE"])
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture
+async def away() -> AsyncIterator[str]:
+    """A Signoff that takes the request, then answers 503 (its Redis is away) to every
+    question about it; the request expires a moment later."""
+    expires = datetime.now(UTC) + timedelta(seconds=0.3)
+    pending = _view(expires_at=expires).model_dump_json()
+
+    async def created(_: web.Request) -> web.Response:
+        return web.Response(status=201, text=pending, content_type="application/json")
+
+    async def down(_: web.Request) -> web.Response:
+        return web.json_response({"error": "Redis is not reachable"}, status=503)
+
+    app = web.Application()
+    app.router.add_post(REQUESTS_PATH, created)
+    app.router.add_get(REQUESTS_PATH + "/{id}", down)
+    server = TestServer(app, host="127.0.0.1", port=0)
+    await server.start_server()
+    yield f"http://127.0.0.1:{server.port}"
+    await server.close()
+
+
+async def test_a_signoff_never_reached_exits_13_and_runs_nothing(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    monkeypatch.setattr(Client, "create", functools.partialmethod(Client.create, retry_for=0.3))
+    ran = tmp_path / "ran"
+    url = f"http://127.0.0.1:{_closed_port()}"
+    code = await gate._gate(Client(url, "sgn_" + "x" * 30), ASK, ["touch", str(ran)])
+    assert code == UNREACHABLE == 13 and not ran.exists()
+    assert f"cannot reach Signoff at {url}" in capsys.readouterr().err
+    assert "could not reach Signoff" in EXIT_CODES[13]
+
+
+async def test_a_signoff_lost_while_waiting_exits_13_past_the_expiry_and_its_grace(
+    away: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    monkeypatch.setattr(gate, "GRACE", 0.5)
+    ran = tmp_path / "ran"
+    started = time.monotonic()
+    code = await gate._gate(Client(away, "sgn_" + "x" * 30), ASK, ["touch", str(ran)])
+    assert code == UNREACHABLE and not ran.exists()
+    assert time.monotonic() - started >= 0.5  # it kept trying through the grace
+    err = capsys.readouterr().err
+    assert "waiting for approval" in err, err
+    assert (
+        err.splitlines()[-1]
+        == f"signoff gate: cannot reach Signoff at {away}: 503: Redis is not reachable"
+    )
