@@ -6,11 +6,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from fakes import OneToolModel
 from harness import ALICE, BOB, CAROL, CHANNEL, MALLORY, Harness
 from redis_faults import reply_lost_once
 
+from agent_runtime import Agent, tool
 from agent_runtime.interrupts import Remember
-from bot.agents.policy import Policy
+from agent_runtime.session import SessionStore
+from bot.agents.policy import AgentSpec, Policy
 from bot.ui import ids
 
 
@@ -263,3 +266,42 @@ async def test_a_late_click_on_an_approved_quorum_names_every_approver(make_bot:
     await bot.slack.wait_calls("chat.postEphemeral")
     told = bot.slack.called("chat.postEphemeral")[-1]["text"]
     assert told == f"Already approved by <@{ALICE}>, <@{BOB}>; your click changed nothing.", told
+
+
+def _failing_spec(error: str) -> AgentSpec:
+    """An agent whose approved ``delete_files`` raises ``error``."""
+
+    @tool
+    def delete_files(paths: list[str]) -> str:
+        """Delete files (here: fail)."""
+        raise OSError(error)
+
+    def build(store: SessionStore) -> Agent:
+        model = OneToolModel("delete_files", {"paths": ["/tmp/a"]})
+        return Agent(
+            model=model,
+            tools=[delete_files],
+            interrupt_on={"delete_files": True},
+            session_store=store,
+            name="cleanup",
+        )
+
+    return AgentSpec(name="cleanup", build=build, policy=Policy(channel=CHANNEL, users=(ALICE,)))
+
+
+async def test_an_approved_tool_that_fails_is_audited_as_failed_with_its_error_cut_to_500(
+    make_bot: Any,
+) -> None:
+    error = "disk is read-only " + "x" * 600
+    bot: Harness = await make_bot(spec=_failing_spec(error))
+    value = await bot.start()
+    await bot.click(ids.APPROVE, value, user=ALICE)
+    await bot.finished()
+    trail = await bot.services.storage.audit.read(count=50)
+    assert [e.event for e in trail if e.event.startswith("tool_")] == ["tool_failed"]
+    [failed] = [e for e in trail if e.event == "tool_failed"]
+    assert failed.record_id == bot.record_id(value)
+    assert failed.detail.startswith("delete_files: ") and "disk is read-only" in failed.detail
+    assert len(failed.detail) == 500  # the first 500 characters, as documented
+    said = next(t for t in bot.thread() if t.startswith("delete_files:"))
+    assert "disk is read-only" in said  # the thread does not say it ran
