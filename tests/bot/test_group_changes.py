@@ -10,9 +10,14 @@ from typing import Any
 from fakes import Fault
 from harness import ALICE, BOB, CHANNEL, MALLORY, Harness
 
+from agent_runtime.interrupts import Remember
 from bot.agents.policy import Escalate, Policy
+from bot.runs.drive import start_run
+from bot.runs.place import Place
 from bot.schedule.scheduler import Scheduler
 from bot.ui import ids
+from storage.keys import record_id
+from storage.records import InterruptRecord
 
 ONCALL = "S0ONCALL"
 
@@ -219,3 +224,35 @@ async def test_a_newcomer_to_an_escalation_steps_group_approves_on_its_card(
     record = await bot.services.storage.queries.get(bot.record_id(value))
     assert record is not None and (record.state, record.decided_by) == ("approved", MALLORY)
     assert bot.slack.called("chat.postEphemeral") == []
+
+
+async def test_a_trust_given_by_someone_who_left_the_group_approves_nothing(
+    make_bot: Any,
+) -> None:
+    """A grant outlives nobody's right to decide: it is checked like the granter's click."""
+    trusting = Policy(
+        channel=CHANNEL, groups=(ONCALL,), trust=Remember(scope="minutes", minutes=60)
+    )
+    bot: Harness = await make_bot(trusting)
+    bot.slack.groups[ONCALL] = [ALICE, BOB]
+    value = await bot.start()
+    await bot.click(ids.TRUST, value, user=ALICE)
+    await bot.finished()
+
+    async def next_run() -> InterruptRecord:
+        """A later run's card, once its run has been posted and its trust checked."""
+        place = Place(channel=CHANNEL, thread_ts=None, requested_by=MALLORY)
+        result = await start_run(bot.services, "cleanup", "clean up", place=place)
+        [asked] = result.interrupts
+        record = await bot.services.storage.queries.get(record_id(result.run_id, asked.id))
+        assert record is not None
+        return record
+
+    covered = await next_run()  # while Alice is on call, her trust approves it
+    assert (covered.state, covered.decided_by) == ("approved", ALICE)
+
+    bot.slack.groups[ONCALL] = [BOB]  # Alice leaves the rotation
+    bot.clock.advance(timedelta(minutes=6))  # past how long a group's list is kept
+    asked = await next_run()
+    assert asked.state == "pending" and asked.votes == ()
+    assert asked.policy.group_members == (BOB,)
