@@ -14,6 +14,8 @@ import pytest
 import redis.asyncio as redis
 from fakes import BOT_TOKEN, FakeSlack
 
+from storage import connect
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -217,6 +219,28 @@ async def test_a_token_is_printed_once_and_redis_keeps_only_its_hash(
     assert (await _signoff("token", "revoke", "nightly", env=env))[:2] == (0, "revoked nightly\n")
     code, _, err = await _signoff("token", "revoke", "nightly", env=env)
     assert (code, err) == (1, "signoff: no client named 'nightly'\n")
+
+
+async def test_a_clients_callback_url_is_checked_like_a_requests_and_kept(
+    env: dict[str, str], redis_url: str, key_prefix: str
+) -> None:
+    for url, said in (
+        ("https://169.254.169.254/hook", "169.254.169.254 is a link-local or metadata address"),
+        ("http://hooks.example.com/x", "use https, or allow hooks.example.com in SIGNOFF_"),
+    ):
+        code, out, err = await _signoff(
+            "token", "create", "nightly", "--callback-url", url, env=env
+        )
+        assert (code, out) == (2, "") and err.startswith(f"signoff: --callback-url: {said}")
+    url = "https://hooks.example.com/signoff"
+    code, _, err = await _signoff("token", "create", "nightly", "--callback-url", url, env=env)
+    assert code == 0, err
+    storage = await connect(redis_url, prefix=key_prefix)
+    try:
+        client = await storage.api_clients.get("nightly")
+    finally:
+        await storage.close()
+    assert client is not None and client.callback_url == url
 
 
 async def test_without_redis_url_a_token_command_says_whose_redis_it_uses(
