@@ -41,6 +41,9 @@ async def test_approve_runs_the_tool_once_updates_the_message_and_posts_the_resu
     assert update["ts"] == bot.message_ts() and update["channel"] == CHANNEL
     assert "actions" not in [b["type"] for b in update["blocks"]]
     assert any(f"Approved by <@{ALICE}>" in str(b) for b in update["blocks"])
+    # Who asked, and who could approve, as the pending card said; who asked stays.
+    assert f"Who may approve: <@{ALICE}>, <@{BOB}>, not the requester" in str(posted["blocks"])
+    assert f"Requested by <@{CAROL}>" in str(update["blocks"])
     assert any("delete_files: deleted 2 file(s)" in t for t in bot.thread())
     # The tool's outcome and the run's end are in the audit trail, tied to the decision.
     trail = await bot.services.storage.audit.read(count=50)
