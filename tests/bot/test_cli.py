@@ -207,7 +207,10 @@ async def test_a_token_is_printed_once_and_redis_keeps_only_its_hash(
     token = out.splitlines()[0].removeprefix("SIGNOFF_TOKEN=")
     assert token.startswith("sgn_") and "stores only the token's hash" in err
     code, listed, _ = await _signoff("token", "list", env=env)
-    assert code == 0 and listed.startswith("nightly\tC0OPS\t") and token not in listed
+    secret = out.splitlines()[1].removeprefix("webhook secret: ")
+    assert len(secret) == 64, out
+    assert code == 0 and listed.startswith("nightly\tC0OPS\t")
+    assert token not in listed and secret not in listed
     raw = redis.Redis.from_url(redis_url, decode_responses=True)
     try:
         keys = [k async for k in raw.scan_iter(f"{key_prefix}*")]
