@@ -17,7 +17,7 @@ from test_gate_progress import _view
 
 from bot.api.request_records import REQUESTS_PATH
 from bot.api.schemas import NewRequest
-from signoff import gate
+from signoff import gate, gate_wait
 from signoff.client import Client
 from signoff.gate_cli import EXIT_CODES, UNREACHABLE
 
@@ -67,7 +67,7 @@ async def test_a_signoff_never_reached_exits_13_and_runs_nothing(
 async def test_a_signoff_lost_while_waiting_exits_13_past_the_expiry_and_its_grace(
     away: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(gate, "GRACE", 0.5)
+    monkeypatch.setattr(gate_wait, "GRACE", 0.5)
     ran = tmp_path / "ran"
     started = time.monotonic()
     code = await gate._gate(Client(away, "sgn_" + "x" * 30), ASK, ["touch", str(ran)])
