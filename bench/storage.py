@@ -2,11 +2,11 @@
 
 Prints round trips per decision and per full interrupt lifecycle (counted on the client
 as request flushes, plus the servers' own command count from INFO commandstats),
-decisions/s with 50 concurrent deciders, memory per pending interrupt over 10k records,
-and the cost of listing a channel page and of one expiry sweep at 1k and 100k pending;
-the same figures on the cluster (``cluster_*``; on a cluster a query sends one request
-to each primary holding shards, in parallel, and each counts). The last line is one JSON
-object with every figure.
+decisions/s with 50 concurrent deciders, memory per pending interrupt over 10k records
+(each of its own run), and the cost of listing a channel page and of one expiry sweep at
+1k and 100k pending; the same figures on the cluster (``cluster_*``; on a cluster a query
+sends one request to each primary holding shards, in parallel, and each counts). The last
+line is one JSON object with every figure.
 """
 
 from __future__ import annotations
@@ -89,14 +89,20 @@ async def counted(storage: Storage, action: Callable[[], Awaitable[object]]) -> 
     return sends, await server_calls() - before
 
 
-async def fill(storage: Storage, count: int, *, tag: str, expires_in: timedelta) -> None:
+async def fill(
+    storage: Storage, count: int, *, tag: str, expires_in: timedelta, per_run: int = 500
+) -> None:
+    """``count`` pending interrupts, ``per_run`` to a run (created 500 at a time)."""
     batch = 500
     for start in range(0, count, batch):
         records = [
-            record(f"{tag}_{start}", n, expires_in=expires_in)
+            record(f"{tag}_{n // per_run}", n, expires_in=expires_in)
             for n in range(start, min(start + batch, count))
         ]
-        await storage.interrupts.create_interrupts(records)
+        runs: dict[str, list[Any]] = {}
+        for rec in records:
+            runs.setdefault(rec.run_id, []).append(rec)
+        await asyncio.gather(*(storage.interrupts.create_interrupts(r) for r in runs.values()))
 
 
 async def median_ms(action: Callable[[], Awaitable[object]], repeat: int) -> float:
@@ -231,8 +237,9 @@ async def measure(url: str) -> dict[str, Any]:
 
 async def memory_per_interrupt(url: str) -> tuple[int, int]:
     """(used_memory bytes per pending interrupt, of which its record key) over 10k pending,
-    on a fresh server: after a flush, memory the server frees lazily in the background
-    would make them look smaller. The record's share is what deleting the records frees
+    each asked by a run of its own (an agent's run usually asks once), on a fresh server:
+    after a flush, memory the server frees lazily in the background would make them look
+    smaller. The record's share is what deleting the records frees
     (``MEMORY USAGE`` leaves out part of a hash's overhead); the rest is index entries."""
     storage = await connect(url, prefix="bench")
     raw = storage.client.raw
@@ -242,7 +249,7 @@ async def memory_per_interrupt(url: str) -> tuple[int, int]:
 
     await raw.config_set("lazyfree-lazy-user-del", "no")  # DEL frees before it answers
     before = await used()
-    await fill(storage, 10_000, tag="m", expires_in=timedelta(days=1))
+    await fill(storage, 10_000, tag="m", expires_in=timedelta(days=1), per_run=1)
     filled = await used()
     records = [k async for k in raw.scan_iter(match="bench:run:*:int:*", count=1000)]
     for start in range(0, len(records), 500):
