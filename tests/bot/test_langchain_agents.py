@@ -146,3 +146,57 @@ async def test_a_batch_action_is_tied_to_a_model_call_only_when_that_is_sure(
     )
     [asked] = (await agent.invoke("clean up", thread_id="thread_like")).interrupts
     assert asked.tool_call is not None and asked.tool_call.id not in ("c1", "c2")
+
+
+@pytest.mark.parametrize("mode", ["batched", "per_call"])
+async def test_a_tool_the_middleware_allows_only_approve_or_reject_gets_only_those_buttons(
+    make_bot: Any, saver: AsyncSqliteSaver, mode: Literal["batched", "per_call"]
+) -> None:
+    """The real ``HumanInTheLoopMiddleware`` limits ``delete_files`` to approve or reject:
+    its card offers only Approve and Deny, an Edit sent anyway changes nothing, and the
+    Deny resumes the agent with the rejection, the tool never run."""
+    deleted: list[list[str]] = []
+
+    @lc_tool
+    def delete_files(paths: list[str]) -> str:
+        """Delete files."""
+        deleted.append(paths)
+        return f"deleted {len(paths)}"
+
+    calls = [{"id": "c1", "name": "delete_files", "args": {"paths": ["/tmp/a"]}}]
+    model = ScriptedChatModel(
+        messages=iter([AIMessage(content="", tool_calls=calls), AIMessage(content="kept")])
+    )
+    gate = HumanInTheLoopMiddleware(
+        interrupt_on={"delete_files": {"allowed_decisions": ["approve", "reject"]}},
+        interrupt_mode=mode,
+    )
+    graph = create_agent(model, tools=[delete_files], middleware=[gate], checkpointer=saver)
+    agent_spec = AgentSpec(
+        name="lc-limited",
+        build=lambda sessions: LangGraphAgent(
+            graph,
+            input=lambda text: {"messages": [{"role": "user", "content": text}]},
+            output=lambda values: str(values["messages"][-1].content),
+            session_store=sessions,
+        ),
+        policy=Policy(channel=CHANNEL, users=(ALICE,)),
+    )
+    bot: Harness = await make_bot(spec=agent_spec)
+    value = await bot.start(requested_by=CAROL)
+    [card] = posted_cards(bot)
+    buttons = [e["text"]["text"] for e in card["blocks"][-1]["elements"] if "text" in e]
+    assert buttons == ["Approve", "Deny"]
+
+    status, body = await bot.submit(ids.EDIT_VIEW, value, user=ALICE, text='{"paths": ["/"]}')
+    assert status == 200 and "not offered" in body, body
+    record = await bot.services.storage.queries.get(bot.record_id(value))
+    assert record is not None and record.state == "pending" and record.decision is None
+
+    status, body = await bot.submit(ids.DENY_VIEW, value, user=ALICE, text="keep it")
+    assert status == 200 and "errors" not in body, body
+    assert (await bot.finished()).startswith("Finished: kept")
+    assert deleted == []
+    state = await graph.aget_state({"configurable": {"thread_id": record.thread_id}})
+    [answer] = [m for m in state.values["messages"] if isinstance(m, ToolMessage)]
+    assert answer.status == "error" and "keep it" in str(answer.content)
