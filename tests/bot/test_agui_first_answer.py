@@ -3,10 +3,12 @@ card, and the other surface says who answered first."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
+import pytest
 from agui_endpoint import Endpoint, answer_one, ask_one, run_client
 from batch_agents import spec as deletions
 from harness import ALICE, BOB, CHANNEL
@@ -177,3 +179,64 @@ async def test_a_card_decided_in_slack_goes_on_with_the_apps_answers_to_the_othe
     storage = bot.services.storage
     streams = [storage.keys.resume_stream(shard) for shard in storage.keys.all_shards]
     assert [await storage.client.raw.xlen(s) for s in streams] == [0] * len(streams)  # no job
+
+
+@pytest.mark.parametrize("first", ["app", "slack"])
+async def test_an_app_sending_its_approval_twice_while_alice_clicks_runs_the_tool_once(
+    endpoint: Endpoint, first: str
+) -> None:
+    """Two real clients send the app's approval at once, and Alice clicks Approve on the
+    card as the first of them reaches the bot (her click decided just before it, or just
+    after): one answer wins, the tool runs once, and every loser is told clearly."""
+    bot = endpoint.bot
+    [asked] = await run_client(endpoint.url, "thread-all-at-once", [{"prompt": "clean up"}])
+    [interrupt] = asked["finished"]["outcome"]["interrupts"]
+    value = bot.posted(0)["blocks"][-1]["elements"][0]["value"]
+    record_id = bot.record_id(value)
+    store = bot.services.storage.interrupts
+    decide_in_app = store.decide_in_app
+    clicked: list[int] = []
+
+    def card_decided() -> bool:
+        return any(ALICE in str(u["blocks"]) for u in bot.slack.called("chat.update"))
+
+    async def click() -> None:
+        assert (await bot.click(ids.APPROVE, value, user=ALICE)).status == 200
+
+    async def alice_clicks_meanwhile(*args: Any, **kwargs: Any) -> Any:
+        if clicked:
+            return await decide_in_app(*args, **kwargs)
+        clicked.append(1)
+        if first == "app":
+            outcome = await decide_in_app(*args, **kwargs)
+            await click()
+            return outcome
+        await click()
+        await bot.slack.wait_for(card_decided, what="the card decided by Alice's click")
+        return await decide_in_app(*args, **kwargs)
+
+    store.decide_in_app = alice_clicks_meanwhile  # type: ignore[method-assign]
+    approve = {"interruptId": interrupt["id"], "status": "resolved", "payload": {"type": "approve"}}
+    apps = [
+        seen
+        for [seen] in await asyncio.gather(
+            run_client(endpoint.url, "thread-all-at-once", [{"resume": [approve]}]),
+            run_client(endpoint.url, "thread-all-at-once", [{"resume": [approve]}]),
+        )
+    ]
+    assert clicked == [1]
+    won = [a["finished"]["outcome"] for a in apps if a["finished"] is not None]
+    lost = [a["error"] for a in apps if a["finished"] is None]
+    if first == "app":  # one app answer ran the tool; the other and the click are told
+        assert won == [{"type": "success"}] and len(lost) == 1, apps
+        assert "already approved in the app" in lost[0]["message"]
+        await bot.slack.wait_calls("chat.postEphemeral")
+        assert "in the app" in bot.slack.called("chat.postEphemeral")[-1]["text"]
+    else:  # the click won: both app answers are told so, and the worker runs the tool
+        assert won == [] and [e["code"] for e in lost] == ["decided_elsewhere"] * 2, apps
+        assert all(f"approved in Slack by {ALICE}" in e["message"] for e in lost)
+        await bot.finished()
+    assert bot.tool_log.calls == [{"paths": ["/tmp/a", "/tmp/b"]}]
+    record = await bot.services.storage.queries.get(record_id)
+    assert record is not None and record.state == "approved"
+    assert record.decided_by == ("app" if first == "app" else ALICE)
