@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from agui_endpoint import Endpoint, answer_one, run_client, still_pending
 from harness import ALICE, BOB, CHANNEL
-from strands_agents import gated_spec
+from strands_agents import SlowDelete, gated_spec
 
-from bot.agents.policy import Policy
+from bot.agents.policy import AgentSpec, Policy
+from signoff.strands import StrandsAgent
 
 
 async def test_an_agui_run_of_a_strands_agent_is_a_slack_card_too(
@@ -64,3 +66,33 @@ async def test_a_strands_run_on_the_longest_thread_id_taken_asks_on_a_card(
     seen = await answer_one(Endpoint(endpoint.bot, url), thread, interrupt["id"], **approve)
     assert seen["finished"]["outcome"] == {"type": "success"}, seen
     assert deleted == [["/tmp/a", "/tmp/b"]]
+
+
+async def test_a_strands_approval_two_clients_send_at_once_without_a_card_runs_the_tool_once(
+    endpoint_for: Callable[..., Awaitable[Endpoint]],
+) -> None:
+    """No card (the policy names no channel): only the thread's lease stands between two
+    resumes the app sent at once. The tool runs once; the other resume is told why."""
+    tool_gate = SlowDelete()
+    spec = AgentSpec(
+        name="st-slow",
+        build=lambda sessions: StrandsAgent(tool_gate.agent, session_store=sessions),
+        policy=Policy(users=(ALICE,)),
+    )
+    endpoint = await endpoint_for(spec=spec)
+    url = endpoint.url.replace("/cleanup", "/st-slow")
+    [first] = await run_client(url, "thread-two-apps", [{"prompt": "clean up"}])
+    [interrupt] = first["finished"]["outcome"]["interrupts"]
+    approve = {"interruptId": interrupt["id"], "status": "resolved", "payload": {"type": "approve"}}
+
+    async def app() -> dict[str, Any]:
+        [seen] = await run_client(url, "thread-two-apps", [{"resume": [approve]}])
+        return seen
+
+    seen = await tool_gate.two_at_once(app)
+    assert tool_gate.ran == [["/tmp/a"]]
+    won = [s for s in seen if s["finished"] is not None]
+    lost = [s["error"] for s in seen if s["finished"] is None]
+    assert [s["finished"]["outcome"] for s in won] == [{"type": "success"}], seen
+    assert len(lost) == 1 and lost[0]["code"], seen
+    assert endpoint.bot.slack.called("chat.postMessage") == []
