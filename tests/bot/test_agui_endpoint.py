@@ -5,9 +5,11 @@ the tool; a late resume gets a clear RUN_ERROR; without the token nothing runs."
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 
 import aiohttp
 from agui_endpoint import TOKEN, Endpoint, run_client
+from batch_agents import spec as deletions
 
 
 async def test_run_interrupt_resume_success_with_the_real_client(endpoint: Endpoint) -> None:
@@ -108,3 +110,27 @@ async def test_a_malformed_body_or_thread_id_is_a_400_and_runs_nothing(endpoint:
                 assert "RunAgentInput" in error or error.startswith("threadId: malformed")
     assert endpoint.bot.tool_log.calls == []
     assert endpoint.bot.slack.called("chat.postMessage") == []
+
+
+async def test_the_real_client_keeps_one_turns_tool_calls_in_one_assistant_message(
+    endpoint_for: Callable[..., Awaitable[Endpoint]],
+) -> None:
+    """Two calls in one model turn: the real client, following ``parentMessageId``, holds
+    them in one assistant message, and each is an interrupt it answers by its id."""
+    deleted: list[str] = []
+    endpoint = await endpoint_for(spec=deletions(deleted, ["/tmp/a", "/tmp/b"], batch=False))
+    asked, done = await run_client(
+        endpoint.url,
+        "thread-one-turn",
+        [
+            {"prompt": "clean up"},
+            {"answer": {"status": "resolved", "payload": {"type": "approve"}}},
+        ],
+    )
+    assert [i["toolCallId"] for i in asked["finished"]["outcome"]["interrupts"]] == [
+        "call_0",
+        "call_1",
+    ]
+    assert [m["toolCalls"] for m in asked["assistant"]] == [["call_0", "call_1"]]
+    assert done["finished"]["outcome"] == {"type": "success"}, done
+    assert sorted(deleted) == ["/tmp/a", "/tmp/b"]
