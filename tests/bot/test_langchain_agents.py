@@ -22,8 +22,9 @@ from signoff.langgraph import LangGraphAgent
 from storage import Storage
 
 
+@pytest.mark.parametrize("mode", ["batched", "per_call"])
 async def test_langchains_hitl_middleware_batch_is_a_card_per_call_decided_one_by_one(
-    make_bot: Any, saver: AsyncSqliteSaver
+    make_bot: Any, saver: AsyncSqliteSaver, mode: Literal["batched", "per_call"]
 ) -> None:
     deleted: list[list[str]] = []
 
@@ -43,7 +44,9 @@ async def test_langchains_hitl_middleware_batch_is_a_card_per_call_decided_one_b
     graph = create_agent(
         model,
         tools=[delete_files],
-        middleware=[HumanInTheLoopMiddleware(interrupt_on={"delete_files": True})],
+        middleware=[
+            HumanInTheLoopMiddleware(interrupt_on={"delete_files": True}, interrupt_mode=mode)
+        ],
         checkpointer=saver,
     )
     agent_spec = AgentSpec(
@@ -73,12 +76,20 @@ async def test_langchains_hitl_middleware_batch_is_a_card_per_call_decided_one_b
         ids.APPROVE, first["blocks"][-1]["elements"][0]["value"], user=ALICE, message_ts=ts[0]
     )
     await bot.slack.wait_calls("chat.update")
+    storage = bot.services.storage
+    streams = [storage.keys.resume_stream(shard) for shard in storage.keys.all_shards]
+    assert [await storage.client.raw.xlen(s) for s in streams] == [0] * len(streams)  # no job
     assert deleted == []
     deny = second["blocks"][-1]["elements"][0]["value"]
     status, body = await bot.submit(ids.DENY_VIEW, deny, user=ALICE, text="keep that one")
     assert status == 200 and "errors" not in body
-    final = await bot.finished()
-    assert final.startswith("Finished: all done")
+    await bot.slack.wait_for(  # in the thread of a card of the round: per call, the last's
+        lambda: any(
+            str(p.get("text")).startswith("Finished: all done")
+            for p in bot.slack.called("chat.postMessage")
+        ),
+        what="the run's end",
+    )
     assert deleted == [["/tmp/a", "/tmp/b"]]
 
 
