@@ -16,6 +16,7 @@ from langgraph_agents import ScriptedChatModel, gated_chat_agent, posted_cards
 
 from agent_runtime import Decision
 from agent_runtime.errors import ResumeError
+from agent_runtime.session import SessionStore
 from bot.agents.policy import AgentSpec, Policy
 from bot.ui import ids
 from signoff.langgraph import LangGraphAgent
@@ -211,3 +212,45 @@ async def test_a_tool_the_middleware_allows_only_approve_or_reject_gets_only_tho
     state = await graph.aget_state({"configurable": {"thread_id": record.thread_id}})
     [answer] = [m for m in state.values["messages"] if isinstance(m, ToolMessage)]
     assert answer.status == "error" and "keep it" in str(answer.content)
+
+
+@pytest.mark.parametrize("mode", ["batched", "per_call"])
+@pytest.mark.parametrize(
+    ("how", "ran", "told"),
+    [("edit", [["/tmp/a"]], "deleted 1"), ("respond", [], "done by hand")],
+)
+async def test_an_edit_or_reply_on_the_card_is_the_middlewares_own_decision(
+    make_bot: Any,
+    saver: AsyncSqliteSaver,
+    mode: Literal["batched", "per_call"],
+    how: str,
+    ran: list[list[str]],
+    told: str,
+) -> None:
+    """An Edit or a Reply made on the card reaches LangChain's HumanInTheLoopMiddleware as
+    its own ``edit`` or ``respond`` decision (per call, checked against the tool's schema):
+    the tool runs with the typed arguments, or the model gets the reply as its result."""
+    deleted: list[list[str]] = []
+    calls = [{"id": "c1", "name": "delete_files", "args": {"paths": ["/tmp/a", "/tmp/b"]}}]
+    model = ScriptedChatModel(
+        messages=iter([AIMessage(content="", tool_calls=calls), AIMessage(content="all done")])
+    )
+    graph: list[LangGraphAgent] = []
+
+    def build(sessions: SessionStore) -> LangGraphAgent:
+        graph.append(gated_chat_agent(model, mode, saver, sessions, deleted))
+        return graph[-1]
+
+    agent_spec = AgentSpec(
+        name="lc-edit", build=build, policy=Policy(channel=CHANNEL, users=(ALICE,))
+    )
+    bot: Harness = await make_bot(spec=agent_spec)
+    value = await bot.start(requested_by=CAROL)
+    await bot.decide(how, value, user=ALICE)
+    assert (await bot.finished()).startswith("Finished: all done")
+    assert deleted == ran
+    record = await bot.services.storage.queries.get(bot.record_id(value))
+    assert record is not None
+    state = await graph[0].graph.aget_state({"configurable": {"thread_id": record.thread_id}})
+    [result] = [m for m in state.values["messages"] if isinstance(m, ToolMessage)]
+    assert told in str(result.content) and result.status == "success"
