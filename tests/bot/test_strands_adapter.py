@@ -5,6 +5,8 @@ resumes the agent with ``interruptResponse``."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -181,3 +183,52 @@ async def test_answers_on_a_thread_never_run_are_refused_clearly(storage: Storag
     agent = StrandsAgent(lambda: Agent(callback_handler=None), session_store=storage.sessions)
     with pytest.raises(ResumeError, match="has no open interrupts"):
         await agent.invoke({"v1:whatever": Decision.approve()}, thread_id="thread_never")
+
+
+class TwoCalls(ScriptedModel):
+    """Asks to delete /tmp/a and /var/keep in one turn, as two calls."""
+
+    def __init__(self) -> None:
+        super().__init__("delete_files", {})
+
+    async def stream(self, messages: Any, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        if any("toolResult" in c for m in messages for c in m["content"]):
+            async for event in super().stream(messages, *args, **kwargs):
+                yield event
+            return
+        yield {"messageStart": {"role": "assistant"}}
+        for n, path in enumerate(["/tmp/a", "/var/keep"], 1):
+            use = {"toolUseId": f"use_{n}", "name": "delete_files"}
+            yield {"contentBlockStart": {"start": {"toolUse": use}}}
+            delta = {"toolUse": {"input": json.dumps({"paths": [path]})}}
+            yield {"contentBlockDelta": {"delta": delta}}
+            yield {"contentBlockStop": {}}
+        yield {"messageStop": {"stopReason": "tool_use"}}
+
+
+async def test_two_calls_in_one_turn_wait_for_both_cards_then_run_as_each_said(
+    make_bot: Any,
+) -> None:
+    """Two gated calls in one Strands turn are two cards: one answer runs nothing and
+    queues no resume; the second resumes the agent with both answers, once."""
+    deleted: list[list[str]] = []
+    bot: Harness = await make_bot(spec=gated_spec(deleted, model=TwoCalls))
+    await bot.start(requested_by=CAROL)
+    await bot.slack.wait_calls("chat.postMessage", 2)
+    first, second = bot.slack.called("chat.postMessage")[:2]
+    assert "/tmp/a" in str(first["blocks"]) and "/var/keep" in str(second["blocks"])
+    ts = [str(a["ts"]) for a in bot.slack.answers("chat.postMessage")]
+    value = first["blocks"][-1]["elements"][0]["value"]
+    await bot.click(ids.APPROVE, value, user=ALICE, message_ts=ts[0])
+    await bot.slack.wait_calls("chat.update")
+    storage = bot.services.storage
+    streams = [storage.keys.resume_stream(shard) for shard in storage.keys.all_shards]
+    assert [await storage.client.raw.xlen(s) for s in streams] == [0] * len(streams)
+    assert deleted == []
+    deny = second["blocks"][-1]["elements"][0]["value"]
+    status, body = await bot.submit(ids.DENY_VIEW, deny, user=ALICE, text="keep that one")
+    assert status == 200 and "errors" not in body, body
+    final = await bot.finished()
+    assert final.startswith("Finished: done (error): keep that one")  # the denial, as said
+    assert deleted == [["/tmp/a"]]
+    assert sum([await storage.client.raw.xlen(s) for s in streams]) == 1  # one resume
