@@ -129,6 +129,34 @@ async def test_the_same_click_again_decides_only_the_items_left(make_bot: Any) -
     assert [(e.event, e.user_id) for e in decided if e.record_id == third.id] == [("denied", BOB)]
 
 
+async def test_a_double_click_and_a_deny_all_at_once_decide_each_item_once(
+    make_bot: Any,
+) -> None:
+    """Alice double-clicks "Approve selected" (three unticked) while Bob clicks "Deny all":
+    every item is decided once, by whichever click reached it first, the run resumes
+    once, and each approved call runs once."""
+    deleted: list[str] = []
+    bot: Harness = await make_bot(spec=spec(deleted))
+    await bot.start(requested_by=CAROL)
+    unticked = frozenset({2, 5, 17})
+    await asyncio.gather(
+        bot.batch_click(ids.BATCH_APPROVE, user=ALICE, unticked=unticked),
+        bot.batch_click(ids.BATCH_APPROVE, user=ALICE, unticked=unticked),
+        bot.batch_click(ids.BATCH_DENY, user=BOB),
+    )
+    final = await bot.finished()
+    audit = await bot.services.storage.audit.read(count=500)
+    decided = [e for e in audit if e.event in ("approved", "denied")]
+    assert len(decided) == 40 and len({e.record_id for e in decided}) == 40
+    approved = [e for e in decided if e.event == "approved"]
+    assert all(e.user_id == ALICE for e in approved)
+    assert len(deleted) == len(set(deleted)) == len(approved)
+    assert final.startswith(f"Finished: deleted {len(approved)}")
+    storage = bot.services.storage
+    streams = [storage.keys.resume_stream(shard) for shard in storage.keys.all_shards]
+    assert sum([await storage.client.raw.xlen(s) for s in streams]) == 1  # one resume
+
+
 async def test_a_stranger_decides_nothing_and_the_items_expire_together(make_bot: Any) -> None:
     deleted: list[str] = []
     bot: Harness = await make_bot(spec=spec(deleted))
