@@ -3,6 +3,7 @@ and approve and trust."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -143,6 +144,35 @@ async def test_quorum_of_two_shows_progress_then_resumes_on_the_second_approval(
     assert len(bot.tool_log.calls) == 1
     final = bot.slack.called("chat.update")[-1]
     assert any(f"<@{ALICE}>, <@{BOB}>" in str(b) for b in final["blocks"])
+
+
+async def test_a_double_click_on_a_quorum_card_reaching_two_processes_is_one_vote(
+    make_bot: Any,
+) -> None:
+    """Alice's two clicks on a card that wants two approvals reach two bot processes at
+    once: one vote is counted, the other click is refused, and nothing runs until Bob's."""
+    policy = Policy(channel=CHANNEL, users=(ALICE, BOB), min_approvals=2)
+    bot: Harness = await make_bot(policy, deciders=2)
+    other: Harness = await make_bot(policy, deciders=2)
+    value = await bot.start(requested_by=CAROL)
+    ts = bot.message_ts()
+    acks = await asyncio.gather(
+        bot.click(ids.APPROVE, value, user=ALICE, message_ts=ts),
+        other.click(ids.APPROVE, value, user=ALICE, message_ts=ts),
+    )
+    assert [a.status for a in acks] == [200, 200]
+    await bot.slack.wait_calls("chat.postEphemeral")
+    [refusal] = bot.slack.called("chat.postEphemeral")
+    assert refusal["user"] == ALICE
+    assert refusal["text"] == "Your approval is already counted (1 of 2); waiting for others."
+    await bot.slack.wait_calls("chat.update")
+    record = await bot.services.storage.queries.get(bot.record_id(value))
+    assert record is not None and record.state == "pending" and record.approvals == (ALICE,)
+    assert bot.tool_log.calls == [] and other.tool_log.calls == []
+
+    await bot.click(ids.APPROVE, value, user=BOB, message_ts=ts)
+    await bot.finished()
+    assert len(bot.tool_log.calls) + len(other.tool_log.calls) == 1
 
 
 async def test_a_quorum_card_offers_no_edit_or_reply_and_refuses_a_forged_one(
