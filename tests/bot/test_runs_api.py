@@ -16,6 +16,7 @@ from aiohttp.test_utils import TestServer
 from fakes import SIGNING_SECRET, Fault
 from harness import ALICE, BOB, CHANNEL, Harness, ToolLog, cleanup_spec
 from pydantic import SecretStr
+from strands_agents import gated_spec
 
 from agent_runtime import Agent
 from agent_runtime.session import SessionStore
@@ -314,3 +315,36 @@ async def test_an_agent_whose_build_fails_is_named_in_a_json_500(
     assert len(logged) == 3 and all("agent 'cleanup'" in e for e in logged)
     if cause == "no API key":
         assert all("ValueError: no API key" in e for e in logged)
+
+
+async def test_a_job_starts_a_strands_agent_and_follows_it_to_its_end(make_bot: Any) -> None:
+    """A Strands agent is registered like any agent: the runs API starts it, its gate's
+    interrupt is a card, and once approved the job reads the run's end."""
+    deleted: list[list[str]] = []
+    bot: Harness = await make_bot(spec=gated_spec(deleted))
+    server = TestServer(operator_app(bot.services, api_token=SecretStr(TOKEN)), port=0)
+    await server.start_server()
+    url = f"http://127.0.0.1:{server.port}{RUNS_PATH}"
+    try:
+        async with aiohttp.ClientSession() as http:
+            start = {"agent": "st-cleanup", "input": "clean up", "channel": CHANNEL}
+            async with http.post(url, json=start, headers=AUTH) as r:
+                assert r.status == 201
+                started = await r.json()
+            [interrupt] = started["interrupts"]
+            assert interrupt["reason"]["args"] == {"paths": ["/tmp/a", "/tmp/b"]}
+            status_url = url.removesuffix(RUNS_PATH) + started["status_url"]
+            async with http.get(status_url, headers=AUTH) as r:
+                assert (await r.json())["status"] == "interrupted"
+            assert deleted == []
+            await bot.click(
+                ids.APPROVE, bot.posted(0)["blocks"][-1]["elements"][0]["value"], user=ALICE
+            )
+            await bot.finished()
+            async with http.get(status_url, headers=AUTH) as r:
+                done = await r.json()
+    finally:
+        await server.close()
+    assert done["status"] == "idle" and done["interrupts"] == []
+    assert done["last_result"]["message"] == "done (success): deleted 2"
+    assert deleted == [["/tmp/a", "/tmp/b"]]
