@@ -30,7 +30,7 @@ from agent_runtime.interrupts import Decision, Interrupt, InterruptResponse
 from agent_runtime.results import AgentResult
 from agent_runtime.runnable import Runnable
 from bot.runs.drive import settle
-from bot.runs.place import Place, place_of
+from bot.runs.place import Place, first_posted, place_of
 from bot.services import Services
 from bot.ui.cards import IN_APP
 from bot.ui.redraws import update_message
@@ -128,7 +128,8 @@ async def answer_cards(services: Services, agent: Runnable, body: dict[str, Any]
         await update_message(services, card)
     if refused is not None:
         return CardAnswers(refused[0], place_of(refused[1]))
-    place = place_of(decided[0]) if decided else place_of(elsewhere[0]) if elsewhere else None
+    round_cards = decided or elsewhere
+    place = place_of(first_posted(round_cards)) if round_cards else None
     taken = frozenset(card.runtime_interrupt.id for card in decided)
     return CardAnswers(
         place=place, decided_on_cards=decided_on_cards, taken=taken, app_round=app_round

@@ -28,7 +28,7 @@ from storage.keys import record_id
 from storage.records import InterruptRecord
 
 from .approvers import interrupt_records
-from .place import Place, place_of
+from .place import Place, first_posted, place_of
 from .trusted import approve_if_trusted
 
 log = logging.getLogger(__name__)
@@ -80,7 +80,7 @@ async def resume_run(
     """Continue the run of ``records`` (all decided) with their stored answers; a run one
     of whose requests expired or was withdrawn where a denial is not an answer it takes
     is ended as cancelled (it would refuse the denial, and never go on)."""
-    first = records[0]
+    first = first_posted(records)
     place = place_of(first)
     unanswerable = next((rec for rec in records if not rec.takes_its_end()), None)
     if unanswerable is not None:

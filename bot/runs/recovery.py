@@ -18,7 +18,7 @@ from bot.services import Services
 from storage.records import InterruptRecord
 
 from .drive import continue_run, settle, tell_tool_outcome, told_at
-from .place import Place, place_of
+from .place import Place, first_posted, place_of
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +57,8 @@ async def catch_up(
 ) -> bool:
     """Finish the run's bookkeeping from its stored state; False when the answers of
     ``records`` were not applied yet (the refusal had another cause)."""
-    first, place = records[0], place_of(records[0])
+    first = first_posted(records)
+    place = place_of(first)
     agent = services.registry.agent(first.agent)
     status = await agent.thread_status(thread_id)
     if status is None or status.run_id != first.run_id:

@@ -29,7 +29,7 @@ from storage.requests import is_request_run
 from storage.resume import TAKEOVER_AFTER, ResumeJob
 
 from .drive import resume_run
-from .place import place_of
+from .place import first_posted, place_of
 from .recovery import catch_up
 
 log = logging.getLogger(__name__)
@@ -162,7 +162,7 @@ class ResumeWorker(ConsumerLoop[ResumeJob]):
         )
         if not records:
             return
-        place = place_of(records[0])
+        place = place_of(first_posted(records))
         text = (
             f"Could not resume this run after {failure.attempts} attempts: {error}; "
             "see the worker log"

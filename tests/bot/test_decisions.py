@@ -7,6 +7,7 @@ import asyncio
 import json
 from typing import Any
 
+from batch_agents import spec as deletions_spec
 from fakes import OneToolModel
 from harness import ALICE, BOB, CAROL, CHANNEL, MALLORY, Harness
 from redis_faults import reply_lost_once
@@ -338,3 +339,27 @@ async def test_an_approved_tool_that_fails_is_audited_as_failed_with_its_error_c
     assert len(failed.detail) == 500  # the first 500 characters, as documented
     said = next(t for t in bot.thread() if t.startswith("delete_files:"))
     assert "disk is read-only" in said  # the thread does not say it ran
+
+
+async def test_a_run_whose_round_had_three_cards_goes_on_in_the_first_cards_thread(
+    make_bot: Any,
+) -> None:
+    """Three calls, three cards, approved in order: each call's result is told under its
+    own card, and the run's end in the thread of the first card posted (storage gives a
+    round's records in id order, which is not the order their cards were posted in)."""
+    deleted: list[str] = []
+    paths = ["/tmp/a", "/tmp/b", "/tmp/c"]
+    bot: Harness = await make_bot(spec=deletions_spec(deleted, paths, batch=False))
+    await bot.start(requested_by=CAROL)
+    await bot.slack.wait_calls("chat.postMessage", 3)
+    ts = [str(a["ts"]) for a in bot.slack.answers("chat.postMessage")]
+    for card, card_ts in zip(bot.slack.called("chat.postMessage"), ts, strict=True):
+        value = card["blocks"][-1]["elements"][0]["value"]
+        await bot.click(ids.APPROVE, value, user=ALICE, message_ts=card_ts)
+    assert (await bot.finished()).startswith("Finished: deleted 3")  # the first card's thread
+    assert sorted(deleted) == paths
+    posts = bot.slack.called("chat.postMessage")
+    told = [p["thread_ts"] for p in posts if p.get("text") == "delete_file: deleted"]
+    assert sorted(told) == sorted(ts)  # each under its own card
+    ends = [p["thread_ts"] for p in posts if str(p.get("text")).startswith("Finished")]
+    assert ends == [ts[0]]
