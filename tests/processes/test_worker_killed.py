@@ -46,8 +46,10 @@ async def test_a_worker_killed_while_posting_a_tool_result_never_runs_the_tool_t
             lambda: next((m for m in ws.history(GENERAL) if ids.APPROVE in str(m.blocks)), None),
             within=15,
         )
-        # The next message the bot posts is the tool's result, in the run's thread: it hangs.
-        sandbox.faults.latency("chat.postMessage", seconds=120, count=1)
+        # The next two messages the bot posts hang: the note telling Alice that Bob approved
+        # (posted at the click), and the tool's result in the run's thread (posted once the
+        # result is saved). Once both hang, the worker is inside the result's post.
+        sandbox.faults.latency("chat.postMessage", seconds=120, count=2)
         ack = await sandbox.interactions.click(
             BOB, channel=GENERAL, message_ts=request.ts, action_id=ids.APPROVE
         )
