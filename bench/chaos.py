@@ -26,6 +26,7 @@ Prints a table and, as its last line, one JSON object with every figure.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import subprocess
@@ -181,5 +182,23 @@ async def main(names: list[str]) -> None:
     report(figures)
 
 
+def scenarios(argv: list[str]) -> list[str]:
+    """The scenarios named on the command line, all when none is; an unknown name is a
+    usage error (exit status 2) before any server starts."""
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.chaos",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "names", nargs="*", metavar="SCENARIO", help=f"{', '.join(SCENARIOS)} (default: all)"
+    )
+    names: list[str] = parser.parse_args(argv).names
+    unknown = [name for name in names if name not in SCENARIOS]
+    if unknown:
+        parser.error(f"no scenario {', '.join(unknown)}; choose from {', '.join(SCENARIOS)}")
+    return names or list(SCENARIOS)
+
+
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1:] or list(SCENARIOS)))
+    asyncio.run(main(scenarios(sys.argv[1:])))
