@@ -44,12 +44,12 @@ from storage.keys import check_id
 from .agui_cards import answer_cards, post_cards
 from .app_rounds import HANDED_OVER, AppRound
 from .auth import NOT_OPERATOR, bearer_check
+from .bodies import read
 
 log = logging.getLogger(__name__)
 
 AGUI_PATH = "/agui"
 _EVENT: TypeAdapter[Any] = TypeAdapter(Event)
-_MAX_BODY = 1_000_000
 
 
 def add_agui_routes(app: web.Application, services: Services, *, token: SecretStr) -> None:
@@ -62,10 +62,11 @@ def add_agui_routes(app: web.Application, services: Services, *, token: SecretSt
         name = request.match_info["agent"]
         if services.registry.spec(name) is None:
             return _error(404, unknown_agent(services, name))
-        if (request.content_length or 0) > _MAX_BODY:
-            return _error(413, f"a RunAgentInput of at most {_MAX_BODY} bytes")
+        raw = await read(request)
+        if isinstance(raw, web.Response):
+            return raw
         try:
-            body = json.loads(await request.read())
+            body = json.loads(raw)
         except (ValueError, UnicodeDecodeError, RecursionError):
             return _error(400, "the body must be a RunAgentInput as JSON")
         if not isinstance(body, dict):

@@ -11,13 +11,28 @@ from pydantic import BaseModel, ValidationError
 from .schemas import ApiError, error_message
 
 M = TypeVar("M", bound=BaseModel)
+MAX_BODY = 1024**2
+"""The largest body the HTTP server takes, in bytes (aiohttp's default, stated)."""
+
+
+async def read(request: web.Request) -> bytes | web.Response:
+    """The body, or a JSON 413 when it is larger than the server takes (aiohttp's own
+    answer is a text page, which clients of a JSON API cannot read as an error)."""
+    try:
+        return await request.read()
+    except web.HTTPRequestEntityTooLarge:
+        limit = request.client_max_size
+        return error(413, f"the body is larger than the {limit} bytes Signoff takes")
 
 
 async def parse(
     request: web.Request, model: type[M], *, empty_ok: bool = False
 ) -> M | web.Response:
-    """The body as ``model``, or a 400 naming the first field that is wrong."""
-    raw = await request.read()
+    """The body as ``model``; else a 413 when too large, or a 400 naming the first field
+    that is wrong."""
+    raw = await read(request)
+    if isinstance(raw, web.Response):
+        return raw
     if empty_ok and not raw.strip():
         raw = b"{}"
     try:

@@ -9,6 +9,7 @@ from aiohttp import web
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
+from .bodies import MAX_BODY
 from .request_records import REQUESTS_PATH
 from .requests import MAX_WAIT
 from .schemas import ApiError, NewRequest, OutcomeReport, RequestView, Withdrawal
@@ -56,7 +57,7 @@ def openapi_document() -> dict[str, Any]:
                     "responses": {
                         "201": _view("Posted"),
                         "200": _view("The same idempotency key again: the existing request"),
-                        **_errors(400, 401, 403, 404, 409, 500, 503),
+                        **_errors(400, 401, 403, 404, 409, 413, 500, 503),
                     },
                 }
             },
@@ -88,7 +89,7 @@ def openapi_document() -> dict[str, Any]:
                             "No longer pending, or some of its items decided first: the "
                             "request as it is, and an error"
                         ),
-                        **_errors(400, 401, 404, 500, 503),
+                        **_errors(400, 401, 404, 413, 500, 503),
                     },
                 }
             },
@@ -100,7 +101,7 @@ def openapi_document() -> dict[str, Any]:
                     "requestBody": _body("OutcomeReport"),
                     "responses": {
                         "200": _view("Reported"),
-                        **_errors(400, 401, 404, 409, 500, 503),
+                        **_errors(400, 401, 404, 409, 413, 500, 503),
                     },
                 }
             },
@@ -148,6 +149,7 @@ _ERRORS = {
     403: "The client may not post to that channel",
     404: "No such request (or another client's; for a new one, the one it supersedes)",
     409: "The request is not in a state that allows this",
+    413: f"The body is larger than the server takes ({MAX_BODY} bytes)",
     500: "Stored data the call needs is damaged; asking again will not help",
     503: "Storage is unreachable; nothing was changed",
 }

@@ -10,7 +10,8 @@
 
 Every error is JSON ``{"error", "field"}``: 400 bad input, 401 no valid token, 403 a
 channel the client may not post to, 404 unknown (or another client's) request, 409 a
-request in the wrong state, 500 stored data that is damaged, 503 storage unreachable.
+request in the wrong state, 413 a body larger than the server takes, 500 stored data
+that is damaged, 503 storage unreachable.
 """
 
 from __future__ import annotations

@@ -12,10 +12,10 @@ carries it as ``Authorization: Bearer <token>``.
   ``running``.
 
 Errors are JSON ``{"error": "..."}``: 401 without the token, 400 for a malformed body,
-404 for an unknown agent or run (a thread another agent ran is unknown to this one), 422
-for a run asked for where it cannot run (a direct message its approvers never see), 500
-for a run whose stored state is damaged (or an agent that failed, or whose build did:
-named), 503 when Redis cannot be reached.
+413 for one larger than the server takes, 404 for an unknown agent or run (a thread another
+agent ran is unknown to this one), 422 for a run asked for where it cannot run (a direct
+message its approvers never see), 500 for a run whose stored state is damaged (or an
+agent that failed, or whose build did: named), 503 when Redis cannot be reached.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ from storage.errors import (
 )
 
 from .auth import NOT_OPERATOR, bearer_check
+from .bodies import read
 
 log = logging.getLogger(__name__)
 
@@ -68,8 +69,11 @@ def add_runs_routes(app: web.Application, services: Services, *, token: SecretSt
     async def start(request: web.Request) -> web.Response:
         if not authorized(request):
             return _unauthorized()
+        raw = await read(request)
+        if isinstance(raw, web.Response):
+            return raw
         try:
-            body = StartRun.model_validate_json(await request.read())
+            body = StartRun.model_validate_json(raw)
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"]) or "body"

@@ -19,6 +19,7 @@ from slack_bolt.async_app import AsyncApp
 
 from bot.api.agui import AGUI_PATH, add_agui_routes
 from bot.api.auth import Authenticator
+from bot.api.bodies import MAX_BODY
 from bot.api.openapi import add_openapi_route
 from bot.api.requests import add_requests_routes
 from bot.api.runs import RUNS_PATH, add_runs_routes
@@ -68,7 +69,7 @@ def operator_app(
     api_token: SecretStr | None = None,
 ) -> web.Application:
     """An aiohttp application serving the operator endpoints and the APIs (Socket Mode)."""
-    app = web.Application()
+    app = web.Application(client_max_size=MAX_BODY)
     add_operator_routes(app, services, checks=checks)
     auth = Authenticator(services.storage, admin_token=api_token)
     add_requests_routes(app, services, auth=auth)

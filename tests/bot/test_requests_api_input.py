@@ -4,12 +4,15 @@ give instead, and refuses a token that cannot be one."""
 from __future__ import annotations
 
 import asyncio
+import json
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from harness import ALICE
-from requests_jobs import Jobs
+from requests_jobs import ADMIN_TOKEN, Jobs
 
+from bot.api.bodies import MAX_BODY
 from bot.api.request_records import REQUESTS_PATH
 
 
@@ -134,3 +137,36 @@ async def test_a_token_that_is_not_utf8_is_a_401_on_every_guarded_route(jobs: Jo
     for method, path in routes:
         for authorization in (b"Bearer sgn_\xff", b"Bearer \xc3("):
             assert await status_of(method, path, authorization) == 401, (path, authorization)
+
+
+async def test_a_body_too_large_is_a_json_413_on_every_api_and_nothing_is_posted(
+    jobs: Jobs,
+) -> None:
+    """A job's client reads the error (not "not the Signoff API"), sent whole or chunked."""
+    too_large = json.dumps({"title": "t", "details": "x" * (MAX_BODY + 1)}).encode()
+
+    async def chunked() -> AsyncIterator[bytes]:
+        for start in range(0, len(too_large), 65536):
+            yield too_large[start : start + 65536]
+
+    admin = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+    _, made = await jobs.ask()
+    posted = len(jobs.bot.slack.called("chat.postMessage"))
+    calls = [
+        (REQUESTS_PATH, jobs.auth),
+        (made["status_url"] + "/withdraw", jobs.auth),
+        (made["status_url"] + "/outcome", jobs.auth),
+        ("/api/runs", admin),
+        ("/agui/cleanup", admin),
+    ]
+    for path, auth in calls:
+        for body in (too_large, chunked()):
+            async with jobs.http.post(jobs.base + path, data=body, headers=auth) as r:
+                answer = await r.json()  # refuses any content type but JSON
+                assert r.status == 413, (path, answer)
+                assert (
+                    answer["error"] == f"the body is larger than the {MAX_BODY} bytes Signoff takes"
+                )
+    assert len(jobs.bot.slack.called("chat.postMessage")) == posted
+    status, after = await jobs.get(made["status_url"])
+    assert (status, after["status"]) == (200, "pending")
