@@ -8,7 +8,9 @@
 
 A delivery is signed like Slack signs its requests: ``X-Signoff-Signature: v1=`` the hex
 HMAC-SHA256 of ``v1:{X-Signoff-Timestamp}:{body}``. A stale timestamp (more than five
-minutes off) fails, so a captured delivery cannot be replayed later.
+minutes off) fails, so a captured delivery cannot be replayed later; nor sooner under
+another ``X-Signoff-Delivery`` (not signed itself), which must be the signed body's
+``delivery_id``.
 """
 
 from __future__ import annotations

@@ -2,13 +2,15 @@
 
 ``X-Signoff-Signature: v1=<hex HMAC-SHA256 of "v1:{timestamp}:{body}">`` with the API
 client's webhook secret, ``X-Signoff-Timestamp`` in Unix seconds, and
-``X-Signoff-Delivery``: the same id on every retry of one event, for dropping duplicates.
+``X-Signoff-Delivery``: the same id on every retry of one event, for dropping duplicates;
+it must be the signed body's ``delivery_id``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 from collections.abc import Mapping
 
 SIGNATURE = "X-Signoff-Signature"
@@ -46,4 +48,18 @@ def verify(
     if abs(now - int(stamp)) > tolerance:
         return False
     # compare_digest takes ASCII text only: a signature that is not cannot be ours.
-    return given.isascii() and hmac.compare_digest(signature(body, secret, int(stamp)), given)
+    if not (given.isascii() and hmac.compare_digest(signature(body, secret, int(stamp)), given)):
+        return False
+    # The header is not signed, the body is: a captured delivery sent again under another
+    # id would pass a receiver's duplicate check.
+    return found.get(DELIVERY.lower()) == _delivery_id(body)
+
+
+def _delivery_id(body: bytes) -> str | None:
+    """The ``delivery_id`` a signed body carries, or None when it carries none."""
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    found = data.get("delivery_id") if isinstance(data, dict) else None
+    return found if isinstance(found, str) else None

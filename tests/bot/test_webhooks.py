@@ -81,6 +81,24 @@ async def test_a_withdrawal_is_delivered_signed_and_a_forgery_fails_verify(
         assert not verify(body, forged, hooked.secret, now=now)
 
 
+async def test_a_delivery_sent_again_under_another_id_fails_verify(hooked: Hooked) -> None:
+    """Someone who captured a delivery (plain http to an allow-listed host) cannot get it
+    past the receiver's duplicate check by changing its unsigned id header."""
+    hooked.receiver.status = 200
+    made = await hooked.ask()
+    url = f"{hooked.base}{made['status_url']}/withdraw"
+    async with hooked.http.post(url, headers={"Authorization": f"Bearer {hooked.token}"}) as r:
+        assert r.status == 200
+    await hooked.got(1)
+    _, sent, body = hooked.receiver.got[0]
+    now = hooked.bot.clock.now().timestamp()
+    assert sent["X-Signoff-Delivery"] == json.loads(body)["delivery_id"]
+    assert verify(body, sent, hooked.secret, now=now)
+    unsigned = {k: v for k, v in sent.items() if k != "X-Signoff-Delivery"}
+    for headers in ({**sent, "X-Signoff-Delivery": "1700000000000-1"}, unsigned):
+        assert not verify(body, headers, hooked.secret, now=now)
+
+
 def test_a_timestamp_too_long_to_be_one_fails_verify_rather_than_raising() -> None:
     """A forger's 400- or 5000-digit timestamp is refused like any stale one: the
     receiver answers 401, not a 500 with a traceback."""
