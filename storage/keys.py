@@ -215,6 +215,11 @@ class Keys:
         """String: set when an Events API event was first delivered, so retries are skipped."""
         return f"{self.prefix}:event:{check_id('event', event_id)}"
 
+    def signed_request(self, digest: str) -> str:
+        """String: set when a signed Slack request (by its signature's digest) was received,
+        so the same request sent again is refused."""
+        return f"{self.prefix}:signed:{check_id('signature digest', digest)}"
+
     def session(self, thread_id: str) -> str:
         return f"{self.prefix}:thread:{{{check_thread_id(thread_id)}}}:session"
 

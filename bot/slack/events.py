@@ -3,16 +3,20 @@
 Apart from Slack's certificate check (answered 200, doing nothing), the events route
 checks the signature before anything else (401, with a warning at most once a minute)
 and refuses a body that is not a request Signoff handles, in the shape Slack sends it
-(400; ``bot.slack.requests``).
+(400; ``bot.slack.requests``). A command or an interaction received a second time,
+signature and all, is a replay (Slack sends each once, with its own ``trigger_id``):
+401, with a warning at most once a minute; events have their own retries, deduplicated
+by ``event_id``.
 A click on one of Signoff's buttons skips Bolt's middleware chain: a decision is
-appended to the click stream in Redis (one round trip, ``bot.decisions.clicks.intake``),
-then answered, so an acknowledged click survives this process; the deciders of any
-process decide it. Everything else goes to Bolt. The route's duration is the ack
-latency the metrics report.
+appended to the click stream in Redis (one round trip after the replay check's,
+``bot.decisions.clicks.intake``), then answered, so an acknowledged click survives this
+process; the deciders of any process decide it. Everything else goes to Bolt. The
+route's duration is the ack latency the metrics report.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 
@@ -24,6 +28,7 @@ from slack_sdk.signature import SignatureVerifier
 
 from bot.decisions.clicks import intake
 from bot.services import Services
+from storage.errors import StorageError
 
 from .requests import parse_request, signed_text
 
@@ -37,15 +42,28 @@ reveals and does nothing (Slack may send it unsigned)."""
 
 
 WARN_EVERY = 60.0
-"""Seconds between two warnings about refused signatures: one a minute, not one a request."""
+"""Seconds between two warnings about refused requests: one a minute, not one a request."""
 
 
-class _BadSignatures:
-    """Warns, at most once every ``WARN_EVERY`` seconds, that requests are refused for their
-    signature: every request failing, while only the access log said 401, looked like an
-    outage; a wrong SLACK_SIGNING_SECRET is the usual cause. Never quotes either."""
+BAD_SIGNATURE = (
+    "whose signature is missing, stale or wrong (%d since %s); if Slack sent them, check "
+    "SLACK_SIGNING_SECRET (the Signing Secret on the app's Basic Information page)"
+)
+"""Every request failing, while only the access log said 401, looked like an outage."""
+REPLAYED = (
+    "that were received before, signature and all (%d since %s): Slack sends each once, so "
+    "someone is sending captured requests again"
+)
+REPLAY_BUDGET = 0.5
+"""Seconds the replay check may take; a click's own budget and Slack's 3 s come after."""
 
-    def __init__(self) -> None:
+
+class _Refusals:
+    """Warns, at most once every ``WARN_EVERY`` seconds, that requests are refused for
+    ``why`` (a %-format of the count and since when). Never quotes a secret or signature."""
+
+    def __init__(self, why: str) -> None:
+        self._why = why
         self._refused = 0
         self._warned_at: float | None = None
 
@@ -54,14 +72,8 @@ class _BadSignatures:
         now = time.monotonic()
         if self._warned_at is not None and now - self._warned_at < WARN_EVERY:
             return
-        log.warning(
-            "refusing requests to %s whose signature is missing, stale or wrong (%d since "
-            "%s); if Slack sent them, check SLACK_SIGNING_SECRET (the Signing Secret on the "
-            "app's Basic Information page)",
-            EVENTS_PATH,
-            self._refused,
-            "startup" if self._warned_at is None else "the last warning",
-        )
+        since = "startup" if self._warned_at is None else "the last warning"
+        log.warning("refusing requests to %s " + self._why, EVENTS_PATH, self._refused, since)
         self._refused, self._warned_at = 0, now
 
 
@@ -71,7 +83,7 @@ def add_events_route(
     """Serve Slack's requests for ``app`` at ``EVENTS_PATH`` of ``web_app``."""
     verifier = SignatureVerifier(signing_secret)
     metrics = services.metrics
-    bad_signatures = _BadSignatures()
+    bad_signatures, replays = _Refusals(BAD_SIGNATURE), _Refusals(REPLAYED)
 
     async def events(request: web.Request) -> web.Response:
         started = time.perf_counter()
@@ -86,6 +98,11 @@ def add_events_route(
         if slack is None:
             log.warning("refused a signed request that is not one Signoff handles")
             return web.Response(status=400, text="malformed body")
+        if request.content_type != "application/json" and not await _first_time(
+            services, request.headers["X-Slack-Signature"]
+        ):
+            replays.refused()
+            return web.Response(status=401, text="request received before")
         if slack.click is not None:
             await intake(services, slack.click)
             response = web.Response()
@@ -100,3 +117,15 @@ def add_events_route(
         return response
 
     web_app.router.add_post(EVENTS_PATH, events)
+
+
+async def _first_time(services: Services, signature: str) -> bool:
+    """Whether a request signed ``signature`` is received for the first time. When Redis
+    cannot say in time it is taken: what the request does meets the outage itself, and
+    tells the user so."""
+    try:
+        return await asyncio.wait_for(
+            services.storage.deliveries.first_signed(signature), REPLAY_BUDGET
+        )
+    except (TimeoutError, StorageError):
+        return True

@@ -325,6 +325,15 @@ def sign(
     return {**headers, "Content-Type": "application/x-www-form-urlencoded"}
 
 
+_TRIGGERS = itertools.count(1)
+
+
+def trigger_id() -> str:
+    """A fresh trigger id: Slack gives each command and interaction its own, so no two of
+    its signed requests are the same bytes (one received twice is refused as a replay)."""
+    return f"trig.{next(_TRIGGERS)}"
+
+
 def form_body(payload: dict[str, Any]) -> str:
     return urllib.parse.urlencode({"payload": json.dumps(payload)})
 
@@ -336,7 +345,6 @@ def click_payload(
     user: str,
     channel: str,
     message_ts: str,
-    trigger_id: str = "trig.1",
 ) -> dict[str, Any]:
     """A ``block_actions`` payload as Slack sends it for a button click."""
     return {
@@ -348,7 +356,7 @@ def click_payload(
         "channel": {"id": channel, "name": "ops"},
         "message": {"ts": message_ts, "text": "", "blocks": []},
         "response_url": "https://hooks.slack.invalid/actions/1",
-        "trigger_id": trigger_id,
+        "trigger_id": trigger_id(),
         "actions": [
             {
                 "type": "button",
@@ -376,7 +384,7 @@ def command_body(*, text: str, user: str, channel: str) -> str:
             "text": text,
             "api_app_id": "A0TEST",
             "response_url": "https://hooks.slack.invalid/commands/1",
-            "trigger_id": "trig.3",
+            "trigger_id": trigger_id(),
         }
     )
 
@@ -405,7 +413,7 @@ def home_click_payload(*, user: str, action_id: str, value: str) -> dict[str, An
         "team": {"id": "T0TEST", "domain": "test"},
         "container": {"type": "view", "view_id": "V0HOME"},
         "view": {"id": "V0HOME", "type": "home", "blocks": []},
-        "trigger_id": "trig.home",
+        "trigger_id": trigger_id(),
         "actions": [
             {
                 "type": "button",
@@ -427,7 +435,7 @@ def submit_payload(
         "user": {"id": user, "username": user.lower(), "team_id": "T0TEST"},
         "api_app_id": "A0TEST",
         "team": {"id": "T0TEST", "domain": "test"},
-        "trigger_id": "trig.2",
+        "trigger_id": trigger_id(),
         "view": {
             "id": "V0TEST",
             "type": "modal",

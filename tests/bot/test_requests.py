@@ -6,18 +6,22 @@ import json
 import logging
 import time
 import urllib.parse
+from datetime import timedelta
 from typing import Any
 
 import pytest
-from fakes import SIGNING_SECRET, click_payload, form_body, sign
-from harness import ALICE, Harness
+from fakes import SIGNING_SECRET, click_payload, command_body, form_body, sign
+from harness import ALICE, CAROL, CHANNEL, Harness
 from hypothesis import given
 from hypothesis import strategies as st
 
+from bot.agents.policy import Policy
 from bot.slack import events
 from bot.slack.events import EVENTS_PATH
 from bot.slack.requests import parse_request
 from bot.ui import ids
+
+WINDOW = timedelta(seconds=60)
 
 
 async def _post(bot: Harness, body: str, headers: dict[str, str]) -> int:
@@ -163,3 +167,44 @@ async def test_badly_signed_requests_are_logged_once_a_minute_never_quoting_the_
     assert SIGNING_SECRET not in logged and "the-old-secret" not in logged
     signature = next(v for k, v in headers.items() if k.lower() == "x-slack-signature")
     assert signature.removeprefix("v0=") not in logged
+
+
+async def test_a_signed_click_sent_again_is_refused_so_an_undone_approval_stays_undone(
+    make_bot: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Someone who captured Alice's Approve (the hop after TLS ends, say) sends it again,
+    byte for byte, within the five minutes its signature is good for, after she undid it."""
+    bot: Harness = await make_bot(Policy(channel=CHANNEL, users=(ALICE,), undo_window=WINDOW))
+    caplog.set_level(logging.WARNING, logger="bot.slack.events")
+    value = await bot.start(requested_by=CAROL)
+    approve = form_body(
+        click_payload(
+            action_id=ids.APPROVE,
+            value=value,
+            user=ALICE,
+            channel=CHANNEL,
+            message_ts=bot.message_ts(),
+        )
+    )
+    headers = sign(approve)
+    assert await _post(bot, approve, headers) == 200
+    await bot.slack.wait_for(lambda: _headline(bot).startswith("Approved, not yet final"))
+    await bot.click(ids.UNDO, value, user=ALICE)
+    await bot.slack.wait_for(lambda: _headline(bot) == "Approval needed: delete_files")
+
+    assert await _post(bot, approve, headers) == 401
+    stored = await bot.services.storage.queries.get(bot.record_id(value))  # nothing queued
+    command = command_body(text="", user=ALICE, channel=CHANNEL)
+    command_headers = sign(command)
+    assert await _post(bot, command, command_headers) == 200
+    assert await _post(bot, command, command_headers) == 401
+    await bot.click(ids.APPROVE, value, user=ALICE)  # Alice's own new click still counts
+    await bot.slack.wait_for(lambda: _headline(bot).startswith("Approved, not yet final"))
+    assert stored is not None and stored.state == "pending"
+    [warning] = [r.getMessage() for r in caplog.records if r.name == "bot.slack.events"]
+    assert "received before" in warning and headers["X-Slack-Signature"] not in warning
+
+
+def _headline(bot: Harness) -> str:
+    updates = bot.slack.called("chat.update")
+    return str((updates[-1] if updates else bot.posted(0))["blocks"][0]["text"]["text"])

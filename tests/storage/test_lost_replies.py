@@ -116,6 +116,16 @@ async def test_a_first_delivery_whose_claim_was_sent_again_is_still_the_first(
     assert not await one_server.deliveries.first("Ev0LOST")  # Slack's own retry
 
 
+async def test_a_slack_request_whose_check_was_sent_again_is_still_new(
+    one_server: Storage,
+) -> None:
+    """A click whose replay check lost its reply is let in, not refused as a replay."""
+    with reply_lost_once(naming=":signed:", command="SET") as lost:
+        assert await one_server.deliveries.first_signed("v0=" + "1" * 64)
+    assert lost == ["SET"]
+    assert not await one_server.deliveries.first_signed("v0=" + "1" * 64)  # a replay
+
+
 async def test_an_end_marked_again_by_the_same_call_is_still_the_first(
     one_server: Storage,
 ) -> None:
