@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Annotated, Literal
 
 import pydantic
 from pydantic.alias_generators import to_camel
@@ -53,16 +53,21 @@ class _ResumeEntry(_Wire):
     metadata: dict[str, JSONValue] | None = None
 
 
+_FAIL_FAST = pydantic.Field(fail_fast=True)
+"""On a list: its first bad entry is the error, not one error each (a body of a million
+empty entries named each in a RUN_ERROR of megabytes)."""
+
+
 class _Message(_Wire):
     role: str
-    content: str | list[dict[str, JSONValue]] | None = None
+    content: str | Annotated[list[dict[str, JSONValue]], _FAIL_FAST] | None = None
 
 
 class _RunAgentInput(_Wire):
     thread_id: str = pydantic.Field(min_length=1)
     run_id: str = pydantic.Field(min_length=1)
-    messages: list[_Message] = []
-    resume: list[_ResumeEntry] | _ResumeEntry | None = None
+    messages: Annotated[list[_Message], _FAIL_FAST] = []
+    resume: Annotated[list[_ResumeEntry], _FAIL_FAST] | _ResumeEntry | None = None
 
 
 def parse_run_input(data: Mapping[str, JSONValue]) -> AguiInput:

@@ -8,7 +8,7 @@ import json
 from collections.abc import Awaitable, Callable
 
 import aiohttp
-from agui_endpoint import TOKEN, Endpoint, run_client
+from agui_endpoint import TOKEN, Endpoint, run_client, run_raw
 from batch_agents import spec as deletions
 
 
@@ -134,3 +134,23 @@ async def test_the_real_client_keeps_one_turns_tool_calls_in_one_assistant_messa
     assert [m["toolCalls"] for m in asked["assistant"]] == [["call_0", "call_1"]]
     assert done["finished"]["outcome"] == {"type": "success"}, done
     assert sorted(deleted) == ["/tmp/a", "/tmp/b"]
+
+
+async def test_a_body_of_countless_bad_entries_is_refused_naming_the_first_alone(
+    endpoint: Endpoint,
+) -> None:
+    """Not one problem per entry: a RUN_ERROR of megabytes, after seconds of the server's
+    event loop spent writing it (twice: its cards read the body too)."""
+    said = {
+        "messages": "invalid RunAgentInput: messages.0.role: Field required",
+        "resume": "invalid RunAgentInput: resume.list[_ResumeEntry].0.interruptId: Field "
+        "required; resume._ResumeEntry: Input should be a valid dictionary or instance of "
+        "_ResumeEntry",
+    }
+    for field, error in said.items():
+        events = await run_raw(
+            endpoint, {"threadId": "t-many", "runId": "r", field: [{}] * 200_000}
+        )
+        assert [(e["type"], e["message"]) for e in events] == [("RUN_ERROR", error)]
+    assert endpoint.bot.tool_log.calls == []
+    assert endpoint.bot.slack.called("chat.postMessage") == []
