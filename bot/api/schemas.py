@@ -59,12 +59,16 @@ _ID_HINTS = {
     "escalate_channel": _CHANNEL_ID,
     "approvers": _APPROVER_ID,
     "escalate_to": _APPROVER_ID,
+    "name": "a param's name is up to 64 letters, digits and underscores, not starting with "
+    "a digit: the job reads it as SIGNOFF_PARAM_<NAME>",
+    "idempotency_key": "use up to 128 letters, digits and _ . : - (no spaces or other signs)",
+    "supersedes": "use the id of the approved request this one asks again for (req_...)",
 }
 
 
 def error_message(error: ErrorDetails) -> str:
     """One validation error in words a client can act on: pydantic's, except that an id
-    that does not look like one is told which id to give."""
+    or a name that does not look like one is told what to give, never a raw pattern."""
     field = next((str(part) for part in reversed(error["loc"]) if isinstance(part, str)), "")
     if error["type"] == "string_pattern_mismatch" and field in _ID_HINTS:
         return _ID_HINTS[field]

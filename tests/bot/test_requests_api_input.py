@@ -91,6 +91,19 @@ async def test_bad_input_is_a_400_naming_the_field_and_posts_nothing(
             {"approvers": [ALICE, "U0NOBODY"]},
             "approvers.1: Slack has no user U0NOBODY in this workspace (a typo?)",
         ),
+        (
+            {"params": [{"name": "max-age", "type": "integer", "value": 3}]},
+            "params.0.name: a param's name is up to 64 letters, digits and underscores, not "
+            "starting with a digit: the job reads it as SIGNOFF_PARAM_<NAME>",
+        ),
+        (
+            {"idempotency_key": "cleanup 2026-11-27T03:00:00+00:00"},
+            "idempotency_key: use up to 128 letters, digits and _ . : - (no spaces or other signs)",
+        ),
+        (
+            {"acts_on": "vol-1", "supersedes": "42"},
+            "supersedes: use the id of the approved request this one asks again for (req_...)",
+        ),
     ],
 )
 async def test_likely_mistakes_are_told_what_to_give_instead(

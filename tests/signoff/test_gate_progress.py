@@ -101,6 +101,36 @@ def test_a_request_with_no_approvers_is_a_usage_error_in_plain_words(
     assert capsys.readouterr().err == "signoff gate: name --approvers, or set --anyone-in-channel\n"
 
 
+@pytest.mark.parametrize(
+    ("option", "said"),
+    [
+        (
+            ["--param", "max-age=3"],
+            "--param 'max-age=3': a param's name is up to 64 letters, digits and underscores, "
+            "not starting with a digit: the job reads it as SIGNOFF_PARAM_<NAME>",
+        ),
+        (
+            ["--idempotency-key", "cleanup 2026-11-27T03:00:00+00:00"],
+            "--idempotency-key: use up to 128 letters, digits and _ . : - (no spaces or other "
+            "signs)",
+        ),
+    ],
+)
+def test_a_name_or_key_it_cannot_take_is_told_what_to_give_not_a_pattern(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    option: list[str],
+    said: str,
+) -> None:
+    monkeypatch.setenv("SIGNOFF_URL", "http://127.0.0.1:1")
+    monkeypatch.setenv("SIGNOFF_TOKEN", "sgn_" + "x" * 30)
+    options = ["--channel", "C0OPS", "--title", "Rotate keys", "--approvers", "U0A"]
+    with pytest.raises(SystemExit) as stopped:
+        gate.main([*options, *option])
+    assert stopped.value.code == 2
+    assert capsys.readouterr().err == f"signoff gate: {said}\n"
+
+
 def test_an_item_given_twice_is_named_with_its_option(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
