@@ -55,6 +55,11 @@ async def ask(
             return await _stopped_while_asking(client, creating)
         if view.acts_on is not None:
             shown = view.acts_on  # a retry's card may show an earlier output than ours
+        if view.final and not view.approved:  # only a reused key finds a decided request
+            say(
+                f"signoff gate: --idempotency-key {request.idempotency_key} is request "
+                f"{view.id}, {view.status} earlier; give a new key to ask again"
+            )
         if not view.final:
             say_waiting(view, now=client.server_time())
         answer = await wait(client, view, stop)

@@ -233,7 +233,11 @@ async def test_ctrl_c_or_sigterm_while_waiting_withdraws_the_request(
     again = await stack.gate("--idempotency-key", "cleanup-2026-11-24")
     _, err = await asyncio.wait_for(again.communicate(), 30)
     assert again.returncode == WITHDRAWN, err
-    assert "waiting for approval" not in err.decode()  # it says only how it ended
+    assert "waiting for approval" not in err.decode()  # it says how it ended, and what to do
+    assert (
+        "--idempotency-key cleanup-2026-11-24 is request req_" in err.decode()
+        and "withdrawn earlier; give a new key to ask again" in err.decode()
+    ), err
     assert len(stack.sandbox.workspace.history(GENERAL)) == 1
     assert not stack.marks.exists()
 
