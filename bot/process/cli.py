@@ -119,7 +119,7 @@ def _parser() -> argparse.ArgumentParser:
     create = token_sub.add_parser("create", help="create a client; prints its token once")
     create.add_argument("name", help="shown on its requests as who asked")
     create.add_argument(
-        "--channels", default="", help="comma-separated channel ids it may use (none: any)"
+        "--channels", help="comma-separated channel ids it may use (left out: any channel)"
     )
     create.add_argument("--callback-url", help="webhook for its requests that name none")
     revoke = token_sub.add_parser("revoke", help="revoke a client's token")
@@ -325,7 +325,14 @@ async def _token(settings: Settings, args: argparse.Namespace, stopping: asyncio
     try:
         clients = storage.api_clients
         if args.action == "create":
-            channels = tuple(c.strip() for c in args.channels.split(",") if c.strip())
+            channels = tuple(c.strip() for c in (args.channels or "").split(",") if c.strip())
+            if args.channels is not None and not channels:  # an unset variable, say
+                print(
+                    "signoff: --channels names no channel: give its ids (C0123ABCD), or leave "
+                    "--channels out for a client that may post to any channel",
+                    file=sys.stderr,
+                )
+                return 2
             url = args.callback_url
             refused = CallbackPolicy(allow=settings.webhook_hosts).refusal(url) if url else None
             if refused is not None:

@@ -246,6 +246,22 @@ async def test_a_clients_callback_url_is_checked_like_a_requests_and_kept(
     assert client is not None and client.callback_url == url
 
 
+@pytest.mark.parametrize("given", ["", " , "])
+async def test_a_token_given_no_channel_is_refused_not_made_for_any_channel(
+    env: dict[str, str], given: str
+) -> None:
+    """``--channels "$OPS_CHANNEL"`` with the variable unset must not make a client that
+    may post anywhere."""
+    code, out, err = await _signoff("token", "create", "nightly", "--channels", given, env=env)
+    assert code == 2 and out == ""
+    assert err == (
+        "signoff: --channels names no channel: give its ids (C0123ABCD), or leave --channels "
+        "out for a client that may post to any channel\n"
+    ), err
+    code, out, err = await _signoff("token", "list", env=env)
+    assert code == 0 and "nightly" not in out, out
+
+
 async def test_without_redis_url_a_token_command_says_whose_redis_it_uses(
     env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
