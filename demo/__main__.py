@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import logging
 import os
 import shlex
@@ -103,7 +104,15 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         asyncio.run(_run(options))
-    except (DemoError, BotError, SandboxError, StorageError, OSError) as exc:
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE and options.port:
+            exc = OSError(
+                f"port {options.port} is in use: pass another --port, or leave --port out "
+                "for a free one"
+            )
+        print(f"demo: {exc}", file=sys.stderr)
+        return 2
+    except (DemoError, BotError, SandboxError, StorageError) as exc:
         print(f"demo: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # Ctrl-C while starting: everything started is stopped

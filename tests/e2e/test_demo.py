@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+import socket
 import subprocess
 import sys
 from collections.abc import Callable
@@ -378,3 +379,22 @@ def test_a_port_out_of_range_is_a_usage_error() -> None:
     assert answer.returncode == 2, answer.stderr
     assert "--port: '99999' is not a port: give 0 to 65535" in answer.stderr
     assert "Traceback" not in answer.stderr
+
+
+def test_a_port_in_use_is_told_to_pick_another(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        options = ["--no-browser", "--port", str(port), "--data-dir", str(tmp_path / "demo")]
+        answer = subprocess.run(
+            [sys.executable, "-m", "demo", *options],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert answer.returncode == 2, answer.stderr
+    assert answer.stderr == (
+        f"demo: port {port} is in use: pass another --port, or leave --port out for a free one\n"
+    )
