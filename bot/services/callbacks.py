@@ -101,10 +101,11 @@ class CallbackPolicy:
         if host in _METADATA_HOSTS or forbidden_address(host):
             return f"{host} is a link-local or metadata address"
         allowed = self.allowed(host, port)
+        entry = host if port is None else f"{host}:{port}"  # what the allow-list must hold
         if (internal_address(host) or host == "localhost") and not allowed:
-            return f"{host} is an internal address: allow it in SIGNOFF_WEBHOOK_ALLOW"
+            return f"{host} is an internal address: allow {entry} in SIGNOFF_WEBHOOK_ALLOW"
         if parts.scheme != "https" and not allowed:
-            return f"use https, or allow {host} in SIGNOFF_WEBHOOK_ALLOW"
+            return f"use https, or allow {entry} in SIGNOFF_WEBHOOK_ALLOW"
         return None
 
     def may_connect(self, host: str, port: int, address: str) -> bool:

@@ -92,6 +92,19 @@ def test_a_webhook_never_goes_inside_the_network_unless_its_host_is_allowed(url:
     assert allowed.refusal("https://10.0.0.5/hook") is None
 
 
+def test_a_refused_url_names_the_entry_the_allow_list_needs_port_and_all() -> None:
+    """Another port of an allowed host is refused: the refusal names that port, not the
+    host the operator already allowed."""
+    allowed = CallbackPolicy(allow=frozenset({"127.0.0.1:8080"}))
+    assert allowed.refusal("http://127.0.0.1:8080/hook") is None
+    assert allowed.refusal("http://127.0.0.1:9000/hook") == (
+        "127.0.0.1 is an internal address: allow 127.0.0.1:9000 in SIGNOFF_WEBHOOK_ALLOW"
+    )
+    assert CallbackPolicy().refusal("http://hooks.example.com/signoff") == (
+        "use https, or allow hooks.example.com in SIGNOFF_WEBHOOK_ALLOW"
+    )
+
+
 async def test_a_stored_delivery_to_an_address_now_refused_is_dropped_unsent(
     hooked: Hooked,
 ) -> None:
