@@ -166,8 +166,17 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
         default="",
         help="comma-separated user (U…) and user group (S…) ids, or group handles (@oncall)",
     )
-    parser.add_argument("--anyone-in-channel", action="store_true")
-    parser.add_argument("--min-approvals", type=int, default=1)
+    parser.add_argument(
+        "--anyone-in-channel",
+        action="store_true",
+        help="every member of the channel may decide (else only --approvers)",
+    )
+    parser.add_argument(
+        "--min-approvals",
+        type=int,
+        default=1,
+        help="approvals needed (default 1); any deny ends it; not with --editable or --allow-reply",
+    )
     parser.add_argument("--expires", default="24h", help="e.g. 30m, 8h, 2d (default 24h)")
     parser.add_argument(
         "--undo-window", help="e.g. 60s: the deciding click can be undone this long first"
@@ -195,7 +204,13 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     details = parser.add_mutually_exclusive_group()
     details.add_argument("--details", help="text shown on the card (escaped)")
     details.add_argument("--details-file", help="read the details from this file")
-    parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE")
+    parser.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a value shown on the card; the command gets it as SIGNOFF_PARAM_<NAME>",
+    )
     parser.add_argument(
         "--editable",
         action="append",

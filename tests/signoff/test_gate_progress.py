@@ -153,6 +153,20 @@ def test_the_usage_shows_where_the_command_goes(capsys: pytest.CaptureFixture[st
     )
 
 
+def test_every_option_of_the_usage_says_what_it_does(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        parse_args(["--help"])
+    usage = capsys.readouterr().out.split("options:\n", 1)[1].split("\n\n", 1)[0]
+    # An option argparse lists with nothing after it, nor on the line below, is unexplained.
+    lines = usage.splitlines()
+    bare = [
+        line.strip()
+        for line, after in zip(lines, [*lines[1:], ""], strict=True)
+        if line.startswith("  -") and "  " not in line.strip() and not after.startswith(" " * 8)
+    ]
+    assert bare == [], bare
+
+
 def test_a_quorum_is_announced_with_every_approver(capsys: pytest.CaptureFixture[str]) -> None:
     approved = _view(status="approved", approvals=["U0BOB", "U0CAROL"], decided_by="U0CAROL")
     assert gate_say.verdict(approved) is None  # the command may run
