@@ -76,7 +76,8 @@ async def ask(
             return CHECK_FAILED
         if now == shown:
             return answer
-        say("signoff gate: what the command acts on changed since it was approved; asking again")
+        since = "answered" if answer.status == "responded" else "approved"
+        say(f"signoff gate: what the command acts on changed since it was {since}; asking again")
         shown = now
         request = request.model_copy(
             update={

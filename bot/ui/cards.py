@@ -38,6 +38,7 @@ Outcome = Literal[
     "cancelled",
     "withdrawn",
     "changed",
+    "reply_changed",
     "edit_changed",
     "approved_by_default",
 ]
@@ -297,6 +298,8 @@ def _outcome(record: InterruptRecord, state: InterruptState) -> Outcome:
     if record.superseded_by and record.state == state:
         # Approved, but what it acts on changed first (or the edit acts on something
         # else than was shown): it was asked again.
+        if state == "responded":  # a job's reply, which it would have run on
+            return "reply_changed"
         return "edit_changed" if state == "edited" else "changed"
     if state == "cancelled" and (record.decided_by or is_request_run(record.run_id)):
         return "withdrawn"  # a person (or a job) withdrew it

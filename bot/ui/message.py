@@ -48,6 +48,7 @@ HEADLINE: dict[Outcome, str] = {
     "cancelled": "Cancelled",
     "withdrawn": "Withdrawn",
     "changed": "Changed since it was approved",
+    "reply_changed": "Changed since it was answered",
     "edit_changed": "Edited, so asked again",
     "approved_by_default": "Approved by default",
 }
@@ -63,6 +64,7 @@ ICON: dict[Outcome, str] = {
     "cancelled": ":heavy_multiplication_x:",
     "withdrawn": ":leftwards_arrow_with_hook:",
     "changed": ":warning:",
+    "reply_changed": ":warning:",
     "edit_changed": ":warning:",
     "approved_by_default": ":white_check_mark:",
 }
@@ -115,12 +117,11 @@ def decided_message(card: Card, verdict: Verdict, *, compact: bool = False) -> S
             verdict.outcome, verdict.message, verdict.args if edited else None, compact=compact
         ),
     ]
-    if verdict.outcome in ("changed", "edit_changed"):
-        why = (
-            "what it acts on changed after the approval"
-            if verdict.outcome == "changed"
-            else "the edited call acts on other items than this card showed"
-        )
+    if verdict.outcome in ("changed", "reply_changed", "edit_changed"):
+        why = {
+            "changed": "what it acts on changed after the approval",
+            "reply_changed": "what it acts on changed after the reply",
+        }.get(verdict.outcome, "the edited call acts on other items than this card showed")
         blocks.append(section(f"Not run: {why}, so the approvers are asked again in this thread."))
     if verdict.run_withdrawn_by:
         who = user_mention(verdict.run_withdrawn_by)
@@ -143,11 +144,10 @@ def _what_it_does(
     """A decision's reason, reply or answer, and the arguments an edit runs with."""
     blocks = []
     if message:
-        # A card asked again ("changed") carries a message only when it was a reply.
         label = {
             "responded": "Reply",
             "replied": "Reply",
-            "changed": "Reply",
+            "reply_changed": "Reply",
             "answered": "Answer",
         }.get(outcome, "Reason")
         blocks.append(section(f"*{label}:* {escaped(message, _room(SECTION_TEXT, compact))}"))

@@ -24,7 +24,7 @@ from signoff.gate_cli import REFUSED, WITHDRAWN
 
 
 async def test_a_gate_asks_again_when_its_check_changed_after_a_reply(
-    jobs: Jobs, tmp_path: Path
+    jobs: Jobs, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A reply is an answer the command runs on (``--allow-reply``): what it acts on
     changing after it asks again, as after an approval."""
@@ -53,7 +53,12 @@ async def test_a_gate_asks_again_when_its_check_changed_after_a_reply(
         lambda: any("Changed since" in str(u["blocks"]) for u in slack.called("chat.update"))
     )
     [marked] = [u for u in slack.called("chat.update") if "Changed since" in str(u["blocks"])]
-    assert "*Reply:* only vol-a" in str(marked["blocks"])
+    shown = str(marked["blocks"])
+    assert "*Reply:* only vol-a" in shown
+    # It says what happened: a reply, not an approval.
+    assert f"Changed since it was answered by <@{BOB}>" in shown and "approved" not in shown
+    assert "changed after the reply" in shown
+    assert "changed since it was answered; asking again" in capsys.readouterr().err
     again = jobs.bot.message_ts(-1)
     await jobs.bot.click(ids.APPROVE, jobs.value(), user=ALICE, message_ts=again)
     assert await asyncio.wait_for(gating, 15) == 0
