@@ -60,6 +60,12 @@ def begin(
     Bad input raises ``ResumeError`` before anything changes.
     """
     if isinstance(parsed, ContinueRun):
+        if state.status == "interrupted":
+            open_ids = [p.interrupt.id for p in state.pending]
+            raise ResumeError(
+                f"thread {state.thread_id} has no run in progress to continue: it waits on "
+                f"interrupts {open_ids}; answer them to resume it"
+            )
         if state.status != "running":
             raise ResumeError(f"thread {state.thread_id} has no run in progress to continue")
         return None, []

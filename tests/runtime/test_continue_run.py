@@ -114,6 +114,25 @@ async def test_continue_is_refused_when_no_run_is_in_progress():
         await agent.invoke(ContinueRun(), thread_id="t")
 
 
+async def test_continue_on_a_thread_waiting_for_answers_says_to_answer_them():
+    @tool
+    def step(n: int) -> str:
+        """Do one step."""
+        return f"step {n} done"
+
+    turns = [[ToolCall(name="step", args={"n": 1})]]
+    agent = Agent(model=ScriptedModel(turns), tools=[step], interrupt_on={"step": True})
+    stopped = await agent.invoke("go", thread_id="t")
+    [waiting] = stopped.interrupts
+    with pytest.raises(ResumeError) as refused:
+        await agent.invoke(ContinueRun(), thread_id="t")
+    assert str(refused.value) == (
+        f"thread t has no run in progress to continue: it waits on interrupts "
+        f"[{waiting.id!r}]; answer them to resume it"
+    )
+    assert (await agent.thread_status("t")).status == "interrupted"  # nothing changed
+
+
 async def test_a_new_prompt_is_refused_while_a_cut_off_run_is_in_progress():
     store = DyingStore(die_at=2)
     agent = stepping_agent([], store, [[ToolCall(name="step", args={"n": 1})]])
