@@ -124,7 +124,17 @@ def usage_of(exc: ValueError) -> str:
         return str(exc)
     first = exc.errors()[0]
     where = ".".join(str(p) for p in first["loc"]) or None
+    bounds = {"less_than_equal": ("le", "at most"), "greater_than_equal": ("ge", "at least")}
+    if where in ("expires_in", "undo_window") and first["type"] in bounds:
+        key, word = bounds[first["type"]]  # a duration's bound, as the option takes one
+        return as_typed(where, f"{word} {_duration((first.get('ctx') or {})[key])}")
     return as_typed(where, error_message(first), first["input"])
+
+
+def _duration(seconds: int) -> str:
+    """``seconds`` as ``--expires`` takes it, in the largest unit that holds it whole."""
+    unit = next(u for u in "dhms" if seconds % _UNITS[u] == 0)
+    return f"{seconds // _UNITS[unit]}{unit}"
 
 
 def as_typed(where: str | None, message: str, value: object = None) -> str:

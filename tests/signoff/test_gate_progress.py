@@ -114,6 +114,10 @@ def test_a_request_with_no_approvers_is_a_usage_error_in_plain_words(
             "--idempotency-key: use up to 128 letters, digits and _ . : - (no spaces or other "
             "signs)",
         ),
+        # A duration out of bounds is told in the units the option takes, not in seconds.
+        (["--expires", "31d"], "--expires: at most 30d"),
+        (["--expires", "0s"], "--expires: at least 1s"),
+        (["--undo-window", "2h"], "--undo-window: at most 1h"),
     ],
 )
 def test_a_name_or_key_it_cannot_take_is_told_what_to_give_not_a_pattern(
