@@ -213,7 +213,10 @@ class NewRequest(BaseModel):
         if twice := _repeated(self.items):
             raise ValueError(f"{twice!r} is listed twice in items; each item must be distinct")
         if self.items and (self.params or self.acts_on is not None or self.undo_window):
-            raise ValueError("items are decided one by one: not with params, acts_on or undo")
+            raise ValueError(
+                "a request with items decides each one by one: not with params, acts_on or "
+                "undo_window"
+            )
         if self.items and self.on_expiry == "escalate":
             raise ValueError("a request with items is not escalated: use on_expiry 'deny'")
         if self.ladder and self.on_expiry != "escalate":

@@ -118,6 +118,11 @@ def test_a_request_with_no_approvers_is_a_usage_error_in_plain_words(
         (["--expires", "31d"], "--expires: at most 30d"),
         (["--expires", "0s"], "--expires: at least 1s"),
         (["--undo-window", "2h"], "--undo-window: at most 1h"),
+        (
+            ["--item", "vol-1", "--undo-window", "60s"],
+            "a request with --item decides each one by one: not with --param/--editable, "
+            "--check or --undo-window",
+        ),
     ],
 )
 def test_a_name_or_key_it_cannot_take_is_told_what_to_give_not_a_pattern(
