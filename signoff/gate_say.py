@@ -38,7 +38,9 @@ class Progress:
             say(f"signoff gate: reminder {view.reminders_sent} sent to the approvers")
         if view.escalated and not before.escalated:
             say("signoff gate: not decided in time; escalated")
-        if len(view.approvals) > len(before.approvals):
+        # A vote that decided (or holds the decision) is told by the line saying so.
+        decisive = view.final or view.held_until is not None
+        if len(view.approvals) > len(before.approvals) and not decisive:
             say(f"signoff gate: {len(view.approvals)} of {view.min_approvals} approvals")
         if view.held_until is not None and view.held_until != before.held_until:
             when = view.held_until.isoformat()

@@ -53,6 +53,22 @@ def test_each_vote_reminder_and_escalation_is_one_line(capsys: pytest.CaptureFix
     ]
 
 
+def test_the_vote_that_decides_is_told_once_not_as_a_count_too(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """ "1 of 1 approvals" before "approved by" says nothing the next line does not."""
+    Progress(_view(min_approvals=1)).update(
+        _view(min_approvals=1, status="approved", approvals=["U0ALICE"], decided_by="U0ALICE")
+    )
+    until = datetime(2026, 11, 24, 14, 3, 10, tzinfo=UTC)
+    Progress(_view(approvals=["U0ALICE"])).update(
+        _view(approvals=["U0ALICE", "U0BOB"], held_by="U0BOB", held_until=until)
+    )
+    assert capsys.readouterr().err.splitlines() == [
+        "signoff gate: decided by U0BOB; final at 2026-11-24T14:03:10+00:00 unless undone",
+    ]
+
+
 def test_a_held_decision_and_its_undo_are_one_line_each(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
