@@ -11,11 +11,12 @@ carries it as ``Authorization: Bearer <token>``.
   (waiting for the approvals listed), ``idle`` (finished: ``last_result``), or
   ``running``.
 
-Errors are JSON ``{"error": "..."}``: 401 without the token, 400 for a malformed body,
-413 for one larger than the server takes, 404 for an unknown agent or run (a thread another
-agent ran is unknown to this one), 422 for a run asked for where it cannot run (a direct
-message its approvers never see), 500 for a run whose stored state is damaged (or an
-agent that failed, or whose build did: named), 503 when Redis cannot be reached.
+Errors are JSON ``{"error": "..."}``: 401 without the token, 400 for a malformed body
+(or no channel for an agent that asks where it runs), 413 for one larger than the server
+takes, 404 for an unknown agent or run (a thread another agent ran is unknown to this
+one), 422 for a run asked for where it cannot run (a direct message its approvers never
+see), 500 for a run whose stored state is damaged (or an agent that failed, or whose
+build did: named), 503 when Redis cannot be reached.
 """
 
 from __future__ import annotations
@@ -78,6 +79,14 @@ def add_runs_routes(app: web.Application, services: Services, *, token: SecretSt
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"]) or "body"
             return _error(400, f"{where}: {first['msg']}")
+        spec = services.registry.spec(body.agent)
+        if body.channel is None and spec and spec.asks_where_it_runs(services.default_channel):
+            # Its cards would go where it runs: with no channel, nowhere its policy names.
+            return _error(
+                400,
+                f"channel: {body.agent} asks for approval in the channel it runs in (its "
+                "policy names none, and SIGNOFF_CHANNEL is unset): give one",
+            )
         place = Place(channel=body.channel, thread_ts=None, requested_by=body.requested_by)
         try:
             result = await start_run(services, body.agent, body.input, place=place)

@@ -165,6 +165,33 @@ async def test_a_run_whose_cards_would_go_to_a_direct_message_is_refused_as_the_
     assert await storage.client.raw.keys(f"{storage.keys.prefix}:thread:*") == []  # no session
 
 
+async def test_a_run_with_nowhere_to_ask_is_refused_before_it_starts(make_bot: Any) -> None:
+    """Its policy names no channel and there is no SIGNOFF_CHANNEL: its cards would go where
+    it runs, and a job names no such place unless it gives a channel."""
+    bot: Harness = await make_bot(Policy(users=(ALICE, BOB)))
+    app = operator_app(bot.services, api_token=SecretStr(TOKEN))
+    server = TestServer(app, host="127.0.0.1", port=0)
+    await server.start_server()
+    try:
+        url = f"http://127.0.0.1:{server.port}{RUNS_PATH}"
+        async with aiohttp.ClientSession() as http:
+            start = {"agent": "cleanup", "input": "clean up"}
+            async with http.post(url, json=start, headers=AUTH) as r:
+                assert r.status == 400
+                assert (await r.json())["error"] == (
+                    "channel: cleanup asks for approval in the channel it runs in (its policy "
+                    "names none, and SIGNOFF_CHANNEL is unset): give one"
+                )
+            assert await bot.services.storage.queries.pending_count() == 0  # nothing asked
+            assert bot.slack.called("conversations.open") == []
+            async with http.post(url, json={**start, "channel": CHANNEL}, headers=AUTH) as r:
+                assert r.status == 201, await r.text()
+        [post] = bot.slack.called("chat.postMessage")
+        assert post["channel"] == CHANNEL
+    finally:
+        await server.close()
+
+
 async def test_an_unknown_run_is_not_found(api: Api) -> None:
     url, http = api.url, api.http
     async with http.get(f"{url}/cleanup/thread_unknown", headers=AUTH) as r:
