@@ -225,7 +225,10 @@ class Client:
                 message = data.get("error") if isinstance(data, dict) else text[:200]
                 raise _Transient(f"{response.status}: {message}")
             if not isinstance(data, dict) or (response.status < 400 and "status" not in data):
-                raise SignoffError(f"{response.status} from {self._base}: not the Signoff API")
+                raise SignoffError(
+                    f"{response.status} from {self._base}: not the Signoff API (asked {url}; "
+                    f"give the address Signoff serves {REQUESTS_PATH} under)"
+                )
             if response.status >= 400 and not {"id", "status"} <= data.keys():
                 raise RequestRefused(response.status, str(data.get("error", "")), data.get("field"))
             try:

@@ -97,4 +97,26 @@ async def test_a_server_answering_json_that_is_not_the_apis_is_named_so() -> Non
                 await client.create(request, retry_for=0.1)
     finally:
         await server.close()
-    assert str(failed.value) == f"200 from {url}: not the Signoff API"
+    assert str(failed.value) == (
+        f"200 from {url}: not the Signoff API (asked {url}/api/requests; give the address "
+        "Signoff serves /api/requests under)"
+    )
+
+
+async def test_a_url_with_the_apis_path_in_it_is_told_which_address_to_give() -> None:
+    """SIGNOFF_URL=https://signoff.example.com/api: the API's own path, given twice, which
+    the server answers with its plain 404 page."""
+    server = TestServer(web.Application(), host="127.0.0.1", port=0)  # 404 for every path
+    await server.start_server()
+    url = f"http://127.0.0.1:{server.port}/api"
+    request = signoff.NewRequest(title="Rotate keys", channel="C0OPS", approvers=["U0ALICE"])
+    try:
+        async with signoff.Client(url, "sgn_" + "x" * 30) as client:
+            with pytest.raises(SignoffError) as failed:
+                await client.create(request, retry_for=0.1)
+    finally:
+        await server.close()
+    assert str(failed.value) == (
+        f"404 from {url}: not the Signoff API (asked {url}/api/requests; give the address "
+        "Signoff serves /api/requests under)"
+    )
