@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import sys
 
-from bot.api.schemas import NewRequest, RequestView
+from bot.api.schemas import APPROVED_STATUSES, NewRequest, RequestView
 
 from .client import RequestRefused
 from .gate_cli import DENIED, EXPIRED, WITHDRAWN, as_typed
@@ -19,6 +19,9 @@ def verdict(view: RequestView) -> int | None:
         deciders = view.approvals if len(view.approvals) > 1 else [view.decided_by]
         who = ", ".join(_person(view, user) for user in deciders if user)
         say(f"signoff gate: {view.status} by {who or 'default: nobody decided in time'}")
+        if left_out := [i.item for i in view.items if i.status not in APPROVED_STATUSES]:
+            kept = f"{len(view.items) - len(left_out)} of {len(view.items)} items approved"
+            say(f"signoff gate: {kept}; left out: {', '.join(left_out)}")
         return None
     reason = f": {view.reason}" if view.reason else ""
     say(f"signoff gate: {view.status}{reason}")

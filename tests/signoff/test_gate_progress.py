@@ -198,6 +198,22 @@ def test_a_quorum_is_announced_with_every_approver(capsys: pytest.CaptureFixture
     assert capsys.readouterr().err == "signoff gate: approved by U0BOB, U0CAROL\n"
 
 
+def test_an_approval_of_some_items_names_the_ones_left_out(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    items = [
+        {"item": "vol-1", "status": "approved", "decided_by": "U0BOB"},
+        {"item": "vol-2", "status": "denied", "decided_by": "U0BOB", "reason": "Excluded"},
+        {"item": "vol-3", "status": "approved", "decided_by": "U0BOB"},
+    ]
+    approved = _view(status="approved", min_approvals=1, decided_by="U0BOB", items=items)
+    assert gate._verdict(approved) is None
+    assert capsys.readouterr().err.splitlines() == [
+        "signoff gate: approved by U0BOB",
+        "signoff gate: 2 of 3 items approved; left out: vol-2",
+    ]
+
+
 def test_an_approval_by_default_says_nobody_decided(capsys: pytest.CaptureFixture[str]) -> None:
     assert gate_say.verdict(_view(status="approved", decided_by=None)) is None
     assert capsys.readouterr().err == "signoff gate: approved by default: nobody decided in time\n"
