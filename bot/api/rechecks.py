@@ -52,7 +52,10 @@ async def superseded(
         return error(400, f"supersedes: request {run_id} showed no acts_on", "supersedes")
     assert body.acts_on is not None  # NewRequest checks it comes with supersedes
     before, now = meta.acts_on.splitlines(), body.acts_on.splitlines()
-    return Superseded(record=record, changed=changes(list(before), list(now)))
+    changed = changes(list(before), list(now))
+    if record.state == "responded":  # the new card says it was answered, not approved
+        changed["after"] = "reply"
+    return Superseded(record=record, changed=changed)
 
 
 async def claim_superseded(

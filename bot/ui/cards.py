@@ -89,6 +89,8 @@ class Card:
     """What changed in ``acts_on`` since an earlier approval (``added``, ``removed``)."""
     changed_by_edit: bool = False
     """Whether ``changed`` is an approver's edit of the earlier card's call, not the world."""
+    changed_after_reply: bool = False
+    """Whether the earlier card was answered with a reply (a job's), not approved."""
     undone: str | None = None
     """Who undid whose decision, in the bot's own mrkdwn, once someone did."""
 
@@ -135,12 +137,13 @@ def card_from_record(record: InterruptRecord, *, trust_label: str | None = None)
     reason = interrupt.reason
     acts_on: JSONValue = None
     changed = None
-    changed_by_edit = False
+    changed_by_edit = changed_after_reply = False
     external = is_request_run(record.run_id)
     if interrupt.is_approval and isinstance(reason, dict):
         acts_on = reason.get("snapshot")
         changed = reason.get("changed") if isinstance(reason.get("changed"), dict) else None
         changed_by_edit = reason.get("edited") is True
+        changed_after_reply = changed is not None and changed.get("after") == "reply"
         # A request's details; the runtime's approval reason repeats the tool and args.
         reason = reason.get("details") if external else None
     if interrupt.question and isinstance(reason, dict) and isinstance(reason.get("question"), str):
@@ -176,6 +179,7 @@ def card_from_record(record: InterruptRecord, *, trust_label: str | None = None)
         acts_on=acts_on,
         changed=changed,
         changed_by_edit=changed_by_edit,
+        changed_after_reply=changed_after_reply,
     )
 
 

@@ -236,6 +236,8 @@ def _acts_on(card: Card, compact: bool = False) -> list[Block]:
         title = (
             "Edited: not what the earlier card showed"
             if card.changed_by_edit
+            else "Changed since it was answered"
+            if card.changed_after_reply
             else "Changed since it was approved"
         )
         blocks.append(section(f":warning: *{title}*\n" + "\n".join(lines)))

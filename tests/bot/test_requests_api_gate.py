@@ -59,6 +59,8 @@ async def test_a_gate_asks_again_when_its_check_changed_after_a_reply(
     assert f"Changed since it was answered by <@{BOB}>" in shown and "approved" not in shown
     assert "changed after the reply" in shown
     assert "changed since it was answered; asking again" in capsys.readouterr().err
+    asked_again = str(slack.called("chat.postMessage")[1]["blocks"])
+    assert "Changed since it was answered" in asked_again and "approved" not in asked_again
     again = jobs.bot.message_ts(-1)
     await jobs.bot.click(ids.APPROVE, jobs.value(), user=ALICE, message_ts=again)
     assert await asyncio.wait_for(gating, 15) == 0
