@@ -183,14 +183,23 @@ class Settings(BaseModel):
     def require_http(self) -> None:
         """HTTP mode needs the signing secret whenever it talks to real Slack."""
         if self.bot_token is not None and self.signing_secret is None:
-            raise ConfigError("SLACK_SIGNING_SECRET: required with SLACK_BOT_TOKEN in HTTP mode")
+            raise ConfigError(
+                "SLACK_SIGNING_SECRET: required with SLACK_BOT_TOKEN in HTTP mode; copy the "
+                "Signing Secret from the app's Basic Information page (or run signoff socket)"
+            )
 
     def require_socket(self) -> None:
         """Socket Mode needs both the app-level and the bot token."""
         if self.app_token is None:
-            raise ConfigError("SLACK_APP_TOKEN: required for Socket Mode (an xapp- token)")
+            raise ConfigError(
+                "SLACK_APP_TOKEN: required for Socket Mode; create an app-level token (xapp-) "
+                "with connections:write on the app's Basic Information page"
+            )
         if self.bot_token is None:
-            raise ConfigError("SLACK_BOT_TOKEN: required for Socket Mode (an xoxb- token)")
+            raise ConfigError(
+                "SLACK_BOT_TOKEN: required for Socket Mode; copy the Bot User OAuth Token "
+                "(xoxb-) from the app's OAuth & Permissions page"
+            )
 
 
 def _check_redis_url(url: str) -> None:

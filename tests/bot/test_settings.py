@@ -68,11 +68,16 @@ def test_tokens_never_appear_in_repr_errors_or_logs(caplog: pytest.LogCaptureFix
     assert "leaky" not in str(info.value)
 
 
-def test_modes_name_what_is_missing() -> None:
-    with pytest.raises(ConfigError, match=r"^SLACK_APP_TOKEN"):
+def test_modes_name_what_is_missing_and_where_to_find_it() -> None:
+    with pytest.raises(ConfigError, match=r"^SLACK_APP_TOKEN") as info:
         Settings.from_env({}).require_socket()
-    with pytest.raises(ConfigError, match=r"^SLACK_SIGNING_SECRET"):
+    assert "create an app-level token (xapp-) with connections:write" in str(info.value)
+    with pytest.raises(ConfigError, match=r"^SLACK_BOT_TOKEN") as info:
+        Settings.from_env({"SLACK_APP_TOKEN": "xapp-1"}).require_socket()
+    assert "Bot User OAuth Token (xoxb-) from the app's OAuth & Permissions" in str(info.value)
+    with pytest.raises(ConfigError, match=r"^SLACK_SIGNING_SECRET") as info:
         Settings.from_env({"SLACK_BOT_TOKEN": "xoxb-1"}).require_http()
+    assert "Signing Secret from the app's Basic Information page" in str(info.value)
     assert Settings.from_env({"SIGNOFF_SLACK_API_URL": "http://127.0.0.1:9/api"}).slack_api_url == (
         "http://127.0.0.1:9/api/"
     )
