@@ -84,14 +84,17 @@ def mention_listener(services: Services) -> Any:
         event = body.get("event") or {}
         text = _MENTION.sub("", str(event.get("text") or "")).strip()
         match = _RUN.match(text)
-        if not match:
-            return
         place = Place(
             channel=str(event.get("channel") or ""),
             thread_ts=str(event.get("thread_ts") or event.get("ts") or "") or None,
             requested_by=str(event.get("user") or "unknown"),
         )
         event_id = str(body.get("event_id") or "")
+        if not match:  # asked something else: told, only them, how to start a run
+            services.background.spawn(
+                _hint_once(services, event_id, place), name=f"mention hint {event_id}"
+            )
+            return
         services.background.spawn(
             _start_once(services, event_id, match["agent"], as_typed(match["input"]), place),
             name=f"mention run {event_id}",
@@ -142,6 +145,18 @@ async def _start_once(
     if event_id and not await services.storage.deliveries.first(event_id):
         return
     await _start(services, agent, prompt, place)
+
+
+async def _hint_once(services: Services, event_id: str, place: Place) -> None:
+    """Tell who mentioned the bot without ``run <agent>`` how to start a run, once."""
+    if not place.channel or (event_id and not await services.storage.deliveries.first(event_id)):
+        return
+    names = ", ".join(f"`{n}`" for n in services.registry.names) or "none are loaded"
+    text = (
+        f"To start a run, mention me with `run <agent> <input>` (agents: {names}); "
+        "`/signoff help` shows the rest."
+    )
+    await post_ephemeral(services, channel=place.channel, user=place.requested_by, text=text)
 
 
 def not_a_starter(spec: AgentSpec) -> str:

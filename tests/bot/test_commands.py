@@ -186,6 +186,24 @@ async def test_a_mention_starts_a_run_in_the_mentions_thread(make_bot: Any) -> N
     assert len(bot.tool_log.calls) == 1
 
 
+async def test_a_mention_without_run_tells_only_its_author_how_to_start_one(
+    make_bot: Any,
+) -> None:
+    bot: Harness = await make_bot()
+    await bot.event(_mention("<@UBOT0001> help", ts="1700000000.000250"), event_id="Ev0HELP")
+    await bot.event(
+        _mention("<@UBOT0001> help", ts="1700000000.000250"), event_id="Ev0HELP", retry=1
+    )
+    await bot.services.background.idle()
+    [told] = bot.slack.called("chat.postEphemeral")
+    assert (told["user"], told["channel"]) == (CAROL, CHANNEL)
+    assert told["text"] == (
+        "To start a run, mention me with `run <agent> <input>` (agents: `cleanup`); "
+        "`/signoff help` shows the rest."
+    )
+    assert bot.slack.called("chat.postMessage") == []  # nothing started, nothing posted
+
+
 async def test_a_retried_mention_never_starts_a_second_run(make_bot: Any) -> None:
     bot: Harness = await make_bot()
     mention = _mention("<@UBOT0001> run cleanup tidy", ts="1700000000.000300")
