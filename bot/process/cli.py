@@ -124,7 +124,9 @@ def _parser() -> argparse.ArgumentParser:
     create.add_argument("--callback-url", help="webhook for its requests that name none")
     revoke = token_sub.add_parser("revoke", help="revoke a client's token")
     revoke.add_argument("name")
-    token_sub.add_parser("list", help="the clients, their channels and when they were made")
+    token_sub.add_parser(
+        "list", help="the clients, their channels, when they were made and their webhook URL"
+    )
     return parser
 
 
@@ -357,7 +359,8 @@ async def _token(settings: Settings, args: argparse.Namespace, stopping: asyncio
             for client in await clients.all():
                 where = ",".join(client.channels) or "any channel"
                 made = client.created_at.isoformat() if client.created_at else "?"
-                print(f"{client.name}\t{where}\t{made}")
+                hook = f"\twebhooks to {client.callback_url}" if client.callback_url else ""
+                print(f"{client.name}\t{where}\t{made}{hook}")
     finally:
         await storage.close()
     return 0

@@ -262,6 +262,18 @@ async def test_a_token_given_no_channel_is_refused_not_made_for_any_channel(
     assert code == 0 and "nightly" not in out, out
 
 
+async def test_token_list_shows_where_a_clients_webhooks_go(env: dict[str, str]) -> None:
+    hook = "https://hooks.example.com/signoff"
+    made = await _signoff("token", "create", "deploys", "--callback-url", hook, env=env)
+    assert made[0] == 0, made[2]
+    assert (await _signoff("token", "create", "nightly", "--channels", "C0OPS", env=env))[0] == 0
+    code, out, err = await _signoff("token", "list", env=env)
+    assert code == 0, err
+    rows = {line.split("\t")[0]: line.split("\t") for line in out.splitlines()}
+    assert rows["deploys"][1] == "any channel" and rows["deploys"][3] == f"webhooks to {hook}"
+    assert rows["nightly"][1] == "C0OPS" and len(rows["nightly"]) == 3
+
+
 async def test_without_redis_url_a_token_command_says_whose_redis_it_uses(
     env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
