@@ -207,7 +207,7 @@ def test_an_approval_of_some_items_names_the_ones_left_out(
         {"item": "vol-3", "status": "approved", "decided_by": "U0BOB"},
     ]
     approved = _view(status="approved", min_approvals=1, decided_by="U0BOB", items=items)
-    assert gate._verdict(approved) is None
+    assert gate_say.verdict(approved) is None
     assert capsys.readouterr().err.splitlines() == [
         "signoff gate: approved by U0BOB",
         "signoff gate: 2 of 3 items approved; left out: vol-2",
