@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from aiohttp import web
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import Field, SecretStr, ValidationError
 
 from agent_runtime.errors import UsageError
 from agent_runtime.interrupts import Interrupt
@@ -36,6 +36,7 @@ from bot.runs.drive import start_run, unknown_agent
 from bot.runs.place import Place
 from bot.runs.unposted import unposted
 from bot.services import Services
+from storage.closed_model import ClosedModel
 from storage.errors import (
     CorruptRecordError,
     InvalidIdError,
@@ -51,10 +52,8 @@ log = logging.getLogger(__name__)
 RUNS_PATH = "/api/runs"
 
 
-class StartRun(BaseModel):
+class StartRun(ClosedModel):
     """The body of ``POST /api/runs``."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     agent: str = Field(min_length=1, max_length=64)
     input: str = Field(min_length=1, max_length=4000)

@@ -9,11 +9,14 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from harness import ALICE
+from harness import ALICE, CHANNEL
+from pydantic import BaseModel, ValidationError
 from requests_jobs import ADMIN_TOKEN, Jobs
 
 from bot.api.bodies import MAX_BODY
 from bot.api.request_records import REQUESTS_PATH
+from bot.api.runs import StartRun
+from bot.api.schemas import NewRequest, OutcomeReport, Withdrawal
 
 
 @pytest.mark.parametrize(
@@ -180,6 +183,65 @@ async def test_a_body_too_large_is_a_json_413_on_every_api_and_nothing_is_posted
                 assert (
                     answer["error"] == f"the body is larger than the {MAX_BODY} bytes Signoff takes"
                 )
+    assert len(jobs.bot.slack.called("chat.postMessage")) == posted
+    status, after = await jobs.get(made["status_url"])
+    assert (status, after["status"]) == (200, "pending")
+
+
+UNKNOWN = {f"k{i}": 1 for i in range(20000)}
+"""Far more keys than any body names, none of them known."""
+ASKED = {"title": "t", "channel": CHANNEL, "approvers": [ALICE]}
+PARAM = {"name": "n", "value": "v"}
+LADDER_STEP = {"approvers": [ALICE]}
+DONE = {"exit_status": 0, "duration_seconds": 1}
+
+
+@pytest.mark.parametrize(
+    ("model", "body", "where"),
+    [
+        (NewRequest, {**ASKED, **UNKNOWN}, ("k0",)),
+        (NewRequest, {**ASKED, "reminders": UNKNOWN}, ("reminders", "k0")),
+        (NewRequest, {**ASKED, "params": [{**PARAM, **UNKNOWN}]}, ("params", 0, "k0")),
+        (
+            NewRequest,
+            {
+                **ASKED,
+                "on_expiry": "escalate",
+                "escalate_to": ["U0BOB"],
+                "ladder": [{**LADDER_STEP, **UNKNOWN}],
+            },
+            ("ladder", 0, "k0"),
+        ),
+        (Withdrawal, UNKNOWN, ("k0",)),
+        (OutcomeReport, {**DONE, **UNKNOWN}, ("k0",)),
+        (StartRun, {"agent": "cleanup", "input": "go", **UNKNOWN}, ("k0",)),
+    ],
+)
+def test_a_body_of_unknown_keys_is_one_error_naming_the_first(
+    model: type[BaseModel], body: dict[str, Any], where: tuple[str | int, ...]
+) -> None:
+    """Not an error each, which took the bot's loop half a second a request to build."""
+    with pytest.raises(ValidationError) as refused:
+        model.model_validate_json(json.dumps(body))
+    assert refused.value.error_count() == 1
+    (error,) = refused.value.errors()
+    assert (error["loc"], error["type"]) == (where, "extra_forbidden")
+
+
+async def test_unknown_keys_are_a_400_naming_the_first_on_every_api(jobs: Jobs) -> None:
+    _, made = await jobs.ask()
+    admin = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+    calls = [
+        (REQUESTS_PATH, {**ASKED, "reminders": UNKNOWN}, jobs.auth, "reminders.k0"),
+        (made["status_url"] + "/withdraw", UNKNOWN, jobs.auth, "k0"),
+        (made["status_url"] + "/outcome", {**DONE, **UNKNOWN}, jobs.auth, "k0"),
+        ("/api/runs", {"agent": "cleanup", "input": "go", **UNKNOWN}, admin, "k0"),
+    ]
+    posted = len(jobs.bot.slack.called("chat.postMessage"))
+    for path, body, auth, where in calls:
+        status, answer = await jobs.post(path, body, headers=auth)
+        assert status == 400, (path, answer)
+        assert answer["error"] == f"{where}: Extra inputs are not permitted", answer
     assert len(jobs.bot.slack.called("chat.postMessage")) == posted
     status, after = await jobs.get(made["status_url"])
     assert (status, after["status"]) == (200, "pending")
