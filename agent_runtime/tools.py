@@ -11,6 +11,7 @@ from typing import Any, get_type_hints, overload
 import pydantic
 
 from .asking import InterruptPoint
+from .closed_model import ClosedModel
 from .errors import ResumeError, ToolInputError, UsageError
 from .interrupts import Decision
 from .messages import JSONValue, ToolCall
@@ -184,7 +185,7 @@ def _input_model(function: ToolFunction, name: str) -> type[pydantic.BaseModel]:
         default = ... if param.default is param.empty else param.default
         fields[param.name] = (annotation, default)
     model: type[pydantic.BaseModel] = pydantic.create_model(
-        f"{name}_input", __config__=pydantic.ConfigDict(extra="forbid"), **fields
+        f"{name}_input", __base__=ClosedModel, **fields
     )
     return model
 

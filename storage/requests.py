@@ -17,8 +17,9 @@ from typing import Literal, Self, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from agent_runtime.closed_model import ClosedModel
+
 from .client import RedisClient
-from .closed_model import ClosedModel
 from .errors import CorruptRecordError
 from .keys import Keys, record_id
 
@@ -59,6 +60,8 @@ def request_record_id(run_id: str) -> str:
 class Param(ClosedModel):
     """A structured value the job will use, shown on the card; approvers may change it
     only when ``editable``, and only to a value of the same type."""
+
+    model_config = ConfigDict(frozen=True)
 
     name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
     type: ParamType = "string"

@@ -26,8 +26,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from aiohttp import web
-from pydantic import Field, SecretStr, ValidationError
+from pydantic import ConfigDict, Field, SecretStr, ValidationError
 
+from agent_runtime.closed_model import ClosedModel
 from agent_runtime.errors import UsageError
 from agent_runtime.interrupts import Interrupt
 from agent_runtime.results import AgentResult
@@ -36,7 +37,6 @@ from bot.runs.drive import start_run, unknown_agent
 from bot.runs.place import Place
 from bot.runs.unposted import unposted
 from bot.services import Services
-from storage.closed_model import ClosedModel
 from storage.errors import (
     CorruptRecordError,
     InvalidIdError,
@@ -54,6 +54,8 @@ RUNS_PATH = "/api/runs"
 
 class StartRun(ClosedModel):
     """The body of ``POST /api/runs``."""
+
+    model_config = ConfigDict(frozen=True)
 
     agent: str = Field(min_length=1, max_length=64)
     input: str = Field(min_length=1, max_length=4000)

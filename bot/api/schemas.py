@@ -7,10 +7,10 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Annotated, Literal, Self
 
-from pydantic import AfterValidator, BaseModel, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 from pydantic_core import ErrorDetails
 
-from storage.closed_model import ClosedModel
+from agent_runtime.closed_model import ClosedModel
 from storage.requests import Param, ParamValue
 
 _ID = r"^[A-Za-z0-9_.:\-]{1,128}$"
@@ -26,6 +26,8 @@ FINAL_STATUSES: frozenset[str] = frozenset(
 )
 APPROVED_STATUSES: frozenset[str] = frozenset({"approved", "edited", "responded"})
 """The statuses in which the job may go ahead (a reply answers it, when allowed)."""
+
+_BODY = ConfigDict(frozen=True)
 
 
 def _one_line(value: str) -> str:
@@ -78,6 +80,8 @@ class ReminderSettings(ClosedModel):
     """Remind approvers who have not acted every ``every`` seconds, ``limit`` times, only
     between ``start_hour`` and ``end_hour`` on each approver's own clock."""
 
+    model_config = _BODY
+
     every: int = Field(default=3600, ge=60, le=7 * 86400)
     limit: int = Field(default=3, ge=0, le=20)
     start_hour: int = Field(default=9, ge=0, le=23)
@@ -96,6 +100,8 @@ class ReminderSettings(ClosedModel):
 class LadderStep(ClosedModel):
     """A further escalation step: asked when the step before it runs out of time."""
 
+    model_config = _BODY
+
     channel: str | None = Field(default=None, pattern=_CHANNEL)
     approvers: list[Approver] = Field(default_factory=list, max_length=50)
     anyone_in_channel: bool = False
@@ -110,6 +116,8 @@ class LadderStep(ClosedModel):
 
 class NewRequest(ClosedModel):
     """The body of ``POST /api/requests``: what to ask, where, and who may decide."""
+
+    model_config = _BODY
 
     title: str = Field(min_length=1, max_length=150, description="The card's headline.")
     details: str = Field(
@@ -293,11 +301,15 @@ class RequestView(BaseModel):
 class Withdrawal(ClosedModel):
     """The body of ``POST /api/requests/{id}/withdraw`` (optional)."""
 
+    model_config = _BODY
+
     reason: str = Field(default="", max_length=500)
 
 
 class OutcomeReport(ClosedModel):
     """The body of ``POST /api/requests/{id}/outcome``: what the job did once approved."""
+
+    model_config = _BODY
 
     exit_status: int = Field(ge=-255, le=255)
     duration_seconds: float = Field(ge=0, le=365 * 86400)

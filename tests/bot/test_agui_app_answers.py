@@ -65,6 +65,31 @@ async def test_an_answer_the_card_does_not_take_changes_nothing_and_a_good_one_t
     assert endpoint.bot.tool_log.calls == [{"paths": ["/tmp/a"]}]
 
 
+async def test_an_edit_of_countless_unknown_arguments_is_refused_naming_the_first_alone(
+    endpoint_for: Callable[..., Awaitable[Endpoint]],
+) -> None:
+    """Not one problem per key: a RUN_ERROR of megabytes, after half a second of the
+    server's event loop spent building it."""
+    endpoint = await endpoint_for(
+        Policy(channel=CHANNEL, users=(ALICE, BOB), decisions=("approve", "reject", "edit"))
+    )
+    interrupt, rid = await ask_one(endpoint, "thread-keys")
+    args = {"paths": ["/tmp/a"], **{f"k{i}": 1 for i in range(20_000)}}
+    answer = {"interruptId": interrupt["id"], "payload": {"type": "edit", "args": args}}
+    events = await run_raw(endpoint, {"threadId": "thread-keys", "runId": "r", "resume": [answer]})
+    assert [(e["type"], e.get("code"), e.get("message")) for e in events] == [
+        ("RUN_STARTED", None, None),
+        (
+            "RUN_ERROR",
+            "invalid_edit",
+            "these arguments do not fit delete_files: invalid input for delete_files: k0: "
+            "Extra inputs are not permitted",
+        ),
+    ]
+    assert await still_pending(endpoint, rid)
+    assert endpoint.bot.tool_log.calls == []
+
+
 async def test_an_approval_after_the_cards_expiry_is_refused_before_the_sweep(
     endpoint: Endpoint,
 ) -> None:

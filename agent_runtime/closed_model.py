@@ -1,4 +1,4 @@
-"""Models of bodies from outside, which take no key they do not name."""
+"""Models of input from outside, which take no key they do not name."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from pydantic import BaseModel, ConfigDict, model_validator
 
 
 class ClosedModel(BaseModel):
-    """A frozen model that refuses unknown keys, naming the first: only that one reaches
-    pydantic, so a body of thousands of them costs one error, not one each (building
+    """A model that refuses unknown keys, naming the first: only that one reaches
+    pydantic, so input of thousands of them costs one error, not one each (building
     those held the bot's event loop for half a second a request)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid")
 
     @model_validator(mode="before")
     @classmethod
