@@ -80,7 +80,6 @@ class Directory:
         self._team_url: str | None = None
         self._team_told = False
         self._team_asked: datetime | None = None
-        self._not_found: set[str] = set()
 
     async def team_url(self) -> str | None:
         """The workspace's URL (``auth.test``, kept once Slack answers; while it fails,
@@ -103,36 +102,46 @@ class Directory:
     async def zone(self, user_id: str) -> SlackUser:
         """The user's time zone; when Slack cannot tell (logged, not raised), the one read
         before, else UTC."""
-        now = self._clock.now()
         cached = self._zones.get(user_id)
-        if cached and now - cached[0] < self._ttl:
+        if cached and self._clock.now() - cached[0] < self._ttl:
             return cached[1]
-        try:
-            answer = await self._client.users_info(user=user_id)
-            user = answer.get("user") or {}
-            zone = SlackUser(
-                user_id=user_id,
-                tz=user.get("tz") or None,
-                offset_seconds=int(user.get("tz_offset") or 0),
-                name=user.get("name") or None,
-            )
-        except (SlackApiError, ClientError, TimeoutError, OSError) as exc:
-            # Not kept for the ttl: a passing failure must not put someone on UTC for hours.
-            why = slack_error(exc) if isinstance(exc, SlackApiError) else repr(exc)
-            if why == "user_not_found":
-                self._not_found.add(user_id)
-            kept = "keeping the zone read before" if cached else "assuming UTC until it answers"
-            log.warning("users.info failed for %s: %s; %s", user_id, why, kept)
-            return cached[1] if cached else SlackUser(user_id=user_id)
-        self._zones[user_id] = (now, zone)
-        self._not_found.discard(user_id)
-        return zone
+        found = await self._user(user_id)
+        if isinstance(found, SlackUser):
+            return found
+        kept = "keeping the zone read before" if cached else "assuming UTC until it answers"
+        log.warning("users.info failed for %s: %s; %s", user_id, found, kept)
+        return cached[1] if cached else SlackUser(user_id=user_id)
 
     async def is_user(self, user_id: str) -> bool:
-        """False only when Slack says it has no such user (``user_not_found``): a user it
-        could not be asked about counts as one."""
-        await self.zone(user_id)
-        return user_id not in self._not_found
+        """False only when Slack says it has no such user (``user_not_found``, which the
+        caller tells, so not logged): a user it could not be asked about counts as one."""
+        cached = self._zones.get(user_id)
+        if cached and self._clock.now() - cached[0] < self._ttl:
+            return True
+        found = await self._user(user_id)
+        if found == "user_not_found":
+            return False
+        if isinstance(found, str):
+            log.warning("users.info failed for %s: %s; taking it for a user", user_id, found)
+        return True
+
+    async def _user(self, user_id: str) -> SlackUser | str:
+        """What ``users.info`` tells of the user (kept for the ttl), or why it did not."""
+        now = self._clock.now()
+        try:
+            answer = await self._client.users_info(user=user_id)
+        except (SlackApiError, ClientError, TimeoutError, OSError) as exc:
+            # Not kept for the ttl: a passing failure must not put someone on UTC for hours.
+            return slack_error(exc) if isinstance(exc, SlackApiError) else repr(exc)
+        user = answer.get("user") or {}
+        zone = SlackUser(
+            user_id=user_id,
+            tz=user.get("tz") or None,
+            offset_seconds=int(user.get("tz_offset") or 0),
+            name=user.get("name") or None,
+        )
+        self._zones[user_id] = (now, zone)
+        return zone
 
     async def names(self, user_ids: Iterable[str]) -> dict[str, str]:
         """The Slack name of each of ``user_ids`` that Slack told (``users.info``, cached

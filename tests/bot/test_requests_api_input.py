@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -115,6 +116,18 @@ async def test_likely_mistakes_are_told_what_to_give_instead(
     status, refused = await jobs.ask(**fields)
     assert (status, refused["error"]) == (400, said)
     assert jobs.bot.slack.called("chat.postMessage") == []
+
+
+async def test_an_unknown_approver_is_refused_without_a_log_of_a_zone_assumed(
+    jobs: Jobs, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The refusal names the user Slack does not know; no log line claims the bot went on
+    with that user on UTC."""
+    caplog.set_level(logging.DEBUG)
+    status, refused = await jobs.ask(approvers=["U0NOBODY"])
+    assert status == 400 and "U0NOBODY" in refused["error"]
+    told = [r.getMessage() for r in caplog.records if r.name.startswith("bot.")]
+    assert [m for m in told if "U0NOBODY" in m] == []
 
 
 async def test_unknown_requests_and_bad_waits_are_clear_errors(jobs: Jobs) -> None:
