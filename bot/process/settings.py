@@ -135,10 +135,19 @@ class Settings(BaseModel):
     @classmethod
     def _webhook_allow(cls, v: str | None) -> str | None:
         for host in (h.strip() for h in (v or "").split(",")):
-            if host and not re.fullmatch(r"([A-Za-z0-9.\-]+|\[[0-9A-Fa-f:.]+\])(:\d{1,5})?", host):
+            if not host:
+                continue
+            entry = re.fullmatch(r"([A-Za-z0-9.\-]+|\[[0-9A-Fa-f:.]+\])(?::(\d{1,5}))?", host)
+            if entry is None:
                 raise ValueError(
                     f"{host!r}: give host or host:port, comma-separated (e.g. "
                     "hooks.internal:8080), with no scheme or path"
+                )
+            port = entry[2]
+            # A URL's port is matched as the number it is: 80800 or 08080 would match none.
+            if port is not None and not (0 < int(port) < 65536 and str(int(port)) == port):
+                raise ValueError(
+                    f"{host!r}: the port must be a number from 1 to 65535, without leading zeros"
                 )
         return v
 

@@ -47,6 +47,17 @@ def test_a_bad_setting_is_one_line_naming_it(env: dict[str, str], name: str) -> 
     assert message.startswith(f"{name}: ") and "\n" not in message
 
 
+@pytest.mark.parametrize("entry", ["127.0.0.1:80800", "hooks.internal:0", "[::1]:08080"])
+def test_a_webhook_host_with_a_port_no_url_can_have_is_refused_naming_it(entry: str) -> None:
+    """An allowed host whose port no webhook URL can carry would never match one."""
+    with pytest.raises(ConfigError) as info:
+        Settings.from_env({"SIGNOFF_WEBHOOK_ALLOW": f"hooks.internal, {entry}"})
+    assert str(info.value) == (
+        f"SIGNOFF_WEBHOOK_ALLOW: {entry!r}: the port must be a number from 1 to 65535, "
+        "without leading zeros"
+    )
+
+
 def test_tokens_never_appear_in_repr_errors_or_logs(caplog: pytest.LogCaptureFixture) -> None:
     secret, api_token = "xoxb-1234-very-secret", "api-token-for-the-nightly-jobs"
     settings = Settings.from_env(
