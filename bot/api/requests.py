@@ -176,7 +176,8 @@ class _RequestsApi:
             except DuplicateInterruptError:
                 existing = await services.storage.queries.get(record.id)
                 if existing is None:  # gone since: retention ended
-                    return error(409, "this idempotency key was used for a request now gone")
+                    gone = "this idempotency key was used for a request now gone"
+                    return error(409, f"{gone}; use another key", "idempotency_key")
                 log.info("request %s of %s asked again: the existing one", run_id, caller.name)
                 return await self._answer(existing, meta, status=200)
             if body.idempotency_key is not None:  # only a key's run id comes again

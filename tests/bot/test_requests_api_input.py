@@ -18,6 +18,8 @@ from bot.api.bodies import MAX_BODY
 from bot.api.request_records import REQUESTS_PATH
 from bot.api.runs import StartRun
 from bot.api.schemas import NewRequest, OutcomeReport, Withdrawal
+from storage.errors import DuplicateInterruptError
+from storage.requests import request_record_id
 
 
 @pytest.mark.parametrize(
@@ -128,6 +130,28 @@ async def test_an_unknown_approver_is_refused_without_a_log_of_a_zone_assumed(
     assert status == 400 and "U0NOBODY" in refused["error"]
     told = [r.getMessage() for r in caplog.records if r.name.startswith("bot.")]
     assert [m for m in told if "U0NOBODY" in m] == []
+
+
+async def test_a_key_whose_request_is_gone_is_told_to_use_another(jobs: Jobs) -> None:
+    """The request a key was used for ends its retention as the same key is sent again:
+    the 409 tells the job what to do, not only what happened."""
+    _, made = await jobs.ask(idempotency_key="nightly-2026-11-24")
+    storage = jobs.bot.services.storage
+    create = storage.interrupts.create_interrupts
+
+    async def gone_meanwhile(*args: Any, **kwargs: Any) -> None:
+        try:
+            await create(*args, **kwargs)
+        except DuplicateInterruptError:
+            await storage.client.raw.delete(storage.keys.record(request_record_id(made["id"])))
+            raise
+
+    storage.interrupts.create_interrupts = gone_meanwhile  # type: ignore[method-assign]
+    status, refused = await jobs.ask(idempotency_key="nightly-2026-11-24")
+    assert (status, refused["field"]) == (409, "idempotency_key"), refused
+    assert refused["error"] == (
+        "this idempotency key was used for a request now gone; use another key"
+    )
 
 
 async def test_unknown_requests_and_bad_waits_are_clear_errors(jobs: Jobs) -> None:
