@@ -8,6 +8,7 @@ from typing import Any
 from .agent_loop import Invocation
 from .errors import UsageError
 from .hooks import HookCallback, HookProvider, HookRegistry
+from .interrupts import DecisionType
 from .messages import JSONValue, ToolCall
 from .models.base import Model
 from .policy import ApprovalOptions, ApprovalPolicy, ApprovalRule, parse_interrupt_on
@@ -59,6 +60,10 @@ class Agent(Runnable):
 
     def invocation(self, thread_id: str) -> Invocation:
         return Invocation(self, thread_id)
+
+    def declared_decisions(self) -> dict[str, tuple[DecisionType, ...]]:
+        """The decisions ``interrupt_on`` allows for each tool it guards."""
+        return {tool: rule.allowed_decisions for tool, rule in self.approval_rules.items()}
 
     def check_edit(self, call: ToolCall, args: dict[str, JSONValue]) -> None:
         """Refuse edited arguments that do not fit the tool's input schema."""

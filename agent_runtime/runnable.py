@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .interrupts import Interrupt, InterruptResponse
+from .interrupts import DecisionType, Interrupt, InterruptResponse
 from .messages import ToolCall, new_id
 from .results import AgentResult, ToolResult
 from .resume import RunInput
@@ -83,6 +83,11 @@ class Runnable(ABC):
 
     async def aclose(self) -> None:  # noqa: B027 - most runnables hold nothing to release
         """Release what the runnable holds (connections, threads); called once at shutdown."""
+
+    def declared_decisions(self) -> Mapping[str, tuple[DecisionType, ...]] | None:
+        """The decisions each tool (or node) it asks about allows, as declared before any
+        run; None when only its runs tell (an adapted framework asks as it goes)."""
+        return None
 
     async def open_interrupts(self, thread_id: str) -> list[Interrupt]:
         """The interrupts the thread waits on now."""

@@ -11,6 +11,7 @@ from typing import Any
 from ..agent import Agent
 from ..errors import UsageError
 from ..hooks import HookCallback, HookProvider, HookRegistry
+from ..interrupts import DecisionType
 from ..messages import JSONValue, ToolCall
 from ..runnable import Runnable, ThreadStatus, status_of
 from ..session import InMemorySessionStore, SessionStore
@@ -65,7 +66,7 @@ class Workflow(Runnable):
         self.name = name
         self.max_steps = max_steps
         self.session_store: SessionStore = session_store or InMemorySessionStore()
-        rules = parse_interrupt_before(interrupt_before or {})
+        self.approval_rules = rules = parse_interrupt_before(interrupt_before or {})
         unguarded = set(rules) - set(self.nodes)
         if unguarded:
             raise UsageError(
@@ -95,6 +96,15 @@ class Workflow(Runnable):
             if isinstance(node, Agent):
                 tools = {**node.tools, **tools}
         return tools
+
+    def declared_decisions(self) -> dict[str, tuple[DecisionType, ...]]:
+        """The decisions ``interrupt_before`` allows for each node it guards, and those of
+        its agent nodes' tools."""
+        declared = {node: rule.allowed_decisions for node, rule in self.approval_rules.items()}
+        for node in self.nodes.values():
+            if isinstance(node, Agent):
+                declared = {**node.declared_decisions(), **declared}
+        return declared
 
     def check_edit(self, call: ToolCall, args: dict[str, JSONValue]) -> None:
         """Refuse edited arguments that do not fit the agent node's tool ``call`` names, as

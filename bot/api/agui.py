@@ -34,8 +34,10 @@ from agent_runtime.agui.events import Expiry, Offered, run_error, run_started
 from agent_runtime.errors import UsageError
 from agent_runtime.interrupts import DecisionType, Interrupt
 from agent_runtime.results import AgentResult
+from agent_runtime.runnable import Runnable
+from bot.agents.policy import AgentSpec
 from bot.errors import AgentBuildError
-from bot.runs.approvers import card_decisions
+from bot.runs.approvers import call_decisions, card_decisions
 from bot.runs.drive import unknown_agent
 from bot.services import Services
 from storage.errors import CorruptRecordError, InvalidIdError, StorageError
@@ -144,7 +146,11 @@ def add_agui_routes(app: web.Application, services: Services, *, token: SecretSt
         spec = services.registry.spec(name)
         if spec is None:
             return _error(404, unknown_agent(services, name))
-        decisions = spec.policy.decisions
+        try:
+            decisions = _decisions(spec, services.registry.agent(name))
+        except (UsageError, AgentBuildError) as exc:  # its build failed: JSON, not a text page
+            log.exception("AG-UI capabilities of %s not told", name)
+            return _error(500, f"{exc}; see the bot's log")
         return web.json_response(
             {
                 "identity": {"name": spec.name, "description": spec.description},
@@ -161,6 +167,20 @@ def add_agui_routes(app: web.Application, services: Services, *, token: SecretSt
 
     app.router.add_post(AGUI_PATH + "/{agent}", run)
     app.router.add_get(AGUI_PATH + "/{agent}", capabilities)
+
+
+def _decisions(spec: AgentSpec, agent: Runnable) -> frozenset[DecisionType]:
+    """The decisions the agent's cards can offer: for each tool (or node) it asks about,
+    those it allows and its policy lets approvers give; its policy's when only its runs
+    tell (an adapted framework's)."""
+    declared = agent.declared_decisions()
+    if declared is None:
+        return frozenset(spec.policy.decisions)
+    return frozenset(
+        d
+        for tool, allowed in declared.items()
+        for d in call_decisions(spec.policy_for(tool), allowed)
+    )
 
 
 def _expiry(services: Services, agent: str, *, taken: frozenset[str]) -> Expiry:

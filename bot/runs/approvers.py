@@ -138,9 +138,17 @@ def card_decisions(policy: Policy, interrupt: Interrupt) -> tuple[DecisionType, 
     edit or a reply by one person would end it alone)."""
     if interrupt.question:
         return ("respond", "reject") if "reject" in policy.decisions else ("respond",)
-    offered = interrupt.allowed_decisions or policy.decisions
+    editable = interrupt.tool_call is not None
+    return call_decisions(policy, interrupt.allowed_decisions, editable=editable)
+
+
+def call_decisions(
+    policy: Policy, allowed: tuple[DecisionType, ...], *, editable: bool = True
+) -> tuple[DecisionType, ...]:
+    """The decisions a card offers for a call that allows ``allowed`` (any, when empty)."""
+    offered = allowed or policy.decisions
     decisions = tuple(d for d in policy.decisions if d in offered)
-    if interrupt.tool_call is None:
+    if not editable:
         decisions = tuple(d for d in decisions if d != "edit")
     if policy.min_approvals > 1:  # a quorum approves the call as shown, or one denial ends it
         decisions = tuple(d for d in decisions if d in ("approve", "reject"))

@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
 import aiohttp
+import pytest
 from agui_endpoint import TOKEN, Endpoint, run_client, run_raw
 from batch_agents import spec as deletions
+
+from demo.agents import demo_agents
 
 
 async def test_run_interrupt_resume_success_with_the_real_client(endpoint: Endpoint) -> None:
@@ -91,6 +95,41 @@ async def test_without_the_token_nothing_runs_and_capabilities_are_served(
         "feedback": True,
     }
     assert endpoint.bot.tool_log.calls == []
+
+
+@pytest.mark.parametrize(
+    ("agent", "edits", "feedback"),
+    [
+        ("file-cleanup", True, True),  # its tool allows every decision
+        ("email", True, False),  # send_email allows approve, edit and reject
+        ("oncall-cleanup", False, False),  # a workflow node; its policy: approve or reject
+    ],
+)
+async def test_capabilities_are_those_the_agents_tools_allow(
+    endpoint_for: Callable[..., Awaitable[Endpoint]],
+    tmp_path: Path,
+    agent: str,
+    edits: bool,
+    feedback: bool,
+) -> None:
+    """An app is told a decision is supported only when some tool of the agent allows it
+    and the agent's policy lets approvers give it."""
+    [spec] = [s for s in demo_agents(tmp_path) if s.name == agent]
+    endpoint = await endpoint_for(spec=spec)
+    url = endpoint.url.rsplit("/", 1)[0] + f"/{agent}"
+    async with (
+        aiohttp.ClientSession() as http,
+        http.get(url, headers={"Authorization": f"Bearer {TOKEN}"}) as answer,
+    ):
+        assert answer.status == 200
+        capabilities = await answer.json()
+    assert capabilities["humanInTheLoop"] == {
+        "supported": True,
+        "interrupts": True,
+        "approvals": True,
+        "approveWithEdits": edits,
+        "feedback": feedback,
+    }
 
 
 async def test_a_malformed_body_or_thread_id_is_a_400_and_runs_nothing(endpoint: Endpoint) -> None:

@@ -306,20 +306,21 @@ BAD_INTERRUPT_ON = "agent 'cleanup': interrupt_on['delete_files']"
 async def test_an_agent_whose_build_fails_is_named_in_a_json_500(
     make_bot: Any, caplog: pytest.LogCaptureFixture, cause: str
 ) -> None:
-    """Starting it, reading a run's status and an AG-UI run each answer a 500 in JSON
-    naming the agent, not a 404 (it exists) nor a plain-text error page; the build's own
-    error message is in the log, not the answer."""
+    """Starting it, reading a run's status, an AG-UI run and the agent's capabilities each
+    answer a 500 in JSON naming the agent, not a 404 (it exists) nor a plain-text error
+    page; the build's own error message is in the log, not the answer."""
     policy = Policy(channel=CHANNEL, users=(ALICE, BOB))
     if cause == "no API key":
         spec = AgentSpec(name="cleanup", build=_no_api_key, policy=policy)
-        said = {"start": NO_KEY, "status": NO_KEY, "agui": NO_KEY}
+        said = {"start": NO_KEY, "status": NO_KEY, "agui": NO_KEY, "capabilities": NO_KEY}
     elif cause == "no agent built":  # not an unknown agent: its build returned no agent
         spec = AgentSpec(name="cleanup", build=_no_agent, policy=policy)
-        said = {"start": NO_AGENT, "status": NO_AGENT, "agui": NO_AGENT}
+        said = {"start": NO_AGENT, "status": NO_AGENT, "agui": NO_AGENT, "capabilities": NO_AGENT}
     else:
         spec = cleanup_spec(ToolLog(), policy, decisions=())  # allowed_decisions=[]
         ran = "the run of cleanup failed (UsageError); see the bot's log"
         said = {"start": ran, "status": BAD_INTERRUPT_ON, "agui": BAD_INTERRUPT_ON}
+        said["capabilities"] = BAD_INTERRUPT_ON
     bot: Harness = await make_bot(spec=spec)
     server = TestServer(operator_app(bot.services, api_token=SecretStr(TOKEN)), port=0)
     await server.start_server()
@@ -328,6 +329,7 @@ async def test_an_agent_whose_build_fails_is_named_in_a_json_500(
         "start": ("POST", RUNS_PATH, {"agent": "cleanup", "input": "x", "channel": CHANNEL}),
         "status": ("GET", f"{RUNS_PATH}/cleanup/thread_1", None),
         "agui": ("POST", f"{AGUI_PATH}/cleanup", {"threadId": "thread_1", "runId": "run_1"}),
+        "capabilities": ("GET", f"{AGUI_PATH}/cleanup", None),
     }
     try:
         async with aiohttp.ClientSession() as http:
@@ -339,7 +341,7 @@ async def test_an_agent_whose_build_fails_is_named_in_a_json_500(
         await server.close()
     assert bot.slack.called("chat.postMessage") == []
     logged = [logging.Formatter().formatException(r.exc_info) for r in caplog.records if r.exc_info]
-    assert len(logged) == 3 and all("agent 'cleanup'" in e for e in logged)
+    assert len(logged) == 4 and all("agent 'cleanup'" in e for e in logged)
     if cause == "no API key":
         assert all("ValueError: no API key" in e for e in logged)
 
