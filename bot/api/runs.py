@@ -32,7 +32,8 @@ from agent_runtime.closed_model import ClosedModel
 from agent_runtime.errors import UsageError
 from agent_runtime.interrupts import Interrupt
 from agent_runtime.results import AgentResult
-from bot.errors import AgentBuildError, RunRefusedError, UnknownAgentError
+from bot.agents.registry import BUILD_FAILED
+from bot.errors import AgentBuildError, RunRefusedError
 from bot.runs.drive import start_run, unknown_agent
 from bot.runs.place import Place
 from bot.runs.unposted import unposted
@@ -81,7 +82,14 @@ def add_runs_routes(app: web.Application, services: Services, *, token: SecretSt
             where = ".".join(str(p) for p in first["loc"]) or "body"
             return _error(400, f"{where}: {first['msg']}")
         spec = services.registry.spec(body.agent)
-        if body.channel is None and spec and spec.asks_where_it_runs(services.default_channel):
+        if spec is None:
+            return _error(404, unknown_agent(services, body.agent))
+        try:  # built first: a build it refuses is told as the run's status URL tells it
+            services.registry.agent(body.agent)
+        except BUILD_FAILED as exc:
+            log.exception("run of %s not started", body.agent)
+            return _error(500, f"{exc}; see the bot's log")
+        if body.channel is None and spec.asks_where_it_runs(services.default_channel):
             # Its cards would go where it runs: with no channel, nowhere its policy names.
             return _error(
                 400,
@@ -91,16 +99,11 @@ def add_runs_routes(app: web.Application, services: Services, *, token: SecretSt
         place = Place(channel=body.channel, thread_ts=None, requested_by=body.requested_by)
         try:
             result = await start_run(services, body.agent, body.input, place=place)
-        except UnknownAgentError as exc:
-            return _error(404, str(exc))
         except RunRefusedError as exc:  # where it was asked to run: the caller's to change
             return _error(422, str(exc))
         except StorageUnavailableError as exc:
             log.error("run of %s not started: %s", body.agent, exc)
             return _error(503, "storage is unavailable; nothing was started")
-        except AgentBuildError as exc:
-            log.exception("run of %s not started", body.agent)
-            return _error(500, f"{exc}; see the bot's log")
         except Exception as exc:  # the agent failed; JSON like every other answer
             log.exception("run of %s failed", body.agent)
             return _error(

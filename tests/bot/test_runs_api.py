@@ -318,9 +318,7 @@ async def test_an_agent_whose_build_fails_is_named_in_a_json_500(
         said = {"start": NO_AGENT, "status": NO_AGENT, "agui": NO_AGENT, "capabilities": NO_AGENT}
     else:
         spec = cleanup_spec(ToolLog(), policy, decisions=())  # allowed_decisions=[]
-        ran = "the run of cleanup failed (UsageError); see the bot's log"
-        said = {"start": ran, "status": BAD_INTERRUPT_ON, "agui": BAD_INTERRUPT_ON}
-        said["capabilities"] = BAD_INTERRUPT_ON
+        said = dict.fromkeys(("start", "status", "agui", "capabilities"), BAD_INTERRUPT_ON)
     bot: Harness = await make_bot(spec=spec)
     server = TestServer(operator_app(bot.services, api_token=SecretStr(TOKEN)), port=0)
     await server.start_server()
