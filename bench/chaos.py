@@ -26,7 +26,6 @@ Prints a table and, as its last line, one JSON object with every figure.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import subprocess
@@ -38,6 +37,7 @@ from typing import Any
 from redis.asyncio import Redis
 
 from bench.report import report
+from bench.usage import usage
 from sandbox.entities import Message
 
 from .chaos_agents import QUICK_EXPIRY, STEPS
@@ -185,11 +185,7 @@ async def main(names: list[str]) -> None:
 def scenarios(argv: list[str]) -> list[str]:
     """The scenarios named on the command line, all when none is; an unknown name is a
     usage error (exit status 2) before any server starts."""
-    parser = argparse.ArgumentParser(
-        prog="python -m bench.chaos",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = usage("bench.chaos", __doc__)
     parser.add_argument(
         "names", nargs="*", metavar="SCENARIO", help=f"{', '.join(SCENARIOS)} (default: all)"
     )

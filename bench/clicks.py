@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import sys
 import tempfile
 import time
 import urllib.parse
@@ -30,6 +31,7 @@ from typing import Any
 import aiohttp
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bench.usage import usage
 from bot.process.heap import freeze_startup_heap
 from bot.process.settings import Settings
 from bot.process.wiring import make_services
@@ -334,6 +336,7 @@ ready to run but waited for a CPU; steal: ms the host gave this machine's CPUs t
 
 
 if __name__ == "__main__":
+    usage("bench.clicks", __doc__).parse_args(sys.argv[1:])
     result = asyncio.run(main())
     print(SETUP)
     print(f"{'figure':<32} value")

@@ -15,12 +15,14 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import sys
 import time
 from datetime import datetime
 from typing import Any
 
 import aiohttp
 
+from bench.usage import usage
 from bot.ui import ids
 from sandbox import Sandbox
 from sandbox.entities import Message
@@ -167,4 +169,5 @@ def _print(figures: dict[str, Any]) -> None:
 
 
 if __name__ == "__main__":
+    usage("bench.gate", __doc__).parse_args(sys.argv[1:])
     _print(asyncio.run(main()))

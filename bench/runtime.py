@@ -9,6 +9,7 @@ cluster); the last line is one JSON object with every figure.
 from __future__ import annotations
 
 import asyncio
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -25,6 +26,7 @@ from agent_runtime import (
 )
 from bench.report import report
 from bench.storage import counted
+from bench.usage import usage
 from storage import EmbeddedRedis, connect
 from storage.embedded_cluster import EmbeddedCluster
 
@@ -111,4 +113,5 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
+    usage("bench.runtime", __doc__).parse_args(sys.argv[1:])
     asyncio.run(main())

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
@@ -25,6 +26,7 @@ from redis.asyncio.connection import AbstractConnection
 from agent_runtime.interrupts import Decision, Interrupt
 from agent_runtime.messages import ToolCall
 from bench.report import report
+from bench.usage import usage
 from storage import ApproverPolicy, EmbeddedRedis, InterruptRecord, Storage, connect
 from storage.embedded_cluster import EmbeddedCluster
 from storage.sweeps import POST_LEASE
@@ -287,4 +289,5 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
+    usage("bench.storage", __doc__).parse_args(sys.argv[1:])
     asyncio.run(main())
