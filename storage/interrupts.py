@@ -296,11 +296,18 @@ class InterruptStore(Decisions, DueSweeps):
         return self._record(record.id, result[2:])
 
     async def cancel_run(
-        self, run_id: str, *, reason: str, now: datetime, by: str | None = None
+        self,
+        run_id: str,
+        *,
+        reason: str,
+        now: datetime,
+        by: str | None = None,
+        lost: str | None = None,
     ) -> Cancelled:
         """Cancel every pending interrupt of a run in one atomic step (no resume follows, and
         no decision lands between two of them). Decisions that waited for them never run:
-        an agent's run marks them withdrawn by ``by``."""
+        an agent's run marks them withdrawn by ``by``; every record keeps ``lost``, the
+        request whose loss from Redis ended the run, when that is why."""
         decision = json.dumps(Decision.reject(reason).to_dict(), separators=(",", ":"))
         args: list[str | int] = [
             by or "",
@@ -309,6 +316,7 @@ class InterruptStore(Decisions, DueSweeps):
             millis(self._retention.decided),
             self._retention.audit_entries,
             secrets.token_hex(8),
+            lost or "",
         ]
         k = self._keys
         for _ in range(_CANCEL_TRIES):

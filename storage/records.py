@@ -105,6 +105,8 @@ class InterruptRecord(BaseModel):
     run_withdrawn_by: str | None = None
     """Decided, but not run: its run was withdrawn (by this user) while the decision waited
     for the run's other cards."""
+    run_lost: str | None = None
+    """The request of its run whose record Redis lost while pending, which ended the run."""
     batch: str | None = None
     """The record id of the first item of the batch card this one is an item of."""
     batch_items: tuple[str, ...] = ()
@@ -303,6 +305,7 @@ class InterruptRecord(BaseModel):
                 escalation_ts=self.escalation_ts or "",
                 superseded_by=self.superseded_by or "",
                 run_withdrawn_by=self.run_withdrawn_by or "",
+                run_lost=self.run_lost or "",
                 batch=self.batch or "",
                 batch_items=json.dumps(self.batch_items) if self.batch_items else "",
                 escalation_cards=json.dumps(self.escalation_cards) if self.escalation_cards else "",
@@ -366,6 +369,7 @@ class InterruptRecord(BaseModel):
                 reminders_sent=int(fields.get("reminder_index") or 0),
                 superseded_by=opt("superseded_by"),
                 run_withdrawn_by=opt("run_withdrawn_by"),
+                run_lost=opt("run_lost"),
                 batch=opt("batch"),
                 batch_items=tuple(json.loads(fields.get("batch_items") or "[]")),
                 post_error=opt("post_error"),

@@ -29,7 +29,7 @@ async def end_lost(services: Services, lost: LostRecord) -> None:
     await _mark_card(services, lost, reason)
     try:
         cancelled = await services.storage.interrupts.cancel_run(
-            lost.run_id, reason=reason, now=services.clock.now()
+            lost.run_id, reason=reason, now=services.clock.now(), lost=lost.record_id
         )
         others, _ = await services.storage.queries.many([*cancelled.ids, *cancelled.not_run])
     except StorageError as exc:

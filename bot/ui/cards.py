@@ -128,6 +128,9 @@ class Verdict:
     """Decided in the app that runs the agent (its AG-UI client), not on a card."""
     run_withdrawn_by: str | None = None
     """Who withdrew the run before this decision could run, if someone did."""
+    run_lost: str | None = None
+    """The request of the run Redis lost while pending, which ended the run before this
+    decision could take effect."""
 
 
 def card_from_record(record: InterruptRecord, *, trust_label: str | None = None) -> Card:
@@ -282,6 +285,7 @@ def verdict_from_record(record: InterruptRecord) -> Verdict | None:
             outcome="approved_by_default",
             at=record.decided_at or record.created_at,
             message="Nobody decided in time, and its policy approves it then.",
+            run_lost=record.run_lost,
         )
     return Verdict(
         outcome=outcome,
@@ -292,6 +296,7 @@ def verdict_from_record(record: InterruptRecord) -> Verdict | None:
         in_app=in_app,
         args=decision.args if decision and decision.type == "edit" else None,
         run_withdrawn_by=record.run_withdrawn_by,
+        run_lost=record.run_lost,
     )
 
 

@@ -128,10 +128,25 @@ def decided_message(card: Card, verdict: Verdict, *, compact: bool = False) -> S
         blocks.append(
             section(f"Not run: {who} withdrew the run while it waited for its other cards.")
         )
+    if verdict.run_lost and verdict.outcome not in ("cancelled", "withdrawn"):
+        blocks.append(section(lost_run_note(verdict.outcome, verdict.run_lost)))
     if compact:
         elements = [full_details(card)]
         blocks.append({"type": "actions", "block_id": ids.ACTIONS_BLOCK, "elements": elements})
     return SlackMessage(text=_fallback(f"{headline}:", card), blocks=blocks)
+
+
+def lost_run_note(outcome: Outcome, lost: str) -> str:
+    """Why a decision of a run ended by a lost request never took effect."""
+    what = "Not run" if outcome in _RUNS else "Never passed on to the agent"
+    return (
+        f"{what}: the run was cancelled because request {code_span(lost, 200)} was lost "
+        "from Redis and can no longer be decided."
+    )
+
+
+_RUNS = frozenset({"approved", "edited", "approved_by_default"})
+"""Outcomes whose call would have run."""
 
 
 def _what_it_does(

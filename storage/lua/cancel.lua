@@ -6,16 +6,18 @@
 -- other pending records and the decided ones waiting in the round.
 -- ARGV: 1 by (user id or ''), 2 now, 3 decision json (a rejection carrying the reason),
 -- 4 retention ms, 5 audit maxlen, 6 this call's token: the same call sent again (its reply
--- was lost) gets the first answer, 7 how many records are pending, 8.. the records' ids,
--- pending then decided, in the order of their keys.
+-- was lost) gets the first answer, 7 the request whose loss from Redis ends the run ('' when
+-- none): kept on each record as 'run_lost' (on a decided one of an agent's run only: it
+-- never runs), so its card says why, 8 how many records are pending, 9.. the records'
+-- ids, pending then decided, in the order of their keys.
 -- Returns {'moved'} when the run's records are not those given (read them again), else
 -- {'cancelled', n, damaged id..., 'gone', gone id...}: how many were cancelled, the
 -- records skipped because they could not be read, and those Redis no longer has (lost
 -- while pending); the others are cancelled all the same.
-local pending = tonumber(ARGV[7])
+local pending = tonumber(ARGV[8])
 local records, ids = {KEYS[1]}, {}
 for i = 12, #KEYS do records[#records + 1] = KEYS[i] end
-for i = 8, #ARGV do ids[#ids + 1] = ARGV[i] end
+for i = 9, #ARGV do ids[#ids + 1] = ARGV[i] end
 local function skipped(damaged, gone)
   local reply = {'cancelled', 0, unpack(damaged)}
   reply[#reply + 1] = 'gone'
@@ -61,14 +63,16 @@ for i = 1, pending do
     redis.call('HDEL', key, 'held_until', 'held_by', 'held_at', 'held_decision')
     finalize(ids[i], 'cancelled', ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), false, 0)
     redis.call('HSET', key, 'cancelled_as', ARGV[6])
+    if ARGV[7] ~= '' then redis.call('HSET', key, 'run_lost', ARGV[7]) end
     audit(KEYS[10], ARGV[5], 'cancelled', ids[i], ARGV[1], ARGV[2], ARGV[3])
     cancelled = cancelled + 1
   end
 end
 for i = pending + 1, #ids do
   local key = records[i]
-  if ARGV[1] ~= '' and string.sub(field(key, 'run_id'), 1, 4) ~= 'req_' then
-    redis.call('HSET', key, 'run_withdrawn_by', ARGV[1])
+  if redis.call('EXISTS', key) == 1 and string.sub(field(key, 'run_id'), 1, 4) ~= 'req_' then
+    if ARGV[1] ~= '' then redis.call('HSET', key, 'run_withdrawn_by', ARGV[1]) end
+    if ARGV[7] ~= '' then redis.call('HSET', key, 'run_lost', ARGV[7]) end
   end
 end
 redis.call('DEL', KEYS[11])

@@ -11,9 +11,10 @@ from typing import Any
 
 import batch_agents
 import pytest
-from harness import CAROL, Harness
+from harness import ALICE, CAROL, Harness
 
 from bot.schedule.scheduler import Scheduler
+from bot.ui import ids
 from storage.sweeps import LOST
 
 
@@ -101,3 +102,34 @@ async def test_a_run_whose_only_request_was_lost_ends_and_its_card_says_so(
     status = await bot.services.registry.agent("cleanup").thread_status(thread_id)
     assert status is not None and status.status == "idle"
     assert bot.tool_log.calls == []
+
+
+async def test_an_approval_waiting_on_a_lost_request_says_it_never_ran(make_bot: Any) -> None:
+    deleted: list[str] = []
+    bot: Harness = await make_bot(
+        spec=batch_agents.spec(
+            deleted, ["/tmp/a", "/tmp/b"], batch=False, expires_after=timedelta(hours=1)
+        )
+    )
+    await bot.start(requested_by=CAROL)
+    await bot.slack.wait_for(
+        lambda: len(bot.slack.called("chat.postMessage")) == 2, what="both cards"
+    )
+    first, second = (
+        p["blocks"][-1]["elements"][0]["value"] for p in bot.slack.called("chat.postMessage")
+    )
+    await bot.click(ids.APPROVE, second, user=ALICE, message_ts=bot.message_ts(1))
+    await bot.slack.wait_for(
+        lambda: any(u["ts"] == bot.message_ts(1) for u in bot.slack.called("chat.update")),
+        what="the approval drawn",
+    )
+    approved = await bot.services.storage.queries.get(bot.record_id(second))
+    assert approved is not None and approved.state == "approved"
+    await _lose(bot, bot.record_id(first))
+    bot.clock.advance(timedelta(hours=2))
+    await Scheduler(bot.services).tick()
+
+    card = [u for u in bot.slack.called("chat.update") if u["ts"] == bot.message_ts(1)][-1]
+    said = str(card["blocks"])
+    assert "Approved" in said and "Not run" in said and bot.record_id(first) in said, said
+    assert deleted == []
