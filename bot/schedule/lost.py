@@ -26,7 +26,6 @@ async def end_lost(services: Services, lost: LostRecord) -> None:
     cancel the run's other pending requests (their cards say why) and end an agent's run as
     cancelled in its thread. A run nothing says the thread of is left, and the log says so."""
     reason = f"Request {lost.record_id} was lost from Redis and can no longer be decided."
-    await _mark_card(services, lost, reason)
     try:
         cancelled = await services.storage.interrupts.cancel_run(
             lost.run_id, reason=reason, now=services.clock.now(), lost=lost.record_id
@@ -36,7 +35,9 @@ async def end_lost(services: Services, lost: LostRecord) -> None:
         log.error(
             "run %s: what waits on lost request %s not ended: %s", lost.run_id, lost.record_id, exc
         )
+        await _mark_card(services, lost, reason, [])
         return
+    await _mark_card(services, lost, reason, others)
     await _redraw(services, others)
     if is_request_run(lost.run_id):
         return
@@ -61,13 +62,21 @@ async def end_lost(services: Services, lost: LostRecord) -> None:
         )
 
 
-async def _mark_card(services: Services, lost: LostRecord, reason: str) -> None:
+async def _mark_card(
+    services: Services, lost: LostRecord, reason: str, others: list[InterruptRecord]
+) -> None:
     """Replace the lost request's card, when its place is known, by why it is gone: its
-    buttons could decide nothing."""
+    buttons could decide nothing. A batch card it is an item of is left to be redrawn from
+    its lead among ``others``: it says which item was lost, and what became of the rest."""
     card = lost.place.get(f"card:{lost.record_id}", "")
     if " " not in card:
         return
     channel, ts = card.split(" ", 1)
+    if any(
+        r.batch not in (None, lost.record_id) and (r.channel, r.message_ts) == (channel, ts)
+        for r in others
+    ):
+        return
     text = f":warning: {reason} What it asked was not done."
     block = {"type": "section", "text": {"type": "mrkdwn", "text": text}}
     try:

@@ -30,7 +30,15 @@ from .blocks import (
 )
 from .card_buttons import full_details, more_menu
 from .cards import Card, card_from_record, verdict_from_record
-from .message import COMPACT_TEXT, CUT_NOTE, HEADLINE, ICON, SlackMessage, status_parts
+from .message import (
+    COMPACT_TEXT,
+    CUT_NOTE,
+    HEADLINE,
+    ICON,
+    WOULD_RUN,
+    SlackMessage,
+    status_parts,
+)
 from .mrkdwn import code_span, visible_bidi
 
 PER_GROUP = 10
@@ -39,6 +47,11 @@ _LINES_PER_SECTION = 10
 """Item lines per section: ten of the longest still fit in a section's 3,000 characters."""
 _EXCLUDED = "Excluded from the batch by "
 DAMAGED_ITEM = ":warning: Its stored data is damaged, so it cannot be shown or decided here."
+LOST_ITEM = (
+    ":warning: Lost from Redis while it waited: it can no longer be decided, and what it "
+    "asked was not done."
+)
+GONE_ITEM = ":warning: No longer kept in Redis, so what became of it cannot be shown."
 _LABEL = 150
 """How long an item's label may be on a decided item's line."""
 COMPACT_LABEL = 30
@@ -67,11 +80,14 @@ def batch_message(batch: Batch, *, compact: bool = False) -> SlackMessage:
     card = card_from_record(batch.records[0])
     placed = numbered(batch)
     waiting = [(n, r) for n, r in placed if r.state == "pending"]
-    count = len(placed) + len(batch.damaged)
+    gone = gone_places(batch)
+    count = len(placed) + len(batch.damaged) + len(gone)
     if waiting:
         title = f"Approval needed: {card.action}"
     elif batch.damaged:  # what became of a damaged item is not known
         title = f"Decided but for damaged items: {card.action}"
+    elif any(lost for _, lost in gone):
+        title = f"Decided but for lost items: {card.action}"
     else:
         title = f"Decided: {card.action}"
     agent = f"*{escaped(card.agent, 200)}*"
@@ -90,7 +106,8 @@ def batch_message(batch: Batch, *, compact: bool = False) -> SlackMessage:
         first_waiting = card_from_record(waiting[0][1])
         blocks.append(context(status_parts(first_waiting)))
         blocks += _groups(waiting, COMPACT_LABEL if compact else BUTTON_TEXT)
-    blocks += _outcomes(placed, damaged_places(batch), COMPACT_LABEL if compact else _LABEL)
+    label = COMPACT_LABEL if compact else _LABEL
+    blocks += _outcomes(placed, damaged_places(batch), gone, label)
     if waiting:
         blocks.append(_buttons(batch.order[0], card, len(waiting), compact=compact))
     elif compact:
@@ -163,12 +180,25 @@ def damaged_places(batch: Batch) -> list[int]:
     return [batch.order.index(rid) for rid, _ in batch.damaged if rid in batch.order]
 
 
+def gone_places(batch: Batch) -> list[tuple[int, bool]]:
+    """The places of the items whose record Redis no longer has, each with whether it was
+    lost while it waited (the run's other records name it as what ended the run)."""
+    read = {r.id for r in batch.records} | {rid for rid, _ in batch.damaged}
+    lost = {r.run_lost for r in batch.records if r.run_lost}
+    return [(n, rid in lost) for n, rid in enumerate(batch.order) if rid not in read]
+
+
 def _outcomes(
-    placed: list[tuple[int, InterruptRecord]], damaged: list[int], label: int
+    placed: list[tuple[int, InterruptRecord]],
+    damaged: list[int],
+    gone: list[tuple[int, bool]],
+    label: int,
 ) -> list[Block]:
     """One line per decided item (its label in at most ``label`` characters): what became
-    of it, and who decided; and one per item ``damaged``, which the card cannot show."""
+    of it, and who decided; and one per item ``damaged`` or ``gone``, which the card
+    cannot show (one lost while it waited was not done)."""
     placed_lines = [(index, f"{index + 1}. {DAMAGED_ITEM}") for index in damaged]
+    placed_lines += [(n, f"{n + 1}. {LOST_ITEM if lost else GONE_ITEM}") for n, lost in gone]
     for index, record in placed:
         verdict = verdict_from_record(record)
         what = item_outcome(record)
@@ -176,6 +206,8 @@ def _outcomes(
             continue
         shown = escaped(item_label(record, index), label)
         who = f" by {user_mention(record.decided_by)}" if record.decided_by else ""
+        if record.run_lost and verdict.outcome in WOULD_RUN:
+            who += ", but not run: an item was lost, so the run was cancelled"
         placed_lines.append((index, f"{ICON[verdict.outcome]} {shown}: {what}{who}"))
     lines = [line for _, line in sorted(placed_lines)]
     return [

@@ -138,14 +138,14 @@ def decided_message(card: Card, verdict: Verdict, *, compact: bool = False) -> S
 
 def lost_run_note(outcome: Outcome, lost: str) -> str:
     """Why a decision of a run ended by a lost request never took effect."""
-    what = "Not run" if outcome in _RUNS else "Never passed on to the agent"
+    what = "Not run" if outcome in WOULD_RUN else "Never passed on to the agent"
     return (
         f"{what}: the run was cancelled because request {code_span(lost, 200)} was lost "
         "from Redis and can no longer be decided."
     )
 
 
-_RUNS = frozenset({"approved", "edited", "approved_by_default"})
+WOULD_RUN = frozenset({"approved", "edited", "approved_by_default"})
 """Outcomes whose call would have run."""
 
 

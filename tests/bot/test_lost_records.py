@@ -133,3 +133,28 @@ async def test_an_approval_waiting_on_a_lost_request_says_it_never_ran(make_bot:
     said = str(card["blocks"])
     assert "Approved" in said and "Not run" in said and bot.record_id(first) in said, said
     assert deleted == []
+
+
+async def test_a_batch_card_names_its_lost_item_as_not_done(make_bot: Any) -> None:
+    deleted: list[str] = []
+    files = ["/tmp/a", "/tmp/b", "/tmp/c"]
+    bot: Harness = await make_bot(
+        spec=batch_agents.spec(deleted, files, expires_after=timedelta(hours=1))
+    )
+    lead = await bot.services.storage.queries.get(
+        bot.record_id(await bot.start(requested_by=CAROL))
+    )
+    assert lead is not None and len(lead.batch_items) == 3
+    await _lose(bot, lead.batch_items[1])
+    bot.clock.advance(timedelta(hours=2))
+    # Two schedulers meet the lost item at once: one of them ends what waited on it.
+    await asyncio.gather(Scheduler(bot.services).tick(), Scheduler(bot.services).tick())
+
+    assert len(await _lost_entries(bot)) == 1
+    card = [u for u in bot.slack.called("chat.update") if u["ts"] == bot.message_ts()][-1]
+    said = str(card["blocks"])
+    assert "3 calls" in card["text"] and "for lost items" in card["text"], card["text"]
+    assert "2. :warning: Lost from Redis while it waited" in said, said
+    assert "can no longer be decided, and what it asked was not done" in said
+    assert "1. /tmp/a: Expired" in said and "3. /tmp/c: Expired" in said
+    assert deleted == []
