@@ -157,7 +157,8 @@ class InterruptStore(Decisions, DueSweeps):
         (or was never escalated)."""
         check_id("channel", channel)
         check_id("message ts", ts)
-        keys = [self._keys.record(interrupt_id), self._outbox_of(interrupt_id)]
+        place = self._keys.run_place(split_record_id(interrupt_id)[0])
+        keys = [self._keys.record(interrupt_id), self._outbox_of(interrupt_id), place]
         return bool(await self._client.eval("set_escalation_message", keys, [channel, ts]))
 
     async def repost_escalation(self, interrupt_id: str, *, at: datetime) -> None:

@@ -84,7 +84,8 @@ class LostRecord:
     place: Mapping[str, str] = field(default_factory=dict)
     """An agent's run, as its creation and its posted cards kept it: ``agent``,
     ``thread_id``, ``channel``, ``thread_ts`` (its Slack thread), ``requested_by``,
-    ``asked_in``, and ``card:<record id>`` (``"<channel> <ts>"``) for each card posted;
+    ``asked_in``, ``card:<record id>`` (``"<channel> <ts>"``) for each card posted, and
+    ``escalation:<record id>`` (a JSON list of those) for its escalation cards;
     empty when nothing kept it (a job's request, or a run stored by an earlier version)."""
 
 

@@ -4,6 +4,7 @@ decide any more."""
 
 from __future__ import annotations
 
+import json
 import logging
 
 from agent_runtime.errors import AgentRuntimeError
@@ -65,24 +66,36 @@ async def end_lost(services: Services, lost: LostRecord) -> None:
 async def _mark_card(
     services: Services, lost: LostRecord, reason: str, others: list[InterruptRecord]
 ) -> None:
-    """Replace the lost request's card, when its place is known, by why it is gone: its
-    buttons could decide nothing. A batch card it is an item of is left to be redrawn from
-    its lead among ``others``: it says which item was lost, and what became of the rest."""
+    """Replace the lost request's cards (its escalation cards too), where their place is
+    known, by why it is gone: their buttons could decide nothing. A batch card it is an
+    item of is left to be redrawn from its lead among ``others``: it says which item was
+    lost, and what became of the rest."""
     card = lost.place.get(f"card:{lost.record_id}", "")
-    if " " not in card:
-        return
-    channel, ts = card.split(" ", 1)
     if any(
-        r.batch not in (None, lost.record_id) and (r.channel, r.message_ts) == (channel, ts)
+        r.batch not in (None, lost.record_id) and f"{r.channel} {r.message_ts}" == card
         for r in others
     ):
         return
+    try:
+        escalations = json.loads(lost.place.get(f"escalation:{lost.record_id}") or "[]")
+    except ValueError:
+        log.warning("escalation cards of lost request %s not readable", lost.record_id)
+        escalations = []
     text = f":warning: {reason} What it asked was not done."
     block = {"type": "section", "text": {"type": "mrkdwn", "text": text}}
-    try:
-        await services.client.chat_update(channel=channel, ts=ts, text=text, blocks=[block])
-    except SLACK_FAILURES as exc:
-        log.warning("card of lost request %s not updated: %s", lost.record_id, why_failed(exc))
+    for copy in [card, *escalations]:
+        if not isinstance(copy, str) or " " not in copy:
+            continue
+        channel, ts = copy.split(" ", 1)
+        try:
+            await services.client.chat_update(channel=channel, ts=ts, text=text, blocks=[block])
+        except SLACK_FAILURES as exc:
+            log.warning(
+                "card of lost request %s in %s not updated: %s",
+                lost.record_id,
+                channel,
+                why_failed(exc),
+            )
 
 
 async def _redraw(services: Services, records: list[InterruptRecord]) -> None:

@@ -1,7 +1,8 @@
 -- Keep where an escalated interrupt's escalation card was posted: a copy whose clicks
 -- decide it. The previous step's card, if any, is kept among the earlier copies.
--- KEYS: 1 record, 2 outbox (where a card Slack did not take waits). ARGV: 1 channel,
--- 2 message ts.
+-- KEYS: 1 record, 2 outbox (where a card Slack did not take waits), 3 the run's place
+-- (kept only for an agent's run: each escalation card is listed there too, for when the
+-- record is lost). ARGV: 1 channel, 2 message ts.
 -- Returns 1 when stored, 0 when the record is gone or was never escalated.
 local key = KEYS[1]
 if redis.call('EXISTS', key) == 0 or (tonumber(redis.call('HGET', key, 'escalated')) or 0) < 1 then
@@ -17,5 +18,18 @@ if ts ~= '' and not (channel == ARGV[1] and ts == ARGV[2]) then
   redis.call('HSET', key, 'escalation_cards', cjson.encode(cards))
 end
 redis.call('HSET', key, 'escalation_channel', ARGV[1], 'escalation_ts', ARGV[2])
+if redis.call('EXISTS', KEYS[3]) == 1 then
+  local name = 'escalation:' .. redis.call('HGET', key, 'id')
+  local raw = redis.call('HGET', KEYS[3], name) or ''
+  local listed = {}
+  if raw ~= '' then listed = cjson.decode(raw) end
+  local card = ARGV[1] .. ' ' .. ARGV[2]
+  local known = false
+  for _, each in ipairs(listed) do known = known or each == card end
+  if not known then
+    listed[#listed + 1] = card
+    redis.call('HSET', KEYS[3], name, cjson.encode(listed))
+  end
+end
 redis.call('ZREM', KEYS[2], redis.call('HGET', key, 'id'))
 return 1

@@ -11,8 +11,9 @@ from typing import Any
 
 import batch_agents
 import pytest
-from harness import ALICE, CAROL, Harness
+from harness import ALICE, BOB, CAROL, CHANNEL, Harness
 
+from bot.agents.policy import Escalate, Policy
 from bot.schedule.scheduler import Scheduler
 from bot.ui import ids
 from storage.sweeps import LOST
@@ -158,3 +159,31 @@ async def test_a_batch_card_names_its_lost_item_as_not_done(make_bot: Any) -> No
     assert "can no longer be decided, and what it asked was not done" in said
     assert "1. /tmp/a: Expired" in said and "3. /tmp/c: Expired" in said
     assert deleted == []
+
+
+async def test_a_lost_requests_escalation_card_says_so_too(make_bot: Any) -> None:
+    policy = Policy(
+        channel=CHANNEL,
+        users=(ALICE,),
+        expires_after=timedelta(minutes=30),
+        on_expiry=Escalate(channel="C0ESCALATE", users=(BOB,)),
+    )
+    bot: Harness = await make_bot(policy)
+    rid = bot.record_id(await bot.start(requested_by=CAROL))
+    bot.clock.advance(timedelta(minutes=31))
+    await Scheduler(bot.services).tick()
+    [escalation_ts] = [
+        c.answer["ts"]
+        for c in bot.slack.calls
+        if c.method == "chat.postMessage" and c.args["channel"] == "C0ESCALATE"
+    ]
+    await _lose(bot, rid)
+    bot.clock.advance(timedelta(hours=5))
+    await asyncio.gather(Scheduler(bot.services).tick(), Scheduler(bot.services).tick())
+
+    assert len(await _lost_entries(bot)) == 1
+    for channel, ts in ((CHANNEL, bot.message_ts()), ("C0ESCALATE", escalation_ts)):
+        card = [u for u in bot.slack.called("chat.update") if u["ts"] == ts][-1]
+        assert card["channel"] == channel
+        said = str(card["blocks"])
+        assert "can no longer be decided" in said and "actions" not in said, said
