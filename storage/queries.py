@@ -123,13 +123,30 @@ class InterruptQueries:
         return (await self.batch_card(record)).records or [record]
 
     async def batch_card(self, record: InterruptRecord) -> Batch:
-        """The batch card ``record`` is on (just ``record`` when on none, or its lead is
-        gone); see ``led_by``."""
+        """The batch card ``record`` is on (just ``record`` when on none); see ``led_by``.
+        Its lead gone, the items as its agent's run kept them (just ``record`` when the run
+        kept none)."""
         if record.batch is None:
             return Batch.of([record])
         if record.id == record.batch:
             return await self._read_batch(record.batch_items or (record.id,))
-        return await self.led_by(record.batch) or Batch.of([record])
+        if (batch := await self.led_by(record.batch)) is not None:
+            return batch
+        order = await self._kept_items(record.run_id, record.batch)
+        return await self._read_batch(order) if order else Batch.of([record])
+
+    async def _kept_items(self, run_id: str, lead_id: str) -> tuple[str, ...]:
+        """The items of the batch ``lead_id`` leads as its run's place keeps them; none
+        when it keeps none (or not a list of record ids)."""
+        async with self._client.guard("read a batch's kept items"):
+            raw = await self._client.raw.hget(self._keys.run_place(run_id), f"batch:{lead_id}")
+        try:
+            ids = json.loads(raw or "null")
+        except ValueError:
+            return ()
+        if not isinstance(ids, list) or not all(is_record_id(str(i)) for i in ids):
+            return ()
+        return tuple(str(i) for i in ids)
 
     async def led_by(self, lead_id: str) -> Batch | None:
         """The batch card ``lead_id`` leads; None when it leads none (or is gone). A lead

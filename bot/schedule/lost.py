@@ -71,8 +71,11 @@ async def _mark_card(
     item of is left to be redrawn from its lead among ``others``: it says which item was
     lost, and what became of the rest."""
     card = lost.place.get(f"card:{lost.record_id}", "")
+    kept = f"batch:{lost.record_id}" in lost.place  # it led one: drawn from the items kept
     if any(
-        r.batch not in (None, lost.record_id) and f"{r.channel} {r.message_ts}" == card
+        r.batch is not None
+        and (r.batch != lost.record_id or kept)
+        and f"{r.channel} {r.message_ts}" == card
         for r in others
     ):
         return

@@ -136,7 +136,8 @@ async def test_an_approval_waiting_on_a_lost_request_says_it_never_ran(make_bot:
     assert deleted == []
 
 
-async def test_a_batch_card_names_its_lost_item_as_not_done(make_bot: Any) -> None:
+@pytest.mark.parametrize("lost", [1, 0], ids=["an item", "its lead"])
+async def test_a_batch_card_names_its_lost_item_as_not_done(make_bot: Any, lost: int) -> None:
     deleted: list[str] = []
     files = ["/tmp/a", "/tmp/b", "/tmp/c"]
     bot: Harness = await make_bot(
@@ -146,7 +147,7 @@ async def test_a_batch_card_names_its_lost_item_as_not_done(make_bot: Any) -> No
         bot.record_id(await bot.start(requested_by=CAROL))
     )
     assert lead is not None and len(lead.batch_items) == 3
-    await _lose(bot, lead.batch_items[1])
+    await _lose(bot, lead.batch_items[lost])
     bot.clock.advance(timedelta(hours=2))
     # Two schedulers meet the lost item at once: one of them ends what waited on it.
     await asyncio.gather(Scheduler(bot.services).tick(), Scheduler(bot.services).tick())
@@ -155,9 +156,10 @@ async def test_a_batch_card_names_its_lost_item_as_not_done(make_bot: Any) -> No
     card = [u for u in bot.slack.called("chat.update") if u["ts"] == bot.message_ts()][-1]
     said = str(card["blocks"])
     assert "3 calls" in card["text"] and "for lost items" in card["text"], card["text"]
-    assert "2. :warning: Lost from Redis while it waited" in said, said
+    assert f"{lost + 1}. :warning: Lost from Redis while it waited" in said, said
     assert "can no longer be decided, and what it asked was not done" in said
-    assert "1. /tmp/a: Expired" in said and "3. /tmp/c: Expired" in said
+    for n, path in enumerate(files):
+        assert (f"{n + 1}. {path}: Expired" in said) == (n != lost), said
     assert deleted == []
 
 
