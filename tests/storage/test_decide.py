@@ -496,3 +496,25 @@ async def test_a_batch_redis_refuses_fails_whole_not_as_damaged_records(
     stored, damaged = await storage.queries.many([r.id for r in records])
     assert damaged == [] and {r.state for r in stored} == {"pending"}
     await storage.close()
+
+
+async def test_a_withdrawal_leaves_a_lost_decided_record_lost(storage: Storage) -> None:
+    """A decision waiting on the run's other card, its record since lost: the withdrawal
+    marks nothing on it, so no half record (only its marks) appears in its place."""
+    first, second = [
+        await storage.interrupts.create_interrupt(make_record(run_id="lostdecided", call_id=c))
+        for c in ("c1", "c2")
+    ]
+    outcome = await storage.interrupts.decide(
+        first.id, "UALICE", Decision.approve(), args_digest=DIGEST, now=later(minutes=1)
+    )
+    assert outcome.status == "recorded" and outcome.resume_job_id is None
+    key = storage.keys.record(first.id)
+    assert await storage.client.raw.delete(key) == 1
+    cancelled = await storage.interrupts.cancel_run(
+        "lostdecided", reason="withdrawn", now=later(minutes=2), by="UBOB", lost=first.id
+    )
+    assert cancelled.ids == (second.id,) and cancelled.not_run == (first.id,)
+    assert await storage.client.raw.exists(key) == 0
+    kept = await storage.queries.get(second.id)
+    assert kept is not None and kept.state == "cancelled" and kept.run_lost == first.id
