@@ -85,7 +85,8 @@ class LostRecord:
     """An agent's run, as its creation and its posted cards kept it: ``agent``,
     ``thread_id``, ``channel``, ``thread_ts`` (its Slack thread), ``requested_by``,
     ``asked_in``, ``card:<record id>`` (``"<channel> <ts>"``) for each card posted, and
-    ``escalation:<record id>`` (a JSON list of those) for its escalation cards;
+    ``escalation:<record id>`` (a JSON list of those) for its escalation cards, and
+    ``batch:<lead id>`` (a JSON list of record ids) for each batch card's items;
     empty when nothing kept it (a job's request, or a run stored by an earlier version)."""
 
 

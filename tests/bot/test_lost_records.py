@@ -189,3 +189,33 @@ async def test_a_lost_requests_escalation_card_says_so_too(make_bot: Any) -> Non
         assert card["channel"] == channel
         said = str(card["blocks"])
         assert "can no longer be decided" in said and "actions" not in said, said
+
+
+async def test_batch_items_approved_while_another_was_lost_say_they_never_ran(
+    make_bot: Any,
+) -> None:
+    deleted: list[str] = []
+    files = ["/tmp/a", "/tmp/b", "/tmp/c"]
+    bot: Harness = await make_bot(
+        spec=batch_agents.spec(deleted, files, expires_after=timedelta(hours=1))
+    )
+    lead = await bot.services.storage.queries.get(
+        bot.record_id(await bot.start(requested_by=CAROL))
+    )
+    assert lead is not None
+    await _lose(bot, lead.batch_items[1])
+    await bot.batch_click(ids.BATCH_APPROVE, user=ALICE)
+    await bot.slack.wait_for(
+        lambda: any(u["ts"] == bot.message_ts() for u in bot.slack.called("chat.update")),
+        what="the approvals drawn",
+    )
+    bot.clock.advance(timedelta(hours=2))
+    await Scheduler(bot.services).tick()
+
+    card = [u for u in bot.slack.called("chat.update") if u["ts"] == bot.message_ts()][-1]
+    said = str(card["blocks"])
+    for n, path in ((1, "/tmp/a"), (3, "/tmp/c")):
+        line = f"{n}. {path}: Approved by <@{ALICE}>, but not run: an item was lost"
+        assert line in said, said
+    assert "2. :warning: Lost from Redis while it waited" in said, said
+    assert deleted == []
