@@ -121,7 +121,7 @@ class _Event(_Shape):
 class _EventCallback(_Common):
     type: Literal["event_callback"]
     event: _Event
-    event_id: str | None = None
+    event_id: SlackId | None = None
 
 
 class _UrlVerification(_Shape):

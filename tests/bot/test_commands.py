@@ -5,12 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from fakes import click_payload
+from fakes import click_payload, event_body, sign
 from harness import ALICE, BOB, CAROL, CHANNEL, MALLORY, Harness
 
 from agent_runtime import Agent
 from agent_runtime.session import SessionStore
 from bot.agents.policy import AgentSpec, Policy
+from bot.slack.events import EVENTS_PATH
 from bot.ui import ids
 
 
@@ -202,6 +203,22 @@ async def test_a_mention_without_run_tells_only_its_author_how_to_start_one(
         "`/signoff help` shows the rest."
     )
     assert bot.slack.called("chat.postMessage") == []  # nothing started, nothing posted
+
+
+@pytest.mark.parametrize("text", ["<@UBOT0001> help", "<@UBOT0001> run cleanup tidy"])
+async def test_a_mention_with_a_malformed_event_id_is_refused_and_does_nothing(
+    make_bot: Any, text: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Slack's event ids are short and plain; one that is not is a forged or broken body,
+    refused before any work (no background task failing on it later)."""
+    bot: Harness = await make_bot()
+    body = event_body(_mention(text, ts="1700000000.000260"), event_id="'\x99@ \u00cc")
+    headers = {**sign(body), "Content-Type": "application/json"}
+    async with bot.http.post(bot.url + EVENTS_PATH, data=body.encode(), headers=headers) as r:
+        assert r.status == 400
+    await bot.services.background.idle()
+    assert [r for r in caplog.records if r.name == "bot.services.background"] == []
+    assert bot.slack.calls == []
 
 
 async def test_a_retried_mention_never_starts_a_second_run(make_bot: Any) -> None:
