@@ -16,6 +16,7 @@ reached Redis after all), it is two entries of one click id, decided once.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import secrets
 from collections.abc import Sequence
@@ -52,6 +53,15 @@ class ClickEntry:
     """The click's own id, the same in every entry of it; its entry id when it has none."""
     trigger_id: str = ""
     """The interaction's id in Slack, for the logs (empty for clicks queued before it was kept)."""
+
+
+def click_id(trigger_id: str) -> str:
+    """A click's id in the stream, which storage decides once: its Slack trigger id's
+    digest (Slack gives each interaction its own, and a signed click received again carries
+    the same), else a token of this click."""
+    if not trigger_id:
+        return secrets.token_hex(8)
+    return hashlib.sha256(trigger_id.encode()).hexdigest()[:16]
 
 
 class ClickStream:
@@ -103,7 +113,7 @@ class ClickStream:
             "action_id": action_id,
             "at": to_ms(clicked_at),
             "trigger_id": trigger_id,
-            "click": secrets.token_hex(8),
+            "click": click_id(trigger_id),
         }
         future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         self._waiting.append((fields, future))

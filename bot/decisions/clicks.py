@@ -78,6 +78,16 @@ ACK_BUDGET = 2.0
 """Seconds a click waits for Redis before Slack gets its answer anyway (Slack allows 3)."""
 
 
+def streamed(click: Click) -> bool:
+    """Whether ``intake`` queues ``click`` on the click stream as a decision. Its entry's
+    click id comes from the click's trigger id, so the click received again (replayed by
+    someone who captured it) is decided at most once, even after an undo."""
+    action = click.action.action_id
+    if action in _MODALS or action in (ids.MORE, ids.UNDO) or action in ids.BATCH_BUTTONS:
+        return False
+    return click.ref is not None and (click.choice is not None or action in _DECISIONS)
+
+
 async def intake(services: Services, click: Click) -> None:
     """Take a click (its log lines tagged with the request, the user, the channel and the
     interaction's trigger id); see ``_intake``."""
@@ -114,10 +124,10 @@ async def _intake(services: Services, click: Click) -> None:
     if action in ids.BATCH_BUTTONS:
         services.background.spawn(decide_batch(services, click), name=action)
         return
+    if not streamed(click):
+        return
     if click.choice is not None:
         action = f"{ids.CHOOSE}.{click.choice}"
-    elif action not in _DECISIONS:
-        return
     user, channel = click.user.id, click.container.channel_id
     append = services.storage.clicks.append(
         record_id=ref.record_id,

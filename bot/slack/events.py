@@ -7,11 +7,12 @@ and refuses a body that is not a request Signoff handles, in the shape Slack sen
 signature and all, is a replay (Slack sends each once, with its own ``trigger_id``):
 401, with a warning at most once a minute; events have their own retries, deduplicated
 by ``event_id``.
-A click on one of Signoff's buttons skips Bolt's middleware chain: a decision is
-appended to the click stream in Redis (one round trip after the replay check's,
+A decision click on one of Signoff's buttons skips Bolt's middleware chain and the
+replay check: it is appended to the click stream in Redis (one round trip,
 ``bot.decisions.clicks.intake``), then answered, so an acknowledged click survives this
-process; the deciders of any process decide it. Everything else goes to Bolt. The
-route's duration is the ack latency the metrics report.
+process; the deciders of any process decide it, once per trigger id, so a replayed click
+decides nothing. Everything else goes to Bolt. The route's duration is the ack latency
+the metrics report.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from slack_bolt.async_app import AsyncApp
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_sdk.signature import SignatureVerifier
 
-from bot.decisions.clicks import intake
+from bot.decisions.clicks import intake, streamed
 from bot.services import Services
 from storage.errors import StorageError
 
@@ -98,12 +99,15 @@ def add_events_route(
         if slack is None:
             log.warning("refused a signed request that is not one Signoff handles")
             return web.Response(status=400, text="malformed body")
-        if request.content_type != "application/json" and not await _first_time(
+        if slack.click is not None and streamed(slack.click):
+            await intake(services, slack.click)  # decided once per trigger id, replays too
+            response = web.Response()
+        elif request.content_type != "application/json" and not await _first_time(
             services, request.headers["X-Slack-Signature"]
         ):
             replays.refused()
             return web.Response(status=401, text="request received before")
-        if slack.click is not None:
+        elif slack.click is not None:
             await intake(services, slack.click)
             response = web.Response()
         else:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -169,13 +170,15 @@ async def test_badly_signed_requests_are_logged_once_a_minute_never_quoting_the_
     assert signature.removeprefix("v0=") not in logged
 
 
-async def test_a_signed_click_sent_again_is_refused_so_an_undone_approval_stays_undone(
+async def test_a_signed_click_sent_again_decides_nothing_so_an_undone_approval_stays_undone(
     make_bot: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Someone who captured Alice's Approve (the hop after TLS ends, say) sends it again,
-    byte for byte, within the five minutes its signature is good for, after she undid it."""
+    byte for byte, within the five minutes its signature is good for, after she undid it.
+    The click is taken (its ack waits on nothing more) and decides nothing: its trigger id
+    was decided before. A command received again is refused."""
     bot: Harness = await make_bot(Policy(channel=CHANNEL, users=(ALICE,), undo_window=WINDOW))
-    caplog.set_level(logging.WARNING, logger="bot.slack.events")
+    caplog.set_level(logging.INFO)
     value = await bot.start(requested_by=CAROL)
     approve = form_body(
         click_payload(
@@ -192,17 +195,34 @@ async def test_a_signed_click_sent_again_is_refused_so_an_undone_approval_stays_
     await bot.click(ids.UNDO, value, user=ALICE)
     await bot.slack.wait_for(lambda: _headline(bot) == "Approval needed: delete_files")
 
-    assert await _post(bot, approve, headers) == 401
-    stored = await bot.services.storage.queries.get(bot.record_id(value))  # nothing queued
+    decided_before = _logged("storage.decisions", "was decided before")
+    assert await _post(bot, approve, headers) == 200
+    await asyncio.wait_for(decided_before.wait(), 5)  # the deciders took the replay
+    stored = await bot.services.storage.queries.get(bot.record_id(value))
+    assert stored is not None and stored.state == "pending" and stored.held is None
+    assert _headline(bot) == "Approval needed: delete_files"
     command = command_body(text="", user=ALICE, channel=CHANNEL)
     command_headers = sign(command)
     assert await _post(bot, command, command_headers) == 200
     assert await _post(bot, command, command_headers) == 401
     await bot.click(ids.APPROVE, value, user=ALICE)  # Alice's own new click still counts
     await bot.slack.wait_for(lambda: _headline(bot).startswith("Approved, not yet final"))
-    assert stored is not None and stored.state == "pending"
     [warning] = [r.getMessage() for r in caplog.records if r.name == "bot.slack.events"]
-    assert "received before" in warning and headers["X-Slack-Signature"] not in warning
+    assert "received before" in warning and command_headers["X-Slack-Signature"] not in warning
+
+
+def _logged(logger: str, text: str) -> asyncio.Event:
+    """An event set once ``logger`` logs a line holding ``text``."""
+    seen = asyncio.Event()
+
+    class _Watch(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if text in record.getMessage():
+                seen.set()
+                logging.getLogger(logger).removeHandler(self)
+
+    logging.getLogger(logger).addHandler(_Watch())
+    return seen
 
 
 def _headline(bot: Harness) -> str:
