@@ -79,12 +79,9 @@ ACK_BUDGET = 2.0
 
 
 def streamed(click: Click) -> bool:
-    """Whether ``intake`` queues ``click`` on the click stream as a decision. Its entry's
-    click id comes from the click's trigger id, so the click received again (replayed by
-    someone who captured it) is decided at most once, even after an undo."""
+    """Whether ``intake`` queues ``click`` on the click stream: a decision, whose id there
+    is its trigger id's digest, decided once, so the click replayed decides nothing."""
     action = click.action.action_id
-    if action in _MODALS or action in (ids.MORE, ids.UNDO) or action in ids.BATCH_BUTTONS:
-        return False
     return click.ref is not None and (click.choice is not None or action in _DECISIONS)
 
 
