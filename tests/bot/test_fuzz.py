@@ -22,7 +22,7 @@ from harness import Harness
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bot.slack.events import EVENTS_PATH
+from bot.slack.events import CERTIFICATE_CHECK, EVENTS_PATH
 from bot.ui import ids
 
 MALLORY = "U0MALLORY"  # not an approver: nothing she sends may decide anything
@@ -219,8 +219,8 @@ async def test_no_request_gets_a_5xx_or_a_traceback_or_changes_a_stored_request(
         status = asyncio.run_coroutine_threadsafe(_send(bot, sent, timestamp), loop).result(30)
         statuses.append(status)
         assert status < 500, sent
-        if sent.signing != "signed":
-            assert status == 401, sent
+        if sent.signing != "signed" and not sent.body.startswith(CERTIFICATE_CHECK):
+            assert status == 401, sent  # Slack's certificate check is answered unsigned
 
     await asyncio.to_thread(post)
     await bot.services.background.idle()
