@@ -94,11 +94,12 @@ from .outcomes import (
     ReminderDue,
 )
 from .queries import InterruptQueries
-from .records import InterruptRecord, InterruptState, Vote
+from .records import InterruptRecord, InterruptState
 from .reminders import ReminderStore
 from .resume import BeginResult, Failure, ResumeJob, ResumeQueue
 from .retention import Retention
 from .sessions import RedisSessionStore
+from .votes import Vote
 
 __all__ = [
     "ApproverPolicy",

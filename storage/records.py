@@ -1,5 +1,5 @@
 """What storage keeps per interrupt: the record itself, with who may decide it
-(``storage.approvers``) and its votes.
+(``storage.approvers``) and its votes (``storage.votes``).
 
 They are pydantic models because they cross a trust boundary twice: the bot builds them
 from configuration, and they are read back from Redis, where anything could be written.
@@ -24,6 +24,7 @@ from .epoch import from_ms, to_ms
 from .errors import CorruptRecordError
 from .holds import HeldDecision, Undone, held_fields, read_held, read_undone, undone_fields
 from .keys import check_id, record_id
+from .votes import Vote
 
 InterruptState = Literal[
     "pending", "approved", "denied", "edited", "responded", "expired", "cancelled"
@@ -36,29 +37,6 @@ FINAL_STATE_OF: dict[DecisionType, InterruptState] = {
 }
 
 _MODEL = ConfigDict(frozen=True, extra="forbid", ser_json_timedelta="float")
-
-
-class Vote(BaseModel):
-    """One person's decision on an interrupt, as recorded (an approval may await quorum)."""
-
-    model_config = _MODEL
-
-    user_id: str
-    decision: dict[str, Any]
-    at: datetime
-
-    @field_validator("decision")
-    @classmethod
-    def _decision(cls, value: dict[str, Any]) -> dict[str, Any]:
-        try:
-            Decision.from_dict(value)
-        except AgentRuntimeError as exc:
-            raise ValueError(str(exc)) from exc
-        return value
-
-    @property
-    def as_decision(self) -> Decision:
-        return Decision.from_dict(self.decision)
 
 
 class InterruptRecord(BaseModel):
