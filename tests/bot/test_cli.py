@@ -342,29 +342,10 @@ async def test_the_worker_logs_how_many_loops_it_runs_on_each_shard(
     env: dict[str, str], request: pytest.FixtureRequest, layout: str, running: str
 ) -> None:
     cluster = {"REDIS_URL": str(request.getfixturevalue("redis_cluster").url)}
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-c",
-        "import sys; from bot.process.cli import main; raise SystemExit(main(sys.argv[1:]))",
-        "worker",
-        env={
-            **os.environ,
-            "PYTHONPATH": f"{ROOT}:{ROOT / 'tests' / 'bot'}",
-            **env,
-            **(cluster if layout == "cluster" else {}),
-            "SIGNOFF_WORKERS": "3",
-            "SIGNOFF_WORKER_NICE": "0",
-            "SIGNOFF_LOG_FORMAT": "json",
-        },
-        stderr=asyncio.subprocess.PIPE,
-    )
-    assert process.stderr is not None
+    layout_env = cluster if layout == "cluster" else {}
+    process = await _json_worker({**env, **layout_env, "SIGNOFF_WORKERS": "3"})
     try:
-        event = ""
-        while "running at nice" not in event:
-            line = await asyncio.wait_for(process.stderr.readline(), 60)
-            assert line, "the worker stopped before its loops ran"
-            event = json.loads(line)["event"]
+        event = await _logged(process, "running at nice", "the worker stopped before its loops ran")
         assert event.startswith(running), event
     finally:
         process.terminate()
@@ -472,28 +453,9 @@ async def test_a_data_dir_that_cannot_be_made_stops_startup_with_one_line(
 
 
 async def test_a_worker_on_port_0_logs_the_port_it_serves(env: dict[str, str]) -> None:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-c",
-        "import sys; from bot.process.cli import main; raise SystemExit(main(sys.argv[1:]))",
-        *("worker", "--port", "0"),
-        env={
-            **os.environ,
-            "PYTHONPATH": f"{ROOT}:{ROOT / 'tests' / 'bot'}",
-            **env,
-            "SIGNOFF_HOST": "127.0.0.1",
-            "SIGNOFF_WORKER_NICE": "0",
-            "SIGNOFF_LOG_FORMAT": "json",
-        },
-        stderr=asyncio.subprocess.PIPE,
-    )
-    assert process.stderr is not None
+    process = await _json_worker({**env, "SIGNOFF_HOST": "127.0.0.1"}, "--port", "0")
     try:
-        event = ""
-        while "/metrics on http://" not in event:
-            line = await asyncio.wait_for(process.stderr.readline(), 60)
-            assert line, "the worker stopped before it served"
-            event = json.loads(line)["event"]
+        event = await _logged(process, "/metrics on http://", "the worker stopped before it served")
         port = int(event.rsplit(":", 1)[1])
         assert port != 0, event
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
@@ -503,3 +465,32 @@ async def test_a_worker_on_port_0_logs_the_port_it_serves(env: dict[str, str]) -
     finally:
         process.terminate()
         await asyncio.wait_for(process.communicate(), 60)
+
+
+async def _json_worker(env: dict[str, str], *args: str) -> asyncio.subprocess.Process:
+    """``signoff worker`` at its own priority, logging JSON lines on its stderr."""
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        "import sys; from bot.process.cli import main; raise SystemExit(main(sys.argv[1:]))",
+        *("worker", *args),
+        env={
+            **os.environ,
+            "PYTHONPATH": f"{ROOT}:{ROOT / 'tests' / 'bot'}",
+            **env,
+            "SIGNOFF_WORKER_NICE": "0",
+            "SIGNOFF_LOG_FORMAT": "json",
+        },
+        stderr=asyncio.subprocess.PIPE,
+    )
+
+
+async def _logged(process: asyncio.subprocess.Process, text: str, died: str) -> str:
+    """The first event ``process`` logs holding ``text``; fails with ``died`` if it stops."""
+    assert process.stderr is not None
+    while True:
+        line = await asyncio.wait_for(process.stderr.readline(), 60)
+        assert line, died
+        event = str(json.loads(line)["event"])
+        if text in event:
+            return event
