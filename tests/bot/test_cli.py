@@ -332,18 +332,24 @@ async def test_the_worker_lowers_its_cpu_priority_by_signoff_worker_nice(
 
 
 @pytest.mark.parametrize(
-    ("layout", "running"),
+    ("layout", "workers", "running"),
     [
-        ("single", "1 click decider, 3 resume workers and the scheduler are running"),
-        ("cluster", "8 click deciders, 24 resume workers (1 and 3 on each of 8 shards) and the"),
+        ("single", "3", "1 click decider, 3 resume workers and the scheduler are running"),
+        ("single", "0", "1 click decider, 1 resume worker and the scheduler are running"),
+        (
+            "cluster",
+            "3",
+            "8 click deciders, 24 resume workers (1 and 3 on each of 8 shards) and the",
+        ),
     ],
 )
 async def test_the_worker_logs_how_many_loops_it_runs_on_each_shard(
-    env: dict[str, str], request: pytest.FixtureRequest, layout: str, running: str
+    env: dict[str, str], request: pytest.FixtureRequest, layout: str, workers: str, running: str
 ) -> None:
+    """``SIGNOFF_WORKERS=0`` leaves a worker one resume worker: it is what it runs."""
     cluster = {"REDIS_URL": str(request.getfixturevalue("redis_cluster").url)}
     layout_env = cluster if layout == "cluster" else {}
-    process = await _json_worker({**env, **layout_env, "SIGNOFF_WORKERS": "3"})
+    process = await _json_worker({**env, **layout_env, "SIGNOFF_WORKERS": workers})
     try:
         event = await _logged(process, "running at nice", "the worker stopped before its loops ran")
         assert event.startswith(running), event

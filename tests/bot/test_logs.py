@@ -67,6 +67,20 @@ def test_off_a_terminal_the_default_is_json_and_text_shows_the_ids(
     assert captured.getvalue().splitlines()[-1].endswith("signoff.test: as text [run_id=run_2]")
 
 
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_on_a_terminal_the_default_is_text_at_info(captured: io.StringIO) -> None:
+    terminal = _Terminal()
+    configure_logging({}, terminal)
+    logging.getLogger("signoff.test").debug("hidden")
+    logging.getLogger("signoff.test").info("shown")
+    [line] = terminal.getvalue().splitlines()
+    assert line.endswith(" INFO signoff.test: shown"), line
+
+
 def test_a_text_line_shows_control_characters_in_what_it_quotes_instead_of_obeying_them(
     captured: io.StringIO,
 ) -> None:

@@ -20,7 +20,7 @@ from bot.api.schemas import ReminderSettings
 from bot.schedule.scheduler import Scheduler
 from bot.ui import ids
 from signoff import gate, gate_ask, gate_say, gate_wait
-from signoff.gate_cli import REFUSED, WITHDRAWN
+from signoff.gate_cli import CHECK_FAILED, REFUSED, WITHDRAWN
 
 
 async def test_a_gate_asks_again_when_its_check_changed_after_a_reply(
@@ -65,6 +65,43 @@ async def test_a_gate_asks_again_when_its_check_changed_after_a_reply(
     await jobs.bot.click(ids.APPROVE, jobs.value(), user=ALICE, message_ts=again)
     assert await asyncio.wait_for(gating, 15) == 0
     assert ran.exists()
+
+
+async def test_a_check_that_fails_asks_nobody_and_runs_nothing(jobs: Jobs, tmp_path: Path) -> None:
+    ran = tmp_path / "ran"
+    request = signoff.NewRequest(title="Delete volumes", channel=CHANNEL, approvers=[ALICE])
+    client = signoff.Client(jobs.base, jobs.token)
+    check = "echo cannot list >&2; exit 3"
+    assert await gate._gate(client, request, ["touch", str(ran)], check=check) == CHECK_FAILED
+    assert jobs.bot.slack.called("chat.postMessage") == [] and not ran.exists()
+
+
+async def test_a_check_that_changes_after_every_approval_is_given_up_after_five(
+    jobs: Jobs, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    count, ran = tmp_path / "count", tmp_path / "ran"
+    check = f"n=$(cat {count} 2>/dev/null || echo 0); echo $((n+1)) | tee {count}"
+    request = signoff.NewRequest(title="Delete volumes", channel=CHANNEL, approvers=[ALICE])
+    client = signoff.Client(jobs.base, jobs.token)
+    gating = asyncio.create_task(gate._gate(client, request, ["touch", str(ran)], check=check))
+    for card in range(1, 6):
+        await jobs.bot.slack.wait_calls("chat.postMessage", card)
+        await jobs.bot.click(
+            ids.APPROVE, jobs.value(), user=ALICE, message_ts=jobs.bot.message_ts(-1)
+        )
+    assert await asyncio.wait_for(gating, 15) == CHECK_FAILED
+    assert not ran.exists() and len(jobs.bot.slack.called("chat.postMessage")) == 5
+    assert "changed 5 times after approval; giving up" in capsys.readouterr().err
+
+
+async def test_a_gate_asking_in_a_channel_its_client_may_not_post_to_is_refused(
+    jobs: Jobs, tmp_path: Path
+) -> None:
+    ran = tmp_path / "ran"
+    request = signoff.NewRequest(title="Delete volumes", channel="C0ELSEWHERE", approvers=[ALICE])
+    client = signoff.Client(jobs.base, jobs.token)
+    assert await gate._gate(client, request, ["touch", str(ran)]) == REFUSED
+    assert jobs.bot.slack.called("chat.postMessage") == [] and not ran.exists()
 
 
 async def test_a_gate_stopped_while_it_checks_again_does_not_run_its_command(

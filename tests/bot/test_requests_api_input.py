@@ -160,8 +160,9 @@ async def test_unknown_requests_and_bad_waits_are_clear_errors(jobs: Jobs) -> No
     status, body = await jobs.get(f"{REQUESTS_PATH}/run_1%2Fask")
     assert status == 404 and body["field"] == "id"
     _, made = await jobs.ask()
-    status, body = await jobs.get(made["status_url"] + "?wait=forever")
-    assert status == 400 and body["field"] == "wait"
+    for wait in ("forever", "301", "-1"):  # at most 300 seconds
+        status, body = await jobs.get(made["status_url"] + f"?wait={wait}")
+        assert status == 400 and body["field"] == "wait", wait
     status, body = await jobs.get(made["status_url"], headers={})
     assert status == 401 and body["error"].startswith("send an API token as")
 

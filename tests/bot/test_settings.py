@@ -12,6 +12,7 @@ from bot.errors import ConfigError
 from bot.process.settings import Settings
 from bot.process.wiring import connect_storage
 from bot.services.callbacks import CallbackPolicy
+from storage import default_data_dir
 from storage.audit import AuditEntry
 
 
@@ -19,7 +20,18 @@ def test_an_empty_environment_gives_the_defaults() -> None:
     settings = Settings.from_env({})
     assert settings.bot_token is None and settings.app_token is None
     assert settings.redis_url is None and settings.workers == 2 and settings.port == 3000
-    assert settings.worker_nice == 19
+    assert settings.worker_nice == 19 and settings.host == "0.0.0.0"
+    assert settings.redis_prefix == "signoff" and settings.audit_entries == 100_000
+
+
+def test_the_embedded_redis_keeps_its_data_under_xdg_data_home_else_local_share(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    assert default_data_dir() == tmp_path / "xdg" / "signoff" / "redis"
+    monkeypatch.delenv("XDG_DATA_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert default_data_dir() == tmp_path / "home" / ".local" / "share" / "signoff" / "redis"
 
 
 @pytest.mark.parametrize(
