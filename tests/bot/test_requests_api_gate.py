@@ -17,10 +17,11 @@ from requests_jobs import Jobs
 import bot.api.requests as requests_api
 import signoff
 from bot.api.schemas import ReminderSettings
+from bot.decisions.clicks import made_final
 from bot.schedule.scheduler import Scheduler
 from bot.ui import ids
 from signoff import gate, gate_ask, gate_say, gate_wait
-from signoff.gate_cli import CHECK_FAILED, REFUSED, WITHDRAWN
+from signoff.gate_cli import CHECK_FAILED, DENIED, EXPIRED, REFUSED, WITHDRAWN
 
 
 async def test_a_gate_asks_again_when_its_check_changed_after_a_reply(
@@ -222,3 +223,64 @@ async def test_a_waiting_gate_says_each_vote_reminder_and_escalation_as_it_happe
         "reminder 1 sent to the approvers",
         "not decided in time; escalated",
     ]
+
+
+@pytest.mark.parametrize(("outcome", "code"), [("denied", DENIED), ("expired", EXPIRED)])
+async def test_a_retry_with_the_key_of_a_request_that_ended_exits_at_once_asking_nothing(
+    jobs: Jobs, tmp_path: Path, capsys: pytest.CaptureFixture[str], outcome: str, code: int
+) -> None:
+    status, made = await jobs.ask(expires_in=60, idempotency_key="cleanup-2026-11-24")
+    assert status == 201, made
+    if outcome == "denied":
+        await jobs.bot.decide("reject", jobs.value(), user=ALICE)
+    else:
+        jobs.bot.clock.advance(timedelta(seconds=61))
+        await Scheduler(jobs.bot.services).tick()
+    _, ended = await jobs.get(made["status_url"] + "?wait=10")
+    assert ended["status"] == outcome, ended
+    ran = tmp_path / "ran"
+    retry = signoff.NewRequest(
+        title="Delete 42 stale volumes",
+        channel=CHANNEL,
+        approvers=[ALICE, BOB],
+        expires_in=60,
+        idempotency_key="cleanup-2026-11-24",
+    )
+    client = signoff.Client(jobs.base, jobs.token)
+    assert await asyncio.wait_for(gate._gate(client, retry, ["touch", str(ran)]), 10) == code
+    assert not ran.exists() and len(jobs.bot.slack.called("chat.postMessage")) == 1
+    assert f"{outcome} earlier; give a new key to ask again" in capsys.readouterr().err
+
+
+async def test_the_command_is_told_the_last_vote_of_a_quorum_made_it_final(
+    jobs: Jobs, tmp_path: Path
+) -> None:
+    told = tmp_path / "decided_by"
+    command = ["sh", "-c", f'printf %s "$SIGNOFF_DECIDED_BY" > {told}']
+    quorum = signoff.NewRequest(
+        title="Rotate", channel=CHANNEL, approvers=[ALICE, BOB], min_approvals=2
+    )
+    gating = asyncio.create_task(gate._gate(signoff.Client(jobs.base, jobs.token), quorum, command))
+    await jobs.bot.slack.wait_calls("chat.postMessage")
+    await jobs.bot.click(ids.APPROVE, jobs.value(), user=ALICE)
+    await jobs.bot.click(ids.APPROVE, jobs.value(), user=BOB)
+    assert await asyncio.wait_for(gating, 10) == 0
+    assert told.read_text() == BOB
+
+
+async def test_a_command_approved_by_default_is_told_nobody_decided(
+    jobs: Jobs, tmp_path: Path
+) -> None:
+    asked = {"expires_in": 60, "if_nobody_decides": "approve", "idempotency_key": "rotate-1"}
+    status, made = await jobs.ask(**asked)  # its card is posted: it may be approved by default
+    assert status == 201, made
+    told = tmp_path / "decided_by"
+    command = ["sh", "-c", f'printf "[%s]" "$SIGNOFF_DECIDED_BY" > {told}']
+    same = signoff.NewRequest(
+        title="Delete 42 stale volumes", channel=CHANNEL, approvers=[ALICE, BOB], **asked
+    )
+    gating = asyncio.create_task(gate._gate(signoff.Client(jobs.base, jobs.token), same, command))
+    jobs.bot.clock.advance(timedelta(seconds=61))
+    await Scheduler(jobs.bot.services, made_final=made_final).tick()
+    assert await asyncio.wait_for(gating, 10) == 0
+    assert told.read_text() == "[]"
