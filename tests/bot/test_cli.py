@@ -295,6 +295,17 @@ async def test_a_bad_setting_stops_startup_with_one_line(slack: FakeSlack) -> No
     assert err.strip().splitlines() == [err.strip()] and err.startswith("signoff: SIGNOFF_WORKERS")
 
 
+@pytest.mark.parametrize("command", ["serve", "socket", "worker", "run"])
+async def test_a_missing_bot_token_stops_startup_with_one_line_naming_it(
+    env: dict[str, str], command: str
+) -> None:
+    given = {**env, "SLACK_BOT_TOKEN": "", "SLACK_APP_TOKEN": "xapp-1", "SLACK_SIGNING_SECRET": ""}
+    args = RUN if command == "run" else (command,)
+    code, out, err = await _signoff(*args, env=given)
+    assert code == 2 and out == "", err
+    assert err.strip().splitlines() == [err.strip()] and err.startswith("signoff: SLACK_BOT_TOKEN")
+
+
 @pytest.mark.parametrize("increment", [19, 7, 0])
 async def test_the_worker_lowers_its_cpu_priority_by_signoff_worker_nice(
     env: dict[str, str], increment: int

@@ -363,3 +363,32 @@ async def test_a_run_whose_round_had_three_cards_goes_on_in_the_first_cards_thre
     assert sorted(told) == sorted(ts)  # each under its own card
     ends = [p["thread_ts"] for p in posts if str(p.get("text")).startswith("Finished")]
     assert ends == [ts[0]]
+
+
+async def test_a_run_that_stops_short_is_audited_as_stopped_with_its_reason(
+    make_bot: Any,
+) -> None:
+    @tool
+    def delete_files(paths: list[str]) -> str:
+        """Delete files."""
+        return f"deleted {len(paths)} file(s)"
+
+    def build(store: SessionStore) -> Agent:
+        return Agent(
+            model=OneToolModel("delete_files", {"paths": ["/tmp/a"]}),
+            tools=[delete_files],
+            interrupt_on={"delete_files": True},
+            session_store=store,
+            name="cleanup",
+            max_steps=1,  # the model's turn after the tool is one step too many
+        )
+
+    spec = AgentSpec(name="cleanup", build=build, policy=Policy(channel=CHANNEL, users=(ALICE,)))
+    bot: Harness = await make_bot(spec=spec)
+    await bot.click(ids.APPROVE, await bot.start(), user=ALICE)
+    assert (await bot.finished()).startswith("Stopped (max_steps): stopped after 1 steps")
+    trail = await bot.services.storage.audit.read(count=50)
+    ended = [e for e in trail if e.event in ("finished", "stopped_max_steps")]
+    assert [(e.event, e.detail) for e in ended] == [
+        ("stopped_max_steps", "Stopped (max_steps): stopped after 1 steps")
+    ]
