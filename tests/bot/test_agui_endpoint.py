@@ -123,6 +123,8 @@ async def test_capabilities_are_those_the_agents_tools_allow(
     ):
         assert answer.status == 200
         capabilities = await answer.json()
+    assert spec.description  # the demo's agents describe themselves
+    assert capabilities["identity"] == {"name": agent, "description": spec.description}
     assert capabilities["humanInTheLoop"] == {
         "supported": True,
         "interrupts": True,

@@ -252,20 +252,24 @@ async def test_a_retry_with_the_key_of_a_request_that_ended_exits_at_once_asking
     assert f"{outcome} earlier; give a new key to ask again" in capsys.readouterr().err
 
 
-async def test_the_command_is_told_the_last_vote_of_a_quorum_made_it_final(
-    jobs: Jobs, tmp_path: Path
+async def test_the_command_is_told_its_request_and_the_quorums_last_vote_not_the_token(
+    jobs: Jobs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    told = tmp_path / "decided_by"
-    command = ["sh", "-c", f'printf %s "$SIGNOFF_DECIDED_BY" > {told}']
+    monkeypatch.setenv("SIGNOFF_TOKEN", jobs.token)  # as the gate's own environment has it
+    told = tmp_path / "told"
+    shown = '"$SIGNOFF_REQUEST_ID" "$SIGNOFF_DECIDED_BY" "${SIGNOFF_TOKEN-unset}"'
+    command = ["sh", "-c", f"printf '%s %s %s' {shown} > {told}"]
     quorum = signoff.NewRequest(
         title="Rotate", channel=CHANNEL, approvers=[ALICE, BOB], min_approvals=2
     )
     gating = asyncio.create_task(gate._gate(signoff.Client(jobs.base, jobs.token), quorum, command))
     await jobs.bot.slack.wait_calls("chat.postMessage")
-    await jobs.bot.click(ids.APPROVE, jobs.value(), user=ALICE)
-    await jobs.bot.click(ids.APPROVE, jobs.value(), user=BOB)
+    value = jobs.value()
+    await jobs.bot.click(ids.APPROVE, value, user=ALICE)
+    await jobs.bot.click(ids.APPROVE, value, user=BOB)
     assert await asyncio.wait_for(gating, 10) == 0
-    assert told.read_text() == BOB
+    request_id = value.split("/")[0]
+    assert told.read_text() == f"{request_id} {BOB} unset"
 
 
 async def test_a_command_approved_by_default_is_told_nobody_decided(
