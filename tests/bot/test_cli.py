@@ -12,23 +12,14 @@ from pathlib import Path
 
 import pytest
 import redis.asyncio as redis
+from cli_procs import ROOT, bot_env, start_signoff
 from fakes import BOT_TOKEN, FakeSlack
 
 from storage import connect
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 async def _signoff(*args: str, env: dict[str, str]) -> tuple[int, str, str]:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-c",
-        "import sys; from bot.process.cli import main; raise SystemExit(main(sys.argv[1:]))",
-        *args,
-        env={**os.environ, "PYTHONPATH": f"{ROOT}:{ROOT / 'tests' / 'bot'}", **env},
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
+    process = await start_signoff(*args, env=env, stdout=asyncio.subprocess.PIPE)
     out, err = await asyncio.wait_for(process.communicate(), 60)
     assert process.returncode is not None
     return process.returncode, out.decode(), err.decode()
@@ -39,13 +30,7 @@ RUN = ("run", "cleanup", "--channel", "C0OPS", "--input", "tidy", "--agents", "c
 
 @pytest.fixture
 def env(slack: FakeSlack, redis_url: str, key_prefix: str) -> dict[str, str]:
-    """Settings for a bot talking to the fake Slack and the test Redis."""
-    return {
-        "SLACK_BOT_TOKEN": BOT_TOKEN,
-        "SIGNOFF_SLACK_API_URL": slack.api_url,
-        "REDIS_URL": redis_url,
-        "SIGNOFF_REDIS_PREFIX": key_prefix,
-    }
+    return bot_env(slack, redis_url, key_prefix)
 
 
 async def test_run_posts_the_interrupt_to_the_channel(
@@ -306,70 +291,6 @@ async def test_a_missing_bot_token_stops_startup_with_one_line_naming_it(
     assert err.strip().splitlines() == [err.strip()] and err.startswith("signoff: SLACK_BOT_TOKEN")
 
 
-@pytest.mark.parametrize("increment", [19, 7, 0])
-async def test_the_worker_lowers_its_cpu_priority_by_signoff_worker_nice(
-    env: dict[str, str], increment: int
-) -> None:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-c",
-        "import sys; from bot.process.cli import main; raise SystemExit(main(sys.argv[1:]))",
-        *("worker", "--agents", "cleanup_agents"),
-        env={
-            **os.environ,
-            "PYTHONPATH": f"{ROOT}:{ROOT / 'tests' / 'bot'}",
-            **env,
-            "SIGNOFF_WORKER_NICE": str(increment),
-            "SIGNOFF_LOG_FORMAT": "text",
-        },
-        stderr=asyncio.subprocess.PIPE,
-    )
-    assert process.stderr is not None
-    try:
-        line = b""
-        while b"running at nice" not in line:
-            line = await asyncio.wait_for(process.stderr.readline(), 60)
-            assert line, "the worker stopped before its loops ran"
-        expected = min(os.nice(0) + increment, 19)  # this process's own niceness is unchanged
-        assert os.getpriority(os.PRIO_PROCESS, process.pid) == expected
-        assert f"running at nice {expected}" in line.decode()
-        idle = increment > 0 and expected == 19
-        assert (os.sched_getscheduler(process.pid) == os.SCHED_IDLE) is idle
-        assert ("in the idle scheduling class" in line.decode()) is idle
-    finally:
-        process.terminate()
-        await asyncio.wait_for(process.communicate(), 60)
-    assert process.returncode == 0
-
-
-@pytest.mark.parametrize(
-    ("layout", "workers", "running"),
-    [
-        ("single", "3", "1 click decider, 3 resume workers and the scheduler are running"),
-        ("single", "0", "1 click decider, 1 resume worker and the scheduler are running"),
-        (
-            "cluster",
-            "3",
-            "8 click deciders, 24 resume workers (1 and 3 on each of 8 shards) and the",
-        ),
-    ],
-)
-async def test_the_worker_logs_how_many_loops_it_runs_on_each_shard(
-    env: dict[str, str], request: pytest.FixtureRequest, layout: str, workers: str, running: str
-) -> None:
-    """``SIGNOFF_WORKERS=0`` leaves a worker one resume worker: it is what it runs."""
-    cluster = {"REDIS_URL": str(request.getfixturevalue("redis_cluster").url)}
-    layout_env = cluster if layout == "cluster" else {}
-    process = await _json_worker({**env, **layout_env, "SIGNOFF_WORKERS": workers})
-    try:
-        event = await _logged(process, "running at nice", "the worker stopped before its loops ran")
-        assert event.startswith(running), event
-    finally:
-        process.terminate()
-        await asyncio.wait_for(process.communicate(), 60)
-    assert process.returncode == 0
-
-
 async def test_a_port_in_use_stops_startup_with_one_line(env: dict[str, str]) -> None:
     taken = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
     port = taken.sockets[0].getsockname()[1]
@@ -467,47 +388,3 @@ async def test_a_data_dir_that_cannot_be_made_stops_startup_with_one_line(
         assert len(err.splitlines()) == 1 and "Traceback" not in err, err
         assert err.startswith(f"signoff: cannot keep the embedded Redis's data in {data_dir}")
         assert "SIGNOFF_DATA_DIR" in err, err
-
-
-async def test_a_worker_on_port_0_logs_the_port_it_serves(env: dict[str, str]) -> None:
-    process = await _json_worker({**env, "SIGNOFF_HOST": "127.0.0.1"}, "--port", "0")
-    try:
-        event = await _logged(process, "/metrics on http://", "the worker stopped before it served")
-        port = int(event.rsplit(":", 1)[1])
-        assert port != 0, event
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        writer.write(b"GET /healthz HTTP/1.0\r\n\r\n")
-        assert (await asyncio.wait_for(reader.read(), 10)).startswith(b"HTTP/1.0 200")
-        writer.close()
-    finally:
-        process.terminate()
-        await asyncio.wait_for(process.communicate(), 60)
-
-
-async def _json_worker(env: dict[str, str], *args: str) -> asyncio.subprocess.Process:
-    """``signoff worker`` at its own priority, logging JSON lines on its stderr."""
-    return await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-c",
-        "import sys; from bot.process.cli import main; raise SystemExit(main(sys.argv[1:]))",
-        *("worker", *args),
-        env={
-            **os.environ,
-            "PYTHONPATH": f"{ROOT}:{ROOT / 'tests' / 'bot'}",
-            **env,
-            "SIGNOFF_WORKER_NICE": "0",
-            "SIGNOFF_LOG_FORMAT": "json",
-        },
-        stderr=asyncio.subprocess.PIPE,
-    )
-
-
-async def _logged(process: asyncio.subprocess.Process, text: str, died: str) -> str:
-    """The first event ``process`` logs holding ``text``; fails with ``died`` if it stops."""
-    assert process.stderr is not None
-    while True:
-        line = await asyncio.wait_for(process.stderr.readline(), 60)
-        assert line, died
-        event = str(json.loads(line)["event"])
-        if text in event:
-            return event
