@@ -157,6 +157,7 @@ async def _serve(settings: Settings, args: argparse.Namespace, stopping: asyncio
         loops.start()
         freeze_startup_heap()
         log.info("serving Slack at http://%s:%d/slack/events", settings.host, port)
+        log.info("%s are running", loops)
         try:
             await stopping.wait()
         finally:
@@ -201,6 +202,7 @@ async def _socket(settings: Settings, args: argparse.Namespace, stopping: asynci
                 settings.host,
                 port,
             )
+            log.info("%s are running", loops)
             try:
                 await stopping.wait()
             finally:

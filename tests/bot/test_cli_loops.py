@@ -1,5 +1,5 @@
-"""``signoff worker`` as a real process: its CPU priority, the loops it runs and logs, and
-its optional HTTP port."""
+"""The loops each ``signoff`` process runs, as real processes: how many it logs, the
+worker's CPU priority and its optional HTTP port."""
 
 from __future__ import annotations
 
@@ -64,6 +64,34 @@ async def test_the_worker_logs_how_many_loops_it_runs_on_each_shard(
     process = await _json_worker({**env, **layout_env, "SIGNOFF_WORKERS": workers})
     try:
         event = await _logged(process, "running at nice", "the worker stopped before its loops ran")
+        assert event.startswith(running), event
+    finally:
+        process.terminate()
+        await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "workers", "running"),
+    [
+        ((), "2", "1 click decider, 2 resume workers and the scheduler are running"),
+        ((), "0", "1 click decider, 0 resume workers and the scheduler are running"),
+        (("--no-workers",), "2", "0 click deciders, 0 resume workers and the scheduler are"),
+    ],
+)
+async def test_serve_logs_the_loops_it_runs_none_but_the_scheduler_with_no_workers(
+    env: dict[str, str], args: tuple[str, ...], workers: str, running: str
+) -> None:
+    """``SIGNOFF_WORKERS=0`` leaves ``serve`` without resume workers; ``--no-workers``
+    without click deciders too (clicks wait in Redis for a ``signoff worker``)."""
+    http = {"SLACK_SIGNING_SECRET": "secret", "SIGNOFF_HOST": "127.0.0.1", "SIGNOFF_PORT": "0"}
+    process = await start_signoff(
+        "serve",
+        *args,
+        env={**env, **http, "SIGNOFF_WORKERS": workers, "SIGNOFF_LOG_FORMAT": "json"},
+    )
+    try:
+        event = await _logged(process, "are running", "serve stopped before its loops ran")
         assert event.startswith(running), event
     finally:
         process.terminate()
