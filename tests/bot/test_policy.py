@@ -63,6 +63,16 @@ def test_inconsistent_policies_are_refused(kwargs: dict[str, object], match: str
         Policy(**kwargs)  # type: ignore[arg-type]
 
 
+def test_left_out_a_request_is_denied_after_a_day_and_reminds_hourly_in_working_hours() -> None:
+    policy = Policy(channel="C0AAA", users=("U1A",))
+    assert policy.expires_after == timedelta(hours=24) and policy.on_expiry == "deny"
+    assert policy.if_nobody_decides == "deny"
+    assert policy.reminders == Reminders(
+        every=timedelta(hours=1), start_hour=9, end_hour=18, limit=3
+    )
+    assert policy.decisions == ("approve", "edit", "reject", "respond")
+
+
 def test_tool_policy_overrides_the_agents() -> None:
     base = Policy(channel="C0AAA", users=("U1A", "U2B"))
     strict = Policy(channel="C0AAA", groups=("S0OPS",), min_approvals=2, dangerous=True)
