@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import logging
 import time
@@ -228,3 +229,30 @@ def _logged(logger: str, text: str) -> asyncio.Event:
 def _headline(bot: Harness) -> str:
     updates = bot.slack.called("chat.update")
     return str((updates[-1] if updates else bot.posted(0))["blocks"][0]["text"]["text"])
+
+
+async def test_a_signed_interaction_sent_again_is_refused_and_its_signature_kept_ten_minutes(
+    make_bot: Any,
+) -> None:
+    """A Deny (its form opens once) received again, byte for byte, is a 401: only an
+    Approve or a question's answer is taken twice, as storage decides those once."""
+    bot: Harness = await make_bot()
+    value = await bot.start(requested_by=CAROL)
+    deny = form_body(
+        click_payload(
+            action_id=ids.DENY,
+            value=value,
+            user=ALICE,
+            channel=CHANNEL,
+            message_ts=bot.message_ts(),
+        )
+    )
+    headers = sign(deny)
+    assert await _post(bot, deny, headers) == 200
+    await bot.slack.wait_calls("views.open")
+    assert await _post(bot, deny, headers) == 401
+    storage = bot.services.storage
+    digest = hashlib.sha256(headers["X-Slack-Signature"].encode()).hexdigest()
+    kept_ms = await storage.client.raw.pttl(storage.keys.signed_request(digest))
+    assert 9 * 60_000 < kept_ms <= 10 * 60_000
+    assert len(bot.slack.called("views.open")) == 1
