@@ -148,3 +148,20 @@ def test_a_bad_interrupt_on_is_refused_naming_the_agent(
         registry.agent("mailer")
     assert str(refused.value).startswith("agent 'mailer': interrupt_on")
     assert said in str(refused.value)
+
+
+def test_an_agent_is_built_once_and_serves_every_run() -> None:
+    """The README's warning holds: what ``build`` returns is shared by all runs of a process."""
+    builds: list[SessionStore] = []
+    spec = _mailer({"send_email": True})
+
+    def counting_build(store: SessionStore) -> Agent:
+        builds.append(store)
+        return spec.build(store)
+
+    registry = Registry(
+        [AgentSpec(name="mailer", build=counting_build, policy=spec.policy)],
+        sessions=InMemorySessionStore(),
+    )
+    assert registry.agent("mailer") is registry.agent("mailer")
+    assert len(builds) == 1
