@@ -29,8 +29,8 @@ from typing import Any
 import aiohttp
 from pydantic import ValidationError
 
+from bot.api.long_polls import MAX_WAIT
 from bot.api.request_records import REQUESTS_PATH
-from bot.api.requests import MAX_WAIT
 from bot.api.schemas import NewRequest, OutcomeReport, RequestView, Withdrawal
 
 log = logging.getLogger(__name__)

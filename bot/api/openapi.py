@@ -10,8 +10,8 @@ from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from .bodies import MAX_BODY
+from .long_polls import MAX_WAIT
 from .request_records import REQUESTS_PATH
-from .requests import MAX_WAIT
 from .schemas import ApiError, NewRequest, OutcomeReport, RequestView, Withdrawal
 
 OPENAPI_PATH = "/api/openapi.json"
@@ -74,7 +74,10 @@ def openapi_document() -> dict[str, Any]:
                             "schema": {"type": "number", "minimum": 0, "maximum": MAX_WAIT},
                         },
                     ],
-                    "responses": {"200": _view("The request"), **_errors(400, 401, 404, 500, 503)},
+                    "responses": {
+                        "200": _view("The request"),
+                        **_errors(400, 401, 404, 429, 500, 503),
+                    },
                 }
             },
             f"{item}/withdraw": {
@@ -150,6 +153,10 @@ _ERRORS = {
     404: "No such request (or another client's; for a new one, the one it supersedes)",
     409: "The request is not in a state that allows this",
     413: f"The body is larger than the server takes ({MAX_BODY} bytes)",
+    429: (
+        "The client holds as many long-polls open as its limit allows: the error names "
+        "the limit and the setting that raises it; ask again after Retry-After"
+    ),
     500: "Stored data the call needs is damaged; asking again will not help",
     503: "Storage is unreachable; nothing was changed",
 }

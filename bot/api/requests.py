@@ -3,22 +3,21 @@
 - ``POST /api/requests`` posts a card (201; 200 with the existing request when the same
   client sends the same ``idempotency_key`` again).
 - ``GET /api/requests/{id}[?wait=SECONDS]`` answers where it stands; with ``wait``, the
-  moment it is decided (or when the wait is over), woken by ``RequestWatch``.
+  moment it is decided (or when the wait is over): a long-poll (``long_polls``).
 - ``POST /api/requests/{id}/withdraw`` withdraws a pending request; the card says so.
 - ``POST /api/requests/{id}/outcome`` reports, once, what the approved job did; it goes
   to the card's thread and the audit trail.
 
 Every error is JSON ``{"error", "field"}``: 400 bad input, 401 no valid token, 403 a
 channel the client may not post to, 404 unknown (or another client's) request, 409 a
-request in the wrong state, 413 a body larger than the server takes, 500 stored data
-that is damaged, 503 storage unreachable.
+request in the wrong state, 413 a body larger than the server takes, 429 a client with
+as many long-polls open as ``SIGNOFF_API_OPEN_CALLS`` allows, 500 stored data that is
+damaged, 503 storage unreachable.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import hashlib
 import json
 import logging
 import re
@@ -41,7 +40,10 @@ from storage.requests import RequestMeta, request_record_id, request_run_id
 
 from .auth import Authenticator, Caller, unauthenticated
 from .bodies import error, parse
+from .long_polls import long_poll, wait_seconds
+from .open_calls import OpenCalls
 from .rechecks import claim_superseded, show_superseded, superseded
+from .request_bodies import longest_wait, request_channels, request_digest
 from .request_records import REQUESTS_PATH, request_records, request_view, with_names
 from .schemas import APPROVED_STATUSES, NewRequest, OutcomeReport, RequestView, Withdrawal
 from .watch import RequestWatch
@@ -49,8 +51,6 @@ from .watch import RequestWatch
 log = logging.getLogger(__name__)
 
 DAMAGED = "stored data this call needs is damaged; an operator can find it in the server's log"
-MAX_WAIT = 300
-"""The longest a long-poll waits, in seconds; a client asks again to wait longer."""
 _REQUEST_ID = re.compile(r"^req_[0-9a-f]{32}$")
 _TRACEPARENT = re.compile(r"^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$")
 """A W3C trace context header; anything else is not passed on."""
@@ -65,10 +65,12 @@ def add_requests_routes(
     services: Services,
     *,
     auth: Authenticator,
+    open_calls: OpenCalls,
 ) -> None:
-    """Add the requests API to ``app``; its ``RequestWatch`` stops with the app."""
+    """Add the requests API to ``app``; its ``RequestWatch`` stops with the app. Each
+    long-poll holds one of its client's ``open_calls``."""
     watch = RequestWatch(services.storage, services.outage)
-    api = _RequestsApi(services, watch=watch)
+    api = _RequestsApi(services, watch=watch, open_calls=open_calls)
 
     def guarded(handler: Handler) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
         async def route(request: web.Request) -> web.StreamResponse:
@@ -97,9 +99,10 @@ def add_requests_routes(
 
 
 class _RequestsApi:
-    def __init__(self, services: Services, *, watch: RequestWatch) -> None:
+    def __init__(self, services: Services, *, watch: RequestWatch, open_calls: OpenCalls) -> None:
         self._services = services
         self._watch = watch
+        self._open_calls = open_calls
 
     async def create(self, request: web.Request, caller: Caller) -> web.StreamResponse:
         traceparent = request.headers.get("traceparent", "")
@@ -113,7 +116,7 @@ class _RequestsApi:
         body = await parse(request, NewRequest)
         if isinstance(body, web.Response):
             return body
-        for field, channel in _channels(body):
+        for field, channel in request_channels(body):
             if not caller.may_post_to(channel):
                 return error(403, f"client {caller.name!r} may not post to {channel}", field)
         resolved = await self._group_ids(body)
@@ -146,9 +149,9 @@ class _RequestsApi:
                 acts_on=body.acts_on,
                 items=tuple(body.items),
                 traceparent=traceparent,
-                body_sha256=_digest(body),
+                body_sha256=request_digest(body),
             )
-            keep_for = _longest_wait(body) + _RETAIN
+            keep_for = longest_wait(body) + _RETAIN
             meta = await services.storage.requests.keep(run_id, asked, ttl=keep_for)
             if not caller.owns(meta):  # an earlier, revoked client of the same name used the key
                 problem = f"an earlier client named {caller.name!r} used this key; use another"
@@ -224,34 +227,29 @@ class _RequestsApi:
         return ids
 
     async def status(self, request: web.Request, caller: Caller) -> web.StreamResponse:
-        found = await self._find(request, caller)
-        if isinstance(found, web.Response):
-            return found
-        record, meta = found
-        wait = request.query.get("wait")
-        if wait is None:
-            return await self._answer(record, meta)
-        try:
-            seconds = float(wait)
-        except ValueError:
-            seconds = -1.0
-        if not 0 <= seconds <= MAX_WAIT:
-            return error(400, f"wait: seconds from 0 to {MAX_WAIT}", "wait")
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + seconds
-        with self._watch.watching(record.run_id) as changed:
-            while True:
-                changed.clear()  # before the read: a change during it wakes the wait below
-                latest = await self._services.storage.queries.get(record.id)
-                if latest is None:  # lost from Redis while waited on: as a new GET answers
-                    return _unknown(record.run_id)
-                record = latest
-                view = await self._view(record, meta)  # with items: decided once all are
-                left = deadline - loop.time()
-                if view.status != "pending" or left <= 0 or self._watch.closing:
-                    return web.json_response(json.loads(view.model_dump_json()))
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(changed.wait(), left)
+        seconds = wait_seconds(request)
+        if isinstance(seconds, web.Response):
+            return seconds
+        if seconds is None:
+            found = await self._find(request, caller)
+            return found if isinstance(found, web.Response) else await self._answer(*found)
+        slot = self._open_calls.take(caller.name)
+        if slot is None:  # before any work: the calls already open go on
+            return self._open_calls.refusal(caller.name)
+        with slot:
+            found = await self._find(request, caller)
+            if isinstance(found, web.Response):
+                return found
+            record, meta = found
+            return await long_poll(
+                request,
+                record,
+                seconds=seconds,
+                watch=self._watch,
+                queries=self._services.storage.queries,
+                view=lambda latest: self._view(latest, meta),
+                gone=_unknown,
+            )
 
     async def withdraw(self, request: web.Request, caller: Caller) -> web.StreamResponse:
         found = await self._find(request, caller)
@@ -366,32 +364,6 @@ def _duration(seconds: float) -> str:
     minutes, secs = divmod(int(seconds), 60)
     hours, minutes = divmod(minutes, 60)
     return f"{hours} h {minutes} min" if hours else f"{minutes} min {secs} s"
-
-
-def _digest(body: NewRequest) -> str:
-    """What a retry under the same key must repeat: all but ``acts_on``, which a retried
-    gate's check may print anew (approving the card then asks again about the change)."""
-    return hashlib.sha256(body.model_dump_json(exclude={"acts_on"}).encode()).hexdigest()
-
-
-def _longest_wait(body: NewRequest) -> timedelta:
-    """How long the request may wait for a decision at most: its expiry, then each step of
-    its escalation; what it asked is kept at least that long, as its record is."""
-    waits = [body.expires_in]
-    if body.on_expiry == "escalate":
-        waits.append(body.escalate_expires_in or body.expires_in)
-        waits += [step.expires_in for step in body.ladder]
-    return timedelta(seconds=sum(waits))
-
-
-def _channels(body: NewRequest) -> list[tuple[str, str]]:
-    """Each channel the request may post a card in, with the field naming it: its own, its
-    escalation's and each ladder step's (a step without one posts in the request's)."""
-    named = [("channel", body.channel)]
-    if body.escalate_channel:
-        named.append(("escalate_channel", body.escalate_channel))
-    named += [(f"ladder.{n}.channel", s.channel) for n, s in enumerate(body.ladder) if s.channel]
-    return named
 
 
 def _unknown(run_id: str) -> web.Response:

@@ -317,7 +317,10 @@ class OutcomeReport(ClosedModel):
 
 
 class ApiError(BaseModel):
-    """Every error: what was wrong, naming the field when one was."""
+    """Every error: what was wrong, naming the field when one was; a 429 names the limit
+    reached and the setting that raises it."""
 
     error: str
     field: str | None = None
+    limit: int | None = None
+    setting: str | None = None

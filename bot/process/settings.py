@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 from redis.asyncio.connection import AbstractConnection, Connection, parse_url
 
 from bot.errors import ConfigError
+from bot.services.limits import OPEN_CALLS
 from storage.cluster import is_cluster_url, parse_cluster_url
 from storage.hosts import credential_free
 from storage.sentinel import SCHEME as SENTINEL_SCHEME
@@ -40,6 +41,7 @@ _ENV_NAMES = {
     "webhook_allow": "SIGNOFF_WEBHOOK_ALLOW",
     "admins": "SIGNOFF_ADMINS",
     "audit_entries": "SIGNOFF_AUDIT_ENTRIES",
+    "api_open_calls": "SIGNOFF_API_OPEN_CALLS",
 }
 
 
@@ -79,6 +81,9 @@ class Settings(BaseModel):
     admins: str | None = None
     # How many audit entries Redis keeps (the oldest go first, about this many are kept).
     audit_entries: int = Field(default=100_000, ge=1_000, le=100_000_000)
+    # How many calls one API client may hold open at once in one process (long-polls,
+    # AG-UI streams, runs API starts): a leaked token cannot hold every connection.
+    api_open_calls: int = Field(default=OPEN_CALLS, ge=1, le=100_000)
 
     @field_validator("bot_token")
     @classmethod

@@ -20,6 +20,7 @@ from slack_bolt.async_app import AsyncApp
 from bot.api.agui import AGUI_PATH, add_agui_routes
 from bot.api.auth import Authenticator
 from bot.api.bodies import MAX_BODY
+from bot.api.open_calls import OPEN_CALLS, OpenCalls
 from bot.api.openapi import add_openapi_route
 from bot.api.requests import add_requests_routes
 from bot.api.runs import RUNS_PATH, add_runs_routes
@@ -72,7 +73,8 @@ def operator_app(
     app = web.Application(client_max_size=MAX_BODY)
     add_operator_routes(app, services, checks=checks)
     auth = Authenticator(services.storage, admin_token=api_token)
-    add_requests_routes(app, services, auth=auth)
+    open_calls = app[OPEN_CALLS] = OpenCalls(services.limits.open_calls)
+    add_requests_routes(app, services, auth=auth, open_calls=open_calls)
     add_openapi_route(app)
     if api_token is not None:
         add_runs_routes(app, services, token=api_token)

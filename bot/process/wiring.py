@@ -17,6 +17,7 @@ from bot.services.background import Background
 from bot.services.callbacks import CallbackPolicy
 from bot.services.clock import Clock, SystemClock
 from bot.services.directory import Directory
+from bot.services.limits import ApiLimits
 from bot.services.metrics import Metrics
 from storage import Retention, Storage, connect
 
@@ -58,6 +59,7 @@ async def open_services(
         default_channel=settings.channel,
         admins=settings.admin_ids,
         callbacks=CallbackPolicy(allow=settings.webhook_hosts),
+        limits=ApiLimits(open_calls=settings.api_open_calls),
     )
     try:
         yield services
@@ -88,6 +90,7 @@ def make_services(
     default_channel: str | None = None,
     admins: tuple[str, ...] = (),
     callbacks: CallbackPolicy | None = None,
+    limits: ApiLimits | None = None,
 ) -> Services:
     """Wire the bot's collaborators together."""
     the_clock = clock or SystemClock()
@@ -102,4 +105,5 @@ def make_services(
         default_channel=default_channel,
         admins=admins,
         callbacks=callbacks or CallbackPolicy(),
+        limits=limits or ApiLimits(),
     )

@@ -13,6 +13,7 @@ from .background import Background
 from .callbacks import CallbackPolicy
 from .clock import Clock
 from .directory import Directory
+from .limits import ApiLimits
 from .metrics import Metrics
 from .outage import Outage
 
@@ -34,6 +35,8 @@ class Services:
     callbacks: CallbackPolicy = field(default_factory=CallbackPolicy)
     """Where webhooks may go (``SIGNOFF_WEBHOOK_ALLOW``): checked when a request names a
     URL, and on every address a delivery connects to."""
+    limits: ApiLimits = field(default_factory=ApiLimits)
+    """What one API client may hold at once (``SIGNOFF_API_OPEN_CALLS``)."""
     outage: Outage = field(default_factory=Outage)
     """Reports Redis failing the background loops, once for all of them."""
     unrecorded_posts: dict[str, tuple[str, str]] = field(default_factory=dict)

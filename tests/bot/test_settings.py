@@ -7,11 +7,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from fakes import BOT_TOKEN, FakeSlack
 
 from bot.errors import ConfigError
 from bot.process.settings import Settings
-from bot.process.wiring import connect_storage
+from bot.process.wiring import connect_storage, open_services
 from bot.services.callbacks import CallbackPolicy
+from bot.services.limits import ApiLimits
 from storage import default_data_dir
 from storage.audit import AuditEntry
 
@@ -22,6 +24,7 @@ def test_an_empty_environment_gives_the_defaults() -> None:
     assert settings.redis_url is None and settings.workers == 2 and settings.port == 3000
     assert settings.worker_nice == 19 and settings.host == "0.0.0.0"
     assert settings.redis_prefix == "signoff" and settings.audit_entries == 100_000
+    assert settings.api_open_calls == 32
 
 
 def test_the_embedded_redis_keeps_its_data_under_xdg_data_home_else_local_share(
@@ -32,6 +35,22 @@ def test_the_embedded_redis_keeps_its_data_under_xdg_data_home_else_local_share(
     monkeypatch.delenv("XDG_DATA_HOME")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     assert default_data_dir() == tmp_path / "home" / ".local" / "share" / "signoff" / "redis"
+
+
+async def test_the_api_limits_reach_the_services_from_their_settings(
+    slack: FakeSlack, redis_url: str, key_prefix: str
+) -> None:
+    settings = Settings.from_env(
+        {
+            "SLACK_BOT_TOKEN": BOT_TOKEN,
+            "SIGNOFF_SLACK_API_URL": slack.api_url,
+            "REDIS_URL": redis_url,
+            "SIGNOFF_REDIS_PREFIX": key_prefix,
+            "SIGNOFF_API_OPEN_CALLS": "4",
+        }
+    )
+    async with open_services(settings, specs=[]) as services:
+        assert services.limits == ApiLimits(open_calls=4)
 
 
 @pytest.mark.parametrize(
@@ -48,6 +67,7 @@ def test_the_embedded_redis_keeps_its_data_under_xdg_data_home_else_local_share(
         ({"SIGNOFF_SLACK_API_URL": "slack.com/api"}, "SIGNOFF_SLACK_API_URL"),
         ({"SIGNOFF_ADMINS": "alice"}, "SIGNOFF_ADMINS"),
         ({"SIGNOFF_AUDIT_ENTRIES": "10"}, "SIGNOFF_AUDIT_ENTRIES"),
+        ({"SIGNOFF_API_OPEN_CALLS": "0"}, "SIGNOFF_API_OPEN_CALLS"),
         ({"SIGNOFF_REDIS_PREFIX": "team:signoff"}, "SIGNOFF_REDIS_PREFIX"),
         ({"SIGNOFF_WEBHOOK_ALLOW": "http://hooks.internal:8080"}, "SIGNOFF_WEBHOOK_ALLOW"),
     ],
