@@ -42,5 +42,15 @@ class DuplicateInterruptError(StorageError):
     """An interrupt record with the same id already exists."""
 
 
+class PendingLimitError(StorageError):
+    """A client's requests hold as many pending records as it may have: nothing was
+    written; some must be decided (or withdrawn) before it asks for more."""
+
+    def __init__(self, client: str, *, limit: int) -> None:
+        super().__init__(f"client {client!r} has {limit} requests pending, the most it may")
+        self.client = client
+        self.limit = limit
+
+
 class EmbeddedServerError(StorageError):
     """The embedded Redis server could not be found, started or stopped."""

@@ -24,10 +24,12 @@ from .errors import (
     CorruptRecordError,
     DuplicateInterruptError,
     InvalidIdError,
+    PendingLimitError,
     StorageResponseError,
 )
 from .keys import check_id, split_record_id
 from .records import InterruptRecord
+from .requests import is_request_run, shard_share
 from .retention import millis
 from .sweeps import POST_LEASE, DueSweeps
 
@@ -66,13 +68,19 @@ class InterruptStore(Decisions, DueSweeps):
         return record
 
     async def create_interrupts(
-        self, records: Sequence[InterruptRecord], *, post_lease: timedelta = POST_LEASE
+        self,
+        records: Sequence[InterruptRecord],
+        *,
+        post_lease: timedelta = POST_LEASE,
+        pending_limit: int | None = None,
     ) -> None:
         """Store the pending interrupts of one run together, so none is decided alone first.
 
         The caller posts them: ``claim_outbox`` hands them out only ``post_lease`` after
         their creation, when that first post failed. DuplicateInterruptError (nothing
-        written) when any of them already exists.
+        written) when any of them already exists; for an external request with a
+        ``pending_limit``, PendingLimitError (nothing written) when its client's requests
+        would hold more pending records than that (``shard_share`` of it per shard).
         """
         if not records:
             return
@@ -88,6 +96,7 @@ class InterruptStore(Decisions, DueSweeps):
         keys += [k.by_user(shard), k.by_channel(shard), k.audit_stream(shard)]
         keys += [k.group_checks(shard), k.run_creation(run_id), k.run_place(run_id)]
         keys += [k.record(r.id) for r in records]
+        client = records[0].requested_by if is_request_run(run_id) and pending_limit else ""
         args: list[str | int] = [
             now,
             millis(self._retention.pending),
@@ -95,6 +104,8 @@ class InterruptStore(Decisions, DueSweeps):
             millis(post_lease),
             millis(GROUP_CHECK_EVERY),
             secrets.token_hex(8),
+            client,
+            shard_share(pending_limit or 0, self._keys),
         ]
         for record in records:
             fields = record.to_hash()
@@ -106,6 +117,8 @@ class InterruptStore(Decisions, DueSweeps):
             raise DuplicateInterruptError(
                 f"interrupt {result[1]} is already stored; each interrupt is created once"
             )
+        if result[0] == "full":
+            raise PendingLimitError(client, limit=pending_limit or 0)
         log.info("stored interrupts %s", ", ".join(r.id for r in records))
 
     async def claim_outbox(

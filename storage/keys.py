@@ -265,6 +265,12 @@ class Keys:
         """Lexicographic set: ``channel \\0 created_ms \\0 record_id`` for pending records."""
         return f"{self._shard(shard)}:pending:channel"
 
+    def by_client(self, shard: int) -> str:
+        """Lexicographic set: ``client \\0 record_id`` for the pending records of external
+        requests, counted against their client's cap. The scripts derive it from
+        ``by_channel``'s name, ``channel`` swapped for ``client``: the same slot."""
+        return f"{self._shard(shard)}:pending:client"
+
     def resume_stream(self, shard: int) -> str:
         return f"{self._shard(shard)}:resume"
 

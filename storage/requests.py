@@ -52,6 +52,14 @@ def request_run_id(client: str, idempotency_key: str | None) -> str:
     return REQUEST_RUN_PREFIX + digest[:32]
 
 
+def shard_share(limit: int, keys: Keys) -> int:
+    """How many pending records of one client's requests each shard may hold under
+    ``limit``: all of it on a single Redis; on Redis Cluster, where no one step can count
+    every shard, an equal share (rounded up), so the client's total never passes
+    ``limit`` by more than the rounding."""
+    return math.ceil(limit / len(keys.all_shards))
+
+
 def request_record_id(run_id: str) -> str:
     """The storage id of a request's record."""
     return record_id(run_id, REQUEST_INTERRUPT)
@@ -153,6 +161,20 @@ class RequestStore:
             pipe.get(key)
             _, stored = await pipe.execute()
         return _parse(key, cast(str, stored))
+
+    async def has_room(self, client: str, *, run_id: str, records: int, limit: int) -> bool:
+        """Whether ``client``'s requests may add ``records`` pending records in the shard
+        of ``run_id`` under ``limit``: a check before anything is stored, while the
+        creation itself is what enforces the limit, atomically."""
+        index = self._keys.by_client(self._keys.shard_of(run_id))
+        async with self._client.guard("count a client's pending requests"):
+            pending = await self._client.raw.zlexcount(index, f"[{client}\0", f"({client}\x01")
+        return pending + records <= shard_share(limit, self._keys)
+
+    async def forget(self, run_id: str) -> None:
+        """Drop the ``RequestMeta`` of ``run_id``: its request was refused before it was made."""
+        async with self._client.guard("drop a request"):
+            await self._client.raw.delete(self._keys.request(run_id))
 
     async def meta(self, run_id: str) -> RequestMeta | None:
         """The stored request of ``run_id``; None when there is none."""

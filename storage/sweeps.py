@@ -136,11 +136,16 @@ class DueSweeps(RecordTransitions):
 
     async def _forget_gone(self, rid: str) -> None:
         """Take a record Redis no longer has (gone while pending) off the pending lists, so
-        counts and lists stop showing it. Their members end with the record id: found by an
-        incremental scan, which never holds Redis up the way one long script would."""
+        counts and lists stop showing it and its client's cap stops counting it. Their
+        members end with the record id: found by an incremental scan, which never holds
+        Redis up the way one long script would."""
         shard = self._keys.shard_of_record(rid)
         async with self._client.guard("take a record that is gone off the pending lists"):
-            for index in (self._keys.by_user(shard), self._keys.by_channel(shard)):
+            for index in (
+                self._keys.by_user(shard),
+                self._keys.by_channel(shard),
+                self._keys.by_client(shard),
+            ):
                 found = self._client.raw.zscan_iter(index, match=f"*\0{rid}", count=1000)
                 gone = [member async for member, _ in found]
                 if gone:

@@ -57,7 +57,7 @@ def openapi_document() -> dict[str, Any]:
                     "responses": {
                         "201": _view("Posted"),
                         "200": _view("The same idempotency key again: the existing request"),
-                        **_errors(400, 401, 403, 404, 409, 413, 500, 503),
+                        **_errors(400, 401, 403, 404, 409, 413, 429, 500, 503),
                     },
                 }
             },
@@ -154,8 +154,9 @@ _ERRORS = {
     409: "The request is not in a state that allows this",
     413: f"The body is larger than the server takes ({MAX_BODY} bytes)",
     429: (
-        "The client holds as many long-polls open as its limit allows: the error names "
-        "the limit and the setting that raises it; ask again after Retry-After"
+        "The client is at one of its limits (long-polls open, requests pending): the error "
+        "names the limit and the setting that raises it; ask again after Retry-After "
+        "(long-polls) or once some of its requests are decided or withdrawn"
     ),
     500: "Stored data the call needs is damaged; asking again will not help",
     503: "Storage is unreachable; nothing was changed",

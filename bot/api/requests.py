@@ -10,9 +10,10 @@
 
 Every error is JSON ``{"error", "field"}``: 400 bad input, 401 no valid token, 403 a
 channel the client may not post to, 404 unknown (or another client's) request, 409 a
-request in the wrong state, 413 a body larger than the server takes, 429 a client with
-as many long-polls open as ``SIGNOFF_API_OPEN_CALLS`` allows, 500 stored data that is
-damaged, 503 storage unreachable.
+request in the wrong state, 413 a body larger than the server takes, 429 a client over
+one of its limits (long-polls open: ``SIGNOFF_API_OPEN_CALLS``; requests pending:
+``SIGNOFF_API_PENDING_REQUESTS``), 500 stored data that is damaged, 503 storage
+unreachable.
 """
 
 from __future__ import annotations
@@ -34,7 +35,12 @@ from bot.ui.notes import post_in_thread
 from bot.ui.posting import post_interrupt
 from bot.ui.redraws import update_message
 from storage.audit import AuditEntry
-from storage.errors import CorruptRecordError, DuplicateInterruptError, StorageError
+from storage.errors import (
+    CorruptRecordError,
+    DuplicateInterruptError,
+    PendingLimitError,
+    StorageError,
+)
 from storage.records import InterruptRecord
 from storage.requests import RequestMeta, request_record_id, request_run_id
 
@@ -42,6 +48,7 @@ from .auth import Authenticator, Caller, unauthenticated
 from .bodies import error, parse
 from .long_polls import long_poll, wait_seconds
 from .open_calls import OpenCalls
+from .pending_limit import over_pending_limit, too_many_pending
 from .rechecks import claim_superseded, show_superseded, superseded
 from .request_bodies import longest_wait, request_channels, request_digest
 from .request_records import REQUESTS_PATH, request_records, request_view, with_names
@@ -119,6 +126,11 @@ class _RequestsApi:
         for field, channel in request_channels(body):
             if not caller.may_post_to(channel):
                 return error(403, f"client {caller.name!r} may not post to {channel}", field)
+        services = self._services
+        run_id = request_run_id(caller.name, body.idempotency_key)
+        full = await over_pending_limit(services, caller, body, run_id=run_id)
+        if full is not None:
+            return full
         resolved = await self._group_ids(body)
         if isinstance(resolved, web.Response):
             return resolved
@@ -130,8 +142,6 @@ class _RequestsApi:
                 problem = "the admin token has no webhook secret; use a named client's token"
             if problem is not None:
                 return error(400, problem, "callback_url")
-        services = self._services
-        run_id = request_run_id(caller.name, body.idempotency_key)
         asked_as = request_record_id(run_id)
         with log_ids(run_id=run_id, record_id=asked_as, channel=body.channel):
             earlier = await superseded(services, caller, body, asked_as=asked_as)
@@ -175,7 +185,12 @@ class _RequestsApi:
             )
             record = records[0]
             try:
-                await services.storage.interrupts.create_interrupts(records)
+                await services.storage.interrupts.create_interrupts(
+                    records, pending_limit=services.limits.pending_requests
+                )
+            except PendingLimitError as exc:  # another of its requests took the last room
+                await services.storage.requests.forget(run_id)
+                return too_many_pending(caller.name, exc.limit)
             except DuplicateInterruptError:
                 existing = await services.storage.queries.get(record.id)
                 if existing is None:  # gone since: retention ended

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 from redis.asyncio.connection import AbstractConnection, Connection, parse_url
 
 from bot.errors import ConfigError
-from bot.services.limits import OPEN_CALLS
+from bot.services.limits import OPEN_CALLS, PENDING_REQUESTS
 from storage.cluster import is_cluster_url, parse_cluster_url
 from storage.hosts import credential_free
 from storage.sentinel import SCHEME as SENTINEL_SCHEME
@@ -42,6 +42,7 @@ _ENV_NAMES = {
     "admins": "SIGNOFF_ADMINS",
     "audit_entries": "SIGNOFF_AUDIT_ENTRIES",
     "api_open_calls": "SIGNOFF_API_OPEN_CALLS",
+    "api_pending_requests": "SIGNOFF_API_PENDING_REQUESTS",
 }
 
 
@@ -84,6 +85,9 @@ class Settings(BaseModel):
     # How many calls one API client may hold open at once in one process (long-polls,
     # AG-UI streams, runs API starts): a leaked token cannot hold every connection.
     api_open_calls: int = Field(default=OPEN_CALLS, ge=1, le=100_000)
+    # How many undecided requests one API client may have stored: a leaked token cannot
+    # fill Redis (a request with items counts once per item).
+    api_pending_requests: int = Field(default=PENDING_REQUESTS, ge=1, le=10_000_000)
 
     @field_validator("bot_token")
     @classmethod

@@ -59,7 +59,9 @@ async def open_services(
         default_channel=settings.channel,
         admins=settings.admin_ids,
         callbacks=CallbackPolicy(allow=settings.webhook_hosts),
-        limits=ApiLimits(open_calls=settings.api_open_calls),
+        limits=ApiLimits(
+            open_calls=settings.api_open_calls, pending_requests=settings.api_pending_requests
+        ),
     )
     try:
         yield services

@@ -36,7 +36,8 @@ class Services:
     """Where webhooks may go (``SIGNOFF_WEBHOOK_ALLOW``): checked when a request names a
     URL, and on every address a delivery connects to."""
     limits: ApiLimits = field(default_factory=ApiLimits)
-    """What one API client may hold at once (``SIGNOFF_API_OPEN_CALLS``)."""
+    """What one API client may hold at once (``SIGNOFF_API_OPEN_CALLS``,
+    ``SIGNOFF_API_PENDING_REQUESTS``)."""
     outage: Outage = field(default_factory=Outage)
     """Reports Redis failing the background loops, once for all of them."""
     unrecorded_posts: dict[str, tuple[str, str]] = field(default_factory=dict)

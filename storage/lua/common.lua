@@ -103,6 +103,13 @@ local function channel_member(key, rid, channel)
   return channel .. '\0' .. field(key, 'created_at') .. '\0' .. rid
 end
 
+-- The pending records of external requests by client ("client \0 record_id"), counted
+-- against each client's cap: the pending-by-channel key's name (KEYS[8] of a transition)
+-- with 'client' for 'channel', so it is in that key's slot.
+local function by_client(by_channel)
+  return string.sub(by_channel, 1, -8) .. 'client'
+end
+
 -- An external request's entries also go to `<audit stream>:requests`, which its waiters
 -- and webhooks read, so they never wade through every agent's clicks. (The key is derived,
 -- not passed: it carries its stream's hash tag, so it lives in the same slot.)
@@ -141,6 +148,9 @@ end
 local function finalize(rid, state, by, now, decision, retention, resume, stream_maxlen)
   local key = KEYS[1]
   zset_many('ZREM', KEYS[7], user_members(key, rid, false))
+  if string.sub(rid, 1, 4) == 'req_' then
+    redis.call('ZREM', by_client(KEYS[8]), field(key, 'requested_by') .. '\0' .. rid)
+  end
   local channel = field(key, 'channel')
   if channel ~= '' then redis.call('ZREM', KEYS[8], channel_member(key, rid, channel)) end
   redis.call('ZREM', KEYS[4], rid)

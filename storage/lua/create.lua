@@ -7,12 +7,16 @@
 --       per record.
 -- ARGV: now, ttl_ms, audit_maxlen, post_lease ms, group check interval ms, this call's
 --       token (kept a minute in KEYS[9]: the same call sent again after its reply was
---       lost is answered 'created'), then per record: field count, name, value, ...
--- Returns {'created'} or {'exists', record_id} (nothing written).
+--       lost is answered 'created'), the client of an external request ('' for an agent's
+--       run) and how many pending records of its requests this shard may hold, then per
+--       record: field count, name, value, ...
+-- Returns {'created'}, {'exists', record_id} or {'full', pending} (nothing written): the
+-- client's requests would hold more pending records than it may.
 local now, ttl, audit_maxlen = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 local post_after = tonumber(now) + tonumber(ARGV[4])
 local check_after = tonumber(now) + tonumber(ARGV[5])
-local records, pos = {}, 7
+local client, client_index = ARGV[7], by_client(KEYS[6])
+local records, pos = {}, 9
 for i = 11, #KEYS do
   local count = tonumber(ARGV[pos])
   local fields = {}
@@ -25,6 +29,11 @@ for _, rec in ipairs(records) do
     if redis.call('GET', KEYS[9]) == ARGV[6] then return {'created'} end
     return {'exists', redis.call('HGET', rec.key, 'id')}
   end
+end
+if client ~= '' then
+  local pending = redis.call('ZLEXCOUNT', client_index, '[' .. client .. '\0',
+    '(' .. client .. '\1')
+  if pending + #records > tonumber(ARGV[8]) then return {'full', tostring(pending)} end
 end
 local longest = 0
 for _, rec in ipairs(records) do
@@ -42,6 +51,7 @@ for _, rec in ipairs(records) do
   local reminder = field(key, 'next_reminder_at')
   if reminder ~= '' then redis.call('ZADD', KEYS[3], reminder, rid) end
   redis.call('ZADD', KEYS[4], post_after, rid)
+  if client ~= '' then redis.call('ZADD', client_index, 0, client .. '\0' .. rid) end
   zset_many('ZADD', KEYS[5], user_members(key, rid, true))
   local policy = json_field(key, 'policy')
   local grouped = #policy.allowed_groups > 0 or #(policy.escalate_to_groups or {}) > 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import shutil
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime, timedelta
@@ -29,6 +30,7 @@ from bot.process.slack_client import close_client, make_client
 from bot.process.web import operator_app, web_app
 from bot.process.wiring import make_services
 from bot.services.callbacks import CallbackPolicy
+from bot.services.limits import ApiLimits
 from bot.slack.app import build_app
 from storage import Storage
 from storage.webhooks import WebhookDelivery
@@ -129,6 +131,34 @@ async def jobs(make_bot: Any) -> AsyncIterator[Jobs]:
     async with aiohttp.ClientSession() as http:
         yield Jobs(bot=bot, base=f"http://127.0.0.1:{server.port}", http=http, token=token)
     await server.close()
+
+
+@pytest.fixture
+async def limited_jobs(
+    make_bot: Any,
+) -> AsyncIterator[Callable[[ApiLimits], Awaitable[tuple[Jobs, web.Application]]]]:
+    """Starts a bot serving the requests API under ``limits``, with the token of its client
+    ``nightly-cleanup``, served as ``signoff serve`` serves it (a handler is not cancelled
+    when its client goes away); answers the jobs and the application."""
+    runners: list[web.AppRunner] = []
+
+    async def start(limits: ApiLimits) -> tuple[Jobs, web.Application]:
+        bot: Harness = await make_bot()
+        services = dataclasses.replace(bot.services, limits=limits)
+        _, token = await services.storage.api_clients.create(
+            "nightly-cleanup", channels=(CHANNEL,), now=datetime.now(UTC)
+        )
+        app = operator_app(services, api_token=SecretStr(ADMIN_TOKEN))
+        runner = web.AppRunner(app)
+        await runner.setup()
+        runners.append(runner)
+        await web.TCPSite(runner, "127.0.0.1", 0).start()
+        base = f"http://127.0.0.1:{runner.addresses[0][1]}"
+        return Jobs(bot=bot, base=base, http=bot.http, token=token), app
+
+    yield start
+    for runner in runners:
+        await runner.cleanup()
 
 
 @pytest.fixture

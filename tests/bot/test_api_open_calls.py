@@ -8,19 +8,17 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
 import aiohttp
 import pytest
 from aiohttp import web
-from harness import ALICE, CHANNEL, Harness
-from pydantic import SecretStr
-from requests_jobs import ADMIN_TOKEN, Jobs
+from harness import ALICE, CHANNEL
+from requests_jobs import Jobs
 
 from bot.api.open_calls import OPEN_CALLS, OpenCalls
-from bot.process.web import operator_app
 from bot.services.limits import ApiLimits
 from bot.ui import ids
 from storage.audit import AuditEntry
@@ -48,20 +46,11 @@ class Capped(Jobs):
 
 
 @pytest.fixture
-async def capped(make_bot: Callable[..., Awaitable[Harness]]) -> AsyncIterator[Capped]:
-    bot = await make_bot()
-    services = dataclasses.replace(bot.services, limits=ApiLimits(open_calls=CAP))
-    _, token = await services.storage.api_clients.create(
-        "nightly-cleanup", channels=(CHANNEL,), now=datetime.now(UTC)
-    )
-    app = operator_app(services, api_token=SecretStr(ADMIN_TOKEN))
-    runner = web.AppRunner(app)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    base = f"http://127.0.0.1:{runner.addresses[0][1]}"
-    async with aiohttp.ClientSession() as http:
-        yield Capped(bot=bot, base=base, http=http, token=token, open_calls=app[OPEN_CALLS])
-    await runner.cleanup()
+async def capped(
+    limited_jobs: Callable[[ApiLimits], Awaitable[tuple[Jobs, web.Application]]],
+) -> Capped:
+    jobs, app = await limited_jobs(ApiLimits(open_calls=CAP))
+    return Capped(**vars(jobs), open_calls=app[OPEN_CALLS])
 
 
 async def test_a_long_poll_over_the_cap_is_refused_and_those_open_go_on(capped: Capped) -> None:

@@ -24,7 +24,7 @@ def test_an_empty_environment_gives_the_defaults() -> None:
     assert settings.redis_url is None and settings.workers == 2 and settings.port == 3000
     assert settings.worker_nice == 19 and settings.host == "0.0.0.0"
     assert settings.redis_prefix == "signoff" and settings.audit_entries == 100_000
-    assert settings.api_open_calls == 32
+    assert settings.api_open_calls == 32 and settings.api_pending_requests == 1000
 
 
 def test_the_embedded_redis_keeps_its_data_under_xdg_data_home_else_local_share(
@@ -47,10 +47,11 @@ async def test_the_api_limits_reach_the_services_from_their_settings(
             "REDIS_URL": redis_url,
             "SIGNOFF_REDIS_PREFIX": key_prefix,
             "SIGNOFF_API_OPEN_CALLS": "4",
+            "SIGNOFF_API_PENDING_REQUESTS": "50",
         }
     )
     async with open_services(settings, specs=[]) as services:
-        assert services.limits == ApiLimits(open_calls=4)
+        assert services.limits == ApiLimits(open_calls=4, pending_requests=50)
 
 
 @pytest.mark.parametrize(
@@ -68,6 +69,7 @@ async def test_the_api_limits_reach_the_services_from_their_settings(
         ({"SIGNOFF_ADMINS": "alice"}, "SIGNOFF_ADMINS"),
         ({"SIGNOFF_AUDIT_ENTRIES": "10"}, "SIGNOFF_AUDIT_ENTRIES"),
         ({"SIGNOFF_API_OPEN_CALLS": "0"}, "SIGNOFF_API_OPEN_CALLS"),
+        ({"SIGNOFF_API_PENDING_REQUESTS": "many"}, "SIGNOFF_API_PENDING_REQUESTS"),
         ({"SIGNOFF_REDIS_PREFIX": "team:signoff"}, "SIGNOFF_REDIS_PREFIX"),
         ({"SIGNOFF_WEBHOOK_ALLOW": "http://hooks.internal:8080"}, "SIGNOFF_WEBHOOK_ALLOW"),
     ],

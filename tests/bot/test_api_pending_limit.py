@@ -1,0 +1,86 @@
+"""Each API client may have at most ``SIGNOFF_API_PENDING_REQUESTS`` requests pending: one
+more is refused with a 429 naming the limit, with nothing stored and no card posted; a
+request decided or withdrawn makes room; a retry of a request already made is answered
+as ever. Over real HTTP, real Redis and the fake Slack."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+
+import pytest
+from aiohttp import web
+from harness import ALICE
+from requests_jobs import Jobs
+
+from bot.services.limits import ApiLimits
+from bot.ui import ids
+
+LIMIT = 3
+Start = Callable[[ApiLimits], Awaitable[tuple[Jobs, web.Application]]]
+
+
+@pytest.fixture
+async def limited(limited_jobs: Start) -> Jobs:
+    jobs, _ = await limited_jobs(ApiLimits(pending_requests=LIMIT))
+    return jobs
+
+
+async def stored_requests(jobs: Jobs) -> int:
+    """How many requests Redis keeps what was asked of (their ``RequestMeta``)."""
+    storage = jobs.bot.services.storage
+    found = storage.client.raw.scan_iter(match=f"{storage.keys.prefix}:*:request")
+    return len([key async for key in found])
+
+
+async def test_a_request_past_the_limit_is_refused_with_nothing_stored_or_posted(
+    limited: Jobs,
+) -> None:
+    for n in range(LIMIT):
+        status, _ = await limited.ask(idempotency_key=f"run-{n}")
+        assert status == 201
+    posted = len(limited.bot.slack.called("chat.postMessage"))
+
+    status, body = await limited.ask(idempotency_key="one-too-many")
+    assert status == 429, body
+    assert body["limit"] == LIMIT and body["setting"] == "SIGNOFF_API_PENDING_REQUESTS"
+    assert f"has {LIMIT} requests pending" in body["error"]
+    assert "SIGNOFF_API_PENDING_REQUESTS" in body["error"]
+    assert len(limited.bot.slack.called("chat.postMessage")) == posted
+    assert await stored_requests(limited) == LIMIT
+    # A request with items counts once per item.
+    status, _ = await limited.ask(items=["vol-1"])
+    assert status == 429
+
+    # The same request again (its key) is answered as it stands, not refused.
+    status, again = await limited.ask(idempotency_key="run-0")
+    assert status == 200 and again["status"] == "pending"
+    # Another client has room of its own.
+    other = await limited.as_client("backup-job", (again["channel"],))
+    status, _ = await other.ask()
+    assert status == 201
+
+
+async def test_a_decided_or_withdrawn_request_makes_room(limited: Jobs) -> None:
+    made = [(await limited.ask())[1] for _ in range(LIMIT)]
+    assert (await limited.ask())[0] == 429
+
+    await limited.bot.click(ids.APPROVE, limited.value(0), user=ALICE)
+    _, approved = await limited.get(made[0]["status_url"] + "?wait=10")
+    assert approved["status"] == "approved"
+    status, _ = await limited.ask()
+    assert status == 201
+    assert (await limited.ask())[0] == 429
+
+    status, _ = await limited.post(made[1]["status_url"] + "/withdraw")
+    assert status == 200
+    status, _ = await limited.ask()
+    assert status == 201
+
+
+async def test_racing_requests_never_pass_the_limit(limited: Jobs) -> None:
+    answers = await asyncio.gather(*(limited.ask() for _ in range(3 * LIMIT)))
+    statuses = sorted(status for status, _ in answers)
+    assert statuses == [201] * LIMIT + [429] * (2 * LIMIT)
+    assert len(limited.bot.slack.called("chat.postMessage")) == LIMIT
+    assert await stored_requests(limited) == LIMIT
