@@ -6,7 +6,9 @@ A run ends with ``RUN_FINISHED`` (``outcome`` success, or interrupt with the ope
 interrupts, each with ``expiresAt`` from the agent's policy) or ``RUN_ERROR``; the client
 resumes on the same ``threadId`` with ``resume: [{interruptId, status, payload}]``.
 ``GET /agui/{agent}`` answers the agent's AG-UI capabilities. Both take the runs API's
-bearer token (``SIGNOFF_API_TOKEN``).
+bearer token (``SIGNOFF_API_TOKEN``). At most ``SIGNOFF_API_OPEN_CALLS`` runs stream at
+once in a process (with the admin client's long-polls and runs API starts): one more is
+answered 429 before anything starts.
 
 One approval surface: when the agent's policy names a channel (or direct messages), the
 run's interrupts are also posted there as cards, before the app hears the run stopped.
@@ -40,6 +42,7 @@ from bot.errors import AgentBuildError
 from bot.runs.approvers import call_decisions, card_decisions
 from bot.runs.drive import unknown_agent
 from bot.services import Services
+from storage.api_clients import ADMIN
 from storage.errors import CorruptRecordError, InvalidIdError, StorageError
 from storage.keys import check_id
 
@@ -47,6 +50,7 @@ from .agui_cards import answer_cards, post_cards
 from .app_rounds import HANDED_OVER, AppRound
 from .auth import NOT_OPERATOR, bearer_check
 from .bodies import read
+from .open_calls import OpenCalls
 
 log = logging.getLogger(__name__)
 
@@ -54,13 +58,23 @@ AGUI_PATH = "/agui"
 _EVENT: TypeAdapter[Any] = TypeAdapter(Event)
 
 
-def add_agui_routes(app: web.Application, services: Services, *, token: SecretStr) -> None:
-    """Add the AG-UI endpoint to ``app``, guarded by ``token``."""
+def add_agui_routes(
+    app: web.Application, services: Services, *, token: SecretStr, open_calls: OpenCalls
+) -> None:
+    """Add the AG-UI endpoint to ``app``, guarded by ``token``; each run's stream holds one
+    of the admin client's ``open_calls`` until the run ends (its app gone or not)."""
     authorized = bearer_check(token)
 
     async def run(request: web.Request) -> web.StreamResponse:
         if not authorized(request):
             return _error(401, NOT_OPERATOR)
+        slot = open_calls.take(ADMIN)
+        if slot is None:  # before any work: the streams already open go on
+            return open_calls.refusal(ADMIN)
+        with slot:
+            return await stream(request)
+
+    async def stream(request: web.Request) -> web.StreamResponse:
         name = request.match_info["agent"]
         if services.registry.spec(name) is None:
             return _error(404, unknown_agent(services, name))

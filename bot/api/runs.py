@@ -15,8 +15,9 @@ Errors are JSON ``{"error": "..."}``: 401 without the token, 400 for a malformed
 (or no channel for an agent that asks where it runs), 413 for one larger than the server
 takes, 404 for an unknown agent or run (a thread another agent ran is unknown to this
 one), 422 for a run asked for where it cannot run (a direct message its approvers never
-see), 500 for a run whose stored state is damaged (or an agent that failed, or whose
-build did: named), 503 when Redis cannot be reached.
+see), 429 for a start while the admin client holds ``SIGNOFF_API_OPEN_CALLS`` calls open
+(runs going on, AG-UI streams, long-polls), 500 for a run whose stored state is damaged
+(or an agent that failed, or whose build did: named), 503 when Redis cannot be reached.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from bot.runs.drive import start_run, unknown_agent
 from bot.runs.place import Place
 from bot.runs.unposted import unposted
 from bot.services import Services
+from storage.api_clients import ADMIN
 from storage.errors import (
     CorruptRecordError,
     InvalidIdError,
@@ -47,6 +49,7 @@ from storage.errors import (
 
 from .auth import NOT_OPERATOR, bearer_check
 from .bodies import read
+from .open_calls import OpenCalls
 
 log = logging.getLogger(__name__)
 
@@ -65,13 +68,23 @@ class StartRun(ClosedModel):
     """A Slack user id (who may then not approve it themselves) or the job's name."""
 
 
-def add_runs_routes(app: web.Application, services: Services, *, token: SecretStr) -> None:
-    """Add the runs API to ``app``, guarded by ``token``."""
+def add_runs_routes(
+    app: web.Application, services: Services, *, token: SecretStr, open_calls: OpenCalls
+) -> None:
+    """Add the runs API to ``app``, guarded by ``token``; each start holds one of the admin
+    client's ``open_calls`` while its run goes on."""
     authorized = bearer_check(token)
 
     async def start(request: web.Request) -> web.Response:
         if not authorized(request):
             return _unauthorized()
+        slot = open_calls.take(ADMIN)
+        if slot is None:  # before any work: the runs already going on go on
+            return open_calls.refusal(ADMIN)
+        with slot:
+            return await run(request)
+
+    async def run(request: web.Request) -> web.Response:
         raw = await read(request)
         if isinstance(raw, web.Response):
             return raw

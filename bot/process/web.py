@@ -77,8 +77,8 @@ def operator_app(
     add_requests_routes(app, services, auth=auth, open_calls=open_calls)
     add_openapi_route(app)
     if api_token is not None:
-        add_runs_routes(app, services, token=api_token)
-        add_agui_routes(app, services, token=api_token)
+        add_runs_routes(app, services, token=api_token, open_calls=open_calls)
+        add_agui_routes(app, services, token=api_token, open_calls=open_calls)
     else:
         for path in (RUNS_PATH, RUNS_PATH + "/{agent}/{thread_id}", AGUI_PATH + "/{agent}"):
             app.router.add_route("*", path, _api_off)

@@ -1,6 +1,7 @@
-"""Each API client holds at most ``SIGNOFF_API_OPEN_CALLS`` long-polls open in a process:
-one more is refused with a 429 before any work, the polls already open go on, and a
-poll's slot is freed however it ends. Served as ``signoff serve`` serves it (a handler
+"""Each API client holds at most ``SIGNOFF_API_OPEN_CALLS`` calls open in a process
+(long-polls; for the admin client also AG-UI streams and runs API starts): one more is
+refused with a 429 before any work, those already open go on, and a call's slot is
+freed however it ends. Served as ``signoff serve`` serves it (a handler
 is not cancelled when its client goes away), over real HTTP and real Redis."""
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,11 +17,16 @@ import aiohttp
 import pytest
 from aiohttp import web
 from harness import ALICE, CHANNEL
-from requests_jobs import Jobs
+from requests_jobs import ADMIN_TOKEN, Jobs
 
+from agent_runtime.agui.events import run_error, run_started
+from bot.api import agui, runs
+from bot.api.agui import AGUI_PATH
 from bot.api.open_calls import OPEN_CALLS, OpenCalls
+from bot.api.runs import RUNS_PATH
 from bot.services.limits import ApiLimits
 from bot.ui import ids
+from storage.api_clients import ADMIN
 from storage.audit import AuditEntry
 from storage.errors import StorageUnavailableError
 
@@ -144,3 +150,85 @@ async def test_a_slot_is_freed_when_the_poll_fails(
     status, body = await asyncio.wait_for(poll, 10)
     assert status == 503, body
     await capped.until_held(0)
+
+
+def admin_headers() -> dict[str, str]:
+    return {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+
+
+async def test_agui_runs_and_runs_api_starts_past_the_admins_cap_are_refused(
+    capped: Capped,
+) -> None:
+    admin = dataclasses.replace(capped, token=ADMIN_TOKEN)
+    _, made = await capped.ask()
+    polls = [admin.poll(made["status_url"]) for _ in range(CAP)]
+    await capped.until_held(CAP, ADMIN)
+    posted = len(capped.bot.slack.called("chat.postMessage"))
+
+    body = {"threadId": "t-capped", "runId": "r1", "messages": []}
+    async with capped.http.post(
+        f"{capped.base}{AGUI_PATH}/cleanup", json=body, headers=admin_headers()
+    ) as refused:
+        assert refused.status == 429 and refused.headers["Retry-After"] == "5"
+        answer = await refused.json()
+    assert answer["limit"] == CAP and answer["setting"] == "SIGNOFF_API_OPEN_CALLS"
+    start = {"agent": "cleanup", "input": "clean up", "channel": CHANNEL}
+    status, answer = await admin.post(RUNS_PATH, start)
+    assert status == 429 and answer["setting"] == "SIGNOFF_API_OPEN_CALLS"
+    assert len(capped.bot.slack.called("chat.postMessage")) == posted  # nothing started
+    # What answers at once holds nothing open: asked as ever.
+    async with capped.http.get(
+        f"{capped.base}{AGUI_PATH}/cleanup", headers=admin_headers()
+    ) as told:
+        assert told.status == 200
+    # A named client's slots are its own.
+    status, _ = await capped.get(made["status_url"] + "?wait=0")
+    assert status == 200
+
+    await capped.bot.click(ids.APPROVE, capped.value(0), user=ALICE)
+    await asyncio.wait_for(asyncio.gather(*polls), 10)
+    await capped.until_held(0, ADMIN)
+
+
+async def test_an_agui_stream_holds_a_slot_until_its_run_ends_its_app_gone_or_not(
+    capped: Capped, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ends = asyncio.Event()
+
+    async def run_until_told(*_: Any, **__: Any) -> AsyncIterator[dict[str, Any]]:
+        yield run_started(thread_id="t-held", run_id="r1")
+        await ends.wait()
+        yield run_error("stopped by the test", code="STOPPED")
+
+    monkeypatch.setattr(agui, "run_agui", run_until_told)
+    body = {"threadId": "t-held", "runId": "r1", "messages": []}
+    async with aiohttp.ClientSession() as app:
+        response = await app.post(
+            f"{capped.base}{AGUI_PATH}/cleanup", json=body, headers=admin_headers()
+        )
+        assert response.status == 200
+        assert b"RUN_STARTED" in await response.content.readline()
+        assert capped.open_calls.held(ADMIN) == 1
+        response.close()  # the app goes away; its run goes on
+    ends.set()
+    await capped.until_held(0, ADMIN)
+
+
+async def test_a_runs_api_start_holds_a_slot_while_its_run_goes_on(
+    capped: Capped, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ends = asyncio.Event()
+
+    async def run_until_told(*_: Any, **__: Any) -> None:
+        await ends.wait()
+        raise RuntimeError("the agent failed")
+
+    monkeypatch.setattr(runs, "start_run", run_until_told)
+    admin = dataclasses.replace(capped, token=ADMIN_TOKEN)
+    start = {"agent": "cleanup", "input": "clean up", "channel": CHANNEL}
+    started = asyncio.create_task(admin.post(RUNS_PATH, start))
+    await capped.until_held(1, ADMIN)
+    ends.set()
+    status, answer = await asyncio.wait_for(started, 10)
+    assert status == 500 and "failed" in answer["error"]
+    await capped.until_held(0, ADMIN)
