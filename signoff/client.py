@@ -9,7 +9,9 @@
             await client.report_outcome(request.id, exit_status=0, duration_seconds=12.0)
 
 ``wait`` long-polls (the server answers the moment the request is decided) and rides out
-a restarting server, a network blip or a Redis failover by asking again with backoff.
+a restarting server, a network blip or a Redis failover by asking again with backoff, and
+a server refusing one more long-poll of its client (429) by asking again after the
+``Retry-After`` it gives.
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ class RequestRefused(SignoffError):
         field: str | None = None,
         *,
         view: RequestView | None = None,
+        retry_after: float | None = None,
     ) -> None:
         super().__init__(f"{status}: {message}")
         self.status = status
@@ -64,6 +67,9 @@ class RequestRefused(SignoffError):
         self.field = field
         self.view = view
         """The request as it stands, when the call failed for its state (409)."""
+        self.retry_after = retry_after
+        """The seconds to wait before asking again, when Signoff said (``Retry-After``:
+        a 429 for a client holding as many long-polls open as it may)."""
 
 
 class Client:
@@ -131,7 +137,8 @@ class Client:
         renew_every: float = MAX_WAIT,
     ) -> RequestView:
         """Wait until the request is decided (or ``within`` seconds pass: the pending
-        view). Reconnects with backoff while the server or the network is away;
+        view). Reconnects with backoff while the server or the network is away, and after
+        the server's ``Retry-After`` while it refuses one more long-poll (429);
         ``on_update`` sees every answer that differs from the one before: a decision at
         once, anything else (votes, reminders, escalation) when the long-poll is renewed,
         every ``renew_every`` seconds."""
@@ -142,6 +149,17 @@ class Client:
             left = renew_every if deadline is None else max(0.0, deadline - loop.time())
             try:
                 view = await self.get(request_id, wait=min(left, renew_every))
+            except RequestRefused as exc:  # its client's other long-polls hold every slot
+                if exc.retry_after is None or (deadline is not None and loop.time() >= deadline):
+                    raise
+                log.info(
+                    "Signoff is busy (%s); asking again in %.0f s", exc.message, exc.retry_after
+                )
+                wake = loop.time() + exc.retry_after
+                await asyncio.sleep(
+                    (wake if deadline is None else min(wake, deadline)) - loop.time()
+                )
+                continue
             except SignoffUnreachable as exc:
                 if deadline is not None and loop.time() >= deadline:
                     raise
@@ -230,7 +248,12 @@ class Client:
                     f"give the address Signoff serves {REQUESTS_PATH} under)"
                 )
             if response.status >= 400 and not {"id", "status"} <= data.keys():
-                raise RequestRefused(response.status, str(data.get("error", "")), data.get("field"))
+                raise RequestRefused(
+                    response.status,
+                    str(data.get("error", "")),
+                    data.get("field"),
+                    retry_after=_seconds(response.headers.get("Retry-After")),
+                )
             try:
                 view = RequestView.model_validate(data)
             except ValidationError as exc:
@@ -244,6 +267,14 @@ class Client:
         with contextlib.suppress(TypeError, ValueError, IndexError):
             served = email.utils.parsedate_to_datetime(date or "")
             self._clock_offset = served.timestamp() - time.time()
+
+
+def _seconds(retry_after: str | None) -> float | None:
+    """A ``Retry-After`` given in seconds (the form Signoff sends); None for any other."""
+    try:
+        return max(0.0, float(retry_after or ""))
+    except ValueError:
+        return None
 
 
 class _Transient(Exception):

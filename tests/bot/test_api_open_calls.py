@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
@@ -19,6 +20,7 @@ from aiohttp import web
 from harness import ALICE, CHANNEL
 from requests_jobs import ADMIN_TOKEN, Jobs
 
+import signoff
 from agent_runtime.agui.events import run_error, run_started
 from bot.api import agui, runs
 from bot.api.agui import AGUI_PATH
@@ -232,3 +234,27 @@ async def test_a_runs_api_start_holds_a_slot_while_its_run_goes_on(
     status, answer = await asyncio.wait_for(started, 10)
     assert status == 500 and "failed" in answer["error"]
     await capped.until_held(0, ADMIN)
+
+
+async def test_a_client_waiting_through_a_full_cap_asks_again_after_retry_after(
+    capped: Capped, caplog: pytest.LogCaptureFixture
+) -> None:
+    _, held = await capped.ask()
+    _, waited = await capped.ask()
+    polls = [capped.poll(held["status_url"]) for _ in range(CAP)]
+    await capped.until_held(CAP)
+    await capped.bot.click(
+        ids.APPROVE, capped.value(1), user=ALICE, message_ts=capped.bot.message_ts(1)
+    )
+
+    caplog.set_level(logging.INFO, logger="signoff.client")
+    async with signoff.Client(capped.base, capped.token) as client:
+        waiting = asyncio.create_task(client.wait(waited["id"], within=60))
+        deadline = time.monotonic() + 5
+        while "Signoff is busy" not in caplog.text:  # refused at once: every slot is held
+            assert time.monotonic() < deadline and not waiting.done()
+            await asyncio.sleep(0.01)
+        await capped.bot.click(ids.APPROVE, capped.value(0), user=ALICE)
+        await asyncio.wait_for(asyncio.gather(*polls), 10)
+        answer = await asyncio.wait_for(waiting, 10)
+    assert answer.status == "approved"
