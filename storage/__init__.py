@@ -12,9 +12,10 @@ Entry point::
   ``expected_version``, delete).
 - ``interrupts: InterruptStore`` - every change of a record, each one atomic step:
   ``create_interrupt(record, *, post_lease)``, ``create_interrupts(records, *,
-  post_lease)`` (one run's batch; the caller posts them, the outbox hands them out only
-  after ``post_lease``), ``claim_outbox(now, *, limit, lease)`` (stored, not yet posted:
-  post, then)
+  post_lease, pending_limit)`` (one run's batch; the caller posts them, the outbox hands
+  them out only after ``post_lease``; an external request past its client's
+  ``pending_limit`` is ``PendingLimitError``), ``claim_outbox(now, *, limit, lease)``
+  (stored, not yet posted: post, then)
   ``mark_posted(id, channel, ts, *, thread_ts, now)``,
   ``decide(id, user_id, decision, *, args_digest, now, channel, message_ts, click_id)
   -> DecideOutcome`` (``click_id``: a click stream entry, decided at most once),
