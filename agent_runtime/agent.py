@@ -51,7 +51,10 @@ class Agent(Runnable):
         self.approval_rules = parse_interrupt_on(interrupt_on or {})
         unknown = set(self.approval_rules) - set(self.tools)
         if unknown:
-            raise UsageError(f"interrupt_on names tools this agent lacks: {sorted(unknown)}")
+            raise UsageError(
+                f"interrupt_on names tools this agent lacks: {sorted(unknown)}; "
+                f"its tools are {sorted(self.tools)}"
+            )
         self.hooks = HookRegistry()
         if self.approval_rules:
             self.hooks.add(ApprovalPolicy(self.approval_rules))

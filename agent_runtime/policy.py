@@ -35,14 +35,37 @@ class ApprovalOptions(TypedDict, total=False):
     precondition: Precondition
 
 
+OPTIONS = tuple(ApprovalOptions.__annotations__)
+"""The keys an ``interrupt_on`` entry's dict of options may have."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class ApprovalRule:
     """How one tool is guarded: the decisions offered, what the human is told, and what
-    the call will act on (``precondition``), checked again before it runs."""
+    the call will act on (``precondition``), checked again before it runs. Checked when
+    made, so a malformed rule stops the agent's construction, not its first guarded call."""
 
     allowed_decisions: tuple[DecisionType, ...] = DECISION_TYPES
     description: Description | None = None
     precondition: Precondition | None = None
+
+    def __post_init__(self) -> None:
+        allowed = self.allowed_decisions
+        if not isinstance(allowed, tuple) or not allowed or set(allowed) - set(DECISION_TYPES):
+            raise UsageError(
+                "allowed_decisions must be a non-empty list (in an ApprovalRule, a tuple) "
+                f"drawn from {list(DECISION_TYPES)}, got {allowed!r}"
+            )
+        described = self.description
+        if not (described is None or isinstance(described, str) or callable(described)):
+            raise UsageError(
+                "description must be a str or a function of the call returning one, "
+                f"got {self.description!r}"
+            )
+        if self.precondition is not None and not callable(self.precondition):
+            raise UsageError(
+                f"precondition must be a function of the call, got {self.precondition!r}"
+            )
 
     def describe(self, call: ToolCall) -> str:
         if self.description is None:
@@ -54,32 +77,43 @@ class ApprovalRule:
 
 def parse_interrupt_on(
     interrupt_on: Mapping[str, bool | ApprovalOptions | ApprovalRule],
+    *,
+    setting: str = "interrupt_on",
 ) -> dict[str, ApprovalRule]:
-    """Normalise the ``interrupt_on`` mapping; an unknown decision name is a UsageError."""
+    """Normalise the ``interrupt_on`` mapping (``setting`` names it in errors); a malformed
+    entry is a UsageError naming it and what it may be."""
+    if not isinstance(interrupt_on, Mapping):
+        raise UsageError(f"{setting} must be a dict of names, got {interrupt_on!r}")
     rules: dict[str, ApprovalRule] = {}
-    for tool_name, option in interrupt_on.items():
+    for name, option in interrupt_on.items():
+        if not isinstance(name, str):
+            raise UsageError(f"{setting}: {name!r} is not a name (a str)")
         if option is False:
             continue
-        if option is True:
-            rules[tool_name] = ApprovalRule()
-        elif isinstance(option, ApprovalRule):
-            rules[tool_name] = option
-        elif isinstance(option, Mapping):
-            allowed = tuple(option.get("allowed_decisions", DECISION_TYPES))
-            unknown = [d for d in allowed if d not in DECISION_TYPES]
-            if unknown or not allowed:
-                raise UsageError(
-                    f"interrupt_on[{tool_name!r}]: allowed_decisions must be a non-empty subset "
-                    f"of {DECISION_TYPES}, got {list(allowed)}"
-                )
-            rules[tool_name] = ApprovalRule(
-                allowed_decisions=allowed,
-                description=option.get("description"),
-                precondition=option.get("precondition"),
-            )
-        else:
-            raise UsageError(f"interrupt_on[{tool_name!r}]: use True, False or a dict of options")
+        try:
+            rules[name] = _rule(option)
+        except UsageError as exc:
+            raise UsageError(f"{setting}[{name!r}]: {exc}") from None
     return rules
+
+
+def _rule(option: object) -> ApprovalRule:
+    """One entry's rule: True (every decision), an ApprovalRule, or a dict of OPTIONS."""
+    if option is True:
+        return ApprovalRule()
+    if isinstance(option, ApprovalRule):
+        return option
+    if not isinstance(option, Mapping):
+        raise UsageError(f"use True, False or a dict of options, got {option!r}")
+    unknown = sorted(str(key) for key in set(option) - set(OPTIONS))
+    if unknown:
+        raise UsageError(f"unknown options {unknown}; the options are {list(OPTIONS)}")
+    allowed = option.get("allowed_decisions", DECISION_TYPES)
+    return ApprovalRule(
+        allowed_decisions=tuple(allowed) if isinstance(allowed, list | tuple) else allowed,
+        description=option.get("description"),
+        precondition=option.get("precondition"),
+    )
 
 
 class ApprovalPolicy:

@@ -43,7 +43,7 @@ def parse_interrupt_before(interrupt_before: InterruptBefore) -> dict[str, Appro
             options[node] = {"allowed_decisions": NODE_DECISIONS, **option}
         else:
             options[node] = option
-    rules = parse_interrupt_on(options)
+    rules = parse_interrupt_on(options, setting="interrupt_before")
     for node, rule in rules.items():
         if "respond" in rule.allowed_decisions:
             raise UsageError(

@@ -70,7 +70,8 @@ class Workflow(Runnable):
         unguarded = set(rules) - set(self.nodes)
         if unguarded:
             raise UsageError(
-                f"interrupt_before names nodes this workflow lacks: {sorted(unguarded)}"
+                f"interrupt_before names nodes this workflow lacks: {sorted(unguarded)}; "
+                f"its nodes are {names}"
             )
         self.hooks = HookRegistry()
         if rules:
