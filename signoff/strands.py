@@ -32,6 +32,7 @@ from typing import Any, cast
 from strands import Agent, Snapshot
 from strands.hooks import (
     AfterToolCallEvent,
+    AgentInitializedEvent,
     BeforeModelCallEvent,
     BeforeToolCallEvent,
     HookProvider,
@@ -39,7 +40,7 @@ from strands.hooks import (
 )
 from strands.types.tools import ToolResult
 
-from agent_runtime.errors import ResumeError
+from agent_runtime.errors import ResumeError, UsageError
 from agent_runtime.interrupts import DECISION_TYPES, Interrupt, InterruptResponse
 from agent_runtime.messages import JSONValue, ToolCall
 from agent_runtime.results import AgentResult
@@ -79,15 +80,30 @@ _HITL_PROMPT = re.compile(r'^Approve "(?P<name>[^"]+)".*?\n\s*Input: (?P<input>.
 
 
 class SignoffApprovals(HookProvider):
-    """Ask before each call of the tools ``interrupt_on`` names, and apply the decision."""
+    """Ask before each call of the tools ``interrupt_on`` names, and apply the decision.
+    A value other than True or False, or a name the agent has no tool of, is a UsageError
+    when the agent is built (a misspelt name would otherwise let its tool run unasked)."""
 
     def __init__(self, interrupt_on: Mapping[str, bool]) -> None:
+        for name, on in interrupt_on.items():
+            if not isinstance(on, bool):
+                raise UsageError(f"interrupt_on[{name!r}]: use True or False, got {on!r}")
         self.guarded = {name for name, on in interrupt_on.items() if on}
         self._replies: dict[str, str] = {}
 
     def register_hooks(self, registry: HookRegistry, **kwargs: Any) -> None:
+        registry.add_callback(AgentInitializedEvent, self._check_tools)
         registry.add_callback(BeforeToolCallEvent, self._ask)
         registry.add_callback(AfterToolCallEvent, self._reply)
+
+    def _check_tools(self, event: AgentInitializedEvent) -> None:
+        tools = event.agent.tool_names
+        unknown = self.guarded - set(tools)
+        if unknown:
+            raise UsageError(
+                f"interrupt_on names tools this agent lacks: {sorted(unknown)}; "
+                f"its tools are {sorted(tools)}"
+            )
 
     def _ask(self, event: BeforeToolCallEvent) -> None:
         use = event.tool_use
@@ -186,11 +202,13 @@ class _KeptResults(KeptResults, HookProvider):
 
 class StrandsAgent(Runnable):
     """A Strands agent built afresh for each invocation (``make_agent``), its state restored
-    from the thread's snapshot."""
+    from the thread's snapshot; built once when this is made, so a build that fails (a
+    bad ``interrupt_on``) fails the build of the Signoff agent."""
 
     def __init__(
         self, make_agent: Callable[[], Agent], *, session_store: SessionStore | None = None
     ) -> None:
+        make_agent()  # built once now: a bad SignoffApprovals fails here, not at first use
         self.make_agent = make_agent
         self.session_store = session_store or InMemorySessionStore()
 
