@@ -78,6 +78,17 @@ def kept_results(stored: StoredSession) -> dict[str, JSONValue]:
     return dict(kept) if isinstance(kept, dict) else {}
 
 
+STARTED = "started"
+"""The snapshot field holding the calls a resume started, each saved before its tool runs:
+one started by a try that failed before saving its result may have done part of its work."""
+
+
+def started_calls(stored: StoredSession) -> set[str]:
+    """The calls an earlier try of the thread's resume started, by call id."""
+    started = stored.snapshot.get(STARTED)
+    return {c for c in started if isinstance(c, str)} if isinstance(started, list) else set()
+
+
 ANSWERS = "answers"
 """The snapshot field holding the answers a resume ran tools on, by interrupt id, kept with
 their results: a retry with other answers is refused (what ran cannot be undone)."""
@@ -102,8 +113,8 @@ def check_retry(
     (it failed after them): the app is told which tools ran and on which answers, so it
     can send those again, and nothing changes."""
     earlier = stored.snapshot.get(ANSWERS)
-    kept = kept_results(stored)
-    if not kept or not isinstance(earlier, dict):
+    kept, started = kept_results(stored), started_calls(stored)
+    if not (kept or started) or not isinstance(earlier, dict):
         return
     if {r.interrupt_id: _answer(r) for r in responses} == earlier:
         return
@@ -111,11 +122,15 @@ def check_retry(
     said = []
     for iid, answer in earlier.items():
         call = by_id[iid].tool_call if iid in by_id else None
-        ran = " (it ran)" if call is not None and call.id in kept else ""
+        ran = ""
+        if call is not None and call.id in kept:
+            ran = " (it ran)"
+        elif call is not None and call.id in started:
+            ran = " (it started)"
         said.append(f"{iid}{f' {call.name}' if call else ''}{ran}: {_said(answer)}")
     raise ResumeError(
-        "an earlier try of this resume ran tools, then failed; a tool that ran cannot be "
-        f"undone, so resume with the answers it ran on: {'; '.join(said)}"
+        "an earlier try of this resume ran tools, then failed; a tool that ran (or started) "
+        f"cannot be undone, so resume with the answers it ran on: {'; '.join(said)}"
     )
 
 
@@ -144,17 +159,32 @@ class KeptResults:
         self.store, self.thread_id, self.stored = store, thread_id, stored
         self.version = stored.version
         self.kept = kept_results(stored)
+        self.started = started_calls(stored)
         self.answers = {r.interrupt_id: _answer(r) for r in responses}
         self._saving = asyncio.Lock()  # tools run concurrently save one after the other
+
+    async def start(self, call_id: str) -> None:
+        """Save that the call's tool starts, before it does (see ``STARTED``)."""
+        async with self._saving:
+            self.started.add(call_id)
+            await self._save()
 
     async def keep(self, call_id: str, result: JSONValue) -> None:
         """Save ``result`` as the call's, before anything else the resume does."""
         async with self._saving:
             self.kept[call_id] = result
-            snapshot = {**self.stored.snapshot, KEPT: self.kept, ANSWERS: self.answers}
-            self.version = await self.store.save(
-                self.thread_id, snapshot, expected_version=self.version
-            )
+            await self._save()
+
+    async def _save(self) -> None:
+        snapshot = {
+            **self.stored.snapshot,
+            KEPT: self.kept,
+            STARTED: sorted(self.started),
+            ANSWERS: self.answers,
+        }
+        self.version = await self.store.save(
+            self.thread_id, snapshot, expected_version=self.version
+        )
 
 
 IDS = "ids"

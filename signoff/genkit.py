@@ -14,7 +14,9 @@ with the reason, or the approver's text, as its output: the tool does not run. T
 conversation is kept in Signoff's session store, so any worker process resumes it, and
 each invocation holds the thread's lease. A resume saves each restarted tool's result as
 it comes: retried after a failure (the model call after the tool errs), it gets the result
-back instead of running the tool again. A failed model call is an error, not an answer.
+back instead of running the tool again. A restarted tool that raises ends the generation
+(Genkit's way), and its start is saved before it runs: the retry does not run it again,
+and answers it with why. A failed model call is an error, not an answer.
 """
 
 from __future__ import annotations
@@ -92,8 +94,10 @@ class _KeptResults(KeptResults):
         self.finished: dict[str, ToolCallFinished] = {}
         """What each restarted call did (now or in an earlier try), by its key."""
 
-    def ran(self, request: ToolRequest, response: MultipartToolResponse) -> None:
-        """Note what the restarted ``request`` did, for the run to tell."""
+    def ran(
+        self, request: ToolRequest, response: MultipartToolResponse, *, failed: bool = False
+    ) -> None:
+        """Note what the restarted ``request`` did (``failed``: an error), for the run to tell."""
         output = response.output
         self.finished[_key(request)] = ToolCallFinished(
             tool_call=ToolCall(
@@ -101,7 +105,9 @@ class _KeptResults(KeptResults):
                 name=request.name,
                 args=dict(request.input) if isinstance(request.input, dict) else {},
             ),
-            result=CallResult(content=output if isinstance(output, str) else _json(output)),
+            result=CallResult(
+                content=output if isinstance(output, str) else _json(output), is_error=failed
+            ),
             thread_id=self.thread_id,
         )
 
@@ -129,15 +135,28 @@ class _KeepToolResults(BaseMiddleware[Any]):
         if kept is None or key not in kept.restarted:
             return await next_fn(params, ctx)
         kept.restarted.discard(key)  # each restart once: a later call may reuse its ref
+        assert request is not None  # a restarted call is a tool request
         if key in kept.kept:
             response = MultipartToolResponse.model_validate(kept.kept[key])
+        elif key in kept.started:  # it raised, or its process died: it may have done part
+            response = MultipartToolResponse(output=_not_run_again(request.name))
+            kept.ran(request, response, failed=True)
+            return response
         else:
+            await kept.start(key)
             response = await next_fn(params, ctx)
             dumped = response.model_dump(mode="json", by_alias=True, exclude_none=True)
             await kept.keep(key, dumped)
-        assert request is not None  # a restarted call is a tool request
         kept.ran(request, response)
         return response
+
+
+def _not_run_again(tool: str) -> str:
+    """The model's answer for a restarted call an earlier try started and lost."""
+    return (
+        f"{tool} was not run again: an earlier try of this resume started it and failed "
+        "before its result was saved, so it may have done some or all of its work"
+    )
 
 
 class GenkitAgent(Runnable):

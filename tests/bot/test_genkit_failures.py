@@ -8,13 +8,22 @@ from typing import Any
 import aiohttp
 import pytest
 from aiohttp.test_utils import TestServer
-from genkit import Genkit, Message, ModelRequest, ModelResponse, Part
-from genkit_agents import define_delete_files
+from genkit import (
+    Genkit,
+    Interrupt,
+    Message,
+    ModelRequest,
+    ModelResponse,
+    Part,
+    ToolRunContext,
+)
+from genkit_agents import Paths, define_delete_files
 from harness import ALICE, CAROL, CHANNEL, Harness
 from pydantic import SecretStr
 
 from agent_runtime import Decision
 from agent_runtime.errors import ModelError, ResumeError
+from agent_runtime.run_events import RunFinished, ToolCallFinished
 from bot.agents.policy import AgentSpec, Policy
 from bot.api.runs import RUNS_PATH
 from bot.process.web import operator_app
@@ -150,3 +159,62 @@ async def test_the_runs_api_answers_an_agents_failure_in_json(make_bot: Any) -> 
                 )
     finally:
         await server.close()
+
+
+async def test_a_tool_that_raised_in_a_resume_is_not_run_again_by_the_retry(
+    storage: Storage,
+) -> None:
+    """Genkit ends the generation when a tool raises, and the worker retries the resume:
+    the retry does not start the tool again (it may have done part of its work), tells
+    the model and the thread so, as a failure, and refuses other answers."""
+    ai, started = Genkit(), []
+
+    async def asks_then_reports(request: ModelRequest, ctx: Any) -> ModelResponse:
+        results = [p.tool_response for m in request.messages for p in m.content if p.tool_response]
+        if not results:
+            call = Part.from_tool_request(
+                name="delete_files", input={"paths": ["/tmp/a"]}, ref="c1"
+            )
+            return ModelResponse(message=Message(role="model", content=[call]))
+        return ModelResponse(
+            message=Message(role="model", content=[Part(text=f"done: {results[-1].output}")])
+        )
+
+    @ai.tool()
+    async def delete_files(input: Paths, ctx: ToolRunContext) -> str:
+        """Delete files, once a person approves; the disk fails half way the first time."""
+        if not ctx.is_resumed():
+            raise Interrupt({"message": "Delete?"})
+        started.append(input.paths)
+        if len(started) == 1:
+            raise OSError("the disk went away half way")
+        return f"deleted {len(input.paths)}"
+
+    ai.define_model(name="scripted", fn=asks_then_reports)
+    agent = GenkitAgent(
+        ai, model="scripted", tools=["delete_files"], session_store=storage.sessions
+    )
+    [asked] = (await agent.invoke("clean up", thread_id="thread_raised")).interrupts
+    decision = {asked.id: Decision.approve()}
+    with pytest.raises(ModelError):
+        await agent.invoke(decision, thread_id="thread_raised")
+    assert started == [["/tmp/a"]]
+
+    with pytest.raises(ResumeError) as refused:
+        await agent.invoke({asked.id: Decision.reject("no")}, thread_id="thread_raised")
+    assert f"{asked.id} delete_files (it started): approve" in str(refused.value)
+
+    events = [e async for e in agent.stream(decision, thread_id="thread_raised")]  # the retry
+    assert started == [["/tmp/a"]]
+    said = (
+        "delete_files was not run again: an earlier try of this resume started it and failed "
+        "before its result was saved, so it may have done some or all of its work"
+    )
+    [told] = [e for e in events if isinstance(e, ToolCallFinished)]
+    assert (told.tool_call.name, told.result.content, told.result.is_error) == (
+        "delete_files",
+        said,
+        True,
+    )
+    [finished] = [e for e in events if isinstance(e, RunFinished)]
+    assert finished.result.message == f"done: {said}"
