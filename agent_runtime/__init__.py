@@ -7,6 +7,7 @@ from .errors import (
     ResumeError,
     StaleSessionError,
     ToolInputError,
+    UnresumableError,
     UsageError,
 )
 from .events import (
@@ -110,6 +111,7 @@ __all__ = [
     "ToolInputError",
     "ToolResult",
     "ToolSpec",
+    "UnresumableError",
     "UsageError",
     "Workflow",
     "args_digest",

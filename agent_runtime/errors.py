@@ -11,6 +11,11 @@ class UsageError(AgentRuntimeError):
     """The runtime was called the wrong way: a programmer mistake, fixed in code."""
 
 
+class UnresumableError(UsageError):
+    """A stored run stopped where this code no longer goes (a workflow node renamed or
+    removed since, by a deploy): no retry can resume it; the message says what is missing."""
+
+
 class ResumeError(AgentRuntimeError):
     """A resume did not match the run's pending interrupts; the stored run is unchanged."""
 

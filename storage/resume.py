@@ -20,8 +20,8 @@ job it calls ``heartbeat`` (every ``TAKEOVER_AFTER / 3``), so a job whose worker
 picked up again by ``reclaim`` within seconds, and a live, slow worker's never is;
 ``begin``/``take`` make sure a job is applied at most once per run version. A resume
 that raises calls ``fail``: the job is retried after the timeout, until its
-``max_attempts``-th failure moves it to the dead-letter stream (acknowledged, never
-retried again).
+``max_attempts``-th failure (or a permanent one) moves it to the dead-letter stream
+(acknowledged, never retried again).
 """
 
 from __future__ import annotations
@@ -223,9 +223,18 @@ class ResumeQueue:
             "resume_release", [self._keys.run_lease(job.run_id)], [job.id, consumer]
         )
 
-    async def fail(self, job: ResumeJob, *, consumer: str, error: str, now: datetime) -> Failure:
-        """Count a failed resume and release the job; at ``max_attempts`` failures, move it
-        to the dead-letter stream with ``error`` and acknowledge it, in the same step."""
+    async def fail(
+        self,
+        job: ResumeJob,
+        *,
+        consumer: str,
+        error: str,
+        now: datetime,
+        permanent: bool = False,
+    ) -> Failure:
+        """Count a failed resume and release the job; at ``max_attempts`` failures, or at
+        once when ``permanent`` (no retry can succeed), move it to the dead-letter stream
+        with ``error`` and acknowledge it, in the same step."""
         keys = [
             self._keys.run_lease(job.run_id),
             self._keys.run_attempts(job.run_id),
@@ -236,7 +245,7 @@ class ResumeQueue:
             job.id,
             consumer,
             self.group,
-            self.max_attempts,
+            1 if permanent else self.max_attempts,
             self._applied_ms,
             error,
             to_ms(now),

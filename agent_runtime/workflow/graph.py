@@ -117,7 +117,8 @@ class Workflow(Runnable):
 
     async def thread_status(self, thread_id: str) -> ThreadStatus | None:
         """Where the thread stands, with the tool results of the agent node it stands at:
-        what a process that died inside that node may not have told yet."""
+        what a process that died inside that node may not have told yet. UnresumableError
+        when it stands at a node this workflow no longer has."""
         stored = await self.session_store.load(thread_id)
         if stored is None:
             return None
@@ -125,6 +126,7 @@ class Workflow(Runnable):
         if not isinstance(stored.snapshot.get("workflow"), dict):
             return status  # an agent's run: running this workflow on it says so
         graph = WorkflowState.from_snapshot(stored.snapshot)
+        graph.check_node(thread_id, self.nodes)
         node = self.nodes.get(graph.node or "")
         if not isinstance(node, Agent):
             return status

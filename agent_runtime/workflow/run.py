@@ -14,7 +14,7 @@ from typing import Protocol
 
 from ..agent import Agent
 from ..asking import InterruptPoint
-from ..errors import ResumeError, UsageError
+from ..errors import ResumeError
 from ..events import AfterInvocation, AfterNodeCall, BeforeInvocation, BeforeNodeCall, Interrupted
 from ..hooks import HookRegistry
 from ..interrupts import Interrupt, InterruptRequested, InterruptResponse
@@ -91,11 +91,7 @@ class WorkflowRun:
         if stored is not None:
             self.state = WorkflowState.from_snapshot(stored.snapshot)
             self.version = stored.version
-        if self.state.node is not None and self.state.node not in self.workflow.nodes:
-            raise UsageError(
-                f"thread {self.thread_id} stopped at node {self.state.node!r}, "
-                "which this workflow does not have"
-            )
+        self.state.check_node(self.thread_id, self.workflow.nodes)
         run = self.state.run
         parsed = parse_input(input)
         self.continuing = isinstance(parsed, ContinueRun)

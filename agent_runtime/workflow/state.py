@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
-from ..errors import UsageError
+from ..errors import UnresumableError, UsageError
 from ..messages import JSONValue
 from ..session import Snapshot
 from ..state import RunState
@@ -35,6 +36,18 @@ class WorkflowState:
     def agent_source(self) -> str:
         """The source id of interrupts raised inside the current node's agent."""
         return f"{self.node_id}/agent"
+
+    def check_node(self, thread_id: str, nodes: Collection[str]) -> None:
+        """UnresumableError when the thread stopped at a node ``nodes`` lacks (renamed or
+        removed since it stopped): it names that node, the ones there are, and what did not
+        run."""
+        if self.node is None or self.node in nodes:
+            return
+        raise UnresumableError(
+            f"thread {thread_id} stopped at node {self.node!r}, which this workflow no longer "
+            f"has (its nodes: {', '.join(repr(n) for n in nodes)}); {self.node!r} and the "
+            "nodes after it did not run"
+        )
 
     def to_snapshot(self) -> Snapshot:
         return {**self.run.to_snapshot(), "workflow": {"node": self.node, "input": self.input}}

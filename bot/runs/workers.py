@@ -6,7 +6,9 @@ after the new snapshot is saved. Jobs of a crashed worker are reclaimed once its
 heartbeat stops (``TAKEOVER_AFTER``), and storage makes sure a job is applied at most
 once per run version. A job whose resume keeps failing is retried after the same
 timeout, up to storage's ``max_attempts``; then it is dead-lettered and the run's thread
-is told, instead of retrying it forever.
+is told, instead of retrying it forever. A run no retry can resume (the workflow node it
+stopped at was renamed or removed by a deploy: ``UnresumableError``) is dead-lettered at
+once.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import secrets
 import socket
 from datetime import timedelta
 
-from agent_runtime.errors import AgentRuntimeError, ResumeError
+from agent_runtime.errors import AgentRuntimeError, ResumeError, UnresumableError
 from bot.errors import AgentBuildError, BotError
 from bot.services import Services
 from bot.services.consumer_loop import ConsumerLoop
@@ -131,15 +133,17 @@ class ResumeWorker(ConsumerLoop[ResumeJob]):
     async def _failed(
         self, job: ResumeJob, records: list[InterruptRecord], exc: BaseException
     ) -> None:
-        """Count the failure: the job is retried later, or, after the last attempt, given
-        up (dead-lettered) and the run's thread told why it stopped."""
+        """Count the failure: the job is retried later, or, after the last attempt (at once
+        for a run no retry can resume), given up (dead-lettered) and the run's thread told
+        why it stopped."""
         services = self._services
         # Our own errors (the bot's, the runtime's) say what to do, a failed build which agent
         # and what type of error; another's type is enough here (the log has more).
         ours = isinstance(exc, BotError | AgentRuntimeError | AgentBuildError)
         error = str(exc) if ours else type(exc).__name__
+        permanent = isinstance(exc, UnresumableError)
         failure = await services.storage.resume.fail(
-            job, consumer=self.consumer, error=error, now=services.clock.now()
+            job, consumer=self.consumer, error=error, now=services.clock.now(), permanent=permanent
         )
         if not failure.dead:
             log.warning(
@@ -152,21 +156,24 @@ class ResumeWorker(ConsumerLoop[ResumeJob]):
             )
             return
         services.metrics.resume_dead_letters += 1
+        given_up = "without a retry" if permanent else f"after {failure.attempts} attempts"
         log.error(
-            "resume job %s of run %s given up after %d attempts (%s); moved to the "
-            "dead-letter stream",
+            "resume job %s of run %s given up %s (%s); moved to the dead-letter stream",
             job.id,
             job.run_id,
-            failure.attempts,
+            given_up,
             error,
         )
         if not records:
             return
         place = place_of(first_posted(records))
-        text = (
-            f"Could not resume this run after {failure.attempts} attempts: {error}; "
-            "see the worker log"
-        )
+        if permanent:
+            text = f"Could not resume this run: {error}. It will not be retried; see the worker log"
+        else:
+            text = (
+                f"Could not resume this run after {failure.attempts} attempts: {error}; "
+                "see the worker log"
+            )
         await post_in_thread(services, channel=place.channel, thread_ts=place.thread_ts, text=text)
 
     async def _caught_up(

@@ -5,17 +5,23 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import aiohttp
 import pytest
-from harness import ALICE, Harness, ToolLog, cleanup_spec
+from aiohttp.test_utils import TestServer
+from harness import ALICE, CHANNEL, Harness, ToolLog, cleanup_spec
+from pydantic import SecretStr
 
-from agent_runtime import Agent
+from agent_runtime import Agent, NodeContext, Workflow
 from agent_runtime.errors import UsageError
 from agent_runtime.session import SessionStore, Snapshot, StoredSession
-from bot.agents.policy import AgentSpec
+from bot.agents.policy import AgentSpec, Policy
+from bot.api.runs import RUNS_PATH
 from bot.errors import AgentBuildError
+from bot.process.web import operator_app
 from bot.ui import ids
 
 GIVEN_UP = "Could not resume this run after 5 attempts: StoreDown; see the worker log"
+TOKEN = SecretStr("api-token-" + "x" * 24)
 
 
 class StoreDown(Exception):
@@ -63,8 +69,8 @@ async def test_a_resume_that_always_fails_is_dead_lettered_after_five_attempts(
 
 
 async def test_a_resume_the_runtime_refuses_says_why_in_the_thread(make_bot: Any) -> None:
-    """The runtime's own errors say what to fix (a workflow resumed by code whose node was
-    renamed, say): the thread quotes them, not only their type."""
+    """The runtime's own errors say what to fix: the thread quotes them, not only their
+    type."""
     bot: Harness = await make_bot(workers=1, reclaim_after=0.01)
     value = await bot.start()
     renamed = UsageError("the run stopped at node 'delete', which this workflow lacks")
@@ -182,3 +188,66 @@ async def test_a_dead_letter_quoting_a_hostile_error_pings_no_one_and_fits(
     assert "<" not in given_up and ">" not in given_up
     assert "\u202e" not in given_up and "\\u202eexe.txt" in given_up
     assert len(given_up) <= 3000 and given_up.endswith("…")
+
+
+def _volumes_workflow(last: str, ran: list[str]) -> AgentSpec:
+    """Inspect volumes, then (after an approval) delete them in the node named ``last``."""
+
+    async def inspect(ctx: NodeContext) -> list[str]:
+        return ["vol-1"]
+
+    async def delete(ctx: NodeContext) -> str:
+        ran.append(ctx.node)
+        return "deleted"
+
+    def build(store: SessionStore) -> Workflow:
+        nodes = {"inspect": inspect, last: delete}
+        return Workflow(nodes=nodes, interrupt_before={last: True}, session_store=store)
+
+    return AgentSpec(name="cleanup", build=build, policy=Policy(channel=CHANNEL, users=(ALICE,)))
+
+
+async def test_a_workflow_whose_node_a_deploy_renamed_is_dead_lettered_at_once(
+    make_bot: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The card was posted by code whose workflow stops before ``delete``; the worker's
+    code renamed that node ``remove``. No retry can resume it: the job is dead-lettered on
+    its first failure, and the thread, the log, the dead letter and the runs API say which
+    node is missing, which nodes there are, and that it did not run."""
+    caplog.set_level(logging.WARNING, logger="bot.runs.workers")
+    ran: list[str] = []
+    first: Harness = await make_bot(workers=0, spec=_volumes_workflow("delete", ran))
+    value = await first.start()
+    record = await first.services.storage.queries.get(first.record_id(value))
+    assert record is not None
+    worker: Harness = await make_bot(
+        workers=1, reclaim_after=0.01, spec=_volumes_workflow("remove", ran)
+    )
+    await first.click(ids.APPROVE, value, user=ALICE)
+    missing = (
+        f"thread {record.thread_id} stopped at node 'delete', which this workflow no longer "
+        "has (its nodes: 'inspect', 'remove'); 'delete' and the nodes after it did not run"
+    )
+    told = f"Could not resume this run: {missing}. It will not be retried; see the worker log"
+    await worker.slack.wait_for(lambda: told in worker.thread(), what="the given-up message")
+    await worker.loops.stop()
+
+    assert ran == [] and worker.thread().count(told) == 1
+    queue = worker.services.storage.resume
+    assert await queue.pending_count() == 0
+    [dead] = await queue.dead_letters()
+    assert (dead["run_id"], dead["error"], dead["attempts"]) == (record.run_id, missing, "1")
+    messages = [r.getMessage() for r in caplog.records]
+    assert not [m for m in messages if "will be retried" in m]
+    assert any(record.run_id in m and "without a retry" in m and missing in m for m in messages)
+
+    server = TestServer(operator_app(worker.services, api_token=TOKEN), host="127.0.0.1", port=0)
+    await server.start_server()
+    try:
+        url = f"http://127.0.0.1:{server.port}{RUNS_PATH}/cleanup/{record.thread_id}"
+        auth = {"Authorization": f"Bearer {TOKEN.get_secret_value()}"}
+        async with aiohttp.ClientSession() as http, http.get(url, headers=auth) as answer:
+            assert answer.status == 500
+            assert (await answer.json())["error"] == f"{missing}; see the bot's log"
+    finally:
+        await server.close()

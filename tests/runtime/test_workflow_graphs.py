@@ -7,12 +7,14 @@ from agent_runtime import (
     Agent,
     BeforeNodeCall,
     Decision,
+    InMemorySessionStore,
     NodeContext,
     RunFinished,
     ScriptedModel,
     TextMessage,
     ToolCall,
     ToolCallFinished,
+    UnresumableError,
     UsageError,
     Workflow,
     tool,
@@ -147,3 +149,38 @@ def test_misconfigured_workflows_are_refused():
         Workflow(nodes={"a": node}, interrupt_before={"b": True})
     with pytest.raises(UsageError, match="respond"):
         Workflow(nodes={"a": node}, interrupt_before={"a": {"allowed_decisions": ["respond"]}})
+
+
+async def test_a_run_stopped_at_a_node_renamed_since_cannot_be_resumed_and_says_so():
+    """A deploy renamed the node the run waits before: resuming it, or asking where it
+    stands, is an UnresumableError naming the missing node and the nodes there are."""
+    store, deleted = InMemorySessionStore(), []
+
+    async def inspect(ctx: NodeContext) -> list[str]:
+        return ["vol-1"]
+
+    async def delete(ctx: NodeContext) -> str:
+        deleted.append(ctx.node)
+        return "deleted"
+
+    before = Workflow(
+        nodes={"inspect": inspect, "delete": delete},
+        interrupt_before={"delete": True},
+        session_store=store,
+    )
+    [asked] = (await before.invoke("go", thread_id="t1")).interrupts
+    after = Workflow(
+        nodes={"inspect": inspect, "remove": delete},
+        interrupt_before={"remove": True},
+        session_store=store,
+    )
+    said = (
+        "thread t1 stopped at node 'delete', which this workflow no longer has (its nodes: "
+        "'inspect', 'remove'); 'delete' and the nodes after it did not run"
+    )
+    with pytest.raises(UnresumableError) as refused:
+        await after.invoke({asked.id: Decision.approve()}, thread_id="t1")
+    assert str(refused.value) == said
+    with pytest.raises(UnresumableError, match="stopped at node 'delete'"):
+        await after.thread_status("t1")
+    assert deleted == []
