@@ -1,7 +1,8 @@
 """The agents the bot may run, loaded from the module named by ``SIGNOFF_AGENTS``.
 
 The module exposes ``agents``: a sequence of ``AgentSpec``. Each agent is built once over
-the bot's session store and reused for every thread.
+the bot's session store (as the process starts: ``bot.process.builds``) and reused for
+every thread.
 """
 
 from __future__ import annotations

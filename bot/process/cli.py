@@ -29,8 +29,7 @@ from datetime import UTC, datetime
 
 from aiohttp import web
 
-from agent_runtime.errors import UsageError
-from bot.errors import AgentBuildError, BotError
+from bot.errors import BotError
 from bot.runs.drive import start_run
 from bot.runs.place import Place
 from bot.runs.unposted import unposted, why_unposted
@@ -41,6 +40,7 @@ from bot.slack.socket_mode import TimedSocketModeHandler, connection_check, watc
 from storage import Storage
 from storage.errors import StorageError
 
+from .builds import build_agent, build_agents
 from .cli_args import moment, port_number
 from .heap import freeze_startup_heap
 from .logs import configure_logging
@@ -143,6 +143,7 @@ async def _serve(settings: Settings, args: argparse.Namespace, stopping: asyncio
     settings.require_http()
     secret = settings.signing_secret.get_secret_value() if settings.signing_secret else ""
     async with open_services(settings, agents=args.agents) as services:
+        build_agents(services)
         app = build_app(services, signing_secret=secret)
         server = web_app(
             app,
@@ -170,6 +171,7 @@ async def _socket(settings: Settings, args: argparse.Namespace, stopping: asynci
     settings.require_socket()
     assert settings.app_token is not None
     async with open_services(settings, agents=args.agents, socket_mode=True) as services:
+        build_agents(services)
         app = build_app(services, signing_secret=None)
         handler = TimedSocketModeHandler(
             app,
@@ -246,6 +248,7 @@ async def _listen(runner: web.AppRunner, host: str, port: int) -> int:
 
 async def _worker(settings: Settings, args: argparse.Namespace, stopping: asyncio.Event) -> int:
     async with open_services(settings, agents=args.agents) as services:
+        build_agents(services)
         runner = None
         if args.port is not None:
             operator = web.Application()
@@ -286,14 +289,8 @@ def _build(services: Services, name: str) -> None:
     """Build agent ``name`` before its run starts: a build that fails (a bad
     ``interrupt_on``, a missing API key) stops ``run`` with one line naming the agent and
     the cause, not a traceback."""
-    if services.registry.spec(name) is None:
-        return  # start_run says which agents there are
-    try:
-        services.registry.agent(name)
-    except UsageError as exc:
-        raise BotError(str(exc)) from exc
-    except AgentBuildError as exc:
-        raise BotError(exc.in_full()) from exc
+    if services.registry.spec(name) is not None:  # else start_run says which agents there are
+        build_agent(services, name)
 
 
 async def _audit(settings: Settings, args: argparse.Namespace, stopping: asyncio.Event) -> int:

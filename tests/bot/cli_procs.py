@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 from pathlib import Path
@@ -10,6 +11,13 @@ from pathlib import Path
 from fakes import BOT_TOKEN, FakeSlack
 
 ROOT = Path(__file__).resolve().parents[2]
+FAILING_BUILD = (
+    "from agent_runtime import Agent\nfrom cleanup_agents import delete_files\n"
+    "from fakes import OneToolModel\nfrom signoff import AgentSpec, Policy\n\n"
+    "def build(store):\n    {}\n\n"
+    "agents = [AgentSpec(name='cleanup', build=build, policy=Policy(users=('U0ALICE',)))]\n"
+)
+"""An agents module whose one agent's build runs the line it is formatted with."""
 MAIN = "import sys; from bot.process.cli import main; raise SystemExit(main(sys.argv[1:]))"
 
 
@@ -36,3 +44,21 @@ async def start_signoff(
         stdout=stdout,
         stderr=asyncio.subprocess.PIPE,
     )
+
+
+async def json_worker(env: dict[str, str], *args: str) -> asyncio.subprocess.Process:
+    """``signoff worker`` at its own priority, logging JSON lines on its stderr."""
+    return await start_signoff(
+        "worker", *args, env={**env, "SIGNOFF_WORKER_NICE": "0", "SIGNOFF_LOG_FORMAT": "json"}
+    )
+
+
+async def logged(process: asyncio.subprocess.Process, text: str, died: str) -> str:
+    """The first event ``process`` logs holding ``text``; fails with ``died`` if it stops."""
+    assert process.stderr is not None
+    while True:
+        line = await asyncio.wait_for(process.stderr.readline(), 60)
+        assert line, died
+        event = str(json.loads(line)["event"])
+        if text in event:
+            return event

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import redis.asyncio as redis
-from cli_procs import ROOT, bot_env, start_signoff
+from cli_procs import FAILING_BUILD, ROOT, bot_env, start_signoff
 from fakes import BOT_TOKEN, FakeSlack
 
 from storage import connect
@@ -124,14 +124,6 @@ async def test_an_agents_module_that_fails_as_it_loads_stops_startup_with_one_li
     assert len(err.splitlines()) == 1 and "Traceback" not in err, err
     assert err.startswith("signoff: SIGNOFF_AGENTS: 'broken_agents' failed to load"), err
     assert said in err, err
-
-
-FAILING_BUILD = (
-    "from agent_runtime import Agent\nfrom cleanup_agents import delete_files\n"
-    "from fakes import OneToolModel\nfrom signoff import AgentSpec, Policy\n\n"
-    "def build(store):\n    {}\n\n"
-    "agents = [AgentSpec(name='cleanup', build=build, policy=Policy(users=('U0ALICE',)))]\n"
-)
 
 
 @pytest.mark.parametrize(

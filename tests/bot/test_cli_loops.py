@@ -4,11 +4,10 @@ worker's CPU priority and its optional HTTP port."""
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 
 import pytest
-from cli_procs import bot_env, start_signoff
+from cli_procs import bot_env, json_worker, logged, start_signoff
 from fakes import FakeSlack
 
 
@@ -61,9 +60,9 @@ async def test_the_worker_logs_how_many_loops_it_runs_on_each_shard(
     """``SIGNOFF_WORKERS=0`` leaves a worker one resume worker: it is what it runs."""
     cluster = {"REDIS_URL": str(request.getfixturevalue("redis_cluster").url)}
     layout_env = cluster if layout == "cluster" else {}
-    process = await _json_worker({**env, **layout_env, "SIGNOFF_WORKERS": workers})
+    process = await json_worker({**env, **layout_env, "SIGNOFF_WORKERS": workers})
     try:
-        event = await _logged(process, "running at nice", "the worker stopped before its loops ran")
+        event = await logged(process, "running at nice", "the worker stopped before its loops ran")
         assert event.startswith(running), event
     finally:
         process.terminate()
@@ -91,7 +90,7 @@ async def test_serve_logs_the_loops_it_runs_none_but_the_scheduler_with_no_worke
         env={**env, **http, "SIGNOFF_WORKERS": workers, "SIGNOFF_LOG_FORMAT": "json"},
     )
     try:
-        event = await _logged(process, "are running", "serve stopped before its loops ran")
+        event = await logged(process, "are running", "serve stopped before its loops ran")
         assert event.startswith(running), event
     finally:
         process.terminate()
@@ -100,9 +99,9 @@ async def test_serve_logs_the_loops_it_runs_none_but_the_scheduler_with_no_worke
 
 
 async def test_a_worker_on_port_0_logs_the_port_it_serves(env: dict[str, str]) -> None:
-    process = await _json_worker({**env, "SIGNOFF_HOST": "127.0.0.1"}, "--port", "0")
+    process = await json_worker({**env, "SIGNOFF_HOST": "127.0.0.1"}, "--port", "0")
     try:
-        event = await _logged(process, "/metrics on http://", "the worker stopped before it served")
+        event = await logged(process, "/metrics on http://", "the worker stopped before it served")
         port = int(event.rsplit(":", 1)[1])
         assert port != 0, event
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
@@ -112,21 +111,3 @@ async def test_a_worker_on_port_0_logs_the_port_it_serves(env: dict[str, str]) -
     finally:
         process.terminate()
         await asyncio.wait_for(process.communicate(), 60)
-
-
-async def _json_worker(env: dict[str, str], *args: str) -> asyncio.subprocess.Process:
-    """``signoff worker`` at its own priority, logging JSON lines on its stderr."""
-    return await start_signoff(
-        "worker", *args, env={**env, "SIGNOFF_WORKER_NICE": "0", "SIGNOFF_LOG_FORMAT": "json"}
-    )
-
-
-async def _logged(process: asyncio.subprocess.Process, text: str, died: str) -> str:
-    """The first event ``process`` logs holding ``text``; fails with ``died`` if it stops."""
-    assert process.stderr is not None
-    while True:
-        line = await asyncio.wait_for(process.stderr.readline(), 60)
-        assert line, died
-        event = str(json.loads(line)["event"])
-        if text in event:
-            return event

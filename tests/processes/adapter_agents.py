@@ -98,7 +98,7 @@ def delete(state: Cleanup) -> Cleanup:
 
 
 def graph_agent(sessions: SessionStore) -> LangGraphAgent:
-    """Built on first use, inside the bot's event loop, where an async saver can open."""
+    """Built as the bot starts, inside its event loop, where an async saver can open."""
     builder = StateGraph(Cleanup)
     builder.add_node("delete", delete)
     builder.add_edge(START, "delete")
