@@ -60,7 +60,7 @@ from .adapted import (
     run_id_of,
     tool_results,
 )
-from .langgraph_interrupts import ACTION, PREFIX, pending_interrupts
+from .langgraph_interrupts import ACTION, PREFIX, check_interrupt_on, pending_interrupts
 from .langgraph_retry import check_applied, split_applied
 
 
@@ -73,7 +73,8 @@ class LangGraphAgent(Runnable):
 
     ``input`` turns the prompt of ``/signoff run`` (or the runs API) into the graph's
     input; ``output`` turns its final state into the run's last message; ``close`` is
-    awaited once when the bot stops.
+    awaited once when the bot stops. A LangChain agent whose human-in-the-loop
+    ``interrupt_on`` names a tool it lacks is refused here (``check_interrupt_on``).
     """
 
     def __init__(
@@ -85,6 +86,7 @@ class LangGraphAgent(Runnable):
         session_store: SessionStore | None = None,
         close: Callable[[], Awaitable[object]] | None = None,
     ) -> None:
+        check_interrupt_on(graph)
         self.graph = graph
         self.make_input = input
         self.make_output = output

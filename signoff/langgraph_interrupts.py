@@ -1,6 +1,7 @@
 """Reading a LangGraph graph's pending interrupts as Signoff interrupts: LangChain's tool
 approval shape is an approval, a ``HumanInTheLoopMiddleware`` batch an approval per
-action (under its model call's id), any other value a question."""
+action (under its model call's id), any other value a question; and checking that
+middleware's ``interrupt_on`` against the agent's tools."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage
 
+from agent_runtime.errors import UsageError
 from agent_runtime.interrupts import DECISION_TYPES, DecisionType, Interrupt
 from agent_runtime.messages import ToolCall
 
@@ -19,6 +21,27 @@ PREFIX = "lg_"
 """Starts the Signoff id of each of a graph's interrupts."""
 ACTION = "_action_"
 """Separates a batch's interrupt id from the position of one of its actions."""
+
+
+def check_interrupt_on(graph: Any) -> None:
+    """UsageError when a LangChain agent's ``HumanInTheLoopMiddleware`` names in its
+    ``interrupt_on`` a tool the agent lacks: LangChain accepts it, and the tool meant
+    (misspelt) would run unasked. A graph with no tools node or no such middleware passes."""
+    nodes = getattr(graph, "nodes", None) or {}
+    tools = getattr(getattr(nodes.get("tools"), "bound", None), "tools_by_name", None)
+    if not isinstance(tools, Mapping):
+        return
+    for node in nodes.values():
+        middleware = getattr(getattr(getattr(node, "bound", None), "func", None), "__self__", None)
+        interrupt_on = getattr(middleware, "interrupt_on", None)
+        if not isinstance(interrupt_on, Mapping):
+            continue
+        unknown = sorted(set(interrupt_on) - set(tools))
+        if unknown:
+            raise UsageError(
+                f"{type(middleware).__name__}: interrupt_on names tools this agent lacks: "
+                f"{unknown}; its tools are {sorted(tools)}"
+            )
 
 
 def pending_interrupts(state: Any) -> list[Interrupt]:

@@ -6,13 +6,17 @@ from __future__ import annotations
 from typing import Annotated, Literal, TypedDict
 
 import pytest
+from langchain.agents import create_agent
+from langchain.agents.middleware import HumanInTheLoopMiddleware
+from langchain_core.tools import tool as lc_tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import interrupt
+from langgraph_agents import ScriptedChatModel
 from pydantic import BaseModel, Field, TypeAdapter
 
 from agent_runtime import Decision
-from agent_runtime.errors import ResumeError
+from agent_runtime.errors import ResumeError, UsageError
 from signoff.langgraph import LangGraphAgent
 from signoff.langgraph_interrupts import allowed_decisions
 
@@ -74,3 +78,32 @@ async def test_a_prompt_while_the_graph_waits_for_a_person_is_refused() -> None:
         await agent.invoke("something else", thread_id="thread_p")
     status = await agent.thread_status("thread_p")
     assert status is not None and [i.id for i in status.interrupts] == [first.id]
+
+
+def _chat_agent(interrupt_on: dict[str, bool]) -> LangGraphAgent:
+    """A real LangChain agent with one tool, gated by ``HumanInTheLoopMiddleware``."""
+
+    @lc_tool
+    def delete_files(paths: list[str]) -> str:
+        """Delete files."""
+        return f"deleted {len(paths)}"
+
+    gate = HumanInTheLoopMiddleware(interrupt_on=interrupt_on)
+    graph = create_agent(
+        ScriptedChatModel(messages=iter([])),
+        tools=[delete_files],
+        middleware=[gate],
+        checkpointer=InMemorySaver(),
+    )
+    return LangGraphAgent(graph, input=lambda text: {"messages": [("user", text)]})
+
+
+def test_a_human_in_the_loop_gate_naming_a_tool_the_agent_lacks_fails_its_build() -> None:
+    """LangChain builds such an agent, and the misspelt tool would run unasked."""
+    with pytest.raises(UsageError) as refused:
+        _chat_agent({"delete_file": True})
+    assert str(refused.value) == (
+        "HumanInTheLoopMiddleware: interrupt_on names tools this agent lacks: ['delete_file']; "
+        "its tools are ['delete_files']"
+    )
+    assert _chat_agent({"delete_files": True}).graph is not None
