@@ -170,8 +170,9 @@ class Keys:
         return f"{self._run(run_id)}:pending"
 
     def run_place(self, run_id: str) -> str:
-        """Hash: an agent's run (its agent and thread) and where it talks in Slack, kept as
-        long as its pending set, so a run whose record Redis lost can still be ended."""
+        """Hash: an agent's run (its agent and thread), or when a job's request was asked,
+        and where it talks in Slack, kept as long as its pending set, so a run whose record
+        Redis lost can still be ended (a job's request also notes each record found lost)."""
         return f"{self._run(run_id)}:place"
 
     def run_decided(self, run_id: str) -> str:

@@ -86,8 +86,10 @@ class LostRecord:
     ``thread_id``, ``channel``, ``thread_ts`` (its Slack thread), ``requested_by``,
     ``asked_in``, ``card:<record id>`` (``"<channel> <ts>"``) for each card posted, and
     ``escalation:<record id>`` (a JSON list of those) for its escalation cards, and
-    ``batch:<lead id>`` (a JSON list of record ids) for each batch card's items;
-    empty when nothing kept it (a job's request, or a run stored by an earlier version)."""
+    ``batch:<lead id>`` (a JSON list of record ids) for each batch card's items; a job's
+    request keeps ``channel``, ``created_at`` and its cards the same way, and
+    ``lost:<record id>`` for each of its records found lost; empty when nothing kept it
+    (a run stored by an earlier version)."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -15,7 +15,7 @@ from typing import cast
 
 from .client import RedisClient
 from .errors import CorruptRecordError, InvalidIdError
-from .keys import Keys, check_id, is_record_id
+from .keys import Keys, check_id, is_record_id, split_record_id
 from .outcomes import Page
 from .records import InterruptRecord
 
@@ -35,6 +35,8 @@ class Batch:
     order: tuple[str, ...]
     records: list[InterruptRecord]
     damaged: tuple[tuple[str, CorruptRecordError], ...] = field(default=())
+    lost: tuple[str, ...] = ()
+    """The items gone that a job's request's place names lost while pending."""
 
     @classmethod
     def of(cls, records: Sequence[InterruptRecord]) -> Batch:
@@ -183,13 +185,22 @@ class InterruptQueries:
         """The items ``order`` names, read back; one not read, damaged or gone, is told
         apart by reading it alone."""
         records, unreadable = await self.many(order)
-        damaged = []
+        damaged, gone = [], []
         for rid in unreadable:
             try:
                 await self.get(rid)
+                gone.append(rid)
             except CorruptRecordError as exc:
                 damaged.append((rid, exc))
-        return Batch(order=order, records=records, damaged=tuple(damaged))
+        lost = await self._lost_of(gone) if gone else ()
+        return Batch(order=order, records=records, damaged=tuple(damaged), lost=lost)
+
+    async def _lost_of(self, gone: list[str]) -> tuple[str, ...]:
+        """Those of the records ``gone`` (of one run) its place names lost while pending."""
+        place = self._keys.run_place(split_record_id(gone[0])[0])
+        async with self._client.guard("read which items were lost"):
+            found = await self._client.raw.hmget(place, [f"lost:{rid}" for rid in gone])
+        return tuple(rid for rid, at in zip(gone, found, strict=True) if at is not None)
 
     async def many(self, ids: Sequence[str]) -> tuple[list[InterruptRecord], list[str]]:
         """Records by id in one round trip: (the readable ones, the ids missing or corrupt)."""

@@ -182,9 +182,10 @@ def damaged_places(batch: Batch) -> list[int]:
 
 def gone_places(batch: Batch) -> list[tuple[int, bool]]:
     """The places of the items whose record Redis no longer has, each with whether it was
-    lost while it waited (the run's other records name it as what ended the run)."""
+    lost while it waited (the run's other records name it as what ended the run, or its
+    place, for a job's request)."""
     read = {r.id for r in batch.records} | {rid for rid, _ in batch.damaged}
-    lost = {r.run_lost for r in batch.records if r.run_lost}
+    lost = {r.run_lost for r in batch.records if r.run_lost} | set(batch.lost)
     return [(n, rid in lost) for n, rid in enumerate(batch.order) if rid not in read]
 
 

@@ -2,9 +2,9 @@
 -- The outbox entry is due only after post_lease ms: the creator posts first, and the
 -- scheduler reposts only when that failed (no double post during a slow first attempt).
 -- KEYS: 1 run pending, 2 due, 3 reminders, 4 outbox, 5 by-user, 6 by-channel, 7 audit,
---       8 group checks, 9 the run's last creation, 10 the run's place (an agent's run:
---       its agent, thread, Slack thread and its batch cards' items), 11.. one record key
---       per record.
+--       8 group checks, 9 the run's last creation, 10 the run's place (its Slack thread
+--       and its batch cards' items; an agent's run: its agent and thread; a job's request:
+--       when it was asked), 11.. one record key per record.
 -- ARGV: now, ttl_ms, audit_maxlen, post_lease ms, group check interval ms, this call's
 --       token (kept a minute in KEYS[9]: the same call sent again after its reply was
 --       lost is answered 'created'), the client of an external request ('' for an agent's
@@ -73,15 +73,18 @@ if string.sub(field(first, 'run_id'), 1, 4) ~= 'req_' then
   redis.call('HSET', KEYS[10], 'agent', field(first, 'agent'), 'thread_id',
     field(first, 'thread_id'), 'requested_by', field(first, 'requested_by'), 'asked_in',
     field(first, 'asked_in'))
-  -- A later round talks in the first round's thread: what a card posted then set stays.
-  redis.call('HSETNX', KEYS[10], 'channel', field(first, 'channel'))
-  redis.call('HSETNX', KEYS[10], 'thread_ts', field(first, 'thread_ts'))
-  -- A batch card's items in its order: the card is still drawn whole if its lead is lost.
-  for _, rec in ipairs(records) do
-    local items = field(rec.key, 'batch_items')
-    if items ~= '' then redis.call('HSET', KEYS[10], 'batch:' .. field(rec.key, 'id'), items) end
-  end
-  if redis.call('PTTL', KEYS[10]) < longest then redis.call('PEXPIRE', KEYS[10], longest) end
+else
+  -- A job's request: when it was asked, so it can still be answered if its record is lost.
+  redis.call('HSET', KEYS[10], 'created_at', field(first, 'created_at'))
 end
+-- A later round talks in the first round's thread: what a card posted then set stays.
+redis.call('HSETNX', KEYS[10], 'channel', field(first, 'channel'))
+redis.call('HSETNX', KEYS[10], 'thread_ts', field(first, 'thread_ts'))
+-- A batch card's items in its order: the card is still drawn whole if its lead is lost.
+for _, rec in ipairs(records) do
+  local items = field(rec.key, 'batch_items')
+  if items ~= '' then redis.call('HSET', KEYS[10], 'batch:' .. field(rec.key, 'id'), items) end
+end
+if redis.call('PTTL', KEYS[10]) < longest then redis.call('PEXPIRE', KEYS[10], longest) end
 redis.call('SET', KEYS[9], ARGV[6], 'PX', 60000)
 return {'created'}

@@ -1,6 +1,6 @@
 -- Expire one interrupt whose time is up (KEYS as in common.lua, plus 12: the count of its
 -- acknowledged clicks still waiting in the click stream, 13: the run's place, 14: the token
--- of the sweep that found it lost), exactly once.
+-- of the sweep that found it lost, 15: what a job's request asked), exactly once.
 -- ARGV: 1 record id, 2 now, 3 retention ms, 4 resume stream maxlen, 5 audit maxlen,
 -- 6 how long waiting clicks may hold the expiry back (ms), 7 the decision of an approval
 -- by default (policy.if_nobody_decides 'approve'), 8 how long the sweeper has to post an
@@ -9,7 +9,8 @@
 -- entry of a record found gone while pending says.
 -- A decision held in its undo window is made final here instead, once the window ends.
 -- Returns {status, job id, record hash...}; status is
--- expired|escalated|released|skip|missing|lost ('lost' with the run's place hash).
+-- expired|escalated|released|skip|missing|lost ('lost' with the run's place hash; a
+-- job's request's place then names it 'lost:<record id>', when it was found lost).
 local key, rid, now = KEYS[1], ARGV[1], ARGV[2]
 if redis.call('EXISTS', key) == 0 then
   -- Gone while pending (its TTL ran out unswept, the server evicted it, or it was deleted
@@ -29,6 +30,10 @@ if redis.call('EXISTS', key) == 0 then
     redis.call('XADD', KEYS[10], 'MAXLEN', '~', ARGV[5], '*', unpack(entry))
     if string.sub(run_id, 1, 4) == 'req_' then
       redis.call('XADD', KEYS[10] .. ':requests', 'MAXLEN', '~', ARGV[5], '*', unpack(entry))
+      -- A job's request is answered 'lost' for as long as what it asked is kept.
+      redis.call('HSET', KEYS[13], 'lost:' .. rid, now)
+      local keep = math.max(redis.call('PTTL', KEYS[15]), redis.call('PTTL', KEYS[13]), 60000)
+      redis.call('PEXPIRE', KEYS[13], keep)
     end
     redis.call('SET', KEYS[14], ARGV[9], 'PX', 60000)
   end

@@ -1,8 +1,8 @@
 -- Record where an interrupt was posted; take it out of the outbox; index its channel.
 -- Audited once per message: the same message marked again (the call sent again after its
 -- reply was lost, or the outbox recording a post whose mark failed) is not a new post.
--- KEYS as in common.lua, plus 12 the run's place (kept only for an agent's run: where
--- its first card's thread is, and each card, for when a record is lost).
+-- KEYS as in common.lua, plus 12 the run's place (where its first card's thread is, and
+-- each card, for when a record is lost).
 -- ARGV: 1 record id, 2 channel, 3 message ts, 4 thread ts,
 -- 5 now, 6 audit maxlen, 7 the message's permalink ('' when not known yet).
 -- Returns {status, '', record hash...}; status posted|unknown.
