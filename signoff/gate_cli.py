@@ -21,6 +21,7 @@ WITHDRAWN = 12
 UNREACHABLE = 13
 REFUSED = 14
 CHECK_FAILED = 15
+LOST = 16
 EXIT_CODES = {
     APPROVED_NO_COMMAND: "approved (no command given)",
     USAGE: "usage error: bad arguments or settings",
@@ -30,6 +31,7 @@ EXIT_CODES = {
     UNREACHABLE: "could not reach Signoff: nothing is known to be decided",
     REFUSED: "Signoff refused the request (token, channel, or request unknown)",
     CHECK_FAILED: "the --check command failed, or kept changing: the command did not run",
+    LOST: "lost from Signoff's Redis before anyone approved: the command did not run",
 }
 """Every exit status of the gate that is not the command's own."""
 

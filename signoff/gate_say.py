@@ -9,7 +9,7 @@ import sys
 from bot.api.schemas import APPROVED_STATUSES, NewRequest, RequestView
 
 from .client import RequestRefused
-from .gate_cli import DENIED, EXPIRED, WITHDRAWN, as_typed
+from .gate_cli import DENIED, EXPIRED, LOST, WITHDRAWN, as_typed
 
 
 def verdict(view: RequestView) -> int | None:
@@ -25,7 +25,13 @@ def verdict(view: RequestView) -> int | None:
         return None
     reason = f": {view.reason}" if view.reason else ""
     say(f"signoff gate: {view.status}{reason}")
-    codes = {"denied": DENIED, "expired": EXPIRED, "pending": EXPIRED, "withdrawn": WITHDRAWN}
+    codes = {
+        "denied": DENIED,
+        "expired": EXPIRED,
+        "pending": EXPIRED,
+        "withdrawn": WITHDRAWN,
+        "lost": LOST,
+    }
     return codes.get(view.status, DENIED)
 
 

@@ -12,6 +12,7 @@ import hashlib
 import json
 import math
 import uuid
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal, Self, cast
 
@@ -20,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from agent_runtime.closed_model import ClosedModel
 
 from .client import RedisClient
+from .epoch import from_ms
 from .errors import CorruptRecordError
 from .keys import Keys, record_id
 
@@ -63,6 +65,12 @@ def shard_share(limit: int, keys: Keys) -> int:
 def request_record_id(run_id: str) -> str:
     """The storage id of a request's record."""
     return record_id(run_id, REQUEST_INTERRUPT)
+
+
+def request_record_ids(run_id: str, items: int) -> list[str]:
+    """The record ids of a request, in order: its own, then one per further item."""
+    rest = [record_id(run_id, f"{REQUEST_INTERRUPT}.{n}") for n in range(1, items)]
+    return [request_record_id(run_id), *rest]
 
 
 class Param(ClosedModel):
@@ -143,6 +151,17 @@ class RequestMeta(BaseModel):
         return edited
 
 
+@dataclass(frozen=True, kw_only=True)
+class LostRequest:
+    """A job's request one of whose records Redis lost while pending: it can no longer
+    be decided, since ``at`` (when the first was found lost). ``created_at`` is when it was
+    asked (``at``, for a request stored by an earlier version)."""
+
+    at: datetime
+    created_at: datetime
+    channel: str | None
+
+
 class RequestStore:
     """Keeps each request's ``RequestMeta``: written once, read by the API and webhooks."""
 
@@ -175,6 +194,26 @@ class RequestStore:
         """Drop the ``RequestMeta`` of ``run_id``: its request was refused before it was made."""
         async with self._client.guard("drop a request"):
             await self._client.raw.delete(self._keys.request(run_id))
+
+    async def lost(self, run_id: str) -> LostRequest | None:
+        """What is kept of request ``run_id`` once Redis lost one of its records while it
+        was pending; None when none was found lost."""
+        key = self._keys.run_place(run_id)
+        async with self._client.guard("read a lost request"):
+            place = cast(dict[str, str], await self._client.raw.hgetall(key))
+        found = [at for name, at in place.items() if name.startswith("lost:")]
+        if not found:
+            return None
+        try:
+            at = from_ms(min(int(ms) for ms in found))
+            created = place.get("created_at")
+            return LostRequest(
+                at=at,
+                created_at=from_ms(int(created)) if created else at,
+                channel=place.get("channel") or None,
+            )
+        except ValueError as exc:
+            raise CorruptRecordError(key, f"a time is not a number: {exc}") from exc
 
     async def meta(self, run_id: str) -> RequestMeta | None:
         """The stored request of ``run_id``; None when there is none."""

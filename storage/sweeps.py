@@ -61,12 +61,8 @@ class DueSweeps(RecordTransitions):
             if result is None:
                 await self._drop_corrupt(self._keys.due, rid)
             elif result[0] in ("missing", "lost"):
-                await self._forget_gone(rid)
-                if result[0] == "lost":
-                    run_id = split_record_id(rid)[0]
-                    log.error("request %s (run %s): %s", rid, run_id, LOST)
-                    place = dict(zip(result[2::2], result[3::2], strict=True))
-                    results.append(LostRecord(record_id=rid, run_id=run_id, place=place))
+                if (lost := await self._gone(rid, result)) is not None:
+                    results.append(lost)
             elif result[0] in ("expired", "escalated", "released"):
                 outcome = cast(Literal["expired", "escalated", "released"], result[0])
                 log.info("interrupt %s %s", rid, outcome)
@@ -77,6 +73,33 @@ class DueSweeps(RecordTransitions):
                         )
                     )
         return results
+
+    async def claim_gone(self, rid: str, now: datetime) -> LostRecord | None:
+        """The pending record ``rid`` that a read found gone, claimed as the sweep claims
+        it: a ``LostRecord`` for the one caller that claims it first, else None (claimed
+        before, not pending, or there after all: damaged, say, and left to the sweep)."""
+        async with self._client.guard("read whether a record is gone while due"):
+            pipe = self._client.pipeline()
+            pipe.exists(self._keys.record(rid))
+            pipe.zscore(self._keys.due(self._keys.shard_of_record(rid)), rid)
+            there, due = await pipe.execute()
+        if there or due is None:  # only a pending record has a due entry
+            return None
+        [result] = await self._each("expire", [rid], now)
+        if result is None or result[0] not in ("missing", "lost"):
+            return None
+        return await self._gone(rid, result)
+
+    async def _gone(self, rid: str, result: list[str]) -> LostRecord | None:
+        """Take a record found gone off the pending lists; the ``LostRecord`` when this
+        call claimed it (``lost``), logged."""
+        await self._forget_gone(rid)
+        if result[0] != "lost":
+            return None
+        run_id = split_record_id(rid)[0]
+        log.error("request %s (run %s): %s", rid, run_id, LOST)
+        place = dict(zip(result[2::2], result[3::2], strict=True))
+        return LostRecord(record_id=rid, run_id=run_id, place=place)
 
     async def next_due(self) -> datetime | None:
         """When the next expiry (or end of an undo window) falls due; None when none does."""

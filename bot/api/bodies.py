@@ -48,3 +48,8 @@ def error(status: int, message: str, field: str | None = None) -> web.Response:
     """A JSON error the client can act on."""
     body = ApiError(error=message, field=field).model_dump(exclude_none=True)
     return web.json_response(body, status=status)
+
+
+def unknown(run_id: str) -> web.Response:
+    """The answer for a request this caller has none of (or Redis no longer has)."""
+    return error(404, f"no request {run_id[:40]!r}", "id")

@@ -49,7 +49,7 @@ async def long_poll(
     watch: RequestWatch,
     queries: InterruptQueries,
     view: Callable[[InterruptRecord], Awaitable[RequestView]],
-    gone: Callable[[str], web.Response],
+    gone: Callable[[str], Awaitable[web.Response]],
 ) -> web.StreamResponse:
     """``record``'s request as ``view`` shows it once it is no longer pending, the wait is
     over, the process stops or the client has gone; ``gone(run_id)`` when Redis lost it."""
@@ -60,7 +60,7 @@ async def long_poll(
             changed.clear()  # before the read: a change during it wakes the wait below
             latest = await queries.get(record.id)
             if latest is None:  # lost from Redis while waited on: as a new GET answers
-                return gone(record.run_id)
+                return await gone(record.run_id)
             record = latest
             shown = await view(record)  # with items: decided once all are
             left = deadline - loop.time()

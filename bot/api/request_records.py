@@ -226,7 +226,7 @@ def request_view(
         reason=message if status in ("denied", "withdrawn") and message else None,
         reply=message if status == "responded" else None,
         params=params,
-        items=[_item_view(i) for i in items] if len(items) > 1 else [],
+        items=[item_view(i) for i in items] if len(items) > 1 else [],
         acts_on=meta.acts_on,
         status_url=f"{REQUESTS_PATH}/{record.run_id}",
     )
@@ -247,7 +247,8 @@ def _status(record: InterruptRecord) -> RequestStatusName:
     return "withdrawn" if record.state == "cancelled" else record.state
 
 
-def _item_view(record: InterruptRecord) -> ItemView:
+def item_view(record: InterruptRecord) -> ItemView:
+    """One item of a request with items, as it stands."""
     call = record.runtime_interrupt.tool_call
     message = record.decision.get("message") if record.decision else None
     status = _status(record)

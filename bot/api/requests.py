@@ -45,8 +45,9 @@ from storage.records import InterruptRecord
 from storage.requests import RequestMeta, request_record_id, request_run_id
 
 from .auth import Authenticator, Caller, unauthenticated
-from .bodies import error, parse
+from .bodies import error, parse, unknown
 from .long_polls import long_poll, wait_seconds
+from .lost_requests import lost_answer, lost_view_of
 from .open_calls import OpenCalls
 from .pending_limit import over_pending_limit, too_many_pending
 from .rechecks import claim_superseded, show_superseded, superseded
@@ -246,13 +247,13 @@ class _RequestsApi:
         if isinstance(seconds, web.Response):
             return seconds
         if seconds is None:
-            found = await self._find(request, caller)
+            found = await self._find(request, caller, lost="")
             return found if isinstance(found, web.Response) else await self._answer(*found)
         slot = self._open_calls.take(caller.name)
         if slot is None:  # before any work: the calls already open go on
             return self._open_calls.refusal(caller.name)
         with slot:
-            found = await self._find(request, caller)
+            found = await self._find(request, caller, lost="")
             if isinstance(found, web.Response):
                 return found
             record, meta = found
@@ -263,11 +264,11 @@ class _RequestsApi:
                 watch=self._watch,
                 queries=self._services.storage.queries,
                 view=lambda latest: self._view(latest, meta),
-                gone=_unknown,
+                gone=lambda run_id: lost_answer(self._services, run_id, meta),
             )
 
     async def withdraw(self, request: web.Request, caller: Caller) -> web.StreamResponse:
-        found = await self._find(request, caller)
+        found = await self._find(request, caller, lost="it was no longer pending")
         if isinstance(found, web.Response):
             return found
         with log_ids(record_id=found[0].id, run_id=found[0].run_id, channel=found[0].channel):
@@ -294,7 +295,7 @@ class _RequestsApi:
         return self._respond(view)
 
     async def outcome(self, request: web.Request, caller: Caller) -> web.StreamResponse:
-        found = await self._find(request, caller)
+        found = await self._find(request, caller, lost="only an approved job has an outcome")
         if isinstance(found, web.Response):
             return found
         with log_ids(record_id=found[0].id, run_id=found[0].run_id, channel=found[0].channel):
@@ -342,22 +343,29 @@ class _RequestsApi:
         return await self._answer(record, meta)
 
     async def _find(
-        self, request: web.Request, caller: Caller
+        self, request: web.Request, caller: Caller, *, lost: str
     ) -> tuple[InterruptRecord, RequestMeta] | web.Response:
-        """The caller's request named in the path; 404 for another client's."""
+        """The caller's request named in the path; 404 for another client's; one Redis lost
+        is answered ``lost`` (a 409 saying ``lost``, when given)."""
         run_id = request.match_info["id"]
-        unknown = _unknown(run_id)
+        nobody = unknown(run_id)
         if not _REQUEST_ID.match(run_id):
-            return unknown
+            return nobody
         meta = await self._services.storage.requests.meta(run_id)
         if meta is None or not caller.owns(meta):
-            return unknown
+            return nobody
         record = await self._services.storage.queries.get(request_record_id(run_id))
-        return unknown if record is None else (record, meta)
+        if record is None:
+            return await lost_answer(self._services, run_id, meta, note=lost)
+        return record, meta
 
     async def _view(self, record: InterruptRecord, meta: RequestMeta) -> RequestView:
         """The request as it stands; a request with items reads them all."""
         items = await self._services.storage.queries.batch(record) if record.batch else []
+        if len(items) < len(meta.items):  # one lost, or gone: ``lost`` when it was lost
+            lost = await lost_view_of(self._services, record.run_id, meta)
+            if lost is not None:
+                return lost
         return await with_names(self._services, request_view(record, meta, items))
 
     async def _answer(
@@ -379,8 +387,3 @@ def _duration(seconds: float) -> str:
     minutes, secs = divmod(int(seconds), 60)
     hours, minutes = divmod(minutes, 60)
     return f"{hours} h {minutes} min" if hours else f"{minutes} min {secs} s"
-
-
-def _unknown(run_id: str) -> web.Response:
-    """The answer for a request this caller has none of (or Redis no longer has)."""
-    return error(404, f"no request {run_id[:40]!r}", "id")

@@ -19,11 +19,13 @@ Approver = Annotated[str, Field(pattern=r"^([UWS][A-Z0-9]{2,20}|@[a-z0-9][a-z0-9
 """A user id (U…, W…), a user group id (S…) or a user group's handle (@oncall)."""
 
 RequestStatusName = Literal[
-    "pending", "approved", "denied", "edited", "responded", "expired", "withdrawn"
+    "pending", "approved", "denied", "edited", "responded", "expired", "withdrawn", "lost"
 ]
 FINAL_STATUSES: frozenset[str] = frozenset(
-    {"approved", "denied", "edited", "responded", "expired", "withdrawn"}
+    {"approved", "denied", "edited", "responded", "expired", "withdrawn", "lost"}
 )
+"""``lost``: Redis lost its record (or an item's) while it waited, so it can no longer be
+decided."""
 APPROVED_STATUSES: frozenset[str] = frozenset({"approved", "edited", "responded"})
 """The statuses in which the job may go ahead (a reply answers it, when allowed)."""
 
@@ -242,7 +244,7 @@ class ItemView(BaseModel):
     item: str
     status: RequestStatusName
     decided_by: str | None
-    reason: str | None = Field(default=None, description="Why it was denied or excluded.")
+    reason: str | None = Field(default=None, description="Why it was denied, excluded or lost.")
 
 
 class RequestView(BaseModel):
@@ -274,7 +276,7 @@ class RequestView(BaseModel):
     )
     decided_by: str | None
     decided_at: datetime | None
-    reason: str | None = Field(description="Why it was denied or withdrawn.")
+    reason: str | None = Field(description="Why it was denied, withdrawn or lost.")
     reply: str | None = Field(description="The approver's answer, when it was replied to.")
     params: dict[str, ParamValue] = Field(description="The params, with approvers' edits.")
     items: list[ItemView] = Field(

@@ -1,5 +1,6 @@
-"""Webhooks: each decision, expiry, escalation and withdrawal of a request is POSTed to
-its callback URL, signed with the API client's secret, until the receiver takes it.
+"""Webhooks: each decision, expiry, escalation and withdrawal of a request (and its loss
+from Redis, once) is POSTed to its callback URL, signed with the API client's secret,
+until the receiver takes it.
 
 ``WebhookEvents`` reads request events from storage's webhook consumer group and stores
 one delivery per event (the event's stream id is the delivery id; a request with items
@@ -30,6 +31,7 @@ from storage.audit import AuditEntry
 from storage.errors import CorruptRecordError, StorageError
 from storage.webhooks import GIVE_UP_AFTER, WebhookDelivery
 
+from .lost_requests import lost_view_of
 from .request_records import request_view, with_names
 from .schemas import FINAL_STATUSES, RequestView
 from .signatures import signed_headers
@@ -45,6 +47,7 @@ EVENTS = {
     "escalated": "request.escalated",
     "cancelled": "request.withdrawn",
     "approved_by_default": "request.approved",
+    "lost": "request.lost",
 }
 """Audit events that are sent, and the name each is sent as."""
 _FIRST_RETRY, _LAST_RETRY = timedelta(seconds=5), timedelta(hours=1)
@@ -204,15 +207,21 @@ class WebhookEvents(ConsumerLoop[AuditEntry]):
         meta = await storage.requests.meta(entry.run_id)
         if meta is None or meta.callback_url is None or entry.ref is None:
             return 0
-        record = await storage.queries.get(entry.record_id)
-        if record is None:
-            return 0
-        items = await storage.queries.batch(record) if record.batch else []
-        view = request_view(items[0] if items else record, meta, items)
+        # A record lost while pending makes the request lost (or approved, for an item
+        # approved before), whichever of its events is read.
+        view = await lost_view_of(self._services, entry.run_id, meta)
+        if view is None:
+            record = await storage.queries.get(entry.record_id)
+            if record is None:
+                return 0
+            items = await storage.queries.batch(record) if record.batch else []
+            view = request_view(items[0] if items else record, meta, items)
+            view = await with_names(self._services, view)
         event, delivery_id = EVENTS[entry.event], entry.ref
-        if items:
-            # Its items are decided one by one, but the request is one: it is sent once,
-            # when it has its outcome, under an id every item's event makes the same.
+        if meta.items or view.status == "lost":
+            # Its items are decided one by one (or its records lost and the rest ended), but
+            # the request is one: it is sent once, when it has its outcome, under an id
+            # every one of its events makes the same.
             if view.status not in FINAL_STATUSES:
                 return 0
             event, delivery_id = f"request.{view.status}", f"{entry.run_id}.{view.status}"
@@ -222,7 +231,7 @@ class WebhookEvents(ConsumerLoop[AuditEntry]):
             client=meta.client,
             client_since=meta.client_since,
             event=event,
-            body=_body(delivery_id, event, entry, await with_names(self._services, view)),
+            body=_body(delivery_id, event, entry, view),
             created_at=entry.at,
         )
         return int(await storage.webhooks.add(delivery, due=entry.at))

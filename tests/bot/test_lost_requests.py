@@ -1,17 +1,25 @@
-"""A job's pending request whose record Redis lost (evicted, or deleted by hand): its
-card (a batch card whole, whichever item was lost) says it can no longer be decided."""
+"""A job's pending request whose record Redis lost (evicted, or deleted by hand): it is
+answered ``lost`` to whoever asks or waits, delivered once to its webhook, and its card
+(a batch card whole, whichever item was lost) says it can no longer be decided."""
 
 from __future__ import annotations
 
 import asyncio
+import time
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import CHANNEL, Harness
+from harness import ALICE, CHANNEL, Harness
 from requests_jobs import Jobs
+from webhook_receiver import Hooked
 
+import signoff
+from agent_runtime import Decision
 from bot.schedule.scheduler import Scheduler
+from signoff import gate, gate_wait
+from signoff.gate_cli import LOST
 from storage.requests import request_record_id
 
 
@@ -31,6 +39,102 @@ async def _lost_entries(bot: Harness) -> list[Any]:
     return [e for e in await bot.services.storage.audit.read(count=100) if e.event == "lost"]
 
 
+async def test_a_lost_request_is_delivered_to_its_webhook_once(hooked: Hooked) -> None:
+    hooked.receiver.status = 200
+    made = await hooked.ask(params=[{"name": "region", "value": "eu"}])
+    await _lose(hooked.bot, request_record_id(made["id"]))
+    await _sweep(hooked.bot)
+
+    await hooked.got(1)
+    await hooked.settled("done")
+    [(delivery, sent)] = hooked.receiver.taken().items()
+    assert sent["event"] == "request.lost" and sent["delivery_id"] == delivery
+    request = sent["request"]
+    assert request["id"] == made["id"] and request["status"] == "lost", request
+    assert request["title"] == "Rotate keys" and request["params"] == {"region": "eu"}
+    assert request["created_at"] == made["created_at"] and request["channel"] == CHANNEL
+    assert "can no longer be decided" in request["reason"], request
+
+    hooked.bot.clock.advance(timedelta(hours=2))
+    await _sweep(hooked.bot)
+    assert len(await _lost_entries(hooked.bot)) == 1
+    assert len(hooked.receiver.got) == 1, "delivered once"
+
+
+async def test_a_request_asked_about_once_lost_is_answered_lost_and_ended_once(
+    jobs: Jobs,
+) -> None:
+    """Asked before its time is up, the request is found lost by the call that asks: it
+    ends then (audited once), not only once a sweep meets it."""
+    status, made = await jobs.ask()
+    assert status == 201
+    raw = jobs.bot.services.storage.client.raw
+    waiting = asyncio.create_task(jobs.get(made["status_url"] + "?wait=30"))
+
+    async def following() -> bool:  # the long poll reads the request events
+        return any(c["cmd"] == "xread" and "b" in c["flags"] for c in await raw.client_list())
+
+    deadline = time.monotonic() + 5
+    while not await following():
+        assert time.monotonic() < deadline, "the long poll never waited"
+        await asyncio.sleep(0.01)
+    await _lose(jobs.bot, request_record_id(made["id"]))
+    answers = await asyncio.gather(*(jobs.get(made["status_url"]) for _ in range(3)))
+    for status, view in answers:
+        assert status == 200 and view["status"] == "lost", view
+        assert view["id"] == made["id"] and "can no longer be decided" in view["reason"]
+    status, woken = await asyncio.wait_for(waiting, 10)
+    assert status == 200 and woken["status"] == "lost", woken
+    assert len(await _lost_entries(jobs.bot)) == 1
+    [card] = [u for u in jobs.bot.slack.called("chat.update") if u["ts"] == jobs.bot.message_ts()]
+    assert "can no longer be decided" in str(card["blocks"]), card
+    await _sweep(jobs.bot)
+    assert len(await _lost_entries(jobs.bot)) == 1
+    status, view = await jobs.get(made["status_url"])
+    assert status == 200 and view["status"] == "lost"
+    status, refused = await jobs.post(made["status_url"] + "/withdraw")
+    assert status == 409 and refused["status"] == "lost", refused
+    report = {"exit_status": 0, "duration_seconds": 1.0}
+    status, refused = await jobs.post(made["status_url"] + "/outcome", report)
+    assert status == 409 and refused["status"] == "lost", refused
+
+
+async def test_a_long_poll_is_answered_lost_when_the_sweep_meets_its_request(
+    jobs: Jobs,
+) -> None:
+    status, made = await jobs.ask()
+    assert status == 201
+    async with signoff.Client(jobs.base, jobs.token) as client:
+        waiting = asyncio.create_task(client.wait(made["id"]))
+        await jobs.bot.services.storage.client.raw.delete(
+            jobs.bot.services.storage.keys.record(request_record_id(made["id"]))
+        )
+        await _sweep(jobs.bot)
+        view = await asyncio.wait_for(waiting, 10)
+    assert view.status == "lost" and view.final and not view.approved
+
+
+async def test_a_waiting_gate_whose_request_is_lost_exits_lost_with_one_line(
+    jobs: Jobs,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    monkeypatch.setattr(gate_wait, "_RENEW", 0.1)  # it asks again at once, as each minute
+    request = signoff.NewRequest(title="Rotate", channel=CHANNEL, approvers=[ALICE])
+    ran = tmp_path / "ran"
+    gating = asyncio.create_task(
+        gate._gate(signoff.Client(jobs.base, jobs.token), request, ["touch", str(ran)])
+    )
+    await jobs.bot.slack.wait_calls("chat.postMessage")
+    await _lose(jobs.bot, jobs.bot.record_id(jobs.value()))
+    assert await asyncio.wait_for(gating, 10) == LOST
+    assert not ran.exists()
+    said = capsys.readouterr().err.splitlines()
+    assert said[-1].startswith("signoff gate: lost: ") and "no longer be decided" in said[-1]
+    assert not any("Traceback" in line for line in said)
+
+
 async def test_a_lost_requests_card_says_it_can_no_longer_be_decided(jobs: Jobs) -> None:
     status, made = await jobs.ask()
     assert status == 201
@@ -43,7 +147,9 @@ async def test_a_lost_requests_card_says_it_can_no_longer_be_decided(jobs: Jobs)
 
 
 @pytest.mark.parametrize("lost", [1, 0], ids=["an item", "its lead"])
-async def test_a_lost_items_batch_card_is_drawn_whole(jobs: Jobs, lost: int) -> None:
+async def test_a_lost_items_batch_card_is_drawn_whole_and_the_view_names_it(
+    jobs: Jobs, lost: int
+) -> None:
     items = ["vol-a", "vol-b", "vol-c"]
     status, made = await jobs.ask(items=items)
     assert status == 201
@@ -59,3 +165,29 @@ async def test_a_lost_items_batch_card_is_drawn_whole(jobs: Jobs, lost: int) -> 
     assert f"{lost + 1}. :warning: Lost from Redis while it waited" in said, said
     for n, item in enumerate(items):
         assert (f"{n + 1}. {item}: Expired" in said) == (n != lost), said
+    status, view = await jobs.get(made["status_url"])
+    assert status == 200 and view["status"] == "lost", view
+    assert [i["item"] for i in view["items"]] == items
+    assert [i["status"] for i in view["items"]] == [
+        "lost" if n == lost else "expired" for n in range(3)
+    ], view["items"]
+
+
+async def test_a_request_whose_item_was_approved_before_another_was_lost_stays_approved(
+    jobs: Jobs,
+) -> None:
+    status, made = await jobs.ask(items=["vol-a", "vol-b", "vol-c"])
+    assert status == 201
+    storage = jobs.bot.services.storage
+    lead = await storage.queries.get(request_record_id(made["id"]))
+    assert lead is not None
+    decided = await storage.interrupts.decide(
+        lead.id, ALICE, Decision.approve(), args_digest=lead.args_digest, now=jobs.bot.clock.now()
+    )
+    assert decided.status == "recorded"
+    await _lose(jobs.bot, lead.batch_items[1])
+
+    status, view = await jobs.get(made["status_url"])
+    assert status == 200 and view["status"] == "approved", view
+    assert [i["status"] for i in view["items"]] == ["approved", "lost", "withdrawn"], view
+    assert len(await _lost_entries(jobs.bot)) == 1

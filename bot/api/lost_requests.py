@@ -1,0 +1,106 @@
+"""A job's request one of whose records Redis lost while it waited (evicted, or deleted
+by hand): answered ``lost`` to whoever asks, waits or is called back, ended once by
+whichever finds it first (an expiry sweep, a read of the API, a webhook's event)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from aiohttp import web
+
+from bot.schedule.lost import end_lost
+from bot.services import Services
+from bot.services.log_context import log_ids
+from storage.records import InterruptRecord
+from storage.requests import LostRequest, RequestMeta, request_record_ids
+from storage.sweeps import LOST
+
+from .bodies import unknown
+from .request_records import REQUESTS_PATH, item_view, request_view, with_names
+from .schemas import APPROVED_STATUSES, ItemView, RequestView
+
+
+async def lost_view_of(services: Services, run_id: str, meta: RequestMeta) -> RequestView | None:
+    """Request ``run_id`` as it stands when Redis lost one of its records while pending
+    (ended now if nobody had found it lost yet); None when none of them was lost."""
+    storage = services.storage
+    ids = request_record_ids(run_id, len(meta.items))
+    read, missing = await storage.queries.many(ids)
+    if not missing:
+        return None
+    for rid in missing:
+        claimed = await storage.interrupts.claim_gone(rid, services.clock.now())
+        if claimed is not None:
+            with log_ids(record_id=rid, run_id=run_id):
+                await end_lost(services, claimed)
+            read, _ = await storage.queries.many(ids)  # the others ended with it
+    lost = await storage.requests.lost(run_id)
+    if lost is None:
+        return None
+    by_id = {record.id: record for record in read}
+    view = lost_view(run_id, meta, lost, [by_id.get(rid) for rid in ids])
+    return await with_names(services, view)
+
+
+async def lost_answer(
+    services: Services, run_id: str, meta: RequestMeta, *, note: str = ""
+) -> web.Response:
+    """The answer for a request whose record is gone: ``lost`` (a 409 saying ``note``,
+    when given) when Redis lost it while it waited, else 404 as for an unknown one."""
+    view = await lost_view_of(services, run_id, meta)
+    if view is None:
+        return unknown(run_id)
+    data = json.loads(view.model_dump_json())
+    if note:
+        data["error"] = f"{note}; it is {view.status}"
+    return web.json_response(data, status=409 if note else 200)
+
+
+def lost_view(
+    run_id: str,
+    meta: RequestMeta,
+    lost: LostRequest,
+    records: Sequence[InterruptRecord | None],
+) -> RequestView:
+    """The view of a request with a lost record: ``records`` its records in order (None
+    where gone). Approved when an item kept was (its job may act on those), else ``lost``;
+    who may decide is what a record kept says (none when none is kept)."""
+    items: list[ItemView] = []
+    if len(records) > 1:
+        items = [
+            item_view(record)
+            if record is not None
+            else ItemView(item=item, status="lost", decided_by=None, reason=LOST)
+            for item, record in zip(meta.items, records, strict=True)
+        ]
+    kept = [record for record in records if record is not None]
+    approved = [record for record in kept if record.state in APPROVED_STATUSES]
+    if approved:
+        return request_view(approved[0], meta).model_copy(
+            update={"status": "approved", "items": items}
+        )
+    policy = kept[0].policy if kept else None
+    return RequestView(
+        id=run_id,
+        status="lost",
+        title=meta.title,
+        channel=lost.channel,
+        permalink=kept[0].permalink if kept else None,
+        requested_by=meta.client,
+        approvers=[*policy.allowed_users, *policy.allowed_groups] if policy else [],
+        min_approvals=policy.min_approvals if policy else 1,
+        approvals=[],
+        created_at=lost.created_at,
+        expires_at=None,
+        escalated=False,
+        reminders_sent=0,
+        decided_by=None,
+        decided_at=lost.at,
+        reason=LOST,
+        reply=None,
+        params=meta.values,
+        items=items,
+        acts_on=meta.acts_on,
+        status_url=f"{REQUESTS_PATH}/{run_id}",
+    )
