@@ -266,6 +266,11 @@ class Keys:
         """Lexicographic set: ``channel \\0 created_ms \\0 record_id`` for pending records."""
         return f"{self._shard(shard)}:pending:channel"
 
+    def by_open_channel(self, shard: int) -> str:
+        """Lexicographic set: ``by_channel``'s members for the records anyone in the channel
+        may decide. The scripts derive it from ``by_channel``'s name: the same slot."""
+        return f"{self._shard(shard)}:pending:open"
+
     def by_client(self, shard: int) -> str:
         """Lexicographic set: ``client \\0 record_id`` for the pending records of external
         requests, counted against their client's cap. The scripts derive it from

@@ -102,7 +102,10 @@ class ReminderDue:
 
 @dataclass(frozen=True, kw_only=True)
 class Page:
-    """One page of pending records; pass ``next_cursor`` back for the next page."""
+    """One page of pending records; pass ``next_cursor`` back for the next page. ``before``
+    and ``total`` count the list's entries before this page and in all."""
 
     records: tuple[InterruptRecord, ...]
     next_cursor: str | None = None
+    before: int = 0
+    total: int = 0

@@ -1,14 +1,16 @@
 """Reading interrupt records: one by id, and the pending ones by user, channel or run.
 
-Listings read an index page of every shard in one pipeline, merge them, then read the
-records in a second (two round trips whatever the number of pending interrupts). A
-corrupt record is logged and left out of a listing; ``get`` raises CorruptRecordError.
+Listings read an index page (and its counts) of every shard, for every user or channel
+asked about, in one pipeline, merge them, then read the records in a second (two round
+trips whatever the number of pending interrupts). A corrupt record is logged and left
+out of a listing; ``get`` raises CorruptRecordError.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import cast
@@ -75,30 +77,22 @@ class InterruptQueries:
     ) -> Page:
         """Pending interrupts ``user_id`` may decide (allowed directly or via a group), oldest
         first. Interrupts open to a whole channel are listed by channel only."""
-        return await self._page(self._keys.by_user, check_id("user", user_id), limit, cursor)
+        return await self._page(self._keys.by_user, [check_id("user", user_id)], limit, cursor)
 
     async def pending_for_channel(
         self, channel: str, *, limit: int = 50, cursor: str | None = None
     ) -> Page:
         """Pending interrupts posted (or to be posted) in ``channel``, oldest first."""
-        return await self._page(self._keys.by_channel, check_id("channel", channel), limit, cursor)
+        owners = [check_id("channel", channel)]
+        return await self._page(self._keys.by_channel, owners, limit, cursor)
 
-    async def channels_with_pending(self, channels: Sequence[str]) -> list[str]:
-        """Those of ``channels`` with a pending interrupt, in the order given: one round trip
-        (one request to each primary on a cluster), however many channels are asked about."""
-        asked = [check_id("channel", channel) for channel in channels]
-        shards = self._keys.all_shards
-        async with self._client.guard("list channels with pending interrupts"):
-            pipe = self._client.pipeline()
-            for channel in asked:
-                for shard in shards:
-                    pipe.zrangebylex(
-                        self._keys.by_channel(shard), f"[{channel}\0", f"({channel}\x01", 0, 1
-                    )
-            firsts = cast(list[list[str]], await pipe.execute())
-        return [
-            c for n, c in enumerate(asked) if any(firsts[n * len(shards) : (n + 1) * len(shards)])
-        ]
+    async def pending_open_in(
+        self, channels: Sequence[str], *, limit: int = 50, cursor: str | None = None
+    ) -> Page:
+        """Pending interrupts anyone in their channel may decide, in any of ``channels``,
+        oldest first: two round trips however many channels are asked about."""
+        owners = [check_id("channel", channel) for channel in dict.fromkeys(channels)]
+        return await self._page(self._keys.by_open_channel, owners, limit, cursor)
 
     async def pending_for_run(self, run_id: str) -> list[InterruptRecord]:
         """The run's pending interrupts, in id order."""
@@ -232,18 +226,27 @@ class InterruptQueries:
         return records, unreadable
 
     async def _page(
-        self, index: Callable[[int], str], owner: str, limit: int, cursor: str | None
+        self, index: Callable[[int], str], owners: Sequence[str], limit: int, cursor: str | None
     ) -> Page:
         # Members are "owner \0 created_ms \0 record_id", so one owner's are contiguous and
-        # in creation order in each shard; merged, the first ``limit`` of all shards' pages
-        # are the page. The cursor is the last member returned.
-        low = f"({cursor}" if cursor and cursor.startswith(owner + "\0") else f"[{owner}\0"
+        # in creation order in each shard; merged, the first ``limit`` of all owners' and
+        # shards' pages are the page. The cursor is the last one's "created_ms \0 record_id".
+        after = cursor if cursor and _POSITION.fullmatch(cursor) else None
         async with self._client.guard("list pending interrupts"):
             pipe = self._client.pipeline()
-            for shard in self._keys.all_shards:
-                pipe.zrangebylex(index(shard), low, f"({owner}\x01", 0, limit)
-            pages = cast(list[list[str]], await pipe.execute())
-        members = sorted(m for page in pages for m in page)[:limit]
+            for owner in owners:
+                low = f"({owner}\0{after}" if after else f"[{owner}\0"
+                for shard in self._keys.all_shards:
+                    pipe.zrangebylex(index(shard), low, f"({owner}\x01", 0, limit)
+                    pipe.zlexcount(index(shard), f"[{owner}\0", f"({owner}\x01")
+                    if after:
+                        pipe.zlexcount(index(shard), f"[{owner}\0", f"[{owner}\0{after}")
+            replies = await pipe.execute()
+        step = 3 if after else 2
+        pages = cast(list[list[str]], replies[0::step])
+        total = sum(cast(list[int], replies[1::step]))
+        before = sum(cast(list[int], replies[2::step])) if after else 0
+        members = sorted((m for page in pages for m in page), key=_position)[:limit]
         ids = [m.rsplit("\0", 1)[1] for m in members]
         valid = [i for i in ids if is_record_id(i)]
         records, unreadable = await self.many(valid)
@@ -251,7 +254,8 @@ class InterruptQueries:
         if gone:
             # Index entries whose record expired by TTL, was removed or is damaged: clean
             # them lazily, and say so (a damaged one was logged and counted above).
-            log.warning("%d unreadable records left the pending list of %s", len(gone), owner)
+            listed = owners[0] if len(owners) == 1 else f"{len(owners)} channels"
+            log.warning("%d unreadable records left the pending list of %s", len(gone), listed)
             async with self._client.guard("clean index"):
                 pipe = self._client.pipeline()
                 for member in gone:
@@ -259,5 +263,16 @@ class InterruptQueries:
                     pipe.zrem(index(self._keys.shard_of_record(rid)), member)
                 await pipe.execute()
         pending = tuple(r for r in records if r.state == "pending")
-        next_cursor = members[-1] if len(members) == limit else None
-        return Page(records=pending, next_cursor=next_cursor)
+        more = total - before > len(members)
+        next_cursor = members[-1].split("\0", 1)[1] if more and members else None
+        return Page(records=pending, next_cursor=next_cursor, before=before, total=total)
+
+
+_POSITION = re.compile(r"[0-9]{1,15}\0[A-Za-z0-9_.:\-/]{1,257}")
+"""A page cursor: the ``created_ms \0 record_id`` of the last entry of the page before."""
+
+
+def _position(member: str) -> tuple[int, str]:
+    """Where an index member falls in a merged list: by creation time, then record id."""
+    created, rid = member.split("\0")[-2:]
+    return int(created) if created.isdigit() else 0, rid

@@ -167,6 +167,7 @@ class DueSweeps(RecordTransitions):
             for index in (
                 self._keys.by_user(shard),
                 self._keys.by_channel(shard),
+                self._keys.by_open_channel(shard),
                 self._keys.by_client(shard),
             ):
                 found = self._client.raw.zscan_iter(index, match=f"*\0{rid}", count=1000)

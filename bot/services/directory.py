@@ -46,6 +46,15 @@ class SlackUser:
         return timezone(timedelta(seconds=self.offset_seconds))
 
 
+@dataclass(frozen=True, kw_only=True)
+class Membership:
+    """The channels a user is in, as Slack listed them; ``whole`` is False when Slack had
+    more than the pages asked for (only the first ``CHANNEL_PAGES`` are), or did not say."""
+
+    channels: tuple[str, ...] = ()
+    whole: bool = True
+
+
 def slack_error(exc: SlackApiError) -> str:
     """Slack's error code, or the HTTP status when the answer was not Slack's JSON."""
     data = exc.response.data
@@ -59,8 +68,9 @@ _ASK_AGAIN = timedelta(minutes=1)
 _HANDLES_FRESH_FOR = timedelta(minutes=5)
 _NAMES_WITHIN = timedelta(seconds=2)
 """How long an answer may wait for users' names before it goes without them."""
-_CHANNEL_PAGES = 5
+CHANNEL_PAGES = 5
 """Pages of a user's channels asked for (``users.conversations``: up to 200 each)."""
+CHANNELS_PER_PAGE = 200
 
 
 class Directory:
@@ -76,7 +86,7 @@ class Directory:
         self._groups: dict[str, tuple[datetime, tuple[str, ...] | None]] = {}
         self._empty_groups: set[str] = set()
         self._handles: tuple[datetime, dict[str, str]] | None = None
-        self._channels: dict[str, tuple[datetime, tuple[str, ...]]] = {}
+        self._channels: dict[str, tuple[datetime, Membership]] = {}
         self._team_url: str | None = None
         self._team_told = False
         self._team_asked: datetime | None = None
@@ -191,10 +201,10 @@ class Directory:
             self._handles = (now, {str(g["handle"]): str(g["id"]) for g in groups})
         return self._handles[1]
 
-    async def channels_of(self, user_id: str) -> tuple[str, ...]:
+    async def channels_of(self, user_id: str) -> Membership:
         """The channels ``user_id`` is in (``users.conversations``, its first five pages, kept
-        five minutes); none when Slack will not say (the app lacks ``channels:read``):
-        logged, not raised."""
+        five minutes); none, not whole, when Slack will not say (the app lacks
+        ``channels:read``): logged, not raised."""
         now = self._clock.now()
         cached = self._channels.get(user_id)
         if cached and now - cached[0] < _HANDLES_FRESH_FOR:
@@ -202,9 +212,12 @@ class Directory:
         found: list[str] = []
         cursor: str | None = None  # the first page
         try:
-            for _ in range(_CHANNEL_PAGES):
+            for _ in range(CHANNEL_PAGES):
                 answer = await self._client.users_conversations(
-                    user=user_id, types="public_channel,private_channel", limit=200, cursor=cursor
+                    user=user_id,
+                    types="public_channel,private_channel",
+                    limit=CHANNELS_PER_PAGE,
+                    cursor=cursor,
                 )
                 found += [str(c["id"]) for c in answer.get("channels") or () if c.get("id")]
                 cursor = (answer.get("response_metadata") or {}).get("next_cursor") or None
@@ -212,13 +225,13 @@ class Directory:
                     break
         except SlackApiError as exc:
             log.warning("users.conversations answered %s: check channels:read", slack_error(exc))
-            return ()
+            return Membership(whole=False)
         except (ClientError, TimeoutError, OSError) as exc:
             log.warning("users.conversations: Slack could not be reached (%r)", exc)
-            return ()
-        channels = tuple(found)
-        self._channels[user_id] = (now, channels)
-        return channels
+            return Membership(whole=False)
+        membership = Membership(channels=tuple(found), whole=cursor is None)
+        self._channels[user_id] = (now, membership)
+        return membership
 
     async def members(self, groups: Iterable[str]) -> tuple[str, ...]:
         """The distinct members of ``groups``; a group Slack does not list counts as empty.

@@ -58,6 +58,7 @@ def build_app(services: Services, *, signing_secret: str | None) -> AsyncApp:
     app.action(ids.OPEN_PENDING)(_ack_only)
     app.action(_BATCH_PICKS)(_ack_only)
     app.action(ids.NEXT_PAGE)(commands.page_listener(services))
+    app.action(ids.HOME_OPEN_PAGE)(commands.page_listener(services))
     app.action(ids.REVOKE_TRUST)(commands.revoke_listener(services))
     app.action(re.compile(f"^({re.escape(ids.HOME_APPROVE)}|{re.escape(ids.HOME_DENY)})$"))(
         commands.home_decision_listener(services)

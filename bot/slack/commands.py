@@ -16,6 +16,7 @@ from bot.errors import AgentBuildError, BotError
 from bot.runs.drive import start_run, unknown_agent
 from bot.runs.place import Place
 from bot.services import Services
+from bot.ui import ids
 from bot.ui.blocks import escaped, is_user_id
 from bot.ui.home import publish_home
 from bot.ui.listing import PAGE_SIZE, help_text, page_cursor, pending_blocks, waiting_text
@@ -113,7 +114,8 @@ def home_listener(services: Services) -> Any:
 
 
 def page_listener(services: Services) -> Any:
-    """The Bolt action listener of the list's "Next page" button, in a message or App Home."""
+    """The Bolt action listener of the list's "Next page" button, in a message or App Home,
+    and of App Home's next page of the requests open to the viewer's channels."""
 
     async def on_next_page(ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond) -> None:
         await ack()
@@ -121,6 +123,9 @@ def page_listener(services: Services) -> Any:
         actions = body.get("actions") or [{}]
         cursor = page_cursor(str(actions[0].get("value") or ""))
         try:
+            if actions[0].get("action_id") == ids.HOME_OPEN_PAGE:
+                await publish_home(services, user, open_cursor=cursor)
+                return
             if (body.get("view") or {}).get("type") == "home":
                 await publish_home(services, user, cursor=cursor)
                 return

@@ -12,59 +12,84 @@ from aiohttp import ClientError
 from slack_sdk.errors import SlackApiError
 
 from bot.services import Services
+from bot.services.directory import CHANNEL_PAGES, CHANNELS_PER_PAGE, Membership
 from storage.errors import StorageError
+from storage.outcomes import Page
 from storage.records import InterruptRecord
 
 from .blocks import section
-from .listing import HOME_PAGE_SIZE, MAX_OPEN, channel_blocks, pending_blocks, trust_blocks
+from .listing import (
+    HOME_PAGE_SIZE,
+    MAX_OPEN,
+    Shown,
+    channel_blocks,
+    pending_blocks,
+    trust_blocks,
+)
 from .slack_failures import why_failed
 
 log = logging.getLogger(__name__)
 
 MAX_REFRESHED = 50
 """Home tabs redrawn after one decision, at most (the approvers named first)."""
-MAX_CHANNELS = 20
-"""Channels with pending requests looked in for those open to everyone in them."""
 
 
 async def publish_home(
-    services: Services, user: str, *, cursor: str | None = None, notice: str | None = None
+    services: Services,
+    user: str,
+    *,
+    cursor: str | None = None,
+    open_cursor: str | None = None,
+    notice: str | None = None,
 ) -> None:
-    """Show ``user`` what waits for them (from ``cursor`` on, each decidable right there) and
-    the trust they gave (an admin sees everyone's); ``notice`` (the bot's mrkdwn) on top."""
+    """Show ``user`` what waits for them (from ``cursor`` on, each decidable right there),
+    what anyone in their channels may decide (from ``open_cursor`` on), and the trust they
+    gave (an admin sees everyone's); ``notice`` (the bot's mrkdwn) on top."""
     now = services.clock.now()
     queries = services.storage.queries
     page = await queries.pending_for_user(user, limit=HOME_PAGE_SIZE, cursor=cursor)
+    membership = await services.directory.channels_of(user)
+    # Each is decided on its card, where being in the channel is what counts.
+    open_page = await queries.pending_open_in(
+        membership.channels, limit=MAX_OPEN, cursor=open_cursor
+    )
     grants = [
         g
         for g in await services.storage.trust.active(now)
         if g.granted_by == user or user in services.admins
     ]
-    blocks = pending_blocks(page.records, viewer=user, next_page=page.next_cursor, decide_here=True)
-    open_to_all = await _open_in_channels_of(services, user)
     blocks = [
         *([section(notice)] if notice else []),
-        *blocks,
-        *channel_blocks(open_to_all),
+        *pending_blocks(
+            page.records,
+            viewer=user,
+            next_page=page.next_cursor,
+            decide_here=True,
+            shown=_shown(page),
+        ),
+        *channel_blocks(
+            open_page.records,
+            shown=_shown(open_page),
+            next_page=open_page.next_cursor,
+            missing=_missing(membership),
+        ),
         *trust_blocks(grants),
     ]
     await services.client.views_publish(user_id=user, view={"type": "home", "blocks": blocks})
 
 
-async def _open_in_channels_of(services: Services, user: str) -> list[InterruptRecord]:
-    """Pending requests anyone in a channel may decide, in the channels ``user`` is in,
-    until ``MAX_OPEN`` cards (a batch's items are one); they are decided on their card,
-    where being in the channel is what counts."""
-    found: list[InterruptRecord] = []
-    channels = await services.storage.queries.channels_with_pending(
-        await services.directory.channels_of(user)
-    )
-    for channel in channels[:MAX_CHANNELS]:
-        page = await services.storage.queries.pending_for_channel(channel, limit=MAX_OPEN)
-        found += [r for r in page.records if r.policy.open_to_channel]
-        if len({r.batch or r.id for r in found}) >= MAX_OPEN:
-            break
-    return found
+def _shown(page: Page) -> Shown:
+    return Shown(before=page.before, listed=len(page.records), total=page.total)
+
+
+def _missing(membership: Membership) -> str | None:
+    """What Home says of the viewer's channels it did not look in (none: it looked in all)."""
+    if membership.whole:
+        return None
+    if not membership.channels:
+        return "Slack did not list your channels: requests open to a channel are on its card."
+    looked = CHANNEL_PAGES * CHANNELS_PER_PAGE
+    return f"Looked in the first {looked:,} of your channels Slack lists, not the rest."
 
 
 async def refresh_homes(services: Services, record: InterruptRecord) -> None:

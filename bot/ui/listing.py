@@ -4,6 +4,7 @@ list, a page at a time (a message holds 50 blocks), with a button to the next pa
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from storage.records import InterruptRecord
 from storage.requests import is_request_run
@@ -37,30 +38,60 @@ def pending_blocks(
     viewer: str,
     next_page: str | None = None,
     decide_here: bool = False,
+    shown: Shown | None = None,
 ) -> list[Block]:
     """A header, then per card its summary and a link to its message (the permalink
     Slack gave when it was posted), then a button to the page after (``next_page``: the
     storage cursor it carries). With ``decide_here`` (App Home), a request whose arguments
     fit in full beside it gets Approve and Deny too; a batch is decided on its card only.
-    A card ``viewer`` already approved toward a quorum says so."""
+    A card ``viewer`` already approved toward a quorum says so; ``shown``, which part
+    of the whole list this page is."""
     cards = _by_card(list(records)[:PAGE_SIZE])
     blocks: list[Block] = [header(f"Waiting for you: {_count(cards, next_page)}")]
     if not cards:
         blocks.append(section("Nothing is waiting for your decision."))
         return blocks
+    if shown and shown.partial:
+        blocks.append(context([shown.text()]))
     for items in cards:
         blocks += _entry(items, viewer)
         if decide_here and items[0].batch is None:
             blocks += _decide_here(items[0], viewer)
     if next_page:
-        button = {
-            "type": "button",
-            "action_id": ids.NEXT_PAGE,
-            "text": {"type": "plain_text", "text": "Next page"},
-            "value": next_page.replace("\0", " "),  # storage's cursor, printable
-        }
-        blocks.append({"type": "actions", "elements": [button]})
+        blocks.append(_page_button(ids.NEXT_PAGE, "Next page", next_page))
     return blocks
+
+
+@dataclass(frozen=True, kw_only=True)
+class Shown:
+    """Which part of a list a page shows: ``listed`` entries after ``before``, of ``total``
+    (a batch's items count one each, as storage indexes them)."""
+
+    before: int
+    listed: int
+    total: int
+
+    @property
+    def partial(self) -> bool:
+        return self.before > 0 or self.before + self.listed < self.total
+
+    def text(self) -> str:
+        first, last = self.before + 1, self.before + self.listed
+        return (
+            f"Showing {first} to {last} of {self.total}, oldest first "
+            "(each item of a batch counts one)."
+        )
+
+
+def _page_button(action_id: str, text: str, cursor: str) -> Block:
+    """A button to the page after the one shown: it carries storage's cursor, printable."""
+    button = {
+        "type": "button",
+        "action_id": action_id,
+        "text": {"type": "plain_text", "text": text},
+        "value": cursor.replace("\0", " "),
+    }
+    return {"type": "actions", "elements": [button]}
 
 
 def waiting_text(records: Sequence[InterruptRecord], *, next_page: str | None = None) -> str:
@@ -163,21 +194,34 @@ def _decide_here(record: InterruptRecord, decider: str) -> list[Block]:
 
 LIST_ARGS = 500
 """Characters of arguments a list shows; longer ones are decided on the card itself."""
-HOME_PAGE_SIZE = 18
+HOME_PAGE_SIZE = 17
 """Requests per App Home page: four blocks each, beside the trust grants (a view holds 100)."""
 
 MAX_OPEN = 5
-"""Cards open to a whole channel listed in Home (two blocks each)."""
+"""Requests open to a whole channel per App Home page (two blocks each)."""
 
 
-def channel_blocks(records: Sequence[InterruptRecord]) -> list[Block]:
+def channel_blocks(
+    records: Sequence[InterruptRecord],
+    *,
+    shown: Shown,
+    next_page: str | None = None,
+    missing: str | None = None,
+) -> list[Block]:
     """Requests open to everyone in a channel the viewer is in, a row per card with a link
-    to it: deciding them there is what shows the decider is in the channel."""
-    if not records:
+    to it (deciding them there is what shows the decider is in the channel), which part
+    of them this page is, and a button to the next page; ``missing`` says which of the
+    viewer's channels were not looked in."""
+    if not records and not missing:
         return []
-    blocks: list[Block] = [header("Open to everyone in your channels")]
-    for items in _by_card(records)[:MAX_OPEN]:
+    blocks: list[Block] = [header(f"Open to everyone in your channels: {shown.total}")]
+    notes = [*([shown.text()] if shown.partial else []), *([missing] if missing else [])]
+    if notes:
+        blocks.append(context(notes))
+    for items in _by_card(list(records)[:MAX_OPEN]):
         blocks += _entry(items)
+    if next_page:
+        blocks.append(_page_button(ids.HOME_OPEN_PAGE, "More open to your channels", next_page))
     return blocks
 
 
@@ -215,7 +259,8 @@ def trust_blocks(grants: Sequence[TrustGrant]) -> list[Block]:
 
 
 def page_cursor(value: str) -> str:
-    """The storage cursor a next-page button carries (storage checks it is the user's)."""
+    """The storage cursor a next-page button carries: a place in the list, read from the
+    clicker's own entries only."""
     return value.replace(" ", "\0")
 
 

@@ -110,6 +110,30 @@ local function by_client(by_channel)
   return string.sub(by_channel, 1, -8) .. 'client'
 end
 
+-- The pending records open to everyone in their channel, as in the pending-by-channel
+-- index: App Home finds those of a user's channels without reading any other record. The
+-- key's name is that index's (KEYS[8] of a transition) with 'open' for 'channel': its slot.
+local function by_open_channel(by_channel)
+  return string.sub(by_channel, 1, -8) .. 'open'
+end
+
+-- Index record `key` in the pending-by-channel `index` at `channel` (and in the open one
+-- when anyone in the channel may decide it).
+local function index_channel(index, key, rid, channel)
+  local member = channel_member(key, rid, channel)
+  redis.call('ZADD', index, 0, member)
+  if json_field(key, 'policy').open_to_channel then
+    redis.call('ZADD', by_open_channel(index), 0, member)
+  end
+end
+
+-- Take record `key` out of the pending-by-channel `index` at `channel` (and the open one).
+local function unindex_channel(index, key, rid, channel)
+  local member = channel_member(key, rid, channel)
+  redis.call('ZREM', index, member)
+  redis.call('ZREM', by_open_channel(index), member)
+end
+
 -- An external request's entries also go to `<audit stream>:requests`, which its waiters
 -- and webhooks read, so they never wade through every agent's clicks. (The key is derived,
 -- not passed: it carries its stream's hash tag, so it lives in the same slot.)
@@ -152,7 +176,7 @@ local function finalize(rid, state, by, now, decision, retention, resume, stream
     redis.call('ZREM', by_client(KEYS[8]), field(key, 'requested_by') .. '\0' .. rid)
   end
   local channel = field(key, 'channel')
-  if channel ~= '' then redis.call('ZREM', KEYS[8], channel_member(key, rid, channel)) end
+  if channel ~= '' then unindex_channel(KEYS[8], key, rid, channel) end
   redis.call('ZREM', KEYS[4], rid)
   redis.call('ZREM', KEYS[5], rid)
   redis.call('ZREM', KEYS[6], rid)

@@ -60,7 +60,7 @@ for _, rec in ipairs(records) do
   end
   if grouped then redis.call('ZADD', KEYS[8], check_after, rid) end
   local channel = field(key, 'channel')
-  if channel ~= '' then redis.call('ZADD', KEYS[6], 0, channel_member(key, rid, channel)) end
+  if channel ~= '' then index_channel(KEYS[6], key, rid, channel) end
   redis.call('SADD', KEYS[1], rid)
   redis.call('XADD', KEYS[7], 'MAXLEN', '~', audit_maxlen, '*',
     'event', 'created', 'record_id', rid, 'run_id', field(key, 'run_id'),

@@ -12,8 +12,8 @@ redis.call('ZREM', KEYS[6], rid)
 local old = field(key, 'channel')
 local again = old == channel and field(key, 'message_ts') == ARGV[3]
 if field(key, 'state') == 'pending' then
-  if old ~= '' then redis.call('ZREM', KEYS[8], channel_member(key, rid, old)) end
-  redis.call('ZADD', KEYS[8], 0, channel_member(key, rid, channel))
+  if old ~= '' then unindex_channel(KEYS[8], key, rid, old) end
+  index_channel(KEYS[8], key, rid, channel)
 end
 redis.call('HSET', key, 'channel', channel, 'message_ts', ARGV[3], 'thread_ts', ARGV[4])
 redis.call('HDEL', key, 'post_error', 'post_failed_by')

@@ -306,15 +306,15 @@ async def test_a_pipeline_read_on_a_node_that_stalls_is_an_error_after_one_timeo
     """Commands sent together (App Home's look over every shard's channel list) are not
     sent to a stalled node again after they timed out either, while their caller waits."""
     cluster = cast(RedisCluster, on_cluster.client.raw)
-    port = cast(int, cluster.get_node_from_key(on_cluster.keys.by_channel(0)).port)
+    port = cast(int, cluster.get_node_from_key(on_cluster.keys.by_open_channel(0)).port)
     client = RedisClient(redis_cluster.url, timeout=0.3)
     queries = InterruptQueries(client, on_cluster.keys)
     try:
-        assert await queries.channels_with_pending(["C1"]) == []  # the client knows the slots
+        assert (await queries.pending_open_in(["C1"])).records == ()  # the client knows the slots
         with _stalled(redis_cluster, port):
             started = time.monotonic()
             with pytest.raises(StorageTimeoutError):
-                await queries.channels_with_pending(["C1"])
+                await queries.pending_open_in(["C1"])
             waited = time.monotonic() - started
     finally:
         await client.close()

@@ -36,19 +36,6 @@ async def test_pending_lists_by_user_channel_and_run_drop_decided(storage: Stora
     assert len(await storage.queries.pending_for_run("run_1")) == 4
 
 
-async def test_channels_with_pending_requests_are_found_among_many(storage: Storage) -> None:
-    await storage.interrupts.create_interrupt(make_record(run_id="run_a", channel="CAPPROVALS"))
-    decided = make_record(run_id="run_b", channel="CDECIDED")
-    await storage.interrupts.create_interrupt(decided)
-    await storage.interrupts.decide(
-        decided.id, "UALICE", Decision.approve(), args_digest=DIGEST, now=NOW
-    )
-    # A channel whose id is a prefix of another's has none of the other's requests.
-    asked = [*(f"CQUIET{n:03d}" for n in range(300)), "CDECIDED", "CAPPROVAL", "CAPPROVALS"]
-    assert await storage.queries.channels_with_pending(asked) == ["CAPPROVALS"]
-    assert await storage.queries.channels_with_pending([]) == []
-
-
 async def test_an_approver_list_longer_than_one_index_call_is_indexed_whole(
     storage: Storage,
 ) -> None:

@@ -1,0 +1,196 @@
+"""App Home for someone on many teams' rotas: everything they may decide, in however many
+channels, a page at a time, saying how much it shows; and opening it stays cheap."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import aiohttp
+import pytest
+from aiohttp.test_utils import TestServer
+from fakes import home_click_payload
+from harness import ALICE, BOB, Harness
+from pydantic import SecretStr
+from redis.asyncio.connection import AbstractConnection
+
+from bot.api.request_records import REQUESTS_PATH
+from bot.process.web import operator_app
+from bot.ui import ids
+
+TEAMS = [f"C0TEAM{n:02d}" for n in range(40)]
+QUIET = [f"C0QUIET{n:03d}" for n in range(200)]  # no request waits in these
+ROTA = "S0ROTA"
+
+
+async def _ask(bot: Harness, requests: list[dict[str, Any]], *, job: str = "demo-job") -> None:
+    """Post ``requests`` through the requests API as ``job`` (each names its channel), a
+    second apart; their cards posted."""
+    _, token = await bot.services.storage.api_clients.create(
+        job, channels=tuple(TEAMS), now=datetime.now(UTC)
+    )
+    app = operator_app(bot.services, api_token=SecretStr("admin-token-" + "x" * 24))
+    server = TestServer(app, host="127.0.0.1", port=0)
+    await server.start_server()
+    try:
+        async with aiohttp.ClientSession() as http:
+            for body in requests:
+                bot.clock.advance(timedelta(seconds=1))
+                async with http.post(
+                    f"http://127.0.0.1:{server.port}{REQUESTS_PATH}",
+                    json=body,
+                    headers={"Authorization": f"Bearer {token}"},
+                ) as response:
+                    assert response.status == 201, await response.text()
+    finally:
+        await server.close()
+
+
+def _named(first: int, count: int) -> list[dict[str, Any]]:
+    """Requests naming Alice, or a rota she is on, one per team channel from ``first``."""
+    return [
+        {"channel": TEAMS[n], "title": f"named {n:02d}", "approvers": [ALICE if n else ROTA]}
+        for n in range(first, first + count)
+    ]
+
+
+def _open(first: int, count: int) -> list[dict[str, Any]]:
+    """Requests anyone in their channel may decide, one per team channel from ``first``."""
+    return [
+        {"channel": TEAMS[n], "title": f"open {n:02d}", "anyone_in_channel": True}
+        for n in range(first, first + count)
+    ]
+
+
+def _last_home(bot: Harness) -> list[dict[str, Any]]:
+    views = [c for c in bot.slack.called("views.publish") if c["user_id"] == ALICE]
+    blocks: list[dict[str, Any]] = views[-1]["view"]["blocks"]
+    return blocks
+
+
+def _button(blocks: list[dict[str, Any]], action_id: str) -> dict[str, Any] | None:
+    for block in blocks:
+        for element in block.get("elements") or []:
+            if element.get("action_id") == action_id:
+                found: dict[str, Any] = element
+                return found
+    return None
+
+
+def _titles(blocks: list[dict[str, Any]], kind: str) -> list[str]:
+    texts = [b["text"]["text"] for b in blocks if b.get("type") == "section" and "text" in b]
+    return [t.split("asks: ")[1] for t in texts if f"asks: {kind} " in t]
+
+
+async def _redrawn(bot: Harness, send: Any) -> list[dict[str, Any]]:
+    """What Alice's Home shows once ``send`` (a signed request) has it redrawn."""
+    before = len(bot.slack.called("views.publish"))
+    await send
+    await bot.slack.wait_for(
+        lambda: len(bot.slack.called("views.publish")) > before, what="Alice's Home"
+    )
+    return _last_home(bot)
+
+
+async def _open_home(bot: Harness) -> list[dict[str, Any]]:
+    return await _redrawn(bot, bot.event({"type": "app_home_opened", "user": ALICE}))
+
+
+async def _page(bot: Harness, action_id: str, value: str) -> list[dict[str, Any]]:
+    click = home_click_payload(user=ALICE, action_id=action_id, value=value)
+    return await _redrawn(bot, bot.send(click))
+
+
+@contextmanager
+def _round_trips(task_name: str) -> Iterator[list[int]]:
+    """Counts the requests sent to Redis (a pipeline is one) by the task ``task_name``."""
+    sent = [0]
+    original = AbstractConnection.send_packed_command
+
+    async def counted(self: AbstractConnection, command: Any, check_health: bool = True) -> None:
+        task = asyncio.current_task()
+        if task is not None and task.get_name() == task_name:
+            sent[0] += 1
+        await original(self, command, check_health)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(AbstractConnection, "send_packed_command", counted)
+        yield sent
+
+
+async def test_home_pages_through_every_request_in_more_than_twenty_channels_saying_how_many(
+    make_bot: Any,
+) -> None:
+    """25 team channels wait on requests that name Alice or her rota, and 10 others on
+    requests open to anyone in them: Home lists every one, a page at a time, counted."""
+    bot: Harness = await make_bot()
+    bot.slack.groups[ROTA] = [ALICE, BOB]
+    bot.slack.channels_of[ALICE] = [*QUIET, *TEAMS]
+    await _ask(bot, [*_named(0, 25), *_open(25, 10)])
+
+    home = await _open_home(bot)
+    assert len(home) <= 100
+    assert "Showing 1 to 17 of 25, oldest first" in str(home)
+    assert "Open to everyone in your channels: 10" in str(home)
+    assert "Showing 1 to 5 of 10, oldest first" in str(home)
+    named, opened = _titles(home, "named"), _titles(home, "open")
+    assert named == [f"named {n:02d}" for n in range(17)]
+    assert opened == [f"open {n:02d}" for n in range(25, 30)]
+
+    next_page = _button(home, ids.NEXT_PAGE)
+    assert next_page is not None
+    rest = await _page(bot, ids.NEXT_PAGE, next_page["value"])
+    assert "Showing 18 to 25 of 25, oldest first" in str(rest)
+    named += _titles(rest, "named")
+    assert _button(rest, ids.NEXT_PAGE) is None
+
+    more = _button(home, ids.HOME_OPEN_PAGE)
+    assert more is not None
+    rest = await _page(bot, ids.HOME_OPEN_PAGE, more["value"])
+    assert "Showing 6 to 10 of 10, oldest first" in str(rest)
+    opened += _titles(rest, "open")
+    assert _button(rest, ids.HOME_OPEN_PAGE) is None
+
+    assert named == [f"named {n:02d}" for n in range(25)]
+    assert opened == [f"open {n:02d}" for n in range(25, 35)]
+
+
+async def test_opening_home_costs_the_same_however_many_requests_wait(make_bot: Any) -> None:
+    """One ``views.publish``, Slack's list of her channels once in five minutes, and six
+    requests to Redis (note the view, two per list, the trust grants), with 10 requests
+    waiting or 40."""
+    bot: Harness = await make_bot()
+    bot.slack.channels_of[ALICE] = [*QUIET, *TEAMS]
+    await _ask(bot, [*_named(1, 5), *_open(20, 5)])
+    task = f"home {ALICE}"
+
+    calls = len(bot.slack.calls)
+    with _round_trips(task) as sent:
+        await _open_home(bot)
+    asked = [c.method for c in bot.slack.calls[calls:]]
+    assert sorted(asked) == ["users.conversations"] * 2 + ["views.publish"]  # 240 channels
+    assert sent == [6]
+
+    await _ask(bot, [*_named(6, 14), *_open(25, 15)], job="later-job")
+    calls = len(bot.slack.calls)
+    with _round_trips(task) as sent:
+        home = await _open_home(bot)
+    assert [c.method for c in bot.slack.calls[calls:]] == ["views.publish"]
+    assert sent == [6]
+    assert "of 19, oldest first" in str(home) and "of 20, oldest first" in str(home)
+
+
+async def test_home_says_when_it_looked_in_only_some_of_the_viewers_channels(
+    make_bot: Any,
+) -> None:
+    """Slack lists 200 channels a page and Home asks for five pages: someone in more
+    channels is told which were looked in, not left to think there is nothing else."""
+    bot: Harness = await make_bot()
+    bot.slack.channels_of[ALICE] = [*TEAMS, *(f"C0MANY{n:04d}" for n in range(1000))]
+    await _ask(bot, _open(0, 1))
+    home = await _open_home(bot)
+    assert "open 00" in str(home)
+    assert "Looked in the first 1,000 of your channels Slack lists, not the rest." in str(home)
