@@ -23,6 +23,7 @@ from .home_viewers import HomeViewers
 from .interrupts import InterruptStore
 from .keys import CLUSTER_SHARDS, Keys
 from .notes import NoteQueue
+from .open_index import index_earlier_open_requests
 from .queries import InterruptQueries
 from .reminders import ReminderStore
 from .requests import RequestStore
@@ -137,6 +138,7 @@ async def connect(
         await storage.resume.ensure_group()
         await storage.clicks.ensure_group()
         await storage.webhooks.ensure_group()
+        await index_earlier_open_requests(client, keys)
     except BaseException:
         await storage.close()
         raise

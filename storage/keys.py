@@ -323,6 +323,12 @@ class Keys:
         return f"{self._global}:away"
 
     @property
+    def open_index_built(self) -> str:
+        """String: set once the requests open to a channel stored before ``by_open_channel``
+        existed were added to it."""
+        return f"{self._global}:pending:open:built"
+
+    @property
     def home_viewers(self) -> str:
         """Sorted set: user id scored by when they last opened the app's Home tab."""
         return f"{self._global}:home:viewers"

@@ -1,5 +1,5 @@
 """Requests open to everyone in their channel, listed for the channels someone is in (App
-Home), a page at a time."""
+Home), a page at a time; those an earlier version stored are indexed once on connect."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from storage_helpers import NOW, later, make_record
 
 from agent_runtime.interrupts import Decision
 from agent_runtime.messages import args_digest
-from storage import Storage
+from storage import Storage, connect
+from storage.open_index import index_earlier_open_requests
 
 DIGEST = args_digest({"path": "/tmp/old"})
 
@@ -48,3 +49,30 @@ async def test_requests_open_to_a_channel_are_listed_across_many_channels_with_c
     moved = await storage.queries.pending_open_in(["CTEAM00", "CELSEWHERE"])
     assert [(r.id, r.channel) for r in moved.records] == [(open_ones[0].id, "CELSEWHERE")]
     assert (await storage.queries.pending_open_in([])).records == ()
+
+
+async def test_open_requests_an_earlier_version_stored_are_indexed_once_on_connect(
+    storage: Storage, redis_url: str, key_prefix: str
+) -> None:
+    keys, raw = storage.keys, storage.client.raw
+    waiting = make_record(run_id="run_a", channel="CTEAM", open_to_channel=True)
+    decided = make_record(run_id="run_b", channel="CTEAM", open_to_channel=True)
+    named = make_record(run_id="run_c", channel="CTEAM")
+    for record in (waiting, decided, named):
+        await storage.interrupts.create_interrupt(record)
+    # As an earlier version left them: no open index, and no marker saying it was built.
+    await raw.delete(*(keys.by_open_channel(s) for s in keys.all_shards), keys.open_index_built)
+    assert (await storage.queries.pending_open_in(["CTEAM"])).records == ()
+    await storage.interrupts.decide(
+        decided.id, "UALICE", Decision.approve(), args_digest=DIGEST, now=NOW
+    )
+
+    again = await connect(redis_url, prefix=key_prefix)
+    try:
+        page = await again.queries.pending_open_in(["CTEAM"])
+        assert [r.id for r in page.records] == [waiting.id] and page.total == 1
+        # Done once: an entry removed now is not added back by the next connection.
+        await raw.delete(*(keys.by_open_channel(s) for s in keys.all_shards))
+        assert await index_earlier_open_requests(again.client, keys) == 0
+    finally:
+        await again.close()
