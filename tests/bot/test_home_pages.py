@@ -12,7 +12,7 @@ from typing import Any
 import aiohttp
 import pytest
 from aiohttp.test_utils import TestServer
-from fakes import home_click_payload
+from fakes import Fault, home_click_payload
 from harness import ALICE, BOB, Harness
 from pydantic import SecretStr
 from redis.asyncio.connection import AbstractConnection
@@ -194,3 +194,19 @@ async def test_home_says_when_it_looked_in_only_some_of_the_viewers_channels(
     home = await _open_home(bot)
     assert "open 00" in str(home)
     assert "Looked in the first 1,000 of your channels Slack lists, not the rest." in str(home)
+
+
+async def test_home_says_so_when_slack_would_not_list_the_viewers_channels(
+    make_bot: Any,
+) -> None:
+    """Without ``channels:read`` Slack lists no channel: Home says where those requests are
+    rather than showing an empty list as if nothing waited there."""
+    bot: Harness = await make_bot()
+    bot.slack.channels_of[ALICE] = TEAMS
+    bot.slack.faults["users.conversations"].append(
+        Fault(status=200, body={"ok": False, "error": "missing_scope"})
+    )
+    await _ask(bot, _open(0, 1))
+    home = await _open_home(bot)
+    assert "open 00" not in str(home)
+    assert "Slack did not list your channels" in str(home)
