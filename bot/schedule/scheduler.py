@@ -180,7 +180,7 @@ class Scheduler:
                 if escalated is not None:
                     await update_message(services, escalated)
                     posted += 1
-            elif (first := await post_interrupt(services, record)) is not None:
+            elif (first := await post_interrupt(services, record, again=True)) is not None:
                 posted += 1
                 if first.escalation_unposted:  # escalated while Slack had neither card
                     escalated = await post_escalation(services, first)

@@ -23,6 +23,7 @@ from storage.sweeps import POST_LEASE
 
 from .blocks import is_user_id, user_mention
 from .card_forms import card_forms, send_fitting, single_forms
+from .found_cards import card_metadata, unrecorded_card
 from .message import SlackMessage
 from .mrkdwn import code_span
 from .notes import post_direct
@@ -33,9 +34,12 @@ from .slack_failures import NOT_A_MEMBER, SLACK_FAILURES, passing, retry_after, 
 log = logging.getLogger(__name__)
 
 
-async def post_interrupt(services: Services, record: InterruptRecord) -> InterruptRecord | None:
+async def post_interrupt(
+    services: Services, record: InterruptRecord, *, again: bool = False
+) -> InterruptRecord | None:
     """Post a stored interrupt and record where; None (still in the outbox) when Slack fails.
-    The notification mentions the approvers inside their working hours now.
+    The notification mentions the approvers inside their working hours now. ``again`` (the
+    outbox): a card an earlier try posted but never recorded is recorded, not posted twice.
 
         A batch card is posted by its lead, and every item is recorded as posted there; the
         other items post nothing (None)."""
@@ -46,21 +50,8 @@ async def post_interrupt(services: Services, record: InterruptRecord) -> Interru
         return await _mark_posted(services, record, team_url, *unrecorded)
     try:
         channel = record.channel or await _dm_channel(services, record)
-        forms = await card_forms(services, record)
-        awake = " ".join(user_mention(u) for u in await awake_approvers(services, record))
-
-        def post(shown: SlackMessage) -> Awaitable[AsyncSlackResponse]:
-            sent = services.client.chat_postMessage(
-                channel=channel,
-                text=f"{shown.text} {awake}".strip(),
-                blocks=shown.blocks,
-                thread_ts=record.thread_ts,
-                unfurl_links=False,
-                unfurl_media=False,
-            )
-            return _holding_outbox(services, record.id, sent)
-
-        answer = await send_fitting(record, forms, post)
+        found = await unrecorded_card(services, record, channel) if again else None
+        where, ts = (channel, found) if found else await _post_card(services, record, channel)
     except SLACK_FAILURES as exc:
         log.warning(
             "interrupt %s not posted yet, left in the outbox: %s", record.id, why_failed(exc)
@@ -76,9 +67,28 @@ async def post_interrupt(services: Services, record: InterruptRecord) -> Interru
             with contextlib.suppress(StorageError):
                 await services.storage.interrupts.hold_post(record.id, until=until)
         return None
-    return await _mark_posted(
-        services, record, team_url, str(answer.get("channel") or channel), str(answer["ts"])
-    )
+    return await _mark_posted(services, record, team_url, where, ts)
+
+
+async def _post_card(services: Services, record: InterruptRecord, channel: str) -> tuple[str, str]:
+    """Post ``record``'s card (its record id in the message's metadata); where it went."""
+    forms = await card_forms(services, record)
+    awake = " ".join(user_mention(u) for u in await awake_approvers(services, record))
+
+    def post(shown: SlackMessage) -> Awaitable[AsyncSlackResponse]:
+        sent = services.client.chat_postMessage(
+            channel=channel,
+            text=f"{shown.text} {awake}".strip(),
+            blocks=shown.blocks,
+            thread_ts=record.thread_ts,
+            unfurl_links=False,
+            unfurl_media=False,
+            metadata=card_metadata(record.id),
+        )
+        return _holding_outbox(services, record.id, sent)
+
+    answer = await send_fitting(record, forms, post)
+    return str(answer.get("channel") or channel), str(answer["ts"])
 
 
 async def _mark_posted(

@@ -223,6 +223,8 @@ class FakeSlack:
         if method == "chat.postMessage":
             ts = f"{1_700_000_000 + next(self._ts)}.000100"
             return {"ok": True, "channel": args.get("channel"), "ts": ts, "message": args}
+        if method in ("conversations.history", "conversations.replies"):
+            return self._history(args, thread=method == "conversations.replies")
         if method == "chat.update":
             return {"ok": True, "channel": args.get("channel"), "ts": args.get("ts")}
         if method == "chat.getPermalink":
@@ -260,6 +262,28 @@ class FakeSlack:
                 "url": f"ws://127.0.0.1:{self.server.port}/socket?ticket={self.ticket}",
             }
         return {"ok": False, "error": "unknown_method"}
+
+    def _history(self, args: dict[str, Any], *, thread: bool) -> dict[str, Any]:
+        """A channel's messages (or a thread's), newest first, paged by an opaque cursor;
+        their metadata only when asked with ``include_all_metadata``, as Slack does. The
+        fake's ts count posts rather than time, so ``oldest`` is not applied."""
+        channel, parent = args.get("channel"), args.get("ts")
+        with_meta = str(args.get("include_all_metadata")).lower() in ("1", "true")
+        posted = [c.answer for c in self.calls if c.method == "chat.postMessage"]
+        messages = []
+        for answer in reversed(posted):
+            sent = answer["message"]
+            where = sent.get("thread_ts") or None
+            if answer["channel"] != channel or where != (parent if thread else None):
+                continue
+            message = {"type": "message", "ts": answer["ts"], "text": sent.get("text", "")}
+            if with_meta and sent.get("metadata"):
+                message["metadata"] = _as_dict(sent["metadata"])
+            messages.append(message)
+        start, size = int(args.get("cursor") or 0), int(args.get("limit") or 100)
+        more = str(start + size) if start + size < len(messages) else ""
+        page = messages[start : start + size]
+        return {"ok": True, "messages": page, "response_metadata": {"next_cursor": more}}
 
 
 _MESSAGES = ("chat.postMessage", "chat.update")

@@ -42,6 +42,8 @@ def test_manifest_asks_for_the_scopes_and_features_the_bot_uses() -> None:
     assert needed | {"mpim:write", "app_mentions:read"} <= scopes
     # App Home lists requests open to a whole channel in the channels its viewer is in.
     assert {"channels:read", "groups:read"} <= scopes
+    # The outbox looks for a card an earlier try posted unrecorded, in channels and DMs.
+    assert {"channels:history", "groups:history", "im:history", "mpim:history"} <= scopes
     assert manifest["settings"]["socket_mode_enabled"] is True
     assert manifest["settings"]["interactivity"]["is_enabled"] is True
     assert manifest["features"]["app_home"]["home_tab_enabled"] is True
