@@ -52,7 +52,8 @@ Entry point::
 - ``home: HomeViewers`` - ``opened(user, now)``, ``recent(users, now)``: whose Home tab
   is worth redrawing after a decision.
 - ``notes: NoteQueue`` - ``later(note, *, at)``, ``claim(now)``, ``done(leased)``: thread
-  notes Slack did not take, tried again (see ``storage.notes``).
+  notes Slack did not take, tried again; ``once(name, note, *, now, lease)``: a note only
+  the first caller naming it posts, queued as it is claimed (see ``storage.notes``).
 
 A record's id (``InterruptRecord.id``) is ``"<run_id>/<interrupt id>"``: put it in the
 button value; ``decide`` needs nothing else from the click but the user id (and, to check

@@ -127,7 +127,7 @@ async def connect(
         webhooks=WebhookOutbox(client, keys),
         trust=TrustGrants(client, keys),
         home=HomeViewers(client, keys),
-        notes=NoteQueue(client, keys),
+        notes=NoteQueue(client, keys, marks_kept=kept.decided),
         away=AwayList(client, keys),
         embedded=embedded,
     )

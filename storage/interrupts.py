@@ -203,25 +203,6 @@ class InterruptStore(Decisions, DueSweeps):
         key = self._keys.redraws(self._keys.shard_of_record(interrupt_id))
         await self._client.eval("unlease", [key], [interrupt_id, to_ms(leased_until)])
 
-    async def first_decided_note(self, interrupt_id: str) -> bool:
-        """True for the first caller to tell the requester what became of ``interrupt_id``;
-        False for a later one (a decider that took a click over replays its decision)."""
-        return await self._client.first_to_mark(
-            self._keys.decided_told(interrupt_id),
-            keep_ms=millis(self._retention.decided),
-            action=f"mark the decision note of {interrupt_id}",
-        )
-
-    async def first_batch_note(self, lead_id: str) -> bool:
-        """True for the first caller to post the "decided" note of the batch ``lead_id``
-        leads; False for any later one (another process decided or expired its last items
-        at the same time)."""
-        return await self._client.first_to_mark(
-            self._keys.batch_noted(lead_id),
-            keep_ms=millis(self._retention.decided),
-            action=f"mark the note of batch {lead_id}",
-        )
-
     def _outbox_of(self, interrupt_id: str) -> str:
         return self._keys.outbox(self._keys.shard_of_record(interrupt_id))
 

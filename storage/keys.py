@@ -141,20 +141,10 @@ class Keys:
         run_id, interrupt_id = split_record_id(rid)
         return f"{self._run(run_id)}:int:{interrupt_id}"
 
-    def decided_told(self, rid: str) -> str:
-        """String: set by the one caller that tells the requester what became of the
-        request ``rid``, so a decision followed up again (a click replayed) tells it once."""
-        return f"{self.record(rid)}:told"
-
     def lost_by(self, rid: str) -> str:
         """String, kept a minute: the token of the expiry sweep that found record ``rid``
         gone while pending, so that sweep sent again (its reply lost) reports it again."""
         return f"{self.record(rid)}:lost"
-
-    def batch_noted(self, lead_id: str) -> str:
-        """String: set by the one caller that posts the "N calls decided" note of the batch
-        card ``lead_id`` leads, so processes deciding its last items together post it once."""
-        return f"{self.record(lead_id)}:noted"
 
     def app_round(self, rid: str) -> str:
         """Set: the records of the round the app closed by deciding ``rid`` (the run's
@@ -253,6 +243,11 @@ class Keys:
     def notes(self, shard: int) -> str:
         """Sorted set: thread notes Slack did not take (JSON), scored by the next try."""
         return f"{self._shard(shard)}:notes"
+
+    def note_once(self, shard: int, name: str) -> str:
+        """String: set by the one caller that queues the note ``name`` (a request's decision,
+        a batch's), beside the notes of ``shard`` so both change in one step."""
+        return f"{self._shard(shard)}:note-once:{name}"
 
     def group_checks(self, shard: int) -> str:
         """Sorted set: records with user groups, scored by when their members are checked."""

@@ -4,6 +4,7 @@ kept until Slack takes them, as the outbox keeps cards; given up after ``NOTE_KE
 from __future__ import annotations
 
 import logging
+import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -12,6 +13,7 @@ from pydantic import BaseModel, ValidationError
 from .client import RedisClient
 from .epoch import to_ms
 from .keys import Keys
+from .retention import millis
 from .sweeps import lease_due
 
 log = logging.getLogger(__name__)
@@ -48,9 +50,29 @@ class NoteQueue:
     """Per shard, a sorted set of notes (as JSON) scored by when they may next be tried; a
     channel's notes share a shard, and come back in the order they were made (by id)."""
 
-    def __init__(self, client: RedisClient, keys: Keys) -> None:
+    def __init__(self, client: RedisClient, keys: Keys, *, marks_kept: timedelta) -> None:
         self._client = client
         self._keys = keys
+        self._marks_kept = marks_kept
+
+    async def once(
+        self, name: str, note: Note, *, now: datetime, lease: timedelta
+    ) -> LeasedNote | None:
+        """Queue ``note`` leased to this caller for ``lease``, if it is the first to name
+        ``name``; None for a later one. Claimed and queued in one step, so a caller that
+        dies before posting it leaves it to whoever sends the queued notes."""
+        shard = self._keys.shard_of(note.channel)
+        member, until = note.model_dump_json(), now + lease
+        keys = [self._keys.note_once(shard, name), self._keys.notes(shard)]
+        args: list[str | int] = [
+            secrets.token_hex(8),
+            millis(self._marks_kept),
+            member,
+            to_ms(until),
+        ]
+        if not await self._client.eval("note_once", keys, args):
+            return None
+        return LeasedNote(note=note, member=member, leased_until=until)
 
     async def later(self, note: Note, *, at: datetime, member: str | None = None) -> None:
         """Queue ``note`` (or move its entry ``member``) to be tried from ``at``."""

@@ -12,7 +12,7 @@ from datetime import timedelta
 from bot.services import Services
 from storage.epoch import to_ms
 from storage.errors import StorageError
-from storage.notes import NOTE_KEPT, Note
+from storage.notes import NOTE_KEPT, LeasedNote, Note
 from storage.sweeps import POST_LEASE
 
 from .mrkdwn import escape_truncate
@@ -62,27 +62,43 @@ async def post_mrkdwn(
         if not passing(exc) and or_tell is not None:
             await post_direct(services, or_tell, text)
         elif passing(exc):
-            now = services.clock.now()
-            note = Note(
-                id=f"note_{time.time_ns():020d}_{secrets.token_hex(4)}",  # sorts as made
-                channel=channel,
-                thread_ts=thread_ts,
-                text=text.encode("utf-8", "replace").decode(),  # JSON has no lone surrogates
-                until_ms=to_ms(now + NOTE_KEPT),
-                or_tell=or_tell,
-            )
-            await _later(services, note, exc)
+            await _later(services, _note(services, channel, thread_ts, text, or_tell), exc)
+
+
+async def post_once(
+    services: Services,
+    name: str,
+    *,
+    channel: str,
+    thread_ts: str | None,
+    text: str,
+    or_tell: str | None = None,
+) -> None:
+    """Post the bot's own mrkdwn if this caller is the first to name ``name``, at least
+    once: it is queued as it is claimed, so were this process to die before Slack took it,
+    the scheduler posts it. Storage's failure to claim it is the caller's to handle."""
+    note = _note(services, channel, thread_ts, text, or_tell)
+    now = services.clock.now()
+    leased = await services.storage.notes.once(name, note, now=now, lease=POST_LEASE)
+    if leased is not None:
+        await _send(services, leased)
 
 
 async def post_direct(services: Services, user: str, text: str) -> None:
     """Tell ``user`` something (the bot's own mrkdwn) in a direct message."""
+    channel = await direct_channel(services, user)
+    if channel is not None:
+        await post_mrkdwn(services, channel=channel, thread_ts=None, text=text)
+
+
+async def direct_channel(services: Services, user: str) -> str | None:
+    """The direct message channel with ``user``; None (logged) when Slack does not open it."""
     try:
         opened = await services.client.conversations_open(users=user)
-        channel = str(opened["channel"]["id"])
+        return str(opened["channel"]["id"])
     except (*SLACK_FAILURES, KeyError) as exc:
         log.warning("could not open a DM with %s: %s", user, why_failed(exc))
-        return
-    await post_mrkdwn(services, channel=channel, thread_ts=None, text=text)
+        return None
 
 
 async def send_queued_notes(services: Services) -> int:
@@ -100,20 +116,51 @@ async def send_queued_notes(services: Services) -> int:
         if note.while_pending and not await _pending(services, note.while_pending):
             await services.storage.notes.done(leased)
             continue
-        try:
-            await send_mrkdwn(services, note.channel, note.thread_ts, note.text)
-        except SLACK_FAILURES as exc:
-            log.warning("note %s still not posted: %s", note.id, why_failed(exc))
-            if passing(exc):
-                stuck[where] = exc
-                await _later(services, note, exc, member=leased.member)
-                continue
-            if note.or_tell is not None:
-                await post_direct(services, note.or_tell, note.text)
-        else:
+        failed = await _send(services, leased)
+        if failed is None:
             sent += 1
-        await services.storage.notes.done(leased)
+        elif passing(failed):
+            stuck[where] = failed
     return sent
+
+
+async def _send(services: Services, leased: LeasedNote) -> BaseException | None:
+    """Post a leased note and take it off the queue; one Slack did not take for a passing
+    reason is queued again, one it refuses goes to its ``or_tell`` user. What failed."""
+    note = leased.note
+    try:
+        await send_mrkdwn(services, note.channel, note.thread_ts, note.text)
+    except SLACK_FAILURES as exc:
+        log.warning("note %s not posted: %s", note.id, why_failed(exc))
+        if passing(exc):
+            await _later(services, note, exc, member=leased.member)
+            return exc
+        if note.or_tell is not None:
+            await post_direct(services, note.or_tell, note.text)
+        await _done(services, leased)
+        return exc
+    await _done(services, leased)
+    return None
+
+
+async def _done(services: Services, leased: LeasedNote) -> None:
+    try:
+        await services.storage.notes.done(leased)
+    except StorageError as exc:  # it stays queued: posted again once its lease lapses
+        log.error("note %s handled, but not taken off the queue: %s", leased.note.id, exc)
+
+
+def _note(
+    services: Services, channel: str, thread_ts: str | None, text: str, or_tell: str | None
+) -> Note:
+    return Note(
+        id=f"note_{time.time_ns():020d}_{secrets.token_hex(4)}",  # sorts as made
+        channel=channel,
+        thread_ts=thread_ts,
+        text=text.encode("utf-8", "replace").decode(),  # JSON has no lone surrogates
+        until_ms=to_ms(services.clock.now() + NOTE_KEPT),
+        or_tell=or_tell,
+    )
 
 
 async def _pending(services: Services, record_id: str) -> bool:

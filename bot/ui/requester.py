@@ -20,7 +20,7 @@ from .cards import card_from_record, verdict_from_record
 from .deciders import escalated_to
 from .message import verdict_note
 from .mrkdwn import code_span, escape_truncate
-from .notes import post_direct, post_mrkdwn
+from .notes import direct_channel, post_direct, post_mrkdwn, post_once
 from .posting import permalink
 
 log = logging.getLogger(__name__)
@@ -32,14 +32,11 @@ async def tell_decided(services: Services, record: InterruptRecord) -> None:
     verdict = verdict_from_record(record)
     if verdict is None or record.requested_by in verdict.by:
         return
+    note = verdict_note(card_from_record(record), verdict)
     try:
-        first = await services.storage.interrupts.first_decided_note(record.id)
-    except StorageError as exc:  # unmarked, it might be told twice: left untold, said so
+        await _tell(services, record, note, once=f"decided:{record.id}")
+    except StorageError as exc:  # unclaimed, it might be told twice: left untold, said so
         log.error("interrupt %s: its requester was not told of the decision: %s", record.id, exc)
-        return
-    if not first:
-        return
-    await _tell(services, record, verdict_note(card_from_record(record), verdict))
 
 
 async def tell_batch_decided(services: Services, batch: Batch) -> None:
@@ -56,17 +53,13 @@ async def tell_batch_decided(services: Services, batch: Batch) -> None:
             return  # some still wait: told once all are decided
         counts[what] = counts.get(what, 0) + 1
     lead_id = items[0].batch or items[0].id
-    try:
-        first = await services.storage.interrupts.first_batch_note(lead_id)
-    except StorageError as exc:  # unmarked, it might be posted twice: left unposted, said so
-        log.error('batch %s: its "calls decided" note was not posted: %s', lead_id, exc)
-        return
-    if not first:
-        return  # another process decided (or expired) its last items too, and tells
     action = code_span(card_from_record(items[0]).action, 200)
     summary = ", ".join(f"{n} {what.lower()}" for what, n in counts.items())
     note = f":ballot_box_with_check: {len(items)} calls of {action} decided: {summary}"
-    await _tell(services, items[0], note)
+    try:  # another process deciding (or expiring) its last items too posts nothing
+        await _tell(services, items[0], note, once=f"batch:{lead_id}")
+    except StorageError as exc:  # unclaimed, it might be posted twice: left unposted, said so
+        log.error('batch %s: its "calls decided" note was not posted: %s', lead_id, exc)
 
 
 async def tell_escalated(services: Services, record: InterruptRecord) -> None:
@@ -102,19 +95,26 @@ def mention_in_thread(requested_by: str, asked_in: str | None, channel: str | No
     return ""
 
 
-async def _tell(services: Services, record: InterruptRecord, note: str) -> None:
+async def _tell(
+    services: Services, record: InterruptRecord, note: str, *, once: str | None = None
+) -> None:
+    """Tell the requester ``note`` in the request's thread (or by DM when they asked
+    elsewhere); with ``once``, only the first caller naming it does (``post_once``)."""
     requester = record.requested_by
     if not is_user_id(requester) or not record.channel:
         return
     if record.asked_in is None or record.asked_in == record.channel:
-        thread = record.thread_ts or record.message_ts
-        await post_mrkdwn(
-            services,
-            channel=record.channel,
-            thread_ts=thread,
-            text=f"{user_mention(requester)} {note}",
-            or_tell=requester,  # the app not in that channel: its card was never posted
+        channel, thread, or_tell = record.channel, record.thread_ts or record.message_ts, requester
+        text = f"{user_mention(requester)} {note}"  # or_tell: the app was not in that channel
+    else:
+        link = f" <{record.permalink}|Open>" if record.permalink else ""
+        direct = await direct_channel(services, requester)
+        if direct is None:
+            return
+        channel, thread, or_tell, text = direct, None, None, f"{note}{link}"
+    if once is None:
+        await post_mrkdwn(services, channel=channel, thread_ts=thread, text=text, or_tell=or_tell)
+    else:
+        await post_once(
+            services, once, channel=channel, thread_ts=thread, text=text, or_tell=or_tell
         )
-        return
-    link = f" <{record.permalink}|Open>" if record.permalink else ""
-    await post_direct(services, requester, f"{note}{link}")

@@ -17,7 +17,9 @@ from agent_runtime.messages import args_digest
 from storage import EmbeddedRedis, LostRecord, Storage, connect
 from storage.api_clients import ClientExistsError
 from storage.audit import AuditEntry
+from storage.epoch import to_ms
 from storage.errors import DuplicateInterruptError
+from storage.notes import Note
 
 DIGEST = args_digest({"path": "/tmp/old"})
 
@@ -138,16 +140,21 @@ async def test_an_end_marked_again_by_the_same_call_is_still_the_first(
     assert not await one_server.resume.first_end(run_id)  # another report
 
 
-async def test_a_batch_note_marked_again_by_the_same_call_is_still_the_first(
+async def test_a_note_claimed_again_by_the_same_call_is_still_the_first(
     one_server: Storage,
 ) -> None:
-    """A batch's "N calls decided" note whose mark lost its reply is posted, not left to a
-    caller that never comes."""
-    lead = "run_batchnote/int_call_1"
-    with reply_lost_once(naming=":noted", command="SET") as lost:
-        assert await one_server.interrupts.first_batch_note(lead)
-    assert lost == ["SET"]
-    assert not await one_server.interrupts.first_batch_note(lead)  # another process
+    """A batch's "N calls decided" note whose claim lost its reply is posted, not left to a
+    caller that never comes; it is queued once."""
+    until = to_ms(NOW + timedelta(days=1))
+    note = Note(id="note_1", channel="CAPPROVALS", thread_ts=None, text="decided", until_ms=until)
+    name = "batch:run_batchnote/int_call_1"
+    with reply_lost_once(naming=":note-once:") as lost:
+        leased = await one_server.notes.once(name, note, now=NOW, lease=timedelta(seconds=30))
+    assert lost == ["EVALSHA"] and leased is not None
+    later = NOW + timedelta(seconds=31)
+    assert not await one_server.notes.once(name, note, now=later, lease=timedelta(seconds=30))
+    due = await one_server.notes.claim(later)  # its claimer's lease is over
+    assert [n.note.id for n in due] == ["note_1"]
 
 
 async def test_a_client_created_again_by_the_same_call_gets_its_token(one_server: Storage) -> None:

@@ -44,3 +44,26 @@ async def test_a_note_never_taken_is_given_up_after_a_day(storage: Storage) -> N
     await storage.client.raw.zadd(key, {"not a note": 0})
     assert await storage.notes.claim(later() + NOTE_KEPT + timedelta(seconds=1)) == []
     assert await storage.client.raw.zcard(key) == 0
+
+
+async def test_a_note_named_twice_is_queued_once_and_held_by_its_first_caller(
+    storage: Storage,
+) -> None:
+    """The first caller naming a note gets it, queued and held for its lease; a second
+    gets nothing. Once that caller is done with it, nothing is left to post."""
+    hold = timedelta(seconds=30)
+    first = await storage.notes.once("batch:run_1/int_1", note(1), now=later(), lease=hold)
+    assert first is not None and first.note.text == "n1"
+    assert await storage.notes.once("batch:run_1/int_1", note(2), now=later(), lease=hold) is None
+    assert await storage.notes.claim(later(seconds=29)) == []  # held by its first caller
+    await storage.notes.done(first)
+    assert await storage.notes.claim(later(minutes=5)) == []
+
+
+async def test_a_note_its_first_caller_never_posted_is_handed_out_when_its_hold_ends(
+    storage: Storage,
+) -> None:
+    hold = timedelta(seconds=30)
+    assert await storage.notes.once("decided:run_1/int_1", note(1), now=later(), lease=hold)
+    [due] = await storage.notes.claim(later(seconds=30))
+    assert due.note.text == "n1"
