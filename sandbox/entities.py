@@ -100,6 +100,8 @@ class Message:
     app_id: str | None = None
     team: str = ""
     edited_ts: str | None = None
+    metadata: JsonObject | None = None
+    """The app's `event_type` and `event_payload`, shown only to a history read asking for it."""
 
     def to_slack(self, *, reply_count: int = 0, latest_reply: str | None = None) -> JsonObject:
         """The `message` object Slack returns from `chat.postMessage` and echoes in payloads."""

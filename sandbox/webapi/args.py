@@ -45,6 +45,9 @@ class _MessageArgs(Args):
 
 class PostMessage(_MessageArgs):
     thread_ts: str | None = None
+    metadata: JsonObject | None = None
+
+    _parse_metadata = field_validator("metadata", mode="before")(_json_if_string)
 
 
 class Update(_MessageArgs):
@@ -104,3 +107,15 @@ class UsersConversations(Args):
 class ConversationsOpen(Args):
     users: str | None = None
     channel: str | None = None
+
+
+class ConversationsHistory(Args):
+    channel: str
+    oldest: str | None = None
+    limit: int = 100
+    cursor: str | None = None
+    include_all_metadata: bool = False
+
+
+class ConversationsReplies(ConversationsHistory):
+    ts: str

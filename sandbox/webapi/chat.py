@@ -48,6 +48,8 @@ def post_message(ctx: ApiContext, a: args.PostMessage) -> JsonObject:
         if parent is None:
             raise SlackApiFailure("thread_not_found")
         thread_ts = parent.thread_ts or parent.ts  # a reply to a reply joins the same thread
+    if a.metadata is not None and not isinstance(a.metadata.get("event_type"), str):
+        raise SlackApiFailure("invalid_metadata_format")
     app = ws.app
     message = ws.post(
         Message(
@@ -60,6 +62,7 @@ def post_message(ctx: ApiContext, a: args.PostMessage) -> JsonObject:
             bot_id=app.bot_id,
             app_id=app.app_id,
             team=ws.team_id,
+            metadata=a.metadata,
         )
     )
     return {"channel": channel.id, "ts": message.ts, "message": message.to_slack()}

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from ..entities import JsonObject
 from ..errors import SlackApiFailure
 from ..faults import Faults
-from . import args, chat, directory, views
+from . import args, chat, directory, history, views
 from .context import ApiContext
 
 log = logging.getLogger(__name__)
@@ -47,6 +47,8 @@ METHODS: dict[str, Method[Any]] = {
     "usergroups.users.list": Method(args.UsergroupUsers, directory.usergroup_users),
     "conversations.open": Method(args.ConversationsOpen, directory.conversations_open),
     "users.conversations": Method(args.UsersConversations, directory.users_conversations),
+    "conversations.history": Method(args.ConversationsHistory, history.conversations_history),
+    "conversations.replies": Method(args.ConversationsReplies, history.conversations_replies),
     "apps.connections.open": Method(args.NoArgs, directory.connections_open, token="app"),
 }
 
