@@ -176,14 +176,14 @@ class Scheduler:
         posted = 0
         for record in await services.storage.interrupts.claim_outbox(services.clock.now()):
             if record.message_ts:  # posted, but not its escalation step's card
-                escalated = await post_escalation(services, record)
+                escalated = await post_escalation(services, record, again=True)
                 if escalated is not None:
                     await update_message(services, escalated)
                     posted += 1
             elif (first := await post_interrupt(services, record, again=True)) is not None:
                 posted += 1
                 if first.escalation_unposted:  # escalated while Slack had neither card
-                    escalated = await post_escalation(services, first)
+                    escalated = await post_escalation(services, first, again=True)
                     if escalated is not None:
                         await update_message(services, escalated)
         return posted

@@ -26,23 +26,37 @@ _SKEW = timedelta(minutes=1)
 """How much earlier than the record's creation a card may carry a ts (clocks differ)."""
 
 
-def card_metadata(record_id: str) -> dict[str, Any]:
-    """The ``metadata`` a card of ``record_id`` is posted with."""
-    return {"event_type": CARD_EVENT, "event_payload": {"record_id": record_id}}
+def card_metadata(record_id: str, *, step: int | None = None) -> dict[str, Any]:
+    """The ``metadata`` a card of ``record_id`` (or of its escalation ``step``) is posted
+    with."""
+    payload: dict[str, Any] = {"record_id": record_id}
+    if step is not None:
+        payload["step"] = step
+    return {"event_type": CARD_EVENT, "event_payload": payload}
 
 
-async def unrecorded_card(services: Services, record: InterruptRecord, channel: str) -> str | None:
-    """The ts of ``record``'s card in ``channel`` (or its thread), posted since the record
-    was made; None when Slack has none, or will not be asked (no history scope: then a
-    card is posted again, as before). A passing failure is raised: the outbox tries later."""
+async def unrecorded_card(
+    services: Services,
+    record: InterruptRecord,
+    *,
+    channel: str,
+    thread_ts: str | None,
+    step: int | None = None,
+) -> str | None:
+    """The ts of ``record``'s card (or its escalation ``step``'s) in ``channel`` or the
+    thread ``thread_ts``, posted since the record was made; None when Slack has none, or
+    will not be asked (no history scope: then a card is posted again, as before). A
+    passing failure is raised: the outbox tries later."""
+    wanted = card_metadata(record.id, step=step)
+    wanted_pair = (wanted["event_type"], wanted["event_payload"])
     oldest = f"{(record.created_at - _SKEW).timestamp():.6f}"
     cursor: str | None = None
     try:
         for _ in range(_PAGES):
-            if record.thread_ts:
+            if thread_ts:
                 answer = await services.client.conversations_replies(
                     channel=channel,
-                    ts=record.thread_ts,
+                    ts=thread_ts,
                     oldest=oldest,
                     limit=_PAGE,
                     cursor=cursor,
@@ -57,7 +71,8 @@ async def unrecorded_card(services: Services, record: InterruptRecord, channel: 
                     include_all_metadata=True,
                 )
             for message in answer.get("messages") or []:
-                if _names(message, record.id):
+                meta = message.get("metadata") or {}
+                if (meta.get("event_type"), meta.get("event_payload")) == wanted_pair:
                     log.warning(
                         "interrupt %s: its card %s was posted but not recorded; recorded now",
                         record.id,
@@ -78,9 +93,3 @@ async def unrecorded_card(services: Services, record: InterruptRecord, channel: 
             why_failed(exc),
         )
     return None
-
-
-def _names(message: dict[str, Any], record_id: str) -> bool:
-    meta = message.get("metadata") or {}
-    payload = meta.get("event_payload") or {}
-    return bool(meta.get("event_type") == CARD_EVENT and payload.get("record_id") == record_id)

@@ -50,7 +50,11 @@ async def post_interrupt(
         return await _mark_posted(services, record, team_url, *unrecorded)
     try:
         channel = record.channel or await _dm_channel(services, record)
-        found = await unrecorded_card(services, record, channel) if again else None
+        found = None
+        if again:
+            found = await unrecorded_card(
+                services, record, channel=channel, thread_ts=record.thread_ts
+            )
         where, ts = (channel, found) if found else await _post_card(services, record, channel)
     except SLACK_FAILURES as exc:
         log.warning(
@@ -144,10 +148,13 @@ async def _tell_refused(services: Services, record: InterruptRecord, why: str) -
     await post_direct(services, record.requested_by, text)
 
 
-async def post_escalation(services: Services, record: InterruptRecord) -> InterruptRecord | None:
+async def post_escalation(
+    services: Services, record: InterruptRecord, *, again: bool = False
+) -> InterruptRecord | None:
     """Post the card of the escalation step an interrupt reached, in that step's channel
     (or the run's thread), and keep where; the updated record, or None when Slack or
-    storage failed. Its notification text mentions the people the step names."""
+    storage failed. Its notification text mentions the people the step names. ``again``
+    (the outbox): a card an earlier try posted but never recorded is recorded instead."""
     reached = record.reached_rungs
     if not reached:
         return None
@@ -168,6 +175,7 @@ async def post_escalation(services: Services, record: InterruptRecord) -> Interr
             blocks=shown.blocks,
             unfurl_links=False,
             unfurl_media=False,
+            metadata=card_metadata(record.id, step=len(reached)),
         )
         # The step waits in the outbox (put there as it was taken): held while posting.
         return _holding_outbox(services, record.id, sent)
@@ -177,7 +185,16 @@ async def post_escalation(services: Services, record: InterruptRecord) -> Interr
         where, ts = unrecorded
     else:
         try:
-            answer = await send_fitting(record, forms, post)
+            found = None
+            if again:
+                found = await unrecorded_card(
+                    services, record, channel=channel, thread_ts=thread, step=len(reached)
+                )
+            if found is not None:
+                where, ts = channel, found
+            else:
+                answer = await send_fitting(record, forms, post)
+                where, ts = str(answer.get("channel") or channel), str(answer["ts"])
         except SLACK_FAILURES as exc:
             log.warning(
                 "interrupt %s: escalation card not posted yet, left in the outbox: %s",
@@ -190,7 +207,6 @@ async def post_escalation(services: Services, record: InterruptRecord) -> Interr
                     record.id, at=services.clock.now() + max(wait, POST_LEASE)
                 )
             return None
-        where, ts = str(answer.get("channel") or channel), str(answer["ts"])
     try:
         if not await services.storage.interrupts.set_escalation_message(record.id, where, ts):
             return None

@@ -12,12 +12,14 @@ from typing import Any
 
 import pytest
 from fakes import Fault
-from harness import ALICE, CAROL, CHANNEL, Harness
+from harness import ALICE, BOB, CAROL, CHANNEL, Harness
 
+from bot.agents.policy import Escalate, Policy
 from bot.runs.drive import start_run
 from bot.runs.place import Place
 from bot.schedule.scheduler import Scheduler
 from bot.ui import ids
+from bot.ui.refusals import reason_text
 from storage import EmbeddedRedis, Storage, connect
 from storage.errors import StorageError
 from storage.sweeps import POST_LEASE
@@ -84,6 +86,13 @@ async def test_without_the_history_scope_the_card_is_posted_again_and_the_log_sa
     [record] = (await storage.queries.pending_for_channel(CHANNEL)).records
     assert record.message_ts == again["ts"] != card["ts"]
     assert "channels:history" in caplog.text
+    value = bot.posted(0)["blocks"][-1]["elements"][0]["value"]
+    await bot.click(ids.APPROVE, value, user=ALICE, message_ts=card["ts"])
+    await bot.slack.wait_calls("chat.postEphemeral")
+    [told] = bot.slack.called("chat.postEphemeral")
+    assert told["user"] == ALICE and told["text"] == reason_text("wrong_message")
+    [still] = (await storage.queries.pending_for_channel(CHANNEL)).records
+    assert still.state == "pending"
 
 
 async def test_a_card_is_not_posted_while_slack_does_not_answer_whether_it_has_it(
@@ -99,3 +108,33 @@ async def test_a_card_is_not_posted_while_slack_does_not_answer_whether_it_has_i
     assert len(bot.slack.answers("chat.postMessage")) == 1
     [record] = (await storage.queries.pending_for_channel(CHANNEL)).records
     assert record.message_ts == card["ts"]
+
+
+async def test_an_escalation_card_whose_process_died_while_redis_was_down_is_found(
+    make_bot: Any, server: EmbeddedRedis, storage: Storage, slack: Any
+) -> None:
+    nyc, step = "C0NYC", timedelta(hours=2)
+    policy = Policy(
+        channel=CHANNEL,
+        users=(ALICE,),
+        expires_after=step,
+        on_expiry=Escalate(channel=nyc, users=(BOB,), expires_after=step),
+        reminders=None,
+    )
+    dying: Harness = await make_bot(policy)
+    await dying.start()
+    dying.clock.advance(step + timedelta(minutes=1))
+    slack.after["chat.postMessage"] = server.stop  # just after the escalation card
+    with pytest.raises(StorageError):
+        await Scheduler(dying.services).tick()
+    [escalated] = [p for p in slack.answers("chat.postMessage") if p["channel"] == nyc]
+    await dying.loops.stop()
+    server.start()
+
+    other: Harness = await make_bot(policy)
+    other.clock.advance(step + timedelta(minutes=1) + POST_LEASE + timedelta(seconds=1))
+    await Scheduler(other.services).tick()
+    cards = [p["channel"] for p in slack.called("chat.postMessage") if p.get("blocks")]
+    assert cards == [CHANNEL, nyc]
+    [record] = (await storage.queries.pending_for_channel(CHANNEL)).records
+    assert (record.escalation_channel, record.escalation_ts) == (nyc, escalated["ts"])
