@@ -10,6 +10,7 @@ Each retry is a DEBUG line; a call that fails after its retries is logged by its
 from __future__ import annotations
 
 import logging
+import random
 
 import aiohttp
 from slack_sdk.http_retry.builtin_async_handlers import (
@@ -17,6 +18,8 @@ from slack_sdk.http_retry.builtin_async_handlers import (
     AsyncRateLimitErrorRetryHandler,
     AsyncServerErrorRetryHandler,
 )
+from slack_sdk.http_retry.builtin_interval_calculators import BackoffRetryIntervalCalculator
+from slack_sdk.http_retry.jitter import Jitter
 from slack_sdk.http_retry.request import HttpRequest
 from slack_sdk.http_retry.response import HttpResponse
 from slack_sdk.http_retry.state import RetryState
@@ -46,6 +49,16 @@ CLIENT_LOG = logging.getLogger("slack_sdk.web.async_base_client")
 CLIENT_LOG.addFilter(_RetriesAtDebug())
 
 
+class _ScaledJitter(Jitter):
+    """Adds a random wait of up to ``most`` seconds (slack-sdk's own jitter adds up to 1 s)."""
+
+    def __init__(self, most: float) -> None:
+        self.most = most
+
+    def recalculate(self, duration: float) -> float:
+        return duration + random.random() * self.most
+
+
 class BoundedRateLimitRetry(AsyncRateLimitErrorRetryHandler):
     """slack-sdk's rate-limit retry, for waits of at most ``MAX_RATE_LIMIT_WAIT``."""
 
@@ -66,13 +79,17 @@ class BoundedRateLimitRetry(AsyncRateLimitErrorRetryHandler):
             return True
 
 
-def make_client(settings: Settings, *, retries: int = 3, timeout: int = 10) -> AsyncWebClient:
+def make_client(
+    settings: Settings, *, retries: int = 3, timeout: int = 10, backoff: float = 0.5
+) -> AsyncWebClient:
     """A client for ``settings``' token and API URL, with slack-sdk's retry handlers.
 
-    It keeps one HTTP session (connections are reused across calls); call inside the
-    event loop, and ``close_client`` at shutdown.
+    A connection error or a 5xx is retried after ``backoff`` seconds, doubling with each
+    retry, plus a jitter of up to twice ``backoff``. It keeps one HTTP session (connections
+    are reused across calls); call inside the event loop, and ``close_client`` at shutdown.
     """
     token = settings.bot_token.get_secret_value() if settings.bot_token else None
+    pacing = BackoffRetryIntervalCalculator(backoff, _ScaledJitter(2 * backoff))
     return AsyncWebClient(
         token=token,
         base_url=settings.slack_api_url or SLACK_API_URL,
@@ -80,9 +97,9 @@ def make_client(settings: Settings, *, retries: int = 3, timeout: int = 10) -> A
         session=aiohttp.ClientSession(),
         logger=CLIENT_LOG,
         retry_handlers=[
-            AsyncConnectionErrorRetryHandler(max_retry_count=retries),
+            AsyncConnectionErrorRetryHandler(max_retry_count=retries, interval_calculator=pacing),
             BoundedRateLimitRetry(max_retry_count=retries),
-            AsyncServerErrorRetryHandler(max_retry_count=retries),
+            AsyncServerErrorRetryHandler(max_retry_count=retries, interval_calculator=pacing),
         ],
     )
 

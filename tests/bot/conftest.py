@@ -35,6 +35,9 @@ from bot.slack.app import build_app
 from storage import Storage
 from storage.webhooks import WebhookDelivery
 
+BACKOFF = 0.01
+"""The bots' Slack client retries as often as an operator's, without its seconds of backoff."""
+
 
 @pytest.fixture
 async def slack() -> AsyncIterator[FakeSlack]:
@@ -74,7 +77,7 @@ async def make_bot(slack: FakeSlack, storage: Storage) -> AsyncIterator[Callable
         log = ToolLog()
         the_policy = policy or Policy(channel=CHANNEL, users=(ALICE, BOB))
         services = make_services(
-            client=make_client(settings, retries=3),
+            client=make_client(settings, retries=3, backoff=BACKOFF),
             storage=storage,
             specs=[spec or cleanup_spec(log, the_policy, then=then, started_by=started_by), *also],
             clock=clock,
