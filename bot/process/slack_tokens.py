@@ -1,7 +1,8 @@
 """Start-up checks of the Slack tokens. A token Slack refuses stops the process with one
 line naming it, instead of a process that looks healthy and never posts (the bot token)
 or retries for ever (the app token). Slack out of reach is no reason to stop: the outbox
-posts once it answers."""
+posts once it answers. So each token is asked about once, without the client's retries,
+which would only delay the start by seconds a token while Slack is out of reach."""
 
 from __future__ import annotations
 
@@ -13,6 +14,9 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.errors import BotError
 from bot.ui.slack_failures import SLACK_FAILURES, why_failed
+
+from .settings import Settings
+from .slack_client import close_client, make_client
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +33,18 @@ REFUSED = frozenset(
 """Slack's answers that mean the token itself is wrong, not that Slack is unwell."""
 
 
-async def check_bot_token(client: AsyncWebClient) -> None:
+async def check_tokens(settings: Settings, *, socket_mode: bool) -> None:
+    """The bot token, and with ``socket_mode`` the app token, each asked about once."""
+    client = make_client(settings, retries=0)
+    try:
+        await _check_bot_token(client)
+        if socket_mode and settings.app_token is not None:
+            await _check_app_token(client, settings.app_token.get_secret_value())
+    finally:
+        await close_client(client)
+
+
+async def _check_bot_token(client: AsyncWebClient) -> None:
     """``auth.test`` with the bot token; BotError when Slack refuses it."""
     await _check(
         client.auth_test(),
@@ -38,7 +53,7 @@ async def check_bot_token(client: AsyncWebClient) -> None:
     )
 
 
-async def check_app_token(client: AsyncWebClient, app_token: str) -> None:
+async def _check_app_token(client: AsyncWebClient, app_token: str) -> None:
     """``apps.connections.open`` with the app-level token; BotError when Slack refuses it."""
     await _check(
         client.apps_connections_open(app_token=app_token),

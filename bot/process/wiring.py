@@ -23,7 +23,7 @@ from storage import Retention, Storage, connect
 
 from .settings import Settings
 from .slack_client import close_client, make_client
-from .slack_tokens import check_app_token, check_bot_token
+from .slack_tokens import check_tokens
 
 
 @contextlib.asynccontextmanager
@@ -43,11 +43,9 @@ async def open_services(
         module = agents or settings.agents
         # Without agents, Signoff serves requests from jobs (`signoff gate`, the API) only.
         specs = load_specs(module) if module else []
+    await check_tokens(settings, socket_mode=socket_mode)
     client = make_client(settings)
     try:
-        await check_bot_token(client)
-        if socket_mode and settings.app_token is not None:
-            await check_app_token(client, settings.app_token.get_secret_value())
         storage = await connect_storage(settings)
     except BaseException:
         await close_client(client)
