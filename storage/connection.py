@@ -98,16 +98,18 @@ async def connect(
     prefix: str = "signoff",
     data_dir: Path | None = None,
     retention: Retention | None = None,
+    socket_timeout: float = 5.0,
 ) -> Storage:
     """Connect to ``url`` (``redis://``, ``rediss://``, ``unix://``, through Sentinel
     ``redis+sentinel://``, or a cluster ``redis+cluster://``), or with None start an
-    embedded server keeping its data in ``data_dir``; checks the server answers."""
+    embedded server keeping its data in ``data_dir``; checks the server answers.
+    ``socket_timeout``: the seconds connecting or a command may take before it fails."""
     embedded = None
     if url is None:
         embedded = EmbeddedRedis(data_dir or default_data_dir())
         url = await _start(embedded)
         log.info("no REDIS_URL: started an embedded server at %s", url)
-    client = RedisClient(url)
+    client = RedisClient(url, timeout=socket_timeout)
     keys = Keys(prefix=prefix, shards=CLUSTER_SHARDS if client.cluster else None)
     kept = retention or Retention()
     queries = InterruptQueries(client, keys)

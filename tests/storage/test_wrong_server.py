@@ -21,6 +21,9 @@ from storage.embedded import find_server_binary
 from storage.embedded_cluster import EmbeddedCluster
 from storage.errors import StorageError, StorageResponseError, StorageUnavailableError
 
+HANDSHAKE_TIMEOUT = 0.5
+"""A TLS handshake a plain server never answers fails at the timeout: this, not 5 s."""
+
 
 async def test_a_cluster_url_with_no_node_listening_names_what_to_check() -> None:
     with socket.socket() as probe:
@@ -178,7 +181,7 @@ async def test_a_database_a_tcp_server_does_not_have_is_named_as_such(tcp_server
 async def test_a_tls_url_at_a_server_without_tls_says_to_check_tls(tcp_server: int) -> None:
     """The TLS handshake meets a server waiting for a command: a timeout, not a refusal."""
     with pytest.raises(StorageError) as refused:
-        await connect(f"rediss://127.0.0.1:{tcp_server}/0")
+        await connect(f"rediss://127.0.0.1:{tcp_server}/0", socket_timeout=HANDSHAKE_TIMEOUT)
     said = str(refused.value)
     assert "TLS" in said and "redis://" in said and "overloaded" not in said, said
 
@@ -187,6 +190,6 @@ async def test_a_tls_cluster_url_at_a_server_without_tls_says_to_check_tls(
     tcp_server: int,
 ) -> None:
     with pytest.raises(StorageError) as refused:
-        await connect(f"rediss+cluster://127.0.0.1:{tcp_server}/")
+        await connect(f"rediss+cluster://127.0.0.1:{tcp_server}/", socket_timeout=HANDSHAKE_TIMEOUT)
     said = str(refused.value)
     assert "TLS" in said and "redis+cluster://" in said and "credentials" not in said, said
