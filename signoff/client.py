@@ -90,6 +90,13 @@ class Client:
         self._read_timeout = read_timeout
         self._session: aiohttp.ClientSession | None = None
         self._clock_offset = 0.0
+        self._sent = False
+
+    @property
+    def sent(self) -> bool:
+        """Whether a call has reached the wire yet: until then, the server has made nothing
+        (every attempt failed to connect)."""
+        return self._sent
 
     def server_time(self) -> float:
         """Now, in Unix seconds, by the server's clock as its last answer's ``Date`` told
@@ -227,7 +234,9 @@ class Client:
         self, method: str, path: str, body: dict[str, Any] | None, *, waits: float
     ) -> RequestView:
         if self._session is None:
-            self._session = aiohttp.ClientSession(headers=self._headers)
+            sending = aiohttp.TraceConfig()
+            sending.on_request_headers_sent.append(self._on_sent)
+            self._session = aiohttp.ClientSession(headers=self._headers, trace_configs=[sending])
         timeout = aiohttp.ClientTimeout(
             total=waits + self._read_timeout, sock_connect=self._connect_timeout
         )
@@ -261,6 +270,9 @@ class Client:
             if response.status >= 400:
                 raise RequestRefused(response.status, str(data.get("error", "")), view=view)
             return view
+
+    async def _on_sent(self, *_: object) -> None:
+        self._sent = True
 
     def _read_clock(self, date: str | None) -> None:
         """How far the server's clock is from this host's, from an answer's ``Date``."""

@@ -103,7 +103,17 @@ async def _stopped_while_asking(
     client: Client, creating: asyncio.Task[RequestView]
 ) -> RequestView | int:
     """A gate stopped while its request was being made: the request, if Signoff answers
-    within ``_SETTLE`` s, withdrawn (its card must not stay live for a job that is gone)."""
+    within ``_SETTLE`` s, withdrawn (its card must not stay live for a job that is gone).
+    While no call has reached Signoff there is nothing to withdraw, so it stops at once."""
+    if not client.sent:
+        creating.cancel()
+        with contextlib.suppress(asyncio.CancelledError, SignoffError):
+            await creating
+        say(
+            "signoff gate: stopped before Signoff answered; the command was not run (nothing "
+            "was asked: Signoff was not reached)"
+        )
+        return WITHDRAWN
     try:
         view = await asyncio.wait_for(creating, _SETTLE)
     except (TimeoutError, SignoffError):

@@ -213,6 +213,7 @@ async def test_ctrl_c_while_signoff_is_unreachable_stops_the_gate_at_once(stack:
     _, err = await asyncio.wait_for(gate.communicate(), 10)
     assert gate.returncode == WITHDRAWN, err
     assert "stopped before Signoff answered; the command was not run" in err.decode()
+    assert "nothing was asked: Signoff was not reached" in err.decode()
     assert not stack.marks.exists()
 
 

@@ -3,12 +3,16 @@ while, then exits 13 (documented) without running its command."""
 
 from __future__ import annotations
 
+import asyncio
 import functools
+import os
+import signal
 import socket
 import time
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from aiohttp import web
@@ -19,7 +23,7 @@ from bot.api.request_records import REQUESTS_PATH
 from bot.api.schemas import NewRequest
 from signoff import gate, gate_wait
 from signoff.client import Client
-from signoff.gate_cli import EXIT_CODES, UNREACHABLE
+from signoff.gate_cli import EXIT_CODES, UNREACHABLE, WITHDRAWN
 
 ASK = NewRequest(title="Delete 42 stale volumes", channel="C0OPS", approvers=["U0ALICE"])
 
@@ -79,3 +83,34 @@ async def test_a_signoff_lost_while_waiting_exits_13_past_the_expiry_and_its_gra
         err.splitlines()[-1]
         == f"signoff gate: cannot reach Signoff at {away}: 503: Redis is not reachable"
     )
+
+
+async def test_a_gate_stopped_before_signoff_was_reached_stops_at_once_asking_nothing(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """No call got through, so no request exists to withdraw: it stops trying to make one
+    at once, rather than for seconds more only to withdraw what it made."""
+    attempts, refused = [], asyncio.Event()
+    once = Client._once
+
+    async def counted(self: Client, *args: Any, **kwargs: Any) -> Any:
+        attempts.append(args[0])
+        try:
+            return await once(self, *args, **kwargs)
+        finally:
+            refused.set()
+
+    monkeypatch.setattr(Client, "_once", counted)
+    ran = tmp_path / "ran"
+    url = f"http://127.0.0.1:{_closed_port()}"
+    client = Client(url, "sgn_" + "x" * 30)
+    retried = ASK.model_copy(update={"idempotency_key": "cleanup-2026-11-27"})
+    gating = asyncio.create_task(gate._gate(client, retried, ["touch", str(ran)]))
+    await asyncio.wait_for(refused.wait(), 10)
+    assert not gating.done()  # it is trying again
+    os.kill(os.getpid(), signal.SIGTERM)
+    tried = len(attempts)
+    assert await asyncio.wait_for(gating, 10) == WITHDRAWN
+    assert len(attempts) == tried and not client.sent and not ran.exists()
+    err = capsys.readouterr().err
+    assert "the command was not run (nothing was asked: Signoff was not reached)" in err, err
