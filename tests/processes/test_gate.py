@@ -122,18 +122,25 @@ class Stack:
 async def stack(sandbox: Sandbox, redis_url: str, tmp_path: Path) -> AsyncIterator[Stack]:
     marks, log, port = tmp_path / "marks", tmp_path / "bot.log", free_port()
     env = signoff_env(sandbox, redis_url, marks, port)
-    made = await asyncio.create_subprocess_exec(
-        str(SIGNOFF),
-        *("token", "create", "nightly-cleanup", "--channels", GENERAL),
-        env=env,
-        stdout=asyncio.subprocess.PIPE,
-    )
-    printed, _ = await made.communicate()
-    assert made.returncode == 0
+    sandbox.request_url = f"http://127.0.0.1:{port}/slack/events"
+    # The server starts while the client is made: it needs no token, only the gates do.
+    server = start_signoff("serve", env=env, log=log)
+    try:
+        made = await asyncio.create_subprocess_exec(
+            str(SIGNOFF),
+            *("token", "create", "nightly-cleanup", "--channels", GENERAL),
+            env=env,
+            stdout=asyncio.subprocess.PIPE,
+        )
+        printed, _ = await made.communicate()
+        assert made.returncode == 0
+    except BaseException:
+        server.kill()
+        server.wait()
+        raise
     token = printed.decode().splitlines()[0].removeprefix("SIGNOFF_TOKEN=")
     env |= {"SIGNOFF_URL": f"http://127.0.0.1:{port}", "SIGNOFF_TOKEN": token, "MARKS": str(marks)}
-    sandbox.request_url = f"http://127.0.0.1:{port}/slack/events"
-    running = Stack(sandbox, env, log, marks, port, start_signoff("serve", env=env, log=log))
+    running = Stack(sandbox, env, log, marks, port, server)
     await running.healthy()
     yield running
     for gate in running.gates:
