@@ -99,17 +99,19 @@ async def connect(
     data_dir: Path | None = None,
     retention: Retention | None = None,
     socket_timeout: float = 5.0,
+    retries: int = 4,
 ) -> Storage:
     """Connect to ``url`` (``redis://``, ``rediss://``, ``unix://``, through Sentinel
     ``redis+sentinel://``, or a cluster ``redis+cluster://``), or with None start an
     embedded server keeping its data in ``data_dir``; checks the server answers.
-    ``socket_timeout``: the seconds connecting or a command may take before it fails."""
+    ``socket_timeout``: the seconds connecting or a command may take before it fails;
+    ``retries``: how often a lost connection is tried again (4: for about 1.2 s)."""
     embedded = None
     if url is None:
         embedded = EmbeddedRedis(data_dir or default_data_dir())
         url = await _start(embedded)
         log.info("no REDIS_URL: started an embedded server at %s", url)
-    client = RedisClient(url, timeout=socket_timeout)
+    client = RedisClient(url, retries=retries, timeout=socket_timeout)
     keys = Keys(prefix=prefix, shards=CLUSTER_SHARDS if client.cluster else None)
     kept = retention or Retention()
     queries = InterruptQueries(client, keys)
