@@ -111,6 +111,8 @@ class Held:
     """A denial's reason, or a reply's text."""
     args: Mapping[str, JSONValue] | None = None
     """The arguments an edit runs with."""
+    trusted: bool = False
+    """Approved by ``by``'s trust grant, not by a click of theirs."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -197,6 +199,7 @@ def _held(record: InterruptRecord) -> Held | None:
         until=held.until,
         message=decision.message if decision.type != "approve" else None,
         args=decision.args if decision.type == "edit" else None,
+        trusted=_trusted_until(decision) is not None,
     )
 
 
@@ -250,15 +253,26 @@ def _trust_notes(record: InterruptRecord, decision: Decision | None) -> str | No
                 f":lock_with_ink_pen: Trusted until {date_token(until)}: {trusted} "
                 f"in this channel, {what}"
             )
+    trusted_until = _trusted_until(decision)
+    if trusted_until is None:
+        return None
+    who = user_mention(record.decided_by or "")
+    return (
+        f":lock_with_ink_pen: Approved under the trust {who} gave until {date_token(trusted_until)}"
+    )
+
+
+def _trusted_until(decision: Decision) -> datetime | None:
+    """When the trust grant that made ``decision`` ends; None for a decision someone made."""
     parts = (decision.message or "").split(" ")
-    if len(parts) == 5 and " ".join(parts[:2]) == _TRUST_MARK and parts[3] == "until":
-        try:
-            until = datetime.fromisoformat(parts[4])
-        except ValueError:
-            return None
-        who = user_mention(record.decided_by or "")
-        return f":lock_with_ink_pen: Approved under the trust {who} gave until {date_token(until)}"
-    return None
+    if decision.type != "approve" or len(parts) != 5:
+        return None
+    if " ".join(parts[:2]) != _TRUST_MARK or parts[3] != "until":
+        return None
+    try:
+        return datetime.fromisoformat(parts[4])
+    except ValueError:
+        return None
 
 
 def _action_span(record: InterruptRecord) -> str:
@@ -275,6 +289,8 @@ def verdict_from_record(record: InterruptRecord) -> Verdict | None:
     in_app = record.decided_by == IN_APP
     if in_app:
         by: tuple[str, ...] = ()
+    elif decision is not None and _trusted_until(decision) is not None:
+        by = ()  # nobody clicked: its trust note names whose grant approved it
     elif record.state == "approved":
         by = record.approvals or ((record.decided_by,) if record.decided_by else ())
     else:

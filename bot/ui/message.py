@@ -178,9 +178,11 @@ def _held_message(card: Card, held: Held, *, compact: bool) -> SlackMessage:
     headline = HEADLINE[held.outcome]
     effect = "runs" if held.outcome in ("approved", "edited") else "takes effect"
     quorum = held.outcome == "approved" and len(card.approvals) > 1
+    by = f"by {mentions(card.approvals if quorum else (held.by,))}"
+    if held.trusted:  # nobody clicked: a grant approved it
+        by = f"under the trust {user_mention(held.by)} gave"
     parts = [
-        f"{ICON[held.outcome]} {headline} by {mentions(card.approvals if quorum else (held.by,))}: "
-        f"{effect} at "
+        f"{ICON[held.outcome]} {headline} {by}: {effect} at "
         f"{date_token(held.until, template='{time_secs}')} unless someone clicks Undo"
     ]
     if card.requested_by:

@@ -74,6 +74,9 @@ async def test_a_trust_covers_later_runs_in_the_channel_until_it_ends(make_bot: 
         ),
         what="the card saying it ran under Alice's trust",
     )
+    # Nobody clicked it: the card does not say Alice approved it then.
+    [status, *_] = bot.slack.called("chat.update")[-1]["blocks"][-1]["elements"]
+    assert status["text"].startswith(":white_check_mark: Approved <!date^"), status
 
     # Another channel is asked again; so is this one once the hour is over.
     elsewhere = await _run(bot, channel=OTHER)
@@ -223,6 +226,10 @@ async def test_an_approval_under_trust_with_an_undo_window_is_shown_held_with_un
     await _run(bot)  # a later run: approved under Alice's grant, held in its own window
     await bot.slack.wait_for(lambda: len(_held(bot)) == 2, what="the later card shown held")
     assert len(bot.tool_log.calls) == 1  # not yet: it may still be undone
+    # Alice did not click it: the card says whose trust approved it, not that she did.
+    held = bot.slack.called("chat.update")[-1]
+    status = held["blocks"][-2]["elements"][0]["text"]
+    assert status.startswith(":white_check_mark: Approved under the trust <@U0ALICE> gave: runs")
 
 
 def _held(bot: Harness) -> set[str]:
@@ -252,6 +259,9 @@ async def test_a_trusted_approval_whose_reply_redis_lost_still_runs_and_is_drawn
         ),
         what="the card saying it ran under Alice's trust",
     )
+    # Nobody clicked it: the card does not say Alice approved it then.
+    [status, *_] = bot.slack.called("chat.update")[-1]["blocks"][-1]["elements"]
+    assert status["text"].startswith(":white_check_mark: Approved <!date^"), status
 
 
 def _volume_cleanup(volumes: list[dict[str, Any]], deleted: list[list[str]]) -> AgentSpec:
