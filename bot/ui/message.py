@@ -219,7 +219,7 @@ def _summary(card: Card, *, edited: bool = False, compact: bool = False) -> list
     each long part short and says so."""
     note = [context([CUT_NOTE])] if compact else []
     if card.external:
-        return _request_summary(card, compact) + _acts_on(card, compact) + note
+        return _request_summary(card, edited, compact) + _acts_on(card, compact) + note
     room = _room(SECTION_TEXT, compact)
     what = f"*{escaped(card.agent, 200)}* wants to run {code_span(card.action, 300)}"
     if card.question:
@@ -273,14 +273,16 @@ def printed(value: JSONValue) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, default=str)
 
 
-def _request_summary(card: Card, compact: bool) -> list[Block]:
-    """A job's request: its details (in full in a modal when long) and its params."""
+def _request_summary(card: Card, edited: bool, compact: bool) -> list[Block]:
+    """A job's request: its details (in full in a modal when long) and its params, once
+    ``edited`` labelled as asked (the job runs with the edit, shown below them)."""
     blocks = []
     if card.reason:
         blocks.append(section(escaped(card.reason, _room(SECTION_TEXT, compact))))
     if card.args:
+        label = "*Params as asked*" if edited else "*Params*"
         params = code_block(args_json(card.args), _room(ARGS_CODE, compact))
-        blocks.append(section("*Params*\n" + params))
+        blocks.append(section(f"{label}\n" + params))
     return blocks
 
 

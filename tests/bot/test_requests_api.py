@@ -267,6 +267,13 @@ async def test_approvers_may_edit_only_editable_params_and_the_job_gets_the_edit
     assert status == 200 and "errors" not in body
     _, answer = await jobs.get(made["status_url"] + "?wait=10")
     assert answer["status"] == "edited" and answer["params"] == edited
+    # The card labels what was asked as such: the job ran with the edit, shown below it.
+    sections = [
+        b["text"]["text"] for b in jobs.bot.slack.called("chat.update")[-1]["blocks"] if "text" in b
+    ]
+    [asked] = [s for s in sections if '"limit": 42' in s]
+    [ran] = [s for s in sections if '"limit": 10' in s]
+    assert asked.startswith("*Params as asked*") and ran.startswith("*Run with*")
 
 
 async def test_a_client_is_kept_to_its_channels_and_its_own_requests(jobs: Jobs) -> None:
