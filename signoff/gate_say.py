@@ -23,8 +23,9 @@ def verdict(view: RequestView) -> int | None:
             kept = f"{len(view.items) - len(left_out)} of {len(view.items)} items approved"
             say(f"signoff gate: {kept}; left out: {', '.join(left_out)}")
         return None
+    by = f" by {_person(view, view.decided_by)}" if view.decided_by else ""
     reason = f": {view.reason}" if view.reason else ""
-    say(f"signoff gate: {view.status}{reason}")
+    say(f"signoff gate: {view.status}{by}{reason}")
     codes = {
         "denied": DENIED,
         "expired": EXPIRED,

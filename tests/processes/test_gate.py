@@ -195,7 +195,7 @@ async def test_a_denied_command_does_not_run(stack: Stack) -> None:
     )
     _, err = await asyncio.wait_for(gate.communicate(), 30)
     assert gate.returncode == DENIED
-    assert "denied: not tonight" in err.decode()
+    assert "denied by bob (U0BOB): not tonight" in err.decode()
     assert not stack.marks.exists()
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from bot.api.schemas import RequestView
 from signoff import gate, gate_say
-from signoff.gate_cli import parse_args, request_of, usage_of
+from signoff.gate_cli import DENIED, EXPIRED, WITHDRAWN, parse_args, request_of, usage_of
 from signoff.gate_say import Progress
 
 
@@ -80,6 +80,22 @@ def test_a_held_decision_and_its_undo_are_one_line_each(
     assert capsys.readouterr().err.splitlines() == [
         "signoff gate: decided by U0ALICE; final at 2026-11-24T14:03:10+00:00 unless undone",
         "signoff gate: the decision was undone; waiting for a decision again",
+    ]
+
+
+def test_a_request_not_approved_says_who_decided_it_as_the_card_does(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    names = {"U0BOB": "bob"}
+    denied = _view(status="denied", decided_by="U0BOB", reason="not tonight", names=names)
+    assert gate_say.verdict(denied) == DENIED
+    withdrawn = _view(status="withdrawn", decided_by="nightly-cleanup", reason="stopped")
+    assert gate_say.verdict(withdrawn) == WITHDRAWN
+    assert gate_say.verdict(_view(status="expired")) == EXPIRED
+    assert capsys.readouterr().err.splitlines() == [
+        "signoff gate: denied by bob (U0BOB): not tonight",
+        "signoff gate: withdrawn by nightly-cleanup: stopped",
+        "signoff gate: expired",
     ]
 
 
