@@ -107,6 +107,7 @@ async def _decide(
         decision = _decision(services, submission, record)
     if isinstance(decision, str | dict):
         return decision
+    decision = _approval_if_unchanged(decision, record)
     if decision.type == "edit" and is_request_run(record.run_id):
         problem = await _request_edit_problem(services, record, decision)
         if problem is not None:
@@ -122,6 +123,16 @@ async def _decide(
         # Sent again after its reply was lost, it is answered as it was the first time.
         click_id=f"submission-{secrets.token_hex(8)}",
     )
+
+
+def _approval_if_unchanged(decision: Decision, record: InterruptRecord) -> Decision:
+    """An edit that changes nothing is an approval (where the card offers Approve): the
+    card, the audit trail and the run then say approved, not edited."""
+    call = record.runtime_interrupt.tool_call
+    unchanged = decision.type == "edit" and call is not None and decision.args == call.args
+    if unchanged and "approve" in record.policy.decisions:
+        return Decision.approve()
+    return decision
 
 
 async def _form_edit(

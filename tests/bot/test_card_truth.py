@@ -134,6 +134,8 @@ SPECS: dict[str, Callable[[Seen], AgentSpec]] = {
 CASES = [
     ("interrupt_on", "approve", "Approved", PATHS, None, "deleted 2"),
     ("interrupt_on", "edit", "Approved with edits", EDITED, None, "deleted 1"),
+    # An Edit form sent back as it was shown is an approval: nothing was edited.
+    ("interrupt_on", "unchanged", "Approved", PATHS, None, "deleted 2"),
     ("interrupt_on", "reject", "Denied", None, None, "no, not today"),
     ("interrupt_on", "respond", "Answered instead of run", None, None, "done by hand"),
     ("hook", "approve", "Approved", PATHS, "approve", "deleted 2"),
@@ -142,10 +144,12 @@ CASES = [
     ("hook", "respond", "Replied", None, "respond", "done by hand"),
     ("tool", "approve", "Approved", PATHS, "approve", "deleted 2"),
     ("tool", "edit", "Approved with edits", EDITED, "edit", "deleted 1"),
+    ("tool", "unchanged", "Approved", PATHS, "approve", "deleted 2"),
     ("tool", "reject", "Denied", None, "reject", "not deleted: no, not today"),
     ("tool", "respond", "Replied", None, "respond", "not deleted: done by hand"),
     ("node", "approve", "Approved", PATHS, None, "deleted"),
     ("node", "edit", "Approved with edits", EDITED, None, "deleted"),
+    ("node", "unchanged", "Approved", PATHS, None, "deleted"),
     ("node", "reject", "Denied", None, None, "no, not today"),
     ("question", "choose", "Answered", None, None, "done: us"),
     ("question", "respond", "Answered", None, None, "done: done by hand"),
@@ -163,6 +167,7 @@ async def _decide(bot: Harness, value: str, how: str) -> None:
         return
     callback, text = {
         "edit": (ids.EDIT_VIEW, '{"paths": ["/tmp/a"]}'),
+        "unchanged": (ids.EDIT_VIEW, '{"paths": ["/tmp/a", "/tmp/b"]}'),
         "reject": (ids.DENY_VIEW, "no, not today"),
         "respond": (ids.REPLY_VIEW, "done by hand"),
     }[how]
