@@ -77,8 +77,9 @@ async def _run(options: argparse.Namespace) -> None:
         print("  A shell job gated in Slack: run this in another terminal, then approve it")
         print("  in #ops on the page:", flush=True)
         print(f"    {stack.gate_command}", flush=True)
-        print("  signoff audit and signoff token reach the demo's Redis with", flush=True)
-        print(f"    REDIS_URL={stack.redis_url}", flush=True)
+        print("  Its audit trail, and its API clients, from another terminal:", flush=True)
+        for command in ("audit", "token list"):
+            print(f"    REDIS_URL={stack.redis_url} {stack.signoff} {command}", flush=True)
         if not options.no_browser and _has_display():
             await asyncio.to_thread(webbrowser.open, stack.url)
         await stopping.wait()

@@ -95,11 +95,15 @@ class DemoStack:
         return int(self.sandbox.base_url.rsplit(":", 1)[1])
 
     @property
+    def signoff(self) -> str:
+        """The ``signoff`` command of the demo's environment, quoted for a shell."""
+        return shlex.quote(str(Path(sys.executable).parent / "signoff"))
+
+    @property
     def gate_command(self) -> str:
         """A ready-to-paste ``signoff gate`` gating a harmless command, with a token of the
         demo's own API client (kept in the demo's data directory, like its Redis)."""
         gate = [
-            str(Path(sys.executable).parent / "signoff"),
             "gate",
             *("--channel", GATE_CHANNEL, "--approvers", ",".join(GATE_APPROVERS)),
             *("--title", "Clear the demo scratch files", "--editable", "days=30"),
@@ -112,7 +116,7 @@ class DemoStack:
             ),
         ]
         env = f"SIGNOFF_URL={self._api_url} SIGNOFF_TOKEN={self._gate_token}"
-        return f"{env} {shlex.join(gate)}"
+        return f"{env} {self.signoff} {shlex.join(gate)}"
 
     async def _gate_client(self, storage: Storage) -> tuple[str, ApiClient]:
         """The token of the demo job's API client, and the client: the one of the last

@@ -32,7 +32,9 @@ class DemoProcess:
     gate_command: str
     redis_url: str
     printed: tuple[str, ...]
-    """Every line it printed up to the address of its Redis."""
+    """Every line it printed up to its last ready-to-paste command."""
+    signoff_commands: tuple[str, ...]
+    """The ``signoff audit`` and ``signoff token list`` commands it printed."""
     data_dir: Path
     stderr: Path
     started_in: float
@@ -65,6 +67,7 @@ class DemoProcess:
             url = lines.find(r"https?://\S+")
             gate = lines.find(r"SIGNOFF_URL=.*")
             redis = lines.find(r"(?<=REDIS_URL=)\S+")
+            lines.find(r"signoff token list$")
         except BaseException:
             process.kill()
             process.wait()
@@ -76,6 +79,7 @@ class DemoProcess:
             gate_command=gate,
             redis_url=redis,
             printed=tuple(lines.seen),
+            signoff_commands=tuple(line.strip() for line in lines.seen if "REDIS_URL=" in line),
             data_dir=(cwd / data_dir).resolve(),
             stderr=stderr,
             started_in=elapsed,

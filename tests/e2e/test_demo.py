@@ -258,16 +258,18 @@ async def test_the_printed_gate_command_runs_a_shell_job_once_approved(tmp_path:
             channel=OPS,
             thread=card["ts"],
         )
-    # The Redis the demo printed is the one its job's client and decisions are in.
-    signoff = str(Path(sys.executable).parent / "signoff")
-    env = {"PATH": "/usr/bin:/bin", "REDIS_URL": demo.redis_url}
+    # The commands the demo printed, pasted into a shell without signoff on its PATH, read
+    # the Redis its job's client and decisions are in.
+    env = {"PATH": "/usr/bin:/bin"}
+    audit_command, tokens_command = demo.signoff_commands
+    assert f"REDIS_URL={demo.redis_url} " in audit_command
     tokens = await asyncio.to_thread(
-        subprocess.run, [signoff, "token", "list"], env=env, capture_output=True, timeout=30
+        subprocess.run, ["sh", "-c", tokens_command], env=env, capture_output=True, timeout=30
     )
     assert tokens.returncode == 0 and "demo-job" in tokens.stdout.decode(), tokens
     audit = await asyncio.to_thread(
         subprocess.run,
-        [signoff, "audit", "--user", ALICE],
+        ["sh", "-c", f"{audit_command} --user {ALICE}"],
         env=env,
         capture_output=True,
         timeout=30,
