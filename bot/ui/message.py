@@ -102,6 +102,11 @@ def decided_message(card: Card, verdict: Verdict, *, compact: bool = False) -> S
     (but Full details, on a ``compact`` one)."""
     headline = HEADLINE[verdict.outcome]
     parts = _verdict_parts(verdict)
+    if card.approvals and len(card.approvals) < card.min_approvals:  # a quorum cut short
+        who = mentions(card.approvals)
+        parts.append(
+            f"{len(card.approvals)} of {card.min_approvals} approvals before it ended: {who}"
+        )
     if verdict.trust:
         parts.append(verdict.trust)
     if card.escalated:  # the first card still says where it went

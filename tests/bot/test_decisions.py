@@ -147,6 +147,28 @@ async def test_quorum_of_two_shows_progress_then_resumes_on_the_second_approval(
     assert any(f"<@{ALICE}>, <@{BOB}>" in str(b) for b in final["blocks"])
 
 
+async def test_a_quorum_denied_after_an_approval_still_shows_that_approval(
+    make_bot: Any,
+) -> None:
+    """Alice approved, then Bob denied: the decided card says both, not only the denial."""
+    policy = Policy(channel=CHANNEL, users=(ALICE, BOB), min_approvals=2)
+    bot: Harness = await make_bot(policy)
+    value = await bot.start(requested_by=CAROL)
+    await bot.click(ids.APPROVE, value, user=ALICE)
+    await bot.slack.wait_calls("chat.update")
+    await bot.click(ids.DENY, value, user=BOB)
+    await bot.slack.wait_calls("views.open")
+    status, _ = await bot.submit(ids.DENY_VIEW, value, user=BOB, text="not today")
+    assert status == 200
+    await bot.finished()
+    assert bot.tool_log.calls == []
+    final = bot.slack.called("chat.update")[-1]
+    [status_line] = [b for b in final["blocks"] if b["type"] == "context"]
+    said = [e["text"] for e in status_line["elements"]]
+    assert said[0].startswith(f":no_entry: Denied by <@{BOB}>"), said
+    assert f"1 of 2 approvals before it ended: <@{ALICE}>" in said, said
+
+
 async def test_a_double_click_on_a_quorum_card_reaching_two_processes_is_one_vote(
     make_bot: Any,
 ) -> None:

@@ -153,8 +153,10 @@ def test_expired_message_is_honest() -> None:
     msg = decided_message(card, Verdict(outcome="expired", at=NOW))
     assert msg.blocks[0]["text"]["text"].startswith("Expired, not approved")
     assert msg.text.startswith("Expired, not approved")
-    status, requested = _mrkdwn_texts(msg.blocks[-1])
+    status, approvals, requested = _mrkdwn_texts(msg.blocks[-1])
     assert status == f":hourglass: Expired, not approved {date_token(NOW)}"
+    # The approval it had is not erased, and is not made to look like the decision.
+    assert approvals == "1 of 2 approvals before it ended: <@U1A>"
     assert requested == "Requested by <@U123ABC>"  # who asked stays on the card
     texts = [msg.text, status, *_mrkdwn_texts(msg.blocks[:-1])]
     assert not any("<@" in t or " by " in t for t in texts), texts
