@@ -166,6 +166,8 @@ class Interactions:
         the app as `<@U...|name>` and the like, as Slack sends them.
         """
         chan = self._channel_for(user_id, channel)
+        if command == "/invite":
+            return self._invite(user_id, chan, text)
         if command not in self._ws.app.commands:
             raise UserActionError(
                 f"{command} is not a valid command; the app has {', '.join(self._ws.app.commands)}"
@@ -194,6 +196,19 @@ class Interactions:
                     user_id, f"{command}: the app's reply was invalid ({exc}).", channel=chan.id
                 )
         return ack
+
+    def _invite(self, user_id: str, chan: Channel, text: str) -> Ack:
+        """Slack's own ``/invite @app`` in a public channel: the app's bot joins it (the
+        sandbox's people are members of their channels from the start)."""
+        bot = self._ws.app.bot_user_id
+        if escape_mentions(self._ws, text.strip(), labelled=False) != f"<@{bot}>":
+            raise UserActionError(f"name the app to invite: /invite @{self._ws.app.bot_name}")
+        if chan.is_im or chan.is_mpim:
+            raise UserActionError("/invite adds the app to a channel, not to a direct message")
+        joined = self._ws.add_bot(chan.id)
+        said = "was added to" if joined else "is already in"
+        self._ws.notify(user_id, f"@{self._ws.app.bot_name} {said} #{chan.name}.", channel=chan.id)
+        return Ack(status="acked")
 
     # -- views -----------------------------------------------------------------
 

@@ -1,6 +1,7 @@
 """A workspace kept in a JSON file, so a restarted sandbox shows what Slack would still show.
 
-Saved: direct-message channels, every message and thread reply, and Home tabs. Not saved:
+Saved: direct-message channels, the channels the app was invited to, every message and
+thread reply, and Home tabs. Not saved:
 ephemerals, open modals and client notices, which Slack also loses with the client session.
 The file is rewritten (atomically) after every change.
 """
@@ -30,6 +31,8 @@ class SavedWorkspace(BaseModel):
     """DM channel id to the user it is with."""
     group_dms: dict[str, list[str]] = {}
     """Group DM channel id to its people (the bot aside)."""
+    bot_channels: list[str] = []
+    """The public channels the app's bot is a member of (``/invite`` adds to them)."""
     messages: list[Message] = []
     homes: dict[str, JsonObject] = {}
     """User id to the Home tab view the app last published for them."""
@@ -45,6 +48,11 @@ def saved(workspace: Workspace) -> SavedWorkspace:
             for c in workspace.channels.values()
             if c.is_mpim
         },
+        bot_channels=sorted(
+            c.id
+            for c in workspace.channels.values()
+            if not (c.is_im or c.is_mpim) and workspace.app.bot_user_id in c.members
+        ),
         messages=sorted(workspace.all_messages(), key=lambda m: float(m.ts)),
         homes=homes,
     )
@@ -58,6 +66,10 @@ def restore(workspace: Workspace, state: SavedWorkspace) -> None:
     for channel_id, people in state.group_dms.items():
         if all(user_id in workspace.users for user_id in people):
             workspace.open_group_dm(people, channel_id=channel_id)
+    for channel_id in state.bot_channels:
+        channel = workspace.channels.get(channel_id)
+        if channel is not None and not (channel.is_im or channel.is_mpim):
+            workspace.add_bot(channel_id)
     for message in state.messages:
         if message.channel in workspace.channels:
             workspace.post(message)

@@ -124,6 +124,17 @@ class Workspace:
             return self.open_dm(ref)
         return None
 
+    def add_bot(self, channel_id: str) -> bool:
+        """Add the app's bot user to a public channel (Slack's ``/invite @app``); False
+        when it was a member already."""
+        channel = self.channels[channel_id]
+        bot = self.app.bot_user_id
+        if bot in channel.members:
+            return False
+        self.channels[channel_id] = dataclasses.replace(channel, members=channel.members | {bot})
+        self.touch()
+        return True
+
     def open_dm(self, user_id: str, *, channel_id: str | None = None) -> Channel:
         """The bot's direct-message channel with `user_id`, created on first use (with
         `channel_id` when a saved workspace is restored)."""

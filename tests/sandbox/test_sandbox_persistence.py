@@ -1,4 +1,5 @@
-"""What of the sandbox's workspace outlives a restart: its DMs, group DMs and messages."""
+"""What of the sandbox's workspace outlives a restart: its DMs, group DMs, the channels the
+app was invited to, and messages."""
 
 from __future__ import annotations
 
@@ -22,3 +23,14 @@ def test_a_group_dm_and_its_messages_are_there_again_after_a_restart() -> None:
     assert [m.text for m in after.history(group.id)] == ["hi"]
     assert after.open_group_dm(["U0BOB", "U0ALICE"]) is again
     assert [c.id for c in after.channels_of("U0CAROL") if c.is_mpim] == []
+
+
+def test_a_channel_the_app_was_invited_to_keeps_it_after_a_restart() -> None:
+    before = Workspace(demo_workspace(), ids=Ids())
+    assert before.add_bot("C0RANDOM") and not before.add_bot("C0RANDOM")
+    kept = SavedWorkspace.model_validate_json(saved(before).model_dump_json())
+
+    after = Workspace(demo_workspace(), ids=Ids())
+    assert "U0SIGNOFF" not in after.channels["C0RANDOM"].members
+    restore(after, kept)
+    assert after.channels["C0RANDOM"].members == before.channels["C0RANDOM"].members

@@ -13,6 +13,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from sandbox import Sandbox
+from sandbox.errors import UserActionError
 
 Serve = Callable[[AsyncApp], Awaitable[str]]  # the `serve` fixture in conftest.py
 
@@ -99,6 +100,22 @@ async def test_channel_without_the_bot_is_not_in_channel(client: AsyncWebClient)
     with pytest.raises(SlackApiError) as caught:
         await client.chat_postMessage(channel="C0RANDOM", text="x")
     assert caught.value.response["error"] == "not_in_channel"
+
+
+async def test_invite_adds_the_app_to_the_channel_as_slack_does(
+    sb: Sandbox, client: AsyncWebClient
+) -> None:
+    """``/invite @Signoff``, as Signoff tells a requester whose card Slack refused."""
+    with pytest.raises(UserActionError, match="name the app to invite"):
+        await sb.interactions.slash_command("U0ALICE", channel="C0RANDOM", command="/invite")
+    ack = await sb.interactions.slash_command(
+        "U0ALICE", channel="C0RANDOM", command="/invite", text="@Signoff"
+    )
+    assert ack.status == "acked"
+    posted = await client.chat_postMessage(channel="C0RANDOM", text="x")
+    assert posted["ok"] and posted["channel"] == "C0RANDOM"
+    [notice] = sb.workspace.notices("U0ALICE")
+    assert notice.text == "@signoff was added to #random."
 
 
 async def test_blocks_over_slack_limits_are_invalid_blocks(client: AsyncWebClient) -> None:
