@@ -11,6 +11,9 @@ from bot.api.schemas import APPROVED_STATUSES, NewRequest, RequestView
 from .client import RequestRefused
 from .gate_cli import DENIED, EXPIRED, LOST, WITHDRAWN, as_typed
 
+_AS_ON_THE_CARD = {"edited": "approved with edits", "responded": "replied"}
+"""How the card's headline names these statuses, so the job's log says the same."""
+
 
 def verdict(view: RequestView) -> int | None:
     """None when the command may run, else the exit status saying why not."""
@@ -18,7 +21,8 @@ def verdict(view: RequestView) -> int | None:
         # A quorum's approvers all, as the card names them; else who made it final.
         deciders = view.approvals if len(view.approvals) > 1 else [view.decided_by]
         who = ", ".join(_person(view, user) for user in deciders if user)
-        say(f"signoff gate: {view.status} by {who or 'default: nobody decided in time'}")
+        what = _AS_ON_THE_CARD.get(view.status, view.status)
+        say(f"signoff gate: {what} by {who or 'default: nobody decided in time'}")
         if left_out := [i.item for i in view.items if i.status not in APPROVED_STATUSES]:
             kept = f"{len(view.items) - len(left_out)} of {len(view.items)} items approved"
             say(f"signoff gate: {kept}; left out: {', '.join(left_out)}")

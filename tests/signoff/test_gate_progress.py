@@ -230,6 +230,17 @@ def test_an_approval_of_some_items_names_the_ones_left_out(
     ]
 
 
+def test_an_edit_or_a_reply_is_named_as_its_card_names_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for status in ("edited", "responded"):
+        assert gate_say.verdict(_view(status=status, min_approvals=1, decided_by="U0BOB")) is None
+    assert capsys.readouterr().err.splitlines() == [
+        "signoff gate: approved with edits by U0BOB",
+        "signoff gate: replied by U0BOB",
+    ]
+
+
 def test_an_approval_by_default_says_nobody_decided(capsys: pytest.CaptureFixture[str]) -> None:
     assert gate_say.verdict(_view(status="approved", decided_by=None)) is None
     assert capsys.readouterr().err == "signoff gate: approved by default: nobody decided in time\n"
