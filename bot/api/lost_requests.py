@@ -24,6 +24,30 @@ from .schemas import APPROVED_STATUSES, ItemView, RequestView
 async def lost_view_of(services: Services, run_id: str, meta: RequestMeta) -> RequestView | None:
     """Request ``run_id`` as it stands when Redis lost one of its records while pending
     (ended now if nobody had found it lost yet); None when none of them was lost."""
+    found = await _lost_records(services, run_id, meta)
+    if found is None:
+        return None
+    lost, records = found
+    return await with_names(services, lost_view(run_id, meta, lost, records))
+
+
+async def approved_kept(
+    services: Services, run_id: str, meta: RequestMeta
+) -> InterruptRecord | None:
+    """The first approved record kept of request ``run_id`` when Redis lost one of its
+    records (its lead, say) after that item was approved: the job may act on it, so its
+    outcome is taken; None when no kept item is approved (or none was lost)."""
+    found = await _lost_records(services, run_id, meta)
+    kept = found[1] if found else []
+    return next((r for r in kept if r is not None and r.state in APPROVED_STATUSES), None)
+
+
+async def _lost_records(
+    services: Services, run_id: str, meta: RequestMeta
+) -> tuple[LostRequest, list[InterruptRecord | None]] | None:
+    """What is kept of request ``run_id`` once one of its records was lost (ended now if
+    nobody had found it lost yet), its records in order (None where gone); None when none
+    of them was lost."""
     storage = services.storage
     ids = request_record_ids(run_id, len(meta.items))
     read, missing = await storage.queries.many(ids)
@@ -39,8 +63,7 @@ async def lost_view_of(services: Services, run_id: str, meta: RequestMeta) -> Re
     if lost is None:
         return None
     by_id = {record.id: record for record in read}
-    view = lost_view(run_id, meta, lost, [by_id.get(rid) for rid in ids])
-    return await with_names(services, view)
+    return lost, [by_id.get(rid) for rid in ids]
 
 
 async def lost_answer(

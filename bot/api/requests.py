@@ -47,7 +47,7 @@ from storage.requests import RequestMeta, request_record_id, request_run_id
 from .auth import Authenticator, Caller, unauthenticated
 from .bodies import error, parse, unknown
 from .long_polls import long_poll, wait_seconds
-from .lost_requests import lost_answer, lost_view_of
+from .lost_requests import approved_kept, lost_answer, lost_view_of
 from .open_calls import OpenCalls
 from .pending_limit import over_pending_limit, too_many_pending
 from .rechecks import claim_superseded, show_superseded, superseded
@@ -295,7 +295,9 @@ class _RequestsApi:
         return self._respond(view)
 
     async def outcome(self, request: web.Request, caller: Caller) -> web.StreamResponse:
-        found = await self._find(request, caller, lost="only an approved job has an outcome")
+        found = await self._find(
+            request, caller, lost="only an approved job has an outcome", approved_ok=True
+        )
         if isinstance(found, web.Response):
             return found
         with log_ids(record_id=found[0].id, run_id=found[0].run_id, channel=found[0].channel):
@@ -343,10 +345,11 @@ class _RequestsApi:
         return await self._answer(record, meta)
 
     async def _find(
-        self, request: web.Request, caller: Caller, *, lost: str
+        self, request: web.Request, caller: Caller, *, lost: str, approved_ok: bool = False
     ) -> tuple[InterruptRecord, RequestMeta] | web.Response:
         """The caller's request named in the path; 404 for another client's; one Redis lost
-        is answered ``lost`` (a 409 saying ``lost``, when given)."""
+        is answered ``lost`` (a 409 saying ``lost``, when given), but with ``approved_ok``
+        one whose lead was lost after another item was approved is found by that item."""
         run_id = request.match_info["id"]
         nobody = unknown(run_id)
         if not _REQUEST_ID.match(run_id):
@@ -355,6 +358,8 @@ class _RequestsApi:
         if meta is None or not caller.owns(meta):
             return nobody
         record = await self._services.storage.queries.get(request_record_id(run_id))
+        if record is None and approved_ok:
+            record = await approved_kept(self._services, run_id, meta)
         if record is None:
             return await lost_answer(self._services, run_id, meta, note=lost)
         return record, meta

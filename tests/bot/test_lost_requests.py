@@ -191,3 +191,39 @@ async def test_a_request_whose_item_was_approved_before_another_was_lost_stays_a
     assert status == 200 and view["status"] == "approved", view
     assert [i["status"] for i in view["items"]] == ["approved", "lost", "withdrawn"], view
     assert len(await _lost_entries(jobs.bot)) == 1
+
+
+async def test_the_outcome_of_a_job_whose_lead_item_was_lost_after_another_was_approved_is_shown(
+    jobs: Jobs,
+) -> None:
+    """The job ran on the approved item: its outcome goes to the card's thread, audited."""
+    status, made = await jobs.ask(items=["vol-a", "vol-b", "vol-c"])
+    assert status == 201
+    storage = jobs.bot.services.storage
+    lead = await storage.queries.get(request_record_id(made["id"]))
+    assert lead is not None
+    second = await storage.queries.get(lead.batch_items[1])
+    assert second is not None
+    decided = await storage.interrupts.decide(
+        second.id,
+        ALICE,
+        Decision.approve(),
+        args_digest=second.args_digest,
+        now=jobs.bot.clock.now(),
+    )
+    assert decided.status == "recorded"
+    await _lose(jobs.bot, lead.id)
+    status, view = await jobs.get(made["status_url"])
+    assert status == 200 and view["status"] == "approved", view
+
+    report = {"exit_status": 0, "duration_seconds": 2.0, "summary": "deleted vol-b"}
+    status, answered = await jobs.post(made["status_url"] + "/outcome", report)
+    assert status == 200 and answered["status"] == "approved", answered
+    assert [i["status"] for i in answered["items"]] == ["lost", "approved", "withdrawn"]
+    [note] = [m for m in jobs.bot.slack.called("chat.postMessage") if "deleted vol-b" in m["text"]]
+    assert note["channel"] == CHANNEL and note["thread_ts"] == jobs.bot.message_ts(), note
+    assert "Delete 42 stale volumes: succeeded in 2.0 s" in note["text"], note
+    [entry] = [e for e in await storage.audit.read(count=100) if e.event == "outcome"]
+    assert entry.run_id == made["id"] and '"exit_status":0' in (entry.detail or ""), entry
+    status, again = await jobs.post(made["status_url"] + "/outcome", report)
+    assert status == 409 and "reported for this request already" in again["error"], again
