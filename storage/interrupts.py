@@ -164,6 +164,14 @@ class InterruptStore(Decisions, DueSweeps):
         log.info("interrupt %s changed since it was approved; %s asks again", interrupt_id, by)
         return InterruptRecord.from_json(self._keys.record(interrupt_id), text)
 
+    async def unsupersede(self, interrupt_id: str, *, by: str, now: datetime) -> None:
+        """Undo ``supersede`` by interrupt ``by``, refused before it was made: the approved
+        interrupt is not asked again after all (audited); a mark by another is kept."""
+        args: list[str | int] = [by, to_ms(now), self._retention.audit_entries]
+        [status] = await self._transition("unsupersede", interrupt_id, args)
+        if status == "undone":
+            log.info("interrupt %s is not asked again: %s was refused", interrupt_id, by)
+
     async def set_escalation_message(self, interrupt_id: str, channel: str, ts: str) -> bool:
         """Keep where the escalation card was posted; its clicks then decide the interrupt
         (and the outbox, if it was there, posts it no more). False when the record is gone

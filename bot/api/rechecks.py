@@ -69,6 +69,13 @@ async def claim_superseded(
     )
 
 
+async def release_superseded(services: Services, marked: InterruptRecord, *, asked_as: str) -> None:
+    """Undo ``claim_superseded``: record ``asked_as`` was refused before it was made (its
+    client had no room left), so the approved request is not asked again and stays
+    approved, to be asked again by another request."""
+    await services.storage.interrupts.unsupersede(marked.id, by=asked_as, now=services.clock.now())
+
+
 async def show_superseded(services: Services, marked: InterruptRecord) -> None:
     """The approved card says it did not run, and that it is asked again."""
     await update_message(services, marked)

@@ -50,7 +50,7 @@ from .long_polls import long_poll, wait_seconds
 from .lost_requests import approved_kept, lost_answer, lost_view_of
 from .open_calls import OpenCalls
 from .pending_limit import over_pending_limit, too_many_pending
-from .rechecks import claim_superseded, show_superseded, superseded
+from .rechecks import claim_superseded, release_superseded, show_superseded, superseded
 from .request_bodies import longest_wait, request_channels, request_digest
 from .request_records import REQUESTS_PATH, request_records, request_view, with_names
 from .schemas import APPROVED_STATUSES, NewRequest, OutcomeReport, RequestView, Withdrawal
@@ -191,6 +191,8 @@ class _RequestsApi:
                 )
             except PendingLimitError as exc:  # another of its requests took the last room
                 await services.storage.requests.forget(run_id)
+                if marked is not None:
+                    await release_superseded(services, marked, asked_as=asked_as)
                 return too_many_pending(caller.name, exc.limit)
             except DuplicateInterruptError:
                 existing = await services.storage.queries.get(record.id)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import pytest
 from aiohttp import web
@@ -15,6 +16,7 @@ from requests_jobs import Jobs
 
 from bot.services.limits import ApiLimits
 from bot.ui import ids
+from storage.requests import request_record_id
 
 LIMIT = 3
 Start = Callable[[ApiLimits], Awaitable[tuple[Jobs, web.Application]]]
@@ -84,3 +86,46 @@ async def test_racing_requests_never_pass_the_limit(limited: Jobs) -> None:
     assert statuses == [201] * LIMIT + [429] * (2 * LIMIT)
     assert len(limited.bot.slack.called("chat.postMessage")) == LIMIT
     assert await stored_requests(limited) == LIMIT
+
+
+async def test_asking_again_refused_at_the_limit_leaves_the_approved_request_as_it_was(
+    limited_jobs: Start, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another request takes the last room between the check and the store: the refused
+    request asked again for an approved one, which stays approved, not asked again, and
+    can be asked again once there is room."""
+    jobs, _ = await limited_jobs(ApiLimits(pending_requests=2))
+    _, checked = await jobs.ask(acts_on="vol-a\nvol-b\n")
+    await jobs.bot.click(ids.APPROVE, jobs.value(0), user=ALICE)
+    _, approved = await jobs.get(checked["status_url"] + "?wait=10")
+    assert approved["status"] == "approved"
+    _, waiting = await jobs.ask()
+    storage = jobs.bot.services.storage
+    create = storage.interrupts.create_interrupts
+    racing: list[int] = []
+
+    async def another_first(*args: Any, **kw: Any) -> None:
+        if not racing:  # the other request lands first, and takes the last room
+            racing.append(0)
+            racing[0], _ = await jobs.ask()
+        await create(*args, **kw)
+
+    monkeypatch.setattr(storage.interrupts, "create_interrupts", another_first)
+    asking_again = {"supersedes": checked["id"], "acts_on": "vol-a\nvol-c\n"}
+    status, body = await jobs.ask(**asking_again)
+    assert racing == [201] and status == 429, body
+    monkeypatch.undo()
+
+    earlier = await storage.queries.get(request_record_id(checked["id"]))
+    assert earlier is not None and earlier.state == "approved" and earlier.superseded_by is None
+    cards = [u for u in jobs.bot.slack.called("chat.update") if u["ts"] == jobs.bot.message_ts(0)]
+    assert not any("Changed since it was approved" in str(u["blocks"]) for u in cards)
+    entries = [e.event for e in await storage.audit.read(count=100) if e.run_id == checked["id"]]
+    assert entries[-2:] == ["changed", "ask_again_refused"], entries
+
+    status, _ = await jobs.post(waiting["status_url"] + "/withdraw")
+    assert status == 200
+    status, again = await jobs.ask(**asking_again)
+    assert status == 201, again
+    marked = await storage.queries.get(request_record_id(checked["id"]))
+    assert marked is not None and marked.superseded_by == request_record_id(again["id"])
