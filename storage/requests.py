@@ -54,6 +54,13 @@ def request_run_id(client: str, idempotency_key: str | None) -> str:
     return REQUEST_RUN_PREFIX + digest[:32]
 
 
+def request_run_id_after_loss(run_id: str) -> str:
+    """The run id a request asked again with the idempotency key of request ``run_id``
+    takes once Redis lost that one: a new request, the same for every retry after."""
+    digest = hashlib.sha256(f"{run_id}\0lost".encode()).hexdigest()
+    return REQUEST_RUN_PREFIX + digest[:32]
+
+
 def shard_share(limit: int, keys: Keys) -> int:
     """How many pending records of one client's requests each shard may hold under
     ``limit``: all of it on a single Redis; on Redis Cluster, where no one step can count
@@ -129,6 +136,8 @@ class RequestMeta(BaseModel):
     """Things approved one by one on one batch card."""
     traceparent: str | None = None
     """The W3C trace context the job sent (``traceparent``): the request's spans join it."""
+    replaces_lost: str | None = None
+    """The request Redis lost that this one, asked with the same idempotency key, replaces."""
     body_sha256: str | None = None
     """The SHA-256 of the body asked (but its ``acts_on``): the same idempotency key with
     another body is refused (None in requests stored before it was kept)."""

@@ -13,7 +13,13 @@ from bot.schedule.lost import end_lost
 from bot.services import Services
 from bot.services.log_context import log_ids
 from storage.records import InterruptRecord
-from storage.requests import LostRequest, RequestMeta, request_record_ids
+from storage.requests import (
+    LostRequest,
+    RequestMeta,
+    request_record_ids,
+    request_run_id,
+    request_run_id_after_loss,
+)
 from storage.sweeps import LOST
 
 from .bodies import unknown
@@ -40,6 +46,20 @@ async def approved_kept(
     found = await _lost_records(services, run_id, meta)
     kept = found[1] if found else []
     return next((r for r in kept if r is not None and r.state in APPROVED_STATUSES), None)
+
+
+async def keyed_run_id(services: Services, client: str, key: str | None) -> tuple[str, str | None]:
+    """The run id a new request of ``client`` is made as, and the lost request it replaces:
+    with an idempotency ``key``, the key's, unless Redis lost the request made under it
+    (found now, if nobody had yet): it can never be decided, so the next one is made."""
+    run_id, replaces = request_run_id(client, key), None
+    storage = services.storage
+    while key is not None and (meta := await storage.requests.meta(run_id)) is not None:
+        found = await _lost_records(services, run_id, meta)
+        if found is None or any(r is not None and r.state in APPROVED_STATUSES for r in found[1]):
+            break  # not lost, or approved for the items kept: the retry finds it
+        run_id, replaces = request_run_id_after_loss(run_id), run_id
+    return run_id, replaces
 
 
 async def _lost_records(
@@ -125,5 +145,6 @@ def lost_view(
         params=meta.values,
         items=items,
         acts_on=meta.acts_on,
+        replaces_lost=meta.replaces_lost,
         status_url=f"{REQUESTS_PATH}/{run_id}",
     )

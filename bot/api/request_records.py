@@ -228,6 +228,7 @@ def request_view(
         params=params,
         items=[item_view(i) for i in items] if len(items) > 1 else [],
         acts_on=meta.acts_on,
+        replaces_lost=meta.replaces_lost,
         status_url=f"{REQUESTS_PATH}/{record.run_id}",
     )
 

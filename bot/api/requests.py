@@ -42,12 +42,12 @@ from storage.errors import (
     StorageError,
 )
 from storage.records import InterruptRecord
-from storage.requests import RequestMeta, request_record_id, request_run_id
+from storage.requests import RequestMeta, request_record_id
 
 from .auth import Authenticator, Caller, unauthenticated
 from .bodies import error, parse, unknown
 from .long_polls import long_poll, wait_seconds
-from .lost_requests import approved_kept, lost_answer, lost_view_of
+from .lost_requests import approved_kept, keyed_run_id, lost_answer, lost_view_of
 from .open_calls import OpenCalls
 from .pending_limit import over_pending_limit, too_many_pending
 from .rechecks import claim_superseded, release_superseded, show_superseded, superseded
@@ -128,7 +128,7 @@ class _RequestsApi:
             if not caller.may_post_to(channel):
                 return error(403, f"client {caller.name!r} may not post to {channel}", field)
         services = self._services
-        run_id = request_run_id(caller.name, body.idempotency_key)
+        run_id, replaces = await keyed_run_id(services, caller.name, body.idempotency_key)
         full = await over_pending_limit(services, caller, body, run_id=run_id)
         if full is not None:
             return full
@@ -157,6 +157,7 @@ class _RequestsApi:
                 allow_reply=body.allow_reply,
                 callback_url=callback_url,
                 idempotency_key=body.idempotency_key,
+                replaces_lost=replaces,
                 acts_on=body.acts_on,
                 items=tuple(body.items),
                 traceparent=traceparent,

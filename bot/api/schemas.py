@@ -289,6 +289,11 @@ class RequestView(BaseModel):
         default_factory=dict,
         description="The Slack name of each user the request names, where Slack told it.",
     )
+    replaces_lost: str | None = Field(
+        default=None,
+        description="The request Redis lost that this new one, asked with the same "
+        "idempotency_key, replaces.",
+    )
     status_url: str
 
     @property

@@ -227,3 +227,65 @@ async def test_the_outcome_of_a_job_whose_lead_item_was_lost_after_another_was_a
     assert entry.run_id == made["id"] and '"exit_status":0' in (entry.detail or ""), entry
     status, again = await jobs.post(made["status_url"] + "/outcome", report)
     assert status == 409 and "reported for this request already" in again["error"], again
+
+
+@pytest.mark.parametrize(
+    ("items", "asked"),
+    [(["vol-a", "vol-b"], True), ([], False)],
+    ids=["an item lost, asked about", "its only record lost, not yet found"],
+)
+async def test_a_retry_with_the_key_of_a_lost_request_asks_afresh_once(
+    jobs: Jobs, items: list[str], asked: bool
+) -> None:
+    """The lost request can never be decided: the same key again makes a new request and
+    card, which names the one it replaces; retries after that find the new one."""
+    status, made = await jobs.ask(idempotency_key="nightly", items=items)
+    assert status == 201
+    lead = await jobs.bot.services.storage.queries.get(request_record_id(made["id"]))
+    assert lead is not None
+    await _lose(jobs.bot, lead.batch_items[1] if items else lead.id)
+    if asked:
+        status, view = await jobs.get(made["status_url"])
+        assert view["status"] == "lost", view
+
+    status, fresh = await jobs.ask(idempotency_key="nightly", items=items)
+    assert status == 201 and fresh["id"] != made["id"], fresh
+    assert fresh["status"] == "pending" and fresh["replaces_lost"] == made["id"], fresh
+    assert len(jobs.bot.slack.called("chat.postMessage")) == 2
+    status, again = await jobs.ask(idempotency_key="nightly", items=items)
+    assert (status, again["id"], again["replaces_lost"]) == (200, fresh["id"], made["id"])
+    assert len(jobs.bot.slack.called("chat.postMessage")) == 2
+    status, view = await jobs.get(made["status_url"])
+    assert status == 200 and view["status"] == "lost" and view["replaces_lost"] is None, view
+    storage = jobs.bot.services.storage
+    fresh_lead = await storage.queries.get(request_record_id(fresh["id"]))
+    assert fresh_lead is not None
+    for item in await storage.queries.batch(fresh_lead):  # it can be decided
+        decided = await storage.interrupts.decide(
+            item.id,
+            ALICE,
+            Decision.approve(),
+            args_digest=item.args_digest,
+            now=jobs.bot.clock.now(),
+        )
+        assert decided.status == "recorded"
+    status, view = await jobs.get(fresh["status_url"])
+    assert view["status"] == "approved", view
+    assert len(await _lost_entries(jobs.bot)) == 1
+
+
+async def test_a_retry_with_the_key_of_a_request_approved_before_an_item_was_lost_finds_it(
+    jobs: Jobs,
+) -> None:
+    status, made = await jobs.ask(idempotency_key="nightly", items=["vol-a", "vol-b"])
+    storage = jobs.bot.services.storage
+    lead = await storage.queries.get(request_record_id(made["id"]))
+    assert lead is not None
+    decided = await storage.interrupts.decide(
+        lead.id, ALICE, Decision.approve(), args_digest=lead.args_digest, now=jobs.bot.clock.now()
+    )
+    assert decided.status == "recorded"
+    await _lose(jobs.bot, lead.batch_items[1])
+    status, again = await jobs.ask(idempotency_key="nightly", items=["vol-a", "vol-b"])
+    assert (status, again["id"], again["status"]) == (200, made["id"], "approved"), again
+    assert len(jobs.bot.slack.called("chat.postMessage")) == 1
