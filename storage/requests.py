@@ -12,6 +12,7 @@ import hashlib
 import json
 import math
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal, Self, cast
@@ -198,6 +199,20 @@ class RequestStore:
         async with self._client.guard("count a client's pending requests"):
             pending = await self._client.raw.zlexcount(index, f"[{client}\0", f"({client}\x01")
         return pending + records <= shard_share(limit, self._keys)
+
+    async def pending(self, clients: Sequence[str]) -> dict[str, int]:
+        """How many pending records each of ``clients``' requests holds, what counts against
+        its limit: one count per client in each shard, all in one round trip."""
+        shards = self._keys.all_shards
+        async with self._client.guard("count clients' pending requests"):
+            pipe = self._client.pipeline()
+            for client in clients:
+                for shard in shards:
+                    index = self._keys.by_client(shard)
+                    pipe.zlexcount(index, f"[{client}\0", f"({client}\x01")
+            counts = cast(list[int], await pipe.execute())
+        per = len(shards)
+        return {c: sum(counts[n * per : (n + 1) * per]) for n, c in enumerate(clients)}
 
     async def forget(self, run_id: str) -> None:
         """Drop the ``RequestMeta`` of ``run_id``: its request was refused before it was made."""

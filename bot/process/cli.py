@@ -125,7 +125,9 @@ def _parser() -> argparse.ArgumentParser:
     revoke = token_sub.add_parser("revoke", help="revoke a client's token")
     revoke.add_argument("name")
     token_sub.add_parser(
-        "list", help="the clients, their channels, when they were made and their webhook URL"
+        "list",
+        help="the clients, their channels, when they were made, their requests pending "
+        "against SIGNOFF_API_PENDING_REQUESTS and their webhook URL",
     )
     return parser
 
@@ -355,11 +357,14 @@ async def _token(settings: Settings, args: argparse.Namespace, stopping: asyncio
                 return 1
             print(f"revoked {args.name}")
         else:
-            for client in await clients.all():
+            listed = await clients.all()
+            pending = await storage.requests.pending([client.name for client in listed])
+            for client in listed:
                 where = ",".join(client.channels) or "any channel"
                 made = client.created_at.isoformat() if client.created_at else "?"
+                held = f"{pending[client.name]} of {settings.api_pending_requests} pending"
                 hook = f"\twebhooks to {client.callback_url}" if client.callback_url else ""
-                print(f"{client.name}\t{where}\t{made}{hook}")
+                print(f"{client.name}\t{where}\t{made}\t{held}{hook}")
     finally:
         await storage.close()
     return 0

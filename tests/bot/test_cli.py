@@ -7,7 +7,7 @@ import hashlib
 import json
 import os
 import sys
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -15,7 +15,9 @@ import redis.asyncio as redis
 from cli_procs import FAILING_BUILD, ROOT, bot_env, start_signoff
 from fakes import BOT_TOKEN, FakeSlack
 
-from storage import connect
+from agent_runtime.interrupts import Interrupt
+from agent_runtime.messages import ToolCall
+from storage import ApproverPolicy, InterruptRecord, connect
 
 
 async def _signoff(*args: str, env: dict[str, str]) -> tuple[int, str, str]:
@@ -247,8 +249,46 @@ async def test_token_list_shows_where_a_clients_webhooks_go(env: dict[str, str])
     code, out, err = await _signoff("token", "list", env=env)
     assert code == 0, err
     rows = {line.split("\t")[0]: line.split("\t") for line in out.splitlines()}
-    assert rows["deploys"][1] == "any channel" and rows["deploys"][3] == f"webhooks to {hook}"
-    assert rows["nightly"][1] == "C0OPS" and len(rows["nightly"]) == 3
+    assert rows["deploys"][1] == "any channel" and rows["deploys"][4] == f"webhooks to {hook}"
+    assert rows["nightly"][1] == "C0OPS" and len(rows["nightly"]) == 4
+
+
+async def test_token_list_shows_each_clients_requests_pending_against_its_limit(
+    env: dict[str, str], redis_url: str, key_prefix: str
+) -> None:
+    for name in ("nightly", "nightly-backup"):
+        assert (await _signoff("token", "create", name, env=env))[0] == 0
+    storage = await connect(redis_url, prefix=key_prefix)
+    try:
+        for n in range(3):  # requests spread over the shards, one with two items
+            records = [_request("nightly", f"req_{n:032x}", item) for item in range(n % 2 + 1)]
+            await storage.interrupts.create_interrupts(records, pending_limit=10)
+    finally:
+        await storage.close()
+    limited = env | {"SIGNOFF_API_PENDING_REQUESTS": "5"}
+    code, out, err = await _signoff("token", "list", env=limited)
+    assert code == 0, err
+    rows = {line.split("\t")[0]: line.split("\t") for line in out.splitlines()}
+    assert rows["nightly"][3] == "4 of 5 pending", rows
+    assert rows["nightly-backup"][3] == "0 of 5 pending", rows
+
+
+def _request(client: str, run_id: str, item: int) -> InterruptRecord:
+    """A pending record (item ``item``) of a job's request by ``client``."""
+    call = ToolCall(id=f"ask{item}", name="ask", args={})
+    interrupt = Interrupt(
+        id=f"ask{item}", name="ask", reason="rotate", tool_call=call, created_at=datetime.now(UTC)
+    )
+    return InterruptRecord.new(
+        interrupt,
+        run_id=run_id,
+        thread_id=run_id,
+        agent="",
+        requested_by=client,
+        policy=ApproverPolicy(allowed_users=("UALICE",)),
+        now=datetime.now(UTC),
+        channel="C0OPS",
+    )
 
 
 async def test_without_redis_url_a_token_command_says_whose_redis_it_uses(

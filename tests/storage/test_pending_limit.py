@@ -121,3 +121,26 @@ async def test_a_request_no_longer_pending_stops_counting(storage: Storage, end:
     await end(storage, first)
     await storage.interrupts.create_interrupts([third], pending_limit=limit)
     assert not await storage.requests.has_room(CLIENT, run_id=third.run_id, records=1, limit=limit)
+
+
+async def test_each_clients_pending_records_are_counted_across_the_shards(
+    storage: Storage,
+) -> None:
+    runs = [f"req_{n:032x}" for n in range(12)]
+    if len(storage.keys.all_shards) > 1:
+        assert len({storage.keys.shard_of(run) for run in runs}) > 1, "spread over shards"
+    mine = [make_record(run_id=run, requested_by=CLIENT, call_id="ask") for run in runs[:9]]
+    others = [make_record(run_id=run, requested_by="backup", call_id="ask") for run in runs[9:]]
+    items = [
+        make_record(run_id="req_" + "e" * 32, requested_by=CLIENT, call_id=f"ask{i}")
+        for i in range(2)
+    ]
+    agent_run = make_record(run_id="run_1", requested_by=CLIENT)
+    for record in [*mine, *others, agent_run]:
+        await storage.interrupts.create_interrupts([record], pending_limit=100)
+    await storage.interrupts.create_interrupts(items, pending_limit=100)
+    await _decide(storage, mine[0])
+    await _cancel(storage, mine[1])
+
+    counted = await storage.requests.pending([CLIENT, "backup", "nightly", "nobody"])
+    assert counted == {CLIENT: 9, "backup": 3, "nightly": 0, "nobody": 0}
