@@ -1,0 +1,124 @@
+"""Strands' interrupts as Signoff interrupts, and Signoff's answers as Strands'
+``interruptResponse`` values: ``SignoffApprovals``' gate and Strands' ``HumanInTheLoop``
+intervention are approvals, any other interrupt a question."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from agent_runtime.errors import ResumeError
+from agent_runtime.interrupts import DECISION_TYPES, Interrupt, InterruptResponse
+from agent_runtime.messages import JSONValue, ToolCall
+from agent_runtime.session import StoredSession
+
+from .adapted import named
+
+APPROVAL = "signoff:approval"
+"""The name of the interrupts ``SignoffApprovals`` raises."""
+HUMAN_IN_THE_LOOP = "strands:human-in-the-loop"
+"""Strands' own ``HumanInTheLoop`` intervention: a yes/no approval of one tool call."""
+_HITL_PROMPT = re.compile(r'^Approve "(?P<name>[^"]+)".*?\n\s*Input: (?P<input>.*)$', re.S)
+"""The intervention's prompt: ``Approve "<tool>"[ — why]?`` then ``Input: <JSON>``."""
+
+
+def pending_of(stored: StoredSession) -> list[dict[str, Any]]:
+    pending = stored.snapshot.get("pending") or []
+    assert isinstance(pending, list)
+    return [p for p in pending if isinstance(p, dict)]
+
+
+def twins_refusal(pending: Sequence[Mapping[str, Any]]) -> str | None:
+    """Why the turn cannot be asked about, when two of its interrupts have one id (a model
+    giving two calls one id: Strands names a call's interrupt by it, so one decision would
+    answer both, and only the first call's arguments would be shown)."""
+    ids = [p["id"] for p in pending]
+    asked = [as_interrupt(p) for p in pending if ids.count(p["id"]) > 1]
+    twins = sorted({i.tool_call.name if i.tool_call else i.name for i in asked})
+    if not twins:
+        return None
+    return (
+        f"Refused: the model's turn asked for {', '.join(twins)} in calls with one id. "
+        "Strands asks about a call under its id, so one decision would answer them all. "
+        "The calls waiting for approval did not run."
+    )
+
+
+def as_interrupt(pending: Mapping[str, Any]) -> Interrupt:
+    """A Strands interrupt as a Signoff one: an approval of the gate, else a question."""
+    reason = pending.get("reason")
+    if pending.get("name") == APPROVAL and isinstance(reason, Mapping):
+        name = str(reason.get("tool"))
+        args = reason.get("args")
+        return Interrupt(
+            id=str(pending["id"]),
+            name="approval",
+            reason=dict(reason),
+            tool_call=ToolCall(
+                id=str(reason.get("tool_use_id") or pending["id"]),
+                name=name,
+                args=dict(args) if isinstance(args, Mapping) else {},
+            ),
+            allowed_decisions=DECISION_TYPES,
+            description=f"{name} needs approval",
+        )
+    hitl = _HITL_PROMPT.match(reason) if isinstance(reason, str) else None
+    if pending.get("name") == HUMAN_IN_THE_LOOP and hitl is not None:
+        try:
+            args = json.loads(hitl["input"])
+        except ValueError:
+            args = {"input": hitl["input"]}
+        return Interrupt(
+            id=str(pending["id"]),
+            name="approval",
+            reason=reason,
+            tool_call=ToolCall(
+                id=str(pending["id"]),
+                name=hitl["name"],
+                args=args if isinstance(args, dict) else {"input": args},
+            ),
+            allowed_decisions=("approve", "reject"),  # the intervention's yes or no
+            description=str(reason).split("\n", 1)[0],
+        )
+    return Interrupt(
+        id=str(pending["id"]), name=str(pending.get("name")), reason=reason, question=True
+    )
+
+
+def interrupt_responses(
+    responses: Sequence[InterruptResponse], stored: StoredSession
+) -> list[dict[str, Any]]:
+    """The agent's resume input: an ``interruptResponse`` per answered interrupt (by the
+    agent's id for it)."""
+    raised = [as_interrupt(p) for p in pending_of(stored)]
+    by_id = {i.id: (own, i) for own, i in zip(raised, named(raised, stored.snapshot), strict=True)}
+    answers = []
+    for response in responses:
+        found = by_id.get(response.interrupt_id)
+        if found is None:
+            raise ResumeError(
+                f"unknown interrupt id {response.interrupt_id!r}; the open ones are {sorted(by_id)}"
+            )
+        own, interrupt = found
+        answers.append(
+            {
+                "interruptResponse": {
+                    "interruptId": own.id,
+                    "response": _value(response, interrupt),
+                }
+            }
+        )
+    return answers
+
+
+def _value(response: InterruptResponse, interrupt: Interrupt) -> JSONValue:
+    decision = response.decision
+    if decision is None:
+        return response.response
+    if not interrupt.is_approval:  # a question declined, or left to expire: not an answer
+        return {"type": "reject", "message": decision.message or ""}
+    if interrupt.allowed_decisions == ("approve", "reject"):  # HumanInTheLoop's yes or no
+        return "yes" if decision.type == "approve" else "no"
+    return {"type": decision.type, "args": decision.args, "message": decision.message}
