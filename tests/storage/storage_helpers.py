@@ -11,10 +11,12 @@ from typing import Any
 import redis.asyncio as aioredis
 
 from agent_runtime.interrupts import Interrupt
-from agent_runtime.messages import ToolCall
+from agent_runtime.messages import ToolCall, args_digest
 from storage import ApproverPolicy, InterruptRecord, Storage
 
 NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+DIGEST = args_digest({"path": "/tmp/old"})
+"""The digest of the call ``make_record`` guards: a decision on it must carry this."""
 
 
 def make_record(
