@@ -36,6 +36,10 @@ class Fault:
     body: dict[str, Any] = field(default_factory=lambda: {"ok": False, "error": "fault"})
 
 
+BAD_GATEWAY = Fault(status=502, body={"ok": False, "error": "bad_gateway"})
+"""Slack's answer while it is down for a moment: the client does not retry it."""
+
+
 class FakeSlack:
     """A local Slack Web API: answers like Slack for the methods the bot uses, records calls.
 

@@ -2,7 +2,7 @@
 signed interaction requests, and a clock and a model the tests control."""
 
 from deterministic import ManualClock, OneToolModel
-from fake_slack import BOT_TOKEN, BOT_USER, Call, FakeSlack, Fault
+from fake_slack import BAD_GATEWAY, BOT_TOKEN, BOT_USER, Call, FakeSlack, Fault
 from slack_requests import (
     SIGNING_SECRET,
     click_payload,
@@ -16,6 +16,7 @@ from slack_requests import (
 )
 
 __all__ = [
+    "BAD_GATEWAY",
     "BOT_TOKEN",
     "BOT_USER",
     "SIGNING_SECRET",

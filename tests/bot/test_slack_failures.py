@@ -1,5 +1,6 @@
-"""Slack failing under the scheduler, the outbox and App Home: a network error, a rate
-limit or a refusal delays a step; it never stops the loop, nor misplaces anyone."""
+"""Slack failing under the scheduler and the outbox: a network error, a rate limit or a
+refusal delays a reminder, a note or a card; it never stops the loop, nor misplaces
+anyone, and what Slack did not take is posted later, once and in order."""
 
 from __future__ import annotations
 
@@ -10,20 +11,16 @@ from typing import Any
 
 import aiohttp
 import pytest
-from fakes import Fault
+from fakes import BAD_GATEWAY, Fault
 from harness import ALICE, BOB, CAROL, CHANNEL, Harness
 
 from bot.agents.policy import Escalate, Policy, Reminders
 from bot.runs.drive import start_run
 from bot.runs.place import Place
 from bot.schedule.scheduler import Scheduler
-from bot.ui import ids, redraws
+from bot.ui import ids
 from bot.ui.notes import post_in_thread, post_mrkdwn, send_queued_notes
-from bot.ui.posting import message_link
-from bot.ui.redraws import update_message
-from bot.ui.refusals import FORM_NOT_OPENED
 from storage.epoch import to_ms
-from storage.errors import StorageTimeoutError
 from storage.notes import Note
 
 
@@ -113,91 +110,6 @@ async def test_a_request_escalated_before_its_first_card_was_posted_gets_both_ca
     assert cards.count(CHANNEL) == 1 and cards.count(nyc) == 1
 
 
-async def test_one_home_slack_will_not_redraw_does_not_stop_the_others(make_bot: Any) -> None:
-    """Alice and Bob have Home open; Slack refuses to redraw Alice's after her approval.
-    Bob's is redrawn all the same."""
-    bot: Harness = await make_bot()
-    value = await bot.start(requested_by=CAROL)
-    for user in (ALICE, BOB):
-        before = len(bot.slack.called("views.publish"))
-        await bot.event({"type": "app_home_opened", "user": user, "tab": "home"})
-        await bot.slack.wait_for(
-            lambda before=before: len(bot.slack.called("views.publish")) > before
-        )
-    published = len(bot.slack.called("views.publish"))
-    refused = Fault(status=200, body={"ok": False, "error": "user_not_found"})
-    bot.slack.faults["views.publish"].append(refused)  # the first redraw: Alice's
-    await bot.click(ids.APPROVE, value, user=ALICE)
-    await bot.finished()
-    await bot.services.background.idle()
-    redrawn = {c["user_id"] for c in bot.slack.called("views.publish")[published:]}
-    assert BOB in redrawn
-
-
-@pytest.mark.parametrize(
-    "fault",
-    [
-        Fault(status=200, body={"ok": False, "error": "expired_trigger_id"}),
-        Fault(status=502, body={"ok": False, "error": "bad_gateway"}),
-    ],
-    ids=["expired-trigger", "bad-gateway"],
-)
-async def test_a_form_slack_did_not_open_is_told_to_the_clicker(
-    make_bot: Any, fault: Fault
-) -> None:
-    bot: Harness = await make_bot()
-    value = await bot.start(requested_by=CAROL)
-    bot.slack.faults["views.open"].append(fault)
-    await bot.click(ids.DENY, value, user=ALICE)
-    await bot.slack.wait_calls("chat.postEphemeral")
-    [told] = bot.slack.called("chat.postEphemeral")
-    assert told["user"] == ALICE and told["text"] == FORM_NOT_OPENED
-    [record] = (await bot.services.storage.queries.pending_for_channel(CHANNEL, limit=5)).records
-    assert record.state == "pending" and record.votes == ()
-
-
-def _faults(bot: Harness, method: str, fault: Fault, times: int = 10) -> None:
-    bot.slack.faults[method].extend([fault] * times)
-
-
-async def test_a_card_slack_did_not_redraw_is_redrawn_by_the_scheduler(make_bot: Any) -> None:
-    """Every chat.update fails (502) from Alice's approval to the run's end: the card
-    still shows its buttons. Once Slack answers, the scheduler draws it decided."""
-    bot: Harness = await make_bot()
-    value = await bot.start(requested_by=CAROL)
-    _faults(bot, "chat.update", Fault(status=502, body={"ok": False, "error": "bad_gateway"}))
-    await bot.click(ids.APPROVE, value, user=ALICE)
-    await bot.finished()
-    await bot.services.background.idle()
-    assert bot.slack.called("chat.update") == [] and bot.slack.failed
-    bot.slack.faults["chat.update"].clear()
-
-    bot.clock.advance(timedelta(seconds=31))
-    await Scheduler(bot.services).tick()
-    [update] = bot.slack.called("chat.update")
-    assert update["ts"] == bot.message_ts() and ids.APPROVE not in str(update["blocks"])
-    bot.clock.advance(timedelta(minutes=5))
-    await Scheduler(bot.services).tick()
-    assert len(bot.slack.called("chat.update")) == 1  # drawn once, then off the queue
-
-
-async def test_a_card_slack_refuses_to_redraw_is_not_tried_again(make_bot: Any) -> None:
-    """The card was deleted in Slack (message_not_found): no redraw is queued."""
-    bot: Harness = await make_bot()
-    value = await bot.start(requested_by=CAROL)
-    refused = Fault(status=200, body={"ok": False, "error": "message_not_found"})
-    _faults(bot, "chat.update", refused)
-    await bot.click(ids.APPROVE, value, user=ALICE)
-    await bot.finished()
-    await bot.services.background.idle()
-    tried = len(bot.slack.failed)
-    bot.slack.faults["chat.update"].clear()
-
-    bot.clock.advance(timedelta(seconds=31))
-    await Scheduler(bot.services).tick()
-    assert bot.slack.called("chat.update") == [] and len(bot.slack.failed) == tried
-
-
 async def _queued_notes(bot: Harness) -> int:
     storage = bot.services.storage
     return sum(
@@ -240,15 +152,6 @@ async def test_how_a_run_ended_is_posted_once_slack_answers_again(
     assert "Approved by" in decided and tool.startswith("delete_files:")
     assert end.startswith("Finished:")
     assert await _queued_notes(bot) == 0
-
-
-BAD_GATEWAY = Fault(status=502, body={"ok": False, "error": "bad_gateway"})
-
-
-async def _queued_redraws(bot: Harness) -> int:
-    storage = bot.services.storage
-    keys = storage.keys
-    return sum([await storage.client.raw.zcard(keys.redraws(s)) for s in keys.all_shards])
 
 
 async def test_a_reminder_slack_did_not_take_is_sent_later_unless_decided(
@@ -306,77 +209,6 @@ async def test_a_note_whose_text_json_cannot_hold_is_queued_all_the_same(
     bot.slack.down = True
     await post_in_thread(bot.services, channel=CHANNEL, thread_ts="1.1", text="rm \udcff.txt")
     assert await _queued_notes(bot) == 1
-
-
-async def test_a_deleted_copy_does_not_hide_a_passing_failure_of_another(make_bot: Any) -> None:
-    """The card's update gets a 502 and its escalation copy was deleted: the card's
-    redraw is queued all the same."""
-    bot: Harness = await make_bot()
-    await bot.start(requested_by=CAROL)
-    [record] = (await bot.services.storage.queries.pending_for_channel(CHANNEL, limit=5)).records
-    record = record.model_copy(
-        update={"escalation_channel": "C0NYC", "escalation_ts": "1700000099.000100"}
-    )
-    refused = Fault(status=200, body={"ok": False, "error": "message_not_found"})
-    bot.slack.faults["chat.update"].extend([BAD_GATEWAY, refused])
-    assert not await update_message(bot.services, record)
-    assert await _queued_redraws(bot) == 1
-
-
-async def test_a_queued_redraw_redis_failed_to_draw_stays_queued(
-    make_bot: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    bot: Harness = await make_bot()
-    value = await bot.start(requested_by=CAROL)
-    await bot.services.storage.interrupts.redraw_later(bot.record_id(value), at=bot.clock.now())
-
-    async def unread(services: Any, record: Any) -> Any:
-        raise StorageTimeoutError("the batch's items were not read in time")
-
-    monkeypatch.setattr(redraws, "card_forms", unread)
-    await Scheduler(bot.services).tick()
-    assert bot.slack.called("chat.update") == [] and await _queued_redraws(bot) == 1
-
-
-async def test_while_auth_test_fails_a_card_s_link_is_asked_of_slack(make_bot: Any) -> None:
-    """The workspace's URL is unknown (auth.test failed): the link comes from
-    chat.getPermalink; once auth.test answers, it is built from the URL."""
-    bot: Harness = await make_bot()
-    bot.slack.faults["auth.test"].append(BAD_GATEWAY)
-    await bot.start(requested_by=CAROL)
-    [asked] = bot.slack.called("chat.getPermalink")
-    assert asked == {"channel": CHANNEL, "message_ts": bot.message_ts()}
-    bot.clock.advance(timedelta(minutes=1))  # auth.test is asked again
-    await bot.start(requested_by=CAROL)
-    assert len(bot.slack.called("chat.getPermalink")) == 1
-    records = (await bot.services.storage.queries.pending_for_channel(CHANNEL)).records
-    links = sorted(str(r.permalink) for r in records)
-    assert links == [
-        f"https://fake.slack.test/archives/{CHANNEL}/p{bot.message_ts(n).replace('.', '')}"
-        for n in (0, 1)
-    ]
-
-
-def test_a_reply_s_link_names_its_thread_as_slack_s_does() -> None:
-    link = message_link("https://acme.slack.com/", "C0OPS", "1700.000200", thread_ts="1700.000100")
-    assert (
-        link == "https://acme.slack.com/archives/C0OPS/p1700000200?thread_ts=1700.000100&cid=C0OPS"
-    )
-    top = message_link("https://acme.slack.com/", "C0OPS", "1700.000100", thread_ts="1700.000100")
-    assert top == "https://acme.slack.com/archives/C0OPS/p1700000100"
-
-
-async def test_while_auth_test_fails_it_is_asked_once_a_minute_not_per_card(make_bot: Any) -> None:
-    bot: Harness = await make_bot()
-    bot.slack.down = True  # three cards go to the outbox
-    place = Place(channel=CHANNEL, thread_ts=None, requested_by=CAROL)
-    for _ in range(3):
-        await start_run(bot.services, "cleanup", "clean up", place=place)
-    asked = [c for c in bot.slack.failed if c.method == "auth.test"]
-    assert len(asked) == 1
-    bot.clock.advance(timedelta(minutes=1))
-    await start_run(bot.services, "cleanup", "clean up", place=place)
-    assert len([c for c in bot.slack.failed if c.method == "auth.test"]) == 2
 
 
 async def test_a_card_slack_refuses_is_told_to_its_requester_once(make_bot: Any) -> None:
