@@ -1,5 +1,6 @@
 """Storage fixtures: every storage test runs on a single Redis and on a Redis Cluster
-(the ``redis_url`` here names one, then the other), and a raw byte client of either."""
+(the ``redis_url`` here names one, then the other), and a raw byte client of either; and
+``one_server``, storage on the embedded single server alone."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections.abc import AsyncIterator
 import pytest
 import redis.asyncio as aioredis
 
+from storage import EmbeddedRedis, Storage, connect
 from storage.cluster import cluster_redis, is_cluster_url, parse_cluster_url
 
 
@@ -28,3 +30,10 @@ async def raw(redis_url: str) -> AsyncIterator[aioredis.Redis]:
     client = aioredis.Redis.from_url(redis_url)
     yield client
     await client.aclose()
+
+
+@pytest.fixture
+async def one_server(redis_server: EmbeddedRedis, key_prefix: str) -> AsyncIterator[Storage]:
+    storage = await connect(redis_server.url, prefix=key_prefix)
+    yield storage
+    await storage.close()
