@@ -50,8 +50,7 @@ class Progress:
         before, self._last = self._last, view
         if view.reminders_sent > before.reminders_sent:
             say(f"signoff gate: reminder {view.reminders_sent} sent to the approvers")
-        if view.escalated and not before.escalated:
-            say("signoff gate: not decided in time; escalated")
+        self._escalation(before, view)
         # A vote that decided (or holds the decision) is told by the line saying so.
         decisive = view.final or view.held_until is not None
         if len(view.approvals) > len(before.approvals) and not decisive:
@@ -62,6 +61,24 @@ class Progress:
             say(f"signoff gate: decided by {who}; final at {when} unless undone")
         if before.held_until is not None and view.held_until is None and not view.final:
             say("signoff gate: the decision was undone; waiting for a decision again")
+
+    @staticmethod
+    def _escalation(before: RequestView, view: RequestView) -> None:
+        """It escalated; its escalation card is not in Slack (and why), or is now."""
+        escalating, refused = view.escalated and not before.escalated, view.escalation_not_posted
+        if refused and (escalating or refused != before.escalation_not_posted):
+            opening = "not decided in time; escalated, but " if escalating else ""
+            hint = ""
+            if refused in ("not_in_channel", "channel_not_found"):
+                hint = f" (is the app a member of {view.escalation_channel}?)"
+            say(
+                f"signoff gate: {opening}the escalation card is not in Slack yet (Slack "
+                f"answered {refused}), and Signoff keeps trying{hint}"
+            )
+        elif escalating:
+            say("signoff gate: not decided in time; escalated")
+        elif before.escalation_not_posted and not refused and not view.final:
+            say(f"signoff gate: the escalation card is posted in {view.escalation_channel}")
 
 
 def say_waiting(view: RequestView, *, now: float) -> None:

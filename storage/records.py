@@ -91,6 +91,8 @@ class InterruptRecord(BaseModel):
     """On a batch's first item: the record ids of all its items, in the card's order."""
     post_error: str | None = None
     """What Slack answered the last failed post of its card, until the card is posted."""
+    escalation_error: str | None = None
+    """What Slack answered the last failed post of the escalation step's card, until posted."""
 
     @field_validator("interrupt")
     @classmethod
@@ -288,6 +290,7 @@ class InterruptRecord(BaseModel):
                 batch_items=json.dumps(self.batch_items) if self.batch_items else "",
                 escalation_cards=json.dumps(self.escalation_cards) if self.escalation_cards else "",
                 post_error=self.post_error or "",
+                escalation_error=self.escalation_error or "",
             ),
             **held_fields(self.held),
             **undone_fields(self.undone),
@@ -351,6 +354,7 @@ class InterruptRecord(BaseModel):
                 batch=opt("batch"),
                 batch_items=tuple(json.loads(fields.get("batch_items") or "[]")),
                 post_error=opt("post_error"),
+                escalation_error=opt("escalation_error"),
                 held=read_held(fields),
                 undone=read_undone(fields),
             )

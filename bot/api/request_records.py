@@ -11,6 +11,7 @@ from bot.runs.approvers import batched
 from bot.runs.stand_ins import with_stand_ins
 from bot.services import Services
 from bot.ui.blocks import is_user_id
+from bot.ui.deciders import escalation_channel
 from storage.approvers import ApproverPolicy, Rung
 from storage.epoch import from_ms
 from storage.records import InterruptRecord
@@ -218,6 +219,8 @@ def request_view(
         created_at=record.created_at,
         expires_at=record.expires_at,
         escalated=record.escalated,
+        escalation_channel=escalation_channel(record) if record.escalated else None,
+        escalation_not_posted=record.escalation_error if record.escalation_unposted else None,
         reminders_sent=record.reminders_sent,
         held_by=record.held.by if record.held else None,
         held_until=record.held.until if record.held else None,

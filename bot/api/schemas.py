@@ -267,6 +267,15 @@ class RequestView(BaseModel):
     created_at: datetime
     expires_at: datetime | None
     escalated: bool
+    escalation_channel: str | None = Field(
+        default=None, description="Once escalated: the channel the step it reached asks in."
+    )
+    escalation_not_posted: str | None = Field(
+        default=None,
+        description="While the card of the escalation step it reached is not in Slack: what "
+        "Slack answered the last try to post it (e.g. not_in_channel: invite the app to "
+        "escalation_channel). Signoff keeps trying.",
+    )
     reminders_sent: int
     held_by: str | None = Field(
         default=None, description="Who decided it, while the decision waits out its undo window."

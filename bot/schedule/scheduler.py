@@ -176,16 +176,11 @@ class Scheduler:
         posted = 0
         for record in await services.storage.interrupts.claim_outbox(services.clock.now()):
             if record.message_ts:  # posted, but not its escalation step's card
-                escalated = await post_escalation(services, record, again=True)
-                if escalated is not None:
-                    await update_message(services, escalated)
-                    posted += 1
+                posted += await _repost_escalation(services, record)
             elif (first := await post_interrupt(services, record, again=True)) is not None:
                 posted += 1
                 if first.escalation_unposted:  # escalated while Slack had neither card
-                    escalated = await post_escalation(services, first, again=True)
-                    if escalated is not None:
-                        await update_message(services, escalated)
+                    await _repost_escalation(services, first)
         return posted
 
     async def redraw_cards(self) -> None:
@@ -288,6 +283,18 @@ class Scheduler:
                 detail=" ".join(awake[:30]),
             )
         )
+
+
+async def _repost_escalation(services: Services, record: InterruptRecord) -> bool:
+    """Post the escalation card Slack did not take; every copy is redrawn once it is posted,
+    or when Slack's answer changed (the cards say why it is not posted). Whether posted."""
+    escalated = await post_escalation(services, record, again=True)
+    if escalated is None:
+        return False
+    posted = not escalated.escalation_unposted
+    if posted or escalated.escalation_error != record.escalation_error:
+        await update_message(services, escalated)
+    return posted
 
 
 async def _still_pending(services: Services, record: InterruptRecord) -> bool:

@@ -10,6 +10,8 @@ from storage.approvers import ApproverPolicy
 from storage.records import InterruptRecord
 
 from .blocks import date_token, is_user_id, user_mention
+from .mrkdwn import code_span
+from .slack_failures import NOT_A_MEMBER
 
 _CHANNEL = re.compile(r"^[CGD][A-Z0-9]{2,20}$")
 
@@ -68,13 +70,32 @@ def escalation_channel(record: InterruptRecord) -> str | None:
 
 
 def escalated_to(record: InterruptRecord) -> str | None:
-    """ "Escalated to #leads" while an escalated interrupt waits; None otherwise."""
+    """ "Escalated to #leads" while an escalated interrupt waits, or why its card is not
+    there when Slack refused it; None otherwise."""
     if not record.escalated:
         return None
     where = escalation_channel(record)
-    if where is None or where == record.channel:
+    here = where is None or where == record.channel
+    if record.escalation_unposted and record.escalation_error:
+        return escalation_refused(record, "in this thread" if here else f"to {_channel(where)}")
+    if here:
         return "Escalated in this thread: not decided in time"
     return f"Escalated to {_channel(where)}: not decided in time"
+
+
+def escalation_refused(record: InterruptRecord, where: str) -> str:
+    """Why the escalation card is not posted ``where`` ("to #leads"): what Slack answered,
+    and that the outbox posts it once Slack takes it (once the app is invited, most often)."""
+    why = record.escalation_error or ""
+    if why in NOT_A_MEMBER:
+        return (
+            f"Escalation {where} could not be posted: the app is not in that channel; "
+            "invite it (`/invite @Signoff`) and it is posted then"
+        )
+    return (
+        f"Escalation {where} could not be posted yet: Slack answered {code_span(why, 200)}; "
+        "it is posted once Slack takes it"
+    )
 
 
 def _channel(channel_id: str | None) -> str:

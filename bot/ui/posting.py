@@ -152,9 +152,10 @@ async def post_escalation(
     services: Services, record: InterruptRecord, *, again: bool = False
 ) -> InterruptRecord | None:
     """Post the card of the escalation step an interrupt reached, in that step's channel
-    (or the run's thread), and keep where; the updated record, or None when Slack or
-    storage failed. Its notification text mentions the people the step names. ``again``
-    (the outbox): a card an earlier try posted but never recorded is recorded instead."""
+    (or the run's thread), and keep where; the updated record: posted, or with what Slack
+    answered when it did not take the card (the outbox tries again); None when storage
+    failed. Its notification mentions the people the step names. ``again`` (the outbox):
+    a card an earlier try posted but never recorded is recorded instead."""
     reached = record.reached_rungs
     if not reached:
         return None
@@ -196,19 +197,23 @@ async def post_escalation(
                 answer = await send_fitting(record, forms, post)
                 where, ts = str(answer.get("channel") or channel), str(answer["ts"])
         except SLACK_FAILURES as exc:
+            why = why_failed(exc)
             log.warning(
                 "interrupt %s: escalation card not posted yet, left in the outbox: %s",
                 record.id,
-                why_failed(exc),
+                why,
             )
-            wait = timedelta(seconds=retry_after(exc) or 0)
+            now, wait = services.clock.now(), timedelta(seconds=retry_after(exc) or 0)
             with contextlib.suppress(StorageError):  # Redis down too: the sweep cannot run either
+                await services.storage.interrupts.escalation_post_failed(record.id, why, now=now)
                 await services.storage.interrupts.repost_escalation(
-                    record.id, at=services.clock.now() + max(wait, POST_LEASE)
+                    record.id, at=now + max(wait, POST_LEASE)
                 )
-            return None
+            return record.model_copy(update={"escalation_error": why[:200]})
     try:
-        if not await services.storage.interrupts.set_escalation_message(record.id, where, ts):
+        if not await services.storage.interrupts.set_escalation_message(
+            record.id, where, ts, now=services.clock.now()
+        ):
             return None
     except StorageError as exc:
         log.error("interrupt %s: escalation card not recorded: %s", record.id, exc)
@@ -218,7 +223,12 @@ async def post_escalation(
     earlier = record.escalation_cards
     if record.escalation_channel and record.escalation_ts:
         earlier = (*earlier, (record.escalation_channel, record.escalation_ts))
-    update = {"escalation_channel": where, "escalation_ts": ts, "escalation_cards": earlier}
+    update = {
+        "escalation_channel": where,
+        "escalation_ts": ts,
+        "escalation_cards": earlier,
+        "escalation_error": None,
+    }
     return record.model_copy(update=update)
 
 

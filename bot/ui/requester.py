@@ -63,11 +63,15 @@ async def tell_batch_decided(services: Services, batch: Batch) -> None:
 
 
 async def tell_escalated(services: Services, record: InterruptRecord) -> None:
-    """The request was not decided in time and went to the escalation's approvers."""
+    """The request was not decided in time and went to the escalation's approvers (or
+    why its card is not in front of them yet)."""
     where = escalated_to(record)
     if where is not None:
         action = code_span(card_from_record(record).action, 200)
-        await _tell(services, record, f":arrow_up: {where}: {action}")
+        text = f":arrow_up: {where}: {action}"
+        if record.escalation_unposted and record.escalation_error:
+            text = f":arrow_up: {action} was not decided in time. {where}."
+        await _tell(services, record, text)
 
 
 async def tell_finished(

@@ -2,7 +2,8 @@
 -- decide it. The previous step's card, if any, is kept among the earlier copies.
 -- KEYS: 1 record, 2 outbox (where a card Slack did not take waits), 3 the run's place
 -- (kept only for an agent's run: each escalation card is listed there too, for when the
--- record is lost). ARGV: 1 channel, 2 message ts.
+-- record is lost), 4 audit stream. ARGV: 1 channel, 2 message ts, 3 now, 4 audit maxlen.
+-- A card Slack refused before is audited as posted now, its refusal cleared.
 -- Returns 1 when stored, 0 when the record is gone or was never escalated.
 local key = KEYS[1]
 if redis.call('EXISTS', key) == 0 or (tonumber(redis.call('HGET', key, 'escalated')) or 0) < 1 then
@@ -18,6 +19,11 @@ if ts ~= '' and not (channel == ARGV[1] and ts == ARGV[2]) then
   redis.call('HSET', key, 'escalation_cards', cjson.encode(cards))
 end
 redis.call('HSET', key, 'escalation_channel', ARGV[1], 'escalation_ts', ARGV[2])
+if field(key, 'escalation_error') ~= '' then
+  redis.call('HDEL', key, 'escalation_error')
+  audit(KEYS[4], ARGV[4], 'escalation_posted', field(key, 'id'), '', ARGV[3],
+    'step ' .. field(key, 'escalated'))
+end
 if redis.call('EXISTS', KEYS[3]) == 1 then
   local name = 'escalation:' .. redis.call('HGET', key, 'id')
   local raw = redis.call('HGET', KEYS[3], name) or ''

@@ -355,3 +355,21 @@ def test_details_given_both_inline_and_from_a_file_are_a_usage_error(
         parse_args([*options, "--details", "inline", "--details-file", str(plan)])
     assert stopped.value.code == 2
     assert "--details-file: not allowed with argument --details" in capsys.readouterr().err
+
+
+def test_an_escalation_card_slack_refused_is_told_then_its_posting(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The gate never says "escalated" as if the escalation's approvers saw it when Slack
+    refused its card: it says why it is not there, then that it is."""
+    progress = Progress(_view())
+    refused = {"escalated": True, "escalation_channel": "C0RANDOM"}
+    progress.update(_view(**refused, escalation_not_posted="not_in_channel"))
+    progress.update(_view(**refused, escalation_not_posted="not_in_channel"))  # nothing new
+    progress.update(_view(**refused))
+    assert capsys.readouterr().err.splitlines() == [
+        "signoff gate: not decided in time; escalated, but the escalation card is not in "
+        "Slack yet (Slack answered not_in_channel), and Signoff keeps trying (is the app a "
+        "member of C0RANDOM?)",
+        "signoff gate: the escalation card is posted in C0RANDOM",
+    ]

@@ -1,0 +1,93 @@
+"""An escalation card Slack refuses: no card, note or job view says it was escalated there
+until it is; each says it could not be posted, and why, while the outbox tries again."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from typing import Any
+
+from harness import ALICE, BOB, CHANNEL
+from requests_jobs import Jobs
+
+from bot.schedule.scheduler import Scheduler
+
+RANDOM = "C0RANDOM"
+
+
+def _card_text(jobs: Jobs) -> str:
+    """The first card as its latest redraw shows it."""
+    return json.dumps(jobs.bot.slack.called("chat.update")[-1]["blocks"])
+
+
+async def test_an_escalation_slack_refuses_says_so_until_it_is_posted(jobs: Jobs) -> None:
+    jobs = await jobs.as_client("weekly-cleanup", (CHANNEL, RANDOM))
+    jobs.bot.slack.not_in.add(RANDOM)
+    status, made = await jobs.ask(
+        approvers=[ALICE],
+        expires_in=3600,
+        on_expiry="escalate",
+        escalate_channel=RANDOM,
+        escalate_to=[BOB],
+    )
+    assert status == 201, made
+    scheduler = Scheduler(jobs.bot.services)
+    jobs.bot.clock.advance(timedelta(seconds=3600))
+    await scheduler.tick()
+
+    card = _card_text(jobs)
+    assert "Escalated to" not in card
+    assert f"Escalation to <#{RANDOM}> could not be posted" in card
+    assert "/invite @Signoff" in card
+    _, view = await jobs.get(made["status_url"])
+    assert view["escalated"] is True and view["escalation_not_posted"] == "not_in_channel"
+    assert view["escalation_channel"] == RANDOM
+    trail = await jobs.bot.services.storage.audit.read(count=50)
+    refused = [e for e in trail if e.event == "escalation_not_posted"]
+    assert [e.detail for e in refused] == ["step 1: not_in_channel"]
+
+    # Slack refuses again: the card is not redrawn, nor the refusal audited, a second time.
+    updates = len(jobs.bot.slack.called("chat.update"))
+    jobs.bot.clock.advance(timedelta(seconds=31))
+    await scheduler.tick()
+    assert len(jobs.bot.slack.called("chat.update")) == updates
+    trail = await jobs.bot.services.storage.audit.read(count=50)
+    assert len([e for e in trail if e.event == "escalation_not_posted"]) == 1
+
+    jobs.bot.slack.not_in.clear()  # the app is invited: the outbox posts it
+    jobs.bot.clock.advance(timedelta(seconds=31))
+    await scheduler.tick()
+    posted = [p["channel"] for p in jobs.bot.slack.called("chat.postMessage") if p.get("blocks")]
+    assert posted == [CHANNEL, RANDOM]
+    card = _card_text(jobs)
+    assert f"Escalated to <#{RANDOM}>" in card and "could not be posted" not in card
+    _, view = await jobs.get(made["status_url"])
+    assert view["escalation_not_posted"] is None
+    trail = await jobs.bot.services.storage.audit.read(count=50)
+    assert "escalation_posted" in [e.event for e in trail]
+
+
+async def test_a_ladder_step_slack_refuses_says_so_on_every_earlier_card(jobs: Jobs) -> None:
+    jobs = await jobs.as_client("follow-the-sun", (CHANNEL, "C0NYC", RANDOM))
+    jobs.bot.slack.not_in.add(RANDOM)
+    ladder: dict[str, Any] = {"channel": RANDOM, "approvers": [ALICE], "expires_in": 600}
+    status, made = await jobs.ask(
+        approvers=[ALICE],
+        expires_in=3600,
+        on_expiry="escalate",
+        escalate_channel="C0NYC",
+        escalate_to=[BOB],
+        escalate_expires_in=1800,
+        ladder=[ladder],
+    )
+    assert status == 201, made
+    scheduler = Scheduler(jobs.bot.services)
+    for wait in (3600, 1800):
+        jobs.bot.clock.advance(timedelta(seconds=wait))
+        await scheduler.tick()
+    redrawn = {u["channel"]: json.dumps(u["blocks"]) for u in jobs.bot.slack.called("chat.update")}
+    for copy in (CHANNEL, "C0NYC"):
+        assert f"Escalation to <#{RANDOM}> could not be posted" in redrawn[copy], copy
+    _, view = await jobs.get(made["status_url"])
+    assert view["escalation_not_posted"] == "not_in_channel"
+    assert view["escalation_channel"] == RANDOM
