@@ -44,6 +44,7 @@ class Decisions(RecordTransitions):
         channel: str | None = None,
         message_ts: str | None = None,
         click_id: str | None = None,
+        trust_grant: str | None = None,
     ) -> DecideOutcome:
         """Record ``user_id``'s decision in one atomic step (one round trip).
 
@@ -53,7 +54,8 @@ class Decisions(RecordTransitions):
         message. When this decision settles the run's last pending interrupt, the same
         step enqueues the run's resume job. With ``click_id`` (a click stream entry), the
         same step remembers the entry: deciding it again is ``replayed``, changing nothing
-        (with the ``reason`` it was refused for, if it was).
+        (with the ``reason`` it was refused for, if it was). ``trust_grant``: the grant
+        whose granter's approval this is (no click of theirs), kept with the decision.
         """
         try:
             run_id, _ = split_record_id(interrupt_id)
@@ -62,6 +64,8 @@ class Decisions(RecordTransitions):
         except InvalidIdError:
             return DecideOutcome(status="refused", reason="unknown")
         args = self._decide_args(user_id, decision, args_digest, now, channel, message_ts)
+        if trust_grant:
+            args += ["", trust_grant]  # "": no batch items follow
         result = await self._transition("decide", interrupt_id, args, extra_keys=seen)
         if result[0] == "replayed":
             log.info("click %s on %s by %s was decided before", click_id, interrupt_id, user_id)

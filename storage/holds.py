@@ -37,6 +37,9 @@ class Undone(BaseModel):
     decision_type: str = ""
     """The type of the decision taken back (``approve``, ``reject``...); empty when it was
     undone before it was kept."""
+    trust_grant: str = ""
+    """The trust grant that made the decision taken back (``decided_by`` gave it, and did
+    not click); empty for a person's decision."""
 
     @property
     def was_approval(self) -> bool:
@@ -77,6 +80,7 @@ def undone_fields(undone: Undone | None) -> dict[str, str]:
         "undone_at": str(to_ms(undone.at)),
         "undid": undone.decided_by,
         "undone_type": undone.decision_type,
+        **({"undone_trust": undone.trust_grant} if undone.trust_grant else {}),
     }
 
 
@@ -88,4 +92,5 @@ def read_undone(fields: dict[str, str]) -> Undone | None:
         at=from_ms(int(fields["undone_at"])),
         decided_by=fields.get("undid", ""),
         decision_type=fields.get("undone_type", ""),
+        trust_grant=fields.get("undone_trust", ""),
     )

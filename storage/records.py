@@ -89,6 +89,8 @@ class InterruptRecord(BaseModel):
     """The record id of the first item of the batch card this one is an item of."""
     batch_items: tuple[str, ...] = ()
     """On a batch's first item: the record ids of all its items, in the card's order."""
+    trust_grant: str | None = None
+    """The trust grant whose granter's approval it is (held or final), when no click made it."""
     post_error: str | None = None
     """What Slack answered the last failed post of its card, until the card is posted."""
     escalation_error: str | None = None
@@ -290,6 +292,7 @@ class InterruptRecord(BaseModel):
                 batch_items=json.dumps(self.batch_items) if self.batch_items else "",
                 escalation_cards=json.dumps(self.escalation_cards) if self.escalation_cards else "",
                 post_error=self.post_error or "",
+                trust_grant=self.trust_grant or "",
                 escalation_error=self.escalation_error or "",
             ),
             **held_fields(self.held),
@@ -354,6 +357,7 @@ class InterruptRecord(BaseModel):
                 batch=opt("batch"),
                 batch_items=tuple(json.loads(fields.get("batch_items") or "[]")),
                 post_error=opt("post_error"),
+                trust_grant=opt("trust_grant"),
                 escalation_error=opt("escalation_error"),
                 held=read_held(fields),
                 undone=read_undone(fields),

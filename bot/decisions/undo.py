@@ -7,8 +7,8 @@ from __future__ import annotations
 import logging
 
 from bot.services import Services
-from bot.ui.blocks import mentions, user_mention
-from bot.ui.cards import after_undo
+from bot.ui.blocks import user_mention
+from bot.ui.cards import after_undo, undid_what
 from bot.ui.home import refresh_homes
 from bot.ui.notes import post_mrkdwn
 from bot.ui.posting import post_ephemeral
@@ -55,7 +55,7 @@ async def undo(services: Services, click: Click) -> None:
     services.metrics.decisions["undone"] += 1
     await update_message(services, record)
     text = (
-        f"{user_mention(user)} undid the decision of {mentions(record.undone.deciders)}: "
+        f"{user_mention(user)} undid {undid_what(record.undone)}: "
         f"it did not take effect, and {after_undo(record)}."
     )
     await post_mrkdwn(

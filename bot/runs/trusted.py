@@ -57,6 +57,7 @@ async def approve_if_trusted(services: Services, record: InterruptRecord) -> Int
             now=now,
             # Sent again after its reply was lost, it is answered as it was the first time.
             click_id=f"trust-{secrets.token_hex(8)}",
+            trust_grant=grant.id,
         )
     except StorageError as exc:
         log.warning("interrupt %s: trust not checked, asking instead: %s", record.id, exc)

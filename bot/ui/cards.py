@@ -13,6 +13,7 @@ from typing import Literal
 
 from agent_runtime.interrupts import Decision, DecisionType
 from agent_runtime.messages import JSONValue
+from storage.holds import Undone
 from storage.records import FINAL_STATE_OF, InterruptRecord, InterruptState
 from storage.requests import is_request_run
 
@@ -208,9 +209,17 @@ def _undone(record: InterruptRecord) -> str | None:
     if undone is None or record.state != "pending":
         return None
     return (
-        f":leftwards_arrow_with_hook: {user_mention(undone.by)} undid the decision of "
-        f"{mentions(undone.deciders)} {date_token(undone.at)}; {after_undo(record)}"
+        f":leftwards_arrow_with_hook: {user_mention(undone.by)} undid {undid_what(undone)} "
+        f"{date_token(undone.at)}; {after_undo(record)}"
     )
+
+
+def undid_what(undone: Undone) -> str:
+    """ "the decision of @alice", or "the approval made under @dave's trust" when a trust
+    grant made it: its granter did not decide this request."""
+    if undone.trust_grant:
+        return f"the approval made under {mentions(undone.deciders)}'s trust"
+    return f"the decision of {mentions(undone.deciders)}"
 
 
 def after_undo(record: InterruptRecord) -> str:

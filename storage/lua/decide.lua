@@ -2,7 +2,8 @@
 -- 12: optional marker of the click stream entry being decided).
 -- ARGV: 1 record id, 2 user, 3 decision type, 4 decision json, 5 vote json, 6 args digest,
 --       7 now, 8 channel ('' = not checked), 9 message ts, 10 retention ms,
---       11 resume stream maxlen, 12 audit maxlen, 13 this call's token.
+--       11 resume stream maxlen, 12 audit maxlen, 13 this call's token, 14 '' and
+--       15 the trust grant whose granter's approval it is (kept as `trust_grant`), if any.
 -- Returns {status, reason, job id, record as a JSON object}; status is
 -- recorded|progress|held|refused, or replayed when the click entry of KEYS[12] was decided
 -- before by another call (reason: the refusal it got then, '' if it counted; third, the
@@ -16,8 +17,9 @@
 -- that cannot be read back. The key after the records marks this call: sent again after
 -- its reply was lost, it gets the first answer (with the records as they are now).
 
--- The decision on the record of KEYS[1], as ARGV says; ``seen``: the click marker.
-local function decide(seen)
+-- The decision on the record of KEYS[1], as ARGV says; ``seen``: the click marker;
+-- ``trust``: the trust grant that made it ('' for a person's click).
+local function decide(seen, trust)
   local key = KEYS[1]
   local rid, user, dtype = ARGV[1], ARGV[2], ARGV[3]
   local now = ARGV[7]
@@ -144,6 +146,7 @@ local function decide(seen)
   end
   -- With an undo window the decision is held: the due sweep makes it final when the window
   -- ends (expire.lua), unless someone undoes it first (undo.lua).
+  if trust ~= '' then redis.call('HSET', key, 'trust_grant', trust) end
   local window = policy.undo_window
   if type(window) == 'number' and window > 0 then
     local untl = string.format('%d', tonumber(now) + math.floor(window * 1000))
@@ -168,7 +171,7 @@ local function damaged(message)
 end
 
 local more = tonumber(ARGV[14] or '')
-if not more then return decide(KEYS[12]) end
+if not more then return decide(KEYS[12], ARGV[15] or '') end
 local keys = {KEYS[1]}
 for j = 1, more do keys[j + 1] = KEYS[11 + j] end
 local marker = KEYS[12 + more]
@@ -192,7 +195,7 @@ for j, key in ipairs(keys) do
   end
   -- A record that cannot be read back is refused on its own; the others go on. Any other
   -- error (Redis out of memory, a replica) fails the whole call, as for one decision.
-  local ok, result = pcall(decide, nil)
+  local ok, result = pcall(decide, nil, '')
   if ok then
     results[j] = result
   elseif damaged(tostring(result)) then

@@ -45,9 +45,13 @@ local voters, undid = json_field(key, 'voters'), by
 if #voters > 1 then undid = table.concat(voters, ' ') end
 audit(KEYS[10], ARGV[4], 'undone', rid, user, now, undid)
 local undone_type = json_field(key, 'held_decision').type or ''
-redis.call('HDEL', key, 'held_until', 'held_by', 'held_at', 'held_decision')
+-- A trust grant's approval was nobody's click: the undo says so (`undone_trust`).
+local trust = field(key, 'trust_grant')
+redis.call('HDEL', key, 'held_until', 'held_by', 'held_at', 'held_decision', 'trust_grant',
+  'undone_trust')
 redis.call('HSET', key, 'votes', '[]', 'voters', '[]', 'undone_by', user, 'undone_at', now,
   'undid', undid, 'undone_type', undone_type)
+if trust ~= '' then redis.call('HSET', key, 'undone_trust', trust) end
 local expires = field(key, 'expires_at')
 if expires ~= '' then redis.call('ZADD', KEYS[4], expires, rid) else redis.call('ZREM', KEYS[4], rid) end
 return {'undone', '', record_json(key)}

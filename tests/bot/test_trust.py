@@ -231,6 +231,22 @@ async def test_an_approval_under_trust_with_an_undo_window_is_shown_held_with_un
     status = held["blocks"][-2]["elements"][0]["text"]
     assert status.startswith(":white_check_mark: Approved under the trust <@U0ALICE> gave: runs")
 
+    # Bob undoes it: it was not Alice's decision, and nothing says it was.
+    [undo] = [e["value"] for e in held["blocks"][-1]["elements"] if e["action_id"] == ids.UNDO]
+    await bot.click(ids.UNDO, undo, user=BOB, message_ts=held["ts"])
+    undone = f"<@{BOB}> undid the approval made under <@{ALICE}>'s trust"
+    await bot.slack.wait_for(
+        lambda: any(
+            str(p.get("text", "")).startswith(undone) for p in bot.slack.called("chat.postMessage")
+        ),
+        what="the undo's note in the later run's thread",
+    )
+    reopened = str(bot.slack.called("chat.update")[-1]["blocks"])
+    assert undone in reopened and "undid the decision of" not in reopened
+    assert len(bot.tool_log.calls) == 1
+    record = await bot.services.storage.queries.get(bot.record_id(undo))
+    assert record is not None and record.undone is not None and record.undone.trust_grant
+
 
 def _held(bot: Harness) -> set[str]:
     """The cards that were shown held in their undo window, with Undo."""
