@@ -228,6 +228,17 @@ AUDIT_DETAIL = 500
 """Characters of a tool's result (or a run's last words) kept in its audit entry."""
 
 
+def outcome_text(tool: str, outcome: ToolResult) -> str:
+    """ "delete_files: deleted 2": what a tool did, named once. A failure whose text names
+    the tool already ("delete_files failed: ...", as Signoff's agent loop and a Genkit
+    restart say it) is told as it is; others ("Error: ...", as Strands and LangGraph say
+    it) after the tool's name."""
+    said = outcome.as_text()
+    if outcome.is_error and said.startswith((f"{tool} ", f"{tool}:")):
+        return said
+    return f"{tool}: {said}"
+
+
 async def tell_tool_outcome(
     services: Services,
     call: ToolCall,
@@ -245,7 +256,7 @@ async def tell_tool_outcome(
     worker catching up a run whose worker died (``after_crash``) tells it only when it
     was not audited yet: so it is audited once and posted at least once (twice if that
     worker died between the two)."""
-    text = f"{call.name}: {outcome.as_text()}"
+    text = outcome_text(call.name, outcome)
     entry = AuditEntry(
         event="tool_failed" if outcome.is_error else "tool_ran",
         record_id=record_id,

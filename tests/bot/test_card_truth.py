@@ -12,9 +12,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+import strands
 from fakes import OneToolModel
 from harness import ALICE, BOB, CHANNEL, Harness
 from pydantic import BaseModel
+from strands_agents import ScriptedModel
 
 from agent_runtime import (
     Agent,
@@ -27,9 +29,12 @@ from agent_runtime import (
     tool,
 )
 from agent_runtime.policy import apply_decision
+from agent_runtime.results import ToolResult
 from agent_runtime.session import SessionStore
 from bot.agents.policy import AgentSpec, Policy
+from bot.runs.drive import outcome_text
 from bot.ui import ids
+from signoff.strands import SignoffApprovals, StrandsAgent
 
 PATHS = ["/tmp/a", "/tmp/b"]
 EDITED = ["/tmp/a"]
@@ -268,3 +273,83 @@ async def test_a_denied_call_is_neither_audited_nor_posted_as_a_tool_outcome(
     assert [e.event for e in trail if e.event.startswith("tool_")] == []
     assert "denied" in [e.event for e in trail]
     assert not [t for t in bot.thread() if t.startswith("delete_files:")]
+
+
+def _failing_tool_spec() -> AgentSpec:
+    """An agent whose approved ``delete_files`` raises."""
+
+    @tool
+    def delete_files(paths: list[str]) -> str:
+        """Delete files (here: the disk refuses)."""
+        raise OSError("disk is read-only")
+
+    def build(store: SessionStore) -> Agent:
+        return Agent(
+            model=OneToolModel("delete_files", {"paths": ["/tmp/a"]}),
+            tools=[delete_files],
+            interrupt_on={"delete_files": True},
+            session_store=store,
+            name="cleanup",
+        )
+
+    return AgentSpec(name="cleanup", build=build, policy=Policy(channel=CHANNEL, users=(ALICE,)))
+
+
+def _strands_failing_spec() -> AgentSpec:
+    """The same on the Strands SDK, whose failure text ("Error: ...") lacks the name."""
+
+    @strands.tool
+    def delete_files(paths: list[str]) -> str:
+        """Delete files (here: the disk refuses)."""
+        raise OSError("disk is read-only")
+
+    def make_agent() -> strands.Agent:
+        return strands.Agent(
+            model=ScriptedModel("delete_files", {"paths": ["/tmp/a"]}),
+            tools=[delete_files],
+            hooks=[SignoffApprovals(interrupt_on={"delete_files": True})],
+            callback_handler=None,
+        )
+
+    return AgentSpec(
+        name="st-cleanup",
+        build=lambda sessions: StrandsAgent(make_agent, session_store=sessions),
+        policy=Policy(channel=CHANNEL, users=(ALICE,)),
+    )
+
+
+@pytest.mark.parametrize(
+    ("spec", "told"),
+    [
+        (_failing_tool_spec, "delete_files failed: disk is read-only"),
+        (_strands_failing_spec, "delete_files: Error: OSError - disk is read-only"),
+    ],
+    ids=["signoff", "strands"],
+)
+async def test_a_failing_tools_outcome_names_the_tool_once(
+    make_bot: Any, spec: Callable[[], AgentSpec], told: str
+) -> None:
+    """The thread and the audit trail say which tool failed, and say it once."""
+    bot: Harness = await make_bot(spec=spec())
+    value = await bot.start()
+    await bot.click(ids.APPROVE, value, user=ALICE)
+    await bot.finished()
+    assert [t for t in bot.thread() if "disk is read-only" in t and "Finished" not in t] == [told]
+    trail = await bot.services.storage.audit.read(count=50)
+    assert [e.detail for e in trail if e.event == "tool_failed"] == [told]
+
+
+@pytest.mark.parametrize(
+    ("said", "told"),
+    [
+        # LangGraph's ToolNode, a tool that raised
+        ("Error: OSError('disk')\n Please fix your mistakes.", "delete_files: Error: OSError("),
+        # Genkit, a restarted call an earlier try started and lost
+        ("delete_files was not run again: an earlier try", "delete_files was not run again"),
+    ],
+)
+def test_each_adapters_failure_text_is_told_with_the_tools_name_once(said: str, told: str) -> None:
+    text = outcome_text("delete_files", ToolResult(content=said, is_error=True))
+    assert text.startswith(told) and text.count("delete_files") == 1
+    # What a tool returned is its own words: always after its name.
+    assert outcome_text("echo", ToolResult(content="echo hi")) == "echo: echo hi"

@@ -357,9 +357,9 @@ async def test_an_approved_tool_that_fails_is_audited_as_failed_with_its_error_c
     assert [e.event for e in trail if e.event.startswith("tool_")] == ["tool_failed"]
     [failed] = [e for e in trail if e.event == "tool_failed"]
     assert failed.record_id == bot.record_id(value)
-    assert failed.detail.startswith("delete_files: ") and "disk is read-only" in failed.detail
+    assert failed.detail.startswith("delete_files failed: disk is read-only")
     assert len(failed.detail) == 500  # the first 500 characters, as documented
-    said = next(t for t in bot.thread() if t.startswith("delete_files:"))
+    said = next(t for t in bot.thread() if t.startswith("delete_files failed:"))
     assert "disk is read-only" in said  # the thread does not say it ran
 
 
