@@ -7,9 +7,10 @@ import json
 from datetime import timedelta
 from typing import Any
 
-from harness import ALICE, BOB, CHANNEL
+from harness import ALICE, BOB, CAROL, CHANNEL, Harness
 from requests_jobs import Jobs
 
+from bot.agents.policy import Escalate, Policy
 from bot.schedule.scheduler import Scheduler
 
 RANDOM = "C0RANDOM"
@@ -91,3 +92,24 @@ async def test_a_ladder_step_slack_refuses_says_so_on_every_earlier_card(jobs: J
     _, view = await jobs.get(made["status_url"])
     assert view["escalation_not_posted"] == "not_in_channel"
     assert view["escalation_channel"] == RANDOM
+
+
+async def test_the_requester_of_an_agents_run_hears_the_escalation_was_not_posted(
+    make_bot: Any,
+) -> None:
+    policy = Policy(
+        channel=CHANNEL,
+        users=(ALICE,),
+        expires_after=timedelta(minutes=30),
+        on_expiry=Escalate(channel=RANDOM, users=(BOB,), expires_after=timedelta(minutes=30)),
+    )
+    bot: Harness = await make_bot(policy)
+    bot.slack.not_in.add(RANDOM)
+    await bot.start(requested_by=CAROL)
+    bot.clock.advance(timedelta(minutes=31))
+    await Scheduler(bot.services).tick()
+    [told] = [t for t in bot.thread() if t.startswith(f"<@{CAROL}>")]
+    assert "was not decided in time" in told and "Escalated to" not in told
+    assert f"Escalation to <#{RANDOM}> could not be posted: the app is not in that channel" in told
+    card = json.dumps(bot.slack.called("chat.update")[-1]["blocks"])
+    assert f"Escalation to <#{RANDOM}> could not be posted" in card
