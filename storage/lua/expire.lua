@@ -93,6 +93,7 @@ if step < steps then
   if step >= 1 then window = tonumber(ladder[step].expires_in) or tonumber(policy.expires_in) end
   local later = tonumber(now) + math.floor(window * 1000)
   redis.call('HSET', key, 'escalated', tostring(step + 1), 'expires_at', string.format('%d', later))
+  redis.call('HDEL', key, 'escalation_error')  -- Slack's answer to the step before's card
   redis.call('ZADD', KEYS[4], later, rid)
   local ttl = redis.call('PTTL', key)
   if ttl > 0 then

@@ -113,3 +113,31 @@ async def test_the_requester_of_an_agents_run_hears_the_escalation_was_not_poste
     assert f"Escalation to <#{RANDOM}> could not be posted: the app is not in that channel" in told
     card = json.dumps(bot.slack.called("chat.update")[-1]["blocks"])
     assert f"Escalation to <#{RANDOM}> could not be posted" in card
+
+
+async def test_each_ladder_step_slack_refuses_is_audited_and_the_latest_is_shown(
+    jobs: Jobs,
+) -> None:
+    """Step 1's card was never posted when step 2 is due: the cards speak of step 2."""
+    jobs = await jobs.as_client("follow-the-sun", (CHANNEL, "C0NYC", RANDOM))
+    jobs.bot.slack.not_in |= {"C0NYC", RANDOM}
+    ladder: dict[str, Any] = {"channel": RANDOM, "approvers": [ALICE], "expires_in": 600}
+    status, made = await jobs.ask(
+        approvers=[ALICE],
+        expires_in=3600,
+        on_expiry="escalate",
+        escalate_channel="C0NYC",
+        escalate_to=[BOB],
+        escalate_expires_in=1800,
+        ladder=[ladder],
+    )
+    assert status == 201, made
+    scheduler = Scheduler(jobs.bot.services)
+    for wait in (3600, 1800):
+        jobs.bot.clock.advance(timedelta(seconds=wait))
+        await scheduler.tick()
+    card = _card_text(jobs)
+    assert f"Escalation to <#{RANDOM}> could not be posted" in card and "C0NYC" not in card
+    trail = await jobs.bot.services.storage.audit.read(count=50)
+    refused = [e.detail for e in trail if e.event == "escalation_not_posted"]
+    assert refused == ["step 1: not_in_channel", "step 2: not_in_channel"]
