@@ -5,6 +5,7 @@ end to the policy's safe default; every copy of the card stays in sync."""
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -51,6 +52,16 @@ def _copies(bot: Harness) -> dict[str, dict[str, Any]]:
     return {channel: card for channel, card in cards.values()}
 
 
+async def _clicks_settled(bot: Harness, value: str) -> None:
+    """Wait until no acknowledged click on the card waits for its decider (at most 5 s)."""
+    storage = bot.services.storage
+    waiting = storage.keys.clicks_waiting(bot.record_id(value))
+    deadline = asyncio.get_running_loop().time() + 5
+    while await storage.client.raw.exists(waiting):
+        assert asyncio.get_running_loop().time() < deadline, "a click still waits"
+        await asyncio.sleep(0.01)
+
+
 def _ts(bot: Harness, channel: str) -> str:
     posts = zip(
         bot.slack.called("chat.postMessage"), bot.slack.answers("chat.postMessage"), strict=True
@@ -70,6 +81,7 @@ async def test_the_ladder_is_shown_climbed_step_by_step_and_ends_in_its_safe_def
     await bot.click(ids.APPROVE, value, user=KENJI)  # not his turn yet
     await bot.slack.wait_calls("chat.postEphemeral")
     assert "not among the approvers" in bot.slack.called("chat.postEphemeral")[-1]["text"]
+    await _clicks_settled(bot, value)  # a click still waiting would hold the expiry back
 
     scheduler = Scheduler(bot.services)
     bot.clock.advance(STEP)  # Paris's day is over: New York is asked
