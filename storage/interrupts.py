@@ -165,7 +165,7 @@ class InterruptStore(Decisions, DueSweeps):
         return InterruptRecord.from_json(self._keys.record(interrupt_id), text)
 
     async def unsupersede(self, interrupt_id: str, *, by: str, now: datetime) -> None:
-        """Undo ``supersede`` by interrupt ``by``, refused before it was made: the approved
+        """Undo ``supersede`` by interrupt ``by``, which was not made: the approved
         interrupt is not asked again after all (audited); a mark by another is kept."""
         args: list[str | int] = [by, to_ms(now), self._retention.audit_entries]
         [status] = await self._transition("unsupersede", interrupt_id, args)

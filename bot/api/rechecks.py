@@ -5,6 +5,9 @@ did not run."""
 
 from __future__ import annotations
 
+import contextlib
+import logging
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from aiohttp import web
@@ -13,12 +16,15 @@ from agent_runtime.messages import JSONValue
 from agent_runtime.preconditions import changes
 from bot.services import Services
 from bot.ui.redraws import update_message
+from storage.errors import StorageError
 from storage.records import InterruptRecord
 from storage.requests import request_record_id
 
 from .auth import Caller
 from .bodies import error
 from .schemas import APPROVED_STATUSES, NewRequest
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -69,11 +75,29 @@ async def claim_superseded(
     )
 
 
-async def release_superseded(services: Services, marked: InterruptRecord, *, asked_as: str) -> None:
-    """Undo ``claim_superseded``: record ``asked_as`` was refused before it was made (its
-    client had no room left), so the approved request is not asked again and stays
-    approved, to be asked again by another request."""
-    await services.storage.interrupts.unsupersede(marked.id, by=asked_as, now=services.clock.now())
+@contextlib.asynccontextmanager
+async def kept_unless_made(
+    services: Services, marked: InterruptRecord | None, *, asked_as: str
+) -> AsyncIterator[None]:
+    """Undo ``claim_superseded`` (audited ``ask_again_refused``) unless record ``asked_as``
+    exists once the block ends, however it ends (refused, its key's request gone, storage
+    failing): an approved request is asked again only by a request that was made."""
+    try:
+        yield
+    finally:
+        if marked is not None:
+            await _release_unless_made(services, marked, asked_as=asked_as)
+
+
+async def _release_unless_made(
+    services: Services, marked: InterruptRecord, *, asked_as: str
+) -> None:
+    try:
+        if await services.storage.queries.get(asked_as) is None:
+            now = services.clock.now()
+            await services.storage.interrupts.unsupersede(marked.id, by=asked_as, now=now)
+    except StorageError as exc:  # the call fails as it would; the mark is left
+        log.error("request %s stays marked as asked again by %s: %s", marked.id, asked_as, exc)
 
 
 async def show_superseded(services: Services, marked: InterruptRecord) -> None:

@@ -50,7 +50,7 @@ from .long_polls import long_poll, wait_seconds
 from .lost_requests import approved_kept, keyed_run_id, lost_answer, lost_view_of
 from .open_calls import OpenCalls
 from .pending_limit import over_pending_limit, too_many_pending
-from .rechecks import claim_superseded, release_superseded, show_superseded, superseded
+from .rechecks import claim_superseded, kept_unless_made, show_superseded, superseded
 from .request_bodies import longest_wait, request_channels, request_digest
 from .request_records import REQUESTS_PATH, request_records, request_view, with_names
 from .schemas import APPROVED_STATUSES, NewRequest, OutcomeReport, RequestView, Withdrawal
@@ -177,31 +177,30 @@ class _RequestsApi:
             if earlier is not None and marked is None:
                 problem = f"supersedes: request {body.supersedes} is asked again already"
                 return error(409, problem, "supersedes")
-            records = await request_records(
-                services,
-                body,
-                meta,
-                run_id=run_id,
-                asks_again=earlier.record if earlier else None,
-                changed=earlier.changed if earlier else None,
-            )
-            record = records[0]
-            try:
-                await services.storage.interrupts.create_interrupts(
-                    records, pending_limit=services.limits.pending_requests
+            async with kept_unless_made(services, marked, asked_as=asked_as):
+                records = await request_records(
+                    services,
+                    body,
+                    meta,
+                    run_id=run_id,
+                    asks_again=earlier.record if earlier else None,
+                    changed=earlier.changed if earlier else None,
                 )
-            except PendingLimitError as exc:  # another of its requests took the last room
-                await services.storage.requests.forget(run_id)
-                if marked is not None:
-                    await release_superseded(services, marked, asked_as=asked_as)
-                return too_many_pending(caller.name, exc.limit)
-            except DuplicateInterruptError:
-                existing = await services.storage.queries.get(record.id)
-                if existing is None:  # gone since: retention ended
-                    gone = "this idempotency key was used for a request now gone"
-                    return error(409, f"{gone}; use another key", "idempotency_key")
-                log.info("request %s of %s asked again: the existing one", run_id, caller.name)
-                return await self._answer(existing, meta, status=200)
+                record = records[0]
+                try:
+                    await services.storage.interrupts.create_interrupts(
+                        records, pending_limit=services.limits.pending_requests
+                    )
+                except PendingLimitError as exc:  # another of its requests took the last room
+                    await services.storage.requests.forget(run_id)
+                    return too_many_pending(caller.name, exc.limit)
+                except DuplicateInterruptError:
+                    existing = await services.storage.queries.get(record.id)
+                    if existing is None:  # gone since: retention ended
+                        gone = "this idempotency key was used for a request now gone"
+                        return error(409, f"{gone}; use another key", "idempotency_key")
+                    log.info("request %s of %s asked again: the existing one", run_id, caller.name)
+                    return await self._answer(existing, meta, status=200)
             if body.idempotency_key is not None:  # only a key's run id comes again
                 await services.storage.resume.forget_end(run_id)
             posted = await post_interrupt(services, record)

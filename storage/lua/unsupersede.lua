@@ -1,7 +1,8 @@
 -- Undo the mark of supersede.lua: the interrupt that was to ask again (ARGV[2]) was
--- refused before it was made, so the approved interrupt was not asked again after all.
+-- not made (refused, or its creation failed), so the approved interrupt was not asked
+-- again after all.
 -- KEYS as in common.lua.
--- ARGV: 1 record id, 2 the refused interrupt's record id, 3 now, 4 audit maxlen.
+-- ARGV: 1 record id, 2 the record id of the interrupt not made, 3 now, 4 audit maxlen.
 -- Returns {'undone'}, or {'skip'} when the mark was not ARGV[2]'s (or the record is gone).
 local key, rid = KEYS[1], ARGV[1]
 if redis.call('EXISTS', key) == 0 or field(key, 'id') ~= rid then return {'skip'} end

@@ -6,12 +6,15 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
 from harness import ALICE
 from requests_jobs import Jobs
 
 from bot.api.openapi import OPENAPI_PATH
 from bot.api.request_records import REQUESTS_PATH
 from bot.ui import ids
+from storage.errors import DuplicateInterruptError, StorageUnavailableError
+from storage.requests import request_record_id
 
 
 async def test_asking_again_needs_an_approved_request_that_showed_what_it_acts_on(
@@ -89,3 +92,67 @@ async def test_two_asks_again_at_once_make_one_card(jobs: Jobs) -> None:
     assert "asked again already" in refused["error"], refused
     cards = [p for p in jobs.bot.slack.called("chat.postMessage") if p.get("blocks")]
     assert len(cards) == 2  # the approved one and one asking again
+
+
+async def _approved_with_acts_on(jobs: Jobs) -> dict[str, Any]:
+    _, checked = await jobs.ask(acts_on="vol-a\nvol-b\n", idempotency_key="checked")
+    await jobs.bot.click(ids.APPROVE, jobs.value(), user=ALICE)
+    _, seen = await asyncio.wait_for(jobs.get(checked["status_url"] + "?wait=10"), 15)
+    assert seen["status"] == "approved", seen
+    return checked
+
+
+async def _left_as_it_was(jobs: Jobs, checked: dict[str, Any]) -> None:
+    """The approved request is approved, not asked again (audited so), and can be."""
+    storage = jobs.bot.services.storage
+    earlier = await storage.queries.get(request_record_id(checked["id"]))
+    assert earlier is not None and earlier.state == "approved", earlier
+    assert earlier.superseded_by is None, earlier.superseded_by
+    entries = [e.event for e in await storage.audit.read(count=100) if e.run_id == checked["id"]]
+    assert entries[-1] == "ask_again_refused", entries
+    status, again = await jobs.ask(supersedes=checked["id"], acts_on="vol-z\n")
+    assert status == 201, again
+
+
+async def test_asking_again_under_a_key_whose_request_is_gone_leaves_the_approval(
+    jobs: Jobs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The request that asked again under a key ends its retention as the key is sent
+    again: the 409 leaves the approved request as it was, not asked again by nothing."""
+    checked = await _approved_with_acts_on(jobs)
+    asking_again = {"supersedes": checked["id"], "acts_on": "vol-a\n", "idempotency_key": "k"}
+    status, made = await jobs.ask(**asking_again)
+    assert status == 201, made
+    storage = jobs.bot.services.storage
+    create = storage.interrupts.create_interrupts
+
+    async def gone_meanwhile(*args: Any, **kwargs: Any) -> None:
+        try:
+            await create(*args, **kwargs)
+        except DuplicateInterruptError:
+            await storage.client.raw.delete(storage.keys.record(request_record_id(made["id"])))
+            raise
+
+    monkeypatch.setattr(storage.interrupts, "create_interrupts", gone_meanwhile)
+    status, refused = await jobs.ask(**asking_again)
+    assert status == 409 and "now gone" in refused["error"], refused
+    monkeypatch.undo()
+    await _left_as_it_was(jobs, checked)
+
+
+async def test_asking_again_when_storage_fails_to_make_it_leaves_the_approval(
+    jobs: Jobs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Storing the request asking again fails (a 503, nothing made): the approved request
+    is not left marked as asked again."""
+    checked = await _approved_with_acts_on(jobs)
+    storage = jobs.bot.services.storage
+
+    async def failing(*_: Any, **__: Any) -> None:
+        raise StorageUnavailableError("Redis went away")
+
+    monkeypatch.setattr(storage.interrupts, "create_interrupts", failing)
+    status, refused = await jobs.ask(supersedes=checked["id"], acts_on="vol-a\n")
+    assert status == 503, refused
+    monkeypatch.undo()
+    await _left_as_it_was(jobs, checked)
