@@ -46,6 +46,7 @@ from storage.requests import RequestMeta, request_record_id
 
 from .auth import Authenticator, Caller, unauthenticated
 from .bodies import error, parse, unknown
+from .key_reuse import key_refusal, lost_key_refusal
 from .long_polls import long_poll, wait_seconds
 from .lost_requests import approved_kept, keyed_run_id, lost_answer, lost_view_of
 from .open_calls import OpenCalls
@@ -143,6 +144,10 @@ class _RequestsApi:
                 problem = "the admin token has no webhook secret; use a named client's token"
             if problem is not None:
                 return error(400, problem, "callback_url")
+        digest = request_digest(body)
+        refused = await lost_key_refusal(services, caller, replaces, digest)
+        if refused is not None:
+            return refused
         asked_as = request_record_id(run_id)
         with log_ids(run_id=run_id, record_id=asked_as, channel=body.channel):
             earlier = await superseded(services, caller, body, asked_as=asked_as)
@@ -161,16 +166,13 @@ class _RequestsApi:
                 acts_on=body.acts_on,
                 items=tuple(body.items),
                 traceparent=traceparent,
-                body_sha256=request_digest(body),
+                body_sha256=digest,
             )
             keep_for = longest_wait(body) + _RETAIN
             meta = await services.storage.requests.keep(run_id, asked, ttl=keep_for)
-            if not caller.owns(meta):  # an earlier, revoked client of the same name used the key
-                problem = f"an earlier client named {caller.name!r} used this key; use another"
-                return error(409, problem, "idempotency_key")
-            if meta.body_sha256 not in (None, asked.body_sha256):
-                problem = "this key was used for a request with another body; use another key"
-                return error(409, problem, "idempotency_key")
+            refused = key_refusal(caller, meta, digest)
+            if refused is not None:
+                return refused
             marked = (
                 await claim_superseded(services, earlier, asked_as=asked_as) if earlier else None
             )

@@ -289,3 +289,20 @@ async def test_a_retry_with_the_key_of_a_request_approved_before_an_item_was_los
     status, again = await jobs.ask(idempotency_key="nightly", items=["vol-a", "vol-b"])
     assert (status, again["id"], again["status"]) == (200, made["id"], "approved"), again
     assert len(jobs.bot.slack.called("chat.postMessage")) == 1
+
+
+async def test_a_retry_with_the_key_of_a_lost_request_and_another_body_is_refused(
+    jobs: Jobs,
+) -> None:
+    """The key of a lost request sent with another body is refused as for a request kept:
+    nothing is made; the same body again makes the new request."""
+    status, made = await jobs.ask(idempotency_key="nightly")
+    assert status == 201
+    await _lose(jobs.bot, request_record_id(made["id"]))
+
+    status, refused = await jobs.ask(idempotency_key="nightly", title="Delete every volume")
+    assert (status, refused["field"]) == (409, "idempotency_key"), refused
+    assert "used for a request with another body" in refused["error"], refused
+    assert len(jobs.bot.slack.called("chat.postMessage")) == 1
+    status, fresh = await jobs.ask(idempotency_key="nightly")
+    assert (status, fresh["replaces_lost"]) == (201, made["id"]), fresh
