@@ -159,5 +159,8 @@ _ERRORS = {
         "(long-polls) or once some of its requests are decided or withdrawn"
     ),
     500: "Stored data the call needs is damaged; asking again will not help",
-    503: "Storage is unreachable; nothing was changed",
+    503: (
+        "Storage is unreachable, or another request asking again for the approved one this "
+        "one supersedes is being made; nothing was changed, ask again (after Retry-After)"
+    ),
 }

@@ -26,6 +26,10 @@ from .schemas import APPROVED_STATUSES, NewRequest
 
 log = logging.getLogger(__name__)
 
+_SETTLING = 1
+"""The seconds a request asking again is told to wait (``Retry-After``) while another
+request asking again for the same approval is being made."""
+
 
 @dataclass(frozen=True, kw_only=True)
 class Superseded:
@@ -51,9 +55,11 @@ async def superseded(
     record = await services.storage.queries.get(request_record_id(run_id))
     if meta is None or record is None or not caller.owns(meta):
         return error(404, f"supersedes: no request {run_id}", "supersedes")
-    if record.state not in APPROVED_STATUSES or record.superseded_by not in (None, asked_as):
-        state = "asked again already" if record.superseded_by else record.state
-        return error(409, f"supersedes: request {run_id} is {state}, not approved", "supersedes")
+    if record.superseded_by not in (None, asked_as):
+        return await asked_again_already(services, run_id, by=record.superseded_by)
+    if record.state not in APPROVED_STATUSES:
+        problem = f"supersedes: request {run_id} is {record.state}, not approved"
+        return error(409, problem, "supersedes")
     if meta.acts_on is None:
         return error(400, f"supersedes: request {run_id} showed no acts_on", "supersedes")
     assert body.acts_on is not None  # NewRequest checks it comes with supersedes
@@ -64,15 +70,35 @@ async def superseded(
     return Superseded(record=record, changed=changed)
 
 
+async def asked_again_already(services: Services, run_id: str, *, by: str | None) -> web.Response:
+    """The answer for asking again for request ``run_id`` once it is marked as asked again
+    by record ``by``: 409 when that request was made; while it is being made (or refused,
+    its mark then undone) nothing is settled yet, so a 503 the client retries."""
+    if by is not None and await services.storage.queries.get(by) is not None:
+        problem = f"supersedes: request {run_id} is asked again already"
+        return error(409, problem, "supersedes")
+    problem = f"supersedes: request {run_id} is being asked again by another request; try again"
+    refusal = error(503, problem, "supersedes")
+    refusal.headers["Retry-After"] = str(_SETTLING)
+    return refusal
+
+
 async def claim_superseded(
-    services: Services, earlier: Superseded, *, asked_as: str
-) -> InterruptRecord | None:
-    """Mark the approved request as asked again by record ``asked_as``, before that record
-    is made, so two requests asking again at once make one card; the marked record, or
-    None when another request asked again first."""
-    return await services.storage.interrupts.supersede(
+    services: Services, earlier: Superseded | None, *, asked_as: str
+) -> InterruptRecord | web.Response | None:
+    """Mark the approved request (if any) as asked again by record ``asked_as``, before
+    that record is made, so two requests asking again at once make one card; the marked
+    record, or the answer when another request asked again first."""
+    if earlier is None:
+        return None
+    marked = await services.storage.interrupts.supersede(
         earlier.record.id, by=asked_as, now=services.clock.now()
     )
+    if marked is not None:
+        return marked
+    latest = await services.storage.queries.get(earlier.record.id)
+    by = latest.superseded_by if latest else None
+    return await asked_again_already(services, earlier.record.run_id, by=by)
 
 
 @contextlib.asynccontextmanager

@@ -13,7 +13,8 @@ channel the client may not post to, 404 unknown (or another client's) request, 4
 request in the wrong state, 413 a body larger than the server takes, 429 a client over
 one of its limits (long-polls open: ``SIGNOFF_API_OPEN_CALLS``; requests pending:
 ``SIGNOFF_API_PENDING_REQUESTS``), 500 stored data that is damaged, 503 storage
-unreachable.
+unreachable (or, with ``Retry-After``, another request asking again for the same
+approval being made).
 """
 
 from __future__ import annotations
@@ -173,12 +174,9 @@ class _RequestsApi:
             refused = key_refusal(caller, meta, digest)
             if refused is not None:
                 return refused
-            marked = (
-                await claim_superseded(services, earlier, asked_as=asked_as) if earlier else None
-            )
-            if earlier is not None and marked is None:
-                problem = f"supersedes: request {body.supersedes} is asked again already"
-                return error(409, problem, "supersedes")
+            marked = await claim_superseded(services, earlier, asked_as=asked_as)
+            if isinstance(marked, web.Response):
+                return marked
             async with kept_unless_made(services, marked, asked_as=asked_as):
                 records = await request_records(
                     services,

@@ -7,12 +7,14 @@ import asyncio
 from typing import Any
 
 import pytest
-from harness import ALICE
+from harness import ALICE, CHANNEL
 from requests_jobs import Jobs
 
 from bot.api.openapi import OPENAPI_PATH
 from bot.api.request_records import REQUESTS_PATH
+from bot.api.schemas import NewRequest, RequestView
 from bot.ui import ids
+from signoff.client import Client
 from storage.errors import DuplicateInterruptError, StorageUnavailableError
 from storage.requests import request_record_id
 
@@ -156,3 +158,54 @@ async def test_asking_again_when_storage_fails_to_make_it_leaves_the_approval(
     assert status == 503, refused
     monkeypatch.undo()
     await _left_as_it_was(jobs, checked)
+
+
+async def test_asking_again_while_another_is_being_made_is_retried_by_the_client(
+    jobs: Jobs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another request asking again for the same approval is being made (it may yet fail,
+    and the mark be undone): the 503 with Retry-After has the client (the gate's) ask
+    again, not give up; once that one failed, its retry makes the request."""
+    checked = await _approved_with_acts_on(jobs)
+    storage = jobs.bot.services.storage
+    told: list[Exception] = []
+    refused = asyncio.Event()
+    client = Client(jobs.base, jobs.token)
+    once = client._once
+
+    async def watched(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return await once(*args, **kwargs)
+        except Exception as exc:
+            told.append(exc)
+            refused.set()
+            raise
+
+    monkeypatch.setattr(client, "_once", watched)
+    second = NewRequest(
+        title="Delete 42 stale volumes",
+        channel=CHANNEL,
+        approvers=[ALICE],
+        acts_on="vol-a\n",
+        supersedes=checked["id"],
+        idempotency_key="gate-2",
+    )
+    asking: list[asyncio.Task[RequestView]] = []
+
+    async def failing_after_another_asked(*_: Any, **__: Any) -> None:
+        asking.append(asyncio.create_task(client.create(second)))
+        await asyncio.wait_for(refused.wait(), 10)
+        raise StorageUnavailableError("Redis went away")
+
+    monkeypatch.setattr(storage.interrupts, "create_interrupts", failing_after_another_asked)
+    status, failed = await jobs.ask(supersedes=checked["id"], acts_on="vol-b\n")
+    assert status == 503, failed
+    monkeypatch.undo()
+    assert "503: supersedes: request" in str(told[0]), told
+    assert "being asked again by another request; try again" in str(told[0]), told
+
+    made = await asyncio.wait_for(asking[0], 15)
+    await client.close()
+    assert made.status == "pending" and made.acts_on == "vol-a\n", made
+    earlier = await storage.queries.get(request_record_id(checked["id"]))
+    assert earlier is not None and earlier.superseded_by == request_record_id(made.id)
