@@ -1,7 +1,9 @@
-"""``python -m demo`` as a user runs it: a subprocess on free ports, stopped with Ctrl-C."""
+"""``python -m demo`` as a user runs it: a subprocess on free ports, stopped with Ctrl-C.
+One that will not stop is killed with every process it started (its Redis too)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import select
@@ -60,6 +62,7 @@ class DemoProcess:
                 stdout=subprocess.PIPE,
                 stderr=sink,
                 bufsize=0,
+                start_new_session=True,  # its process group is its own, to kill whole
                 env={**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"},
             )
         try:
@@ -69,8 +72,7 @@ class DemoProcess:
             redis = lines.find(r"(?<=REDIS_URL=)\S+")
             lines.find(r"signoff token list$")
         except BaseException:
-            process.kill()
-            process.wait()
+            end(process)
             raise
         elapsed = time.monotonic() - began
         return cls(
@@ -92,12 +94,49 @@ class DemoProcess:
         try:
             self.process.communicate(timeout=STOP_SECONDS)
         except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.communicate()
+            end(self.process)
             raise AssertionError(
                 f"the demo did not exit within {STOP_SECONDS}s of Ctrl-C: {self.stderr.read_text()}"
             ) from None
         return self.process.returncode, time.monotonic() - began, self.stderr.read_text()
+
+
+def end(process: subprocess.Popen[bytes]) -> None:
+    """Stop a demo however it is stuck: Ctrl-C, then SIGTERM, each given ``STOP_SECONDS``
+    (it then stops its Redis itself); then SIGKILL to its process group and to every
+    process it started (its Redis runs in a session of its own), so none outlives it."""
+    started = set(descendants(process.pid))
+    for stopping in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(ProcessLookupError):
+            process.send_signal(stopping)
+        try:
+            process.wait(timeout=STOP_SECONDS)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    else:
+        started.update(descendants(process.pid))
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    for pid in started:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    if process.stdout is not None:
+        process.stdout.close()
+
+
+def descendants(pid: int) -> list[int]:
+    """The processes ``pid`` started, and theirs, as Linux's /proc lists them now."""
+    found: list[int] = []
+    parents = [pid]
+    while parents:
+        for children in Path(f"/proc/{parents.pop()}/task").glob("*/children"):
+            with contextlib.suppress(OSError):
+                kids = [int(child) for child in children.read_text().split()]
+                found.extend(kids)
+                parents.extend(kids)
+    return found
 
 
 class _Lines:
