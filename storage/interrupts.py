@@ -173,25 +173,28 @@ class InterruptStore(Decisions, DueSweeps):
             log.info("interrupt %s is not asked again: %s was refused", interrupt_id, by)
 
     async def set_escalation_message(
-        self, interrupt_id: str, channel: str, ts: str, *, now: datetime
+        self, interrupt_id: str, channel: str, ts: str, *, step: int, now: datetime
     ) -> bool:
-        """Keep where the escalation card was posted; its clicks then decide the interrupt
-        (and the outbox, if it was there, posts it no more). False when the record is gone
-        (or was never escalated)."""
+        """Keep where the card of escalation step ``step`` was posted; its clicks then
+        decide the interrupt (and the outbox, if it was there, posts it no more). False when
+        the record is gone (or was never escalated)."""
         check_id("channel", channel)
         check_id("message ts", ts)
         place = self._keys.run_place(split_record_id(interrupt_id)[0])
         audit = self._keys.audit_stream(self._keys.shard_of_record(interrupt_id))
         keys = [self._keys.record(interrupt_id), self._outbox_of(interrupt_id), place, audit]
-        args: list[str | int] = [channel, ts, to_ms(now), self._retention.audit_entries]
+        args: list[str | int] = [channel, ts, to_ms(now), self._retention.audit_entries, step]
         return bool(await self._client.eval("set_escalation_message", keys, args))
 
-    async def escalation_post_failed(self, interrupt_id: str, error: str, *, now: datetime) -> bool:
-        """Keep what Slack answered a failed post of the card of the escalation step the
-        interrupt reached, until it is posted (audited once a step). True for the step's
-        first failed post; False too when it is gone, decided or posted meanwhile."""
+    async def escalation_post_failed(
+        self, interrupt_id: str, error: str, *, step: int, now: datetime
+    ) -> bool:
+        """Keep what Slack answered a failed post of the card of escalation step ``step``,
+        the one the interrupt reached, until it is posted (audited once a step). True for
+        the step's first failed post; False too when it is gone, decided, posted or on to
+        another step meanwhile."""
         args: list[str | int] = [interrupt_id, error[:200], to_ms(now)]
-        args.append(self._retention.audit_entries)
+        args += [self._retention.audit_entries, step]
         keys = self._transition_keys(interrupt_id)
         return bool(await self._client.eval("escalation_post_failed", keys, args))
 

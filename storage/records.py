@@ -73,6 +73,9 @@ class InterruptRecord(BaseModel):
     """How many steps up the escalation ladder it has gone (``escalated`` once one)."""
     escalation_cards: tuple[tuple[str, str], ...] = ()
     """``(channel, ts)`` of the earlier steps' escalation cards: copies that decide too."""
+    escalation_posted: int = 0
+    """The highest escalation step whose card was posted (a step Slack refused, then left
+    behind, never gets one)."""
     reminders_sent: int = 0
     held: HeldDecision | None = None
     """The deciding click, while its undo window runs (the record is still pending)."""
@@ -195,8 +198,7 @@ class InterruptRecord(BaseModel):
     @property
     def escalation_unposted(self) -> bool:
         """Whether the escalation step it reached has no card yet (Slack failed to post it)."""
-        posted = len(self.escalation_cards) + (1 if self.escalation_ts else 0)
-        return self.escalation_step > posted
+        return self.escalation_step > self.escalation_posted
 
     @property
     def runtime_interrupt(self) -> Interrupt:
@@ -291,6 +293,7 @@ class InterruptRecord(BaseModel):
                 batch=self.batch or "",
                 batch_items=json.dumps(self.batch_items) if self.batch_items else "",
                 escalation_cards=json.dumps(self.escalation_cards) if self.escalation_cards else "",
+                escalation_posted=str(self.escalation_posted or ""),
                 post_error=self.post_error or "",
                 trust_grant=self.trust_grant or "",
                 escalation_error=self.escalation_error or "",
@@ -348,6 +351,7 @@ class InterruptRecord(BaseModel):
                 escalation_cards=tuple(
                     (str(c), str(t)) for c, t in json.loads(fields.get("escalation_cards") or "[]")
                 ),
+                escalation_posted=_posted_step(fields),
                 escalation_channel=opt("escalation_channel"),
                 escalation_ts=opt("escalation_ts"),
                 reminders_sent=int(fields.get("reminder_index") or 0),
@@ -387,3 +391,14 @@ def _present(**fields: str) -> dict[str, str]:
     """The optional fields that are set: absent ones read as empty, and a pending record
     (hundreds of thousands of them) stays small."""
     return {name: value for name, value in fields.items() if value}
+
+
+def _posted_step(fields: dict[str, str]) -> int:
+    """The highest escalation step whose card a record's hash says was posted (records
+    kept before it was stored: one step per card kept)."""
+    raw = fields.get("escalation_posted") or ""
+    if raw.isdecimal() and len(raw) <= 3:
+        return int(raw)
+    return len(json.loads(fields.get("escalation_cards") or "[]")) + (
+        1 if fields.get("escalation_ts") else 0
+    )

@@ -205,14 +205,16 @@ async def post_escalation(
             )
             now, wait = services.clock.now(), timedelta(seconds=retry_after(exc) or 0)
             with contextlib.suppress(StorageError):  # Redis down too: the sweep cannot run either
-                await services.storage.interrupts.escalation_post_failed(record.id, why, now=now)
+                await services.storage.interrupts.escalation_post_failed(
+                    record.id, why, step=len(reached), now=now
+                )
                 await services.storage.interrupts.repost_escalation(
                     record.id, at=now + max(wait, POST_LEASE)
                 )
             return record.model_copy(update={"escalation_error": why[:200]})
     try:
         if not await services.storage.interrupts.set_escalation_message(
-            record.id, where, ts, now=services.clock.now()
+            record.id, where, ts, step=len(reached), now=services.clock.now()
         ):
             return None
     except StorageError as exc:
@@ -227,6 +229,7 @@ async def post_escalation(
         "escalation_channel": where,
         "escalation_ts": ts,
         "escalation_cards": earlier,
+        "escalation_posted": max(record.escalation_posted, len(reached)),
         "escalation_error": None,
     }
     return record.model_copy(update=update)

@@ -2,8 +2,10 @@
 -- decide it. The previous step's card, if any, is kept among the earlier copies.
 -- KEYS: 1 record, 2 outbox (where a card Slack did not take waits), 3 the run's place
 -- (kept only for an agent's run: each escalation card is listed there too, for when the
--- record is lost), 4 audit stream. ARGV: 1 channel, 2 message ts, 3 now, 4 audit maxlen.
--- A card Slack refused before is audited as posted now, its refusal cleared.
+-- record is lost), 4 audit stream. ARGV: 1 channel, 2 message ts, 3 now, 4 audit maxlen,
+-- 5 the escalation step the card is of (kept as the highest step posted).
+-- A card of the step reached that Slack refused before is audited as posted now, its
+-- refusal cleared.
 -- Returns 1 when stored, 0 when the record is gone or was never escalated.
 local key = KEYS[1]
 if redis.call('EXISTS', key) == 0 or (tonumber(redis.call('HGET', key, 'escalated')) or 0) < 1 then
@@ -19,7 +21,11 @@ if ts ~= '' and not (channel == ARGV[1] and ts == ARGV[2]) then
   redis.call('HSET', key, 'escalation_cards', cjson.encode(cards))
 end
 redis.call('HSET', key, 'escalation_channel', ARGV[1], 'escalation_ts', ARGV[2])
-if field(key, 'escalation_error') ~= '' then
+local step = tonumber(ARGV[5])
+if step > (tonumber(field(key, 'escalation_posted')) or 0) then
+  redis.call('HSET', key, 'escalation_posted', ARGV[5])
+end
+if field(key, 'escalation_error') ~= '' and step == tonumber(field(key, 'escalated')) then
   redis.call('HDEL', key, 'escalation_error')
   audit(KEYS[4], ARGV[4], 'escalation_posted', field(key, 'id'), '', ARGV[3],
     'step ' .. field(key, 'escalated'))

@@ -141,3 +141,55 @@ async def test_each_ladder_step_slack_refuses_is_audited_and_the_latest_is_shown
     trail = await jobs.bot.services.storage.audit.read(count=50)
     refused = [e.detail for e in trail if e.event == "escalation_not_posted"]
     assert refused == ["step 1: not_in_channel", "step 2: not_in_channel"]
+
+
+async def test_a_ladder_past_a_step_slack_refused_posts_the_next_steps_card_and_says_so(
+    jobs: Jobs,
+) -> None:
+    """Step 1's card was refused; step 2's is posted: every view says step 2 is asked
+    there, nothing says step 1's card is posted, and the outbox posts no second card."""
+    jobs = await jobs.as_client("follow-the-sun", (CHANNEL, "C0NYC", RANDOM))
+    jobs.bot.slack.not_in.add("C0NYC")
+    ladder: dict[str, Any] = {"channel": RANDOM, "approvers": [ALICE], "expires_in": 600}
+    status, made = await jobs.ask(
+        approvers=[ALICE],
+        expires_in=3600,
+        on_expiry="escalate",
+        escalate_channel="C0NYC",
+        escalate_to=[BOB],
+        escalate_expires_in=1800,
+        ladder=[ladder],
+    )
+    assert status == 201, made
+    scheduler = Scheduler(jobs.bot.services)
+    for wait in (3600, 1800):
+        jobs.bot.clock.advance(timedelta(seconds=wait))
+        await scheduler.tick()
+    posted = [p["channel"] for p in jobs.bot.slack.called("chat.postMessage") if p.get("blocks")]
+    assert posted == [CHANNEL, RANDOM]
+    card = _card_text(jobs)
+    assert f"Escalated to <#{RANDOM}>" in card and "could not be posted" not in card
+    _, view = await jobs.get(made["status_url"])
+    assert view["escalation_channel"] == RANDOM and view["escalation_not_posted"] is None
+    record = await jobs.bot.services.storage.queries.get(jobs.bot.record_id(jobs.value()))
+    assert record is not None and not record.escalation_unposted
+    # A refusal of step 1's card that comes back now is not step 2's: nothing says so.
+    interrupts = jobs.bot.services.storage.interrupts
+    now = jobs.bot.clock.now()
+    assert not await interrupts.escalation_post_failed(record.id, "x", step=1, now=now)
+    _, view = await jobs.get(made["status_url"])
+    assert view["escalation_not_posted"] is None
+
+    # Slack takes posts in #nyc again, and step 2's card fails a redraw: no card is posted
+    # again, nor is step 1's card said to be posted.
+    jobs.bot.slack.not_in.clear()
+    for _ in range(3):
+        jobs.bot.clock.advance(timedelta(seconds=31))
+        await scheduler.tick()
+    posted = [p["channel"] for p in jobs.bot.slack.called("chat.postMessage") if p.get("blocks")]
+    assert posted == [CHANNEL, RANDOM]
+    trail = await jobs.bot.services.storage.audit.read(count=50)
+    assert [e.detail for e in trail if e.event == "escalation_not_posted"] == [
+        "step 1: not_in_channel"
+    ]
+    assert "escalation_posted" not in [e.event for e in trail]
