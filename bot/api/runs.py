@@ -6,7 +6,9 @@ carries it as ``Authorization: Bearer <token>``.
 - ``POST /api/runs`` with ``{"agent", "input", "channel"?, "requested_by"?}`` runs the
   agent until it finishes or stops for approval (as ``signoff run`` does) and answers
   201 with how it stopped and the URL of its status. An interrupt whose card is not in
-  Slack says what Slack answered the last try to post it (``not_posted``).
+  Slack says what Slack answered the last try to post it (``not_posted``); one escalated
+  names the channel of the step it reached (``escalation_channel``) and, while Slack has
+  not taken that step's card, what Slack answered (``escalation_not_posted``).
 - ``GET /api/runs/{agent}/{thread_id}`` answers where that run stands: ``interrupted``
   (waiting for the approvals listed), ``idle`` (finished: ``last_result``), or
   ``running``.
@@ -23,7 +25,7 @@ see), 429 for a start while the admin client holds ``SIGNOFF_API_OPEN_CALLS`` ca
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from aiohttp import web
@@ -37,8 +39,9 @@ from bot.agents.registry import BUILD_FAILED
 from bot.errors import AgentBuildError, RunRefusedError
 from bot.runs.drive import start_run, unknown_agent
 from bot.runs.place import Place
-from bot.runs.unposted import unposted
+from bot.runs.unposted import run_records
 from bot.services import Services
+from bot.ui.deciders import escalation_channel
 from storage.api_clients import ADMIN
 from storage.errors import (
     CorruptRecordError,
@@ -46,6 +49,7 @@ from storage.errors import (
     StorageError,
     StorageUnavailableError,
 )
+from storage.records import InterruptRecord
 
 from .auth import NOT_OPERATOR, bearer_check
 from .bodies import read
@@ -123,7 +127,7 @@ def add_runs_routes(
                 500, f"the run of {body.agent} failed ({type(exc).__name__}); see the bot's log"
             )
         status_url = f"{RUNS_PATH}/{body.agent}/{result.thread_id}"
-        answer = _result(result, await _not_posted(services, result.run_id, result.interrupts))
+        answer = _result(result, await run_records(services, result.run_id, result.interrupts))
         return web.json_response({**answer, "status_url": status_url}, status=201)
 
     async def status(request: web.Request) -> web.Response:
@@ -147,13 +151,13 @@ def add_runs_routes(
             return _error(503, "storage is unavailable; try again")
         if found is None:
             return _error(404, f"no run of {agent} in thread {thread_id!r}")
-        not_posted = await _not_posted(services, found.run_id, found.interrupts)
+        records = await run_records(services, found.run_id, found.interrupts)
         return web.json_response(
             {
                 "thread_id": found.thread_id,
                 "run_id": found.run_id,
                 "status": found.status,
-                "interrupts": [_interrupt(i, not_posted) for i in found.interrupts],
+                "interrupts": [_interrupt(i, records) for i in found.interrupts],
                 "last_result": _result(found.last_result, {}) if found.last_result else None,
             }
         )
@@ -162,31 +166,29 @@ def add_runs_routes(
     app.router.add_get(RUNS_PATH + "/{agent}/{thread_id}", status)
 
 
-async def _not_posted(
-    services: Services, run_id: str, interrupts: Sequence[Interrupt]
-) -> dict[str, str]:
-    """What Slack answered the last try to post each of ``interrupts`` whose card is not
-    in Slack (the requests API's ``not_posted``), by interrupt id."""
-    found = await unposted(services, run_id, interrupts)
-    return {interrupt_id: r.post_error or "" for interrupt_id, r in found.items()}
-
-
-def _result(result: AgentResult, not_posted: Mapping[str, str]) -> dict[str, Any]:
+def _result(result: AgentResult, records: Mapping[str, InterruptRecord]) -> dict[str, Any]:
     return {
         "thread_id": result.thread_id,
         "run_id": result.run_id,
         "stop_reason": result.stop_reason,
         "message": result.message,
-        "interrupts": [_interrupt(i, not_posted) for i in result.interrupts],
+        "interrupts": [_interrupt(i, records) for i in result.interrupts],
     }
 
 
-def _interrupt(interrupt: Interrupt, not_posted: Mapping[str, str]) -> dict[str, Any]:
+def _interrupt(interrupt: Interrupt, records: Mapping[str, InterruptRecord]) -> dict[str, Any]:
+    """An interrupt, and where its cards stand in Slack (as the requests API says it)."""
+    record = records.get(interrupt.id)
+    escalated = record is not None and record.escalated
     return {
         "id": interrupt.id,
         "name": interrupt.name,
         "reason": interrupt.reason,
-        "not_posted": not_posted.get(interrupt.id),
+        "not_posted": record.post_error if record and record.message_ts is None else None,
+        "escalation_channel": escalation_channel(record) if record and escalated else None,
+        "escalation_not_posted": (
+            record.escalation_error if record and record.escalation_unposted else None
+        ),
     }
 
 

@@ -1,5 +1,6 @@
-"""Which of a run's interrupts have no card in Slack yet, and what Slack answered the
-last try to post each: for whoever started the run (the runs API, ``signoff run``)."""
+"""Which of a run's interrupts have no card in Slack yet (or no card of the escalation
+step they reached), and what Slack answered the last try to post each: for whoever
+started the run (the runs API, ``signoff run``)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,14 @@ async def unposted(
 ) -> dict[str, InterruptRecord]:
     """The records of ``interrupts`` whose card Slack has not taken (``post_error`` says
     why), by interrupt id; none when they cannot be read."""
+    found = await run_records(services, run_id, interrupts)
+    return {i: r for i, r in found.items() if r.message_ts is None and r.post_error}
+
+
+async def run_records(
+    services: Services, run_id: str, interrupts: Sequence[Interrupt]
+) -> dict[str, InterruptRecord]:
+    """The stored records of ``interrupts``, by interrupt id; none when they cannot be read."""
     if not interrupts:
         return {}
     try:
@@ -30,7 +39,7 @@ async def unposted(
     except (StorageError, InvalidIdError) as exc:
         log.warning("posting state of run %s not read: %s", run_id, exc)
         return {}
-    return {r.runtime_interrupt.id: r for r in records if r.message_ts is None and r.post_error}
+    return {r.runtime_interrupt.id: r for r in records}
 
 
 def why_unposted(record: InterruptRecord) -> str:

@@ -20,7 +20,7 @@ from strands_agents import gated_spec
 
 from agent_runtime import Agent
 from agent_runtime.session import SessionStore
-from bot.agents.policy import AgentSpec, Policy
+from bot.agents.policy import AgentSpec, Escalate, Policy
 from bot.api.agui import AGUI_PATH
 from bot.api.auth import NOT_OPERATOR
 from bot.api.runs import RUNS_PATH
@@ -375,3 +375,52 @@ async def test_a_job_starts_a_strands_agent_and_follows_it_to_its_end(make_bot: 
     assert done["status"] == "idle" and done["interrupts"] == []
     assert done["last_result"]["message"] == "done (success): deleted 2"
     assert deleted == [["/tmp/a", "/tmp/b"]]
+
+
+async def test_an_escalation_card_slack_refused_says_why(make_bot: Any) -> None:
+    """The step's card Slack refused: the run's status names the step's channel and what
+    Slack answered, until the outbox posts it."""
+    refusing = "C0RANDOM"
+    policy = Policy(
+        channel=CHANNEL,
+        users=(ALICE,),
+        expires_after=timedelta(minutes=30),
+        on_expiry=Escalate(channel=refusing, users=(BOB,), expires_after=timedelta(minutes=30)),
+    )
+    bot: Harness = await make_bot(policy)
+    bot.slack.not_in.add(refusing)
+    server = TestServer(operator_app(bot.services, api_token=SecretStr(TOKEN)), port=0)
+    await server.start_server()
+    try:
+        async with aiohttp.ClientSession() as http:
+            url = f"http://127.0.0.1:{server.port}{RUNS_PATH}"
+            start = {"agent": "cleanup", "input": "clean up", "channel": CHANNEL}
+            async with http.post(url, json=start, headers=AUTH) as r:
+                started = await r.json()
+            [interrupt] = started["interrupts"]
+            assert (interrupt["escalation_channel"], interrupt["escalation_not_posted"]) == (
+                None,
+                None,
+            )
+            status_url = url.removesuffix(RUNS_PATH) + started["status_url"]
+
+            async def interrupt_now() -> dict[str, Any]:
+                async with http.get(status_url, headers=AUTH) as r:
+                    [found] = (await r.json())["interrupts"]
+                    return dict(found)
+
+            scheduler = Scheduler(bot.services)
+            bot.clock.advance(timedelta(minutes=31))
+            await scheduler.tick()  # escalated, but Slack refuses the step's card
+            found = await interrupt_now()
+            assert found["not_posted"] is None
+            assert found["escalation_channel"] == refusing
+            assert found["escalation_not_posted"] == "not_in_channel"
+
+            bot.slack.not_in.clear()  # the app is invited: the outbox posts it
+            bot.clock.advance(timedelta(seconds=31))
+            await scheduler.tick()
+            found = await interrupt_now()
+            assert (found["escalation_channel"], found["escalation_not_posted"]) == (refusing, None)
+    finally:
+        await server.close()
