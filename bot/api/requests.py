@@ -201,6 +201,7 @@ class _RequestsApi:
                         return error(409, f"{gone}; use another key", "idempotency_key")
                     log.info("request %s of %s asked again: the existing one", run_id, caller.name)
                     return await self._answer(existing, meta, status=200)
+            services.due_soon.due(*(r.expires_at for r in records))
             if body.idempotency_key is not None:  # only a key's run id comes again
                 await services.storage.resume.forget_end(run_id)
             posted = await post_interrupt(services, record)

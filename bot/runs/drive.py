@@ -162,6 +162,7 @@ async def settle(services: Services, agent_name: str, result: AgentResult, *, pl
             # An earlier attempt stored them; the outbox posts any it did not (once, leased).
             log.info("interrupts of run %s were already stored", result.run_id)
             return
+        services.due_soon.due(*(r.expires_at for r in records))
         for record in records:
             await _supersede(services, record)
             posted = await post_interrupt(services, record)

@@ -13,7 +13,6 @@ and outbox entry to exactly one caller.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
@@ -50,7 +49,8 @@ MadeFinal = Callable[[Services, InterruptRecord], Awaitable[None]]
 
 class Scheduler:
     """Runs ``tick`` every ``interval`` (sooner when something falls due before the next
-    one) until stopped; tests call ``tick`` directly."""
+    one, or an interrupt created in this process does) until stopped; tests call ``tick``
+    directly."""
 
     def __init__(
         self,
@@ -75,15 +75,30 @@ class Scheduler:
                 await self.tick()
             except StorageError as exc:
                 wait = outage.failed("scheduler", exc)
+                self._services.due_soon.plan(self._services.clock.now() + timedelta(seconds=wait))
             else:
                 outage.cleared("scheduler")
                 wait = await self._until_next()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stopping.wait(), wait)
+            await self._sleep(wait)
+
+    async def _sleep(self, seconds: float) -> None:
+        """Wait ``seconds``, or less when stopped or when an interrupt created in this
+        process falls due before then."""
+        waits = {
+            asyncio.ensure_future(self._stopping.wait()),
+            asyncio.ensure_future(self._services.due_soon.wait()),
+        }
+        try:
+            await asyncio.wait(waits, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiting in waits:
+                waiting.cancel()
 
     async def _until_next(self) -> float:
         """Seconds to the next tick: the interval, or less when an expiry or the end of an
-        undo window falls due sooner (so "runs at 14:03:10" on a card holds)."""
+        undo window falls due sooner (so "runs at 14:03:10" on a card holds), or when one
+        created in this process meanwhile does (it wakes the scheduler)."""
+        self._services.due_soon.plan(self._services.clock.now() + timedelta(seconds=self._interval))
         try:
             due = await self._services.storage.interrupts.next_due()
         except StorageError:

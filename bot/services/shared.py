@@ -13,6 +13,7 @@ from .background import Background
 from .callbacks import CallbackPolicy
 from .clock import Clock
 from .directory import Directory
+from .due_soon import DueSoon
 from .limits import ApiLimits
 from .metrics import Metrics
 from .outage import Outage
@@ -38,6 +39,8 @@ class Services:
     limits: ApiLimits = field(default_factory=ApiLimits)
     """What one API client may hold at once (``SIGNOFF_API_OPEN_CALLS``,
     ``SIGNOFF_API_PENDING_REQUESTS``)."""
+    due_soon: DueSoon = field(default_factory=DueSoon)
+    """Wakes the scheduler when an interrupt created in this process falls due sooner."""
     outage: Outage = field(default_factory=Outage)
     """Reports Redis failing the background loops, once for all of them."""
     unrecorded_posts: dict[str, tuple[str, str]] = field(default_factory=dict)
