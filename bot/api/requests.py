@@ -6,7 +6,7 @@
   moment it is decided (or when the wait is over): a long-poll (``long_polls``).
 - ``POST /api/requests/{id}/withdraw`` withdraws a pending request; the card says so.
 - ``POST /api/requests/{id}/outcome`` reports, once, what the approved job did; it goes
-  to the card's thread and the audit trail.
+  to the card's thread and the audit trail (``outcomes``).
 
 Every error is JSON ``{"error", "field"}``: 400 bad input, 401 no valid token, 403 a
 channel the client may not post to, 404 unknown (or another client's) request, 409 a
@@ -20,22 +20,19 @@ approval being made).
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import re
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
+from functools import partial
 
 from aiohttp import web
 
-from bot.errors import SlackUnreachableError
 from bot.services import Services
 from bot.services.log_context import log_ids
 from bot.services.tracing import span
-from bot.ui.notes import post_in_thread
 from bot.ui.posting import post_interrupt
 from bot.ui.redraws import update_message
-from storage.audit import AuditEntry
 from storage.errors import (
     CorruptRecordError,
     DuplicateInterruptError,
@@ -46,22 +43,24 @@ from storage.records import InterruptRecord
 from storage.requests import RequestMeta, request_record_id
 
 from .auth import Authenticator, Caller, unauthenticated
-from .bodies import error, parse, unknown
+from .bodies import error, parse
+from .group_handles import with_group_ids
 from .key_reuse import key_refusal, lost_key_refusal
 from .long_polls import long_poll, wait_seconds
-from .lost_requests import approved_kept, keyed_run_id, lost_answer, lost_view_of
+from .lost_requests import keyed_run_id, lost_answer
 from .open_calls import OpenCalls
+from .outcomes import report_outcome
 from .pending_limit import over_pending_limit, too_many_pending
 from .rechecks import claim_superseded, kept_unless_made, show_superseded, superseded
+from .request_answers import answer, find_request, respond, view_of
 from .request_bodies import longest_wait, request_channels, request_digest
-from .request_records import REQUESTS_PATH, request_records, request_view, with_names
-from .schemas import APPROVED_STATUSES, NewRequest, OutcomeReport, RequestView, Withdrawal
+from .request_records import REQUESTS_PATH, request_records
+from .schemas import NewRequest, Withdrawal
 from .watch import RequestWatch
 
 log = logging.getLogger(__name__)
 
 DAMAGED = "stored data this call needs is damaged; an operator can find it in the server's log"
-_REQUEST_ID = re.compile(r"^req_[0-9a-f]{32}$")
 _TRACEPARENT = re.compile(r"^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$")
 """A W3C trace context header; anything else is not passed on."""
 _RETAIN = timedelta(days=30)
@@ -105,7 +104,7 @@ def add_requests_routes(
     app.router.add_post(REQUESTS_PATH, guarded(api.create))
     app.router.add_get(REQUESTS_PATH + "/{id}", guarded(api.status))
     app.router.add_post(REQUESTS_PATH + "/{id}/withdraw", guarded(api.withdraw))
-    app.router.add_post(REQUESTS_PATH + "/{id}/outcome", guarded(api.outcome))
+    app.router.add_post(REQUESTS_PATH + "/{id}/outcome", guarded(partial(report_outcome, services)))
 
 
 class _RequestsApi:
@@ -134,7 +133,7 @@ class _RequestsApi:
         full = await over_pending_limit(services, caller, body, run_id=run_id)
         if full is not None:
             return full
-        resolved = await self._group_ids(body)
+        resolved = await with_group_ids(services, body)
         if isinstance(resolved, web.Response):
             return resolved
         body = resolved
@@ -200,7 +199,7 @@ class _RequestsApi:
                         gone = "this idempotency key was used for a request now gone"
                         return error(409, f"{gone}; use another key", "idempotency_key")
                     log.info("request %s of %s asked again: the existing one", run_id, caller.name)
-                    return await self._answer(existing, meta, status=200)
+                    return await answer(self._services, existing, meta, status=200)
             services.due_soon.due(*(r.expires_at for r in records))
             if body.idempotency_key is not None:  # only a key's run id comes again
                 await services.storage.resume.forget_end(run_id)
@@ -211,52 +210,22 @@ class _RequestsApi:
                     posted = await services.storage.queries.get(record.id)
             if marked is not None:
                 await show_superseded(services, marked)
-            return await self._answer(posted or record, meta, status=201)
-
-    async def _group_ids(self, body: NewRequest) -> NewRequest | web.Response:
-        """``body`` with each user group handle (``@oncall``) replaced by the group's id."""
-        update: dict[str, object] = {}
-        for name in ("approvers", "escalate_to"):
-            ids = await self._ids(getattr(body, name), name)
-            if isinstance(ids, web.Response):
-                return ids
-            update[name] = ids
-        ladder = []
-        for index, step in enumerate(body.ladder):
-            ids = await self._ids(step.approvers, f"ladder.{index}.approvers")
-            if isinstance(ids, web.Response):
-                return ids
-            ladder.append(step.model_copy(update={"approvers": ids}))
-        return body.model_copy(update={**update, "ladder": ladder})
-
-    async def _ids(self, given: list[str], where: str) -> list[str] | web.Response:
-        ids: list[str] = []
-        for index, who in enumerate(given):
-            try:
-                found = await self._services.directory.group_id(who) if who[0] == "@" else who
-            except SlackUnreachableError as exc:
-                return error(503, f"{exc}; nothing was changed, try again", f"{where}.{index}")
-            if found is None:
-                problem = f"no user group {who} that Signoff can see (usergroups:read)"
-                return error(400, f"{where}.{index}: {problem}", f"{where}.{index}")
-            if found[0] in "UW" and not await self._services.directory.is_user(found):
-                problem = f"Slack has no user {who} in this workspace (a typo?)"
-                return error(400, f"{where}.{index}: {problem}", f"{where}.{index}")
-            ids.append(found)
-        return ids
+            return await answer(self._services, posted or record, meta, status=201)
 
     async def status(self, request: web.Request, caller: Caller) -> web.StreamResponse:
         seconds = wait_seconds(request)
         if isinstance(seconds, web.Response):
             return seconds
         if seconds is None:
-            found = await self._find(request, caller, lost="")
-            return found if isinstance(found, web.Response) else await self._answer(*found)
+            found = await find_request(self._services, request, caller, lost="")
+            if isinstance(found, web.Response):
+                return found
+            return await answer(self._services, *found)
         slot = self._open_calls.take(caller.name)
         if slot is None:  # before any work: the calls already open go on
             return self._open_calls.refusal(caller.name)
         with slot:
-            found = await self._find(request, caller, lost="")
+            found = await find_request(self._services, request, caller, lost="")
             if isinstance(found, web.Response):
                 return found
             record, meta = found
@@ -266,12 +235,12 @@ class _RequestsApi:
                 seconds=seconds,
                 watch=self._watch,
                 queries=self._services.storage.queries,
-                view=lambda latest: self._view(latest, meta),
+                view=lambda latest: view_of(self._services, latest, meta),
                 gone=lambda run_id: lost_answer(self._services, run_id, meta),
             )
 
     async def withdraw(self, request: web.Request, caller: Caller) -> web.StreamResponse:
-        found = await self._find(request, caller, lost="it was no longer pending")
+        found = await find_request(self._services, request, caller, lost="it was no longer pending")
         if isinstance(found, web.Response):
             return found
         with log_ids(record_id=found[0].id, run_id=found[0].run_id, channel=found[0].channel):
@@ -289,109 +258,10 @@ class _RequestsApi:
         )
         latest = await services.storage.queries.get(record.id) or record
         if not cancelled.count:
-            return await self._answer(latest, meta, status=409, note="it was no longer pending")
+            return await answer(services, latest, meta, status=409, note="it was no longer pending")
         log.info("request %s withdrawn by %s", record.run_id, caller.name)
         await update_message(services, latest)
-        view = await self._view(latest, meta)
+        view = await view_of(services, latest, meta)
         if view.status != "withdrawn":  # items decided before the withdrawal landed
-            return self._respond(view, status=409, note="some of its items were decided first")
-        return self._respond(view)
-
-    async def outcome(self, request: web.Request, caller: Caller) -> web.StreamResponse:
-        found = await self._find(
-            request, caller, lost="only an approved job has an outcome", approved_ok=True
-        )
-        if isinstance(found, web.Response):
-            return found
-        with log_ids(record_id=found[0].id, run_id=found[0].run_id, channel=found[0].channel):
-            return await self._outcome(request, caller, *found)
-
-    async def _outcome(
-        self, request: web.Request, caller: Caller, record: InterruptRecord, meta: RequestMeta
-    ) -> web.StreamResponse:
-        body = await parse(request, OutcomeReport)
-        if isinstance(body, web.Response):
-            return body
-        view = await self._view(record, meta)
-        if view.status not in APPROVED_STATUSES:
-            return error(409, f"the request is {view.status}; only an approved job has an outcome")
-        services = self._services
-        if not await services.storage.resume.first_end(record.run_id):
-            return error(409, "an outcome was reported for this request already")
-        how = "succeeded" if body.exit_status == 0 else f"failed (exit {body.exit_status})"
-        text = f"{meta.title}: {how} in {_duration(body.duration_seconds)}."
-        if body.summary:
-            text += f"\n{body.summary}"
-        try:
-            await services.storage.audit.append(
-                AuditEntry(
-                    event="outcome",
-                    record_id=record.id,
-                    run_id=record.run_id,
-                    at=services.clock.now(),
-                    user_id=caller.name,
-                    channel=record.channel,
-                    message_ts=record.message_ts,
-                    detail=body.model_dump_json(),
-                )
-            )
-            await post_in_thread(
-                services,
-                channel=record.channel,
-                thread_ts=record.thread_ts or record.message_ts,
-                text=text,
-            )
-        except StorageError:  # a 503: the client's retry reports it, not a 409
-            with contextlib.suppress(StorageError):
-                await services.storage.resume.forget_end(record.run_id)
-            raise
-        return await self._answer(record, meta)
-
-    async def _find(
-        self, request: web.Request, caller: Caller, *, lost: str, approved_ok: bool = False
-    ) -> tuple[InterruptRecord, RequestMeta] | web.Response:
-        """The caller's request named in the path; 404 for another client's; one Redis lost
-        is answered ``lost`` (a 409 saying ``lost``, when given), but with ``approved_ok``
-        one whose lead was lost after another item was approved is found by that item."""
-        run_id = request.match_info["id"]
-        nobody = unknown(run_id)
-        if not _REQUEST_ID.match(run_id):
-            return nobody
-        meta = await self._services.storage.requests.meta(run_id)
-        if meta is None or not caller.owns(meta):
-            return nobody
-        record = await self._services.storage.queries.get(request_record_id(run_id))
-        if record is None and approved_ok:
-            record = await approved_kept(self._services, run_id, meta)
-        if record is None:
-            return await lost_answer(self._services, run_id, meta, note=lost)
-        return record, meta
-
-    async def _view(self, record: InterruptRecord, meta: RequestMeta) -> RequestView:
-        """The request as it stands; a request with items reads them all."""
-        items = await self._services.storage.queries.batch(record) if record.batch else []
-        if len(items) < len(meta.items):  # one lost, or gone: ``lost`` when it was lost
-            lost = await lost_view_of(self._services, record.run_id, meta)
-            if lost is not None:
-                return lost
-        return await with_names(self._services, request_view(record, meta, items))
-
-    async def _answer(
-        self, record: InterruptRecord, meta: RequestMeta, *, status: int = 200, note: str = ""
-    ) -> web.Response:
-        return self._respond(await self._view(record, meta), status=status, note=note)
-
-    @staticmethod
-    def _respond(view: RequestView, *, status: int = 200, note: str = "") -> web.Response:
-        data = json.loads(view.model_dump_json())
-        if note:
-            data["error"] = f"{note}; it is {view.status}"
-        return web.json_response(data, status=status)
-
-
-def _duration(seconds: float) -> str:
-    if seconds < 60:
-        return f"{seconds:.1f} s"
-    minutes, secs = divmod(int(seconds), 60)
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours} h {minutes} min" if hours else f"{minutes} min {secs} s"
+            return respond(view, status=409, note="some of its items were decided first")
+        return respond(view)

@@ -1,0 +1,87 @@
+"""``POST /api/requests/{id}/outcome``: a job reports, once, what it did once approved; the
+report goes to the card's thread and the audit trail."""
+
+from __future__ import annotations
+
+import contextlib
+
+from aiohttp import web
+
+from bot.services import Services
+from bot.services.log_context import log_ids
+from bot.ui.notes import post_in_thread
+from storage.audit import AuditEntry
+from storage.errors import StorageError
+from storage.records import InterruptRecord
+from storage.requests import RequestMeta
+
+from .auth import Caller
+from .bodies import error, parse
+from .request_answers import answer, find_request, view_of
+from .schemas import APPROVED_STATUSES, OutcomeReport
+
+
+async def report_outcome(
+    services: Services, request: web.Request, caller: Caller
+) -> web.StreamResponse:
+    """Take the outcome of the caller's approved request named in the path."""
+    found = await find_request(
+        services, request, caller, lost="only an approved job has an outcome", approved_ok=True
+    )
+    if isinstance(found, web.Response):
+        return found
+    with log_ids(record_id=found[0].id, run_id=found[0].run_id, channel=found[0].channel):
+        return await _outcome(services, request, caller, *found)
+
+
+async def _outcome(
+    services: Services,
+    request: web.Request,
+    caller: Caller,
+    record: InterruptRecord,
+    meta: RequestMeta,
+) -> web.StreamResponse:
+    body = await parse(request, OutcomeReport)
+    if isinstance(body, web.Response):
+        return body
+    view = await view_of(services, record, meta)
+    if view.status not in APPROVED_STATUSES:
+        return error(409, f"the request is {view.status}; only an approved job has an outcome")
+    if not await services.storage.resume.first_end(record.run_id):
+        return error(409, "an outcome was reported for this request already")
+    how = "succeeded" if body.exit_status == 0 else f"failed (exit {body.exit_status})"
+    text = f"{meta.title}: {how} in {_duration(body.duration_seconds)}."
+    if body.summary:
+        text += f"\n{body.summary}"
+    try:
+        await services.storage.audit.append(
+            AuditEntry(
+                event="outcome",
+                record_id=record.id,
+                run_id=record.run_id,
+                at=services.clock.now(),
+                user_id=caller.name,
+                channel=record.channel,
+                message_ts=record.message_ts,
+                detail=body.model_dump_json(),
+            )
+        )
+        await post_in_thread(
+            services,
+            channel=record.channel,
+            thread_ts=record.thread_ts or record.message_ts,
+            text=text,
+        )
+    except StorageError:  # a 503: the client's retry reports it, not a 409
+        with contextlib.suppress(StorageError):
+            await services.storage.resume.forget_end(record.run_id)
+        raise
+    return await answer(services, record, meta)
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min" if hours else f"{minutes} min {secs} s"

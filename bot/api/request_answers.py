@@ -1,0 +1,76 @@
+"""A client's request found by the id in its path, and answered with where it stands."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from aiohttp import web
+
+from bot.services import Services
+from storage.records import InterruptRecord
+from storage.requests import RequestMeta, request_record_id
+
+from .auth import Caller
+from .bodies import unknown
+from .lost_requests import approved_kept, lost_answer, lost_view_of
+from .request_records import request_view, with_names
+from .schemas import RequestView
+
+_REQUEST_ID = re.compile(r"^req_[0-9a-f]{32}$")
+
+
+async def find_request(
+    services: Services,
+    request: web.Request,
+    caller: Caller,
+    *,
+    lost: str,
+    approved_ok: bool = False,
+) -> tuple[InterruptRecord, RequestMeta] | web.Response:
+    """The caller's request named in the path; 404 for another client's; one Redis lost
+    is answered ``lost`` (a 409 saying ``lost``, when given), but with ``approved_ok``
+    one whose lead was lost after another item was approved is found by that item."""
+    run_id = request.match_info["id"]
+    nobody = unknown(run_id)
+    if not _REQUEST_ID.match(run_id):
+        return nobody
+    meta = await services.storage.requests.meta(run_id)
+    if meta is None or not caller.owns(meta):
+        return nobody
+    record = await services.storage.queries.get(request_record_id(run_id))
+    if record is None and approved_ok:
+        record = await approved_kept(services, run_id, meta)
+    if record is None:
+        return await lost_answer(services, run_id, meta, note=lost)
+    return record, meta
+
+
+async def view_of(services: Services, record: InterruptRecord, meta: RequestMeta) -> RequestView:
+    """The request as it stands; a request with items reads them all."""
+    items = await services.storage.queries.batch(record) if record.batch else []
+    if len(items) < len(meta.items):  # one lost, or gone: ``lost`` when it was lost
+        lost = await lost_view_of(services, record.run_id, meta)
+        if lost is not None:
+            return lost
+    return await with_names(services, request_view(record, meta, items))
+
+
+async def answer(
+    services: Services,
+    record: InterruptRecord,
+    meta: RequestMeta,
+    *,
+    status: int = 200,
+    note: str = "",
+) -> web.Response:
+    """The request as it stands, as the response; see ``respond``."""
+    return respond(await view_of(services, record, meta), status=status, note=note)
+
+
+def respond(view: RequestView, *, status: int = 200, note: str = "") -> web.Response:
+    """``view`` as JSON; a ``note`` (why the call changed nothing) becomes its ``error``."""
+    data = json.loads(view.model_dump_json())
+    if note:
+        data["error"] = f"{note}; it is {view.status}"
+    return web.json_response(data, status=status)
