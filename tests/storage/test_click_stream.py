@@ -6,13 +6,10 @@ from __future__ import annotations
 from datetime import timedelta
 
 import redis.asyncio as aioredis
-from storage_helpers import NOW, later, make_record
+from storage_helpers import DIGEST, NOW, later, make_record
 
 from agent_runtime.interrupts import Decision
-from agent_runtime.messages import args_digest
 from storage import Storage
-
-DIGEST = args_digest({"path": "/tmp/old"})
 
 
 def _shard(storage: Storage, run_id: str = "run_1") -> int:

@@ -16,10 +16,9 @@ from typing import cast
 import pytest
 from redis.asyncio.cluster import RedisCluster
 from redis.crc import key_slot
-from storage_helpers import NOW, make_record
+from storage_helpers import DIGEST, NOW, make_record
 
 from agent_runtime.interrupts import Decision
-from agent_runtime.messages import args_digest
 from storage import Storage, connect
 from storage.away import Away
 from storage.client import RedisClient
@@ -30,7 +29,6 @@ from storage.keys import shard_tag
 from storage.queries import InterruptQueries
 from storage.retention import Retention
 
-DIGEST = args_digest({"path": "/tmp/old"})
 RUNS = 120
 
 

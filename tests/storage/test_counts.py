@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from storage_helpers import later, make_record
+from storage_helpers import DIGEST, later, make_record
 
 from agent_runtime.interrupts import Decision
-from agent_runtime.messages import args_digest
 from storage import Storage
 
 
@@ -20,7 +19,7 @@ async def test_pending_count_follows_creation_and_decisions(storage: Storage) ->
         first.id,
         "UALICE",
         Decision.approve(),
-        args_digest=args_digest({"path": "/tmp/old"}),
+        args_digest=DIGEST,
         now=later(minutes=1),
     )
     assert await storage.queries.pending_count() == 1
@@ -33,7 +32,7 @@ async def test_lag_counts_waiting_and_unacknowledged_jobs(storage: Storage) -> N
         record.id,
         "UALICE",
         Decision.approve(),
-        args_digest=args_digest({"path": "/tmp/old"}),
+        args_digest=DIGEST,
         now=later(minutes=1),
     )
     assert await storage.resume.lag() == 1  # waiting for a worker

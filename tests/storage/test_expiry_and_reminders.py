@@ -5,14 +5,11 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
-from storage_helpers import NOW, later, make_record, run_key, wait_for
+from storage_helpers import DIGEST, NOW, later, make_record, run_key, wait_for
 
 from agent_runtime.interrupts import Decision
-from agent_runtime.messages import args_digest
 from storage import Storage
 from storage.sweeps import CLICKS_HOLD_EXPIRY
-
-DIGEST = args_digest({"path": "/tmp/old"})
 
 
 async def test_two_racing_sweepers_expire_once_and_record_it_honestly(storage: Storage) -> None:

@@ -8,13 +8,11 @@ import asyncio
 from datetime import datetime, timedelta
 from typing import Any
 
-from storage_helpers import NOW, later, make_record
+from storage_helpers import DIGEST, NOW, later, make_record
 
 from agent_runtime.interrupts import Decision
-from agent_runtime.messages import args_digest
 from storage import Storage, connect
 
-DIGEST = args_digest({"path": "/tmp/old"})
 WINDOW = timedelta(seconds=60)
 
 

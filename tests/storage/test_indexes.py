@@ -6,14 +6,11 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from storage_helpers import NOW, later, make_record, run_key, wait_for
+from storage_helpers import DIGEST, NOW, later, make_record, run_key, wait_for
 
 from agent_runtime.interrupts import Decision
-from agent_runtime.messages import args_digest
 from storage import CorruptRecordError, DuplicateInterruptError, LostRecord, Storage
 from storage.audit import AuditEntry
-
-DIGEST = args_digest({"path": "/tmp/old"})
 
 
 async def test_pending_lists_by_user_channel_and_run_drop_decided(storage: Storage) -> None:

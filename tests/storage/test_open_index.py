@@ -3,14 +3,11 @@ Home), a page at a time; those an earlier version stored are indexed once on con
 
 from __future__ import annotations
 
-from storage_helpers import NOW, later, make_record
+from storage_helpers import DIGEST, NOW, later, make_record
 
 from agent_runtime.interrupts import Decision
-from agent_runtime.messages import args_digest
 from storage import Storage, connect
 from storage.open_index import index_earlier_open_requests
-
-DIGEST = args_digest({"path": "/tmp/old"})
 
 
 async def test_requests_open_to_a_channel_are_listed_across_many_channels_with_counts(

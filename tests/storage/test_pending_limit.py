@@ -10,16 +10,14 @@ from datetime import timedelta
 
 import pytest
 import redis.asyncio as aioredis
-from storage_helpers import NOW, later, make_record, snapshot
+from storage_helpers import DIGEST, NOW, later, make_record, snapshot
 
 from agent_runtime.interrupts import Decision
-from agent_runtime.messages import args_digest
 from storage import InterruptRecord, Storage
 from storage.errors import PendingLimitError
 from storage.requests import shard_share
 
 CLIENT = "nightly-cleanup"
-DIGEST = args_digest({"path": "/tmp/old"})
 HOUR = timedelta(hours=1)
 
 

@@ -8,14 +8,11 @@ from datetime import timedelta
 import pytest
 import redis.asyncio as aioredis
 from redis.asyncio.cluster import RedisCluster
-from storage_helpers import NOW, make_record, wait_for
+from storage_helpers import DIGEST, NOW, make_record, wait_for
 
 from agent_runtime.errors import StaleSessionError, ThreadBusyError
 from agent_runtime.interrupts import Decision
-from agent_runtime.messages import args_digest
 from storage import ResumeJob, Storage
-
-DIGEST = args_digest({"path": "/tmp/old"})
 
 
 async def _decided_run(storage: Storage) -> str:

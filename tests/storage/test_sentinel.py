@@ -14,11 +14,10 @@ from pathlib import Path
 import pytest
 import redis.asyncio as aioredis
 from redis.exceptions import ConnectionError as RedisConnectionError
-from storage_helpers import NOW, make_record, wait_for
+from storage_helpers import DIGEST, NOW, make_record, wait_for
 from strands.types.exceptions import StorageError as StrandsStorageError
 
 from agent_runtime.interrupts import Decision
-from agent_runtime.messages import args_digest
 from bot.errors import ConfigError
 from bot.process.settings import Settings
 from signoff.strands_storage import RedisStorage
@@ -31,7 +30,6 @@ from storage.sentinel import SentinelTarget, parse_sentinel_url
 SERVICE = "signoff-primary"
 PRIMARY_PASSWORD = "primary p@ss"
 SENTINEL_PASSWORD = "sentinel p@ss/word:1"
-DIGEST = args_digest({"path": "/tmp/old"})
 
 
 def _free_port() -> int:

