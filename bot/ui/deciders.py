@@ -17,26 +17,33 @@ _CHANNEL = re.compile(r"^[CGD][A-Z0-9]{2,20}$")
 
 
 def who_may_decide(record: InterruptRecord) -> str:
-    """ "2 of @alice, @oncall, not the requester": who may decide, from the stored policy."""
+    """ "2 of @alice, @oncall, not the requester": who may decide, from the stored policy;
+    each person, group and channel once, where first named (a ladder may name an approver)."""
     policy = record.policy
     standing_in = dict(policy.stand_ins)
-    named = [
-        f"{user_mention(u)} for {user_mention(standing_in[u])}, who is away"
-        if u in standing_in
-        else user_mention(u)
-        for u in policy.allowed_users[:10]
-    ]
-    named += [f"<!subteam^{g}>" for g in policy.allowed_groups[:10]]
+    named: dict[str, str] = {}
+    for u in policy.allowed_users[:10]:
+        named.setdefault(
+            u,
+            f"{user_mention(u)} for {user_mention(standing_in[u])}, who is away"
+            if u in standing_in
+            else user_mention(u),
+        )
+    for g in policy.allowed_groups[:10]:
+        named.setdefault(f"subteam:{g}", f"<!subteam^{g}>")
     if policy.open_to_channel:
-        named.append("anyone in this channel")
+        named.setdefault(f"channel:{record.channel}", "anyone in this channel")
     for rung in record.reached_rungs:
-        named += [user_mention(u) for u in rung.users[:10]]
-        named += [f"<!subteam^{g}>" for g in rung.groups[:10]]
+        for u in rung.users[:10]:
+            named.setdefault(u, user_mention(u))
+        for g in rung.groups[:10]:
+            named.setdefault(f"subteam:{g}", f"<!subteam^{g}>")
         if rung.open_to_channel:
-            named.append(f"anyone in {_channel(rung.channel or record.channel)}")
+            where = rung.channel or record.channel
+            named.setdefault(f"channel:{where}", f"anyone in {_channel(where)}")
     if not named:
         return ""
-    who = ", ".join(named)
+    who = ", ".join(named.values())
     if policy.min_approvals > 1:
         who = f"{policy.min_approvals} of {who}"
     if not policy.allow_self_approval and is_user_id(record.requested_by):

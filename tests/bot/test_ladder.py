@@ -6,6 +6,7 @@ end to the policy's safe default; every copy of the card stays in sync."""
 from __future__ import annotations
 
 import asyncio
+import re
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -235,3 +236,23 @@ async def test_an_earlier_steps_card_opens_the_deny_form_too(make_bot: Any) -> N
     await bot.click(ids.DENY, value, user=BOB, channel=NEW_YORK, message_ts=_ts(bot, NEW_YORK))
     await bot.slack.wait_calls("views.open")
     assert bot.slack.called("chat.postEphemeral") == []
+
+
+async def test_a_step_naming_an_approver_again_lists_each_person_once(make_bot: Any) -> None:
+    """Bob's step also names Alice, already an approver: "Who may approve" names her once."""
+    policy = replace(
+        LADDER, on_expiry=(Escalate(channel=NEW_YORK, users=(BOB, ALICE), expires_after=STEP),)
+    )
+    bot: Harness = await make_bot(policy)
+    bot.clock.current = START
+    await bot.start(requested_by=CAROL)
+    bot.clock.advance(STEP)
+    await Scheduler(bot.services).tick()
+    for channel, card in _copies(bot).items():
+        who = re.search(r"Who may approve: ([^|\n']*)", str(card["blocks"]))
+        assert who is not None, channel
+        assert who.group(1).split(", ") == [
+            f"<@{ALICE}>",
+            f"<@{BOB}>",
+            "not the requester",
+        ], channel
