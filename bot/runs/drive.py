@@ -233,10 +233,14 @@ def outcome_text(tool: str, outcome: ToolResult) -> str:
     """ "delete_files: deleted 2": what a tool did, named once. A failure whose text names
     the tool already ("delete_files failed: ...", as Signoff's agent loop and a Genkit
     restart say it) is told as it is; others ("Error: ...", as Strands and LangGraph say
-    it) after the tool's name."""
+    it) after the tool's name; input it refused ("invalid input for delete_files: ...", as
+    Signoff's agent loop says it) as "delete_files: invalid input: ..."."""
     said = outcome.as_text()
     if outcome.is_error and said.startswith((f"{tool} ", f"{tool}:")):
         return said
+    refused = f"invalid input for {tool}: "
+    if outcome.is_error and said.startswith(refused):
+        return f"{tool}: invalid input: {said.removeprefix(refused)}"
     return f"{tool}: {said}"
 
 

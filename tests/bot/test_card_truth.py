@@ -339,6 +339,36 @@ async def test_a_failing_tools_outcome_names_the_tool_once(
     assert [e.detail for e in trail if e.event == "tool_failed"] == [told]
 
 
+async def test_input_a_tool_refuses_is_told_with_the_tools_name_once(make_bot: Any) -> None:
+    """An approved call whose arguments the tool's schema refuses: the thread and the audit
+    trail name the tool once, then what was wrong with its input."""
+
+    @tool
+    def delete_files(paths: list[str]) -> str:
+        """Delete files."""
+        return "deleted"
+
+    def build(store: SessionStore) -> Agent:
+        return Agent(
+            model=OneToolModel("delete_files", {"paths": "/tmp/a"}),
+            tools=[delete_files],
+            interrupt_on={"delete_files": True},
+            session_store=store,
+            name="cleanup",
+        )
+
+    spec = AgentSpec(name="cleanup", build=build, policy=Policy(channel=CHANNEL, users=(ALICE,)))
+    bot: Harness = await make_bot(spec=spec)
+    value = await bot.start()
+    await bot.click(ids.APPROVE, value, user=ALICE)
+    await bot.finished()
+    [told] = [t for t in bot.thread() if "invalid input" in t and "Finished" not in t]
+    assert told.startswith("delete_files: invalid input: paths: ")
+    assert told.count("delete_files") == 1
+    trail = await bot.services.storage.audit.read(count=50)
+    assert [e.detail for e in trail if e.event == "tool_failed"] == [told]
+
+
 @pytest.mark.parametrize(
     ("said", "told"),
     [
@@ -346,6 +376,8 @@ async def test_a_failing_tools_outcome_names_the_tool_once(
         ("Error: OSError('disk')\n Please fix your mistakes.", "delete_files: Error: OSError("),
         # Genkit, a restarted call an earlier try started and lost
         ("delete_files was not run again: an earlier try", "delete_files was not run again"),
+        # Signoff's agent loop, input the tool's schema refused
+        ("invalid input for delete_files: paths: Field required", "delete_files: invalid input"),
     ],
 )
 def test_each_adapters_failure_text_is_told_with_the_tools_name_once(said: str, told: str) -> None:
