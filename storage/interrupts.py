@@ -152,12 +152,25 @@ class InterruptStore(Decisions, DueSweeps):
         await self._client.eval("set_permalink", [self._keys.record(interrupt_id)], [permalink])
 
     async def supersede(
-        self, interrupt_id: str, *, by: str, now: datetime
+        self,
+        interrupt_id: str,
+        *,
+        by: str,
+        now: datetime,
+        over: str | None = None,
+        stale_after: timedelta = timedelta(minutes=1),
     ) -> InterruptRecord | None:
         """Mark an approved interrupt (edited, or answered with a reply) whose precondition
-        changed before it ran: it did not run, and interrupt ``by`` asks again. The record,
+        changed before it ran: it did not run, and interrupt ``by`` asks again; a mark by
+        ``over``, a request never made, is taken over once ``stale_after`` old. The record,
         or None if it was not marked (not approved, or asked again by another first)."""
-        args: list[str | int] = [by, to_ms(now), self._retention.audit_entries]
+        args: list[str | int] = [
+            by,
+            to_ms(now),
+            self._retention.audit_entries,
+            over or "",
+            millis(stale_after),
+        ]
         status, text = await self._transition("supersede", interrupt_id, args)
         if status != "marked":
             return None

@@ -55,7 +55,7 @@ async def superseded(
     record = await services.storage.queries.get(request_record_id(run_id))
     if meta is None or record is None or not caller.owns(meta):
         return error(404, f"supersedes: no request {run_id}", "supersedes")
-    if record.superseded_by not in (None, asked_as):
+    if record.superseded_by not in (None, asked_as) and await _made(services, record.superseded_by):
         return await asked_again_already(services, run_id, by=record.superseded_by)
     if record.state not in APPROVED_STATUSES:
         problem = f"supersedes: request {run_id} is {record.state}, not approved"
@@ -74,7 +74,7 @@ async def asked_again_already(services: Services, run_id: str, *, by: str | None
     """The answer for asking again for request ``run_id`` once it is marked as asked again
     by record ``by``: 409 when that request was made; while it is being made (or refused,
     its mark then undone) nothing is settled yet, so a 503 the client retries."""
-    if by is not None and await services.storage.queries.get(by) is not None:
+    if await _made(services, by):
         problem = f"supersedes: request {run_id} is asked again already"
         return error(409, problem, "supersedes")
     problem = f"supersedes: request {run_id} is being asked again by another request; try again"
@@ -83,16 +83,25 @@ async def asked_again_already(services: Services, run_id: str, *, by: str | None
     return refusal
 
 
+async def _made(services: Services, by: str | None) -> bool:
+    return by is not None and await services.storage.queries.get(by) is not None
+
+
 async def claim_superseded(
     services: Services, earlier: Superseded | None, *, asked_as: str
 ) -> InterruptRecord | web.Response | None:
     """Mark the approved request (if any) as asked again by record ``asked_as``, before
     that record is made, so two requests asking again at once make one card; the marked
-    record, or the answer when another request asked again first."""
+    record, or the answer when another request asked again first. A mark left by a
+    request never made (its undo failed) is taken over once a minute old: it would
+    otherwise answer every later request asking again with a 503."""
     if earlier is None:
         return None
     marked = await services.storage.interrupts.supersede(
-        earlier.record.id, by=asked_as, now=services.clock.now()
+        earlier.record.id,
+        by=asked_as,
+        now=services.clock.now(),
+        over=earlier.record.superseded_by,
     )
     if marked is not None:
         return marked

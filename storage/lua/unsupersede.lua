@@ -7,6 +7,6 @@
 local key, rid = KEYS[1], ARGV[1]
 if redis.call('EXISTS', key) == 0 or field(key, 'id') ~= rid then return {'skip'} end
 if field(key, 'superseded_by') ~= ARGV[2] then return {'skip'} end
-redis.call('HDEL', key, 'superseded_by')
+redis.call('HDEL', key, 'superseded_by', 'superseded_at')
 audit(KEYS[10], ARGV[4], 'ask_again_refused', rid, '', ARGV[3], ARGV[2])
 return {'undone'}

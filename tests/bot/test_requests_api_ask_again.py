@@ -4,6 +4,7 @@ acts on, once, in the approved card's thread."""
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -209,3 +210,42 @@ async def test_asking_again_while_another_is_being_made_is_retried_by_the_client
     assert made.status == "pending" and made.acts_on == "vol-a\n", made
     earlier = await storage.queries.get(request_record_id(checked["id"]))
     assert earlier is not None and earlier.superseded_by == request_record_id(made.id)
+
+
+async def test_a_mark_left_by_a_request_never_made_is_taken_over_after_a_minute(
+    jobs: Jobs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Storing the request asking again fails, and so does undoing its mark: the approved
+    request stays marked by a request that does not exist. Within the minute another is
+    told to retry (it may yet be made); after it, the next request asking again is made."""
+    checked = await _approved_with_acts_on(jobs)
+    storage = jobs.bot.services.storage
+
+    async def failing(*_: Any, **__: Any) -> None:
+        raise StorageUnavailableError("Redis went away")
+
+    monkeypatch.setattr(storage.interrupts, "create_interrupts", failing)
+    monkeypatch.setattr(storage.interrupts, "unsupersede", failing)
+    status, refused = await jobs.ask(supersedes=checked["id"], acts_on="vol-a\n")
+    assert status == 503, refused
+    monkeypatch.undo()
+    earlier = await storage.queries.get(request_record_id(checked["id"]))
+    assert earlier is not None and earlier.superseded_by is not None
+    stale = earlier.superseded_by
+    assert await storage.queries.get(stale) is None
+
+    jobs.bot.clock.advance(timedelta(seconds=59))
+    status, body = await jobs.ask(supersedes=checked["id"], acts_on="vol-b\n")
+    assert status == 503 and "try again" in body["error"], body
+    jobs.bot.clock.advance(timedelta(seconds=2))
+    status, made = await jobs.ask(supersedes=checked["id"], acts_on="vol-b\n")
+    assert status == 201, made
+    earlier = await storage.queries.get(request_record_id(checked["id"]))
+    assert earlier is not None and earlier.superseded_by == request_record_id(made["id"])
+    trail = [e for e in await storage.audit.read(count=100) if e.run_id == checked["id"]]
+    assert [(e.event, e.detail) for e in trail[-2:]] == [
+        ("ask_again_refused", stale),
+        ("changed", request_record_id(made["id"])),
+    ], trail
+    status, body = await jobs.ask(supersedes=checked["id"], acts_on="vol-c\n")
+    assert status == 409 and "asked again already" in body["error"], body
