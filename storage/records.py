@@ -8,7 +8,6 @@ from configuration, and they are read back from Redis, where anything could be w
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 from datetime import datetime
 from typing import Any, Literal
@@ -24,6 +23,7 @@ from .epoch import from_ms, to_ms
 from .errors import CorruptRecordError
 from .holds import HeldDecision, Undone, held_fields, read_held, read_undone, undone_fields
 from .keys import check_id, record_id
+from .record_fields import escalation_step, posted_step, present, stored_policy
 from .votes import Vote
 
 InterruptState = Literal[
@@ -277,7 +277,7 @@ class InterruptRecord(BaseModel):
             "votes": json.dumps(data["votes"], separators=(",", ":")),
             "voters": json.dumps(approvals) if approvals else "[]",
             "escalated": str(self.escalation_step or int(self.escalated)),
-            **_present(
+            **present(
                 message_ts=self.message_ts or "",
                 thread_ts=self.thread_ts or "",
                 permalink=self.permalink or "",
@@ -331,7 +331,7 @@ class InterruptRecord(BaseModel):
                 thread_id=fields["thread_id"],
                 agent=fields["agent"],
                 requested_by=fields["requested_by"],
-                policy=_policy(fields["policy"]),
+                policy=stored_policy(fields["policy"]),
                 args_digest=fields["args_digest"],
                 created_at=from_ms(int(fields["created_at"])),
                 expires_at=opt_ms("expires_at"),
@@ -346,12 +346,12 @@ class InterruptRecord(BaseModel):
                 decided_by=opt("decided_by"),
                 decided_at=opt_ms("decided_at"),
                 decision=json.loads(fields["decision"]) if fields.get("decision") else None,
-                escalated=_step(fields) >= 1,
-                escalation_step=_step(fields),
+                escalated=escalation_step(fields) >= 1,
+                escalation_step=escalation_step(fields),
                 escalation_cards=tuple(
                     (str(c), str(t)) for c, t in json.loads(fields.get("escalation_cards") or "[]")
                 ),
-                escalation_posted=_posted_step(fields),
+                escalation_posted=posted_step(fields),
                 escalation_channel=opt("escalation_channel"),
                 escalation_ts=opt("escalation_ts"),
                 reminders_sent=int(fields.get("reminder_index") or 0),
@@ -371,34 +371,3 @@ class InterruptRecord(BaseModel):
         if record.id != fields.get("id"):
             raise CorruptRecordError(key, f"its id field {fields.get('id')!r} does not match")
         return record
-
-
-@functools.lru_cache(maxsize=1024)
-def _policy(text: str) -> ApproverPolicy:
-    """A stored policy, validated once per distinct JSON text: the interrupts of one agent's
-    tool share a policy (up to hundreds of ids to check), and the model is frozen, so one
-    instance serves them all. Invalid text raises every time; errors are not cached."""
-    return ApproverPolicy.model_validate_json(text)
-
-
-def _step(fields: dict[str, str]) -> int:
-    """The escalation step a record's hash says it reached (records before ladders: 0/1)."""
-    raw = fields.get("escalated") or "0"
-    return int(raw) if raw.isdecimal() and len(raw) <= 3 else 0
-
-
-def _present(**fields: str) -> dict[str, str]:
-    """The optional fields that are set: absent ones read as empty, and a pending record
-    (hundreds of thousands of them) stays small."""
-    return {name: value for name, value in fields.items() if value}
-
-
-def _posted_step(fields: dict[str, str]) -> int:
-    """The highest escalation step whose card a record's hash says was posted (records
-    kept before it was stored: one step per card kept)."""
-    raw = fields.get("escalation_posted") or ""
-    if raw.isdecimal() and len(raw) <= 3:
-        return int(raw)
-    return len(json.loads(fields.get("escalation_cards") or "[]")) + (
-        1 if fields.get("escalation_ts") else 0
-    )
