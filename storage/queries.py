@@ -231,7 +231,7 @@ class InterruptQueries:
         # Members are "owner \0 created_ms \0 record_id", so one owner's are contiguous and
         # in creation order in each shard; merged, the first ``limit`` of all owners' and
         # shards' pages are the page. The cursor is the last one's "created_ms \0 record_id".
-        after = cursor if cursor and _POSITION.fullmatch(cursor) else None
+        after = cursor if cursor and is_cursor(cursor) else None
         async with self._client.guard("list pending interrupts"):
             pipe = self._client.pipeline()
             for owner in owners:
@@ -270,6 +270,11 @@ class InterruptQueries:
 
 _POSITION = re.compile(r"[0-9]{1,15}\0[A-Za-z0-9_.:\-/]{1,257}")
 """A page cursor: the ``created_ms \0 record_id`` of the last entry of the page before."""
+
+
+def is_cursor(value: str) -> bool:
+    """Whether ``value`` is a page cursor (else a listing starts from its first page)."""
+    return _POSITION.fullmatch(value) is not None
 
 
 def _position(member: str) -> tuple[int, str]:

@@ -16,10 +16,16 @@ from bot.errors import AgentBuildError, BotError
 from bot.runs.drive import start_run, unknown_agent
 from bot.runs.place import Place
 from bot.services import Services
-from bot.ui import ids
 from bot.ui.blocks import escaped, is_user_id
 from bot.ui.home import publish_home
-from bot.ui.listing import PAGE_SIZE, help_text, page_cursor, pending_blocks, waiting_text
+from bot.ui.listing import (
+    PAGE_SIZE,
+    help_text,
+    home_cursors,
+    page_cursor,
+    pending_blocks,
+    waiting_text,
+)
 from bot.ui.mrkdwn import as_typed
 from bot.ui.notes import post_in_thread
 from bot.ui.posting import post_ephemeral
@@ -121,14 +127,13 @@ def page_listener(services: Services) -> Any:
         await ack()
         user = str((body.get("user") or {}).get("id") or "")
         actions = body.get("actions") or [{}]
-        cursor = page_cursor(str(actions[0].get("value") or ""))
+        value = str(actions[0].get("value") or "")
         try:
-            if actions[0].get("action_id") == ids.HOME_OPEN_PAGE:
-                await publish_home(services, user, open_cursor=cursor)
-                return
             if (body.get("view") or {}).get("type") == "home":
-                await publish_home(services, user, cursor=cursor)
+                named, open_to_channels = home_cursors(value)
+                await publish_home(services, user, cursor=named, open_cursor=open_to_channels)
                 return
+            cursor = page_cursor(value)
             queries = services.storage.queries
             page = await queries.pending_for_user(user, limit=PAGE_SIZE, cursor=cursor)
         except StorageError as exc:

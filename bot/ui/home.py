@@ -23,6 +23,7 @@ from .listing import (
     MAX_OPEN,
     Shown,
     channel_blocks,
+    home_page_value,
     pending_blocks,
     trust_blocks,
 )
@@ -63,14 +64,14 @@ async def publish_home(
         *pending_blocks(
             page.records,
             viewer=user,
-            next_page=page.next_cursor,
+            next_page=page.next_cursor and home_page_value(page.next_cursor, open_cursor),
             decide_here=True,
             shown=_shown(page),
         ),
         *channel_blocks(
             open_page.records,
             shown=_shown(open_page),
-            next_page=open_page.next_cursor,
+            next_page=open_page.next_cursor and home_page_value(cursor, open_page.next_cursor),
             missing=_missing(membership),
         ),
         *trust_blocks(grants),

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from storage.queries import is_cursor
 from storage.records import InterruptRecord
 from storage.requests import is_request_run
 from storage.trust_grants import TrustGrant
@@ -41,11 +42,11 @@ def pending_blocks(
     shown: Shown | None = None,
 ) -> list[Block]:
     """A header, then per card its summary and a link to its message (the permalink
-    Slack gave when it was posted), then a button to the page after (``next_page``: the
-    storage cursor it carries). With ``decide_here`` (App Home), a request whose arguments
-    fit in full beside it gets Approve and Deny too; a batch is decided on its card only.
-    A card ``viewer`` already approved toward a quorum says so; ``shown``, which part
-    of the whole list this page is."""
+    Slack gave when it was posted), then a button to the page after (``next_page``: what
+    it carries, a storage cursor or Home's pair of them). With ``decide_here`` (App Home),
+    a request whose arguments fit in full beside it gets Approve and Deny too; a batch is
+    decided on its card only. A card ``viewer`` already approved toward a quorum says so;
+    ``shown``, which part of the whole list this page is."""
     cards = _by_card(list(records)[:PAGE_SIZE])
     blocks: list[Block] = [header(f"Waiting for you: {_count(cards, next_page)}")]
     if not cards:
@@ -262,6 +263,22 @@ def page_cursor(value: str) -> str:
     """The storage cursor a next-page button carries: a place in the list, read from the
     clicker's own entries only."""
     return value.replace(" ", "\0")
+
+
+def home_page_value(named: str | None, open_to_channels: str | None) -> str:
+    """What a Home page button carries: where each of its two lists is to start, so paging
+    one keeps the other where it was."""
+    return f"{named or ''}|{open_to_channels or ''}"
+
+
+def home_cursors(value: str) -> tuple[str | None, str | None]:
+    """The two cursors a Home page button carries (``home_page_value``); any that is not
+    a cursor starts its list from the first page. Each only places the clicker's own list."""
+    parts = [page_cursor(part) for part in value.split("|")]
+    if len(parts) != 2:
+        return None, None
+    named, open_to_channels = (part if is_cursor(part) else None for part in parts)
+    return named, open_to_channels
 
 
 def help_text() -> str:

@@ -210,3 +210,40 @@ async def test_home_says_so_when_slack_would_not_list_the_viewers_channels(
     home = await _open_home(bot)
     assert "open 00" not in str(home)
     assert "Slack did not list your channels" in str(home)
+
+
+async def test_paging_one_home_list_keeps_the_other_on_its_page(make_bot: Any) -> None:
+    """Each page button carries where both lists are: the next page of one leaves the other
+    where it was, and a value that is not a place starts both from their first page."""
+    bot: Harness = await make_bot()
+    bot.slack.groups[ROTA] = [ALICE, BOB]
+    bot.slack.channels_of[ALICE] = TEAMS
+    await _ask(bot, [*_named(0, 25), *_open(25, 10)])
+    home = await _open_home(bot)
+
+    next_page = _button(home, ids.NEXT_PAGE)
+    assert next_page is not None
+    named_later = await _page(bot, ids.NEXT_PAGE, next_page["value"])
+    assert _titles(named_later, "named") == [f"named {n:02d}" for n in range(17, 25)]
+    more = _button(named_later, ids.HOME_OPEN_PAGE)
+    assert more is not None
+    both_later = await _page(bot, ids.HOME_OPEN_PAGE, more["value"])
+    assert _titles(both_later, "named") == [f"named {n:02d}" for n in range(17, 25)]
+    assert _titles(both_later, "open") == [f"open {n:02d}" for n in range(30, 35)]
+    assert "Showing 18 to 25 of 25" in str(both_later)
+    assert "Showing 6 to 10 of 10" in str(both_later)
+
+    # Back the other way: the open list's second page kept while the named list pages.
+    more = _button(home, ids.HOME_OPEN_PAGE)
+    assert more is not None
+    open_later = await _page(bot, ids.HOME_OPEN_PAGE, more["value"])
+    next_page = _button(open_later, ids.NEXT_PAGE)
+    assert next_page is not None
+    both_later = await _page(bot, ids.NEXT_PAGE, next_page["value"])
+    assert _titles(both_later, "open") == [f"open {n:02d}" for n in range(30, 35)]
+    assert _titles(both_later, "named") == [f"named {n:02d}" for n in range(17, 25)]
+
+    for forged in ["not a cursor", "x|y|z", "abc|12 ../../other", ""]:
+        first = await _page(bot, ids.NEXT_PAGE, forged)
+        assert _titles(first, "named") == [f"named {n:02d}" for n in range(17)], forged
+        assert _titles(first, "open") == [f"open {n:02d}" for n in range(25, 30)], forged
