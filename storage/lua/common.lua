@@ -117,21 +117,37 @@ local function by_open_channel(by_channel)
   return string.sub(by_channel, 1, -8) .. 'open'
 end
 
--- Index record `key` in the pending-by-channel `index` at `channel` (and in the open one
--- when anyone in the channel may decide it).
+-- The channels whose members may decide record `key` now, from a card in them: its own
+-- `channel` when the request is open to it, and that of each escalation step reached
+-- that is open to its channel.
+local function open_channels(key, channel)
+  local policy = json_field(key, 'policy')
+  local out = {}
+  if policy.open_to_channel then out[#out + 1] = channel end
+  for _, rung in ipairs(reached_rungs(key, policy)) do
+    if rung.open_to_channel and rung.channel ~= '' then out[#out + 1] = rung.channel end
+  end
+  return out
+end
+
+-- Index record `key` in the pending-by-channel `index` at `channel`, and in the open one
+-- at each channel whose members may decide it.
 local function index_channel(index, key, rid, channel)
-  local member = channel_member(key, rid, channel)
-  redis.call('ZADD', index, 0, member)
-  if json_field(key, 'policy').open_to_channel then
-    redis.call('ZADD', by_open_channel(index), 0, member)
+  redis.call('ZADD', index, 0, channel_member(key, rid, channel))
+  for _, open in ipairs(open_channels(key, channel)) do
+    redis.call('ZADD', by_open_channel(index), 0, channel_member(key, rid, open))
   end
 end
 
--- Take record `key` out of the pending-by-channel `index` at `channel` (and the open one).
+-- Take record `key` out of the pending-by-channel `index` at `channel`, and out of the
+-- open one wherever it is listed.
 local function unindex_channel(index, key, rid, channel)
   local member = channel_member(key, rid, channel)
   redis.call('ZREM', index, member)
   redis.call('ZREM', by_open_channel(index), member)
+  for _, open in ipairs(open_channels(key, channel)) do
+    redis.call('ZREM', by_open_channel(index), channel_member(key, rid, open))
+  end
 end
 
 -- An external request's entries also go to `<audit stream>:requests`, which its waiters

@@ -105,9 +105,14 @@ if step < steps then
     end
   end
   zset_many('ZADD', KEYS[7], user_members(key, rid, true))
-  -- The step's card: posted by the sweeper now, or by the outbox if the sweeper dies first.
+  -- Listed in App Home for the members of the step's channel when it is open to them.
   local rungs = reached_rungs(key, policy)
-  if rungs[#rungs].channel ~= '' then
+  local reached = rungs[#rungs]
+  if reached.open_to_channel and reached.channel ~= '' then
+    redis.call('ZADD', by_open_channel(KEYS[8]), 0, channel_member(key, rid, reached.channel))
+  end
+  -- The step's card: posted by the sweeper now, or by the outbox if the sweeper dies first.
+  if reached.channel ~= '' then
     redis.call('ZADD', KEYS[6], 'NX', tonumber(now) + tonumber(ARGV[8]), rid)
   end
   audit(KEYS[10], ARGV[5], 'escalated', rid, '', now, tostring(step + 1))

@@ -11,11 +11,11 @@ if redis.call('EXISTS', key) == 0 or field(key, 'id') ~= rid then return {'unkno
 redis.call('ZREM', KEYS[6], rid)
 local old = field(key, 'channel')
 local again = old == channel and field(key, 'message_ts') == ARGV[3]
-if field(key, 'state') == 'pending' then
-  if old ~= '' then unindex_channel(KEYS[8], key, rid, old) end
-  index_channel(KEYS[8], key, rid, channel)
-end
+local pending = field(key, 'state') == 'pending'
+if pending and old ~= '' then unindex_channel(KEYS[8], key, rid, old) end
 redis.call('HSET', key, 'channel', channel, 'message_ts', ARGV[3], 'thread_ts', ARGV[4])
+-- After the record names its channel: a step open to "its channel" means this one now.
+if pending then index_channel(KEYS[8], key, rid, channel) end
 redis.call('HDEL', key, 'post_error', 'post_failed_by')
 if ARGV[7] ~= '' then redis.call('HSET', key, 'permalink', ARGV[7]) end
 if redis.call('EXISTS', KEYS[12]) == 1 then

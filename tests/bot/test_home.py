@@ -15,9 +15,10 @@ from harness import ALICE, BOB, CAROL, CHANNEL, MALLORY, Harness
 from pydantic import SecretStr
 from redis_faults import reply_lost_once
 
-from bot.agents.policy import Policy
+from bot.agents.policy import Escalate, Policy
 from bot.api.request_records import REQUESTS_PATH
 from bot.process.web import operator_app
+from bot.schedule.scheduler import Scheduler
 from bot.ui import ids
 from bot.ui.listing import MAX_GRANTS, trust_blocks
 from storage.trust_grants import TrustGrant
@@ -287,3 +288,55 @@ def test_trust_grants_past_what_home_lists_are_counted_not_dropped() -> None:
     assert blocks[-1]["elements"][0]["text"] == (
         "And 2 more, listed here as these end or are revoked."
     )
+
+
+async def test_an_escalation_open_to_another_channel_is_listed_for_its_members(
+    make_bot: Any,
+) -> None:
+    """Each step open to its channel's members lists the request in their Home once it is
+    reached, and while they may decide it (an earlier step's members still may, on its
+    card); someone only in the first channel, where Alice alone decides, never sees it."""
+    first, second, dana = "C0ESCONE", "C0ESCTWO", "U0DANA"
+    step = timedelta(minutes=30)
+    policy = Policy(
+        channel=CHANNEL,
+        users=(ALICE,),
+        expires_after=step,
+        on_expiry=(
+            Escalate(channel=first, anyone_in_channel=True, expires_after=step),
+            Escalate(channel=second, anyone_in_channel=True, expires_after=step),
+        ),
+    )
+    bot: Harness = await make_bot(policy)
+    bot.slack.channels_of.update({BOB: [CHANNEL], MALLORY: [first], dana: [second]})
+    value = await bot.start(requested_by=CAROL)
+    listed = "*cleanup* wants to run `delete_files`"
+
+    async def sees(user: str) -> bool:
+        """Whether ``user``'s Home, opened now, lists the request (another's redraw aside)."""
+        mine = len([c for c in bot.slack.called("views.publish") if c["user_id"] == user])
+        await bot.event({"type": "app_home_opened", "user": user, "tab": "home"})
+        await bot.slack.wait_for(
+            lambda: (
+                len([c for c in bot.slack.called("views.publish") if c["user_id"] == user]) > mine
+            ),
+            what=f"{user}'s Home",
+        )
+        return listed in str(_home(bot, user))
+
+    assert [await sees(u) for u in (BOB, MALLORY, dana)] == [False, False, False]
+    bot.clock.advance(step + timedelta(minutes=1))
+    await Scheduler(bot.services).tick()
+    assert [await sees(u) for u in (BOB, MALLORY, dana)] == [False, True, False]
+    bot.clock.advance(step + timedelta(minutes=1))
+    await Scheduler(bot.services).tick()
+    assert [await sees(u) for u in (BOB, MALLORY, dana)] == [False, True, True]
+
+    second_ts = next(
+        str(a["ts"]) for a in bot.slack.answers("chat.postMessage") if a["channel"] == second
+    )
+    await bot.click(ids.APPROVE, value, user=dana, channel=second, message_ts=second_ts)
+    await bot.finished()
+    assert [await sees(u) for u in (MALLORY, dana)] == [False, False]
+    left = await bot.services.storage.queries.pending_open_in([CHANNEL, first, second])
+    assert left.total == 0
