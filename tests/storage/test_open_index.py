@@ -3,6 +3,8 @@ Home), a page at a time; those an earlier version stored are indexed once on con
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from storage_helpers import DIGEST, NOW, later, make_record
 
 from agent_runtime.interrupts import Decision
@@ -55,8 +57,18 @@ async def test_open_requests_an_earlier_version_stored_are_indexed_once_on_conne
     waiting = make_record(run_id="run_a", channel="CTEAM", open_to_channel=True)
     decided = make_record(run_id="run_b", channel="CTEAM", open_to_channel=True)
     named = make_record(run_id="run_c", channel="CTEAM")
-    for record in (waiting, decided, named):
+    escalated = make_record(
+        run_id="run_d",
+        channel="CTEAM",
+        expires_in=timedelta(seconds=1),
+        on_expiry="escalate",
+        escalate_to_channel="CESCALATE",
+        escalate_open_to_channel=True,
+    )
+    for record in (waiting, decided, named, escalated):
         await storage.interrupts.create_interrupt(record)
+    [step] = await storage.interrupts.expire_due(later(seconds=1))
+    assert step.outcome == "escalated"
     # As an earlier version left them: no open index, and no marker saying it was built.
     await raw.delete(*(keys.by_open_channel(s) for s in keys.all_shards), keys.open_index_built)
     assert (await storage.queries.pending_open_in(["CTEAM"])).records == ()
@@ -68,6 +80,9 @@ async def test_open_requests_an_earlier_version_stored_are_indexed_once_on_conne
     try:
         page = await again.queries.pending_open_in(["CTEAM"])
         assert [r.id for r in page.records] == [waiting.id] and page.total == 1
+        # Escalated to a step open to another channel: listed for that channel's members.
+        page = await again.queries.pending_open_in(["CESCALATE"])
+        assert [r.id for r in page.records] == [escalated.id]
         # Done once: an entry removed now is not added back by the next connection.
         await raw.delete(*(keys.by_open_channel(s) for s in keys.all_shards))
         assert await index_earlier_open_requests(again.client, keys) == 0
