@@ -69,23 +69,7 @@ async def test_an_escalation_slack_refuses_says_so_until_it_is_posted(jobs: Jobs
 
 
 async def test_a_ladder_step_slack_refuses_says_so_on_every_earlier_card(jobs: Jobs) -> None:
-    jobs = await jobs.as_client("follow-the-sun", (CHANNEL, "C0NYC", RANDOM))
-    jobs.bot.slack.not_in.add(RANDOM)
-    ladder: dict[str, Any] = {"channel": RANDOM, "approvers": [ALICE], "expires_in": 600}
-    status, made = await jobs.ask(
-        approvers=[ALICE],
-        expires_in=3600,
-        on_expiry="escalate",
-        escalate_channel="C0NYC",
-        escalate_to=[BOB],
-        escalate_expires_in=1800,
-        ladder=[ladder],
-    )
-    assert status == 201, made
-    scheduler = Scheduler(jobs.bot.services)
-    for wait in (3600, 1800):
-        jobs.bot.clock.advance(timedelta(seconds=wait))
-        await scheduler.tick()
+    jobs, made = await _climbed_ladder(jobs, refused={RANDOM})
     redrawn = {u["channel"]: json.dumps(u["blocks"]) for u in jobs.bot.slack.called("chat.update")}
     for copy in (CHANNEL, "C0NYC"):
         assert f"Escalation to <#{RANDOM}> could not be posted" in redrawn[copy], copy
@@ -119,23 +103,7 @@ async def test_each_ladder_step_slack_refuses_is_audited_and_the_latest_is_shown
     jobs: Jobs,
 ) -> None:
     """Step 1's card was never posted when step 2 is due: the cards speak of step 2."""
-    jobs = await jobs.as_client("follow-the-sun", (CHANNEL, "C0NYC", RANDOM))
-    jobs.bot.slack.not_in |= {"C0NYC", RANDOM}
-    ladder: dict[str, Any] = {"channel": RANDOM, "approvers": [ALICE], "expires_in": 600}
-    status, made = await jobs.ask(
-        approvers=[ALICE],
-        expires_in=3600,
-        on_expiry="escalate",
-        escalate_channel="C0NYC",
-        escalate_to=[BOB],
-        escalate_expires_in=1800,
-        ladder=[ladder],
-    )
-    assert status == 201, made
-    scheduler = Scheduler(jobs.bot.services)
-    for wait in (3600, 1800):
-        jobs.bot.clock.advance(timedelta(seconds=wait))
-        await scheduler.tick()
+    jobs, _ = await _climbed_ladder(jobs, refused={"C0NYC", RANDOM})
     card = _card_text(jobs)
     assert f"Escalation to <#{RANDOM}> could not be posted" in card and "C0NYC" not in card
     trail = await jobs.bot.services.storage.audit.read(count=50)
@@ -193,3 +161,26 @@ async def test_a_ladder_past_a_step_slack_refused_posts_the_next_steps_card_and_
         "step 1: not_in_channel"
     ]
     assert "escalation_posted" not in [e.event for e in trail]
+
+
+async def _climbed_ladder(jobs: Jobs, *, refused: set[str]) -> tuple[Jobs, dict[str, Any]]:
+    """A request escalated to #nyc, then to the ladder's step in #random, with Slack
+    refusing the cards in ``refused``: the client that asked it and its answer."""
+    jobs = await jobs.as_client("follow-the-sun", (CHANNEL, "C0NYC", RANDOM))
+    jobs.bot.slack.not_in |= refused
+    ladder: dict[str, Any] = {"channel": RANDOM, "approvers": [ALICE], "expires_in": 600}
+    status, made = await jobs.ask(
+        approvers=[ALICE],
+        expires_in=3600,
+        on_expiry="escalate",
+        escalate_channel="C0NYC",
+        escalate_to=[BOB],
+        escalate_expires_in=1800,
+        ladder=[ladder],
+    )
+    assert status == 201, made
+    scheduler = Scheduler(jobs.bot.services)
+    for wait in (3600, 1800):
+        jobs.bot.clock.advance(timedelta(seconds=wait))
+        await scheduler.tick()
+    return jobs, made
