@@ -20,6 +20,7 @@ from agent_runtime import Decision
 from bot.schedule.scheduler import Scheduler
 from signoff import gate, gate_wait
 from signoff.gate_cli import LOST
+from storage.records import InterruptRecord
 from storage.requests import request_record_id
 
 
@@ -33,6 +34,14 @@ async def _sweep(bot: Harness) -> None:
     """Two schedulers meet the lost request at once, its time up."""
     bot.clock.advance(timedelta(days=2))
     await asyncio.gather(Scheduler(bot.services).tick(), Scheduler(bot.services).tick())
+
+
+async def _approve(bot: Harness, record: InterruptRecord) -> None:
+    """Alice approves ``record`` in storage, as her click would."""
+    decided = await bot.services.storage.interrupts.decide(
+        record.id, ALICE, Decision.approve(), args_digest=record.args_digest, now=bot.clock.now()
+    )
+    assert decided.status == "recorded"
 
 
 async def _lost_entries(bot: Harness) -> list[Any]:
@@ -181,10 +190,7 @@ async def test_a_request_whose_item_was_approved_before_another_was_lost_stays_a
     storage = jobs.bot.services.storage
     lead = await storage.queries.get(request_record_id(made["id"]))
     assert lead is not None
-    decided = await storage.interrupts.decide(
-        lead.id, ALICE, Decision.approve(), args_digest=lead.args_digest, now=jobs.bot.clock.now()
-    )
-    assert decided.status == "recorded"
+    await _approve(jobs.bot, lead)
     await _lose(jobs.bot, lead.batch_items[1])
 
     status, view = await jobs.get(made["status_url"])
@@ -204,14 +210,7 @@ async def test_the_outcome_of_a_job_whose_lead_item_was_lost_after_another_was_a
     assert lead is not None
     second = await storage.queries.get(lead.batch_items[1])
     assert second is not None
-    decided = await storage.interrupts.decide(
-        second.id,
-        ALICE,
-        Decision.approve(),
-        args_digest=second.args_digest,
-        now=jobs.bot.clock.now(),
-    )
-    assert decided.status == "recorded"
+    await _approve(jobs.bot, second)
     await _lose(jobs.bot, lead.id)
     status, view = await jobs.get(made["status_url"])
     assert status == 200 and view["status"] == "approved", view
@@ -261,14 +260,7 @@ async def test_a_retry_with_the_key_of_a_lost_request_asks_afresh_once(
     fresh_lead = await storage.queries.get(request_record_id(fresh["id"]))
     assert fresh_lead is not None
     for item in await storage.queries.batch(fresh_lead):  # it can be decided
-        decided = await storage.interrupts.decide(
-            item.id,
-            ALICE,
-            Decision.approve(),
-            args_digest=item.args_digest,
-            now=jobs.bot.clock.now(),
-        )
-        assert decided.status == "recorded"
+        await _approve(jobs.bot, item)
     status, view = await jobs.get(fresh["status_url"])
     assert view["status"] == "approved", view
     assert len(await _lost_entries(jobs.bot)) == 1
@@ -281,10 +273,7 @@ async def test_a_retry_with_the_key_of_a_request_approved_before_an_item_was_los
     storage = jobs.bot.services.storage
     lead = await storage.queries.get(request_record_id(made["id"]))
     assert lead is not None
-    decided = await storage.interrupts.decide(
-        lead.id, ALICE, Decision.approve(), args_digest=lead.args_digest, now=jobs.bot.clock.now()
-    )
-    assert decided.status == "recorded"
+    await _approve(jobs.bot, lead)
     await _lose(jobs.bot, lead.batch_items[1])
     status, again = await jobs.ask(idempotency_key="nightly", items=["vol-a", "vol-b"])
     assert (status, again["id"], again["status"]) == (200, made["id"], "approved"), again
