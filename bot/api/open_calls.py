@@ -36,11 +36,12 @@ class OpenCalls:
         None when it holds ``cap`` already."""
         if self._held[client] >= self.cap:
             return None
-        self._held[client] += 1
         return self._slot(client)
 
     @contextlib.contextmanager
     def _slot(self, client: str) -> Iterator[None]:
+        """Held from entering the block, so a slot taken but never entered holds nothing."""
+        self._held[client] += 1
         try:
             yield
         finally:
