@@ -20,7 +20,8 @@ from fakes import (
     submit_payload,
 )
 
-from agent_runtime import Agent, tool
+from agent_runtime import Agent, DecisionType, tool
+from agent_runtime.policy import ApprovalOptions
 from agent_runtime.session import SessionStore
 from bot.agents.policy import AgentSpec, Policy
 from bot.process.loops import Loops
@@ -52,7 +53,7 @@ def cleanup_spec(
     *,
     then: tuple[dict[str, Any], ...] = (),
     started_by: tuple[str, ...] = (),
-    decisions: tuple[str, ...] | None = None,
+    decisions: tuple[DecisionType, ...] | None = None,
 ) -> AgentSpec:
     """The cleanup agent: one guarded ``delete_files`` call, then one per entry of ``then``;
     ``decisions`` narrows what its approvers may answer (default: all of them)."""
@@ -63,7 +64,7 @@ def cleanup_spec(
         log.calls.append({"paths": paths})
         return f"deleted {len(paths)} file(s)"
 
-    asked: bool | dict[str, Any] = (
+    asked: bool | ApprovalOptions = (
         {"allowed_decisions": list(decisions)} if decisions is not None else True
     )
 
