@@ -69,7 +69,7 @@ async def test_an_escalation_slack_refuses_says_so_until_it_is_posted(jobs: Jobs
 
 
 async def test_a_ladder_step_slack_refuses_says_so_on_every_earlier_card(jobs: Jobs) -> None:
-    jobs, made = await _climbed_ladder(jobs, refused={RANDOM})
+    jobs, made, _ = await _climbed_ladder(jobs, refused={RANDOM})
     redrawn = {u["channel"]: json.dumps(u["blocks"]) for u in jobs.bot.slack.called("chat.update")}
     for copy in (CHANNEL, "C0NYC"):
         assert f"Escalation to <#{RANDOM}> could not be posted" in redrawn[copy], copy
@@ -103,7 +103,7 @@ async def test_each_ladder_step_slack_refuses_is_audited_and_the_latest_is_shown
     jobs: Jobs,
 ) -> None:
     """Step 1's card was never posted when step 2 is due: the cards speak of step 2."""
-    jobs, _ = await _climbed_ladder(jobs, refused={"C0NYC", RANDOM})
+    jobs, _, _ = await _climbed_ladder(jobs, refused={"C0NYC", RANDOM})
     card = _card_text(jobs)
     assert f"Escalation to <#{RANDOM}> could not be posted" in card and "C0NYC" not in card
     trail = await jobs.bot.services.storage.audit.read(count=50)
@@ -116,23 +116,7 @@ async def test_a_ladder_past_a_step_slack_refused_posts_the_next_steps_card_and_
 ) -> None:
     """Step 1's card was refused; step 2's is posted: every view says step 2 is asked
     there, nothing says step 1's card is posted, and the outbox posts no second card."""
-    jobs = await jobs.as_client("follow-the-sun", (CHANNEL, "C0NYC", RANDOM))
-    jobs.bot.slack.not_in.add("C0NYC")
-    ladder: dict[str, Any] = {"channel": RANDOM, "approvers": [ALICE], "expires_in": 600}
-    status, made = await jobs.ask(
-        approvers=[ALICE],
-        expires_in=3600,
-        on_expiry="escalate",
-        escalate_channel="C0NYC",
-        escalate_to=[BOB],
-        escalate_expires_in=1800,
-        ladder=[ladder],
-    )
-    assert status == 201, made
-    scheduler = Scheduler(jobs.bot.services)
-    for wait in (3600, 1800):
-        jobs.bot.clock.advance(timedelta(seconds=wait))
-        await scheduler.tick()
+    jobs, made, scheduler = await _climbed_ladder(jobs, refused={"C0NYC"})
     posted = [p["channel"] for p in jobs.bot.slack.called("chat.postMessage") if p.get("blocks")]
     assert posted == [CHANNEL, RANDOM]
     card = _card_text(jobs)
@@ -163,9 +147,12 @@ async def test_a_ladder_past_a_step_slack_refused_posts_the_next_steps_card_and_
     assert "escalation_posted" not in [e.event for e in trail]
 
 
-async def _climbed_ladder(jobs: Jobs, *, refused: set[str]) -> tuple[Jobs, dict[str, Any]]:
+async def _climbed_ladder(
+    jobs: Jobs, *, refused: set[str]
+) -> tuple[Jobs, dict[str, Any], Scheduler]:
     """A request escalated to #nyc, then to the ladder's step in #random, with Slack
-    refusing the cards in ``refused``: the client that asked it and its answer."""
+    refusing the cards in ``refused``: the client that asked it, its answer, and the
+    scheduler that climbed it."""
     jobs = await jobs.as_client("follow-the-sun", (CHANNEL, "C0NYC", RANDOM))
     jobs.bot.slack.not_in |= refused
     ladder: dict[str, Any] = {"channel": RANDOM, "approvers": [ALICE], "expires_in": 600}
@@ -183,4 +170,4 @@ async def _climbed_ladder(jobs: Jobs, *, refused: set[str]) -> tuple[Jobs, dict[
     for wait in (3600, 1800):
         jobs.bot.clock.advance(timedelta(seconds=wait))
         await scheduler.tick()
-    return jobs, made
+    return jobs, made, scheduler
