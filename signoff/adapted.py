@@ -89,6 +89,14 @@ def started_calls(stored: StoredSession) -> set[str]:
     return {c for c in started if isinstance(c, str)} if isinstance(started, list) else set()
 
 
+def not_run_again(tool: str) -> str:
+    """The model's answer for a call an earlier try of the resume started and lost."""
+    return (
+        f"{tool} was not run again: an earlier try of this resume started it and failed "
+        "before its result was saved, so it may have done some or all of its work"
+    )
+
+
 ANSWERS = "answers"
 """The snapshot field holding the answers a resume ran tools on, by interrupt id, kept with
 their results: a retry with other answers is refused (what ran cannot be undone)."""

@@ -66,6 +66,7 @@ from .adapted import (
     check_retry,
     dated,
     named,
+    not_run_again,
     owned,
     ran,
     run_id_of,
@@ -139,7 +140,7 @@ class _KeepToolResults(BaseMiddleware[Any]):
         if key in kept.kept:
             response = MultipartToolResponse.model_validate(kept.kept[key])
         elif key in kept.started:  # it raised, or its process died: it may have done part
-            response = MultipartToolResponse(output=_not_run_again(request.name))
+            response = MultipartToolResponse(output=not_run_again(request.name))
             kept.ran(request, response, failed=True)
             return response
         else:
@@ -149,14 +150,6 @@ class _KeepToolResults(BaseMiddleware[Any]):
             await kept.keep(key, dumped)
         kept.ran(request, response)
         return response
-
-
-def _not_run_again(tool: str) -> str:
-    """The model's answer for a restarted call an earlier try started and lost."""
-    return (
-        f"{tool} was not run again: an earlier try of this resume started it and failed "
-        "before its result was saved, so it may have done some or all of its work"
-    )
 
 
 class GenkitAgent(Runnable):

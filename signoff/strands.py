@@ -18,7 +18,9 @@ question: the agent gets the approver's answer (a denial or an expiry is ``{"typ
 kept in Signoff's session store, taken and restored here (not from Strands' own thread),
 so any worker process resumes it; each invocation holds the thread's lease. A resume
 saves each tool's result as it comes: retried after a failure (the model call after the
-tool errs), it gets the result back instead of running the tool again.
+tool errs), it gets the result back instead of running the tool again. It saves each
+tool's start before it runs: a tool whose process died inside it is not run again by the
+retry, and the model is told why.
 """
 
 from __future__ import annotations

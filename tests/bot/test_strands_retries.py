@@ -3,16 +3,23 @@ the retry gets the saved result instead of running the tool again."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
 from harness import ALICE, CAROL, Harness
 from strands import Agent, tool
 from strands.hooks import AfterToolCallEvent, HookProvider, HookRegistry
-from strands_agents import FailsOnceAfterTheTool, failing_after_the_tool, gated_spec
+from strands_agents import (
+    FailsOnceAfterTheTool,
+    ScriptedModel,
+    failing_after_the_tool,
+    gated_spec,
+)
 
 from agent_runtime import Decision
 from agent_runtime.errors import ResumeError
+from agent_runtime.run_events import RunFinished, ToolCallFinished
 from bot.runs.recovery import catch_up
 from signoff.strands import SignoffApprovals, StrandsAgent
 from storage import Storage
@@ -159,3 +166,60 @@ async def test_a_run_whose_end_was_not_told_before_its_worker_failed_is_told_by_
     await bot.decide("approve", value, user=ALICE)
     assert (await bot.finished()).startswith("Finished: done (success): deleted 2")
     assert failures == [] and deleted == [["/tmp/a", "/tmp/b"]]
+
+
+async def test_a_tool_whose_process_died_while_it_ran_is_not_run_again_by_the_retry(
+    storage: Storage,
+) -> None:
+    """The approved tool starts and its process dies before its result is saved (the
+    resume is cut off inside it): the retry does not start it again (it may have done
+    part of its work), tells the model and the thread so, as a failure, and refuses
+    other answers, naming the tool as started."""
+    started: list[list[str]] = []
+    inside, stuck = asyncio.Event(), asyncio.Event()
+
+    @tool
+    async def delete_files(paths: list[str]) -> str:
+        """Delete files; the first run never returns (its process dies inside it)."""
+        started.append(paths)
+        if len(started) == 1:
+            inside.set()
+            await stuck.wait()
+        return f"deleted {len(paths)}"
+
+    def make_agent() -> Agent:
+        return Agent(
+            model=ScriptedModel("delete_files", {"paths": ["/tmp/a"]}),
+            tools=[delete_files],
+            hooks=[SignoffApprovals(interrupt_on={"delete_files": True})],
+            callback_handler=None,
+        )
+
+    agent = StrandsAgent(make_agent, session_store=storage.sessions)
+    [asked] = (await agent.invoke("clean up", thread_id="thread_died")).interrupts
+    decision = {asked.id: Decision.approve()}
+    dying = asyncio.create_task(agent.invoke(decision, thread_id="thread_died"))
+    await asyncio.wait_for(inside.wait(), 10)
+    dying.cancel()  # the process dies with the tool running
+    with pytest.raises(asyncio.CancelledError):
+        await dying
+    assert started == [["/tmp/a"]]
+
+    with pytest.raises(ResumeError) as refused:
+        await agent.invoke({asked.id: Decision.reject("no")}, thread_id="thread_died")
+    assert f"{asked.id} delete_files (it started): approve" in str(refused.value)
+
+    events = [e async for e in agent.stream(decision, thread_id="thread_died")]  # the retry
+    assert started == [["/tmp/a"]]
+    said = (
+        "delete_files was not run again: an earlier try of this resume started it and failed "
+        "before its result was saved, so it may have done some or all of its work"
+    )
+    [told] = [e for e in events if isinstance(e, ToolCallFinished)]
+    assert (told.tool_call.name, told.result.content, told.result.is_error) == (
+        "delete_files",
+        said,
+        True,
+    )
+    [finished] = [e for e in events if isinstance(e, RunFinished)]
+    assert finished.result.message == f"done (error): {said}"
