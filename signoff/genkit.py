@@ -7,6 +7,9 @@
                   ai, model="googleai/gemini-flash-latest", tools=["delete_files"],
                   session_store=sessions))
 
+A name in ``tools`` that no tool registered on ``ai`` has fails the agent's construction
+(``check_tools``), so a misspelt one stops the start-up build, not the first run.
+
 Approve restarts the tool (``restart_tool``; ``ctx.is_resumed()`` is then true and
 ``ctx.resumed_metadata`` is ``{"approved": True}``); Edit restarts it with the edited
 input (``replace_input``); Deny and Reply answer in its place (``respond_to_interrupt``)
@@ -73,6 +76,7 @@ from .adapted import (
     signoff_ids,
     snapshot_status,
 )
+from .genkit_tools import check_tools
 
 _PREFIX = "gk_"
 
@@ -163,6 +167,7 @@ class GenkitAgent(Runnable):
         tools: Sequence[str],
         session_store: SessionStore | None = None,
     ) -> None:
+        check_tools(ai, tools)  # a misspelt name fails the agent's build, not its first run
         self.ai = ai
         self.model = model
         self.tools = list(tools)

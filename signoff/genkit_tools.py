@@ -1,0 +1,39 @@
+"""The tool names a ``GenkitAgent`` is given, checked against the tools its Genkit instance
+has registered when the agent is made: Genkit itself looks them up at the first
+generation, so a misspelt name would fail the first run (hours later), not the start-up
+build of the agent."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+from genkit import ActionKind, Genkit
+
+from agent_runtime.errors import UsageError
+
+
+def check_tools(ai: Genkit, tools: Sequence[str]) -> None:
+    """Refuse (UsageError) a name in ``tools`` that no tool registered on ``ai`` has. A name
+    with a ``/`` (a plugin's ``googleai/...``, a dynamic provider's ``mcp:tool/*``) is
+    resolved by its plugin or provider on demand, so Genkit checks it when first used."""
+    unknown = [
+        name
+        for name in tools
+        if "/" not in name and ai.registry.registered_action(ActionKind.TOOL, name) is None
+    ]
+    if unknown:
+        raise UsageError(
+            f"tools names tools this Genkit instance has not registered: {sorted(unknown)}; "
+            f"its tools are {_registered(ai)} (define each with @ai.tool() before the agent)"
+        )
+
+
+def _registered(ai: Genkit) -> list[str]:
+    """The names of the tools registered on ``ai``. Genkit lists them only from a coroutine,
+    and this runs in a constructor, perhaps inside a running loop; its registry is
+    thread-safe, so they are listed on a thread of their own."""
+    listing = ai.registry.resolve_actions_by_kind(ActionKind.TOOL)
+    with ThreadPoolExecutor(max_workers=1) as thread:
+        return sorted(thread.submit(asyncio.run, listing).result())
