@@ -25,8 +25,9 @@ def check_tools(ai: Genkit, tools: Sequence[str]) -> None:
     ]
     if unknown:
         raise UsageError(
-            f"tools names tools this Genkit instance has not registered: {sorted(unknown)}; "
-            f"its tools are {_registered(ai)} (define each with @ai.tool() before the agent)"
+            "GenkitAgent(tools=...) names tools this Genkit instance has not registered: "
+            f"{sorted(unknown)}; its tools are {_registered(ai)} "
+            "(define each with @ai.tool() before the agent)"
         )
 
 

@@ -17,8 +17,9 @@ from bot.agents.registry import Registry
 from signoff.genkit import GenkitAgent
 
 LACKS = (
-    "tools names tools this Genkit instance has not registered: ['delete_file']; its tools "
-    "are ['ask_user', 'delete_files'] (define each with @ai.tool() before the agent)"
+    "GenkitAgent(tools=...) names tools this Genkit instance has not registered: "
+    "['delete_file']; its tools are ['ask_user', 'delete_files'] "
+    "(define each with @ai.tool() before the agent)"
 )
 
 
