@@ -20,6 +20,9 @@ Entry point::
   ``decide(id, user_id, decision, *, args_digest, now, channel, message_ts, click_id)
   -> DecideOutcome`` (``click_id``: a click stream entry, decided at most once),
   ``expire_due(now, *, limit) -> list[ExpiryResult | LostRecord]``,
+  ``scan_gone(cursors, *, count) -> GoneScan`` (pending records Redis lost, found before
+  their time is up) and ``claim_gone(id, now) -> LostRecord | None`` (one found gone,
+  handed to the first caller as the expiry sweep hands it),
   ``due_reminders(now, *, limit) -> list[ReminderDue]``,
   ``cancel_run(run_id, *, reason, now, by) -> Cancelled``,
   ``claim_group_checks(now, *, limit, every)`` (pending records with user groups, due for
@@ -90,6 +93,7 @@ from .keys import Keys, record_id, split_record_id
 from .outcomes import (
     DecideOutcome,
     ExpiryResult,
+    GoneScan,
     LostRecord,
     Page,
     RefusalReason,
@@ -118,6 +122,7 @@ __all__ = [
     "EmbeddedServerError",
     "ExpiryResult",
     "Failure",
+    "GoneScan",
     "InterruptQueries",
     "InterruptRecord",
     "InterruptState",

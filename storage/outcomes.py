@@ -76,8 +76,8 @@ class ExpiryResult:
 @dataclass(frozen=True, kw_only=True)
 class LostRecord:
     """A pending request whose record Redis lost (evicted, or deleted by hand), handed
-    to the one expiry sweep that met it: it can no longer be decided, and its run waits
-    on it unless ended."""
+    to the one caller that claimed it first (an expiry sweep, a scheduler's check, a read):
+    it can no longer be decided, and its run waits on it unless ended."""
 
     record_id: str
     run_id: str
@@ -90,6 +90,17 @@ class LostRecord:
     request keeps ``channel``, ``created_at`` and its cards the same way, and
     ``lost:<record id>`` for each of its records found lost; empty when nothing kept it
     (a run stored by an earlier version)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class GoneScan:
+    """One page of a check of the due indexes for pending records Redis lost: the ids
+    found gone (their due entries left for ``claim_gone``), and where to go on."""
+
+    gone: tuple[str, ...]
+    cursors: Mapping[int, int]
+    """Shard: scan cursor, for each shard not read through yet (nor failed to answer);
+    empty once every shard was."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,6 +1,7 @@
 """The sweeps over the time-ordered indexes: expiries, ends of undo windows, reminders,
-and leasing the due members of an index. Each reads every shard in one pipeline (on a
-cluster, the shards' nodes answer in parallel) and handles each record in its own step.
+leasing the due members of an index, and finding the pending records Redis lost. Each
+reads every shard in one pipeline (on a cluster, the shards' nodes answer in parallel)
+and handles each record in its own step.
 """
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Literal, cast
 
@@ -17,8 +18,8 @@ from agent_runtime.interrupts import Decision
 from .client import RedisClient
 from .epoch import from_ms, to_ms
 from .errors import CorruptRecordError
-from .keys import Keys, split_record_id
-from .outcomes import ExpiryResult, LostRecord, ReminderDue
+from .keys import Keys, is_record_id, split_record_id
+from .outcomes import ExpiryResult, GoneScan, LostRecord, ReminderDue
 from .records import InterruptRecord
 from .retention import millis
 from .transitions import RecordTransitions
@@ -89,6 +90,37 @@ class DueSweeps(RecordTransitions):
         if result is None or result[0] not in ("missing", "lost"):
             return None
         return await self._gone(rid, result)
+
+    async def scan_gone(self, cursors: Mapping[int, int], *, count: int = 500) -> GoneScan:
+        """Read about ``count`` entries of each shard's due index from its cursor (shard:
+        cursor, 0 to start) and find those whose record is gone: the pending records Redis
+        lost, whose time may be hours off. Only reads, in two pipelines (one per shard's
+        node on a cluster); a shard whose node did not answer is logged and left for the
+        next round (an error only when none answered)."""
+        shards = list(cursors)
+        async with self._client.guard("read the due times for records gone"):
+            pipe = self._client.pipeline()
+            for shard in shards:
+                pipe.zscan(self._keys.due(shard), cursors[shard], count=count)
+            pages = await pipe.execute(raise_on_error=False)
+            if pages and all(isinstance(page, Exception) for page in pages):
+                raise pages[0]
+            left: dict[int, int] = {}
+            rids: list[str] = []
+            for shard, page in zip(shards, pages, strict=True):
+                if isinstance(page, Exception):
+                    log.warning("%s not read this time: %s", self._keys.due(shard), page)
+                    continue
+                cursor, members = page
+                rids += [rid for rid, _ in members if is_record_id(rid)]
+                if cursor:
+                    left[shard] = int(cursor)
+            pipe = self._client.pipeline()
+            for rid in rids:
+                pipe.exists(self._keys.record(rid))
+            there = await pipe.execute() if rids else []
+        gone = tuple(rid for rid, found in zip(rids, there, strict=True) if not found)
+        return GoneScan(gone=gone, cursors=left)
 
     async def _gone(self, rid: str, result: list[str]) -> LostRecord | None:
         """Take a record found gone off the pending lists; the ``LostRecord`` when this

@@ -9,9 +9,8 @@ from collections.abc import Sequence
 
 from aiohttp import web
 
-from bot.schedule.lost import end_lost
+from bot.schedule.lost import end_if_lost
 from bot.services import Services
-from bot.services.log_context import log_ids
 from storage.records import InterruptRecord
 from storage.requests import (
     LostRequest,
@@ -74,10 +73,7 @@ async def _lost_records(
     if not missing:
         return None
     for rid in missing:
-        claimed = await storage.interrupts.claim_gone(rid, services.clock.now())
-        if claimed is not None:
-            with log_ids(record_id=rid, run_id=run_id):
-                await end_lost(services, claimed)
+        if await end_if_lost(services, rid):
             read, _ = await storage.queries.many(ids)  # the others ended with it
     lost = await storage.requests.lost(run_id)
     if lost is None:

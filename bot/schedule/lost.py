@@ -11,6 +11,7 @@ from agent_runtime.errors import AgentRuntimeError
 from bot.runs.drive import settle
 from bot.runs.place import Place, place_of
 from bot.services import Services
+from bot.services.log_context import log_ids
 from bot.ui.home import refresh_homes
 from bot.ui.redraws import update_message
 from bot.ui.slack_failures import SLACK_FAILURES, why_failed
@@ -20,6 +21,17 @@ from storage.records import InterruptRecord
 from storage.requests import is_request_run
 
 log = logging.getLogger(__name__)
+
+
+async def end_if_lost(services: Services, record_id: str) -> bool:
+    """End the pending record ``record_id`` that a read found gone, as the expiry sweep
+    ends one, when this caller claims it first; whether it did (only one caller does)."""
+    claimed = await services.storage.interrupts.claim_gone(record_id, services.clock.now())
+    if claimed is None:
+        return False
+    with log_ids(record_id=record_id, run_id=claimed.run_id):
+        await end_lost(services, claimed)
+    return True
 
 
 async def end_lost(services: Services, lost: LostRecord) -> None:

@@ -1,13 +1,14 @@
 """The scheduler: expires due interrupts, sends reminders in working hours, drains the
-outbox, redraws the cards and posts the notes Slack did not take, and keeps the members
-of pending interrupts' user groups current.
+outbox, redraws the cards and posts the notes Slack did not take, keeps the members of
+pending interrupts' user groups current, and ends within minutes a pending request whose
+record Redis lost.
 
 Working hours are the policy's (``Reminders(start_hour=, end_hour=)``, stored with each
 interrupt) on each approver's own clock. A reminder due while every approver is off work
 is moved to the earliest start of one of their working days.
 
-Every step is safe with several schedulers running: storage hands each expiry, reminder
-and outbox entry to exactly one caller.
+Every step is safe with several schedulers running: storage hands each expiry, reminder,
+outbox entry and lost record to exactly one caller.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from storage.records import InterruptRecord
 from storage.sweeps import POST_LEASE
 
 from .lost import end_lost
+from .lost_check import LostCheck
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +66,7 @@ class Scheduler:
         self._stopping = asyncio.Event()
         self._made_final = made_final
         self._consumers_checked: datetime | None = None
+        self._lost_check = LostCheck(services)
 
     def stop(self) -> None:
         self._stopping.set()
@@ -111,7 +114,8 @@ class Scheduler:
     async def tick(self) -> None:
         """One pass: expire, remind, hand the resume worker the rounds whose app let go of
         them, (re)post what the outbox holds, redraw the cards and post the notes Slack did
-        not take, check group members, forget the stream consumers of stopped processes."""
+        not take, check group members, every few minutes end the pending requests whose
+        record Redis lost, forget the stream consumers of stopped processes."""
         now = self._services.clock.now()
         batches: set[str] = set()
         for expired in await self._services.storage.interrupts.expire_due(now):
@@ -136,6 +140,7 @@ class Scheduler:
         await self.redraw_cards()
         await send_queued_notes(self._services)
         await self.check_groups()
+        await self._lost_check.check()
         await self.forget_stopped_consumers()
 
     async def forget_stopped_consumers(self) -> None:
