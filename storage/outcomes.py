@@ -114,9 +114,12 @@ class ReminderDue:
 @dataclass(frozen=True, kw_only=True)
 class Page:
     """One page of pending records; pass ``next_cursor`` back for the next page. ``before``
-    and ``total`` count the list's entries before this page and in all."""
+    and ``total`` count the list's entries before this page and in all; ``after`` is the
+    cursor the page was read from (None: the first page); a cursor past the list's end
+    reads its last page (its last entries) instead."""
 
     records: tuple[InterruptRecord, ...]
     next_cursor: str | None = None
     before: int = 0
     total: int = 0
+    after: str | None = None

@@ -2,7 +2,8 @@
 
 Listings read an index page (and its counts) of every shard, for every user or channel
 asked about, in one pipeline, merge them, then read the records in a second (two round
-trips whatever the number of pending interrupts). A corrupt record is logged and left
+trips whatever the number of pending interrupts; a cursor past the end of a list that got
+shorter takes two more, to show its last page). A corrupt record is logged and left
 out of a listing; ``get`` raises CorruptRecordError.
 """
 
@@ -226,7 +227,13 @@ class InterruptQueries:
         return records, unreadable
 
     async def _page(
-        self, index: Callable[[int], str], owners: Sequence[str], limit: int, cursor: str | None
+        self,
+        index: Callable[[int], str],
+        owners: Sequence[str],
+        limit: int,
+        cursor: str | None,
+        *,
+        clamp: bool = True,
     ) -> Page:
         # Members are "owner \0 created_ms \0 record_id", so one owner's are contiguous and
         # in creation order in each shard; merged, the first ``limit`` of all owners' and
@@ -247,6 +254,11 @@ class InterruptQueries:
         total = sum(cast(list[int], replies[1::step]))
         before = sum(cast(list[int], replies[2::step])) if after else 0
         members = sorted((m for page in pages for m in page), key=_position)[:limit]
+        if after and not members and total and clamp:
+            # Nothing is left past the cursor (that page's entries were decided): the list
+            # is shorter now, so its last page (last ``limit`` entries) is shown instead.
+            start = await self._last_page_start(index, owners, limit)
+            return await self._page(index, owners, limit, start, clamp=False)
         ids = [m.rsplit("\0", 1)[1] for m in members]
         valid = [i for i in ids if is_record_id(i)]
         records, unreadable = await self.many(valid)
@@ -265,7 +277,22 @@ class InterruptQueries:
         pending = tuple(r for r in records if r.state == "pending")
         more = total - before > len(members)
         next_cursor = members[-1].split("\0", 1)[1] if more and members else None
-        return Page(records=pending, next_cursor=next_cursor, before=before, total=total)
+        return Page(
+            records=pending, next_cursor=next_cursor, before=before, total=total, after=after
+        )
+
+    async def _last_page_start(
+        self, index: Callable[[int], str], owners: Sequence[str], limit: int
+    ) -> str | None:
+        """The cursor the list's last ``limit`` entries follow (None: they are all of it)."""
+        async with self._client.guard("find the last page"):
+            pipe = self._client.pipeline()
+            for owner in owners:
+                for shard in self._keys.all_shards:
+                    pipe.zrevrangebylex(index(shard), f"({owner}\x01", f"[{owner}\0", 0, limit + 1)
+            replies = cast(list[list[str]], await pipe.execute())
+        tail = sorted((m for page in replies for m in page), key=_position)[-(limit + 1) :]
+        return tail[0].split("\0", 1)[1] if len(tail) > limit else None
 
 
 _POSITION = re.compile(r"[0-9]{1,15}\0[A-Za-z0-9_.:\-/]{1,257}")
