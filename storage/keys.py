@@ -329,6 +329,12 @@ class Keys:
         return f"{self._global}:home:viewers"
 
     @property
+    def home_places(self) -> str:
+        """Hash: user id -> where the lists of their Home tab start (the bot's text), so a
+        redraw shows the pages they were on."""
+        return f"{self._global}:home:places"
+
+    @property
     def trust_grants(self) -> str:
         """Hash: trust grant id -> its stored ``TrustGrant`` (agent, tool, channel, until)."""
         return f"{self._global}:trust"

@@ -15,7 +15,7 @@ from bot.services import Services
 from bot.ui import ids
 from bot.ui.blocks import date_token
 from bot.ui.cards import card_from_record
-from bot.ui.home import publish_home, refresh_homes
+from bot.ui.home import refresh_homes, show_home
 from bot.ui.modals import deny_modal
 from bot.ui.redraws import update_message
 from bot.ui.refusals import FORM_NOT_OPENED, STORAGE_DOWN, reason_text, refusal_text
@@ -32,7 +32,7 @@ async def decide_from_home(
     services: Services, *, user: str, action_id: str, value: str, trigger_id: str
 ) -> None:
     """Approve (or open Deny for) the request a Home button names; a refusal is shown at
-    the top of the viewer's Home."""
+    the top of the viewer's Home, which stays on the pages they were on."""
     ref = Ref.parse(value)
     if ref is None:
         return
@@ -51,11 +51,11 @@ async def decide_from_home(
         )
     except StorageError as exc:
         log.error("Home decision by %s not recorded: %s", user, exc)
-        await publish_home(services, user, notice=STORAGE_DOWN)
+        await show_home(services, user, notice=STORAGE_DOWN)
         return
     if outcome.status == "refused" or (outcome.status == "replayed" and outcome.reason):
         services.metrics.refusals[outcome.reason or "unknown"] += 1
-        await publish_home(services, user, notice=refusal_text(outcome))
+        await show_home(services, user, notice=refusal_text(outcome))
         return
     record = outcome.record
     if record is None:
@@ -69,17 +69,17 @@ async def decide_from_home(
     elif record.held is not None:  # the policy's undo window: it can still be taken back
         when = date_token(record.held.until, template="{time_secs}")
         notice = f"Decided: it takes effect at {when} unless someone clicks Undo on its card."
-        await publish_home(services, user, notice=notice)
+        await show_home(services, user, notice=notice)
     else:  # a vote toward a quorum: the viewer's Home says so
         counted = f"Your approval is counted ({outcome.approvals} of {outcome.required})."
-        await publish_home(services, user, notice=counted)
+        await show_home(services, user, notice=counted)
 
 
 async def _open_deny(services: Services, ref: Ref, *, user: str, trigger_id: str) -> None:
     record = await services.storage.queries.get(ref.record_id)
     if record is None or record.state != "pending":
         text = reason_text("unknown") if record is None else "This request was decided already."
-        await publish_home(services, user, notice=text)
+        await show_home(services, user, notice=text)
         return
     try:
         await services.client.views_open(
@@ -87,4 +87,4 @@ async def _open_deny(services: Services, ref: Ref, *, user: str, trigger_id: str
         )
     except (SlackApiError, ClientError, TimeoutError, OSError) as exc:
         log.warning("Deny modal for %s not opened: %s", record.id, why_failed(exc))
-        await publish_home(services, user, notice=FORM_NOT_OPENED)
+        await show_home(services, user, notice=FORM_NOT_OPENED)

@@ -17,11 +17,11 @@ from bot.runs.drive import start_run, unknown_agent
 from bot.runs.place import Place
 from bot.services import Services
 from bot.ui.blocks import escaped, is_user_id
-from bot.ui.home import publish_home
+from bot.ui.home import publish_home, show_home
+from bot.ui.home_place import FIRST_PAGES, HomePlace
 from bot.ui.listing import (
     PAGE_SIZE,
     help_text,
-    home_cursors,
     page_cursor,
     pending_blocks,
     waiting_text,
@@ -121,7 +121,8 @@ def home_listener(services: Services) -> Any:
 
 def page_listener(services: Services) -> Any:
     """The Bolt action listener of the list's "Next page" button, in a message or App Home,
-    and of App Home's next page of the requests open to the viewer's channels."""
+    and of App Home's next page of the requests open to the viewer's channels (the pages
+    Home shows are stored, so redraws keep them)."""
 
     async def on_next_page(ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond) -> None:
         await ack()
@@ -130,8 +131,7 @@ def page_listener(services: Services) -> Any:
         value = str(actions[0].get("value") or "")
         try:
             if (body.get("view") or {}).get("type") == "home":
-                named, open_to_channels = home_cursors(value)
-                await publish_home(services, user, cursor=named, open_cursor=open_to_channels)
+                await publish_home(services, user, HomePlace.parse(value), stored=None)
                 return
             cursor = page_cursor(value)
             queries = services.storage.queries
@@ -210,10 +210,11 @@ async def _start(services: Services, agent: str, prompt: str, place: Place) -> N
 
 
 async def _open_home(services: Services, user: str) -> None:
-    """Draw Home for ``user``, and remember they look at it (it is redrawn on decisions)."""
+    """Draw Home for ``user``, each list from its first page, and remember they look at it
+    (it is redrawn on decisions, on the pages they turned to)."""
     try:
-        await services.storage.home.opened(user, services.clock.now())
-        await publish_home(services, user)
+        await services.storage.home.opened(user, services.clock.now())  # on first pages
+        await publish_home(services, user, FIRST_PAGES, stored=FIRST_PAGES)
     except (StorageError, InvalidIdError) as exc:
         log.warning("Home for %s not drawn: %s", user, exc)
 
@@ -231,7 +232,7 @@ def revoke_listener(services: Services) -> Any:
             removed = await revoke_trust(services, grant_id, by=user)
             if removed is None:
                 log.info("trust %s not revoked by %s: gone, or not theirs", grant_id, user)
-            await publish_home(services, user)
+            await show_home(services, user)
         except (StorageError, InvalidIdError) as exc:
             log.error("trust %s not revoked: %s", grant_id, exc)
 

@@ -1,7 +1,8 @@
 """The app's Home tab: what waits for the viewer, and the trust they gave, revocable there.
 
-It is redrawn when its viewer opens it, and after a decision on a request they could
-decide (only for people who opened it lately: one ``views.publish`` each).
+It is redrawn when its viewer opens it (each list from its first page), and after a
+decision on a request they could decide (only for people who opened it lately: one
+``views.publish`` each), each list on the page the viewer was on.
 """
 
 from __future__ import annotations
@@ -18,15 +19,8 @@ from storage.outcomes import Page
 from storage.records import InterruptRecord
 
 from .blocks import section
-from .listing import (
-    HOME_PAGE_SIZE,
-    MAX_OPEN,
-    Shown,
-    channel_blocks,
-    home_page_value,
-    pending_blocks,
-    trust_blocks,
-)
+from .home_place import HomePlace
+from .listing import HOME_PAGE_SIZE, MAX_OPEN, Shown, channel_blocks, pending_blocks, trust_blocks
 from .slack_failures import why_failed
 
 log = logging.getLogger(__name__)
@@ -38,22 +32,26 @@ MAX_REFRESHED = 50
 async def publish_home(
     services: Services,
     user: str,
+    place: HomePlace,
     *,
-    cursor: str | None = None,
-    open_cursor: str | None = None,
+    stored: HomePlace | None,
     notice: str | None = None,
 ) -> None:
-    """Show ``user`` what waits for them (from ``cursor`` on, each decidable right there),
-    what anyone in their channels may decide (from ``open_cursor`` on), and the trust they
-    gave (an admin sees everyone's); ``notice`` (the bot's mrkdwn) on top."""
+    """Show ``user`` what waits for them (each decidable right there), what anyone in their
+    channels may decide, each list from ``place`` (one that got shorter on its last page),
+    and the trust they gave (an admin sees everyone's); ``notice`` (the bot's mrkdwn) on
+    top. The place shown is stored first unless it is ``stored`` (what storage holds)."""
     now = services.clock.now()
     queries = services.storage.queries
-    page = await queries.pending_for_user(user, limit=HOME_PAGE_SIZE, cursor=cursor)
+    page = await queries.pending_for_user(user, limit=HOME_PAGE_SIZE, cursor=place.named)
     membership = await services.directory.channels_of(user)
     # Each is decided on its card, where being in the channel is what counts.
     open_page = await queries.pending_open_in(
-        membership.channels, limit=MAX_OPEN, cursor=open_cursor
+        membership.channels, limit=MAX_OPEN, cursor=place.open_to_channels
     )
+    shown = HomePlace(named=page.after, open_to_channels=open_page.after)
+    later_named = HomePlace(named=page.next_cursor, open_to_channels=shown.open_to_channels)
+    later_open = HomePlace(named=shown.named, open_to_channels=open_page.next_cursor)
     grants = [
         g
         for g in await services.storage.trust.active(now)
@@ -64,19 +62,27 @@ async def publish_home(
         *pending_blocks(
             page.records,
             viewer=user,
-            next_page=page.next_cursor and home_page_value(page.next_cursor, open_cursor),
+            next_page=page.next_cursor and later_named.value,
             decide_here=True,
             shown=_shown(page),
         ),
         *channel_blocks(
             open_page.records,
             shown=_shown(open_page),
-            next_page=open_page.next_cursor and home_page_value(cursor, open_page.next_cursor),
+            next_page=open_page.next_cursor and later_open.value,
             missing=_missing(membership),
         ),
         *trust_blocks(grants),
     ]
+    if shown != stored:  # before it is seen: a click on it then redraws these pages
+        await services.storage.home.keep(user, shown.value)
     await services.client.views_publish(user_id=user, view={"type": "home", "blocks": blocks})
+
+
+async def show_home(services: Services, user: str, *, notice: str | None = None) -> None:
+    """Redraw ``user``'s Home on the pages they were on (as stored), ``notice`` on top."""
+    kept = HomePlace.parse(await services.storage.home.place(user))
+    await publish_home(services, user, kept, stored=kept, notice=notice)
 
 
 def _shown(page: Page) -> Shown:
@@ -95,7 +101,7 @@ def _missing(membership: Membership) -> str | None:
 
 async def refresh_homes(services: Services, record: InterruptRecord) -> None:
     """Redraw the Home of the people who could decide ``record`` (and whoever did), when
-    they opened it lately: the request leaves their list."""
+    they opened it lately, each on the pages they were on: the request leaves their list."""
     policy = record.policy
     named = policy.deciders
     named += tuple(u for rung in record.reached_rungs for u in rung.deciders)
@@ -105,8 +111,9 @@ async def refresh_homes(services: Services, record: InterruptRecord) -> None:
     except StorageError as exc:
         log.warning("Home tabs not redrawn after %s: %s", record.id, exc)
         return
-    for user in viewers:
+    for user, kept in viewers.items():
         try:
-            await publish_home(services, user)
+            place = HomePlace.parse(kept)
+            await publish_home(services, user, place, stored=place)
         except (StorageError, SlackApiError, ClientError, TimeoutError, OSError) as exc:
             log.warning("Home of %s not redrawn after %s: %s", user, record.id, why_failed(exc))

@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from storage.queries import is_cursor
 from storage.records import InterruptRecord
 from storage.requests import is_request_run
 from storage.trust_grants import TrustGrant
@@ -263,22 +262,6 @@ def page_cursor(value: str) -> str:
     """The storage cursor a next-page button carries: a place in the list, read from the
     clicker's own entries only."""
     return value.replace(" ", "\0")
-
-
-def home_page_value(named: str | None, open_to_channels: str | None) -> str:
-    """What a Home page button carries: where each of its two lists is to start, so paging
-    one keeps the other where it was."""
-    return f"{named or ''}|{open_to_channels or ''}"
-
-
-def home_cursors(value: str) -> tuple[str | None, str | None]:
-    """The two cursors a Home page button carries (``home_page_value``); any that is not
-    a cursor starts its list from the first page. Each only places the clicker's own list."""
-    parts = [page_cursor(part) for part in value.split("|")]
-    if len(parts) != 2:
-        return None, None
-    named, open_to_channels = (part if is_cursor(part) else None for part in parts)
-    return named, open_to_channels
 
 
 def help_text() -> str:

@@ -6,102 +6,26 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import aiohttp
 import pytest
-from aiohttp.test_utils import TestServer
-from fakes import Fault, home_click_payload
+from fakes import Fault
 from harness import ALICE, BOB, Harness
-from pydantic import SecretStr
+from home_lists import (
+    QUIET,
+    ROTA,
+    TEAMS,
+    ask,
+    button,
+    named_requests,
+    open_home,
+    open_requests,
+    titles,
+    turn_page,
+)
 from redis.asyncio.connection import AbstractConnection
 
-from bot.api.request_records import REQUESTS_PATH
-from bot.process.web import operator_app
 from bot.ui import ids
-
-TEAMS = [f"C0TEAM{n:02d}" for n in range(40)]
-QUIET = [f"C0QUIET{n:03d}" for n in range(200)]  # no request waits in these
-ROTA = "S0ROTA"
-
-
-async def _ask(bot: Harness, requests: list[dict[str, Any]], *, job: str = "demo-job") -> None:
-    """Post ``requests`` through the requests API as ``job`` (each names its channel), a
-    second apart; their cards posted."""
-    _, token = await bot.services.storage.api_clients.create(
-        job, channels=tuple(TEAMS), now=datetime.now(UTC)
-    )
-    app = operator_app(bot.services, api_token=SecretStr("admin-token-" + "x" * 24))
-    server = TestServer(app, host="127.0.0.1", port=0)
-    await server.start_server()
-    try:
-        async with aiohttp.ClientSession() as http:
-            for body in requests:
-                bot.clock.advance(timedelta(seconds=1))
-                async with http.post(
-                    f"http://127.0.0.1:{server.port}{REQUESTS_PATH}",
-                    json=body,
-                    headers={"Authorization": f"Bearer {token}"},
-                ) as response:
-                    assert response.status == 201, await response.text()
-    finally:
-        await server.close()
-
-
-def _named(first: int, count: int) -> list[dict[str, Any]]:
-    """Requests naming Alice, or a rota she is on, one per team channel from ``first``."""
-    return [
-        {"channel": TEAMS[n], "title": f"named {n:02d}", "approvers": [ALICE if n else ROTA]}
-        for n in range(first, first + count)
-    ]
-
-
-def _open(first: int, count: int) -> list[dict[str, Any]]:
-    """Requests anyone in their channel may decide, one per team channel from ``first``."""
-    return [
-        {"channel": TEAMS[n], "title": f"open {n:02d}", "anyone_in_channel": True}
-        for n in range(first, first + count)
-    ]
-
-
-def _last_home(bot: Harness) -> list[dict[str, Any]]:
-    views = [c for c in bot.slack.called("views.publish") if c["user_id"] == ALICE]
-    blocks: list[dict[str, Any]] = views[-1]["view"]["blocks"]
-    return blocks
-
-
-def _button(blocks: list[dict[str, Any]], action_id: str) -> dict[str, Any] | None:
-    for block in blocks:
-        for element in block.get("elements") or []:
-            if element.get("action_id") == action_id:
-                found: dict[str, Any] = element
-                return found
-    return None
-
-
-def _titles(blocks: list[dict[str, Any]], kind: str) -> list[str]:
-    texts = [b["text"]["text"] for b in blocks if b.get("type") == "section" and "text" in b]
-    return [t.split("asks: ")[1] for t in texts if f"asks: {kind} " in t]
-
-
-async def _redrawn(bot: Harness, send: Any) -> list[dict[str, Any]]:
-    """What Alice's Home shows once ``send`` (a signed request) has it redrawn."""
-    before = len(bot.slack.called("views.publish"))
-    await send
-    await bot.slack.wait_for(
-        lambda: len(bot.slack.called("views.publish")) > before, what="Alice's Home"
-    )
-    return _last_home(bot)
-
-
-async def _open_home(bot: Harness) -> list[dict[str, Any]]:
-    return await _redrawn(bot, bot.event({"type": "app_home_opened", "user": ALICE}))
-
-
-async def _page(bot: Harness, action_id: str, value: str) -> list[dict[str, Any]]:
-    click = home_click_payload(user=ALICE, action_id=action_id, value=value)
-    return await _redrawn(bot, bot.send(click))
 
 
 @contextmanager
@@ -129,30 +53,30 @@ async def test_home_pages_through_every_request_in_more_than_twenty_channels_say
     bot: Harness = await make_bot()
     bot.slack.groups[ROTA] = [ALICE, BOB]
     bot.slack.channels_of[ALICE] = [*QUIET, *TEAMS]
-    await _ask(bot, [*_named(0, 25), *_open(25, 10)])
+    await ask(bot, [*named_requests(0, 25), *open_requests(25, 10)])
 
-    home = await _open_home(bot)
+    home = await open_home(bot)
     assert len(home) <= 100
     assert "Showing 1 to 17 of 25, oldest first" in str(home)
     assert "Open to everyone in your channels: 10" in str(home)
     assert "Showing 1 to 5 of 10, oldest first" in str(home)
-    named, opened = _titles(home, "named"), _titles(home, "open")
+    named, opened = titles(home, "named"), titles(home, "open")
     assert named == [f"named {n:02d}" for n in range(17)]
     assert opened == [f"open {n:02d}" for n in range(25, 30)]
 
-    next_page = _button(home, ids.NEXT_PAGE)
+    next_page = button(home, ids.NEXT_PAGE)
     assert next_page is not None
-    rest = await _page(bot, ids.NEXT_PAGE, next_page["value"])
+    rest = await turn_page(bot, ids.NEXT_PAGE, next_page["value"])
     assert "Showing 18 to 25 of 25, oldest first" in str(rest)
-    named += _titles(rest, "named")
-    assert _button(rest, ids.NEXT_PAGE) is None
+    named += titles(rest, "named")
+    assert button(rest, ids.NEXT_PAGE) is None
 
-    more = _button(home, ids.HOME_OPEN_PAGE)
+    more = button(home, ids.HOME_OPEN_PAGE)
     assert more is not None
-    rest = await _page(bot, ids.HOME_OPEN_PAGE, more["value"])
+    rest = await turn_page(bot, ids.HOME_OPEN_PAGE, more["value"])
     assert "Showing 6 to 10 of 10, oldest first" in str(rest)
-    opened += _titles(rest, "open")
-    assert _button(rest, ids.HOME_OPEN_PAGE) is None
+    opened += titles(rest, "open")
+    assert button(rest, ids.HOME_OPEN_PAGE) is None
 
     assert named == [f"named {n:02d}" for n in range(25)]
     assert opened == [f"open {n:02d}" for n in range(25, 35)]
@@ -164,20 +88,20 @@ async def test_opening_home_costs_the_same_however_many_requests_wait(make_bot: 
     waiting or 40."""
     bot: Harness = await make_bot()
     bot.slack.channels_of[ALICE] = [*QUIET, *TEAMS]
-    await _ask(bot, [*_named(1, 5), *_open(20, 5)])
+    await ask(bot, [*named_requests(1, 5), *open_requests(20, 5)])
     task = f"home {ALICE}"
 
     calls = len(bot.slack.calls)
     with _round_trips(task) as sent:
-        await _open_home(bot)
+        await open_home(bot)
     asked = [c.method for c in bot.slack.calls[calls:]]
     assert sorted(asked) == ["users.conversations"] * 2 + ["views.publish"]  # 240 channels
     assert sent == [6]
 
-    await _ask(bot, [*_named(6, 14), *_open(25, 15)], job="later-job")
+    await ask(bot, [*named_requests(6, 14), *open_requests(25, 15)], job="later-job")
     calls = len(bot.slack.calls)
     with _round_trips(task) as sent:
-        home = await _open_home(bot)
+        home = await open_home(bot)
     assert [c.method for c in bot.slack.calls[calls:]] == ["views.publish"]
     assert sent == [6]
     assert "of 19, oldest first" in str(home) and "of 20, oldest first" in str(home)
@@ -190,8 +114,8 @@ async def test_home_says_when_it_looked_in_only_some_of_the_viewers_channels(
     channels is told which were looked in, not left to think there is nothing else."""
     bot: Harness = await make_bot()
     bot.slack.channels_of[ALICE] = [*TEAMS, *(f"C0MANY{n:04d}" for n in range(1000))]
-    await _ask(bot, _open(0, 1))
-    home = await _open_home(bot)
+    await ask(bot, open_requests(0, 1))
+    home = await open_home(bot)
     assert "open 00" in str(home)
     assert "Looked in the first 1,000 of your channels Slack lists, not the rest." in str(home)
 
@@ -206,8 +130,8 @@ async def test_home_says_so_when_slack_would_not_list_the_viewers_channels(
     bot.slack.faults["users.conversations"].append(
         Fault(status=200, body={"ok": False, "error": "missing_scope"})
     )
-    await _ask(bot, _open(0, 1))
-    home = await _open_home(bot)
+    await ask(bot, open_requests(0, 1))
+    home = await open_home(bot)
     assert "open 00" not in str(home)
     assert "Slack did not list your channels" in str(home)
 
@@ -218,32 +142,32 @@ async def test_paging_one_home_list_keeps_the_other_on_its_page(make_bot: Any) -
     bot: Harness = await make_bot()
     bot.slack.groups[ROTA] = [ALICE, BOB]
     bot.slack.channels_of[ALICE] = TEAMS
-    await _ask(bot, [*_named(0, 25), *_open(25, 10)])
-    home = await _open_home(bot)
+    await ask(bot, [*named_requests(0, 25), *open_requests(25, 10)])
+    home = await open_home(bot)
 
-    next_page = _button(home, ids.NEXT_PAGE)
+    next_page = button(home, ids.NEXT_PAGE)
     assert next_page is not None
-    named_later = await _page(bot, ids.NEXT_PAGE, next_page["value"])
-    assert _titles(named_later, "named") == [f"named {n:02d}" for n in range(17, 25)]
-    more = _button(named_later, ids.HOME_OPEN_PAGE)
+    named_later = await turn_page(bot, ids.NEXT_PAGE, next_page["value"])
+    assert titles(named_later, "named") == [f"named {n:02d}" for n in range(17, 25)]
+    more = button(named_later, ids.HOME_OPEN_PAGE)
     assert more is not None
-    both_later = await _page(bot, ids.HOME_OPEN_PAGE, more["value"])
-    assert _titles(both_later, "named") == [f"named {n:02d}" for n in range(17, 25)]
-    assert _titles(both_later, "open") == [f"open {n:02d}" for n in range(30, 35)]
+    both_later = await turn_page(bot, ids.HOME_OPEN_PAGE, more["value"])
+    assert titles(both_later, "named") == [f"named {n:02d}" for n in range(17, 25)]
+    assert titles(both_later, "open") == [f"open {n:02d}" for n in range(30, 35)]
     assert "Showing 18 to 25 of 25" in str(both_later)
     assert "Showing 6 to 10 of 10" in str(both_later)
 
     # Back the other way: the open list's second page kept while the named list pages.
-    more = _button(home, ids.HOME_OPEN_PAGE)
+    more = button(home, ids.HOME_OPEN_PAGE)
     assert more is not None
-    open_later = await _page(bot, ids.HOME_OPEN_PAGE, more["value"])
-    next_page = _button(open_later, ids.NEXT_PAGE)
+    open_later = await turn_page(bot, ids.HOME_OPEN_PAGE, more["value"])
+    next_page = button(open_later, ids.NEXT_PAGE)
     assert next_page is not None
-    both_later = await _page(bot, ids.NEXT_PAGE, next_page["value"])
-    assert _titles(both_later, "open") == [f"open {n:02d}" for n in range(30, 35)]
-    assert _titles(both_later, "named") == [f"named {n:02d}" for n in range(17, 25)]
+    both_later = await turn_page(bot, ids.NEXT_PAGE, next_page["value"])
+    assert titles(both_later, "open") == [f"open {n:02d}" for n in range(30, 35)]
+    assert titles(both_later, "named") == [f"named {n:02d}" for n in range(17, 25)]
 
     for forged in ["not a cursor", "x|y|z", "abc|12 ../../other", ""]:
-        first = await _page(bot, ids.NEXT_PAGE, forged)
-        assert _titles(first, "named") == [f"named {n:02d}" for n in range(17)], forged
-        assert _titles(first, "open") == [f"open {n:02d}" for n in range(25, 30)], forged
+        first = await turn_page(bot, ids.NEXT_PAGE, forged)
+        assert titles(first, "named") == [f"named {n:02d}" for n in range(17)], forged
+        assert titles(first, "open") == [f"open {n:02d}" for n in range(25, 30)], forged
