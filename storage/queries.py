@@ -3,8 +3,9 @@
 Listings read an index page (and its counts) of every shard, for every user or channel
 asked about, in one pipeline, merge them, then read the records in a second (two round
 trips whatever the number of pending interrupts; a cursor past the end of a list that got
-shorter takes two more, to show its last page). A corrupt record is logged and left
-out of a listing; ``get`` raises CorruptRecordError.
+shorter takes two more, to show its last page); the requests open to many channels are
+picked out of each shard's index, read at once, instead (see ``owner_index``). A corrupt
+record is logged and left out of a listing; ``get`` raises CorruptRecordError.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from .client import RedisClient
 from .errors import CorruptRecordError, InvalidIdError
 from .keys import Keys, check_id, is_record_id, split_record_id
 from .outcomes import Page
+from .owner_index import OwnerIndex
 from .records import InterruptRecord
 
 log = logging.getLogger(__name__)
@@ -91,9 +93,12 @@ class InterruptQueries:
         self, channels: Sequence[str], *, limit: int = 50, cursor: str | None = None
     ) -> Page:
         """Pending interrupts anyone in their channel may decide, in any of ``channels``,
-        oldest first: two round trips however many channels are asked about."""
+        oldest first: two round trips and a few commands however many channels are asked
+        about; a third, one channel at a time, only for the channels past what was read of
+        a shard whose index holds more than ``owner_index.read_up_to`` entries."""
         owners = [check_id("channel", channel) for channel in dict.fromkeys(channels)]
-        return await self._page(self._keys.by_open_channel, owners, limit, cursor)
+        index = self._keys.by_open_channel
+        return await self._page(index, owners, limit, cursor, read_first=True)
 
     async def pending_for_run(self, run_id: str) -> list[InterruptRecord]:
         """The run's pending interrupts, in id order."""
@@ -233,32 +238,24 @@ class InterruptQueries:
         limit: int,
         cursor: str | None,
         *,
+        read_first: bool = False,
         clamp: bool = True,
     ) -> Page:
         # Members are "owner \0 created_ms \0 record_id", so one owner's are contiguous and
         # in creation order in each shard; merged, the first ``limit`` of all owners' and
         # shards' pages are the page. The cursor is the last one's "created_ms \0 record_id".
         after = cursor if cursor and is_cursor(cursor) else None
-        async with self._client.guard("list pending interrupts"):
-            pipe = self._client.pipeline()
-            for owner in owners:
-                low = f"({owner}\0{after}" if after else f"[{owner}\0"
-                for shard in self._keys.all_shards:
-                    pipe.zrangebylex(index(shard), low, f"({owner}\x01", 0, limit)
-                    pipe.zlexcount(index(shard), f"[{owner}\0", f"({owner}\x01")
-                    if after:
-                        pipe.zlexcount(index(shard), f"[{owner}\0", f"[{owner}\0{after}")
-            replies = await pipe.execute()
-        step = 3 if after else 2
-        pages = cast(list[list[str]], replies[0::step])
-        total = sum(cast(list[int], replies[1::step]))
-        before = sum(cast(list[int], replies[2::step])) if after else 0
+        entries = OwnerIndex(
+            self._client, index, shards=self._keys.all_shards, owners=owners, read_first=read_first
+        )
+        pages, total, before = await entries.pages(after, limit)
         members = sorted((m for page in pages for m in page), key=_position)[:limit]
         if after and not members and total and clamp:
             # Nothing is left past the cursor (that page's entries were decided): the list
             # is shorter now, so its last page (last ``limit`` entries) is shown instead.
-            start = await self._last_page_start(index, owners, limit)
-            return await self._page(index, owners, limit, start, clamp=False)
+            tail = sorted((m for t in await entries.tails(limit + 1) for m in t), key=_position)
+            start = tail[-(limit + 1)].split("\0", 1)[1] if len(tail) > limit else None
+            return await self._page(index, owners, limit, start, read_first=read_first, clamp=False)
         ids = [m.rsplit("\0", 1)[1] for m in members]
         valid = [i for i in ids if is_record_id(i)]
         records, unreadable = await self.many(valid)
@@ -280,19 +277,6 @@ class InterruptQueries:
         return Page(
             records=pending, next_cursor=next_cursor, before=before, total=total, after=after
         )
-
-    async def _last_page_start(
-        self, index: Callable[[int], str], owners: Sequence[str], limit: int
-    ) -> str | None:
-        """The cursor the list's last ``limit`` entries follow (None: they are all of it)."""
-        async with self._client.guard("find the last page"):
-            pipe = self._client.pipeline()
-            for owner in owners:
-                for shard in self._keys.all_shards:
-                    pipe.zrevrangebylex(index(shard), f"({owner}\x01", f"[{owner}\0", 0, limit + 1)
-            replies = cast(list[list[str]], await pipe.execute())
-        tail = sorted((m for page in replies for m in page), key=_position)[-(limit + 1) :]
-        return tail[0].split("\0", 1)[1] if len(tail) > limit else None
 
 
 _POSITION = re.compile(r"[0-9]{1,15}\0[A-Za-z0-9_.:\-/]{1,257}")

@@ -10,6 +10,8 @@ from storage_helpers import DIGEST, NOW, later, make_record
 from agent_runtime.interrupts import Decision
 from storage import Storage, connect
 from storage.open_index import index_earlier_open_requests
+from storage.owner_index import read_up_to
+from storage.records import to_ms
 
 
 async def test_requests_open_to_a_channel_are_listed_across_many_channels_with_counts(
@@ -88,3 +90,93 @@ async def test_open_requests_an_earlier_version_stored_are_indexed_once_on_conne
         assert await index_earlier_open_requests(again.client, keys) == 0
     finally:
         await again.close()
+
+
+async def server_calls(storage: Storage, command: str | None = None) -> int:
+    """Commands the server (every primary, on a cluster) ran: ``command`` only, or all of
+    them but INFO, which reads these counts."""
+    raw = storage.client.raw
+    if storage.client.cluster is None:
+        nodes = [await raw.info("commandstats")]
+    else:
+        nodes = list((await raw.info("commandstats", target_nodes="primaries")).values())
+    return sum(
+        stats["calls"]
+        for node in nodes
+        for name, stats in node.items()
+        if (name == f"cmdstat_{command}" if command else name != "cmdstat_info")
+    )
+
+
+async def test_listing_for_someone_in_a_thousand_channels_costs_what_is_open_in_them(
+    storage: Storage,
+) -> None:
+    """Three requests open in two of 1,000 channels: listed, counted and paged with a few
+    commands (the index of each shard read at once), not two per channel and shard."""
+    opened = [
+        make_record(run_id=f"run_{n}", channel=channel, now=later(seconds=n), open_to_channel=True)
+        for n, channel in enumerate(["C0500", "C0042", "C0500"])
+    ]
+    for record in opened:
+        await storage.interrupts.create_interrupt(record)
+    await storage.interrupts.create_interrupt(make_record(run_id="run_named", channel="C0042"))
+    asked = [f"C{n:04d}" for n in range(1000)]
+
+    calls = await server_calls(storage)
+    first = await storage.queries.pending_open_in(asked, limit=2)
+    spent = await server_calls(storage) - calls
+    assert [r.id for r in first.records] == [r.id for r in opened[:2]]
+    assert (first.before, first.total) == (0, 3)
+    assert spent == len(storage.keys.all_shards) + 2  # each shard's index, each record
+    calls = await server_calls(storage)
+    rest = await storage.queries.pending_open_in(asked, limit=2, cursor=first.next_cursor)
+    assert await server_calls(storage) - calls == len(storage.keys.all_shards) + 1
+    assert [r.id for r in rest.records] == [opened[2].id]
+    assert (rest.before, rest.total, rest.next_cursor) == (2, 3, None)
+
+
+async def test_a_shard_index_too_large_to_read_at_once_is_asked_channel_by_channel(
+    storage: Storage,
+) -> None:
+    """Past the entries read at once, each channel asked about is looked up alone: the same
+    list, order, counts and pages, the last page for a cursor past the end, and an entry
+    whose record is gone cleaned from the index."""
+    keys, raw = storage.keys, storage.client.raw
+    channels = ["CAAA", "CTEAM1", "CTEAM2"]  # CAAA sorts before the filler, read at once
+    opened = [
+        make_record(
+            run_id=f"run_{n}", channel=channels[n % 3], now=later(seconds=n), open_to_channel=True
+        )
+        for n in range(8)
+    ]
+    for record in opened:
+        await storage.interrupts.create_interrupt(record)
+    filler = {f"CFILL{n:04d}\0{n}\0run_fill/int_{n}": 0 for n in range(read_up_to(3) + 1)}
+    for shard in keys.all_shards:
+        await raw.zadd(keys.by_open_channel(shard), filler)
+    await raw.delete(keys.record(opened[7].id))  # expired while pending
+
+    lookups = await server_calls(storage, "zlexcount")
+    pages = [await storage.queries.pending_open_in(channels, limit=3)]
+    assert await server_calls(storage, "zlexcount") > lookups  # asked channel by channel
+    while pages[-1].next_cursor:
+        cursor = pages[-1].next_cursor
+        pages.append(await storage.queries.pending_open_in(channels, limit=3, cursor=cursor))
+    assert [[r.id for r in page.records] for page in pages] == [
+        [r.id for r in opened[0:3]],
+        [r.id for r in opened[3:6]],
+        [opened[6].id],
+    ]
+    assert [(page.before, page.total) for page in pages] == [(0, 8), (3, 8), (6, 8)]
+    member = f"CTEAM1\0{to_ms(opened[7].created_at)}\0{opened[7].id}"
+    assert (
+        await raw.zscore(keys.by_open_channel(keys.shard_of_record(opened[7].id)), member) is None
+    )
+
+    # The last page's request decided: its cursor now reads the (shorter) list's last page.
+    await storage.interrupts.decide(
+        opened[6].id, "UALICE", Decision.approve(), args_digest=DIGEST, now=NOW
+    )
+    last = await storage.queries.pending_open_in(channels, limit=3, cursor=pages[1].next_cursor)
+    assert [r.id for r in last.records] == [r.id for r in opened[3:6]]
+    assert (last.before, last.total, last.next_cursor) == (3, 6, None)
