@@ -5,18 +5,21 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import errno
 import logging
 import signal
+import sys
 from pathlib import Path
 
-from .config import demo_workspace, load_workspace
+from .config import WorkspaceSeed, demo_workspace, load_workspace
+from .errors import SandboxError
 from .server import Sandbox
 
 
 def _parse() -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m sandbox", description=__doc__)
     parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=0, help="0 picks a free port (default)")
+    parser.add_argument("--port", type=_port, default=0, help="0 picks a free port (default)")
     parser.add_argument(
         "--request-url",
         default=None,
@@ -32,8 +35,31 @@ def _parse() -> argparse.Namespace:
     return parser.parse_args()
 
 
+def _port(text: str) -> int:
+    """``--port``: 0 (any free one) to 65535, refused here rather than by bind()."""
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port: give 0 to 65535")
+    return port
+
+
+def _seed(path: Path | None) -> WorkspaceSeed:
+    """The workspace ``--workspace`` names, or the demo's; a file it cannot read is a
+    ``SandboxError`` naming it."""
+    if path is None:
+        return demo_workspace()
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise SandboxError(f"--workspace {path}: {exc.strerror or exc}") from exc
+    return load_workspace(text)
+
+
 async def _serve(options: argparse.Namespace) -> None:
-    seed = load_workspace(options.workspace.read_text()) if options.workspace else demo_workspace()
+    seed = _seed(options.workspace)
     async with Sandbox(
         seed=seed, host=options.host, port=options.port, request_url=options.request_url
     ) as sb:
@@ -55,15 +81,27 @@ async def _serve(options: argparse.Namespace) -> None:
         await stopping.wait()
 
 
-def main() -> None:
+def main() -> int:
+    """Serve until Ctrl-C; a workspace or port it cannot use is one line and exit 2."""
     options = _parse()
     logging.basicConfig(
         level=logging.DEBUG if options.verbose else logging.INFO,
         format="%(asctime)s %(name)s %(levelname)s %(message)s",
     )
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(_serve(options))
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(_serve(options))
+    except OSError as exc:
+        said = str(exc)
+        if exc.errno == errno.EADDRINUSE:
+            said = f"port {options.port} is in use: pass another --port, or 0 for a free one"
+        print(f"python -m sandbox: {said}", file=sys.stderr)
+        return 2
+    except SandboxError as exc:
+        print(f"python -m sandbox: {exc}", file=sys.stderr)
+        return 2
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

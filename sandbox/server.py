@@ -198,7 +198,11 @@ class Sandbox:
             self._state.save(self.workspace)  # only a workspace that was loaded, never over it
 
     async def __aenter__(self) -> Sandbox:
-        await self.start()
+        try:
+            await self.start()
+        except BaseException:
+            await self.stop()  # what started (the delivery's HTTP session) is closed
+            raise
         return self
 
     async def __aexit__(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import re
 import signal
+import socket
 import sys
 from pathlib import Path
 
@@ -47,6 +48,46 @@ async def test_python_dash_m_sandbox_serves_and_stops_on_ctrl_c() -> None:
         async with asyncio.timeout(10):
             code = await process.wait()
     assert code == 0
+
+
+async def _sandbox_fails(*options: str) -> str:
+    """Run ``python -m sandbox`` with ``options``; it must exit 2 at once: its stderr."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "sandbox",
+        *options,
+        cwd=ROOT,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    async with asyncio.timeout(20):
+        _, err = await process.communicate()
+    assert process.returncode == 2, err
+    return err.decode()
+
+
+async def test_a_workspace_file_it_cannot_read_is_one_line_not_a_traceback(tmp_path: Path) -> None:
+    missing = tmp_path / "team.json"
+    assert await _sandbox_fails("--workspace", str(missing)) == (
+        f"python -m sandbox: --workspace {missing}: No such file or directory\n"
+    )
+
+
+async def test_a_port_in_use_is_one_line_and_leaves_nothing_open() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        # One line: no traceback, and no "Unclosed client session" from a half-started sandbox.
+        assert await _sandbox_fails("--port", str(port)) == (
+            f"python -m sandbox: port {port} is in use: pass another --port, or 0 for a free one\n"
+        )
+
+
+async def test_a_port_out_of_range_is_a_usage_error() -> None:
+    err = await _sandbox_fails("--port", "70000")
+    assert err.endswith("argument --port: '70000' is not a port: give 0 to 65535\n"), err
 
 
 def test_a_workspace_seed_loads_from_json_and_is_checked() -> None:
