@@ -167,7 +167,9 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     parser = argparse.ArgumentParser(
         prog="signoff gate",
         usage="%(prog)s --title TITLE --channel CHANNEL [options] [-- COMMAND [ARG ...]]",
-        description="Ask for approval in Slack; run COMMAND only if approved.",
+        description="Ask for approval in Slack; run COMMAND only if approved. It asks the "
+        "Signoff server at SIGNOFF_URL with the client token in SIGNOFF_TOKEN (from signoff "
+        "token create), both read from the environment.",
         epilog="exit status: the command's own when it ran; otherwise "
         + "; ".join(f"{code} {text}" for code, text in EXIT_CODES.items()),
     )

@@ -194,6 +194,13 @@ def test_the_usage_shows_where_the_command_goes(capsys: pytest.CaptureFixture[st
     )
 
 
+def test_the_usage_names_the_settings_the_gate_reads(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        parse_args(["--help"])
+    description = " ".join(capsys.readouterr().out.split("options:\n", 1)[0].split())
+    assert "SIGNOFF_URL" in description and "SIGNOFF_TOKEN" in description, description
+
+
 def test_every_option_of_the_usage_says_what_it_does(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         parse_args(["--help"])
