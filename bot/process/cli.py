@@ -89,7 +89,7 @@ def _parser() -> argparse.ArgumentParser:
                 "(default: no HTTP)",
             )
     run = sub.add_parser("run", help="start one run of an agent")
-    run.add_argument("agent")
+    run.add_argument("agent", help="the agent's name, as the agents module declares it")
     run.add_argument("--channel", required=True, help="channel id for the run's messages")
     run.add_argument("--input", required=True, help="the prompt the agent starts from")
     run.add_argument(
@@ -118,7 +118,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     create.add_argument("--callback-url", help="webhook for its requests that name none")
     revoke = token_sub.add_parser("revoke", help="revoke a client's token")
-    revoke.add_argument("name")
+    revoke.add_argument("name", help="the client's name, as token create made it")
     token_sub.add_parser(
         "list",
         help="the clients, their channels, when they were made, their requests pending "
