@@ -79,7 +79,8 @@ async def _run(options: argparse.Namespace) -> None:
         print(f"    {stack.gate_command}", flush=True)
         print("  Its audit trail, and its API clients, from another terminal:", flush=True)
         for command in ("audit", "token list"):
-            print(f"    REDIS_URL={stack.redis_url} {stack.signoff} {command}", flush=True)
+            redis_url = shlex.quote(stack.redis_url)  # its data directory may hold a space
+            print(f"    REDIS_URL={redis_url} {stack.signoff} {command}", flush=True)
         if not options.no_browser and _has_display():
             await asyncio.to_thread(webbrowser.open, stack.url)
         await stopping.wait()

@@ -7,6 +7,7 @@ import contextlib
 import os
 import re
 import select
+import shlex
 import signal
 import subprocess
 import sys
@@ -33,6 +34,7 @@ class DemoProcess:
     url: str
     gate_command: str
     redis_url: str
+    """The ``REDIS_URL`` of the commands it printed, as a shell reads it."""
     printed: tuple[str, ...]
     """Every line it printed up to its last ready-to-paste command."""
     signoff_commands: tuple[str, ...]
@@ -69,7 +71,7 @@ class DemoProcess:
             lines = _Lines(process, began + START_SECONDS, stderr)
             url = lines.find(r"https?://\S+")
             gate = lines.find(r"SIGNOFF_URL=.*")
-            redis = lines.find(r"(?<=REDIS_URL=)\S+")
+            redis = shlex.split(lines.find(r"(?<=REDIS_URL=).*"))[0]
             lines.find(r"signoff token list$")
         except BaseException:
             end(process)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shlex
 import shutil
 import socket
 import subprocess
@@ -244,7 +245,7 @@ async def _run_gate(demo: DemoProcess) -> asyncio.subprocess.Process:
 
 
 async def test_the_printed_gate_command_runs_a_shell_job_once_approved(tmp_path: Path) -> None:
-    demo = await _start(tmp_path / "demo")
+    demo = await _start(tmp_path / "the demo")  # a space its printed commands must quote
     gate = await _run_gate(demo)
     async with SandboxClient(demo.url) as slack:
         card = await slack.wait_for(ALICE, CLEAR_CARD, channel=OPS)
@@ -262,7 +263,7 @@ async def test_the_printed_gate_command_runs_a_shell_job_once_approved(tmp_path:
     # the Redis its job's client and decisions are in.
     env = {"PATH": "/usr/bin:/bin"}
     audit_command, tokens_command = demo.signoff_commands
-    assert f"REDIS_URL={demo.redis_url} " in audit_command
+    assert audit_command.startswith(f"REDIS_URL={shlex.quote(demo.redis_url)} ")
     tokens = await asyncio.to_thread(
         subprocess.run, ["sh", "-c", tokens_command], env=env, capture_output=True, timeout=30
     )
