@@ -16,6 +16,8 @@ from yarl import URL
 from storage.hosts import credential_free
 
 _METADATA_HOSTS = frozenset({"metadata.google.internal", "metadata", "instance-data"})
+_ALLOW_SETTING = "the Signoff server's SIGNOFF_WEBHOOK_ALLOW (its setting, not the asking job's)"
+"""Where a refusal says to allow an address: a job setting it in its own shell changes nothing."""
 _SHARED = ipaddress.ip_network("100.64.0.0/10")
 """Carrier-grade NAT's shared space (Alibaba Cloud's metadata service is 100.100.100.200)."""
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
@@ -103,9 +105,9 @@ class CallbackPolicy:
         allowed = self.allowed(host, port)
         entry = host if port is None else f"{host}:{port}"  # what the allow-list must hold
         if (internal_address(host) or host == "localhost") and not allowed:
-            return f"{host} is an internal address: allow {entry} in SIGNOFF_WEBHOOK_ALLOW"
+            return f"{host} is an internal address: allow {entry} in {_ALLOW_SETTING}"
         if parts.scheme != "https" and not allowed:
-            return f"use https, or allow {entry} in SIGNOFF_WEBHOOK_ALLOW"
+            return f"use https, or allow {entry} in {_ALLOW_SETTING}"
         return None
 
     def may_connect(self, host: str, port: int, address: str) -> bool:

@@ -208,7 +208,10 @@ async def test_a_clients_callback_url_is_checked_like_a_requests_and_kept(
 ) -> None:
     for url, said in (
         ("https://169.254.169.254/hook", "169.254.169.254 is a link-local or metadata address"),
-        ("http://hooks.example.com/x", "use https, or allow hooks.example.com in SIGNOFF_"),
+        (
+            "http://hooks.example.com/x",
+            "use https, or allow hooks.example.com in the Signoff server's SIGNOFF_",
+        ),
     ):
         code, out, err = await _signoff(
             "token", "create", "nightly", "--callback-url", url, env=env

@@ -98,10 +98,12 @@ def test_a_refused_url_names_the_entry_the_allow_list_needs_port_and_all() -> No
     allowed = CallbackPolicy(allow=frozenset({"127.0.0.1:8080"}))
     assert allowed.refusal("http://127.0.0.1:8080/hook") is None
     assert allowed.refusal("http://127.0.0.1:9000/hook") == (
-        "127.0.0.1 is an internal address: allow 127.0.0.1:9000 in SIGNOFF_WEBHOOK_ALLOW"
+        "127.0.0.1 is an internal address: allow 127.0.0.1:9000 in the Signoff server's "
+        "SIGNOFF_WEBHOOK_ALLOW (its setting, not the asking job's)"
     )
     assert CallbackPolicy().refusal("http://hooks.example.com/signoff") == (
-        "use https, or allow hooks.example.com in SIGNOFF_WEBHOOK_ALLOW"
+        "use https, or allow hooks.example.com in the Signoff server's "
+        "SIGNOFF_WEBHOOK_ALLOW (its setting, not the asking job's)"
     )
 
 
