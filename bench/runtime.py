@@ -2,8 +2,10 @@
 stopped for approval, resumed approved, run to its end) with its session kept in Redis
 (``RedisSessionStore`` on an embedded server, then on a local 3-primary cluster) against
 the same agent on the in-memory store, in the same run. Prints cycles/s for each, the
-ratios, and Redis round trips and server commands per cycle (``cluster_*`` for the
-cluster); the last line is one JSON object with every figure.
+ratios, Redis round trips and server commands per cycle, and the median cost of one
+round trip (a PING on a plain socket and through redis-py, a session load and save) as
+this process sees it (``cluster_*`` for the cluster); the last line is one JSON object
+with every figure.
 """
 
 from __future__ import annotations
@@ -25,12 +27,14 @@ from agent_runtime import (
     tool,
 )
 from bench.report import report
-from bench.storage import counted
+from bench.storage import counted, median_ms
 from bench.usage import usage
-from storage import EmbeddedRedis, connect
+from storage import EmbeddedRedis, Storage, connect
 from storage.embedded_cluster import EmbeddedCluster
 
 CYCLES = 300
+TRIPS = 2000
+"""Round trips timed for each median cost."""
 
 
 class OneCallModel:
@@ -83,6 +87,7 @@ async def through_redis(url: str, memory_rate: float) -> dict[str, float | int]:
         await cycle(redis_agent, "warm")  # loads the scripts
         trips, commands = await counted(storage, lambda: cycle(redis_agent, "counted"))
         redis_rate = await cycles_per_s(redis_agent, "redis")
+        costs = await round_trip_costs(storage)
     finally:
         await storage.close()
     return {
@@ -90,7 +95,62 @@ async def through_redis(url: str, memory_rate: float) -> dict[str, float | int]:
         "redis_over_in_memory": round(redis_rate / memory_rate, 2),
         "round_trips_per_cycle": trips,
         "server_commands_per_cycle": commands,
+        **costs,
     }
+
+
+async def round_trip_costs(storage: Storage) -> dict[str, float]:
+    """The median µs of one round trip: a PING on a plain asyncio connection to the same
+    server (a cluster's first node: the cost without a client library), a PING through
+    redis-py, and a load and a save of a cycle's session."""
+    sessions = storage.sessions
+    stored = await sessions.load("counted")
+    assert stored is not None
+    version = stored.version
+
+    async def save() -> None:
+        nonlocal version
+        version = await sessions.save("counted", stored.snapshot, expected_version=version)
+
+    reader, writer = await _plain_connection(storage)
+
+    async def bare_ping() -> None:
+        writer.write(b"*1\r\n$4\r\nPING\r\n")
+        reply = await reader.readline()
+        assert reply == b"+PONG\r\n", reply
+
+    costs = {}
+    try:
+        for name, action in (
+            ("bare_ping", bare_ping),
+            ("ping", storage.client.raw.ping),
+            ("session_load", lambda: sessions.load("counted")),
+            ("session_save", save),
+        ):
+            costs[f"{name}_us"] = round(await median_ms(action, TRIPS) * 1000, 1)
+    finally:
+        writer.close()
+    return costs
+
+
+async def _plain_connection(storage: Storage) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A plain asyncio connection to the server ``storage`` uses, logged in as it is."""
+    cluster = storage.client.cluster
+    if cluster is not None:
+        reader, writer = await asyncio.open_connection(*cluster.nodes[0])
+        login = (cluster.username, cluster.password)
+    else:
+        where = storage.client.raw.connection_pool.connection_kwargs
+        reader, writer = await asyncio.open_unix_connection(where["path"])
+        login = (where.get("username"), where.get("password"))
+    if login[1] is not None:
+        words = [w.encode() for w in ("AUTH", *(w for w in login if w is not None))]
+        writer.write(
+            b"*%d\r\n" % len(words) + b"".join(b"$%d\r\n%s\r\n" % (len(w), w) for w in words)
+        )
+        reply = await reader.readline()
+        assert reply == b"+OK\r\n", reply
+    return reader, writer
 
 
 async def main() -> None:
