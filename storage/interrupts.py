@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import cast
@@ -28,10 +28,11 @@ from .errors import (
     StorageResponseError,
 )
 from .keys import check_id, split_record_id
+from .outbox import Outbox
 from .records import InterruptRecord
 from .requests import is_request_run, shard_share
 from .retention import millis
-from .sweeps import POST_LEASE, DueSweeps
+from .sweeps import POST_LEASE
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +58,7 @@ _CANCEL_TRIES = 3
 change to the run."""
 
 
-class InterruptStore(Decisions, DueSweeps):
+class InterruptStore(Decisions, Outbox):
     """Writes interrupt records; every method is one atomic step per record."""
 
     async def create_interrupt(
@@ -120,32 +121,6 @@ class InterruptStore(Decisions, DueSweeps):
         if result[0] == "full":
             raise PendingLimitError(client, limit=pending_limit or 0)
         log.info("stored interrupts %s", ", ".join(r.id for r in records))
-
-    async def claim_outbox(
-        self, now: datetime, *, limit: int = 20, lease: timedelta = POST_LEASE
-    ) -> list[InterruptRecord]:
-        """Pending records not yet posted (up to ``limit`` per shard), leased to this caller
-        for ``lease``.
-
-        Post each and call ``mark_posted``; one whose post fails comes back after the lease.
-        """
-        ids = await self._lease_due(self._keys.outbox, now, limit, lease)
-        records, _ = await self._queries.many(ids)
-        unposted = [
-            r
-            for r in records
-            if r.state == "pending" and (not r.message_ts or r.escalation_unposted)
-        ]
-        await self._drop(self._keys.outbox, set(ids) - {r.id for r in unposted})
-        return unposted
-
-    async def post_failed(self, interrupt_id: str, error: str) -> bool:
-        """Keep what Slack answered a failed post of the interrupt's card, for those who
-        wait on it, until ``mark_posted``; nothing if it is gone or posted meanwhile. True
-        for the card's first failed post."""
-        args: list[str | int] = [interrupt_id, error[:200], secrets.token_hex(8)]
-        first = await self._client.eval("post_failed", [self._keys.record(interrupt_id)], args)
-        return bool(first)
 
     async def set_permalink(self, interrupt_id: str, permalink: str) -> None:
         """Keep the link to a posted interrupt's message (``chat.getPermalink``'s answer)."""
@@ -211,12 +186,6 @@ class InterruptStore(Decisions, DueSweeps):
         keys = self._transition_keys(interrupt_id)
         return bool(await self._client.eval("escalation_post_failed", keys, args))
 
-    async def repost_escalation(self, interrupt_id: str, *, at: datetime) -> None:
-        """Put an escalated interrupt whose card Slack did not take in the outbox, from
-        ``at``: ``claim_outbox`` hands it out until its card is posted."""
-        async with self._client.guard("queue an escalation card"):
-            await self._client.raw.zadd(self._outbox_of(interrupt_id), {interrupt_id: to_ms(at)})
-
     async def redraw_later(self, interrupt_id: str, *, at: datetime) -> None:
         """Queue a redraw of the interrupt's cards from ``at``: Slack did not take the last
         one. ``claim_redraws`` hands it out until ``redrawn`` is called."""
@@ -240,17 +209,6 @@ class InterruptStore(Decisions, DueSweeps):
         key = self._keys.redraws(self._keys.shard_of_record(interrupt_id))
         await self._client.eval("unlease", [key], [interrupt_id, to_ms(leased_until)])
 
-    def _outbox_of(self, interrupt_id: str) -> str:
-        return self._keys.outbox(self._keys.shard_of_record(interrupt_id))
-
-    async def hold_post(self, interrupt_id: str, *, until: datetime) -> None:
-        """Keep an unposted interrupt out of ``claim_outbox`` until ``until``: its poster is
-        still at it (a slow or rate-limited call), or Slack asked to wait that long."""
-        async with self._client.guard("hold an outbox entry"):
-            await self._client.raw.zadd(
-                self._outbox_of(interrupt_id), {interrupt_id: to_ms(until)}, xx=True
-            )
-
     async def claim_group_checks(
         self, now: datetime, *, limit: int = 50, every: timedelta = GROUP_CHECK_EVERY
     ) -> list[InterruptRecord]:
@@ -261,16 +219,6 @@ class InterruptStore(Decisions, DueSweeps):
         pending = [r for r in records if r.state == "pending"]
         await self._drop(self._keys.group_checks, set(ids) - {r.id for r in pending})
         return pending
-
-    async def _drop(self, index: Callable[[int], str], record_ids: set[str]) -> None:
-        """Take ``record_ids`` (decided, or gone) off ``index``, which handed them out."""
-        if not record_ids:
-            return
-        async with self._client.guard("drop done entries of an index"):
-            pipe = self._client.pipeline()
-            for rid in record_ids:
-                pipe.zrem(index(self._keys.shard_of_record(rid)), rid)
-            await pipe.execute()
 
     async def mark_posted(
         self,

@@ -24,7 +24,8 @@ from bot.services.workhours import in_working_hours, next_start
 from bot.ui.blocks import user_mention
 from bot.ui.home import refresh_homes
 from bot.ui.notes import send_mrkdwn, send_queued_notes
-from bot.ui.posting import post_escalation, post_interrupt
+from bot.ui.outbox import post_claimed
+from bot.ui.posting import post_escalation
 from bot.ui.redraws import update_message
 from bot.ui.requester import tell_batch_decided, tell_decided, tell_escalated
 from bot.ui.slack_failures import SLACK_FAILURES, passing, retry_after, why_failed
@@ -193,15 +194,8 @@ class Scheduler:
         """Post interrupts stored but not yet posted, and escalation cards Slack did not
         take; the number posted."""
         services = self._services
-        posted = 0
-        for record in await services.storage.interrupts.claim_outbox(services.clock.now()):
-            if record.message_ts:  # posted, but not its escalation step's card
-                posted += await _repost_escalation(services, record)
-            elif (first := await post_interrupt(services, record, again=True)) is not None:
-                posted += 1
-                if first.escalation_unposted:  # escalated while Slack had neither card
-                    await _repost_escalation(services, first)
-        return posted
+        claimed = await services.storage.interrupts.claim_outbox(services.clock.now())
+        return await post_claimed(services, claimed)
 
     async def redraw_cards(self) -> None:
         """Draw again, from the stored state, the cards Slack did not take a redraw of; one
@@ -303,18 +297,6 @@ class Scheduler:
                 detail=" ".join(awake[:30]),
             )
         )
-
-
-async def _repost_escalation(services: Services, record: InterruptRecord) -> bool:
-    """Post the escalation card Slack did not take; every copy is redrawn once it is posted,
-    or when Slack's answer changed (the cards say why it is not posted). Whether posted."""
-    escalated = await post_escalation(services, record, again=True)
-    if escalated is None:
-        return False
-    posted = not escalated.escalation_unposted
-    if posted or escalated.escalation_error != record.escalation_error:
-        await update_message(services, escalated)
-    return posted
 
 
 async def _still_pending(services: Services, record: InterruptRecord) -> bool:

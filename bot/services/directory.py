@@ -88,26 +88,37 @@ class Directory:
         self._handles: tuple[datetime, dict[str, str]] | None = None
         self._channels: dict[str, tuple[datetime, Membership]] = {}
         self._team_url: str | None = None
+        self._own_user_id: str | None = None
         self._team_told = False
         self._team_asked: datetime | None = None
 
     async def team_url(self) -> str | None:
         """The workspace's URL (``auth.test``, kept once Slack answers; while it fails,
         asked again at most once a minute); None while Slack does not tell it."""
+        await self._auth_test()
+        return self._team_url
+
+    async def own_user_id(self) -> str | None:
+        """The app's bot user id (``auth.test``, asked as for ``team_url``); None while
+        Slack does not tell it."""
+        await self._auth_test()
+        return self._own_user_id
+
+    async def _auth_test(self) -> None:
         now = self._clock.now()
         if self._team_told or (self._team_asked and now - self._team_asked < _ASK_AGAIN):
-            return self._team_url
+            return
         self._team_asked = now
         try:
             answer = await self._client.auth_test()
         except (SlackApiError, ClientError, TimeoutError, OSError) as exc:
             why = slack_error(exc) if isinstance(exc, SlackApiError) else repr(exc)
             log.warning("auth.test failed: %s; card links are asked one by one", why)
-            return None
-        url = answer.get("url")
+            return
+        url, user = answer.get("url"), answer.get("user_id")
         self._team_url = url if isinstance(url, str) and "://" in url else None
+        self._own_user_id = user if isinstance(user, str) and user else None
         self._team_told = True
-        return self._team_url
 
     async def zone(self, user_id: str) -> SlackUser:
         """The user's time zone; when Slack cannot tell (logged, not raised), the one read

@@ -22,6 +22,7 @@ from bot.services import Services
 from bot.ui import ids
 
 from . import commands
+from .joined import joined_listener
 
 _BUTTONS = re.compile(
     "^("
@@ -68,6 +69,7 @@ def build_app(services: Services, *, signing_secret: str | None) -> AsyncApp:
     app.command("/signoff")(commands.command_listener(services))
     app.event("app_mention")(commands.mention_listener(services))
     app.event("app_home_opened")(commands.home_listener(services))
+    app.event("member_joined_channel")(joined_listener(services))
     return app
 
 

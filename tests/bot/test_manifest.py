@@ -45,6 +45,9 @@ def test_manifest_asks_for_the_scopes_and_features_the_bot_uses() -> None:
     # The outbox looks for a card an earlier try posted unrecorded, in channels and DMs.
     assert {"channels:history", "groups:history", "im:history", "mpim:history"} <= scopes
     assert manifest["settings"]["socket_mode_enabled"] is True
+    # The app added to a channel posts the cards waiting there at once (tests/bot/test_invite.py).
+    events = manifest["settings"]["event_subscriptions"]["bot_events"]
+    assert {"app_home_opened", "app_mention", "member_joined_channel"} <= set(events)
     assert manifest["settings"]["interactivity"]["is_enabled"] is True
     assert manifest["features"]["app_home"]["home_tab_enabled"] is True
     # Cards and notices sent by DM are read in the Messages tab; nothing typed there is read.
