@@ -167,7 +167,7 @@ class Interactions:
         """
         chan = self._channel_for(user_id, channel)
         if command == "/invite":
-            return self._invite(user_id, chan, text)
+            return await self._invite(user_id, chan, text)
         if command not in self._ws.app.commands:
             raise UserActionError(
                 f"{command} is not a valid command; the app has {', '.join(self._ws.app.commands)}"
@@ -197,9 +197,10 @@ class Interactions:
                 )
         return ack
 
-    def _invite(self, user_id: str, chan: Channel, text: str) -> Ack:
+    async def _invite(self, user_id: str, chan: Channel, text: str) -> Ack:
         """Slack's own ``/invite @app`` in a public channel: the app's bot joins it (the
-        sandbox's people are members of their channels from the start)."""
+        sandbox's people are members of their channels from the start), and the app gets
+        Slack's ``member_joined_channel`` event for its bot user."""
         bot = self._ws.app.bot_user_id
         if escape_mentions(self._ws, text.strip(), labelled=False) != f"<@{bot}>":
             raise UserActionError(f"name the app to invite: /invite @{self._ws.app.bot_name}")
@@ -208,6 +209,18 @@ class Interactions:
         joined = self._ws.add_bot(chan.id)
         said = "was added to" if joined else "is already in"
         self._ws.notify(user_id, f"@{self._ws.app.bot_name} {said} #{chan.name}.", channel=chan.id)
+        if not joined:
+            return Ack(status="acked")
+        event: JsonObject = {
+            "type": "member_joined_channel",
+            "user": bot,
+            "channel": chan.id,
+            "channel_type": "C",
+            "team": self._ws.team_id,
+            "inviter": user_id,
+        }
+        outbound = Outbound(kind="events_api", payload=self._payloads.event_callback(event))
+        await self._delivery.deliver(outbound)  # Slack's invite holds, whatever the app answers
         return Ack(status="acked")
 
     # -- views -----------------------------------------------------------------
@@ -316,4 +329,5 @@ class Interactions:
         if home is not None:
             event["view"] = home.to_slack()
         outbound = Outbound(kind="events_api", payload=self._payloads.event_callback(event))
-        return await self._delivery.deliver(outbound)
+        await self._delivery.deliver(outbound)  # Slack's invite holds, whatever the app answers
+        return Ack(status="acked")

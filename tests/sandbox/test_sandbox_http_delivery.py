@@ -246,6 +246,36 @@ async def test_mention_and_home_opened_events(sb: Sandbox, app: AsyncApp, serve:
     assert events[1]["channel"].startswith("D") and events[1]["tab"] == "home"
 
 
+async def test_invite_sends_member_joined_channel_for_the_apps_bot_user(
+    sb: Sandbox, app: AsyncApp, serve: Serve
+) -> None:
+    """``/invite @Signoff`` delivers Slack's signed ``member_joined_channel`` event (Bolt
+    checks the signature); inviting an app already there sends none."""
+    joined: list[dict[str, Any]] = []
+
+    @app.event("member_joined_channel")
+    async def on_joined(event: dict[str, Any]) -> None:
+        joined.append(event)
+
+    await serve(app)
+    for _ in range(2):
+        ack = await sb.interactions.slash_command(
+            "U0ALICE", channel="C0RANDOM", command="/invite", text="@Signoff"
+        )
+        assert ack.status == "acked"
+    [event] = await sb.wait_for(lambda: joined)
+    assert event == {
+        "type": "member_joined_channel",
+        "user": sb.workspace.app.bot_user_id,
+        "channel": "C0RANDOM",
+        "channel_type": "C",
+        "team": sb.workspace.team_id,
+        "inviter": "U0ALICE",
+    }
+    events = [out for out, _ in sb.deliveries if out.kind == "events_api"]
+    assert [out.payload["event"]["type"] for out in events] == ["member_joined_channel"]
+
+
 async def test_without_an_app_the_user_is_told(sb: Sandbox) -> None:
     ts = await _post(sb)
     ack = await sb.interactions.click(
