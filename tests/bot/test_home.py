@@ -12,6 +12,7 @@ from aiohttp.test_utils import TestServer
 from batch_agents import spec as forty_deletions
 from fakes import home_click_payload
 from harness import ALICE, BOB, CAROL, CHANNEL, MALLORY, Harness
+from home_lists import button
 from pydantic import SecretStr
 from redis_faults import reply_lost_once
 
@@ -27,15 +28,6 @@ from storage.trust_grants import TrustGrant
 def _home(bot: Harness, user: str) -> list[dict[str, Any]]:
     views = [c for c in bot.slack.called("views.publish") if c["user_id"] == user]
     return views[-1]["view"]["blocks"] if views else []
-
-
-def _button(blocks: list[dict[str, Any]], action_id: str) -> dict[str, Any] | None:
-    for block in blocks:
-        for element in block.get("elements") or []:
-            if element.get("action_id") == action_id:
-                found: dict[str, Any] = element
-                return found
-    return None
 
 
 LIMIT = {"name": "limit", "type": "integer", "value": 42}
@@ -79,9 +71,9 @@ async def test_approve_from_app_home_runs_the_tool_and_redraws_every_open_home(
     home = await _open_home(bot, ALICE)
     await _open_home(bot, BOB)
     assert '"/tmp/a"' in str(home)  # the arguments in full beside the buttons
-    approve = _button(home, ids.HOME_APPROVE)
+    approve = button(home, ids.HOME_APPROVE)
     assert approve is not None and approve["value"] == value
-    assert _button(home, ids.HOME_DENY) is not None
+    assert button(home, ids.HOME_DENY) is not None
 
     published = len(bot.slack.called("views.publish"))
     await bot.send(
@@ -98,7 +90,7 @@ async def test_approve_from_app_home_runs_the_tool_and_redraws_every_open_home(
         ),
         what="both Homes redrawn",
     )
-    assert _button(_home(bot, BOB), ids.HOME_APPROVE) is None
+    assert button(_home(bot, BOB), ids.HOME_APPROVE) is None
 
 
 async def test_a_refused_home_decision_says_why_on_home_and_changes_nothing(make_bot: Any) -> None:
@@ -124,9 +116,9 @@ async def test_home_offers_no_approve_to_someone_whose_approval_already_counts(
     await bot.click(ids.APPROVE, value, user=ALICE)
     await bot.slack.wait_calls("chat.update")
     alices = await _open_home(bot, ALICE)
-    assert _button(alices, ids.HOME_APPROVE) is None and _button(alices, ids.HOME_DENY)
+    assert button(alices, ids.HOME_APPROVE) is None and button(alices, ids.HOME_DENY)
     assert "Your approval is counted (1 of 2)" in str(alices)
-    assert _button(await _open_home(bot, BOB), ids.HOME_APPROVE) is not None
+    assert button(await _open_home(bot, BOB), ids.HOME_APPROVE) is not None
 
 
 async def test_a_request_open_to_its_channel_is_decided_on_its_card_only(make_bot: Any) -> None:
@@ -169,7 +161,7 @@ async def test_requests_open_to_a_channel_are_listed_for_its_members_with_a_link
     assert "Open to everyone in your channels" in str(home)
     assert "*cleanup* wants to run `delete_files`" in str(home)
     # Decided on the card, in the channel: no Approve in Home for these.
-    assert _button(home, ids.HOME_APPROVE) is None
+    assert button(home, ids.HOME_APPROVE) is None
     assert "https://fake.slack.test/archives/C0OPS/" in str(home)
 
     outsider = await _open_home(bot, BOB)  # in no channel of the request
@@ -245,7 +237,7 @@ async def test_an_agents_batch_is_one_row_that_still_names_its_tool(make_bot: An
         r"\*cleanup\* wants to run `delete_file`, (40|17\+) calls", rows[0]["text"]["text"]
     )
     assert rows[0]["accessory"]["action_id"] == ids.OPEN_PENDING
-    assert _button(home, ids.HOME_APPROVE) is None and len(home) <= 100
+    assert button(home, ids.HOME_APPROVE) is None and len(home) <= 100
 
 
 async def test_an_approval_from_home_whose_reply_redis_lost_is_taken_not_refused(
