@@ -1,4 +1,5 @@
-"""The demo in a real browser: run agents from the page, then approve, deny and edit."""
+"""The demo in a real browser: run agents from the page, then approve, deny and edit, and
+invite the app to a channel that refused its card."""
 
 from __future__ import annotations
 
@@ -192,3 +193,28 @@ def test_every_reader_sees_the_expiry_in_their_own_time_zone(
         f"If nobody decides by {tokyo}"
     )
     carol.screenshot("tokyo-time")
+
+
+INVITED_MS = 10_000
+"""Far below the outbox's 30 s lease: a card that waited for the outbox's next try fails."""
+
+
+def test_inviting_the_app_posts_the_refused_card_at_once(open_as: OpenAs) -> None:
+    alice = open_as(ALICE)
+    alice.go("# random")  # the demo's app is not a member there
+    alice.send("/signoff run file-cleanup")
+
+    alice.go("signoff (messages)")
+    told = alice.page.locator("#messages article.message", has_text="could not be posted")
+    expect(told).to_contain_text("Slack answered not_in_channel")
+    expect(told).to_contain_text("Invite the app there (/invite @Signoff)")
+    alice.screenshot("told-to-invite")
+
+    alice.go("# random")
+    card = alice.message("Approval needed: delete_files")
+    expect(card).to_have_count(0)  # Slack refused it before she was told
+    alice.send("/invite @Signoff")
+    expect(alice.page.locator("#notices")).to_contain_text("@signoff was added to #random.")
+    expect(card).to_contain_text("Delete 3 file(s) older than 5 days", timeout=INVITED_MS)
+    expect(alice.button(card, "Approve")).to_be_visible()
+    alice.screenshot("posted-on-invite")

@@ -22,6 +22,11 @@ class SlackPage:
         self.page.goto(f"{url}#user={self.user}&channel={channel}")
         expect(self.page.locator("#acting-as")).to_have_value(self.user)
 
+    def go(self, label: str) -> None:
+        """Open a channel or direct message from the sidebar, by the name it shows there."""
+        self.page.locator("#sidebar nav a", has_text=label).click()
+        expect(self.page.locator("#channel-title")).to_have_text(label)
+
     def send(self, text: str) -> None:
         """Type in the channel's composer and press Enter (slash commands included)."""
         composer = self.page.get_by_label("Message or slash command")
