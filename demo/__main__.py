@@ -13,8 +13,6 @@ import sys
 import webbrowser
 from pathlib import Path
 
-from bot.process.cli_args import port_number
-
 from .places import default_data_dir, last_port, remember_port
 
 
@@ -25,7 +23,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--port",
-        type=port_number,
+        type=_port,
         default=0,
         help="the page's port (default: the last one used, if free; else any free one)",
     )
@@ -38,6 +36,18 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--no-browser", action="store_true", help="do not open a browser")
     parser.add_argument("-v", "--verbose", action="store_true", help="log what the bot does")
     return parser.parse_args(argv)
+
+
+def _port(text: str) -> int:
+    """``--port``: 0 (any free one) to 65535. Not the CLI's own check: ``./run demo --help``
+    answers before anything is installed, so this module imports the standard library only."""
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port: give 0 to 65535")
+    return port
 
 
 def _has_display() -> bool:

@@ -380,7 +380,7 @@ def test_a_port_out_of_range_is_a_usage_error() -> None:
         timeout=30,
     )
     assert answer.returncode == 2, answer.stderr
-    assert "--port: '99999' is not a port number (0 to 65535)" in answer.stderr
+    assert "--port: '99999' is not a port: give 0 to 65535" in answer.stderr
     assert "Traceback" not in answer.stderr
 
 
