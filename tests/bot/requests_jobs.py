@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import aiohttp
 from harness import ALICE, BOB, CHANNEL, Harness
 
 from bot.api.request_records import REQUESTS_PATH
+from bot.schedule.scheduler import Scheduler
 
 ADMIN_TOKEN = "admin-token-" + "x" * 24
 
@@ -55,3 +56,24 @@ class Jobs:
 
     def value(self, index: int = -1) -> str:
         return str(self.card(index)["blocks"][-1]["elements"][0]["value"])
+
+
+async def escalated_to_a_refusing_channel(
+    jobs: Jobs, channel: str
+) -> tuple[Jobs, dict[str, Any], Scheduler]:
+    """A request escalated to Bob in ``channel`` an hour on, Slack refusing its card there
+    (the app is not in it): the client that asked, its answer, and the scheduler."""
+    jobs = await jobs.as_client("weekly-cleanup", (CHANNEL, channel))
+    jobs.bot.slack.not_in.add(channel)
+    status, made = await jobs.ask(
+        approvers=[ALICE],
+        expires_in=3600,
+        on_expiry="escalate",
+        escalate_channel=channel,
+        escalate_to=[BOB],
+    )
+    assert status == 201, made
+    scheduler = Scheduler(jobs.bot.services)
+    jobs.bot.clock.advance(timedelta(seconds=3600))
+    await scheduler.tick()
+    return jobs, made, scheduler

@@ -8,7 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 from harness import ALICE, BOB, CAROL, CHANNEL, Harness
-from requests_jobs import Jobs
+from requests_jobs import Jobs, escalated_to_a_refusing_channel
 
 from bot.agents.policy import Escalate, Policy
 from bot.schedule.scheduler import Scheduler
@@ -22,20 +22,7 @@ def _card_text(jobs: Jobs) -> str:
 
 
 async def test_an_escalation_slack_refuses_says_so_until_it_is_posted(jobs: Jobs) -> None:
-    jobs = await jobs.as_client("weekly-cleanup", (CHANNEL, RANDOM))
-    jobs.bot.slack.not_in.add(RANDOM)
-    status, made = await jobs.ask(
-        approvers=[ALICE],
-        expires_in=3600,
-        on_expiry="escalate",
-        escalate_channel=RANDOM,
-        escalate_to=[BOB],
-    )
-    assert status == 201, made
-    scheduler = Scheduler(jobs.bot.services)
-    jobs.bot.clock.advance(timedelta(seconds=3600))
-    await scheduler.tick()
-
+    jobs, made, scheduler = await escalated_to_a_refusing_channel(jobs, RANDOM)
     card = _card_text(jobs)
     assert "Escalated to" not in card
     assert f"Escalation to <#{RANDOM}> could not be posted" in card

@@ -9,8 +9,8 @@ from datetime import timedelta
 from typing import Any
 
 from fake_slack import BOT_USER
-from harness import ALICE, BOB, CAROL, CHANNEL, Harness
-from requests_jobs import Jobs
+from harness import CAROL, CHANNEL, Harness
+from requests_jobs import Jobs, escalated_to_a_refusing_channel
 
 from bot.runs.drive import start_run
 from bot.runs.place import Place
@@ -101,18 +101,7 @@ async def test_a_retried_event_with_the_scheduler_racing_posts_the_card_once(
 
 
 async def test_the_app_joining_posts_an_escalation_card_that_waited_for_it(jobs: Jobs) -> None:
-    jobs = await jobs.as_client("weekly-cleanup", (CHANNEL, RANDOM))
-    jobs.bot.slack.not_in.add(RANDOM)
-    status, made = await jobs.ask(
-        approvers=[ALICE],
-        expires_in=3600,
-        on_expiry="escalate",
-        escalate_channel=RANDOM,
-        escalate_to=[BOB],
-    )
-    assert status == 201, made
-    jobs.bot.clock.advance(timedelta(seconds=3600))
-    await Scheduler(jobs.bot.services).tick()  # escalated; Slack refuses the step's card
+    jobs, made, _ = await escalated_to_a_refusing_channel(jobs, RANDOM)
     assert _cards(jobs.bot, RANDOM) == []
     jobs.bot.slack.not_in.clear()
     await jobs.bot.event(_joined(BOT_USER, RANDOM))
