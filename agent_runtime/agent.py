@@ -64,6 +64,9 @@ class Agent(Runnable):
     def invocation(self, thread_id: str) -> Invocation:
         return Invocation(self, thread_id)
 
+    def first_invocation(self, thread_id: str) -> Invocation:
+        return Invocation(self, thread_id, new_thread=True)
+
     def declared_decisions(self) -> dict[str, tuple[DecisionType, ...]]:
         """The decisions ``interrupt_on`` allows for each tool it guards."""
         return {tool: rule.allowed_decisions for tool, rule in self.approval_rules.items()}

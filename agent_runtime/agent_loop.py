@@ -74,11 +74,13 @@ class AgentParts(Protocol):
 
 
 class Invocation:
-    """Runs one invocation of ``agent`` on ``thread_id``; ``resume_with`` is set by hooks."""
+    """Runs one invocation of ``agent`` on ``thread_id``; ``resume_with`` is set by hooks.
+    On a ``new_thread`` nothing is stored yet, so nothing is read."""
 
-    def __init__(self, agent: AgentParts, thread_id: str) -> None:
+    def __init__(self, agent: AgentParts, thread_id: str, *, new_thread: bool = False) -> None:
         self.agent = agent
         self.thread_id = thread_id
+        self.new_thread = new_thread
         self.version = 0
         self.state = RunState(thread_id=thread_id)
         self.info = self.state.run_info()
@@ -134,7 +136,7 @@ class Invocation:
 
     async def _load(self, input: RunInput) -> tuple[str | None, list[InterruptResponse]]:
         """Load the thread and apply ``input``; a bad input raises and saves nothing."""
-        stored = await self.agent.session_store.load(self.thread_id)
+        stored = None if self.new_thread else await self.agent.session_store.load(self.thread_id)
         if stored is not None:
             self.state = RunState.from_snapshot(stored.snapshot)
             self.version = stored.version

@@ -33,19 +33,28 @@ class Runnable(ABC):
     def invocation(self, thread_id: str) -> Invocation:
         """A new invocation of this runnable on ``thread_id``."""
 
+    def first_invocation(self, thread_id: str) -> Invocation:
+        """The first invocation on ``thread_id``, a thread ``stream`` has just named, so
+        nothing is stored for it: a runnable may skip reading it (a save still refuses to
+        overwrite a stored thread)."""
+        return self.invocation(thread_id)
+
     async def stream(
         self, input: RunInput, *, thread_id: str | None = None
     ) -> AsyncIterator[RunEvent]:
         """Run and yield events as they happen; the last one is ``RunFinished``.
 
         ``input`` is a prompt to start a run, interrupt responses to resume the thread's
-        interrupted run, or ``ContinueRun()``. A hook may set ``AfterInvocation.resume``
-        to go on at once with new input.
+        interrupted run, or ``ContinueRun()``. Without ``thread_id`` the run starts on a new
+        thread (``RunStarted`` and the result name it), which costs no read of the store.
+        A hook may set ``AfterInvocation.resume`` to go on at once with new input.
         """
         thread = thread_id or new_id("thread")
         queued: RunInput | None = input
+        first = thread_id is None
         while queued is not None:
-            invocation = self.invocation(thread)
+            invocation = self.first_invocation(thread) if first else self.invocation(thread)
+            first = False
             async for event in invocation.run(queued):
                 yield event
             queued = _next_input(invocation.resume_with)

@@ -14,6 +14,7 @@ import asyncio
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable
 from pathlib import Path
 
 from agent_runtime import (
@@ -63,19 +64,21 @@ def agent(store: SessionStore) -> Agent:
     )
 
 
-async def cycle(runner: Agent, thread: str) -> None:
-    """One interrupt→resume cycle on a new thread."""
-    asked = await runner.invoke("clean up", thread_id=thread)
+async def cycle(runner: Agent) -> str:
+    """One interrupt→resume cycle on a new thread, named by the runtime as the bot's runs
+    are; returns the thread."""
+    asked = await runner.invoke("clean up")
     [interrupt] = asked.interrupts
-    done = await runner.invoke({interrupt.id: Decision.approve()}, thread_id=thread)
+    done = await runner.invoke({interrupt.id: Decision.approve()}, thread_id=asked.thread_id)
     assert done.stop_reason == "end_turn", done
+    return asked.thread_id
 
 
-async def cycles_per_s(runner: Agent, tag: str) -> float:
-    await cycle(runner, f"{tag}_warm")
+async def cycles_per_s(runner: Agent) -> float:
+    await cycle(runner)
     started = time.perf_counter()
-    for n in range(CYCLES):
-        await cycle(runner, f"{tag}_{n}")
+    for _ in range(CYCLES):
+        await cycle(runner)
     return CYCLES / (time.perf_counter() - started)
 
 
@@ -84,10 +87,11 @@ async def through_redis(url: str, memory_rate: float) -> dict[str, float | int]:
     storage = await connect(url, prefix="bench")
     try:
         redis_agent = agent(storage.sessions)
-        await cycle(redis_agent, "warm")  # loads the scripts
-        trips, commands = await counted(storage, lambda: cycle(redis_agent, "counted"))
-        redis_rate = await cycles_per_s(redis_agent, "redis")
-        costs = await round_trip_costs(storage)
+        await cycle(redis_agent)  # loads the scripts
+        threads: list[str] = []
+        trips, commands = await counted(storage, lambda: _kept(cycle(redis_agent), threads))
+        redis_rate = await cycles_per_s(redis_agent)
+        costs = await round_trip_costs(storage, threads[0])
     finally:
         await storage.close()
     return {
@@ -99,18 +103,22 @@ async def through_redis(url: str, memory_rate: float) -> dict[str, float | int]:
     }
 
 
-async def round_trip_costs(storage: Storage) -> dict[str, float]:
+async def _kept(thread: Awaitable[str], threads: list[str]) -> None:
+    threads.append(await thread)
+
+
+async def round_trip_costs(storage: Storage, thread: str) -> dict[str, float]:
     """The median µs of one round trip: a PING on a plain asyncio connection to the same
     server (a cluster's first node: the cost without a client library), a PING through
-    redis-py, and a load and a save of a cycle's session."""
+    redis-py, and a load and a save of ``thread``, a cycle's session."""
     sessions = storage.sessions
-    stored = await sessions.load("counted")
+    stored = await sessions.load(thread)
     assert stored is not None
     version = stored.version
 
     async def save() -> None:
         nonlocal version
-        version = await sessions.save("counted", stored.snapshot, expected_version=version)
+        version = await sessions.save(thread, stored.snapshot, expected_version=version)
 
     reader, writer = await _plain_connection(storage)
 
@@ -124,7 +132,7 @@ async def round_trip_costs(storage: Storage) -> dict[str, float]:
         for name, action in (
             ("bare_ping", bare_ping),
             ("ping", storage.client.raw.ping),
-            ("session_load", lambda: sessions.load("counted")),
+            ("session_load", lambda: sessions.load(thread)),
             ("session_save", save),
         ):
             costs[f"{name}_us"] = round(await median_ms(action, TRIPS) * 1000, 1)
@@ -154,7 +162,7 @@ async def _plain_connection(storage: Storage) -> tuple[asyncio.StreamReader, asy
 
 
 async def main() -> None:
-    memory_rate = await cycles_per_s(agent(InMemorySessionStore()), "mem")
+    memory_rate = await cycles_per_s(agent(InMemorySessionStore()))
     with tempfile.TemporaryDirectory() as data_dir:
         async with EmbeddedRedis(Path(data_dir) / "single") as url:
             single = await through_redis(url, memory_rate)

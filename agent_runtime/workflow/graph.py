@@ -115,6 +115,9 @@ class Workflow(Runnable):
     def invocation(self, thread_id: str) -> WorkflowRun:
         return WorkflowRun(self, thread_id)
 
+    def first_invocation(self, thread_id: str) -> WorkflowRun:
+        return WorkflowRun(self, thread_id, new_thread=True)
+
     async def thread_status(self, thread_id: str) -> ThreadStatus | None:
         """Where the thread stands, with the tool results of the agent node it stands at:
         what a process that died inside that node may not have told yet. UnresumableError

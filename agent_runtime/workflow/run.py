@@ -49,11 +49,15 @@ class WorkflowParts(Protocol):
 
 
 class WorkflowRun:
-    """Runs one invocation of ``workflow`` on ``thread_id``; ``resume_with`` is set by hooks."""
+    """Runs one invocation of ``workflow`` on ``thread_id``; ``resume_with`` is set by hooks.
+    On a ``new_thread`` nothing is stored yet, so nothing is read."""
 
-    def __init__(self, workflow: WorkflowParts, thread_id: str) -> None:
+    def __init__(
+        self, workflow: WorkflowParts, thread_id: str, *, new_thread: bool = False
+    ) -> None:
         self.workflow = workflow
         self.thread_id = thread_id
+        self.new_thread = new_thread
         self.version = 0
         self.state = WorkflowState(run=RunState(thread_id=thread_id))
         self.info = self.state.run.run_info()
@@ -87,7 +91,9 @@ class WorkflowRun:
 
     async def _load(self, input: RunInput) -> tuple[str | None, list[InterruptResponse]]:
         """Load the thread and apply ``input``; a bad input raises and saves nothing."""
-        stored = await self.workflow.session_store.load(self.thread_id)
+        stored = None
+        if not self.new_thread:
+            stored = await self.workflow.session_store.load(self.thread_id)
         if stored is not None:
             self.state = WorkflowState.from_snapshot(stored.snapshot)
             self.version = stored.version

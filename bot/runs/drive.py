@@ -11,7 +11,7 @@ import logging
 from collections.abc import Mapping, Sequence
 
 from agent_runtime.interrupts import InterruptResponse
-from agent_runtime.messages import ToolCall, new_id
+from agent_runtime.messages import ToolCall
 from agent_runtime.results import AgentResult, ToolResult
 from agent_runtime.resume import ContinueRun
 from agent_runtime.run_events import RunFinished, RunStarted, ToolCallFinished
@@ -53,7 +53,7 @@ async def start_run(
             f"Run {agent_name} in a channel its approvers are in: it asks for approval where "
             "it runs, and nobody else sees this direct message."
         )
-    return await _drive(services, agent_name, prompt, thread_id=new_id("thread"), place=place)
+    return await _drive(services, agent_name, prompt, thread_id=None, place=place)  # a new thread
 
 
 def is_direct_message(channel: str | None) -> bool:
@@ -118,12 +118,13 @@ async def _drive(
     agent_name: str,
     run_input: str | list[InterruptResponse] | ContinueRun,
     *,
-    thread_id: str,
+    thread_id: str | None,
     place: Place,
     asked: Mapping[str, InterruptRecord] | None = None,
 ) -> AgentResult:
-    """Run the agent; post what its tools did after a decision; audit every tool's outcome
-    (``asked`` maps a tool call to the record of the interrupt that asked about it)."""
+    """Run the agent (on a new thread when ``thread_id`` is None); post what its tools did
+    after a decision; audit every tool's outcome (``asked`` maps a tool call to the record
+    of the interrupt that asked about it)."""
     agent = services.registry.agent(agent_name)
     result: AgentResult | None = None
     run_id = ""
