@@ -67,6 +67,7 @@ async def test_a_replayed_click_changes_nothing_and_sends_no_second_message(
     assert await _stored(storage, bot.record_id(value)) == stored
     assert [e["user"] for e in bot.slack.called("chat.postEphemeral")] == [MALLORY]
     # The interrupt, and the requester told of the approval once.
+    await bot.slack.wait_calls("chat.postMessage", 2)
     posts = bot.slack.called("chat.postMessage")
     assert len(posts) == 2 and posts[1]["text"].startswith(f"<@{CAROL}> :white_check_mark:")
     # The replay re-renders the message from the record: the same update, nothing new.
