@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from agent_runtime.interrupts import Decision
 from agent_runtime.messages import JSONValue
@@ -107,7 +107,7 @@ def batch_message(batch: Batch, *, compact: bool = False) -> SlackMessage:
         blocks.append(context(status_parts(first_waiting)))
         blocks += _groups(waiting, COMPACT_LABEL if compact else BUTTON_TEXT)
     label = COMPACT_LABEL if compact else _LABEL
-    blocks += _outcomes(placed, damaged_places(batch), gone, label)
+    blocks += _outcomes(placed, damaged_places(batch), gone, label, items=batch.order)
     if waiting:
         blocks.append(_buttons(batch.order[0], card, len(waiting), compact=compact))
     elif compact:
@@ -194,10 +194,12 @@ def _outcomes(
     damaged: list[int],
     gone: list[tuple[int, bool]],
     label: int,
+    *,
+    items: Sequence[str],
 ) -> list[Block]:
     """One line per decided item (its label in at most ``label`` characters): what became
-    of it, and who decided; and one per item ``damaged`` or ``gone``, which the card
-    cannot show (one lost while it waited was not done)."""
+    of it, who decided, and why an approved one never ran; and one per item ``damaged`` or
+    ``gone``, which the card cannot show (one lost while it waited was not done)."""
     placed_lines = [(index, f"{index + 1}. {DAMAGED_ITEM}") for index in damaged]
     placed_lines += [(n, f"{n + 1}. {LOST_ITEM if lost else GONE_ITEM}") for n, lost in gone]
     for index, record in placed:
@@ -207,14 +209,25 @@ def _outcomes(
             continue
         shown = escaped(item_label(record, index), label)
         who = f" by {user_mention(record.decided_by)}" if record.decided_by else ""
-        if record.run_lost and verdict.outcome in WOULD_RUN:
-            who += ", but not run: an item was lost, so the run was cancelled"
+        if verdict.outcome in WOULD_RUN:
+            who += _not_run(record, items)
         placed_lines.append((index, f"{ICON[verdict.outcome]} {shown}: {what}{who}"))
     lines = [line for _, line in sorted(placed_lines)]
     return [
         section("\n".join(lines[i : i + _LINES_PER_SECTION]))
         for i in range(0, len(lines), _LINES_PER_SECTION)
     ]
+
+
+def _not_run(record: InterruptRecord, items: Sequence[str]) -> str:
+    """Why an approved item never ran (its run ended while it waited for the run's other
+    requests: withdrawn, or one of them lost, an item of the card or not); "" if it did not."""
+    if record.run_lost:
+        which = "an item" if record.run_lost in items else "another request of the run"
+        return f", but not run: {which} was lost, so the run was cancelled"
+    if record.run_withdrawn_by:
+        return f", but not run: {user_mention(record.run_withdrawn_by)} withdrew the run"
+    return ""
 
 
 def _buttons(lead_id: str, card: Card, waiting: int, *, compact: bool) -> Block:
