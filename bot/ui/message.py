@@ -129,9 +129,10 @@ def decided_message(card: Card, verdict: Verdict, *, compact: bool = False) -> S
         }.get(verdict.outcome, "the edited call acts on other items than this card showed")
         blocks.append(section(f"Not run: {why}, so the approvers are asked again in this thread."))
     if verdict.run_withdrawn_by:
+        what = "Not run" if verdict.outcome in WOULD_RUN else "Never passed on to the agent"
         who = user_mention(verdict.run_withdrawn_by)
         blocks.append(
-            section(f"Not run: {who} withdrew the run while it waited for its other cards.")
+            section(f"{what}: {who} withdrew the run while it waited for its other cards.")
         )
     if verdict.run_lost and verdict.outcome not in ("cancelled", "withdrawn"):
         blocks.append(section(lost_run_note(verdict.outcome, verdict.run_lost)))

@@ -256,3 +256,25 @@ async def test_a_withdrawal_redis_confirmed_late_still_cancels_the_agents_run(
     assert bot.slack.called("chat.update")[-1]["blocks"][0]["text"]["text"] == (
         "Withdrawn: delete_files"
     )
+
+
+async def test_a_card_denied_while_its_run_waited_says_the_denial_never_reached_the_agent(
+    make_bot: Any,
+) -> None:
+    """Cards A and B of one run: Alice denies B, which waits for A; Carol withdraws the run
+    from A. B was never going to run: its card says the denial never reached the agent."""
+    bot, deleted, value_a, value_b = await _two_cards(make_bot)
+    ts_b = bot.message_ts(1)
+    await bot.decide("reject", value_b, user=ALICE, message_ts=ts_b)
+    await bot.slack.wait_for(
+        lambda: any(u["ts"] == ts_b for u in bot.slack.called("chat.update")), what="B denied"
+    )
+    await _withdraw(bot, value_a, user=CAROL)
+    await bot.slack.wait_for(
+        lambda: any(t.startswith(f"Withdrawn by <@{CAROL}>") for t in bot.thread()),
+        what="the withdrawal in the thread",
+    )
+    card_b = str([u for u in bot.slack.called("chat.update") if u["ts"] == ts_b][-1]["blocks"])
+    assert f"Never passed on to the agent: <@{CAROL}> withdrew the run" in card_b, card_b
+    assert "Not run" not in card_b
+    assert deleted == []
