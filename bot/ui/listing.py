@@ -130,7 +130,8 @@ def _entry(items: Sequence[InterruptRecord], viewer: str | None = None) -> list[
         parts.append(f"expires {date_token(record.expires_at)}")
     if viewer is not None and _counted(record, viewer):
         so_far = f"{len(record.approvals)} of {record.policy.min_approvals}"
-        parts.append(f"Your approval is counted ({so_far}); a denial still ends it.")
+        deny = "; a denial still ends it" if "reject" in record.policy.decisions else ""
+        parts.append(f"Your approval is counted ({so_far}){deny}.")
     return [block, context(parts)]
 
 

@@ -63,6 +63,20 @@ async def test_signoff_tells_a_voter_their_approval_counts_toward_the_quorum(
     assert bobs["text"] == "1 waiting for you" and "counted" not in str(bobs["blocks"])
 
 
+async def test_a_voter_is_not_told_a_denial_ends_a_quorum_that_offers_none(
+    make_bot: Any,
+) -> None:
+    policy = Policy(channel=CHANNEL, users=(ALICE, BOB), min_approvals=2, decisions=("approve",))
+    bot: Harness = await make_bot(policy)
+    value = await bot.start(requested_by=CAROL)
+    await bot.click(ids.APPROVE, value, user=ALICE)
+    await bot.slack.wait_calls("chat.update")
+
+    said = str((await bot.command("", user=ALICE))["blocks"])
+    assert "Your approval is counted (1 of 2)." in said, said
+    assert "denial" not in said
+
+
 async def test_signoff_help_explains_the_commands(make_bot: Any) -> None:
     bot: Harness = await make_bot()
     answer = await bot.command("help", user=ALICE)
