@@ -36,6 +36,7 @@ Outcome = Literal[
     "declined",
     "replied",
     "expired",
+    "unanswered",
     "cancelled",
     "withdrawn",
     "changed",
@@ -337,8 +338,11 @@ def _outcome(record: InterruptRecord, state: InterruptState) -> Outcome:
         return "edit_changed" if state == "edited" else "changed"
     if state == "cancelled" and (record.decided_by or is_request_run(record.run_id)):
         return "withdrawn"  # a person (or a job) withdrew it
-    if record.runtime_interrupt.question and state in ("responded", "denied"):
-        return "answered" if state == "responded" else "declined"
+    if record.runtime_interrupt.question and state in ("responded", "denied", "expired"):
+        # A question approves nothing: it was answered, declined, or not answered in time.
+        if state == "responded":
+            return "answered"
+        return "declined" if state == "denied" else "unanswered"
     if state == "responded" and (
         not record.runtime_interrupt.is_approval or is_request_run(record.run_id)
     ):

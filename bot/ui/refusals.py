@@ -109,6 +109,8 @@ def _time_up(record: InterruptRecord) -> str:
             "This request's time is up, so it is approved by default, as its card said; "
             "your click changed nothing."
         )
+    if record.runtime_interrupt.question:
+        return "This question's time is up; nothing was answered."
     return _TEXT["expired"]
 
 

@@ -5,16 +5,18 @@ itself, read from the stored question."""
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from fakes import OneToolModel
-from harness import ALICE, CHANNEL, Harness
+from harness import ALICE, CAROL, CHANNEL, Harness
 from pydantic import BaseModel
 
 from agent_runtime import Agent, Decision, ToolContext, interrupt_tool, tool
 from agent_runtime.session import SessionStore
 from bot.agents.policy import AgentSpec, Policy
+from bot.schedule.scheduler import Scheduler
 from bot.ui import ids
 
 
@@ -188,3 +190,26 @@ async def test_a_tools_own_question_declined_gives_the_tool_a_rejection_with_the
     assert [(d.type, d.message) for d in got] == [("reject", "none today")]
     headline = bot.slack.called("chat.update")[-1]["blocks"][0]["text"]["text"]
     assert headline.startswith("Declined:")
+
+
+async def test_a_question_nobody_answered_in_time_says_it_was_not_answered(
+    make_bot: Any,
+) -> None:
+    policy = Policy(channel=CHANNEL, users=(ALICE,), expires_after=timedelta(hours=1))
+    bot: Harness = await make_bot(spec=question_spec(["eu", "us"], policy))
+    await bot.start()
+    choices = bot.posted()["blocks"][-2]
+    bot.clock.advance(timedelta(hours=2))
+
+    await bot.click(f"{ids.CHOOSE}.0", "0", user=ALICE, block_id=choices["block_id"])
+    await bot.slack.wait_calls("chat.postEphemeral")
+    [refused] = bot.slack.called("chat.postEphemeral")
+    assert refused["text"] == "This question's time is up; nothing was answered."
+
+    await Scheduler(bot.services).tick()
+    await bot.finished()
+    card = bot.slack.called("chat.update")[-1]
+    assert card["blocks"][0]["text"]["text"] == "Expired, not answered: ask_region"
+    assert "approved" not in str(card["blocks"]) + card["text"]
+    [told] = [t for t in bot.thread() if t.startswith(f"<@{CAROL}> :hourglass:")]
+    assert told.startswith(f"<@{CAROL}> :hourglass: Expired, not answered "), told
