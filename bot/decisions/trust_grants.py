@@ -4,12 +4,19 @@ in the same channel (``bot.runs.trusted`` applies it)."""
 
 from __future__ import annotations
 
+import logging
 from datetime import timedelta
 
 from bot.services import Services
+from bot.ui.blocks import date_token, user_mention
+from bot.ui.mrkdwn import code_span, escape_truncate
+from bot.ui.notes import post_mrkdwn
 from storage.audit import AuditEntry
+from storage.errors import StorageError
 from storage.records import InterruptRecord
 from storage.trust_grants import TrustGrant
+
+log = logging.getLogger(__name__)
 
 
 async def grant_trust(services: Services, record: InterruptRecord) -> TrustGrant | None:
@@ -51,7 +58,27 @@ async def revoke_trust(services: Services, grant_id: str, *, by: str) -> TrustGr
     if removed is not None:
         run_id = removed.record_id.split("/", 1)[0]
         await _audit(services, "trust_revoked", by, removed, run_id)
+        await _tell_revoked(services, removed, by=by)
     return removed
+
+
+async def _tell_revoked(services: Services, grant: TrustGrant, *, by: str) -> None:
+    """Say in the thread of the card that gave ``grant`` that it ended early: that card
+    still reads "Trusted until", which no longer holds."""
+    try:
+        record = await services.storage.queries.get(grant.record_id)
+    except StorageError as exc:
+        log.warning("trust %s revoked, but its card's thread not told: %s", grant.id, exc)
+        return
+    if record is None or record.channel is None:
+        return
+    text = (
+        f":unlock: {user_mention(by)} revoked this trust {date_token(services.clock.now())}: "
+        f"{code_span(grant.tool, 200)} of *{escape_truncate(grant.agent, 200)}* in this "
+        "channel is asked again from now on."
+    )
+    thread = record.thread_ts or record.message_ts
+    await post_mrkdwn(services, channel=record.channel, thread_ts=thread, text=text)
 
 
 async def _audit(services: Services, event: str, user: str, grant: TrustGrant, run_id: str) -> None:

@@ -124,6 +124,13 @@ async def test_app_home_lists_the_trust_and_its_granter_revokes_it(make_bot: Any
     assert ids.REVOKE_TRUST not in str(bot.slack.called("views.publish")[-1]["view"])
     trail = await bot.services.storage.audit.read(count=100)
     assert [e.user_id for e in trail if e.event == "trust_revoked"] == [ALICE]
+    # The card that gave it still reads "Trusted until": its thread says it ended early.
+    await bot.slack.wait_for(
+        lambda: any(t.startswith(f":unlock: <@{ALICE}> revoked this trust") for t in bot.thread()),
+        what="the revocation in the granting card's thread",
+    )
+    [said] = [t for t in bot.thread() if t.startswith(":unlock:")]
+    assert "`delete_files` of *cleanup* in this channel is asked again from now on." in said
 
     again = await _run(bot)
     assert any(b["type"] == "actions" for b in again["blocks"])
