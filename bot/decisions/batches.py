@@ -120,7 +120,7 @@ async def _report(
     services: Services, click: Click, outcomes: list[DecideOutcome], asked: int
 ) -> None:
     """Count the decisions; tell the clicker about refusals (once, with how many, and why
-    when they share a reason)."""
+    when they share a reason: whose decision came first only when it is the same for all)."""
     refused = [o for o in outcomes if o.status == "refused"]
     for outcome in outcomes:
         if outcome.status == "recorded" and outcome.state:
@@ -133,6 +133,11 @@ async def _report(
         text = (
             f"{len(refused)} of {asked} items were not decided, for more than one reason; "
             "the card shows where each stands."
+        )
+    elif len({refusal_text(o) for o in refused}) > 1:  # decided first, not all alike
+        text = (
+            f"{len(refused)} of {asked} items were decided already, not all the same way; "
+            "the card shows how."
         )
     else:
         text = refusal_text(refused[0])

@@ -410,3 +410,33 @@ async def test_a_batch_decided_while_redis_fails_its_read_back_has_its_card_redr
     bot.clock.advance(timedelta(minutes=1))
     await Scheduler(bot.services).redraw_cards()
     assert _card(bot)["blocks"][0]["text"]["text"] == "Decided: delete_file, 40 calls"
+
+
+async def test_items_decided_first_in_more_than_one_way_are_not_all_called_approved(
+    make_bot: Any,
+) -> None:
+    """Bob's "Deny all" read the items just before Alice's "Approve selected" (one item
+    unticked) decided them: he is not told they were all approved, as the first was."""
+    deleted: list[str] = []
+    bot: Harness = await make_bot(spec=spec(deleted, FILES[:3]))
+    await bot.start(requested_by=CAROL)
+    queries = bot.services.storage.queries
+    read = queries.led_by
+    raced: list[str] = []
+
+    async def alice_decides_after_the_read(lead_id: str) -> Batch | None:
+        batch = await read(lead_id)
+        if not raced:
+            raced.append(lead_id)
+            await bot.batch_click(ids.BATCH_APPROVE, user=ALICE, unticked=frozenset({1}))
+            await bot.slack.wait_calls("chat.update")
+        return batch
+
+    queries.led_by = alice_decides_after_the_read  # type: ignore[method-assign]
+    await bot.batch_click(ids.BATCH_DENY, user=BOB)
+    await bot.slack.wait_calls("chat.postEphemeral")
+    [told] = bot.slack.called("chat.postEphemeral")
+    assert told["user"] == BOB
+    assert told["text"] == (
+        "3 of 3 items were decided already, not all the same way; the card shows how."
+    ), told["text"]
