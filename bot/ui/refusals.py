@@ -56,7 +56,8 @@ def refusal_text(outcome: DecideOutcome) -> str:
     reason = outcome.reason or "unknown"
     if reason == "already_decided" and outcome.record is not None:
         record = outcome.record
-        if record.state == "cancelled" and is_request_run(record.run_id):
+        # Withdrawn by a person (or a job), as its card says; not a run cancelled otherwise.
+        if record.state == "cancelled" and (record.decided_by or is_request_run(record.run_id)):
             by = f" by {user_mention(record.decided_by)}" if record.decided_by else ""
             return f"This request was withdrawn{by}; your click changed nothing."
     if reason == "already_decided" and outcome.decided_by == IN_APP:

@@ -53,7 +53,8 @@ async def test_the_requester_withdraws_from_the_card_and_the_run_is_cancelled(
     # A click after the withdrawal decides nothing; the tool never ran.
     await bot.click(ids.APPROVE, value, user=ALICE)
     await bot.slack.wait_calls("chat.postEphemeral")
-    assert "changed nothing" in bot.slack.called("chat.postEphemeral")[-1]["text"]
+    told = bot.slack.called("chat.postEphemeral")[-1]["text"]
+    assert told == f"This request was withdrawn by <@{CAROL}>; your click changed nothing."
     assert bot.tool_log.calls == []
 
 
