@@ -115,6 +115,8 @@ class Held:
     """The arguments an edit runs with."""
     trusted: bool = False
     """Approved by ``by``'s trust grant, not by a click of theirs."""
+    run_waits: bool = False
+    """Its run waits on other requests too: it runs once they are decided, not when final."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -189,10 +189,12 @@ def _held_message(card: Card, held: Held, *, compact: bool) -> SlackMessage:
     by = f"by {mentions(card.approvals if quorum else (held.by,))}"
     if held.trusted:  # nobody clicked: a grant approved it
         by = f"under the trust {user_mention(held.by)} gave"
-    parts = [
-        f"{ICON[held.outcome]} {headline} {by}: {effect} at "
-        f"{date_token(held.until, template='{time_secs}')} unless someone clicks Undo"
-    ]
+    when = f"at {date_token(held.until, template='{time_secs}')} unless someone clicks Undo"
+    if effect == "runs" and held.run_waits:
+        when = f"final {when}; it runs once its run's other requests are decided"
+    else:
+        when = f"{effect} {when}"
+    parts = [f"{ICON[held.outcome]} {headline} {by}: {when}"]
     if card.requested_by:
         parts.append(f"Requested by {user_mention(card.requested_by)}")
     undo = button("Undo", action_id=ids.UNDO, value=card.button_value, style="danger")

@@ -7,10 +7,13 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+import batch_agents
 from harness import ALICE, BOB, CAROL, CHANNEL, MALLORY, Harness
 
 from bot.agents.policy import Escalate, Policy
 from bot.decisions.clicks import decide_click, made_final
+from bot.runs.drive import start_run
+from bot.runs.place import Place
 from bot.schedule.scheduler import Scheduler
 from bot.ui import ids
 from bot.ui.refusals import UNCONFIRMED
@@ -368,3 +371,35 @@ async def test_a_click_on_a_held_quorum_names_every_approver_and_when_it_is_fina
     await bot.click(ids.APPROVE, value, user=MALLORY)
     told = await _ephemeral(bot, 1)
     assert told.startswith(f"Already decided by <@{ALICE}>, <@{BOB}>: it becomes final at "), told
+
+
+async def test_a_held_approval_whose_run_waits_on_another_card_does_not_say_it_runs_then(
+    make_bot: Any,
+) -> None:
+    """Cards A and B of one run: Alice approves B in its window while A waits. B is final
+    at the window's end, but runs only once A is decided too: its card says so."""
+    deleted: list[str] = []
+    spec = batch_agents.spec(deleted, ["/tmp/a", "/tmp/b"], batch=False, undo_window=WINDOW)
+    bot: Harness = await make_bot(spec=spec)
+    await start_run(
+        bot.services,
+        "cleanup",
+        "x",
+        place=Place(channel=CHANNEL, thread_ts=None, requested_by=CAROL),
+    )
+    await bot.slack.wait_calls("chat.postMessage", 2)
+    ts_b = bot.message_ts(1)
+    await bot.click(
+        ids.APPROVE,
+        bot.posted(1)["blocks"][-1]["elements"][0]["value"],
+        user=ALICE,
+        message_ts=ts_b,
+    )
+    await bot.slack.wait_for(
+        lambda: any(u["ts"] == ts_b for u in bot.slack.called("chat.update")), what="B held"
+    )
+    held = str([u for u in bot.slack.called("chat.update") if u["ts"] == ts_b][-1]["blocks"])
+    assert f"Approved by <@{ALICE}>: final at <!date^" in held, held
+    assert "unless someone clicks Undo; it runs once its run's other requests are decided" in held
+    assert "runs at" not in held
+    assert deleted == []
