@@ -39,7 +39,7 @@ from .damaged import record_damaged
 from .group_refresh import refresh_groups
 from .modal_clicks import MODAL_BUTTONS, open_modal
 from .payloads import Click, parse_click
-from .trust_grants import grant_trust
+from .trust_grants import grant_trust, tell_not_kept
 from .undo import undo
 from .withdrawals import withdraw
 
@@ -273,6 +273,7 @@ async def made_final(services: Services, record: InterruptRecord) -> None:
         await grant_trust(services, record)
     except StorageError as exc:
         log.error("interrupt %s: trust not kept: %s", record.id, exc)
+        await tell_not_kept(services, record)
     await decided_news(services, record)
 
 

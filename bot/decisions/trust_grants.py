@@ -48,6 +48,20 @@ async def grant_trust(services: Services, record: InterruptRecord) -> TrustGrant
     return grant
 
 
+async def tell_not_kept(services: Services, record: InterruptRecord) -> None:
+    """Say in ``record``'s thread that the grant its approval made was not kept (Redis
+    failed as it was stored, past its click): its card reads "Trusted until" all the same."""
+    call = record.runtime_interrupt.tool_call
+    if record.channel is None or call is None:
+        return
+    text = (
+        ":warning: The trust given with this approval was not kept (Signoff's storage "
+        f"failed): later calls of {code_span(call.name, 200)} are asked again."
+    )
+    thread = record.thread_ts or record.message_ts
+    await post_mrkdwn(services, channel=record.channel, thread_ts=thread, text=text)
+
+
 async def revoke_trust(services: Services, grant_id: str, *, by: str) -> TrustGrant | None:
     """Remove a grant (its granter or an admin); the one removed, or None."""
     grants = await services.storage.trust.active(services.clock.now())

@@ -437,3 +437,38 @@ async def test_a_trust_click_whose_grant_redis_failed_to_keep_keeps_it_when_take
     await clicks.decide_click(bot.services, entry)
     [grant] = await storage.trust.active(bot.clock.now())
     assert grant.record_id == trust["value"].split(" ")[0] and grant.granted_by == ALICE
+
+
+async def test_a_held_trust_approval_whose_grant_redis_failed_to_keep_says_so(
+    make_bot: Any, storage: Storage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The undo window ends and Redis fails as the grant is stored: the card reads
+    "Trusted until", so its thread says the trust was not kept and later calls are asked."""
+    window = timedelta(seconds=60)
+    policy = Policy(
+        users=(ALICE, BOB), trust=Remember(scope="minutes", minutes=60), undo_window=window
+    )
+    bot: Harness = await make_bot(policy)
+    card = await _run(bot)
+    [value] = [e["value"] for e in card["blocks"][-1]["elements"] if e["action_id"] == ids.TRUST]
+    await bot.click(ids.TRUST, value, user=ALICE)
+    await bot.slack.wait_for(lambda: len(_held(bot)) == 1, what="Alice's approval, held")
+
+    async def not_kept(**_: Any) -> None:
+        raise StorageTimeoutError("store a trust grant: Redis did not answer in time")
+
+    monkeypatch.setattr(storage.trust, "grant", not_kept)
+    bot.clock.advance(window * 2)
+    await Scheduler(bot.services, made_final=made_final).tick()
+    await _approved_without_a_click(bot, 1)
+    monkeypatch.undo()
+
+    assert "Trusted until" in str(bot.slack.called("chat.update")[-1]["blocks"])
+    assert await storage.trust.active(bot.clock.now()) == []
+    [said] = [t for t in bot.thread() if t.startswith(":warning:")]
+    assert said == (
+        ":warning: The trust given with this approval was not kept (Signoff's storage "
+        "failed): later calls of `delete_files` are asked again."
+    )
+    again = await _run(bot)
+    assert any(b["type"] == "actions" for b in again["blocks"])
