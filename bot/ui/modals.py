@@ -200,13 +200,16 @@ def _fenced(code: str) -> list[str]:
 
 def errors_for(message: str, block: str = ids.INPUT_BLOCK) -> dict[str, str]:
     """A ``response_action: errors`` map that shows ``message`` under the modal's input
-    ``block``, as plain text (Slack shows a modal's errors so): a mention as the user's id,
-    a date as its fallback text."""
-    plain = _MENTION.sub(r"@\1", _DATE.sub(r"\1", message))
+    ``block``, as plain text (Slack shows a modal's errors so): a mention of a user or a
+    group as its id, a channel as ``#`` and its id, a date as its fallback text, and the
+    mrkdwn entities as their characters."""
+    plain = _CHANNEL.sub(r"#\1", _MENTION.sub(r"@\1", _DATE.sub(r"\1", message)))
+    plain = plain.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
     return {block: plain[:2000]}
 
 
-_MENTION = re.compile(r"<@([A-Z0-9]+)>")
+_MENTION = re.compile(r"<(?:@|!subteam\^)([A-Z0-9]+)(?:\|[^>]*)?>")
+_CHANNEL = re.compile(r"<#([A-Z0-9]+)(?:\|[^>]*)?>")
 _DATE = re.compile(r"<!date\^[^|>]*\|([^>]*)>")
 
 

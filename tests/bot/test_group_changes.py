@@ -256,3 +256,14 @@ async def test_a_trust_given_by_someone_who_left_the_group_approves_nothing(
     asked = await next_run()
     assert asked.state == "pending" and asked.votes == ()
     assert asked.policy.group_members == (BOB,)
+
+
+async def test_a_refused_deny_form_names_the_group_without_slack_markup(make_bot: Any) -> None:
+    """A modal's error is plain text: the group who may approve is named as ``@S…``, as a
+    user is, not as markup Slack would show raw."""
+    bot, value = await _bot_for_oncall(make_bot, ALICE)
+    status, body = await bot.submit(ids.DENY_VIEW, value, user=MALLORY, text="not today")
+
+    assert status == 200 and "errors" in body
+    assert f"Who may approve: @{ONCALL}, not the requester." in body, body
+    assert "<" not in body.split('"errors"', 1)[1]
