@@ -8,8 +8,9 @@ from storage.records import InterruptRecord
 from storage.requests import is_request_run
 
 from .blocks import date_token, mentions, user_mention
-from .cards import IN_APP
+from .cards import IN_APP, Outcome, verdict_from_record
 from .deciders import nobody_can_approve, who_may_decide
+from .message import HEADLINE
 
 DAMAGED = (
     "This request's stored data is damaged, so it cannot be decided; an operator can see it "
@@ -61,14 +62,14 @@ def refusal_text(outcome: DecideOutcome) -> str:
             by = f" by {user_mention(record.decided_by)}" if record.decided_by else ""
             return f"This request was withdrawn{by}; your click changed nothing."
     if reason == "already_decided" and outcome.decided_by == IN_APP:
-        return f"Already {outcome.state or 'decided'} in the app; your click changed nothing."
+        return f"Already {_as_carded(outcome)} in the app; your click changed nothing."
     if reason == "already_decided":
         quorum = outcome.record.approvals if outcome.record is not None else ()
         if outcome.state == "approved" and len(quorum) > 1:
             who = f" by {mentions(quorum)}"  # as the card credits a quorum
         else:
             who = f" by {user_mention(outcome.decided_by)}" if outcome.decided_by else ""
-        return f"Already {outcome.state or 'decided'}{who}; your click changed nothing."
+        return f"Already {_as_carded(outcome)}{who}; your click changed nothing."
     if reason == "expired" and outcome.record is not None:
         return _time_up(outcome.record)
     if reason == "not_allowed" and outcome.record is not None:
@@ -118,3 +119,18 @@ def _time_up(record: InterruptRecord) -> str:
 def reason_text(reason: str) -> str:
     """The sentence for a refusal reason that needs no record to explain."""
     return _TEXT.get(reason, "Nothing was decided.")
+
+
+_CARD_WORDS: frozenset[Outcome] = frozenset(
+    {"edited", "responded", "answered", "declined", "replied", "approved_by_default"}
+)
+"""Decisions whose card names them otherwise than storage's state does."""
+
+
+def _as_carded(outcome: DecideOutcome) -> str:
+    """The decision a click came too late for, in its card's words ("approved with edits",
+    "answered"), not storage's ("edited", "responded")."""
+    verdict = verdict_from_record(outcome.record) if outcome.record is not None else None
+    if verdict is not None and verdict.outcome in _CARD_WORDS:
+        return HEADLINE[verdict.outcome].lower()
+    return outcome.state or "decided"

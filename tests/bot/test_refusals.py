@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+import pytest
 from harness import ALICE, BOB, CAROL, CHANNEL, MALLORY, Harness
 
 from bot.agents.policy import Policy
@@ -89,3 +90,17 @@ async def test_a_forged_digest_is_refused(make_bot: Any) -> None:
     await bot.click(ids.APPROVE, bot.record_id(value) + " " + "0" * 32, user=ALICE)
     assert "arguments changed" in await _refused(bot, ALICE)
     assert await _stored(bot, value) == before
+
+
+@pytest.mark.parametrize(
+    ("how", "words"), [("edit", "approved with edits"), ("respond", "answered instead of run")]
+)
+async def test_a_click_after_an_edit_or_an_answer_names_it_as_its_card_does(
+    make_bot: Any, how: str, words: str
+) -> None:
+    bot: Harness = await make_bot()
+    value = await bot.start()
+    await bot.decide(how, value, user=ALICE)
+    await bot.click(ids.APPROVE, value, user=BOB)
+    text = await _refused(bot, BOB)
+    assert text == f"Already {words} by <@{ALICE}>; your click changed nothing."
