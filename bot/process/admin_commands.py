@@ -46,6 +46,13 @@ async def audit_command(
     return 0
 
 
+_TOKEN_ALLOW_SETTING = (
+    "SIGNOFF_WEBHOOK_ALLOW, both for this command and for every Signoff process (serve, "
+    "socket, worker), which check the URL again"
+)
+"""This command checks a client's URL against its own setting, not the server's."""
+
+
 async def token_command(
     settings: Settings, args: argparse.Namespace, stopping: asyncio.Event
 ) -> int:
@@ -64,7 +71,8 @@ async def token_command(
                 )
                 return 2
             url = args.callback_url
-            refused = CallbackPolicy(allow=settings.webhook_hosts).refusal(url) if url else None
+            policy = CallbackPolicy(allow=settings.webhook_hosts, setting=_TOKEN_ALLOW_SETTING)
+            refused = policy.refusal(url) if url else None
             if refused is not None:
                 print(f"signoff: --callback-url: {refused}", file=sys.stderr)
                 return 2

@@ -16,8 +16,9 @@ from yarl import URL
 from storage.hosts import credential_free
 
 _METADATA_HOSTS = frozenset({"metadata.google.internal", "metadata", "instance-data"})
-_ALLOW_SETTING = "the Signoff server's SIGNOFF_WEBHOOK_ALLOW (its setting, not the asking job's)"
-"""Where a refusal says to allow an address: a job setting it in its own shell changes nothing."""
+_SERVER_SETTING = "the Signoff server's SIGNOFF_WEBHOOK_ALLOW (its setting, not the asking job's)"
+"""Where a request's refusal says to allow an address: a job setting it in its own shell
+changes nothing."""
 _SHARED = ipaddress.ip_network("100.64.0.0/10")
 """Carrier-grade NAT's shared space (Alibaba Cloud's metadata service is 100.100.100.200)."""
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
@@ -79,6 +80,8 @@ class CallbackPolicy:
     internal addresses, as well."""
 
     allow: frozenset[str] = frozenset()
+    setting: str = _SERVER_SETTING
+    """Where a refusal says to add a host to ``allow``: the setting the checking process read."""
 
     def allowed(self, host: str, port: int | None) -> bool:
         """Whether ``host`` (on ``port``) is allow-listed."""
@@ -105,9 +108,9 @@ class CallbackPolicy:
         allowed = self.allowed(host, port)
         entry = host if port is None else f"{host}:{port}"  # what the allow-list must hold
         if (internal_address(host) or host == "localhost") and not allowed:
-            return f"{host} is an internal address: allow {entry} in {_ALLOW_SETTING}"
+            return f"{host} is an internal address: allow {entry} in {self.setting}"
         if parts.scheme != "https" and not allowed:
-            return f"use https, or allow {entry} in {_ALLOW_SETTING}"
+            return f"use https, or allow {entry} in {self.setting}"
         return None
 
     def may_connect(self, host: str, port: int, address: str) -> bool:
