@@ -142,6 +142,11 @@ class _RequestsApi:
             problem = self._services.callbacks.refusal(callback_url)
             if problem is None and caller.webhook_secret is None:
                 problem = "the admin token has no webhook secret; use a named client's token"
+            if problem is not None and body.callback_url is None:
+                # The body named none: the caller must learn the URL is its client's.
+                made = "signoff token create --callback-url"
+                problem = f"client {caller.name!r} has a webhook URL ({made}) refused: {problem}"
+                return error(400, problem)
             if problem is not None:
                 return error(400, problem, "callback_url")
         digest = request_digest(body)

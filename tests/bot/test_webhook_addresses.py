@@ -68,6 +68,26 @@ async def test_a_clients_own_callback_url_serves_its_requests_that_name_none(
     assert verify(delivered, sent, client.webhook_secret, now=hooked.bot.clock.now().timestamp())
 
 
+async def test_a_clients_own_callback_url_refused_is_told_as_the_clients_not_the_bodys(
+    hooked: Hooked,
+) -> None:
+    """A job that named no callback URL learns the refused one is its client's, set when
+    the token was made, not a field of what it sent."""
+    _, token = await hooked.bot.services.storage.api_clients.create(
+        "deploys", callback_url="https://10.9.9.9/hook", now=datetime.now(UTC)
+    )
+    body = {"title": "Deploy", "channel": CHANNEL, "approvers": [ALICE]}
+    headers = {"Authorization": f"Bearer {token}"}
+    async with hooked.http.post(hooked.base + REQUESTS_PATH, json=body, headers=headers) as r:
+        assert r.status == 400
+        refused = await r.json()
+    assert "field" not in refused
+    assert refused["error"].startswith(
+        "client 'deploys' has a webhook URL (signoff token create --callback-url) refused: "
+        "10.9.9.9 is an internal address"
+    )
+
+
 @pytest.mark.parametrize(
     "url",
     [
