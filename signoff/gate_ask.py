@@ -39,6 +39,7 @@ async def ask(
         say("signoff gate: stopped before asking; the command was not run")
         return WITHDRAWN
     if check and shown is None:
+        say("signoff gate: nothing was asked; the command was not run")
         return CHECK_FAILED
     request = request.model_copy(update={"acts_on": shown})
     for _ in range(_ASK_AGAIN):
@@ -161,7 +162,8 @@ async def _check(check: str) -> str | None:
                 os.killpg(child.pid, signal.SIGKILL)
             await child.wait()
     if child.returncode != 0:
-        last = err.decode(errors="replace").strip().splitlines()[-1:] or [""]
-        say(f"signoff gate: --check exited with {child.returncode}: {last[0]}")
+        last = err.decode(errors="replace").strip().splitlines()[-1:]
+        said = f": {last[0]}" if last else " (it printed nothing on stderr)"
+        say(f"signoff gate: --check exited with {child.returncode}{said}")
         return None
     return out.decode(errors="replace")

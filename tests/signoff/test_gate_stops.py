@@ -18,7 +18,7 @@ from test_gate_progress import _view
 from bot.api.schemas import NewRequest, RequestView
 from signoff import gate, gate_ask, gate_run, gate_say, gate_wait
 from signoff.client import Client, RequestRefused
-from signoff.gate_cli import REFUSED, WITHDRAWN
+from signoff.gate_cli import CHECK_FAILED, REFUSED, WITHDRAWN
 
 
 async def test_an_approval_held_past_the_expiry_and_its_grace_is_waited_out(
@@ -122,6 +122,21 @@ async def test_the_check_never_sees_the_token(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setenv("SIGNOFF_TOKEN", "sgn_secret-token-of-the-job")
     shown = await gate_ask._check("printenv SIGNOFF_TOKEN || echo none")
     assert shown == "none\n"
+
+
+async def test_a_check_failing_first_says_nothing_was_asked_and_why_it_failed(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A silent failing check gets no dangling colon; a noisy one its last stderr line."""
+    client = Client("http://127.0.0.1:9", "sgn_unused")  # never reached: nothing is asked
+    request = NewRequest(title="t", channel="C0OPS", anyone_in_channel=True)
+    assert await gate_ask.ask(client, request, "exit 3", asyncio.Event()) == CHECK_FAILED
+    assert capsys.readouterr().err == (
+        "signoff gate: --check exited with 3 (it printed nothing on stderr)\n"
+        "signoff gate: nothing was asked; the command was not run\n"
+    )
+    assert await gate_ask._check("echo first >&2; echo no such volume >&2; exit 1") is None
+    assert capsys.readouterr().err == "signoff gate: --check exited with 1: no such volume\n"
 
 
 async def test_a_command_printing_a_line_longer_than_a_read_buffer_runs_to_its_end(
