@@ -37,7 +37,10 @@ async def _ids(services: Services, given: list[str], where: str) -> list[str] | 
         except SlackUnreachableError as exc:
             return error(503, f"{exc}; nothing was changed, try again", f"{where}.{index}")
         if found is None:
-            problem = f"no user group {who} that Signoff can see (usergroups:read)"
+            problem = (
+                f"no user group {who} that Signoff can see (usergroups:read); name a person "
+                "by user id (U0123ABCD, in their Slack profile under More)"
+            )
             return error(400, f"{where}.{index}: {problem}", f"{where}.{index}")
         if found[0] in "UW" and not await services.directory.is_user(found):
             problem = f"Slack has no user {who} in this workspace (a typo?)"
