@@ -229,19 +229,6 @@ async def test_a_clients_callback_url_is_checked_like_a_requests_and_kept(
     assert client is not None and client.callback_url == url
 
 
-async def test_a_clients_internal_callback_url_is_allowed_by_the_commands_own_setting(
-    env: dict[str, str],
-) -> None:
-    """The refusal names the setting that lets it through: the command's own, not only the
-    server's, which this command never reads."""
-    url = "http://127.0.0.1:8080/hook"
-    code, _, err = await _signoff("token", "create", "local", "--callback-url", url, env=env)
-    assert code == 2 and "allow 127.0.0.1:8080 in SIGNOFF_WEBHOOK_ALLOW, both for this" in err
-    allowed = {**env, "SIGNOFF_WEBHOOK_ALLOW": "127.0.0.1:8080"}
-    code, out, err = await _signoff("token", "create", "local", "--callback-url", url, env=allowed)
-    assert code == 0 and out.startswith("SIGNOFF_TOKEN=sgn_"), err
-
-
 @pytest.mark.parametrize("given", ["", " , "])
 async def test_a_token_given_no_channel_is_refused_not_made_for_any_channel(
     env: dict[str, str], given: str

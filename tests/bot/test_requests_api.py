@@ -325,20 +325,6 @@ async def test_a_user_group_named_by_its_handle_decides(jobs: Jobs) -> None:
     assert answer["status"] == "approved" and answer["approvals"] == [ALICE, BOB]
 
 
-async def test_a_handle_no_group_has_is_refused_saying_how_to_name_a_person(jobs: Jobs) -> None:
-    """``@alice`` reads as a person to whoever typed it: the refusal says people are named
-    by user id, not only that no group has that handle."""
-    jobs.bot.slack.groups["S0ONCALL"] = [ALICE, BOB]
-    jobs.bot.slack.handles["S0ONCALL"] = "oncall"
-    status, refused = await jobs.ask(approvers=[ALICE, "@alice"])
-    assert (status, refused["field"]) == (400, "approvers.1"), refused
-    assert refused["error"] == (
-        "approvers.1: no user group @alice that Signoff can see (usergroups:read); "
-        "name a person by user id (U0123ABCD, in their Slack profile under More)"
-    )
-    assert jobs.bot.slack.called("chat.postMessage") == []
-
-
 async def test_a_reminder_is_counted_and_audited(jobs: Jobs) -> None:
     _, made = await jobs.ask(reminders={"every": 60, "limit": 2, "start_hour": 0, "end_hour": 24})
     jobs.bot.clock.advance(timedelta(seconds=61))

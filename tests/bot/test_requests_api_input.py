@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from harness import ALICE, CHANNEL
+from harness import ALICE, BOB, CHANNEL
 from pydantic import BaseModel, ValidationError
 from requests_jobs import ADMIN_TOKEN, Jobs
 
@@ -283,3 +283,17 @@ async def test_unknown_keys_are_a_400_naming_the_first_on_every_api(jobs: Jobs) 
     assert len(jobs.bot.slack.called("chat.postMessage")) == posted
     status, after = await jobs.get(made["status_url"])
     assert (status, after["status"]) == (200, "pending")
+
+
+async def test_a_handle_no_group_has_is_refused_saying_how_to_name_a_person(jobs: Jobs) -> None:
+    """``@alice`` reads as a person to whoever typed it: the refusal says people are named
+    by user id, not only that no group has that handle."""
+    jobs.bot.slack.groups["S0ONCALL"] = [ALICE, BOB]
+    jobs.bot.slack.handles["S0ONCALL"] = "oncall"
+    status, refused = await jobs.ask(approvers=[ALICE, "@alice"])
+    assert (status, refused["field"]) == (400, "approvers.1"), refused
+    assert refused["error"] == (
+        "approvers.1: no user group @alice that Signoff can see (usergroups:read); "
+        "name a person by user id (U0123ABCD, in their Slack profile under More)"
+    )
+    assert jobs.bot.slack.called("chat.postMessage") == []

@@ -3,12 +3,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 from datetime import UTC, datetime
 
 import pytest
 from aiohttp.abc import AbstractResolver, ResolveResult
+from cli_procs import bot_env, start_signoff
+from fakes import FakeSlack
 from harness import ALICE, CHANNEL
 from webhook_receiver import Hooked
 
@@ -176,3 +179,27 @@ def test_a_callback_url_refused_as_malformed_does_not_quote_its_password(url: st
     a password holding an unencoded / reads as a port, and must not be quoted as one."""
     refused = CallbackPolicy().refusal(url)
     assert refused is not None and "Hunter2" not in refused and "percent-encode" in refused
+
+
+async def test_token_create_refuses_an_internal_url_naming_its_own_setting_which_allows_it(
+    slack: FakeSlack, redis_url: str, key_prefix: str
+) -> None:
+    """``signoff token create`` checks the URL against its own SIGNOFF_WEBHOOK_ALLOW, so the
+    refusal says to set it there too, not only in the server's, which it never reads."""
+    url = "http://127.0.0.1:8080/hook"
+    env = bot_env(slack, redis_url, key_prefix)
+
+    async def create(allow: str) -> tuple[int | None, str, str]:
+        made = await start_signoff(
+            *("token", "create", "local", "--callback-url", url),
+            env={**env, "SIGNOFF_WEBHOOK_ALLOW": allow},
+            stdout=asyncio.subprocess.PIPE,
+        )
+        out, err = await asyncio.wait_for(made.communicate(), 60)
+        return made.returncode, out.decode(), err.decode()
+
+    code, out, err = await create("")
+    assert (code, out) == (2, "")
+    assert "allow 127.0.0.1:8080 in SIGNOFF_WEBHOOK_ALLOW, both for this command" in err, err
+    code, out, err = await create("127.0.0.1:8080")
+    assert code == 0 and out.startswith("SIGNOFF_TOKEN=sgn_"), err
