@@ -243,4 +243,8 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
         "--idempotency-key", help="the same key again re-attaches to the same request"
     )
     parser.add_argument("--json", action="store_true", help="print the decision as JSON")
-    return parser.parse_args(argv), command
+    options, extra = parser.parse_known_args(argv)
+    if extra:  # ``signoff gate ... ./cleanup.sh``: a command given without its ``--``
+        hint = "" if extra[0].startswith("-") else "; put the command to run last, after --"
+        parser.error(f"unrecognized arguments: {' '.join(extra)}{hint}")
+    return options, command

@@ -194,6 +194,23 @@ def test_the_usage_shows_where_the_command_goes(capsys: pytest.CaptureFixture[st
     )
 
 
+def test_a_command_given_without_its_dashes_is_told_where_it_goes(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A cron line missing ``--`` is a usage error saying where the command goes; a
+    mistyped option is not told so."""
+    options = ["--title", "t", "--channel", "C0OPS", "--approvers", "U0A"]
+    with pytest.raises(SystemExit):
+        parse_args([*options, "./cleanup.sh", "--apply"])
+    assert capsys.readouterr().err.endswith(
+        "signoff gate: error: unrecognized arguments: ./cleanup.sh --apply; put the command "
+        "to run last, after --\n"
+    )
+    with pytest.raises(SystemExit):
+        parse_args([*options, "--titel", "x"])
+    assert capsys.readouterr().err.endswith("error: unrecognized arguments: --titel x\n")
+
+
 def test_the_usage_names_the_settings_the_gate_reads(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         parse_args(["--help"])
