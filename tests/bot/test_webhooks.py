@@ -146,6 +146,31 @@ async def test_a_denial_an_expiry_and_an_escalation_are_each_delivered(
     assert sent["request"]["status"] == status
 
 
+@pytest.mark.parametrize(
+    ("fields", "submitted", "event"),
+    [
+        (
+            {"params": [{"name": "limit", "type": "integer", "value": 42, "editable": True}]},
+            (ids.EDIT_VIEW, '{"limit": 10}'),
+            "request.edited",
+        ),
+        ({"allow_reply": True}, (ids.REPLY_VIEW, "done by hand"), "request.responded"),
+    ],
+)
+async def test_an_edit_and_a_reply_are_each_delivered_under_their_own_event(
+    hooked: Hooked, fields: dict[str, Any], submitted: tuple[str, str], event: str
+) -> None:
+    hooked.receiver.status = 200
+    made = await hooked.ask(**fields)
+    value = hooked.bot.posted()["blocks"][-1]["elements"][0]["value"]
+    view, text = submitted
+    status, body = await hooked.bot.submit(view, value, user=ALICE, text=text)
+    assert status == 200 and "errors" not in body, body
+    await hooked.got(1)
+    [sent] = hooked.receiver.taken().values()
+    assert sent["event"] == event and sent["request"]["id"] == made["id"]
+
+
 async def test_a_request_with_items_is_delivered_once_with_its_outcome(hooked: Hooked) -> None:
     hooked.receiver.status = 200
     made = await hooked.ask(items=[f"vol-{n}" for n in range(4)])
