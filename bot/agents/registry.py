@@ -103,7 +103,16 @@ def load_specs(module_name: str) -> list[AgentSpec]:
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise AgentsModuleError(f"SIGNOFF_AGENTS: cannot import {module_name!r} ({exc})") from exc
+        hint = ""
+        if module_name.endswith(".py") or "/" in module_name:  # a file's path, not a module
+            name = module_name.removesuffix(".py").rpartition("/")[2]
+            hint = (
+                f": give the module's name ({name}), and start signoff in its folder or put "
+                "that on PYTHONPATH"
+            )
+        raise AgentsModuleError(
+            f"SIGNOFF_AGENTS: cannot import {module_name!r} ({exc}){hint}"
+        ) from exc
     except Exception as exc:  # anything the module's own code raises as it runs
         where, said = _line_in(module_name, exc), " ".join(str(exc).split())
         raise AgentsModuleError(
