@@ -65,6 +65,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
 
+_REDIS = "REDIS_URL (unset: an embedded Redis, its data in SIGNOFF_DATA_DIR)"
+_SETTINGS = {
+    "serve": f"SLACK_BOT_TOKEN, SLACK_SIGNING_SECRET, {_REDIS}, SIGNOFF_HOST and SIGNOFF_PORT "
+    "(default 0.0.0.0:3000), SIGNOFF_AGENTS",
+    "socket": f"SLACK_BOT_TOKEN, SLACK_APP_TOKEN, {_REDIS}, SIGNOFF_HOST and SIGNOFF_PORT "
+    "(default 0.0.0.0:3000, for /healthz, /metrics and the HTTP APIs), SIGNOFF_AGENTS",
+    "worker": f"SLACK_BOT_TOKEN, {_REDIS}, SIGNOFF_AGENTS",
+    "run": f"SLACK_BOT_TOKEN, {_REDIS}, SIGNOFF_AGENTS",
+    "audit": _REDIS,
+    "token": f"{_REDIS}, SIGNOFF_WEBHOOK_ALLOW",
+}
+"""What each command reads from the environment, for its ``--help``."""
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="signoff", description="Slack approvals for agents")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -73,7 +87,7 @@ def _parser() -> argparse.ArgumentParser:
         ("socket", "answer Slack over Socket Mode"),
         ("worker", "run only the click deciders, the resume workers and the scheduler"),
     ):
-        command = sub.add_parser(name, help=help_text)
+        command = _command(sub, name, help_text)
         command.add_argument("--agents", help="module declaring agents (default SIGNOFF_AGENTS)")
         if name != "worker":
             command.add_argument(
@@ -88,7 +102,7 @@ def _parser() -> argparse.ArgumentParser:
                 help="serve /healthz, /readyz and /metrics on this port of SIGNOFF_HOST "
                 "(default: no HTTP)",
             )
-    run = sub.add_parser("run", help="start one run of an agent")
+    run = _command(sub, "run", "start one run of an agent")
     run.add_argument("agent", help="the agent's name, as the agents module declares it")
     run.add_argument("--channel", required=True, help="channel id for the run's messages")
     run.add_argument("--input", required=True, help="the prompt the agent starts from")
@@ -99,7 +113,7 @@ def _parser() -> argparse.ArgumentParser:
         "policy allows it (default: cli, nobody in Slack)",
     )
     run.add_argument("--agents", help="module declaring agents (default SIGNOFF_AGENTS)")
-    audit = sub.add_parser("audit", help="print the audit trail, oldest first, as JSON lines")
+    audit = _command(sub, "audit", "print the audit trail, oldest first, as JSON lines")
     audit.add_argument("--run", help="only the entries of this run id")
     audit.add_argument("--user", help="only what this user id did")
     audit.add_argument(
@@ -109,7 +123,7 @@ def _parser() -> argparse.ArgumentParser:
         "or how long ago (30m, 12h, 7d)",
     )
     sub.add_parser("gate", help="ask for approval and run a command if approved (see --help)")
-    token = sub.add_parser("token", help="create, revoke or list the API's named clients")
+    token = _command(sub, "token", "create, revoke or list the API's named clients")
     token_sub = token.add_subparsers(dest="action", required=True)
     create = token_sub.add_parser("create", help="create a client; prints its token once")
     create.add_argument("name", help="shown on its requests as who asked")
@@ -125,6 +139,15 @@ def _parser() -> argparse.ArgumentParser:
         "against SIGNOFF_API_PENDING_REQUESTS and their webhook URL",
     )
     return parser
+
+
+def _command(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str, help_text: str
+) -> argparse.ArgumentParser:
+    """Command ``name``, its ``--help`` saying what it does and the settings it reads."""
+    reads = f"It reads its settings from the environment: {_SETTINGS[name]}"
+    described = f"{help_text[0].upper()}{help_text[1:]}. {reads}; the README lists the rest."
+    return sub.add_parser(name, help=help_text, description=described)
 
 
 async def _main(settings: Settings, args: argparse.Namespace) -> int:

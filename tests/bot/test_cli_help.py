@@ -36,3 +36,25 @@ def test_every_argument_of_a_commands_help_says_what_it_is(
         and not after.startswith(" " * 8)
     ]
     assert bare == [], bare
+
+
+@pytest.mark.parametrize(
+    ("command", "needed"),
+    [
+        (("serve",), ("SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "REDIS_URL", "SIGNOFF_PORT")),
+        (("socket",), ("SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "REDIS_URL", "SIGNOFF_PORT")),
+        (("worker",), ("SLACK_BOT_TOKEN", "REDIS_URL", "SIGNOFF_AGENTS")),
+        (("run",), ("SLACK_BOT_TOKEN", "REDIS_URL", "SIGNOFF_AGENTS")),
+        (("audit",), ("REDIS_URL",)),
+        (("token",), ("REDIS_URL", "SIGNOFF_WEBHOOK_ALLOW")),
+    ],
+    ids=["serve", "socket", "worker", "run", "audit", "token"],
+)
+def test_a_commands_help_names_the_settings_it_stops_without(
+    command: tuple[str, ...], needed: tuple[str, ...], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Its settings come from the environment, where ``--help`` alone would not show them."""
+    with pytest.raises(SystemExit):
+        main([*command, "--help"])
+    description = " ".join(capsys.readouterr().out.split("\n\n")[1].split())
+    assert all(name in description for name in needed), description
