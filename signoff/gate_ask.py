@@ -74,6 +74,9 @@ async def ask(
             )
             return WITHDRAWN
         if now is None:
+            say(
+                f"signoff gate: it was {answer.status}, but --check failed: the command was not run"
+            )
             return CHECK_FAILED
         if now == shown:
             return answer

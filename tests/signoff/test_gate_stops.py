@@ -139,6 +139,32 @@ async def test_a_check_failing_first_says_nothing_was_asked_and_why_it_failed(
     assert capsys.readouterr().err == "signoff gate: --check exited with 1: no such volume\n"
 
 
+async def test_a_check_failing_once_approved_says_the_command_was_not_run(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The card reads approved: the gate's own lines say the command never ran."""
+    approved = _view(status="approved", decided_by="U0ALICE", decided_at=datetime.now(UTC))
+
+    async def create(self: Client, request: NewRequest) -> RequestView:
+        return _view(acts_on=request.acts_on)
+
+    async def decided(*args: Any, **kwargs: Any) -> RequestView:
+        return approved
+
+    monkeypatch.setattr(Client, "create", create)
+    monkeypatch.setattr(gate_ask, "wait", decided)
+    monkeypatch.setattr(gate_ask, "say_waiting", lambda *args, **kwargs: None)
+    marker = tmp_path / "checked"
+    check = f"test -e {marker} && exit 4; touch {marker}; echo vol-1"
+    client = Client("http://127.0.0.1:9", "sgn_unused")
+    request = NewRequest(title="t", channel="C0OPS", anyone_in_channel=True)
+    assert await gate_ask.ask(client, request, check, asyncio.Event()) == CHECK_FAILED
+    assert capsys.readouterr().err.splitlines()[-2:] == [
+        "signoff gate: --check exited with 4 (it printed nothing on stderr)",
+        "signoff gate: it was approved, but --check failed: the command was not run",
+    ]
+
+
 async def test_a_command_printing_a_line_longer_than_a_read_buffer_runs_to_its_end(
     capfd: pytest.CaptureFixture[str],
 ) -> None:
