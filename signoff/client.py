@@ -195,7 +195,14 @@ class Client:
             exit_status=exit_status, duration_seconds=duration_seconds, summary=summary
         )
         path = f"{REQUESTS_PATH}/{request_id}/outcome"
-        return await self._call("POST", path, report.model_dump(), patience=30.0)
+        return await self._call("POST", path, report.model_dump(exclude_none=True), patience=30.0)
+
+    async def report_not_run(self, request_id: str, why: str) -> RequestView:
+        """Tell the card's thread and the audit trail the approved job did not run, and why
+        (its card reads approved all the same); once, as ``report_outcome``."""
+        path = f"{REQUESTS_PATH}/{request_id}/outcome"
+        body = OutcomeReport(not_run=why).model_dump(exclude_none=True)
+        return await self._call("POST", path, body, patience=30.0)
 
     async def _call(
         self,

@@ -77,6 +77,7 @@ async def ask(
             say(
                 f"signoff gate: it was {answer.status}, but --check failed: the command was not run"
             )
+            await _report_not_run(client, answer, "its --check failed once it was decided")
             return CHECK_FAILED
         if now == shown:
             return answer
@@ -92,6 +93,15 @@ async def ask(
         )
     say(f"signoff gate: the check's output changed {_ASK_AGAIN} times after approval; giving up")
     return CHECK_FAILED
+
+
+async def _report_not_run(client: Client, answer: RequestView, why: str) -> None:
+    """Tell the card's thread, which reads ``answer``'s decision, that the command did not
+    run, and ``why``."""
+    try:
+        await client.report_not_run(answer.id, f"{why}, so the command did not run.")
+    except SignoffError as exc:
+        say(f"signoff gate: the card's thread was not told: {exc}")
 
 
 async def _unless_stopped(asking: asyncio.Task[T], stop: asyncio.Event) -> T | None:

@@ -1,5 +1,5 @@
-"""``POST /api/requests/{id}/outcome``: a job reports, once, what it did once approved; the
-report goes to the card's thread and the audit trail."""
+"""``POST /api/requests/{id}/outcome``: a job reports, once, what it did once approved (or
+why it did not run); the report goes to the card's thread and the audit trail."""
 
 from __future__ import annotations
 
@@ -49,8 +49,12 @@ async def _outcome(
         return error(409, f"the request is {view.status}; only an approved job has an outcome")
     if not await services.storage.resume.first_end(record.run_id):
         return error(409, "an outcome was reported for this request already")
-    how = "succeeded" if body.exit_status == 0 else f"failed (exit {body.exit_status})"
-    text = f"{meta.title}: {how} in {_duration(body.duration_seconds)}."
+    if body.not_run is not None:
+        text = f"{meta.title}: not run: {body.not_run}"
+    else:
+        assert body.exit_status is not None and body.duration_seconds is not None
+        how = "succeeded" if body.exit_status == 0 else f"failed (exit {body.exit_status})"
+        text = f"{meta.title}: {how} in {_duration(body.duration_seconds)}."
     if body.summary:
         text += f"\n{body.summary}"
     try:
@@ -63,7 +67,7 @@ async def _outcome(
                 user_id=caller.name,
                 channel=record.channel,
                 message_ts=record.message_ts,
-                detail=body.model_dump_json(),
+                detail=body.model_dump_json(exclude_none=True),
             )
         )
         await post_in_thread(

@@ -323,13 +323,26 @@ class Withdrawal(ClosedModel):
 
 
 class OutcomeReport(ClosedModel):
-    """The body of ``POST /api/requests/{id}/outcome``: what the job did once approved."""
+    """The body of ``POST /api/requests/{id}/outcome``: what the job did once approved, or
+    why it did not run (``not_run``), which its card, reading approved, cannot tell."""
 
     model_config = _BODY
 
-    exit_status: int = Field(ge=-255, le=255)
-    duration_seconds: float = Field(ge=0, le=365 * 86400)
+    exit_status: int | None = Field(default=None, ge=-255, le=255)
+    duration_seconds: float | None = Field(default=None, ge=0, le=365 * 86400)
     summary: str = Field(default="", max_length=3000)
+    not_run: str | None = Field(default=None, min_length=1, max_length=500)
+
+    @model_validator(mode="after")
+    def _ran_or_not(self) -> Self:
+        timed = (self.exit_status is not None, self.duration_seconds is not None)
+        if self.not_run is None and not all(timed):
+            raise ValueError(
+                "give exit_status and duration_seconds, or not_run: why it did not run"
+            )
+        if self.not_run is not None and any(timed):
+            raise ValueError("not_run says the job did not run: give no exit_status with it")
+        return self
 
 
 class ApiError(BaseModel):

@@ -13,6 +13,7 @@ from procs import (
 )
 
 from bot.ui import ids
+from signoff.gate_cli import CHECK_FAILED
 
 
 async def test_a_changed_check_is_not_run_but_asked_again_and_runs_once_reapproved(
@@ -100,3 +101,20 @@ async def test_a_retry_whose_check_is_unchanged_reattaches_and_runs(
     assert again.returncode == 0, err
     assert len(stack.sandbox.workspace.history(GENERAL)) == 1
     assert stack.marks.read_text() == f"{ALICE} limit=42\n"
+
+
+async def test_a_check_failing_once_approved_runs_nothing_and_says_so_in_the_cards_thread(
+    stack: Stack, tmp_path: Path
+) -> None:
+    """The card reads approved; its thread says the command did not run, and why."""
+    checked = tmp_path / "checked"
+    gate = await stack.gate("--check", f"test -e {checked} && exit 4; touch {checked}; echo v")
+    await stack.waiting(gate)
+    card = await stack.card()
+    await stack.click(card, ids.APPROVE)
+    _, err = await asyncio.wait_for(gate.communicate(), 30)
+    assert gate.returncode == CHECK_FAILED, err
+    assert "but --check failed: the command was not run" in err.decode()
+    why = "its --check failed once it was decided, so the command did not run."
+    assert stack.replies(card)[-1] == f"Delete 42 stale volumes: not run: {why}"
+    assert not stack.marks.exists()

@@ -142,8 +142,10 @@ async def test_a_check_failing_first_says_nothing_was_asked_and_why_it_failed(
 async def test_a_check_failing_once_approved_says_the_command_was_not_run(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The card reads approved: the gate's own lines say the command never ran."""
+    """The card reads approved: the gate's own lines, and the card's thread, say the
+    command never ran."""
     approved = _view(status="approved", decided_by="U0ALICE", decided_at=datetime.now(UTC))
+    reported: list[tuple[str, str]] = []
 
     async def create(self: Client, request: NewRequest) -> RequestView:
         return _view(acts_on=request.acts_on)
@@ -151,7 +153,12 @@ async def test_a_check_failing_once_approved_says_the_command_was_not_run(
     async def decided(*args: Any, **kwargs: Any) -> RequestView:
         return approved
 
+    async def report_not_run(self: Client, request_id: str, why: str) -> RequestView:
+        reported.append((request_id, why))
+        return approved
+
     monkeypatch.setattr(Client, "create", create)
+    monkeypatch.setattr(Client, "report_not_run", report_not_run)
     monkeypatch.setattr(gate_ask, "wait", decided)
     monkeypatch.setattr(gate_ask, "say_waiting", lambda *args, **kwargs: None)
     marker = tmp_path / "checked"
@@ -163,6 +170,8 @@ async def test_a_check_failing_once_approved_says_the_command_was_not_run(
         "signoff gate: --check exited with 4 (it printed nothing on stderr)",
         "signoff gate: it was approved, but --check failed: the command was not run",
     ]
+    why = "its --check failed once it was decided, so the command did not run."
+    assert reported == [(approved.id, why)]
 
 
 async def test_a_command_printing_a_line_longer_than_a_read_buffer_runs_to_its_end(
