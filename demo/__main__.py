@@ -16,7 +16,8 @@ from pathlib import Path
 from .places import default_data_dir, last_port, remember_port
 
 
-def _parse(argv: list[str] | None) -> argparse.Namespace:
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    """The demo's options; standard library only, so ``./run`` checks them before it installs."""
     parser = argparse.ArgumentParser(
         prog="./run demo",
         description="Signoff in a local Slack workspace: approve, deny and edit what agents do.",
@@ -94,7 +95,7 @@ async def _run(options: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    options = _parse(argv)
+    options = parse(argv)
     logging.basicConfig(
         level=logging.INFO if options.verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

@@ -371,6 +371,30 @@ def test_run_demo_help_answers_before_anything_is_installed(tmp_path: Path) -> N
     assert not (clone / ".venv").exists()
 
 
+def test_run_refuses_a_mistyped_option_and_answers_help_before_anything_is_installed(
+    tmp_path: Path,
+) -> None:
+    clone = tmp_path / "clone"
+    shutil.copytree(ROOT / "demo", clone / "demo")
+    shutil.copy2(ROOT / "run", clone / "run")
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["bash", str(clone / "run"), *args],
+            cwd=clone,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            env={"PATH": "/usr/bin:/bin", "PYTHONNOUSERSITE": "1"},
+        )
+
+    mistyped = run("demo", "--prot", "3100")
+    assert mistyped.returncode == 2 and "unrecognized arguments: --prot" in mistyped.stderr
+    helped = run("--help")
+    assert helped.returncode == 0 and helped.stdout.startswith("usage: ./run demo"), helped
+    assert not (clone / ".venv").exists()
+
+
 def test_a_port_out_of_range_is_a_usage_error() -> None:
     answer = subprocess.run(
         [sys.executable, "-m", "demo", "--port", "99999"],
