@@ -74,8 +74,7 @@ async def _run(options: argparse.Namespace) -> None:
         remember_port(data_dir, stack.port)
         print(f"Signoff demo: {stack.url}", flush=True)
         print(f"  state in {data_dir}; Ctrl-C stops it", flush=True)
-        if os.environ.get("SIGNOFF_WEBHOOK_ALLOW"):
-            print(f"  The demo job's webhooks are signed with {stack.webhook_secret}", flush=True)
+        print(f"  The demo job's webhooks are signed with {stack.webhook_secret}", flush=True)
         print("  A shell job gated in Slack: run this in another terminal, then approve it")
         print("  in #ops on the page:", flush=True)
         print(f"    {stack.gate_command}", flush=True)

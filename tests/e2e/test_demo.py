@@ -219,6 +219,10 @@ async def test_run_demo_answers_and_stops_on_ctrl_c(tmp_path: Path) -> None:
     # Typed in another directory, with a --data-dir relative to it.
     demo = await asyncio.to_thread(DemoProcess.start, Path("demo"), command=RUN_DEMO, cwd=tmp_path)
     assert f"  state in {tmp_path / 'demo'}; Ctrl-C stops it" in demo.printed
+    # Without SIGNOFF_WEBHOOK_ALLOW too: a receiver on https needs no allowing.
+    assert any(
+        line.startswith("  The demo job's webhooks are signed with ") for line in demo.printed
+    )
     async with aiohttp.ClientSession() as http:
         async with http.get(demo.url) as page:
             assert page.status == 200 and "acting-as" in await page.text()
