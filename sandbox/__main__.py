@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import errno
 import logging
+import shlex
 import signal
 import sys
 from pathlib import Path
@@ -64,15 +65,19 @@ async def _serve(options: argparse.Namespace) -> None:
         seed=seed, host=options.host, port=options.port, request_url=options.request_url
     ) as sb:
         request_url = sb.request_url or "(none yet: PUT /admin/request-url or Socket Mode)"
-        banner = (
-            f"Sandbox workspace:    {sb.base_url}/\n"
-            f"SIGNOFF_SLACK_API_URL {sb.api_url}\n"
-            f"SLACK_BOT_TOKEN       {sb.bot_token}\n"
-            f"SLACK_APP_TOKEN       {sb.app_token}\n"
-            f"SLACK_SIGNING_SECRET  {sb.signing_secret}\n"
-            f"request URL           {request_url}"
-        )
-        print(banner, flush=True)
+        settings = {
+            "SIGNOFF_SLACK_API_URL": sb.api_url,
+            "SLACK_BOT_TOKEN": sb.bot_token,
+            "SLACK_APP_TOKEN": sb.app_token,
+            "SLACK_SIGNING_SECRET": sb.signing_secret,
+        }
+        lines = [
+            f"Sandbox workspace: {sb.base_url}/",
+            f"Request URL: {request_url}",
+            "Signoff's settings for it, to paste into the shell that starts signoff:",
+            *(f"export {name}={shlex.quote(value)}" for name, value in settings.items()),
+        ]
+        print("\n".join(lines), flush=True)
         # Its own handlers: a shell that starts it in the background makes it ignore SIGINT.
         stopping = asyncio.Event()
         loop = asyncio.get_running_loop()

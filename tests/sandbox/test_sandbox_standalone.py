@@ -34,13 +34,21 @@ async def test_python_dash_m_sandbox_serves_and_stops_on_ctrl_c() -> None:
             banner = ""
             while "SLACK_SIGNING_SECRET" not in banner:
                 banner += (await process.stdout.readline()).decode()
-        base_url = re.search(r"Sandbox workspace:\s+(\S+)/", banner)
-        token = re.search(r"SLACK_BOT_TOKEN\s+(\S+)", banner)
-        assert base_url and token
+        base_url = re.search(r"Sandbox workspace: (\S+)/", banner)
+        assert base_url
+        # The settings it printed are lines a shell takes as they are.
+        exports = [line for line in banner.splitlines() if line.startswith("export ")]
+        shell = "\n".join([*exports, 'echo "$SLACK_BOT_TOKEN $SIGNOFF_SLACK_API_URL"'])
+        echoed = await asyncio.create_subprocess_exec(
+            "bash", "-c", shell, stdout=asyncio.subprocess.PIPE, env={}
+        )
+        said, _ = await echoed.communicate()
+        token, api_url = said.decode().split()
+        assert api_url == base_url[1] + "/api/" and len(exports) == 4
         async with aiohttp.ClientSession() as http:
             async with http.get(base_url[1] + "/") as page:
                 assert page.status == 200
-            headers = {"Authorization": f"Bearer {token[1]}"}
+            headers = {"Authorization": f"Bearer {token}"}
             async with http.post(base_url[1] + "/api/auth.test", headers=headers) as response:
                 assert (await response.json())["ok"] is True
     finally:
