@@ -214,10 +214,9 @@ async def test_a_later_call_of_the_same_run_is_covered_on_a_card_of_its_own(
     )
 
 
-async def test_an_approval_under_trust_with_an_undo_window_is_shown_held_with_undo(
-    make_bot: Any,
-) -> None:
-    window = timedelta(seconds=60)
+async def _trust_held(make_bot: Any, window: timedelta) -> Harness:
+    """A bot whose policy offers trust for an hour behind an undo ``window``, and Alice's
+    "Approve and trust" held in that window."""
     policy = Policy(
         users=(ALICE, BOB), trust=Remember(scope="minutes", minutes=60), undo_window=window
     )
@@ -226,6 +225,14 @@ async def test_an_approval_under_trust_with_an_undo_window_is_shown_held_with_un
     [value] = [e["value"] for e in card["blocks"][-1]["elements"] if e["action_id"] == ids.TRUST]
     await bot.click(ids.TRUST, value, user=ALICE)
     await bot.slack.wait_for(lambda: len(_held(bot)) == 1, what="Alice's approval, held")
+    return bot
+
+
+async def test_an_approval_under_trust_with_an_undo_window_is_shown_held_with_undo(
+    make_bot: Any,
+) -> None:
+    window = timedelta(seconds=60)
+    bot = await _trust_held(make_bot, window)
     bot.clock.advance(window * 2)
     await Scheduler(bot.services, made_final=made_final).tick()
     await _approved_without_a_click(bot, 1)
@@ -445,14 +452,7 @@ async def test_a_held_trust_approval_whose_grant_redis_failed_to_keep_says_so(
     """The undo window ends and Redis fails as the grant is stored: the card reads
     "Trusted until", so its thread says the trust was not kept and later calls are asked."""
     window = timedelta(seconds=60)
-    policy = Policy(
-        users=(ALICE, BOB), trust=Remember(scope="minutes", minutes=60), undo_window=window
-    )
-    bot: Harness = await make_bot(policy)
-    card = await _run(bot)
-    [value] = [e["value"] for e in card["blocks"][-1]["elements"] if e["action_id"] == ids.TRUST]
-    await bot.click(ids.TRUST, value, user=ALICE)
-    await bot.slack.wait_for(lambda: len(_held(bot)) == 1, what="Alice's approval, held")
+    bot = await _trust_held(make_bot, window)
 
     async def not_kept(**_: Any) -> None:
         raise StorageTimeoutError("store a trust grant: Redis did not answer in time")
