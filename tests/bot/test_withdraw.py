@@ -135,23 +135,31 @@ async def test_a_run_is_withdrawn_whole_while_one_of_its_cards_is_approved(
     assert [await storage.client.raw.xlen(s) for s in streams] == [0] * len(streams)
 
 
-async def test_a_card_approved_while_its_run_waited_says_the_withdrawal_stopped_it(
-    make_bot: Any,
-) -> None:
-    """Cards A and B of one run: Alice approves B, which waits for A; Carol withdraws the
-    run from A. B's card keeps Alice's approval and says it never ran."""
+async def _b_decided_then_run_withdrawn(
+    make_bot: Any, how: str
+) -> tuple[dict[str, Any], list[Any]]:
+    """Cards A and B of one run: Alice decides B (``how``), which waits for A; Carol
+    withdraws the run from A. B's card as last drawn, and what the tool deleted."""
     bot, deleted, value_a, value_b = await _two_cards(make_bot)
     ts_b = bot.message_ts(1)
-    await bot.click(ids.APPROVE, value_b, user=ALICE, message_ts=ts_b)
+    await bot.decide(how, value_b, user=ALICE, message_ts=ts_b)
     await bot.slack.wait_for(
-        lambda: any(u["ts"] == ts_b for u in bot.slack.called("chat.update")), what="B approved"
+        lambda: any(u["ts"] == ts_b for u in bot.slack.called("chat.update")), what="B decided"
     )
     await _withdraw(bot, value_a, user=CAROL)
     await bot.slack.wait_for(
         lambda: any(t.startswith(f"Withdrawn by <@{CAROL}>") for t in bot.thread()),
         what="the withdrawal in the thread",
     )
-    card_b = [u for u in bot.slack.called("chat.update") if u["ts"] == ts_b][-1]
+    return [u for u in bot.slack.called("chat.update") if u["ts"] == ts_b][-1], deleted
+
+
+async def test_a_card_approved_while_its_run_waited_says_the_withdrawal_stopped_it(
+    make_bot: Any,
+) -> None:
+    """Cards A and B of one run: Alice approves B, which waits for A; Carol withdraws the
+    run from A. B's card keeps Alice's approval and says it never ran."""
+    card_b, deleted = await _b_decided_then_run_withdrawn(make_bot, "approve")
     assert card_b["blocks"][0]["text"]["text"].startswith("Approved")
     assert f"Not run: <@{CAROL}> withdrew the run" in str(card_b["blocks"])
     assert deleted == []
@@ -264,18 +272,8 @@ async def test_a_card_denied_while_its_run_waited_says_the_denial_never_reached_
 ) -> None:
     """Cards A and B of one run: Alice denies B, which waits for A; Carol withdraws the run
     from A. B was never going to run: its card says the denial never reached the agent."""
-    bot, deleted, value_a, value_b = await _two_cards(make_bot)
-    ts_b = bot.message_ts(1)
-    await bot.decide("reject", value_b, user=ALICE, message_ts=ts_b)
-    await bot.slack.wait_for(
-        lambda: any(u["ts"] == ts_b for u in bot.slack.called("chat.update")), what="B denied"
-    )
-    await _withdraw(bot, value_a, user=CAROL)
-    await bot.slack.wait_for(
-        lambda: any(t.startswith(f"Withdrawn by <@{CAROL}>") for t in bot.thread()),
-        what="the withdrawal in the thread",
-    )
-    card_b = str([u for u in bot.slack.called("chat.update") if u["ts"] == ts_b][-1]["blocks"])
+    decided_b, deleted = await _b_decided_then_run_withdrawn(make_bot, "reject")
+    card_b = str(decided_b["blocks"])
     assert f"Never passed on to the agent: <@{CAROL}> withdrew the run" in card_b, card_b
     assert "Not run" not in card_b
     assert deleted == []
