@@ -264,9 +264,15 @@ class _RequestsApi:
         latest = await services.storage.queries.get(record.id) or record
         if not cancelled.count:
             return await answer(services, latest, meta, status=409, note="it was no longer pending")
-        log.info("request %s withdrawn by %s", record.run_id, caller.name)
         await update_message(services, latest)
         view = await view_of(services, latest, meta)
         if view.status != "withdrawn":  # items decided before the withdrawal landed
+            log.info(
+                "request %s: its pending items withdrawn by %s; it stands %s",
+                record.run_id,
+                caller.name,
+                view.status,
+            )
             return respond(view, status=409, note="some of its items were decided first")
+        log.info("request %s withdrawn by %s", record.run_id, caller.name)
         return respond(view)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 
+import pytest
 from harness import ALICE
 from requests_jobs import Jobs
 
@@ -70,3 +72,26 @@ async def test_a_withdrawal_after_some_items_were_decided_is_answered_409_with_t
     assert code == 409 and body["status"] == "approved", body
     assert "some of its items were decided first" in body["error"]
     assert [i["status"] for i in body["items"]] == ["approved", "withdrawn", "withdrawn"]
+
+
+async def test_a_withdrawal_after_some_items_were_decided_is_not_logged_as_withdrawn(
+    jobs: Jobs, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The log says what the job was told: its pending items withdrawn, the request
+    approved, not "withdrawn"."""
+    status, made = await jobs.ask(items=["vol-1", "vol-2"])
+    assert status == 201, made
+    storage = jobs.bot.services.storage
+    lead = await storage.queries.get(request_record_id(made["id"]))
+    assert lead is not None
+    first = (await storage.queries.batch(lead))[0]
+    decided = await storage.interrupts.decide(
+        first.id, ALICE, Decision.approve(), args_digest=first.args_digest, now=jobs.bot.clock.now()
+    )
+    assert decided.status == "recorded"
+    caplog.set_level(logging.INFO, logger="bot.api.requests")
+    code, body = await jobs.post(made["status_url"] + "/withdraw", {"reason": "x"})
+    assert code == 409 and body["status"] == "approved", body
+    told = [r.getMessage() for r in caplog.records if r.name == "bot.api.requests"]
+    assert not any(line.startswith(f"request {made['id']} withdrawn by") for line in told)
+    assert any("pending items withdrawn" in line and "stands approved" in line for line in told)
