@@ -292,6 +292,7 @@ async def _worker(settings: Settings, args: argparse.Namespace, stopping: asynci
 
 
 async def _run(settings: Settings, args: argparse.Namespace, stopping: asyncio.Event) -> int:
+    """Start one run and say how it stopped: 1 when it failed (``error``), else 0."""
     async with open_services(settings, agents=args.agents) as services:
         _build(services, args.agent)
         place = Place(channel=args.channel, thread_ts=None, requested_by=args.user)
@@ -302,7 +303,7 @@ async def _run(settings: Settings, args: argparse.Namespace, stopping: asyncio.E
         for interrupt in result.interrupts:
             unseen = why_unposted(refused[interrupt.id]) if interrupt.id in refused else ""
             print(f"  waiting for approval: {interrupt.id} ({interrupt.name}){unseen}")
-    return 0
+    return 1 if result.stop_reason == "error" else 0
 
 
 def _build(services: Services, name: str) -> None:
