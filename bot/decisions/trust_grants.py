@@ -96,16 +96,20 @@ async def _tell_revoked(services: Services, grant: TrustGrant, *, by: str) -> No
 
 
 async def _audit(services: Services, event: str, user: str, grant: TrustGrant, run_id: str) -> None:
+    """Audit a grant made or revoked; storage failing here changes neither, so it is
+    logged, not raised: the grant stays kept (or revoked) as the cards say."""
     scope = "these arguments" if grant.args_digest else "any arguments"
     detail = f"{grant.id}: {grant.agent}/{grant.tool} in {grant.channel}, {scope}, until "
-    await services.storage.audit.append(
-        AuditEntry(
-            event=event,
-            record_id=grant.record_id,
-            run_id=run_id,
-            at=services.clock.now(),
-            user_id=user,
-            channel=grant.channel,
-            detail=detail + grant.expires_at.isoformat(),
-        )
+    entry = AuditEntry(
+        event=event,
+        record_id=grant.record_id,
+        run_id=run_id,
+        at=services.clock.now(),
+        user_id=user,
+        channel=grant.channel,
+        detail=detail + grant.expires_at.isoformat(),
     )
+    try:
+        await services.storage.audit.append(entry)
+    except StorageError as exc:
+        log.error("trust %s: %s not audited: %s", grant.id, event, exc)
