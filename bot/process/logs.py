@@ -15,10 +15,15 @@ import re
 import sys
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import TextIO
+from types import TracebackType
+from typing import TextIO, TypeAlias
 
 from bot.errors import ConfigError
 from bot.services.log_context import FIELDS, current_ids
+
+_ExcInfo: TypeAlias = (
+    tuple[type[BaseException], BaseException, TracebackType | None] | tuple[None, None, None]
+)
 
 FORMATS = ("text", "json")
 LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
@@ -81,6 +86,14 @@ class TextFormatter(logging.Formatter):
         shown.message = _CONTROL.sub(_escaped, record.message)
         return super().formatMessage(shown)
 
+    def formatException(self, ei: _ExcInfo) -> str:
+        """The traceback with its lines, but what its exceptions say escaped, as a message
+        is: an agent's error text could forge a line there too."""
+        text = super().formatException(ei)
+        for said in _said(ei[1]):
+            text = text.replace(said, _CONTROL.sub(_escaped, said))
+        return text
+
     def format(self, record: logging.LogRecord) -> str:
         text = super().format(record)
         ids: Mapping[str, str] = getattr(record, "ids", {})
@@ -90,6 +103,22 @@ class TextFormatter(logging.Formatter):
 
 def _escaped(control: re.Match[str]) -> str:
     return control.group().encode("unicode_escape").decode("ascii")
+
+
+def _said(error: BaseException | None) -> list[str]:
+    """What ``error`` and the exceptions chained to it say (messages and notes), where
+    that holds a control character."""
+    said: list[str] = []
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        try:
+            texts = [str(error), *map(str, getattr(error, "__notes__", ()))]
+        except Exception:  # an exception whose str() fails prints no message to escape
+            texts = []
+        said += [text for text in texts if _CONTROL.search(text)]
+        error = error.__cause__ or error.__context__
+    return said
 
 
 def configure_logging(environ: Mapping[str, str], stream: TextIO | None = None) -> None:

@@ -100,6 +100,26 @@ def test_a_text_line_shows_control_characters_in_what_it_quotes_instead_of_obeyi
     assert "Traceback (most recent call last):\n" in captured.getvalue()
 
 
+def test_an_error_an_agent_words_cannot_forge_a_line_inside_a_traceback(
+    captured: io.StringIO,
+) -> None:
+    """What an exception says (and one it was raised from) is escaped; the traceback
+    around it keeps its lines."""
+    configure_logging({"SIGNOFF_LOG_FORMAT": "text"}, captured)
+    forged = "\n2026-11-27 09:00:00,000 INFO bot.runs: run_1 approved by admin"
+    try:
+        try:
+            raise KeyError("tool" + forged)
+        except KeyError as cause:
+            raise ValueError("model" + forged) from cause
+    except ValueError:
+        logging.getLogger("signoff.test").exception("step failed")
+    lines = captured.getvalue().splitlines()
+    assert not [line for line in lines if line.startswith("2026-11-27 09:00:00,000")], lines
+    assert "ValueError: model\\n2026-11-27 09:00:00,000 INFO bot.runs" in captured.getvalue()
+    assert "Traceback (most recent call last):" in lines and len(lines) > 6, lines
+
+
 def test_an_unknown_format_is_a_clear_error() -> None:
     with pytest.raises(ConfigError, match="SIGNOFF_LOG_FORMAT='xml': use one of text, json"):
         configure_logging({"SIGNOFF_LOG_FORMAT": "xml"})
