@@ -191,7 +191,8 @@ class ResumeWorker(ConsumerLoop[ResumeJob]):
             log.exception("resume job %s of run %s: catching up failed", job.id, job.run_id)
             return False
         if not caught_up:
-            log.error("resume job %s refused (%s); it will be retried", job.id, refused)
+            # Whether it is retried or given up, the failure it is counted as says.
+            log.warning("resume job %s refused, no earlier attempt applied it: %s", job.id, refused)
             return False
         await queue.ack(job)
         await queue.release(job, consumer=self.consumer)

@@ -12,12 +12,13 @@ from harness import ALICE, CHANNEL, Harness, ToolLog, cleanup_spec
 from pydantic import SecretStr
 
 from agent_runtime import Agent, NodeContext, Workflow
-from agent_runtime.errors import UsageError
+from agent_runtime.errors import ResumeError, UsageError
 from agent_runtime.session import SessionStore, Snapshot, StoredSession
 from bot.agents.policy import AgentSpec, Policy
 from bot.api.runs import RUNS_PATH
 from bot.errors import AgentBuildError
 from bot.process.web import operator_app
+from bot.runs import workers
 from bot.ui import ids
 
 GIVEN_UP = "Could not resume this run after 5 attempts: StoreDown; see the worker log"
@@ -66,6 +67,30 @@ async def test_a_resume_that_always_fails_is_dead_lettered_after_five_attempts(
     assert len(retried) == 4
     async with bot.http.get(bot.url + "/metrics") as response:
         assert "signoff_resume_dead_letters_total 1" in await response.text()
+
+
+async def test_a_refused_resume_given_up_is_never_logged_as_to_be_retried(
+    make_bot: Any, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The runtime refuses every resume and no earlier attempt applied the answers: the
+    log says "will be retried" only for the attempts that are, not for the last one."""
+    bot: Harness = await make_bot(workers=1, reclaim_after=0.01)
+    value = await bot.start()
+    refused = ResumeError("interrupt int_x is not pending in this run")
+
+    async def refusing(*_: Any, **__: Any) -> None:
+        raise refused
+
+    monkeypatch.setattr(workers, "resume_run", refusing)
+    caplog.set_level(logging.INFO, logger="bot.runs.workers")
+    await bot.click(ids.APPROVE, value, user=ALICE)
+    told = f"Could not resume this run after 5 attempts: {refused}; see the worker log"
+    await bot.slack.wait_for(lambda: told in bot.thread(), what="the given-up message")
+    await bot.loops.stop()
+
+    retried = [r.getMessage() for r in caplog.records if "will be retried" in r.getMessage()]
+    assert len(retried) == 4, retried
+    assert [r for r in caplog.records if "dead-letter" in r.getMessage()]
 
 
 async def test_a_resume_the_runtime_refuses_says_why_in_the_thread(make_bot: Any) -> None:
