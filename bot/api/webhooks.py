@@ -94,16 +94,17 @@ class WebhookSender:
         services, outbox = self._services, self._services.storage.webhooks
         client = await services.storage.api_clients.get(delivery.client)
         since = delivery.client_since
+        # Told and counted once it has left the outbox: until then it is tried again.
         if client is None or (since is not None and client.created_at != since):
+            await outbox.done(delivery.id)
             log.warning("webhook %s dropped: client %s was revoked", delivery.id, delivery.client)
             services.metrics.webhooks["dropped"] += 1
-            await outbox.done(delivery.id)
             return False
         refused = services.callbacks.refusal(delivery.url)
         if refused is not None:  # stored under an older check, or the allow list changed
+            await outbox.done(delivery.id)
             log.error("webhook %s dropped: %s", delivery.id, refused)
             services.metrics.webhooks["dropped"] += 1
-            await outbox.done(delivery.id)
             return False
         body = delivery.body.encode()
         stamp = int(services.clock.now().timestamp())
@@ -124,6 +125,7 @@ class WebhookSender:
             return True
         now = services.clock.now()
         if now - delivery.created_at >= GIVE_UP_AFTER:
+            await outbox.done(delivery.id)
             log.error(
                 "webhook %s to %s given up after %d attempts (last: %s)",
                 delivery.id,
@@ -131,7 +133,6 @@ class WebhookSender:
                 delivery.attempts + 1,
                 status,
             )
-            await outbox.done(delivery.id)
             services.metrics.webhooks["dropped"] += 1
             return False
         # At the latest when it is given up: it is stored only a little longer than that.

@@ -3,9 +3,11 @@ event once it is back, under one delivery id, signed so that a forgery fails."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import json
+import logging
 from datetime import timedelta
 from typing import Any
 
@@ -18,6 +20,7 @@ from bot.api.webhooks import WebhookEvents, WebhookSender
 from bot.schedule.scheduler import Scheduler
 from bot.ui import ids
 from signoff.webhooks import verify
+from storage.errors import StorageTimeoutError
 from storage.requests import request_record_id
 
 
@@ -225,3 +228,34 @@ async def test_a_withdrawal_during_the_undo_window_leaves_no_hold(hooked: Hooked
     await hooked.got(1)
     [sent] = hooked.receiver.taken().values()
     assert sent["event"] == "request.withdrawn" and sent["request"]["held_by"] is None
+
+
+async def test_a_drop_redis_fails_to_store_is_neither_told_nor_counted_until_it_is(
+    hooked: Hooked, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Its client was revoked, so the delivery is dropped; Redis fails as it leaves the
+    outbox: it is tried again later, and told and counted as dropped once, when it is."""
+    outbox = hooked.bot.services.storage.webhooks
+    done, failed = outbox.done, asyncio.Event()
+
+    async def fails_once(delivery_id: str) -> None:
+        if not failed.is_set():
+            failed.set()
+            raise StorageTimeoutError("take a webhook off the outbox: Redis did not answer")
+        await done(delivery_id)
+
+    monkeypatch.setattr(outbox, "done", fails_once)
+    caplog.set_level(logging.INFO, logger="bot.api.webhooks")
+    await hooked.ask()
+    assert await hooked.bot.services.storage.api_clients.revoke("key-rotation")
+    value = hooked.bot.posted()["blocks"][-1]["elements"][0]["value"]
+    await hooked.bot.click(ids.APPROVE, value, user=ALICE)
+    await asyncio.wait_for(failed.wait(), 10)
+    assert "dropped" not in hooked.bot.services.metrics.webhooks
+    assert not [r for r in caplog.records if " dropped: " in r.getMessage()]
+
+    hooked.bot.clock.advance(timedelta(minutes=2))  # its send lease lapses
+    await WebhookSender(hooked.bot.services).send_due()
+    assert hooked.bot.services.metrics.webhooks == {"dropped": 1}
+    assert len([r for r in caplog.records if " dropped: " in r.getMessage()]) == 1
+    assert hooked.receiver.got == []
