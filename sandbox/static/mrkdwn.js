@@ -10,7 +10,7 @@ const Mrkdwn = (() => {
     email: "📧", rotating_light: "🚨", large_green_circle: "🟢", red_circle: "🔴",
     pencil2: "✏️", speech_balloon: "💬", heavy_multiplication_x: "✖️",
     arrow_up: "⬆️", ballot_box_with_check: "☑️", leftwards_arrow_with_hook: "↩️",
-    lock_with_ink_pen: "🔏",
+    lock_with_ink_pen: "🔏", unlock: "🔓",
   };
   const SAFE_URL = /^(https?:|mailto:)/i;
   // Slack's three escapes; &amp; last so "&amp;lt;" stays the text "&lt;".
