@@ -268,6 +268,20 @@ class ResumeQueue:
             action=f"mark the end of run {run_id}",
         )
 
+    async def report_end(self, run_id: str, report: str) -> Literal["first", "again", "other"]:
+        """Mark ``run_id``'s end as reported by ``report`` (a digest of what was reported):
+        "first" for the first report, "again" for that report sent again (its answer was
+        lost), "other" once another report was taken."""
+        mine = f"{report} {secrets.token_hex(8)}"  # redis-py sending it again finds itself
+        async with self._client.guard(f"mark the end of run {run_id}"):
+            key = self._keys.run_ended(run_id)
+            if await self._client.raw.set(key, mine, nx=True, px=self._applied_ms):
+                return "first"
+            stored = str(await self._client.raw.get(key) or "")
+        if stored == mine:
+            return "first"
+        return "again" if stored.split(" ")[0] == report else "other"
+
     async def forget_end(self, run_id: str) -> None:
         """Forget that ``run_id`` ended: a request made again under a key whose earlier
         request is gone is a new run, whose end is reported anew."""

@@ -1,9 +1,11 @@
 """``POST /api/requests/{id}/outcome``: a job reports, once, what it did once approved (or
-why it did not run); the report goes to the card's thread and the audit trail."""
+why it did not run); the report goes to the card's thread and the audit trail. The same
+report sent again (its answer lost) is answered as taken, and told once."""
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 
 from aiohttp import web
 
@@ -47,8 +49,12 @@ async def _outcome(
     view = await view_of(services, record, meta)
     if view.status not in APPROVED_STATUSES:
         return error(409, f"the request is {view.status}; only an approved job has an outcome")
-    if not await services.storage.resume.first_end(record.run_id):
-        return error(409, "an outcome was reported for this request already")
+    digest = hashlib.sha256(f"{caller.name}\0{body.model_dump_json()}".encode()).hexdigest()
+    taken = await services.storage.resume.report_end(record.run_id, digest)
+    if taken == "again":  # sent again, its answer lost: told once already
+        return await answer(services, record, meta)
+    if taken == "other":
+        return error(409, "another outcome was reported for this request already")
     if body.not_run is not None:
         text = f"{meta.title}: not run: {body.not_run}"
     else:

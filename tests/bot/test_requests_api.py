@@ -188,8 +188,13 @@ async def test_the_outcome_of_an_approved_job_goes_to_the_thread_and_the_audit(
     assert jobs.bot.thread()[-1] == (
         "Delete 42 stale volumes: succeeded in 12.5 s.\ndeleted 42 volumes"
     )
-    status, twice = await jobs.post(made["status_url"] + "/outcome", report)
+    # Sent again (its answer was lost): answered as taken, and told once.
+    status, again = await jobs.post(made["status_url"] + "/outcome", report)
+    assert status == 200 and again["status"] == "approved"
+    other = {**report, "exit_status": 1}
+    status, twice = await jobs.post(made["status_url"] + "/outcome", other)
     assert status == 409 and "already" in twice["error"]
+    assert sum("succeeded in 12.5 s" in t for t in jobs.bot.thread()) == 1
     audit = await jobs.bot.services.storage.audit.read(count=100)
     [entry] = [e for e in audit if e.event == "outcome"]
     assert entry.run_id == made["id"] and entry.user_id == "nightly-cleanup"
