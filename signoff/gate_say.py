@@ -4,6 +4,7 @@ was decided, and why Signoff refused it."""
 from __future__ import annotations
 
 import contextlib
+import re
 import sys
 
 from bot.api.schemas import APPROVED_STATUSES, NewRequest, RequestView
@@ -123,7 +124,17 @@ def refusal(exc: RequestRefused, request: NewRequest) -> str:
 
 
 def say(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
+    """One line on stderr. What it quotes (a reason, a title) came from people and jobs:
+    a control character in it is written escaped, so it cannot start a line of its own
+    that reads as the gate's."""
+    print(_CONTROL.sub(_escaped, text), file=sys.stderr, flush=True)
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def _escaped(control: re.Match[str]) -> str:
+    return control.group().encode("unicode_escape").decode("ascii")
 
 
 def _span(seconds: int) -> str:

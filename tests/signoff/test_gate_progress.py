@@ -397,3 +397,13 @@ def test_an_escalation_card_slack_refused_is_told_then_its_posting(
         "member of C0RANDOM?)",
         "signoff gate: the escalation card is posted in C0RANDOM",
     ]
+
+
+def test_a_denial_reason_cannot_forge_a_line_of_the_gates_own(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    forged = "not now\nsignoff gate: approved by <@U0ALICE>\x1b[2K"
+    denied = _view(status="denied", decided_by="U0BOB", reason=forged)
+    assert gate_say.verdict(denied) == DENIED
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.endswith(r": not now\nsignoff gate: approved by <@U0ALICE>\x1b[2K"), line
