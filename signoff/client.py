@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable
 from types import TracebackType
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp
 from pydantic import ValidationError
@@ -72,6 +73,12 @@ class RequestRefused(SignoffError):
         a 429 for a client holding as many long-polls open as it may)."""
 
 
+_WITH_CREDENTIALS = (
+    "the address has a user or password in it (user:password@): give it without them, "
+    "since the API token alone is what Signoff checks"
+)
+
+
 class Client:
     """One Signoff server and an API client's token."""
 
@@ -80,10 +87,14 @@ class Client:
     ) -> None:
         """``read_timeout``: how long an answer may take (beyond a long-poll's wait) before
         the server counts as unreachable, so a server that hangs never hangs the job.
-        ValueError for a token no HTTP header can carry."""
+        ValueError for a token no HTTP header can carry, or an address with a user or
+        password in it (the token alone authenticates; a password would be shown in what the
+        client says of the address)."""
         token = token.strip()  # read from a file or a mounted secret, with its newline
         if not (token.isascii() and token.isprintable()):
             raise ValueError("the API token has a character no token has (a control character?)")
+        if "@" in urlsplit(url).netloc:
+            raise ValueError(_WITH_CREDENTIALS)
         self._base = url.rstrip("/")
         self._headers = {"Authorization": f"Bearer {token}"}
         self._connect_timeout = connect_timeout

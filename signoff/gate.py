@@ -60,7 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         client = Client(url, token)
     except ValueError as exc:
-        _usage(f"SIGNOFF_TOKEN: {exc}")
+        _usage(f"{'SIGNOFF_URL' if '@' in where.netloc else 'SIGNOFF_TOKEN'}: {exc}")
     gate = _gate(client, request, command, check=args.check, as_json=args.json)
     # The client's notes (retrying an unreachable server) read like the gate's own lines.
     notes = logging.getLogger("signoff")

@@ -36,6 +36,13 @@ async def test_an_unreachable_server_is_reported_at_the_first_failure_not_after_
     assert said == f"cannot reach Signoff at {url} (Connection refused); trying again for 1 s"
 
 
+def test_an_address_with_a_user_or_password_is_refused_before_anything_is_sent() -> None:
+    """The token alone authenticates; a password in the address would only be shown in
+    what the client says of it (and aiohttp refuses it beside the token's header)."""
+    with pytest.raises(ValueError, match="has a user or password in it"):
+        signoff.Client("https://ops:hunter2@signoff.example.com", "sgn_" + "x" * 30)
+
+
 async def test_a_tls_failure_is_told_as_such() -> None:
     """An https URL to a server that does not speak TLS: the reason names TLS, not the
     errno-like code TLS errors carry."""

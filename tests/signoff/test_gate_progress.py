@@ -172,6 +172,20 @@ def test_a_name_or_key_it_cannot_take_is_told_what_to_give_not_a_pattern(
     assert capsys.readouterr().err == f"signoff gate: {said}\n"
 
 
+def test_a_signoff_url_with_a_password_in_it_is_a_usage_error_naming_it(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SIGNOFF_URL", "https://ops:hunter2@signoff.example.com")
+    monkeypatch.setenv("SIGNOFF_TOKEN", "sgn_" + "x" * 30)
+    options = ["--channel", "C0OPS", "--title", "Rotate keys", "--approvers", "U0A"]
+    with pytest.raises(SystemExit) as stopped:
+        gate.main(options)
+    assert stopped.value.code == 2
+    said = capsys.readouterr().err
+    assert said.startswith("signoff gate: SIGNOFF_URL: the address has a user or password")
+    assert "hunter2" not in said
+
+
 def test_an_item_given_twice_is_named_with_its_option(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
