@@ -63,19 +63,19 @@ async def _outcome(
         text = f"{meta.title}: {how} in {_duration(body.duration_seconds)}."
     if body.summary:
         text += f"\n{body.summary}"
+    entry = AuditEntry(
+        event="outcome",
+        record_id=record.id,
+        run_id=record.run_id,
+        at=services.clock.now(),
+        user_id=caller.name,
+        channel=record.channel,
+        message_ts=record.message_ts,
+        detail=body.model_dump_json(exclude_none=True),
+    )
     try:
-        await services.storage.audit.append(
-            AuditEntry(
-                event="outcome",
-                record_id=record.id,
-                run_id=record.run_id,
-                at=services.clock.now(),
-                user_id=caller.name,
-                channel=record.channel,
-                message_ts=record.message_ts,
-                detail=body.model_dump_json(exclude_none=True),
-            )
-        )
+        # Once per report: a retry after the thread's post failed audits it no second time.
+        await services.storage.audit.append_once(entry, once=f"outcome {digest}")
         await post_in_thread(
             services,
             channel=record.channel,

@@ -8,6 +8,7 @@ import dataclasses
 import json
 import time
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from fakes import Fault
@@ -16,10 +17,10 @@ from redis_faults import reply_lost_once
 from requests_jobs import ADMIN_TOKEN, Jobs
 
 import signoff
+from bot.api import outcomes as outcome_api
 from bot.api.request_records import REQUESTS_PATH
 from bot.schedule.scheduler import Scheduler
 from bot.ui import ids
-from storage.audit import AuditEntry
 from storage.errors import StorageUnavailableError
 from storage.requests import request_record_id
 
@@ -201,21 +202,26 @@ async def test_the_outcome_of_an_approved_job_goes_to_the_thread_and_the_audit(
     assert json.loads(entry.detail)["summary"] == "deleted 42 volumes"
 
 
-async def test_an_outcome_redis_failed_to_audit_is_taken_when_the_job_reports_it_again(
-    jobs: Jobs, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("failing", ["the audit", "the thread's post"])
+async def test_an_outcome_redis_failed_to_take_is_taken_once_when_the_job_reports_it_again(
+    jobs: Jobs, monkeypatch: pytest.MonkeyPatch, failing: str
 ) -> None:
-    """A 503 asks the job to try again: its retry is the outcome, not "reported already"."""
+    """A 503 asks the job to try again: its retry is the outcome, not "reported already",
+    audited and posted once."""
     _, made = await jobs.ask()
     await jobs.bot.click(ids.APPROVE, jobs.value(), user=ALICE)
     await jobs.get(made["status_url"] + "?wait=10")
     audit = jobs.bot.services.storage.audit
-    append = audit.append
+    owner, name = (
+        (audit, "append_once") if failing == "the audit" else (outcome_api, "post_in_thread")
+    )
+    working = getattr(owner, name)
 
-    async def down_once(entry: AuditEntry) -> str:
-        monkeypatch.setattr(audit, "append", append)
+    async def down_once(*args: Any, **kwargs: Any) -> Any:
+        monkeypatch.setattr(owner, name, working)
         raise StorageUnavailableError("Redis is down")
 
-    monkeypatch.setattr(audit, "append", down_once)
+    monkeypatch.setattr(owner, name, down_once)
     report = {"exit_status": 0, "duration_seconds": 12.5}
     status, _ = await jobs.post(made["status_url"] + "/outcome", report)
     assert status == 503
