@@ -33,8 +33,10 @@ async def test_the_python_client_asks_waits_and_reports_what_the_job_did(jobs: J
         assert stored is not None and stored.policy.reminders == ()  # None: no reminders
         done = await client.report_outcome(request.id, exit_status=0, duration_seconds=1.5)
         assert done.status == "approved"
+        again = await client.report_outcome(request.id, exit_status=0, duration_seconds=1.5)
+        assert again.status == "approved"  # the same report: taken once
         with pytest.raises(signoff.RequestRefused):
-            await client.report_outcome(request.id, exit_status=0, duration_seconds=1.5)
+            await client.report_outcome(request.id, exit_status=1, duration_seconds=1.5)
         with pytest.raises(signoff.RequestRefused):
             await client.withdraw(request.id)
         other = await client.create(
