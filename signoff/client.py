@@ -213,7 +213,7 @@ class Client:
         (its card reads approved all the same); once, as ``report_outcome``."""
         path = f"{REQUESTS_PATH}/{request_id}/outcome"
         body = OutcomeReport(not_run=why).model_dump(exclude_none=True)
-        return await self._call("POST", path, body, patience=30.0)
+        return await self._call("POST", path, body, patience=10.0)  # a gate told to stop
 
     async def _call(
         self,

@@ -16,7 +16,7 @@ from .client import Client, RequestRefused, SignoffError
 from .gate_cli import CHECK_FAILED, REFUSED, UNREACHABLE, USAGE, WITHDRAWN
 from .gate_run import without_token
 from .gate_say import refusal, say, say_waiting
-from .gate_wait import wait, withdraw
+from .gate_wait import report_not_run, wait, withdraw
 
 T = TypeVar("T")
 
@@ -72,12 +72,13 @@ async def ask(
                 f"signoff gate: it was {answer.status}, but this gate was stopped while "
                 "checking again: the command was not run"
             )
+            await report_not_run(client, answer, "its gate was stopped while checking again")
             return WITHDRAWN
         if now is None:
             say(
                 f"signoff gate: it was {answer.status}, but --check failed: the command was not run"
             )
-            await _report_not_run(client, answer, "its --check failed once it was decided")
+            await report_not_run(client, answer, "its --check failed once it was decided")
             return CHECK_FAILED
         if now == shown:
             return answer
@@ -93,15 +94,6 @@ async def ask(
         )
     say(f"signoff gate: the check's output changed {_ASK_AGAIN} times after approval; giving up")
     return CHECK_FAILED
-
-
-async def _report_not_run(client: Client, answer: RequestView, why: str) -> None:
-    """Tell the card's thread, which reads ``answer``'s decision, that the command did not
-    run, and ``why``."""
-    try:
-        await client.report_not_run(answer.id, f"{why}, so the command did not run.")
-    except SignoffError as exc:
-        say(f"signoff gate: the card's thread was not told: {exc}")
 
 
 async def _unless_stopped(asking: asyncio.Task[T], stop: asyncio.Event) -> T | None:

@@ -78,8 +78,18 @@ async def withdraw(client: Client, view: RequestView) -> RequestView | int | Non
                 f"signoff gate: it was {exc.view.status} before the withdrawal landed, but "
                 "this gate was stopped: the command was not run"
             )
+            await report_not_run(client, exc.view, "its gate was stopped before it ran it")
             return WITHDRAWN
         return exc.view
     except SignoffError as exc:
         say(f"signoff gate: could not withdraw it: {exc}")
         return None
+
+
+async def report_not_run(client: Client, view: RequestView, why: str) -> None:
+    """Tell the card's thread, which reads ``view``'s decision, that the command did not
+    run, and ``why``."""
+    try:
+        await client.report_not_run(view.id, f"{why}, so the command did not run.")
+    except SignoffError as exc:
+        say(f"signoff gate: the card's thread was not told: {exc}")
