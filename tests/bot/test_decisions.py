@@ -76,6 +76,7 @@ async def test_deny_with_a_reason_never_runs_the_tool_and_the_model_gets_the_rea
     await bot.finished()
     assert bot.tool_log.calls == []
     assert "not on a Friday" in _tool_messages(bot)
+    await bot.services.background.idle()  # the card is redrawn after the form's ack
     update = bot.slack.called("chat.update")[-1]
     assert any("not on a Friday" in str(b) for b in update["blocks"])
 
@@ -162,6 +163,7 @@ async def test_a_quorum_denied_after_an_approval_still_shows_that_approval(
     assert status == 200
     await bot.finished()
     assert bot.tool_log.calls == []
+    await bot.services.background.idle()  # the card is redrawn after the form's ack
     final = bot.slack.called("chat.update")[-1]
     [status_line] = [b for b in final["blocks"] if b["type"] == "context"]
     said = [e["text"] for e in status_line["elements"]]
@@ -270,6 +272,7 @@ async def test_one_deny_ends_a_quorum_request_as_its_card_says_up_front(make_bot
     status, _ = await bot.submit(ids.DENY_VIEW, value, user=BOB, text="not today")
     assert status == 200
     await bot.finished()
+    await bot.services.background.idle()  # the card is redrawn after the form's ack
     final = bot.slack.called("chat.update")[-1]
     assert final["blocks"][0]["text"]["text"].startswith("Denied")
     assert bot.tool_log.calls == []

@@ -279,6 +279,7 @@ async def test_approvers_may_edit_only_editable_params_and_the_job_gets_the_edit
     _, answer = await jobs.get(made["status_url"] + "?wait=10")
     assert answer["status"] == "edited" and answer["params"] == edited
     # The card labels what was asked as such: the job ran with the edit, shown below it.
+    await jobs.bot.services.background.idle()  # the card is redrawn after the form's ack
     sections = [
         b["text"]["text"] for b in jobs.bot.slack.called("chat.update")[-1]["blocks"] if "text" in b
     ]
