@@ -110,6 +110,7 @@ async def test_a_click_while_redis_is_frozen_is_acked_in_time_and_told_the_truth
     await bot.slack.wait_calls("chat.update", within=15)
     record = await storage.queries.get(bot.record_id(value))
     assert record is not None and record.state == "approved" and record.decided_by == ALICE
+    await bot.slack.wait_calls("chat.postEphemeral")  # the note is posted after the ack
     assert [n["text"] for n in bot.slack.called("chat.postEphemeral")] == [UNCONFIRMED]
 
 
