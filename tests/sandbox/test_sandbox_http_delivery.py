@@ -150,7 +150,7 @@ async def test_no_ack_in_three_seconds_times_out_and_is_not_redelivered(
     ts = await _post(sb)
     ack = await sb.interactions.click("U0BOB", channel="C0OPS", message_ts=ts, action_id="approve")
     assert ack.status == "timed_out"
-    assert 2.9 < ack.seconds < 3.5
+    assert 2.9 < ack.seconds < 4.5  # Slack's 3 s, not the handler's 5 s; room for a busy machine
     notices = sb.workspace.notices("U0BOB")
     assert len(notices) == 1 and "Operation timed out" in notices[0].text
     await _past_any_retry(sb)
