@@ -11,7 +11,8 @@ once in a process (with the admin client's long-polls and runs API starts): one 
 answered 429 before anything starts.
 
 One approval surface: when the agent's policy names a channel (or direct messages), the
-run's interrupts are also posted there as cards, before the app hears the run stopped.
+run's interrupts are also posted there as cards, before the app hears the run stopped
+(when storing them fails, the app hears a ``RUN_ERROR``, not interrupts no card checks).
 The first answer wins, atomically: a resume from the app decides the cards ("decided in
 the app") and this request runs the round, holding it (``AppRound``); if the run fails,
 or the process dies, the round goes to the resume worker. A resume for an interrupt
@@ -32,7 +33,7 @@ from aiohttp import web
 from pydantic import SecretStr, TypeAdapter
 
 from agent_runtime.agui import run_agui
-from agent_runtime.agui.events import Expiry, Offered, run_error, run_started
+from agent_runtime.agui.events import Expiry, Offered, RunErrorEvent, run_error, run_started
 from agent_runtime.errors import UsageError
 from agent_runtime.interrupts import DecisionType, Interrupt
 from agent_runtime.results import AgentResult
@@ -46,7 +47,7 @@ from storage.api_clients import ADMIN
 from storage.errors import CorruptRecordError, InvalidIdError, StorageError
 from storage.keys import check_id
 
-from .agui_cards import answer_cards, post_cards
+from .agui_cards import CardAnswers, answer_cards, post_cards
 from .app_rounds import HANDED_OVER, AppRound
 from .auth import NOT_OPERATOR, bearer_check
 from .bodies import read
@@ -144,7 +145,8 @@ def add_agui_routes(
                     if event["type"] == "RUN_FINISHED":
                         await held.done()  # before the next round's cards can be decided
                         # The cards exist before the app hears: it may answer at once.
-                        await post_cards(services, name, results[-1], answers.place)
+                        unstored = await _post_cards(services, name, results[-1], answers)
+                        event = unstored or event
                     elif event["type"] == "RUN_ERROR" and await held.hand_over():
                         event = run_error(f"{event['message']}; {HANDED_OVER}", code=event["code"])
                     await send(event)
@@ -181,6 +183,25 @@ def add_agui_routes(
 
     app.router.add_post(AGUI_PATH + "/{agent}", run)
     app.router.add_get(AGUI_PATH + "/{agent}", capabilities)
+
+
+async def _post_cards(
+    services: Services, name: str, result: AgentResult | None, answers: CardAnswers
+) -> RunErrorEvent | None:
+    """Post the run's cards; when its interrupts' cards cannot be stored, the RUN_ERROR
+    the app gets instead of a RUN_FINISHED that would offer answers no card checks."""
+    try:
+        await post_cards(services, name, result, answers.place)
+    except StorageError as exc:
+        log.error("cards of AG-UI run of %s not stored: %s", name, exc)
+        if result is None or result.stop_reason != "interrupt":
+            return None  # it did finish: only its end was not told in Slack
+        return run_error(
+            "the run stopped for approval, but storing its approval cards failed; "
+            "see the bot's log",
+            code="cards_not_stored",
+        )
+    return None
 
 
 def _decisions(spec: AgentSpec, agent: Runnable) -> frozenset[DecisionType]:
