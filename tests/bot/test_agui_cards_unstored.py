@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from agui_endpoint import Endpoint, run_raw
+from agui_endpoint import Endpoint, ask_one, run_raw
 
 from storage.errors import StorageUnavailableError
 
@@ -28,3 +28,22 @@ async def test_a_run_whose_cards_cannot_be_stored_ends_with_a_run_error(
     assert events[-1]["code"] == "cards_not_stored"
     assert "storing its approval cards failed" in events[-1]["message"]
     assert endpoint.bot.slack.called("chat.postMessage") == []
+
+
+async def test_a_run_that_finished_is_told_so_when_its_end_cannot_be_noted_in_slack(
+    endpoint: Endpoint, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    interrupt, _ = await ask_one(endpoint, "thread-end-unstored")
+
+    async def down(*_: Any, **__: Any) -> bool:
+        raise StorageUnavailableError("redis is down")
+
+    monkeypatch.setattr(endpoint.bot.services.storage.resume, "first_end", down)
+    resume = [
+        {"interruptId": interrupt["id"], "status": "resolved", "payload": {"type": "approve"}}
+    ]
+    events = await run_raw(
+        endpoint, {"threadId": "thread-end-unstored", "runId": "r2", "resume": resume}
+    )
+    assert events[-1]["type"] == "RUN_FINISHED"
+    assert events[-1]["outcome"]["type"] == "success"
