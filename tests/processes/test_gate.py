@@ -79,7 +79,11 @@ async def test_an_expired_request_does_not_run_its_command(stack: Stack) -> None
     assert gate.returncode == EXPIRED, err
     assert not stack.marks.exists()
     card = await stack.card()
-    assert "Expired" in str(stack.sandbox.workspace.message(GENERAL, card.ts).blocks)
+    # The card is redrawn after the expiry the gate heard about, so it is waited for.
+    await stack.sandbox.wait_for(
+        lambda: "Expired" in str(stack.sandbox.workspace.message(GENERAL, card.ts).blocks),
+        within=15,
+    )
 
 
 async def test_items_are_one_card_and_the_command_gets_the_approved_ones(stack: Stack) -> None:
@@ -123,7 +127,13 @@ async def test_items_are_one_card_and_the_command_gets_the_approved_ones(stack: 
     assert gate.returncode == 0, err
     # The job's token is not passed on to the command it gates.
     assert stack.marks.read_text() == "vol-a\nvol-c\nexcluded: vol-b\ntoken: none\n"
-    assert "Decided: Delete 3 stale volumes, 3 items" in str(ws.message(GENERAL, card.ts).blocks)  # type: ignore[union-attr]
+    # The card is redrawn after the decision the gate heard about, so it is waited for.
+    await stack.sandbox.wait_for(
+        lambda: (
+            "Decided: Delete 3 stale volumes, 3 items" in str(ws.message(GENERAL, card.ts).blocks)
+        ),  # type: ignore[union-attr]
+        within=15,
+    )
 
 
 async def test_a_reply_reaches_the_command_after_the_wait_says_who_may_decide_and_until_when(
