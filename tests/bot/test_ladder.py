@@ -155,6 +155,13 @@ async def test_a_decision_held_on_an_earlier_steps_card_is_undone_there(make_bot
         await scheduler.tick()
     new_york = _ts(bot, NEW_YORK)
     await bot.click(ids.APPROVE, value, user=BOB, channel=NEW_YORK, message_ts=new_york)
+    # The click is decided after its ack: the redrawn card says when it is held.
+    await bot.slack.wait_for(
+        lambda: any(
+            "not yet final" in str(u.get("blocks")) for u in bot.slack.called("chat.update")
+        ),
+        what="the held approval",
+    )
     record = await bot.services.storage.queries.get(bot.record_id(value))
     assert record is not None and record.held is not None
     await bot.click(ids.UNDO, value, user=BOB, channel=NEW_YORK, message_ts=new_york)
