@@ -81,6 +81,8 @@ async def test_approve_from_app_home_runs_the_tool_and_redraws_every_open_home(
     )
     await bot.finished()
     assert bot.tool_log.calls == [{"paths": ["/tmp/a", "/tmp/b"]}]
+    # The card is redrawn by the click decider, independently of the resumed run.
+    await bot.slack.wait_calls("chat.update")
     card = bot.slack.called("chat.update")[-1]
     assert f"Approved by <@{ALICE}>" in str(card["blocks"])
     # Both approvers had Home open: both are redrawn without the request.

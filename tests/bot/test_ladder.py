@@ -118,6 +118,11 @@ async def test_a_decision_on_any_rung_updates_every_copy(make_bot: Any) -> None:
     await bot.click(ids.APPROVE, value, user=BOB, channel=NEW_YORK, message_ts=_ts(bot, NEW_YORK))
     await bot.finished()
     assert bot.tool_log.calls == [{"paths": ["/tmp/a", "/tmp/b"]}]
+    # The copies are redrawn by the click decider, independently of the resumed run.
+    await bot.slack.wait_for(
+        lambda: all(f"by <@{BOB}>" in str(c["blocks"]) for c in _copies(bot).values()),
+        what="every copy redrawn",
+    )
     copies = _copies(bot)
     assert set(copies) == {CHANNEL, NEW_YORK, TOKYO}
     for channel, card in copies.items():

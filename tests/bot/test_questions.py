@@ -58,6 +58,8 @@ async def test_up_to_five_answers_are_buttons_and_the_question_is_the_cards_text
     await bot.click(f"{ids.CHOOSE}.2", "2", user=ALICE, block_id=choices["block_id"])
     assert "done: ap" in await bot.finished()
     assert _model_was_told(bot) == ["ap"]
+    # The card is redrawn by the click decider, independently of the resumed run.
+    await bot.slack.wait_calls("chat.update")
     update = bot.slack.called("chat.update")[-1]
     assert update["blocks"][0]["text"]["text"] == "Answered: ask_region"
     assert "*Answer:* ap" in str(update["blocks"])
@@ -158,6 +160,8 @@ async def test_a_tools_own_question_with_options_offers_them_and_the_tool_gets_t
     await bot.click(f"{ids.CHOOSE}.1", "1", user=ALICE, block_id=choices["block_id"])
     assert "done: cleaned us" in await bot.finished()
     assert got == ["us"]
+    # The card is redrawn by the click decider, independently of the resumed run.
+    await bot.slack.wait_calls("chat.update")
     update = bot.slack.called("chat.update")[-1]
     assert update["blocks"][0]["text"]["text"].startswith("Answered:")
     assert "*Answer:* us" in str(update["blocks"])
@@ -188,6 +192,8 @@ async def test_a_tools_own_question_declined_gives_the_tool_a_rejection_with_the
     assert status == 200 and "errors" not in body
     assert "done: not cleaned: none today" in await bot.finished()
     assert [(d.type, d.message) for d in got] == [("reject", "none today")]
+    # The card is redrawn by the click decider, independently of the resumed run.
+    await bot.slack.wait_calls("chat.update")
     headline = bot.slack.called("chat.update")[-1]["blocks"][0]["text"]["text"]
     assert headline.startswith("Declined:")
 

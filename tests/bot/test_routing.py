@@ -78,6 +78,12 @@ async def test_an_escalation_open_to_its_channel_is_decided_from_its_own_card_an
     await bot.click(ids.APPROVE, value, user=MALLORY, channel=ESCALATION, message_ts=escalation_ts)
     await bot.finished()
     assert bot.tool_log.calls == [{"paths": ["/tmp/a", "/tmp/b"]}]
+    # The cards are redrawn by the click decider, independently of the resumed run.
+    approved = f"Approved by <@{MALLORY}>"
+    await bot.slack.wait_for(
+        lambda: sum(approved in str(u["blocks"]) for u in bot.slack.called("chat.update")) >= 2,
+        what="both cards redrawn",
+    )
     updates = {(u["channel"], u["ts"]): u for u in bot.slack.called("chat.update")}
     for where in ((CHANNEL, bot.message_ts()), (ESCALATION, escalation_ts)):
         assert f"Approved by <@{MALLORY}>" in str(updates[where]["blocks"])
@@ -103,6 +109,8 @@ async def test_a_dm_policy_posts_the_interrupt_in_a_conversation_opened_with_the
         what="the result in the direct message's thread",
     )
     assert bot.tool_log.calls == [{"paths": ["/tmp/a", "/tmp/b"]}]
+    # The card is redrawn by the click decider, independently of the resumed run.
+    await bot.slack.wait_calls("chat.update")
     update = bot.slack.called("chat.update")[-1]
     assert update["channel"] == dm and update["ts"] == bot.message_ts()
 
