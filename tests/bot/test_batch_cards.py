@@ -76,6 +76,8 @@ async def test_exclude_three_of_forty_runs_37_and_updates_one_card(make_bot: Any
     audit = await bot.services.storage.audit.read(count=500)
     decided = [e for e in audit if e.event in ("approved", "denied")]
     assert len(decided) == 40 and sum(e.event == "denied" for e in decided) == 3
+    # The card is redrawn by the click decider, independently of the resumed run.
+    await bot.slack.wait_calls("chat.update")
     updates = bot.slack.called("chat.update")
     assert updates and {u["ts"] for u in updates} == {bot.message_ts()}  # one card, in place
     shown = _card(bot)
@@ -84,7 +86,12 @@ async def test_exclude_three_of_forty_runs_37_and_updates_one_card(make_bot: Any
     assert text.count(f"Excluded by <@{ALICE}>") == 3 and text.count("Approved by") == 37
     assert "3. /tmp/old-02.log: Excluded" in text
     assert not any(b.get("block_id", "").startswith(ids.BATCH_BLOCK) for b in shown["blocks"])
-    notes = [t for t in bot.thread() if t.startswith(f"<@{CAROL}> :ballot_box_with_check:")]
+    noted = f"<@{CAROL}> :ballot_box_with_check:"
+    # The requester's note is posted in the background, after the click is decided.
+    await bot.slack.wait_for(
+        lambda: any(t.startswith(noted) for t in bot.thread()), what="the requester's note"
+    )
+    notes = [t for t in bot.thread() if t.startswith(noted)]
     assert notes == [
         f"<@{CAROL}> :ballot_box_with_check: 40 calls of `delete_file` decided: "
         "37 approved, 3 excluded"

@@ -67,7 +67,12 @@ async def test_a_batch_too_long_for_slack_is_posted_compact_decided_and_redrawn(
     assert CUT_NOTE in text and "8. /srv/archive/007/" in text and "Excluded by" in text
     assert text.count("Approved by") == 99 and ids.BATCH_APPROVE not in text
     assert ids.FULL_ARGS in text
-    notes = [t for t in bot.thread() if t.startswith(f"<@{CAROL}> :ballot_box_with_check:")]
+    noted = f"<@{CAROL}> :ballot_box_with_check:"
+    # The requester's note is posted in the background, after the click is decided.
+    await bot.slack.wait_for(
+        lambda: any(t.startswith(noted) for t in bot.thread()), what="the requester's note"
+    )
+    notes = [t for t in bot.thread() if t.startswith(noted)]
     assert notes == [
         f"<@{CAROL}> :ballot_box_with_check: 100 calls of `delete_file` decided: "
         "99 approved, 1 excluded"

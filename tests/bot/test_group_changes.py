@@ -8,7 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 from fakes import Fault
-from harness import ALICE, BOB, CHANNEL, MALLORY, Harness
+from harness import ALICE, BOB, CAROL, CHANNEL, MALLORY, Harness
 
 from agent_runtime.interrupts import Remember
 from bot.agents.policy import Escalate, Policy
@@ -238,6 +238,12 @@ async def test_a_trust_given_by_someone_who_left_the_group_approves_nothing(
     value = await bot.start()
     await bot.click(ids.TRUST, value, user=ALICE)
     await bot.finished()
+    # The trust is kept by the click decider, before it tells the requester, not before
+    # the resumed run's result.
+    await bot.slack.wait_for(
+        lambda: any(t.startswith(f"<@{CAROL}> :white_check_mark:") for t in bot.thread()),
+        what="the requester told",
+    )
 
     async def next_run() -> InterruptRecord:
         """A later run's card, once its run has been posted and its trust checked."""
