@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Any
 
 import pytest
 from harness import ALICE
@@ -53,12 +54,10 @@ async def test_items_come_alone_and_distinct(jobs: Jobs) -> None:
     assert [p for p in jobs.bot.slack.called("chat.postMessage") if p.get("blocks")] == []
 
 
-async def test_a_withdrawal_after_some_items_were_decided_is_answered_409_with_them(
-    jobs: Jobs,
-) -> None:
-    """One of three items was approved (in another process) before the job withdraws:
-    the rest are withdrawn, and the job is told the request is approved, with each item."""
-    status, made = await jobs.ask(items=["vol-1", "vol-2", "vol-3"])
+async def _first_item_approved(jobs: Jobs, items: list[str]) -> dict[str, Any]:
+    """A request with ``items``, its first approved by Alice (in another process): the
+    request as made."""
+    status, made = await jobs.ask(items=items)
     assert status == 201, made
     storage = jobs.bot.services.storage
     lead = await storage.queries.get(request_record_id(made["id"]))
@@ -68,6 +67,15 @@ async def test_a_withdrawal_after_some_items_were_decided_is_answered_409_with_t
         first.id, ALICE, Decision.approve(), args_digest=first.args_digest, now=jobs.bot.clock.now()
     )
     assert decided.status == "recorded"
+    return made
+
+
+async def test_a_withdrawal_after_some_items_were_decided_is_answered_409_with_them(
+    jobs: Jobs,
+) -> None:
+    """One of three items was approved (in another process) before the job withdraws:
+    the rest are withdrawn, and the job is told the request is approved, with each item."""
+    made = await _first_item_approved(jobs, ["vol-1", "vol-2", "vol-3"])
     code, body = await jobs.post(made["status_url"] + "/withdraw", {"reason": "x"})
     assert code == 409 and body["status"] == "approved", body
     assert "some of its items were decided first" in body["error"]
@@ -79,16 +87,7 @@ async def test_a_withdrawal_after_some_items_were_decided_is_not_logged_as_withd
 ) -> None:
     """The log says what the job was told: its pending items withdrawn, the request
     approved, not "withdrawn"."""
-    status, made = await jobs.ask(items=["vol-1", "vol-2"])
-    assert status == 201, made
-    storage = jobs.bot.services.storage
-    lead = await storage.queries.get(request_record_id(made["id"]))
-    assert lead is not None
-    first = (await storage.queries.batch(lead))[0]
-    decided = await storage.interrupts.decide(
-        first.id, ALICE, Decision.approve(), args_digest=first.args_digest, now=jobs.bot.clock.now()
-    )
-    assert decided.status == "recorded"
+    made = await _first_item_approved(jobs, ["vol-1", "vol-2"])
     caplog.set_level(logging.INFO, logger="bot.api.requests")
     code, body = await jobs.post(made["status_url"] + "/withdraw", {"reason": "x"})
     assert code == 409 and body["status"] == "approved", body
