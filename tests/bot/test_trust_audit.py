@@ -9,11 +9,9 @@ from typing import Any
 
 import pytest
 from fakes import home_click_payload
-from harness import ALICE, BOB, Harness
-from test_trust import _approved_without_a_click, _held, _policy, _run
+from harness import ALICE, Harness
+from test_trust import _approved_without_a_click, _policy, _run, _trust_held
 
-from agent_runtime.interrupts import Remember
-from bot.agents.policy import Policy
 from bot.decisions.clicks import made_final
 from bot.schedule.scheduler import Scheduler
 from bot.ui import ids
@@ -67,14 +65,7 @@ async def test_a_held_trust_approval_whose_audit_entry_failed_does_not_say_not_k
     """The undo window ends, the grant is stored, only its audit entry fails: the trust
     holds, so the thread does not say it was not kept, and later calls are covered."""
     window = timedelta(seconds=60)
-    policy = Policy(
-        users=(ALICE, BOB), trust=Remember(scope="minutes", minutes=60), undo_window=window
-    )
-    bot: Harness = await make_bot(policy)
-    card = await _run(bot)
-    [value] = [e["value"] for e in card["blocks"][-1]["elements"] if e["action_id"] == ids.TRUST]
-    await bot.click(ids.TRUST, value, user=ALICE)
-    await bot.slack.wait_for(lambda: len(_held(bot)) == 1, what="Alice's approval, held")
+    bot = await _trust_held(make_bot, window)
     _trust_not_audited(storage, monkeypatch)
     bot.clock.advance(window * 2)
     await Scheduler(bot.services, made_final=made_final).tick()
