@@ -122,15 +122,31 @@ def test_a_param_keeps_the_digits_typed_unless_they_are_a_plain_integer() -> Non
     }
 
 
+_ASKING = ["--channel", "C0OPS", "--title", "Rotate keys", "--approvers", "U0A"]
+"""Options of a request the gate takes."""
+
+
+def _usage_error(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    argv: list[str],
+    *,
+    url: str = "http://127.0.0.1:1",
+) -> str:
+    """What the gate says on stderr as it refuses ``argv`` as a usage error (exit 2)."""
+    monkeypatch.setenv("SIGNOFF_URL", url)
+    monkeypatch.setenv("SIGNOFF_TOKEN", "sgn_" + "x" * 30)
+    with pytest.raises(SystemExit) as stopped:
+        gate.main(argv)
+    assert stopped.value.code == 2
+    return capsys.readouterr().err
+
+
 def test_a_request_with_no_approvers_is_a_usage_error_in_plain_words(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("SIGNOFF_URL", "http://127.0.0.1:1")
-    monkeypatch.setenv("SIGNOFF_TOKEN", "sgn_" + "x" * 30)
-    with pytest.raises(SystemExit) as stopped:
-        gate.main(["--channel", "C0OPS", "--title", "Rotate keys"])
-    assert stopped.value.code == 2
-    assert capsys.readouterr().err == "signoff gate: name --approvers, or set --anyone-in-channel\n"
+    said = _usage_error(capsys, monkeypatch, ["--channel", "C0OPS", "--title", "Rotate keys"])
+    assert said == "signoff gate: name --approvers, or set --anyone-in-channel\n"
 
 
 @pytest.mark.parametrize(
@@ -163,25 +179,14 @@ def test_a_name_or_key_it_cannot_take_is_told_what_to_give_not_a_pattern(
     option: list[str],
     said: str,
 ) -> None:
-    monkeypatch.setenv("SIGNOFF_URL", "http://127.0.0.1:1")
-    monkeypatch.setenv("SIGNOFF_TOKEN", "sgn_" + "x" * 30)
-    options = ["--channel", "C0OPS", "--title", "Rotate keys", "--approvers", "U0A"]
-    with pytest.raises(SystemExit) as stopped:
-        gate.main([*options, *option])
-    assert stopped.value.code == 2
-    assert capsys.readouterr().err == f"signoff gate: {said}\n"
+    assert _usage_error(capsys, monkeypatch, [*_ASKING, *option]) == f"signoff gate: {said}\n"
 
 
 def test_a_signoff_url_with_a_password_in_it_is_a_usage_error_naming_it(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("SIGNOFF_URL", "https://ops:hunter2@signoff.example.com")
-    monkeypatch.setenv("SIGNOFF_TOKEN", "sgn_" + "x" * 30)
-    options = ["--channel", "C0OPS", "--title", "Rotate keys", "--approvers", "U0A"]
-    with pytest.raises(SystemExit) as stopped:
-        gate.main(options)
-    assert stopped.value.code == 2
-    said = capsys.readouterr().err
+    url = "https://ops:hunter2@signoff.example.com"
+    said = _usage_error(capsys, monkeypatch, _ASKING, url=url)
     assert said.startswith("signoff gate: SIGNOFF_URL: the address has a user or password")
     assert "hunter2" not in said
 
@@ -189,13 +194,8 @@ def test_a_signoff_url_with_a_password_in_it_is_a_usage_error_naming_it(
 def test_an_item_given_twice_is_named_with_its_option(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("SIGNOFF_URL", "http://127.0.0.1:1")
-    monkeypatch.setenv("SIGNOFF_TOKEN", "sgn_" + "x" * 30)
-    options = ["--channel", "C0OPS", "--title", "Rotate keys", "--approvers", "U0A"]
-    with pytest.raises(SystemExit) as stopped:
-        gate.main([*options, "--item", "db-1", "--item", "db-2", "--item", "db-1"])
-    assert stopped.value.code == 2
-    assert capsys.readouterr().err == (
+    items = ["--item", "db-1", "--item", "db-2", "--item", "db-1"]
+    assert _usage_error(capsys, monkeypatch, [*_ASKING, *items]) == (
         "signoff gate: 'db-1' is listed twice in --item; each item must be distinct\n"
     )
 
