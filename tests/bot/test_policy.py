@@ -13,7 +13,7 @@ from agent_runtime.interrupts import Remember
 from agent_runtime.session import InMemorySessionStore, SessionStore
 from bot.agents.policy import AgentSpec, Escalate, Policy, Reminders
 from bot.agents.registry import Registry
-from bot.errors import PolicyError
+from bot.errors import AgentBuildError, PolicyError
 
 
 def _build(store: object) -> object:
@@ -165,3 +165,25 @@ def test_an_agent_is_built_once_and_serves_every_run() -> None:
     )
     assert registry.agent("mailer") is registry.agent("mailer")
     assert len(builds) == 1
+
+
+def test_an_agent_whose_build_failed_is_built_again_when_next_used() -> None:
+    """A build that failed (an API key not set yet) is not kept as failed: the next run
+    that needs the agent builds it again, and once it builds it serves every run."""
+    spec = _mailer({"send_email": True})
+    key: list[str] = []
+
+    def build_with_key(store: SessionStore) -> Agent:
+        if not key:
+            raise ValueError("no API key")
+        return spec.build(store)
+
+    registry = Registry(
+        [AgentSpec(name="mailer", build=build_with_key, policy=spec.policy)],
+        sessions=InMemorySessionStore(),
+    )
+    with pytest.raises(AgentBuildError, match="agent 'mailer': build\\(\\) raised ValueError"):
+        registry.agent("mailer")
+    key.append("sk-set-later")
+    assert isinstance(registry.agent("mailer"), Agent)
+    assert registry.agent("mailer") is registry.agent("mailer")
