@@ -17,7 +17,8 @@ class PolicyError(BotError):
 
 
 class AgentsModuleError(BotError):
-    """The agents module named by SIGNOFF_AGENTS could not be loaded or declares nothing."""
+    """The agents module named by SIGNOFF_AGENTS (or --agents) could not be loaded or declares
+    nothing."""
 
 
 class UnknownAgentError(BotError):

@@ -94,10 +94,11 @@ class Registry:
                 log.exception("agent %r failed to close", name)
 
 
-def load_specs(module_name: str) -> list[AgentSpec]:
+def load_specs(module_name: str, *, named_by: str = "SIGNOFF_AGENTS") -> list[AgentSpec]:
     """The ``agents`` declared by ``module_name``, found on the path or else in the working
     directory (a ``my_agents.py`` beside where ``signoff`` starts); AgentsModuleError says
-    what is wrong."""
+    what is wrong, naming where the module was given (``named_by``: the setting or
+    ``--agents``)."""
     if os.getcwd() not in sys.path:
         sys.path.append(os.getcwd())
     try:
@@ -110,23 +111,21 @@ def load_specs(module_name: str) -> list[AgentSpec]:
                 f": give the module's name ({name}), and start signoff in its folder or put "
                 "that on PYTHONPATH"
             )
-        raise AgentsModuleError(
-            f"SIGNOFF_AGENTS: cannot import {module_name!r} ({exc}){hint}"
-        ) from exc
+        raise AgentsModuleError(f"{named_by}: cannot import {module_name!r} ({exc}){hint}") from exc
     except Exception as exc:  # anything the module's own code raises as it runs
         where, said = _line_in(module_name, exc), " ".join(str(exc).split())
         raise AgentsModuleError(
-            f"SIGNOFF_AGENTS: {module_name!r} failed to load{where}: {type(exc).__name__}: {said}"
+            f"{named_by}: {module_name!r} failed to load{where}: {type(exc).__name__}: {said}"
         ) from exc
     specs = getattr(module, "agents", None)
     if not isinstance(specs, list | tuple):
         raise AgentsModuleError(
-            f"SIGNOFF_AGENTS: {module_name!r} must define agents = [AgentSpec(...), ...]"
+            f"{named_by}: {module_name!r} must define agents = [AgentSpec(...), ...]"
         )
     bad = [s for s in specs if not isinstance(s, AgentSpec)]
     if bad:
         raise AgentsModuleError(
-            f"SIGNOFF_AGENTS: {module_name}.agents holds {bad[0]!r}, not an AgentSpec"
+            f"{named_by}: {module_name}.agents holds {bad[0]!r}, not an AgentSpec"
         )
     return list(specs)
 

@@ -41,8 +41,9 @@ async def open_services(
         raise BotError("SLACK_BOT_TOKEN: not set; copy the bot token (xoxb-...) from the app")
     if specs is None:
         module = agents or settings.agents
+        named_by = "--agents" if agents else "SIGNOFF_AGENTS"
         # Without agents, Signoff serves requests from jobs (`signoff gate`, the API) only.
-        specs = load_specs(module) if module else []
+        specs = load_specs(module, named_by=named_by) if module else []
     await check_tokens(settings, socket_mode=socket_mode)
     client = make_client(settings)
     try:

@@ -124,8 +124,24 @@ async def test_an_agents_module_that_fails_as_it_loads_stops_startup_with_one_li
     code, out, err = await _signoff(*args, env={**env, "PYTHONPATH": path})
     assert code == 2 and out == "", err
     assert len(err.splitlines()) == 1 and "Traceback" not in err, err
-    assert err.startswith("signoff: SIGNOFF_AGENTS: 'broken_agents' failed to load"), err
+    assert err.startswith("signoff: --agents: 'broken_agents' failed to load"), err
     assert said in err, err
+
+
+async def test_an_agents_module_given_by_the_setting_is_named_by_the_setting(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    """The line names where the module was given: the setting here, ``--agents`` above,
+    which overrides a setting that may name another module."""
+    (tmp_path / "broken_agents.py").write_text("raise ValueError('no API key')\n")
+    path = f"{ROOT}:{ROOT / 'tests' / 'bot'}:{tmp_path}"
+    given = {**env, "PYTHONPATH": path, "SIGNOFF_AGENTS": "broken_agents"}
+    code, out, err = await _signoff(*RUN[:-2], env=given)
+    assert code == 2 and out == "", err
+    assert err == (
+        "signoff: SIGNOFF_AGENTS: 'broken_agents' failed to load at line 1: "
+        "ValueError: no API key\n"
+    ), err
 
 
 @pytest.mark.parametrize(
