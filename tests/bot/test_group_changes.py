@@ -167,6 +167,27 @@ async def test_a_card_posted_after_someone_left_the_group_does_not_name_them(
     assert record is not None and record.policy.group_members == (BOB,)
 
 
+async def test_a_new_card_asks_slack_for_the_group_once_its_list_is_five_minutes_old(
+    make_bot: Any,
+) -> None:
+    """The README's "give or take minutes": a card posted within 5 minutes of the last
+    look-up uses the list it has; one posted after asks Slack again."""
+    bot: Harness = await make_bot(Policy(channel=CHANNEL, groups=(ONCALL,), reminders=None))
+    bot.slack.groups[ONCALL] = [MALLORY, BOB]
+    await bot.start()
+    asked = len(bot.slack.called("usergroups.users.list"))
+    bot.slack.groups[ONCALL] = [BOB]  # Mallory leaves the rotation
+    bot.clock.advance(timedelta(minutes=4))
+    soon = await bot.start()
+    record = await bot.services.storage.queries.get(bot.record_id(soon))
+    assert record is not None and record.policy.group_members == (MALLORY, BOB)
+    assert len(bot.slack.called("usergroups.users.list")) == asked
+    bot.clock.advance(timedelta(minutes=2))
+    later = await bot.start()
+    record = await bot.services.storage.queries.get(bot.record_id(later))
+    assert record is not None and record.policy.group_members == (BOB,)
+
+
 LEADS, STEP = "C0LEADS", timedelta(hours=2)
 ESCALATES_TO_LEADS = Policy(
     channel=CHANNEL,
