@@ -20,6 +20,10 @@ from harness import ALICE, CHANNEL, Harness
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_sdk.socket_mode.aiohttp import SocketModeClient
 
+from bot.api.agui import AGUI_PATH
+from bot.api.openapi import OPENAPI_PATH
+from bot.api.request_records import REQUESTS_PATH
+from bot.api.runs import RUNS_PATH
 from bot.process.web import operator_app
 from bot.slack.app import build_app
 from bot.slack.events import EVENTS_PATH
@@ -150,9 +154,15 @@ async def test_readyz_follows_the_socket_mode_connection(make_bot: Any) -> None:
         await server.close()
 
 
-async def test_signoff_socket_serves_readyz_on_its_port(
+API_TOKEN = "operator-token-" + "x" * 24
+
+
+async def test_signoff_socket_serves_readyz_metrics_and_the_apis_on_its_port(
     slack: FakeSlack, redis_url: str, key_prefix: str
 ) -> None:
+    """What the README says ``signoff socket`` serves on ``SIGNOFF_PORT``: the operator
+    endpoints, the requests API and its OpenAPI document, and with ``SIGNOFF_API_TOKEN``
+    the runs API and the AG-UI endpoint; no Slack events route."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
@@ -167,6 +177,7 @@ async def test_signoff_socket_serves_readyz_on_its_port(
         "SIGNOFF_AGENTS": "cleanup_agents",
         "SIGNOFF_HOST": "127.0.0.1",
         "SIGNOFF_PORT": str(port),
+        "SIGNOFF_API_TOKEN": API_TOKEN,
     }
     process = await asyncio.create_subprocess_exec(
         sys.executable,
@@ -185,6 +196,18 @@ async def test_signoff_socket_serves_readyz_on_its_port(
         async with aiohttp.ClientSession() as http:
             async with http.get(url + "/readyz") as response:
                 assert (response.status, await response.text()) == (200, "ready\n")
+            async with http.get(url + "/metrics") as response:
+                assert response.status == 200
+                assert "signoff_pending_interrupts 0" in await response.text()
+            async with http.get(url + OPENAPI_PATH) as response:
+                assert response.status == 200 and (await response.json())["openapi"]
+            async with http.get(url + REQUESTS_PATH + "/req_none") as response:
+                assert response.status == 401  # served: it asks for a client's token
+            bearer = {"Authorization": f"Bearer {API_TOKEN}"}
+            async with http.get(url + RUNS_PATH + "/cleanup/thread_none", headers=bearer) as r:
+                assert r.status == 404 and "is off" not in (await r.json())["error"]
+            async with http.post(url + AGUI_PATH + "/cleanup", json={}) as response:
+                assert response.status == 401  # on, and refusing a caller without the token
             async with http.post(url + EVENTS_PATH, data=b"{}") as response:
                 assert response.status == 404
     finally:
