@@ -18,6 +18,7 @@ from webhook_receiver import Hooked
 import signoff
 from agent_runtime import Decision
 from bot.schedule.scheduler import Scheduler
+from bot.ui import ids
 from signoff import gate, gate_wait
 from signoff.gate_cli import LOST
 from storage.records import InterruptRecord
@@ -106,6 +107,25 @@ async def test_a_request_asked_about_once_lost_is_answered_lost_and_ended_once(
     report = {"exit_status": 0, "duration_seconds": 1.0}
     status, refused = await jobs.post(made["status_url"] + "/outcome", report)
     assert status == 409 and refused["status"] == "lost", refused
+
+
+async def test_a_decided_request_is_kept_a_week_then_answered_404_not_lost(jobs: Jobs) -> None:
+    """A record gone once its retention ended was not lost: the request is unknown, as the
+    README says, with no ``lost`` in the audit, on its card or to its job."""
+    status, made = await jobs.ask()
+    assert status == 201
+    await jobs.bot.click(ids.APPROVE, jobs.value(), user=ALICE)
+    _, approved = await jobs.get(made["status_url"] + "?wait=10")
+    assert approved["status"] == "approved", approved
+    storage = jobs.bot.services.storage
+    kept_ms = await storage.client.raw.pttl(storage.keys.record(request_record_id(made["id"])))
+    assert timedelta(days=6) < timedelta(milliseconds=kept_ms) <= timedelta(days=7)
+    await _lose(jobs.bot, request_record_id(made["id"]))  # as its retention ending does
+    status, unknown = await jobs.get(made["status_url"])
+    assert status == 404 and unknown["field"] == "id", unknown
+    await _sweep(jobs.bot)
+    assert await _lost_entries(jobs.bot) == []
+    assert "no longer be decided" not in str(jobs.bot.slack.called("chat.update"))
 
 
 async def test_a_long_poll_is_answered_lost_when_the_sweep_meets_its_request(
