@@ -111,9 +111,14 @@ def mention_listener(services: Services) -> Any:
 
 
 def home_listener(services: Services) -> Any:
+    """The listener of ``app_home_opened``: Home drawn when its tab is opened. Slack sends
+    the event for the Messages tab too (the app's DMs), where Home is not seen: that one
+    neither costs a draw nor resets the pages its viewer turned to."""
+
     async def on_home(body: dict[str, Any]) -> None:
-        user = str((body.get("event") or {}).get("user") or "")
-        if user:
+        event = body.get("event") or {}
+        user = str(event.get("user") or "")
+        if user and event.get("tab") != "messages":
             services.background.spawn(_open_home(services, user), name=f"home {user}")
 
     return on_home

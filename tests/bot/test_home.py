@@ -63,6 +63,20 @@ async def _open_home(bot: Harness, user: str) -> list[dict[str, Any]]:
     return _home(bot, user)
 
 
+async def test_opening_the_messages_tab_neither_draws_home_nor_counts_as_looking_at_it(
+    make_bot: Any,
+) -> None:
+    """Slack sends ``app_home_opened`` for the app's Messages tab too (where a DM card or a
+    notice is read): Home is not drawn for it, nor is its viewer redrawn after decisions."""
+    bot: Harness = await make_bot()
+    await bot.start(requested_by=CAROL)
+    await bot.event({"type": "app_home_opened", "user": ALICE, "tab": "messages"})
+    await bot.services.background.idle()
+    assert bot.slack.called("views.publish") == []
+    viewers = await bot.services.storage.home.recent([ALICE], bot.clock.now())
+    assert viewers == {}
+
+
 async def test_approve_from_app_home_runs_the_tool_and_redraws_every_open_home(
     make_bot: Any,
 ) -> None:
