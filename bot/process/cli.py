@@ -1,8 +1,8 @@
 """``signoff serve | socket | worker | run | audit | token``: the bot's command line.
 
 ``serve`` answers Slack over HTTP, ``socket`` over Socket Mode; both serve ``/healthz``,
-``/readyz`` and ``/metrics`` on ``SIGNOFF_PORT`` (``socket`` only those, no events route)
-and run the click deciders, the resume workers and the scheduler in-process; with
+``/readyz``, ``/metrics`` and the HTTP APIs on ``SIGNOFF_PORT`` (``socket`` no events
+route) and run the click deciders, the resume workers and the scheduler in-process; with
 ``--no-workers`` only the scheduler: clicks are acknowledged and queued in Redis for a
 ``worker``, which runs only the loops, to scale out, at a lower CPU priority
 (``SIGNOFF_WORKER_NICE``), serving the operator endpoints only with ``--port``. ``run``
@@ -70,7 +70,7 @@ _SETTINGS = {
     "serve": f"SLACK_BOT_TOKEN, SLACK_SIGNING_SECRET, {_REDIS}, SIGNOFF_HOST and SIGNOFF_PORT "
     "(default 0.0.0.0:3000), SIGNOFF_AGENTS",
     "socket": f"SLACK_BOT_TOKEN, SLACK_APP_TOKEN, {_REDIS}, SIGNOFF_HOST and SIGNOFF_PORT "
-    "(default 0.0.0.0:3000, for /healthz, /metrics and the HTTP APIs), SIGNOFF_AGENTS",
+    "(default 0.0.0.0:3000, for /healthz, /readyz, /metrics and the HTTP APIs), SIGNOFF_AGENTS",
     "worker": f"SLACK_BOT_TOKEN, {_REDIS}, SIGNOFF_AGENTS",
     "run": f"SLACK_BOT_TOKEN, {_REDIS}, SIGNOFF_AGENTS",
     "audit": _REDIS,
