@@ -46,6 +46,14 @@ async def start_signoff(
     )
 
 
+async def finished_signoff(*args: str, env: dict[str, str]) -> tuple[int, str, str]:
+    """``signoff ARGS`` run to its end: its exit status, stdout and stderr."""
+    process = await start_signoff(*args, env=env, stdout=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()
+
+
 async def json_worker(env: dict[str, str], *args: str) -> asyncio.subprocess.Process:
     """``signoff worker`` at its own priority, logging JSON lines on its stderr."""
     return await start_signoff(

@@ -12,20 +12,12 @@ from pathlib import Path
 
 import pytest
 import redis.asyncio as redis
-from cli_procs import FAILING_BUILD, ROOT, bot_env, start_signoff
+from cli_procs import FAILING_BUILD, ROOT, bot_env, finished_signoff
 from fakes import BOT_TOKEN, FakeSlack
 
 from agent_runtime.interrupts import Interrupt
 from agent_runtime.messages import ToolCall
 from storage import ApproverPolicy, InterruptRecord, connect
-
-
-async def _signoff(*args: str, env: dict[str, str]) -> tuple[int, str, str]:
-    process = await start_signoff(*args, env=env, stdout=asyncio.subprocess.PIPE)
-    out, err = await asyncio.wait_for(process.communicate(), 60)
-    assert process.returncode is not None
-    return process.returncode, out.decode(), err.decode()
-
 
 RUN = ("run", "cleanup", "--channel", "C0OPS", "--input", "tidy", "--agents", "cleanup_agents")
 
@@ -38,7 +30,7 @@ def env(slack: FakeSlack, redis_url: str, key_prefix: str) -> dict[str, str]:
 async def test_run_posts_the_interrupt_to_the_channel(
     slack: FakeSlack, env: dict[str, str]
 ) -> None:
-    code, out, err = await _signoff(*RUN, env=env)
+    code, out, err = await finished_signoff(*RUN, env=env)
     assert code == 0, err
     assert out.startswith("interrupt")
     posts = slack.called("chat.postMessage")
@@ -47,101 +39,36 @@ async def test_run_posts_the_interrupt_to_the_channel(
 
 
 async def test_audit_prints_the_trail_as_json_lines(env: dict[str, str]) -> None:
-    assert (await _signoff(*RUN, env=env))[0] == 0
+    assert (await finished_signoff(*RUN, env=env))[0] == 0
 
-    code, out, err = await _signoff("audit", env=env)
+    code, out, err = await finished_signoff("audit", env=env)
     assert code == 0, err
     rows = [json.loads(line) for line in out.splitlines()]
     assert [r["event"] for r in rows] == ["created", "posted"]
     assert rows[1]["channel"] == "C0OPS" and rows[0]["user_id"] == "cli"
     assert datetime.fromisoformat(rows[0]["at"]) <= datetime.fromisoformat(rows[1]["at"])
-    code, out, _ = await _signoff("audit", "--run", rows[0]["run_id"], env=env)
+    code, out, _ = await finished_signoff("audit", "--run", rows[0]["run_id"], env=env)
     assert code == 0 and len(out.splitlines()) == 2
-    code, out, _ = await _signoff("audit", "--run", "run_other", env=env)
+    code, out, _ = await finished_signoff("audit", "--run", "run_other", env=env)
     assert code == 0 and out == ""
 
 
 async def test_audit_filters_by_time_and_user(env: dict[str, str]) -> None:
-    assert (await _signoff(*RUN, env=env))[0] == 0
+    assert (await finished_signoff(*RUN, env=env))[0] == 0
 
-    code, out, err = await _signoff("audit", "--user", "cli", env=env)
+    code, out, err = await finished_signoff("audit", "--user", "cli", env=env)
     assert code == 0, err
     assert [json.loads(line)["event"] for line in out.splitlines()] == ["created"]
-    code, out, _ = await _signoff("audit", "--since", "1h", env=env)
+    code, out, _ = await finished_signoff("audit", "--since", "1h", env=env)
     assert code == 0 and len(out.splitlines()) == 2
-    code, out, _ = await _signoff("audit", "--since", "2999-01-01", env=env)
+    code, out, _ = await finished_signoff("audit", "--since", "2999-01-01", env=env)
     assert code == 0 and out == ""
-    code, _, err = await _signoff("audit", "--since", "yesterday", env=env)
+    code, _, err = await finished_signoff("audit", "--since", "yesterday", env=env)
     assert code == 2 and "neither an ISO date or time" in err
-    code, out, err = await _signoff("audit", "--user", "alice", env=env)  # a name, not an id
+    code, out, err = await finished_signoff(
+        "audit", "--user", "alice", env=env
+    )  # a name, not an id
     assert code == 0 and out == "" and "names Slack users by id" in err
-
-
-async def test_the_agents_module_is_found_in_the_working_directory(
-    slack: FakeSlack, env: dict[str, str], tmp_path: Path
-) -> None:
-    (tmp_path / "my_agents.py").write_text("from cleanup_agents import agents\n")
-    process = await asyncio.create_subprocess_exec(
-        Path(sys.executable).parent / "signoff",  # the installed command, as a user runs it
-        *RUN[:-1],
-        "my_agents",
-        cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": f"{ROOT}:{ROOT / 'tests' / 'bot'}", **env},
-        stderr=asyncio.subprocess.PIPE,
-    )
-    _, err = await asyncio.wait_for(process.communicate(), 60)
-    assert process.returncode == 0, err.decode()
-    assert len(slack.called("chat.postMessage")) == 1
-
-
-POLICY = "from datetime import timedelta\nfrom signoff import AgentSpec, Policy\n"
-
-
-@pytest.mark.parametrize(
-    ("source", "said"),
-    [
-        ("import os\nagents = [undefined]\n", "at line 2: NameError: name 'undefined' is"),
-        ("agents = [\n", "SyntaxError: '[' was never closed (broken_agents.py, line 1)"),
-        (
-            POLICY + "agents = [\n  AgentSpec(\n    name='tidy',\n    build=print,\n"
-            "    policy=Policy(users=('U0A',), min_approvals=0),\n  ),\n]\n",
-            "at line 7: PolicyError: min_approvals must be at least 1, got 0",
-        ),
-        (
-            POLICY + "agents = [AgentSpec(name='tidy', build=print, "
-            "policy=Policy(users=('U0A',)), started_by=('alice',))]\n",
-            "at line 3: PolicyError: agent 'tidy': started_by: 'alice' is not a user or",
-        ),
-        ("raise ValueError('no API key')\n", "at line 1: ValueError: no API key"),
-    ],
-)
-async def test_an_agents_module_that_fails_as_it_loads_stops_startup_with_one_line(
-    env: dict[str, str], tmp_path: Path, source: str, said: str
-) -> None:
-    (tmp_path / "broken_agents.py").write_text(source)
-    path = f"{ROOT}:{ROOT / 'tests' / 'bot'}:{tmp_path}"
-    args = (*RUN[:-1], "broken_agents")
-    code, out, err = await _signoff(*args, env={**env, "PYTHONPATH": path})
-    assert code == 2 and out == "", err
-    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
-    assert err.startswith("signoff: --agents: 'broken_agents' failed to load"), err
-    assert said in err, err
-
-
-async def test_an_agents_module_given_by_the_setting_is_named_by_the_setting(
-    env: dict[str, str], tmp_path: Path
-) -> None:
-    """The line names where the module was given: the setting here, ``--agents`` above,
-    which overrides a setting that may name another module."""
-    (tmp_path / "broken_agents.py").write_text("raise ValueError('no API key')\n")
-    path = f"{ROOT}:{ROOT / 'tests' / 'bot'}:{tmp_path}"
-    given = {**env, "PYTHONPATH": path, "SIGNOFF_AGENTS": "broken_agents"}
-    code, out, err = await _signoff(*RUN[:-2], env=given)
-    assert code == 2 and out == "", err
-    assert err == (
-        "signoff: SIGNOFF_AGENTS: 'broken_agents' failed to load at line 1: "
-        "ValueError: no API key\n"
-    ), err
 
 
 @pytest.mark.parametrize(
@@ -170,15 +97,17 @@ async def test_run_of_an_agent_whose_build_fails_ends_in_one_line_naming_it(
     agent and the cause, not a traceback, and nothing is posted or stored."""
     (tmp_path / "failing_agents.py").write_text(FAILING_BUILD.format(body))
     path = f"{ROOT}:{ROOT / 'tests' / 'bot'}:{tmp_path}"
-    code, out, err = await _signoff(*RUN[:-1], "failing_agents", env={**env, "PYTHONPATH": path})
+    code, out, err = await finished_signoff(
+        *RUN[:-1], "failing_agents", env={**env, "PYTHONPATH": path}
+    )
     assert code == 2 and out == "", err
     assert len(err.splitlines()) == 1 and err.startswith(said), err
     assert slack.called("chat.postMessage") == []
-    assert (await _signoff("audit", env=env))[1] == ""
+    assert (await finished_signoff("audit", env=env))[1] == ""
 
 
 async def test_without_agents_signoff_serves_jobs_only(env: dict[str, str]) -> None:
-    code, out, err = await _signoff(*RUN[:-2], env=env)  # no --agents, no SIGNOFF_AGENTS
+    code, out, err = await finished_signoff(*RUN[:-2], env=env)  # no --agents, no SIGNOFF_AGENTS
     assert code == 2 and out == ""
     assert err == (
         "signoff: no agent named 'cleanup': no agents are loaded (set SIGNOFF_AGENTS, or "
@@ -189,7 +118,9 @@ async def test_without_agents_signoff_serves_jobs_only(env: dict[str, str]) -> N
 async def test_a_token_for_a_channel_named_not_by_id_is_refused_in_one_line(
     env: dict[str, str],
 ) -> None:
-    code, out, err = await _signoff("token", "create", "nightly", "--channels", "#ops", env=env)
+    code, out, err = await finished_signoff(
+        "token", "create", "nightly", "--channels", "#ops", env=env
+    )
     assert code == 2 and out == ""
     assert err == "signoff: channel '#ops': use a channel id such as C0123ABCD\n", err
 
@@ -197,11 +128,13 @@ async def test_a_token_for_a_channel_named_not_by_id_is_refused_in_one_line(
 async def test_a_token_is_printed_once_and_redis_keeps_only_its_hash(
     env: dict[str, str], redis_url: str, key_prefix: str
 ) -> None:
-    code, out, err = await _signoff("token", "create", "nightly", "--channels", "C0OPS", env=env)
+    code, out, err = await finished_signoff(
+        "token", "create", "nightly", "--channels", "C0OPS", env=env
+    )
     assert code == 0, err
     token = out.splitlines()[0].removeprefix("SIGNOFF_TOKEN=")
     assert token.startswith("sgn_") and "stores only the token's hash" in err
-    code, listed, _ = await _signoff("token", "list", env=env)
+    code, listed, _ = await finished_signoff("token", "list", env=env)
     secret = out.splitlines()[1].removeprefix("webhook secret: ")
     assert len(secret) == 64, out
     assert code == 0 and listed.startswith("nightly\tC0OPS\t")
@@ -214,8 +147,11 @@ async def test_a_token_is_printed_once_and_redis_keeps_only_its_hash(
         await raw.aclose()
     assert stored and token not in json.dumps(stored)
     assert hashlib.sha256(token.encode()).hexdigest() in json.dumps(stored)
-    assert (await _signoff("token", "revoke", "nightly", env=env))[:2] == (0, "revoked nightly\n")
-    code, _, err = await _signoff("token", "revoke", "nightly", env=env)
+    assert (await finished_signoff("token", "revoke", "nightly", env=env))[:2] == (
+        0,
+        "revoked nightly\n",
+    )
+    code, _, err = await finished_signoff("token", "revoke", "nightly", env=env)
     assert (code, err) == (1, "signoff: no client named 'nightly'\n")
 
 
@@ -230,12 +166,14 @@ async def test_a_clients_callback_url_is_checked_like_a_requests_and_kept(
             "command and for every Signoff process",
         ),
     ):
-        code, out, err = await _signoff(
+        code, out, err = await finished_signoff(
             "token", "create", "nightly", "--callback-url", url, env=env
         )
         assert (code, out) == (2, "") and err.startswith(f"signoff: --callback-url: {said}")
     url = "https://hooks.example.com/signoff"
-    code, _, err = await _signoff("token", "create", "nightly", "--callback-url", url, env=env)
+    code, _, err = await finished_signoff(
+        "token", "create", "nightly", "--callback-url", url, env=env
+    )
     assert code == 0, err
     storage = await connect(redis_url, prefix=key_prefix)
     try:
@@ -251,22 +189,26 @@ async def test_a_token_given_no_channel_is_refused_not_made_for_any_channel(
 ) -> None:
     """``--channels "$OPS_CHANNEL"`` with the variable unset must not make a client that
     may post anywhere."""
-    code, out, err = await _signoff("token", "create", "nightly", "--channels", given, env=env)
+    code, out, err = await finished_signoff(
+        "token", "create", "nightly", "--channels", given, env=env
+    )
     assert code == 2 and out == ""
     assert err == (
         "signoff: --channels names no channel: give its ids (C0123ABCD), or leave --channels "
         "out for a client that may post to any channel\n"
     ), err
-    code, out, err = await _signoff("token", "list", env=env)
+    code, out, err = await finished_signoff("token", "list", env=env)
     assert code == 0 and "nightly" not in out, out
 
 
 async def test_token_list_shows_where_a_clients_webhooks_go(env: dict[str, str]) -> None:
     hook = "https://hooks.example.com/signoff"
-    made = await _signoff("token", "create", "deploys", "--callback-url", hook, env=env)
+    made = await finished_signoff("token", "create", "deploys", "--callback-url", hook, env=env)
     assert made[0] == 0, made[2]
-    assert (await _signoff("token", "create", "nightly", "--channels", "C0OPS", env=env))[0] == 0
-    code, out, err = await _signoff("token", "list", env=env)
+    assert (await finished_signoff("token", "create", "nightly", "--channels", "C0OPS", env=env))[
+        0
+    ] == 0
+    code, out, err = await finished_signoff("token", "list", env=env)
     assert code == 0, err
     rows = {line.split("\t")[0]: line.split("\t") for line in out.splitlines()}
     assert rows["deploys"][1] == "any channel" and rows["deploys"][4] == f"webhooks to {hook}"
@@ -277,7 +219,7 @@ async def test_token_list_shows_each_clients_requests_pending_against_its_limit(
     env: dict[str, str], redis_url: str, key_prefix: str
 ) -> None:
     for name in ("nightly", "nightly-backup"):
-        assert (await _signoff("token", "create", name, env=env))[0] == 0
+        assert (await finished_signoff("token", "create", name, env=env))[0] == 0
     storage = await connect(redis_url, prefix=key_prefix)
     try:
         for n in range(3):  # requests spread over the shards, one with two items
@@ -286,7 +228,7 @@ async def test_token_list_shows_each_clients_requests_pending_against_its_limit(
     finally:
         await storage.close()
     limited = env | {"SIGNOFF_API_PENDING_REQUESTS": "5"}
-    code, out, err = await _signoff("token", "list", env=limited)
+    code, out, err = await finished_signoff("token", "list", env=limited)
     assert code == 0, err
     rows = {line.split("\t")[0]: line.split("\t") for line in out.splitlines()}
     assert rows["nightly"][3] == "4 of 5 pending", rows
@@ -318,7 +260,7 @@ async def test_without_redis_url_a_token_command_says_whose_redis_it_uses(
     alone = {k: v for k, v in env.items() if k != "REDIS_URL"} | {
         "SIGNOFF_DATA_DIR": str(tmp_path / "data")
     }
-    code, out, err = await _signoff("token", "list", env=alone)
+    code, out, err = await finished_signoff("token", "list", env=alone)
     assert code == 0 and out == "", err
     assert err.splitlines()[-1] == (
         f"signoff: no REDIS_URL: using the embedded Redis in {tmp_path / 'data'} (set "
@@ -327,7 +269,7 @@ async def test_without_redis_url_a_token_command_says_whose_redis_it_uses(
 
 
 async def test_a_bad_setting_stops_startup_with_one_line(slack: FakeSlack) -> None:
-    code, out, err = await _signoff("serve", env={"SIGNOFF_WORKERS": "lots"})
+    code, out, err = await finished_signoff("serve", env={"SIGNOFF_WORKERS": "lots"})
     assert code == 2 and out == ""
     assert err.strip().splitlines() == [err.strip()] and err.startswith("signoff: SIGNOFF_WORKERS")
 
@@ -338,7 +280,7 @@ async def test_a_missing_bot_token_stops_startup_with_one_line_naming_it(
 ) -> None:
     given = {**env, "SLACK_BOT_TOKEN": "", "SLACK_APP_TOKEN": "xapp-1", "SLACK_SIGNING_SECRET": ""}
     args = RUN if command == "run" else (command,)
-    code, out, err = await _signoff(*args, env=given)
+    code, out, err = await finished_signoff(*args, env=given)
     assert code == 2 and out == "", err
     assert err.strip().splitlines() == [err.strip()] and err.startswith("signoff: SLACK_BOT_TOKEN")
 
@@ -347,7 +289,7 @@ async def test_a_port_in_use_stops_startup_with_one_line(env: dict[str, str]) ->
     taken = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
     port = taken.sockets[0].getsockname()[1]
     try:
-        code, out, err = await _signoff(
+        code, out, err = await finished_signoff(
             "worker", "--port", str(port), env={**env, "SIGNOFF_HOST": "127.0.0.1"}
         )
     finally:
@@ -364,15 +306,15 @@ async def test_a_port_in_use_stops_startup_with_one_line(env: dict[str, str]) ->
 async def test_an_out_of_range_option_is_a_usage_error_not_a_traceback(
     env: dict[str, str], args: tuple[str, ...]
 ) -> None:
-    code, out, err = await _signoff(*args, env=env)
+    code, out, err = await finished_signoff(*args, env=env)
     assert code == 2 and out == "", err
     assert "Traceback" not in err and f"argument {args[1]}: '{args[2]}'" in err, err
 
 
 async def test_audit_since_a_date_before_1970_prints_the_whole_trail(env: dict[str, str]) -> None:
-    assert (await _signoff(*RUN, env=env))[0] == 0
+    assert (await finished_signoff(*RUN, env=env))[0] == 0
 
-    code, out, err = await _signoff("audit", "--since", "1960-01-01T00:00Z", env=env)
+    code, out, err = await finished_signoff("audit", "--since", "1960-01-01T00:00Z", env=env)
     assert code == 0, err
     assert [json.loads(line)["event"] for line in out.splitlines()] == ["created", "posted"]
 
@@ -381,17 +323,17 @@ async def test_run_in_a_channel_named_not_by_id_is_refused_in_one_line(
     slack: FakeSlack, env: dict[str, str]
 ) -> None:
     args = ("run", "cleanup", "--channel", "#ops", "--input", "tidy", "--agents", "cleanup_agents")
-    code, out, err = await _signoff(*args, env=env)
+    code, out, err = await finished_signoff(*args, env=env)
     assert code == 2 and out == "", err
     assert err.startswith("signoff: ") and "C0123ABCD" in err and len(err.splitlines()) == 1, err
     assert slack.called("chat.postMessage") == []
-    assert (await _signoff("audit", env=env))[1] == ""  # nothing was stored
+    assert (await finished_signoff("audit", env=env))[1] == ""  # nothing was stored
 
 
 async def test_audit_into_a_reader_that_stopped_reading_ends_without_a_traceback(
     env: dict[str, str],
 ) -> None:
-    assert (await _signoff(*RUN, env=env))[0] == 0
+    assert (await finished_signoff(*RUN, env=env))[0] == 0
     read_end, write_end = os.pipe()
     os.close(read_end)  # `signoff audit | head -1`, once head has its line and has exited
     try:
@@ -414,14 +356,14 @@ async def test_run_whose_card_slack_refused_says_so_not_just_waiting(
     slack: FakeSlack, env: dict[str, str]
 ) -> None:
     slack.not_in.add("C0OPS")
-    code, out, err = await _signoff(*RUN, env=env)
+    code, out, err = await finished_signoff(*RUN, env=env)
     assert code == 0, err
     waiting = [line for line in out.splitlines() if "waiting for approval" in line]
     assert len(waiting) == 1, out
     assert "card is not in Slack yet (Slack answered not_in_channel" in waiting[0], out
     assert "is the app a member of C0OPS?" in waiting[0], out
     slack.not_in.clear()
-    code, out, err = await _signoff(*RUN, env=env)
+    code, out, err = await finished_signoff(*RUN, env=env)
     assert code == 0 and "not in Slack" not in out, out
 
 
@@ -433,7 +375,7 @@ async def test_a_data_dir_that_cannot_be_made_stops_startup_with_one_line(
     taken.write_text("")
     for data_dir in (taken, taken / "redis"):
         alone = {k: v for k, v in env.items() if k != "REDIS_URL"}
-        code, out, err = await _signoff(
+        code, out, err = await finished_signoff(
             "token", "list", env=alone | {"SIGNOFF_DATA_DIR": str(data_dir)}
         )
         assert code == 2 and out == "", err
