@@ -62,7 +62,7 @@ class Registry:
                 known = ", ".join(self.names) or "none"
                 raise UnknownAgentError(
                     f"no agent named {name!r} in this process (its agents: {known}); "
-                    "SIGNOFF_AGENTS must name the module that defines it"
+                    "SIGNOFF_AGENTS (or --agents) must name the module that defines it"
                 )
             try:
                 built = spec.build(AgentSessions(self._sessions, name))

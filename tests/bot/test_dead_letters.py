@@ -121,8 +121,8 @@ async def test_a_resume_by_a_process_without_the_agent_says_what_it_lacks(make_b
     await bot.click(ids.APPROVE, value, user=ALICE)
     lacking = (
         "Could not resume this run after 5 attempts: no agent named 'cleanup' in this "
-        "process (its agents: none); SIGNOFF_AGENTS must name the module that defines it; "
-        "see the worker log"
+        "process (its agents: none); SIGNOFF_AGENTS (or --agents) must name the module "
+        "that defines it; see the worker log"
     )
     await bot.slack.wait_for(lambda: lacking in bot.thread(), what="the given-up message")
     await bot.loops.stop()
