@@ -170,6 +170,21 @@ class Decisions(RecordTransitions):
             resume_job_id=result[2] or None,
         )
 
+    async def grant_stored(self, interrupt_id: str, *, now: datetime) -> str | None:
+        """Queue the run's resume that the "Approve and trust" of ``interrupt_id`` held back
+        until its trust grant was stored (or found not to be made), so the resumed run's
+        next call of the tool meets the grant. The job's id; None when it was queued before,
+        or other interrupts of the run still wait. Once per record, however often called."""
+        run_id, _ = split_record_id(interrupt_id)
+        args: list[str | int] = [
+            to_ms(now),
+            millis(self._retention.decided),
+            self._retention.resume_entries,
+        ]
+        waiting = [self._keys.run_granting(run_id)]
+        [job] = await self._transition("granted", interrupt_id, args, extra_keys=waiting)
+        return job or None
+
     async def undo(
         self, interrupt_id: str, user_id: str, *, now: datetime, channel: str, message_ts: str
     ) -> DecideOutcome:

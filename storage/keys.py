@@ -168,6 +168,12 @@ class Keys:
     def run_decided(self, run_id: str) -> str:
         return f"{self._run(run_id)}:decided"
 
+    def run_granting(self, run_id: str) -> str:
+        """Set: the run's records approved with "Approve and trust" whose grant is not
+        stored yet; its resume job waits for them. The scripts derive it from
+        ``run_decided``'s name, ``decided`` swapped for ``granting``: the same slot."""
+        return f"{self._run(run_id)}:granting"
+
     def run_round(self, run_id: str) -> str:
         return f"{self._run(run_id)}:round"
 

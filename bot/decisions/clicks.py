@@ -39,7 +39,7 @@ from .damaged import record_damaged
 from .group_refresh import refresh_groups
 from .modal_clicks import MODAL_BUTTONS, open_modal
 from .payloads import Click, parse_click
-from .trust_grants import grant_trust, tell_not_kept
+from .trust_grants import grant_trust, keep_trust, tell_not_kept
 from .undo import undo
 from .withdrawals import withdraw
 
@@ -196,7 +196,8 @@ async def _decide_click(services: Services, entry: ClickEntry) -> None:
     expiry (unless the expiry sweep came first). Storage decides each click entry once: a
     replay (a reclaimed entry whose decider died after deciding) sends nothing but, if the
     click counted, the message re-rendered from the record and, if it made the decision
-    final, what the dead decider may not have done yet: a trust grant kept, the requester
+    final, what the dead decider may not have done yet: a trust grant kept (and then the
+    run's resume queued, which storage holds back until the grant is kept), the requester
     told (each once, however many deciders replay it).
     """
     user, channel = entry.user_id, entry.channel_id
@@ -249,15 +250,19 @@ async def _decide_click(services: Services, entry: ClickEntry) -> None:
         return
     if outcome.status == "recorded":
         services.metrics.decisions[outcome.state or "approved"] += 1
-    if outcome.record is not None:
-        await update_message(services, outcome.record)
     final = outcome.status == "recorded" or (
         outcome.status == "replayed" and outcome.first == "recorded"
     )
-    if final and outcome.record and outcome.record.state != "pending":
-        await grant_trust(services, outcome.record)
-        news = decided_news(services, outcome.record)  # after the click is acknowledged
-        services.background.spawn(news, name=f"decided {outcome.record.id}")
+    made = (
+        outcome.record if final and outcome.record and outcome.record.state != "pending" else None
+    )
+    if made is not None:
+        await keep_trust(services, made)  # then the run resumes, and the card says so
+    if outcome.record is not None:
+        await update_message(services, outcome.record)
+    if made is not None:
+        news = decided_news(services, made)  # after the click is acknowledged
+        services.background.spawn(news, name=f"decided {made.id}")
 
 
 async def decided_news(services: Services, record: InterruptRecord) -> None:

@@ -48,6 +48,17 @@ async def grant_trust(services: Services, record: InterruptRecord) -> TrustGrant
     return grant
 
 
+async def keep_trust(services: Services, record: InterruptRecord) -> None:
+    """Keep the grant of a click's "Approve and trust" (``grant_trust``), then queue its
+    run's resume, which storage held back until now: the resumed run's next call of the
+    tool meets the grant instead of a new question. StorageError when Redis failed at
+    either: the click is left to be taken again, and its run waits for the grant."""
+    await grant_trust(services, record)
+    remember = (record.decision or {}).get("remember") or {}
+    if record.state == "approved" and remember.get("scope") == "minutes":
+        await services.storage.interrupts.grant_stored(record.id, now=services.clock.now())
+
+
 async def tell_not_kept(services: Services, record: InterruptRecord) -> None:
     """Say in ``record``'s thread that the grant its approval made was not kept (Redis
     failed as it was stored, past its click): its card reads "Trusted until" all the same."""

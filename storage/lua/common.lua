@@ -182,10 +182,19 @@ local function resume_job(decided, now, retention, stream_maxlen)
     'round', round, 'record_ids', table.concat(decided, ' '), 'at', now)
 end
 
+-- The run's records whose "Approve and trust" grant is not stored yet (`granted.lua` takes
+-- each out once it is): the run's resume job waits for them, so the resumed run's next call
+-- of the tool meets the grant. The run decided set's key (KEYS[11]) with 'granting' for
+-- 'decided', so it is in that key's slot (``Keys.run_granting``).
+local function granting_key()
+  return string.sub(KEYS[11], 1, -8) .. 'granting'
+end
+
 -- Move a pending record to a final state: drop it from every pending index, keep it (see
 -- decided_keep), and when it was the run's last pending interrupt (and `resume` is set)
--- append exactly one resume job. Returns the job's stream id or ''.
-local function finalize(rid, state, by, now, decision, retention, resume, stream_maxlen)
+-- append exactly one resume job, unless a trust grant of the run is still to be stored
+-- (`granting`: this decision makes one). Returns the job's stream id or ''.
+local function finalize(rid, state, by, now, decision, retention, resume, stream_maxlen, granting)
   local key = KEYS[1]
   zset_many('ZREM', KEYS[7], user_members(key, rid, false))
   if string.sub(rid, 1, 4) == 'req_' then
@@ -204,7 +213,12 @@ local function finalize(rid, state, by, now, decision, retention, resume, stream
   if not resume then return '' end
   redis.call('SADD', KEYS[11], rid)
   redis.call('PEXPIRE', KEYS[11], keep)
-  if redis.call('SCARD', KEYS[2]) > 0 then return '' end
+  local waits = granting_key()
+  if granting then
+    redis.call('SADD', waits, rid)
+    redis.call('PEXPIRE', waits, keep)
+  end
+  if redis.call('SCARD', KEYS[2]) > 0 or redis.call('SCARD', waits) > 0 then return '' end
   local decided = redis.call('SMEMBERS', KEYS[11])
   redis.call('DEL', KEYS[11])
   return resume_job(decided, now, retention, stream_maxlen)

@@ -156,7 +156,11 @@ local function decide(seen, trust)
     audit(KEYS[10], ARGV[12], 'held', rid, user, now, ARGV[4])
     return with_json_record({'held', '', ''})
   end
-  local job = finalize(rid, FINALS[dtype], user, now, ARGV[4], tonumber(ARGV[10]), true, ARGV[11])
+  -- An "Approve and trust" for minutes: the run resumes once its grant is stored (granted.lua).
+  local remember = dtype == 'approve' and cjson.decode(ARGV[4]).remember
+  local granting = type(remember) == 'table' and remember.scope == 'minutes'
+  local job = finalize(rid, FINALS[dtype], user, now, ARGV[4], tonumber(ARGV[10]), true, ARGV[11],
+    granting)
   audit(KEYS[10], ARGV[12], FINALS[dtype], rid, user, now, ARGV[4])
   return with_json_record({'recorded', '', job})
 end

@@ -400,7 +400,7 @@ async def test_a_trust_click_taken_over_from_a_decider_that_died_after_deciding_
     async def died(*_: Any) -> None:
         raise RuntimeError("the decider's process died")
 
-    monkeypatch.setattr(clicks, "grant_trust", died)
+    monkeypatch.setattr(clicks, "keep_trust", died)
     with pytest.raises(RuntimeError):
         await clicks.decide_click(bot.services, entry)
     monkeypatch.undo()

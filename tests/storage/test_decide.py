@@ -196,3 +196,30 @@ async def test_a_withdrawal_leaves_a_lost_decided_record_lost(storage: Storage) 
     assert await storage.client.raw.exists(key) == 0
     kept = await storage.queries.get(second.id)
     assert kept is not None and kept.state == "cancelled" and kept.run_lost == first.id
+
+
+async def test_a_trust_for_minutes_holds_the_resume_until_its_grant_is_stored_once(
+    storage: Storage,
+) -> None:
+    """The run of an "Approve and trust" for minutes resumes when the bot says its grant
+    is stored, so the resumed run meets it; said again (a decider taking the click over),
+    nothing more is queued. A trust for the run needs no grant: it resumes at once."""
+    stream = run_key(storage, storage.keys.resume_stream)
+    record = await storage.interrupts.create_interrupt(make_record())
+    trust = Decision.approve(remember=Remember(scope="minutes", minutes=60))
+    decided = await storage.interrupts.decide(
+        record.id, "UALICE", trust, args_digest=DIGEST, now=NOW
+    )
+    assert (decided.status, decided.resume_job_id) == ("recorded", None)
+    assert await storage.client.raw.xlen(stream) == 0
+    job = await storage.interrupts.grant_stored(record.id, now=NOW)
+    assert job is not None and await storage.client.raw.xlen(stream) == 1
+    assert await storage.interrupts.grant_stored(record.id, now=NOW) is None
+    assert await storage.client.raw.xlen(stream) == 1
+
+    for_run = await storage.interrupts.create_interrupt(make_record(run_id="run_2"))
+    run_trust = Decision.approve(remember=Remember(scope="run"))
+    decided = await storage.interrupts.decide(
+        for_run.id, "UALICE", run_trust, args_digest=DIGEST, now=NOW
+    )
+    assert decided.resume_job_id is not None
