@@ -75,6 +75,24 @@ class DueSweeps(RecordTransitions):
                     )
         return results
 
+    async def expire_late(self, rid: str, now: datetime, *, own_clicks: int) -> ExpiryResult | None:
+        """Make the expiry the sweep would make of ``rid`` now (expired, approved by
+        default, or escalated) for a decision that came after its deadline, so what its
+        maker is told has happened; once, whoever comes first. ``own_clicks``: the
+        decision's own entries waiting in the click stream, which do not hold the expiry
+        back as they hold the sweep back; other clicks waiting (made in time, decided
+        first) do. None when nothing was made now: made before, clicks made in time wait,
+        the record is held or gone (left to the sweep), or Redis could not run it."""
+        [result] = await self._each("expire", [rid], now, own_clicks=own_clicks)
+        if result is None or result[0] not in ("expired", "escalated"):
+            return None
+        outcome = cast(Literal["expired", "escalated"], result[0])
+        log.info("interrupt %s %s at a click after its deadline", rid, outcome)
+        record = self._read_back(rid, result[2:])
+        if record is None:
+            return None
+        return ExpiryResult(outcome=outcome, record=record, resume_job_id=result[1] or None)
+
     async def claim_gone(self, rid: str, now: datetime) -> LostRecord | None:
         """The pending record ``rid`` that a read found gone, claimed as the sweep claims
         it: a ``LostRecord`` for the one caller that claims it first, else None (claimed
@@ -212,7 +230,9 @@ class DueSweeps(RecordTransitions):
         async with self._client.guard("drop corrupt record from index"):
             await self._client.raw.zrem(index(self._keys.shard_of_record(rid)), rid)
 
-    async def _each(self, script: str, rids: list[str], now: datetime) -> list[list[str] | None]:
+    async def _each(
+        self, script: str, rids: list[str], now: datetime, *, own_clicks: int | None = None
+    ) -> list[list[str] | None]:
         args: list[str | int] = [to_ms(now)]
         if script == "expire":
             r = self._retention
@@ -228,7 +248,7 @@ class DueSweeps(RecordTransitions):
         # releases and reminders it made are reported, not skipped as done already.
         args.append(secrets.token_hex(8))
         if script == "expire":
-            args.append(LOST)
+            args += [LOST, "" if own_clicks is None else own_clicks]
         return await self._pipelined(script, rids, args)
 
 

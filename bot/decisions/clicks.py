@@ -37,6 +37,7 @@ from storage.requests import is_request_run
 from .batches import decide_batch
 from .damaged import record_damaged
 from .group_refresh import refresh_groups
+from .late import expired_text
 from .modal_clicks import MODAL_BUTTONS, open_modal
 from .payloads import Click, parse_click
 from .trust_grants import grant_trust, keep_trust, tell_not_kept
@@ -193,12 +194,13 @@ async def _decide_click(services: Services, entry: ClickEntry) -> None:
 
     The click is judged as of when it was acknowledged, not when a decider gets to it: a
     click in time still counts when a backlog or a dead decider delays it past the
-    expiry (unless the expiry sweep came first). Storage decides each click entry once: a
-    replay (a reclaimed entry whose decider died after deciding) sends nothing but, if the
-    click counted, the message re-rendered from the record and, if it made the decision
-    final, what the dead decider may not have done yet: a trust grant kept (and then the
-    run's resume queued, which storage holds back until the grant is kept), the requester
-    told (each once, however many deciders replay it).
+    expiry (unless the expiry sweep came first); a click made after it stores the expiry
+    the sweep would (``late``), so its refusal tells what is stored. Storage decides each
+    click entry once: a replay (a reclaimed entry whose decider died after deciding) sends
+    nothing but, if the click counted, the message re-rendered from the record and, if it
+    made the decision final, what the dead decider may not have done yet: a trust grant
+    kept (and then the run's resume queued, which storage holds back until the grant is
+    kept), the requester told (each once, however many deciders replay it).
     """
     user, channel = entry.user_id, entry.channel_id
     decision = Decision.approve()
@@ -246,7 +248,11 @@ async def _decide_click(services: Services, entry: ClickEntry) -> None:
         return
     if outcome.status == "refused":
         services.metrics.refusals[outcome.reason or "unknown"] += 1
-        await post_ephemeral(services, channel=channel, user=user, text=refusal_text(outcome))
+        if outcome.reason == "expired":  # the click is still in the stream: one of its own
+            text = await expired_text(services, outcome, own_clicks=1)
+        else:
+            text = refusal_text(outcome)
+        await post_ephemeral(services, channel=channel, user=user, text=text)
         return
     if outcome.status == "recorded":
         services.metrics.decisions[outcome.state or "approved"] += 1

@@ -31,6 +31,7 @@ from storage.requests import is_request_run
 
 from .damaged import record_damaged
 from .edit_form import check_form_args, edit_fields
+from .late import expired_text
 from .payloads import Ref, Submission, parse_submission
 
 log = logging.getLogger(__name__)
@@ -73,7 +74,10 @@ def listener(services: Services) -> Any:
             return
         if outcome.status == "refused" or (outcome.status == "replayed" and outcome.reason):
             services.metrics.refusals[outcome.reason or "unknown"] += 1
-            await ack(response_action="errors", errors=errors_for(refusal_text(outcome), block))
+            text = refusal_text(outcome)
+            if outcome.status == "refused" and outcome.reason == "expired":
+                text = await expired_text(services, outcome, own_clicks=0)  # a form: no click
+            await ack(response_action="errors", errors=errors_for(text, block))
             return
         await ack()
         if outcome.status == "recorded" and outcome.state:

@@ -22,12 +22,12 @@ from bot.services import Services
 from bot.services.log_context import log_ids
 from bot.services.workhours import in_working_hours, next_start
 from bot.ui.blocks import user_mention
+from bot.ui.expiries import still_pending, tell_expiry
 from bot.ui.home import refresh_homes
 from bot.ui.notes import send_mrkdwn, send_queued_notes
 from bot.ui.outbox import post_claimed
-from bot.ui.posting import post_escalation
 from bot.ui.redraws import update_message
-from bot.ui.requester import tell_batch_decided, tell_decided, tell_escalated
+from bot.ui.requester import tell_batch_decided
 from bot.ui.slack_failures import SLACK_FAILURES, passing, retry_after, why_failed
 from storage.audit import AuditEntry
 from storage.errors import StorageError
@@ -214,24 +214,13 @@ class Scheduler:
             await self._expiry_news(result)
 
     async def _expiry_news(self, result: ExpiryResult) -> None:
-        record = result.record
         services = self._services
         if result.outcome == "released":  # an undo window ended: the decision is final
-            await update_message(services, record)
+            await update_message(services, result.record)
             if self._made_final is not None:
-                await self._made_final(services, record)
+                await self._made_final(services, result.record)
             return
-        if result.outcome == "expired":
-            services.metrics.decisions["expired"] += 1
-            await update_message(services, record)
-            await tell_decided(services, record)
-            await refresh_homes(services, record)
-            return
-        # Escalated: a card the escalation approvers decide, in their channel or the thread.
-        escalated = await post_escalation(services, record)
-        await update_message(services, escalated or record)
-        if await _still_pending(services, record):  # not decided since the sweep
-            await tell_escalated(services, escalated or record)
+        await tell_expiry(services, result)
 
     async def _batch_expired(self, record: InterruptRecord) -> None:
         services = self._services
@@ -246,7 +235,7 @@ class Scheduler:
 
     async def _send_reminder(self, due: ReminderDue) -> None:
         services, record = self._services, due.record
-        if not await _still_pending(services, record):  # decided since it fell due
+        if not await still_pending(services, record):  # decided since it fell due
             return
         policy = record.policy
         approvers = record.awaited(policy.deciders)
@@ -297,13 +286,3 @@ class Scheduler:
                 detail=" ".join(awake[:30]),
             )
         )
-
-
-async def _still_pending(services: Services, record: InterruptRecord) -> bool:
-    """Whether ``record``, read by a sweep moments ago, is still waiting for a decision
-    (taken as it was found when Redis cannot say)."""
-    try:
-        latest = await services.storage.queries.get(record.id)
-    except StorageError:
-        return True
-    return latest is not None and latest.state == "pending" and latest.held is None

@@ -102,16 +102,39 @@ def refusal_text(outcome: DecideOutcome) -> str:
     return reason_text(reason)
 
 
-def _time_up(record: InterruptRecord) -> str:
-    """Why a click after the deadline changes nothing, and what the expiry does next."""
-    if record.escalation_step < len(record.policy.rungs):
+def late_text(missed: InterruptRecord, stored: InterruptRecord | None) -> str:
+    """What a click refused as past ``missed``'s deadline is told, from the record as
+    ``stored`` once its expiry was made (by that click, the sweep or another click), or
+    while it is not (clicks made in time are decided first): what has happened, never
+    what is still to come."""
+    if stored is None:
+        return reason_text("unknown")
+    if stored.state == "pending" and stored.escalation_step > missed.escalation_step:
         return "This request's time is up and it is escalated now; your click changed nothing."
-    if record.approved_by_default:
+    if stored.state in ("pending", "expired") or _by_default(stored):
+        return _time_up(stored)
+    return refusal_text(DecideOutcome(status="refused", reason="already_decided", record=stored))
+
+
+def _by_default(record: InterruptRecord) -> bool:
+    """Whether ``record`` was approved by its expiry (nobody decided it), as its card says."""
+    return record.state == "approved" and not record.decided_by
+
+
+def _time_up(record: InterruptRecord) -> str:
+    """Why a click after the deadline changes nothing, and what its expiry stored, if it
+    stored anything yet (a request still pending says only that its time is up)."""
+    question = record.runtime_interrupt.question
+    if record.state == "pending":
+        if question:
+            return "This question's time is up; your answer changed nothing."
+        return "This request's time is up; your click changed nothing."
+    if _by_default(record):
         return (
             "This request's time is up, so it is approved by default, as its card said; "
             "your click changed nothing."
         )
-    if record.runtime_interrupt.question:
+    if question:
         return "This question's time is up; nothing was answered."
     return _TEXT["expired"]
 

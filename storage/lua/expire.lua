@@ -6,12 +6,19 @@
 -- by default (policy.if_nobody_decides 'approve'), 8 how long the sweeper has to post an
 -- escalation step's card before the outbox does (ms), 9 this call's token (the same call
 -- sent again after its reply was lost is answered as the first time), 10 what the audit
--- entry of a record found gone while pending says.
+-- entry of a record found gone while pending says, 11 '' for a sweep; for a decision made
+-- after the deadline, which makes the expiry itself: how many of the waiting clicks are its
+-- own (they do not hold it back), and a record gone or held is left to the sweep.
 -- A decision held in its undo window is made final here instead, once the window ends.
 -- Returns {status, job id, record hash...}; status is
 -- expired|escalated|released|skip|missing|lost ('lost' with the run's place hash; a
 -- job's request's place then names it 'lost:<record id>', when it was found lost).
 local key, rid, now = KEYS[1], ARGV[1], ARGV[2]
+local late = (ARGV[11] or '') ~= ''
+local own = late and tonumber(ARGV[11]) or 0
+if late and (redis.call('EXISTS', key) == 0 or field(key, 'held_until') ~= '') then
+  return {'skip', ''}
+end
 if redis.call('EXISTS', key) == 0 then
   -- Gone while pending (its TTL ran out unswept, the server evicted it, or it was deleted
   -- by hand): out of the time indexes here; the caller takes it off the pending lists.
@@ -75,7 +82,7 @@ if expires == '' or tonumber(now) < tonumber(expires) then
   if expires ~= '' then redis.call('ZADD', KEYS[4], expires, rid) end
   return {'skip', ''}
 end
-if tonumber(redis.call('GET', KEYS[12]) or '0') > 0 then
+if tonumber(redis.call('GET', KEYS[12]) or '0') - own > 0 then
   -- A click Slack saw acknowledged waits to be decided, as of when it was made: look again
   -- in a second, once a decider has had its turn; at most ARGV[6] ms if none ever does.
   if redis.call('PTTL', KEYS[12]) == -1 then redis.call('PEXPIRE', KEYS[12], ARGV[6]) end

@@ -60,15 +60,22 @@ async def test_second_click_changes_nothing(make_bot: Any) -> None:
     assert len(bot.tool_log.calls) == 1
 
 
-async def test_click_after_expiry_is_refused(make_bot: Any) -> None:
+async def test_click_after_expiry_is_refused_and_the_expiry_is_stored_as_it_says(
+    make_bot: Any,
+) -> None:
+    """The sweep has not run yet: the click stores the expiry it would, so "has expired"
+    is true when Alice reads it, and the card says so too."""
     policy = Policy(channel=CHANNEL, users=(ALICE, BOB), expires_after=timedelta(minutes=30))
     bot: Harness = await make_bot(policy)
     value = await bot.start(requested_by=CAROL)
     bot.clock.advance(timedelta(minutes=31))
-    before = await _stored(bot, value)
     await bot.click(ids.APPROVE, value, user=ALICE)
-    assert "expired" in await _refused(bot, ALICE)
-    assert await _stored(bot, value) == before
+    assert await _refused(bot, ALICE) == "This request has expired; nothing was approved."
+    stored = await _stored(bot, value)
+    assert (stored["state"], stored["decided_by"]) == ("expired", "")
+    await bot.slack.wait_for(
+        lambda: "Expired" in str(bot.slack.called("chat.update")), what="the card expired"
+    )
     assert bot.tool_log.calls == []
 
 

@@ -78,14 +78,16 @@ async def test_a_request_whose_card_was_never_posted_is_not_approved_by_default(
 
 
 async def test_a_click_after_the_deadline_is_told_what_the_expiry_does(make_bot: Any) -> None:
-    """The sweep has not run yet: the click changes nothing, and is not told "nothing was
-    approved" of a request its expiry approves."""
+    """The sweep has not run yet: the denial changes nothing, its form stores the expiry
+    the sweep would (approved by default) and says so, so that is true when read."""
     bot: Harness = await make_bot(LOW_RISK)
     value = await bot.start(requested_by=CAROL)
     bot.clock.advance(timedelta(hours=1, seconds=2))
     status, said = await bot.submit(ids.DENY_VIEW, value, user=ALICE, text="do not")
     assert status == 200
     assert "time is up, so it is approved by default" in said, said
+    record = await bot.services.storage.queries.get(bot.record_id(value))
+    assert record is not None and (record.state, record.decided_by) == ("approved", None)
     await Scheduler(bot.services, made_final=made_final).tick()
     record = await bot.services.storage.queries.get(bot.record_id(value))
     assert record is not None and record.state == "approved"
