@@ -108,6 +108,17 @@ class InterruptQueries:
         records, _ = await self.many(ids)
         return [r for r in records if r.state == "pending"]
 
+    async def never_stored(self, run_id: str, ids: Sequence[str]) -> bool:
+        """Whether none of the records ``ids`` of run ``run_id`` was ever stored: none is
+        there, nor listed pending in the run (as one Redis lost while pending still is)."""
+        async with self._client.guard("read whether records were stored"):
+            pipe = self._client.pipeline()
+            pipe.smembers(self._keys.run_pending(run_id))
+            for rid in ids:
+                pipe.exists(self._keys.record(rid))
+            pending, *there = await pipe.execute()
+        return not any(there) and not set(ids) & cast(set[str], pending)
+
     async def pending_count(self) -> int:
         """How many pending interrupts have a channel (one ZCARD, for the metrics gauge).
 

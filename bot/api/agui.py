@@ -12,7 +12,8 @@ answered 429 before anything starts.
 
 One approval surface: when the agent's policy names a channel (or direct messages), the
 run's interrupts are also posted there as cards, before the app hears the run stopped
-(when storing them fails, the app hears a ``RUN_ERROR``, not interrupts no card checks).
+(when storing them fails, the app hears a ``RUN_ERROR``, not interrupts no card checks,
+and its next run request on the thread stores them and hears the interrupts).
 The first answer wins, atomically: a resume from the app decides the cards ("decided in
 the app") and this request runs the round, holding it (``AppRound``); if the run fails,
 or the process dies, the round goes to the resume worker. A resume for an interrupt
@@ -33,7 +34,14 @@ from aiohttp import web
 from pydantic import SecretStr, TypeAdapter
 
 from agent_runtime.agui import run_agui
-from agent_runtime.agui.events import Expiry, Offered, RunErrorEvent, run_error, run_started
+from agent_runtime.agui.events import (
+    Expiry,
+    Offered,
+    RunErrorEvent,
+    run_error,
+    run_finished,
+    run_started,
+)
 from agent_runtime.errors import UsageError
 from agent_runtime.interrupts import DecisionType, Interrupt
 from agent_runtime.results import AgentResult
@@ -48,6 +56,7 @@ from storage.errors import CorruptRecordError, InvalidIdError, StorageError
 from storage.keys import check_id
 
 from .agui_cards import CardAnswers, answer_cards, post_cards
+from .agui_unstored import unstored_stop
 from .app_rounds import HANDED_OVER, AppRound
 from .auth import NOT_OPERATOR, bearer_check
 from .bodies import read
@@ -103,6 +112,8 @@ def add_agui_routes(
             return _error(500, f"{exc}; see the bot's log")
         try:
             answers = await answer_cards(services, agent, body)
+            # A stop whose cards were never stored is answered now, its cards stored.
+            stop = None if answers.refusal else await unstored_stop(services, agent, name, body)
         except CorruptRecordError as exc:  # damaged for good: asking again will not help
             log.error("AG-UI resume of %s not taken: %s", name, exc)
             return _error(500, "the run's stored state is damaged; see the bot's log")
@@ -126,10 +137,21 @@ def add_agui_routes(
                 gone = True
 
         results: list[AgentResult] = []
+        ids = (str(body.get("threadId") or ""), str(body.get("runId") or ""))
         if refusal is not None:
-            ids = (str(body.get("threadId") or ""), str(body.get("runId") or ""))
             await send(run_started(thread_id=ids[0], run_id=ids[1]))
             await send(run_error(refusal.message, code=refusal.code))
+        elif stop is not None:
+            await send(run_started(thread_id=ids[0], run_id=ids[1]))
+            expiry = _expiry(services, name, taken=frozenset())
+            asked = run_finished(
+                stop,
+                thread_id=ids[0],
+                run_id=ids[1],
+                expiry=expiry,
+                offered=_offered(services, name),
+            )
+            await send(await _post_cards(services, name, stop, answers) or asked)
         else:
             # A card that took the app's answer checked it (its own expiry, its offer).
             expiry = _expiry(services, name, taken=answers.taken)

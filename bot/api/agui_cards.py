@@ -211,12 +211,13 @@ async def post_cards(
         if place is not None:
             await settle(services, name, result, place=place)
         return
-    if all(_posted_somewhere(services, name, i) for i in result.interrupts):
+    if all(carded(services, name, i) for i in result.interrupts):
         where = place or Place(channel=None, thread_ts=None, requested_by=IN_APP)
         await settle(services, name, result, place=where)
 
 
-def _posted_somewhere(services: Services, name: str, interrupt: Interrupt) -> bool:
+def carded(services: Services, name: str, interrupt: Interrupt) -> bool:
+    """Whether ``interrupt`` of agent ``name`` is a card too: its policy names where."""
     spec = services.registry.spec(name)
     assert spec is not None
     tool = interrupt.tool_call.name if interrupt.tool_call else None
