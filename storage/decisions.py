@@ -45,6 +45,7 @@ class Decisions(RecordTransitions):
         message_ts: str | None = None,
         click_id: str | None = None,
         trust_grant: str | None = None,
+        hold_for_grant: bool = False,
     ) -> DecideOutcome:
         """Record ``user_id``'s decision in one atomic step (one round trip).
 
@@ -56,6 +57,8 @@ class Decisions(RecordTransitions):
         same step remembers the entry: deciding it again is ``replayed``, changing nothing
         (with the ``reason`` it was refused for, if it was). ``trust_grant``: the grant
         whose granter's approval this is (no click of theirs), kept with the decision.
+        ``hold_for_grant``: the caller stores a trust grant for this decision next (an
+        "Approve and trust" click's), so the run's resume waits for ``grant_stored``.
         """
         try:
             run_id, _ = split_record_id(interrupt_id)
@@ -64,8 +67,9 @@ class Decisions(RecordTransitions):
         except InvalidIdError:
             return DecideOutcome(status="refused", reason="unknown")
         args = self._decide_args(user_id, decision, args_digest, now, channel, message_ts)
-        if trust_grant:
-            args += ["", trust_grant]  # "": no batch items follow
+        if trust_grant or hold_for_grant:
+            held = "hold" if hold_for_grant else ""
+            args += ["", trust_grant or "", held]  # "": no batch items follow
         result = await self._transition("decide", interrupt_id, args, extra_keys=seen)
         if result[0] == "replayed":
             log.info("click %s on %s by %s was decided before", click_id, interrupt_id, user_id)

@@ -224,6 +224,9 @@ async def _decide_click(services: Services, entry: ClickEntry) -> None:
             remember = spec.policy_for(call.name if call else None).trust
             decision = Decision.approve(remember=remember)
 
+    # A trust for minutes is a grant, stored before the run resumes (keep_trust).
+    granting = decision.remember is not None and decision.remember.scope == "minutes"
+
     async def decide(click_id: str) -> DecideOutcome:
         return await services.storage.interrupts.decide(
             entry.record_id,
@@ -234,6 +237,7 @@ async def _decide_click(services: Services, entry: ClickEntry) -> None:
             channel=channel,
             message_ts=entry.message_ts,
             click_id=click_id,
+            hold_for_grant=granting,
         )
 
     try:

@@ -193,7 +193,7 @@ end
 -- Move a pending record to a final state: drop it from every pending index, keep it (see
 -- decided_keep), and when it was the run's last pending interrupt (and `resume` is set)
 -- append exactly one resume job, unless a trust grant of the run is still to be stored
--- (`granting`: this decision makes one). Returns the job's stream id or ''.
+-- (`granting`: the caller stores one for this decision next). Returns the job's id or ''.
 local function finalize(rid, state, by, now, decision, retention, resume, stream_maxlen, granting)
   local key = KEYS[1]
   zset_many('ZREM', KEYS[7], user_members(key, rid, false))

@@ -3,7 +3,9 @@
 -- ARGV: 1 record id, 2 user, 3 decision type, 4 decision json, 5 vote json, 6 args digest,
 --       7 now, 8 channel ('' = not checked), 9 message ts, 10 retention ms,
 --       11 resume stream maxlen, 12 audit maxlen, 13 this call's token, 14 '' and
---       15 the trust grant whose granter's approval it is (kept as `trust_grant`), if any.
+--       15 the trust grant whose granter's approval it is (kept as `trust_grant`), if any,
+--       16 'hold' when the caller stores a trust grant for this decision next: the run's
+--       resume waits for it (granted.lua).
 -- Returns {status, reason, job id, record as a JSON object}; status is
 -- recorded|progress|held|refused, or replayed when the click entry of KEYS[12] was decided
 -- before by another call (reason: the refusal it got then, '' if it counted; third, the
@@ -18,8 +20,9 @@
 -- its reply was lost, it gets the first answer (with the records as they are now).
 
 -- The decision on the record of KEYS[1], as ARGV says; ``seen``: the click marker;
--- ``trust``: the trust grant that made it ('' for a person's click).
-local function decide(seen, trust)
+-- ``trust``: the trust grant that made it ('' for a person's click); ``granting``: the
+-- caller stores a grant for it next, so the run resumes once that is done (granted.lua).
+local function decide(seen, trust, granting)
   local key = KEYS[1]
   local rid, user, dtype = ARGV[1], ARGV[2], ARGV[3]
   local now = ARGV[7]
@@ -156,9 +159,6 @@ local function decide(seen, trust)
     audit(KEYS[10], ARGV[12], 'held', rid, user, now, ARGV[4])
     return with_json_record({'held', '', ''})
   end
-  -- An "Approve and trust" for minutes: the run resumes once its grant is stored (granted.lua).
-  local remember = dtype == 'approve' and cjson.decode(ARGV[4]).remember
-  local granting = type(remember) == 'table' and remember.scope == 'minutes'
   local job = finalize(rid, FINALS[dtype], user, now, ARGV[4], tonumber(ARGV[10]), true, ARGV[11],
     granting)
   audit(KEYS[10], ARGV[12], FINALS[dtype], rid, user, now, ARGV[4])
@@ -175,7 +175,7 @@ local function damaged(message)
 end
 
 local more = tonumber(ARGV[14] or '')
-if not more then return decide(KEYS[12], ARGV[15] or '') end
+if not more then return decide(KEYS[12], ARGV[15] or '', ARGV[16] == 'hold') end
 local keys = {KEYS[1]}
 for j = 1, more do keys[j + 1] = KEYS[11 + j] end
 local marker = KEYS[12 + more]
@@ -199,7 +199,7 @@ for j, key in ipairs(keys) do
   end
   -- A record that cannot be read back is refused on its own; the others go on. Any other
   -- error (Redis out of memory, a replica) fails the whole call, as for one decision.
-  local ok, result = pcall(decide, nil, '')
+  local ok, result = pcall(decide, nil, '', false)
   if ok then
     results[j] = result
   elseif damaged(tostring(result)) then

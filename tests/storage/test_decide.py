@@ -201,14 +201,14 @@ async def test_a_withdrawal_leaves_a_lost_decided_record_lost(storage: Storage) 
 async def test_a_trust_for_minutes_holds_the_resume_until_its_grant_is_stored_once(
     storage: Storage,
 ) -> None:
-    """The run of an "Approve and trust" for minutes resumes when the bot says its grant
-    is stored, so the resumed run meets it; said again (a decider taking the click over),
-    nothing more is queued. A trust for the run needs no grant: it resumes at once."""
+    """The run of an "Approve and trust" for minutes whose caller stores its grant next
+    resumes when the caller says the grant is stored, so the resumed run meets it; said
+    again (a decider taking the click over), nothing more is queued."""
     stream = run_key(storage, storage.keys.resume_stream)
     record = await storage.interrupts.create_interrupt(make_record())
     trust = Decision.approve(remember=Remember(scope="minutes", minutes=60))
     decided = await storage.interrupts.decide(
-        record.id, "UALICE", trust, args_digest=DIGEST, now=NOW
+        record.id, "UALICE", trust, args_digest=DIGEST, now=NOW, hold_for_grant=True
     )
     assert (decided.status, decided.resume_job_id) == ("recorded", None)
     assert await storage.client.raw.xlen(stream) == 0
@@ -217,9 +217,16 @@ async def test_a_trust_for_minutes_holds_the_resume_until_its_grant_is_stored_on
     assert await storage.interrupts.grant_stored(record.id, now=NOW) is None
     assert await storage.client.raw.xlen(stream) == 1
 
-    for_run = await storage.interrupts.create_interrupt(make_record(run_id="run_2"))
-    run_trust = Decision.approve(remember=Remember(scope="run"))
+
+@pytest.mark.parametrize("remember", [Remember(scope="minutes", minutes=60), Remember(scope="run")])
+async def test_a_trust_whose_caller_stores_no_grant_resumes_its_run_at_once(
+    storage: Storage, remember: Remember
+) -> None:
+    """Only the caller that stores a grant holds the resume: a decision that merely says
+    it remembers (one no grant follows) never leaves its run waiting for one."""
+    record = await storage.interrupts.create_interrupt(make_record())
     decided = await storage.interrupts.decide(
-        for_run.id, "UALICE", run_trust, args_digest=DIGEST, now=NOW
+        record.id, "UALICE", Decision.approve(remember=remember), args_digest=DIGEST, now=NOW
     )
-    assert decided.resume_job_id is not None
+    assert decided.status == "recorded" and decided.resume_job_id is not None
+    assert await storage.client.raw.xlen(run_key(storage, storage.keys.resume_stream)) == 1
