@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -22,6 +23,8 @@ HUMAN_IN_THE_LOOP = "strands:human-in-the-loop"
 """Strands' own ``HumanInTheLoop`` intervention: a yes/no approval of one tool call."""
 _HITL_PROMPT = re.compile(r'^Approve "(?P<name>[^"]+)".*?\n\s*Input: (?P<input>.*)$', re.S)
 """The intervention's prompt: ``Approve "<tool>"[ — why]?`` then ``Input: <JSON>``."""
+_HITL_ID = ("v1:before_tool_call:", f":{uuid.uuid5(uuid.NAMESPACE_OID, HUMAN_IN_THE_LOOP)}")
+"""How Strands names the intervention's interrupt: around the id of the call it asks about."""
 
 
 def pending_of(stored: StoredSession) -> list[dict[str, Any]]:
@@ -75,7 +78,7 @@ def as_interrupt(pending: Mapping[str, Any]) -> Interrupt:
             name="approval",
             reason=reason,
             tool_call=ToolCall(
-                id=str(pending["id"]),
+                id=_hitl_call_id(str(pending["id"])),
                 name=hitl["name"],
                 args=args if isinstance(args, dict) else {"input": args},
             ),
@@ -85,6 +88,15 @@ def as_interrupt(pending: Mapping[str, Any]) -> Interrupt:
     return Interrupt(
         id=str(pending["id"]), name=str(pending.get("name")), reason=reason, question=True
     )
+
+
+def _hitl_call_id(interrupt_id: str) -> str:
+    """The id of the call the intervention's interrupt asks about (what its result is told
+    and audited under), else the interrupt's own."""
+    start, end = _HITL_ID
+    if interrupt_id.startswith(start) and interrupt_id.endswith(end):
+        return interrupt_id[len(start) : -len(end)]
+    return interrupt_id
 
 
 def interrupt_responses(

@@ -8,6 +8,8 @@ from typing import Any
 import pytest
 from adapter_checks import first_telling_dies, tool_audits
 from harness import ALICE, CAROL, CHANNEL, Harness
+from strands import Agent, tool
+from strands.vended_interventions.hitl import HumanInTheLoop
 from strands_agents import DeletesTwiceWithOneCallId, failing_after_the_tool, gated_spec
 
 from bot.agents.policy import AgentSpec, Policy
@@ -59,6 +61,47 @@ async def test_the_second_approved_call_under_a_reused_call_id_is_audited_too(
     trail = await bot.services.storage.audit.read(count=100)
     told = [(e.record_id, e.detail) for e in trail if e.event == "tool_ran"]
     assert told == [
+        (bot.record_id(first), "delete_files: deleted /tmp/a"),
+        (bot.record_id(second), "delete_files: deleted /tmp/b"),
+    ]
+
+
+async def test_each_call_strands_human_in_the_loop_let_run_is_audited_under_its_card(
+    make_bot: Any,
+) -> None:
+    """Strands' own intervention asks under an id of its own: each call it let run is
+    still audited under the card that approved it, the second (under a reused call id)
+    not taken for a retelling of the first."""
+    deleted: list[list[str]] = []
+
+    @tool
+    def delete_files(paths: list[str]) -> str:
+        """Delete files."""
+        deleted.append(paths)
+        return f"deleted {paths[0]}"
+
+    def make_agent() -> Agent:
+        return Agent(
+            model=DeletesTwiceWithOneCallId(),
+            tools=[delete_files],
+            interventions=[HumanInTheLoop()],
+            callback_handler=None,
+        )
+
+    spec = AgentSpec(
+        name="st-hitl-told",
+        build=lambda sessions: StrandsAgent(make_agent, session_store=sessions),
+        policy=Policy(channel=CHANNEL, users=(ALICE,)),
+    )
+    bot: Harness = await make_bot(spec=spec)
+    first = await bot.start(requested_by=CAROL)
+    await bot.decide("approve", first, user=ALICE)
+    await bot.slack.wait_for(lambda: "/tmp/b" in str(bot.slack.called("chat.postMessage")[-1]))
+    second = bot.slack.called("chat.postMessage")[-1]["blocks"][-1]["elements"][0]["value"]
+    await bot.decide("approve", second, user=ALICE, message_ts=bot.message_ts(-1))
+    await bot.finished()
+    assert deleted == [["/tmp/a"], ["/tmp/b"]]
+    assert await tool_audits(bot) == [
         (bot.record_id(first), "delete_files: deleted /tmp/a"),
         (bot.record_id(second), "delete_files: deleted /tmp/b"),
     ]
