@@ -1,20 +1,22 @@
 """Reading a LangGraph graph's pending interrupts as Signoff interrupts: LangChain's tool
 approval shape is an approval, a ``HumanInTheLoopMiddleware`` batch an approval per
-action (under its model call's id), any other value a question; and checking that
-middleware's ``interrupt_on`` against the agent's tools."""
+action (under its model call's id), any other value a question (shown as JSON, what has
+no JSON form as its text); and checking that middleware's ``interrupt_on`` against the
+agent's tools."""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeGuard
 
 from langchain_core.messages import AIMessage
 
 from agent_runtime.errors import UsageError
 from agent_runtime.interrupts import DECISION_TYPES, DecisionType, Interrupt
 from agent_runtime.messages import ToolCall
+from agent_runtime.results import json_safe
 
 APPROVAL_SHAPE = "tool_approval"
 PREFIX = "lg_"
@@ -50,8 +52,8 @@ def pending_interrupts(state: Any) -> list[Interrupt]:
     found: list[Interrupt] = []
     for task in state.tasks or ():
         for pending in task.interrupts or ():
-            value = pending.value
-            if isinstance(value, Mapping) and isinstance(value.get("action_requests"), list):
+            value = json_safe(pending.value)
+            if _is_batch(value):
                 found += _batch(pending.id, value, _last_calls(state.values))
             else:
                 schema = getattr(pending, "response_schema", None)
@@ -60,6 +62,19 @@ def pending_interrupts(state: Any) -> list[Interrupt]:
         return found
     checkpoint_at = datetime.fromisoformat(state.created_at)
     return [dataclasses.replace(i, created_at=checkpoint_at) for i in found]
+
+
+def _is_batch(value: Any) -> TypeGuard[Mapping[str, Any]]:
+    """A ``HumanInTheLoopMiddleware`` batch: a list of actions, each an object whose
+    ``args`` (if any) are an object."""
+    actions = value.get("action_requests") if isinstance(value, Mapping) else None
+    return isinstance(actions, list) and all(_is_action(a) for a in actions)
+
+
+def _is_action(value: Any) -> TypeGuard[Mapping[str, Any]]:
+    """An object naming a tool call whose ``args``, if any, are an object (what an edit
+    replaces); another shape is asked about as a question."""
+    return isinstance(value, Mapping) and isinstance(value.get("args") or {}, Mapping)
 
 
 def _last_calls(values: Any) -> list[Mapping[str, Any]]:
@@ -125,7 +140,7 @@ def _batch(
 
 def _interrupt(graph_id: str, value: Any, schema: Any) -> Interrupt:
     iid = PREFIX + graph_id
-    if isinstance(value, Mapping) and value.get("type") == APPROVAL_SHAPE:
+    if _is_action(value) and value.get("type") == APPROVAL_SHAPE:
         call = ToolCall(
             id=str(value.get("tool_call_id") or graph_id),
             name=str(value.get("name") or "tool"),

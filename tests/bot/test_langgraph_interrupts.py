@@ -1,22 +1,27 @@
 """What a graph's interrupts offer and when they were asked: a tagged union response schema
-offers only its decisions, and a node's second question is dated when it is asked."""
+offers only its decisions, a node's second question is dated when it is asked, and a
+value JSON cannot hold, or an approval of a malformed shape, is still a card."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, TypedDict
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal, TypedDict
 
 import pytest
+from harness import ALICE, CAROL, CHANNEL, Harness
 from langchain.agents import create_agent
 from langchain.agents.middleware import HumanInTheLoopMiddleware
 from langchain_core.tools import tool as lc_tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import interrupt
-from langgraph_agents import ScriptedChatModel
+from langgraph_agents import ScriptedChatModel, posted_cards
 from pydantic import BaseModel, Field, TypeAdapter
 
 from agent_runtime import Decision
 from agent_runtime.errors import ResumeError, UsageError
+from bot.agents.policy import AgentSpec, Policy
+from bot.ui import ids
 from signoff.langgraph import LangGraphAgent
 from signoff.langgraph_interrupts import allowed_decisions
 
@@ -107,3 +112,42 @@ def test_a_human_in_the_loop_gate_naming_a_tool_the_agent_lacks_fails_its_build(
         "its tools are ['delete_files']"
     )
     assert _chat_agent({"delete_files": True}).graph is not None
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        ({"ask": "Clean up before?", "before": datetime(2026, 1, 2, tzinfo=UTC)}, "2026-01-02"),
+        ({"type": "tool_approval", "name": "delete_files", "args": ["/tmp/a"]}, "/tmp/a"),
+    ],
+)
+async def test_a_value_a_card_cannot_take_as_it_is_is_asked_as_a_question(
+    make_bot: Any, value: Any, shown: str
+) -> None:
+    """A value with no JSON form (a datetime) is shown as its text, and one shaped like a
+    tool approval whose ``args`` are not an object is a question: either is posted, and
+    the graph gets the answer."""
+
+    def ask(state: TwoQuestions) -> TwoQuestions:
+        return {"result": f"told {interrupt(value)}"}
+
+    builder = StateGraph(TwoQuestions)
+    builder.add_node("ask", ask)
+    builder.add_edge(START, "ask")
+    builder.add_edge("ask", END)
+    graph = builder.compile(checkpointer=InMemorySaver())
+    spec = AgentSpec(
+        name="lg-odd-values",
+        build=lambda sessions: LangGraphAgent(
+            graph, input=lambda text: {"request": text}, session_store=sessions
+        ),
+        policy=Policy(channel=CHANNEL, users=(ALICE,)),
+    )
+    bot: Harness = await make_bot(spec=spec)
+    card = await bot.start(requested_by=CAROL)
+    [question] = posted_cards(bot)
+    assert question["blocks"][0]["text"]["text"] == "Question: question"
+    assert shown in str(question["blocks"])
+    status, body = await bot.submit(ids.REPLY_VIEW, card, user=ALICE, text="go ahead")
+    assert status == 200 and "errors" not in body, body
+    assert (await bot.finished()).startswith("Finished: told go ahead")
