@@ -40,7 +40,7 @@ from strands.hooks import (
 
 from agent_runtime.errors import ResumeError, UsageError
 from agent_runtime.messages import JSONValue
-from agent_runtime.results import AgentResult
+from agent_runtime.results import AgentResult, json_safe
 from agent_runtime.resume import ContinueRun, RunInput, parse_input
 from agent_runtime.run_events import RunEvent, RunFinished, RunStarted
 from agent_runtime.runnable import Runnable, ThreadStatus
@@ -70,6 +70,7 @@ from .strands_interrupts import (
     HUMAN_IN_THE_LOOP,
     as_interrupt,
     interrupt_responses,
+    kept_as_json,
     pending_of,
     twins_refusal,
 )
@@ -204,11 +205,11 @@ class _StrandsInvocation(LeasedInvocation):
         yield RunStarted(thread_id=self.thread_id, run_id=run_id)
         result = await strands.invoke_async(prompt)
         pending = [
-            {"id": i.id, "name": i.name, "reason": i.reason}
+            {"id": i.id, "name": i.name, "reason": json_safe(i.reason)}
             for i in (result.interrupts or ())
             if result.stop_reason == "interrupt"
         ]
-        state = strands.take_snapshot(preset="session").to_dict()
+        state = kept_as_json(strands.take_snapshot(preset="session").to_dict())
         refusal = twins_refusal(pending)
         if refusal is not None:  # ended here: each of the batch's calls answered with why
             state, pending = closed_batch(state, refusal, {}), []

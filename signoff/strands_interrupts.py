@@ -13,6 +13,7 @@ from typing import Any
 from agent_runtime.errors import ResumeError
 from agent_runtime.interrupts import DECISION_TYPES, Interrupt, InterruptResponse
 from agent_runtime.messages import JSONValue, ToolCall
+from agent_runtime.results import json_safe
 from agent_runtime.session import StoredSession
 
 from .adapted import named
@@ -31,6 +32,17 @@ def pending_of(stored: StoredSession) -> list[dict[str, Any]]:
     pending = stored.snapshot.get("pending") or []
     assert isinstance(pending, list)
     return [p for p in pending if isinstance(p, dict)]
+
+
+def kept_as_json(strands: dict[str, Any]) -> dict[str, Any]:
+    """The agent's snapshot with each interrupt's reason as JSON (what has no JSON form as
+    its text): Strands takes any reason, and Signoff keeps the snapshot, and shows the
+    reason, as JSON."""
+    data = strands.get("data") or {}
+    interrupts = (data.get("interrupt_state") or {}).get("interrupts") or {}
+    for interrupt in interrupts.values():
+        interrupt["reason"] = json_safe(interrupt.get("reason"))
+    return strands
 
 
 def twins_refusal(pending: Sequence[Mapping[str, Any]]) -> str | None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -69,6 +70,36 @@ async def test_a_tools_own_interrupt_is_a_question_whose_answer_the_tool_gets(
     bot: Harness = await make_bot(spec=spec)
     value = await bot.start(requested_by=CAROL)
     assert "Which region?" in str(bot.posted(0)["blocks"])
+    status, body = await bot.submit(ids.REPLY_VIEW, value, user=ALICE, text="eu-west")
+    assert status == 200 and "errors" not in body, body
+    assert (await bot.finished()).startswith("Finished: done (success): cleaning eu-west")
+
+
+async def test_a_question_whose_reason_has_no_json_form_is_posted_with_it_as_text(
+    make_bot: Any,
+) -> None:
+    """Signoff keeps the agent's snapshot as JSON: a reason holding a datetime is kept, and
+    shown, as its text, where it stopped the run before its card."""
+
+    @tool(context=True)
+    def pick_region(tool_context: ToolContext) -> str:
+        """Ask which region to clean."""
+        when = datetime(2026, 1, 2, tzinfo=UTC)
+        return f"cleaning {tool_context.interrupt('region', reason={'ask': 'Where?', 'by': when})}"
+
+    def make_agent() -> Agent:
+        return Agent(
+            model=ScriptedModel("pick_region", {}), tools=[pick_region], callback_handler=None
+        )
+
+    spec = AgentSpec(
+        name="st-dated-question",
+        build=lambda sessions: StrandsAgent(make_agent, session_store=sessions),
+        policy=Policy(channel=CHANNEL, users=(ALICE,)),
+    )
+    bot: Harness = await make_bot(spec=spec)
+    value = await bot.start(requested_by=CAROL)
+    assert "2026-01-02" in str(bot.posted(0)["blocks"])
     status, body = await bot.submit(ids.REPLY_VIEW, value, user=ALICE, text="eu-west")
     assert status == 200 and "errors" not in body, body
     assert (await bot.finished()).startswith("Finished: done (success): cleaning eu-west")
