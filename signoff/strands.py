@@ -11,7 +11,8 @@ decision resumes it with ``[{"interruptResponse": {"interruptId", "response"}}]`
 ``SignoffApprovals`` gates the tools ``interrupt_on`` names: Approve runs the call, Edit
 replaces ``tool_use["input"]``, Deny cancels it with the reason, Reply returns the
 approver's text as the tool's result (a success, not an error). Strands' own
-``HumanInTheLoop`` intervention is an approval card too (Approve answers yes, Deny no).
+``HumanInTheLoop`` intervention is an approval card too (Approve answers yes, Deny no, its
+reason added to what the model is told).
 Any other interrupt the agent raises (a tool's ``tool_context.interrupt(...)``) is a
 question: the agent gets the approver's answer (a denial or an expiry is ``{"type":
 "reject", "message"}``, never taken for one). The agent's state is a Strands snapshot
@@ -68,6 +69,7 @@ from .strands_batch import closed_batch
 from .strands_interrupts import (
     APPROVAL,
     HUMAN_IN_THE_LOOP,
+    DenialReasons,
     as_interrupt,
     interrupt_responses,
     kept_as_json,
@@ -200,6 +202,7 @@ class _StrandsInvocation(LeasedInvocation):
             check_retry(stored, parsed, named(waiting, stored.snapshot))
             prompt = interrupt_responses(parsed, stored)
             answered = {r["interruptResponse"]["interruptId"] for r in prompt}
+            strands.hooks.add_hook(DenialReasons(parsed, stored))
             kept = KeptToolResults(self.agent.session_store, self.thread_id, stored, parsed)
             strands.hooks.add_hook(kept)
         yield RunStarted(thread_id=self.thread_id, run_id=run_id)

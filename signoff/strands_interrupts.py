@@ -1,6 +1,7 @@
 """Strands' interrupts as Signoff interrupts, and Signoff's answers as Strands'
 ``interruptResponse`` values: ``SignoffApprovals``' gate and Strands' ``HumanInTheLoop``
-intervention are approvals, any other interrupt a question."""
+intervention are approvals (a denial's reason added to what the intervention tells the
+model), any other interrupt a question."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from strands.hooks import BeforeToolCallEvent, HookOrder, HookProvider, HookRegistry
+
 from agent_runtime.errors import ResumeError
-from agent_runtime.interrupts import DECISION_TYPES, Interrupt, InterruptResponse
+from agent_runtime.interrupts import DECISION_TYPES, DecisionType, Interrupt, InterruptResponse
 from agent_runtime.messages import JSONValue, ToolCall
 from agent_runtime.results import json_safe
 from agent_runtime.session import StoredSession
@@ -22,6 +25,8 @@ APPROVAL = "signoff:approval"
 """The name of the interrupts ``SignoffApprovals`` raises."""
 HUMAN_IN_THE_LOOP = "strands:human-in-the-loop"
 """Strands' own ``HumanInTheLoop`` intervention: a yes/no approval of one tool call."""
+_YES_OR_NO: tuple[DecisionType, ...] = ("approve", "reject")
+"""The decisions the intervention takes."""
 _HITL_PROMPT = re.compile(r'^Approve "(?P<name>[^"]+)".*?\n\s*Input: (?P<input>.*)$', re.S)
 """The intervention's prompt: ``Approve "<tool>"[ — why]?`` then ``Input: <JSON>``."""
 _HITL_ID = ("v1:before_tool_call:", f":{uuid.uuid5(uuid.NAMESPACE_OID, HUMAN_IN_THE_LOOP)}")
@@ -94,7 +99,7 @@ def as_interrupt(pending: Mapping[str, Any]) -> Interrupt:
                 name=hitl["name"],
                 args=args if isinstance(args, dict) else {"input": args},
             ),
-            allowed_decisions=("approve", "reject"),  # the intervention's yes or no
+            allowed_decisions=_YES_OR_NO,
             description=str(reason).split("\n", 1)[0],
         )
     return Interrupt(
@@ -143,6 +148,32 @@ def _value(response: InterruptResponse, interrupt: Interrupt) -> JSONValue:
         return response.response
     if not interrupt.is_approval:  # a question declined, or left to expire: not an answer
         return {"type": "reject", "message": decision.message or ""}
-    if interrupt.allowed_decisions == ("approve", "reject"):  # HumanInTheLoop's yes or no
+    if interrupt.allowed_decisions == _YES_OR_NO:  # HumanInTheLoop's
         return "yes" if decision.type == "approve" else "no"
     return {"type": decision.type, "args": decision.args, "message": decision.message}
+
+
+class DenialReasons(HookProvider):
+    """Adds the reason a person gave for denying a call Strands' ``HumanInTheLoop`` asked
+    about to what the model is told of it: the intervention takes a yes or a no only."""
+
+    def __init__(self, responses: Sequence[InterruptResponse], stored: StoredSession) -> None:
+        raised = named([as_interrupt(p) for p in pending_of(stored)], stored.snapshot)
+        calls = {i.id: i.tool_call for i in raised if i.allowed_decisions == _YES_OR_NO}
+        self._reasons = {
+            call.id: r.decision.message
+            for r in responses
+            if (call := calls.get(r.interrupt_id))
+            and r.decision
+            and r.decision.type == "reject"
+            and r.decision.message
+        }
+
+    def register_hooks(self, registry: HookRegistry, **kwargs: Any) -> None:
+        # After the intervention, which Strands runs after the agent's own hooks.
+        registry.add_callback(BeforeToolCallEvent, self._tell, order=HookOrder.SDK_LAST)
+
+    def _tell(self, event: BeforeToolCallEvent) -> None:
+        reason = self._reasons.pop(event.tool_use["toolUseId"], None)
+        if reason is not None and isinstance(event.cancel_tool, str):
+            event.cancel_tool = f"{event.cancel_tool}\nDenied by a person: {reason}"

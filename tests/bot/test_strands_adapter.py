@@ -178,6 +178,42 @@ async def test_strands_own_human_in_the_loop_intervention_is_an_approval_card(
     assert deleted == ran
 
 
+async def test_a_denial_of_strands_own_intervention_tells_the_model_its_reason(
+    make_bot: Any,
+) -> None:
+    """The intervention takes a yes or a no: the reason typed in the Deny form is added to
+    what the model is told, as for the gate's own denials."""
+    deleted: list[list[str]] = []
+
+    @tool
+    def delete_files(paths: list[str]) -> str:
+        """Delete files."""
+        deleted.append(paths)
+        return "deleted"
+
+    def make_agent() -> Agent:
+        return Agent(
+            model=ScriptedModel("delete_files", {"paths": ["/tmp/a"]}),
+            tools=[delete_files],
+            interventions=[HumanInTheLoop()],
+            callback_handler=None,
+        )
+
+    spec = AgentSpec(
+        name="st-hitl-reason",
+        build=lambda sessions: StrandsAgent(make_agent, session_store=sessions),
+        policy=Policy(channel=CHANNEL, users=(ALICE,)),
+    )
+    bot: Harness = await make_bot(spec=spec)
+    value = await bot.start(requested_by=CAROL)
+    status, body = await bot.submit(ids.DENY_VIEW, value, user=ALICE, text="not on Fridays")
+    assert status == 200 and "errors" not in body, body
+    final = await bot.finished()
+    assert final.startswith("Finished: done (error): CONFIRMATION_FAILED:"), final
+    assert "not on Fridays" in final
+    assert deleted == []
+
+
 async def test_an_interrupt_keeps_the_time_it_was_asked_so_its_expiry_does_not_move(
     storage: Storage,
 ) -> None:
