@@ -12,6 +12,7 @@ from strands.hooks import (
     AfterToolCallEvent,
     BeforeModelCallEvent,
     BeforeToolCallEvent,
+    HookOrder,
     HookProvider,
     HookRegistry,
 )
@@ -56,7 +57,9 @@ class KeptToolResults(KeptResults, HookProvider):
         """What each call of the batch that ran (now or in an earlier try) did, by id."""
 
     def register_hooks(self, registry: HookRegistry, **kwargs: Any) -> None:
-        registry.add_callback(BeforeToolCallEvent, self._replay)
+        # Last: a call denied by any hook, or by an intervention (which Strands runs after
+        # the agent's hooks), did not start.
+        registry.add_callback(BeforeToolCallEvent, self._replay, order=HookOrder.SDK_LAST)
         registry.add_callback(AfterToolCallEvent, self._keep)
         registry.add_callback(BeforeModelCallEvent, self._batch_done)
 

@@ -10,6 +10,7 @@ import pytest
 from harness import ALICE, CAROL, Harness
 from strands import Agent, tool
 from strands.hooks import AfterToolCallEvent, HookProvider, HookRegistry
+from strands.vended_interventions.hitl import HumanInTheLoop
 from strands_agents import (
     FailsOnceAfterTheTool,
     ScriptedModel,
@@ -65,6 +66,38 @@ async def test_a_retry_with_another_answer_after_the_tool_ran_is_told_it_ran(
     assert f"{asked.id} delete_files (it ran): approve" in str(refused.value)
     assert await storage.sessions.load("thread_changed") == before  # nothing changed
     done = await agent.invoke({asked.id: Decision.approve()}, thread_id="thread_changed")
+    assert done.message == "done (success): deleted 1"
+    assert ran == [["/tmp/a"]]
+
+
+async def test_a_call_strands_human_in_the_loop_denied_is_not_taken_for_started_by_a_retry(
+    storage: Storage,
+) -> None:
+    """The intervention decides after the agent's own hooks: a call it denied did not
+    start, so a retry of the failed resume with another answer is not refused as if the
+    tool had (nothing ran), and runs the tool once."""
+    ran: list[list[str]] = []
+    model = FailsOnceAfterTheTool()
+
+    @tool
+    def delete_files(paths: list[str]) -> str:
+        """Delete files."""
+        ran.append(paths)
+        return f"deleted {len(paths)}"
+
+    def make_agent() -> Agent:
+        return Agent(
+            model=model,
+            tools=[delete_files],
+            interventions=[HumanInTheLoop()],
+            callback_handler=None,
+        )
+
+    agent = StrandsAgent(make_agent, session_store=storage.sessions)
+    [asked] = (await agent.invoke("clean up", thread_id="thread_hitl_denied")).interrupts
+    with pytest.raises(Exception, match="the model is unreachable"):
+        await agent.invoke({asked.id: Decision.reject("no")}, thread_id="thread_hitl_denied")
+    done = await agent.invoke({asked.id: Decision.approve()}, thread_id="thread_hitl_denied")
     assert done.message == "done (success): deleted 1"
     assert ran == [["/tmp/a"]]
 
