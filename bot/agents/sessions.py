@@ -1,10 +1,12 @@
 """The session store one agent of the bot saves through: each snapshot names the agent,
-so a thread's status is told only to whoever asks about the agent that ran it."""
+so a thread's status is told only to whoever asks about the agent that ran it, and
+another agent does not run on it."""
 
 from __future__ import annotations
 
 from contextlib import AbstractAsyncContextManager
 
+from agent_runtime.errors import ResumeError
 from agent_runtime.session import SessionStore, Snapshot, StoredSession
 
 RAN_BY = "ran_by"
@@ -19,7 +21,16 @@ class AgentSessions:
         self._name = name
 
     async def load(self, thread_id: str) -> StoredSession | None:
-        return await self._sessions.load(thread_id)
+        """The thread's snapshot; ResumeError when another agent saved it (an app choosing
+        its thread ids may use one with two agents: this one would resume, or save over,
+        the other's run, its tools running on the other's approvals)."""
+        stored = await self._sessions.load(thread_id)
+        if stored is not None and not ran_by(stored, self._name):
+            raise ResumeError(
+                f"thread {thread_id} is agent {stored.snapshot.get(RAN_BY)!r}'s; "
+                f"give {self._name!r} a thread of its own"
+            )
+        return stored
 
     async def save(self, thread_id: str, snapshot: Snapshot, *, expected_version: int) -> int:
         stamped = {**snapshot, RAN_BY: self._name}

@@ -166,15 +166,20 @@ async def limited_jobs(
 
 @pytest.fixture
 async def endpoint_for(make_bot: Any) -> AsyncIterator[Callable[..., Awaitable[Endpoint]]]:
-    """Starts the endpoint of a bot whose agent has ``policy`` (the harness's default)."""
+    """Starts the endpoint of a bot whose agent has ``policy`` (the harness's default), or
+    is ``spec``, with the agents ``also``."""
     node = shutil.which("node")
     installed = CLIENT.parent / "node_modules" / "@ag-ui" / "client" / "package.json"
     if node is None or not installed.exists():
         pytest.fail("Node and @ag-ui/client are needed: ./run test installs both", pytrace=False)
     runners: list[web.AppRunner] = []
 
-    async def start(policy: Policy | None = None, spec: AgentSpec | None = None) -> Endpoint:
-        bot: Harness = await make_bot(policy, spec=spec)
+    async def start(
+        policy: Policy | None = None,
+        spec: AgentSpec | None = None,
+        also: tuple[AgentSpec, ...] = (),
+    ) -> Endpoint:
+        bot: Harness = await make_bot(policy, spec=spec, also=also)
         # Served as `signoff serve` serves it (a handler is not cancelled when its client
         # goes away), not as aiohttp's TestServer does.
         runner = web.AppRunner(operator_app(bot.services, api_token=SecretStr(TOKEN)))

@@ -96,3 +96,36 @@ async def test_a_strands_approval_two_clients_send_at_once_without_a_card_runs_t
     assert [s["finished"]["outcome"] for s in won] == [{"type": "success"}], seen
     assert len(lost) == 1 and lost[0]["code"], seen
     assert endpoint.bot.slack.called("chat.postMessage") == []
+
+
+async def test_another_agents_resume_of_a_strands_run_is_refused_and_changes_nothing(
+    endpoint_for: Callable[..., Awaitable[Endpoint]],
+) -> None:
+    """An app chooses its thread ids and may use one with two agents: the second agent
+    answering the first's interrupt must not run its own tool in the first's run, nor
+    decide the first's card."""
+    first_ran: list[list[str]] = []
+    second_ran: list[list[str]] = []
+    endpoint = await endpoint_for(
+        spec=gated_spec(first_ran, name="st-first"),
+        also=(gated_spec(second_ran, name="st-second"),),
+    )
+    first_url = endpoint.url.replace("/cleanup", "/st-first")
+    [asked] = await run_client(first_url, "conversation-1", [{"prompt": "clean up"}])
+    [interrupt] = asked["finished"]["outcome"]["interrupts"]
+    approve = {"interruptId": interrupt["id"], "status": "resolved", "payload": {"type": "approve"}}
+    second_url = endpoint.url.replace("/cleanup", "/st-second")
+    [seen] = await run_client(second_url, "conversation-1", [{"resume": [approve]}])
+    assert seen["finished"] is None and "st-first" in seen["error"]["message"], seen
+    assert first_ran == [] and second_ran == []
+    value = endpoint.bot.posted(0)["blocks"][-1]["elements"][0]["value"]
+    assert await still_pending(endpoint, endpoint.bot.record_id(value))
+    seen = await answer_one(
+        Endpoint(endpoint.bot, first_url),
+        "conversation-1",
+        interrupt["id"],
+        status="resolved",
+        payload={"type": "approve"},
+    )
+    assert seen["finished"]["outcome"] == {"type": "success"}, seen
+    assert first_ran == [["/tmp/a", "/tmp/b"]] and second_ran == []
