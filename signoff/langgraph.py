@@ -61,7 +61,7 @@ from .adapted import (
     tool_results,
 )
 from .langgraph_interrupts import ACTION, PREFIX, check_interrupt_on, pending_interrupts
-from .langgraph_retry import check_applied, split_applied
+from .langgraph_retry import check_applied, refused_answers, split_applied
 
 
 def _default_output(values: Mapping[str, Any]) -> str:
@@ -188,7 +188,13 @@ class _GraphInvocation(LeasedInvocation):
             resume = fresh or not applied
             graph_input = Command(resume=_resume_values(fresh, pending)) if resume else None
         yield RunStarted(thread_id=self.thread_id, run_id=run_id)
-        await self.agent.graph.ainvoke(graph_input, config)
+        try:
+            await self.agent.graph.ainvoke(graph_input, config)
+        except Exception as exc:
+            refused = refused_answers(exc, pending_interrupts(start))
+            if refused is not None:
+                raise refused from exc
+            raise
         state = await self.agent.graph.aget_state(config)
         checkpoint = (state.config or {}).get("configurable", {}).get("checkpoint_id")
         # Asked now unless the marker knew them: a node's second interrupt() writes no

@@ -1,15 +1,18 @@
 """A LangGraph resume tried again after its earlier try applied answers and failed (a
 tool raised, the model call after the tools failed): the graph kept what that try did,
-so the retry goes on from there, and is refused when its answers say otherwise."""
+so the retry goes on from there, and is refused when its answers say otherwise. A resume
+whose answers the graph refuses is not tried again: every try would be refused alike."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import langgraph.errors
+import pydantic
 from langchain_core.messages import ToolMessage
 
-from agent_runtime.errors import ResumeError
+from agent_runtime.errors import ResumeError, UnresumableError
 from agent_runtime.interrupts import Interrupt, InterruptResponse
 from agent_runtime.session import StoredSession
 
@@ -87,3 +90,21 @@ def _tool_messages(before: Any, now: Any) -> dict[str, ToolMessage]:
 def _messages(values: Any) -> list[Any]:
     messages = values.get("messages") if isinstance(values, Mapping) else None
     return messages if isinstance(messages, list) else []
+
+
+def refused_answers(error: BaseException, asked: Sequence[Interrupt]) -> UnresumableError | None:
+    """The error to raise when ``error`` is the graph refusing its answers (LangGraph checks
+    each against its interrupt's ``response_schema``: per call, an edit against the
+    tool's arguments), naming ``asked`` and what does not fit; None for another error."""
+    refused = getattr(langgraph.errors, "is_invalid_resume", None)
+    if refused is None or not refused(error):
+        return None
+    if isinstance(error, pydantic.ValidationError):
+        said = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors())
+    else:
+        said = str(error)
+    names = ", ".join(sorted({i.tool_call.name if i.tool_call else i.name for i in asked}))
+    return UnresumableError(
+        f"the graph refused the answer to {names}, which must fit what its interrupt "
+        f"takes ({said}); the graph still waits: start the run again"
+    )

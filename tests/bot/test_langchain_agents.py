@@ -249,3 +249,31 @@ async def test_an_edit_or_reply_on_the_card_is_the_middlewares_own_decision(
     state = await graph[0].graph.aget_state({"configurable": {"thread_id": record.thread_id}})
     [result] = [m for m in state.values["messages"] if isinstance(m, ToolMessage)]
     assert told in str(result.content) and result.status == "success"
+
+
+async def test_an_edit_the_middleware_refuses_is_told_at_once_and_runs_nothing(
+    make_bot: Any, saver: AsyncSqliteSaver
+) -> None:
+    """Per call, LangChain checks an edit against the tool's schema as the graph resumes,
+    on every try alike: the thread is told what does not fit, at once, not after retries
+    named by an exception's type alone, and the tool does not run."""
+    deleted: list[list[str]] = []
+    calls = [{"id": "c1", "name": "delete_files", "args": {"paths": ["/tmp/a", "/tmp/b"]}}]
+    model = ScriptedChatModel(messages=iter([AIMessage(content="", tool_calls=calls)]))
+    spec = AgentSpec(
+        name="lc-bad-edit",
+        build=lambda sessions: gated_chat_agent(model, "per_call", saver, sessions, deleted),
+        policy=Policy(channel=CHANNEL, users=(ALICE,)),
+    )
+    bot: Harness = await make_bot(spec=spec)
+    value = await bot.start(requested_by=CAROL)
+    status, body = await bot.submit(ids.EDIT_VIEW, value, user=ALICE, text='{"paths": "/tmp/a"}')
+    assert status == 200 and "errors" not in body, body
+    await bot.slack.wait_for(
+        lambda: any(t.startswith("Could not resume this run:") for t in bot.thread()),
+        what="why the run was not resumed",
+    )
+    [told] = [t for t in bot.thread() if t.startswith("Could not resume this run:")]
+    assert "delete_files" in told and "paths" in told and "valid list" in told, told
+    assert "will not be retried" in told
+    assert deleted == []
