@@ -37,8 +37,6 @@ from genkit import (
     Part,
     ToolRequest,
     ToolResponse,
-    respond_to_interrupt,
-    restart_tool,
 )
 from genkit.middleware import (
     BaseMiddleware,
@@ -48,7 +46,7 @@ from genkit.middleware import (
 )
 
 from agent_runtime.errors import ModelError, ResumeError
-from agent_runtime.interrupts import Interrupt, InterruptResponse
+from agent_runtime.interrupts import InterruptResponse
 from agent_runtime.messages import JSONValue, ToolCall
 from agent_runtime.results import AgentResult
 from agent_runtime.results import ToolResult as CallResult
@@ -76,9 +74,8 @@ from .adapted import (
     signoff_ids,
     snapshot_status,
 )
+from .genkit_interrupts import as_interrupt, pending_of, resume_parts, shown
 from .genkit_tools import check_tools
-
-_PREFIX = "gk_"
 
 
 class _KeptResults(KeptResults):
@@ -108,7 +105,7 @@ class _KeptResults(KeptResults):
             tool_call=ToolCall(
                 id=_key(request),
                 name=request.name,
-                args=dict(request.input) if isinstance(request.input, dict) else {},
+                args=shown(request.input),
             ),
             result=CallResult(
                 content=output if isinstance(output, str) else _json(output), is_error=failed
@@ -178,7 +175,10 @@ class GenkitAgent(Runnable):
 
     async def thread_status(self, thread_id: str) -> ThreadStatus | None:
         return await snapshot_status(
-            self.session_store, thread_id, "genkit", lambda s: [_interrupt(p) for p in _pending(s)]
+            self.session_store,
+            thread_id,
+            "genkit",
+            lambda s: [as_interrupt(p) for p in pending_of(s)],
         )
 
     async def cancel(self, thread_id: str, reason: str) -> AgentResult | None:
@@ -188,7 +188,7 @@ class GenkitAgent(Runnable):
         holds the lease and wins."""
         async with self.session_store.lease(thread_id):
             stored = await self.session_store.load(thread_id)
-            if stored is None or not _pending(stored):
+            if stored is None or not pending_of(stored):
                 return None
             state = dict(stored.snapshot.get("genkit") or {})
             answers = _answered_turn(_messages(stored)[-1], reason)
@@ -213,7 +213,7 @@ class _GenkitInvocation(LeasedInvocation):
         kept: _KeptResults | None = None
         answered: set[str] = set()
         if isinstance(parsed, str):
-            if stored is not None and _pending(stored):
+            if stored is not None and pending_of(stored):
                 raise ResumeError(f"thread {self.thread_id} waits for its open interrupts")
             options |= {"prompt": parsed, "messages": history or None}
         elif isinstance(parsed, ContinueRun):
@@ -223,9 +223,11 @@ class _GenkitInvocation(LeasedInvocation):
                 raise ResumeError(
                     f"thread {self.thread_id} has no open interrupts; start a new run with a prompt"
                 )
-            check_retry(stored, parsed, named(map(_interrupt, _pending(stored)), stored.snapshot))
-            restarts, responses = _resume_parts(parsed, stored)
-            answered = {_interrupt(p).id for p in _pending(stored)}
+            check_retry(
+                stored, parsed, named(map(as_interrupt, pending_of(stored)), stored.snapshot)
+            )
+            restarts, responses = resume_parts(parsed, stored)
+            answered = {as_interrupt(p).id for p in pending_of(stored)}
             options |= {"messages": history, "resume_restart": restarts or None}
             options |= {"resume_respond": responses or None, "use": [_KeepToolResults()]}
             kept = _KeptResults(agent.session_store, self.thread_id, stored, parsed, restarts)
@@ -242,7 +244,7 @@ class _GenkitInvocation(LeasedInvocation):
         if refusal is not None:  # ended here: each of the turn's calls answered with why
             messages.append(_dump(_answered_turn(answer.messages[-1], refusal)))
         pending = [_dump(p) for p in answer.interrupts] if refusal is None else []
-        raised = [_interrupt(p) for p in pending]
+        raised = [as_interrupt(p) for p in pending]
         snapshot: dict[str, JSONValue] = {
             "genkit": {"messages": messages, "pending": pending},
             IDS: signoff_ids(raised, stored, answered),
@@ -331,61 +333,3 @@ def _messages(stored: StoredSession | None) -> list[Message]:
     state = (stored.snapshot.get("genkit") or {}) if stored else {}
     assert isinstance(state, dict)
     return [Message.model_validate(m) for m in state.get("messages") or ()]
-
-
-def _pending(stored: StoredSession) -> list[dict[str, Any]]:
-    state = stored.snapshot.get("genkit") or {}
-    assert isinstance(state, dict)
-    return list(state.get("pending") or ())
-
-
-def _interrupt(part: dict[str, Any]) -> Interrupt:
-    """A Genkit tool interrupt as a Signoff approval: the tool, its input, its message."""
-    request = part.get("toolRequest") or {}
-    ref = str(request.get("ref") or request.get("name"))
-    details = (part.get("metadata") or {}).get("interrupt")
-    message = details.get("message") if isinstance(details, dict) else None
-    name = str(request.get("name"))
-    args = request.get("input")
-    return Interrupt(
-        id=_PREFIX + ref,
-        name="approval",
-        reason={"tool": name, "args": args, "interrupt": details},
-        tool_call=ToolCall(id=ref, name=name, args=dict(args) if isinstance(args, dict) else {}),
-        allowed_decisions=("approve", "edit", "reject", "respond"),
-        description=str(message) if message else f"{name} needs approval",
-    )
-
-
-def _resume_parts(
-    responses: Sequence[InterruptResponse], stored: StoredSession
-) -> tuple[list[Part], list[Part]]:
-    """The ``resume_restart`` and ``resume_respond`` parts the answers stand for."""
-    pending = _pending(stored)
-    asked = named(map(_interrupt, pending), stored.snapshot)
-    by_id = {i.id: p for i, p in zip(asked, pending, strict=True)}
-    restarts: list[Part] = []
-    answers: list[Part] = []
-    for response in responses:
-        raw = by_id.get(response.interrupt_id)
-        if raw is None:
-            raise ResumeError(
-                f"unknown interrupt id {response.interrupt_id!r}; the open ones are {sorted(by_id)}"
-            )
-        part, decision = Part.model_validate(raw), response.decision
-        if decision is None or decision.type in ("reject", "respond"):
-            text = response.response if decision is None else decision.message
-            if decision is not None and decision.type == "reject":
-                text = f"Not approved: {decision.message or 'a person declined'}"
-            answers.append(respond_to_interrupt(text, interrupt=part))
-        elif decision.type == "edit":
-            restarts.append(
-                restart_tool(
-                    interrupt=part, replace_input=decision.args, resumed_metadata={"approved": True}
-                )
-            )
-        else:
-            restarts.append(restart_tool(interrupt=part, resumed_metadata={"approved": True}))
-    if len(responses) != len(pending):
-        raise ResumeError("answer every open interrupt of the generation together")
-    return restarts, answers

@@ -8,12 +8,13 @@ from typing import Any
 
 import pytest
 from adapter_checks import first_telling_dies, interrupts_keep_their_time, tool_audits
-from genkit import Genkit, Message, ModelRequest, ModelResponse, Part
+from genkit import Genkit, Interrupt, Message, ModelRequest, ModelResponse, Part, ToolRunContext
 from genkit_agents import define_delete_files, genkit_spec
-from harness import ALICE, CAROL, Harness
+from harness import ALICE, CAROL, CHANNEL, Harness
 
 from agent_runtime import Decision
 from agent_runtime.errors import ResumeError, ThreadBusyError
+from bot.agents.policy import AgentSpec, Policy
 from bot.ui import ids
 from signoff.genkit import GenkitAgent
 from storage import Storage
@@ -40,6 +41,49 @@ async def test_each_decision_resumes_the_genkit_generation_as_it_says(
     await bot.decide(how, value, user=ALICE)
     assert (await bot.finished()).startswith(f"Finished: {says}")
     assert deleted == ran
+
+
+async def test_a_tool_taking_a_string_shows_it_on_its_card_and_takes_its_edit(
+    make_bot: Any,
+) -> None:
+    """A Genkit tool's input may be a string: the card shows it (as ``input``), not empty
+    arguments, and an edit of it restarts the tool with the edited string."""
+    ai, ran = Genkit(), []
+
+    async def scripted(request: ModelRequest, ctx: Any) -> ModelResponse:
+        results = [p.tool_response for m in request.messages for p in m.content if p.tool_response]
+        if not results:
+            call = Part.from_tool_request(name="run_command", input="rm -rf /var/tmp/*", ref="c1")
+            return ModelResponse(message=Message(role="model", content=[call]))
+        return ModelResponse(
+            message=Message(role="model", content=[Part(text=f"done: {results[-1].output}")])
+        )
+
+    ai.define_model(name="scripted", fn=scripted)
+
+    @ai.tool()
+    async def run_command(input: str, ctx: ToolRunContext) -> str:
+        """Run a shell command, once a person approves."""
+        if not ctx.is_resumed():
+            raise Interrupt({"message": "Run this command?"})
+        ran.append(input)
+        return f"ran {input}"
+
+    spec = AgentSpec(
+        name="gk-command",
+        build=lambda sessions: GenkitAgent(
+            ai, model="scripted", tools=["run_command"], session_store=sessions
+        ),
+        policy=Policy(channel=CHANNEL, users=(ALICE,)),
+    )
+    bot: Harness = await make_bot(spec=spec)
+    value = await bot.start(requested_by=CAROL)
+    assert "rm -rf /var/tmp/*" in str(bot.posted(0)["blocks"])
+    edited = '{"input": "rm -rf /var/tmp/old"}'
+    status, body = await bot.submit(ids.EDIT_VIEW, value, user=ALICE, text=edited)
+    assert status == 200 and "errors" not in body, body
+    assert (await bot.finished()).startswith("Finished: done: ran rm -rf /var/tmp/old")
+    assert ran == ["rm -rf /var/tmp/old"]
 
 
 async def test_another_bot_process_resumes_the_generation(make_bot: Any) -> None:

@@ -1,0 +1,95 @@
+"""Genkit's tool interrupts as Signoff approvals, and a card's answers as the parts
+``generate`` resumes with: ``restart_tool`` (approve, edit) and ``respond_to_interrupt``
+(deny, reply). A tool's input that is not an object (a string) is shown, and edited,
+as ``input``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from genkit import Part, respond_to_interrupt, restart_tool
+
+from agent_runtime.errors import ResumeError
+from agent_runtime.interrupts import Interrupt, InterruptResponse
+from agent_runtime.messages import JSONValue, ToolCall
+from agent_runtime.session import StoredSession
+
+from .adapted import named
+
+PREFIX = "gk_"
+"""Starts the Signoff id of each of a generation's interrupts."""
+
+
+def pending_of(stored: StoredSession) -> list[dict[str, Any]]:
+    """The generation's interrupted calls, as the thread's snapshot keeps them."""
+    state = stored.snapshot.get("genkit") or {}
+    assert isinstance(state, dict)
+    return list(state.get("pending") or ())
+
+
+def as_interrupt(part: dict[str, Any]) -> Interrupt:
+    """A Genkit tool interrupt as a Signoff approval: the tool, its input, its message."""
+    request = part.get("toolRequest") or {}
+    ref = str(request.get("ref") or request.get("name"))
+    details = (part.get("metadata") or {}).get("interrupt")
+    message = details.get("message") if isinstance(details, dict) else None
+    name = str(request.get("name"))
+    args = request.get("input")
+    return Interrupt(
+        id=PREFIX + ref,
+        name="approval",
+        reason={"tool": name, "args": args, "interrupt": details},
+        tool_call=ToolCall(id=ref, name=name, args=shown(args)),
+        allowed_decisions=("approve", "edit", "reject", "respond"),
+        description=str(message) if message else f"{name} needs approval",
+    )
+
+
+def shown(input: Any) -> dict[str, JSONValue]:
+    """A tool's input as the card's arguments: an object as it is, another value (a tool
+    taking a string) as ``input``, so the approver sees what it runs on."""
+    if isinstance(input, dict):
+        return dict(input)
+    return {} if input is None else {"input": input}
+
+
+def _edited(input: Any, args: dict[str, JSONValue]) -> Any:
+    """The tool's input the card's edited ``args`` stand for (see ``shown``)."""
+    return args if isinstance(input, dict) or input is None else args.get("input")
+
+
+def resume_parts(
+    responses: Sequence[InterruptResponse], stored: StoredSession
+) -> tuple[list[Part], list[Part]]:
+    """The ``resume_restart`` and ``resume_respond`` parts the answers stand for."""
+    pending = pending_of(stored)
+    asked = named(map(as_interrupt, pending), stored.snapshot)
+    by_id = {i.id: p for i, p in zip(asked, pending, strict=True)}
+    restarts: list[Part] = []
+    answers: list[Part] = []
+    for response in responses:
+        raw = by_id.get(response.interrupt_id)
+        if raw is None:
+            raise ResumeError(
+                f"unknown interrupt id {response.interrupt_id!r}; the open ones are {sorted(by_id)}"
+            )
+        part, decision = Part.model_validate(raw), response.decision
+        if decision is None or decision.type in ("reject", "respond"):
+            text = response.response if decision is None else decision.message
+            if decision is not None and decision.type == "reject":
+                text = f"Not approved: {decision.message or 'a person declined'}"
+            answers.append(respond_to_interrupt(text, interrupt=part))
+        elif decision.type == "edit":
+            given = (raw.get("toolRequest") or {}).get("input")
+            edited = _edited(given, decision.args or {})
+            restarts.append(
+                restart_tool(
+                    interrupt=part, replace_input=edited, resumed_metadata={"approved": True}
+                )
+            )
+        else:
+            restarts.append(restart_tool(interrupt=part, resumed_metadata={"approved": True}))
+    if len(responses) != len(pending):
+        raise ResumeError("answer every open interrupt of the generation together")
+    return restarts, answers
