@@ -19,7 +19,9 @@ each invocation holds the thread's lease. A resume saves each restarted tool's r
 it comes: retried after a failure (the model call after the tool errs), it gets the result
 back instead of running the tool again. A restarted tool that raises ends the generation
 (Genkit's way), and its start is saved before it runs: the retry does not run it again,
-and answers it with why. A failed model call is an error, not an answer.
+and answers it with why. An edit whose input Genkit refuses for the tool is refused on
+every try, so the resume is not retried (``UnresumableError`` says what does not fit). A
+failed model call is an error, not an answer.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from typing import Any
 from genkit import (
     FinishReason,
     Genkit,
+    GenkitError,
     Message,
     Part,
     ToolRequest,
@@ -45,7 +48,7 @@ from genkit.middleware import (
     ToolHookParams,
 )
 
-from agent_runtime.errors import ModelError, ResumeError
+from agent_runtime.errors import ModelError, ResumeError, UnresumableError
 from agent_runtime.interrupts import InterruptResponse
 from agent_runtime.messages import JSONValue, ToolCall
 from agent_runtime.results import AgentResult
@@ -74,7 +77,7 @@ from .adapted import (
     signoff_ids,
     snapshot_status,
 )
-from .genkit_interrupts import as_interrupt, pending_of, resume_parts, shown
+from .genkit_interrupts import as_interrupt, pending_of, refused_input, resume_parts, shown
 from .genkit_tools import check_tools
 
 
@@ -93,6 +96,8 @@ class _KeptResults(KeptResults):
     ) -> None:
         super().__init__(store, thread_id, stored, responses)
         self.restarted = {_key(p.tool_request) for p in restarts if p.tool_request}
+        self.refused: str | None = None
+        """Why Genkit refused a restarted tool's input (an edit that does not fit it)."""
         self.finished: dict[str, ToolCallFinished] = {}
         """What each restarted call did (now or in an earlier try), by its key."""
 
@@ -146,7 +151,11 @@ class _KeepToolResults(BaseMiddleware[Any]):
             return response
         else:
             await kept.start(key)
-            response = await next_fn(params, ctx)
+            try:
+                response = await next_fn(params, ctx)
+            except GenkitError as exc:
+                kept.refused = kept.refused or refused_input(exc, request.name)
+                raise
             dumped = response.model_dump(mode="json", by_alias=True, exclude_none=True)
             await kept.keep(key, dumped)
         kept.ran(request, response)
@@ -235,8 +244,14 @@ class _GenkitInvocation(LeasedInvocation):
         keeping = _keeping.set(kept)
         try:
             answer = await agent.ai.generate(**options)
+        except Exception as exc:
+            if kept is not None and kept.refused is not None:  # refused on every try alike
+                raise UnresumableError(kept.refused) from exc
+            raise
         finally:
             _keeping.reset(keeping)
+        if kept is not None and kept.refused is not None:
+            raise UnresumableError(kept.refused)
         if answer.finish_reason == FinishReason.FAILED:
             raise ModelError(f"the Genkit generation failed: {answer.finish_message}")
         messages = [_dump(m) for m in answer.messages]

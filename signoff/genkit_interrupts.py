@@ -8,7 +8,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from genkit import Part, respond_to_interrupt, restart_tool
+import pydantic
+from genkit import GenkitError, Part, RuntimeErrorReason, respond_to_interrupt, restart_tool
 
 from agent_runtime.errors import ResumeError
 from agent_runtime.interrupts import Interrupt, InterruptResponse
@@ -93,3 +94,20 @@ def resume_parts(
     if len(responses) != len(pending):
         raise ResumeError("answer every open interrupt of the generation together")
     return restarts, answers
+
+
+def refused_input(error: GenkitError, tool: str) -> str | None:
+    """What does not fit in a restarted ``tool``'s input (an edit), when ``error`` is Genkit
+    refusing it before the tool ran; None for another error."""
+    details = error.details if isinstance(error.details, dict) else {}
+    if details.get("reason") != RuntimeErrorReason.INVALID_INPUT:
+        return None
+    cause = error.cause
+    if isinstance(cause, pydantic.ValidationError):
+        said = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in cause.errors())
+    else:
+        said = error.original_message
+    return (
+        f"{tool} refused the input it was restarted with, which must fit what it takes "
+        f"({said}); it did not run, and the generation still waits: start the run again"
+    )

@@ -17,7 +17,7 @@ from genkit import (
     Part,
     ToolRunContext,
 )
-from genkit_agents import Paths, define_delete_files
+from genkit_agents import Paths, define_delete_files, genkit_spec
 from harness import ALICE, CAROL, CHANNEL, Harness
 from pydantic import SecretStr
 
@@ -27,6 +27,7 @@ from agent_runtime.run_events import RunFinished, ToolCallFinished
 from bot.agents.policy import AgentSpec, Policy
 from bot.api.runs import RUNS_PATH
 from bot.process.web import operator_app
+from bot.ui import ids
 from signoff.genkit import GenkitAgent
 from storage import Storage
 
@@ -218,3 +219,27 @@ async def test_a_tool_that_raised_in_a_resume_is_not_run_again_by_the_retry(
     )
     [finished] = [e for e in events if isinstance(e, RunFinished)]
     assert finished.result.message == f"done: {said}"
+
+
+async def test_an_edit_that_does_not_fit_the_tool_is_told_at_once_and_runs_nothing(
+    make_bot: Any,
+) -> None:
+    """Genkit checks a restarted tool's input before it runs: an edit that does not fit is
+    refused on every try, so the thread is told what does not fit, at once, and not that
+    the tool may have done part of its work."""
+    deleted: list[list[str]] = []
+    bot: Harness = await make_bot(spec=genkit_spec(deleted))
+    value = await bot.start(requested_by=CAROL)
+    status, body = await bot.submit(ids.EDIT_VIEW, value, user=ALICE, text='{"paths": "/tmp/a"}')
+    assert status == 200 and "errors" not in body, body
+    await bot.slack.wait_for(
+        lambda: any(t.startswith("Could not resume this run:") for t in bot.thread()),
+        what="why the run was not resumed",
+    )
+    [told] = [t for t in bot.thread() if t.startswith("Could not resume this run:")]
+    assert "delete_files" in told and "paths" in told and "valid list" in told, told
+    assert "will not be retried" in told
+    assert deleted == []
+    assert not [
+        e for e in await bot.services.storage.audit.read(count=100) if e.event.startswith("tool_")
+    ]
