@@ -91,8 +91,8 @@ def resume_parts(
             )
         else:
             restarts.append(restart_tool(interrupt=part, resumed_metadata={"approved": True}))
-    if len(responses) != len(pending):
-        raise ResumeError("answer every open interrupt of the generation together")
+    if len(responses) != len(pending) or {r.interrupt_id for r in responses} != set(by_id):
+        raise ResumeError("answer every open interrupt of the generation together, once each")
     return restarts, answers
 
 

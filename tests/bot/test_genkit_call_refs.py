@@ -5,12 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from genkit import Genkit, Interrupt, Message, ModelRequest, ModelResponse, Part, ToolRunContext
 from genkit_agents import Paths, define_delete_files
 from harness import ALICE, CAROL, CHANNEL, Harness
 
 from agent_runtime import Decision
 from agent_runtime.agui import run_agui
+from agent_runtime.errors import ResumeError
+from agent_runtime.interrupts import InterruptResponse
 from bot.agents.policy import AgentSpec, Policy
 from signoff.genkit import GenkitAgent
 from storage import Storage
@@ -193,3 +196,34 @@ async def test_an_agui_app_hears_a_refused_turn_as_a_run_error(storage: Storage)
     answer = {"interruptId": interrupt["id"], "status": "resolved", "payload": {"type": "approve"}}
     ended = [e async for e in run_agui(agent, start | {"runId": "r2", "resume": [answer]})]
     assert ended[-1]["type"] == "RUN_ERROR" and "did not run" in ended[-1]["message"]
+
+
+async def test_a_resume_answering_one_interrupt_twice_and_another_not_runs_nothing(
+    storage: Storage,
+) -> None:
+    """Genkit must be given an answer for each interrupted call: a resume answering one
+    twice and leaving another open is refused before any tool runs, and changes nothing."""
+    ai, deleted = Genkit(), []
+
+    async def two_calls(request: ModelRequest, ctx: Any) -> ModelResponse:
+        results = [p.tool_response for m in request.messages for p in m.content if p.tool_response]
+        if results:
+            return ModelResponse(message=Message(role="model", content=[Part(text="ok")]))
+        calls = [
+            Part.from_tool_request(name="delete_files", input={"paths": [p]}, ref=ref)
+            for p, ref in (("/tmp/a", "c1"), ("/tmp/b", "c2"))
+        ]
+        return ModelResponse(message=Message(role="model", content=calls))
+
+    ai.define_model(name="two-calls", fn=two_calls)
+    define_delete_files(ai, deleted)
+    agent = GenkitAgent(
+        ai, model="two-calls", tools=["delete_files"], session_store=storage.sessions
+    )
+    first, _ = (await agent.invoke("clean up", thread_id="thread_twice")).interrupts
+    before = await storage.sessions.load("thread_twice")
+    twice = [InterruptResponse(interrupt_id=first.id, decision=Decision.approve())] * 2
+    with pytest.raises(ResumeError, match="once each"):
+        await agent.invoke(twice, thread_id="thread_twice")
+    assert deleted == []
+    assert await storage.sessions.load("thread_twice") == before
