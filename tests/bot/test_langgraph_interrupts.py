@@ -128,6 +128,30 @@ async def test_a_value_a_card_cannot_take_as_it_is_is_asked_as_a_question(
     tool approval whose ``args`` are not an object is a question: either is posted, and
     the graph gets the answer."""
 
+    bot: Harness = await make_bot(spec=_asking(value))
+    card = await bot.start(requested_by=CAROL)
+    [question] = posted_cards(bot)
+    assert question["blocks"][0]["text"]["text"] == "Question: question"
+    assert shown in str(question["blocks"])
+    status, body = await bot.submit(ids.REPLY_VIEW, card, user=ALICE, text="go ahead")
+    assert status == 200 and "errors" not in body, body
+    assert (await bot.finished()).startswith("Finished: told go ahead")
+
+
+async def test_a_declined_question_gives_the_graph_a_rejection(make_bot: Any) -> None:
+    """A question declined (or left to expire) is not answered: the graph gets LangChain's
+    rejection shape with the reason, never the reason taken for an answer."""
+    bot: Harness = await make_bot(spec=_asking("Which region?"))
+    card = await bot.start(requested_by=CAROL)
+    status, body = await bot.submit(ids.DENY_VIEW, card, user=ALICE, text="not now")
+    assert status == 200 and "errors" not in body, body
+    final = await bot.finished()
+    assert final.startswith("Finished: told {'type': 'reject', 'message': 'not now'}"), final
+
+
+def _asking(value: Any) -> AgentSpec:
+    """An agent whose graph asks ``value`` and ends telling what it was answered."""
+
     def ask(state: TwoQuestions) -> TwoQuestions:
         return {"result": f"told {interrupt(value)}"}
 
@@ -136,18 +160,10 @@ async def test_a_value_a_card_cannot_take_as_it_is_is_asked_as_a_question(
     builder.add_edge(START, "ask")
     builder.add_edge("ask", END)
     graph = builder.compile(checkpointer=InMemorySaver())
-    spec = AgentSpec(
-        name="lg-odd-values",
+    return AgentSpec(
+        name="lg-asking",
         build=lambda sessions: LangGraphAgent(
             graph, input=lambda text: {"request": text}, session_store=sessions
         ),
         policy=Policy(channel=CHANNEL, users=(ALICE,)),
     )
-    bot: Harness = await make_bot(spec=spec)
-    card = await bot.start(requested_by=CAROL)
-    [question] = posted_cards(bot)
-    assert question["blocks"][0]["text"]["text"] == "Question: question"
-    assert shown in str(question["blocks"])
-    status, body = await bot.submit(ids.REPLY_VIEW, card, user=ALICE, text="go ahead")
-    assert status == 200 and "errors" not in body, body
-    assert (await bot.finished()).startswith("Finished: told go ahead")
