@@ -154,8 +154,9 @@ def _value(response: InterruptResponse, interrupt: Interrupt) -> JSONValue:
 
 
 class DenialReasons(HookProvider):
-    """Adds the reason a person gave for denying a call Strands' ``HumanInTheLoop`` asked
-    about to what the model is told of it: the intervention takes a yes or a no only."""
+    """Adds why a call Strands' ``HumanInTheLoop`` asked about was denied (a person's
+    reason, or that the request expired) to what the model is told of it: the intervention
+    takes a yes or a no only."""
 
     def __init__(self, responses: Sequence[InterruptResponse], stored: StoredSession) -> None:
         raised = named([as_interrupt(p) for p in pending_of(stored)], stored.snapshot)
@@ -176,4 +177,4 @@ class DenialReasons(HookProvider):
     def _tell(self, event: BeforeToolCallEvent) -> None:
         reason = self._reasons.pop(event.tool_use["toolUseId"], None)
         if reason is not None and isinstance(event.cancel_tool, str):
-            event.cancel_tool = f"{event.cancel_tool}\nDenied by a person: {reason}"
+            event.cancel_tool = f"{event.cancel_tool}\nReason: {reason}"

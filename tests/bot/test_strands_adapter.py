@@ -210,7 +210,7 @@ async def test_a_denial_of_strands_own_intervention_tells_the_model_its_reason(
     assert status == 200 and "errors" not in body, body
     final = await bot.finished()
     assert final.startswith("Finished: done (error): CONFIRMATION_FAILED:"), final
-    assert "not on Fridays" in final
+    assert final.endswith("\nReason: not on Fridays\ncc <@U0CAROL>"), final
     assert deleted == []
 
 
