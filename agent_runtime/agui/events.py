@@ -146,6 +146,9 @@ Expiry = Callable[[Interrupt], datetime | None]
 Offered = Callable[[Interrupt], tuple[DecisionType, ...]]
 """The decisions an approval takes (the serving app's policy may offer fewer than the
 interrupt allows)."""
+Remembers = Callable[[Interrupt], bool]
+"""Whether an approval's answer may ``remember`` (trust later calls): the serving app may
+give trust on another surface alone."""
 
 
 def run_finished(
@@ -155,6 +158,7 @@ def run_finished(
     run_id: str,
     expiry: Expiry | None = None,
     offered: Offered | None = None,
+    remembers: Remembers | None = None,
 ) -> RunFinishedEvent | RunErrorEvent:
     """The event that ends the run: finished (success, interrupt, cancelled) or an error.
 
@@ -176,6 +180,7 @@ def run_finished(
                 i,
                 expires_at=expiry(i) if expiry else None,
                 decisions=offered(i) if offered else None,
+                remember=remembers(i) if remembers else True,
             )
             for i in result.interrupts
         ]
@@ -193,10 +198,11 @@ def agui_interrupt(
     *,
     expires_at: datetime | None = None,
     decisions: tuple[DecisionType, ...] | None = None,
+    remember: bool = True,
 ) -> AguiInterrupt:
     """An open interrupt as AG-UI shows it; approvals carry the schema of a decision (one
-    of ``decisions``, by default those it allows), and a question with options the schema
-    of one of them."""
+    of ``decisions``, by default those it allows, with a ``remember`` when ``remember``),
+    and a question with options the schema of one of them."""
     wire: AguiInterrupt = {"id": interrupt.id, "reason": interrupt.name}
     if expires_at is not None:
         wire["expiresAt"] = expires_at.astimezone(UTC).isoformat().replace("+00:00", "Z")
@@ -209,7 +215,7 @@ def agui_interrupt(
         wire["toolCallId"] = interrupt.tool_call.id
     if interrupt.is_approval:
         wire["responseSchema"] = _decision_schema(
-            interrupt.allowed_decisions if decisions is None else decisions
+            interrupt.allowed_decisions if decisions is None else decisions, remember=remember
         )
     elif interrupt.options:
         wire["responseSchema"] = {"type": "string", "enum": list(interrupt.options)}
@@ -218,26 +224,24 @@ def agui_interrupt(
     return wire
 
 
-def _decision_schema(allowed: tuple[DecisionType, ...]) -> dict[str, JSONValue]:
+def _decision_schema(allowed: tuple[DecisionType, ...], *, remember: bool) -> dict[str, JSONValue]:
     """The JSON schema of an approval's answer, e.g. ``{"type": "approve"}``."""
-    return {
-        "type": "object",
-        "properties": {
-            "type": {"enum": list(allowed)},
-            "args": {"type": "object", "description": "new arguments, for edit"},
-            "message": {"type": "string", "description": "the reason, for reject or respond"},
-            "remember": {
-                "type": "object",
-                "properties": {
-                    "scope": {"enum": ["run", "thread", "minutes"]},
-                    "minutes": {"type": "integer", "minimum": 1},
-                    "same_args": {"type": "boolean"},
-                },
-                "required": ["scope"],
-            },
-        },
-        "required": ["type"],
+    properties: dict[str, JSONValue] = {
+        "type": {"enum": list(allowed)},
+        "args": {"type": "object", "description": "new arguments, for edit"},
+        "message": {"type": "string", "description": "the reason, for reject or respond"},
     }
+    if remember:
+        properties["remember"] = {
+            "type": "object",
+            "properties": {
+                "scope": {"enum": ["run", "thread", "minutes"]},
+                "minutes": {"type": "integer", "minimum": 1},
+                "same_args": {"type": "boolean"},
+            },
+            "required": ["scope"],
+        }
+    return {"type": "object", "properties": properties, "required": ["type"]}
 
 
 def text_message(event: TextMessage) -> list[AguiEvent]:

@@ -17,6 +17,7 @@ from .events import (
     AguiEvent,
     Expiry,
     Offered,
+    Remembers,
     run_error,
     run_finished,
     run_started,
@@ -35,6 +36,7 @@ async def run_agui(
     *,
     expiry: Expiry | None = None,
     offered: Offered | None = None,
+    remembers: Remembers | None = None,
     decided_elsewhere: Sequence[InterruptResponse] = (),
     finished: Callable[[AgentResult], None] | None = None,
 ) -> AsyncIterator[AguiEvent]:
@@ -43,9 +45,9 @@ async def run_agui(
     The stream opens with RUN_STARTED and ends with RUN_FINISHED (success, interrupt or
     cancelled) or RUN_ERROR; an input that cannot be read at all yields RUN_ERROR alone.
     A refused input (a resume that leaves an interrupt unanswered, answers one past its
-    ``expiry`` or with a decision not ``offered``, or a prompt while the thread waits for
-    a human) is a RUN_ERROR and changes
-    nothing stored. The tool calls of one model turn share one ``parentMessageId``.
+    ``expiry``, with a decision not ``offered`` or a ``remember`` it does not offer (see
+    ``remembers``), or a prompt while the thread waits for a human) is a RUN_ERROR and
+    changes nothing stored. The tool calls of one model turn share one ``parentMessageId``.
     Interrupts answered on another surface (``decided_elsewhere``: a Slack card) need no
     answer in the resume; the run takes their answers with the app's. ``finished`` is
     given the run's result before its RUN_FINISHED is yielded.
@@ -63,7 +65,7 @@ async def run_agui(
         waiting = [i for i in open_interrupts if i.id not in elsewhere]
         _refuse_expired(request.resume, waiting, expiry)
         run_input: RunInput = request.prompt or [
-            *interrupt_responses(request.resume, waiting),
+            *_answers(request.resume, waiting, remembers),
             *decided_elsewhere,
         ]
         if isinstance(run_input, list) and offered is not None:
@@ -95,7 +97,12 @@ async def run_agui(
         if finished is not None:
             finished(result)
         yield run_finished(
-            result, thread_id=thread_id, run_id=run_id, expiry=expiry, offered=offered
+            result,
+            thread_id=thread_id,
+            run_id=run_id,
+            expiry=expiry,
+            offered=offered,
+            remembers=remembers,
         )
     except AgentRuntimeError as error:
         log.info("AG-UI run %s on thread %s ended with an error: %s", run_id, thread_id, error)
@@ -138,3 +145,21 @@ def _refuse_not_offered(
             raise ResumeError(
                 f"interrupt {interrupt.id} offers {list(allowed)}, not {decision.type!r}"
             )
+
+
+def _answers(
+    resume: Sequence[ResumeAnswer], waiting: Sequence[Interrupt], remembers: Remembers | None
+) -> list[InterruptResponse]:
+    """The app's answers to the interrupts ``waiting`` for it; one may ``remember`` only
+    where its interrupt's schema offers it."""
+    responses = interrupt_responses(resume, waiting)
+    by_id = {i.id: i for i in waiting}
+    for response in responses:
+        interrupt = by_id.get(response.interrupt_id)
+        decision = response.decision
+        remembered = decision is not None and decision.remember is not None
+        if remembered and interrupt is not None and remembers and not remembers(interrupt):
+            raise ResumeError(
+                f"interrupt {interrupt.id} does not offer remember; answer it without one"
+            )
+    return responses

@@ -37,6 +37,7 @@ from agent_runtime.agui import run_agui
 from agent_runtime.agui.events import (
     Expiry,
     Offered,
+    Remembers,
     RunErrorEvent,
     run_error,
     run_finished,
@@ -55,7 +56,7 @@ from storage.api_clients import ADMIN
 from storage.errors import CorruptRecordError, InvalidIdError, StorageError
 from storage.keys import check_id
 
-from .agui_cards import CardAnswers, answer_cards, post_cards
+from .agui_cards import CardAnswers, answer_cards, carded, post_cards
 from .agui_unstored import unstored_stop
 from .app_rounds import HANDED_OVER, AppRound
 from .auth import NOT_OPERATOR, bearer_check
@@ -150,6 +151,7 @@ def add_agui_routes(
                 run_id=ids[1],
                 expiry=expiry,
                 offered=_offered(services, name),
+                remembers=_remembers(services, name),
             )
             await send(await _post_cards(services, name, stop, answers) or asked)
         else:
@@ -161,6 +163,7 @@ def add_agui_routes(
                     body,
                     expiry=expiry,
                     offered=_offered(services, name),
+                    remembers=_remembers(services, name),
                     decided_elsewhere=answers.decided_on_cards,
                     finished=results.append,
                 ):
@@ -266,6 +269,12 @@ def _offered(services: Services, agent: str) -> Offered:
         return card_decisions(spec.policy_for(tool), interrupt)
 
     return offered
+
+
+def _remembers(services: Services, agent: str) -> Remembers:
+    """Whether the app's answer to an interrupt of ``agent`` may trust later calls: only
+    where no card asks it, as a card gives trust by its own "Approve and trust"."""
+    return lambda interrupt: not carded(services, agent, interrupt)
 
 
 def _error(status: int, message: str) -> web.Response:

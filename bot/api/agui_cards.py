@@ -8,9 +8,10 @@ worker runs the rest. A click that lands between the app's answers refuses its r
 too, and the answers it recorded reach the run with the click's, through that worker.
 Interrupts of the turn decided on their cards before the app's resume need no answer
 from it: the run takes their cards' answers with the app's. An answer the card would not
-take (expired, not offered, edited arguments that do not fit, or an approval its policy
-wants from people: a quorum or an undo window), or a resume the runtime would refuse (an
-interrupt answered twice, or not open), is refused before any card changes.
+take (expired, not offered, a ``remember``, as a card gives trust by its own "Approve and
+trust" alone, edited arguments that do not fit, or an approval its policy wants from
+people: a quorum or an undo window), or a resume the runtime would refuse (an interrupt
+answered twice, or not open), is refused before any card changes.
 """
 
 from __future__ import annotations
@@ -152,6 +153,13 @@ def _not_taken(
         return _expired(card)
     if interrupt.question:
         return None  # a question's answer is the app's words
+    if decision.remember is not None:
+        return Refusal(
+            "not_offered",
+            f"interrupt {interrupt.id} does not offer remember: the app decides this call "
+            'alone, and trust is given on its Slack card, by "Approve and trust" where '
+            "its policy offers it; answer without remember",
+        )
     # A tool's own interrupt (no decisions of its own) offers what its card offers.
     allowed = interrupt.allowed_decisions or card.policy.decisions
     offered = [d for d in allowed if d in card.policy.decisions]

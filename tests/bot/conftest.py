@@ -178,8 +178,9 @@ async def endpoint_for(make_bot: Any) -> AsyncIterator[Callable[..., Awaitable[E
         policy: Policy | None = None,
         spec: AgentSpec | None = None,
         also: tuple[AgentSpec, ...] = (),
+        then: tuple[dict[str, Any], ...] = (),
     ) -> Endpoint:
-        bot: Harness = await make_bot(policy, spec=spec, also=also)
+        bot: Harness = await make_bot(policy, spec=spec, also=also, then=then)
         # Served as `signoff serve` serves it (a handler is not cancelled when its client
         # goes away), not as aiohttp's TestServer does.
         runner = web.AppRunner(operator_app(bot.services, api_token=SecretStr(TOKEN)))
