@@ -273,6 +273,10 @@ async def _decide_click(services: Services, entry: ClickEntry) -> None:
     if made is not None:
         news = decided_news(services, made)  # after the click is acknowledged
         services.background.spawn(news, name=f"decided {made.id}")
+    elif outcome.status == "held" and outcome.record is not None:
+        # Held in its undo window: the approvers' Homes say so, and offer it no more.
+        held = refresh_homes(services, outcome.record)
+        services.background.spawn(held, name=f"held {outcome.record.id}")
 
 
 async def decided_news(services: Services, record: InterruptRecord) -> None:

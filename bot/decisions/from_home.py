@@ -70,6 +70,7 @@ async def decide_from_home(
         when = date_token(record.held.until, template="{time_secs}")
         notice = f"Decided: it takes effect at {when} unless someone clicks Undo on its card."
         await show_home(services, user, notice=notice)
+        await refresh_homes(services, record, except_for=user)
     else:  # a vote toward a quorum: the viewer's Home says so
         counted = f"Your approval is counted ({outcome.approvals} of {outcome.required})."
         await show_home(services, user, notice=counted)

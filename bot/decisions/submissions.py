@@ -95,6 +95,8 @@ async def _announce(services: Services, outcome: DecideOutcome) -> None:
     if outcome.status in ("recorded", "replayed") and outcome.record.state != "pending":
         await tell_decided(services, outcome.record)
         await refresh_homes(services, outcome.record)
+    elif outcome.status == "held":  # in its undo window: Homes offer it no more
+        await refresh_homes(services, outcome.record)
 
 
 async def _decide(

@@ -99,13 +99,17 @@ def _missing(membership: Membership) -> str | None:
     return f"Looked in the first {looked:,} of your channels Slack lists, not the rest."
 
 
-async def refresh_homes(services: Services, record: InterruptRecord) -> None:
+async def refresh_homes(
+    services: Services, record: InterruptRecord, *, except_for: str | None = None
+) -> None:
     """Redraw the Home of the people who could decide ``record`` (and whoever did), when
-    they opened it lately, each on the pages they were on: the request leaves their list."""
+    they opened it lately, each on the pages they were on: the request leaves their list,
+    or says its decision waits out its undo window. ``except_for`` is redrawn by the caller."""
     policy = record.policy
     named = policy.deciders
     named += tuple(u for rung in record.reached_rungs for u in rung.deciders)
-    users = [*((record.decided_by,) if record.decided_by else ()), *named][:MAX_REFRESHED]
+    users = [*((record.decided_by,) if record.decided_by else ()), *named]
+    users = [user for user in users if user != except_for][:MAX_REFRESHED]
     try:
         viewers = await services.storage.home.recent(users, services.clock.now())
     except StorageError as exc:

@@ -21,10 +21,12 @@ from .blocks import (
     date_token,
     escaped,
     header,
+    mentions,
     section,
     user_mention,
 )
 from .cards import card_from_record
+from .message import HEADLINE
 from .mrkdwn import code_block, code_span, is_truncated
 
 _PER_ITEM = 2
@@ -114,7 +116,8 @@ def _by_card(records: Sequence[InterruptRecord]) -> list[list[InterruptRecord]]:
 
 def _entry(items: Sequence[InterruptRecord], viewer: str | None = None) -> list[Block]:
     """One card in a list: what it asks, a link to it, since and until when, and whether
-    ``viewer``'s approval already counts toward its quorum."""
+    ``viewer``'s approval already counts toward its quorum, or a decision waits out its
+    undo window (nobody decides it then: it can only be undone, on its card)."""
     record = items[0]
     block = section(_summary(items))
     if record.permalink:
@@ -126,13 +129,31 @@ def _entry(items: Sequence[InterruptRecord], viewer: str | None = None) -> list[
             "value": record.id,
         }
     parts = [f"Since {date_token(record.created_at)}"]
-    if record.expires_at:
+    if record.expires_at and record.held is None:
         parts.append(f"expires {date_token(record.expires_at)}")
-    if viewer is not None and _counted(record, viewer):
+    if record.held is not None:
+        parts.append(_held(record))
+    elif viewer is not None and _counted(record, viewer):
         so_far = f"{len(record.approvals)} of {record.policy.min_approvals}"
         deny = "; a denial still ends it" if "reject" in record.policy.decisions else ""
         parts.append(f"Your approval is counted ({so_far}){deny}.")
     return [block, context(parts)]
+
+
+def _held(record: InterruptRecord) -> str:
+    """What a decision in its undo window will be, by whom, and when it takes effect."""
+    held = card_from_record(record).held
+    assert held is not None
+    if held.trusted:  # nobody clicked: a grant approved it
+        by = f"under the trust {user_mention(held.by)} gave"
+    else:
+        quorum = held.outcome == "approved" and len(record.approvals) > 1
+        by = f"by {mentions(record.approvals if quorum else (held.by,))}"
+    when = date_token(held.until, template="{time_secs}")
+    return (
+        f"{HEADLINE[held.outcome]} {by}, not yet final: it takes effect at {when} unless "
+        "someone clicks Undo on its card."
+    )
 
 
 def _counted(record: InterruptRecord, viewer: str) -> bool:
@@ -165,11 +186,14 @@ def _summary(items: Sequence[InterruptRecord]) -> str:
 
 def _decide_here(record: InterruptRecord, decider: str) -> list[Block]:
     """The arguments in full and Approve / Deny, when the request can be decided from a list:
-    the policy offers both, it is not a question, and its arguments fit (else only Open).
-    Once ``decider``'s approval counts toward a quorum, Deny alone."""
+    the policy offers both, it is not a question, no decision waits out its undo window,
+    and its arguments fit (else only Open). Once ``decider``'s approval counts toward a
+    quorum, Deny alone."""
     interrupt = record.runtime_interrupt
     offered = record.policy.decisions
     if interrupt.question or "approve" not in offered or interrupt.tool_call is None:
+        return []
+    if record.held is not None:
         return []
     text = args_json(interrupt.tool_call.args)
     if is_truncated(text, LIST_ARGS):

@@ -1,0 +1,46 @@
+"""What App Home and ``/signoff`` say of a request is what storage holds: a decision
+waiting out its undo window, a withdrawn request, and the counts beside each list."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from fakes import home_click_payload
+from harness import ALICE, BOB, CAROL, CHANNEL, Harness
+from home_lists import button, last_home, open_home, redrawn
+
+from bot.agents.policy import Policy
+from bot.ui import ids
+
+
+async def test_a_decision_in_its_undo_window_is_not_offered_again_in_home(make_bot: Any) -> None:
+    """Approved from Home with an undo window, the request is decided, not yet final: the
+    Home that says so offers no Approve or Deny for it, nor does another approver's."""
+    policy = Policy(channel=CHANNEL, users=(ALICE, BOB), undo_window=timedelta(seconds=60))
+    bot: Harness = await make_bot(policy)
+    value = await bot.start(requested_by=CAROL)
+    await open_home(bot, BOB)
+    assert button(await open_home(bot, ALICE), ids.HOME_APPROVE) is not None
+
+    approve = home_click_payload(user=ALICE, action_id=ids.HOME_APPROVE, value=value)
+    home = await redrawn(bot, bot.send(approve), ALICE)
+    assert "unless someone clicks Undo on its card" in str(home[0])
+    assert button(home, ids.HOME_APPROVE) is None and button(home, ids.HOME_DENY) is None
+    assert f"Approved by <@{ALICE}>, not yet final" in str(home)
+    await bot.slack.wait_for(
+        lambda: button(last_home(bot, BOB), ids.HOME_APPROVE) is None, what="Bob's Home redrawn"
+    )
+    assert button(last_home(bot, BOB), ids.HOME_DENY) is None
+    listed = await bot.command("", user=BOB)
+    assert f"Approved by <@{ALICE}>, not yet final" in str(listed["blocks"])
+
+
+async def test_a_click_held_in_its_undo_window_redraws_the_approvers_homes(make_bot: Any) -> None:
+    policy = Policy(channel=CHANNEL, users=(ALICE, BOB), undo_window=timedelta(seconds=60))
+    bot: Harness = await make_bot(policy)
+    value = await bot.start(requested_by=CAROL)
+    assert button(await open_home(bot, BOB), ids.HOME_DENY) is not None
+    home = await redrawn(bot, bot.click(ids.APPROVE, value, user=ALICE), BOB)
+    assert button(home, ids.HOME_APPROVE) is None and button(home, ids.HOME_DENY) is None
+    assert f"Approved by <@{ALICE}>, not yet final" in str(home)
