@@ -31,6 +31,7 @@ from aiohttp import web
 from bot.services import Services
 from bot.services.log_context import log_ids
 from bot.services.tracing import span
+from bot.ui.home import refresh_homes
 from bot.ui.posting import post_interrupt
 from bot.ui.redraws import update_message
 from storage.errors import (
@@ -265,6 +266,8 @@ class _RequestsApi:
         if not cancelled.count:
             return await answer(services, latest, meta, status=409, note="it was no longer pending")
         await update_message(services, latest)
+        # The approvers' Homes drop it, in the background: one views.publish each.
+        services.background.spawn(refresh_homes(services, latest), name=f"withdrawn {record.id}")
         view = await view_of(services, latest, meta)
         if view.status != "withdrawn":  # items decided before the withdrawal landed
             log.info(

@@ -3,14 +3,19 @@ waiting out its undo window, a withdrawn request, and the counts beside each lis
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import aiohttp
+from aiohttp.test_utils import TestServer
 from fakes import home_click_payload
 from harness import ALICE, BOB, CAROL, CHANNEL, Harness
 from home_lists import button, last_home, open_home, redrawn
+from pydantic import SecretStr
 
 from bot.agents.policy import Policy
+from bot.api.request_records import REQUESTS_PATH
+from bot.process.web import operator_app
 from bot.ui import ids
 
 
@@ -44,3 +49,31 @@ async def test_a_click_held_in_its_undo_window_redraws_the_approvers_homes(make_
     home = await redrawn(bot, bot.click(ids.APPROVE, value, user=ALICE), BOB)
     assert button(home, ids.HOME_APPROVE) is None and button(home, ids.HOME_DENY) is None
     assert f"Approved by <@{ALICE}>, not yet final" in str(home)
+
+
+async def test_a_request_its_job_withdrew_leaves_the_approvers_homes(make_bot: Any) -> None:
+    bot: Harness = await make_bot()
+    _, token = await bot.services.storage.api_clients.create(
+        "demo-job", channels=(CHANNEL,), now=datetime.now(UTC)
+    )
+    app = operator_app(bot.services, api_token=SecretStr("admin-token-" + "x" * 24))
+    server = TestServer(app, host="127.0.0.1", port=0)
+    await server.start_server()
+    base, auth = f"http://127.0.0.1:{server.port}", {"Authorization": f"Bearer {token}"}
+    body = {"channel": CHANNEL, "title": "Rotate keys", "approvers": [ALICE]}
+    try:
+        async with aiohttp.ClientSession(headers=auth) as http:
+            async with http.post(base + REQUESTS_PATH, json=body) as response:
+                assert response.status == 201, await response.text()
+                made = await response.json()
+            await bot.slack.wait_calls("chat.postMessage")
+            assert "Rotate keys" in str(await open_home(bot, ALICE))
+            withdraw = http.post(base + made["status_url"] + "/withdraw", json={})
+            async with withdraw as response:
+                assert response.status == 200, await response.text()
+    finally:
+        await server.close()
+    await bot.slack.wait_for(
+        lambda: "Rotate keys" not in str(last_home(bot, ALICE)), what="Alice's Home redrawn"
+    )
+    assert "Nothing is waiting for your decision." in str(last_home(bot, ALICE))
