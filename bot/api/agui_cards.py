@@ -34,6 +34,7 @@ from bot.runs.drive import settle
 from bot.runs.place import Place, first_posted, place_of
 from bot.services import Services
 from bot.ui.cards import IN_APP
+from bot.ui.home import refresh_homes
 from bot.ui.redraws import update_message
 from storage.errors import InvalidIdError
 from storage.keys import record_id
@@ -127,6 +128,8 @@ async def answer_cards(services: Services, agent: Runnable, body: dict[str, Any]
             decided.append(after)
     for card in decided:
         await update_message(services, card)
+        # The approvers' Homes drop it, in the background: one views.publish each.
+        services.background.spawn(refresh_homes(services, card), name=f"decided {card.id}")
     if refused is not None:
         return CardAnswers(refused[0], place_of(refused[1]))
     round_cards = decided or elsewhere

@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import aiohttp
+from agui_endpoint import Endpoint, answer_one, ask_one
 from aiohttp.test_utils import TestServer
 from fakes import home_click_payload
 from harness import ALICE, BOB, CAROL, CHANNEL, Harness
@@ -77,3 +78,19 @@ async def test_a_request_its_job_withdrew_leaves_the_approvers_homes(make_bot: A
         lambda: "Rotate keys" not in str(last_home(bot, ALICE)), what="Alice's Home redrawn"
     )
     assert "Nothing is waiting for your decision." in str(last_home(bot, ALICE))
+
+
+async def test_a_request_its_app_answered_leaves_the_approvers_homes(endpoint: Endpoint) -> None:
+    """An AG-UI app's answer decides the card as a click would: the Home that listed it
+    no longer does."""
+    bot = endpoint.bot
+    interrupt, _ = await ask_one(endpoint, "thread-home")
+    assert button(await open_home(bot, ALICE), ids.HOME_APPROVE) is not None
+    await answer_one(
+        endpoint, "thread-home", interrupt["id"], status="resolved", payload={"type": "approve"}
+    )
+    await bot.slack.wait_for(
+        lambda: "Nothing is waiting for your decision." in str(last_home(bot, ALICE)),
+        what="Alice's Home redrawn",
+    )
+
