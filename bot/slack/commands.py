@@ -21,6 +21,7 @@ from bot.ui.home import publish_home, show_home
 from bot.ui.home_place import FIRST_PAGES, HomePlace
 from bot.ui.listing import (
     PAGE_SIZE,
+    Shown,
     help_text,
     page_cursor,
     pending_blocks,
@@ -80,8 +81,11 @@ def command_listener(services: Services) -> Any:
                 log.error("pending list for %s not read: %s", user, exc)
                 await ack(text=LIST_DOWN)
                 return
-            blocks = pending_blocks(page.records, viewer=user, next_page=page.next_cursor)
-            await ack(text=waiting_text(page.records, next_page=page.next_cursor), blocks=blocks)
+            shown = Shown.of(page)
+            blocks = pending_blocks(
+                page.records, viewer=user, next_page=page.next_cursor, shown=shown
+            )
+            await ack(text=waiting_text(page.records, shown=shown), blocks=blocks)
 
     return on_command
 
@@ -144,8 +148,10 @@ def page_listener(services: Services) -> Any:
         except StorageError as exc:
             log.error("next page for %s not read: %s", user, exc)
             return
-        blocks = pending_blocks(page.records, viewer=user, next_page=page.next_cursor)
-        await respond(text="Waiting for you", blocks=blocks, replace_original=True)
+        shown = Shown.of(page)
+        blocks = pending_blocks(page.records, viewer=user, next_page=page.next_cursor, shown=shown)
+        text = waiting_text(page.records, shown=shown)
+        await respond(text=text, blocks=blocks, replace_original=True)
 
     return on_next_page
 

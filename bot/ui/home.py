@@ -15,7 +15,6 @@ from slack_sdk.errors import SlackApiError
 from bot.services import Services
 from bot.services.directory import CHANNEL_PAGES, CHANNELS_PER_PAGE, Membership
 from storage.errors import StorageError
-from storage.outcomes import Page
 from storage.records import InterruptRecord
 
 from .blocks import section
@@ -64,11 +63,11 @@ async def publish_home(
             viewer=user,
             next_page=page.next_cursor and later_named.value,
             decide_here=True,
-            shown=_shown(page),
+            shown=Shown.of(page),
         ),
         *channel_blocks(
             open_page.records,
-            shown=_shown(open_page),
+            shown=Shown.of(open_page),
             next_page=open_page.next_cursor and later_open.value,
             missing=_missing(membership),
         ),
@@ -83,10 +82,6 @@ async def show_home(services: Services, user: str, *, notice: str | None = None)
     """Redraw ``user``'s Home on the pages they were on (as stored), ``notice`` on top."""
     kept = HomePlace.parse(await services.storage.home.place(user))
     await publish_home(services, user, kept, stored=kept, notice=notice)
-
-
-def _shown(page: Page) -> Shown:
-    return Shown(before=page.before, listed=len(page.records), total=page.total)
 
 
 def _missing(membership: Membership) -> str | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from storage.outcomes import Page
 from storage.records import InterruptRecord
 from storage.requests import is_request_run
 from storage.trust_grants import TrustGrant
@@ -30,8 +31,9 @@ from .message import HEADLINE
 from .mrkdwn import code_block, code_span, is_truncated
 
 _PER_ITEM = 2
-PAGE_SIZE = (MESSAGE_BLOCKS - 2) // _PER_ITEM
-"""Requests per page: a header, two blocks each, and the next-page button fit a message."""
+PAGE_SIZE = (MESSAGE_BLOCKS - 3) // _PER_ITEM
+"""Requests per page: a header, which part of the list it shows, two blocks each, and the
+next-page button fit a message."""
 
 
 def pending_blocks(
@@ -40,20 +42,20 @@ def pending_blocks(
     viewer: str,
     next_page: str | None = None,
     decide_here: bool = False,
-    shown: Shown | None = None,
+    shown: Shown,
 ) -> list[Block]:
     """A header, then per card its summary and a link to its message (the permalink
     Slack gave when it was posted), then a button to the page after (``next_page``: what
     it carries, a storage cursor or Home's pair of them). With ``decide_here`` (App Home),
     a request whose arguments fit in full beside it gets Approve and Deny too; a batch is
     decided on its card only. A card ``viewer`` already approved toward a quorum says so;
-    ``shown``, which part of the whole list this page is."""
+    ``shown``, which part of the whole list this page is (the header counts the whole)."""
     cards = _by_card(list(records)[:PAGE_SIZE])
-    blocks: list[Block] = [header(f"Waiting for you: {_count(cards, next_page)}")]
+    blocks: list[Block] = [header(f"Waiting for you: {_count(cards, shown)}")]
     if not cards:
         blocks.append(section("Nothing is waiting for your decision."))
         return blocks
-    if shown and shown.partial:
+    if shown.partial:
         blocks.append(context([shown.text()]))
     for items in cards:
         blocks += _entry(items, viewer)
@@ -72,6 +74,14 @@ class Shown:
     before: int
     listed: int
     total: int
+
+    @classmethod
+    def of(cls, page: Page) -> Shown:
+        """What ``page`` shows; on the last page, the entries it left out (decided or
+        unreadable since they were counted) are not counted either."""
+        listed = len(page.records)
+        total = page.total if page.next_cursor else page.before + listed
+        return cls(before=page.before, listed=listed, total=total)
 
     @property
     def partial(self) -> bool:
@@ -96,13 +106,15 @@ def _page_button(action_id: str, text: str, cursor: str) -> Block:
     return {"type": "actions", "elements": [button]}
 
 
-def waiting_text(records: Sequence[InterruptRecord], *, next_page: str | None = None) -> str:
-    """The list's text (its notification): how many cards wait for the viewer."""
-    return f"{_count(_by_card(list(records)[:PAGE_SIZE]), next_page)} waiting for you"
+def waiting_text(records: Sequence[InterruptRecord], *, shown: Shown) -> str:
+    """The list's text (its notification): how many wait for the viewer."""
+    return f"{_count(_by_card(list(records)[:PAGE_SIZE]), shown)} waiting for you"
 
 
-def _count(cards: Sequence[object], next_page: str | None) -> str:
-    return f"{len(cards)}+" if next_page else str(len(cards))
+def _count(cards: Sequence[object], shown: Shown) -> str:
+    """How many wait: the cards, when the page shows them all; else the whole list, as
+    storage counts it (each item of a batch counts one, as ``Shown.text`` says)."""
+    return str(shown.total) if shown.partial else str(len(cards))
 
 
 def _by_card(records: Sequence[InterruptRecord]) -> list[list[InterruptRecord]]:

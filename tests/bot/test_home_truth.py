@@ -9,9 +9,19 @@ from typing import Any
 import aiohttp
 from agui_endpoint import Endpoint, answer_one, ask_one
 from aiohttp.test_utils import TestServer
-from fakes import home_click_payload
+from fakes import click_payload, home_click_payload
 from harness import ALICE, BOB, CAROL, CHANNEL, Harness
-from home_lists import button, last_home, open_home, redrawn
+from home_lists import (
+    ROTA,
+    TEAMS,
+    ask,
+    button,
+    last_home,
+    named_requests,
+    open_home,
+    redrawn,
+    turn_page,
+)
 from pydantic import SecretStr
 
 from bot.agents.policy import Policy
@@ -94,3 +104,42 @@ async def test_a_request_its_app_answered_leaves_the_approvers_homes(endpoint: E
         what="Alice's Home redrawn",
     )
 
+
+async def test_every_page_of_a_list_counts_all_that_waits_as_its_entries_do(
+    make_bot: Any,
+) -> None:
+    """25 requests wait for Alice: each page of Home and of ``/signoff`` says 25 wait,
+    beside which of them it shows, not how many it holds."""
+    bot: Harness = await make_bot()
+    bot.slack.groups[ROTA] = [ALICE, BOB]
+    await ask(bot, named_requests(0, 25))
+
+    home = await open_home(bot)
+    assert home[0]["text"]["text"] == "Waiting for you: 25"
+    assert "Showing 1 to 17 of 25" in str(home[1])
+    next_page = button(home, ids.NEXT_PAGE)
+    assert next_page is not None
+    rest = await turn_page(bot, ids.NEXT_PAGE, next_page["value"])
+    assert rest[0]["text"]["text"] == "Waiting for you: 25"
+    assert "Showing 18 to 25 of 25" in str(rest[1])
+
+    listed = await bot.command("", user=ALICE)
+    assert listed["text"] == "25 waiting for you" and len(listed["blocks"]) <= 50
+    assert listed["blocks"][0]["text"]["text"] == "Waiting for you: 25"
+    assert "Showing 1 to 23 of 25" in str(listed["blocks"][1])
+    more = button(listed["blocks"], ids.NEXT_PAGE)
+    assert more is not None
+    payload = click_payload(
+        action_id=ids.NEXT_PAGE,
+        value=more["value"],
+        user=ALICE,
+        channel=TEAMS[0],
+        message_ts="1700000000.000100",
+    )
+    payload["response_url"] = bot.slack.response_url
+    await bot.send(payload)
+    await bot.slack.wait_calls("response_url")
+    [page] = bot.slack.called("response_url")
+    assert page["text"] == "25 waiting for you"
+    assert page["blocks"][0]["text"]["text"] == "Waiting for you: 25"
+    assert "Showing 24 to 25 of 25" in str(page["blocks"][1])

@@ -18,7 +18,7 @@ from bot.ui.batch_message import batch_message, item_label
 from bot.ui.blocks import date_token
 from bot.ui.cards import Card, Held, Verdict, card_from_record
 from bot.ui.deciders import if_nobody_decides
-from bot.ui.listing import pending_blocks, trust_blocks
+from bot.ui.listing import Shown, pending_blocks, trust_blocks
 from bot.ui.message import CUT_NOTE, decided_message, pending_message, verdict_note
 from bot.ui.modals import (
     args_modal,
@@ -378,7 +378,7 @@ def test_a_tool_name_with_a_backtick_stays_inside_its_code_span_everywhere() -> 
         batch_message(Batch.of([record])).blocks,
         edit_modal(card),
         reply_modal(card),
-        pending_blocks([record], viewer="U0ALICE"),
+        pending_blocks([record], viewer="U0ALICE", shown=Shown(before=0, listed=1, total=1)),
         trust_blocks([grant]),
     ):
         texts += _mrkdwn_texts(node)
