@@ -83,7 +83,11 @@ def command_listener(services: Services) -> Any:
                 return
             shown = Shown.of(page)
             blocks = pending_blocks(
-                page.records, viewer=user, next_page=page.next_cursor, shown=shown
+                page.records,
+                viewer=user,
+                now=services.clock.now(),
+                next_page=page.next_cursor,
+                shown=shown,
             )
             await ack(text=waiting_text(page.records, shown=shown), blocks=blocks)
 
@@ -149,7 +153,13 @@ def page_listener(services: Services) -> Any:
             log.error("next page for %s not read: %s", user, exc)
             return
         shown = Shown.of(page)
-        blocks = pending_blocks(page.records, viewer=user, next_page=page.next_cursor, shown=shown)
+        blocks = pending_blocks(
+            page.records,
+            viewer=user,
+            now=services.clock.now(),
+            next_page=page.next_cursor,
+            shown=shown,
+        )
         text = waiting_text(page.records, shown=shown)
         await respond(text=text, blocks=blocks, replace_original=True)
 

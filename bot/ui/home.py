@@ -61,12 +61,14 @@ async def publish_home(
         *pending_blocks(
             page.records,
             viewer=user,
+            now=now,
             next_page=page.next_cursor and later_named.value,
             decide_here=True,
             shown=Shown.of(page),
         ),
         *channel_blocks(
             open_page.records,
+            now=now,
             shown=Shown.of(open_page),
             next_page=open_page.next_cursor and later_open.value,
             missing=_missing(membership),

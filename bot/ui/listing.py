@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from storage.outcomes import Page
 from storage.records import InterruptRecord
@@ -27,6 +28,7 @@ from .blocks import (
     user_mention,
 )
 from .cards import card_from_record
+from .deciders import if_nobody_decides
 from .message import HEADLINE
 from .mrkdwn import code_block, code_span, is_truncated
 
@@ -40,6 +42,7 @@ def pending_blocks(
     records: Sequence[InterruptRecord],
     *,
     viewer: str,
+    now: datetime,
     next_page: str | None = None,
     decide_here: bool = False,
     shown: Shown,
@@ -48,8 +51,9 @@ def pending_blocks(
     Slack gave when it was posted), then a button to the page after (``next_page``: what
     it carries, a storage cursor or Home's pair of them). With ``decide_here`` (App Home),
     a request whose arguments fit in full beside it gets Approve and Deny too; a batch is
-    decided on its card only. A card ``viewer`` already approved toward a quorum says so;
-    ``shown``, which part of the whole list this page is (the header counts the whole)."""
+    decided on its card only. A card ``viewer`` already approved toward a quorum says so,
+    and one whose time ran out by ``now`` (not yet swept) is decided no more; ``shown``,
+    which part of the whole list this page is (the header counts the whole)."""
     cards = _by_card(list(records)[:PAGE_SIZE])
     blocks: list[Block] = [header(f"Waiting for you: {_count(cards, shown)}")]
     if not cards:
@@ -58,8 +62,8 @@ def pending_blocks(
     if shown.partial:
         blocks.append(context([shown.text()]))
     for items in cards:
-        blocks += _entry(items, viewer)
-        if decide_here and items[0].batch is None:
+        blocks += _entry(items, now, viewer)
+        if decide_here and items[0].batch is None and not _time_ran_out(items[0], now):
             blocks += _decide_here(items[0], viewer)
     if next_page:
         blocks.append(_page_button(ids.NEXT_PAGE, "Next page", next_page))
@@ -126,8 +130,11 @@ def _by_card(records: Sequence[InterruptRecord]) -> list[list[InterruptRecord]]:
     return list(cards.values())
 
 
-def _entry(items: Sequence[InterruptRecord], viewer: str | None = None) -> list[Block]:
-    """One card in a list: what it asks, a link to it, since and until when, and whether
+def _entry(
+    items: Sequence[InterruptRecord], now: datetime, viewer: str | None = None
+) -> list[Block]:
+    """One card in a list: what it asks, a link to it, since when, what happens if nobody
+    decides (as its card says) or that its time ran out by ``now``, and whether
     ``viewer``'s approval already counts toward its quorum, or a decision waits out its
     undo window (nobody decides it then: it can only be undone, on its card)."""
     record = items[0]
@@ -141,8 +148,10 @@ def _entry(items: Sequence[InterruptRecord], viewer: str | None = None) -> list[
             "value": record.id,
         }
     parts = [f"Since {date_token(record.created_at)}"]
-    if record.expires_at and record.held is None:
-        parts.append(f"expires {date_token(record.expires_at)}")
+    if record.held is None and _time_ran_out(record, now):
+        parts.append(_time_up(record))
+    elif record.held is None and (if_nobody := if_nobody_decides(record)):
+        parts.append(if_nobody)
     if record.held is not None:
         parts.append(_held(record))
     elif viewer is not None and _counted(record, viewer):
@@ -150,6 +159,24 @@ def _entry(items: Sequence[InterruptRecord], viewer: str | None = None) -> list[
         deny = "; a denial still ends it" if "reject" in record.policy.decisions else ""
         parts.append(f"Your approval is counted ({so_far}){deny}.")
     return [block, context(parts)]
+
+
+def _time_ran_out(record: InterruptRecord, now: datetime) -> bool:
+    """Whether nobody may decide ``record`` any more: its time ran out, and the sweep that
+    acts on that has not taken it yet."""
+    return record.expires_at is not None and record.expires_at <= now
+
+
+def _time_up(record: InterruptRecord) -> str:
+    """What happens to a request whose time ran out, as its card said it would."""
+    assert record.expires_at is not None
+    if record.escalation_step < len(record.policy.rungs):
+        then = "goes to its next approvers"
+    elif record.approved_by_default:
+        then = "is approved by default"
+    else:
+        then = "is not approved" if not record.runtime_interrupt.question else "is not answered"
+    return f"Time ran out {date_token(record.expires_at)}: it {then}, and can no longer be decided."
 
 
 def _held(record: InterruptRecord) -> str:
@@ -241,6 +268,7 @@ MAX_OPEN = 5
 def channel_blocks(
     records: Sequence[InterruptRecord],
     *,
+    now: datetime,
     shown: Shown,
     next_page: str | None = None,
     missing: str | None = None,
@@ -256,7 +284,7 @@ def channel_blocks(
     if notes:
         blocks.append(context(notes))
     for items in _by_card(list(records)[:MAX_OPEN]):
-        blocks += _entry(items)
+        blocks += _entry(items, now)
     if next_page:
         blocks.append(_page_button(ids.HOME_OPEN_PAGE, "More open to your channels", next_page))
     return blocks

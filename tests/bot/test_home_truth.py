@@ -24,7 +24,7 @@ from home_lists import (
 )
 from pydantic import SecretStr
 
-from bot.agents.policy import Policy
+from bot.agents.policy import Escalate, Policy
 from bot.api.request_records import REQUESTS_PATH
 from bot.process.web import operator_app
 from bot.ui import ids
@@ -143,3 +143,27 @@ async def test_every_page_of_a_list_counts_all_that_waits_as_its_entries_do(
     assert page["text"] == "25 waiting for you"
     assert page["blocks"][0]["text"]["text"] == "Waiting for you: 25"
     assert "Showing 24 to 25 of 25" in str(page["blocks"][1])
+
+
+async def test_home_says_what_happens_if_nobody_decides_and_offers_nothing_once_time_ran_out(
+    make_bot: Any,
+) -> None:
+    """Home says, as the card does, that the request goes to @lead when nobody decides in
+    time (it does not "expire" then); once its time ran out, before the sweep takes it,
+    it says so and offers no decision a click could no longer make."""
+    lead = "U0LEAD"
+    policy = Policy(
+        channel=CHANNEL,
+        users=(ALICE,),
+        expires_after=timedelta(hours=1),
+        on_expiry=Escalate(users=(lead,), expires_after=timedelta(hours=1)),
+    )
+    bot: Harness = await make_bot(policy)
+    await bot.start(requested_by=CAROL)
+    listed = str(await open_home(bot, ALICE))
+    assert "If nobody decides by <!date^" in listed and f"it goes to <@{lead}>" in listed
+    assert "expires <!date^" not in listed
+    bot.clock.advance(timedelta(hours=1, seconds=1))  # the sweep has not run yet
+    home = await open_home(bot, ALICE)
+    assert "Time ran out <!date^" in str(home) and "If nobody decides" not in str(home)
+    assert button(home, ids.HOME_APPROVE) is None and button(home, ids.HOME_DENY) is None

@@ -378,7 +378,9 @@ def test_a_tool_name_with_a_backtick_stays_inside_its_code_span_everywhere() -> 
         batch_message(Batch.of([record])).blocks,
         edit_modal(card),
         reply_modal(card),
-        pending_blocks([record], viewer="U0ALICE", shown=Shown(before=0, listed=1, total=1)),
+        pending_blocks(
+            [record], viewer="U0ALICE", now=NOW, shown=Shown(before=0, listed=1, total=1)
+        ),
         trust_blocks([grant]),
     ):
         texts += _mrkdwn_texts(node)
