@@ -226,13 +226,15 @@ def _summary(items: Sequence[InterruptRecord]) -> str:
 def _decide_here(record: InterruptRecord, decider: str) -> list[Block]:
     """The arguments in full and Approve / Deny, when the request can be decided from a list:
     the policy offers both, it is not a question, no decision waits out its undo window,
-    and its arguments fit (else only Open). Once ``decider``'s approval counts toward a
+    its card shows nothing the list does not (what the call acts on, what changed), and
+    its arguments fit (else only Open). Once ``decider``'s approval counts toward a
     quorum, Deny alone."""
     interrupt = record.runtime_interrupt
     offered = record.policy.decisions
     if interrupt.question or "approve" not in offered or interrupt.tool_call is None:
         return []
-    if record.held is not None:
+    card = card_from_record(record)
+    if record.held is not None or card.acts_on is not None or card.changed is not None:
         return []
     text = args_json(interrupt.tool_call.args)
     if is_truncated(text, LIST_ARGS):

@@ -23,6 +23,7 @@ from home_lists import (
     turn_page,
 )
 from pydantic import SecretStr
+from test_stale_approvals import cleanup
 
 from bot.agents.policy import Escalate, Policy
 from bot.api.request_records import REQUESTS_PATH
@@ -166,4 +167,18 @@ async def test_home_says_what_happens_if_nobody_decides_and_offers_nothing_once_
     bot.clock.advance(timedelta(hours=1, seconds=1))  # the sweep has not run yet
     home = await open_home(bot, ALICE)
     assert "Time ran out <!date^" in str(home) and "If nobody decides" not in str(home)
+    assert button(home, ids.HOME_APPROVE) is None and button(home, ids.HOME_DENY) is None
+
+
+async def test_a_call_whose_card_shows_what_it_acts_on_is_decided_on_its_card(
+    make_bot: Any,
+) -> None:
+    """The card lists the volumes the call will delete, which Home does not show: Home
+    links to it, and offers no Approve beside arguments that do not say what they delete."""
+    volumes = [{"id": "vol-a", "gb": 10, "days": 400}]
+    bot: Harness = await make_bot(spec=cleanup(volumes, []))
+    await bot.start(requested_by=CAROL)
+    assert "vol-a" in str(bot.posted(0)["blocks"])
+    home = await open_home(bot, ALICE)
+    assert "wants to run `delete_volumes`" in str(home)
     assert button(home, ids.HOME_APPROVE) is None and button(home, ids.HOME_DENY) is None
