@@ -73,17 +73,24 @@ async def tell_not_kept(services: Services, record: InterruptRecord) -> None:
     await post_mrkdwn(services, channel=record.channel, thread_ts=thread, text=text)
 
 
-async def revoke_trust(services: Services, grant_id: str, *, by: str) -> TrustGrant | None:
-    """Remove a grant (its granter or an admin); the one removed, or None."""
+NOT_YOURS = "Only who gave a trust, or an admin, may revoke it; nothing changed."
+ENDED = "This trust had already ended, or was revoked; nothing changed."
+
+
+async def revoke_trust(services: Services, grant_id: str, *, by: str) -> TrustGrant | str:
+    """Remove a grant (its granter or an admin): the one removed, or why nothing was."""
     grants = await services.storage.trust.active(services.clock.now())
     grant = next((g for g in grants if g.id == grant_id), None)
-    if grant is None or (by != grant.granted_by and by not in services.admins):
-        return None
+    if grant is None:
+        return ENDED
+    if by != grant.granted_by and by not in services.admins:
+        return NOT_YOURS
     removed = await services.storage.trust.revoke(grant_id)
-    if removed is not None:
-        run_id = removed.record_id.split("/", 1)[0]
-        await _audit(services, "trust_revoked", by, removed, run_id)
-        await _tell_revoked(services, removed, by=by)
+    if removed is None:  # revoked meanwhile, by another click
+        return ENDED
+    run_id = removed.record_id.split("/", 1)[0]
+    await _audit(services, "trust_revoked", by, removed, run_id)
+    await _tell_revoked(services, removed, by=by)
     return removed
 
 

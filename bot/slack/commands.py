@@ -17,7 +17,7 @@ from bot.runs.drive import start_run, unknown_agent
 from bot.runs.place import Place
 from bot.services import Services
 from bot.ui.blocks import escaped, is_user_id
-from bot.ui.home import publish_home, show_home
+from bot.ui.home import publish_home, redraw_homes, show_home
 from bot.ui.home_place import FIRST_PAGES, HomePlace
 from bot.ui.listing import (
     PAGE_SIZE,
@@ -242,7 +242,7 @@ async def _open_home(services: Services, user: str) -> None:
 
 def revoke_listener(services: Services) -> Any:
     """The Bolt action listener of Home's Revoke button: the granter or an admin ends a
-    trust grant; their Home is redrawn without it."""
+    trust grant; their Home (and the granter's) is redrawn without it, or says why not."""
 
     async def on_revoke(ack: AsyncAck, body: dict[str, Any]) -> None:
         await ack()
@@ -250,10 +250,14 @@ def revoke_listener(services: Services) -> Any:
         actions = body.get("actions") or [{}]
         grant_id = str(actions[0].get("value") or "")
         try:
-            removed = await revoke_trust(services, grant_id, by=user)
-            if removed is None:
-                log.info("trust %s not revoked by %s: gone, or not theirs", grant_id, user)
+            revoked = await revoke_trust(services, grant_id, by=user)
+            if isinstance(revoked, str):
+                log.info("trust %s not revoked by %s: %s", grant_id, user, revoked)
+                await show_home(services, user, notice=revoked)
+                return
             await show_home(services, user)
+            if revoked.granted_by != user:  # an admin's: the granter's Home drops it too
+                await redraw_homes(services, [revoked.granted_by], after=f"revoke of {grant_id}")
         except (StorageError, InvalidIdError) as exc:
             log.error("trust %s not revoked: %s", grant_id, exc)
 

@@ -107,14 +107,20 @@ async def refresh_homes(
     named += tuple(u for rung in record.reached_rungs for u in rung.deciders)
     users = [*((record.decided_by,) if record.decided_by else ()), *named]
     users = [user for user in users if user != except_for][:MAX_REFRESHED]
+    await redraw_homes(services, users, after=record.id)
+
+
+async def redraw_homes(services: Services, users: list[str], *, after: str) -> None:
+    """Redraw the Home of those of ``users`` who opened it lately, each on the pages they
+    were on; ``after`` (what changed) is for the log."""
     try:
         viewers = await services.storage.home.recent(users, services.clock.now())
     except StorageError as exc:
-        log.warning("Home tabs not redrawn after %s: %s", record.id, exc)
+        log.warning("Home tabs not redrawn after %s: %s", after, exc)
         return
     for user, kept in viewers.items():
         try:
             place = HomePlace.parse(kept)
             await publish_home(services, user, place, stored=place)
         except (StorageError, SlackApiError, ClientError, TimeoutError, OSError) as exc:
-            log.warning("Home of %s not redrawn after %s: %s", user, record.id, why_failed(exc))
+            log.warning("Home of %s not redrawn after %s: %s", user, after, why_failed(exc))
