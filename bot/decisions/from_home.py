@@ -22,6 +22,7 @@ from bot.ui.refusals import FORM_NOT_OPENED, STORAGE_DOWN, reason_text, refusal_
 from bot.ui.requester import tell_decided
 from bot.ui.slack_failures import why_failed
 from storage.errors import StorageError
+from storage.outcomes import DecideOutcome, RefusalReason
 
 from .payloads import Ref
 
@@ -78,9 +79,15 @@ async def decide_from_home(
 
 async def _open_deny(services: Services, ref: Ref, *, user: str, trigger_id: str) -> None:
     record = await services.storage.queries.get(ref.record_id)
-    if record is None or record.state != "pending":
-        text = reason_text("unknown") if record is None else "This request was decided already."
-        await show_home(services, user, notice=text)
+    if record is None:
+        await show_home(services, user, notice=reason_text("unknown"))
+        return
+    late: RefusalReason | None = (
+        "already_decided" if record.state != "pending" else "held" if record.held else None
+    )
+    if late is not None:  # what became of it, as its card says: decided, expired, withdrawn
+        refused = DecideOutcome(status="refused", reason=late, record=record)
+        await show_home(services, user, notice=refusal_text(refused))
         return
     try:
         await services.client.views_open(

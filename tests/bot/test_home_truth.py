@@ -28,6 +28,7 @@ from test_stale_approvals import cleanup
 from bot.agents.policy import Escalate, Policy
 from bot.api.request_records import REQUESTS_PATH
 from bot.process.web import operator_app
+from bot.schedule.scheduler import Scheduler
 from bot.ui import ids
 
 
@@ -182,3 +183,18 @@ async def test_a_call_whose_card_shows_what_it_acts_on_is_decided_on_its_card(
     home = await open_home(bot, ALICE)
     assert "wants to run `delete_volumes`" in str(home)
     assert button(home, ids.HOME_APPROVE) is None and button(home, ids.HOME_DENY) is None
+
+
+async def test_deny_from_a_home_drawn_before_the_request_expired_says_it_expired(
+    make_bot: Any,
+) -> None:
+    """Nobody decided it: the notice says it expired, not that it was decided already."""
+    bot: Harness = await make_bot()
+    value = await bot.start(requested_by=CAROL)
+    assert button(await open_home(bot, ALICE), ids.HOME_DENY) is not None
+    bot.clock.advance(timedelta(days=2))
+    await Scheduler(bot.services).tick()
+    deny = home_click_payload(user=ALICE, action_id=ids.HOME_DENY, value=value)
+    home = await redrawn(bot, bot.send(deny), ALICE)
+    assert "Already expired; your click changed nothing." in str(home[0])
+    assert bot.slack.called("views.open") == []
