@@ -146,6 +146,9 @@ def page_listener(services: Services) -> Any:
             if (body.get("view") or {}).get("type") == "home":
                 await publish_home(services, user, HomePlace.parse(value), stored=None)
                 return
+            if not body.get("response_url"):  # Slack sends one with every message's click
+                log.warning("ignored a next page click by %s without a response_url", user)
+                return
             cursor = page_cursor(value)
             queries = services.storage.queries
             page = await queries.pending_for_user(user, limit=PAGE_SIZE, cursor=cursor)
