@@ -23,7 +23,7 @@ from bot.services import Services
 from bot.services.log_context import log_ids
 from bot.services.tracing import span
 from bot.ui import ids
-from bot.ui.home import refresh_homes
+from bot.ui.home import redraw_homes, refresh_homes
 from bot.ui.posting import post_ephemeral
 from bot.ui.redraws import update_message
 from bot.ui.refusals import DAMAGED, STORAGE_DOWN, UNCONFIRMED, reason_text, refusal_text
@@ -277,6 +277,9 @@ async def _decide_click(services: Services, entry: ClickEntry) -> None:
         # Held in its undo window: the approvers' Homes say so, and offer it no more.
         held = refresh_homes(services, outcome.record)
         services.background.spawn(held, name=f"held {outcome.record.id}")
+    elif outcome.status == "progress":  # a vote toward the quorum: the voter's Home says so
+        voted = redraw_homes(services, [user], after=f"a vote on {entry.record_id}")
+        services.background.spawn(voted, name=f"voted {entry.record_id}")
 
 
 async def decided_news(services: Services, record: InterruptRecord) -> None:

@@ -198,3 +198,14 @@ async def test_deny_from_a_home_drawn_before_the_request_expired_says_it_expired
     home = await redrawn(bot, bot.send(deny), ALICE)
     assert "Already expired; your click changed nothing." in str(home[0])
     assert bot.slack.called("views.open") == []
+
+
+async def test_a_vote_on_the_card_redraws_the_voters_home_without_approve(make_bot: Any) -> None:
+    """Alice's approval counts toward the quorum: the Home she has open says so, and
+    offers her Deny alone, as it would once opened again."""
+    bot: Harness = await make_bot(Policy(channel=CHANNEL, users=(ALICE, BOB), min_approvals=2))
+    value = await bot.start(requested_by=CAROL)
+    assert button(await open_home(bot, ALICE), ids.HOME_APPROVE) is not None
+    home = await redrawn(bot, bot.click(ids.APPROVE, value, user=ALICE), ALICE)
+    assert button(home, ids.HOME_APPROVE) is None and button(home, ids.HOME_DENY) is not None
+    assert "Your approval is counted (1 of 2)" in str(home)
