@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from cli_procs import ROOT, bot_env
+from cli_procs import ROOT, bot_env, finished_signoff
 from fakes import FakeSlack
-from test_cli import RUN, _signoff
+from test_cli import RUN
 
 
 @pytest.fixture
@@ -30,6 +30,8 @@ async def test_run_that_fails_says_so_and_exits_1(env: dict[str, str], tmp_path:
     """A run ending in an error is a failure to the shell too, not exit 0."""
     (tmp_path / "down_agents.py").write_text(FAILING_MODEL)
     path = f"{ROOT}:{ROOT / 'tests' / 'bot'}:{tmp_path}"
-    code, out, err = await _signoff(*RUN[:-1], "down_agents", env={**env, "PYTHONPATH": path})
+    code, out, err = await finished_signoff(
+        *RUN[:-1], "down_agents", env={**env, "PYTHONPATH": path}
+    )
     assert code == 1, (out, err)
     assert out.startswith("error: ") and "provider down" in out, out
