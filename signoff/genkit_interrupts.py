@@ -79,7 +79,7 @@ def resume_parts(
         if decision is None or decision.type in ("reject", "respond"):
             text = response.response if decision is None else decision.message
             if decision is not None and decision.type == "reject":
-                text = f"Not approved: {decision.message or 'a person declined'}"
+                text = _denial(response, decision.message)
             answers.append(respond_to_interrupt(text, interrupt=part))
         elif decision.type == "edit":
             given = (raw.get("toolRequest") or {}).get("input")
@@ -94,6 +94,15 @@ def resume_parts(
     if len(responses) != len(pending) or {r.interrupt_id for r in responses} != set(by_id):
         raise ResumeError("answer every open interrupt of the generation together, once each")
     return restarts, answers
+
+
+def _denial(response: InterruptResponse, message: str | None) -> str:
+    """What the tool's output reads for a denial, told apart from a reply: a person's reason
+    after "Not approved: "; an expiry's or a withdrawal's (its record's ``state``), which
+    says "not approved" itself, as it is."""
+    if response.metadata.get("state") in ("expired", "cancelled") and message:
+        return message
+    return f"Not approved: {message or 'a person declined'}"
 
 
 def refused_input(error: GenkitError, tool: str) -> str | None:

@@ -4,6 +4,7 @@ with ``restart_tool`` (approve, edit) or ``respond_to_interrupt`` (deny, reply).
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ from harness import ALICE, CAROL, CHANNEL, Harness
 from agent_runtime import Decision
 from agent_runtime.errors import ResumeError, ThreadBusyError
 from bot.agents.policy import AgentSpec, Policy
+from bot.schedule.scheduler import Scheduler
 from bot.ui import ids
 from signoff.genkit import GenkitAgent
 from storage import Storage
@@ -187,3 +189,16 @@ async def test_what_a_genkit_call_did_is_told_once_when_its_worker_died_telling_
     assert died == ["died"] and deleted == [["/tmp/a", "/tmp/b"]]
     assert bot.thread().count("delete_files: deleted 2") == 1
     assert await tool_audits(bot) == [(bot.record_id(value), "delete_files: deleted 2")]
+
+
+async def test_an_expired_card_tells_the_model_not_approved_once(make_bot: Any) -> None:
+    """The expiry's denial says "not approved" itself: the tool's output is not prefixed
+    again, as a person's reason is."""
+    deleted: list[list[str]] = []
+    bot: Harness = await make_bot(spec=genkit_spec(deleted))
+    await bot.start(requested_by=CAROL)
+    bot.clock.advance(timedelta(hours=24))
+    await Scheduler(bot.services).tick()
+    said = (await bot.finished()).split("\n")[0]
+    assert said == "Finished: done: not approved: the request was expired"
+    assert deleted == []
