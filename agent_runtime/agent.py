@@ -71,6 +71,9 @@ class Agent(Runnable):
         """The decisions ``interrupt_on`` allows for each tool it guards."""
         return {tool: rule.allowed_decisions for tool, rule in self.approval_rules.items()}
 
+    def tool_names(self) -> frozenset[str]:
+        return frozenset(self.tools)
+
     def check_edit(self, call: ToolCall, args: dict[str, JSONValue]) -> None:
         """Refuse edited arguments that do not fit the tool's input schema."""
         check_edit(self.tools, call, args)

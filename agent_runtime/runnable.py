@@ -98,6 +98,11 @@ class Runnable(ABC):
         run; None when only its runs tell (an adapted framework asks as it goes)."""
         return None
 
+    def tool_names(self) -> frozenset[str] | None:
+        """The names its interrupts' tool calls may carry (a workflow's nodes too), which a
+        per-tool policy is checked against; None when only its runs tell."""
+        return None
+
     async def open_interrupts(self, thread_id: str) -> list[Interrupt]:
         """The interrupts the thread waits on now."""
         status = await self.thread_status(thread_id)

@@ -179,6 +179,13 @@ class GenkitAgent(Runnable):
         self.tools = list(tools)
         self.session_store = session_store or InMemorySessionStore()
 
+    def tool_names(self) -> frozenset[str] | None:
+        """Its ``tools``; None when one is resolved by a plugin or provider (a name with a
+        ``/``, such as ``mcp:tool/*``), whose tools only Genkit's first use tells."""
+        if any("/" in name for name in self.tools):
+            return None
+        return frozenset(self.tools)
+
     def invocation(self, thread_id: str) -> _GenkitInvocation:
         return _GenkitInvocation(self, thread_id)
 

@@ -60,7 +60,13 @@ from .adapted import (
     run_id_of,
     tool_results,
 )
-from .langgraph_interrupts import ACTION, PREFIX, check_interrupt_on, pending_interrupts
+from .langgraph_interrupts import (
+    ACTION,
+    PREFIX,
+    check_interrupt_on,
+    langchain_tools,
+    pending_interrupts,
+)
 from .langgraph_retry import check_applied, refused_answers, split_applied
 
 
@@ -87,6 +93,7 @@ class LangGraphAgent(Runnable):
         close: Callable[[], Awaitable[object]] | None = None,
     ) -> None:
         check_interrupt_on(graph)
+        self._tools = langchain_tools(graph)
         self.graph = graph
         self.make_input = input
         self.make_output = output
@@ -98,6 +105,11 @@ class LangGraphAgent(Runnable):
         keeps a process from exiting until its connection is closed)."""
         if self._close is not None:
             await self._close()
+
+    def tool_names(self) -> frozenset[str] | None:
+        """A LangChain agent's tools; None for another graph (its interrupts name what
+        they like, known only as they are asked)."""
+        return frozenset(self._tools) if self._tools is not None else None
 
     def invocation(self, thread_id: str) -> _GraphInvocation:
         return _GraphInvocation(self, thread_id)

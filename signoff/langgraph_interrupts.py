@@ -29,10 +29,10 @@ def check_interrupt_on(graph: Any) -> None:
     """UsageError when a LangChain agent's ``HumanInTheLoopMiddleware`` names in its
     ``interrupt_on`` a tool the agent lacks: LangChain accepts it, and the tool meant
     (misspelt) would run unasked. A graph with no tools node or no such middleware passes."""
-    nodes = getattr(graph, "nodes", None) or {}
-    tools = getattr(getattr(nodes.get("tools"), "bound", None), "tools_by_name", None)
-    if not isinstance(tools, Mapping):
+    tools = langchain_tools(graph)
+    if tools is None:
         return
+    nodes = getattr(graph, "nodes", None) or {}
     for node in nodes.values():
         middleware = getattr(getattr(getattr(node, "bound", None), "func", None), "__self__", None)
         interrupt_on = getattr(middleware, "interrupt_on", None)
@@ -44,6 +44,14 @@ def check_interrupt_on(graph: Any) -> None:
                 f"{type(middleware).__name__}: interrupt_on names tools this agent lacks: "
                 f"{unknown}; its tools are {sorted(tools)}"
             )
+
+
+def langchain_tools(graph: Any) -> Mapping[str, Any] | None:
+    """A LangChain agent's tools by name (its ``tools`` node's); None for another graph,
+    whose interrupts name what they like."""
+    nodes = getattr(graph, "nodes", None) or {}
+    tools = getattr(getattr(nodes.get("tools"), "bound", None), "tools_by_name", None)
+    return tools if isinstance(tools, Mapping) else None
 
 
 def pending_interrupts(state: Any) -> list[Interrupt]:

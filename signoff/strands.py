@@ -142,9 +142,13 @@ class StrandsAgent(Runnable):
     def __init__(
         self, make_agent: Callable[[], Agent], *, session_store: SessionStore | None = None
     ) -> None:
-        make_agent()  # built once now: a bad SignoffApprovals fails here, not at first use
+        built = make_agent()  # built once now: a bad SignoffApprovals fails here, not later
+        self._tool_names = frozenset(built.tool_names)
         self.make_agent = make_agent
         self.session_store = session_store or InMemorySessionStore()
+
+    def tool_names(self) -> frozenset[str]:
+        return self._tool_names
 
     def invocation(self, thread_id: str) -> _StrandsInvocation:
         return _StrandsInvocation(self, thread_id)

@@ -107,6 +107,10 @@ class Workflow(Runnable):
                 declared = {**node.declared_decisions(), **declared}
         return declared
 
+    def tool_names(self) -> frozenset[str]:
+        """Its nodes (asked about before they run) and its agent nodes' tools."""
+        return frozenset(self.nodes) | frozenset(self.tools)
+
     def check_edit(self, call: ToolCall, args: dict[str, JSONValue]) -> None:
         """Refuse edited arguments that do not fit the agent node's tool ``call`` names, as
         ``Agent.check_edit`` does (a node's own input is checked when it resumes)."""

@@ -51,10 +51,11 @@ class Registry:
     def agent(self, name: str) -> Runnable:
         """The agent (or workflow) called ``name``, built on first use; UnknownAgentError
         naming this process's agents when it has none so called (its SIGNOFF_AGENTS lacks
-        it). A build the runtime refuses (a bad ``interrupt_on``, say) is a UsageError
-        naming the agent: with several, the runtime's own message does not say which one is
-        wrong; any other error of the build (a missing API key), or a build that returns no
-        agent, is an AgentBuildError naming it."""
+        it). A build the runtime refuses (a bad ``interrupt_on``, say), or one lacking a
+        tool its ``AgentSpec(tools=...)`` names, is a UsageError naming the agent: with
+        several, the runtime's own message does not say which one is wrong; any other
+        error of the build (a missing API key), or a build that returns no agent, is an
+        AgentBuildError naming it."""
         agent = self._agents.get(name)
         if agent is None:
             spec = self._specs.get(name)
@@ -73,6 +74,7 @@ class Registry:
             if not isinstance(built, Runnable):
                 returned = f"build() returned {type(built).__name__}, not an Agent or a Workflow"
                 raise AgentBuildError(name, returned)
+            _check_tool_policies(spec, built)
             agent = self._agents[name] = built
         return agent
 
@@ -92,6 +94,20 @@ class Registry:
                 await agent.aclose()
             except Exception:
                 log.exception("agent %r failed to close", name)
+
+
+def _check_tool_policies(spec: AgentSpec, built: Runnable) -> None:
+    """UsageError naming a key of ``spec.tools`` that is none of the agent's tools: a
+    misspelt name's calls would get the agent's policy, perhaps looser, instead of
+    failing. An agent that cannot tell its tools before a run is not checked."""
+    names = built.tool_names()
+    unknown = sorted(set(spec.tools) - names) if names is not None else []
+    if unknown:
+        raise UsageError(
+            f"agent {spec.name!r}: AgentSpec(tools=...) gives a policy to tools it lacks: "
+            f"{unknown}; its tools are {sorted(names or ())} (calls of a tool without its own "
+            "policy get the agent's)"
+        )
 
 
 def load_specs(module_name: str, *, named_by: str = "SIGNOFF_AGENTS") -> list[AgentSpec]:
