@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from .interrupts import DecisionType, Interrupt, InterruptResponse
-from .messages import ToolCall, new_id
+from .messages import JSONValue, ToolCall, new_id
 from .results import AgentResult, ToolResult
 from .resume import RunInput
 from .run_events import RunEvent, RunFinished
@@ -102,6 +102,10 @@ class Runnable(ABC):
         """The names its interrupts' tool calls may carry (a workflow's nodes too), which a
         per-tool policy is checked against; None when only its runs tell."""
         return None
+
+    def check_edit(self, call: ToolCall, args: dict[str, JSONValue]) -> None:  # noqa: B027
+        """Refuse (``ResumeError``) edited arguments the tool ``call`` names would refuse,
+        before the edit is recorded; a runnable that cannot tell beforehand takes any."""
 
     async def open_interrupts(self, thread_id: str) -> list[Interrupt]:
         """The interrupts the thread waits on now."""

@@ -78,7 +78,7 @@ from .adapted import (
     snapshot_status,
 )
 from .genkit_interrupts import as_interrupt, pending_of, refused_input, resume_parts, shown
-from .genkit_tools import check_tools
+from .genkit_tools import check_input, check_tools
 
 
 class _KeptResults(KeptResults):
@@ -185,6 +185,10 @@ class GenkitAgent(Runnable):
         if any("/" in name for name in self.tools):
             return None
         return frozenset(self.tools)
+
+    def check_edit(self, call: ToolCall, args: dict[str, JSONValue]) -> None:
+        """Refuse edited input that Genkit would refuse for the tool as it restarts it."""
+        check_input(self.ai, call.name, args)
 
     def invocation(self, thread_id: str) -> _GenkitInvocation:
         return _GenkitInvocation(self, thread_id)

@@ -1,7 +1,8 @@
 """The tool names a ``GenkitAgent`` is given, checked against the tools its Genkit instance
 has registered when the agent is made: Genkit itself looks them up at the first
 generation, so a misspelt name would fail the first run (hours later), not the start-up
-build of the agent."""
+build of the agent; and an approver's edit, checked against its tool's input type before
+it is recorded."""
 
 from __future__ import annotations
 
@@ -12,6 +13,9 @@ from concurrent.futures import ThreadPoolExecutor
 from genkit import ActionKind, Genkit
 
 from agent_runtime.errors import UsageError
+from agent_runtime.messages import JSONValue
+
+from .edits import check_model
 
 
 def check_tools(ai: Genkit, tools: Sequence[str]) -> None:
@@ -38,3 +42,13 @@ def _registered(ai: Genkit) -> list[str]:
     listing = ai.registry.resolve_actions_by_kind(ActionKind.TOOL)
     with ThreadPoolExecutor(max_workers=1) as thread:
         return sorted(thread.submit(asyncio.run, listing).result())
+
+
+def check_input(ai: Genkit, tool: str, args: dict[str, JSONValue]) -> None:
+    """ResumeError when the input an edit's ``args`` stand for (``input`` for a tool taking
+    no object) does not fit the input type of ``tool`` as registered on ``ai``."""
+    action = ai.registry.registered_action(ActionKind.TOOL, tool)
+    if action is None or action.input_type is None:
+        return
+    takes_object = (action.input_schema or {}).get("type") == "object"
+    check_model(tool, action.input_type, args if takes_object else args.get("input"))

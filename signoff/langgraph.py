@@ -63,6 +63,7 @@ from .adapted import (
 from .langgraph_interrupts import (
     ACTION,
     PREFIX,
+    check_edit,
     check_interrupt_on,
     langchain_tools,
     pending_interrupts,
@@ -110,6 +111,11 @@ class LangGraphAgent(Runnable):
         """A LangChain agent's tools; None for another graph (its interrupts name what
         they like, known only as they are asked)."""
         return frozenset(self._tools) if self._tools is not None else None
+
+    def check_edit(self, call: ToolCall, args: dict[str, JSONValue]) -> None:
+        """Refuse edited arguments that do not fit a LangChain agent's tool ``call`` names."""
+        if self._tools is not None:
+            check_edit(self._tools, call, args)
 
     def invocation(self, thread_id: str) -> _GraphInvocation:
         return _GraphInvocation(self, thread_id)

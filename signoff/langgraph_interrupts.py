@@ -1,8 +1,8 @@
 """Reading a LangGraph graph's pending interrupts as Signoff interrupts: LangChain's tool
 approval shape is an approval, a ``HumanInTheLoopMiddleware`` batch an approval per
 action (under its model call's id), any other value a question (shown as JSON, what has
-no JSON form as its text); and checking that middleware's ``interrupt_on`` against the
-agent's tools."""
+no JSON form as its text); and checking that middleware's ``interrupt_on``, and an
+approver's edit, against the agent's tools."""
 
 from __future__ import annotations
 
@@ -11,12 +11,15 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypeGuard
 
+import pydantic
 from langchain_core.messages import AIMessage
 
 from agent_runtime.errors import UsageError
 from agent_runtime.interrupts import DECISION_TYPES, DecisionType, Interrupt
-from agent_runtime.messages import ToolCall
+from agent_runtime.messages import JSONValue, ToolCall
 from agent_runtime.results import json_safe
+
+from .edits import check_model, check_schema
 
 APPROVAL_SHAPE = "tool_approval"
 PREFIX = "lg_"
@@ -52,6 +55,16 @@ def langchain_tools(graph: Any) -> Mapping[str, Any] | None:
     nodes = getattr(graph, "nodes", None) or {}
     tools = getattr(getattr(nodes.get("tools"), "bound", None), "tools_by_name", None)
     return tools if isinstance(tools, Mapping) else None
+
+
+def check_edit(tools: Mapping[str, Any], call: ToolCall, args: dict[str, JSONValue]) -> None:
+    """ResumeError when edited ``args`` do not fit the arguments of the LangChain tool
+    ``call`` names (its ``tool_call_schema``: a pydantic model or a JSON Schema)."""
+    schema = getattr(tools.get(call.name), "tool_call_schema", None)
+    if isinstance(schema, type) and issubclass(schema, pydantic.BaseModel):
+        check_model(call.name, pydantic.TypeAdapter(schema), args)
+    elif isinstance(schema, Mapping):
+        check_schema(call.name, schema, args)
 
 
 def pending_interrupts(state: Any) -> list[Interrupt]:

@@ -40,7 +40,7 @@ from strands.hooks import (
 )
 
 from agent_runtime.errors import ResumeError, UsageError
-from agent_runtime.messages import JSONValue
+from agent_runtime.messages import JSONValue, ToolCall
 from agent_runtime.results import AgentResult, json_safe
 from agent_runtime.resume import ContinueRun, RunInput, parse_input
 from agent_runtime.run_events import RunEvent, RunFinished, RunStarted
@@ -65,6 +65,7 @@ from .adapted import (
     signoff_ids,
     snapshot_status,
 )
+from .edits import check_schema
 from .strands_batch import closed_batch
 from .strands_interrupts import (
     APPROVAL,
@@ -143,12 +144,21 @@ class StrandsAgent(Runnable):
         self, make_agent: Callable[[], Agent], *, session_store: SessionStore | None = None
     ) -> None:
         built = make_agent()  # built once now: a bad SignoffApprovals fails here, not later
-        self._tool_names = frozenset(built.tool_names)
+        self._schemas = {
+            spec["name"]: spec.get("inputSchema", {}).get("json", {})
+            for spec in built.tool_registry.get_all_tool_specs()
+        }
         self.make_agent = make_agent
         self.session_store = session_store or InMemorySessionStore()
 
     def tool_names(self) -> frozenset[str]:
-        return self._tool_names
+        return frozenset(self._schemas)
+
+    def check_edit(self, call: ToolCall, args: dict[str, JSONValue]) -> None:
+        """Refuse edited arguments that do not fit the tool's input schema."""
+        schema = self._schemas.get(call.name)
+        if schema is not None:
+            check_schema(call.name, schema, args)
 
     def invocation(self, thread_id: str) -> _StrandsInvocation:
         return _StrandsInvocation(self, thread_id)

@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from agent_runtime import Agent
 from agent_runtime.agui import interrupt_responses, parse_run_input
 from agent_runtime.errors import AgentRuntimeError
 from agent_runtime.interrupts import Decision, Interrupt, InterruptResponse
@@ -171,7 +170,7 @@ def _not_taken(
             "not_offered", f"interrupt {interrupt.id} offers {offered}, not {decision.type!r}"
         )
     call = interrupt.tool_call
-    if decision.type == "edit" and isinstance(agent, Agent) and call is not None:
+    if decision.type == "edit" and call is not None:
         try:
             agent.check_edit(call, dict(decision.args or {}))
         except AgentRuntimeError as exc:

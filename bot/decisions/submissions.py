@@ -12,7 +12,6 @@ from typing import Any
 
 from slack_bolt.context.ack.async_ack import AsyncAck
 
-from agent_runtime import Agent, Workflow
 from agent_runtime.errors import AgentRuntimeError
 from agent_runtime.interrupts import Decision
 from bot.agents.registry import BUILD_FAILED
@@ -201,8 +200,9 @@ def _decision(
     agent_run = not is_request_run(record.run_id)
     known = agent_run and services.registry.spec(record.agent) is not None
     runnable = services.registry.agent(record.agent) if known else None
-    # A workflow checks its agent nodes' tools here, and a node's own input when it resumes.
-    if isinstance(runnable, Agent | Workflow):
+    # A workflow checks its agent nodes' tools here, and a node's own input when it resumes;
+    # an adapted agent, its framework's tool where it can tell before the run resumes.
+    if runnable is not None:
         try:
             runnable.check_edit(call, dict(args))
         except AgentRuntimeError as exc:

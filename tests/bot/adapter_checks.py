@@ -6,8 +6,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from harness import Harness
+from harness import ALICE, Harness
 
+from agent_runtime import Decision
 from agent_runtime.runnable import Runnable
 from bot.runs import drive
 
@@ -49,3 +50,15 @@ async def tool_audits(bot: Harness) -> list[tuple[str, str]]:
     """The (record id, detail) of each tool outcome in the audit trail."""
     trail = await bot.services.storage.audit.read(count=100)
     return [(e.record_id, e.detail) for e in trail if e.event.startswith("tool_")]
+
+
+async def record_unchecked_edit(bot: Harness, value: str, args: dict[str, Any]) -> None:
+    """Alice's edit of the card of ``value`` recorded in storage unchecked, as a version
+    whose Edit modal did not check it against the tool recorded it (now the modal refuses
+    it): the framework's own refusal as the run resumes still stands behind the modal's."""
+    record = await bot.services.storage.queries.get(bot.record_id(value))
+    assert record is not None
+    decided = await bot.services.storage.interrupts.decide(
+        record.id, ALICE, Decision.edit(args), args_digest=record.args_digest, now=bot.clock.now()
+    )
+    assert decided.status == "recorded"

@@ -7,6 +7,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+from adapter_checks import record_unchecked_edit
 from aiohttp.test_utils import TestServer
 from genkit import (
     Genkit,
@@ -27,7 +28,6 @@ from agent_runtime.run_events import RunFinished, ToolCallFinished
 from bot.agents.policy import AgentSpec, Policy
 from bot.api.runs import RUNS_PATH
 from bot.process.web import operator_app
-from bot.ui import ids
 from signoff.genkit import GenkitAgent
 from storage import Storage
 
@@ -224,14 +224,14 @@ async def test_a_tool_that_raised_in_a_resume_is_not_run_again_by_the_retry(
 async def test_an_edit_that_does_not_fit_the_tool_is_told_at_once_and_runs_nothing(
     make_bot: Any,
 ) -> None:
-    """Genkit checks a restarted tool's input before it runs: an edit that does not fit is
-    refused on every try, so the thread is told what does not fit, at once, and not that
-    the tool may have done part of its work."""
+    """Genkit checks a restarted tool's input before it runs: an edit that does not fit (one
+    recorded unchecked; the Edit modal now refuses it) is refused on every try, so the
+    thread is told what does not fit, at once, and not that the tool may have done part of
+    its work."""
     deleted: list[list[str]] = []
     bot: Harness = await make_bot(spec=genkit_spec(deleted))
     value = await bot.start(requested_by=CAROL)
-    status, body = await bot.submit(ids.EDIT_VIEW, value, user=ALICE, text='{"paths": "/tmp/a"}')
-    assert status == 200 and "errors" not in body, body
+    await record_unchecked_edit(bot, value, {"paths": "/tmp/a"})
     await bot.slack.wait_for(
         lambda: any(t.startswith("Could not resume this run:") for t in bot.thread()),
         what="why the run was not resumed",

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import pytest
+from adapter_checks import record_unchecked_edit
 from harness import ALICE, CAROL, CHANNEL, Harness
 from langchain.agents import create_agent
 from langchain.agents.middleware import HumanInTheLoopMiddleware
@@ -255,8 +256,9 @@ async def test_an_edit_the_middleware_refuses_is_told_at_once_and_runs_nothing(
     make_bot: Any, saver: AsyncSqliteSaver
 ) -> None:
     """Per call, LangChain checks an edit against the tool's schema as the graph resumes,
-    on every try alike: the thread is told what does not fit, at once, not after retries
-    named by an exception's type alone, and the tool does not run."""
+    on every try alike: an edit that does not fit (one recorded unchecked; the Edit modal
+    now refuses it) is told in the thread at once, not after retries named by an
+    exception's type alone, and the tool does not run."""
     deleted: list[list[str]] = []
     calls = [{"id": "c1", "name": "delete_files", "args": {"paths": ["/tmp/a", "/tmp/b"]}}]
     model = ScriptedChatModel(messages=iter([AIMessage(content="", tool_calls=calls)]))
@@ -267,8 +269,7 @@ async def test_an_edit_the_middleware_refuses_is_told_at_once_and_runs_nothing(
     )
     bot: Harness = await make_bot(spec=spec)
     value = await bot.start(requested_by=CAROL)
-    status, body = await bot.submit(ids.EDIT_VIEW, value, user=ALICE, text='{"paths": "/tmp/a"}')
-    assert status == 200 and "errors" not in body, body
+    await record_unchecked_edit(bot, value, {"paths": "/tmp/a"})
     await bot.slack.wait_for(
         lambda: any(t.startswith("Could not resume this run:") for t in bot.thread()),
         what="why the run was not resumed",
