@@ -55,11 +55,14 @@ async def _ask(bot: Harness, *requests: dict[str, Any]) -> None:
 
 
 async def _open_home(bot: Harness, user: str) -> list[dict[str, Any]]:
-    before = len(bot.slack.called("views.publish"))
+    """``user``'s Home once drawn for this opening (others' Homes may be redrawn meanwhile)."""
+
+    def drawn() -> int:
+        return sum(c["user_id"] == user for c in bot.slack.called("views.publish"))
+
+    before = drawn()
     await bot.event({"type": "app_home_opened", "user": user, "tab": "home"})
-    await bot.slack.wait_for(
-        lambda: len(bot.slack.called("views.publish")) > before, what=f"{user}'s Home"
-    )
+    await bot.slack.wait_for(lambda: drawn() > before, what=f"{user}'s Home")
     return _home(bot, user)
 
 
