@@ -22,9 +22,12 @@ class Background:
         self._closed = False
 
     def spawn(self, work: Coroutine[Any, Any, None], *, name: str) -> None:
+        """Run ``work`` as a task; once shutting down, drop it with a warning instead: the
+        caller (an HTTP handler still finishing, say) has stored its change, and answers."""
         if self._closed:
             work.close()
-            raise RuntimeError("background work spawned after shutdown")
+            log.warning("%s not done: the process is shutting down", name)
+            return
         task = asyncio.get_running_loop().create_task(work, name=name)
         self._tasks.add(task)
         task.add_done_callback(self._done)
