@@ -3,7 +3,9 @@ that sends signed requests to one running bot process and reads the fake Slack."
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -233,6 +235,14 @@ class Harness:
 
         await self.slack.wait_for(done, what="the run's final result in the thread")
         return next(t for t in self.thread() if t.startswith(("Finished", "Stopped")))
+
+    async def clicks_done(self, *, within: float = 5.0) -> None:
+        """Wait until the click deciders are done with every click sent: each decided, its
+        card drawn and the click acknowledged, which the resumed run does not wait for."""
+        deadline = time.monotonic() + within
+        while await self.services.storage.clicks.lag():
+            assert time.monotonic() < deadline, f"clicks not done within {within}s"
+            await asyncio.sleep(0.01)
 
     def record_id(self, value: str) -> str:
         return value.split(" ")[0]

@@ -210,6 +210,8 @@ async def test_a_waiting_gate_says_each_vote_reminder_and_escalation_as_it_happe
         deciding = asyncio.create_task(gate_wait._decision(client, view))
         await jobs.bot.click(ids.APPROVE, jobs.value(), user=ALICE)
         await until_said("1 of 2 approvals")
+        # An expiry waits for a click the decider is not done with (its card being drawn).
+        await jobs.bot.clicks_done()
         jobs.bot.clock.advance(timedelta(seconds=61))
         await scheduler.tick()
         await until_said("reminder 1 sent to the approvers")

@@ -75,8 +75,9 @@ async def test_a_card_slack_did_not_redraw_is_redrawn_by_the_scheduler(make_bot:
     _faults(bot, "chat.update", Fault(status=502, body={"ok": False, "error": "bad_gateway"}))
     await bot.click(ids.APPROVE, value, user=ALICE)
     await bot.finished()
-    await bot.services.background.idle()
+    await bot.clicks_done()  # the click decider's redraw failed, and is queued
     assert bot.slack.called("chat.update") == [] and bot.slack.failed
+    assert await _queued_redraws(bot) == 1
     bot.slack.faults["chat.update"].clear()
 
     bot.clock.advance(timedelta(seconds=31))
@@ -96,8 +97,9 @@ async def test_a_card_slack_refuses_to_redraw_is_not_tried_again(make_bot: Any) 
     _faults(bot, "chat.update", refused)
     await bot.click(ids.APPROVE, value, user=ALICE)
     await bot.finished()
-    await bot.services.background.idle()
+    await bot.clicks_done()  # the click decider's redraw was refused
     tried = len(bot.slack.failed)
+    assert tried and await _queued_redraws(bot) == 0
     bot.slack.faults["chat.update"].clear()
 
     bot.clock.advance(timedelta(seconds=31))

@@ -56,6 +56,7 @@ async def test_a_trust_covers_later_runs_in_the_channel_until_it_ends(make_bot: 
     assert [e["text"]["text"] for e in trust] == ["Approve and trust this tool for 60 min"]
     await bot.click(ids.TRUST, trust[0]["value"], user=ALICE)
     await _approved_without_a_click(bot, 1)
+    await bot.clicks_done()  # the card drawn by the click decider, not the resumed run
     granted = bot.slack.called("chat.update")[-1]
     assert "Trusted until" in str(granted["blocks"]) and "with any arguments" in str(
         granted["blocks"]
@@ -103,6 +104,7 @@ async def test_app_home_lists_the_trust_and_its_granter_revokes_it(make_bot: Any
     card = await _run(bot)
     await bot.click(ids.TRUST, card["blocks"][-1]["elements"][0]["value"], user=ALICE)
     await _approved_without_a_click(bot, 1)
+    await bot.clicks_done()  # the grant kept by the click decider, not the resumed run
 
     await bot.event({"type": "app_home_opened", "user": ALICE, "tab": "home"})
     await bot.slack.wait_calls("views.publish")
@@ -278,6 +280,7 @@ async def test_a_trusted_approval_whose_reply_redis_lost_still_runs_and_is_drawn
     card = await _run(bot)
     await bot.click(ids.TRUST, card["blocks"][-1]["elements"][0]["value"], user=ALICE)
     await _approved_without_a_click(bot, 1)
+    await bot.clicks_done()  # the grant kept by the click decider, not the resumed run
     [grant] = await bot.services.storage.trust.active(bot.clock.now())
     with reply_lost_once(naming=grant.id) as lost:  # the later run's approval under it
         await _run(bot)
@@ -354,6 +357,7 @@ async def test_trusting_these_arguments_covers_them_acting_on_what_the_card_show
     trust = next(e for e in bot.posted()["blocks"][-1]["elements"] if e["action_id"] == ids.TRUST)
     await bot.click(ids.TRUST, trust["value"], user=ALICE)
     await bot.finished()
+    await bot.clicks_done()  # the grant kept by the click decider, not the resumed run
 
     async def next_run() -> str:
         place = Place(channel=CHANNEL, thread_ts=None, requested_by=CAROL)
