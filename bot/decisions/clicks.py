@@ -289,12 +289,17 @@ async def decided_news(services: Services, record: InterruptRecord) -> None:
 
 
 async def made_final(services: Services, record: InterruptRecord) -> None:
-    """A decision held in its undo window became final: what a click's decision does."""
+    """A decision held in its undo window became final: what a click's decision does, its
+    trust kept before its card is drawn."""
     services.metrics.decisions[record.state] += 1
+    kept = True
     try:
         await grant_trust(services, record)
     except StorageError as exc:
         log.error("interrupt %s: trust not kept: %s", record.id, exc)
+        kept = False
+    await update_message(services, record)
+    if not kept:
         await tell_not_kept(services, record)
     await decided_news(services, record)
 

@@ -47,7 +47,8 @@ STOPPED_CONSUMER = timedelta(days=1)
 CONSUMERS_CHECK_EVERY = timedelta(hours=1)
 
 MadeFinal = Callable[[Services, InterruptRecord], Awaitable[None]]
-"""What follows a decision that became final at the end of its undo window."""
+"""What follows a decision that became final at the end of its undo window, its card's
+redraw included."""
 
 
 class Scheduler:
@@ -216,8 +217,9 @@ class Scheduler:
     async def _expiry_news(self, result: ExpiryResult) -> None:
         services = self._services
         if result.outcome == "released":  # an undo window ended: the decision is final
-            await update_message(services, result.record)
-            if self._made_final is not None:
+            if self._made_final is None:
+                await update_message(services, result.record)
+            else:  # it draws the card once it has kept what the decision makes
                 await self._made_final(services, result.record)
             return
         await tell_expiry(services, result)
