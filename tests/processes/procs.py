@@ -58,6 +58,12 @@ def start_signoff(*args: str, env: dict[str, str], log: Path) -> subprocess.Pope
         return subprocess.Popen([str(SIGNOFF), *args], env=env, stdout=out, stderr=out)
 
 
+async def exit_status(process: subprocess.Popen[bytes], *, within: float = 15) -> int:
+    """``process``'s exit status, waited for off the event loop: the sandbox on it answers
+    what the process still sends Slack as it stops (a card it is drawing)."""
+    return await asyncio.to_thread(process.wait, within)
+
+
 async def until_healthy(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
     async with aiohttp.ClientSession() as http, asyncio.timeout(30):
         while True:

@@ -8,7 +8,16 @@ import signal
 from pathlib import Path
 
 import pytest
-from procs import ALICE, BOB, GENERAL, free_port, signoff_env, start_signoff, until_healthy
+from procs import (
+    ALICE,
+    BOB,
+    GENERAL,
+    exit_status,
+    free_port,
+    signoff_env,
+    start_signoff,
+    until_healthy,
+)
 
 from bot.ui import ids
 from sandbox import Sandbox
@@ -56,7 +65,7 @@ async def test_a_restarted_bot_resumes_the_frameworks_run_once(
         )
     finally:
         second.send_signal(signal.SIGTERM)
-        assert second.wait(timeout=15) == 0, log.read_text()
+        assert await exit_status(second) == 0, log.read_text()
     assert finished.text.startswith("Finished: done: deleted 2 file(s)"), finished.text
     [line] = marks.read_text().splitlines()  # the tool ran once, in the new process
     assert line == f"{second.pid} /tmp/a /tmp/b"

@@ -19,6 +19,7 @@ from procs import (
     BOB,
     GENERAL,
     WORKERS_RUNNING,
+    exit_status,
     free_port,
     signoff_env,
     start_signoff,
@@ -92,7 +93,7 @@ async def test_a_new_worker_process_resumes_a_click_taken_by_a_killed_bot(
         for worker in workers:
             worker.send_signal(signal.SIGTERM)
         for worker in workers:
-            assert worker.wait(timeout=15) == 0, log.read_text()
+            assert await exit_status(worker) == 0, log.read_text()
     assert finished.text == f"Finished: done: deleted 2 file(s)\ncc <@{ALICE}>"
     assert "Approved" in str(ws.message(GENERAL, request.ts).blocks)
     assert ws.ephemerals(BOB, GENERAL) == []  # decided once: no "already decided" note

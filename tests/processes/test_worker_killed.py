@@ -14,6 +14,7 @@ from procs import (
     ALICE,
     BOB,
     GENERAL,
+    exit_status,
     free_port,
     signoff_env,
     start_signoff,
@@ -75,7 +76,7 @@ async def test_a_worker_killed_while_posting_a_tool_result_never_runs_the_tool_t
         taken_over_after = time.monotonic() - killed_at
     finally:
         survivor.send_signal(signal.SIGTERM)
-        assert survivor.wait(timeout=15) == 0, log.read_text()
+        assert await exit_status(survivor) == 0, log.read_text()
     assert finished.text == f"Finished: done: deleted 2 file(s)\ncc <@{ALICE}>"
     [(pid, attempt, _key, *paths)] = _lines(marks)  # the tool ran once, in the killed worker
     assert int(pid) == doomed.pid and attempt == "1" and paths == ["/tmp/a", "/tmp/b"]
