@@ -244,6 +244,12 @@ class Harness:
             assert time.monotonic() < deadline, f"clicks not done within {within}s"
             await asyncio.sleep(0.01)
 
+    async def settled(self) -> None:
+        """Wait until the bot is done with every decision sent, however it came: the click
+        deciders', and what a form's or Home's ack left to the background (cards drawn)."""
+        await self.clicks_done()
+        await self.services.background.idle()
+
     def record_id(self, value: str) -> str:
         return value.split(" ")[0]
 

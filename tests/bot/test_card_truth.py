@@ -195,6 +195,7 @@ async def test_the_card_says_what_the_run_received(
     value = await bot.start()
     await _decide(bot, value, how)
     final = await bot.finished()
+    await bot.settled()  # the card is drawn where it was decided, not by the resumed run
     await bot.services.background.idle()  # a form's decision redraws the card after its ack
 
     update = bot.slack.called("chat.update")[-1]
@@ -227,6 +228,7 @@ async def test_a_tools_own_interrupt_offers_edit_and_the_tool_sees_the_original_
     assert "Edit" in buttons
     await _decide(bot, value, "edit")
     assert "deleted 1" in await bot.finished()
+    await bot.settled()  # the card is drawn where it was decided, not by the resumed run
     assert originals == [{"paths": PATHS}]
     await bot.services.background.idle()  # a form's decision redraws the card after its ack
     update = str(bot.slack.called("chat.update")[-1]["blocks"])

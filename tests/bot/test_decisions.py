@@ -37,6 +37,7 @@ async def test_approve_runs_the_tool_once_updates_the_message_and_posts_the_resu
     response = await bot.click(ids.APPROVE, value, user=ALICE)
     assert response.status == 200
     assert "deleted 2 file(s)" in await bot.finished()
+    await bot.settled()  # the card is drawn where it was decided, not by the resumed run
 
     assert bot.tool_log.calls == [{"paths": ["/tmp/a", "/tmp/b"]}]
     update = bot.slack.called("chat.update")[-1]
@@ -143,6 +144,7 @@ async def test_quorum_of_two_shows_progress_then_resumes_on_the_second_approval(
 
     await bot.click(ids.APPROVE, value, user=BOB)
     await bot.finished()
+    await bot.settled()  # the card is drawn where it was decided, not by the resumed run
     assert len(bot.tool_log.calls) == 1
     final = bot.slack.called("chat.update")[-1]
     assert any(f"<@{ALICE}>, <@{BOB}>" in str(b) for b in final["blocks"])
@@ -162,6 +164,7 @@ async def test_a_quorum_denied_after_an_approval_still_shows_that_approval(
     status, _ = await bot.submit(ids.DENY_VIEW, value, user=BOB, text="not today")
     assert status == 200
     await bot.finished()
+    await bot.settled()  # the card is drawn where it was decided, not by the resumed run
     assert bot.tool_log.calls == []
     await bot.services.background.idle()  # the card is redrawn after the form's ack
     final = bot.slack.called("chat.update")[-1]
@@ -272,6 +275,7 @@ async def test_one_deny_ends_a_quorum_request_as_its_card_says_up_front(make_bot
     status, _ = await bot.submit(ids.DENY_VIEW, value, user=BOB, text="not today")
     assert status == 200
     await bot.finished()
+    await bot.settled()  # the card is drawn where it was decided, not by the resumed run
     await bot.services.background.idle()  # the card is redrawn after the form's ack
     final = bot.slack.called("chat.update")[-1]
     assert final["blocks"][0]["text"]["text"].startswith("Denied")
@@ -302,6 +306,7 @@ async def test_a_card_approved_with_trust_for_the_run_says_the_runs_later_calls_
     value = await bot.start(requested_by=CAROL)
     await bot.click(ids.TRUST, value, user=ALICE)
     assert "deleted 1 file(s)" in await bot.finished()
+    await bot.settled()  # the card is drawn where it was decided, not by the resumed run
     decided = [u for u in bot.slack.called("chat.update") if u["ts"] == bot.message_ts()][-1]
     blocks = decided["blocks"]
     context = [e["text"] for b in blocks if b["type"] == "context" for e in b["elements"]]

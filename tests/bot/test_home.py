@@ -97,6 +97,7 @@ async def test_approve_from_app_home_runs_the_tool_and_redraws_every_open_home(
         home_click_payload(user=ALICE, action_id=ids.HOME_APPROVE, value=approve["value"])
     )
     await bot.finished()
+    await bot.settled()  # the card is drawn where it was decided, not by the resumed run
     assert bot.tool_log.calls == [{"paths": ["/tmp/a", "/tmp/b"]}]
     # The card is redrawn by the click decider, independently of the resumed run.
     await bot.slack.wait_calls("chat.update")

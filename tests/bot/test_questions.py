@@ -57,6 +57,7 @@ async def test_up_to_five_answers_are_buttons_and_the_question_is_the_cards_text
 
     await bot.click(f"{ids.CHOOSE}.2", "2", user=ALICE, block_id=choices["block_id"])
     assert "done: ap" in await bot.finished()
+    await bot.settled()  # the card is drawn where it was decided, not by the resumed run
     assert _model_was_told(bot) == ["ap"]
     # The card is redrawn by the click decider, independently of the resumed run.
     await bot.slack.wait_calls("chat.update")
@@ -159,6 +160,7 @@ async def test_a_tools_own_question_with_options_offers_them_and_the_tool_gets_t
     assert choices["block_id"] == f"{ids.CHOICES_BLOCK} {value}"
     await bot.click(f"{ids.CHOOSE}.1", "1", user=ALICE, block_id=choices["block_id"])
     assert "done: cleaned us" in await bot.finished()
+    await bot.settled()  # the card is drawn where it was decided, not by the resumed run
     assert got == ["us"]
     # The card is redrawn by the click decider, independently of the resumed run.
     await bot.slack.wait_calls("chat.update")
@@ -191,6 +193,7 @@ async def test_a_tools_own_question_declined_gives_the_tool_a_rejection_with_the
     status, body = await bot.submit(ids.DENY_VIEW, value, user=ALICE, text="none today")
     assert status == 200 and "errors" not in body
     assert "done: not cleaned: none today" in await bot.finished()
+    await bot.settled()  # the card is drawn where it was decided, not by the resumed run
     assert [(d.type, d.message) for d in got] == [("reject", "none today")]
     # The card is redrawn by the click decider, independently of the resumed run.
     await bot.slack.wait_calls("chat.update")

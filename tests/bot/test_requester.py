@@ -37,7 +37,7 @@ async def test_the_requester_is_mentioned_in_the_thread_once_on_the_decision_and
     await bot.click(ids.APPROVE, value, user=ALICE)  # a double click is told nothing new
     final = await bot.finished()
     assert final.endswith(f"cc <@{CAROL}>")
-    await bot.services.background.idle()  # the decision's note is posted after the click
+    await bot.settled()  # the decision's note is posted after the click is decided
     decided = [t for t in bot.thread() if t.startswith(f"<@{CAROL}>")]
     assert len(decided) == 1 and f"Approved by <@{ALICE}>" in decided[0]
     assert "`delete_files`" in decided[0]
