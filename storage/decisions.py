@@ -44,7 +44,7 @@ class Decisions(RecordTransitions):
         channel: str | None = None,
         message_ts: str | None = None,
         click_id: str | None = None,
-        trust_grant: str | None = None,
+        trust_grant: tuple[str, datetime] | None = None,
         hold_for_grant: bool = False,
     ) -> DecideOutcome:
         """Record ``user_id``'s decision in one atomic step (one round trip).
@@ -56,7 +56,8 @@ class Decisions(RecordTransitions):
         step enqueues the run's resume job. With ``click_id`` (a click stream entry), the
         same step remembers the entry: deciding it again is ``replayed``, changing nothing
         (with the ``reason`` it was refused for, if it was). ``trust_grant``: the grant
-        whose granter's approval this is (no click of theirs), kept with the decision.
+        (its id, its end) whose granter's approval this is (no click of theirs), kept with
+        the decision; refused as ``trust_ended`` when it was revoked or ends by ``now``.
         ``hold_for_grant``: the caller stores a trust grant for this decision next (an
         "Approve and trust" click's), so the run's resume waits for ``grant_stored``.
         """
@@ -67,9 +68,13 @@ class Decisions(RecordTransitions):
         except InvalidIdError:
             return DecideOutcome(status="refused", reason="unknown")
         args = self._decide_args(user_id, decision, args_digest, now, channel, message_ts)
-        if trust_grant or hold_for_grant:
+        trust: list[str | int] = []
+        if trust_grant is not None:  # its revocation is checked in the same step
+            seen.append(self._keys.trust_revoked(self._keys.shard_of(run_id)))
+            trust = [trust_grant[0], to_ms(trust_grant[1])]
+        if trust or hold_for_grant:
             held = "hold" if hold_for_grant else ""
-            args += ["", trust_grant or "", held]  # "": no batch items follow
+            args += ["", *(trust[:1] or [""]), held, *trust[1:]]  # "": no batch items follow
         result = await self._transition("decide", interrupt_id, args, extra_keys=seen)
         if result[0] == "replayed":
             log.info("click %s on %s by %s was decided before", click_id, interrupt_id, user_id)

@@ -228,6 +228,11 @@ class Keys:
         """Sorted set: record id scored by its expiry time (ms)."""
         return f"{self._shard(shard)}:due"
 
+    def trust_revoked(self, shard: int) -> str:
+        """Sorted set: trust grant ids revoked, scored by when each would have ended (ms),
+        one per shard, so the step deciding a card under a grant checks it atomically."""
+        return f"{self._shard(shard)}:trust:revoked"
+
     def reminders(self, shard: int) -> str:
         """Sorted set: record id scored by its next reminder time (ms)."""
         return f"{self._shard(shard)}:reminders"

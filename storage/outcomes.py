@@ -17,6 +17,7 @@ RefusalReason = Literal[
     "wrong_message",  # the click did not come from the message the interrupt was posted as
     "wrong_digest",  # the click was for other arguments than the stored ones
     "not_offered",  # the policy does not offer this kind of decision
+    "trust_ended",  # the trust grant it was made under was revoked or has ended
     "already_voted",  # this user's approval is already counted toward the quorum
     "held",  # decided already; the decision waits out its undo window (see record.held)
     "not_held",  # an undo, but no decision is held in its undo window

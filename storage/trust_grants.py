@@ -4,7 +4,10 @@ of the same tool meet instead of a new question.
 
 Kept in one hash (id -> grant); expired grants are dropped as they are read. A grant
 never decides anything itself: the bot records an approval in the granter's name, which
-storage checks like a click (they must still be an approver, and not the requester).
+storage checks like a click (they must still be an approver, and not the requester),
+and refuses once the grant is revoked: each shard keeps the ids of revoked grants, which
+the step deciding a card under one reads (on Redis Cluster the grants hash is in another
+slot than the run's).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import cast
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .client import RedisClient
+from .epoch import to_ms
 from .errors import CorruptRecordError
 from .keys import Keys, check_id
 
@@ -115,9 +119,22 @@ class TrustGrants:
                 await self._client.raw.hdel(self._keys.trust_grants, *(g.id for g in expired))
         return sorted(grants, key=lambda g: g.granted_at)
 
-    async def revoke(self, grant_id: str) -> TrustGrant | None:
-        """Remove a grant; the one removed, or None when there was none."""
+    async def revoke(self, grant_id: str, *, now: datetime) -> TrustGrant | None:
+        """Remove a grant; the one removed, or None when there was none. Each shard marks
+        it revoked first, so no approval under it is decided once this returns, however
+        late the bot found it covering a card (decide.lua checks the mark)."""
         key = self._keys.trust_grants
+        async with self._client.guard("read a trust grant"):
+            found = cast(str | None, await self._client.raw.hget(key, grant_id))
+        if found is not None:
+            ends = to_ms(_parse(key, found).expires_at)
+            async with self._client.guard("mark a trust grant revoked"):
+                for shard in self._keys.all_shards:
+                    revoked = self._keys.trust_revoked(shard)
+                    marks = self._client.pipeline()
+                    marks.zadd(revoked, {grant_id: ends})
+                    marks.zremrangebyscore(revoked, "-inf", f"({to_ms(now)}")  # ended anyway
+                    await marks.execute()
         marker = self._keys.taken(key, secrets.token_hex(8))
         text = await self._client.take_field(
             key, grant_id, marker=marker, action="revoke a trust grant"

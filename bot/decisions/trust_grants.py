@@ -85,7 +85,7 @@ async def revoke_trust(services: Services, grant_id: str, *, by: str) -> TrustGr
         return ENDED
     if by != grant.granted_by and by not in services.admins:
         return NOT_YOURS
-    removed = await services.storage.trust.revoke(grant_id)
+    removed = await services.storage.trust.revoke(grant_id, now=services.clock.now())
     if removed is None:  # revoked meanwhile, by another click
         return ENDED
     run_id = removed.record_id.split("/", 1)[0]

@@ -24,7 +24,8 @@ async def approve_if_trusted(services: Services, record: InterruptRecord) -> Int
     and so is a card asking again because what the call acts on changed since it was
     approved (trusting the arguments never covers that change). Storage checks the
     granter like any click (still an approver, not the requester), so a grant outlives
-    nobody's right to decide.
+    nobody's right to decide, and refuses the approval if the grant was revoked or ended
+    since it was found.
     """
     interrupt = record.runtime_interrupt
     call = interrupt.tool_call
@@ -49,6 +50,7 @@ async def approve_if_trusted(services: Services, record: InterruptRecord) -> Int
         if grant is None:
             return record
         note = trust_mark(grant.id, grant.expires_at)
+        now = services.clock.now()  # the grant must still stand when the card is decided
         outcome = await services.storage.interrupts.decide(
             record.id,
             grant.granted_by,
@@ -57,7 +59,7 @@ async def approve_if_trusted(services: Services, record: InterruptRecord) -> Int
             now=now,
             # Sent again after its reply was lost, it is answered as it was the first time.
             click_id=f"trust-{secrets.token_hex(8)}",
-            trust_grant=grant.id,
+            trust_grant=(grant.id, grant.expires_at),
         )
     except StorageError as exc:
         log.warning("interrupt %s: trust not checked, asking instead: %s", record.id, exc)

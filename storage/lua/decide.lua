@@ -5,7 +5,8 @@
 --       11 resume stream maxlen, 12 audit maxlen, 13 this call's token, 14 '' and
 --       15 the trust grant whose granter's approval it is (kept as `trust_grant`), if any,
 --       16 'hold' when the caller stores a trust grant for this decision next: the run's
---       resume waits for it (granted.lua).
+--       resume waits for it (granted.lua), 17 with a trust grant: when it ends (ms); its
+--       shard's revoked grants are then the last key (refused as trust_ended if it is one).
 -- Returns {status, reason, job id, record as a JSON object}; status is
 -- recorded|progress|held|refused, or replayed when the click entry of KEYS[12] was decided
 -- before by another call (reason: the refusal it got then, '' if it counted; third, the
@@ -58,6 +59,11 @@ local function decide(seen, trust, granting)
   end
   local function refuse(reason) return with_json_record({'refused', reason, ''}) end
   if field(key, 'id') ~= rid then return refuse('unknown') end
+  -- A grant revoked, or ended, after the bot found it covering this card decides nothing.
+  if trust ~= '' and (redis.call('ZSCORE', KEYS[#KEYS], trust)
+      or tonumber(now) >= tonumber(ARGV[17])) then
+    return refuse('trust_ended')
+  end
 
   local policy = json_field(key, 'policy')
   -- A decision on a request whose interrupt cannot be read back would never resume anything.
@@ -175,7 +181,12 @@ local function damaged(message)
 end
 
 local more = tonumber(ARGV[14] or '')
-if not more then return decide(KEYS[12], ARGV[15] or '', ARGV[16] == 'hold') end
+if not more then
+  local trust = ARGV[15] or ''
+  local seen = KEYS[12]
+  if trust ~= '' and #KEYS == 12 then seen = nil end  -- KEYS[12]: the revoked grants
+  return decide(seen, trust, ARGV[16] == 'hold')
+end
 local keys = {KEYS[1]}
 for j = 1, more do keys[j + 1] = KEYS[11 + j] end
 local marker = KEYS[12 + more]

@@ -337,6 +337,6 @@ async def test_someone_back_and_a_revoked_trust_are_removed_on_a_cluster(
         expires_at=NOW + timedelta(hours=1),
         record_id="run_1/int_1",
     )
-    revoked = await on_cluster.trust.revoke(grant.id)
+    revoked = await on_cluster.trust.revoke(grant.id, now=NOW)
     assert revoked is not None and revoked.id == grant.id
-    assert await on_cluster.trust.revoke(grant.id) is None
+    assert await on_cluster.trust.revoke(grant.id, now=NOW) is None

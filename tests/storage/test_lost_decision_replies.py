@@ -165,8 +165,8 @@ async def test_a_trust_grant_revoked_again_by_the_same_call_is_revoked(one_serve
         record_id="run_1/int_1",
     )
     with reply_lost_once(naming=grant.id) as lost:
-        revoked = await one_server.trust.revoke(grant.id)
+        revoked = await one_server.trust.revoke(grant.id, now=NOW)
     assert lost == ["EVALSHA"]
     assert revoked is not None and revoked.id == grant.id
     assert await one_server.trust.active(NOW) == []
-    assert await one_server.trust.revoke(grant.id) is None  # another call: nothing left
+    assert await one_server.trust.revoke(grant.id, now=NOW) is None  # another call: nothing left
