@@ -17,7 +17,9 @@ and its next run request on the thread stores them and hears the interrupts).
 The first answer wins, atomically: a resume from the app decides the cards ("decided in
 the app") and this request runs the round, holding it (``AppRound``); if the run fails,
 or the process dies, the round goes to the resume worker. A resume for an interrupt
-already decided on its card gets a ``RUN_ERROR`` naming who decided it.
+already decided on its card gets a ``RUN_ERROR`` naming who decided it; the app's own
+resume sent again (its stream cut off) hears how the round it started went
+(``agui_resent``).
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ from storage.errors import CorruptRecordError, InvalidIdError, StorageError
 from storage.keys import check_id
 
 from .agui_cards import CardAnswers, answer_cards, carded, post_cards
+from .agui_resent import resent_round
 from .agui_unstored import unstored_stop
 from .app_rounds import HANDED_OVER, AppRound
 from .auth import NOT_OPERATOR, bearer_check
@@ -112,16 +115,23 @@ def add_agui_routes(
             log.exception("AG-UI run of %s not started", name)
             return _error(500, f"{exc}; see the bot's log")
         try:
-            answers = await answer_cards(services, agent, body)
+            # A resume sent again after its stream was cut off hears how its round went.
+            resent = await resent_round(services, agent, body)
+            answers = CardAnswers() if resent else await answer_cards(services, agent, body)
             # A stop whose cards were never stored is answered now, its cards stored.
-            stop = None if answers.refusal else await unstored_stop(services, agent, name, body)
+            stop = (
+                None
+                if answers.refusal or resent
+                else await unstored_stop(services, agent, name, body)
+            )
         except CorruptRecordError as exc:  # damaged for good: asking again will not help
             log.error("AG-UI resume of %s not taken: %s", name, exc)
             return _error(500, "the run's stored state is damaged; see the bot's log")
         except StorageError as exc:  # its cards cannot be read (or decided): no run starts
             log.error("AG-UI resume of %s not taken: %s", name, exc)
             return _error(503, "storage is unavailable; try again")
-        refusal = answers.refusal
+        refusal = answers.refusal or (resent.running if resent else None)
+        ended = stop or (resent.ended if resent else None)
         await response.prepare(request)
 
         gone = False
@@ -142,18 +152,20 @@ def add_agui_routes(
         if refusal is not None:
             await send(run_started(thread_id=ids[0], run_id=ids[1]))
             await send(run_error(refusal.message, code=refusal.code))
-        elif stop is not None:
+        elif ended is not None:
             await send(run_started(thread_id=ids[0], run_id=ids[1]))
             expiry = _expiry(services, name, taken=frozenset())
             asked = run_finished(
-                stop,
+                ended,
                 thread_id=ids[0],
                 run_id=ids[1],
                 expiry=expiry,
                 offered=_offered(services, name),
                 remembers=_remembers(services, name),
             )
-            await send(await _post_cards(services, name, stop, answers) or asked)
+            # A round's end told again: its cards were posted when it ended.
+            told = await _post_cards(services, name, stop, answers) if stop else None
+            await send(told or asked)
         else:
             # A card that took the app's answer checked it (its own expiry, its offer).
             expiry = _expiry(services, name, taken=answers.taken)

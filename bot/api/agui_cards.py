@@ -100,7 +100,7 @@ async def answer_cards(services: Services, agent: Runnable, body: dict[str, Any]
     now = services.clock.now()
     by_id = {card.id: card for card in asked}
     answered_cards = [
-        (by_id[ids[r.interrupt_id]], _decision(r, by_id[ids[r.interrupt_id]]))
+        (by_id[ids[r.interrupt_id]], card_decision(r, by_id[ids[r.interrupt_id]]))
         for r in responses
         if ids[r.interrupt_id] in by_id
     ]  # an interrupt may have no card
@@ -235,7 +235,7 @@ def carded(services: Services, name: str, interrupt: Interrupt) -> bool:
     return policy.channel is not None or policy.dm
 
 
-def _decision(response: InterruptResponse, card: InterruptRecord) -> Decision:
+def card_decision(response: InterruptResponse, card: InterruptRecord) -> Decision:
     """What the card records of the app's answer: a decision as the card's buttons make
     one, except for a question, whose answer is the app's words."""
     if response.decision is not None:

@@ -60,7 +60,11 @@ async def test_a_cancelled_interrupt_never_runs_the_tool(endpoint: Endpoint) -> 
     assert endpoint.bot.tool_log.calls == []
 
 
-async def test_answering_twice_gets_a_clear_run_error(endpoint: Endpoint) -> None:
+async def test_answering_again_otherwise_is_a_run_error_and_alike_hears_the_outcome(
+    endpoint: Endpoint,
+) -> None:
+    """Another answer to an interrupt answered in the app is refused; the same answer sent
+    again (as after a cut-off stream) hears how its round ended; the tool runs once."""
     first, _ = await run_client(
         endpoint.url,
         "thread-twice",
@@ -70,11 +74,15 @@ async def test_answering_twice_gets_a_clear_run_error(endpoint: Endpoint) -> Non
         ],
     )
     [interrupt] = first["finished"]["outcome"]["interrupts"]
-    late = {"interruptId": interrupt["id"], "status": "resolved", "payload": {"type": "approve"}}
+    late = {"interruptId": interrupt["id"], "status": "resolved", "payload": {"type": "reject"}}
     [again] = await run_client(endpoint.url, "thread-twice", [{"resume": [late]}])
     assert again["finished"] is None
     assert again["error"]["code"] == "decided_elsewhere"
     assert "already approved in the app" in again["error"]["message"]
+    alike = {**late, "payload": {"type": "approve"}}
+    [told] = await run_client(endpoint.url, "thread-twice", [{"resume": [alike]}])
+    assert told["error"] is None and told["finished"]["outcome"] == {"type": "success"}, told
+    assert told["finished"]["result"] == "done: deleted 2 file(s)"
     assert endpoint.bot.tool_log.calls == [{"paths": ["/tmp/a", "/tmp/b"]}]
 
 

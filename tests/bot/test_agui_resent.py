@@ -1,0 +1,117 @@
+"""An app whose resume stream was cut off (its connection dropped, or the bot's process
+died, while the round ran) sends the same resume again, with the real client: it hears
+how the round went, or that it still runs, and no tool runs twice."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+from typing import Any
+
+import aiohttp
+from agui_endpoint import TOKEN, Endpoint, run_client
+from harness import ALICE, CHANNEL
+from strands_agents import SlowDelete
+
+from bot.agents.policy import AgentSpec, Policy
+from bot.api.agui_cards import answer_cards
+from bot.schedule.scheduler import Scheduler
+from signoff.strands import StrandsAgent
+from storage.decisions import APP_HOLD
+
+
+def _approve(interrupt: dict[str, Any]) -> dict[str, Any]:
+    return {"interruptId": interrupt["id"], "status": "resolved", "payload": {"type": "approve"}}
+
+
+async def _cut_off(url: str, thread: str, resume: list[dict[str, Any]]) -> None:
+    """Send ``resume`` and drop the connection once the round has started."""
+    body = {"threadId": thread, "runId": "r-cut", "resume": resume}
+    async with aiohttp.ClientSession() as http:
+        response = await http.post(url, json=body, headers={"Authorization": f"Bearer {TOKEN}"})
+        assert b"RUN_STARTED" in await response.content.readline()
+        response.close()
+
+
+async def test_a_resume_cut_off_mid_round_sent_again_hears_it_runs_then_how_it_ended(
+    endpoint_for: Callable[..., Awaitable[Endpoint]],
+) -> None:
+    slow = SlowDelete()
+    spec = AgentSpec(
+        name="st-slow",
+        build=lambda sessions: StrandsAgent(slow.agent, session_store=sessions),
+        policy=Policy(channel=CHANNEL, users=(ALICE,)),
+    )
+    endpoint = await endpoint_for(spec=spec)
+    bot, url = endpoint.bot, endpoint.url.replace("/cleanup", "/st-slow")
+    [first] = await run_client(url, "thread-cut", [{"prompt": "clean up"}])
+    [interrupt] = first["finished"]["outcome"]["interrupts"]
+    await _cut_off(url, "thread-cut", [_approve(interrupt)])
+    while slow.inside < 1:  # the approved tool runs, unwatched
+        await asyncio.wait_for(slow.changed.wait(), 10)
+        slow.changed.clear()
+
+    [meanwhile] = await run_client(url, "thread-cut", [{"resume": [_approve(interrupt)]}])
+    assert meanwhile["finished"] is None and meanwhile["error"]["code"] == "round_running"
+    assert "send this resume again once it ends" in meanwhile["error"]["message"]
+
+    slow.release.set()
+    assert (await bot.finished()).startswith("Finished: done (success): deleted")
+    [after] = await run_client(url, "thread-cut", [{"resume": [_approve(interrupt)]}])
+    assert after["error"] is None, after
+    assert after["finished"]["outcome"] == {"type": "success"}
+    assert "deleted" in after["finished"]["result"]
+    assert slow.ran == [["/tmp/a"]]  # once, however often the resume was sent
+
+
+async def test_a_resume_sent_again_after_its_round_stopped_hears_the_next_interrupts(
+    endpoint_for: Callable[..., Awaitable[Endpoint]],
+) -> None:
+    endpoint = await endpoint_for(then=({"paths": ["/tmp/c"]},))
+    bot = endpoint.bot
+    [first] = await run_client(endpoint.url, "thread-next", [{"prompt": "clean up"}])
+    [interrupt] = first["finished"]["outcome"]["interrupts"]
+    await _cut_off(endpoint.url, "thread-next", [_approve(interrupt)])
+    cards = lambda: [p for p in bot.slack.called("chat.postMessage") if p.get("blocks")]  # noqa: E731
+    await bot.slack.wait_for(lambda: len(cards()) == 2, what="the next round's card")
+
+    again, next_round = await run_client(
+        endpoint.url,
+        "thread-next",
+        [
+            {"resume": [_approve(interrupt)]},
+            {"answer": {"status": "resolved", "payload": {"type": "approve"}}},
+        ],
+    )
+    assert again["error"] is None, again
+    [asked] = again["finished"]["outcome"]["interrupts"]
+    assert asked["id"] != interrupt["id"] and again["pending"] == [asked["id"]]
+    assert next_round["finished"]["outcome"] == {"type": "success"}, next_round
+    assert bot.tool_log.calls == [{"paths": ["/tmp/a", "/tmp/b"]}, {"paths": ["/tmp/c"]}]
+
+
+async def test_a_resume_whose_bot_died_mid_round_sent_again_hears_the_workers_outcome(
+    endpoint: Endpoint,
+) -> None:
+    """The app's answer decided the card, then the bot's process died before the round
+    ran: sent again, the resume is told the round still runs; once the hold lapses and the
+    resume worker has run it, sent again, it hears how it ended."""
+    bot = endpoint.bot
+    [first] = await run_client(endpoint.url, "thread-died", [{"prompt": "clean up"}])
+    [interrupt] = first["finished"]["outcome"]["interrupts"]
+    body = {"threadId": "thread-died", "runId": "r2", "resume": [_approve(interrupt)]}
+    answers = await answer_cards(bot.services, bot.services.registry.agent("cleanup"), body)
+    assert answers.refusal is None and answers.app_round is not None  # then the process dies
+
+    [meanwhile] = await run_client(endpoint.url, "thread-died", [{"resume": body["resume"]}])
+    assert meanwhile["error"]["code"] == "round_running", meanwhile
+    assert "already approved in the app by this same answer" in meanwhile["error"]["message"]
+    assert bot.tool_log.calls == []
+
+    bot.clock.advance(APP_HOLD + timedelta(seconds=1))
+    await Scheduler(bot.services).tick()
+    assert "deleted 2 file(s)" in await bot.finished()
+    [after] = await run_client(endpoint.url, "thread-died", [{"resume": body["resume"]}])
+    assert after["finished"]["outcome"] == {"type": "success"}, after
+    assert bot.tool_log.calls == [{"paths": ["/tmp/a", "/tmp/b"]}]
