@@ -12,6 +12,7 @@ from pathlib import Path
 from types import TracebackType
 
 from .api_clients import ApiClients
+from .app_resumes import AppResumes
 from .audit import AuditLog
 from .away import AwayList
 from .clicks import ClickStream
@@ -51,6 +52,7 @@ class Storage:
     client: RedisClient
     keys: Keys
     sessions: RedisSessionStore
+    app_resumes: AppResumes
     interrupts: InterruptStore
     queries: InterruptQueries
     reminders: ReminderStore
@@ -119,6 +121,7 @@ async def connect(
         client=client,
         keys=keys,
         sessions=RedisSessionStore(client, keys),
+        app_resumes=AppResumes(client, keys),
         interrupts=InterruptStore(client, keys, kept, queries),
         queries=queries,
         reminders=ReminderStore(client, keys),

@@ -220,6 +220,10 @@ class Keys:
     def session(self, thread_id: str) -> str:
         return f"{self.prefix}:thread:{{{check_thread_id(thread_id)}}}:session"
 
+    def app_resume(self, thread_id: str) -> str:
+        """String: the digest of the resume an AG-UI app last sent for the thread."""
+        return f"{self.prefix}:thread:{{{check_thread_id(thread_id)}}}:app_resume"
+
     def thread_lease(self, thread_id: str) -> str:
         """String: the token of whoever holds the thread alone (``RedisSessionStore.lease``)."""
         return f"{self.prefix}:thread:{{{check_thread_id(thread_id)}}}:lease"

@@ -59,7 +59,7 @@ from storage.errors import CorruptRecordError, InvalidIdError, StorageError
 from storage.keys import check_id
 
 from .agui_cards import CardAnswers, answer_cards, carded, post_cards
-from .agui_resent import resent_round
+from .agui_resent import remember_resume, resent_round
 from .agui_unstored import unstored_stop
 from .app_rounds import HANDED_OVER, AppRound
 from .auth import NOT_OPERATOR, bearer_check
@@ -180,6 +180,7 @@ def add_agui_routes(
                     finished=results.append,
                 ):
                     if event["type"] == "RUN_FINISHED":
+                        await remember_resume(services, body)  # its round ran: sent again, told
                         await held.done()  # before the next round's cards can be decided
                         # The cards exist before the app hears: it may answer at once.
                         unstored = await _post_cards(services, name, results[-1], answers)

@@ -11,7 +11,7 @@ from typing import Any
 
 import aiohttp
 from agui_endpoint import TOKEN, Endpoint, run_client
-from harness import ALICE, CHANNEL
+from harness import ALICE, CHANNEL, Harness
 from strands_agents import SlowDelete
 
 from bot.agents.policy import AgentSpec, Policy
@@ -32,6 +32,19 @@ async def _cut_off(url: str, thread: str, resume: list[dict[str, Any]]) -> None:
         response = await http.post(url, json=body, headers={"Authorization": f"Bearer {TOKEN}"})
         assert b"RUN_STARTED" in await response.content.readline()
         response.close()
+
+
+def _round_ran(bot: Harness) -> asyncio.Event:
+    """Set once the app's round has ended and its resume is kept as the thread's last."""
+    resumes = bot.services.storage.app_resumes
+    remember, ran = resumes.remember, asyncio.Event()
+
+    async def remember_and_tell(thread_id: str, digest: str) -> None:
+        await remember(thread_id, digest)
+        ran.set()
+
+    resumes.remember = remember_and_tell  # type: ignore[method-assign]
+    return ran
 
 
 async def test_a_resume_cut_off_mid_round_sent_again_hears_it_runs_then_how_it_ended(
@@ -115,3 +128,63 @@ async def test_a_resume_whose_bot_died_mid_round_sent_again_hears_the_workers_ou
     [after] = await run_client(endpoint.url, "thread-died", [{"resume": body["resume"]}])
     assert after["finished"]["outcome"] == {"type": "success"}, after
     assert bot.tool_log.calls == [{"paths": ["/tmp/a", "/tmp/b"]}]
+
+
+async def test_without_cards_a_resume_sent_again_hears_the_next_interrupts_once_stopped(
+    endpoint_for: Callable[..., Awaitable[Endpoint]],
+) -> None:
+    """No card records the app's answer: the thread keeps its last resume. The same resume
+    sent again hears the round's stop; another answer to the same interrupt is refused."""
+    endpoint = await endpoint_for(policy=Policy(users=(ALICE,)), then=({"paths": ["/tmp/c"]},))
+    bot = endpoint.bot
+    [first] = await run_client(endpoint.url, "thread-alone", [{"prompt": "clean up"}])
+    [interrupt] = first["finished"]["outcome"]["interrupts"]
+    stopped = _round_ran(bot)
+    await _cut_off(endpoint.url, "thread-alone", [_approve(interrupt)])
+    await asyncio.wait_for(stopped.wait(), 10)  # the round stopped at the next call, unwatched
+
+    denied = {**_approve(interrupt), "payload": {"type": "reject"}}
+    refused, again, next_round = await run_client(
+        endpoint.url,
+        "thread-alone",
+        [
+            {"resume": [denied]},
+            {"resume": [_approve(interrupt)]},
+            {"answer": {"status": "resolved", "payload": {"type": "approve"}}},
+        ],
+    )
+    assert refused["finished"] is None and refused["error"] is not None, refused
+    assert again["error"] is None, again
+    [asked] = again["finished"]["outcome"]["interrupts"]
+    assert asked["id"] != interrupt["id"] and again["pending"] == [asked["id"]]
+    assert next_round["finished"]["outcome"] == {"type": "success"}, next_round
+    assert bot.tool_log.calls == [{"paths": ["/tmp/a", "/tmp/b"]}, {"paths": ["/tmp/c"]}]
+    assert bot.slack.called("chat.postMessage") == []  # no card was ever posted
+
+
+async def test_without_cards_a_resume_sent_again_mid_round_is_told_to_try_again(
+    endpoint_for: Callable[..., Awaitable[Endpoint]],
+) -> None:
+    slow = SlowDelete()
+    spec = AgentSpec(
+        name="st-slow",
+        build=lambda sessions: StrandsAgent(slow.agent, session_store=sessions),
+        policy=Policy(users=(ALICE,)),
+    )
+    endpoint = await endpoint_for(spec=spec)
+    url = endpoint.url.replace("/cleanup", "/st-slow")
+    [first] = await run_client(url, "thread-alone-slow", [{"prompt": "clean up"}])
+    [interrupt] = first["finished"]["outcome"]["interrupts"]
+    await _cut_off(url, "thread-alone-slow", [_approve(interrupt)])
+    while slow.inside < 1:  # the approved tool runs, unwatched
+        await asyncio.wait_for(slow.changed.wait(), 10)
+        slow.changed.clear()
+    [meanwhile] = await run_client(url, "thread-alone-slow", [{"resume": [_approve(interrupt)]}])
+    assert meanwhile["error"]["code"] == "ThreadBusyError", meanwhile
+    assert "try again" in meanwhile["error"]["message"]
+    ended = _round_ran(endpoint.bot)
+    slow.release.set()
+    await asyncio.wait_for(ended.wait(), 10)
+    [after] = await run_client(url, "thread-alone-slow", [{"resume": [_approve(interrupt)]}])
+    assert after["finished"]["outcome"] == {"type": "success"}, after
+    assert slow.ran == [["/tmp/a"]]
