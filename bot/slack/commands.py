@@ -32,6 +32,7 @@ from bot.ui.notes import post_in_thread
 from bot.ui.posting import post_ephemeral
 from bot.ui.refusals import LIST_DOWN, STORAGE_DOWN
 from storage.errors import InvalidIdError, StorageError
+from storage.outcomes import Page
 
 from .away import away_command, is_away_command
 
@@ -81,15 +82,8 @@ def command_listener(services: Services) -> Any:
                 log.error("pending list for %s not read: %s", user, exc)
                 await ack(text=LIST_DOWN)
                 return
-            shown = Shown.of(page)
-            blocks = pending_blocks(
-                page.records,
-                viewer=user,
-                now=services.clock.now(),
-                next_page=page.next_cursor,
-                shown=shown,
-            )
-            await ack(text=waiting_text(page.records, shown=shown), blocks=blocks)
+            text, blocks = _listing(services, user, page)
+            await ack(text=text, blocks=blocks)
 
     return on_command
 
@@ -155,18 +149,23 @@ def page_listener(services: Services) -> Any:
         except StorageError as exc:
             log.error("next page for %s not read: %s", user, exc)
             return
-        shown = Shown.of(page)
-        blocks = pending_blocks(
-            page.records,
-            viewer=user,
-            now=services.clock.now(),
-            next_page=page.next_cursor,
-            shown=shown,
-        )
-        text = waiting_text(page.records, shown=shown)
+        text, blocks = _listing(services, user, page)
         await respond(text=text, blocks=blocks, replace_original=True)
 
     return on_next_page
+
+
+def _listing(services: Services, user: str, page: Page) -> tuple[str, list[dict[str, Any]]]:
+    """The text and blocks of one page of what waits for ``user``."""
+    shown = Shown.of(page)
+    blocks = pending_blocks(
+        page.records,
+        viewer=user,
+        now=services.clock.now(),
+        next_page=page.next_cursor,
+        shown=shown,
+    )
+    return waiting_text(page.records, shown=shown), blocks
 
 
 async def _start_once(
