@@ -138,11 +138,9 @@ async def test_withdrawing_the_card_ends_the_strands_run_and_the_thread_takes_a_
     assert deleted == []
 
 
-@pytest.mark.parametrize(("how", "ran"), [("approve", [["/tmp/a"]]), ("reject", [])])
-async def test_strands_own_human_in_the_loop_intervention_is_an_approval_card(
-    make_bot: Any, how: str, ran: list[list[str]]
-) -> None:
-    deleted: list[list[str]] = []
+def _human_in_the_loop_spec(name: str, deleted: list[list[str]]) -> AgentSpec:
+    """A Strands agent whose one call of ``delete_files`` (appending to ``deleted``) Strands'
+    own HumanInTheLoop intervention asks about."""
 
     @tool
     def delete_files(paths: list[str]) -> str:
@@ -158,11 +156,19 @@ async def test_strands_own_human_in_the_loop_intervention_is_an_approval_card(
             callback_handler=None,
         )
 
-    spec = AgentSpec(
-        name="st-hitl",
+    return AgentSpec(
+        name=name,
         build=lambda sessions: StrandsAgent(make_agent, session_store=sessions),
         policy=Policy(channel=CHANNEL, users=(ALICE,)),
     )
+
+
+@pytest.mark.parametrize(("how", "ran"), [("approve", [["/tmp/a"]]), ("reject", [])])
+async def test_strands_own_human_in_the_loop_intervention_is_an_approval_card(
+    make_bot: Any, how: str, ran: list[list[str]]
+) -> None:
+    deleted: list[list[str]] = []
+    spec = _human_in_the_loop_spec("st-hitl", deleted)
     bot: Harness = await make_bot(spec=spec)
     value = await bot.start(requested_by=CAROL)
     card = bot.posted(0)
@@ -184,26 +190,7 @@ async def test_a_denial_of_strands_own_intervention_tells_the_model_its_reason(
     """The intervention takes a yes or a no: the reason typed in the Deny form is added to
     what the model is told, as for the gate's own denials."""
     deleted: list[list[str]] = []
-
-    @tool
-    def delete_files(paths: list[str]) -> str:
-        """Delete files."""
-        deleted.append(paths)
-        return "deleted"
-
-    def make_agent() -> Agent:
-        return Agent(
-            model=ScriptedModel("delete_files", {"paths": ["/tmp/a"]}),
-            tools=[delete_files],
-            interventions=[HumanInTheLoop()],
-            callback_handler=None,
-        )
-
-    spec = AgentSpec(
-        name="st-hitl-reason",
-        build=lambda sessions: StrandsAgent(make_agent, session_store=sessions),
-        policy=Policy(channel=CHANNEL, users=(ALICE,)),
-    )
+    spec = _human_in_the_loop_spec("st-hitl-reason", deleted)
     bot: Harness = await make_bot(spec=spec)
     value = await bot.start(requested_by=CAROL)
     status, body = await bot.submit(ids.DENY_VIEW, value, user=ALICE, text="not on Fridays")
