@@ -227,9 +227,11 @@ async def test_an_app_sending_its_approval_twice_while_alice_clicks_runs_the_too
     assert clicked == [1]
     won = [a["finished"]["outcome"] for a in apps if a["finished"] is not None]
     lost = [a["error"] for a in apps if a["finished"] is None]
-    if first == "app":  # one app answer ran the tool; the other and the click are told
-        assert won == [{"type": "success"}] and len(lost) == 1, apps
-        assert "already approved in the app" in lost[0]["message"]
+    if first == "app":  # one app answer ran the tool; the click is told, and the other
+        # answer, the same sent again, hears the round's end, or that it still runs
+        assert {"type": "success"} in won and all(o == {"type": "success"} for o in won), apps
+        assert len(won) + len(lost) == 2, apps
+        assert all("already approved in the app" in e["message"] for e in lost), apps
         await bot.slack.wait_calls("chat.postEphemeral")
         assert "in the app" in bot.slack.called("chat.postEphemeral")[-1]["text"]
     else:  # the click won: both app answers are told so, and the worker runs the tool
