@@ -24,6 +24,7 @@ from bot.ui.slack_failures import why_failed
 from storage.errors import StorageError
 from storage.outcomes import DecideOutcome, RefusalReason
 
+from .late import expired_text
 from .payloads import Ref
 
 log = logging.getLogger(__name__)
@@ -56,7 +57,10 @@ async def decide_from_home(
         return
     if outcome.status == "refused" or (outcome.status == "replayed" and outcome.reason):
         services.metrics.refusals[outcome.reason or "unknown"] += 1
-        await show_home(services, user, notice=refusal_text(outcome))
+        notice = refusal_text(outcome)
+        if outcome.status == "refused" and outcome.reason == "expired":  # no click is queued
+            notice = await expired_text(services, outcome, own_clicks=0)
+        await show_home(services, user, notice=notice)
         return
     record = outcome.record
     if record is None:

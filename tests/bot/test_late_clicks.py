@@ -1,6 +1,7 @@
 """A click after the card's deadline, before the expiry sweep stored what the deadline
 does: the click stores that expiry itself (once, whoever comes first), so what the
-clicker is told has happened; a click made in time and still waiting is decided first."""
+clicker is told has happened (an Approve from App Home too); a click made in time and
+still waiting is decided first."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from fakes import home_click_payload
 from harness import ALICE, BOB, CAROL, CHANNEL, MALLORY, Harness
 
 from bot.agents.policy import Escalate, Policy
@@ -149,3 +151,28 @@ async def test_a_late_click_while_a_click_in_time_waits_claims_no_expiry(
     assert record.escalation_step == 0
     await bot.finished()
     assert len(bot.tool_log.calls) == 1
+
+
+@pytest.mark.parametrize("stores", ["escalated", "expired", "approved"])
+async def test_a_late_approve_from_home_stores_the_expiry_its_notice_tells_of(
+    make_bot: Any, storage: Storage, stores: str
+) -> None:
+    """Approve from App Home after the deadline, before any sweep, stores the expiry as a
+    late click on the card does, and Home's notice says what is stored."""
+    bot: Harness = await make_bot(POLICIES[stores], deciders=0)
+    value = await bot.start(requested_by=CAROL)
+    bot.clock.advance(WAIT + timedelta(minutes=1))
+    await bot.send(home_click_payload(user=ALICE, action_id=ids.HOME_APPROVE, value=value))
+
+    def homes() -> list[str]:
+        views = [c for c in bot.slack.called("views.publish") if c["user_id"] == ALICE]
+        return [str(v["view"]["blocks"][0]["text"]["text"]) for v in views]
+
+    await bot.slack.wait_for(lambda: bool(homes()), what="Alice's Home")
+    assert homes()[0] == TOLD[stores]
+    state, trail = await _stored_outcomes(bot, storage, bot.record_id(value))
+    assert state == stores  # already, no sweep has run
+    expiry = {"escalated": "escalated", "expired": "expired", "approved": "approved_by_default"}
+    assert trail.count(expiry[stores]) == 1
+    await bot.services.background.idle()  # its requester told, as after a sweep
+    assert len([t for t in bot.thread() if t.startswith(f"<@{CAROL}>")]) == 1
