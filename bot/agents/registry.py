@@ -40,6 +40,7 @@ class Registry:
             self._specs[spec.name] = spec
         self._sessions = sessions
         self._agents: dict[str, Runnable] = {}
+        self._refused: dict[str, Runnable] = {}  # built, but refused for its tool policies
 
     @property
     def names(self) -> list[str]:
@@ -52,7 +53,8 @@ class Registry:
         """The agent (or workflow) called ``name``, built on first use; UnknownAgentError
         naming this process's agents when it has none so called (its SIGNOFF_AGENTS lacks
         it). A build the runtime refuses (a bad ``interrupt_on``, say), or one lacking a
-        tool its ``AgentSpec(tools=...)`` names, is a UsageError naming the agent: with
+        tool its ``AgentSpec(tools=...)`` names (kept for ``aclose``, not built again),
+        is a UsageError naming the agent: with
         several, the runtime's own message does not say which one is wrong; any other
         error of the build (a missing API key), or a build that returns no agent, is an
         AgentBuildError naming it."""
@@ -65,18 +67,29 @@ class Registry:
                     f"no agent named {name!r} in this process (its agents: {known}); "
                     "SIGNOFF_AGENTS (or --agents) must name the module that defines it"
                 )
+            refused = self._refused.get(name)
+            built = refused if refused is not None else self._build(spec)
             try:
-                built = spec.build(AgentSessions(self._sessions, name))
-            except UsageError as exc:
-                raise UsageError(f"agent {name!r}: {exc}") from exc
-            except Exception as exc:  # the agent's own code failed
-                raise AgentBuildError(name, f"build() raised {type(exc).__name__}", exc) from exc
-            if not isinstance(built, Runnable):
-                returned = f"build() returned {type(built).__name__}, not an Agent or a Workflow"
-                raise AgentBuildError(name, returned)
-            _check_tool_policies(spec, built)
+                _check_tool_policies(spec, built)
+            except UsageError:  # kept, not built again, so that ``aclose`` releases it
+                self._refused[name] = built
+                raise
             agent = self._agents[name] = built
         return agent
+
+    def _build(self, spec: AgentSpec) -> Runnable:
+        """What ``spec.build`` returns, or the UsageError or AgentBuildError naming it."""
+        name = spec.name
+        try:
+            built = spec.build(AgentSessions(self._sessions, name))
+        except UsageError as exc:
+            raise UsageError(f"agent {name!r}: {exc}") from exc
+        except Exception as exc:  # the agent's own code failed
+            raise AgentBuildError(name, f"build() raised {type(exc).__name__}", exc) from exc
+        if not isinstance(built, Runnable):
+            returned = f"build() returned {type(built).__name__}, not an Agent or a Workflow"
+            raise AgentBuildError(name, returned)
+        return built
 
     async def thread_status(self, name: str, thread_id: str) -> ThreadStatus | None:
         """Where agent ``name``'s run on ``thread_id`` stands; None when the thread is
@@ -88,8 +101,9 @@ class Registry:
         return await self.agent(name).thread_status(thread_id)
 
     async def aclose(self) -> None:
-        """Let each agent built so far release what it holds (the bot is stopping)."""
-        for name, agent in self._agents.items():
+        """Let each agent built so far, refused ones too, release what it holds (the bot
+        is stopping)."""
+        for name, agent in [*self._agents.items(), *self._refused.items()]:
             try:
                 await agent.aclose()
             except Exception:

@@ -126,6 +126,31 @@ def test_a_policy_for_a_tool_the_agent_lacks_fails_its_build(
     assert registry.agent("cleanup") is registry.agent("cleanup")
 
 
+async def test_an_agent_refused_for_its_tool_policies_is_built_once_and_closed() -> None:
+    """What the refused build holds (a connection, a client) is released as the bot stops."""
+    built: list[_Closing] = []
+
+    def build(sessions: SessionStore) -> Runnable:
+        built.append(_Closing(model=OneToolModel("delete_files", {}), tools=[delete_files]))
+        return built[-1]
+
+    registry = _registry(build, {"delete_file": STRICT})
+    for _ in range(2):
+        with pytest.raises(UsageError, match="\\['delete_file'\\]"):
+            registry.agent("cleanup")
+    await registry.aclose()
+    assert [agent.closed for agent in built] == [1]
+
+
+class _Closing(Agent):
+    """An agent counting its ``aclose`` calls."""
+
+    closed = 0
+
+    async def aclose(self) -> None:
+        self.closed += 1
+
+
 def test_a_workflow_node_may_have_a_policy_of_its_own() -> None:
     """A node asked about before it runs (``interrupt_before``) is carded under its name."""
     assert _registry(own_workflow, {"report": STRICT}).agent("cleanup") is not None
