@@ -1,8 +1,8 @@
 """The app's Home tab: what waits for the viewer, and the trust they gave, revocable there.
 
 It is redrawn when its viewer opens it (each list from its first page), and after a
-decision on a request they could decide (only for people who opened it lately: one
-``views.publish`` each), each list on the page the viewer was on.
+decision on a request they could decide or saw open to their channel (only for people who
+opened it lately: one ``views.publish`` each), each list on the page the viewer was on.
 """
 
 from __future__ import annotations
@@ -99,13 +99,17 @@ def _missing(membership: Membership) -> str | None:
 async def refresh_homes(
     services: Services, record: InterruptRecord, *, except_for: str | None = None
 ) -> None:
-    """Redraw the Home of the people who could decide ``record`` (and whoever did), when
-    they opened it lately, each on the pages they were on: the request leaves their list,
-    or says its decision waits out its undo window. ``except_for`` is redrawn by the caller."""
+    """Redraw the Home of the people who could decide ``record`` (and whoever did, and
+    those its open channels were last listed for), when they opened it lately, each on the
+    pages they were on: the request leaves their list, or says its decision waits out its
+    undo window. ``except_for`` is redrawn by the caller."""
     policy = record.policy
     named = policy.deciders
     named += tuple(u for rung in record.reached_rungs for u in rung.deciders)
-    users = [*((record.decided_by,) if record.decided_by else ()), *named]
+    opened = [record.channel] if policy.open_to_channel else []
+    opened += [r.channel or record.channel for r in record.reached_rungs if r.open_to_channel]
+    in_channel = services.directory.listed_in(c for c in opened if c)
+    users = [*((record.decided_by,) if record.decided_by else ()), *named, *in_channel]
     users = [user for user in users if user != except_for][:MAX_REFRESHED]
     await redraw_homes(services, users, after=record.id)
 
