@@ -95,7 +95,7 @@ async def remember_resume(services: Services, body: dict[str, Any]) -> None:
             await services.storage.app_resumes.remember(request.thread_id, digest)
     except AgentRuntimeError:
         return  # the run reports it
-    except StorageError as exc:  # sent again, it is refused as today: nothing runs twice
+    except StorageError as exc:  # sent again, it is refused: nothing runs twice
         log.warning("the app's resume on %s not kept: %s", body.get("threadId"), exc)
 
 
