@@ -23,6 +23,9 @@ from .adapted import named
 
 APPROVAL = "signoff:approval"
 """The name of the interrupts ``SignoffApprovals`` raises."""
+_APPROVAL_ID = ("v1:before_tool_call:", f":{uuid.uuid5(uuid.NAMESPACE_OID, APPROVAL)}")
+"""How Strands names the gate's interrupt: around the id of the call it asks about (a
+tool's own interrupt under the same name is ``v1:tool_call:...``, a question)."""
 HUMAN_IN_THE_LOOP = "strands:human-in-the-loop"
 """Strands' own ``HumanInTheLoop`` intervention: a yes/no approval of one tool call."""
 _YES_OR_NO: tuple[DecisionType, ...] = ("approve", "reject")
@@ -69,7 +72,8 @@ def twins_refusal(pending: Sequence[Mapping[str, Any]]) -> str | None:
 def as_interrupt(pending: Mapping[str, Any]) -> Interrupt:
     """A Strands interrupt as a Signoff one: an approval of the gate, else a question."""
     reason = pending.get("reason")
-    if pending.get("name") == APPROVAL and isinstance(reason, Mapping):
+    if _is_gates(pending):
+        assert isinstance(reason, Mapping)
         name = str(reason.get("tool"))
         args = reason.get("args")
         return Interrupt(
@@ -105,6 +109,16 @@ def as_interrupt(pending: Mapping[str, Any]) -> Interrupt:
     return Interrupt(
         id=str(pending["id"]), name=str(pending.get("name")), reason=reason, question=True
     )
+
+
+def _is_gates(pending: Mapping[str, Any]) -> bool:
+    """Whether ``SignoffApprovals`` raised the interrupt: by its name, reason and id, as a
+    tool's own interrupt may take the gate's name and reason but not its id."""
+    reason = pending.get("reason")
+    if pending.get("name") != APPROVAL or not isinstance(reason, Mapping):
+        return False
+    start, end = _APPROVAL_ID
+    return pending.get("id") == f"{start}{reason.get('tool_use_id')}{end}"
 
 
 def _hitl_call_id(interrupt_id: str) -> str:
