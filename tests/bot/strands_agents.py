@@ -107,6 +107,20 @@ class SlowDelete:
             **kwargs,
         )
 
+    def spec(self, policy: Policy) -> AgentSpec:
+        """The agent ``st-slow``, built on this tool, under ``policy``."""
+        return AgentSpec(
+            name="st-slow",
+            build=lambda sessions: StrandsAgent(self.agent, session_store=sessions),
+            policy=policy,
+        )
+
+    async def entered(self) -> None:
+        """Wait until a run is inside the tool."""
+        while self.inside < 1:
+            await asyncio.wait_for(self.changed.wait(), 10)
+            self.changed.clear()
+
     async def two_at_once(self, resume: Any) -> list[Any]:
         """Start two resumes; release the tool once both are inside it, or one was refused."""
         tasks = [asyncio.create_task(resume()), asyncio.create_task(resume())]

@@ -14,10 +14,9 @@ from agui_endpoint import TOKEN, Endpoint, run_client
 from harness import ALICE, CHANNEL, Harness
 from strands_agents import SlowDelete
 
-from bot.agents.policy import AgentSpec, Policy
+from bot.agents.policy import Policy
 from bot.api.agui_cards import answer_cards
 from bot.schedule.scheduler import Scheduler
-from signoff.strands import StrandsAgent
 from storage.decisions import APP_HOLD
 
 
@@ -51,19 +50,12 @@ async def test_a_resume_cut_off_mid_round_sent_again_hears_it_runs_then_how_it_e
     endpoint_for: Callable[..., Awaitable[Endpoint]],
 ) -> None:
     slow = SlowDelete()
-    spec = AgentSpec(
-        name="st-slow",
-        build=lambda sessions: StrandsAgent(slow.agent, session_store=sessions),
-        policy=Policy(channel=CHANNEL, users=(ALICE,)),
-    )
-    endpoint = await endpoint_for(spec=spec)
+    endpoint = await endpoint_for(spec=slow.spec(Policy(channel=CHANNEL, users=(ALICE,))))
     bot, url = endpoint.bot, endpoint.url.replace("/cleanup", "/st-slow")
     [first] = await run_client(url, "thread-cut", [{"prompt": "clean up"}])
     [interrupt] = first["finished"]["outcome"]["interrupts"]
     await _cut_off(url, "thread-cut", [_approve(interrupt)])
-    while slow.inside < 1:  # the approved tool runs, unwatched
-        await asyncio.wait_for(slow.changed.wait(), 10)
-        slow.changed.clear()
+    await slow.entered()  # the approved tool runs, unwatched
 
     [meanwhile] = await run_client(url, "thread-cut", [{"resume": [_approve(interrupt)]}])
     assert meanwhile["finished"] is None and meanwhile["error"]["code"] == "round_running"
@@ -166,19 +158,12 @@ async def test_without_cards_a_resume_sent_again_mid_round_is_told_to_try_again(
     endpoint_for: Callable[..., Awaitable[Endpoint]],
 ) -> None:
     slow = SlowDelete()
-    spec = AgentSpec(
-        name="st-slow",
-        build=lambda sessions: StrandsAgent(slow.agent, session_store=sessions),
-        policy=Policy(users=(ALICE,)),
-    )
-    endpoint = await endpoint_for(spec=spec)
+    endpoint = await endpoint_for(spec=slow.spec(Policy(users=(ALICE,))))
     url = endpoint.url.replace("/cleanup", "/st-slow")
     [first] = await run_client(url, "thread-alone-slow", [{"prompt": "clean up"}])
     [interrupt] = first["finished"]["outcome"]["interrupts"]
     await _cut_off(url, "thread-alone-slow", [_approve(interrupt)])
-    while slow.inside < 1:  # the approved tool runs, unwatched
-        await asyncio.wait_for(slow.changed.wait(), 10)
-        slow.changed.clear()
+    await slow.entered()  # the approved tool runs, unwatched
     [meanwhile] = await run_client(url, "thread-alone-slow", [{"resume": [_approve(interrupt)]}])
     assert meanwhile["error"]["code"] == "ThreadBusyError", meanwhile
     assert "try again" in meanwhile["error"]["message"]

@@ -3,7 +3,6 @@ when the app goes away, or when its process dies, and the cards say how it went.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 
@@ -51,12 +50,7 @@ async def test_an_app_that_goes_away_mid_run_does_not_stop_the_run(
     endpoint_for: Callable[..., Awaitable[Endpoint]],
 ) -> None:
     slow = SlowDelete()
-    spec = AgentSpec(
-        name="st-slow",
-        build=lambda sessions: StrandsAgent(slow.agent, session_store=sessions),
-        policy=Policy(channel=CHANNEL, users=(ALICE,)),
-    )
-    endpoint = await endpoint_for(spec=spec)
+    endpoint = await endpoint_for(spec=slow.spec(Policy(channel=CHANNEL, users=(ALICE,))))
     bot, url = endpoint.bot, endpoint.url.replace("/cleanup", "/st-slow")
     [first] = await run_client(url, "thread-gone", [{"prompt": "clean up"}])
     [interrupt] = first["finished"]["outcome"]["interrupts"]
@@ -65,9 +59,7 @@ async def test_an_app_that_goes_away_mid_run_does_not_stop_the_run(
     async with aiohttp.ClientSession() as http:
         response = await http.post(url, json=body, headers={"Authorization": f"Bearer {TOKEN}"})
         assert b"RUN_STARTED" in await response.content.readline()
-        while slow.inside < 1:
-            await asyncio.wait_for(slow.changed.wait(), 10)
-            slow.changed.clear()
+        await slow.entered()
         response.close()  # the app goes away while the approved tool runs
     slow.release.set()
     assert (await bot.finished()).startswith("Finished: done (success): deleted")
