@@ -53,8 +53,8 @@ Entry point::
 - ``trust: TrustGrants`` - ``grant``, ``covering``, ``active``, ``revoke``: approvers'
   "trust this tool in this channel for N minutes" (see ``storage.trust_grants``).
 - ``home: HomeViewers`` - ``opened(user, now)``, ``recent(users, now)``: whose Home tab
-  is worth redrawing after a decision; ``place(user)``, ``keep(user, place)``: on which
-  pages.
+  is worth redrawing after a decision; ``place(user)``, ``drawn(user, now, place=,
+  seen_in=)``: on which pages, and whose Home listed a channel's open requests.
 - ``notes: NoteQueue`` - ``later(note, *, at)``, ``claim(now)``, ``done(leased)``: thread
   notes Slack did not take, tried again; ``once(name, note, *, now, lease)``: a note only
   the first caller naming it posts, queued as it is claimed (see ``storage.notes``).

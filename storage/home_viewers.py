@@ -3,7 +3,7 @@ decision, only their Home is redrawn (one ``views.publish`` each), on those page
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from datetime import datetime, timedelta
 from typing import cast
 
@@ -37,14 +37,44 @@ class HomeViewers:
             kept = await self._client.raw.hget(self._keys.home_places, check_id("user", user))
         return cast(str | None, kept) or ""
 
-    async def keep(self, user: str, place: str) -> None:
-        """Remember where ``user``'s Home lists start now ("": their first pages)."""
+    async def drawn(
+        self, user: str, now: datetime, *, place: str | None, seen_in: Collection[str]
+    ) -> None:
+        """Note what ``user``'s Home shows now: where its lists start (None: as kept; "":
+        their first pages) and the channels whose open requests it lists (so whichever
+        process decides one redraws it); one round trip, none with nothing to note."""
         user = check_id("user", user)
-        async with self._client.guard("keep a Home place"):
+        if place is None and not seen_in:
+            return
+        since = to_ms(now - RECENT)
+        async with self._client.guard("note what a Home shows"):
+            pipe = self._client.pipeline()
             if place:
-                await self._client.raw.hset(self._keys.home_places, user, place)
-            else:
-                await self._client.raw.hdel(self._keys.home_places, user)
+                pipe.hset(self._keys.home_places, user, place)
+            elif place is not None:
+                pipe.hdel(self._keys.home_places, user)
+            for channel in seen_in:
+                key = self._keys.home_seen_in(check_id("channel", channel))
+                pipe.zadd(key, {user: to_ms(now)})
+                pipe.zremrangebyscore(key, "-inf", f"({since}")
+                pipe.pexpire(key, int(RECENT.total_seconds() * 1000))
+            await pipe.execute()
+
+    async def seen_in(self, channels: Iterable[str], now: datetime) -> list[str]:
+        """Who had a request open to one of ``channels`` listed on their Home within
+        ``RECENT``, the latest first; one round trip."""
+        wanted = [check_id("channel", c) for c in dict.fromkeys(channels)]
+        if not wanted:
+            return []
+        since = to_ms(now - RECENT)
+        async with self._client.guard("read who saw a channel's requests on Home"):
+            pipe = self._client.pipeline()
+            for channel in wanted:
+                pipe.zrange(
+                    self._keys.home_seen_in(channel), "+inf", since, byscore=True, desc=True
+                )
+            found = await pipe.execute()
+        return list(dict.fromkeys(u for users in found for u in cast(list[str], users)))
 
     async def recent(self, users: Iterable[str], now: datetime) -> dict[str, str]:
         """Those of ``users`` who opened Home within ``RECENT``, in the order given, each

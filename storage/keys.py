@@ -349,6 +349,11 @@ class Keys:
         redraw shows the pages they were on."""
         return f"{self._global}:home:places"
 
+    def home_seen_in(self, channel: str) -> str:
+        """Sorted set: user id scored by when their Home last listed a request open to
+        ``channel``, so any process redraws it after a decision on one."""
+        return f"{self._global}:home:channel:{channel}"
+
     @property
     def trust_grants(self) -> str:
         """Hash: trust grant id -> its stored ``TrustGrant`` (agent, tool, channel, until)."""

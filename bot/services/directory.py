@@ -244,12 +244,6 @@ class Directory:
         self._channels[user_id] = (now, membership)
         return membership
 
-    def listed_in(self, channels: Iterable[str]) -> list[str]:
-        """Those whose channels, as this process last listed them (drawing their Home
-        does), include any of ``channels``; no Slack call."""
-        wanted = set(channels)
-        return [user for user, (_, m) in self._channels.items() if wanted & set(m.channels)]
-
     async def members(self, groups: Iterable[str]) -> tuple[str, ...]:
         """The distinct members of ``groups``; a group Slack does not list counts as empty.
 

@@ -75,8 +75,15 @@ async def publish_home(
         ),
         *trust_blocks(grants),
     ]
-    if shown != stored:  # before it is seen: a click on it then redraws these pages
-        await services.storage.home.keep(user, shown.value)
+    # Before it is seen: a click on it then redraws these pages, and a decision on a
+    # request listed as open to a channel of theirs redraws it, in whichever process.
+    mine = set(membership.channels)
+    await services.storage.home.drawn(
+        user,
+        now,
+        place=None if shown == stored else shown.value,
+        seen_in={c for r in open_page.records for c in _open_channels(r) if c in mine},
+    )
     await services.client.views_publish(user_id=user, view={"type": "home", "blocks": blocks})
 
 
@@ -100,18 +107,28 @@ async def refresh_homes(
     services: Services, record: InterruptRecord, *, except_for: str | None = None
 ) -> None:
     """Redraw the Home of the people who could decide ``record`` (and whoever did, and
-    those its open channels were last listed for), when they opened it lately, each on the
-    pages they were on: the request leaves their list, or says its decision waits out its
-    undo window. ``except_for`` is redrawn by the caller."""
-    policy = record.policy
-    named = policy.deciders
+    those whose Home listed requests open to its channels), when they opened it lately,
+    each on the pages they were on: the request leaves their list, or says its decision
+    waits out its undo window. ``except_for`` is redrawn by the caller."""
+    named = record.policy.deciders
     named += tuple(u for rung in record.reached_rungs for u in rung.deciders)
-    opened = [record.channel] if policy.open_to_channel else []
-    opened += [r.channel or record.channel for r in record.reached_rungs if r.open_to_channel]
-    in_channel = services.directory.listed_in(c for c in opened if c)
+    try:
+        in_channel = await services.storage.home.seen_in(
+            _open_channels(record), services.clock.now()
+        )
+    except StorageError as exc:
+        log.warning("Homes listing %s in its channels not redrawn: %s", record.id, exc)
+        in_channel = []
     users = [*((record.decided_by,) if record.decided_by else ()), *named, *in_channel]
-    users = [user for user in users if user != except_for][:MAX_REFRESHED]
+    users = [user for user in dict.fromkeys(users) if user != except_for][:MAX_REFRESHED]
     await redraw_homes(services, users, after=record.id)
+
+
+def _open_channels(record: InterruptRecord) -> list[str]:
+    """The channels whose members may decide ``record`` on its card, as far as it reached."""
+    opened = [record.channel] if record.policy.open_to_channel else []
+    opened += [r.channel or record.channel for r in record.reached_rungs if r.open_to_channel]
+    return [c for c in dict.fromkeys(opened) if c]
 
 
 async def redraw_homes(services: Services, users: list[str], *, after: str) -> None:

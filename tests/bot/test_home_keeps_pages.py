@@ -156,13 +156,13 @@ async def test_a_home_place_that_is_not_one_redraws_the_first_pages(make_bot: An
 
     await _both_on_page_two(bot)
     for damaged in ["x|y|z", "abc|12 ../../other", "|", "\x00|\x00", "é" * 600, "12|34"]:
-        await bot.services.storage.home.keep(ALICE, damaged)
+        await _keep(bot, damaged)
         refused = await _click(bot, ids.HOME_APPROVE, stale)
         assert "arguments changed" in str(refused[0]), damaged
         assert titles(refused, "named") == _names(0, 17), damaged
         assert titles(refused, "open") == _opens(0, 5), damaged
 
-    await bot.services.storage.home.keep(ALICE, "99999999999999 zzz|99999999999999 zzz")
+    await _keep(bot, "99999999999999 zzz|99999999999999 zzz")
     approve = _decide_value(last_home(bot), ids.HOME_APPROVE)
     past_the_end = await _click(bot, ids.HOME_APPROVE, approve)
     assert titles(past_the_end, "named") == _names(8, 25)
@@ -193,3 +193,8 @@ async def test_other_approvers_homes_are_redrawn_on_the_pages_they_were_on(
     assert titles(bobs, "named") == _names(17, 25)
     assert "Showing 17 to 24 of 24" in str(bobs)
     assert titles(bobs, "open") == _opens(5, 7)
+
+
+async def _keep(bot: Harness, place: str) -> None:
+    """Store ``place`` as where Alice's Home lists start, as a redraw would."""
+    await bot.services.storage.home.drawn(ALICE, bot.clock.now(), place=place, seen_in=())
