@@ -83,15 +83,30 @@ class DueSweeps(RecordTransitions):
         back as they hold the sweep back; other clicks waiting (made in time, decided
         first) do. None when nothing was made now: made before, clicks made in time wait,
         the record is held or gone (left to the sweep), or Redis could not run it."""
-        [result] = await self._each("expire", [rid], now, own_clicks=own_clicks)
-        if result is None or result[0] not in ("expired", "escalated"):
-            return None
-        outcome = cast(Literal["expired", "escalated"], result[0])
-        log.info("interrupt %s %s at a click after its deadline", rid, outcome)
-        record = self._read_back(rid, result[2:])
-        if record is None:
-            return None
-        return ExpiryResult(outcome=outcome, record=record, resume_job_id=result[1] or None)
+        [made] = await self.expire_late_each([rid], now, own_clicks=own_clicks)
+        return made
+
+    async def expire_late_each(
+        self, rids: Sequence[str], now: datetime, *, own_clicks: int
+    ) -> list[ExpiryResult | None]:
+        """``expire_late`` for each of ``rids`` (a batch card's items, clicked after their
+        deadline), in one pipeline: each record's expiry in its own step, as the sweep's."""
+        made: list[ExpiryResult | None] = []
+        for rid, result in zip(
+            rids, await self._each("expire", list(rids), now, own_clicks=own_clicks), strict=True
+        ):
+            if result is None or result[0] not in ("expired", "escalated"):
+                made.append(None)
+                continue
+            outcome = cast(Literal["expired", "escalated"], result[0])
+            log.info("interrupt %s %s at a click after its deadline", rid, outcome)
+            record = self._read_back(rid, result[2:])
+            made.append(
+                None
+                if record is None
+                else ExpiryResult(outcome=outcome, record=record, resume_job_id=result[1] or None)
+            )
+        return made
 
     async def claim_gone(self, rid: str, now: datetime) -> LostRecord | None:
         """The pending record ``rid`` that a read found gone, claimed as the sweep claims

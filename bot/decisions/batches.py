@@ -22,6 +22,7 @@ from storage.queries import Batch
 from storage.records import InterruptRecord
 
 from .damaged import record_damaged
+from .late import expire_items
 from .payloads import Click
 
 log = logging.getLogger(__name__)
@@ -69,8 +70,9 @@ async def decide_batch(services: Services, click: Click) -> None:
         await record_damaged(services, problem, rid, user=user, channel=channel)
     if batch.damaged:
         await _tell_damaged(services, batch, user=user, channel=channel)
-    await _report(services, click, outcomes, len(chosen))
-    if all(o.status == "refused" for o in outcomes):
+    late = await expire_items(services, outcomes)
+    await _report(services, click, outcomes, len(chosen), told=late.told)
+    if all(o.status == "refused" for o in outcomes) and not late.stored:
         return  # nothing changed: the card stays as it is
     try:
         latest = await services.storage.queries.led_by(lead_id) or batch
@@ -117,11 +119,20 @@ def _decisions(click: Click, batch: Batch, user: str) -> list[tuple[InterruptRec
 
 
 async def _report(
-    services: Services, click: Click, outcomes: list[DecideOutcome], asked: int
+    services: Services,
+    click: Click,
+    outcomes: list[DecideOutcome],
+    asked: int,
+    *,
+    told: dict[int, str],
 ) -> None:
     """Count the decisions; tell the clicker about refusals (once, with how many, and why
-    when they share a reason: whose decision came first only when it is the same for all)."""
+    when they share a reason: whose decision came first only when it is the same for all).
+    ``told``: what an item refused as past its deadline has stored, by its place."""
     refused = [o for o in outcomes if o.status == "refused"]
+    texts = [
+        told.get(i) or refusal_text(o) for i, o in enumerate(outcomes) if o.status == "refused"
+    ]
     for outcome in outcomes:
         if outcome.status == "recorded" and outcome.state:
             services.metrics.decisions[outcome.state] += 1
@@ -134,13 +145,13 @@ async def _report(
             f"{len(refused)} of {asked} items were not decided, for more than one reason; "
             "the card shows where each stands."
         )
-    elif len({refusal_text(o) for o in refused}) > 1:  # decided first, not all alike
+    elif len(set(texts)) > 1:  # decided first (or by their expiry), not all alike
         text = (
             f"{len(refused)} of {asked} items were decided already, not all the same way; "
             "the card shows how."
         )
     else:
-        text = refusal_text(refused[0])
+        text = texts[0]
         if len(refused) < asked:
             text = f"{len(refused)} of {asked} items: {text}"
     user, channel = click.user.id, click.container.channel_id
