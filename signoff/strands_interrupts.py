@@ -89,7 +89,8 @@ def as_interrupt(pending: Mapping[str, Any]) -> Interrupt:
             description=f"{name} needs approval",
         )
     hitl = _HITL_PROMPT.match(reason) if isinstance(reason, str) else None
-    if pending.get("name") == HUMAN_IN_THE_LOOP and hitl is not None:
+    call_id = _hitl_call_id(pending)
+    if call_id is not None and hitl is not None:
         try:
             args = json.loads(hitl["input"])
         except ValueError:
@@ -99,7 +100,7 @@ def as_interrupt(pending: Mapping[str, Any]) -> Interrupt:
             name="approval",
             reason=reason,
             tool_call=ToolCall(
-                id=_hitl_call_id(str(pending["id"])),
+                id=call_id,
                 name=hitl["name"],
                 args=args if isinstance(args, dict) else {"input": args},
             ),
@@ -121,13 +122,17 @@ def _is_gates(pending: Mapping[str, Any]) -> bool:
     return pending.get("id") == f"{start}{reason.get('tool_use_id')}{end}"
 
 
-def _hitl_call_id(interrupt_id: str) -> str:
-    """The id of the call the intervention's interrupt asks about (what its result is told
-    and audited under), else the interrupt's own."""
-    start, end = _HITL_ID
-    if interrupt_id.startswith(start) and interrupt_id.endswith(end):
-        return interrupt_id[len(start) : -len(end)]
-    return interrupt_id
+def _hitl_call_id(pending: Mapping[str, Any]) -> str | None:
+    """The id of the call Strands' ``HumanInTheLoop`` asks about (what its result is told
+    and audited under), read from the id Strands gives the intervention's interrupt; None
+    when the intervention did not raise it (a tool's own interrupt may take its name and
+    prompt, but its id is ``v1:tool_call:...``)."""
+    interrupt_id, (start, end) = pending.get("id"), _HITL_ID
+    if pending.get("name") != HUMAN_IN_THE_LOOP or not isinstance(interrupt_id, str):
+        return None
+    if not (interrupt_id.startswith(start) and interrupt_id.endswith(end)):
+        return None
+    return interrupt_id[len(start) : -len(end)]
 
 
 def interrupt_responses(
