@@ -43,6 +43,9 @@ LOST = (
 POST_LEASE = timedelta(seconds=30)
 """How long a new interrupt (or an escalation step's card) is its poster's to post before
 the outbox hands it out."""
+GRANT_LEASE = timedelta(seconds=30)
+"""How long the sweep that made an "Approve and trust" final has to store its grant (and
+so queue its run's resume) before another sweep is handed the decision to do it."""
 
 
 class DueSweeps(RecordTransitions):
@@ -53,8 +56,10 @@ class DueSweeps(RecordTransitions):
     ) -> list[ExpiryResult | LostRecord]:
         """Expire (or escalate once) up to ``limit`` interrupts per shard whose time is up,
         and make final the decisions whose undo window has ended (``released``: the run
-        resumes). Each interrupt is handled once, whoever else sweeps; so is a pending one
-        whose record Redis lost (``LostRecord``, audited as ``lost``).
+        resumes, once the grant of an "Approve and trust" is stored: ``grant_stored``; one
+        not stored within ``GRANT_LEASE`` is ``released`` again). Each interrupt is handled
+        once, whoever else sweeps; so is a pending one whose record Redis lost
+        (``LostRecord``, audited as ``lost``).
         """
         due = await self._due(self._keys.due, now, limit)
         results: list[ExpiryResult | LostRecord] = []
@@ -263,7 +268,7 @@ class DueSweeps(RecordTransitions):
         # releases and reminders it made are reported, not skipped as done already.
         args.append(secrets.token_hex(8))
         if script == "expire":
-            args += [LOST, "" if own_clicks is None else own_clicks]
+            args += [LOST, "" if own_clicks is None else own_clicks, millis(GRANT_LEASE)]
         return await self._pipelined(script, rids, args)
 
 

@@ -40,7 +40,7 @@ from .group_refresh import refresh_groups
 from .late import expired_text
 from .modal_clicks import MODAL_BUTTONS, open_modal
 from .payloads import Click, parse_click
-from .trust_grants import grant_trust, keep_trust, tell_not_kept
+from .trust_grants import grant_trust, keep_trust, resume_after_grant, tell_not_kept
 from .undo import undo
 from .withdrawals import withdraw
 
@@ -290,7 +290,9 @@ async def decided_news(services: Services, record: InterruptRecord) -> None:
 
 async def made_final(services: Services, record: InterruptRecord) -> None:
     """A decision held in its undo window became final: what a click's decision does, its
-    trust kept before its card is drawn."""
+    trust kept, and then its run's resume queued (storage holds it back until then),
+    before its card is drawn. Redis failing as the resume is queued leaves it to the
+    sweep, which hands this decision out again (``GRANT_LEASE``)."""
     services.metrics.decisions[record.state] += 1
     kept = True
     try:
@@ -298,6 +300,10 @@ async def made_final(services: Services, record: InterruptRecord) -> None:
     except StorageError as exc:
         log.error("interrupt %s: trust not kept: %s", record.id, exc)
         kept = False
+    try:
+        await resume_after_grant(services, record)
+    except StorageError as exc:
+        log.error("interrupt %s: resume not queued, the sweep tries again: %s", record.id, exc)
     await update_message(services, record)
     if not kept:
         await tell_not_kept(services, record)

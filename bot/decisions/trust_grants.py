@@ -54,6 +54,12 @@ async def keep_trust(services: Services, record: InterruptRecord) -> None:
     tool meets the grant instead of a new question. StorageError when Redis failed at
     either: the click is left to be taken again, and its run waits for the grant."""
     await grant_trust(services, record)
+    await resume_after_grant(services, record)
+
+
+async def resume_after_grant(services: Services, record: InterruptRecord) -> None:
+    """Queue the run's resume that storage held back for the grant of ``record``'s
+    "Approve and trust", now stored (or not to be made). StorageError when Redis failed."""
     remember = (record.decision or {}).get("remember") or {}
     if record.state == "approved" and remember.get("scope") == "minutes":
         await services.storage.interrupts.grant_stored(record.id, now=services.clock.now())

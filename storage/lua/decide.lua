@@ -161,6 +161,8 @@ local function decide(seen, trust, granting)
     local untl = string.format('%d', tonumber(now) + math.floor(window * 1000))
     redis.call('HSET', key, 'held_until', untl, 'held_by', user, 'held_at', now,
       'held_decision', ARGV[4])
+    -- Its grant is stored when the window ends: the run's resume then waits for it.
+    if granting then redis.call('HSET', key, 'held_granting', '1') end
     redis.call('ZADD', KEYS[4], untl, rid)
     audit(KEYS[10], ARGV[12], 'held', rid, user, now, ARGV[4])
     return with_json_record({'held', '', ''})

@@ -9,7 +9,9 @@
 -- entry of a record found gone while pending says, 11 '' for a sweep; for a decision made
 -- after the deadline, which makes the expiry itself: how many of the waiting clicks are its
 -- own (they do not hold it back), and a record gone or held is left to the sweep.
--- A decision held in its undo window is made final here instead, once the window ends.
+-- A decision held in its undo window is made final here instead, once the window ends
+-- (12: how long its sweeper has to store the grant of an "Approve and trust" it made final
+-- before it is handed out again (ms)).
 -- Returns {status, job id, record hash...}; status is
 -- expired|escalated|released|skip|missing|lost ('lost' with the run's place hash; a
 -- job's request's place then names it 'lost:<record id>', when it was found lost).
@@ -60,6 +62,14 @@ if string.sub(before, 1, #ARGV[9] + 1) == ARGV[9] .. ' ' then
   return with_record({status, job})
 end
 if field(key, 'state') ~= 'pending' then
+  -- Made final here, its run's resume waiting for the grant its "Approve and trust" makes,
+  -- which its sweeper did not store in time (it died, or Redis failed): released again, so
+  -- whoever sweeps now stores it and queues the resume (granted.lua drops the due entry).
+  if redis.call('SISMEMBER', granting_key(), rid) == 1 then
+    if late then return {'skip', ''} end  -- left to the sweep
+    redis.call('ZADD', KEYS[4], tonumber(now) + tonumber(ARGV[12]), rid)
+    return swept('released', '')
+  end
   redis.call('ZREM', KEYS[4], rid)
   return {'skip', ''}
 end
@@ -72,8 +82,15 @@ if held ~= '' then
   end
   local by, at, decision = field(key, 'held_by'), field(key, 'held_at'), field(key, 'held_decision')
   local dtype = json_field(key, 'held_decision').type
-  redis.call('HDEL', key, 'held_until', 'held_by', 'held_at', 'held_decision')
-  local job = finalize(rid, FINALS[dtype], by, at, decision, tonumber(ARGV[3]), true, ARGV[4])
+  -- An "Approve and trust": the run resumes once its grant is stored (granted.lua), which
+  -- this record's due entry hands out again until it is.
+  local granting = field(key, 'held_granting') == '1'
+  redis.call('HDEL', key, 'held_until', 'held_by', 'held_at', 'held_decision', 'held_granting')
+  local job = finalize(rid, FINALS[dtype], by, at, decision, tonumber(ARGV[3]), true, ARGV[4],
+    granting)
+  if granting and redis.call('SISMEMBER', granting_key(), rid) == 1 then
+    redis.call('ZADD', KEYS[4], tonumber(now) + tonumber(ARGV[12]), rid)
+  end
   audit(KEYS[10], ARGV[5], FINALS[dtype], rid, by, now, decision)
   return swept('released', job)
 end

@@ -6,6 +6,8 @@
 -- KEYS as in common.lua, plus 12: the run's records waiting for their grant (granting_key).
 -- ARGV: 1 record id, 2 now, 3 retention ms, 4 resume stream maxlen.
 -- Returns {job's stream id, or ''}.
+-- Its due entry, which hands it out again while the grant is not stored (expire.lua), goes.
+redis.call('ZREM', KEYS[4], ARGV[1])
 if redis.call('SREM', KEYS[12], ARGV[1]) == 0 then return {''} end
 if redis.call('SCARD', KEYS[2]) > 0 or redis.call('SCARD', KEYS[12]) > 0 then return {''} end
 local decided = redis.call('SMEMBERS', KEYS[11])
