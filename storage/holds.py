@@ -26,7 +26,7 @@ class HeldDecision(BaseModel):
 
 
 class Undone(BaseModel):
-    """Who undid whose held decision, and when."""
+    """Who undid whose held decision, and when (or that its trust grant's end undid it)."""
 
     model_config = _MODEL
 
@@ -40,6 +40,9 @@ class Undone(BaseModel):
     trust_grant: str = ""
     """The trust grant that made the decision taken back (``decided_by`` gave it, and did
     not click); empty for a person's decision."""
+    lapsed: str = ""
+    """``revoked`` or ``ended`` when nobody undid it: its trust grant was revoked, or ended,
+    before the window did (``by`` is then empty)."""
 
     @property
     def was_approval(self) -> bool:
@@ -81,16 +84,18 @@ def undone_fields(undone: Undone | None) -> dict[str, str]:
         "undid": undone.decided_by,
         "undone_type": undone.decision_type,
         **({"undone_trust": undone.trust_grant} if undone.trust_grant else {}),
+        **({"undone_lapsed": undone.lapsed} if undone.lapsed else {}),
     }
 
 
 def read_undone(fields: dict[str, str]) -> Undone | None:
-    if not fields.get("undone_by"):
+    if not fields.get("undone_by") and not fields.get("undone_lapsed"):
         return None
     return Undone(
-        by=fields["undone_by"],
+        by=fields.get("undone_by", ""),
         at=from_ms(int(fields["undone_at"])),
         decided_by=fields.get("undid", ""),
         decision_type=fields.get("undone_type", ""),
         trust_grant=fields.get("undone_trust", ""),
+        lapsed=fields.get("undone_lapsed", ""),
     )

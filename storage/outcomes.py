@@ -64,12 +64,16 @@ class DecideOutcome:
         return self.record.policy.min_approvals if self.record else 0
 
 
+ExpiryOutcome = Literal["expired", "escalated", "released", "reopened"]
+
+
 @dataclass(frozen=True, kw_only=True)
 class ExpiryResult:
-    """One interrupt handled by an expiry sweep: expired for good, escalated once, or its
-    held decision released (made final) at the end of its undo window."""
+    """One interrupt handled by an expiry sweep: expired for good, escalated once, its
+    held decision released (made final) at the end of its undo window, or reopened there
+    (an approval under a trust grant revoked or ended meanwhile)."""
 
-    outcome: Literal["expired", "escalated", "released"]
+    outcome: ExpiryOutcome
     record: InterruptRecord
     resume_job_id: str | None = None
 

@@ -19,7 +19,7 @@ from .client import RedisClient
 from .epoch import from_ms, to_ms
 from .errors import CorruptRecordError
 from .keys import Keys, is_record_id, split_record_id
-from .outcomes import ExpiryResult, GoneScan, LostRecord, ReminderDue
+from .outcomes import ExpiryOutcome, ExpiryResult, GoneScan, LostRecord, ReminderDue
 from .records import InterruptRecord
 from .retention import millis
 from .transitions import RecordTransitions
@@ -57,9 +57,10 @@ class DueSweeps(RecordTransitions):
         """Expire (or escalate once) up to ``limit`` interrupts per shard whose time is up,
         and make final the decisions whose undo window has ended (``released``: the run
         resumes, once the grant of an "Approve and trust" is stored: ``grant_stored``; one
-        not stored within ``GRANT_LEASE`` is ``released`` again). Each interrupt is handled
-        once, whoever else sweeps; so is a pending one whose record Redis lost
-        (``LostRecord``, audited as ``lost``).
+        not stored within ``GRANT_LEASE`` is ``released`` again). An approval a trust
+        grant made whose grant was revoked or ended by then is taken back (``reopened``:
+        it waits for a person). Each interrupt is handled once, whoever else sweeps; so is
+        a pending one whose record Redis lost (``LostRecord``, audited as ``lost``).
         """
         due = await self._due(self._keys.due, now, limit)
         results: list[ExpiryResult | LostRecord] = []
@@ -69,8 +70,8 @@ class DueSweeps(RecordTransitions):
             elif result[0] in ("missing", "lost"):
                 if (lost := await self._gone(rid, result)) is not None:
                     results.append(lost)
-            elif result[0] in ("expired", "escalated", "released"):
-                outcome = cast(Literal["expired", "escalated", "released"], result[0])
+            elif result[0] in ("expired", "escalated", "released", "reopened"):
+                outcome = cast(ExpiryOutcome, result[0])
                 log.info("interrupt %s %s", rid, outcome)
                 if (record := self._read_back(rid, result[2:])) is not None:
                     results.append(

@@ -76,6 +76,7 @@ class RecordTransitions:
                 run_id = split_record_id(rid)[0]
                 keys += [self._keys.clicks_waiting(rid), self._keys.run_place(run_id)]
                 keys += [self._keys.lost_by(rid), self._keys.request(run_id)]
+                keys.append(self._keys.trust_revoked(self._keys.shard_of(run_id)))
             calls.append((keys, [rid, *args]))
         replies = await self._client.eval_each(script, calls)
         results: list[list[str] | None] = []

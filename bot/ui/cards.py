@@ -211,9 +211,22 @@ def _undone(record: InterruptRecord) -> str | None:
     undone = record.undone
     if undone is None or record.state != "pending":
         return None
+    if undone.lapsed:
+        return trust_lapsed(record, undone)
     return (
         f":leftwards_arrow_with_hook: {user_mention(undone.by)} undid {undid_what(undone)} "
         f"{date_token(undone.at)}; {after_undo(record)}"
+    )
+
+
+def trust_lapsed(record: InterruptRecord, undone: Undone) -> str:
+    """An approval a trust grant made, taken back at the end of its undo window because
+    the grant was revoked or ended first: no person approved it, so a person is asked."""
+    how = "was revoked" if undone.lapsed == "revoked" else "ended"
+    return (
+        f":unlock: The approval made under {mentions(undone.deciders)}'s trust did not take "
+        f"effect {date_token(undone.at)} (that trust {how} before it was final); "
+        f"{after_undo(record)}"
     )
 
 

@@ -1,6 +1,6 @@
 """What follows an expiry stored by the sweep, or by a click that came after the deadline:
 the card redrawn, the requester and the approvers' App Homes told, or the escalation
-step's card posted."""
+step's card posted; and what follows an approval under trust taken back by the sweep."""
 
 from __future__ import annotations
 
@@ -9,16 +9,27 @@ from storage.errors import StorageError
 from storage.outcomes import ExpiryResult
 from storage.records import InterruptRecord
 
+from .cards import trust_lapsed
 from .home import refresh_homes
+from .notes import post_mrkdwn
 from .posting import post_escalation
 from .redraws import update_message
 from .requester import tell_decided, tell_escalated
 
 
 async def tell_expiry(services: Services, result: ExpiryResult) -> None:
-    """Show an expiry (``expired``, approved by default among them) or an escalation
-    (``escalated``) where it matters; a released undo window is the caller's."""
+    """Show an expiry (``expired``, approved by default among them), an escalation
+    (``escalated``) or an approval under trust taken back (``reopened``) where it matters;
+    a released undo window is the caller's."""
     record = result.record
+    if result.outcome == "reopened":  # a trust's approval taken back: a person is asked
+        await update_message(services, record)
+        if record.undone is not None:
+            thread = record.thread_ts or record.message_ts
+            text = trust_lapsed(record, record.undone)
+            await post_mrkdwn(services, channel=record.channel, thread_ts=thread, text=text)
+        await refresh_homes(services, record)
+        return
     if result.outcome == "expired":
         services.metrics.decisions["expired"] += 1
         await update_message(services, record)

@@ -155,7 +155,9 @@ local function decide(seen, trust, granting)
   end
   -- With an undo window the decision is held: the due sweep makes it final when the window
   -- ends (expire.lua), unless someone undoes it first (undo.lua).
-  if trust ~= '' then redis.call('HSET', key, 'trust_grant', trust) end
+  -- The grant's end is kept too: a held approval under it becomes final only while the
+  -- grant stands (expire.lua).
+  if trust ~= '' then redis.call('HSET', key, 'trust_grant', trust, 'trust_until', ARGV[17]) end
   local window = policy.undo_window
   if type(window) == 'number' and window > 0 then
     local untl = string.format('%d', tonumber(now) + math.floor(window * 1000))

@@ -11,10 +11,10 @@
 -- own (they do not hold it back), and a record gone or held is left to the sweep.
 -- A decision held in its undo window is made final here instead, once the window ends
 -- (12: how long its sweeper has to store the grant of an "Approve and trust" it made final
--- before it is handed out again (ms)).
+-- before it is handed out again (ms); KEYS 16: the shard's revoked trust grants).
 -- Returns {status, job id, record hash...}; status is
--- expired|escalated|released|skip|missing|lost ('lost' with the run's place hash; a
--- job's request's place then names it 'lost:<record id>', when it was found lost).
+-- expired|escalated|released|reopened|skip|missing|lost ('lost' with the run's place
+-- hash; a job's request's place then names it 'lost:<record id>', when it was found lost).
 local key, rid, now = KEYS[1], ARGV[1], ARGV[2]
 local late = (ARGV[11] or '') ~= ''
 local own = late and tonumber(ARGV[11]) or 0
@@ -82,6 +82,26 @@ if held ~= '' then
   end
   local by, at, decision = field(key, 'held_by'), field(key, 'held_at'), field(key, 'held_decision')
   local dtype = json_field(key, 'held_decision').type
+  -- An approval a trust grant made (nobody clicked) takes effect only while the grant
+  -- stands: revoked or ended before the window did, it is taken back as by an Undo, and
+  -- the request waits for a person again.
+  local trust = field(key, 'trust_grant')
+  local lapsed = ''
+  if trust ~= '' then
+    local ends = tonumber(field(key, 'trust_until'))
+    if redis.call('ZSCORE', KEYS[16], trust) then lapsed = 'revoked'
+    elseif ends and tonumber(now) >= ends then lapsed = 'ended' end
+  end
+  if lapsed ~= '' then
+    redis.call('HDEL', key, 'held_until', 'held_by', 'held_at', 'held_decision', 'held_granting',
+      'trust_grant', 'trust_until', 'undone_by')
+    redis.call('HSET', key, 'votes', '[]', 'voters', '[]', 'undone_at', now, 'undid', by,
+      'undone_type', dtype, 'undone_trust', trust, 'undone_lapsed', lapsed)
+    local expires = field(key, 'expires_at')
+    if expires ~= '' then redis.call('ZADD', KEYS[4], expires, rid) else redis.call('ZREM', KEYS[4], rid) end
+    audit(KEYS[10], ARGV[5], 'trust_lapsed', rid, '', now, trust .. ' ' .. lapsed)
+    return swept('reopened', '')
+  end
   -- An "Approve and trust": the run resumes once its grant is stored (granted.lua), which
   -- this record's due entry hands out again until it is.
   local granting = field(key, 'held_granting') == '1'

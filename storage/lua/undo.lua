@@ -48,7 +48,7 @@ local undone_type = json_field(key, 'held_decision').type or ''
 -- A trust grant's approval was nobody's click: the undo says so (`undone_trust`).
 local trust = field(key, 'trust_grant')
 redis.call('HDEL', key, 'held_until', 'held_by', 'held_at', 'held_decision', 'held_granting',
-  'trust_grant', 'undone_trust')
+  'trust_grant', 'trust_until', 'undone_trust', 'undone_lapsed')
 redis.call('HSET', key, 'votes', '[]', 'voters', '[]', 'undone_by', user, 'undone_at', now,
   'undid', undid, 'undone_type', undone_type)
 if trust ~= '' then redis.call('HSET', key, 'undone_trust', trust) end

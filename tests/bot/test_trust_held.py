@@ -11,8 +11,9 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from fakes import home_click_payload
 from harness import ALICE, BOB, CAROL, CHANNEL, Harness
-from test_trust import _approved_without_a_click, _held, _trust_held
+from test_trust import _approved_without_a_click, _held, _run, _trust_held
 from test_trust_resume import _resume_queued
 
 from agent_runtime.interrupts import Remember
@@ -109,3 +110,54 @@ async def test_redis_failing_as_a_held_trusts_resume_is_queued_leaves_it_to_the_
     await Scheduler(bot.services, made_final=made_final).tick()
     await bot.clicks_done()
     assert len(bot.tool_log.calls) == 1
+
+
+async def test_an_approval_under_a_trust_revoked_in_its_undo_window_asks_a_person(
+    make_bot: Any, storage: Storage
+) -> None:
+    bot = await _trust_held(make_bot, WINDOW)
+    bot.clock.advance(WINDOW * 2)
+    await Scheduler(bot.services, made_final=made_final).tick()
+    await _approved_without_a_click(bot, 1)
+    later = await _run(bot)  # approved under Alice's grant, held in its own window
+    await bot.slack.wait_for(lambda: len(_held(bot)) == 2, what="the later card, held")
+    [grant] = await storage.trust.active(bot.clock.now())
+
+    await bot.send(home_click_payload(user=ALICE, action_id=ids.REVOKE_TRUST, value=grant.id))
+    await bot.slack.wait_for(
+        lambda: any(t.startswith(f":unlock: <@{ALICE}> revoked") for t in bot.thread()),
+        what="the revocation told",
+    )
+    bot.clock.advance(WINDOW * 2)
+    await Scheduler(bot.services, made_final=made_final).tick()
+
+    assert len(bot.tool_log.calls) == 1  # the later run's call did not run
+    record = await storage.queries.get(bot.record_id(_value(later, ids.APPROVE)))
+    assert record is not None and (record.state, record.held, record.trust_grant) == (
+        "pending",
+        None,
+        None,
+    )
+    assert record.undone is not None and record.undone.lapsed == "revoked"
+    said = f":unlock: The approval made under <@{ALICE}>'s trust did not take effect <!date^"
+    why = "(that trust was revoked before it was final); it waits for a decision again"
+    ts = record.message_ts
+    redrawn = [u for u in bot.slack.called("chat.update") if u["ts"] == ts][-1]
+    assert said in str(redrawn["blocks"]) and why in str(redrawn["blocks"])
+    assert ids.APPROVE in str(redrawn["blocks"]) and ids.UNDO not in str(redrawn["blocks"])
+    posts = [p for p in bot.slack.called("chat.postMessage") if p.get("thread_ts") == ts]
+    [note] = [str(p["text"]) for p in posts if str(p.get("text", "")).startswith(said)]
+    assert note.endswith(why)
+    events = [e.event for e in await storage.audit.read(count=100) if e.record_id == record.id]
+    assert events[-1] == "trust_lapsed"
+
+    # A person decides it now, as on any card.
+    updates = len(bot.slack.called("chat.update"))
+    await bot.click(ids.APPROVE, _value(redrawn, ids.APPROVE), user=BOB, message_ts=ts)
+    await bot.slack.wait_for(
+        lambda: any(
+            u["ts"] == ts and f"<@{BOB}>" in str(u["blocks"]) and "not yet final" in str(u)
+            for u in bot.slack.called("chat.update")[updates:]
+        ),
+        what="Bob's approval, held",
+    )
