@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
-import logging
 import secrets
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -16,10 +13,9 @@ from agent_runtime.errors import StaleSessionError, ThreadBusyError
 from agent_runtime.session import Snapshot, StoredSession
 
 from .client import RedisClient
-from .errors import CorruptRecordError, StorageError
+from .errors import CorruptRecordError
 from .keys import Keys
-
-log = logging.getLogger(__name__)
+from .leases import held
 
 
 def parse_session(key: str, version: object, raw: object) -> StoredSession:
@@ -83,35 +79,10 @@ class RedisSessionStore:
     async def lease(self, thread_id: str) -> AsyncIterator[None]:
         """Hold the thread alone while the block runs, in any process; renewed while held,
         so a long step keeps it, and expiring on its own if this process dies."""
-        key, token = self._keys.thread_lease(thread_id), secrets.token_hex(16)
-        async with self._client.guard("take a thread's lease"):
-            taken = await self._client.raw.set(key, token, nx=True, px=LEASE_MS)
-            # Sent again after its reply was lost, the take finds the lease it took.
-            taken = taken or await self._client.raw.get(key) == token
-        if not taken:
-            raise ThreadBusyError(f"thread {thread_id} is being run elsewhere; try again")
-        renewing = asyncio.create_task(self._renew(key, token), name=f"lease {thread_id}")
-        try:
+        async with held(self._client, self._keys.thread_lease(thread_id), lasts_ms=LEASE_MS) as ok:
+            if not ok:
+                raise ThreadBusyError(f"thread {thread_id} is being run elsewhere; try again")
             yield
-        finally:
-            renewing.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await renewing
-            await self._client.eval("lease_release", [key], [token])
-
-    async def _renew(self, key: str, token: str) -> None:
-        """Renew the lease while it is ours. A renewal Redis fails is tried at the next beat,
-        not given up: the lease would lapse under a step still running, letting another
-        process run the thread too."""
-        while True:
-            await asyncio.sleep(LEASE_MS / 3000)
-            try:
-                async with self._client.guard("renew a thread's lease"):
-                    if await self._client.raw.get(key) != token:
-                        return
-                    await self._client.raw.pexpire(key, LEASE_MS)
-            except StorageError as exc:
-                log.warning("%s; trying again", exc)
 
     async def save(self, thread_id: str, snapshot: Snapshot, *, expected_version: int) -> int:
         data = json.dumps(snapshot, separators=(",", ":"), allow_nan=False)
