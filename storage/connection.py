@@ -13,6 +13,7 @@ from types import TracebackType
 
 from .api_clients import ApiClients
 from .app_resumes import AppResumes
+from .app_runs import AppRuns
 from .audit import AuditLog
 from .away import AwayList
 from .clicks import ClickStream
@@ -53,6 +54,7 @@ class Storage:
     keys: Keys
     sessions: RedisSessionStore
     app_resumes: AppResumes
+    app_runs: AppRuns
     interrupts: InterruptStore
     queries: InterruptQueries
     reminders: ReminderStore
@@ -122,6 +124,7 @@ async def connect(
         keys=keys,
         sessions=RedisSessionStore(client, keys),
         app_resumes=AppResumes(client, keys),
+        app_runs=AppRuns(client, keys),
         interrupts=InterruptStore(client, keys, kept, queries),
         queries=queries,
         reminders=ReminderStore(client, keys),

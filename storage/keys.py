@@ -224,6 +224,10 @@ class Keys:
         """String: the digest of the resume an AG-UI app last sent for the thread."""
         return f"{self.prefix}:thread:{{{check_thread_id(thread_id)}}}:app_resume"
 
+    def app_run(self, thread_id: str) -> str:
+        """String: the token of the AG-UI request running a round on the thread (``AppRuns``)."""
+        return f"{self.prefix}:thread:{{{check_thread_id(thread_id)}}}:app_run"
+
     def thread_lease(self, thread_id: str) -> str:
         """String: the token of whoever holds the thread alone (``RedisSessionStore.lease``)."""
         return f"{self.prefix}:thread:{{{check_thread_id(thread_id)}}}:lease"

@@ -10,7 +10,7 @@ from ..errors import AgentRuntimeError, ResumeError
 from ..interrupts import Interrupt, InterruptResponse
 from ..messages import JSONValue
 from ..results import AgentResult
-from ..resume import RunInput
+from ..resume import ContinueRun, RunInput
 from ..run_events import RunFinished, TextMessage, ToolCallFinished, ToolCallStarted
 from ..runnable import Runnable
 from .events import (
@@ -39,6 +39,7 @@ async def run_agui(
     remembers: Remembers | None = None,
     decided_elsewhere: Sequence[InterruptResponse] = (),
     finished: Callable[[AgentResult], None] | None = None,
+    cut_off: bool = False,
 ) -> AsyncIterator[AguiEvent]:
     """Run ``agent`` for one AG-UI request and yield its AG-UI events.
 
@@ -50,7 +51,9 @@ async def run_agui(
     changes nothing stored. The tool calls of one model turn share one ``parentMessageId``.
     Interrupts answered on another surface (``decided_elsewhere``: a Slack card) need no
     answer in the resume; the run takes their answers with the app's. ``finished`` is
-    given the run's result before its RUN_FINISHED is yielded.
+    given the run's result before its RUN_FINISHED is yielded. A ``cut_off`` thread (its
+    round's process died mid-run) is continued from its last checkpoint (``ContinueRun``);
+    the input itself is not run.
     """
     try:
         request = parse_run_input(input)
@@ -60,14 +63,18 @@ async def run_agui(
     thread_id, run_id = request.thread_id, request.run_id
     yield run_started(thread_id=thread_id, run_id=run_id)
     try:
-        open_interrupts = await agent.open_interrupts(thread_id)
-        elsewhere = {r.interrupt_id for r in decided_elsewhere}
-        waiting = [i for i in open_interrupts if i.id not in elsewhere]
-        _refuse_expired(request.resume, waiting, expiry)
-        run_input: RunInput = request.prompt or [
-            *_answers(request.resume, waiting, remembers),
-            *decided_elsewhere,
-        ]
+        if cut_off:
+            open_interrupts = await _resumed(agent, thread_id)
+            run_input: RunInput = ContinueRun()
+        else:
+            open_interrupts = await agent.open_interrupts(thread_id)
+            elsewhere = {r.interrupt_id for r in decided_elsewhere}
+            waiting = [i for i in open_interrupts if i.id not in elsewhere]
+            _refuse_expired(request.resume, waiting, expiry)
+            run_input = request.prompt or [
+                *_answers(request.resume, waiting, remembers),
+                *decided_elsewhere,
+            ]
         if isinstance(run_input, list) and offered is not None:
             _refuse_not_offered(run_input, open_interrupts, offered)
         # A tool call that interrupted was announced by the run it interrupted; this
@@ -110,6 +117,12 @@ async def run_agui(
     except Exception:
         log.exception("AG-UI run %s on thread %s failed", run_id, thread_id)
         yield run_error("the agent failed unexpectedly; see the server log", code="internal_error")
+
+
+async def _resumed(agent: Runnable, thread_id: str) -> list[Interrupt]:
+    """The interrupts the thread's cut-off round was resumed from (its last stop's)."""
+    status = await agent.thread_status(thread_id)
+    return list(status.last_result.interrupts) if status and status.last_result else []
 
 
 def _refuse_expired(

@@ -19,7 +19,9 @@ the app") and this request runs the round, holding it (``AppRound``); if the run
 or the process dies, the round goes to the resume worker. A resume for an interrupt
 already decided on its card gets a ``RUN_ERROR`` naming who decided it; the app's own
 resume sent again (its stream cut off) hears how the round it started went
-(``agui_resent``).
+(``agui_resent``). This request holds the thread while its round runs (``AppRuns``): the
+app's other requests meanwhile are told the round runs, and, once this process has died
+mid-round, the next continues that round (``agui_cut_off``).
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ from storage.errors import CorruptRecordError, InvalidIdError, StorageError
 from storage.keys import check_id
 
 from .agui_cards import CardAnswers, answer_cards, carded, post_cards
+from .agui_cut_off import mid_round, running_now
 from .agui_resent import remember_resume, resent_round
 from .agui_unstored import unstored_stop
 from .app_rounds import HANDED_OVER, AppRound
@@ -114,84 +117,103 @@ def add_agui_routes(
         except (UsageError, AgentBuildError) as exc:  # its build failed: JSON, not a text page
             log.exception("AG-UI run of %s not started", name)
             return _error(500, f"{exc}; see the bot's log")
-        try:
-            # A resume sent again after its stream was cut off hears how its round went.
-            resent = await resent_round(services, agent, body)
-            answers = CardAnswers() if resent else await answer_cards(services, agent, body)
-            # A stop whose cards were never stored is answered now, its cards stored.
-            stop = (
-                None
-                if answers.refusal or resent
-                else await unstored_stop(services, agent, name, body)
-            )
-        except CorruptRecordError as exc:  # damaged for good: asking again will not help
-            log.error("AG-UI resume of %s not taken: %s", name, exc)
-            return _error(500, "the run's stored state is damaged; see the bot's log")
-        except StorageError as exc:  # its cards cannot be read (or decided): no run starts
-            log.error("AG-UI resume of %s not taken: %s", name, exc)
-            return _error(503, "storage is unavailable; try again")
-        refusal = answers.refusal or (resent.running if resent else None)
-        ended = stop or (resent.ended if resent else None)
-        await response.prepare(request)
-
-        gone = False
-
-        async def send(event: Any) -> None:
-            """Stream ``event``; once the app has gone, the run goes on unwatched."""
-            nonlocal gone
-            if gone:
-                return
+        async with contextlib.AsyncExitStack() as holding:
             try:
-                await response.write(encoder.encode(_EVENT.validate_python(event)).encode())
-            except ConnectionResetError:
-                log.info("AG-UI client of %s went away; the run goes on", name)
-                gone = True
-
-        results: list[AgentResult] = []
-        ids = (str(body.get("threadId") or ""), str(body.get("runId") or ""))
-        if refusal is not None:
-            await send(run_started(thread_id=ids[0], run_id=ids[1]))
-            await send(run_error(refusal.message, code=refusal.code))
-        elif ended is not None:
-            await send(run_started(thread_id=ids[0], run_id=ids[1]))
-            expiry = _expiry(services, name, taken=frozenset())
-            asked = run_finished(
-                ended,
-                thread_id=ids[0],
-                run_id=ids[1],
-                expiry=expiry,
-                offered=_offered(services, name),
-                remembers=_remembers(services, name),
+                # A round left mid-run that no card resumed: continued, or told it runs.
+                cut_off = await mid_round(services, agent, body)
+                # A resume sent again after its stream was cut off hears how its round went.
+                resent = None if cut_off else await resent_round(services, agent, body)
+                answers = (
+                    CardAnswers()
+                    if resent or cut_off
+                    else await answer_cards(services, agent, body)
+                )
+                # A stop whose cards were never stored is answered now, its cards stored.
+                stop = (
+                    None
+                    if answers.refusal or resent or cut_off
+                    else await unstored_stop(services, agent, name, body)
+                )
+                runs = not (answers.refusal or resent or stop)
+                # Held while the round runs here: if this process dies, the hold lapses.
+                alone = not runs or await holding.enter_async_context(
+                    services.storage.app_runs.running(str(body["threadId"]))
+                )
+            except CorruptRecordError as exc:  # damaged for good: asking again will not help
+                log.error("AG-UI resume of %s not taken: %s", name, exc)
+                return _error(500, "the run's stored state is damaged; see the bot's log")
+            except StorageError as exc:  # its cards cannot be read (or decided): no run starts
+                log.error("AG-UI resume of %s not taken: %s", name, exc)
+                return _error(503, "storage is unavailable; try again")
+            refusal = (
+                answers.refusal
+                or (resent.running if resent else None)
+                or (None if alone else running_now(body))
             )
-            # A round's end told again: its cards were posted when it ended.
-            told = await _post_cards(services, name, stop, answers) if stop else None
-            await send(told or asked)
-        else:
-            # A card that took the app's answer checked it (its own expiry, its offer).
-            expiry = _expiry(services, name, taken=answers.taken)
-            async with AppRound(services, answers.app_round) as held:
-                async for event in run_agui(
-                    agent,
-                    body,
+            ended = stop or (resent.ended if resent else None)
+            await response.prepare(request)
+
+            gone = False
+
+            async def send(event: Any) -> None:
+                """Stream ``event``; once the app has gone, the run goes on unwatched."""
+                nonlocal gone
+                if gone:
+                    return
+                try:
+                    await response.write(encoder.encode(_EVENT.validate_python(event)).encode())
+                except ConnectionResetError:
+                    log.info("AG-UI client of %s went away; the run goes on", name)
+                    gone = True
+
+            results: list[AgentResult] = []
+            ids = (str(body.get("threadId") or ""), str(body.get("runId") or ""))
+            if refusal is not None:
+                await send(run_started(thread_id=ids[0], run_id=ids[1]))
+                await send(run_error(refusal.message, code=refusal.code))
+            elif ended is not None:
+                await send(run_started(thread_id=ids[0], run_id=ids[1]))
+                expiry = _expiry(services, name, taken=frozenset())
+                asked = run_finished(
+                    ended,
+                    thread_id=ids[0],
+                    run_id=ids[1],
                     expiry=expiry,
                     offered=_offered(services, name),
                     remembers=_remembers(services, name),
-                    decided_elsewhere=answers.decided_on_cards,
-                    finished=results.append,
-                ):
-                    if event["type"] == "RUN_FINISHED":
-                        await remember_resume(services, body)  # its round ran: sent again, told
-                        await held.done()  # before the next round's cards can be decided
-                        # The cards exist before the app hears: it may answer at once.
-                        unstored = await _post_cards(services, name, results[-1], answers)
-                        event = unstored or event
-                    elif event["type"] == "RUN_ERROR" and await held.hand_over():
-                        event = run_error(f"{event['message']}; {HANDED_OVER}", code=event["code"])
-                    await send(event)
-        if not gone:
-            with contextlib.suppress(ConnectionResetError):
-                await response.write_eof()
-        return response
+                )
+                # A round's end told again: its cards were posted when it ended.
+                told = await _post_cards(services, name, stop, answers) if stop else None
+                await send(told or asked)
+            else:
+                # A card that took the app's answer checked it (its own expiry, its offer).
+                expiry = _expiry(services, name, taken=answers.taken)
+                async with AppRound(services, answers.app_round) as held:
+                    async for event in run_agui(
+                        agent,
+                        body,
+                        expiry=expiry,
+                        offered=_offered(services, name),
+                        remembers=_remembers(services, name),
+                        decided_elsewhere=answers.decided_on_cards,
+                        finished=results.append,
+                        cut_off=cut_off,
+                    ):
+                        if event["type"] == "RUN_FINISHED":
+                            await remember_resume(services, body)  # its round ran: sent again, told
+                            await held.done()  # before the next round's cards can be decided
+                            # The cards exist before the app hears: it may answer at once.
+                            unstored = await _post_cards(services, name, results[-1], answers)
+                            event = unstored or event
+                        elif event["type"] == "RUN_ERROR" and await held.hand_over():
+                            event = run_error(
+                                f"{event['message']}; {HANDED_OVER}", code=event["code"]
+                            )
+                        await send(event)
+            if not gone:
+                with contextlib.suppress(ConnectionResetError):
+                    await response.write_eof()
+            return response
 
     async def capabilities(request: web.Request) -> web.Response:
         if not authorized(request):

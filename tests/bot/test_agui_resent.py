@@ -165,8 +165,8 @@ async def test_without_cards_a_resume_sent_again_mid_round_is_told_to_try_again(
     await _cut_off(url, "thread-alone-slow", [_approve(interrupt)])
     await slow.entered()  # the approved tool runs, unwatched
     [meanwhile] = await run_client(url, "thread-alone-slow", [{"resume": [_approve(interrupt)]}])
-    assert meanwhile["error"]["code"] == "ThreadBusyError", meanwhile
-    assert "try again" in meanwhile["error"]["message"]
+    assert meanwhile["error"]["code"] == "round_running", meanwhile
+    assert "send this again once it ends" in meanwhile["error"]["message"]
     ended = _round_ran(endpoint.bot)
     slow.release.set()
     await asyncio.wait_for(ended.wait(), 10)

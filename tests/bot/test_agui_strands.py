@@ -71,8 +71,9 @@ async def test_a_strands_run_on_the_longest_thread_id_taken_asks_on_a_card(
 async def test_a_strands_approval_two_clients_send_at_once_without_a_card_runs_the_tool_once(
     endpoint_for: Callable[..., Awaitable[Endpoint]],
 ) -> None:
-    """No card (the policy names no channel): only the thread's lease stands between two
-    resumes the app sent at once. The tool runs once; the other resume is told why."""
+    """No card (the policy names no channel): only the holds on the thread (the app's
+    round's, the adapter's lease) stand between two resumes the app sent at once. The tool
+    runs once; the other resume is told why."""
     tool_gate = SlowDelete()
     spec = AgentSpec(
         name="st-slow",

@@ -2,11 +2,13 @@
 
 The cleanup tool appends a line to the file named by SIGNOFF_TEST_MARKS every time it
 runs (its pid, its attempt, its idempotency key, the paths), so a test can count runs
-across processes.
+across processes. The app's cleanup tool (``cleanup-app``) marks its start the same way,
+then, on its first attempt, never returns: its process is killed inside it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -16,6 +18,7 @@ from agent_runtime import (
     ModelRequest,
     ModelResponse,
     SessionStore,
+    Tool,
     ToolCall,
     ToolContext,
     tool,
@@ -46,11 +49,20 @@ def delete_files(paths: list[str], context: ToolContext) -> str:
     return f"deleted {len(paths)} file(s)"
 
 
-def builder(name: str) -> Callable[[SessionStore], Agent]:
+@tool(name="delete_files")
+async def delete_files_hanging_first(paths: list[str], context: ToolContext) -> str:
+    """Delete the given files (here: record that it started; the first start never ends)."""
+    delete_files.function(paths, context)
+    if context.attempt == 1:
+        await asyncio.Event().wait()
+    return f"deleted {len(paths)} file(s)"
+
+
+def builder(name: str, delete: Tool = delete_files) -> Callable[[SessionStore], Agent]:
     def build(sessions: SessionStore) -> Agent:
         return Agent(
             model=CleanupModel(),
-            tools=[delete_files],
+            tools=[delete],
             interrupt_on={"delete_files": True},
             session_store=sessions,
             name=name,
@@ -61,6 +73,12 @@ def builder(name: str) -> Callable[[SessionStore], Agent]:
 
 agents = [
     AgentSpec(name="cleanup", build=builder("cleanup"), policy=Policy(users=(ALICE, BOB))),
+    # Run by an AG-UI app alone (started without SIGNOFF_CHANNEL: no cards).
+    AgentSpec(
+        name="cleanup-app",
+        build=builder("cleanup-app", delete_files_hanging_first),
+        policy=Policy(users=(ALICE, BOB)),
+    ),
     # Asks its approvers in a direct message: a group DM of the two.
     AgentSpec(
         name="cleanup-dm", build=builder("cleanup-dm"), policy=Policy(users=(ALICE, BOB), dm=True)

@@ -1,0 +1,104 @@
+"""An app's round on Signoff's own runtime, with no cards, that still runs in a live process
+(its stream was cut off, the tool goes on): whatever the app sends on the thread meanwhile
+is told the round runs (``round_running``), changes nothing, and, once the round ends, the
+resume sent again hears how it ended. A round whose process died is continued instead:
+``tests/processes/test_agui_killed.py``."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import aiohttp
+from agui_endpoint import TOKEN, Endpoint, run_client
+from deterministic import OneToolModel
+from harness import ALICE, Harness
+
+from agent_runtime import Agent, ToolContext, tool
+from agent_runtime.session import SessionStore
+from bot.agents.policy import AgentSpec, Policy
+
+
+class HeldDelete:
+    """The cleanup agent whose tool waits inside its body until released."""
+
+    def __init__(self) -> None:
+        self.entered, self.release = asyncio.Event(), asyncio.Event()
+        self.attempts: list[int] = []
+
+    def spec(self) -> AgentSpec:
+        @tool
+        async def delete_files(paths: list[str], context: ToolContext) -> str:
+            """Delete the given files."""
+            self.attempts.append(context.attempt)
+            self.entered.set()
+            await self.release.wait()
+            return f"deleted {len(paths)} file(s)"
+
+        def build(store: SessionStore) -> Agent:
+            return Agent(
+                model=OneToolModel("delete_files", {"paths": ["/tmp/a"]}),
+                tools=[delete_files],
+                interrupt_on={"delete_files": True},
+                session_store=store,
+                name="cleanup",
+            )
+
+        return AgentSpec(name="cleanup", build=build, policy=Policy(users=(ALICE,)))
+
+
+async def _cut_off(url: str, body: dict[str, Any]) -> None:
+    """Send ``body`` and drop the connection once its round has started."""
+    async with aiohttp.ClientSession() as http:
+        response = await http.post(url, json=body, headers={"Authorization": f"Bearer {TOKEN}"})
+        assert b"RUN_STARTED" in await response.content.readline()
+        response.close()
+
+
+def _round_ran(bot: Harness) -> asyncio.Event:
+    """Set once the app's round has ended and its resume is kept as the thread's last."""
+    resumes = bot.services.storage.app_resumes
+    remember, ran = resumes.remember, asyncio.Event()
+
+    async def remember_and_tell(thread_id: str, digest: str) -> None:
+        await remember(thread_id, digest)
+        ran.set()
+
+    resumes.remember = remember_and_tell  # type: ignore[method-assign]
+    return ran
+
+
+async def test_while_a_cut_off_round_runs_the_apps_requests_are_told_it_runs(
+    endpoint_for: Callable[..., Awaitable[Endpoint]],
+) -> None:
+    held = HeldDelete()
+    endpoint = await endpoint_for(spec=held.spec())
+    url = endpoint.url
+    [first] = await run_client(url, "thread-live", [{"prompt": "clean up"}])
+    [interrupt] = first["finished"]["outcome"]["interrupts"]
+    resume = [
+        {"interruptId": interrupt["id"], "status": "resolved", "payload": {"type": "approve"}}
+    ]
+    await _cut_off(url, {"threadId": "thread-live", "runId": "r-cut", "resume": resume})
+    await asyncio.wait_for(held.entered.wait(), 10)  # the approved tool runs, unwatched
+    status = await endpoint.bot.services.registry.agent("cleanup").thread_status("thread-live")
+    assert status is not None and status.status == "running"
+
+    again, prompt = await run_client(
+        url, "thread-live", [{"resume": resume}, {"prompt": "clean up again"}]
+    )
+    for meanwhile in (again, prompt):
+        assert meanwhile["finished"] is None, meanwhile
+        assert meanwhile["error"]["code"] == "round_running", meanwhile
+        assert "send this again once it ends" in meanwhile["error"]["message"]
+    assert held.attempts == [1]  # neither continued the round nor ran anything
+
+    ended = _round_ran(endpoint.bot)
+    held.release.set()
+    await asyncio.wait_for(ended.wait(), 10)  # the round ends, unwatched
+    [after] = await run_client(url, "thread-live", [{"resume": resume}])
+    assert after["error"] is None, after
+    assert after["finished"]["outcome"] == {"type": "success"}, after
+    assert after["finished"]["result"] == "done: deleted 1 file(s)"
+    assert held.attempts == [1]  # once, however often the resume was sent
