@@ -39,7 +39,9 @@ from .away import away_command, is_away_command
 log = logging.getLogger(__name__)
 
 _RUN = re.compile(r"^\s*run\s+(?P<agent>[A-Za-z0-9_.\-]+)\s*(?P<input>.*)$", re.S)
-_MENTION = re.compile(r"<@[A-Z0-9]+>")
+_OPENING_MENTIONS = re.compile(r"^(?:\s*<@[UW][A-Z0-9]+(?:\|[^>]*)?>)+")
+"""The mentions a message to the bot opens with (``<@U0BOT> run ...``): dropped; those in
+the input after them (a colleague to tell) are the run's, kept as typed."""
 
 
 def command_listener(services: Services) -> Any:
@@ -91,7 +93,7 @@ def command_listener(services: Services) -> Any:
 def mention_listener(services: Services) -> Any:
     async def on_mention(body: dict[str, Any]) -> None:
         event = body.get("event") or {}
-        text = _MENTION.sub("", str(event.get("text") or "")).strip()
+        text = _OPENING_MENTIONS.sub("", str(event.get("text") or "")).strip()
         match = _RUN.match(text)
         place = Place(
             channel=str(event.get("channel") or ""),

@@ -321,3 +321,24 @@ async def test_a_run_gets_its_input_as_the_person_typed_it(make_bot: Any) -> Non
     model = bot.services.registry.agent("cleanup").model  # type: ignore[attr-defined]
     prompts = sorted(str(r.messages[0].content) for r in model.requests)
     assert prompts == ["files > 30 days & logs", f"tell <@{ALICE}> <now>"]
+
+
+async def test_a_mention_keeps_the_people_and_channels_its_input_names(make_bot: Any) -> None:
+    """Only the mention of the bot that opens the message is dropped: someone named in the
+    input (a colleague, a channel) reaches the run as typed. The event is Slack's documented
+    ``app_mention`` from a Slack Connect channel (the author from another team), trimmed."""
+    bot: Harness = await make_bot()
+    mention = {
+        **_mention(
+            f"<@UBOT0001> run cleanup tidy <#C0OPS|ops> then tell <@{ALICE}>",
+            ts="1700000000.000500",
+        ),
+        "client_msg_id": "3b0a6b4e-1c1a-4c61-9a6b-0d7f6c6e3a11",
+        "team": "T0OTHER",
+        "user_team": "T0OTHER",
+        "source_team": "T0OTHER",
+    }
+    await bot.event(mention)
+    await bot.slack.wait_calls("chat.postMessage")
+    model = bot.services.registry.agent("cleanup").model  # type: ignore[attr-defined]
+    assert model.requests[0].messages[0].content == f"tidy <#C0OPS> then tell <@{ALICE}>"
