@@ -42,8 +42,13 @@ async def _ids(services: Services, given: list[str], where: str) -> list[str] | 
                 "by user id (U0123ABCD, in their Slack profile under More)"
             )
             return error(400, f"{where}.{index}: {problem}", f"{where}.{index}")
-        if found[0] in "UW" and not await services.directory.is_user(found):
-            problem = f"Slack has no user {who} in this workspace (a typo?)"
+        account = await services.directory.account(found) if found[0] in "UW" else "active"
+        if account != "active":
+            problem = (
+                f"Slack has no user {who} in this workspace (a typo?)"
+                if account == "none"
+                else f"{who} is deactivated in Slack, so cannot decide; name someone who can"
+            )
             return error(400, f"{where}.{index}: {problem}", f"{where}.{index}")
         ids.append(found)
     return ids

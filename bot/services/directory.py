@@ -13,6 +13,7 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone, tzinfo
+from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from aiohttp import ClientError
@@ -26,16 +27,21 @@ from .clock import Clock
 
 log = logging.getLogger(__name__)
 
+Account = Literal["active", "deactivated", "none"]
+"""What Slack says of a user id: an active account, a deactivated one, or no user."""
+
 
 @dataclass(frozen=True, kw_only=True)
 class SlackUser:
     """What Slack tells of a user: the time zone (the IANA name when Slack gives one, else
-    the UTC offset) and the name, when Slack told them."""
+    the UTC offset), the name, when Slack told them, and whether the account is deactivated
+    (``deleted``: Slack keeps it, but it decides nothing)."""
 
     user_id: str
     tz: str | None = None
     offset_seconds: int = 0
     name: str | None = None
+    deleted: bool = False
 
     def zone(self) -> tzinfo:
         if self.tz:
@@ -133,18 +139,20 @@ class Directory:
         log.warning("users.info failed for %s: %s; %s", user_id, found, kept)
         return cached[1] if cached else SlackUser(user_id=user_id)
 
-    async def is_user(self, user_id: str) -> bool:
-        """False only when Slack says it has no such user (``user_not_found``, which the
-        caller tells, so not logged): a user it could not be asked about counts as one."""
+    async def account(self, user_id: str) -> Account:
+        """``"none"`` only when Slack says it has no such user (``user_not_found``, which
+        the caller tells, so not logged), ``"deactivated"`` when it says the account is; a
+        user it could not be asked about counts as ``"active"``."""
         cached = self._zones.get(user_id)
         if cached and self._clock.now() - cached[0] < self._ttl:
-            return True
+            return "deactivated" if cached[1].deleted else "active"
         found = await self._user(user_id)
         if found == "user_not_found":
-            return False
+            return "none"
         if isinstance(found, str):
             log.warning("users.info failed for %s: %s; taking it for a user", user_id, found)
-        return True
+            return "active"
+        return "deactivated" if found.deleted else "active"
 
     async def _user(self, user_id: str) -> SlackUser | str:
         """What ``users.info`` tells of the user (kept for the ttl), or why it did not."""
@@ -160,6 +168,7 @@ class Directory:
             tz=user.get("tz") or None,
             offset_seconds=int(user.get("tz_offset") or 0),
             name=user.get("name") or None,
+            deleted=user.get("deleted") is True,
         )
         self._zones[user_id] = (now, zone)
         return zone

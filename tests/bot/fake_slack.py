@@ -140,10 +140,14 @@ class FakeSlack:
 
     # -- what tests look at ------------------------------------------------------------
 
-    def add_user(self, user_id: str, *, tz: str = "Europe/London", offset: int = 0) -> None:
+    def add_user(
+        self, user_id: str, *, tz: str = "Europe/London", offset: int = 0, deleted: bool = False
+    ) -> None:
+        """A user ``users.info`` tells of; ``deleted``: deactivated (Slack keeps the account)."""
         self.users[user_id] = {
             "id": user_id,
             "name": user_id.lower(),
+            "deleted": deleted,
             "tz": tz,
             "tz_label": tz,
             "tz_offset": offset,

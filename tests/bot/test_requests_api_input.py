@@ -132,6 +132,18 @@ async def test_an_unknown_approver_is_refused_without_a_log_of_a_zone_assumed(
     assert [m for m in told if "U0NOBODY" in m] == []
 
 
+async def test_a_deactivated_approver_is_refused_as_one_who_cannot_decide(jobs: Jobs) -> None:
+    """Slack keeps a deactivated account (``users.info`` answers it, ``deleted``), but it
+    decides nothing: a request waiting on it could wait for nobody."""
+    jobs.bot.slack.add_user("U0GONE", deleted=True)
+    for approvers in ([ALICE, "U0GONE"], ["U0GONE"]):
+        status, refused = await jobs.ask(approvers=approvers)
+        at = f"approvers.{len(approvers) - 1}"
+        said = f"{at}: U0GONE is deactivated in Slack, so cannot decide; name someone who can"
+        assert (status, refused["error"]) == (400, said)
+    assert jobs.bot.slack.called("chat.postMessage") == []
+
+
 async def test_a_key_whose_request_is_gone_is_told_to_use_another(jobs: Jobs) -> None:
     """The request a key was used for ends its retention as the same key is sent again:
     the 409 tells the job what to do, not only what happened."""
