@@ -175,16 +175,33 @@ async def _start_once(
 ) -> None:
     """Start the run a mention asks for, unless Slack is retrying a delivery already handled.
 
-    A retry carries the same ``event_id``; without one there is nothing to compare.
+    A retry carries the same ``event_id``; without one there is nothing to compare. When
+    Redis cannot say, nothing starts (it would store nothing) and the author is told so.
     """
-    if event_id and not await services.storage.deliveries.first(event_id):
-        return
-    await _start(services, agent, prompt, place)
+    first = await _first_delivery(services, event_id)
+    if first is None and place.channel:
+        await post_ephemeral(
+            services, channel=place.channel, user=place.requested_by, text=STORAGE_DOWN
+        )
+    if first:
+        await _start(services, agent, prompt, place)
+
+
+async def _first_delivery(services: Services, event_id: str) -> bool | None:
+    """Whether this is the first delivery of ``event_id``; None when Redis cannot say."""
+    if not event_id:
+        return True
+    try:
+        return await services.storage.deliveries.first(event_id)
+    except StorageError as exc:
+        log.error("event %s: not known whether Slack delivered it before: %s", event_id, exc)
+        return None
 
 
 async def _hint_once(services: Services, event_id: str, place: Place) -> None:
-    """Tell who mentioned the bot without ``run <agent>`` how to start a run, once."""
-    if not place.channel or (event_id and not await services.storage.deliveries.first(event_id)):
+    """Tell who mentioned the bot without ``run <agent>`` how to start a run, once (or, when
+    Redis cannot say whether this is a retry, at the risk of twice)."""
+    if not place.channel or await _first_delivery(services, event_id) is False:
         return
     names = ", ".join(f"`{n}`" for n in services.registry.names) or "none are loaded"
     text = (

@@ -13,6 +13,8 @@ from agent_runtime.session import SessionStore
 from bot.agents.policy import AgentSpec, Policy
 from bot.slack.events import EVENTS_PATH
 from bot.ui import ids
+from bot.ui.refusals import STORAGE_DOWN
+from storage.errors import StorageUnavailableError
 
 
 def _mention(text: str, *, ts: str) -> dict[str, Any]:
@@ -342,3 +344,27 @@ async def test_a_mention_keeps_the_people_and_channels_its_input_names(make_bot:
     await bot.slack.wait_calls("chat.postMessage")
     model = bot.services.registry.agent("cleanup").model  # type: ignore[attr-defined]
     assert model.requests[0].messages[0].content == f"tidy <#C0OPS> then tell <@{ALICE}>"
+
+
+async def test_a_mention_while_redis_is_down_tells_its_author_nothing_started(
+    make_bot: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Whether a delivery is Slack's retry is asked of Redis; when it cannot say, the
+    author is told nothing started (Slack got its ack, so it sends the event no more). A
+    hint on how to start a run needs no storage: it is given."""
+    bot: Harness = await make_bot()
+
+    async def down(event_id: str) -> bool:
+        raise StorageUnavailableError("Redis refused the connection")
+
+    bot.services.storage.deliveries.first = down  # type: ignore[method-assign]
+    await bot.event(_mention("<@UBOT0001> run cleanup tidy", ts="1700000000.000600"))
+    await bot.event(_mention("<@UBOT0001> help", ts="1700000000.000610"))
+    await bot.services.background.idle()
+    told = sorted(
+        (e["user"], e["channel"], e["text"]) for e in bot.slack.called("chat.postEphemeral")
+    )
+    assert [t[:2] for t in told] == [(CAROL, CHANNEL)] * 2
+    assert told[0][2] == STORAGE_DOWN and told[1][2].startswith("To start a run, mention me")
+    assert bot.slack.called("chat.postMessage") == []
+    assert [r for r in caplog.records if r.name == "bot.services.background"] == []
