@@ -9,6 +9,8 @@ import time
 import urllib.parse
 from typing import Any
 
+from fake_slack import BOT_USER
+
 from sandbox.signing import signature_headers
 
 SIGNING_SECRET = "test-signing-secret"
@@ -87,15 +89,29 @@ def command_body(*, text: str, user: str, channel: str) -> str:
 
 
 def event_body(event: dict[str, Any], *, event_id: str | None = None) -> str:
-    """The JSON body of an Events API delivery of ``event`` (a fresh ``event_id`` unless given)."""
+    """The JSON body of an Events API delivery of ``event`` (a fresh ``event_id`` unless
+    given), in Slack's envelope: the one installation that sees it, with the bot's user."""
     return json.dumps(
         {
             "token": "unused",
             "team_id": "T0TEST",
+            "context_team_id": "T0TEST",
+            "context_enterprise_id": None,
             "api_app_id": "A0TEST",
             "type": "event_callback",
             "event_id": event_id or f"Ev{time.time_ns()}",
             "event_time": int(time.time()),
+            "authorizations": [
+                {
+                    "enterprise_id": None,
+                    "team_id": "T0TEST",
+                    "user_id": BOT_USER,
+                    "is_bot": True,
+                    "is_enterprise_install": False,
+                }
+            ],
+            "is_ext_shared_channel": False,
+            "event_context": "4-eyJldCI6ImFwcF9tZW50aW9uIiwidGlkIjoiVDBURVNUIn0",
             "event": event,
         }
     )
