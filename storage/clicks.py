@@ -53,6 +53,8 @@ class ClickEntry:
     """The click's own id, the same in every entry of it; its entry id when it has none."""
     trigger_id: str = ""
     """The interaction's id in Slack, for the logs (empty for clicks queued before it was kept)."""
+    thread_ts: str = ""
+    """The thread the clicked message is a reply in, where the clicker is told a refusal."""
 
 
 def click_id(trigger_id: str) -> str:
@@ -102,6 +104,7 @@ class ClickStream:
         action_id: str,
         clicked_at: datetime,
         trigger_id: str = "",
+        thread_ts: str = "",
     ) -> str:
         """Queue a click for the deciders; its entry id."""
         fields: dict[str, str | int] = {
@@ -114,6 +117,7 @@ class ClickStream:
             "at": to_ms(clicked_at),
             "trigger_id": trigger_id,
             "click": click_id(trigger_id),
+            "thread_ts": thread_ts,
         }
         future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         self._waiting.append((fields, future))
@@ -256,4 +260,5 @@ def _entry(entry_id: str, fields: dict[str, str], shard: int) -> ClickEntry:
         shard=shard,
         click_id=fields.get("click") or entry_id,
         trigger_id=fields.get("trigger_id", ""),
+        thread_ts=fields.get("thread_ts", ""),
     )

@@ -34,18 +34,24 @@ async def decide_batch(services: Services, click: Click) -> None:
     number; the others are decided."""
     assert click.ref is not None
     lead_id, user = click.ref.record_id, click.user.id
-    channel, ts = click.container.channel_id, click.container.message_ts
+    channel, ts, thread = click.container.channel_id, click.container.message_ts, click.thread
     try:
         batch = await services.storage.queries.led_by(lead_id)
     except CorruptRecordError as exc:  # the lead's list of its items is what is damaged
         await record_damaged(services, exc, lead_id, user=user, channel=channel)
-        await post_ephemeral(services, channel=channel, user=user, text=DAMAGED_BATCH)
+        await post_ephemeral(
+            services, channel=channel, user=user, thread_ts=thread, text=DAMAGED_BATCH
+        )
         return
     except StorageError:
-        await post_ephemeral(services, channel=channel, user=user, text=STORAGE_DOWN)
+        await post_ephemeral(
+            services, channel=channel, user=user, thread_ts=thread, text=STORAGE_DOWN
+        )
         return
     if batch is None or not batch.records:
-        await post_ephemeral(services, channel=channel, user=user, text=reason_text("unknown"))
+        await post_ephemeral(
+            services, channel=channel, user=user, thread_ts=thread, text=reason_text("unknown")
+        )
         return
     for rid, problem in batch.damaged:
         await record_damaged(services, problem, rid, user=user, channel=channel)
@@ -61,15 +67,19 @@ async def decide_batch(services: Services, click: Click) -> None:
     except StorageTimeoutError as exc:
         log.error("batch %s decided by %s not confirmed: %s", lead_id, user, exc)
         await redraw_unconfirmed(services, lead_id)
-        await post_ephemeral(services, channel=channel, user=user, text=UNCONFIRMED)
+        await post_ephemeral(
+            services, channel=channel, user=user, thread_ts=thread, text=UNCONFIRMED
+        )
         return
     except StorageError:
-        await post_ephemeral(services, channel=channel, user=user, text=STORAGE_DOWN)
+        await post_ephemeral(
+            services, channel=channel, user=user, thread_ts=thread, text=STORAGE_DOWN
+        )
         return
     for rid, problem in damaged:
         await record_damaged(services, problem, rid, user=user, channel=channel)
     if batch.damaged:
-        await _tell_damaged(services, batch, user=user, channel=channel)
+        await _tell_damaged(services, batch, user=user, channel=channel, thread=thread)
     late = await expire_items(services, outcomes)
     await _report(services, click, outcomes, len(chosen), told=late.told)
     if all(o.status == "refused" for o in outcomes) and not late.stored:
@@ -86,7 +96,9 @@ async def decide_batch(services: Services, click: Click) -> None:
         await refresh_homes(services, latest.records[0])
 
 
-async def _tell_damaged(services: Services, batch: Batch, *, user: str, channel: str) -> None:
+async def _tell_damaged(
+    services: Services, batch: Batch, *, user: str, channel: str, thread: str | None
+) -> None:
     """Tell the clicker which items could not be read back: left as they are stored."""
     places = sorted(place + 1 for place in damaged_places(batch))
     one = len(places) == 1
@@ -96,7 +108,7 @@ async def _tell_damaged(services: Services, batch: Batch, *, user: str, channel:
         f"{'it was' if one else 'they were'} not decided and {'is' if one else 'are'} left "
         "as stored. An operator can see the damage in the audit trail (`signoff audit`)."
     )
-    await post_ephemeral(services, channel=channel, user=user, text=text)
+    await post_ephemeral(services, channel=channel, user=user, thread_ts=thread, text=text)
 
 
 def _decisions(click: Click, batch: Batch, user: str) -> list[tuple[InterruptRecord, Decision]]:
@@ -154,5 +166,5 @@ async def _report(
         text = texts[0]
         if len(refused) < asked:
             text = f"{len(refused)} of {asked} items: {text}"
-    user, channel = click.user.id, click.container.channel_id
-    await post_ephemeral(services, channel=channel, user=user, text=text)
+    user, channel, thread = click.user.id, click.container.channel_id, click.thread
+    await post_ephemeral(services, channel=channel, user=user, thread_ts=thread, text=text)

@@ -18,16 +18,16 @@ async def clicked_record(services: Services, click: Click) -> InterruptRecord | 
     damaged, or a button of another message)."""
     ref = click.ref
     assert ref is not None
-    user, channel = click.user.id, click.container.channel_id
+    user, channel, thread = click.user.id, click.container.channel_id, click.thread
     try:
         record = await services.storage.queries.get(ref.record_id)
     except CorruptRecordError as exc:
         await record_damaged(services, exc, ref.record_id, user=user, channel=channel)
-        await post_ephemeral(services, channel=channel, user=user, text=DAMAGED)
+        await post_ephemeral(services, channel=channel, user=user, thread_ts=thread, text=DAMAGED)
         return None
     if record is None or not from_its_message(record, channel, click.container.message_ts):
         text = reason_text("wrong_message" if record else "unknown")
-        await post_ephemeral(services, channel=channel, user=user, text=text)
+        await post_ephemeral(services, channel=channel, user=user, thread_ts=thread, text=text)
         return None
     return record
 

@@ -109,6 +109,7 @@ async def _intake(services: Services, click: Click) -> None:
         action_id=action,
         clicked_at=services.clock.now(),
         trigger_id=click.trigger_id or "",
+        thread_ts=click.thread or "",
     )
     try:
         await asyncio.wait_for(append, ACK_BUDGET)
@@ -121,7 +122,7 @@ async def _intake(services: Services, click: Click) -> None:
         log.error("click by %s on %s not recorded: %s", user, ref.record_id, exc)
         # A timed-out append may still have run; a refused connection ran nothing.
         text = UNCONFIRMED if isinstance(exc, StorageTimeoutError) else STORAGE_DOWN
-    note = post_ephemeral(services, channel=channel, user=user, text=text)
+    note = post_ephemeral(services, channel=channel, user=user, thread_ts=click.thread, text=text)
     services.background.spawn(note, name="click-not-confirmed")
 
 
@@ -202,13 +203,13 @@ async def _decide_click(services: Services, entry: ClickEntry) -> None:
     kept (and then the run's resume queued, which storage holds back until the grant is
     kept), the requester told (each once, however many deciders replay it).
     """
-    user, channel = entry.user_id, entry.channel_id
+    user, channel, thread = entry.user_id, entry.channel_id, entry.thread_ts or None
     decision = Decision.approve()
     if entry.action_id.startswith(ids.CHOOSE + "."):
         chosen = await _chosen(services, entry)
         if chosen is None:
             text = reason_text("not_offered")  # a forged index: the card never showed it
-            await post_ephemeral(services, channel=channel, user=user, text=text)
+            await post_ephemeral(services, channel=channel, user=user, thread_ts=thread, text=text)
             return
         decision = Decision.respond(chosen)
     elif entry.action_id == ids.TRUST:
@@ -244,7 +245,7 @@ async def _decide_click(services: Services, entry: ClickEntry) -> None:
         outcome = await decide(entry.click_id)
     except CorruptRecordError as exc:
         await record_damaged(services, exc, entry.record_id, user=user, channel=channel)
-        await post_ephemeral(services, channel=channel, user=user, text=DAMAGED)
+        await post_ephemeral(services, channel=channel, user=user, thread_ts=thread, text=DAMAGED)
         return  # decided for good: nothing can be decided on it; retrying would loop
     if outcome.reason == "not_allowed" and await refresh_groups(services, outcome.record, user):
         outcome = await decide(f"{entry.click_id}-regrouped")  # the first is marked refused
@@ -256,7 +257,7 @@ async def _decide_click(services: Services, entry: ClickEntry) -> None:
             text = await expired_text(services, outcome, own_clicks=1)
         else:
             text = refusal_text(outcome)
-        await post_ephemeral(services, channel=channel, user=user, text=text)
+        await post_ephemeral(services, channel=channel, user=user, thread_ts=thread, text=text)
         return
     if outcome.status == "recorded":
         services.metrics.decisions[outcome.state or "approved"] += 1

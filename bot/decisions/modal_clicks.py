@@ -55,29 +55,35 @@ async def open_modal(services: Services, click: Click) -> None:
     ``views.open``. Who may decide is checked again when the modal is submitted, as a
     click on the message it was opened from.
     """
-    user, channel = click.user.id, click.container.channel_id
+    user, channel, thread = click.user.id, click.container.channel_id, click.thread
     try:
         record = await clicked_record(services, click)
     except StorageError as exc:
         log.error("modal not opened, its record not read: %s", exc)
-        await post_ephemeral(services, channel=channel, user=user, text=STORAGE_DOWN)
+        await post_ephemeral(
+            services, channel=channel, user=user, thread_ts=thread, text=STORAGE_DOWN
+        )
         return
     if record is None:
         return
     message_ts = click.container.message_ts
     if not _may_submit_from(record, user, channel, message_ts):
         outcome = DecideOutcome(status="refused", reason="not_allowed", record=record)
-        await post_ephemeral(services, channel=channel, user=user, text=refusal_text(outcome))
+        await post_ephemeral(
+            services, channel=channel, user=user, thread_ts=thread, text=refusal_text(outcome)
+        )
         return
     if record.state != "pending" and click.action.action_id != ids.FULL_ARGS:
         outcome = DecideOutcome(status="refused", reason="already_decided", record=record)
-        await post_ephemeral(services, channel=channel, user=user, text=refusal_text(outcome))
+        await post_ephemeral(
+            services, channel=channel, user=user, thread_ts=thread, text=refusal_text(outcome)
+        )
         return
     submits = _OFFERED_AS.get(click.action.action_id)
     forged_reply = submits == "respond" and not replies_allowed(record)
     if submits is not None and (submits not in record.policy.decisions or forged_reply):
         text = reason_text("not_offered")  # a forged button: the card never showed it
-        await post_ephemeral(services, channel=channel, user=user, text=text)
+        await post_ephemeral(services, channel=channel, user=user, thread_ts=thread, text=text)
         return
     card = card_from_record(record, trust_label=trust_label(services, record))
     if click.action.action_id == ids.EDIT:
@@ -86,7 +92,7 @@ async def open_modal(services: Services, click: Click) -> None:
         except BUILD_FAILED as exc:  # its tool's fields are unknown: no form to fill
             log.exception("edit form for %s not opened", record.id)
             text = agent_not_built(exc, so="the edit form was not opened; nothing was decided")
-            await post_ephemeral(services, channel=channel, user=user, text=text)
+            await post_ephemeral(services, channel=channel, user=user, thread_ts=thread, text=text)
             return
         view = edit_modal(card, fields)
     elif click.action.action_id == ids.FULL_ARGS and record.batch is not None:
@@ -94,7 +100,9 @@ async def open_modal(services: Services, click: Click) -> None:
             batch = await services.storage.queries.batch_card(record)
         except StorageError as exc:
             log.error("batch details not opened, its items not read: %s", exc)
-            await post_ephemeral(services, channel=channel, user=user, text=STORAGE_DOWN)
+            await post_ephemeral(
+                services, channel=channel, user=user, thread_ts=thread, text=STORAGE_DOWN
+            )
             return
         items = [(n, item_args(r)) for n, r in numbered(batch)]
         view = batch_details_modal(card, items, damaged_places(batch))
@@ -105,7 +113,9 @@ async def open_modal(services: Services, click: Click) -> None:
         await services.client.views_open(trigger_id=click.trigger_id, view=view)
     except (SlackApiError, ClientError, TimeoutError, OSError) as exc:
         log.warning("modal for %s not opened: %s", record.id, why_failed(exc))
-        await post_ephemeral(services, channel=channel, user=user, text=FORM_NOT_OPENED)
+        await post_ephemeral(
+            services, channel=channel, user=user, thread_ts=thread, text=FORM_NOT_OPENED
+        )
         return
     if click.action.action_id != ids.FULL_ARGS:  # a decision will be submitted from it
         # The submission must be answered within 3 s, too soon to ask Slack about groups.

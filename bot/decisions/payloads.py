@@ -28,6 +28,8 @@ class _User(_Model):
 class _Container(_Model):
     channel_id: str = Field(pattern=_ID)
     message_ts: str = Field(pattern=_TS)
+    thread_ts: str | None = Field(default=None, pattern=_TS)
+    """The thread of a message clicked in one (Slack sends it, undocumented)."""
 
 
 class _Option(_Model):
@@ -93,6 +95,14 @@ class Click(_Model):
     @property
     def action(self) -> _Action:
         return self.actions[0]
+
+    @property
+    def thread(self) -> str | None:
+        """The thread the clicked message is a reply in, where the clicker reads it and a
+        note to them is shown; None for a message read in its channel (a thread's parent
+        too)."""
+        ts = self.container.thread_ts
+        return ts if ts and ts != self.container.message_ts else None
 
     @property
     def ticked(self) -> dict[int, set[int]]:

@@ -26,7 +26,7 @@ async def undo(services: Services, click: Click) -> None:
     """Undo the held decision on the card ``click`` came from, or say why not."""
     assert click.ref is not None
     record_id = click.ref.record_id
-    user, channel = click.user.id, click.container.channel_id
+    user, channel, thread = click.user.id, click.container.channel_id, click.thread
     try:
         outcome = await services.storage.interrupts.undo(
             record_id,
@@ -37,20 +37,26 @@ async def undo(services: Services, click: Click) -> None:
         )
     except CorruptRecordError as exc:
         await record_damaged(services, exc, record_id, user=user, channel=channel)
-        await post_ephemeral(services, channel=channel, user=user, text=DAMAGED)
+        await post_ephemeral(services, channel=channel, user=user, thread_ts=thread, text=DAMAGED)
         return
     except StorageTimeoutError as exc:
         log.error("undo by %s on %s not confirmed: %s", user, record_id, exc)
         await redraw_unconfirmed(services, record_id)
-        await post_ephemeral(services, channel=channel, user=user, text=UNCONFIRMED)
+        await post_ephemeral(
+            services, channel=channel, user=user, thread_ts=thread, text=UNCONFIRMED
+        )
         return
     except StorageError:
-        await post_ephemeral(services, channel=channel, user=user, text=STORAGE_DOWN)
+        await post_ephemeral(
+            services, channel=channel, user=user, thread_ts=thread, text=STORAGE_DOWN
+        )
         return
     record = outcome.record
     if outcome.status == "refused" or record is None or record.undone is None:
         services.metrics.refusals[outcome.reason or "unknown"] += 1
-        await post_ephemeral(services, channel=channel, user=user, text=refusal_text(outcome))
+        await post_ephemeral(
+            services, channel=channel, user=user, thread_ts=thread, text=refusal_text(outcome)
+        )
         return
     services.metrics.decisions["undone"] += 1
     await update_message(services, record)

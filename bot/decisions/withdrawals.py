@@ -36,43 +36,51 @@ log = logging.getLogger(__name__)
 
 async def withdraw(services: Services, click: Click) -> None:
     """Withdraw the request whose card's overflow menu ``click`` came from."""
-    user, channel = click.user.id, click.container.channel_id
+    user, channel, thread = click.user.id, click.container.channel_id, click.thread
     try:
         record = await clicked_record(services, click)
     except StorageError:
-        await post_ephemeral(services, channel=channel, user=user, text=STORAGE_DOWN)
+        await post_ephemeral(
+            services, channel=channel, user=user, thread_ts=thread, text=STORAGE_DOWN
+        )
         return
     if record is None:
         return
     problem = _refusal(services, record, user)
     if problem is not None:
-        await post_ephemeral(services, channel=channel, user=user, text=problem)
+        await post_ephemeral(services, channel=channel, user=user, thread_ts=thread, text=problem)
         return
     try:  # before anything is cancelled: a run its agent cannot end would wait on for ever
         agent = _agent(services, record)
     except BUILD_FAILED as exc:
         log.exception("run %s not withdrawn", record.run_id)
         text = agent_not_built(exc, so="the request was not withdrawn and is still pending")
-        await post_ephemeral(services, channel=channel, user=user, text=text)
+        await post_ephemeral(services, channel=channel, user=user, thread_ts=thread, text=text)
         return
     reason = ""  # the card says who withdrew it; Slack gives no reason to quote
     now = services.clock.now()
     try:
         cancelled = await _cancel(services, record, user=user, now=now, reason=reason)
     except StorageError:
-        await post_ephemeral(services, channel=channel, user=user, text=STORAGE_DOWN)
+        await post_ephemeral(
+            services, channel=channel, user=user, thread_ts=thread, text=STORAGE_DOWN
+        )
         return
     try:
         latest = await services.storage.queries.get(record.id) or record
     except StorageError as exc:
         if not cancelled.count:
-            await post_ephemeral(services, channel=channel, user=user, text=STORAGE_DOWN)
+            await post_ephemeral(
+                services, channel=channel, user=user, thread_ts=thread, text=STORAGE_DOWN
+            )
             return
         log.error("run %s withdrawn, its record not read back: %s", record.run_id, exc)
         latest = _as_cancelled(record, user, now, reason)
     if not cancelled.count:
         outcome = DecideOutcome(status="refused", reason="already_decided", record=latest)
-        await post_ephemeral(services, channel=channel, user=user, text=refusal_text(outcome))
+        await post_ephemeral(
+            services, channel=channel, user=user, thread_ts=thread, text=refusal_text(outcome)
+        )
         return
     log.info("run %s withdrawn by %s", record.run_id, user)
     await update_message(services, latest)

@@ -235,10 +235,15 @@ async def post_escalation(
     return record.model_copy(update=update)
 
 
-async def post_ephemeral(services: Services, *, channel: str, user: str, text: str) -> None:
-    """Tell one user something only they see (``text`` is the bot's own mrkdwn)."""
+async def post_ephemeral(
+    services: Services, *, channel: str, user: str, text: str, thread_ts: str | None = None
+) -> None:
+    """Tell one user something only they see (``text`` is the bot's own mrkdwn), in the
+    thread ``thread_ts`` when they are reading one."""
     try:
-        await services.client.chat_postEphemeral(channel=channel, user=user, text=text)
+        await services.client.chat_postEphemeral(
+            channel=channel, user=user, text=text, thread_ts=thread_ts
+        )
     except SLACK_FAILURES as exc:
         log.warning("ephemeral to %s in %s failed: %s", user, channel, why_failed(exc))
 

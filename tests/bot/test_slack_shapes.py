@@ -10,8 +10,10 @@ from typing import Any
 
 import pytest
 from fakes import form_body, sign, trigger_id
-from harness import ALICE, BOB, CHANNEL, Harness
+from harness import ALICE, BOB, CAROL, CHANNEL, MALLORY, Harness
 
+from bot.runs.drive import start_run
+from bot.runs.place import Place
 from bot.slack.events import EVENTS_PATH
 from bot.ui import ids
 
@@ -138,3 +140,55 @@ async def test_a_deny_submitted_with_its_reason_left_empty_is_a_denial_without_o
     record = await bot.services.storage.queries.get(bot.record_id(value))
     assert record is not None and record.state == "denied" and record.decided_by == ALICE
     assert bot.tool_log.calls == []
+
+
+THREAD = "1700000000.000001"
+"""The message whose thread a run was started in (a mention of the bot, say)."""
+
+
+@pytest.mark.parametrize("action", [ids.APPROVE, ids.MORE])
+async def test_a_refusal_of_a_click_on_a_card_in_a_thread_is_shown_in_that_thread(
+    make_bot: Any, action: str
+) -> None:
+    """Slack names the thread of a message clicked in one (``container.thread_ts``); the
+    clicker reads the thread (opened from the card's notification, or on a phone), so the
+    note only they see goes there, not to the channel below. Approve is decided from the
+    click stream, Withdraw (not the requester's) is refused at once: both say it there."""
+    bot: Harness = await make_bot()
+    place = Place(channel=CHANNEL, thread_ts=THREAD, requested_by=CAROL)
+    await start_run(bot.services, bot.agent, "clean up", place=place)
+    await bot.slack.wait_calls("chat.postMessage")
+    card = bot.posted()
+    assert card["thread_ts"] == THREAD
+    value = card["blocks"][-1]["elements"][0]["value"]
+    payload = _documented_click(user=MALLORY, value=value, message_ts=bot.message_ts())
+    if action == ids.MORE:  # the overflow menu: Slack sends the option picked
+        record_id = value.split(" ")[0]
+        payload["actions"][0] = {
+            "type": "overflow",
+            "action_id": ids.MORE,
+            "block_id": ids.ACTIONS_BLOCK,
+            "selected_option": {"value": f"{ids.WITHDRAW} {record_id}"},
+            "action_ts": f"{time.time():.6f}",
+        }
+    payload["container"]["thread_ts"] = THREAD
+    assert (await bot.send(payload)).status == 200
+    await bot.slack.wait_calls("chat.postEphemeral")
+    [refusal] = bot.slack.called("chat.postEphemeral")
+    assert (refusal["user"], refusal["channel"]) == (MALLORY, CHANNEL)
+    assert refusal["thread_ts"] == THREAD
+
+
+async def test_a_refusal_of_a_click_on_a_card_heading_its_thread_stays_in_the_channel(
+    make_bot: Any,
+) -> None:
+    """A card with replies is itself a thread's parent (Slack may name it as the thread):
+    it is read in the channel, so the note is shown there."""
+    bot: Harness = await make_bot()
+    value = await bot.start()
+    payload = _documented_click(user=MALLORY, value=value, message_ts=bot.message_ts())
+    payload["container"]["thread_ts"] = bot.message_ts()
+    assert (await bot.send(payload)).status == 200
+    await bot.slack.wait_calls("chat.postEphemeral")
+    [refusal] = bot.slack.called("chat.postEphemeral")
+    assert refusal["user"] == MALLORY and "thread_ts" not in refusal
