@@ -101,13 +101,18 @@ def mention_listener(services: Services) -> Any:
             requested_by=str(event.get("user") or "unknown"),
         )
         event_id = str(body.get("event_id") or "")
+        # Notes only the author sees go where they wrote: a thread Slack names, else the
+        # channel (one in a thread nobody opened yet would not be shown).
+        thread = str(event.get("thread_ts") or "") or None
         if not match:  # asked something else: told, only them, how to start a run
             services.background.spawn(
-                _hint_once(services, event_id, place), name=f"mention hint {event_id}"
+                _hint_once(services, event_id, place, thread=thread),
+                name=f"mention hint {event_id}",
             )
             return
+        prompt = as_typed(match["input"])
         services.background.spawn(
-            _start_once(services, event_id, match["agent"], as_typed(match["input"]), place),
+            _start_once(services, event_id, match["agent"], prompt, place, thread=thread),
             name=f"mention run {event_id}",
         )
 
@@ -171,7 +176,7 @@ def _listing(services: Services, user: str, page: Page) -> tuple[str, list[dict[
 
 
 async def _start_once(
-    services: Services, event_id: str, agent: str, prompt: str, place: Place
+    services: Services, event_id: str, agent: str, prompt: str, place: Place, *, thread: str | None
 ) -> None:
     """Start the run a mention asks for, unless Slack is retrying a delivery already handled.
 
@@ -179,12 +184,10 @@ async def _start_once(
     Redis cannot say, nothing starts (it would store nothing) and the author is told so.
     """
     first = await _first_delivery(services, event_id)
-    if first is None and place.channel:
-        await post_ephemeral(
-            services, channel=place.channel, user=place.requested_by, text=STORAGE_DOWN
-        )
+    if first is None:
+        await _tell_author(services, place, STORAGE_DOWN, thread=thread)
     if first:
-        await _start(services, agent, prompt, place)
+        await _start(services, agent, prompt, place, thread=thread)
 
 
 async def _first_delivery(services: Services, event_id: str) -> bool | None:
@@ -198,7 +201,9 @@ async def _first_delivery(services: Services, event_id: str) -> bool | None:
         return None
 
 
-async def _hint_once(services: Services, event_id: str, place: Place) -> None:
+async def _hint_once(
+    services: Services, event_id: str, place: Place, *, thread: str | None
+) -> None:
     """Tell who mentioned the bot without ``run <agent>`` how to start a run, once (or, when
     Redis cannot say whether this is a retry, at the risk of twice)."""
     if not place.channel or await _first_delivery(services, event_id) is False:
@@ -208,7 +213,15 @@ async def _hint_once(services: Services, event_id: str, place: Place) -> None:
         f"To start a run, mention me with `run <agent> <input>` (agents: {names}); "
         "`/signoff help` shows the rest."
     )
-    await post_ephemeral(services, channel=place.channel, user=place.requested_by, text=text)
+    await _tell_author(services, place, text, thread=thread)
+
+
+async def _tell_author(services: Services, place: Place, text: str, *, thread: str | None) -> None:
+    """Tell who asked for a run something only they see, in ``thread`` when they wrote in one
+    (nothing without a channel to say it in)."""
+    if place.channel:
+        user, where = place.requested_by, place.channel
+        await post_ephemeral(services, channel=where, user=user, text=text, thread_ts=thread)
 
 
 def not_a_starter(spec: AgentSpec) -> str:
@@ -224,14 +237,12 @@ async def _may_start(services: Services, agent: str, user: str) -> bool:
     return user in await services.directory.members(spec.starter_groups)
 
 
-async def _start(services: Services, agent: str, prompt: str, place: Place) -> None:
+async def _start(
+    services: Services, agent: str, prompt: str, place: Place, *, thread: str | None = None
+) -> None:
     spec = services.registry.spec(agent)
     if spec is not None and not await _may_start(services, agent, place.requested_by):
-        refusal = not_a_starter(spec)
-        if place.channel:
-            await post_ephemeral(
-                services, channel=place.channel, user=place.requested_by, text=refusal
-            )
+        await _tell_author(services, place, not_a_starter(spec), thread=thread)
         return
     try:
         await start_run(services, agent, prompt, place=place)

@@ -192,3 +192,33 @@ async def test_a_refusal_of_a_click_on_a_card_heading_its_thread_stays_in_the_ch
     await bot.slack.wait_calls("chat.postEphemeral")
     [refusal] = bot.slack.called("chat.postEphemeral")
     assert refusal["user"] == MALLORY and "thread_ts" not in refusal
+
+
+@pytest.mark.parametrize("thread", [THREAD, None], ids=["in a thread", "in the channel"])
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [("what can you do?", "To start a run"), ("run cleanup tidy", "You may not start")],
+)
+async def test_a_note_on_a_mention_is_shown_where_it_was_written(
+    make_bot: Any, thread: str | None, text: str, says: str
+) -> None:
+    """Slack's ``app_mention`` names the thread of a mention written in one: the hint, or
+    the refusal of someone who may not start the agent, goes there. A mention in the
+    channel has no thread yet: its note stays in the channel (in a thread nobody opened,
+    Slack would not show it)."""
+    bot: Harness = await make_bot(started_by=("S0STARTERS",))
+    bot.slack.groups["S0STARTERS"] = [ALICE]
+    mention = {
+        "type": "app_mention",
+        "user": CAROL,
+        "text": f"<@UBOT0001> {text}",
+        "ts": "1700000000.000700",
+        "channel": CHANNEL,
+        "event_ts": "1700000000.000700",
+        **({"thread_ts": thread} if thread else {}),
+    }
+    await bot.event(mention)
+    await bot.slack.wait_calls("chat.postEphemeral")
+    [note] = bot.slack.called("chat.postEphemeral")
+    assert note["user"] == CAROL and note["text"].startswith(says)
+    assert note.get("thread_ts") == thread and bot.slack.called("chat.postMessage") == []
