@@ -78,7 +78,7 @@ from .adapted import (
     snapshot_status,
 )
 from .genkit_interrupts import as_interrupt, pending_of, refused_input, resume_parts, shown
-from .genkit_tools import check_input, check_tools
+from .genkit_tools import called_names, check_input, check_tools
 
 
 class _KeptResults(KeptResults):
@@ -180,11 +180,9 @@ class GenkitAgent(Runnable):
         self.session_store = session_store or InMemorySessionStore()
 
     def tool_names(self) -> frozenset[str] | None:
-        """Its ``tools``; None when one is resolved by a plugin or provider (a name with a
-        ``/``, such as ``mcp:tool/*``), whose tools only Genkit's first use tells."""
-        if any("/" in name for name in self.tools):
-            return None
-        return frozenset(self.tools)
+        """The names its cards may carry (``called_names``); None when a provider's
+        selector with a ``*`` (``mcp:tool/*``) leaves its tools to each generation."""
+        return called_names(self.tools)
 
     def check_edit(self, call: ToolCall, args: dict[str, JSONValue]) -> None:
         """Refuse edited input that Genkit would refuse for the tool as it restarts it."""

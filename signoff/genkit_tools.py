@@ -1,12 +1,13 @@
 """The tool names a ``GenkitAgent`` is given, checked against the tools its Genkit instance
 has registered when the agent is made: Genkit itself looks them up at the first
 generation, so a misspelt name would fail the first run (hours later), not the start-up
-build of the agent; and an approver's edit, checked against its tool's input type before
-it is recorded."""
+build of the agent; the names its cards may carry; and an approver's edit, checked
+against its tool's input type before it is recorded."""
 
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
@@ -33,6 +34,25 @@ def check_tools(ai: Genkit, tools: Sequence[str]) -> None:
             f"{sorted(unknown)}; its tools are {_registered(ai)} "
             "(define each with @ai.tool() before the agent)"
         )
+
+
+_SELECTOR = re.compile(r"^[^/:]+:tool/(.+)$")
+"""A dynamic provider's tools (``mcp:tool/*``, ``mcp:tool/echo``), as Genkit parses them."""
+
+
+def called_names(tools: Sequence[str]) -> frozenset[str] | None:
+    """The names the model may call ``tools`` by, which a tool's card carries: Genkit offers
+    each tool under its action's name (a plugin's ``ops/lookup``; ``echo`` for a provider's
+    ``mcp:tool/echo``) and takes its last segment (``lookup``) too. None when a selector
+    with a ``*`` is among them: the provider lists its tools only when a generation asks."""
+    names: set[str] = set()
+    for name in tools:
+        selected = _SELECTOR.match(name)
+        action = selected.group(1) if selected else name
+        if action.endswith("*"):
+            return None
+        names |= {action, action.rpartition("/")[2]}
+    return frozenset(names)
 
 
 def _registered(ai: Genkit) -> list[str]:

@@ -170,7 +170,7 @@ class _State(TypedDict):
 
 def test_an_agent_whose_tools_only_its_runs_tell_is_not_checked() -> None:
     """A LangGraph graph of its own (its interrupts name what they like) and a Genkit agent
-    with a tool its plugin or provider resolves at first use (``mcp:tool/*``)."""
+    given a provider's ``*`` selector (``mcp:tool/*``, listed only as a generation asks)."""
     builder = StateGraph(_State)
     builder.add_node("ask", lambda state: state)
     builder.set_entry_point("ask")
