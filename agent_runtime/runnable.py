@@ -103,6 +103,11 @@ class Runnable(ABC):
         per-tool policy is checked against; None when only its runs tell."""
         return None
 
+    def some_tool_names(self) -> frozenset[str]:
+        """When ``tool_names`` is None, the names its interrupts may carry that it can tell
+        before a run (logged beside a per-tool policy's keys, which go unchecked)."""
+        return frozenset()
+
     def check_edit(self, call: ToolCall, args: dict[str, JSONValue]) -> None:  # noqa: B027
         """Refuse (``ResumeError``) edited arguments the tool ``call`` names would refuse,
         before the edit is recorded; a runnable that cannot tell beforehand takes any."""

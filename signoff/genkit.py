@@ -184,6 +184,10 @@ class GenkitAgent(Runnable):
         selector with a ``*`` (``mcp:tool/*``) leaves its tools to each generation."""
         return called_names(self.tools)
 
+    def some_tool_names(self) -> frozenset[str]:
+        """The names its cards may carry under its tools other than wildcard selectors."""
+        return called_names([n for n in self.tools if not n.endswith("*")]) or frozenset()
+
     def check_edit(self, call: ToolCall, args: dict[str, JSONValue]) -> None:
         """Refuse edited input that Genkit would refuse for the tool as it restarts it."""
         check_input(self.ai, call.name, args)

@@ -67,6 +67,7 @@ from .langgraph_interrupts import (
     check_interrupt_on,
     langchain_tools,
     pending_interrupts,
+    tool_node_tools,
 )
 from .langgraph_retry import check_applied, refused_answers, split_applied
 
@@ -111,6 +112,11 @@ class LangGraphAgent(Runnable):
         """A LangChain agent's tools; None for another graph (its interrupts name what
         they like, known only as they are asked)."""
         return frozenset(self._tools) if self._tools is not None else None
+
+    def some_tool_names(self) -> frozenset[str]:
+        """The tools of its ``ToolNode``s: what a tool approval of the graph names, if its
+        nodes name the calls they gate (nothing in the graph says they do)."""
+        return tool_node_tools(self.graph)
 
     def check_edit(self, call: ToolCall, args: dict[str, JSONValue]) -> None:
         """Refuse edited arguments that do not fit a LangChain agent's tool ``call`` names."""

@@ -57,6 +57,16 @@ def langchain_tools(graph: Any) -> Mapping[str, Any] | None:
     return tools if isinstance(tools, Mapping) else None
 
 
+def tool_node_tools(graph: Any) -> frozenset[str]:
+    """The tools of each ``ToolNode`` among the graph's nodes, by name."""
+    nodes = getattr(graph, "nodes", None) or {}
+    return frozenset(
+        name
+        for node in nodes.values()
+        for name in getattr(getattr(node, "bound", None), "tools_by_name", None) or ()
+    )
+
+
 def check_edit(tools: Mapping[str, Any], call: ToolCall, args: dict[str, JSONValue]) -> None:
     """ResumeError when edited ``args`` do not fit the arguments of the LangChain tool
     ``call`` names (its ``tool_call_schema``: a pydantic model or a JSON Schema)."""

@@ -113,13 +113,27 @@ class Registry:
 def _check_tool_policies(spec: AgentSpec, built: Runnable) -> None:
     """UsageError naming a key of ``spec.tools`` that is none of the agent's tools: a
     misspelt name's calls would get the agent's policy, perhaps looser, instead of
-    failing. An agent that cannot tell its tools before a run is not checked."""
+    failing. An agent that cannot tell its tools before a run is not checked: a key none
+    of the names it can tell matches is logged, with them."""
     names = built.tool_names()
-    unknown = sorted(set(spec.tools) - names) if names is not None else []
+    if names is None:
+        seen = built.some_tool_names()
+        unchecked = sorted(set(spec.tools) - seen)
+        if unchecked:
+            log.warning(
+                "agent %r: AgentSpec(tools=...) keys %s cannot be checked: its tools are "
+                "known only as it runs (those it tells now: %s); a key no card names leaves "
+                "that tool's calls under the agent's policy",
+                spec.name,
+                unchecked,
+                sorted(seen),
+            )
+        return
+    unknown = sorted(set(spec.tools) - names)
     if unknown:
         raise UsageError(
             f"agent {spec.name!r}: AgentSpec(tools=...) gives a policy to tools it lacks: "
-            f"{unknown}; its tools are {sorted(names or ())} (calls of a tool without its own "
+            f"{unknown}; its tools are {sorted(names)} (calls of a tool without its own "
             "policy get the agent's)"
         )
 

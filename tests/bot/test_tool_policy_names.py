@@ -1,24 +1,38 @@
-"""What a per-tool policy's key is matched on for Genkit tools that come from a plugin or
-a provider (the real SDK, offline): the name the model calls the tool by, so a key naming
-no such name fails the build."""
+"""What a per-tool policy's key is matched on for adapted agents whose tools come from
+elsewhere (the real SDKs, offline): a Genkit plugin's or provider's tool is carded under
+the name the model calls it by, so a key naming no such name fails the build; a LangGraph
+graph of its own, and a provider's ``*`` selector, tell their names only as they run, so
+their keys are logged at start-up, with the names they do tell."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, TypedDict
 
 import pytest
 from genkit import Genkit, Interrupt, Message, ModelRequest, ModelResponse, Part, ToolRunContext
 from genkit import tool as genkit_tool
 from genkit.plugin_api import Action, ActionKind, ActionMetadata, Plugin
 from genkit_agents import define_delete_files
+from langchain.agents import create_agent
+from langchain_core.messages import AIMessage
+from langchain_core.tools import tool as lc_tool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.prebuilt import ToolNode
+from langgraph.types import interrupt
+from langgraph_agents import ScriptedChatModel
 
 from agent_runtime.errors import UsageError
 from agent_runtime.runnable import Runnable
 from agent_runtime.session import InMemorySessionStore, SessionStore
 from bot.agents.policy import AgentSpec, Policy
 from bot.agents.registry import Registry
+from bot.process.builds import build_agents
 from signoff.genkit import GenkitAgent
+from signoff.langgraph import LangGraphAgent
 
 AGENT = Policy(users=("U0ALICE",))
 STRICT = Policy(groups=("S0ONCALL",), min_approvals=2)
@@ -109,12 +123,14 @@ def provided_agent(sessions: SessionStore) -> GenkitAgent:
     [
         (lambda s: plugin_agent("lookup", s), "ops/lokup", "['lookup', 'ops/lookup']"),
         (provided_agent, "mcp:tool/srv/echo", "['delete_files', 'echo', 'srv/echo']"),
+        (lambda s: own_graph(s, tool_node="tools"), "delete_file", "['delete_files']"),
     ],
 )
 def test_a_key_no_card_of_a_plugins_or_providers_tool_carries_fails_the_build(
     build: Callable[[SessionStore], Runnable], key: str, its_tools: str
 ) -> None:
-    """A misspelt plugin tool, or a provider's selector (its tool is carded as ``echo``)."""
+    """A misspelt plugin tool, a provider's selector (its tool is carded as ``echo``), and
+    a graph whose ``tools`` node is a ToolNode, taken for a LangChain agent (its shape)."""
     with pytest.raises(UsageError) as refused:
         _registry(build, {key: STRICT}).agent("ops")
     assert str(refused.value) == (
@@ -123,3 +139,81 @@ def test_a_key_no_card_of_a_plugins_or_providers_tool_carries_fails_the_build(
     )
     names = build(InMemorySessionStore()).tool_names() or ()
     assert _registry(build, dict.fromkeys(names, STRICT)).agent("ops") is not None
+
+
+class _State(TypedDict):
+    request: str
+    result: str
+
+
+@lc_tool
+def delete_files(paths: list[str]) -> str:
+    """Delete files."""
+    return f"deleted {len(paths)}"
+
+
+def own_graph(sessions: SessionStore, *, tool_node: str = "act") -> Runnable:
+    """A graph whose ``review`` node asks about the calls its ToolNode runs."""
+
+    def review(state: _State) -> _State:
+        decision = interrupt(
+            {"type": "tool_approval", "tool_call_id": "c1", "name": "delete_files", "args": {}}
+        )
+        return {"result": str(decision)}
+
+    builder = StateGraph(_State)
+    builder.add_node("review", review)
+    builder.add_node(tool_node, ToolNode([delete_files]))
+    builder.add_edge(START, "review")
+    builder.add_edge("review", END)
+    graph = builder.compile(checkpointer=InMemorySaver())
+    return LangGraphAgent(graph, input=lambda text: {"request": text}, session_store=sessions)
+
+
+def wildcard_agent(sessions: SessionStore) -> Runnable:
+    ai = Genkit()
+    define_delete_files(ai, [])
+    tools = ["delete_files", "mcp:tool/*"]
+    return GenkitAgent(ai, model="scripted", tools=tools, session_store=sessions)
+
+
+@pytest.mark.parametrize(
+    ("build", "told"),
+    [(own_graph, "['delete_files']"), (wildcard_agent, "['delete_files']")],
+)
+def test_keys_of_an_agent_whose_tools_only_its_runs_tell_are_logged_at_start_up(
+    build: Callable[[SessionStore], Runnable], told: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Built (its runs may well carry the key), and each key it cannot match is logged."""
+    caplog.set_level(logging.WARNING, logger="bot.agents.registry")
+    registry = _registry(build, {"delete_files": STRICT, "delete_file": STRICT})
+    services: Any = SimpleNamespace(registry=registry)
+    build_agents(services)
+    assert build(InMemorySessionStore()).tool_names() is None
+    assert [r.getMessage() for r in caplog.records] == [
+        "agent 'ops': AgentSpec(tools=...) keys ['delete_file'] cannot be checked: its tools "
+        f"are known only as it runs (those it tells now: {told}); a key no card names leaves "
+        "that tool's calls under the agent's policy"
+    ]
+
+
+async def test_a_question_a_langchain_agents_tool_asks_gets_the_agents_policy() -> None:
+    """Only a tool approval carries a tool's name: a tool calling ``interrupt()`` itself
+    asks a question, under the agent's policy, even with a key naming that tool."""
+
+    @lc_tool
+    def drop_table(table: str) -> str:
+        """Drop a table, once a person says so."""
+        return f"dropped {table}: {interrupt(f'Drop {table}?')}"
+
+    call = {"name": "drop_table", "args": {"table": "users"}, "id": "c1"}
+    model = ScriptedChatModel(messages=iter([AIMessage(content="", tool_calls=[call])]))
+    graph = create_agent(model, tools=[drop_table], checkpointer=InMemorySaver())
+    agent = LangGraphAgent(graph, input=lambda text: {"messages": [("user", text)]})
+    spec = AgentSpec(name="ops", build=lambda s: agent, policy=AGENT, tools={"drop_table": STRICT})
+    assert Registry([spec], sessions=InMemorySessionStore()).agent("ops") is agent
+
+    asked = await agent.invoke("drop users", thread_id="t1")
+    [question] = asked.interrupts
+    assert question.question and question.reason == "Drop users?"
+    assert question.tool_call is None and spec.policy_for(None) is AGENT
