@@ -84,7 +84,10 @@ class Progress:
 
 def say_waiting(view: RequestView, *, now: float) -> None:
     """Where the request waits, for whom, and until when (``now`` by the server's clock)."""
-    who = ", ".join(_person(view, user) for user in view.approvers) or "anyone in the channel"
+    who = ", ".join(
+        [_person(view, user) for user in view.approvers]
+        + (["anyone in the channel"] if view.anyone_in_channel or not view.approvers else [])
+    )
     many = f"{view.min_approvals} of " if view.min_approvals > 1 else ""
     if view.permalink:
         say(f"signoff gate: request {view.id} waiting for approval: {view.permalink}")

@@ -128,6 +128,7 @@ def lost_view(
         permalink=kept[0].permalink if kept else None,
         requested_by=meta.client,
         approvers=[*policy.allowed_users, *policy.allowed_groups] if policy else [],
+        anyone_in_channel=policy.open_to_channel if policy else False,
         min_approvals=policy.min_approvals if policy else 1,
         approvals=[],
         created_at=lost.created_at,

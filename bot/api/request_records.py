@@ -214,6 +214,7 @@ def request_view(
         not_posted=record.post_error if record.message_ts is None else None,
         requested_by=record.requested_by,
         approvers=[*policy.allowed_users, *policy.allowed_groups],
+        anyone_in_channel=policy.open_to_channel,
         min_approvals=policy.min_approvals,
         approvals=list(record.approvals),
         created_at=record.created_at,

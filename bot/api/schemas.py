@@ -262,6 +262,9 @@ class RequestView(BaseModel):
     )
     requested_by: str
     approvers: list[str]
+    anyone_in_channel: bool = Field(
+        default=False, description="Every member of the channel may decide, not only approvers."
+    )
     min_approvals: int
     approvals: list[str]
     created_at: datetime

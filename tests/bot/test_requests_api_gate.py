@@ -290,3 +290,25 @@ async def test_a_command_approved_by_default_is_told_nobody_decided(
     await Scheduler(jobs.bot.services, made_final=made_final).tick()
     assert await asyncio.wait_for(gating, 10) == 0
     assert told.read_text() == "[]"
+
+
+async def test_a_gate_open_to_the_channel_says_so_beside_its_approvers(
+    jobs: Jobs, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Not "who may decide: bob" when anyone in the channel may, as the card says."""
+    ran = tmp_path / "ran"
+    request = signoff.NewRequest(
+        title="Rotate", channel=CHANNEL, approvers=[BOB], anyone_in_channel=True
+    )
+    client = signoff.Client(jobs.base, jobs.token)
+    gating = asyncio.create_task(gate._gate(client, request, ["touch", str(ran)]))
+    await jobs.bot.slack.wait_calls("chat.postMessage")
+    assert "anyone in this channel" in str(jobs.card()["blocks"])
+    value = jobs.value()
+    await jobs.bot.click(ids.APPROVE, value, user=CAROL)  # a member, not an approver
+    assert await asyncio.wait_for(gating, 10) == 0 and ran.exists()
+    err = capsys.readouterr().err.splitlines()
+    assert "signoff gate: who may decide: u0bob (U0BOB), anyone in the channel" in err
+    assert "signoff gate: approved by u0carol (U0CAROL)" in err
+    _, view = await jobs.get(f"/api/requests/{value.split('/')[0]}")
+    assert view["anyone_in_channel"] is True and view["approvers"] == [BOB]
