@@ -89,5 +89,8 @@ def unauthenticated(request: web.Request) -> str:
     """Why a request without a valid caller is refused: no token, or one Signoff does not
     know (mistyped, revoked, or made for another Signoff's Redis)."""
     if request.headers.get("Authorization", "").startswith("Bearer "):
-        return "the API token is not one of this Signoff's (revoked, or mistyped?)"
+        return (
+            "the API token is not one of this Signoff's (revoked, mistyped, or made by "
+            "'signoff token create' on another Redis than this server's REDIS_URL?)"
+        )
     return "send an API token as 'Authorization: Bearer <token>'"
