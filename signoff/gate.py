@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import shutil
 import signal
 import sys
 import time
@@ -57,6 +58,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         request = request_of(args)
     except ValueError as exc:  # pydantic's ValidationError too
         _usage(usage_of(exc))
+    if command and shutil.which(command[0]) is None:
+        # Asked first, approvers would approve a command that cannot run.
+        on_path = "" if os.sep in command[0] else " on PATH"
+        _usage(f"cannot run {command[0]}: no such executable{on_path}; nothing was asked")
     try:
         client = Client(url, token)
     except ValueError as exc:

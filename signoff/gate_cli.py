@@ -24,7 +24,7 @@ CHECK_FAILED = 15
 LOST = 16
 EXIT_CODES = {
     APPROVED_NO_COMMAND: "approved (no command given)",
-    USAGE: "usage error: bad arguments or settings",
+    USAGE: "usage error: bad arguments or settings, or a COMMAND that cannot be run",
     DENIED: "denied: the command did not run",
     EXPIRED: "expired before anyone approved: the command did not run",
     WITHDRAWN: "withdrawn, or this gate was stopped (Ctrl-C, SIGTERM): not run",

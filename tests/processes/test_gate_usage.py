@@ -62,3 +62,29 @@ async def test_a_usage_error_names_the_option_as_typed(
         assert named not in err.decode()
     assert not stack.marks.exists()
     assert [m for m in stack.sandbox.workspace.history(GENERAL) if m.blocks] == []
+
+
+@pytest.mark.parametrize(
+    ("command", "said"),
+    [
+        ("./no-such-cleanup.sh", "no such executable; nothing was asked"),
+        ("no-such-cleanup", "no such executable on PATH; nothing was asked"),
+    ],
+    ids=["path", "name"],
+)
+async def test_a_command_that_cannot_run_is_refused_before_anyone_is_asked(
+    stack: Stack, command: str, said: str
+) -> None:
+    """Asked first, approvers would approve a command that then fails with exit 127."""
+    gate = await asyncio.create_subprocess_exec(
+        str(SIGNOFF),
+        *("gate", "--channel", GENERAL, "--title", "Delete 42 stale volumes"),
+        *("--approvers", ALICE, "--", command, "--apply"),
+        env=stack.env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    _, err = await asyncio.wait_for(gate.communicate(), 30)
+    assert gate.returncode == USAGE, err
+    assert err.decode() == f"signoff gate: cannot run {command}: {said}\n"
+    assert [m for m in stack.sandbox.workspace.history(GENERAL) if m.blocks] == []
