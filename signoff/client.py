@@ -325,4 +325,10 @@ def _why(exc: Exception) -> str:
             return error.strerror
     if isinstance(exc, TimeoutError):
         return "it did not answer in time"
+    if isinstance(exc, aiohttp.ClientSSLError) and getattr(exc.os_error, "reason", "") in _NOT_TLS:
+        return f"{exc}; it does not speak TLS: is its address http://, not https://?"
     return str(exc) or type(exc).__name__
+
+
+_NOT_TLS = frozenset({"WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE", "PACKET_LENGTH_TOO_LONG"})
+"""OpenSSL's reasons for a server that answered a TLS hello in plain text (by version)."""

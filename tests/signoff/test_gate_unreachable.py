@@ -114,3 +114,14 @@ async def test_a_gate_stopped_before_signoff_was_reached_stops_at_once_asking_no
     assert len(attempts) == tried and not client.sent and not ran.exists()
     err = capsys.readouterr().err
     assert "the command was not run (nothing was asked: Signoff was not reached)" in err, err
+
+
+async def test_an_https_address_of_a_plain_http_signoff_says_to_use_http(
+    away: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A likely slip in SIGNOFF_URL: not only the TLS library's words for it."""
+    ran = tmp_path / "ran"
+    tls = away.replace("http://", "https://")
+    code = await gate._gate(Client(tls, "sgn_" + "x" * 30), ASK, ["touch", str(ran)])
+    assert code == UNREACHABLE and not ran.exists()
+    assert "is its address http://, not https://?" in capsys.readouterr().err
