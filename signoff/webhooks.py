@@ -25,14 +25,16 @@ __all__ = ["DELIVERY", "SIGNATURE", "TIMESTAMP", "verify"]
 
 
 def verify(
-    body: bytes,
+    body: bytes | str,
     headers: Mapping[str, str],
     secret: str,
     *,
     now: float | None = None,
     tolerance: int = TOLERANCE,
 ) -> bool:
-    """True when ``body`` and ``headers`` are a delivery signed with ``secret``, recently."""
+    """True when ``body`` and ``headers`` are a delivery signed with ``secret``, recently.
+    ``body`` as received, or as the text a framework decoded it to (a delivery is ASCII)."""
+    raw = body.encode() if isinstance(body, str) else body
     return _verify(
-        body, headers, secret, now=time.time() if now is None else now, tolerance=tolerance
+        raw, headers, secret, now=time.time() if now is None else now, tolerance=tolerance
     )

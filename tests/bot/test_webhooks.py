@@ -68,6 +68,7 @@ async def test_a_withdrawal_is_delivered_signed_and_a_forgery_fails_verify(
 
     now = hooked.bot.clock.now().timestamp()
     assert verify(body, sent, hooked.secret, now=now)
+    assert verify(body.decode(), sent, hooked.secret, now=now)  # a framework's decoded text
     # As documented, for a receiver in any language: v1= hex HMAC-SHA256 of v1:{ts}:{body}.
     stamp = sent["X-Signoff-Timestamp"]
     assert abs(int(stamp) - now) < 5
