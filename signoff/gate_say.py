@@ -69,9 +69,7 @@ class Progress:
         escalating, refused = view.escalated and not before.escalated, view.escalation_not_posted
         if refused and (escalating or refused != before.escalation_not_posted):
             opening = "not decided in time; escalated, but " if escalating else ""
-            hint = ""
-            if refused in ("not_in_channel", "channel_not_found"):
-                hint = f" (is the app a member of {view.escalation_channel}?)"
+            hint = _channel_hint(refused, view.escalation_channel)
             say(
                 f"signoff gate: {opening}the escalation card is not in Slack yet (Slack "
                 f"answered {refused}), and Signoff keeps trying{hint}"
@@ -93,9 +91,7 @@ def say_waiting(view: RequestView, *, now: float) -> None:
         say(f"signoff gate: request {view.id} waiting for approval: {view.permalink}")
     else:
         answered = f" (Slack answered {view.not_posted})" if view.not_posted else ""
-        hint = ""
-        if view.not_posted in ("not_in_channel", "channel_not_found"):
-            hint = f" (is the app a member of {view.channel}?)"
+        hint = _channel_hint(view.not_posted, view.channel)
         say(
             f"signoff gate: request {view.id} waiting for approval; its card is not in "
             f"Slack yet{answered}, and Signoff keeps trying{hint}"
@@ -104,6 +100,16 @@ def say_waiting(view: RequestView, *, now: float) -> None:
     if view.expires_at is not None:
         left = max(0, int(view.expires_at.timestamp() - now))
         say(f"signoff gate: expires in {_span(left)} ({view.expires_at.isoformat()})")
+
+
+def _channel_hint(refused: str | None, channel: str | None) -> str:
+    """The likely fix when Slack refused a card for its channel: the app invited, or, for
+    one Slack does not know (or hides from the app), the channel id checked too."""
+    if refused == "not_in_channel":
+        return f" (is the app a member of {channel}?)"
+    if refused == "channel_not_found":
+        return f" (is {channel} the channel's id, and the app a member of it?)"
+    return ""
 
 
 def _person(view: RequestView, user_id: str) -> str:

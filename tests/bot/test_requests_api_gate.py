@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes import Fault
 from harness import ALICE, BOB, CAROL, CHANNEL
 from requests_jobs import Jobs
 
@@ -312,3 +313,27 @@ async def test_a_gate_open_to_the_channel_says_so_beside_its_approvers(
     assert "signoff gate: approved by u0carol (U0CAROL)" in err
     _, view = await jobs.get(f"/api/requests/{value.split('/')[0]}")
     assert view["anyone_in_channel"] is True and view["approvers"] == [BOB]
+
+
+async def test_a_card_in_a_channel_slack_does_not_know_has_the_gate_check_its_id(
+    jobs: Jobs, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Slack's ``channel_not_found``: a mistyped id as likely as a missing invitation."""
+    refused = Fault(status=200, body={"ok": False, "error": "channel_not_found"})
+    jobs.bot.slack.faults["chat.postMessage"].append(refused)
+    waiting, wait = asyncio.Event(), gate_ask.wait
+
+    async def noted(*args: Any) -> Any:
+        waiting.set()
+        return await wait(*args)
+
+    monkeypatch.setattr(gate_ask, "wait", noted)
+    request = signoff.NewRequest(title="Rotate", channel=CHANNEL, approvers=[ALICE])
+    gating = asyncio.create_task(gate._gate(signoff.Client(jobs.base, jobs.token), request, []))
+    await asyncio.wait_for(waiting.wait(), 10)
+    os.kill(os.getpid(), signal.SIGTERM)
+    assert await asyncio.wait_for(gating, 10) == WITHDRAWN
+    assert (
+        "(Slack answered channel_not_found), and Signoff keeps trying "
+        f"(is {CHANNEL} the channel's id, and the app a member of it?)"
+    ) in capsys.readouterr().err
