@@ -112,8 +112,13 @@ def more_menu(card: Card) -> Block:
         ],
         "confirm": confirm_dialog(
             title="Withdraw this request?",
-            text="The run is cancelled and nothing it waits on will run. Only the requester "
-            "or an admin can withdraw it.",
+            text=(
+                "The job that asked is told it was withdrawn. Only a Signoff admin can "
+                "withdraw it here."
+                if card.external
+                else "The run is cancelled and nothing it waits on will run. Only the "
+                "requester or an admin can withdraw it."
+            ),
             confirm="Withdraw",
         ),
     }

@@ -319,6 +319,18 @@ async def test_a_client_is_kept_to_its_channels_and_its_own_requests(jobs: Jobs)
     assert status == 401 and "API token is not one of this Signoff's" in gone["error"]
 
 
+async def test_a_jobs_card_says_withdrawing_it_tells_the_job_not_that_a_run_ends(
+    jobs: Jobs,
+) -> None:
+    """In Slack only an admin can withdraw a job's request: its requester is a client."""
+    status, _ = await jobs.ask()
+    assert status == 201
+    [menu] = [e for e in jobs.card()["blocks"][-1]["elements"] if e["type"] == "overflow"]
+    assert menu["confirm"]["text"]["text"] == (
+        "The job that asked is told it was withdrawn. Only a Signoff admin can withdraw it here."
+    )
+
+
 async def test_a_token_made_on_another_redis_is_refused_saying_that_may_be_why(
     jobs: Jobs,
 ) -> None:
