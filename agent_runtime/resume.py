@@ -74,7 +74,8 @@ def begin(
             open_ids = [p.interrupt.id for p in state.pending]
             raise ResumeError(
                 f"thread {state.thread_id} is waiting on interrupts {open_ids}; "
-                "answer them with InterruptResponse before sending a new prompt"
+                "answer them ({interrupt_id: Decision} or InterruptResponse objects) before "
+                "sending a new prompt"
             )
         if state.status == "running":
             raise ResumeError(

@@ -118,6 +118,17 @@ async def test_a_resume_on_a_thread_with_nothing_pending_is_refused():
         await agent.invoke({"int_x": "yes"}, thread_id="t")
 
 
+async def test_a_prompt_to_a_waiting_thread_is_told_both_ways_to_answer():
+    """The README's ``{interrupt_id: Decision}`` as well as ``InterruptResponse``."""
+    agent = Agent(
+        model=ScriptedModel([[ToolCall(id="c1", name="purge", args={"name": "a"})], "done"]),
+        tools=batch_tools([]),
+    )
+    await agent.invoke("clean", thread_id="t")
+    with pytest.raises(ResumeError, match=r"\{interrupt_id: Decision\} or InterruptResponse"):
+        await agent.invoke("clean again", thread_id="t")
+
+
 async def test_a_new_agent_with_a_new_store_object_resumes_from_the_snapshot():
     runs: list[str] = []
     first_store = InMemorySessionStore()
