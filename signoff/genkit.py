@@ -8,7 +8,8 @@
                   session_store=sessions))
 
 A name in ``tools`` that no tool registered on ``ai`` has fails the agent's construction
-(``check_tools``), so a misspelt one stops the start-up build, not the first run.
+(``check_tools``), so a misspelt one stops the start-up build, not the first run. A card
+names the tool Genkit ran (a plugin's ``ops/lookup``), whichever of its names the model used.
 
 Approve restarts the tool (``restart_tool``; ``ctx.is_resumed()`` is then true and
 ``ctx.resumed_metadata`` is ``{"approved": True}``); Edit restarts it with the edited
@@ -77,7 +78,15 @@ from .adapted import (
     signoff_ids,
     snapshot_status,
 )
-from .genkit_interrupts import as_interrupt, pending_of, refused_input, resume_parts, shown
+from .genkit_interrupts import (
+    as_interrupt,
+    interrupts_of,
+    pending_of,
+    refused_input,
+    resume_parts,
+    shown,
+)
+from .genkit_names import NameCalls, names_of, naming
 from .genkit_tools import called_names, check_input, check_tools
 
 
@@ -102,14 +111,20 @@ class _KeptResults(KeptResults):
         """What each restarted call did (now or in an earlier try), by its key."""
 
     def ran(
-        self, request: ToolRequest, response: MultipartToolResponse, *, failed: bool = False
+        self,
+        request: ToolRequest,
+        tool: str,
+        response: MultipartToolResponse,
+        *,
+        failed: bool = False,
     ) -> None:
-        """Note what the restarted ``request`` did (``failed``: an error), for the run to tell."""
+        """Note what the restarted ``request`` of ``tool`` did (``failed``: an error), for
+        the run to tell."""
         output = response.output
         self.finished[_key(request)] = ToolCallFinished(
             tool_call=ToolCall(
                 id=_key(request),
-                name=request.name,
+                name=tool,
                 args=shown(request.input),
             ),
             result=CallResult(
@@ -143,22 +158,23 @@ class _KeepToolResults(BaseMiddleware[Any]):
             return await next_fn(params, ctx)
         kept.restarted.discard(key)  # each restart once: a later call may reuse its ref
         assert request is not None  # a restarted call is a tool request
+        tool = params.tool.name  # its own name, whichever the model called it by
         if key in kept.kept:
             response = MultipartToolResponse.model_validate(kept.kept[key])
         elif key in kept.started:  # it raised, or its process died: it may have done part
-            response = MultipartToolResponse(output=not_run_again(request.name))
-            kept.ran(request, response, failed=True)
+            response = MultipartToolResponse(output=not_run_again(tool))
+            kept.ran(request, tool, response, failed=True)
             return response
         else:
             await kept.start(key)
             try:
                 response = await next_fn(params, ctx)
             except GenkitError as exc:
-                kept.refused = kept.refused or refused_input(exc, request.name)
+                kept.refused = kept.refused or refused_input(exc, tool)
                 raise
             dumped = response.model_dump(mode="json", by_alias=True, exclude_none=True)
             await kept.keep(key, dumped)
-        kept.ran(request, response)
+        kept.ran(request, tool, response)
         return response
 
 
@@ -200,7 +216,7 @@ class GenkitAgent(Runnable):
             self.session_store,
             thread_id,
             "genkit",
-            lambda s: [as_interrupt(p) for p in pending_of(s)],
+            interrupts_of,
         )
 
     async def cancel(self, thread_id: str, reason: str) -> AgentResult | None:
@@ -232,6 +248,7 @@ class _GenkitInvocation(LeasedInvocation):
         history = _messages(stored)
         parsed = parse_input(input)
         options: dict[str, Any] = {"model": agent.model, "tools": agent.tools}
+        options["use"] = [NameCalls()]
         kept: _KeptResults | None = None
         answered: set[str] = set()
         if isinstance(parsed, str):
@@ -245,18 +262,19 @@ class _GenkitInvocation(LeasedInvocation):
                 raise ResumeError(
                     f"thread {self.thread_id} has no open interrupts; start a new run with a prompt"
                 )
-            check_retry(
-                stored, parsed, named(map(as_interrupt, pending_of(stored)), stored.snapshot)
-            )
+            check_retry(stored, parsed, named(interrupts_of(stored), stored.snapshot))
             restarts, responses = resume_parts(parsed, stored)
-            answered = {as_interrupt(p).id for p in pending_of(stored)}
+            answered = {i.id for i in interrupts_of(stored)}
             options |= {"messages": history, "resume_restart": restarts or None}
-            options |= {"resume_respond": responses or None, "use": [_KeepToolResults()]}
+            options |= {"resume_respond": responses or None}
+            options["use"].append(_KeepToolResults())
             kept = _KeptResults(agent.session_store, self.thread_id, stored, parsed, restarts)
         yield RunStarted(thread_id=self.thread_id, run_id=run_id)
         keeping = _keeping.set(kept)
+        names = names_of(stored)  # a call interrupted again on its restart keeps its name
         try:
-            answer = await agent.ai.generate(**options)
+            with naming(names):
+                answer = await agent.ai.generate(**options)
         except Exception as exc:
             if kept is not None and kept.refused is not None:  # refused on every try alike
                 raise UnresumableError(kept.refused) from exc
@@ -272,9 +290,11 @@ class _GenkitInvocation(LeasedInvocation):
         if refusal is not None:  # ended here: each of the turn's calls answered with why
             messages.append(_dump(_answered_turn(answer.messages[-1], refusal)))
         pending = [_dump(p) for p in answer.interrupts] if refusal is None else []
-        raised = [as_interrupt(p) for p in pending]
+        raised = [as_interrupt(p, names) for p in pending]
+        called = {str((p.get("toolRequest") or {}).get("name")) for p in pending}
+        kept_names: dict[str, JSONValue] = {n: names[n] for n in sorted(called & set(names))}
         snapshot: dict[str, JSONValue] = {
-            "genkit": {"messages": messages, "pending": pending},
+            "genkit": {"messages": messages, "pending": pending, "names": kept_names},
             IDS: signoff_ids(raised, stored, answered),
         }
         asked = named(raised, snapshot)

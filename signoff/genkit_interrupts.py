@@ -5,7 +5,7 @@ as ``input``."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pydantic
@@ -17,6 +17,7 @@ from agent_runtime.messages import JSONValue, ToolCall
 from agent_runtime.session import StoredSession
 
 from .adapted import named
+from .genkit_names import names_of
 
 PREFIX = "gk_"
 """Starts the Signoff id of each of a generation's interrupts."""
@@ -29,13 +30,22 @@ def pending_of(stored: StoredSession) -> list[dict[str, Any]]:
     return list(state.get("pending") or ())
 
 
-def as_interrupt(part: dict[str, Any]) -> Interrupt:
-    """A Genkit tool interrupt as a Signoff approval: the tool, its input, its message."""
+def interrupts_of(stored: StoredSession) -> list[Interrupt]:
+    """The generation's interrupted calls as approvals, under their framework ids."""
+    names = names_of(stored)
+    return [as_interrupt(p, names) for p in pending_of(stored)]
+
+
+def as_interrupt(part: dict[str, Any], names: Mapping[str, str]) -> Interrupt:
+    """A Genkit tool interrupt as a Signoff approval: the tool, its input, its message. The
+    tool goes by the name Genkit ran it under (``names``, by the name the model called it):
+    the part keeps the model's, by which Genkit finds the call as it resumes."""
     request = part.get("toolRequest") or {}
     ref = str(request.get("ref") or request.get("name"))
     details = (part.get("metadata") or {}).get("interrupt")
     message = details.get("message") if isinstance(details, dict) else None
-    name = str(request.get("name"))
+    called = str(request.get("name"))
+    name = names.get(called, called)
     args = request.get("input")
     return Interrupt(
         id=PREFIX + ref,
@@ -65,7 +75,7 @@ def resume_parts(
 ) -> tuple[list[Part], list[Part]]:
     """The ``resume_restart`` and ``resume_respond`` parts the answers stand for."""
     pending = pending_of(stored)
-    asked = named(map(as_interrupt, pending), stored.snapshot)
+    asked = named(interrupts_of(stored), stored.snapshot)
     by_id = {i.id: p for i, p in zip(asked, pending, strict=True)}
     restarts: list[Part] = []
     answers: list[Part] = []

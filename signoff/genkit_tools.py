@@ -20,9 +20,10 @@ from .edits import check_model
 
 
 def check_tools(ai: Genkit, tools: Sequence[str]) -> None:
-    """Refuse (UsageError) a name in ``tools`` that no tool registered on ``ai`` has. A name
-    with a ``/`` (a plugin's ``googleai/...``, a dynamic provider's ``mcp:tool/*``) is
-    resolved by its plugin or provider on demand, so Genkit checks it when first used."""
+    """Refuse (UsageError) a name in ``tools`` that no tool registered on ``ai`` has, and two
+    tools sharing a last segment (``ops/lookup``, ``lookup``). A name with a ``/`` (a
+    plugin's ``googleai/...``, a dynamic provider's ``mcp:tool/*``) is resolved by its
+    plugin or provider on demand, so Genkit checks it when first used."""
     unknown = [
         name
         for name in tools
@@ -34,6 +35,15 @@ def check_tools(ai: Genkit, tools: Sequence[str]) -> None:
             f"{sorted(unknown)}; its tools are {_registered(ai)} "
             "(define each with @ai.tool() before the agent)"
         )
+    by_short: dict[str, list[str]] = {}
+    for action in called_names([n for n in tools if not n.endswith("*")]) or ():
+        by_short.setdefault(action.rpartition("/")[2], []).append(action)
+    shared = sorted(sorted(actions) for actions in by_short.values() if len(actions) > 1)
+    if shared:
+        raise UsageError(
+            f"GenkitAgent(tools=...) names tools that share a last segment: {shared}; the "
+            "model may call a tool by it, so Genkit refuses to offer them in one generation"
+        )
 
 
 _SELECTOR = re.compile(r"^[^/:]+:tool/(.+)$")
@@ -41,17 +51,18 @@ _SELECTOR = re.compile(r"^[^/:]+:tool/(.+)$")
 
 
 def called_names(tools: Sequence[str]) -> frozenset[str] | None:
-    """The names the model may call ``tools`` by, which a tool's card carries: Genkit offers
-    each tool under its action's name (a plugin's ``ops/lookup``; ``echo`` for a provider's
-    ``mcp:tool/echo``) and takes its last segment (``lookup``) too. None when a selector
-    with a ``*`` is among them: the provider lists its tools only when a generation asks."""
+    """The names a card of ``tools`` carries: each tool's action's name (a plugin's
+    ``ops/lookup``; ``srv/echo`` for a provider's ``mcp:tool/srv/echo``), the name the
+    model is offered, whether it calls the tool by that or by its last segment (``lookup``).
+    None when a selector with a ``*`` is among them: the provider lists its tools only
+    when a generation asks."""
     names: set[str] = set()
     for name in tools:
         selected = _SELECTOR.match(name)
         action = selected.group(1) if selected else name
         if action.endswith("*"):
             return None
-        names |= {action, action.rpartition("/")[2]}
+        names.add(action)
     return frozenset(names)
 
 

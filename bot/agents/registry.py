@@ -134,8 +134,16 @@ def _check_tool_policies(spec: AgentSpec, built: Runnable) -> None:
         raise UsageError(
             f"agent {spec.name!r}: AgentSpec(tools=...) gives a policy to tools it lacks: "
             f"{unknown}; its tools are {sorted(names)} (calls of a tool without its own "
-            "policy get the agent's)"
+            f"policy get the agent's){_full_names(unknown, names)}"
         )
+
+
+def _full_names(keys: list[str], names: frozenset[str]) -> str:
+    """Which of ``names`` to key instead of a key that is one's last segment (a Genkit
+    plugin's ``lookup``, carded as ``ops/lookup``), as the refusal's last words."""
+    fuller = {k: [n for n in sorted(names) if n.endswith("/" + k)] for k in keys}
+    said = [f"{k!r} as {n[0]!r}" for k, n in fuller.items() if len(n) == 1]
+    return f"; key each tool by its full name: {', '.join(said)}" if said else ""
 
 
 def load_specs(module_name: str, *, named_by: str = "SIGNOFF_AGENTS") -> list[AgentSpec]:

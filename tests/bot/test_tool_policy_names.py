@@ -1,8 +1,9 @@
 """What a per-tool policy's key is matched on for adapted agents whose tools come from
 elsewhere (the real SDKs, offline): a Genkit plugin's or provider's tool is carded under
-the name the model calls it by, so a key naming no such name fails the build; a LangGraph
-graph of its own, and a provider's ``*`` selector, tell their names only as they run, so
-their keys are logged at start-up, with the names they do tell."""
+the name Genkit offers it by, whichever of its names the model calls, so a key naming no
+such name (its last segment too) fails the build; a LangGraph graph of its own, and a
+provider's ``*`` selector, tell their names only as they run, so their keys are logged at
+start-up, with the names they do tell."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from genkit import Genkit, Interrupt, Message, ModelRequest, ModelResponse, Part
 from genkit import tool as genkit_tool
 from genkit.plugin_api import Action, ActionKind, ActionMetadata, Plugin
 from genkit_agents import define_delete_files
+from harness import ALICE, BOB, CHANNEL, Harness
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage
 from langchain_core.tools import tool as lc_tool
@@ -25,12 +27,15 @@ from langgraph.prebuilt import ToolNode
 from langgraph.types import interrupt
 from langgraph_agents import ScriptedChatModel
 
+from agent_runtime import Decision
 from agent_runtime.errors import UsageError
+from agent_runtime.interrupts import InterruptResponse
 from agent_runtime.runnable import Runnable
 from agent_runtime.session import InMemorySessionStore, SessionStore
 from bot.agents.policy import AgentSpec, Policy
 from bot.agents.registry import Registry
 from bot.process.builds import build_agents
+from bot.ui.ids import APPROVE
 from signoff.genkit import GenkitAgent
 from signoff.langgraph import LangGraphAgent
 
@@ -38,10 +43,14 @@ AGENT = Policy(users=("U0ALICE",))
 STRICT = Policy(groups=("S0ONCALL",), min_approvals=2)
 
 
+LOOKED_UP: list[dict[str, Any]] = []
+
+
 async def lookup(input: dict[str, Any], ctx: ToolRunContext) -> str:
     """Look a host up, once a person approves."""
     if not ctx.is_resumed():
         raise Interrupt({"message": "Look it up?"})
+    LOOKED_UP.append(input)
     return "found"
 
 
@@ -60,25 +69,43 @@ class Ops(Plugin):
         return []
 
 
+async def call_then_answer(called: str, request: ModelRequest) -> ModelResponse:
+    """The model's turns: a call of the tool named ``called``, then its result as text."""
+    results = [p.tool_response for m in request.messages for p in m.content if p.tool_response]
+    if results:
+        return ModelResponse(message=Message(role="model", content=[Part(text="db1 found")]))
+    call = Part.from_tool_request(name=called, input={"host": "db1"}, ref="c1")
+    return ModelResponse(message=Message(role="model", content=[call]))
+
+
 def plugin_agent(called: str, sessions: SessionStore) -> GenkitAgent:
     """A Genkit agent given the plugin's ``ops/lookup``, whose model calls it ``called``."""
     ai = Genkit(plugins=[Ops()])
 
     async def scripted(request: ModelRequest, ctx: Any) -> ModelResponse:
-        call = Part.from_tool_request(name=called, input={"host": "db1"}, ref="c1")
-        return ModelResponse(message=Message(role="model", content=[call]))
+        return await call_then_answer(called, request)
 
     ai.define_model(name="scripted", fn=scripted)
     return GenkitAgent(ai, model="scripted", tools=["ops/lookup"], session_store=sessions)
 
 
 @pytest.mark.parametrize("called", ["ops/lookup", "lookup"])
-async def test_a_plugins_tool_is_carded_under_the_name_the_model_calls_it_by(called: str) -> None:
-    """Genkit offers the tool as ``ops/lookup`` and runs it under its last segment too."""
-    agent = plugin_agent(called, InMemorySessionStore())
+async def test_a_plugins_tool_is_carded_under_its_full_name_whatever_the_model_calls_it(
+    called: str,
+) -> None:
+    """Genkit offers the tool as ``ops/lookup`` and runs it under its last segment too; an
+    approval restarts it (Genkit finds it by the name the model used) and it runs once."""
+    agent, LOOKED_UP[:] = plugin_agent(called, InMemorySessionStore()), []
     asked = await agent.invoke("look db1 up", thread_id="t1")
-    assert [i.tool_call.name for i in asked.interrupts if i.tool_call] == [called]
-    assert agent.tool_names() == {"ops/lookup", "lookup"}
+    status = await agent.thread_status("t1")
+    assert status is not None
+    for told in (asked.interrupts, status.interrupts):  # as raised, and as the thread keeps it
+        assert [i.tool_call.name for i in told if i.tool_call] == ["ops/lookup"]
+    [question] = asked.interrupts
+    approve = [InterruptResponse(interrupt_id=question.id, decision=Decision.approve())]
+    done = await agent.invoke(approve, thread_id="t1")
+    assert (done.message, LOOKED_UP) == ("db1 found", [{"host": "db1"}])
+    assert agent.tool_names() == {"ops/lookup"}
 
 
 @pytest.mark.parametrize("called", ["srv/echo", "echo"])
@@ -94,15 +121,25 @@ async def test_a_providers_tool_is_carded_under_its_actions_name(called: str) ->
 
     async def scripted(request: ModelRequest, ctx: Any) -> ModelResponse:
         assert [t.name for t in request.tools or ()] == ["srv/echo"]
-        call = Part.from_tool_request(name=called, input={"host": "db1"}, ref="c1")
-        return ModelResponse(message=Message(role="model", content=[call]))
+        return await call_then_answer(called, request)
 
     ai.define_dynamic_action_provider("mcp", listed)
     ai.define_model(name="scripted", fn=scripted)
-    agent = GenkitAgent(ai, model="scripted", tools=["mcp:tool/srv/echo"])
-    asked = await agent.invoke("echo db1", thread_id="t1")
-    assert [i.tool_call.name for i in asked.interrupts if i.tool_call] == [called]
-    assert agent.tool_names() == {"srv/echo", "echo"}
+    LOOKED_UP[:] = []
+    for tools in (["mcp:tool/srv/echo"], ["mcp:tool/*"]):  # named, or listed as it runs
+        agent = GenkitAgent(ai, model="scripted", tools=tools)
+        asked = await agent.invoke("echo db1", thread_id="t1")
+        assert [i.tool_call.name for i in asked.interrupts if i.tool_call] == ["srv/echo"]
+        decision = Decision.approve()
+        done = await agent.invoke(
+            [InterruptResponse(interrupt_id=asked.interrupts[0].id, decision=decision)],
+            thread_id="t1",
+        )
+        assert done.message == "db1 found"
+    assert LOOKED_UP == [{"host": "db1"}] * 2
+    assert GenkitAgent(ai, model="scripted", tools=["mcp:tool/srv/echo"]).tool_names() == {
+        "srv/echo"
+    }
 
 
 def _registry(build: Callable[[SessionStore], Runnable], tools: dict[str, Policy]) -> Registry:
@@ -121,16 +158,16 @@ def provided_agent(sessions: SessionStore) -> GenkitAgent:
 @pytest.mark.parametrize(
     ("build", "key", "its_tools"),
     [
-        (lambda s: plugin_agent("lookup", s), "ops/lokup", "['lookup', 'ops/lookup']"),
-        (provided_agent, "mcp:tool/srv/echo", "['delete_files', 'echo', 'srv/echo']"),
+        (lambda s: plugin_agent("lookup", s), "ops/lokup", "['ops/lookup']"),
+        (provided_agent, "mcp:tool/srv/echo", "['delete_files', 'srv/echo']"),
         (lambda s: own_graph(s, tool_node="tools"), "delete_file", "['delete_files']"),
     ],
 )
 def test_a_key_no_card_of_a_plugins_or_providers_tool_carries_fails_the_build(
     build: Callable[[SessionStore], Runnable], key: str, its_tools: str
 ) -> None:
-    """A misspelt plugin tool, a provider's selector (its tool is carded as ``echo``), and
-    a graph whose ``tools`` node is a ToolNode, taken for a LangChain agent (its shape)."""
+    """A misspelt plugin tool, a provider's selector (its tool is carded as ``srv/echo``),
+    and a graph whose ``tools`` node is a ToolNode, taken for a LangChain agent (its shape)."""
     with pytest.raises(UsageError) as refused:
         _registry(build, {key: STRICT}).agent("ops")
     assert str(refused.value) == (
@@ -217,3 +254,51 @@ async def test_a_question_a_langchain_agents_tool_asks_gets_the_agents_policy() 
     [question] = asked.interrupts
     assert question.question and question.reason == "Drop users?"
     assert question.tool_call is None and spec.policy_for(None) is AGENT
+
+
+def test_a_key_by_a_tools_last_segment_fails_the_build_naming_its_full_name() -> None:
+    """Cards carry ``ops/lookup`` however the model calls it, so ``lookup`` keys nothing."""
+    with pytest.raises(UsageError) as refused:
+        _registry(lambda s: plugin_agent("lookup", s), {"lookup": STRICT}).agent("ops")
+    assert str(refused.value).endswith(
+        "(calls of a tool without its own policy get the agent's); key each tool by its "
+        "full name: 'lookup' as 'ops/lookup'"
+    )
+
+
+@pytest.mark.parametrize("tools", [["ops/lookup", "mcp:tool/srv/lookup"], ["lookup", "ops/lookup"]])
+def test_two_tools_sharing_a_last_segment_fail_the_agents_build(tools: list[str]) -> None:
+    """The model may call either by that segment: Genkit refuses every generation given
+    both, and which one a card named would be a guess."""
+    ai = Genkit(plugins=[Ops()])
+    ai.tool(name="lookup")(lookup)
+    with pytest.raises(UsageError) as refused:
+        GenkitAgent(ai, model="scripted", tools=tools)
+    shared = sorted(t.removeprefix("mcp:tool/") for t in tools)
+    assert str(refused.value) == (
+        f"GenkitAgent(tools=...) names tools that share a last segment: [{shared!r}]; the "
+        "model may call a tool by it, so Genkit refuses to offer them in one generation"
+    )
+
+
+async def test_a_tools_policy_applies_to_a_call_by_its_last_segment(make_bot: Any) -> None:
+    """The model calls ``lookup``; the policy keyed ``ops/lookup`` (its own channel) decides
+    where the card goes and who approves it, and approving runs the tool once."""
+    spec = AgentSpec(
+        name="ops",
+        build=lambda sessions: plugin_agent("lookup", sessions),
+        policy=Policy(channel=CHANNEL, users=(ALICE,)),
+        tools={"ops/lookup": Policy(channel="C0SEC", users=(BOB,))},
+    )
+    bot: Harness = await make_bot(spec=spec)
+    LOOKED_UP[:] = []
+    value = await bot.start("look db1 up")
+    card = bot.posted(0)
+    assert card["channel"] == "C0SEC"
+    assert card["blocks"][0]["text"]["text"] == "Approval needed: ops/lookup"
+    await bot.click(APPROVE, value, user=ALICE, channel="C0SEC")  # the agent's approver
+    await bot.slack.wait_calls("chat.postEphemeral")
+    assert "not among the approvers" in bot.slack.called("chat.postEphemeral")[-1]["text"]
+    await bot.click(APPROVE, value, user=BOB, channel="C0SEC")
+    assert (await bot.finished()).startswith("Finished: db1 found")
+    assert LOOKED_UP == [{"host": "db1"}]
