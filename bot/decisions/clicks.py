@@ -35,6 +35,7 @@ from storage.records import InterruptRecord
 from storage.requests import is_request_run
 
 from .batches import decide_batch
+from .clicked import named_record
 from .damaged import record_damaged
 from .group_refresh import refresh_groups
 from .late import expired_text
@@ -74,7 +75,8 @@ async def intake(services: Services, click: Click) -> None:
 
 async def _intake(services: Services, click: Click) -> None:
     """Take a click Slack is about to get its ack for: a decision is appended to the click
-    stream (one round trip, so it outlives this process); a modal opens at once.
+    stream (one round trip, so it outlives this process; a long record id's short key is
+    looked up first); a modal opens at once.
 
     When Redis refuses the connection the click is not kept, and the clicker is told so.
     When Redis does not answer within ``ACK_BUDGET`` (stalled, or timing out) the append
@@ -99,22 +101,35 @@ async def _intake(services: Services, click: Click) -> None:
         return
     if click.choice is not None:
         action = f"{ids.CHOOSE}.{click.choice}"
-    user, channel = click.user.id, click.container.channel_id
-    append = services.storage.clicks.append(
-        record_id=ref.record_id,
-        digest=ref.digest,
-        user_id=user,
-        channel_id=channel,
-        message_ts=click.container.message_ts,
-        action_id=action,
-        clicked_at=services.clock.now(),
-        trigger_id=click.trigger_id or "",
-        thread_ts=click.thread or "",
+    user, channel, named, digest = (
+        click.user.id,
+        click.container.channel_id,
+        ref.record_id,
+        ref.digest,
     )
+
+    async def append() -> bool:
+        record_id = await named_record(services, named)
+        if record_id is None:  # a short key no pending record of its run has
+            return False
+        await services.storage.clicks.append(
+            record_id=record_id,
+            digest=digest,
+            user_id=user,
+            channel_id=channel,
+            message_ts=click.container.message_ts,
+            action_id=action,
+            clicked_at=services.clock.now(),
+            trigger_id=click.trigger_id or "",
+            thread_ts=click.thread or "",
+        )
+        return True
+
     try:
-        await asyncio.wait_for(append, ACK_BUDGET)
-        log.debug("click %s queued", action)
-        return
+        if await asyncio.wait_for(append(), ACK_BUDGET):
+            log.debug("click %s queued", action)
+            return
+        text = reason_text("not_pending")
     except TimeoutError:
         log.error("click by %s on %s: Redis did not confirm it in time", user, ref.record_id)
         text = UNCONFIRMED

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from . import ids
 from .blocks import (
-    BLOCK_ID,
     BUTTON_TEXT,
     SECTION_TEXT,
     Block,
@@ -17,6 +16,7 @@ from .blocks import (
 )
 from .cards import Card
 from .mrkdwn import is_truncated
+from .refs import short_ref
 
 CHOICE_BUTTONS = 5
 """Up to this many answers are buttons; more are one select."""
@@ -28,12 +28,13 @@ ARGS_CODE = SECTION_TEXT - len("*Arguments*\n")
 def choices(card: Card) -> Block:
     """A question's answers: a button each when there are five or fewer, else one select.
 
-    The block id carries the interrupt reference; each answer is only its index, and the
-    decider reads the answer itself from the stored question.
+    The block id carries the interrupt reference (a short key for a long id, which fits a
+    block id); each answer is only its index, and the decider reads the answer itself
+    from the stored question.
     """
-    block_id = f"{ids.CHOICES_BLOCK} {card.button_value}"
-    if len(block_id) > BLOCK_ID:
-        raise ValueError(f"block id of {len(block_id)} chars exceeds {BLOCK_ID}")
+    block_id = " ".join(
+        filter(None, (ids.CHOICES_BLOCK, short_ref(card.interrupt_id), card.digest))
+    )
     if len(card.options) <= CHOICE_BUTTONS:
         elements = [
             button(option, action_id=f"{ids.CHOOSE}.{i}", value=str(i))
@@ -99,8 +100,9 @@ def decision_buttons(card: Card, *, compact: bool) -> list[Block]:
 
 
 def more_menu(card: Card) -> Block:
-    """The overflow menu: the requester (or an admin) withdraws the request from here."""
-    record_id = card.interrupt_id
+    """The overflow menu: the requester (or an admin) withdraws the request from here. Its
+    option's value holds 150 characters, so a long record id is carried as a short key."""
+    record_id = short_ref(card.interrupt_id)
     return {
         "type": "overflow",
         "action_id": ids.MORE,

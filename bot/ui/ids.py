@@ -27,7 +27,8 @@ HOME_DENY: Final = f"{PREFIX}.home.deny"
 """Approve and Deny beside a request in App Home; the value is the card's (id and digest)."""
 
 MORE: Final = f"{PREFIX}.more"
-"""The card's overflow menu; its one option's value is ``withdraw <record id>``."""
+"""The card's overflow menu; its one option's value is ``withdraw <record id>``, the id
+as ``refs.short_ref`` carries it in an option's 150 characters."""
 WITHDRAW: Final = "withdraw"
 
 UNDO: Final = f"{PREFIX}.undo"
@@ -46,7 +47,8 @@ BATCH_BUTTONS: Final = (BATCH_APPROVE, BATCH_DENY)
 
 CHOOSE: Final = f"{PREFIX}.choose"
 """A question's answers: ``signoff.choose.<n>`` buttons, or one select whose options'
-values are the indexes; the interrupt reference is in the block id."""
+values are the indexes; the interrupt reference is in the block id (a long record id as
+``refs.short_ref`` carries it)."""
 
 ACTIONS_BLOCK: Final = f"{PREFIX}.decide"
 CHOICES_BLOCK: Final = f"{PREFIX}.choices"

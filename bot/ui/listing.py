@@ -31,6 +31,7 @@ from .cards import card_from_record
 from .deciders import if_nobody_decides
 from .message import HEADLINE
 from .mrkdwn import code_block, code_span, is_truncated
+from .refs import short_ref
 
 _PER_ITEM = 2
 PAGE_SIZE = (MESSAGE_BLOCKS - 3) // _PER_ITEM
@@ -253,7 +254,7 @@ def _decide_here(record: InterruptRecord, decider: str) -> list[Block]:
     blocks = [section(code_block(text, LIST_ARGS))]
     if elements:
         blocks.append(
-            {"type": "actions", "block_id": f"home {record.id}"[:255], "elements": elements}
+            {"type": "actions", "block_id": f"home {short_ref(record.id)}", "elements": elements}
         )
     return blocks
 

@@ -23,6 +23,7 @@ DAMAGED_BATCH = (
 )
 _TEXT = {
     "unknown": "This approval request no longer exists; nothing was decided.",
+    "not_pending": "This request is no longer waiting for a decision; nothing changed.",
     "not_allowed": "You are not among the approvers of this request; nothing was decided.",
     "self_approval": "You asked for this, so someone else has to decide it.",
     "expired": "This request has expired; nothing was approved.",
