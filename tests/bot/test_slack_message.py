@@ -217,7 +217,11 @@ json_values = st.recursive(
 user_ids = st.from_regex(r"\A[UW][A-Z0-9]{2,10}\Z") | st.text(max_size=30)
 cards = st.builds(
     Card,
-    interrupt_id=st.from_regex(r"\Aint_[0-9a-f]{32}\Z"),
+    # Any record id storage accepts: run and interrupt ids of up to 128 characters each.
+    interrupt_id=st.from_regex(r"\A[A-Za-z0-9_.:\-]{1,128}/[A-Za-z0-9_.:\-]{1,128}\Z"),
+    digest=st.sampled_from(["", "f" * 64]),
+    question=st.booleans(),
+    options=st.lists(st.text(max_size=100), max_size=120).map(tuple),
     agent=st.text(max_size=500),
     action=st.text(max_size=500),
     description=st.none() | st.text(max_size=5000),
@@ -276,6 +280,12 @@ _CUT_IN_ENTITY = "a" * 199 + "&"
 @example(
     _card(agent=_CUT_IN_ENTITY, action=_CUT_IN_ENTITY, args={"k": _CUT_IN_ENTITY}),
     Verdict(outcome="denied", at=NOW, message=_CUT_IN_ENTITY),
+)
+@example(  # the longest record id, on a question's select and the overflow menu
+    _card(
+        interrupt_id="r" * 128 + "/" + "i" * 128, digest="f" * 64, question=True, options=("a",) * 8
+    ),
+    Verdict(outcome="answered", at=NOW, message="a"),
 )
 def test_any_input_gives_valid_block_kit_within_limits(card: Card, verdict: Verdict) -> None:
     compact = (pending_message(card, compact=True), decided_message(card, verdict, compact=True))
