@@ -124,6 +124,13 @@ async def test_a_request_with_a_257_character_id_is_withdrawn_from_its_cards_men
     option = menu["options"][0]["value"]
     assert option == f"{ids.WITHDRAW} {short_ref(record.id)}" and len(option) <= 150
 
+    # A key no pending record of the run has names nothing: the click is told so.
+    await bot.click(ids.MORE, "", user=CAROL, selected=f"{ids.WITHDRAW} {RUN}/~AAAAAAAAAAA")
+    await bot.slack.wait_calls("chat.postEphemeral")
+    assert bot.slack.called("chat.postEphemeral")[-1]["text"] == reason_text("not_pending")
+    still = await bot.services.storage.queries.get(record.id)
+    assert still is not None and still.state == "pending"
+
     await bot.click(ids.MORE, "", user=CAROL, selected=option)
     await bot.slack.wait_calls("chat.update")
     update = bot.slack.called("chat.update")[-1]
@@ -134,7 +141,7 @@ async def test_a_request_with_a_257_character_id_is_withdrawn_from_its_cards_men
 
     # The key names no pending record now: a second click is told so, and changes nothing.
     await bot.click(ids.MORE, "", user=CAROL, selected=option)
-    await bot.slack.wait_calls("chat.postEphemeral")
+    await bot.slack.wait_calls("chat.postEphemeral", count=2)
     assert bot.slack.called("chat.postEphemeral")[-1]["text"] == reason_text("not_pending")
 
 
