@@ -7,6 +7,7 @@ delivery connects to."""
 from __future__ import annotations
 
 import ipaddress
+import re
 import socket
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -22,6 +23,7 @@ changes nothing."""
 _SHARED = ipaddress.ip_network("100.64.0.0/10")
 """Carrier-grade NAT's shared space (Alibaba Cloud's metadata service is 100.100.100.200)."""
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def _ip(address: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
@@ -89,6 +91,8 @@ class CallbackPolicy:
 
     def refusal(self, url: str) -> str | None:
         """Why ``url`` may not receive webhooks, or None when it may."""
+        if _CONTROL.search(url):  # a NUL cannot be resolved; a newline would be dropped unseen
+            return "not a URL: it has a control character (a newline, say) in it"
         try:
             parts = urlsplit(url)
             port = parts.port

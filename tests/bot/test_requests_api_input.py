@@ -54,6 +54,9 @@ from storage.requests import request_record_id
         ({"callback_url": "https://2130706433/hook"}, "callback_url"),
         ({"callback_url": "https://127.1/hook"}, "callback_url"),
         ({"callback_url": "https://0x7f.0.0.1/hook"}, "callback_url"),
+        # A control character in the host: no address can be checked, nor connected to.
+        ({"callback_url": "https://hooks\u0000.example.com/hook"}, "callback_url"),
+        ({"callback_url": "https://hooks.exa\nmple.com/hook"}, "callback_url"),
     ],
 )
 async def test_bad_input_is_a_400_naming_the_field_and_posts_nothing(
