@@ -118,6 +118,8 @@ class WebhookSender:
                 status: int | str = answer.status
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
             status = f"{type(exc).__name__}: {exc}"
+        if isinstance(status, int) and 300 <= status < 400:  # it could point anywhere
+            status = f"{status}: a redirect, which webhooks never follow; give the URL it names"
         if isinstance(status, int) and 200 <= status < 300:
             log.info("webhook %s (%s) delivered", delivery.id, delivery.event)
             await outbox.done(delivery.id)

@@ -151,6 +151,24 @@ async def test_a_stored_delivery_to_an_address_now_refused_is_dropped_unsent(
     assert hooked.bot.services.metrics.webhooks == {"dropped": 1}
 
 
+async def test_a_receiver_that_redirects_is_not_followed_and_the_log_says_why_it_retries(
+    hooked: Hooked, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A redirect could point anywhere, inside the network too: it is never followed, and
+    the operator is told that, not only its status."""
+    hooked.receiver.status = 307
+    hooked.receiver.location = hooked.hook  # followed, the receiver would be asked again
+    made = await hooked.ask()
+    headers = {"Authorization": f"Bearer {hooked.token}"}
+    async with hooked.http.post(f"{hooked.base}{made['status_url']}/withdraw", headers=headers):
+        pass
+    await hooked.got(1)
+    await hooked.settled("retried")
+    assert len(hooked.receiver.got) == 1
+    told = [r.getMessage() for r in caplog.records if r.name == "bot.api.webhooks"]
+    assert any("(307: a redirect, which webhooks never follow;" in m for m in told), told
+
+
 async def test_a_name_that_resolves_inside_the_network_is_connected_to_only_if_allowed() -> None:
     class Internal(AbstractResolver):
         """A public-looking name that points at a private address."""

@@ -20,6 +20,8 @@ class Receiver:
     """A webhook receiver that answers ``status``; it keeps every request it got."""
 
     status: int = 503
+    location: str | None = None
+    """Where an answer redirects to, sent as its ``Location``."""
     got: list[tuple[int, dict[str, str], bytes]] = field(default_factory=list)
     changed: asyncio.Condition = field(default_factory=asyncio.Condition)
 
@@ -27,7 +29,8 @@ class Receiver:
         self.got.append((self.status, dict(request.headers), await request.read()))
         async with self.changed:
             self.changed.notify_all()
-        return web.Response(status=self.status)
+        headers = {"Location": self.location} if self.location else None
+        return web.Response(status=self.status, headers=headers)
 
     async def wait(self, count: int) -> None:
         async with self.changed, asyncio.timeout(10):
