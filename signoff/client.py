@@ -31,6 +31,7 @@ from urllib.parse import urlsplit
 
 import aiohttp
 from pydantic import ValidationError
+from yarl import URL
 
 from bot.api.long_polls import MAX_WAIT
 from bot.api.request_records import REQUESTS_PATH
@@ -259,8 +260,14 @@ class Client:
             total=waits + self._read_timeout, sock_connect=self._connect_timeout
         )
         url = self._base + path
-        async with self._session.request(method, url, json=body, timeout=timeout) as response:
+        # A redirect is not followed: aiohttp would follow one to another address without
+        # the token, and a POST as a GET, so the answer would name the wrong problem.
+        async with self._session.request(
+            method, url, json=body, timeout=timeout, allow_redirects=False
+        ) as response:
             self._read_clock(response.headers.get("Date"))
+            if 300 <= response.status < 400:
+                raise SignoffError(self._redirected(response, path))
             text = await response.text()
             try:
                 data = json.loads(text)
@@ -288,6 +295,18 @@ class Client:
             if response.status >= 400:
                 raise RequestRefused(response.status, str(data.get("error", "")), view=view)
             return view
+
+    def _redirected(self, response: aiohttp.ClientResponse, path: str) -> str:
+        """Why an answer redirecting elsewhere ends the call, and the address to give."""
+        target = response.headers.get("Location", "")
+        with contextlib.suppress(ValueError):
+            target = str(response.url.join(URL(target)))
+        base = target.removesuffix(path) if target.endswith(path) else target
+        return (
+            f"{response.status} from {self._base}: it redirects to {target or 'no address'}; "
+            f"give Signoff's address as {base or 'the one it is served at'} (the client "
+            "follows no redirect, so the token goes only to the address given)"
+        )
 
     async def _on_sent(self, *_: object) -> None:
         self._sent = True

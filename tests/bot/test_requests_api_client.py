@@ -8,12 +8,16 @@ import time
 from types import SimpleNamespace
 
 import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
 from harness import ALICE, CHANNEL
 from requests_jobs import Jobs
 
 import signoff
 import signoff.client as client_module
 from bot.ui import ids
+from signoff import gate
+from signoff.gate_cli import UNREACHABLE
 from storage.requests import request_record_id
 
 
@@ -65,3 +69,40 @@ async def test_a_client_on_a_host_whose_clock_is_wrong_keeps_time_by_the_servers
             signoff.NewRequest(title="Delete 42 stale volumes", channel=CHANNEL, approvers=[ALICE])
         )
         assert abs(client.server_time() - time.time()) < 2  # its Date header is to the second
+
+
+@pytest.mark.parametrize("moved", [301, 308])
+async def test_an_address_that_redirects_is_named_with_the_one_to_give_and_asks_nothing(
+    jobs: Jobs, moved: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """SIGNOFF_URL is an http:// address whose proxy redirects to Signoff's https:// one (here
+    another port): followed, the token would be dropped (a 401 telling the job to send one)
+    or a POST sent as a GET (a 405); the job is told which address to give instead."""
+
+    async def redirect(request: web.Request) -> web.Response:
+        return web.Response(status=moved, headers={"Location": jobs.base + request.path_qs})
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", redirect)
+    front = TestServer(app, host="127.0.0.1", port=0)
+    await front.start_server()
+    url = f"http://127.0.0.1:{front.port}"
+    request = signoff.NewRequest(
+        title="Rotate keys", channel=CHANNEL, approvers=[ALICE], idempotency_key="k-1"
+    )
+    try:
+        async with signoff.Client(url, jobs.token) as client:
+            with pytest.raises(signoff.SignoffError) as failed:
+                await client.create(request)
+        code = await asyncio.wait_for(gate._gate(signoff.Client(url, jobs.token), request, []), 10)
+    finally:
+        await front.close()
+    assert str(failed.value) == (
+        f"{moved} from {url}: it redirects to {jobs.base}/api/requests; give Signoff's "
+        f"address as {jobs.base} (the client follows no redirect, so the token goes only to "
+        "the address given)"
+    )
+    assert (
+        code == UNREACHABLE and f"give Signoff's address as {jobs.base}" in capsys.readouterr().err
+    )
+    assert jobs.bot.slack.called("chat.postMessage") == []
