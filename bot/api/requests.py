@@ -70,6 +70,16 @@ _RETAIN = timedelta(days=30)
 Handler = Callable[[web.Request, Caller], Awaitable[web.StreamResponse]]
 
 
+def _made_unanswered(run_id: str) -> str:
+    """The 503 of a request made (its card posted, or on its way) whose answer storage
+    failed to give: where to find it, since asking again without its key asks twice."""
+    return (
+        f"storage failed after request {run_id} was made, so it was not answered; it is at "
+        f"{REQUESTS_PATH}/{run_id} once storage is back (the same idempotency_key again "
+        "answers it too), and its card is posted once"
+    )
+
+
 def add_requests_routes(
     app: web.Application,
     services: Services,
@@ -207,16 +217,32 @@ class _RequestsApi:
                     log.info("request %s of %s asked again: the existing one", run_id, caller.name)
                     return await answer(self._services, existing, meta, status=200)
             services.due_soon.due(*(r.expires_at for r in records))
-            if body.idempotency_key is not None:  # only a key's run id comes again
-                await services.storage.resume.forget_end(run_id)
-            posted = await post_interrupt(services, record)
-            log.info("request %s by %s posted: %s", run_id, caller.name, posted is not None)
-            if posted is None:  # in the outbox: answered with what Slack said
-                with contextlib.suppress(StorageError):
-                    posted = await services.storage.queries.get(record.id)
-            if marked is not None:
-                await show_superseded(services, marked)
-            return await answer(self._services, posted or record, meta, status=201)
+            try:
+                return await self._posted(body, caller, meta, record, marked)
+            except StorageError as exc:  # made: "nothing was changed" would be untrue
+                log.error("request %s by %s made, not answered: %s", run_id, caller.name, exc)
+                return error(503, _made_unanswered(run_id))
+
+    async def _posted(
+        self,
+        body: NewRequest,
+        caller: Caller,
+        meta: RequestMeta,
+        record: InterruptRecord,
+        marked: InterruptRecord | None,
+    ) -> web.Response:
+        """The 201 of request ``record``, made: its card posted (or left in the outbox)."""
+        services, run_id = self._services, record.run_id
+        if body.idempotency_key is not None:  # only a key's run id comes again
+            await services.storage.resume.forget_end(run_id)
+        posted = await post_interrupt(services, record)
+        log.info("request %s by %s posted: %s", run_id, caller.name, posted is not None)
+        if posted is None:  # in the outbox: answered with what Slack said
+            with contextlib.suppress(StorageError):
+                posted = await services.storage.queries.get(record.id)
+        if marked is not None:
+            await show_superseded(services, marked)
+        return await answer(services, posted or record, meta, status=201)
 
     async def status(self, request: web.Request, caller: Caller) -> web.StreamResponse:
         seconds = wait_seconds(request)

@@ -1,0 +1,75 @@
+"""Redis fails under the requests API as a request is being made: the answer tells what
+was made, and nothing is made twice."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+from aiohttp.test_utils import TestServer
+from harness import ALICE, BOB, CHANNEL, Harness
+
+from bot.api.request_records import REQUESTS_PATH
+from bot.process.web import operator_app
+from bot.schedule.scheduler import Scheduler
+from storage import EmbeddedRedis, Storage, connect
+from storage.sweeps import POST_LEASE
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[EmbeddedRedis]:
+    """A Redis of this module's own, which its tests stop and start again."""
+    own = EmbeddedRedis(tmp_path / "redis")
+    own.start()
+    yield own
+    own.stop()
+
+
+@pytest.fixture
+async def storage(server: EmbeddedRedis, key_prefix: str) -> AsyncIterator[Storage]:
+    store = await connect(server.url, prefix=key_prefix, retries=1)
+    yield store
+    await store.close()
+
+
+@pytest.mark.parametrize("key", [None, "nightly-2026-11-24"])
+async def test_a_request_made_as_redis_stops_is_answered_with_its_id_not_as_nothing_made(
+    make_bot: Any, server: EmbeddedRedis, key: str | None
+) -> None:
+    """Slack took the card, then Redis stopped before it was recorded: the 503 names the
+    request made, which is found there once Redis is back, with its one card."""
+    bot: Harness = await make_bot()
+    _, token = await bot.services.storage.api_clients.create("nightly", now=datetime.now(UTC))
+    api = TestServer(operator_app(bot.services), host="127.0.0.1", port=0)
+    await api.start_server()
+    headers = {"Authorization": f"Bearer {token}"}
+    body: dict[str, Any] = {"title": "Rotate keys", "channel": CHANNEL, "approvers": [ALICE, BOB]}
+    if key is not None:
+        body["idempotency_key"] = key
+    bot.slack.after["chat.postMessage"] = server.stop
+    try:
+        async with aiohttp.ClientSession(base_url=f"http://127.0.0.1:{api.port}") as http:
+            async with http.post(REQUESTS_PATH, json=body, headers=headers) as r:
+                status, refused = r.status, await r.json()
+            assert status == 503, refused
+            assert "nothing was changed" not in refused["error"], refused
+            [made] = [w for w in refused["error"].split() if w.startswith("req_")]
+            made = made.rstrip(",;:.")
+            assert f"{REQUESTS_PATH}/{made}" in refused["error"], refused
+
+            server.start()
+            bot.slack.after.clear()
+            bot.clock.advance(POST_LEASE + timedelta(seconds=1))
+            await Scheduler(bot.services).tick()
+            async with http.get(f"{REQUESTS_PATH}/{made}", headers=headers) as r:
+                assert r.status == 200 and (await r.json())["status"] == "pending"
+            if key is not None:  # the job asks again under its key: the same request
+                async with http.post(REQUESTS_PATH, json=body, headers=headers) as r:
+                    assert r.status == 200 and (await r.json())["id"] == made
+    finally:
+        await api.close()
+    assert len(bot.slack.called("chat.postMessage")) == 1
