@@ -70,6 +70,14 @@ _RETAIN = timedelta(days=30)
 Handler = Callable[[web.Request, Caller], Awaitable[web.StreamResponse]]
 
 
+def _withdrawn_unanswered(run_id: str) -> str:
+    """The 503 of a withdrawal that landed but whose answer storage failed to give."""
+    return (
+        f"storage failed after request {run_id} was withdrawn, so it was not answered; "
+        "asked again once storage is back, the withdrawal is answered as done already (409)"
+    )
+
+
 def _made_unanswered(run_id: str) -> str:
     """The 503 of a request made (its card posted, or on its way) whose answer storage
     failed to give: where to find it, since asking again without its key asks twice."""
@@ -288,12 +296,31 @@ class _RequestsApi:
         cancelled = await services.storage.interrupts.cancel_run(
             record.run_id, reason=body.reason, now=services.clock.now(), by=caller.name
         )
+        try:
+            return await self._withdrawn(caller, record, meta, first=cancelled.count > 0)
+        except StorageError as exc:
+            if not cancelled.count:
+                raise
+            log.error(
+                "request %s withdrawn by %s, not answered: %s", record.run_id, caller.name, exc
+            )
+            return error(503, _withdrawn_unanswered(record.run_id))
+
+    async def _withdrawn(
+        self, caller: Caller, record: InterruptRecord, meta: RequestMeta, *, first: bool
+    ) -> web.Response:
+        """The answer of a withdrawal that landed (``first``), or found the request no
+        longer pending (a 409). A withdrawn one's card and Homes are drawn again either way:
+        the call that withdrew it may have failed before it drew them."""
+        services = self._services
         latest = await services.storage.queries.get(record.id) or record
-        if not cancelled.count:
+        if first or latest.state == "cancelled":
+            await update_message(services, latest)
+            # The approvers' Homes drop it, in the background: one views.publish each.
+            drop = refresh_homes(services, latest)
+            services.background.spawn(drop, name=f"withdrawn {record.id}")
+        if not first:
             return await answer(services, latest, meta, status=409, note="it was no longer pending")
-        await update_message(services, latest)
-        # The approvers' Homes drop it, in the background: one views.publish each.
-        services.background.spawn(refresh_homes(services, latest), name=f"withdrawn {record.id}")
         view = await view_of(services, latest, meta)
         if view.status != "withdrawn":  # items decided before the withdrawal landed
             log.info(

@@ -16,6 +16,7 @@ from harness import ALICE, BOB, CHANNEL, Harness
 from bot.api.request_records import REQUESTS_PATH
 from bot.process.web import operator_app
 from bot.schedule.scheduler import Scheduler
+from bot.ui import ids
 from storage import EmbeddedRedis, Storage, connect
 from storage.sweeps import POST_LEASE
 
@@ -73,3 +74,44 @@ async def test_a_request_made_as_redis_stops_is_answered_with_its_id_not_as_noth
     finally:
         await api.close()
     assert len(bot.slack.called("chat.postMessage")) == 1
+
+
+async def test_a_request_withdrawn_as_redis_stops_is_answered_so_and_its_card_says_so(
+    make_bot: Any, server: EmbeddedRedis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Redis stops just after the withdrawal landed: the 503 says it was withdrawn, and the
+    job's retry (a 409: it is no longer pending) redraws the card, which still showed
+    Approve and Deny."""
+    bot: Harness = await make_bot()
+    _, token = await bot.services.storage.api_clients.create("nightly", now=datetime.now(UTC))
+    api = TestServer(operator_app(bot.services), host="127.0.0.1", port=0)
+    await api.start_server()
+    headers = {"Authorization": f"Bearer {token}"}
+    body = {"title": "Rotate keys", "channel": CHANNEL, "approvers": [ALICE, BOB]}
+    interrupts = bot.services.storage.interrupts
+    cancel = interrupts.cancel_run
+
+    async def cancel_then_stop(*args: Any, **kwargs: Any) -> Any:
+        cancelled = await cancel(*args, **kwargs)
+        server.stop()
+        return cancelled
+
+    try:
+        async with aiohttp.ClientSession(base_url=f"http://127.0.0.1:{api.port}") as http:
+            async with http.post(REQUESTS_PATH, json=body, headers=headers) as r:
+                made = await r.json()
+            withdraw = f"{made['status_url']}/withdraw"
+            monkeypatch.setattr(interrupts, "cancel_run", cancel_then_stop)
+            async with http.post(withdraw, headers=headers) as r:
+                status, refused = r.status, await r.json()
+            assert status == 503, refused
+            assert f"request {made['id']} was withdrawn" in refused["error"], refused
+            monkeypatch.undo()
+            server.start()
+            async with http.post(withdraw, headers=headers) as r:
+                status, again = r.status, await r.json()
+            assert (status, again["status"]) == (409, "withdrawn"), again
+    finally:
+        await api.close()
+    shown = str(bot.slack.called("chat.update")[-1])
+    assert "Withdrawn" in shown and ids.APPROVE not in shown, shown
