@@ -144,7 +144,13 @@ class ApiClients:
 
 
 def _parse(key: str, text: str) -> ApiClient:
+    """The client ``text`` holds; CorruptRecordError says what is wrong with it without
+    quoting it, since it holds the webhook secret (and pydantic quotes what it read)."""
     try:
         return ApiClient.model_validate_json(text)
     except ValidationError as exc:
-        raise CorruptRecordError(key, str(exc)) from exc
+        problems = (
+            f"{'.'.join(str(p) for p in error['loc']) or 'the record'}: {error['msg']}"
+            for error in exc.errors(include_input=False)
+        )
+        raise CorruptRecordError(key, "; ".join(problems)) from exc

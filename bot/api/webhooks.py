@@ -92,7 +92,15 @@ class WebhookSender:
 
     async def _send(self, delivery: WebhookDelivery) -> bool:
         services, outbox = self._services, self._services.storage.webhooks
-        client = await services.storage.api_clients.get(delivery.client)
+        try:
+            client = await services.storage.api_clients.get(delivery.client)
+        except CorruptRecordError as exc:  # no secret to sign with, ever: retrying holds it
+            await outbox.done(delivery.id)
+            log.error(
+                "webhook %s dropped: its client's stored record is damaged: %s", delivery.id, exc
+            )
+            services.metrics.webhooks["dropped"] += 1
+            return False
         since = delivery.client_since
         # Told and counted once it has left the outbox: until then it is tried again.
         if client is None or (since is not None and client.created_at != since):

@@ -8,6 +8,7 @@ from datetime import timedelta
 import pytest
 from webhook_receiver import Hooked
 
+from bot.api.webhooks import WebhookSender
 from bot.process.loops import Loops
 from storage.errors import StorageUnavailableError
 from storage.webhooks import WebhookDelivery
@@ -125,3 +126,34 @@ async def test_the_last_retry_of_a_refused_delivery_comes_at_its_give_up_time(
     await hooked.got(2)
     await hooked.settled("retried", "done")
     assert hooked.bot.services.metrics.webhooks == {"retried": 1, "dropped": 1}
+
+
+async def test_a_delivery_whose_client_record_is_damaged_is_dropped_not_retried_as_an_outage(
+    hooked: Hooked, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Its record was cut short in its webhook secret, which can no longer be read, so the
+    delivery can never be signed: it is logged as damaged (none of the secret with it) and
+    dropped, not retried each minute for a day as though Redis were down."""
+    await hooked.bot.loops.stop()  # this test's sender is the only one
+    storage = hooked.bot.services.storage
+    now = hooked.bot.clock.now()
+    delivery = WebhookDelivery(
+        id="1700000000000-0",
+        url=hooked.hook,
+        client="key-rotation",
+        event="request.withdrawn",
+        body="{}",
+        created_at=now,
+    )
+    await storage.webhooks.add(delivery, due=now)
+    stored = await storage.client.raw.hget(storage.keys.api_clients, "key-rotation")
+    cut = stored[: stored.index(hooked.secret) + 24]
+    await storage.client.raw.hset(storage.keys.api_clients, "key-rotation", cut)
+    assert await WebhookSender(hooked.bot.services).send_due() == 0
+    await hooked.settled("done")
+    assert hooked.bot.services.metrics.webhooks == {"dropped": 1}
+    assert hooked.receiver.got == []
+    told = [r.getMessage() for r in caplog.records if r.name == "bot.api.webhooks"]
+    assert any("its client's stored record is damaged" in m for m in told), told
+    pieces = {hooked.secret[at : at + 8] for at in range(len(hooked.secret) - 7)}
+    assert not [piece for piece in pieces if piece in caplog.text], caplog.text
