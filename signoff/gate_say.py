@@ -49,6 +49,8 @@ class Progress:
 
     def update(self, view: RequestView) -> None:
         before, self._last = self._last, view
+        if view.permalink and not before.permalink and not view.final:  # said not in Slack
+            say(f"signoff gate: its card is posted now: {view.permalink}")
         if view.reminders_sent > before.reminders_sent:
             say(f"signoff gate: reminder {view.reminders_sent} sent to the approvers")
         self._escalation(before, view)

@@ -413,6 +413,22 @@ def test_an_escalation_card_slack_refused_is_told_then_its_posting(
     ]
 
 
+def test_a_card_slack_refused_at_first_is_told_once_it_is_posted(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The gate said the card was not in Slack (the app not invited): once the outbox
+    posts it, the gate says so, with the card's link, rather than staying silent."""
+    progress = Progress(_view(not_posted="not_in_channel"))
+    progress.update(_view(not_posted="not_in_channel"))  # nothing new
+    link = "https://acme.slack.com/archives/C0OPS/p1700000000000100"
+    progress.update(_view(permalink=link))
+    progress.update(_view(permalink=link, approvals=["U0ALICE"]))
+    assert capsys.readouterr().err.splitlines() == [
+        f"signoff gate: its card is posted now: {link}",
+        "signoff gate: 1 of 2 approvals",
+    ]
+
+
 def test_a_denial_reason_cannot_forge_a_line_of_the_gates_own(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
