@@ -29,7 +29,8 @@ EXIT_CODES = {
     EXPIRED: "expired before anyone approved: the command did not run",
     WITHDRAWN: "withdrawn, or this gate was stopped (Ctrl-C, SIGTERM): not run",
     UNREACHABLE: "could not reach Signoff: nothing is known to be decided",
-    REFUSED: "Signoff refused the request (token, channel, or request unknown)",
+    REFUSED: "Signoff refused the request (token, channel, request unknown, its client at "
+    "its pending limit, or its key used for another request)",
     CHECK_FAILED: "the --check command failed, or kept changing: the command did not run",
     LOST: "lost from Signoff's Redis before anyone approved: the command did not run",
 }

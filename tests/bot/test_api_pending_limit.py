@@ -7,15 +7,19 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 from aiohttp import web
-from harness import ALICE
+from harness import ALICE, CHANNEL
 from requests_jobs import Jobs
 
+import signoff
 from bot.services.limits import ApiLimits
 from bot.ui import ids
+from signoff import gate
+from signoff.gate_cli import REFUSED
 from storage.requests import request_record_id
 
 LIMIT = 3
@@ -61,6 +65,20 @@ async def test_a_request_past_the_limit_is_refused_with_nothing_stored_or_posted
     other = await limited.as_client("backup-job", (again["channel"],))
     status, _ = await other.ask()
     assert status == 201
+
+
+async def test_a_gate_of_a_client_at_its_limit_exits_refused_naming_the_limit(
+    limited: Jobs, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for n in range(LIMIT):
+        status, _ = await limited.ask(idempotency_key=f"run-{n}")
+        assert status == 201
+    ran = tmp_path / "ran"
+    request = signoff.NewRequest(title="Delete volumes", channel=CHANNEL, approvers=[ALICE])
+    client = signoff.Client(limited.base, limited.token)
+    assert await gate._gate(client, request, ["touch", str(ran)]) == REFUSED
+    assert not ran.exists() and len(limited.bot.slack.called("chat.postMessage")) == LIMIT
+    assert f"has {LIMIT} requests pending" in capsys.readouterr().err
 
 
 async def test_a_decided_or_withdrawn_request_makes_room(limited: Jobs) -> None:

@@ -106,6 +106,26 @@ async def test_a_gate_asking_in_a_channel_its_client_may_not_post_to_is_refused(
     assert jobs.bot.slack.called("chat.postMessage") == [] and not ran.exists()
 
 
+async def test_a_gate_whose_key_asked_for_another_request_is_refused_saying_so(
+    jobs: Jobs, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Its --idempotency-key was used with another title: the card of that request is
+    not this job's approval, so nothing runs, and the job is told to use another key."""
+    status, _ = await jobs.ask(title="Rotate keys", idempotency_key="cleanup-2026-11-24")
+    assert status == 201
+    ran = tmp_path / "ran"
+    request = signoff.NewRequest(
+        title="Delete volumes",
+        channel=CHANNEL,
+        approvers=[ALICE],
+        idempotency_key="cleanup-2026-11-24",
+    )
+    client = signoff.Client(jobs.base, jobs.token)
+    assert await gate._gate(client, request, ["touch", str(ran)]) == REFUSED
+    assert not ran.exists() and len(jobs.bot.slack.called("chat.postMessage")) == 1
+    assert "this key was used for a request with another body" in capsys.readouterr().err
+
+
 async def test_a_gate_stopped_while_it_checks_again_does_not_run_its_command(
     jobs: Jobs, tmp_path: Path
 ) -> None:
