@@ -268,7 +268,7 @@ class Client:
             self._read_clock(response.headers.get("Date"))
             if 300 <= response.status < 400:
                 raise SignoffError(self._redirected(response, path))
-            text = await response.text()
+            text = await response.text(errors="replace")  # a proxy's page, in any charset
             try:
                 data = json.loads(text)
             except ValueError:

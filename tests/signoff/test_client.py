@@ -127,3 +127,29 @@ async def test_a_url_with_the_apis_path_in_it_is_told_which_address_to_give() ->
         f"404 from {url}: not the Signoff API (asked {url}/api/requests; give the address "
         "Signoff serves /api/requests under)"
     )
+
+
+async def test_a_proxys_error_page_not_in_its_charset_is_retried_then_named() -> None:
+    """A proxy answers 502 while Signoff restarts, with a page in Latin-1 it calls UTF-8:
+    the client retries it as any 502, then says what it answered, and never raises a
+    decoding error (a traceback, and an exit status the gate does not document)."""
+
+    async def bad_gateway(_: web.Request) -> web.Response:
+        page = "<h1>Passerelle indisponible: réessayez</h1>".encode("latin-1")
+        return web.Response(status=502, body=page, content_type="text/html", charset="utf-8")
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", bad_gateway)
+    server = TestServer(app, host="127.0.0.1", port=0)
+    await server.start_server()
+    url = f"http://127.0.0.1:{server.port}"
+    request = signoff.NewRequest(
+        title="Rotate keys", channel="C0OPS", approvers=["U0ALICE"], idempotency_key="k-1"
+    )
+    try:
+        async with signoff.Client(url, "sgn_" + "x" * 30) as client:
+            with pytest.raises(SignoffUnreachable) as failed:
+                await client.create(request, retry_for=0.5)
+    finally:
+        await server.close()
+    assert f"cannot reach Signoff at {url}: 502: <h1>Passerelle indisponible" in str(failed.value)
