@@ -12,6 +12,7 @@ withdraws the request.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import shutil
@@ -109,13 +110,42 @@ async def _gate(
         status, tail = await run(command, environment(answer))
         duration = time.monotonic() - started
         summary = "\n".join(tail)[-SUMMARY_CHARS:]
-        try:
-            await client.report_outcome(
-                answer.id, exit_status=status, duration_seconds=duration, summary=summary
-            )
-        except SignoffError as exc:
-            say(f"signoff gate: the outcome was not reported: {exc}")
+        await _report(client, answer.id, status=status, duration=duration, summary=summary)
         return status
+
+
+async def _report(
+    client: Client, request_id: str, *, status: int, duration: float, summary: str
+) -> None:
+    """Tell Signoff how the command went. Stopped meanwhile (Ctrl-C, or SIGTERM: a CI step's
+    time up while an unreachable Signoff is asked again), the gate gives the report up, so
+    it still exits with the command's own status."""
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    reporting = asyncio.create_task(
+        client.report_outcome(
+            request_id, exit_status=status, duration_seconds=duration, summary=summary
+        )
+    )
+    stopping = asyncio.create_task(stop.wait())
+    try:
+        await asyncio.wait({reporting, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopping.cancel()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+    if not reporting.done():
+        reporting.cancel()
+        with contextlib.suppress(asyncio.CancelledError, SignoffError):
+            await reporting
+        say("signoff gate: stopped while it reported how the command went: not reported")
+        return
+    try:
+        reporting.result()
+    except SignoffError as exc:
+        say(f"signoff gate: the outcome was not reported: {exc}")
 
 
 def _usage(message: str) -> NoReturn:

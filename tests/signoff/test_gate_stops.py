@@ -5,6 +5,7 @@ runs its command, even when an approval landed just before its withdrawal."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import signal
 import sys
@@ -247,3 +248,44 @@ async def test_a_gate_stopped_in_the_same_moment_its_approval_arrives_does_not_r
     assert code == WITHDRAWN and not ran.exists()
     assert "approved before the withdrawal landed" in capsys.readouterr().err
     assert told == ["its gate was stopped before it ran it, so the command did not run."]
+
+
+async def test_a_gate_stopped_while_it_reports_exits_with_the_commands_own_status(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The command ran and failed (3); Signoff is unreachable as the gate reports it, and
+    a CI step's time runs out (SIGTERM): the gate exits 3, the command's own, not 143."""
+    approved = _view(status="approved", decided_by="U0ALICE")
+    handlers: dict[int, Any] = {}
+    loop = asyncio.get_running_loop()
+    add_handler = loop.add_signal_handler
+
+    def capture(sig: int, callback: Any, *args: Any) -> None:
+        handlers[sig] = functools.partial(callback, *args)
+        add_handler(sig, callback, *args)
+
+    async def create(self: Client, request: NewRequest, **_: Any) -> RequestView:
+        return _view()
+
+    async def wait(self: Client, request_id: str, **_: Any) -> RequestView:
+        return approved
+
+    async def report_outcome(self: Client, request_id: str, **_: Any) -> RequestView:
+        handlers[signal.SIGTERM]()  # stopped while Signoff is asked again, and again
+        await asyncio.Event().wait()
+        raise AssertionError("never answered")
+
+    monkeypatch.setattr(loop, "add_signal_handler", capture)
+    monkeypatch.setattr(Client, "create", create)
+    monkeypatch.setattr(Client, "wait", wait)
+    monkeypatch.setattr(Client, "report_outcome", report_outcome)
+    code = await asyncio.wait_for(
+        gate._gate(
+            Client("http://127.0.0.1:9", "token"),
+            NewRequest(title="Clear", channel="C0OPS", approvers=["U0ALICE"]),
+            ["sh", "-c", "exit 3"],
+        ),
+        10,
+    )
+    assert code == 3
+    assert "stopped while it reported how the command went" in capsys.readouterr().err
