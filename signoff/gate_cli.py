@@ -98,6 +98,8 @@ def _request(args: argparse.Namespace, details: str, params: list[Param]) -> New
         items=args.item,
         allow_reply=args.allow_reply,
         callback_url=args.callback_url,
+        # What --check prints is set once it ran; checked now, it cannot be refused after.
+        acts_on="" if args.check is not None else None,
         # A key always, so retrying the post after a network blip posts one card.
         idempotency_key=args.idempotency_key or f"gate-{uuid.uuid4().hex}",
     )

@@ -171,6 +171,12 @@ def test_a_request_with_no_approvers_is_a_usage_error_in_plain_words(
             "a request with --item decides each one by one: not with --param/--editable, "
             "--check or --undo-window",
         ),
+        # Refused before its --check runs (which may take minutes), not by Signoff after.
+        (
+            ["--item", "vol-1", "--check", "exit 1"],
+            "a request with --item decides each one by one: not with --param/--editable, "
+            "--check or --undo-window",
+        ),
     ],
 )
 def test_a_name_or_key_it_cannot_take_is_told_what_to_give_not_a_pattern(
