@@ -107,13 +107,22 @@ class ApiClients:
         return client, token
 
     async def revoke(self, name: str) -> bool:
-        """Remove client ``name`` and its token; False when there was none."""
-        found = await self.get(name)
-        if found is None:
-            return False
+        """Remove client ``name`` and its token; False when there was none. A client whose
+        record is damaged is removed too, with every token that names it."""
+        try:
+            found = await self.get(name)
+        except CorruptRecordError:
+            async with self._client.guard("read API tokens"):
+                tokens = cast(dict[str, str], await self._client.raw.hgetall(self._keys.api_tokens))
+            hashes = [sha for sha, owner in tokens.items() if owner == name]
+        else:
+            if found is None:
+                return False
+            hashes = [found.token_sha256]
         async with self._client.guard("revoke an API client"):
             pipe = self._client.raw.pipeline(transaction=True)
-            pipe.hdel(self._keys.api_tokens, found.token_sha256)
+            if hashes:
+                pipe.hdel(self._keys.api_tokens, *hashes)
             pipe.hdel(self._keys.api_clients, name)
             await pipe.execute()
         return True
@@ -121,7 +130,7 @@ class ApiClients:
     async def get(self, name: str) -> ApiClient | None:
         async with self._client.guard("read an API client"):
             text = await self._client.raw.hget(self._keys.api_clients, name)
-        return None if text is None else _parse(self._keys.api_clients, cast(str, text))
+        return None if text is None else _parse(self._keys.api_clients, name, cast(str, text))
 
     async def authenticate(self, token: str) -> ApiClient | None:
         """The client ``token`` belongs to, or None."""
@@ -140,12 +149,13 @@ class ApiClients:
         async with self._client.guard("list API clients"):
             rows = await self._client.raw.hgetall(self._keys.api_clients)
         found = cast(dict[str, str], rows)
-        return [_parse(self._keys.api_clients, v) for _, v in sorted(found.items())]
+        return [_parse(self._keys.api_clients, n, v) for n, v in sorted(found.items())]
 
 
-def _parse(key: str, text: str) -> ApiClient:
-    """The client ``text`` holds; CorruptRecordError says what is wrong with it without
-    quoting it, since it holds the webhook secret (and pydantic quotes what it read)."""
+def _parse(key: str, name: str, text: str) -> ApiClient:
+    """Client ``name`` as ``text`` (its field of hash ``key``) holds it; CorruptRecordError
+    says what is wrong with it without quoting it, since it holds the webhook secret (and
+    pydantic quotes what it read)."""
     try:
         return ApiClient.model_validate_json(text)
     except ValidationError as exc:
@@ -153,4 +163,4 @@ def _parse(key: str, text: str) -> ApiClient:
             f"{'.'.join(str(p) for p in error['loc']) or 'the record'}: {error['msg']}"
             for error in exc.errors(include_input=False)
         )
-        raise CorruptRecordError(key, "; ".join(problems)) from exc
+        raise CorruptRecordError(key, "; ".join(problems), field=name) from exc

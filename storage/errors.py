@@ -26,10 +26,13 @@ class StorageResponseError(StorageError):
 class CorruptRecordError(StorageError):
     """One record under our prefix could not be read back; the others are unaffected."""
 
-    def __init__(self, key: str, problem: str) -> None:
+    def __init__(self, key: str, problem: str, *, field: str | None = None) -> None:
+        """``field``: the one field of hash ``key`` that is damaged; the others are fine."""
+        where = f"record {key}" if field is None else f"field {field!r} of record {key}"
+        what = "that key" if field is None else f"that field alone (HDEL {key} {field})"
         super().__init__(
-            f"record {key} is corrupt or was written by something else ({problem}); "
-            "inspect it with redis-cli, then delete or repair that key"
+            f"{where} is corrupt or was written by something else ({problem}); "
+            f"inspect it with redis-cli, then delete or repair {what}"
         )
         self.key = key
 
