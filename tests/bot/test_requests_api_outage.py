@@ -37,6 +37,28 @@ async def storage(server: EmbeddedRedis, key_prefix: str) -> AsyncIterator[Stora
     await store.close()
 
 
+async def test_a_call_while_redis_is_down_is_a_503_saying_nothing_was_changed(
+    make_bot: Any, server: EmbeddedRedis
+) -> None:
+    bot: Harness = await make_bot()
+    _, token = await bot.services.storage.api_clients.create("nightly", now=datetime.now(UTC))
+    api = TestServer(operator_app(bot.services), host="127.0.0.1", port=0)
+    await api.start_server()
+    headers = {"Authorization": f"Bearer {token}"}
+    body = {"title": "Rotate keys", "channel": CHANNEL, "approvers": [ALICE, BOB]}
+    try:
+        async with aiohttp.ClientSession(base_url=f"http://127.0.0.1:{api.port}") as http:
+            server.stop()
+            async with http.post(REQUESTS_PATH, json=body, headers=headers) as r:
+                assert r.status == 503 and "nothing was changed" in (await r.json())["error"]
+            assert bot.slack.called("chat.postMessage") == []
+            server.start()
+            async with http.post(REQUESTS_PATH, json=body, headers=headers) as r:
+                assert r.status == 201, await r.text()
+    finally:
+        await api.close()
+
+
 @pytest.mark.parametrize("key", [None, "nightly-2026-11-24"])
 async def test_a_request_made_as_redis_stops_is_answered_with_its_id_not_as_nothing_made(
     make_bot: Any, server: EmbeddedRedis, key: str | None
