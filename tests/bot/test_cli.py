@@ -201,31 +201,6 @@ async def test_a_token_given_no_channel_is_refused_not_made_for_any_channel(
     assert code == 0 and "nightly" not in out, out
 
 
-async def test_a_damaged_client_is_named_with_its_own_field_and_revoked_alone(
-    env: dict[str, str], redis_url: str, key_prefix: str
-) -> None:
-    """One client's record is cut short in the hash every client shares: ``token list``
-    says to remove that field (removing the key, as for other records, would revoke every
-    client), and ``token revoke`` removes it and its token, the other client kept."""
-    for name in ("nightly", "backup"):
-        code, _, err = await finished_signoff("token", "create", name, env=env)
-        assert code == 0, err
-    storage = await connect(redis_url, prefix=key_prefix)
-    clients = storage.keys.api_clients
-    try:
-        await storage.client.raw.hset(clients, "nightly", '{"name":"nightly","chan')
-        code, _, err = await finished_signoff("token", "list", env=env)
-        assert code != 0 and f"field 'nightly' of record {clients}" in err, err
-        assert f"delete or repair that field alone (HDEL {clients} nightly)" in err, err
-        revoked = await finished_signoff("token", "revoke", "nightly", env=env)
-        assert revoked[:2] == (0, "revoked nightly\n"), revoked
-        assert await storage.client.raw.hvals(storage.keys.api_tokens) == ["backup"]
-    finally:
-        await storage.close()
-    code, out, err = await finished_signoff("token", "list", env=env)
-    assert code == 0 and out.startswith("backup\t") and len(out.splitlines()) == 1, err
-
-
 async def test_token_list_shows_where_a_clients_webhooks_go(env: dict[str, str]) -> None:
     hook = "https://hooks.example.com/signoff"
     made = await finished_signoff("token", "create", "deploys", "--callback-url", hook, env=env)
