@@ -65,11 +65,11 @@ async def run(command: list[str], env: dict[str, str]) -> tuple[int, list[str]]:
         loop.add_signal_handler(sig, child.send_signal, sig)
     tail: deque[str] = deque(maxlen=_SUMMARY_LINES)
     assert child.stdout is not None
-    out, partial = sys.stdout.buffer, b""
+    passing, partial = True, b""
     # Read as it comes, not by lines: a line longer than a read buffer is passed on whole.
     while chunk := await child.stdout.read(65536):
-        out.write(chunk)
-        out.flush()
+        if passing:
+            passing = _pass_on(chunk)
         *lines, partial = (partial + chunk).split(b"\n")
         partial = partial[-_SUMMARY_BYTES:]
         tail.extend(_line_end(line) for line in lines)
@@ -79,6 +79,21 @@ async def run(command: list[str], env: dict[str, str]) -> tuple[int, list[str]]:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.remove_signal_handler(sig)
     return (128 - status if status < 0 else status), list(tail)
+
+
+def _pass_on(chunk: bytes) -> bool:
+    """Write ``chunk`` of the command's output to ours; False once nobody reads ours (``|
+    head``): an approved command is not cut short for it, and its output goes nowhere."""
+    try:
+        sys.stdout.buffer.write(chunk)
+        sys.stdout.buffer.flush()
+    except BrokenPipeError:
+        # Ours now leads nowhere, so writing or flushing it later (at exit) fails no more.
+        nowhere = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(nowhere, sys.stdout.fileno())
+        os.close(nowhere)
+        return False
+    return True
 
 
 def _line_end(line: bytes) -> str:

@@ -289,3 +289,18 @@ async def test_a_gate_stopped_while_it_reports_exits_with_the_commands_own_statu
     )
     assert code == 3
     assert "stopped while it reported how the command went" in capsys.readouterr().err
+
+
+async def test_a_command_whose_output_nobody_reads_any_more_runs_to_its_end(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``signoff gate ... | head -1``: the reader goes away while the command writes. The
+    approved command is not cut short, the gate raises nothing, and the command's status
+    and last lines are kept for its report."""
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone
+    with os.fdopen(write, "w", encoding="utf-8") as gone:
+        monkeypatch.setattr(sys, "stdout", gone)
+        script = "for n in range(2000): print('line', n, 'x' * 100)"
+        status, tail = await gate_run.run([sys.executable, "-c", script], dict(os.environ))
+    assert status == 0 and tail[-1] == "line 1999 " + "x" * 100
