@@ -9,10 +9,12 @@
   to the card's thread and the audit trail (``outcomes``).
 
 Every error is JSON ``{"error", "field"}``: 400 bad input, 401 no valid token, 403 a
-channel the client may not post to, 404 unknown (or another client's) request, 409 a
-request in the wrong state, 413 a body larger than the server takes, 429 a client over
+channel the client may not post to, 404 unknown (or another client's) request or
+path, 405 a method the path does not take (with ``Allow``), 409 a request in the wrong
+state, 413 a body larger than the server takes, 429 a client over
 one of its limits (long-polls open: ``SIGNOFF_API_OPEN_CALLS``; requests pending:
-``SIGNOFF_API_PENDING_REQUESTS``), 500 stored data that is damaged, 503 storage
+``SIGNOFF_API_PENDING_REQUESTS``), 500 stored data that is damaged (or an unexpected
+failure, which only the log describes), 503 storage
 unreachable (or, with ``Retry-After``, another request asking again for the same
 approval being made).
 """

@@ -20,6 +20,7 @@ from slack_bolt.async_app import AsyncApp
 from bot.api.agui import AGUI_PATH, add_agui_routes
 from bot.api.auth import Authenticator
 from bot.api.bodies import MAX_BODY
+from bot.api.json_errors import json_errors
 from bot.api.open_calls import OPEN_CALLS, OpenCalls
 from bot.api.openapi import add_openapi_route
 from bot.api.requests import add_requests_routes
@@ -70,7 +71,7 @@ def operator_app(
     api_token: SecretStr | None = None,
 ) -> web.Application:
     """An aiohttp application serving the operator endpoints and the APIs (Socket Mode)."""
-    app = web.Application(client_max_size=MAX_BODY)
+    app = web.Application(client_max_size=MAX_BODY, middlewares=[json_errors])
     add_operator_routes(app, services, checks=checks)
     auth = Authenticator(services.storage, admin_token=api_token)
     open_calls = app[OPEN_CALLS] = OpenCalls(services.limits.open_calls)
