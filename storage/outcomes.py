@@ -76,6 +76,9 @@ class ExpiryResult:
     outcome: ExpiryOutcome
     record: InterruptRecord
     resume_job_id: str | None = None
+    again: bool = False
+    """A release handed out again, its "Approve and trust" grant not stored in time: the
+    decision was made final (and counted) when first released."""
 
 
 @dataclass(frozen=True, kw_only=True)

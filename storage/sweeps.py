@@ -70,13 +70,17 @@ class DueSweeps(RecordTransitions):
             elif result[0] in ("missing", "lost"):
                 if (lost := await self._gone(rid, result)) is not None:
                     results.append(lost)
-            elif result[0] in ("expired", "escalated", "released", "reopened"):
-                outcome = cast(ExpiryOutcome, result[0])
-                log.info("interrupt %s %s", rid, outcome)
+            elif result[0] in ("expired", "escalated", "released", "rereleased", "reopened"):
+                again = result[0] == "rereleased"
+                outcome = cast(ExpiryOutcome, "released" if again else result[0])
+                log.info("interrupt %s %s%s", rid, outcome, " again" if again else "")
                 if (record := self._read_back(rid, result[2:])) is not None:
                     results.append(
                         ExpiryResult(
-                            outcome=outcome, record=record, resume_job_id=result[1] or None
+                            outcome=outcome,
+                            record=record,
+                            resume_job_id=result[1] or None,
+                            again=again,
                         )
                     )
         return results

@@ -309,7 +309,6 @@ async def made_final(services: Services, record: InterruptRecord) -> None:
     trust kept, and then its run's resume queued (storage holds it back until then),
     before its card is drawn. Redis failing as the resume is queued leaves it to the
     sweep, which hands this decision out again (``GRANT_LEASE``)."""
-    services.metrics.decisions[record.state] += 1
     kept = True
     try:
         await grant_trust(services, record)

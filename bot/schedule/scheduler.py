@@ -217,6 +217,8 @@ class Scheduler:
     async def _expiry_news(self, result: ExpiryResult) -> None:
         services = self._services
         if result.outcome == "released":  # an undo window ended: the decision is final
+            if not result.again:  # counted once, not each time its resume is handed out
+                services.metrics.decisions[result.record.state] += 1
             if self._made_final is None:
                 await update_message(services, result.record)
             else:  # it draws the card once it has kept what the decision makes

@@ -13,7 +13,8 @@
 -- (12: how long its sweeper has to store the grant of an "Approve and trust" it made final
 -- before it is handed out again (ms); KEYS 16: the shard's revoked trust grants).
 -- Returns {status, job id, record hash...}; status is
--- expired|escalated|released|reopened|skip|missing|lost ('lost' with the run's place
+-- expired|escalated|released|rereleased|reopened|skip|missing|lost ('rereleased': released
+-- again, its grant not stored in time; 'lost' with the run's place
 -- hash; a job's request's place then names it 'lost:<record id>', when it was found lost).
 local key, rid, now = KEYS[1], ARGV[1], ARGV[2]
 local late = (ARGV[11] or '') ~= ''
@@ -68,7 +69,7 @@ if field(key, 'state') ~= 'pending' then
   if redis.call('SISMEMBER', granting_key(), rid) == 1 then
     if late then return {'skip', ''} end  -- left to the sweep
     redis.call('ZADD', KEYS[4], tonumber(now) + tonumber(ARGV[12]), rid)
-    return swept('released', '')
+    return swept('rereleased', '')
   end
   redis.call('ZREM', KEYS[4], rid)
   return {'skip', ''}

@@ -83,7 +83,8 @@ async def test_redis_failing_as_a_held_trusts_resume_is_queued_leaves_it_to_the_
 ) -> None:
     """The window ends, the grant is stored, then Redis fails as the run's resume is
     queued: nothing runs yet, and once ``GRANT_LEASE`` has passed a later sweep queues
-    it. The tool runs once, under one grant, and the thread never says it was not kept."""
+    it. The tool runs once, under one grant, the thread never says it was not kept, and
+    /metrics counts the approval once."""
     bot = await _trust_held(make_bot, WINDOW)
     grant_stored = storage.interrupts.grant_stored
 
@@ -110,6 +111,8 @@ async def test_redis_failing_as_a_held_trusts_resume_is_queued_leaves_it_to_the_
     await Scheduler(bot.services, made_final=made_final).tick()
     await bot.clicks_done()
     assert len(bot.tool_log.calls) == 1
+    # Handed out again to queue its resume, the decision is counted once, when made final.
+    assert bot.services.metrics.decisions == {"approved": 1}
 
 
 async def test_an_approval_under_a_trust_revoked_in_its_undo_window_asks_a_person(

@@ -48,11 +48,12 @@ async def test_a_sweeper_that_dies_before_storing_the_grant_leaves_it_to_the_nex
     no other sweep takes it, after it one does, and its run resumes once, then."""
     rid = await _trust_held(storage)
     [released] = await storage.interrupts.expire_due(later(seconds=61))
-    assert released.resume_job_id is None  # ... and its sweeper dies here
+    assert released.resume_job_id is None and not released.again  # ... its sweeper dies here
     assert await storage.interrupts.expire_due(later(seconds=62)) == []
 
     [again] = await storage.interrupts.expire_due(later(seconds=61) + GRANT_LEASE)
     assert (again.outcome, again.record.id, again.record.state) == ("released", rid, "approved")
+    assert again.again  # made final before: its decision is not counted a second time
     assert again.record.decided_at == later(seconds=1) and await _jobs(storage) == 0
     assert await storage.interrupts.grant_stored(rid, now=later(seconds=95)) is not None
     assert await storage.interrupts.expire_due(later(seconds=61) + GRANT_LEASE * 3) == []
