@@ -125,6 +125,7 @@ async def answer_cards(services: Services, agent: Runnable, body: dict[str, Any]
             break
         if after is not None:
             decided.append(after)
+            services.metrics.decisions[after.state] += 1  # once: sent again, already decided
     for card in decided:
         await update_message(services, card)
         # The approvers' Homes drop it, in the background: one views.publish each.

@@ -71,4 +71,6 @@ async def approve_if_trusted(services: Services, record: InterruptRecord) -> Int
         log.info("interrupt %s: trust %s not applied (%s)", record.id, grant.id, outcome.reason)
         return record
     log.info("interrupt %s approved under trust %s", record.id, grant.id)
+    if outcome.status == "recorded":  # one held in its undo window: when the window ends
+        services.metrics.decisions[outcome.record.state] += 1
     return outcome.record

@@ -63,6 +63,7 @@ async def test_an_answer_the_card_does_not_take_changes_nothing_and_a_good_one_t
     seen = await answer_one(endpoint, "thread-bad", iid, status="resolved", payload=good_edit)
     assert seen["error"] is None and seen["finished"]["outcome"] == {"type": "success"}
     assert endpoint.bot.tool_log.calls == [{"paths": ["/tmp/a"]}]
+    assert endpoint.bot.services.metrics.decisions == {"edited": 1}  # the app's, counted once
 
 
 async def test_an_edit_of_countless_unknown_arguments_is_refused_naming_the_first_alone(

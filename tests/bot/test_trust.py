@@ -295,6 +295,8 @@ async def test_a_trusted_approval_whose_reply_redis_lost_still_runs_and_is_drawn
     # Nobody clicked it: the card does not say Alice approved it then.
     [status, *_] = bot.slack.called("chat.update")[-1]["blocks"][-1]["elements"]
     assert status["text"].startswith(":white_check_mark: Approved <!date^"), status
+    # Alice's click and the approval under her trust, each counted once.
+    assert bot.services.metrics.decisions == {"approved": 2}
 
 
 def _volume_cleanup(volumes: list[dict[str, Any]], deleted: list[list[str]]) -> AgentSpec:
@@ -421,9 +423,11 @@ async def test_a_trust_click_taken_over_from_a_decider_that_died_after_deciding_
     assert len([e for e in trail if e.event == "trust_granted"]) == 1
     texts = [str(p.get("text")) for p in bot.slack.called("chat.postMessage")]
     assert len([t for t in texts if t.startswith(f"<@{CAROL}> :white_check_mark:")]) == 1
+    assert bot.services.metrics.decisions == {"approved": 1}  # not again when taken over
 
     await _run(bot)  # the grant covers the next run
     await _approved_without_a_click(bot, 2)
+    assert bot.services.metrics.decisions == {"approved": 2}  # the approval under the trust
 
 
 async def test_a_trust_click_whose_grant_redis_failed_to_keep_keeps_it_when_taken_again(
