@@ -294,6 +294,7 @@ async def test_a_denial_whose_reply_redis_lost_is_taken_not_refused(make_bot: An
     stored = await bot.services.storage.queries.get(bot.record_id(value))
     assert stored is not None and (stored.state, stored.decided_by) == ("denied", ALICE)
     assert (await bot.finished()).startswith("Finished")
+    assert bot.services.metrics.decisions == {"denied": 1}  # its first send's, counted
 
 
 async def test_a_card_approved_with_trust_for_the_run_says_the_runs_later_calls_need_no_card(

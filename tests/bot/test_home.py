@@ -326,6 +326,7 @@ async def test_an_approval_from_home_whose_reply_redis_lost_is_taken_not_refused
         lambda: len(bot.slack.called("views.publish")) > published, what="Alice's Home redrawn"
     )
     assert "changed nothing" not in str(bot.slack.called("views.publish")[published:])
+    assert bot.services.metrics.decisions == {"approved": 1}  # its first send's, counted
 
 
 def test_trust_grants_past_what_home_lists_are_counted_not_dropped() -> None:

@@ -122,6 +122,9 @@ async def test_a_late_click_racing_the_sweep_ends_with_one_expiry_and_is_told_it
     assert len(told_carol) == 1, told_carol
     expiry = {"escalated": "escalated", "expired": "expired", "approved": "approved_by_default"}
     assert trail.count(expiry[stores]) == 1
+    counted = {} if stores == "escalated" else {"expired": 1}  # by whoever made it, once
+    assert bot.services.metrics.decisions == counted
+    assert bot.services.metrics.refusals == {"expired": 1}
     if stores == "escalated":  # one escalation card, in the thread
         cards = [p for p in bot.slack.called("chat.postMessage") if p.get("blocks")]
         assert len(cards) == 2
