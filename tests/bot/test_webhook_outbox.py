@@ -60,6 +60,8 @@ async def test_a_request_whose_stored_meta_is_damaged_holds_up_no_other_requests
         await later.stop()
     [event] = hooked.receiver.taken().values()
     assert event["request"]["id"] == fine["id"]
+    # Counted as dropped (never sent) before the other one was sent.
+    assert hooked.bot.services.metrics.webhooks["dropped"] == 1
 
 
 async def test_redis_failing_as_a_stored_event_is_sent_leaves_the_event_reader_running(
