@@ -1,7 +1,8 @@
 """JSON errors for every path under the JSON APIs' prefixes (``/api``, ``/agui``): an
 unknown path (404), a method a path does not take (405, with ``Allow``), a body too large
-(413), or an unexpected exception (500, its traceback in the log only) is answered
-``{"error": ...}`` as the APIs' own errors are, not as aiohttp's text page."""
+(413), or an unexpected exception (500, or 504 for a timeout, as aiohttp answers them; the
+traceback in the log only) is answered ``{"error": ...}`` as the APIs' own errors are, not
+as aiohttp's text page."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ log = logging.getLogger(__name__)
 
 JSON_PREFIXES = ("/api", "/agui")
 UNEXPECTED = "the server failed on an unexpected error; its log says what went wrong"
+TIMED_OUT = "the server timed out on something this call needs; nothing is known changed"
 
 
 def _under_json_api(path: str) -> bool:
@@ -33,10 +35,12 @@ async def json_errors(request: web.Request, handler: Handler) -> web.StreamRespo
         if exc.status < 400 or request.writer.output_size > 0:
             raise
         return _as_json(request, exc)
-    except Exception:
+    except Exception as exc:
         if request.writer.output_size > 0:  # a stream already under way: nothing to answer
             raise
         log.exception("%s %s failed", request.method, request.path)
+        if isinstance(exc, TimeoutError):  # aiohttp's own answer to one is a 504
+            return error(504, TIMED_OUT)
         return error(500, UNEXPECTED)
 
 

@@ -11,7 +11,7 @@ import pytest
 from requests_jobs import ADMIN_TOKEN, Jobs
 
 from bot.api import requests as requests_api
-from bot.api.json_errors import UNEXPECTED
+from bot.api.json_errors import TIMED_OUT, UNEXPECTED
 
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 SECRET = "xoxb-secret-in-an-error"
@@ -78,18 +78,24 @@ async def test_a_body_that_is_not_json_is_a_json_400_whatever_its_content_type(
     assert status == 400 and isinstance(body, dict) and body["error"]
 
 
-async def test_an_unexpected_exception_is_a_json_500_without_traceback_or_secret(
-    jobs: Jobs, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+@pytest.mark.parametrize(
+    ("raised", "status", "said"), [(RuntimeError, 500, UNEXPECTED), (TimeoutError, 504, TIMED_OUT)]
+)
+async def test_an_unexpected_exception_is_a_json_500_or_504_without_traceback_or_secret(
+    jobs: Jobs,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    raised: type[Exception],
+    status: int,
+    said: str,
 ) -> None:
     def failing(*_: Any) -> Any:
-        raise RuntimeError(SECRET)
+        raise raised(SECRET)
 
     monkeypatch.setattr(requests_api, "request_channels", failing)
     body = {"title": "t", "channel": "C0OPS", "approvers": ["U0ALICE"]}
-    status, _, text, answer = await _call(
-        jobs, "POST", "/api/requests", json=body, headers=jobs.auth
-    )
-    assert status == 500 and answer == {"error": UNEXPECTED}
+    code, _, text, answer = await _call(jobs, "POST", "/api/requests", json=body, headers=jobs.auth)
+    assert (code, answer) == (status, {"error": said})
     assert SECRET not in text and "Traceback" not in text
     assert SECRET in caplog.text  # the operator's log says what went wrong
 
