@@ -193,7 +193,7 @@ class WebhookEvents(ConsumerLoop[AuditEntry]):
         """Nothing to keep: a batch is handled in well under the take-over time."""
 
     async def handle(self, entries: list[AuditEntry]) -> None:
-        stored = 0
+        stored = dropped = 0
         try:
             for entry in entries:
                 if entry.event not in EVENTS:
@@ -202,11 +202,13 @@ class WebhookEvents(ConsumerLoop[AuditEntry]):
                     stored += await self._store(entry)
                 except CorruptRecordError as exc:  # damaged for good: retrying holds up the rest
                     log.error("webhook of %s event %s dropped: %s", entry.run_id, entry.ref, exc)
-                    self._services.metrics.webhooks["dropped"] += 1
+                    dropped += 1
             await self._services.storage.webhooks.ack_events(entries)
         except StorageError as exc:
             log.error("webhook events not stored yet: %s", exc)  # taken over again later
             return
+        if dropped:  # counted once acknowledged: a batch handled again is not counted again
+            self._services.metrics.webhooks["dropped"] += dropped
         if stored:
             try:
                 await self._sender.send_due()

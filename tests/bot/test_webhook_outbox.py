@@ -4,11 +4,12 @@ request or a failing Redis, retried until their give-up time and then dropped.""
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from webhook_receiver import Hooked
 
-from bot.api.webhooks import WebhookSender
+from bot.api.webhooks import WebhookEvents, WebhookSender
 from bot.process.loops import Loops
 from storage.errors import StorageUnavailableError
 from storage.webhooks import WebhookDelivery
@@ -159,3 +160,32 @@ async def test_a_delivery_whose_client_record_is_damaged_is_dropped_not_retried_
     assert any("its client's stored record is damaged" in m for m in told), told
     pieces = {hooked.secret[at : at + 8] for at in range(len(hooked.secret) - 7)}
     assert not [piece for piece in pieces if piece in caplog.text], caplog.text
+
+
+async def test_a_damaged_requests_event_read_again_after_its_ack_failed_is_counted_once(
+    hooked: Hooked, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its event is dropped, Redis fails as the batch is acknowledged, and the batch is
+    handled again: ``dropped`` counts the one event once."""
+    await hooked.bot.loops.stop()
+    made = await hooked.ask()
+    headers = {"Authorization": f"Bearer {hooked.token}"}
+    async with hooked.http.post(f"{hooked.base}{made['status_url']}/withdraw", headers=headers):
+        pass
+    services = hooked.bot.services
+    storage = services.storage
+    await storage.client.raw.set(storage.keys.request(made["id"]), "{broken")
+    events = WebhookEvents(services, consumer="again", sender=WebhookSender(services))
+    batch = await events.read(count=10, block=timedelta(milliseconds=10))
+    assert batch
+    ack = storage.webhooks.ack_events
+
+    async def fails(*_: Any) -> None:
+        raise StorageUnavailableError("acknowledge webhook events: Redis is down")
+
+    monkeypatch.setattr(storage.webhooks, "ack_events", fails)
+    await events.handle(batch)
+    monkeypatch.setattr(storage.webhooks, "ack_events", ack)
+    await events.handle(batch)  # taken over again, as after the take-over time
+    assert services.metrics.webhooks == {"dropped": 1}
+    assert hooked.receiver.got == []
