@@ -20,6 +20,7 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 
 from agent_runtime.interrupts import Decision
 from bot.services import Services
+from bot.services.ack_budget import ACK_BUDGET
 from bot.services.log_context import log_ids
 from bot.services.tracing import span
 from bot.ui import ids
@@ -48,9 +49,6 @@ from .withdrawals import withdraw
 log = logging.getLogger(__name__)
 
 _DECISIONS = (ids.APPROVE, ids.TRUST)
-
-ACK_BUDGET = 2.0
-"""Seconds a click waits for Redis before Slack gets its answer anyway (Slack allows 3)."""
 
 
 def streamed(click: Click) -> bool:

@@ -2,10 +2,13 @@
 
 The decision is recorded before the ack (one Redis round trip, no Web API call), so a bad
 edit or a refused decision is shown as a field error inside the modal and nothing changes.
+A Redis slow to answer gets the modal a note that the decision is not confirmed yet, in
+time for Slack's 3 s, rather than Slack's own error.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import secrets
 from typing import Any
@@ -16,12 +19,20 @@ from agent_runtime.errors import AgentRuntimeError
 from agent_runtime.interrupts import Decision
 from bot.agents.registry import BUILD_FAILED
 from bot.services import Services
+from bot.services.ack_budget import ACK_BUDGET
 from bot.ui import ids
 from bot.ui.arg_form import read_args
 from bot.ui.home import refresh_homes
 from bot.ui.modals import errors_for, parse_args
 from bot.ui.redraws import update_message
-from bot.ui.refusals import DAMAGED, STORAGE_DOWN, agent_not_built, reason_text, refusal_text
+from bot.ui.refusals import (
+    DAMAGED,
+    FORM_UNCONFIRMED,
+    STORAGE_DOWN,
+    agent_not_built,
+    reason_text,
+    refusal_text,
+)
 from bot.ui.requester import tell_decided
 from storage.errors import CorruptRecordError, StorageError
 from storage.outcomes import DecideOutcome
@@ -37,7 +48,9 @@ log = logging.getLogger(__name__)
 
 
 def listener(services: Services) -> Any:
-    """The Bolt view_submission listener for the Edit, Deny and Reply modals."""
+    """The Bolt view_submission listener for the Edit, Deny and Reply modals. Slack shows
+    its own error when the answer takes over 3 s, so the decision waits ``ACK_BUDGET`` at
+    most for Redis; past that the modal says it is not confirmed, and the card shows it."""
 
     async def on_submit(ack: AsyncAck, body: dict[str, Any]) -> None:
         submission = parse_submission(body)
@@ -48,8 +61,17 @@ def listener(services: Services) -> Any:
             return
         # Refusals go under the modal's first input: a generated form has no other.
         block = next(iter(submission.values), ids.INPUT_BLOCK)
+        judged: asyncio.Future[Judged] = asyncio.get_running_loop().create_future()
+        judging = _judge(services, submission, ref, judged)
+        services.background.spawn(judging, name=f"submission {ref.record_id}")
+        await asyncio.wait({judged}, timeout=ACK_BUDGET)
+        if not judged.done():
+            judged.cancel()  # _judge draws the decision on the card when it lands
+            log.error("submission by %s not confirmed in time", submission.user.id)
+            await ack(response_action="errors", errors=errors_for(FORM_UNCONFIRMED, block))
+            return
         try:
-            outcome = await _decide(services, submission, ref)
+            outcome = judged.result()
         except BUILD_FAILED as exc:  # an edit is checked against its agent's tool
             log.exception("submission by %s not checked", submission.user.id)
             text = agent_not_built(exc, so="this edit could not be checked; nothing was decided")
@@ -71,7 +93,7 @@ def listener(services: Services) -> Any:
         if isinstance(outcome, dict):  # a sentence under each field of the form that is wrong
             await ack(response_action="errors", errors=outcome)
             return
-        if outcome.status == "refused" or (outcome.status == "replayed" and outcome.reason):
+        if _refused(outcome):
             services.metrics.refusals[outcome.reason or "unknown"] += 1
             text = refusal_text(outcome)
             if outcome.status == "refused" and outcome.reason == "expired":
@@ -79,12 +101,45 @@ def listener(services: Services) -> Any:
             await ack(response_action="errors", errors=errors_for(text, block))
             return
         await ack()
-        if outcome.status == "recorded" and outcome.state:
-            services.metrics.decisions[outcome.state] += 1
-        if outcome.record is not None:
-            services.background.spawn(_announce(services, outcome), name=f"update {ref.record_id}")
+        _take_effect(services, outcome)
 
     return on_submit
+
+
+Judged = DecideOutcome | str | dict[str, str]
+"""A submission's decision, or what is wrong with its input (``_decide``)."""
+
+
+async def _judge(
+    services: Services, submission: Submission, ref: Ref, judged: asyncio.Future[Judged]
+) -> None:
+    """Decide ``submission`` for the listener waiting on ``judged``; when it stopped
+    waiting (Redis slow to answer), a decision that lands is drawn on the card here."""
+    try:
+        outcome = await _decide(services, submission, ref)
+    except Exception as exc:
+        if not judged.done():
+            judged.set_exception(exc)
+        else:
+            log.error("submission by %s not recorded: %r", submission.user.id, exc)
+        return
+    if not judged.done():
+        judged.set_result(outcome)
+    elif isinstance(outcome, DecideOutcome) and not _refused(outcome):
+        _take_effect(services, outcome)
+
+
+def _refused(outcome: DecideOutcome) -> bool:
+    return outcome.status == "refused" or (outcome.status == "replayed" and bool(outcome.reason))
+
+
+def _take_effect(services: Services, outcome: DecideOutcome) -> None:
+    """Count a decision the form made, and draw it on its card (in the background)."""
+    if outcome.status == "recorded" and outcome.state:
+        services.metrics.decisions[outcome.state] += 1
+    if outcome.record is not None:
+        announce = _announce(services, outcome)
+        services.background.spawn(announce, name=f"update {outcome.record.id}")
 
 
 async def _announce(services: Services, outcome: DecideOutcome) -> None:

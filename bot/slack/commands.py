@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 from typing import Any
@@ -16,6 +17,7 @@ from bot.errors import AgentBuildError, BotError
 from bot.runs.drive import start_run, unknown_agent
 from bot.runs.place import Place
 from bot.services import Services
+from bot.services.ack_budget import ACK_BUDGET
 from bot.ui.blocks import escaped, is_user_id
 from bot.ui.home import publish_home, redraw_homes, show_home
 from bot.ui.home_place import FIRST_PAGES, HomePlace
@@ -77,11 +79,13 @@ def command_listener(services: Services) -> Any:
         elif text:
             await ack(text=f"`/signoff {escaped(text)}` is not a Signoff command.\n" + help_text())
         else:
-            # The list rides on the ack (one Redis read), so no response_url call is needed.
+            # The list rides on the ack (one Redis read), so no response_url call is needed;
+            # a Redis slow to answer gets the note in time, before Slack shows its error.
+            reading = services.storage.queries.pending_for_user(user, limit=PAGE_SIZE)
             try:
-                page = await services.storage.queries.pending_for_user(user, limit=PAGE_SIZE)
-            except StorageError as exc:
-                log.error("pending list for %s not read: %s", user, exc)
+                page = await asyncio.wait_for(reading, ACK_BUDGET)
+            except (StorageError, TimeoutError) as exc:
+                log.error("pending list for %s not read: %r", user, exc)
                 await ack(text=LIST_DOWN)
                 return
             text, blocks = _listing(services, user, page)

@@ -41,6 +41,10 @@ STORAGE_DOWN = (
 )
 LIST_DOWN = "Signoff could not reach its storage to list what waits for you. Try again in a minute."
 FORM_NOT_OPENED = "Slack did not open the form, so nothing was decided. Click the button again."
+FORM_UNCONFIRMED = (
+    "Signoff could not confirm this decision in time: its storage is slow to answer. The "
+    "card will show it once it is recorded; if the card does not change, submit again."
+)
 UNCONFIRMED = (
     "Signoff could not confirm your click yet: its storage is slow to answer. The card "
     "will show the result once it is recorded; if it does not change, click again."

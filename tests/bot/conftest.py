@@ -20,6 +20,7 @@ from harness import ALICE, BOB, CAROL, CHANNEL, Harness, ToolLog, cleanup_spec
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from pydantic import SecretStr
 from requests_jobs import ADMIN_TOKEN, Jobs
+from socket_bot import SocketBot
 from webhook_receiver import Hooked, Receiver
 
 from bot.agents.policy import AgentSpec, Policy
@@ -198,6 +199,22 @@ async def endpoint_for(make_bot: Any) -> AsyncIterator[Callable[..., Awaitable[E
 @pytest.fixture
 async def endpoint(endpoint_for: Callable[..., Awaitable[Endpoint]]) -> Endpoint:
     return await endpoint_for()
+
+
+@pytest.fixture
+async def socket_bot(make_bot: Any) -> AsyncIterator[Callable[..., Awaitable[SocketBot]]]:
+    """Starts bots (``make_bot``'s options) connected to the fake Slack over Socket Mode."""
+    started: list[SocketBot] = []
+
+    async def start(**options: Any) -> SocketBot:
+        bot = SocketBot(await make_bot(**options))
+        await bot.connect()
+        started.append(bot)
+        return bot
+
+    yield start
+    for bot in started:
+        await bot.close()
 
 
 @pytest.fixture

@@ -123,20 +123,33 @@ class FakeSlack:
                 await self.notify()
         return ws
 
-    async def deliver(self, payload: dict[str, Any], *, kind: str = "interactive") -> str:
-        """Send an envelope over the open Socket Mode connection; its envelope id."""
+    async def deliver(
+        self, payload: dict[str, Any], *, kind: str = "interactive", retry: int = 0
+    ) -> str:
+        """Send an envelope over the latest Socket Mode connection; its envelope id.
+        ``retry`` > 0 sends it as Slack's retry of an event (a new envelope, the same
+        payload)."""
         await self.wait_for(lambda: bool(self.sockets), what="a Socket Mode connection")
         envelope_id = f"env-{next(self._ts)}"
         envelope = {
             "envelope_id": envelope_id,
             "type": kind,
             "payload": payload,
-            "accepts_response_payload": kind == "interactive",
-            "retry_attempt": 0,
-            "retry_reason": "",
+            "accepts_response_payload": kind != "events_api",
+            "retry_attempt": retry,
+            "retry_reason": "timeout" if retry else "",
         }
         await self.sockets[-1].send_json(envelope)
         return envelope_id
+
+    async def acked(self, envelope_id: str) -> dict[str, Any]:
+        """The ack of envelope ``envelope_id``, once it came: its ``payload`` is what the app
+        answered (a command's reply, a modal's errors), absent for a bare ack."""
+        await self.wait_for(
+            lambda: any(a.get("envelope_id") == envelope_id for a in self.socket_acks),
+            what=f"the ack of {envelope_id}",
+        )
+        return next(a for a in self.socket_acks if a.get("envelope_id") == envelope_id)
 
     # -- what tests look at ------------------------------------------------------------
 
