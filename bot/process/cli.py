@@ -230,7 +230,7 @@ async def _socket(settings: Settings, args: argparse.Namespace, stopping: asynci
             finally:
                 watchdog.cancel()
                 await loops.stop()
-                await handler.close_async()  # type: ignore[no-untyped-call]
+                await handler.close_after_acks()
         finally:
             await runner.cleanup()
     return 0

@@ -40,6 +40,9 @@ class _FailedAttempts(logging.Filter):
         return True
 
 
+SLACK_WAITS = 3.0
+"""Seconds Slack waits for an envelope's ack: an ack later than that is of no use."""
+
 CLIENT_LOG = logging.getLogger("slack_sdk.socket_mode")
 """The logger to give the Socket Mode client (Bolt would give it the app's)."""
 CLIENT_LOG.addFilter(_FailedAttempts())
@@ -54,14 +57,29 @@ class TimedSocketModeHandler(AsyncSocketModeHandler):
     ) -> None:
         super().__init__(app, app_token, logger=CLIENT_LOG, web_client=web_client)
         self.acks = acks
+        self._in_hand: set[asyncio.Future[None]] = set()
 
     async def handle(self, client: SocketModeClient, req: SocketModeRequest) -> None:  # type: ignore[override]
         """Bolt's own handling (its adapters' two steps), timed."""
-        started, wall_clock = time.perf_counter(), time.time()
-        response = await run_async_bolt_app(self.app, req)
-        await send_async_response(client, req, response, wall_clock)
-        if response.status == 200:  # Bolt acks only these; Slack sends the others again
-            self.acks.observe(time.perf_counter() - started)
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._in_hand.add(done)
+        try:
+            started, wall_clock = time.perf_counter(), time.time()
+            response = await run_async_bolt_app(self.app, req)
+            await send_async_response(client, req, response, wall_clock)
+            if response.status == 200:  # Bolt acks only these; Slack sends the others again
+                self.acks.observe(time.perf_counter() - started)
+        finally:
+            self._in_hand.discard(done)
+            done.set_result(None)
+
+    async def close_after_acks(self, *, grace: float = SLACK_WAITS) -> None:
+        """Close the connection once the envelopes in hand are answered (``grace`` seconds
+        at most), as HTTP mode's shutdown lets its requests finish: closed at once, a click
+        already queued would get no ack, and Slack would show its clicker an error."""
+        if self._in_hand:
+            await asyncio.wait(set(self._in_hand), timeout=grace)
+        await self.close_async()  # type: ignore[no-untyped-call]
 
 
 def connection_check(handler: AsyncSocketModeHandler) -> Callable[[], Awaitable[str | None]]:

@@ -293,3 +293,39 @@ async def test_the_watchdog_does_not_reconnect_a_connection_slack_sdk_just_resto
         watchdog.cancel()
         await client.close()
     assert state["connects"] == 1, f"connected {state['connects']} times"
+
+
+async def test_an_envelope_in_hand_when_the_process_stops_is_acked_before_it_disconnects(
+    make_bot: Any,
+) -> None:
+    """As HTTP mode lets a request being answered finish when it stops: a click queued
+    as Socket Mode closes still gets its ack, so Slack shows its clicker no error."""
+    bot: Harness = await make_bot(workers=0, deciders=0)
+    handler = TimedSocketModeHandler(
+        build_app(bot.services, signing_secret=None),
+        "xapp-test-token",
+        web_client=bot.services.client,
+        acks=bot.services.metrics.ack,
+    )
+    await handler.connect_async()  # type: ignore[no-untyped-call]
+    value = await bot.start()
+    clicks = bot.services.storage.clicks
+    append, queuing, queued = clicks.append, asyncio.Event(), asyncio.Event()
+
+    async def append_when_told(**click: Any) -> Any:
+        queuing.set()
+        await queued.wait()
+        return await append(**click)
+
+    clicks.append = append_when_told  # type: ignore[method-assign]
+    click = click_payload(
+        action_id=ids.APPROVE, value=value, user=ALICE, channel=CHANNEL, message_ts=bot.message_ts()
+    )
+    envelope = await bot.slack.deliver(click)
+    await asyncio.wait_for(queuing.wait(), 5)
+    closing = asyncio.create_task(handler.close_after_acks())
+    queued.set()
+    await closing
+    await bot.slack.acked(envelope)
+    assert await bot.services.storage.clicks.lag() == 1
+    assert not await handler.client.is_connected()
