@@ -144,26 +144,33 @@ def page_listener(services: Services) -> Any:
 
     async def on_next_page(ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond) -> None:
         await ack()
-        user = str((body.get("user") or {}).get("id") or "")
-        actions = body.get("actions") or [{}]
-        value = str(actions[0].get("value") or "")
-        try:
-            if (body.get("view") or {}).get("type") == "home":
-                await publish_home(services, user, HomePlace.parse(value), stored=None)
-                return
-            if not body.get("response_url"):  # Slack sends one with every message's click
-                log.warning("ignored a next page click by %s without a response_url", user)
-                return
-            cursor = page_cursor(value)
-            queries = services.storage.queries
-            page = await queries.pending_for_user(user, limit=PAGE_SIZE, cursor=cursor)
-        except StorageError as exc:
-            log.error("next page for %s not read: %s", user, exc)
-            return
-        text, blocks = _listing(services, user, page)
-        await respond(text=text, blocks=blocks, replace_original=True)
+        # After the ack (Slack waits on this listener): Redis and Slack may be slow.
+        turn = _turn_page(services, body, respond)
+        services.background.spawn(turn, name="next page")
 
     return on_next_page
+
+
+async def _turn_page(services: Services, body: dict[str, Any], respond: AsyncRespond) -> None:
+    """Show the page a "Next page" click asks for, in Home or in the listing's message."""
+    user = str((body.get("user") or {}).get("id") or "")
+    actions = body.get("actions") or [{}]
+    value = str(actions[0].get("value") or "")
+    try:
+        if (body.get("view") or {}).get("type") == "home":
+            await publish_home(services, user, HomePlace.parse(value), stored=None)
+            return
+        if not body.get("response_url"):  # Slack sends one with every message's click
+            log.warning("ignored a next page click by %s without a response_url", user)
+            return
+        cursor = page_cursor(value)
+        queries = services.storage.queries
+        page = await queries.pending_for_user(user, limit=PAGE_SIZE, cursor=cursor)
+    except StorageError as exc:
+        log.error("next page for %s not read: %s", user, exc)
+        return
+    text, blocks = _listing(services, user, page)
+    await respond(text=text, blocks=blocks, replace_original=True)
 
 
 def _listing(services: Services, user: str, page: Page) -> tuple[str, list[dict[str, Any]]]:
@@ -285,19 +292,25 @@ def revoke_listener(services: Services) -> Any:
         user = str((body.get("user") or {}).get("id") or "")
         actions = body.get("actions") or [{}]
         grant_id = str(actions[0].get("value") or "")
-        try:
-            revoked = await revoke_trust(services, grant_id, by=user)
-            if isinstance(revoked, str):
-                log.info("trust %s not revoked by %s: %s", grant_id, user, revoked)
-                await show_home(services, user, notice=revoked)
-                return
-            await show_home(services, user)
-            if revoked.granted_by != user:  # an admin's: the granter's Home drops it too
-                await redraw_homes(services, [revoked.granted_by], after=f"revoke of {grant_id}")
-        except (StorageError, InvalidIdError) as exc:
-            log.error("trust %s not revoked: %s", grant_id, exc)
+        # After the ack (Slack waits on this listener): Redis and Slack may be slow.
+        services.background.spawn(_revoke(services, grant_id, by=user), name=f"revoke {grant_id}")
 
     return on_revoke
+
+
+async def _revoke(services: Services, grant_id: str, *, by: str) -> None:
+    """End trust grant ``grant_id`` for ``by`` and redraw the Homes it showed in."""
+    try:
+        revoked = await revoke_trust(services, grant_id, by=by)
+        if isinstance(revoked, str):
+            log.info("trust %s not revoked by %s: %s", grant_id, by, revoked)
+            await show_home(services, by, notice=revoked)
+            return
+        await show_home(services, by)
+        if revoked.granted_by != by:  # an admin's: the granter's Home drops it too
+            await redraw_homes(services, [revoked.granted_by], after=f"revoke of {grant_id}")
+    except (StorageError, InvalidIdError) as exc:
+        log.error("trust %s not revoked: %s", grant_id, exc)
 
 
 def home_decision_listener(services: Services) -> Any:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from fakes import click_payload, submit_payload
+from fakes import Fault, click_payload, home_click_payload, submit_payload
 from harness import ALICE, CAROL, CHANNEL
 from socket_bot import SocketBot
 
@@ -110,3 +110,21 @@ async def test_opening_app_home_draws_it(socket_bot: Any) -> None:
     await sb.bot.slack.wait_calls("views.publish")
     [home] = sb.bot.slack.called("views.publish")
     assert home["user_id"] == ALICE and "Waiting for you: 1" in str(home["view"])
+
+
+async def test_homes_buttons_are_acked_at_once_while_slack_makes_home_wait(
+    socket_bot: Any,
+) -> None:
+    """Next page and Revoke redraw Home after their ack: Slack asking Home's redraw to
+    wait (``Retry-After``) must not make the click wait past Slack's 3 s."""
+    sb: SocketBot = await socket_bot()
+    slow = Fault(
+        status=429, headers={"Retry-After": "3"}, body={"ok": False, "error": "ratelimited"}
+    )
+    sb.bot.slack.faults["views.publish"].extend([slow, slow])
+    next_page = home_click_payload(user=ALICE, action_id=ids.NEXT_PAGE, value="")
+    revoke = home_click_payload(user=ALICE, action_id=ids.REVOKE_TRUST, value="grant_none")
+    async with asyncio.timeout(2):
+        assert await asyncio.gather(sb.interact(next_page), sb.interact(revoke)) == [{}, {}]
+    await sb.bot.slack.wait_calls("views.publish", 2, within=10)
+    assert "This trust had already ended" in str(sb.bot.slack.called("views.publish"))
