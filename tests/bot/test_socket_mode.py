@@ -160,9 +160,10 @@ API_TOKEN = "operator-token-" + "x" * 24
 async def test_signoff_socket_serves_readyz_metrics_and_the_apis_on_its_port(
     slack: FakeSlack, redis_url: str, key_prefix: str
 ) -> None:
-    """What the README says ``signoff socket`` serves on ``SIGNOFF_PORT``: the operator
-    endpoints, the requests API and its OpenAPI document, and with ``SIGNOFF_API_TOKEN``
-    the runs API and the AG-UI endpoint; no Slack events route."""
+    """What the README says ``signoff socket`` runs (click deciders, resume workers and
+    the scheduler) and serves on ``SIGNOFF_PORT``: the operator endpoints, the requests
+    API and its OpenAPI document, and with ``SIGNOFF_API_TOKEN`` the runs API and the
+    AG-UI endpoint; no Slack events route."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
@@ -192,6 +193,10 @@ async def test_signoff_socket_serves_readyz_metrics_and_the_apis_on_its_port(
         async with asyncio.timeout(30):
             while b"connected to Slack over Socket Mode" not in await process.stderr.readline():
                 assert process.returncode is None
+            while b"are running" not in (running := await process.stderr.readline()):
+                assert running, "signoff socket stopped before its loops ran"
+        # The README's "Socket Mode, plus deciders, resume workers and scheduler".
+        assert b"1 click decider, 2 resume workers and the scheduler are running" in running
         url = f"http://127.0.0.1:{port}"
         async with aiohttp.ClientSession() as http:
             async with http.get(url + "/readyz") as response:
