@@ -35,7 +35,7 @@ from yarl import URL
 
 from bot.api.long_polls import MAX_WAIT
 from bot.api.request_records import REQUESTS_PATH
-from bot.api.schemas import NewRequest, OutcomeReport, RequestView, Withdrawal
+from bot.api.schemas import JobStart, NewRequest, OutcomeReport, RequestView, Withdrawal
 
 log = logging.getLogger(__name__)
 
@@ -198,6 +198,15 @@ class Client:
         body = Withdrawal(reason=reason).model_dump()
         path = f"{REQUESTS_PATH}/{request_id}/withdraw"
         return await self._call("POST", path, body, patience=10.0)
+
+    async def start(self, request_id: str, attempt: str, *, retry_for: float = 30.0) -> RequestView:
+        """Say, once, that the approved job starts its command (``attempt``: a token of this
+        try, so a retry through transient failures for ``retry_for`` s is the same start);
+        RequestRefused (409, with the request's ``started_at`` and ``outcome``) when another
+        try started it already, or its outcome was reported."""
+        body = JobStart(attempt=attempt).model_dump()
+        path = f"{REQUESTS_PATH}/{request_id}/start"
+        return await self._call("POST", path, body, patience=retry_for)
 
     async def report_outcome(
         self, request_id: str, *, exit_status: int, duration_seconds: float, summary: str = ""

@@ -23,6 +23,7 @@ from .embedded import EmbeddedRedis
 from .errors import StorageResponseError
 from .home_viewers import HomeViewers
 from .interrupts import InterruptStore
+from .job_runs import JobRuns
 from .keys import CLUSTER_SHARDS, Keys
 from .notes import NoteQueue
 from .open_index import index_earlier_open_requests
@@ -63,6 +64,7 @@ class Storage:
     audit: AuditLog
     deliveries: Deliveries
     requests: RequestStore
+    job_runs: JobRuns
     api_clients: ApiClients
     webhooks: WebhookOutbox
     trust: TrustGrants
@@ -133,6 +135,7 @@ async def connect(
         audit=AuditLog(client, keys, max_entries=kept.audit_entries),
         deliveries=Deliveries(client, keys),
         requests=RequestStore(client, keys),
+        job_runs=JobRuns(client, keys),
         api_clients=ApiClients(client, keys),
         webhooks=WebhookOutbox(client, keys),
         trust=TrustGrants(client, keys),

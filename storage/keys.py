@@ -191,6 +191,11 @@ class Keys:
         """String: set once the run's end was announced, so a retried resume stays quiet."""
         return f"{self._run(run_id)}:ended"
 
+    def run_job(self, run_id: str) -> str:
+        """Hash: when a request's job started its approved command, and the outcome it
+        reported (``JobRuns``)."""
+        return f"{self._run(run_id)}:job"
+
     def run_attempts(self, run_id: str) -> str:
         """Hash: resume job id -> its failed attempts (expires like the applied markers)."""
         return f"{self._run(run_id)}:attempts"

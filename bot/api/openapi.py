@@ -12,13 +12,14 @@ from pydantic.json_schema import models_json_schema
 from .bodies import MAX_BODY
 from .long_polls import MAX_WAIT
 from .request_records import REQUESTS_PATH
-from .schemas import ApiError, NewRequest, OutcomeReport, RequestView, Withdrawal
+from .schemas import ApiError, JobStart, NewRequest, OutcomeReport, RequestView, Withdrawal
 
 OPENAPI_PATH = "/api/openapi.json"
 _MODELS: tuple[type[BaseModel], ...] = (
     NewRequest,
     RequestView,
     Withdrawal,
+    JobStart,
     OutcomeReport,
     ApiError,
 )
@@ -91,6 +92,22 @@ def openapi_document() -> dict[str, Any]:
                         "409": _view(
                             "No longer pending, or some of its items decided first: the "
                             "request as it is, and an error"
+                        ),
+                        **_errors(400, 401, 404, 413, 500, 503),
+                    },
+                }
+            },
+            f"{item}/start": {
+                "post": {
+                    "summary": "Say, once, that the approved job starts its command",
+                    "operationId": "startJob",
+                    "parameters": [request_id],
+                    "requestBody": _body("JobStart"),
+                    "responses": {
+                        "200": _view("Started"),
+                        "409": _view(
+                            "Not approved, started already (by another attempt) or its "
+                            "outcome reported: the request as it is, and an error"
                         ),
                         **_errors(400, 401, 404, 413, 500, 503),
                     },

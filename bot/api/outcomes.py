@@ -74,6 +74,7 @@ async def _outcome(
         detail=body.model_dump_json(exclude_none=True),
     )
     try:
+        await services.storage.job_runs.keep_outcome(record.run_id, entry.detail, at=entry.at)
         # Once per report: a retry after the thread's post failed audits it no second time.
         await services.storage.audit.append_once(entry, once=f"outcome {digest}")
         await post_in_thread(

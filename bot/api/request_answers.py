@@ -6,8 +6,11 @@ import json
 import re
 
 from aiohttp import web
+from pydantic import ValidationError
 
 from bot.services import Services
+from storage.errors import CorruptRecordError
+from storage.job_runs import JobRun
 from storage.records import InterruptRecord
 from storage.requests import RequestMeta, request_record_id
 
@@ -15,7 +18,7 @@ from .auth import Caller
 from .bodies import unknown
 from .lost_requests import approved_kept, lost_answer, lost_view_of
 from .request_records import request_view, with_names
-from .schemas import RequestView
+from .schemas import OutcomeReport, OutcomeView, RequestView
 
 _REQUEST_ID = re.compile(r"^req_[0-9a-f]{32}$")
 
@@ -53,7 +56,25 @@ async def view_of(services: Services, record: InterruptRecord, meta: RequestMeta
         lost = await lost_view_of(services, record.run_id, meta)
         if lost is not None:
             return lost
-    return await with_names(services, request_view(record, meta, items))
+    view = await with_names(services, request_view(record, meta, items))
+    return with_job_run(view, await services.storage.job_runs.read(record.run_id))
+
+
+def with_job_run(view: RequestView, job: JobRun) -> RequestView:
+    """``view`` with what its job told: when it started the command, and its outcome."""
+    outcome = None
+    if job.outcome is not None and job.reported_at is not None:
+        try:
+            report = OutcomeReport.model_validate_json(job.outcome)
+        except ValidationError as exc:
+            raise CorruptRecordError(f"the outcome of {view.id}", str(exc)) from exc
+        outcome = OutcomeView(
+            exit_status=report.exit_status,
+            duration_seconds=report.duration_seconds,
+            not_run=report.not_run,
+            reported_at=job.reported_at,
+        )
+    return view.model_copy(update={"started_at": job.started_at, "outcome": outcome})
 
 
 async def answer(

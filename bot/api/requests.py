@@ -5,6 +5,8 @@
 - ``GET /api/requests/{id}[?wait=SECONDS]`` answers where it stands; with ``wait``, the
   moment it is decided (or when the wait is over): a long-poll (``long_polls``).
 - ``POST /api/requests/{id}/withdraw`` withdraws a pending request; the card says so.
+- ``POST /api/requests/{id}/start`` says, once, that the approved job starts its command
+  (``job_runs``): a job retried under the same key learns the approval was used.
 - ``POST /api/requests/{id}/outcome`` reports, once, what the approved job did; it goes
   to the card's thread and the audit trail (``outcomes``).
 
@@ -48,6 +50,7 @@ from storage.requests import RequestMeta, request_record_id
 from .auth import Authenticator, Caller, unauthenticated
 from .bodies import error, parse
 from .group_handles import with_group_ids
+from .job_runs import start_job
 from .key_reuse import key_refusal, lost_key_refusal
 from .long_polls import long_poll, wait_seconds
 from .lost_requests import keyed_run_id, lost_answer
@@ -125,6 +128,7 @@ def add_requests_routes(
     app.router.add_post(REQUESTS_PATH, guarded(api.create))
     app.router.add_get(REQUESTS_PATH + "/{id}", guarded(api.status))
     app.router.add_post(REQUESTS_PATH + "/{id}/withdraw", guarded(api.withdraw))
+    app.router.add_post(REQUESTS_PATH + "/{id}/start", guarded(partial(start_job, services)))
     app.router.add_post(REQUESTS_PATH + "/{id}/outcome", guarded(partial(report_outcome, services)))
 
 
@@ -245,6 +249,7 @@ class _RequestsApi:
         services, run_id = self._services, record.run_id
         if body.idempotency_key is not None:  # only a key's run id comes again
             await services.storage.resume.forget_end(run_id)
+            await services.storage.job_runs.forget(run_id)
         posted = await post_interrupt(services, record)
         log.info("request %s by %s posted: %s", run_id, caller.name, posted is not None)
         if posted is None:  # in the outbox: answered with what Slack said

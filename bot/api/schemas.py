@@ -247,6 +247,15 @@ class ItemView(BaseModel):
     reason: str | None = Field(default=None, description="Why it was denied, excluded or lost.")
 
 
+class OutcomeView(BaseModel):
+    """The outcome its job reported, once approved: how the command ended, or why not run."""
+
+    exit_status: int | None = None
+    duration_seconds: float | None = None
+    not_run: str | None = None
+    reported_at: datetime
+
+
 class RequestView(BaseModel):
     """A request as the API reports it."""
 
@@ -306,6 +315,14 @@ class RequestView(BaseModel):
         description="The request Redis lost that this new one, asked with the same "
         "idempotency_key, replaces.",
     )
+    started_at: datetime | None = Field(
+        default=None,
+        description="When its job said it started the approved command (POST .../start): "
+        "the approval is used, and no other start is taken.",
+    )
+    outcome: OutcomeView | None = Field(
+        default=None, description="What its job reported once approved (POST .../outcome)."
+    )
     status_url: str
 
     @property
@@ -323,6 +340,15 @@ class Withdrawal(ClosedModel):
     model_config = _BODY
 
     reason: str = Field(default="", max_length=500)
+
+
+class JobStart(ClosedModel):
+    """The body of ``POST /api/requests/{id}/start``: the job is starting the approved
+    command; ``attempt`` names this try, so the same call sent again is taken as the same."""
+
+    model_config = _BODY
+
+    attempt: str = Field(pattern=r"^[A-Za-z0-9_-]{8,64}$")
 
 
 class OutcomeReport(ClosedModel):

@@ -1,0 +1,63 @@
+"""``POST /api/requests/{id}/start``: a job says, before it runs the approved command, that
+it starts it; once. A second start (the job retried under the same idempotency key while
+the first ran, or after it died) is refused with the request as it stands, whose
+``started_at`` and ``outcome`` tell that the approval was used, so it is used once."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from bot.services import Services
+from bot.services.log_context import log_ids
+from storage.audit import AuditEntry
+from storage.records import InterruptRecord
+from storage.requests import RequestMeta
+
+from .auth import Caller
+from .bodies import parse
+from .request_answers import find_request, respond, view_of
+from .schemas import JobStart
+
+
+async def start_job(services: Services, request: web.Request, caller: Caller) -> web.StreamResponse:
+    """Take the start of the approved command of the caller's request named in the path."""
+    found = await find_request(
+        services, request, caller, lost="only an approved job starts", approved_ok=True
+    )
+    if isinstance(found, web.Response):
+        return found
+    with log_ids(record_id=found[0].id, run_id=found[0].run_id, channel=found[0].channel):
+        return await _start(services, request, caller, *found)
+
+
+async def _start(
+    services: Services,
+    request: web.Request,
+    caller: Caller,
+    record: InterruptRecord,
+    meta: RequestMeta,
+) -> web.StreamResponse:
+    body = await parse(request, JobStart)
+    if isinstance(body, web.Response):
+        return body
+    view = await view_of(services, record, meta)
+    if not view.approved:
+        return respond(view, status=409, note="only an approved job starts its command")
+    if view.outcome is not None:
+        return respond(view, status=409, note="its outcome was reported already")
+    now = services.clock.now()
+    first, at = await services.storage.job_runs.start(record.run_id, body.attempt, at=now)
+    if not first:
+        note = f"its command was started already, at {at.isoformat()}"
+        return respond(await view_of(services, record, meta), status=409, note=note)
+    entry = AuditEntry(
+        event="started",
+        record_id=record.id,
+        run_id=record.run_id,
+        at=at,
+        user_id=caller.name,
+        channel=record.channel,
+        message_ts=record.message_ts,
+    )
+    await services.storage.audit.append_once(entry, once=f"start {body.attempt}")
+    return respond(await view_of(services, record, meta))

@@ -1,0 +1,84 @@
+"""What a job did with its request's approval: when it started the approved command, and
+how the run it reported ended, so a job retried under the same idempotency key learns
+that the approval was used already instead of running the command a second time."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import cast
+
+from .client import RedisClient
+from .epoch import from_ms, to_ms
+from .errors import CorruptRecordError
+from .keys import Keys
+
+KEPT = timedelta(days=7)
+"""How long a run's start and outcome are kept: as long as its ended request is."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class JobRun:
+    """A request's run as its job told it: when it started (None: never said), and its
+    outcome report as JSON with when it was taken (None: none reported)."""
+
+    started_at: datetime | None = None
+    outcome: str | None = None
+    reported_at: datetime | None = None
+
+
+class JobRuns:
+    """Keeps each request's ``JobRun`` in one hash, written once per field."""
+
+    def __init__(self, client: RedisClient, keys: Keys) -> None:
+        self._client = client
+        self._keys = keys
+
+    async def start(self, run_id: str, attempt: str, *, at: datetime) -> tuple[bool, datetime]:
+        """Mark the approved command of ``run_id`` started by ``attempt`` (a token of the
+        job's try, so the same call sent again finds itself); whether it is that attempt's
+        start, and when the start marked first was."""
+        key = self._keys.run_job(run_id)
+        async with self._client.guard(f"mark the start of run {run_id}"):
+            pipe = self._client.raw.pipeline(transaction=True)
+            pipe.hsetnx(key, "started", f"{to_ms(at)} {attempt}")
+            pipe.pexpire(key, int(KEPT.total_seconds() * 1000))
+            pipe.hget(key, "started")
+            _, _, stored = await pipe.execute()
+        ms, _, by = str(stored).partition(" ")
+        return by == attempt, _moment(key, ms)
+
+    async def keep_outcome(self, run_id: str, report: str, *, at: datetime) -> None:
+        """Keep the outcome ``report`` (JSON) of ``run_id``, unless one is kept already."""
+        key = self._keys.run_job(run_id)
+        async with self._client.guard(f"keep the outcome of run {run_id}"):
+            pipe = self._client.raw.pipeline(transaction=True)
+            pipe.hsetnx(key, "outcome", f"{to_ms(at)} {report}")
+            pipe.pexpire(key, int(KEPT.total_seconds() * 1000))
+            await pipe.execute()
+
+    async def read(self, run_id: str) -> JobRun:
+        """What the job of ``run_id`` told: nothing yet, its start, its outcome."""
+        key = self._keys.run_job(run_id)
+        async with self._client.guard(f"read the run of {run_id}"):
+            stored = cast(dict[str, str], await self._client.raw.hgetall(key))
+        started, outcome = stored.get("started"), stored.get("outcome")
+        ms, _, report = (outcome or "").partition(" ")
+        return JobRun(
+            started_at=_moment(key, started.partition(" ")[0]) if started else None,
+            outcome=report or None,
+            reported_at=_moment(key, ms) if outcome else None,
+        )
+
+    async def forget(self, run_id: str) -> None:
+        """Forget ``run_id``'s start and outcome: a request made again under a key whose
+        earlier request is gone is a new run."""
+        async with self._client.guard(f"forget the run of {run_id}"):
+            await self._client.raw.delete(self._keys.run_job(run_id))
+
+
+def _moment(key: str, ms: str) -> datetime:
+    try:
+        return from_ms(int(ms))
+    except ValueError as exc:
+        raise CorruptRecordError(key, f"a time is not a number: {ms!r}") from exc

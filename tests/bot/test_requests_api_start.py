@@ -1,0 +1,71 @@
+"""One approval, one start: a job says it starts the approved command (``POST .../start``),
+once; a second try is refused with the request, whose ``started_at`` and ``outcome`` say
+how the approval was used."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from harness import ALICE
+from requests_jobs import Jobs
+
+import signoff
+from bot.ui import ids
+
+
+async def _approved(jobs: Jobs) -> dict[str, Any]:
+    _, made = await jobs.ask(idempotency_key="nightly-2026-11-28")
+    await jobs.bot.click(ids.APPROVE, jobs.value(), user=ALICE)
+    await jobs.get(made["status_url"] + "?wait=10")
+    return made
+
+
+async def test_a_pending_request_is_not_started(jobs: Jobs) -> None:
+    _, made = await jobs.ask()
+    status, refused = await jobs.post(made["status_url"] + "/start", {"attempt": "a" * 32})
+    assert status == 409 and "only an approved job" in refused["error"], refused
+    assert refused["started_at"] is None
+
+
+async def test_the_first_start_is_taken_once_and_a_second_try_is_refused_saying_when(
+    jobs: Jobs,
+) -> None:
+    made = await _approved(jobs)
+    start = made["status_url"] + "/start"
+    status, first = await jobs.post(start, {"attempt": "first-try"})
+    assert status == 200 and first["started_at"] is not None and first["outcome"] is None
+    status, again = await jobs.post(start, {"attempt": "first-try"})  # its answer lost
+    assert status == 200 and again["started_at"] == first["started_at"]
+    status, other = await jobs.post(start, {"attempt": "second-try"})
+    assert status == 409 and other["started_at"] == first["started_at"], other
+    assert (
+        f"started already, at {datetime.fromisoformat(first['started_at']).isoformat()}"
+        in (other["error"])
+    )
+    audit = await jobs.bot.services.storage.audit.read(count=100)
+    assert [e.user_id for e in audit if e.event == "started"] == [made["requested_by"]]
+
+
+async def test_the_reported_outcome_is_in_the_view_and_no_start_is_taken_after_it(
+    jobs: Jobs,
+) -> None:
+    made = await _approved(jobs)
+    async with signoff.Client(jobs.base, jobs.token) as client:
+        await client.start(made["id"], "first-try")
+        view = await client.report_outcome(made["id"], exit_status=3, duration_seconds=2.5)
+        assert view.outcome is not None and view.started_at is not None
+        assert (view.outcome.exit_status, view.outcome.duration_seconds) == (3, 2.5)
+        assert view.outcome.not_run is None and view.outcome.reported_at >= view.started_at
+        refused = await jobs.post(made["status_url"] + "/start", {"attempt": "second-try"})
+    assert refused[0] == 409 and refused[1]["outcome"]["exit_status"] == 3, refused
+
+
+async def test_a_job_that_did_not_run_leaves_no_start_to_take(jobs: Jobs) -> None:
+    made = await _approved(jobs)
+    async with signoff.Client(jobs.base, jobs.token) as client:
+        await client.report_not_run(made["id"], "its check failed")
+        view = await client.get(made["id"])
+    assert view.outcome is not None and view.outcome.not_run == "its check failed"
+    status, refused = await jobs.post(made["status_url"] + "/start", {"attempt": "second-try"})
+    assert status == 409 and "outcome was reported already" in refused["error"], refused
