@@ -5,7 +5,8 @@
 
 It talks to a Signoff server (``SIGNOFF_URL``, ``SIGNOFF_TOKEN``), waits without polling
 Slack, runs the command when approved with the decision in its environment, streams its
-output, and reports how it went to the card's thread. Ctrl-C or SIGTERM while waiting
+output, and reports how it went to the card's thread. Run again under the same
+idempotency key, it runs the command once per approval. Ctrl-C or SIGTERM while waiting
 withdraws the request.
 """
 
@@ -30,6 +31,7 @@ from .gate_ask import ask
 from .gate_cli import APPROVED_NO_COMMAND, USAGE, parse_args, request_of, usage_of
 from .gate_run import SUMMARY_CHARS, environment, run
 from .gate_say import say, verdict
+from .gate_used import take, used
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -106,6 +108,11 @@ async def _gate(
         code = verdict(answer)
         if code is not None or not command:
             return APPROVED_NO_COMMAND if code is None else code
+        code = used(answer)
+        if code is None:
+            code = await take(client, answer)
+        if code is not None:
+            return code
         started = time.monotonic()
         status, tail = await run(command, environment(answer))
         duration = time.monotonic() - started

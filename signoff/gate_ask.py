@@ -66,6 +66,8 @@ async def ask(
         answer = await wait(client, view, stop)
         if isinstance(answer, int) or not check or not answer.approved:
             return answer
+        if answer.started_at is not None or answer.outcome is not None:
+            return answer  # used by an earlier gate: what its command acts on is not read
         now = await _checked(check, stop)
         if stop.is_set():
             say(

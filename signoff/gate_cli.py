@@ -22,6 +22,7 @@ UNREACHABLE = 13
 REFUSED = 14
 CHECK_FAILED = 15
 LOST = 16
+USED = 17
 EXIT_CODES = {
     APPROVED_NO_COMMAND: "approved (no command given)",
     USAGE: "usage error: bad arguments or settings, or a COMMAND that cannot be run",
@@ -33,6 +34,8 @@ EXIT_CODES = {
     "its pending limit, or its key used for another request)",
     CHECK_FAILED: "the --check command failed, or kept changing: the command did not run",
     LOST: "lost from Signoff's Redis before anyone approved: the command did not run",
+    USED: "approved, but an earlier gate with this --idempotency-key started the command "
+    "and did not report how it ended, or did not run it: not run again",
 }
 """Every exit status of the gate that is not the command's own."""
 

@@ -270,6 +270,9 @@ async def test_a_gate_stopped_while_it_reports_exits_with_the_commands_own_statu
     async def wait(self: Client, request_id: str, **_: Any) -> RequestView:
         return approved
 
+    async def start(self: Client, request_id: str, attempt: str) -> RequestView:
+        return approved.model_copy(update={"started_at": datetime.now(UTC)})
+
     async def report_outcome(self: Client, request_id: str, **_: Any) -> RequestView:
         handlers[signal.SIGTERM]()  # stopped while Signoff is asked again, and again
         await asyncio.Event().wait()
@@ -278,6 +281,7 @@ async def test_a_gate_stopped_while_it_reports_exits_with_the_commands_own_statu
     monkeypatch.setattr(loop, "add_signal_handler", capture)
     monkeypatch.setattr(Client, "create", create)
     monkeypatch.setattr(Client, "wait", wait)
+    monkeypatch.setattr(Client, "start", start)
     monkeypatch.setattr(Client, "report_outcome", report_outcome)
     code = await asyncio.wait_for(
         gate._gate(

@@ -125,3 +125,35 @@ async def test_an_https_address_of_a_plain_http_signoff_says_to_use_http(
     code = await gate._gate(Client(tls, "sgn_" + "x" * 30), ASK, ["touch", str(ran)])
     assert code == UNREACHABLE and not ran.exists()
     assert "is its address http://, not https://?" in capsys.readouterr().err
+
+
+async def test_an_approval_signoff_cannot_be_told_is_started_exits_13_and_runs_nothing(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Approved, but its Redis goes away before the gate can say it starts the command: an
+    untold run would be recorded nowhere, and run again by a retry, so it does not run."""
+    approved = _view(status="approved", decided_by="U0ALICE").model_dump_json()
+
+    async def answered(_: web.Request) -> web.Response:
+        return web.Response(status=201, text=approved, content_type="application/json")
+
+    async def down(_: web.Request) -> web.Response:
+        return web.json_response({"error": "Redis is not reachable"}, status=503)
+
+    app = web.Application()
+    app.router.add_post(REQUESTS_PATH, answered)
+    app.router.add_get(REQUESTS_PATH + "/{id}", answered)
+    app.router.add_post(REQUESTS_PATH + "/{id}/start", down)
+    server = TestServer(app, host="127.0.0.1", port=0)
+    await server.start_server()
+    monkeypatch.setattr(Client, "start", functools.partialmethod(Client.start, retry_for=0.3))
+    ran = tmp_path / "ran"
+    try:
+        url = f"http://127.0.0.1:{server.port}"
+        code = await gate._gate(Client(url, "sgn_" + "x" * 30), ASK, ["touch", str(ran)])
+    finally:
+        await server.close()
+    assert code == UNREACHABLE and not ran.exists()
+    err = capsys.readouterr().err
+    assert "Signoff could not be told the command starts" in err, err
+    assert "so it was not run; run the gate again with the same --idempotency-key" in err

@@ -1,0 +1,74 @@
+"""One approval, one run: before ``signoff gate`` runs an approved command it tells Signoff
+it starts it, and a gate re-attached under the same idempotency key to an approval an
+earlier gate used says how that one went instead of running the command again."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+
+from bot.api.schemas import RequestView
+
+from .client import Client, RequestRefused, SignoffError
+from .gate_cli import REFUSED, UNREACHABLE, USED
+from .gate_say import say
+
+_ASK_AFRESH = "signoff gate: to ask for a new approval, give a new --idempotency-key"
+
+
+async def take(client: Client, view: RequestView) -> int | None:
+    """None once Signoff took this gate's start of the approved command; else the exit
+    status, said why: an earlier gate used the approval (``used``), or Signoff could not
+    be told, so the command did not run (it would run unrecorded, and again on a retry)."""
+    try:
+        await client.start(view.id, uuid.uuid4().hex)
+    except RequestRefused as exc:
+        code = used(exc.view) if exc.view is not None else None
+        if code is not None:
+            return code
+        say(f"signoff gate: {exc}; the command was not run")
+        return REFUSED
+    except SignoffError as exc:
+        say(
+            f"signoff gate: Signoff could not be told the command starts ({exc}), so it "
+            "was not run; run the gate again with the same --idempotency-key to run it"
+        )
+        return UNREACHABLE
+    return None
+
+
+def used(view: RequestView) -> int | None:
+    """None while nobody started the approved command of ``view``; else, said how an
+    earlier gate used the approval, the exit status: the command's own when it reported
+    one (a retried step ends as the run did), else ``USED``."""
+    outcome, card = view.outcome, view.permalink or view.status_url
+    if outcome is not None and outcome.exit_status is not None:
+        when = _at(view.started_at) if view.started_at else f"ending {_at(outcome.reported_at)}"
+        how = "succeeded" if outcome.exit_status == 0 else f"failed (exit {outcome.exit_status})"
+        took = f" in {outcome.duration_seconds:.1f} s" if outcome.duration_seconds else ""
+        say(
+            f"signoff gate: the command already ran under this approval, at {when}: it "
+            f"{how}{took}; not run again: {card}"
+        )
+        say(f"signoff gate: exiting {outcome.exit_status % 256}, as that run did")
+        say(_ASK_AFRESH)
+        return outcome.exit_status % 256
+    if outcome is not None:
+        say(
+            f"signoff gate: an earlier gate did not run the command under this approval "
+            f"(at {_at(outcome.reported_at)}: {outcome.not_run}); not run now: {card}"
+        )
+    elif view.started_at is not None:
+        say(
+            f"signoff gate: an earlier gate started the command at {_at(view.started_at)} and "
+            f"did not report how it ended (it may still run, or it was killed); not run "
+            f"again: {card}"
+        )
+    else:
+        return None
+    say(_ASK_AFRESH)
+    return USED
+
+
+def _at(moment: datetime) -> str:
+    return moment.isoformat(timespec="seconds")

@@ -1,0 +1,124 @@
+"""One approval, one run: a gate retried under the same idempotency key (a cron job or CI
+step run again after its first attempt was killed) never runs an approved command a
+second time; it says how the approval was used, and how to ask afresh."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from pathlib import Path
+
+from gate_stack import MARK, Stack
+from procs import ALICE, GENERAL
+
+from bot.ui import ids
+from signoff.gate_cli import CHECK_FAILED, USED
+from storage import connect
+
+KEY = ("--idempotency-key", "cleanup-2026-11-28")
+
+
+async def _events(stack: Stack) -> list[str]:
+    storage = await connect(
+        stack.env["REDIS_URL"], prefix=stack.env.get("SIGNOFF_REDIS_PREFIX", "signoff")
+    )
+    try:
+        return [e.event for e in await storage.audit.read(count=200)]
+    finally:
+        await storage.close()
+
+
+async def test_a_retry_after_the_command_ran_exits_as_it_did_and_does_not_run_it_again(
+    stack: Stack,
+) -> None:
+    first = await stack.gate(*KEY, command=f"{MARK}; exit 3")
+    await stack.waiting(first)
+    card = await stack.card()
+    await stack.click(card, ids.APPROVE)
+    await asyncio.wait_for(first.communicate(), 30)
+    assert first.returncode == 3
+    told = await stack.sandbox.wait_for(
+        lambda: [t for t in stack.replies(card) if "failed (exit 3)" in t] or None, within=15
+    )
+
+    again = await stack.gate(*KEY, command=f"{MARK}; exit 3")
+    _, err = await asyncio.wait_for(again.communicate(), 30)
+    said = err.decode()
+    assert again.returncode == 3, said
+    assert "signoff gate: approved by " in said and f"({ALICE})" in said
+    assert "the command already ran under this approval, at " in said
+    assert "failed (exit 3) in " in said and "; not run again: http" in said
+    assert "exiting 3, as that run did" in said and "give a new --idempotency-key" in said
+    assert stack.marks.read_text() == f"{ALICE} limit=42\n"  # run once
+    assert [t for t in stack.replies(card) if "failed (exit 3)" in t] == told
+    assert [e for e in await _events(stack) if e in ("started", "outcome")] == [
+        "started",
+        "outcome",
+    ]
+
+
+async def test_a_retry_after_a_gate_killed_while_its_command_ran_does_not_run_it_again(
+    stack: Stack,
+) -> None:
+    first = await stack.gate(*KEY, command=f"{MARK}; sleep 60")
+    await stack.waiting(first)
+    card = await stack.card()
+    await stack.click(card, ids.APPROVE)
+    assert await stack.sandbox.wait_for(lambda: stack.marks.exists() or None, within=15)
+    os.killpg(first.pid, signal.SIGKILL)  # the CI runner's time ran out: nothing reported
+    await first.wait()
+
+    again = await stack.gate(*KEY)
+    _, err = await asyncio.wait_for(again.communicate(), 30)
+    said = err.decode()
+    assert again.returncode == USED, said
+    assert "an earlier gate started the command at " in said
+    assert "and did not report how it ended" in said and "not run again: http" in said
+    assert "give a new --idempotency-key" in said
+    assert stack.marks.read_text() == f"{ALICE} limit=42\n"
+
+    fresh = await stack.gate("--idempotency-key", "cleanup-2026-11-28-again")
+    await stack.waiting(fresh)  # a new key asks afresh: a new card
+    await stack.click(await stack.card(2), ids.APPROVE)
+    _, err = await asyncio.wait_for(fresh.communicate(), 30)
+    assert fresh.returncode == 0, err
+    assert stack.marks.read_text() == f"{ALICE} limit=42\n" * 2
+
+
+async def test_a_retry_after_a_gate_that_did_not_run_its_command_does_not_run_it(
+    stack: Stack, tmp_path: Path
+) -> None:
+    volumes = tmp_path / "volumes"
+    volumes.write_text("vol-a 10G\n")
+    first = await stack.gate(*KEY, "--check", f"cat {volumes}")
+    await stack.waiting(first)
+    card = await stack.card()
+    volumes.unlink()  # its check fails once approved: the approved command is not run
+    await stack.click(card, ids.APPROVE)
+    await asyncio.wait_for(first.communicate(), 30)
+    assert first.returncode == CHECK_FAILED
+
+    volumes.write_text("vol-a 10G\n")
+    again = await stack.gate(*KEY, "--check", f"cat {volumes}")
+    _, err = await asyncio.wait_for(again.communicate(), 30)
+    said = err.decode()
+    assert again.returncode == USED, said
+    assert "an earlier gate did not run the command under this approval (at " in said
+    assert "its --check failed once it was decided" in said and "give a new" in said
+    assert not stack.marks.exists()
+
+
+async def test_two_gates_on_one_key_run_the_approved_command_once(stack: Stack) -> None:
+    first = await stack.gate(*KEY, command=f"{MARK}; sleep 2")
+    await stack.waiting(first)
+    second = await stack.gate(*KEY, command=f"{MARK}; sleep 2")
+    await stack.waiting(second)
+    await stack.click(await stack.card(), ids.APPROVE)
+    done = await asyncio.wait_for(asyncio.gather(first.communicate(), second.communicate()), 30)
+    codes = sorted(g.returncode or 0 for g in (first, second))
+    said = [err.decode() for _, err in done]
+    assert codes == [0, USED] or codes == [0, 0], said
+    assert sum("not run again" in s for s in said) == 1, said
+    assert stack.marks.read_text() == f"{ALICE} limit=42\n"
+    assert len(stack.sandbox.workspace.history(GENERAL)) == 1
