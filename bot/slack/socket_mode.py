@@ -73,12 +73,12 @@ class TimedSocketModeHandler(AsyncSocketModeHandler):
             self._in_hand.discard(done)
             done.set_result(None)
 
-    async def close_after_acks(self, *, grace: float = SLACK_WAITS) -> None:
-        """Close the connection once the envelopes in hand are answered (``grace`` seconds
-        at most), as HTTP mode's shutdown lets its requests finish: closed at once, a click
-        already queued would get no ack, and Slack would show its clicker an error."""
+    async def close_after_acks(self) -> None:
+        """Close the connection once the envelopes in hand are answered (``SLACK_WAITS``
+        seconds at most), as HTTP mode's shutdown lets its requests finish: closed at once, a
+        click already queued would get no ack, and Slack would show its clicker an error."""
         if self._in_hand:
-            await asyncio.wait(set(self._in_hand), timeout=grace)
+            await asyncio.wait(set(self._in_hand), timeout=SLACK_WAITS)
         await self.close_async()  # type: ignore[no-untyped-call]
 
 
