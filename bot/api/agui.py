@@ -61,7 +61,7 @@ from storage.errors import CorruptRecordError, InvalidIdError, StorageError
 from storage.keys import check_id
 
 from .agui_cards import CardAnswers, answer_cards, carded, post_cards
-from .agui_cut_off import mid_round, running_now
+from .agui_cut_off import mid_round, ran_meanwhile_now, running_now
 from .agui_resent import remember_resume, resent_round
 from .agui_unstored import unstored_stop
 from .app_rounds import HANDED_OVER, AppRound
@@ -139,6 +139,8 @@ def add_agui_routes(
                 alone = not runs or await holding.enter_async_context(
                     services.storage.app_runs.running(str(body["threadId"]))
                 )
+                # The round seen mid-run may have ended before the hold: not continued.
+                ran_meanwhile = cut_off and alone and not await mid_round(services, agent, body)
             except CorruptRecordError as exc:  # damaged for good: asking again will not help
                 log.error("AG-UI resume of %s not taken: %s", name, exc)
                 return _error(500, "the run's stored state is damaged; see the bot's log")
@@ -149,6 +151,7 @@ def add_agui_routes(
                 answers.refusal
                 or (resent.running if resent else None)
                 or (None if alone else running_now(body))
+                or (ran_meanwhile_now(body) if ran_meanwhile else None)
             )
             ended = stop or (resent.ended if resent else None)
             await response.prepare(request)

@@ -47,3 +47,13 @@ def running_now(body: dict[str, Any]) -> Refusal:
         "(in this or another of Signoff's processes); send this again once it ends to hear "
         "how it ended",
     )
+
+
+def ran_meanwhile_now(body: dict[str, Any]) -> Refusal:
+    """Why a request that found its thread mid-round is refused once that round ended
+    before the request took the thread: it is not continued, having ended."""
+    return Refusal(
+        ROUND_RUNNING,
+        f"a round ran on thread {body.get('threadId')} as this request came, started by an "
+        "earlier request; send this again to hear how it ended",
+    )

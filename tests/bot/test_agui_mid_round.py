@@ -7,7 +7,8 @@ resume sent again hears how it ended. A round whose process died is continued in
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import aiohttp
@@ -102,3 +103,50 @@ async def test_while_a_cut_off_round_runs_the_apps_requests_are_told_it_runs(
     assert after["finished"]["outcome"] == {"type": "success"}, after
     assert after["finished"]["result"] == "done: deleted 1 file(s)"
     assert held.attempts == [1]  # once, however often the resume was sent
+
+
+async def test_a_request_that_saw_the_round_run_is_told_so_when_it_ends_before_the_hold(
+    endpoint_for: Callable[..., Awaitable[Endpoint]],
+) -> None:
+    """The app's resume, sent again, finds the thread mid-round; the round ends (and lets
+    go of the thread) before the request takes the thread: it is told the round ran, to
+    send it again to hear how it ended, and nothing is continued."""
+    held = HeldDelete()
+    endpoint = await endpoint_for(spec=held.spec())
+    url, services = endpoint.url, endpoint.bot.services
+    [first] = await run_client(url, "thread-race", [{"prompt": "clean up"}])
+    [interrupt] = first["finished"]["outcome"]["interrupts"]
+    resume = [
+        {"interruptId": interrupt["id"], "status": "resolved", "payload": {"type": "approve"}}
+    ]
+    await _cut_off(url, {"threadId": "thread-race", "runId": "r-cut", "resume": resume})
+    await asyncio.wait_for(held.entered.wait(), 10)
+
+    redis, app_runs = services.storage.client, services.storage.app_runs
+    evaluate, running, let_go = redis.eval, app_runs.running, asyncio.Event()
+
+    async def eval_and_tell(script: str, keys: list[str], args: list[Any]) -> Any:
+        done = await evaluate(script, keys, args)
+        if script == "lease_release" and keys[0].endswith(":app_run"):
+            let_go.set()
+        return done
+
+    @contextlib.asynccontextmanager
+    async def after_the_round(thread_id: str) -> AsyncIterator[bool]:
+        held.release.set()  # the round ends between the look at the thread and the hold
+        await asyncio.wait_for(let_go.wait(), 10)
+        async with running(thread_id) as ok:
+            yield ok
+
+    redis.eval = eval_and_tell  # type: ignore[method-assign]
+    app_runs.running = after_the_round  # type: ignore[method-assign]
+    [late] = await run_client(url, "thread-race", [{"resume": resume}])
+    app_runs.running = running  # type: ignore[method-assign]
+    assert late["finished"] is None, late
+    assert late["error"]["code"] == "round_running", late
+    assert "send this again" in late["error"]["message"]
+    assert held.attempts == [1]
+
+    [after] = await run_client(url, "thread-race", [{"resume": resume}])
+    assert after["finished"]["result"] == "done: deleted 1 file(s)", after
+    assert held.attempts == [1]
