@@ -138,7 +138,8 @@ class InterruptStore(Decisions, Outbox):
         """Mark an approved interrupt (edited, or answered with a reply) whose precondition
         changed before it ran: it did not run, and interrupt ``by`` asks again; a mark by
         ``over``, a request never made, is taken over once ``stale_after`` old. The record,
-        or None if it was not marked (not approved, or asked again by another first)."""
+        or None if it was not marked (not approved, its command started, or asked again
+        by another first)."""
         args: list[str | int] = [
             by,
             to_ms(now),
@@ -146,7 +147,8 @@ class InterruptStore(Decisions, Outbox):
             over or "",
             millis(stale_after),
         ]
-        status, text = await self._transition("supersede", interrupt_id, args)
+        job = self._keys.run_job(split_record_id(interrupt_id)[0])
+        status, text = await self._transition("supersede", interrupt_id, args, extra_keys=[job])
         if status != "marked":
             return None
         log.info("interrupt %s changed since it was approved; %s asks again", interrupt_id, by)

@@ -27,6 +27,16 @@ class JobRun:
     reported_at: datetime | None = None
 
 
+@dataclass(frozen=True, kw_only=True)
+class Start:
+    """A start asked for: whether it is this attempt's and when the first start was; or,
+    with nothing started, the record id of the request that superseded the approval."""
+
+    first: bool = False
+    at: datetime | None = None
+    superseded_by: str | None = None
+
+
 class JobRuns:
     """Keeps each request's ``JobRun`` in one hash, written once per field."""
 
@@ -34,19 +44,19 @@ class JobRuns:
         self._client = client
         self._keys = keys
 
-    async def start(self, run_id: str, attempt: str, *, at: datetime) -> tuple[bool, datetime]:
+    async def start(self, run_id: str, attempt: str, *, record_id: str, at: datetime) -> Start:
         """Mark the approved command of ``run_id`` started by ``attempt`` (a token of the
-        job's try, so the same call sent again finds itself); whether it is that attempt's
-        start, and when the start marked first was."""
+        job's try, so the same call sent again finds itself), unless record ``record_id``
+        (its request) was superseded: checked in the same step, so a supersede racing
+        this start lets one of them through."""
         key = self._keys.run_job(run_id)
-        async with self._client.guard(f"mark the start of run {run_id}"):
-            pipe = self._client.raw.pipeline(transaction=True)
-            pipe.hsetnx(key, "started", f"{to_ms(at)} {attempt}")
-            pipe.pexpire(key, int(KEPT.total_seconds() * 1000))
-            pipe.hget(key, "started")
-            _, _, stored = await pipe.execute()
-        ms, _, by = str(stored).partition(" ")
-        return by == attempt, _moment(key, ms)
+        args: list[str | int] = [f"{to_ms(at)} {attempt}", int(KEPT.total_seconds() * 1000)]
+        keys = [key, self._keys.record(record_id)]
+        status, stored = cast(list[str], await self._client.eval("job_start", keys, args))
+        if status == "superseded":
+            return Start(superseded_by=stored)
+        ms, _, by = stored.partition(" ")
+        return Start(first=by == attempt, at=_moment(key, ms))
 
     async def keep_outcome(self, run_id: str, report: str, *, at: datetime) -> None:
         """Keep the outcome ``report`` (JSON) of ``run_id``, unless one is kept already."""

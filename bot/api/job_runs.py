@@ -1,7 +1,8 @@
 """``POST /api/requests/{id}/start``: a job says, before it runs the approved command, that
-it starts it; once. A second start (the job retried under the same idempotency key while
-the first ran, or after it died) is refused with the request as it stands, whose
-``started_at`` and ``outcome`` tell that the approval was used, so it is used once."""
+it starts it; once, and never on an approval a later request superseded. A second start
+(the job retried under the same idempotency key while the first ran, or after it died) is
+refused with the request as it stands, whose ``started_at`` and ``outcome`` tell that the
+approval was used, so it is used once."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from storage.records import InterruptRecord
 from storage.requests import RequestMeta
 
 from .auth import Caller
-from .bodies import parse
+from .bodies import error, parse
 from .request_answers import find_request, respond, view_of
 from .schemas import JobStart
 
@@ -46,8 +47,14 @@ async def _start(
     if view.outcome is not None:
         return respond(view, status=409, note="its outcome was reported already")
     now = services.clock.now()
-    first, at = await services.storage.job_runs.start(record.run_id, body.attempt, at=now)
-    if not first:
+    start = await services.storage.job_runs.start(
+        record.run_id, body.attempt, record_id=record.id, at=now
+    )
+    if start.superseded_by is not None:
+        return await _superseded(services, record, meta, by=start.superseded_by)
+    assert start.at is not None  # a start not refused says when the first one was
+    at = start.at
+    if not start.first:
         note = f"its command was started already, at {at.isoformat()}"
         return respond(await view_of(services, record, meta), status=409, note=note)
     entry = AuditEntry(
@@ -61,3 +68,21 @@ async def _start(
     )
     await services.storage.audit.append_once(entry, once=f"start {body.attempt}")
     return respond(await view_of(services, record, meta))
+
+
+async def _superseded(
+    services: Services, record: InterruptRecord, meta: RequestMeta, *, by: str
+) -> web.StreamResponse:
+    """The refused start of an approval a later request (record ``by``) superseded: a 409
+    naming it once it was made; while it is being made, a 503 to retry (if it is refused,
+    the approval stands again)."""
+    view = await view_of(services, record, meta)
+    if view.superseded_by is not None:
+        note = (
+            f"request {view.superseded_by} superseded this approval (what it acts on "
+            "changed): its command is not started; wait on that request"
+        )
+        return respond(view, status=409, note=note)
+    refusal = error(503, "this approval is being asked again by another request; try again")
+    refusal.headers["Retry-After"] = "1"
+    return refusal

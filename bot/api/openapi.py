@@ -106,8 +106,9 @@ def openapi_document() -> dict[str, Any]:
                     "responses": {
                         "200": _view("Started"),
                         "409": _view(
-                            "Not approved, started already (by another attempt) or its "
-                            "outcome reported: the request as it is, and an error"
+                            "Not approved, superseded by a later request (superseded_by), "
+                            "started already (by another attempt) or its outcome reported: "
+                            "the request as it is, and an error"
                         ),
                         **_errors(400, 401, 404, 413, 500, 503),
                     },

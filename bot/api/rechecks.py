@@ -105,6 +105,10 @@ async def claim_superseded(
     )
     if marked is not None:
         return marked
+    run_id = earlier.record.run_id
+    if (await services.storage.job_runs.read(run_id)).started_at is not None:
+        problem = f"supersedes: request {run_id}'s command was started already"
+        return error(409, problem, "supersedes")
     latest = await services.storage.queries.get(earlier.record.id)
     by = latest.superseded_by if latest else None
     return await asked_again_already(services, earlier.record.run_id, by=by)

@@ -11,6 +11,7 @@ from pydantic import ValidationError
 from bot.services import Services
 from storage.errors import CorruptRecordError
 from storage.job_runs import JobRun
+from storage.keys import split_record_id
 from storage.records import InterruptRecord
 from storage.requests import RequestMeta, request_record_id
 
@@ -57,6 +58,9 @@ async def view_of(services: Services, record: InterruptRecord, meta: RequestMeta
         if lost is not None:
             return lost
     view = await with_names(services, request_view(record, meta, items))
+    by = record.superseded_by  # a mark by a request never made (or being made) is not told
+    if by is not None and await services.storage.queries.get(by) is not None:
+        view = view.model_copy(update={"superseded_by": split_record_id(by)[0]})
     return with_job_run(view, await services.storage.job_runs.read(record.run_id))
 
 

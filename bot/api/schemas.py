@@ -315,6 +315,11 @@ class RequestView(BaseModel):
         description="The request Redis lost that this new one, asked with the same "
         "idempotency_key, replaces.",
     )
+    superseded_by: str | None = Field(
+        default=None,
+        description="The request that asked again for this approval because what it acts "
+        "on changed: this one's command is never started; its job waits on that one.",
+    )
     started_at: datetime | None = Field(
         default=None,
         description="When its job said it started the approved command (POST .../start): "

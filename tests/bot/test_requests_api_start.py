@@ -69,3 +69,44 @@ async def test_a_job_that_did_not_run_leaves_no_start_to_take(jobs: Jobs) -> Non
     assert view.outcome is not None and view.outcome.not_run == "its check failed"
     status, refused = await jobs.post(made["status_url"] + "/start", {"attempt": "second-try"})
     assert status == 409 and "outcome was reported already" in refused["error"], refused
+
+
+async def _approved_and_asked_again(jobs: Jobs) -> tuple[dict[str, Any], dict[str, Any]]:
+    _, checked = await jobs.ask(acts_on="vol-a\nvol-b\n", idempotency_key="checked")
+    await jobs.bot.click(ids.APPROVE, jobs.value(), user=ALICE)
+    await jobs.get(checked["status_url"] + "?wait=10")
+    status, again = await jobs.ask(
+        supersedes=checked["id"], acts_on="vol-a\n", idempotency_key="asked-again"
+    )
+    assert status == 201, again
+    return checked, again
+
+
+async def test_a_superseded_approval_is_not_started_and_names_the_request_that_superseded_it(
+    jobs: Jobs,
+) -> None:
+    checked, again = await _approved_and_asked_again(jobs)
+    status, refused = await jobs.post(checked["status_url"] + "/start", {"attempt": "late-try"})
+    assert status == 409, refused
+    assert f"request {again['id']} superseded this approval" in refused["error"], refused
+    assert refused["status"] == "approved" and refused["superseded_by"] == again["id"]
+    assert refused["started_at"] is None
+    _, seen = await jobs.get(checked["status_url"])
+    assert seen["superseded_by"] == again["id"] and seen["started_at"] is None
+    audit = await jobs.bot.services.storage.audit.read(count=100)
+    assert "started" not in [e.event for e in audit]
+
+
+async def test_an_approval_whose_command_was_started_is_not_asked_again(jobs: Jobs) -> None:
+    """A start and a supersede of one approval: whichever is first, the other is refused."""
+    _, checked = await jobs.ask(acts_on="vol-a\nvol-b\n", idempotency_key="checked")
+    await jobs.bot.click(ids.APPROVE, jobs.value(), user=ALICE)
+    await jobs.get(checked["status_url"] + "?wait=10")
+    status, _ = await jobs.post(checked["status_url"] + "/start", {"attempt": "first-try"})
+    assert status == 200
+    status, refused = await jobs.ask(
+        supersedes=checked["id"], acts_on="vol-a\n", idempotency_key="asked-again"
+    )
+    assert status == 409 and "command was started already" in refused["error"], refused
+    _, seen = await jobs.get(checked["status_url"])
+    assert seen["superseded_by"] is None and seen["started_at"] is not None
