@@ -43,7 +43,7 @@ async def ask(
         return CHECK_FAILED
     request = request.model_copy(update={"acts_on": shown})
     for _ in range(_ASK_AGAIN):
-        creating = asyncio.create_task(client.create(request))
+        creating = asyncio.create_task(_made(client, request))
         try:
             view = await _unless_stopped(creating, stop)
         except RequestRefused as exc:
@@ -96,6 +96,22 @@ async def ask(
         )
     say(f"signoff gate: the check's output changed {_ASK_AGAIN} times after approval; giving up")
     return CHECK_FAILED
+
+
+async def _made(client: Client, request: NewRequest) -> RequestView:
+    """The request made (or re-attached to by its key). One superseded since (what the
+    command acts on changed after it was approved) is followed to the request that asks
+    again for it: its approval can never start the command, that one's can."""
+    view = await client.create(request)
+    for _ in range(_ASK_AGAIN):
+        if view.superseded_by is None:
+            break
+        say(
+            f"signoff gate: request {view.id} was asked again as {view.superseded_by} "
+            "(what the command acts on changed since it was approved); following it"
+        )
+        view = await client.get(view.superseded_by)
+    return view
 
 
 async def _unless_stopped(asking: asyncio.Task[T], stop: asyncio.Event) -> T | None:

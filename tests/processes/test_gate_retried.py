@@ -122,3 +122,45 @@ async def test_two_gates_on_one_key_run_the_approved_command_once(stack: Stack) 
     assert sum("not run again" in s for s in said) == 1, said
     assert stack.marks.read_text() == f"{ALICE} limit=42\n"
     assert len(stack.sandbox.workspace.history(GENERAL)) == 1
+
+
+async def test_a_retry_meeting_a_superseded_approval_follows_the_request_that_asks_again(
+    stack: Stack, tmp_path: Path
+) -> None:
+    """The first gate's check changed once approved, so it asked again, and was killed while
+    that request waited. Its retry re-attaches by key to the old approval, whose check
+    output is back to what its card showed: the old approval is not used; the retry waits
+    on the request asking again, checks again once that is approved, and asks again."""
+    volumes = tmp_path / "volumes"
+    volumes.write_text("vol-a 10G\nvol-b 20G\n")
+    check = (*KEY, "--check", f"cat {volumes}")
+    first = await stack.gate(*check)
+    await stack.waiting(first)
+    card = await stack.card()
+    volumes.write_text("vol-a 10G\nvol-c 5G\n")
+    await stack.click(card, ids.APPROVE)
+    again = await stack.asked_again(card)
+    os.killpg(first.pid, signal.SIGKILL)  # the cron host rebooted while it waited again
+    await first.wait()
+
+    volumes.write_text("vol-a 10G\nvol-b 20G\n")  # what the superseded approval was of
+    retry = await stack.gate(*check)
+    assert retry.stderr is not None
+    followed = await asyncio.wait_for(retry.stderr.readline(), 30)
+    assert b" was asked again as req_" in followed and b"; following it" in followed, followed
+    await stack.waiting(retry)  # on the request asking again, not on the old approval
+    assert not stack.marks.exists()
+
+    await stack.click(again, ids.APPROVE)  # of vol-c; the check prints vol-b again
+    ws = stack.sandbox.workspace
+    third = await stack.sandbox.wait_for(
+        lambda: next(iter([m for m in ws.replies(GENERAL, card.ts)[1:] if m.blocks][1:]), None),
+        within=15,
+    )
+    assert "Changed since it was approved" in str(third.blocks)
+    assert not stack.marks.exists()
+    await stack.click(third, ids.APPROVE)
+    _, err = await asyncio.wait_for(retry.communicate(), 30)
+    assert retry.returncode == 0, err
+    assert stack.marks.read_text() == f"{ALICE} limit=42\n"  # once, under the last approval
+    assert (await _events(stack)).count("started") == 1
