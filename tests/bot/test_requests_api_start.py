@@ -12,6 +12,7 @@ from requests_jobs import Jobs
 
 import signoff
 from bot.ui import ids
+from storage.requests import request_record_id
 
 
 async def _approved(jobs: Jobs) -> dict[str, Any]:
@@ -110,3 +111,22 @@ async def test_an_approval_whose_command_was_started_is_not_asked_again(jobs: Jo
     assert status == 409 and "command was started already" in refused["error"], refused
     _, seen = await jobs.get(checked["status_url"])
     assert seen["superseded_by"] is None and seen["started_at"] is not None
+
+
+async def test_a_start_while_the_approval_is_being_asked_again_is_retried_later(
+    jobs: Jobs,
+) -> None:
+    """Marked as asked again by a request still being made: not started, and not refused
+    for good either (if that request is refused, the approval stands again)."""
+    _, checked = await jobs.ask(acts_on="vol-a\nvol-b\n", idempotency_key="checked")
+    await jobs.bot.click(ids.APPROVE, jobs.value(), user=ALICE)
+    await jobs.get(checked["status_url"] + "?wait=10")
+    storage, now = jobs.bot.services.storage, jobs.bot.services.clock.now()
+    being_made = request_record_id("req_" + "e" * 32)
+    rid = request_record_id(checked["id"])
+    assert await storage.interrupts.supersede(rid, by=being_made, now=now) is not None
+    status, refused = await jobs.post(checked["status_url"] + "/start", {"attempt": "first-try"})
+    assert status == 503 and "being asked again" in refused["error"], refused
+    await storage.interrupts.unsupersede(rid, by=being_made, now=now)
+    status, started = await jobs.post(checked["status_url"] + "/start", {"attempt": "first-try"})
+    assert status == 200 and started["started_at"] is not None, started
