@@ -45,9 +45,7 @@ async def _renew(client: RedisClient, key: str, token: str, lasts_ms: int) -> No
     while True:
         await asyncio.sleep(lasts_ms / 3000)
         try:
-            async with client.guard("renew a lease"):
-                if await client.raw.get(key) != token:
-                    return
-                await client.raw.pexpire(key, lasts_ms)
+            if not await client.eval("lease_renew", [key], [token, lasts_ms]):
+                return
         except StorageError as exc:
             log.warning("%s; trying again", exc)

@@ -13,6 +13,7 @@ from storage_helpers import DIGEST, NOW, make_record, wait_for
 from agent_runtime.errors import StaleSessionError, ThreadBusyError
 from agent_runtime.interrupts import Decision
 from storage import ResumeJob, Storage
+from storage.errors import StorageUnavailableError
 
 
 async def _decided_run(storage: Storage) -> str:
@@ -179,18 +180,18 @@ async def test_a_lease_renewal_that_fails_once_is_tried_again(
     """Redis unreachable at one renewal: the next beat renews the lease, so a step that
     runs longer than the lease still holds the thread alone, and ends as it ran."""
     monkeypatch.setattr("storage.sessions.LEASE_MS", 300)
-    raw, key = storage.client.raw, storage.keys.thread_lease("thread_renewed")
-    real_get = raw.get
+    client, key = storage.client, storage.keys.thread_lease("thread_renewed")
+    real_eval = client.eval
     renewals: list[str] = []
 
-    async def flaky_get(name: str, *args: object, **kwargs: object) -> object:
-        if name == key:
+    async def flaky_eval(name: str, keys: list[str], args: list[str | int]) -> object:
+        if name == "lease_renew" and keys == [key]:
             renewals.append("failed" if not renewals else "renewed")
             if renewals == ["failed"]:
-                raise aioredis.ConnectionError("Redis went away")
-        return await real_get(name, *args, **kwargs)
+                raise StorageUnavailableError("Redis went away")
+        return await real_eval(name, keys, args)
 
-    monkeypatch.setattr(raw, "get", flaky_get)
+    monkeypatch.setattr(client, "eval", flaky_eval)
     async with storage.sessions.lease("thread_renewed"):
 
         async def renewed_past_a_lease() -> bool:
