@@ -127,11 +127,15 @@ def add_operator_routes(
             damaged_read=storage.queries.damaged_seen,
             loops_failing=len(services.outage.failing),
         )
-        return web.Response(text=text, content_type="text/plain", charset="utf-8")
+        return web.Response(text=text, headers={"Content-Type": EXPOSITION})
 
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics_page)
+
+
+EXPOSITION = "text/plain; version=0.0.4; charset=utf-8"
+"""Prometheus' text exposition format, named by the content type its scrapers expect."""
 
 
 async def _redis(services: Services) -> str | None:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
+
+from harness import Harness
 
 from bot.services.metrics import Metrics
 
@@ -57,3 +60,11 @@ def test_the_readmes_metrics_table_is_what_the_bot_serves_with_the_types_it_says
     assert said == served
     assert {name: label for name, label, _ in rows if label} == labels
     assert all(name.endswith("_total") for name, kind in served.items() if kind == "counter")
+
+
+async def test_metrics_are_served_with_the_exposition_formats_content_type(make_bot: Any) -> None:
+    """Prometheus reads the text format by its content type, version 0.0.4 included."""
+    bot: Harness = await make_bot()
+    async with bot.http.get(bot.url + "/metrics") as response:
+        assert response.status == 200
+        assert response.headers["Content-Type"] == "text/plain; version=0.0.4; charset=utf-8"
