@@ -10,6 +10,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from .bodies import MAX_BODY
+from .json_errors import TIMED_OUT
 from .long_polls import MAX_WAIT
 from .request_records import REQUESTS_PATH
 from .schemas import ApiError, JobStart, NewRequest, OutcomeReport, RequestView, Withdrawal
@@ -48,6 +49,7 @@ def openapi_document() -> dict[str, Any]:
         "components": {
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
             "schemas": schemas["$defs"],
+            "responses": _SHARED,
         },
         "paths": {
             REQUESTS_PATH: {
@@ -155,12 +157,19 @@ def _view(description: str) -> dict[str, Any]:
 
 
 def _errors(*statuses: int) -> dict[str, Any]:
+    """The operation's own errors, and the ones the server answers on every path."""
+    own = {str(status): _error(_ERRORS[status]) for status in statuses}
     return {
-        str(status): {
-            "description": _ERRORS[status],
-            "content": {"application/json": {"schema": _ref("ApiError")}},
-        }
-        for status in statuses
+        **own,
+        **{status: {"$ref": f"#/components/responses/{name}"} for status, name in _ON_EVERY_PATH},
+    }
+
+
+def _error(description: str, **more: Any) -> dict[str, Any]:
+    return {
+        "description": description,
+        "content": {"application/json": {"schema": _ref("ApiError")}},
+        **more,
     }
 
 
@@ -168,7 +177,10 @@ _ERRORS = {
     400: "Bad input; the error names the field",
     401: "No valid API token",
     403: "The client may not post to that channel",
-    404: "No such request (or another client's; for a new one, the one it supersedes)",
+    404: (
+        "No such request (or another client's; for a new one, the one it supersedes), or "
+        "no endpoint at that path"
+    ),
     409: "The request is not in a state that allows this",
     413: f"The body is larger than the server takes ({MAX_BODY} bytes)",
     429: (
@@ -181,4 +193,14 @@ _ERRORS = {
         "Storage is unreachable, or another request asking again for the approved one this "
         "one supersedes is being made; nothing was changed, ask again (after Retry-After)"
     ),
+}
+
+_ON_EVERY_PATH = (("405", "MethodNotAllowed"), ("504", "TimedOut"))
+"""Answers of the server's own (``json_errors``) that any path may give, shared by name."""
+_SHARED = {
+    "MethodNotAllowed": _error(
+        "The path does not take this method; Allow lists the ones it does",
+        headers={"Allow": {"required": True, "schema": {"type": "string"}}},
+    ),
+    "TimedOut": _error(f"The server timed out: {TIMED_OUT}"),
 }

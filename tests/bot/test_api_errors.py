@@ -8,10 +8,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import schemathesis
 from requests_jobs import ADMIN_TOKEN, Jobs
 
 from bot.api import requests as requests_api
 from bot.api.json_errors import TIMED_OUT, UNEXPECTED
+from bot.api.openapi import OPENAPI_PATH
 
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 SECRET = "xoxb-secret-in-an-error"
@@ -121,3 +123,21 @@ async def test_an_unexpected_exception_before_an_agui_stream_starts_is_a_json_50
     run = {"threadId": "thread_1", "runId": "run_1", "messages": []}
     status, _, text, answer = await _call(jobs, "POST", "/agui/cleanup", json=run, headers=ADMIN)
     assert status == 500 and answer == {"error": UNEXPECTED} and SECRET not in text
+
+
+async def test_the_openapi_document_lists_the_servers_own_json_errors_on_every_path(
+    jobs: Jobs,
+) -> None:
+    """404 (unknown path), 405 (with Allow) and 504 are answered on every path, so the
+    document says so, and still loads as OpenAPI."""
+    _, _, _, document = await _call(jobs, "GET", OPENAPI_PATH)
+    shared = document["components"]["responses"]
+    assert "Allow" in shared["MethodNotAllowed"]["headers"]
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            answers = operation["responses"]
+            assert "no endpoint" in answers["404"]["description"], (method, path)
+            assert answers["405"] == {"$ref": "#/components/responses/MethodNotAllowed"}
+            assert answers["504"] == {"$ref": "#/components/responses/TimedOut"}
+    schema = schemathesis.openapi.from_dict(document)
+    assert all(result.ok() for result in schema.get_all_operations())
