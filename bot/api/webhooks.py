@@ -6,8 +6,9 @@ until the receiver takes it.
 one delivery per event (the event's stream id is the delivery id; a request with items
 gets one, with its outcome, once every item is decided); ``WebhookSender`` sends
 what is due, retrying with backoff (5 s, 10 s, ... at most an hour apart) for
-``GIVE_UP_AFTER``. A receiver may see an event twice (a sender died after sending), never
-two ids for one event: it drops duplicates by ``X-Signoff-Delivery``.
+``GIVE_UP_AFTER``, or not at all once the receiver answers 410 Gone. A receiver may see
+an event twice (a sender died after sending), never two ids for one event: it drops
+duplicates by ``X-Signoff-Delivery``.
 """
 
 from __future__ import annotations
@@ -133,6 +134,15 @@ class WebhookSender:
             await outbox.done(delivery.id)
             services.metrics.webhooks["delivered"] += 1
             return True
+        if status == 410:  # the receiver says the endpoint is gone for good
+            await outbox.done(delivery.id)
+            log.error(
+                "webhook %s to %s dropped: the receiver answered 410 Gone; not tried again",
+                delivery.id,
+                delivery.client,
+            )
+            services.metrics.webhooks["dropped"] += 1
+            return False
         now = services.clock.now()
         if now - delivery.created_at >= GIVE_UP_AFTER:
             await outbox.done(delivery.id)

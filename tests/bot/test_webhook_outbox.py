@@ -189,3 +189,23 @@ async def test_a_damaged_requests_event_read_again_after_its_ack_failed_is_count
     await events.handle(batch)  # taken over again, as after the take-over time
     assert services.metrics.webhooks == {"dropped": 1}
     assert hooked.receiver.got == []
+
+
+async def test_a_receiver_answering_410_gone_is_not_tried_again(
+    hooked: Hooked, caplog: pytest.LogCaptureFixture
+) -> None:
+    """410 says the endpoint is gone for good: dropped at once, told once, counted."""
+    hooked.receiver.status = 410
+    made = await hooked.ask()
+    headers = {"Authorization": f"Bearer {hooked.token}"}
+    async with hooked.http.post(f"{hooked.base}{made['status_url']}/withdraw", headers=headers):
+        pass
+    await hooked.got(1)
+    await hooked.settled("done")
+    assert hooked.bot.services.metrics.webhooks == {"dropped": 1}
+    assert await hooked.bot.services.storage.webhooks.waiting() == 0
+    told = [r.getMessage() for r in caplog.records if "410 Gone" in r.getMessage()]
+    assert len(told) == 1 and "not tried again" in told[0], told
+    hooked.bot.clock.advance(timedelta(hours=1))
+    assert await hooked.bot.services.storage.webhooks.claim_due(hooked.bot.clock.now()) == []
+    assert len(hooked.receiver.got) == 1
