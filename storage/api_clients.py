@@ -16,6 +16,7 @@ from typing import cast
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .client import RedisClient
+from .damage import what_is_wrong
 from .errors import CorruptRecordError, InvalidIdError
 from .keys import Keys
 
@@ -159,8 +160,4 @@ def _parse(key: str, name: str, text: str) -> ApiClient:
     try:
         return ApiClient.model_validate_json(text)
     except ValidationError as exc:
-        problems = (
-            f"{'.'.join(str(p) for p in error['loc']) or 'the record'}: {error['msg']}"
-            for error in exc.errors(include_input=False)
-        )
-        raise CorruptRecordError(key, "; ".join(problems), field=name) from exc
+        raise CorruptRecordError(key, what_is_wrong(exc), field=name) from exc

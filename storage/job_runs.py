@@ -91,4 +91,4 @@ def _moment(key: str, ms: str) -> datetime:
     try:
         return from_ms(int(ms))
     except ValueError as exc:
-        raise CorruptRecordError(key, f"a time is not a number: {ms!r}") from exc
+        raise CorruptRecordError(key, "a time is not a number") from exc

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import cast
 
 from .client import RedisClient
+from .damage import what_is_wrong
 from .errors import CorruptRecordError, InvalidIdError
 from .keys import Keys, check_id, is_record_id, split_record_id
 from .outcomes import Page
@@ -187,7 +188,7 @@ class InterruptQueries:
         try:
             ids = json.loads(raw or "null")
         except ValueError as exc:
-            raise CorruptRecordError(key, f"batch_items: {exc}") from exc
+            raise CorruptRecordError(key, f"batch_items: {what_is_wrong(exc)}") from exc
         if not isinstance(ids, list) or not ids or not all(is_record_id(str(i)) for i in ids):
             raise CorruptRecordError(key, "batch_items: not a list of record ids")
         return tuple(ids)

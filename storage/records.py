@@ -19,6 +19,7 @@ from agent_runtime.interrupts import Decision, DecisionType, Interrupt, Interrup
 from agent_runtime.messages import args_digest
 
 from .approvers import ApproverPolicy, Rung
+from .damage import what_is_wrong
 from .epoch import from_ms, to_ms
 from .errors import CorruptRecordError
 from .holds import HeldDecision, Undone, held_fields, read_held, read_undone, undone_fields
@@ -308,7 +309,7 @@ class InterruptRecord(BaseModel):
         try:
             fields = json.loads(text)
         except ValueError as exc:
-            raise CorruptRecordError(key, f"not JSON: {exc}") from exc
+            raise CorruptRecordError(key, what_is_wrong(exc)) from exc
         if not isinstance(fields, dict):
             raise CorruptRecordError(key, "not a JSON object")
         return cls.from_hash(key, fields)
@@ -367,7 +368,7 @@ class InterruptRecord(BaseModel):
                 undone=read_undone(fields),
             )
         except (KeyError, ValueError, TypeError, ValidationError) as exc:
-            raise CorruptRecordError(key, f"{type(exc).__name__}: {exc}") from exc
+            raise CorruptRecordError(key, what_is_wrong(exc)) from exc
         if record.id != fields.get("id"):
-            raise CorruptRecordError(key, f"its id field {fields.get('id')!r} does not match")
+            raise CorruptRecordError(key, "its id field does not match its key")
         return record

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from agent_runtime.closed_model import ClosedModel
 
 from .client import RedisClient
+from .damage import what_is_wrong
 from .epoch import from_ms
 from .errors import CorruptRecordError
 from .keys import Keys, record_id
@@ -237,7 +238,7 @@ class RequestStore:
                 channel=place.get("channel") or None,
             )
         except ValueError as exc:
-            raise CorruptRecordError(key, f"a time is not a number: {exc}") from exc
+            raise CorruptRecordError(key, "a time is not a number") from exc
 
     async def meta(self, run_id: str) -> RequestMeta | None:
         """The stored request of ``run_id``; None when there is none."""
@@ -251,7 +252,7 @@ def _parse(key: str, text: str) -> RequestMeta:
     try:
         return RequestMeta.model_validate_json(text)
     except ValidationError as exc:
-        raise CorruptRecordError(key, str(exc)) from exc
+        raise CorruptRecordError(key, what_is_wrong(exc)) from exc
 
 
 def _ms(delta: timedelta) -> int:

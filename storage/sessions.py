@@ -13,6 +13,7 @@ from agent_runtime.errors import StaleSessionError, ThreadBusyError
 from agent_runtime.session import Snapshot, StoredSession
 
 from .client import RedisClient
+from .damage import what_is_wrong
 from .errors import CorruptRecordError
 from .keys import Keys
 from .leases import held
@@ -26,7 +27,7 @@ def parse_session(key: str, version: object, raw: object) -> StoredSession:
             raise ValueError("the snapshot is not a JSON object")
         return StoredSession(version=int(cast(str, version)), snapshot=snapshot)
     except (TypeError, ValueError) as exc:
-        raise CorruptRecordError(key, str(exc)) from exc
+        raise CorruptRecordError(key, what_is_wrong(exc)) from exc
 
 
 SESSION_TTL = timedelta(days=30)

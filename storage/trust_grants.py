@@ -19,6 +19,7 @@ from typing import cast
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .client import RedisClient
+from .damage import what_is_wrong
 from .epoch import to_ms
 from .errors import CorruptRecordError
 from .keys import Keys, check_id
@@ -146,4 +147,4 @@ def _parse(key: str, text: str) -> TrustGrant:
     try:
         return TrustGrant.model_validate_json(text)
     except ValidationError as exc:
-        raise CorruptRecordError(key, f"not a trust grant: {exc}") from exc
+        raise CorruptRecordError(key, f"not a trust grant: {what_is_wrong(exc)}") from exc

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from .audit import AuditEntry, entries_of
 from .client import RedisClient
 from .consumer_group import ConsumerGroup
+from .damage import what_is_wrong
 from .epoch import to_ms
 from .errors import CorruptRecordError
 from .keys import Keys
@@ -114,7 +115,9 @@ class WebhookOutbox:
                 found.append(WebhookDelivery.model_validate_json(text))
             except ValidationError as exc:
                 await self.done(delivery_id)
-                raise CorruptRecordError(self._keys.webhook(delivery_id), str(exc)) from exc
+                raise CorruptRecordError(
+                    self._keys.webhook(delivery_id), what_is_wrong(exc)
+                ) from exc
         return found
 
     async def retry(self, delivery: WebhookDelivery, *, at: datetime) -> None:

@@ -9,6 +9,7 @@ from aiohttp import web
 from pydantic import ValidationError
 
 from bot.services import Services
+from storage.damage import what_is_wrong
 from storage.errors import CorruptRecordError
 from storage.job_runs import JobRun
 from storage.keys import split_record_id
@@ -71,7 +72,7 @@ def with_job_run(view: RequestView, job: JobRun) -> RequestView:
         try:
             report = OutcomeReport.model_validate_json(job.outcome)
         except ValidationError as exc:
-            raise CorruptRecordError(f"the outcome of {view.id}", str(exc)) from exc
+            raise CorruptRecordError(f"the outcome of {view.id}", what_is_wrong(exc)) from exc
         outcome = OutcomeView(
             exit_status=report.exit_status,
             duration_seconds=report.duration_seconds,
