@@ -4,20 +4,32 @@ Both are audited."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import re
 from datetime import date, datetime, time, timedelta
 
+from slack_bolt.context.ack.async_ack import AsyncAck
+from slack_bolt.context.respond.async_respond import AsyncRespond
+
 from bot.services import Services
+from bot.services.ack_budget import ACK_BUDGET
 from bot.ui.blocks import date_token, user_mention
 from bot.ui.mrkdwn import code_span
+from bot.ui.refusals import STORAGE_DOWN
 from storage.audit import AuditEntry
 from storage.away import Away
+from storage.errors import StorageError
+
+log = logging.getLogger(__name__)
 
 _AWAY = re.compile(r"^away\s+until\s+(?P<day>\S+)(?:\s+to\s+(?P<who>\S+))?$")
 _WHO = re.compile(
     r"^(?:<@(?P<escaped>[UW][A-Z0-9]{2,20})(?:\|[^>]*)?>|(?P<bare>[UW][A-Z0-9]{2,20}))$"
 )
 _LONGEST = timedelta(days=366)
+NOTING = "Noting that takes a moment: nothing is noted yet; the answer follows here."
+"""The ack when Slack or Redis is slow: Slack shows its own error past 3 seconds."""
 USAGE = (
     "Use `/signoff away until YYYY-MM-DD to @someone` (the date is when you are back, in "
     "your time zone; `to @someone` is optional), and `/signoff back` when you are."
@@ -26,6 +38,33 @@ USAGE = (
 
 def is_away_command(text: str) -> bool:
     return text == "back" or text.split(" ", 1)[0] == "away"
+
+
+async def answer_away(
+    services: Services, user: str, text: str, ack: AsyncAck, respond: AsyncRespond
+) -> None:
+    """Answer ``/signoff away|back`` on the ack when it is noted within ``ACK_BUDGET``;
+    else ack then, saying nothing is noted yet, and send what came of it through the
+    command's ``response_url``."""
+    noting = asyncio.ensure_future(_noted(services, user, text))
+    done, _ = await asyncio.wait({noting}, timeout=ACK_BUDGET)
+    if done:
+        await ack(text=noting.result())
+        return
+    await ack(text=NOTING)
+    services.background.spawn(_respond_once_noted(noting, respond), name=f"away {user}")
+
+
+async def _noted(services: Services, user: str, text: str) -> str:
+    try:
+        return await away_command(services, user, text)
+    except StorageError as exc:
+        log.error("away of %s not noted: %s", user, exc)
+        return STORAGE_DOWN
+
+
+async def _respond_once_noted(noting: asyncio.Future[str], respond: AsyncRespond) -> None:
+    await respond(text=await noting, response_type="ephemeral")
 
 
 async def away_command(services: Services, user: str, text: str) -> str:

@@ -36,7 +36,7 @@ from bot.ui.refusals import LIST_DOWN, STORAGE_DOWN
 from storage.errors import InvalidIdError, StorageError
 from storage.outcomes import Page
 
-from .away import away_command, is_away_command
+from .away import answer_away, is_away_command
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +47,7 @@ the input after them (a colleague to tell) are the run's, kept as typed."""
 
 
 def command_listener(services: Services) -> Any:
-    async def on_command(ack: AsyncAck, body: dict[str, Any]) -> None:
+    async def on_command(ack: AsyncAck, respond: AsyncRespond, body: dict[str, Any]) -> None:
         text = str(body.get("text") or "").strip()
         user, channel = str(body.get("user_id", "")), str(body.get("channel_id", ""))
         match = _RUN.match(text)
@@ -55,10 +55,7 @@ def command_listener(services: Services) -> Any:
         if text == "help":
             await ack(text=help_text())
         elif is_away_command(text):
-            try:
-                await ack(text=await away_command(services, user, text))
-            except StorageError:
-                await ack(text=STORAGE_DOWN)
+            await answer_away(services, user, text, ack, respond)
         elif match and spec is None:
             await ack(text=unknown_agent(services, match["agent"]))
         elif spec and not spec.starts_freely(user) and not spec.starter_groups:

@@ -66,6 +66,8 @@ class FakeSlack:
         ``msg_blocks_too_long``, as Slack does past its (undocumented) total."""
         self.after: dict[str, Callable[[], object]] = {}
         """Run once, just after a method is answered normally: what happens next, staged."""
+        self.held: dict[str, asyncio.Event] = {}
+        """Methods answered only once their event is set: a Slack slow to answer them."""
         self.sockets: list[web.WebSocketResponse] = []
         self.socket_acks: list[dict[str, Any]] = []
         self.ticket = 0
@@ -204,6 +206,8 @@ class FakeSlack:
             return web.json_response({"ok": False, "error": "invalid_auth"})
         args = await _read_args(request)
         call = Call(method=method, args=args)
+        if (release := self.held.get(method)) is not None:
+            await release.wait()
         try:
             if self.down:
                 self.failed.append(call)
