@@ -9,26 +9,26 @@ from __future__ import annotations
 from aiohttp import web
 
 from bot.services import Services
-from bot.services.log_context import log_ids
 from storage.audit import AuditEntry
 from storage.records import InterruptRecord
 from storage.requests import RequestMeta
 
 from .auth import Caller
 from .bodies import error, parse
-from .request_answers import find_request, respond, view_of
+from .request_answers import respond, view_of, with_request
 from .schemas import JobStart
 
 
 async def start_job(services: Services, request: web.Request, caller: Caller) -> web.StreamResponse:
     """Take the start of the approved command of the caller's request named in the path."""
-    found = await find_request(
-        services, request, caller, lost="only an approved job starts", approved_ok=True
+    return await with_request(
+        services,
+        request,
+        caller,
+        lambda record, meta: _start(services, request, caller, record, meta),
+        lost="only an approved job starts",
+        approved_ok=True,
     )
-    if isinstance(found, web.Response):
-        return found
-    with log_ids(record_id=found[0].id, run_id=found[0].run_id, channel=found[0].channel):
-        return await _start(services, request, caller, *found)
 
 
 async def _start(

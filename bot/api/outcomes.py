@@ -10,7 +10,6 @@ import hashlib
 from aiohttp import web
 
 from bot.services import Services
-from bot.services.log_context import log_ids
 from bot.ui.notes import post_in_thread
 from storage.audit import AuditEntry
 from storage.errors import StorageError
@@ -19,7 +18,7 @@ from storage.requests import RequestMeta
 
 from .auth import Caller
 from .bodies import error, parse
-from .request_answers import answer, find_request, view_of
+from .request_answers import answer, view_of, with_request
 from .schemas import APPROVED_STATUSES, OutcomeReport
 
 
@@ -27,13 +26,14 @@ async def report_outcome(
     services: Services, request: web.Request, caller: Caller
 ) -> web.StreamResponse:
     """Take the outcome of the caller's approved request named in the path."""
-    found = await find_request(
-        services, request, caller, lost="only an approved job has an outcome", approved_ok=True
+    return await with_request(
+        services,
+        request,
+        caller,
+        lambda record, meta: _outcome(services, request, caller, record, meta),
+        lost="only an approved job has an outcome",
+        approved_ok=True,
     )
-    if isinstance(found, web.Response):
-        return found
-    with log_ids(record_id=found[0].id, run_id=found[0].run_id, channel=found[0].channel):
-        return await _outcome(services, request, caller, *found)
 
 
 async def _outcome(

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 from pydantic import ValidationError
 
 from bot.services import Services
+from bot.services.log_context import log_ids
 from storage.damage import what_is_wrong
 from storage.errors import CorruptRecordError
 from storage.job_runs import JobRun
@@ -49,6 +51,25 @@ async def find_request(
     if record is None:
         return await lost_answer(services, run_id, meta, note=lost)
     return record, meta
+
+
+async def with_request(
+    services: Services,
+    request: web.Request,
+    caller: Caller,
+    handle: Callable[[InterruptRecord, RequestMeta], Awaitable[web.StreamResponse]],
+    *,
+    lost: str,
+    approved_ok: bool = False,
+) -> web.StreamResponse:
+    """``handle`` the caller's request named in the path, its ids in every log line it
+    writes; a request not found is answered as ``find_request`` answers it."""
+    found = await find_request(services, request, caller, lost=lost, approved_ok=approved_ok)
+    if isinstance(found, web.Response):
+        return found
+    record, meta = found
+    with log_ids(record_id=record.id, run_id=record.run_id, channel=record.channel):
+        return await handle(record, meta)
 
 
 async def view_of(services: Services, record: InterruptRecord, meta: RequestMeta) -> RequestView:

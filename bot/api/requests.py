@@ -58,7 +58,7 @@ from .open_calls import OpenCalls
 from .outcomes import report_outcome
 from .pending_limit import over_pending_limit, too_many_pending
 from .rechecks import claim_superseded, kept_unless_made, show_superseded, superseded
-from .request_answers import answer, find_request, respond, view_of
+from .request_answers import answer, find_request, respond, view_of, with_request
 from .request_bodies import longest_wait, request_channels, request_digest
 from .request_records import REQUESTS_PATH, request_records
 from .schemas import NewRequest, Withdrawal
@@ -287,11 +287,13 @@ class _RequestsApi:
             )
 
     async def withdraw(self, request: web.Request, caller: Caller) -> web.StreamResponse:
-        found = await find_request(self._services, request, caller, lost="it was no longer pending")
-        if isinstance(found, web.Response):
-            return found
-        with log_ids(record_id=found[0].id, run_id=found[0].run_id, channel=found[0].channel):
-            return await self._withdraw(request, caller, *found)
+        return await with_request(
+            self._services,
+            request,
+            caller,
+            lambda record, meta: self._withdraw(request, caller, record, meta),
+            lost="it was no longer pending",
+        )
 
     async def _withdraw(
         self, request: web.Request, caller: Caller, record: InterruptRecord, meta: RequestMeta
