@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import shutil
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -33,11 +33,38 @@ from bot.process.wiring import make_services
 from bot.services.callbacks import CallbackPolicy
 from bot.services.limits import ApiLimits
 from bot.slack.app import build_app
-from storage import Storage
+from storage import EmbeddedRedis, Storage, connect
 from storage.webhooks import WebhookDelivery
 
 BACKOFF = 0.01
 """The bots' Slack client retries as often as an operator's, without its seconds of backoff."""
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[EmbeddedRedis]:
+    """A Redis of the test's own, which it stops, or freezes, and starts again; a module
+    puts the bot on it by overriding ``storage`` with ``own_storage``."""
+    own = EmbeddedRedis(tmp_path / "redis")
+    own.start()
+    yield own
+    own.stop()
+
+
+@pytest.fixture
+def retries() -> int:
+    """How often ``own_storage`` tries a lost connection again: as in production (about
+    1.2 s), unless a test whose point is not how long a call waits sets fewer."""
+    return 4
+
+
+@pytest.fixture
+async def own_storage(
+    server: EmbeddedRedis, key_prefix: str, retries: int
+) -> AsyncIterator[Storage]:
+    """Storage on the test's own ``server``."""
+    store = await connect(server.url, prefix=key_prefix, retries=retries)
+    yield store
+    await store.close()
 
 
 @pytest.fixture

@@ -3,9 +3,7 @@ was made, and nothing is made twice."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -17,24 +15,20 @@ from bot.api.request_records import REQUESTS_PATH
 from bot.process.web import operator_app
 from bot.schedule.scheduler import Scheduler
 from bot.ui import ids
-from storage import EmbeddedRedis, Storage, connect
+from storage import EmbeddedRedis, Storage
 from storage.sweeps import POST_LEASE
 
 
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[EmbeddedRedis]:
-    """A Redis of this module's own, which its tests stop and start again."""
-    own = EmbeddedRedis(tmp_path / "redis")
-    own.start()
-    yield own
-    own.stop()
+def storage(own_storage: Storage) -> Storage:
+    """The bot's storage is on this module's own Redis, which its tests stop and start again."""
+    return own_storage
 
 
 @pytest.fixture
-async def storage(server: EmbeddedRedis, key_prefix: str) -> AsyncIterator[Storage]:
-    store = await connect(server.url, prefix=key_prefix, retries=1)
-    yield store
-    await store.close()
+def retries() -> int:
+    """One: enough to reconnect once Redis is back, without 1.2 s of retries for each step."""
+    return 1
 
 
 async def test_a_call_while_redis_is_down_is_a_503_saying_nothing_was_changed(

@@ -6,8 +6,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,23 +15,14 @@ from socket_bot import SocketBot
 
 from bot.ui import ids
 from bot.ui.refusals import FORM_UNCONFIRMED, LIST_DOWN, STORAGE_DOWN, UNCONFIRMED
-from storage import EmbeddedRedis, Storage, connect
+from storage import EmbeddedRedis, Storage
 
 
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[EmbeddedRedis]:
-    """A Redis of this module's own, which its tests stop, or freeze, and start again."""
-    own = EmbeddedRedis(tmp_path / "redis")
-    own.start()
-    yield own
-    own.stop()
-
-
-@pytest.fixture
-async def storage(server: EmbeddedRedis, key_prefix: str) -> AsyncIterator[Storage]:
-    store = await connect(server.url, prefix=key_prefix)
-    yield store
-    await store.close()
+def storage(own_storage: Storage) -> Storage:
+    """The bot's storage is on this module's own Redis, which its tests stop, or freeze,
+    and start again."""
+    return own_storage
 
 
 async def test_while_redis_is_down_each_answer_says_so_and_nothing_changes(

@@ -8,9 +8,8 @@ import json
 import logging
 import os
 import signal
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -30,27 +29,11 @@ from bot.schedule.scheduler import Scheduler
 from bot.ui import ids
 from bot.ui.refusals import LIST_DOWN, STORAGE_DOWN, UNCONFIRMED
 from signoff import Client, NewRequest
-from storage import EmbeddedRedis, Storage, connect
+from storage import EmbeddedRedis, Storage
 from storage.errors import StorageError
 from storage.sweeps import POST_LEASE
 
 API_TOKEN = "api-token-for-the-outage-test"
-
-
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[EmbeddedRedis]:
-    """A Redis of this module's own, which its tests stop and start again."""
-    own = EmbeddedRedis(tmp_path / "redis")
-    own.start()
-    yield own
-    own.stop()
-
-
-@pytest.fixture
-def retries() -> int:
-    """How often storage tries a lost connection again: as in production (about 1.2 s),
-    unless a test whose point is not how long a click waits sets ``ONE_RETRY``."""
-    return 4
 
 
 ONE_RETRY = pytest.mark.parametrize("retries", [1])
@@ -58,10 +41,9 @@ ONE_RETRY = pytest.mark.parametrize("retries", [1])
 
 
 @pytest.fixture
-async def storage(server: EmbeddedRedis, key_prefix: str, retries: int) -> AsyncIterator[Storage]:
-    store = await connect(server.url, prefix=key_prefix, retries=retries)
-    yield store
-    await store.close()
+def storage(own_storage: Storage) -> Storage:
+    """The bot's storage is on this module's own Redis, which its tests stop and start again."""
+    return own_storage
 
 
 async def _stored(storage: Storage, record_id: str) -> str:

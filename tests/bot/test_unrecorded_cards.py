@@ -5,9 +5,7 @@ posting a second card and leaving the first one's buttons live and refused."""
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Iterator
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,25 +18,15 @@ from bot.runs.place import Place
 from bot.schedule.scheduler import Scheduler
 from bot.ui import ids
 from bot.ui.refusals import reason_text
-from storage import EmbeddedRedis, Storage, connect
+from storage import EmbeddedRedis, Storage
 from storage.errors import StorageError
 from storage.sweeps import POST_LEASE
 
 
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[EmbeddedRedis]:
-    """A Redis of this module's own, which its tests stop and start again."""
-    own = EmbeddedRedis(tmp_path / "redis")
-    own.start()
-    yield own
-    own.stop()
-
-
-@pytest.fixture
-async def storage(server: EmbeddedRedis, key_prefix: str) -> AsyncIterator[Storage]:
-    store = await connect(server.url, prefix=key_prefix)
-    yield store
-    await store.close()
+def storage(own_storage: Storage) -> Storage:
+    """The bot's storage is on this module's own Redis, which its tests stop and start again."""
+    return own_storage
 
 
 async def _posted_then_died(make_bot: Any, server: EmbeddedRedis) -> tuple[Harness, dict[str, Any]]:
