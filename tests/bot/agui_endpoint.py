@@ -68,3 +68,25 @@ async def run_raw(endpoint: Endpoint, body: dict[str, Any]) -> list[dict[str, An
     ):
         text = await response.text()
     return [json.loads(line[5:]) for line in text.splitlines() if line.startswith("data:")]
+
+
+async def cut_off(url: str, thread: str, resume: list[dict[str, Any]]) -> None:
+    """Send ``resume`` and drop the connection once the round has started."""
+    body = {"threadId": thread, "runId": "r-cut", "resume": resume}
+    async with aiohttp.ClientSession() as http:
+        response = await http.post(url, json=body, headers={"Authorization": f"Bearer {TOKEN}"})
+        assert b"RUN_STARTED" in await response.content.readline()
+        response.close()
+
+
+def round_ran(bot: Harness) -> asyncio.Event:
+    """Set once the app's round has ended and its resume is kept as the thread's last."""
+    resumes = bot.services.storage.app_resumes
+    remember, ran = resumes.remember, asyncio.Event()
+
+    async def remember_and_tell(thread_id: str, digest: str) -> None:
+        await remember(thread_id, digest)
+        ran.set()
+
+    resumes.remember = remember_and_tell  # type: ignore[method-assign]
+    return ran

@@ -11,10 +11,9 @@ import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
-import aiohttp
-from agui_endpoint import TOKEN, Endpoint, run_client
+from agui_endpoint import Endpoint, cut_off, round_ran, run_client
 from deterministic import OneToolModel
-from harness import ALICE, Harness
+from harness import ALICE
 
 from agent_runtime import Agent, ToolContext, tool
 from agent_runtime.session import SessionStore
@@ -49,27 +48,6 @@ class HeldDelete:
         return AgentSpec(name="cleanup", build=build, policy=Policy(users=(ALICE,)))
 
 
-async def _cut_off(url: str, body: dict[str, Any]) -> None:
-    """Send ``body`` and drop the connection once its round has started."""
-    async with aiohttp.ClientSession() as http:
-        response = await http.post(url, json=body, headers={"Authorization": f"Bearer {TOKEN}"})
-        assert b"RUN_STARTED" in await response.content.readline()
-        response.close()
-
-
-def _round_ran(bot: Harness) -> asyncio.Event:
-    """Set once the app's round has ended and its resume is kept as the thread's last."""
-    resumes = bot.services.storage.app_resumes
-    remember, ran = resumes.remember, asyncio.Event()
-
-    async def remember_and_tell(thread_id: str, digest: str) -> None:
-        await remember(thread_id, digest)
-        ran.set()
-
-    resumes.remember = remember_and_tell  # type: ignore[method-assign]
-    return ran
-
-
 async def test_while_a_cut_off_round_runs_the_apps_requests_are_told_it_runs(
     endpoint_for: Callable[..., Awaitable[Endpoint]],
 ) -> None:
@@ -81,7 +59,7 @@ async def test_while_a_cut_off_round_runs_the_apps_requests_are_told_it_runs(
     resume = [
         {"interruptId": interrupt["id"], "status": "resolved", "payload": {"type": "approve"}}
     ]
-    await _cut_off(url, {"threadId": "thread-live", "runId": "r-cut", "resume": resume})
+    await cut_off(url, "thread-live", resume)
     await asyncio.wait_for(held.entered.wait(), 10)  # the approved tool runs, unwatched
     status = await endpoint.bot.services.registry.agent("cleanup").thread_status("thread-live")
     assert status is not None and status.status == "running"
@@ -95,7 +73,7 @@ async def test_while_a_cut_off_round_runs_the_apps_requests_are_told_it_runs(
         assert "send this again once it ends" in meanwhile["error"]["message"]
     assert held.attempts == [1]  # neither continued the round nor ran anything
 
-    ended = _round_ran(endpoint.bot)
+    ended = round_ran(endpoint.bot)
     held.release.set()
     await asyncio.wait_for(ended.wait(), 10)  # the round ends, unwatched
     [after] = await run_client(url, "thread-live", [{"resume": resume}])
@@ -119,7 +97,7 @@ async def test_a_request_that_saw_the_round_run_is_told_so_when_it_ends_before_t
     resume = [
         {"interruptId": interrupt["id"], "status": "resolved", "payload": {"type": "approve"}}
     ]
-    await _cut_off(url, {"threadId": "thread-race", "runId": "r-cut", "resume": resume})
+    await cut_off(url, "thread-race", resume)
     await asyncio.wait_for(held.entered.wait(), 10)
 
     redis, app_runs = services.storage.client, services.storage.app_runs

@@ -9,9 +9,8 @@ from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
-import aiohttp
-from agui_endpoint import TOKEN, Endpoint, run_client
-from harness import ALICE, CHANNEL, Harness
+from agui_endpoint import Endpoint, cut_off, round_ran, run_client
+from harness import ALICE, CHANNEL
 from strands_agents import SlowDelete
 
 from bot.agents.policy import Policy
@@ -24,28 +23,6 @@ def _approve(interrupt: dict[str, Any]) -> dict[str, Any]:
     return {"interruptId": interrupt["id"], "status": "resolved", "payload": {"type": "approve"}}
 
 
-async def _cut_off(url: str, thread: str, resume: list[dict[str, Any]]) -> None:
-    """Send ``resume`` and drop the connection once the round has started."""
-    body = {"threadId": thread, "runId": "r-cut", "resume": resume}
-    async with aiohttp.ClientSession() as http:
-        response = await http.post(url, json=body, headers={"Authorization": f"Bearer {TOKEN}"})
-        assert b"RUN_STARTED" in await response.content.readline()
-        response.close()
-
-
-def _round_ran(bot: Harness) -> asyncio.Event:
-    """Set once the app's round has ended and its resume is kept as the thread's last."""
-    resumes = bot.services.storage.app_resumes
-    remember, ran = resumes.remember, asyncio.Event()
-
-    async def remember_and_tell(thread_id: str, digest: str) -> None:
-        await remember(thread_id, digest)
-        ran.set()
-
-    resumes.remember = remember_and_tell  # type: ignore[method-assign]
-    return ran
-
-
 async def test_a_resume_cut_off_mid_round_sent_again_hears_it_runs_then_how_it_ended(
     endpoint_for: Callable[..., Awaitable[Endpoint]],
 ) -> None:
@@ -54,7 +31,7 @@ async def test_a_resume_cut_off_mid_round_sent_again_hears_it_runs_then_how_it_e
     bot, url = endpoint.bot, endpoint.url.replace("/cleanup", "/st-slow")
     [first] = await run_client(url, "thread-cut", [{"prompt": "clean up"}])
     [interrupt] = first["finished"]["outcome"]["interrupts"]
-    await _cut_off(url, "thread-cut", [_approve(interrupt)])
+    await cut_off(url, "thread-cut", [_approve(interrupt)])
     await slow.entered()  # the approved tool runs, unwatched
 
     [meanwhile] = await run_client(url, "thread-cut", [{"resume": [_approve(interrupt)]}])
@@ -77,7 +54,7 @@ async def test_a_resume_sent_again_after_its_round_stopped_hears_the_next_interr
     bot = endpoint.bot
     [first] = await run_client(endpoint.url, "thread-next", [{"prompt": "clean up"}])
     [interrupt] = first["finished"]["outcome"]["interrupts"]
-    await _cut_off(endpoint.url, "thread-next", [_approve(interrupt)])
+    await cut_off(endpoint.url, "thread-next", [_approve(interrupt)])
     cards = lambda: [p for p in bot.slack.called("chat.postMessage") if p.get("blocks")]  # noqa: E731
     await bot.slack.wait_for(lambda: len(cards()) == 2, what="the next round's card")
 
@@ -131,8 +108,8 @@ async def test_without_cards_a_resume_sent_again_hears_the_next_interrupts_once_
     bot = endpoint.bot
     [first] = await run_client(endpoint.url, "thread-alone", [{"prompt": "clean up"}])
     [interrupt] = first["finished"]["outcome"]["interrupts"]
-    stopped = _round_ran(bot)
-    await _cut_off(endpoint.url, "thread-alone", [_approve(interrupt)])
+    stopped = round_ran(bot)
+    await cut_off(endpoint.url, "thread-alone", [_approve(interrupt)])
     await asyncio.wait_for(stopped.wait(), 10)  # the round stopped at the next call, unwatched
 
     denied = {**_approve(interrupt), "payload": {"type": "reject"}}
@@ -162,12 +139,12 @@ async def test_without_cards_a_resume_sent_again_mid_round_is_told_to_try_again(
     url = endpoint.url.replace("/cleanup", "/st-slow")
     [first] = await run_client(url, "thread-alone-slow", [{"prompt": "clean up"}])
     [interrupt] = first["finished"]["outcome"]["interrupts"]
-    await _cut_off(url, "thread-alone-slow", [_approve(interrupt)])
+    await cut_off(url, "thread-alone-slow", [_approve(interrupt)])
     await slow.entered()  # the approved tool runs, unwatched
     [meanwhile] = await run_client(url, "thread-alone-slow", [{"resume": [_approve(interrupt)]}])
     assert meanwhile["error"]["code"] == "round_running", meanwhile
     assert "send this again once it ends" in meanwhile["error"]["message"]
-    ended = _round_ran(endpoint.bot)
+    ended = round_ran(endpoint.bot)
     slow.release.set()
     await asyncio.wait_for(ended.wait(), 10)
     [after] = await run_client(url, "thread-alone-slow", [{"resume": [_approve(interrupt)]}])
