@@ -22,7 +22,7 @@ from fakes import (
     submit_payload,
 )
 
-from agent_runtime import Agent, DecisionType, tool
+from agent_runtime import Agent, DecisionType, Tool, tool
 from agent_runtime.policy import ApprovalOptions
 from agent_runtime.session import SessionStore
 from bot.agents.policy import AgentSpec, Policy
@@ -80,6 +80,23 @@ def cleanup_spec(
         )
 
     return AgentSpec(name="cleanup", build=build, policy=policy, started_by=started_by)
+
+
+def one_delete_spec(delete_files: Tool, policy: Policy, **options: Any) -> AgentSpec:
+    """The cleanup agent on the given ``delete_files``: one guarded call of it on ``/tmp/a``;
+    ``options`` go to its ``Agent``."""
+
+    def build(store: SessionStore) -> Agent:
+        return Agent(
+            model=OneToolModel("delete_files", {"paths": ["/tmp/a"]}),
+            tools=[delete_files],
+            interrupt_on={"delete_files": True},
+            session_store=store,
+            name="cleanup",
+            **options,
+        )
+
+    return AgentSpec(name="cleanup", build=build, policy=policy)
 
 
 @dataclass

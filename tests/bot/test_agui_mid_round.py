@@ -12,11 +12,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from agui_endpoint import Endpoint, cut_off, round_ran, run_client
-from deterministic import OneToolModel
-from harness import ALICE
+from harness import ALICE, one_delete_spec
 
-from agent_runtime import Agent, ToolContext, tool
-from agent_runtime.session import SessionStore
+from agent_runtime import ToolContext, tool
 from bot.agents.policy import AgentSpec, Policy
 
 
@@ -36,16 +34,7 @@ class HeldDelete:
             await self.release.wait()
             return f"deleted {len(paths)} file(s)"
 
-        def build(store: SessionStore) -> Agent:
-            return Agent(
-                model=OneToolModel("delete_files", {"paths": ["/tmp/a"]}),
-                tools=[delete_files],
-                interrupt_on={"delete_files": True},
-                session_store=store,
-                name="cleanup",
-            )
-
-        return AgentSpec(name="cleanup", build=build, policy=Policy(users=(ALICE,)))
+        return one_delete_spec(delete_files, Policy(users=(ALICE,)))
 
 
 async def test_while_a_cut_off_round_runs_the_apps_requests_are_told_it_runs(

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import strands
 from fakes import OneToolModel
-from harness import ALICE, BOB, CHANNEL, Harness
+from harness import ALICE, BOB, CHANNEL, Harness, one_delete_spec
 from pydantic import BaseModel
 from strands_agents import ScriptedModel
 
@@ -287,16 +287,7 @@ def _failing_tool_spec() -> AgentSpec:
         """Delete files (here: the disk refuses)."""
         raise OSError("disk is read-only")
 
-    def build(store: SessionStore) -> Agent:
-        return Agent(
-            model=OneToolModel("delete_files", {"paths": ["/tmp/a"]}),
-            tools=[delete_files],
-            interrupt_on={"delete_files": True},
-            session_store=store,
-            name="cleanup",
-        )
-
-    return AgentSpec(name="cleanup", build=build, policy=Policy(channel=CHANNEL, users=(ALICE,)))
+    return one_delete_spec(delete_files, Policy(channel=CHANNEL, users=(ALICE,)))
 
 
 def _strands_failing_spec() -> AgentSpec:

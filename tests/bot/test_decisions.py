@@ -8,13 +8,11 @@ import json
 from typing import Any
 
 from batch_agents import spec as deletions_spec
-from fakes import OneToolModel
-from harness import ALICE, BOB, CAROL, CHANNEL, MALLORY, Harness
+from harness import ALICE, BOB, CAROL, CHANNEL, MALLORY, Harness, one_delete_spec
 from redis_faults import reply_lost_once
 
-from agent_runtime import Agent, tool
+from agent_runtime import tool
 from agent_runtime.interrupts import Remember
-from agent_runtime.session import SessionStore
 from bot.agents.policy import AgentSpec, Policy
 from bot.ui import ids
 
@@ -341,17 +339,7 @@ def _failing_spec(error: str) -> AgentSpec:
         """Delete files (here: fail)."""
         raise OSError(error)
 
-    def build(store: SessionStore) -> Agent:
-        model = OneToolModel("delete_files", {"paths": ["/tmp/a"]})
-        return Agent(
-            model=model,
-            tools=[delete_files],
-            interrupt_on={"delete_files": True},
-            session_store=store,
-            name="cleanup",
-        )
-
-    return AgentSpec(name="cleanup", build=build, policy=Policy(channel=CHANNEL, users=(ALICE,)))
+    return one_delete_spec(delete_files, Policy(channel=CHANNEL, users=(ALICE,)))
 
 
 async def test_an_approved_tool_that_fails_is_audited_as_failed_with_its_error_cut_to_500(
@@ -404,17 +392,9 @@ async def test_a_run_that_stops_short_is_audited_as_stopped_with_its_reason(
         """Delete files."""
         return f"deleted {len(paths)} file(s)"
 
-    def build(store: SessionStore) -> Agent:
-        return Agent(
-            model=OneToolModel("delete_files", {"paths": ["/tmp/a"]}),
-            tools=[delete_files],
-            interrupt_on={"delete_files": True},
-            session_store=store,
-            name="cleanup",
-            max_steps=1,  # the model's turn after the tool is one step too many
-        )
-
-    spec = AgentSpec(name="cleanup", build=build, policy=Policy(channel=CHANNEL, users=(ALICE,)))
+    policy = Policy(channel=CHANNEL, users=(ALICE,))
+    # the model's turn after the tool is one step too many
+    spec = one_delete_spec(delete_files, policy, max_steps=1)
     bot: Harness = await make_bot(spec=spec)
     await bot.click(ids.APPROVE, await bot.start(), user=ALICE)
     assert (await bot.finished()).startswith("Stopped (max_steps): stopped after 1 steps")
