@@ -234,7 +234,8 @@ class Client:
         patience: float,
         waits: float = 0.0,
     ) -> RequestView:
-        """One API call; transient failures are retried with backoff for ``patience`` s.
+        """One API call; transient failures are retried with backoff (no sooner than a
+        ``Retry-After`` given) for ``patience`` s.
         ``waits``: the seconds the server holds the answer (a long-poll)."""
         loop = asyncio.get_running_loop()
         give_up = loop.time() + patience
@@ -243,7 +244,11 @@ class Client:
             try:
                 return await self._once(method, path, body, waits=waits)
             except (aiohttp.ClientError, TimeoutError, _Transient) as exc:
-                if loop.time() + backoff > give_up:
+                # A server that said when to ask again (a 503 while a start's approval is
+                # being asked again) is not asked sooner.
+                told = exc.retry_after if isinstance(exc, _Transient) else None
+                pause = max(backoff, told or 0.0)
+                if loop.time() + pause > give_up:
                     raise SignoffUnreachable(
                         f"cannot reach Signoff at {self._base}: {_why(exc)}"
                     ) from exc
@@ -255,7 +260,7 @@ class Client:
                         _why(exc),
                         left,
                     )
-                await asyncio.sleep(backoff)
+                await asyncio.sleep(pause)
                 backoff = min(backoff * 2, _MAX_BACKOFF)
 
     async def _once(
@@ -284,7 +289,10 @@ class Client:
                 data = None
             if response.status in _TRANSIENT:
                 message = data.get("error") if isinstance(data, dict) else text[:200]
-                raise _Transient(f"{response.status}: {message}")
+                raise _Transient(
+                    f"{response.status}: {message}",
+                    retry_after=_seconds(response.headers.get("Retry-After")),
+                )
             if not isinstance(data, dict) or (response.status < 400 and "status" not in data):
                 raise SignoffError(
                     f"{response.status} from {self._base}: not the Signoff API (asked {url}; "
@@ -336,7 +344,12 @@ def _seconds(retry_after: str | None) -> float | None:
 
 
 class _Transient(Exception):
-    """A 502/503/504: the server (or its Redis) is away for now; worth asking again."""
+    """A 502/503/504: the server (or its Redis) is away for now; worth asking again, not
+    before its ``Retry-After`` when it gave one."""
+
+    def __init__(self, message: str, *, retry_after: float | None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 def _why(exc: Exception) -> str:

@@ -4,6 +4,9 @@ how the approval was used."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import time
 from datetime import datetime
 from typing import Any
 
@@ -130,3 +133,43 @@ async def test_a_start_while_the_approval_is_being_asked_again_is_retried_later(
     await storage.interrupts.unsupersede(rid, by=being_made, now=now)
     status, started = await jobs.post(checked["status_url"] + "/start", {"attempt": "first-try"})
     assert status == 200 and started["started_at"] is not None, started
+
+
+async def test_the_client_retries_that_start_after_the_retry_after_it_was_given(
+    jobs: Jobs,
+) -> None:
+    """``Client.start`` told 503 with ``Retry-After: 1`` asks again no sooner, and takes
+    the start once the approval stands again."""
+    _, checked = await jobs.ask(acts_on="vol-a\nvol-b\n", idempotency_key="checked")
+    await jobs.bot.click(ids.APPROVE, jobs.value(), user=ALICE)
+    await jobs.get(checked["status_url"] + "?wait=10")
+    storage, now = jobs.bot.services.storage, jobs.bot.services.clock.now()
+    being_made = request_record_id("req_" + "e" * 32)
+    rid = request_record_id(checked["id"])
+    assert await storage.interrupts.supersede(rid, by=being_made, now=now) is not None
+    refused = asyncio.Event()
+    told = _Told(refused)
+    logging.getLogger("signoff.client").addHandler(told)
+    try:
+        async with signoff.Client(jobs.base, jobs.token) as client:
+            starting = asyncio.create_task(client.start(checked["id"], "first-try"))
+            await asyncio.wait_for(refused.wait(), 10)  # its first try was told 503
+            since = time.monotonic()
+            await storage.interrupts.unsupersede(rid, by=being_made, now=now)
+            started = await asyncio.wait_for(starting, 10)
+    finally:
+        logging.getLogger("signoff.client").removeHandler(told)
+    assert time.monotonic() - since >= 0.9  # not asked again before its Retry-After
+    assert started.started_at is not None and started.superseded_by is None
+
+
+class _Told(logging.Handler):
+    """Sets ``event`` when the client says it will try again."""
+
+    def __init__(self, event: asyncio.Event) -> None:
+        super().__init__(logging.WARNING)
+        self.event = event
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "being asked again" in record.getMessage():
+            self.event.set()
