@@ -28,10 +28,13 @@ from bot.api.schemas import NewRequest
 
 from .client import Client, SignoffError
 from .gate_ask import ask
-from .gate_cli import APPROVED_NO_COMMAND, USAGE, parse_args, request_of, usage_of
+from .gate_cli import APPROVED_NO_COMMAND, REFUSED, USAGE, parse_args, request_of, usage_of
 from .gate_run import SUMMARY_CHARS, environment, run
 from .gate_say import say, verdict
 from .gate_used import take, used
+
+_FOLLOW = 5
+"""How many approvals asked again before its command started a gate follows."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -96,23 +99,35 @@ async def _gate(
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     async with client:
-        try:
-            answer = await ask(client, request, check, stop)
-        finally:
+        for _ in range(_FOLLOW):
+            try:
+                answer = await ask(client, request, check, stop)
+            finally:
+                for sig in (signal.SIGINT, signal.SIGTERM):
+                    loop.remove_signal_handler(sig)
+            if isinstance(answer, int):
+                return answer
+            code = verdict(answer)
+            if code is not None or not command:
+                if as_json:
+                    print(answer.model_dump_json(), flush=True)
+                return APPROVED_NO_COMMAND if code is None else code
+            taken: int | str | None = used(answer)
+            if taken is None:
+                taken = await take(client, answer)
+            if not isinstance(taken, str):
+                break
+            # Asked again meanwhile (another gate on this key saw its check change): the
+            # key now leads to the request asking again, to be waited on and checked.
             for sig in (signal.SIGINT, signal.SIGTERM):
-                loop.remove_signal_handler(sig)
-        if isinstance(answer, int):
-            return answer
+                loop.add_signal_handler(sig, stop.set)
+        else:
+            say(f"signoff gate: its approval was asked again {_FOLLOW} times; giving up")
+            return REFUSED
         if as_json:
             print(answer.model_dump_json(), flush=True)
-        code = verdict(answer)
-        if code is not None or not command:
-            return APPROVED_NO_COMMAND if code is None else code
-        code = used(answer)
-        if code is None:
-            code = await take(client, answer)
-        if code is not None:
-            return code
+        if isinstance(taken, int):
+            return taken
         started = time.monotonic()
         status, tail = await run(command, environment(answer))
         duration = time.monotonic() - started

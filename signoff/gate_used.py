@@ -16,13 +16,17 @@ from .gate_say import say
 _ASK_AFRESH = "signoff gate: to ask for a new approval, give a new --idempotency-key"
 
 
-async def take(client: Client, view: RequestView) -> int | None:
-    """None once Signoff took this gate's start of the approved command; else the exit
-    status, said why: an earlier gate used the approval (``used``), or Signoff could not
-    be told, so the command did not run (it would run unrecorded, and again on a retry)."""
+async def take(client: Client, view: RequestView) -> int | str | None:
+    """None once Signoff took this gate's start of the approved command; the id of the
+    request that asked again for the approval meanwhile (its approval is the one to run
+    under); else the exit status, said why: an earlier gate used the approval (``used``),
+    or Signoff could not be told, so the command did not run (it would run unrecorded,
+    and again on a retry)."""
     try:
         await client.start(view.id, uuid.uuid4().hex)
     except RequestRefused as exc:
+        if exc.view is not None and exc.view.superseded_by is not None:
+            return exc.view.superseded_by
         code = used(exc.view) if exc.view is not None else None
         if code is not None:
             return code

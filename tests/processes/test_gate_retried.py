@@ -10,11 +10,14 @@ import signal
 from pathlib import Path
 
 from gate_stack import MARK, Stack
-from procs import ALICE, GENERAL
+from procs import ALICE, BOB, GENERAL
 
+from bot.api.schemas import NewRequest
 from bot.ui import ids
+from signoff import Client
 from signoff.gate_cli import CHECK_FAILED, USED
 from storage import connect
+from storage.requests import Param
 
 KEY = ("--idempotency-key", "cleanup-2026-11-28")
 
@@ -163,4 +166,51 @@ async def test_a_retry_meeting_a_superseded_approval_follows_the_request_that_as
     _, err = await asyncio.wait_for(retry.communicate(), 30)
     assert retry.returncode == 0, err
     assert stack.marks.read_text() == f"{ALICE} limit=42\n"  # once, under the last approval
+    assert (await _events(stack)).count("started") == 1
+
+
+async def test_a_gate_whose_approval_is_asked_again_before_it_starts_follows_that_request(
+    stack: Stack, tmp_path: Path
+) -> None:
+    """Approved, and checked unchanged, but asked again (by another gate on its key, whose
+    check changed) before its start was taken: the gate runs nothing under the approval
+    asked again; it follows to the request asking again, waits, checks, and runs once."""
+    volumes, hold, checking = (tmp_path / name for name in ("volumes", "hold", "checking"))
+    listed = "vol-a 10G\nvol-b 20G\n"
+    volumes.write_text(listed)
+    check = (
+        f"cat {volumes}; if [ -e {hold} ]; then touch {checking}; fi; "
+        f"while [ -e {hold} ]; do sleep 0.05; done"
+    )
+    gate = await stack.gate(*KEY, "--check", check)
+    first = (await stack.waiting(gate)).split()[3]
+    card = await stack.card()
+    hold.touch()  # its check once approved waits while the approval is asked again
+    await stack.click(card, ids.APPROVE)
+    assert await stack.sandbox.wait_for(lambda: checking.exists() or None, within=15)
+    async with Client(stack.env["SIGNOFF_URL"], stack.env["SIGNOFF_TOKEN"]) as client:
+        asking = NewRequest(
+            title="Delete 42 stale volumes",
+            channel=GENERAL,
+            approvers=[ALICE, BOB],
+            params=[Param(name="limit", type="integer", value=42, editable=True)],
+            acts_on=listed,
+            supersedes=first,
+            idempotency_key="asked-again",
+        )
+        again = await client.create(asking)
+    hold.unlink()
+
+    assert gate.stderr is not None
+    said = []
+    while not said or b"; following it" not in said[-1]:
+        said.append(await asyncio.wait_for(gate.stderr.readline(), 30))
+        assert said[-1], said
+    assert f"request {first} was asked again as {again.id}".encode() in said[-1], said
+    await stack.waiting(gate)
+    assert not stack.marks.exists()
+    await stack.click(await stack.asked_again(card), ids.APPROVE)
+    _, err = await asyncio.wait_for(gate.communicate(), 30)
+    assert gate.returncode == 0, err
+    assert stack.marks.read_text() == f"{ALICE} limit=42\n"
     assert (await _events(stack)).count("started") == 1
