@@ -254,12 +254,17 @@ class Client:
                     ) from exc
                 if backoff == _FIRST_BACKOFF:
                     left = give_up - loop.time()
-                    log.warning(
-                        "cannot reach Signoff at %s (%s); trying again for %.0f s",
-                        self._base,
-                        _why(exc),
-                        left,
-                    )
+                    if isinstance(exc, _Transient):  # an answer, if not Signoff's own
+                        log.warning(
+                            "%s answered %s; trying again for %.0f s", self._base, exc, left
+                        )
+                    else:
+                        log.warning(
+                            "cannot reach Signoff at %s (%s); trying again for %.0f s",
+                            self._base,
+                            _why(exc),
+                            left,
+                        )
                 await asyncio.sleep(pause)
                 backoff = min(backoff * 2, _MAX_BACKOFF)
 

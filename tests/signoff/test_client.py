@@ -129,7 +129,9 @@ async def test_a_url_with_the_apis_path_in_it_is_told_which_address_to_give() ->
     )
 
 
-async def test_a_proxys_error_page_not_in_its_charset_is_retried_then_named() -> None:
+async def test_a_proxys_error_page_not_in_its_charset_is_retried_then_named(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     """A proxy answers 502 while Signoff restarts, with a page in Latin-1 it calls UTF-8:
     the client retries it as any 502, then says what it answered, and never raises a
     decoding error (a traceback, and an exit status the gate does not document)."""
@@ -147,9 +149,13 @@ async def test_a_proxys_error_page_not_in_its_charset_is_retried_then_named() ->
         title="Rotate keys", channel="C0OPS", approvers=["U0ALICE"], idempotency_key="k-1"
     )
     try:
-        async with signoff.Client(url, "sgn_" + "x" * 30) as client:
-            with pytest.raises(SignoffUnreachable) as failed:
-                await client.create(request, retry_for=0.5)
+        with caplog.at_level(logging.WARNING, logger="signoff.client"):
+            async with signoff.Client(url, "sgn_" + "x" * 30) as client:
+                with pytest.raises(SignoffUnreachable) as failed:
+                    await client.create(request, retry_for=1.0)
     finally:
         await server.close()
+    [said] = [r.getMessage() for r in caplog.records]
+    assert said.startswith(f"{url} answered 502: <h1>Passerelle indisponible"), said
+    assert said.endswith("; trying again for 1 s"), said
     assert f"cannot reach Signoff at {url}: 502: <h1>Passerelle indisponible" in str(failed.value)
