@@ -30,6 +30,7 @@ from bot.services.callbacks import CallbackPolicy
 from bot.services.consumer_loop import ConsumerLoop
 from storage.audit import AuditEntry
 from storage.errors import CorruptRecordError, StorageError
+from storage.shown_urls import without_url_secrets
 from storage.webhooks import GIVE_UP_AFTER, WebhookDelivery
 
 from .lost_requests import lost_view_of
@@ -126,7 +127,8 @@ class WebhookSender:
             ) as answer:
                 status: int | str = answer.status
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
-            status = f"{type(exc).__name__}: {exc}"
+            # aiohttp names the URL in some errors: its query string may hold a token.
+            status = f"{type(exc).__name__}: {without_url_secrets(str(exc), delivery.url)}"
         if isinstance(status, int) and 300 <= status < 400:  # it could point anywhere
             status = f"{status}: a redirect, which webhooks never follow; give the URL it names"
         if isinstance(status, int) and 200 <= status < 300:

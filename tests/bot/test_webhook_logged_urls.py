@@ -1,0 +1,76 @@
+"""A webhook that fails is logged by its delivery and client, never by its callback URL's
+query string: aiohttp names the URL in some errors (a connect timeout)."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import Iterator
+
+import aiohttp
+import pytest
+from webhook_receiver import Hooked
+
+from bot.api import webhooks
+from bot.api.webhooks import WebhookSender
+from storage.shown_urls import without_url_secrets
+from storage.webhooks import WebhookDelivery
+
+SECRET = "tok-" + "Hq3vX8mZ2kP7wR5n" * 2
+
+
+@pytest.fixture
+def unanswered_port() -> Iterator[int]:
+    """A port whose listener's backlog is full: a new connection waits, never refused."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(0)
+        port = int(listener.getsockname()[1])
+        fillers = [socket.socket() for _ in range(3)]
+        for filler in fillers:
+            filler.setblocking(False)
+            filler.connect_ex(("127.0.0.1", port))
+        yield port
+        for filler in fillers:
+            filler.close()
+
+
+async def test_a_webhook_whose_connection_times_out_is_logged_without_its_query(
+    hooked: Hooked,
+    unanswered_port: int,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    await hooked.bot.loops.stop()  # this test's sender is the only one
+    monkeypatch.setattr(webhooks, "_SEND_TIMEOUT", aiohttp.ClientTimeout(total=10, connect=0.3))
+    now = hooked.bot.clock.now()
+    delivery = WebhookDelivery(
+        id="1700000000000-0",
+        url=f"http://127.0.0.1:{unanswered_port}/hook?token={SECRET}",
+        client="key-rotation",
+        event="request.withdrawn",
+        body="{}",
+        created_at=now,
+    )
+    await hooked.bot.services.storage.webhooks.add(delivery, due=now)
+    sender = WebhookSender(hooked.bot.services)
+    sending = asyncio.create_task(sender.run())
+    await hooked.settled("retried")
+    sender.stop()
+    await sending
+    [told] = [r.getMessage() for r in caplog.records if "not taken" in r.getMessage()]
+    assert "ConnectionTimeoutError" in told, told
+    assert f"http://127.0.0.1:{unanswered_port}/hook" in told, told
+    assert SECRET not in caplog.text and "token=" not in caplog.text, caplog.text
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("redis://:pw-secret@redis.internal:6379/0", "redis://redis.internal:6379/0"),
+        ("to host https://h.example/hook?token=abc#x)", "to host https://h.example/hook"),
+        ("rediss://u:p@[::1]:6380 refused", "rediss://[::1]:6380 refused"),
+    ],
+)
+def test_a_url_in_a_message_is_shown_without_credentials_or_query(text: str, shown: str) -> None:
+    assert without_url_secrets(text) == shown
