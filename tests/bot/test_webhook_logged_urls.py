@@ -4,15 +4,19 @@ query string: aiohttp names the URL in some errors (a connect timeout)."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import socket
 from collections.abc import Iterator
+from datetime import timedelta
 
 import aiohttp
 import pytest
+from harness import ALICE
 from webhook_receiver import Hooked
 
 from bot.api import webhooks
 from bot.api.webhooks import WebhookSender
+from bot.ui import ids
 from storage.shown_urls import without_url_secrets
 from storage.webhooks import WebhookDelivery
 
@@ -74,3 +78,26 @@ async def test_a_webhook_whose_connection_times_out_is_logged_without_its_query(
 )
 def test_a_url_in_a_message_is_shown_without_credentials_or_query(text: str, shown: str) -> None:
     assert without_url_secrets(text) == shown
+
+
+async def test_a_request_whose_webhook_is_retried_then_taken_logs_none_of_its_secrets(
+    hooked: Hooked, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Every line the bot logs, at DEBUG: its callback URL's token, the client's API token
+    and its webhook secret appear in none."""
+    caplog.set_level(logging.DEBUG)
+    await hooked.ask(callback_url=f"{hooked.hook}?token={SECRET}")
+    value = hooked.bot.posted()["blocks"][-1]["elements"][0]["value"]
+    await hooked.bot.click(ids.APPROVE, value, user=ALICE)
+    await hooked.got(1)  # refused: the receiver is down
+    await hooked.settled("retried")
+    hooked.receiver.status = 200
+    hooked.bot.clock.advance(timedelta(seconds=5))
+    await hooked.got(2)
+    await hooked.settled("retried", "done")
+    assert any("delivered" in r.getMessage() for r in caplog.records), caplog.text
+    # The receiver's own access log shows the query it was sent; the bot's is checked in
+    # tests/processes (it drops query strings).
+    logged = "\n".join(r.getMessage() for r in caplog.records if r.name != "aiohttp.access")
+    for secret in (SECRET, hooked.token, hooked.secret):
+        assert secret not in logged, logged
