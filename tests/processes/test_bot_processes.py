@@ -10,10 +10,13 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import secrets
 import signal
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import aiohttp
+import redis.asyncio
 from procs import (
     ALICE,
     BOB,
@@ -37,6 +40,7 @@ async def test_a_new_worker_process_resumes_a_click_taken_by_a_killed_bot(
     sandbox: Sandbox, redis_url: str, tmp_path: Path
 ) -> None:
     marks, log, port = tmp_path / "marks", tmp_path / "bot.log", free_port()
+    redis_url = await _with_password(redis_url)
     env = signoff_env(sandbox, redis_url, marks, port)
     server = start_signoff("serve", "--no-workers", env=env, log=log)
     try:
@@ -104,6 +108,7 @@ async def test_a_new_worker_process_resumes_a_click_taken_by_a_killed_bot(
     logged = log.read_text()
     assert sandbox.bot_token not in logged and sandbox.signing_secret not in logged
     assert LEAKED not in logged
+    assert _password(redis_url) not in logged
     # Not a terminal: one JSON object per line, each with its level and event.
     lines = [json.loads(line) for line in logged.splitlines()]
     assert all({"at", "level", "pid", "logger", "event"} <= set(line) for line in lines)
@@ -125,6 +130,34 @@ async def test_a_new_worker_process_resumes_a_click_taken_by_a_killed_bot(
     # decision and the resume in a worker.
     told = {line["pid"] for line in tagged}
     assert server.pid in told and told & {w.pid for w in workers}, told
+
+
+async def _with_password(url: str) -> str:
+    """``url`` naming a user with a password, which no log line may show: the cluster's
+    carries one; on the single server a user is added."""
+    if urlsplit(url).password:
+        return url
+    parts = urlsplit(url)
+    password = "redis-pw-" + secrets.token_hex(12)
+    client = redis.asyncio.Redis.from_url(url)
+    try:
+        await client.acl_setuser(
+            "signoff",
+            enabled=True,
+            passwords=[f"+{password}"],
+            keys=["*"],
+            channels=["*"],
+            commands=["+@all"],
+        )
+    finally:
+        await client.aclose()
+    return parts._replace(netloc=f"signoff:{password}@{parts.netloc}").geturl()
+
+
+def _password(url: str) -> str:
+    password = urlsplit(url).password
+    assert password
+    return password
 
 
 async def _metrics(port: int) -> str:
