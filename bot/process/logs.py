@@ -38,17 +38,22 @@ class IdsFilter(logging.Filter):
 
 
 class RedactFilter(logging.Filter):
-    """Leaves out the ticket of a Socket Mode address, which slack-sdk logs at DEBUG: for
-    a while it lets whoever holds it connect as the app."""
+    """Leaves out the ticket of a Socket Mode address, which slack-sdk logs at DEBUG, and
+    the path of a ``response_url``, which it logs as it sends or retries there: for a while
+    either lets whoever holds it connect, or answer, as the app."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
-        if "ticket=" in message:
-            record.msg, record.args = _TICKET.sub(r"\1(redacted)", message), None
+        redacted = _TICKET.sub(r"\1(redacted)", message)
+        if record.name.startswith("slack_sdk.webhook"):
+            redacted = _URL_PATH.sub(r"\1(redacted)", redacted)
+        if redacted != message:
+            record.msg, record.args = redacted, None
         return True
 
 
 _TICKET = re.compile(r"(ticket=)[^&'\"\s]+")
+_URL_PATH = re.compile(r"(https?://[^/\s'\"]+/)[^\s'\",]+")
 
 
 class JsonFormatter(logging.Formatter):

@@ -7,13 +7,16 @@ import asyncio
 import io
 import json
 import logging
+import socket
 from collections.abc import Iterator
 from typing import Any
 
+import aiohttp
 import pytest
 from fakes import BOT_TOKEN, FakeSlack, Fault
 from harness import ALICE, CHANNEL, Harness
 from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from bot.errors import ConfigError
 from bot.process.logs import configure_logging
@@ -176,3 +179,21 @@ async def test_slack_sdk_retries_are_debug_lines_and_a_call_failing_after_them_i
     assert [line["level"] for line in retries] == ([] if level == "INFO" else ["debug"] * 3)
     [failed] = [line for line in lines if line["level"] == "warning"]
     assert failed["event"].startswith(f"ephemeral to {ALICE} in {CHANNEL} failed")
+
+
+async def test_a_response_url_slack_sdk_logs_at_debug_is_shown_without_its_path(
+    captured: io.StringIO,
+) -> None:
+    """A ``response_url`` (``/commands/<team>/<id>/<token>``) lets whoever holds it answer
+    as the app for half an hour: the line slack-sdk logs as it sends there names its host."""
+    configure_logging({"SIGNOFF_LOG_FORMAT": "text", "SIGNOFF_LOG_LEVEL": "DEBUG"}, captured)
+    with socket.socket() as closed:  # a port nothing listens on: the send is refused
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    token = "rUrLt0ken" * 3
+    url = f"http://127.0.0.1:{port}/commands/T0TEAM/1234567/{token}"
+    with pytest.raises(aiohttp.ClientError):
+        await AsyncWebhookClient(url=url).send(text="noted")
+    logged = captured.getvalue()
+    assert f"url: http://127.0.0.1:{port}/(redacted)," in logged, logged
+    assert token not in logged and "T0TEAM" not in logged, logged
