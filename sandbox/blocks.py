@@ -78,13 +78,22 @@ _MOST_OPTIONS = {
 
 
 def _option_errors(element: JsonObject) -> Iterator[str]:
-    """An element's options past Slack's limits: how many it holds, each one's text (75)
-    and value (150)."""
-    options = options_of(element)
-    most = _MOST_OPTIONS.get(str(element.get("type")))
-    if most is not None and len(options) > most:
-        yield f"more than {most} options in {element.get('type')}"
-    for option in options:
+    """An element's options past Slack's limits: how many it holds (a select's option
+    groups: 100 of 100 options each, labels of 75), each one's text (75) and value (150)."""
+    kind, groups = str(element.get("type")), element.get("option_groups") or []
+    most = _MOST_OPTIONS.get(kind)
+    if most is not None and len(element.get("options") or []) > most:
+        yield f"more than {most} options in {kind}"
+    if groups and element.get("options"):
+        yield f"both options and option_groups in {kind}"
+    if len(groups) > 100:
+        yield f"more than 100 option groups in {kind}"
+    for group in groups:
+        if len(group.get("options") or []) > 100:
+            yield "more than 100 options in an option group"
+        if not 0 < len(_text_of(group.get("label"))) <= 75:
+            yield "option group label empty or longer than 75"
+    for option in options_of(element):
         if len(_text_of(option.get("text"))) > 75:
             yield "option text longer than 75"
         if len(str(option.get("value", ""))) > 150:
