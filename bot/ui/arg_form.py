@@ -1,9 +1,10 @@
 """The Edit modal as a form generated from the arguments' JSON schema.
 
 One input per argument, the Block Kit element that fits its type: text, a number input,
-a checkbox, a select for an enum, one line per item for a list of strings, date and date
-time pickers, email and URL inputs; raw JSON only for shapes a form cannot show. What
-comes back is read into arguments, and every problem is a sentence for its field.
+a checkbox, a select for an enum (typed when Slack cannot list it), one line per item for
+a list of strings, date and date time pickers, email and URL inputs; raw JSON only for
+shapes a form cannot show. What comes back is read into arguments, and every problem is a
+sentence for its field.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any, Literal, cast
 
 from agent_runtime.messages import JSONValue
 
+from .arg_choices import allowed, listable, select, typed_hint
 from .blocks import Block, plain_text
 
 Kind = Literal[
@@ -38,9 +40,6 @@ ACTION = "value"
 MAX_FIELDS = 40
 """More arguments than this are edited as JSON (a modal holds 100 blocks)."""
 _LABEL = 2000
-_OPTIONS = 100
-_OPTION_VALUE = 150
-"""Slack refuses a form with a longer option value: such a choice is typed instead."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -51,6 +50,7 @@ class Field:
     kind: Kind
     required: bool
     options: tuple[str, ...] = ()
+    """A choice's allowed values, each once, in the schema's order."""
     description: str | None = None
     format: str | None = None
     """The schema's ``format`` of the value (or of a list's items): names the expected form."""
@@ -80,7 +80,7 @@ def fields_of(schema: Mapping[str, Any]) -> list[Field] | None:
                 name=name,
                 kind=_kind(value),
                 required=name in required,
-                options=tuple(str(o) for o in value.get("enum") or ())[:_OPTIONS],
+                options=tuple(dict.fromkeys(str(o) for o in value.get("enum") or ())),
                 description=prop.get("description") or value.get("description"),
                 format=value.get("format") or (value.get("items") or {}).get("format"),
                 default=prop.get("default"),
@@ -202,7 +202,7 @@ _STRING_KINDS: dict[str, Kind] = {
 def _kind(prop: Mapping[str, Any]) -> Kind:
     kind, fmt = prop.get("type"), prop.get("format")
     enum = prop.get("enum")
-    if enum and all(isinstance(o, str) and 0 < len(o) <= _OPTION_VALUE for o in enum):
+    if enum and all(isinstance(o, str) and o for o in enum):
         return "choice"
     if kind == "string":
         return _STRING_KINDS.get(str(fmt), "text")
@@ -222,15 +222,19 @@ def _input(field: Field, value: JSONValue) -> Block:
     element: dict[str, Any] = {"action_id": ACTION}
     label = field.name.replace("_", " ")
     hint = field.description
-    if field.kind in ("text", "email", "url"):
-        element["type"] = {"text": "plain_text_input", "email": "email_text_input"}.get(
-            field.kind, "url_text_input"
+    if field.kind == "choice" and listable(field.options):
+        element |= select(field.options, value)
+    elif field.kind in ("text", "email", "url", "choice"):
+        element["type"] = {"email": "email_text_input", "url": "url_text_input"}.get(
+            field.kind, "plain_text_input"
         )
         text = "" if value is None else str(value)
-        if field.kind == "text":
+        if field.kind in ("text", "choice"):
             element["multiline"] = "\n" in text or len(text) > 80
         if text:
             element["initial_value"] = text
+        if field.kind == "choice":
+            hint = typed_hint(field.options) + (f" {hint}" if hint else "")
     elif field.kind in ("integer", "number"):
         element |= {"type": "number_input", "is_decimal_allowed": field.kind == "number"}
         if isinstance(value, int | float) and not isinstance(value, bool):
@@ -240,12 +244,6 @@ def _input(field: Field, value: JSONValue) -> Block:
         element |= {"type": "checkboxes", "options": [option]}
         if value is True:
             element["initial_options"] = [option]
-    elif field.kind == "choice":
-        options = [{"text": plain_text(o, 75), "value": o} for o in field.options]
-        element |= {"type": "static_select", "options": options}
-        picked = [o for o in options if o["value"] == value]
-        if picked:
-            element["initial_option"] = picked[0]
     elif field.kind == "date":
         element["type"] = "datepicker"
         if isinstance(value, str) and _is_date(value):
@@ -282,7 +280,7 @@ def _unchanged(field: Field, element: Mapping[str, Any], state: Mapping[str, Any
     """Whether a field was submitted as its ``element`` showed it."""
     if field.kind == "boolean":
         return bool(state.get("selected_options")) == bool(element.get("initial_options"))
-    if field.kind == "choice":
+    if element["type"] == "static_select":
         picked = (state.get("selected_option") or {}).get("value")
         return picked == (element.get("initial_option") or {}).get("value")
     if field.kind == "date":
@@ -296,9 +294,9 @@ def _read(field: Field, state: Mapping[str, Any]) -> JSONValue:
     """One field's value, None when left empty; ValueError with a sentence when wrong."""
     if field.kind == "boolean":
         return bool(state.get("selected_options"))
-    if field.kind == "choice":
-        picked = state.get("selected_option") or {}
-        return picked.get("value") or None
+    if field.kind == "choice" and listable(field.options):
+        picked = (state.get("selected_option") or {}).get("value")
+        return allowed(field.options, picked, typed=False) if picked else None
     if field.kind == "date":
         return state.get("selected_date") or None
     if field.kind == "datetime":
@@ -323,6 +321,8 @@ def _read(field: Field, state: Mapping[str, Any]) -> JSONValue:
         if not math.isfinite(number):
             raise ValueError("This must be a number, like 4.5.")
         return int(number) if number.is_integer() and "." not in text else number
+    if field.kind == "choice":
+        return allowed(field.options, text, typed=True)
     if field.kind == "lines":
         return [line.strip() for line in text.splitlines() if line.strip()]
     if field.kind == "json":

@@ -25,6 +25,7 @@ LIMITS = {
     "overflow_options": 5,
     "checkbox_options": 10,
     "select_options": 100,
+    "option_groups": 100,
     "placeholder": 150,
 }
 
@@ -55,6 +56,13 @@ def _confirm(c: dict[str, Any], where: str) -> None:
     _text(c["deny"], LIMITS["confirm_button"], where + ".deny", kinds=("plain_text",))
 
 
+def _options(options: list[dict[str, Any]], most: int, where: str) -> None:
+    _check(0 < len(options) <= most, f"{where}: {len(options)} options")
+    for n, option in enumerate(options):
+        _text(option["text"], LIMITS["option_text"], f"{where}.options[{n}]", kinds=("plain_text",))
+        _check(0 < len(option["value"]) <= LIMITS["option_value"], f"{where}.options[{n}]")
+
+
 def _element(e: dict[str, Any], where: str) -> None:
     if "action_id" in e:
         _check(0 < len(e["action_id"]) <= LIMITS["id"], f"{where}: action_id")
@@ -69,15 +77,20 @@ def _element(e: dict[str, Any], where: str) -> None:
         _check(e.get("max_length", 3000) <= 3000, f"{where}: max_length")
     elif e["type"] in ("overflow", "static_select"):
         most = LIMITS["overflow_options" if e["type"] == "overflow" else "select_options"]
-        _check(0 < len(e["options"]) <= most, f"{where}: {len(e['options'])} options")
-        for n, option in enumerate(e["options"]):
-            _text(
-                option["text"],
-                LIMITS["option_text"],
-                f"{where}.options[{n}]",
-                kinds=("plain_text",),
-            )
-            _check(0 < len(option["value"]) <= LIMITS["option_value"], f"{where}.options[{n}]")
+        groups = e.get("option_groups") if e["type"] == "static_select" else None
+        if groups is not None:
+            _check("options" not in e, f"{where}: options and option_groups")
+            _check(0 < len(groups) <= LIMITS["option_groups"], f"{where}: {len(groups)} groups")
+            for n, group in enumerate(groups):
+                _text(group["label"], LIMITS["option_text"], f"{where}.option_groups[{n}].label")
+                _options(group["options"], most, f"{where}.option_groups[{n}]")
+        else:
+            _options(e["options"], most, where)
+        shown = [o for g in groups or [e] for o in g["options"]]
+        _check(
+            e.get("initial_option", shown[0]) in shown,
+            f"{where}: initial_option must be among the options",
+        )
         if "placeholder" in e:
             _text(
                 e["placeholder"],

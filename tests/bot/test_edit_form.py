@@ -247,11 +247,14 @@ Where = Annotated[str, Field(json_schema_extra={"enum": ["all", QUERY]})]
 
 async def test_a_choice_slack_cannot_list_is_typed_instead(make_bot: Any) -> None:
     """An allowed value longer than a select's option value (150 characters) would make
-    Slack refuse the whole form: that argument is a text input, checked by the tool."""
+    Slack refuse the whole form: that argument is a text input, and only one of the
+    allowed values typed in it is taken."""
+    received: list[str] = []
 
     @tool
     def archive(where: Where) -> str:
         """Archive orders."""
+        received.append(where)
         return "archived"
 
     def build(store: SessionStore) -> Agent:
@@ -262,13 +265,25 @@ async def test_a_choice_slack_cannot_list_is_typed_instead(make_bot: Any) -> Non
 
     spec = AgentSpec(name="archiver", build=build, policy=Policy(channel=CHANNEL, users=(ALICE,)))
     bot: Harness = await make_bot(spec=spec)
-    await bot.click(ids.EDIT, await bot.start(), user=ALICE)
+    value = await bot.start()
+    await bot.click(ids.EDIT, value, user=ALICE)
     await bot.slack.wait_calls("views.open")
     view = bot.slack.called("views.open")[-1]["view"]
     checked_view(view)  # what Slack checks: no invalid_arguments
     [field] = [b for b in view["blocks"] if b["type"] == "input"]
     assert field["element"]["type"] == "plain_text_input"
     assert field["element"]["initial_value"] == QUERY
+
+    typed = {"arg.where": {"type": "plain_text_input", "value": "DELETE FROM orders"}}
+    status, body = await bot.submit_form(value, user=ALICE, values=typed)
+    assert status == 200
+    [error] = json.loads(body)["errors"].values()
+    assert error.startswith("This is not one of the 2 allowed values, typed exactly")
+    typed = {"arg.where": {"type": "plain_text_input", "value": "all"}}
+    status, body = await bot.submit_form(value, user=ALICE, values=typed)
+    assert status == 200 and "errors" not in body, body
+    await bot.finished()
+    assert received == ["all"]
 
 
 async def test_an_edit_a_workflows_agent_node_cannot_take_is_refused_in_the_form(
