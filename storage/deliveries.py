@@ -6,6 +6,8 @@ and every retry carries the same ``event_id``. Each id is remembered for an hour
 than Slack's retries take, so the key never outlives its purpose by much. A command or an
 interaction is never retried, and each carries its own ``trigger_id``: its signature is
 remembered for as long as it would be accepted, so a captured one cannot be sent again.
+Socket Mode's envelopes are unsigned: each one's ``envelope_id`` is remembered as long, so
+an envelope received twice (by one process or two) is acted on once.
 """
 
 from __future__ import annotations
@@ -21,8 +23,8 @@ log = logging.getLogger(__name__)
 
 REMEMBER_FOR = timedelta(hours=1)
 SIGNATURE_GOOD_FOR = timedelta(minutes=10)
-"""How long a signature is remembered: Slack's are accepted five minutes either side of
-their timestamp."""
+"""How long a signature, or an envelope id, is remembered: Slack's signatures are accepted
+five minutes either side of their timestamp."""
 
 
 class Deliveries:
@@ -53,8 +55,16 @@ class Deliveries:
         """True the first time a request signed ``signature`` is received, False after (a
         check redis-py sent again, its reply lost, still finds itself first)."""
         digest = hashlib.sha256(signature.encode()).hexdigest()
+        return await self._first_received(self._keys.signed_request(digest))
+
+    async def first_envelope(self, envelope_id: str) -> bool:
+        """True the first time a Socket Mode envelope ``envelope_id`` is received, by any
+        process, False after; as ``first_signed``."""
+        return await self._first_received(self._keys.envelope(envelope_id))
+
+    async def _first_received(self, key: str) -> bool:
         return await self._client.first_to_mark(
-            self._keys.signed_request(digest),
+            key,
             keep_ms=int(SIGNATURE_GOOD_FOR.total_seconds() * 1000),
             action="check a Slack request is new",
         )

@@ -222,6 +222,11 @@ class Keys:
         so the same request sent again is refused."""
         return f"{self.prefix}:signed:{check_id('signature digest', digest)}"
 
+    def envelope(self, envelope_id: str) -> str:
+        """String: set when a Socket Mode envelope was received, so the same envelope
+        received again (by this process or another) is not acted on."""
+        return f"{self.prefix}:envelope:{check_id('envelope', envelope_id)}"
+
     def session(self, thread_id: str) -> str:
         return f"{self.prefix}:thread:{{{check_thread_id(thread_id)}}}:session"
 

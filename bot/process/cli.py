@@ -198,6 +198,7 @@ async def _socket(settings: Settings, args: argparse.Namespace, stopping: asynci
             settings.app_token.get_secret_value(),
             web_client=services.client,
             acks=services.metrics.ack,
+            deliveries=services.storage.deliveries,
         )
         # Probes reach /readyz from the start: not ready until the connection is up.
         checks = (connection_check(handler),)

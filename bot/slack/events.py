@@ -17,7 +17,6 @@ the metrics report.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 
@@ -29,8 +28,8 @@ from slack_sdk.signature import SignatureVerifier
 
 from bot.decisions.clicks import intake, streamed
 from bot.services import Services
-from storage.errors import StorageError
 
+from .replays import first_time
 from .requests import parse_request, signed_text
 
 log = logging.getLogger(__name__)
@@ -55,8 +54,6 @@ REPLAYED = (
     "that were received before, signature and all (%d since %s): Slack sends each once, so "
     "someone is sending captured requests again"
 )
-REPLAY_BUDGET = 0.5
-"""Seconds the replay check may take; a click's own budget and Slack's 3 s come after."""
 
 
 class _Refusals:
@@ -102,8 +99,8 @@ def add_events_route(
         if slack.click is not None and streamed(slack.click):
             await intake(services, slack.click)  # decided once per trigger id, replays too
             response = web.Response()
-        elif request.content_type != "application/json" and not await _first_time(
-            services, request.headers["X-Slack-Signature"]
+        elif request.content_type != "application/json" and not await first_time(
+            services.storage.deliveries.first_signed(request.headers["X-Slack-Signature"])
         ):
             replays.refused()
             return web.Response(status=401, text="request received before")
@@ -121,15 +118,3 @@ def add_events_route(
         return response
 
     web_app.router.add_post(EVENTS_PATH, events)
-
-
-async def _first_time(services: Services, signature: str) -> bool:
-    """Whether a request signed ``signature`` is received for the first time. When Redis
-    cannot say in time it is taken: what the request does meets the outage itself, and
-    tells the user so."""
-    try:
-        return await asyncio.wait_for(
-            services.storage.deliveries.first_signed(signature), REPLAY_BUDGET
-        )
-    except (TimeoutError, StorageError):
-        return True

@@ -1,9 +1,18 @@
-"""Socket Mode's connection to Slack: the handler, which times each ack, a readiness
-check, a watchdog that reconnects, and the client's logger, which logs a failed attempt to
-connect in one line.
+"""Socket Mode's connection to Slack: the handler, which acts on each envelope once and
+times each ack, a readiness check, a watchdog that reconnects, and the client's logger,
+which logs a failed attempt to connect in one line.
 
 Idle Socket Mode connections have been seen to die quietly, so the process's readiness
 depends on ``is_connected()``, and the watchdog reconnects one found dead.
+
+Slack sends each envelope to one of the app's open connections, and sends an Events API
+event again when it saw no ack for it (``retry_attempt`` and ``retry_reason`` on the
+envelope, the payload's ``event_id`` unchanged: the mention listener skips a retry by it).
+Slack documents retries of events only, and does not promise that an ``envelope_id`` never
+arrives twice: an envelope any process received before is acked and not acted on again
+(HTTP mode's replay check, on the envelope id instead of a signature), so Undo, Withdraw,
+a batch card's buttons and ``/signoff run`` act once. A decision click skips the check, as
+in HTTP mode: the deciders decide each trigger id once.
 """
 
 from __future__ import annotations
@@ -21,9 +30,14 @@ from slack_bolt.adapter.socket_mode.async_internals import (
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.socket_mode.aiohttp import SocketModeClient
 from slack_sdk.socket_mode.request import SocketModeRequest
+from slack_sdk.socket_mode.response import SocketModeResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.decisions.clicks import signoff_click, streamed
 from bot.services.metrics import Histogram
+from storage.deliveries import Deliveries
+
+from .replays import first_time
 
 log = logging.getLogger(__name__)
 
@@ -49,22 +63,38 @@ CLIENT_LOG.addFilter(_FailedAttempts())
 
 
 class TimedSocketModeHandler(AsyncSocketModeHandler):
-    """Bolt's Socket Mode handler, which also observes in ``acks`` how long each envelope
-    took from reaching it to its ack leaving: HTTP mode's ack latency, for Socket Mode."""
+    """Bolt's Socket Mode handler, which acts only on envelopes no process received before
+    (asked of ``deliveries``), and observes in ``acks`` how long each envelope took from
+    reaching it to its ack leaving: HTTP mode's ack latency, for Socket Mode."""
 
     def __init__(
-        self, app: AsyncApp, app_token: str, *, web_client: AsyncWebClient, acks: Histogram
+        self,
+        app: AsyncApp,
+        app_token: str,
+        *,
+        web_client: AsyncWebClient,
+        acks: Histogram,
+        deliveries: Deliveries,
     ) -> None:
         super().__init__(app, app_token, logger=CLIENT_LOG, web_client=web_client)
         self.acks = acks
+        self._deliveries = deliveries
         self._in_hand: set[asyncio.Future[None]] = set()
 
     async def handle(self, client: SocketModeClient, req: SocketModeRequest) -> None:  # type: ignore[override]
-        """Bolt's own handling (its adapters' two steps), timed."""
+        """Bolt's own handling (its adapters' two steps), timed; an envelope received
+        before only acked."""
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._in_hand.add(done)
         try:
             started, wall_clock = time.perf_counter(), time.time()
+            if not await self._to_act_on(req):
+                log.info("envelope %s was received before: acked, not acted on", req.envelope_id)
+                await client.send_socket_mode_response(
+                    SocketModeResponse(envelope_id=req.envelope_id)
+                )
+                self.acks.observe(time.perf_counter() - started)
+                return
             response = await run_async_bolt_app(self.app, req)
             await send_async_response(client, req, response, wall_clock)
             if response.status == 200:  # Bolt acks only these; Slack sends the others again
@@ -72,6 +102,14 @@ class TimedSocketModeHandler(AsyncSocketModeHandler):
         finally:
             self._in_hand.discard(done)
             done.set_result(None)
+
+    async def _to_act_on(self, req: SocketModeRequest) -> bool:
+        """Whether ``req`` is to be acted on: a decision click always, any other envelope
+        the first time any process receives it (or when Redis cannot say in time)."""
+        click = signoff_click(req.payload) if req.type == "interactive" else None
+        if click is not None and streamed(click):
+            return True
+        return await first_time(self._deliveries.first_envelope(req.envelope_id))
 
     async def close_after_acks(self) -> None:
         """Close the connection once the envelopes in hand are answered (``SLACK_WAITS``

@@ -126,13 +126,19 @@ class FakeSlack:
         return ws
 
     async def deliver(
-        self, payload: dict[str, Any], *, kind: str = "interactive", retry: int = 0
+        self,
+        payload: dict[str, Any],
+        *,
+        kind: str = "interactive",
+        retry: int = 0,
+        envelope_id: str | None = None,
+        socket: int = -1,
     ) -> str:
-        """Send an envelope over the latest Socket Mode connection; its envelope id.
-        ``retry`` > 0 sends it as Slack's retry of an event (a new envelope, the same
-        payload)."""
+        """Send an envelope over the latest Socket Mode connection (or the ``socket``-th
+        opened); its envelope id. ``retry`` > 0 sends it as Slack's retry of an event (a new
+        envelope, the same payload); ``envelope_id`` sends an envelope sent before again."""
         await self.wait_for(lambda: bool(self.sockets), what="a Socket Mode connection")
-        envelope_id = f"env-{next(self._ts)}"
+        envelope_id = envelope_id or f"env-{next(self._ts)}"
         envelope = {
             "envelope_id": envelope_id,
             "type": kind,
@@ -141,7 +147,7 @@ class FakeSlack:
             "retry_attempt": retry,
             "retry_reason": "timeout" if retry else "",
         }
-        await self.sockets[-1].send_json(envelope)
+        await self.sockets[socket].send_json(envelope)
         return envelope_id
 
     async def acked(self, envelope_id: str) -> dict[str, Any]:

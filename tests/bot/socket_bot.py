@@ -25,6 +25,7 @@ class SocketBot:
             "xapp-test-token",
             web_client=bot.services.client,
             acks=bot.services.metrics.ack,
+            deliveries=bot.services.storage.deliveries,
         )
 
     async def connect(self) -> None:

@@ -75,6 +75,7 @@ async def test_socket_mode_measures_how_long_each_ack_took(
         "xapp-test-token",
         web_client=bot.services.client,
         acks=bot.services.metrics.ack,
+        deliveries=bot.services.storage.deliveries,
     )
     unacked = _Heard("Unsuccessful Bolt execution result")
     CLIENT_LOG.addHandler(unacked)
@@ -311,6 +312,7 @@ async def test_an_envelope_in_hand_when_the_process_stops_is_acked_before_it_dis
         "xapp-test-token",
         web_client=bot.services.client,
         acks=bot.services.metrics.ack,
+        deliveries=bot.services.storage.deliveries,
     )
     await handler.connect_async()  # type: ignore[no-untyped-call]
     value = await bot.start()

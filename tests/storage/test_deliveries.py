@@ -39,3 +39,13 @@ async def test_a_signed_request_is_new_once_for_ten_minutes_among_many_at_once(
     keys = [k async for k in raw.scan_iter(f"{storage.keys.prefix}:signed:*")]
     ttls = [await raw.pttl(key) for key in keys]
     assert len(keys) == 50 and all(599_000 < ttl <= 600_000 for ttl in ttls)
+
+
+async def test_a_socket_mode_envelope_is_new_once_for_ten_minutes_however_many_ask(
+    storage: Storage, raw: aioredis.Redis
+) -> None:
+    """Two processes given one envelope at once agree that one of them received it first."""
+    firsts = await asyncio.gather(*(storage.deliveries.first_envelope("env-1") for _ in range(20)))
+    assert firsts.count(True) == 1
+    assert await storage.deliveries.first_envelope("env-2")
+    assert 599_000 < await raw.pttl(f"{storage.keys.prefix}:envelope:env-1") <= 600_000

@@ -1,0 +1,117 @@
+"""Over Socket Mode an envelope is acted on once, however often it arrives and whichever
+process's connection it arrives on: one received before is acked and does nothing. Each
+envelope goes over a real local WebSocket to slack-sdk's client, the check to Redis."""
+
+from __future__ import annotations
+
+import asyncio
+import urllib.parse
+from typing import Any
+
+from fakes import FakeSlack, click_payload, command_body
+from harness import ALICE, CAROL, CHANNEL
+from socket_bot import SocketBot
+
+from bot.ui import ids
+
+STARTING = "Starting cleanup…"
+
+
+def _run_command(text: str) -> dict[str, Any]:
+    """The payload of ``/signoff <text>`` as Carol sends it, with a trigger id of its own."""
+    body = command_body(text=text, user=CAROL, channel=CHANNEL)
+    return dict(urllib.parse.parse_qsl(body, keep_blank_values=True))
+
+
+def _replies(slack: FakeSlack, envelope_id: str) -> list[str | None]:
+    """What each ack of ``envelope_id`` answered (None for a bare ack), in order."""
+    acks = [a for a in slack.socket_acks if a.get("envelope_id") == envelope_id]
+    return [(a.get("payload") or {}).get("text") for a in acks]
+
+
+async def test_an_envelope_slack_sends_again_is_acked_and_starts_no_second_run(
+    socket_bot: Any,
+) -> None:
+    """``/signoff run`` received twice in one envelope starts one run, and both are acked;
+    the same command in another envelope starts another. The envelope id is kept ten
+    minutes, as a signature is in HTTP mode."""
+    sb: SocketBot = await socket_bot()
+    slack, storage = sb.bot.slack, sb.bot.services.storage
+    payload = _run_command("run cleanup tidy")
+    sent = await slack.deliver(payload, kind="slash_commands")
+    await slack.acked(sent)
+    await slack.deliver(payload, kind="slash_commands", envelope_id=sent)
+    await slack.wait_for(lambda: len(_replies(slack, sent)) == 2, what="the second ack")
+    assert _replies(slack, sent) == [STARTING, None]
+    await slack.wait_calls("chat.postMessage")
+    await sb.bot.services.background.idle()
+    assert len(slack.called("chat.postMessage")) == 1
+    kept_ms = await storage.client.raw.pttl(storage.keys.envelope(sent))
+    assert 9 * 60_000 < kept_ms <= 10 * 60_000
+
+    other = await slack.deliver(_run_command("run cleanup tidy"), kind="slash_commands")
+    assert (await slack.acked(other))["payload"] == {"text": STARTING}
+    await slack.wait_calls("chat.postMessage", 2)
+    await sb.bot.services.background.idle()
+    assert len(slack.called("chat.postMessage")) == 2
+
+
+async def test_a_withdrawal_slack_sends_again_withdraws_once_and_says_nothing_more(
+    socket_bot: Any,
+) -> None:
+    """Carol's Withdraw received twice in one envelope: her request is withdrawn, both are
+    acked, and she is not told it was already withdrawn (by her own click)."""
+    sb: SocketBot = await socket_bot()
+    slack = sb.bot.slack
+    value = await sb.bot.start(requested_by=CAROL)
+    record_id = sb.bot.record_id(value)
+    payload = click_payload(
+        action_id=ids.MORE, value="", user=CAROL, channel=CHANNEL, message_ts=sb.bot.message_ts()
+    )
+    action = payload["actions"][0]
+    action.pop("value")
+    action |= {"type": "overflow", "selected_option": {"value": f"{ids.WITHDRAW} {record_id}"}}
+    sent = await slack.deliver(payload)
+    await slack.acked(sent)
+    await slack.deliver(payload, envelope_id=sent)
+    await slack.wait_for(lambda: len(_replies(slack, sent)) == 2, what="the second ack")
+    await sb.bot.services.background.idle()
+    record = await sb.bot.services.storage.queries.get(record_id)
+    assert record is not None and record.state == "cancelled"
+    assert slack.called("chat.postEphemeral") == []
+
+
+async def test_one_envelope_on_two_processes_connections_starts_one_run(
+    socket_bot: Any,
+) -> None:
+    """Two ``signoff socket`` processes each given the same envelope at once: one acts,
+    both ack."""
+    one: SocketBot = await socket_bot()
+    two: SocketBot = await socket_bot()
+    slack = one.bot.slack
+    await slack.wait_for(lambda: len(slack.sockets) == 2, what="both connections")
+    payload = _run_command("run cleanup tidy")
+    await asyncio.gather(
+        *(
+            slack.deliver(payload, kind="slash_commands", envelope_id="env-both", socket=n)
+            for n in (0, 1)
+        )
+    )
+    await slack.wait_for(lambda: len(_replies(slack, "env-both")) == 2, what="both acks")
+    assert sorted(_replies(slack, "env-both"), key=str) == [None, STARTING]
+    await slack.wait_calls("chat.postMessage")
+    await one.bot.services.background.idle()
+    await two.bot.services.background.idle()
+    assert len(slack.called("chat.postMessage")) == 1
+
+
+async def test_a_decision_click_is_queued_without_the_envelope_check(socket_bot: Any) -> None:
+    """As over HTTP, a decision click's ack waits on one round trip, its append to the
+    click stream: the deciders decide each trigger id once, so nothing else is asked."""
+    sb: SocketBot = await socket_bot(workers=0, deciders=0)
+    value = await sb.bot.start()
+    await sb.click(ids.APPROVE, value, user=ALICE)
+    storage = sb.bot.services.storage
+    assert await storage.clicks.lag() == 1
+    envelopes = storage.client.raw.scan_iter(f"{storage.keys.prefix}:envelope:*")
+    assert [key async for key in envelopes] == []
