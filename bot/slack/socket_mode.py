@@ -9,10 +9,12 @@ Slack sends each envelope to one of the app's open connections, and sends an Eve
 event again when it saw no ack for it (``retry_attempt`` and ``retry_reason`` on the
 envelope, the payload's ``event_id`` unchanged: the mention listener skips a retry by it).
 Slack documents retries of events only, and does not promise that an ``envelope_id`` never
-arrives twice: an envelope any process received before is acked and not acted on again
-(HTTP mode's replay check, on the envelope id instead of a signature), so Undo, Withdraw,
-a batch card's buttons and ``/signoff run`` act once. A decision click skips the check, as
-in HTTP mode: the deciders decide each trigger id once.
+arrives twice: a command's or an interaction's envelope any process received before is
+acked and not acted on again (HTTP mode's replay check, on the envelope id instead of a
+signature), so Undo, Withdraw, a batch card's buttons and ``/signoff run`` act once. A
+decision click skips the check, as in HTTP mode: the deciders decide each trigger id once.
+So does an event: Slack sends one again when the first was not acked, and its listener
+skips what it already did by the ``event_id``.
 """
 
 from __future__ import annotations
@@ -104,8 +106,10 @@ class TimedSocketModeHandler(AsyncSocketModeHandler):
             done.set_result(None)
 
     async def _to_act_on(self, req: SocketModeRequest) -> bool:
-        """Whether ``req`` is to be acted on: a decision click always, any other envelope
-        the first time any process receives it (or when Redis cannot say in time)."""
+        """Whether ``req`` is to be acted on: an event or a decision click always, any other
+        envelope the first time any process receives it (or when Redis cannot say in time)."""
+        if req.type == "events_api":
+            return True
         click = signoff_click(req.payload) if req.type == "interactive" else None
         if click is not None and streamed(click):
             return True

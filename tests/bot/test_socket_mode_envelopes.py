@@ -115,3 +115,23 @@ async def test_a_decision_click_is_queued_without_the_envelope_check(socket_bot:
     assert await storage.clicks.lag() == 1
     envelopes = storage.client.raw.scan_iter(f"{storage.keys.prefix}:envelope:*")
     assert [key async for key in envelopes] == []
+
+
+async def test_an_event_is_guarded_by_its_event_id_not_its_envelope(socket_bot: Any) -> None:
+    """Slack sends an event again when it saw no ack for the first; the mention listener
+    skips a repeat by its ``event_id``, so an event's envelope is not remembered: one whose
+    first delivery failed is still acted on when it comes again."""
+    sb: SocketBot = await socket_bot()
+    mention = {
+        "type": "app_mention",
+        "user": CAROL,
+        "text": "<@UBOT0001> run cleanup tidy",
+        "ts": "1700000000.000300",
+        "channel": CHANNEL,
+    }
+    await sb.event(mention, event_id="Ev0ENVELOPE")
+    await sb.bot.services.background.idle()
+    await sb.bot.slack.wait_calls("chat.postMessage")
+    storage = sb.bot.services.storage
+    envelopes = storage.client.raw.scan_iter(f"{storage.keys.prefix}:envelope:*")
+    assert [key async for key in envelopes] == []
