@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import io
+import logging
 import shutil
+import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -299,3 +302,30 @@ async def hooked(make_bot: Any, monkeypatch: pytest.MonkeyPatch) -> AsyncIterato
         )
     await api.close()
     await hook_server.close()
+
+
+@pytest.fixture
+def captured() -> Iterator[io.StringIO]:
+    """A stream to log to; the root logger's handlers are put back afterwards."""
+    stream = io.StringIO()
+    root = logging.getLogger()
+    kept = root.handlers[:], root.level
+    yield stream
+    root.handlers = kept[0]
+    root.setLevel(kept[1])  # which also forgets the levels loggers had found in effect
+
+
+@pytest.fixture
+def unanswered_port() -> Iterator[int]:
+    """A port whose listener's backlog is full: a new connection waits, never refused."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(0)
+        port = int(listener.getsockname()[1])
+        fillers = [socket.socket() for _ in range(3)]
+        for filler in fillers:
+            filler.setblocking(False)
+            filler.connect_ex(("127.0.0.1", port))
+        yield port
+        for filler in fillers:
+            filler.close()

@@ -8,7 +8,6 @@ import io
 import json
 import logging
 import socket
-from collections.abc import Iterator
 from typing import Any
 
 import aiohttp
@@ -22,17 +21,6 @@ from bot.errors import ConfigError
 from bot.process.logs import configure_logging
 from bot.services.log_context import log_ids
 from bot.ui.posting import post_ephemeral
-
-
-@pytest.fixture
-def captured() -> Iterator[io.StringIO]:
-    """A stream to log to; the root logger's handlers are put back afterwards."""
-    stream = io.StringIO()
-    root = logging.getLogger()
-    kept = root.handlers[:], root.level
-    yield stream
-    root.handlers = kept[0]
-    root.setLevel(kept[1])  # which also forgets the levels loggers had found in effect
 
 
 async def test_a_json_line_carries_the_ids_of_the_work_at_hand(captured: io.StringIO) -> None:

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import socket
-from collections.abc import Iterator
 from datetime import timedelta
 
 import aiohttp
@@ -21,22 +19,6 @@ from storage.shown_urls import without_url_secrets
 from storage.webhooks import WebhookDelivery
 
 SECRET = "tok-" + "Hq3vX8mZ2kP7wR5n" * 2
-
-
-@pytest.fixture
-def unanswered_port() -> Iterator[int]:
-    """A port whose listener's backlog is full: a new connection waits, never refused."""
-    with socket.socket() as listener:
-        listener.bind(("127.0.0.1", 0))
-        listener.listen(0)
-        port = int(listener.getsockname()[1])
-        fillers = [socket.socket() for _ in range(3)]
-        for filler in fillers:
-            filler.setblocking(False)
-            filler.connect_ex(("127.0.0.1", port))
-        yield port
-        for filler in fillers:
-            filler.close()
 
 
 async def test_a_webhook_whose_connection_times_out_is_logged_without_its_query(
