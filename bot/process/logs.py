@@ -21,6 +21,8 @@ from typing import TextIO, TypeAlias
 from bot.errors import ConfigError
 from bot.services.log_context import FIELDS, current_ids
 
+from .redaction import RedactFilter, redacted
+
 _ExcInfo: TypeAlias = (
     tuple[type[BaseException], BaseException, TracebackType | None] | tuple[None, None, None]
 )
@@ -37,28 +39,13 @@ class IdsFilter(logging.Filter):
         return True
 
 
-class RedactFilter(logging.Filter):
-    """Leaves out the ticket of a Socket Mode address, which slack-sdk logs at DEBUG, and
-    the path of a ``response_url``, which it logs as it sends or retries there: for a while
-    either lets whoever holds it connect, or answer, as the app."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        redacted = _TICKET.sub(r"\1(redacted)", message)
-        if record.name.startswith("slack_sdk.webhook"):
-            redacted = _URL_PATH.sub(r"\1(redacted)", redacted)
-        if redacted != message:
-            record.msg, record.args = redacted, None
-        return True
-
-
-_TICKET = re.compile(r"(ticket=)[^&'\"\s]+")
-_URL_PATH = re.compile(r"(https?://[^/\s'\"]+/)[^\s'\",]+")
-
-
 class JsonFormatter(logging.Formatter):
     """One JSON object per line: time, level, process id, logger, message, the ids, and
     the error."""
+
+    def formatException(self, ei: _ExcInfo) -> str:
+        """The traceback without the secrets its exceptions may quote."""
+        return redacted(super().formatException(ei))
 
     def format(self, record: logging.LogRecord) -> str:
         line: dict[str, object] = {
@@ -81,7 +68,7 @@ _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
 class TextFormatter(logging.Formatter):
     """The classic line, with the ids at its end when there are any. Control characters in
     the message (a tool name or an error an agent gives) are shown escaped: they could
-    forge a line or take over the terminal. A traceback keeps its lines."""
+    forge a line or take over the terminal. A traceback keeps its lines, not its secrets."""
 
     def __init__(self) -> None:
         super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -93,13 +80,19 @@ class TextFormatter(logging.Formatter):
 
     def formatException(self, ei: _ExcInfo) -> str:
         """The traceback with its lines, but what its exceptions say escaped, as a message
-        is: an agent's error text could forge a line there too."""
+        is (an agent's error text could forge a line there too), and without secrets."""
         text = super().formatException(ei)
         for said in _said(ei[1]):
             text = text.replace(said, _CONTROL.sub(_escaped, said))
-        return text
+        return redacted(text)
+
+    def formatStack(self, stack_info: str) -> str:
+        return redacted(super().formatStack(stack_info))
 
     def format(self, record: logging.LogRecord) -> str:
+        if record.exc_info and record.exc_text:  # another handler's, unescaped, unredacted
+            record = copy.copy(record)
+            record.exc_text = None  # so this formatter makes its own
         text = super().format(record)
         ids: Mapping[str, str] = getattr(record, "ids", {})
         shown = " ".join(f"{name}={ids[name]}" for name in FIELDS if name in ids)
