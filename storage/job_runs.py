@@ -80,12 +80,6 @@ class JobRuns:
             reported_at=_moment(key, ms) if outcome else None,
         )
 
-    async def forget(self, run_id: str) -> None:
-        """Forget ``run_id``'s start and outcome: a request made again under a key whose
-        earlier request is gone is a new run."""
-        async with self._client.guard(f"forget the run of {run_id}"):
-            await self._client.raw.delete(self._keys.run_job(run_id))
-
 
 def _moment(key: str, ms: str) -> datetime:
     try:

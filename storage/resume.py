@@ -283,8 +283,8 @@ class ResumeQueue:
         return "again" if stored.split(" ")[0] == report else "other"
 
     async def forget_end(self, run_id: str) -> None:
-        """Forget that ``run_id`` ended: a request made again under a key whose earlier
-        request is gone is a new run, whose end is reported anew."""
+        """Forget that ``run_id``'s end was reported: what the report had to store failed,
+        so the job's retry reports it anew."""
         async with self._client.guard(f"forget the end of run {run_id}"):
             await self._client.raw.delete(self._keys.run_ended(run_id))
 

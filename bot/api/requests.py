@@ -232,14 +232,13 @@ class _RequestsApi:
                     return await answer(self._services, existing, meta, status=200)
             services.due_soon.due(*(r.expires_at for r in records))
             try:
-                return await self._posted(body, caller, meta, record, marked)
+                return await self._posted(caller, meta, record, marked)
             except StorageError as exc:  # made: "nothing was changed" would be untrue
                 log.error("request %s by %s made, not answered: %s", run_id, caller.name, exc)
                 return error(503, _made_unanswered(run_id))
 
     async def _posted(
         self,
-        body: NewRequest,
         caller: Caller,
         meta: RequestMeta,
         record: InterruptRecord,
@@ -247,9 +246,6 @@ class _RequestsApi:
     ) -> web.Response:
         """The 201 of request ``record``, made: its card posted (or left in the outbox)."""
         services, run_id = self._services, record.run_id
-        if body.idempotency_key is not None:  # only a key's run id comes again
-            await services.storage.resume.forget_end(run_id)
-            await services.storage.job_runs.forget(run_id)
         posted = await post_interrupt(services, record)
         log.info("request %s by %s posted: %s", run_id, caller.name, posted is not None)
         if posted is None:  # in the outbox: answered with what Slack said

@@ -4,7 +4,8 @@
 -- KEYS: 1 run pending, 2 due, 3 reminders, 4 outbox, 5 by-user, 6 by-channel, 7 audit,
 --       8 group checks, 9 the run's last creation, 10 the run's place (its Slack thread
 --       and its batch cards' items; an agent's run: its agent and thread; a job's request:
---       when it was asked), 11.. one record key per record.
+--       when it was asked), 11 the run's job hash and 12 its end mark (a job's request
+--       starts with neither), 13.. one record key per record.
 -- ARGV: now, ttl_ms, audit_maxlen, post_lease ms, group check interval ms, this call's
 --       token (kept a minute in KEYS[9]: the same call sent again after its reply was
 --       lost is answered 'created'), the client of an external request ('' for an agent's
@@ -17,7 +18,7 @@ local post_after = tonumber(now) + tonumber(ARGV[4])
 local check_after = tonumber(now) + tonumber(ARGV[5])
 local client, client_index = ARGV[7], by_client(KEYS[6])
 local records, pos = {}, 9
-for i = 11, #KEYS do
+for i = 13, #KEYS do
   local count = tonumber(ARGV[pos])
   local fields = {}
   for j = pos + 1, pos + count * 2 do fields[#fields + 1] = ARGV[j] end
@@ -76,6 +77,9 @@ if string.sub(field(first, 'run_id'), 1, 4) ~= 'req_' then
 else
   -- A job's request: when it was asked, so it can still be answered if its record is lost.
   redis.call('HSET', KEYS[10], 'created_at', field(first, 'created_at'))
+  -- A new run: the start, outcome and end of an earlier request made under its idempotency
+  -- key (whose records are gone) are not its own.
+  redis.call('DEL', KEYS[11], KEYS[12])
 end
 -- A later round talks in the first round's thread: what a card posted then set stays.
 redis.call('HSETNX', KEYS[10], 'channel', field(first, 'channel'))

@@ -10,7 +10,9 @@ import time
 from datetime import datetime
 from typing import Any
 
+import pytest
 from harness import ALICE
+from redis import exceptions as rexc
 from requests_jobs import Jobs
 
 import signoff
@@ -73,6 +75,40 @@ async def test_a_job_that_did_not_run_leaves_no_start_to_take(jobs: Jobs) -> Non
     assert view.outcome is not None and view.outcome.not_run == "its check failed"
     status, refused = await jobs.post(made["status_url"] + "/start", {"attempt": "second-try"})
     assert status == 409 and "outcome was reported already" in refused["error"], refused
+
+
+async def test_a_key_used_again_once_its_request_is_gone_starts_its_own_command(
+    jobs: Jobs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first request under a key was started and told its outcome, then its record went
+    (its retention ended). The key's new request is a new run from the step that makes it,
+    even when Redis refuses to delete the earlier run's start and end on their own: its
+    command starts, and its own outcome is taken."""
+    made = await _approved(jobs)
+    async with signoff.Client(jobs.base, jobs.token) as client:
+        await client.start(made["id"], "first-try")
+        await client.report_outcome(made["id"], exit_status=3, duration_seconds=2.5)
+    storage = jobs.bot.services.storage
+    await storage.client.raw.delete(storage.keys.record(request_record_id(made["id"])))
+    delete = storage.client.raw.delete
+
+    async def keeping_the_runs_marks(*names: str) -> int:
+        if any(name.endswith((":job", ":ended")) for name in names):
+            raise rexc.ConnectionError("Connection closed by server.")
+        return await delete(*names)
+
+    monkeypatch.setattr(storage.client.raw, "delete", keeping_the_runs_marks)
+    status, again = await jobs.ask(idempotency_key="nightly-2026-11-28")
+    assert status == 201 and again["id"] == made["id"], again
+    assert again["started_at"] is None and again["outcome"] is None, again
+    await jobs.bot.click(ids.APPROVE, jobs.value(), user=ALICE, message_ts=jobs.bot.message_ts(-1))
+    await jobs.get(again["status_url"] + "?wait=10")
+    status, started = await jobs.post(again["status_url"] + "/start", {"attempt": "next-run"})
+    assert status == 200 and started["started_at"] is not None, started
+    assert started["outcome"] is None, started
+    report = {"exit_status": 0, "duration_seconds": 1.0}
+    status, told = await jobs.post(again["status_url"] + "/outcome", report)
+    assert status == 200 and told["outcome"]["exit_status"] == 0, told
 
 
 async def _approved_and_asked_again(jobs: Jobs) -> tuple[dict[str, Any], dict[str, Any]]:
