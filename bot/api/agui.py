@@ -19,9 +19,10 @@ the app") and this request runs the round, holding it (``AppRound``); if the run
 or the process dies, the round goes to the resume worker. A resume for an interrupt
 already decided on its card gets a ``RUN_ERROR`` naming who decided it; the app's own
 resume sent again (its stream cut off) hears how the round it started went
-(``agui_resent``). This request holds the thread while its round runs (``AppRuns``): the
-app's other requests meanwhile are told the round runs, and, once this process has died
-mid-round, the next continues that round (``agui_cut_off``).
+(``agui_resent``). This request holds the thread while its round runs (``AppRuns``), from
+before its answers are recorded: the app's other requests meanwhile are told the round
+runs, their answers recorded on no card, and, once this process has died mid-round, the
+next continues that round (``agui_cut_off``).
 """
 
 from __future__ import annotations
@@ -123,22 +124,26 @@ def add_agui_routes(
                 cut_off = await mid_round(services, agent, body)
                 # A resume sent again after its stream was cut off hears how its round went.
                 resent = None if cut_off else await resent_round(services, agent, body)
-                answers = (
-                    CardAnswers()
-                    if resent or cut_off
-                    else await answer_cards(services, agent, body)
-                )
-                # A stop whose cards were never stored is answered now, its cards stored.
-                stop = (
-                    None
-                    if answers.refusal or resent or cut_off
-                    else await unstored_stop(services, agent, name, body)
-                )
-                runs = not (answers.refusal or resent or stop)
-                # Held while the round runs here: if this process dies, the hold lapses.
-                alone = not runs or await holding.enter_async_context(
-                    services.storage.app_runs.running(str(body["threadId"]))
-                )
+                async with contextlib.AsyncExitStack() as taking:
+                    # Held before any card takes the app's answers, so a request refused
+                    # as another round runs records none; let go at once if none runs here.
+                    alone = bool(resent) or await taking.enter_async_context(
+                        services.storage.app_runs.running(str(body["threadId"]))
+                    )
+                    answers = (
+                        CardAnswers()
+                        if resent or cut_off or not alone
+                        else await answer_cards(services, agent, body)
+                    )
+                    # A stop whose cards were never stored is answered now, its cards stored.
+                    stop = (
+                        None
+                        if answers.refusal or resent or cut_off
+                        else await unstored_stop(services, agent, name, body)
+                    )
+                    runs = not (answers.refusal or resent or stop)
+                    if runs:  # held while the round runs here: if this process dies, it lapses
+                        await holding.enter_async_context(taking.pop_all())
                 # The round seen mid-run may have ended before the hold: not continued.
                 ran_meanwhile = cut_off and alone and not await mid_round(services, agent, body)
             except CorruptRecordError as exc:  # damaged for good: asking again will not help
@@ -150,7 +155,7 @@ def add_agui_routes(
             refusal = (
                 answers.refusal
                 or (resent.running if resent else None)
-                or (None if alone else running_now(body))
+                or (running_now(body) if runs and not alone else None)
                 or (ran_meanwhile_now(body) if ran_meanwhile else None)
             )
             ended = stop or (resent.ended if resent else None)
