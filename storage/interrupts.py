@@ -83,7 +83,8 @@ class InterruptStore(Decisions, Outbox):
         ``pending_limit``, PendingLimitError (nothing written) when its client's requests
         would hold more pending records than that (``shard_share`` of it per shard). An
         external request's run starts in the same step with no job start, outcome or end
-        kept: any there were an earlier request's, made under its idempotency key.
+        kept, nor marks of them audited: any there were an earlier request's, made under
+        its idempotency key.
         """
         if not records:
             return
@@ -98,7 +99,7 @@ class InterruptStore(Decisions, Outbox):
         keys = [k.run_pending(run_id), k.due(shard), k.reminders(shard), k.outbox(shard)]
         keys += [k.by_user(shard), k.by_channel(shard), k.audit_stream(shard)]
         keys += [k.group_checks(shard), k.run_creation(run_id), k.run_place(run_id)]
-        keys += [k.run_job(run_id), k.run_ended(run_id)]
+        keys += [k.run_job(run_id), k.run_ended(run_id), k.run_audited(run_id)]
         keys += [k.record(r.id) for r in records]
         client = records[0].requested_by if is_request_run(run_id) and pending_limit else ""
         args: list[str | int] = [

@@ -4,8 +4,8 @@
 -- KEYS: 1 run pending, 2 due, 3 reminders, 4 outbox, 5 by-user, 6 by-channel, 7 audit,
 --       8 group checks, 9 the run's last creation, 10 the run's place (its Slack thread
 --       and its batch cards' items; an agent's run: its agent and thread; a job's request:
---       when it was asked), 11 the run's job hash and 12 its end mark (a job's request
---       starts with neither), 13.. one record key per record.
+--       when it was asked), 11 the run's job hash, 12 its end mark and 13 its audited
+--       marks (a job's request starts with none of them), 14.. one record key per record.
 -- ARGV: now, ttl_ms, audit_maxlen, post_lease ms, group check interval ms, this call's
 --       token (kept a minute in KEYS[9]: the same call sent again after its reply was
 --       lost is answered 'created'), the client of an external request ('' for an agent's
@@ -18,7 +18,7 @@ local post_after = tonumber(now) + tonumber(ARGV[4])
 local check_after = tonumber(now) + tonumber(ARGV[5])
 local client, client_index = ARGV[7], by_client(KEYS[6])
 local records, pos = {}, 9
-for i = 13, #KEYS do
+for i = 14, #KEYS do
   local count = tonumber(ARGV[pos])
   local fields = {}
   for j = pos + 1, pos + count * 2 do fields[#fields + 1] = ARGV[j] end
@@ -78,8 +78,8 @@ else
   -- A job's request: when it was asked, so it can still be answered if its record is lost.
   redis.call('HSET', KEYS[10], 'created_at', field(first, 'created_at'))
   -- A new run: the start, outcome and end of an earlier request made under its idempotency
-  -- key (whose records are gone) are not its own.
-  redis.call('DEL', KEYS[11], KEYS[12])
+  -- key (whose records are gone), and what of them was audited, are not its own.
+  redis.call('DEL', KEYS[11], KEYS[12], KEYS[13])
 end
 -- A later round talks in the first round's thread: what a card posted then set stays.
 redis.call('HSETNX', KEYS[10], 'channel', field(first, 'channel'))

@@ -111,6 +111,27 @@ async def test_a_key_used_again_once_its_request_is_gone_starts_its_own_command(
     assert status == 200 and told["outcome"]["exit_status"] == 0, told
 
 
+async def test_a_key_used_again_once_its_request_is_gone_has_the_same_outcome_audited_anew(
+    jobs: Jobs,
+) -> None:
+    """The new request's job reports what the earlier one did (same exit, same duration):
+    its own outcome, audited (and told to webhooks) as the earlier one's was."""
+    report = {"exit_status": 0, "duration_seconds": 1.0}
+    storage = jobs.bot.services.storage
+    for _ in range(2):
+        status, made = await jobs.ask(idempotency_key="weekly")
+        assert status == 201, made
+        await jobs.bot.click(
+            ids.APPROVE, jobs.value(), user=ALICE, message_ts=jobs.bot.message_ts(-1)
+        )
+        await jobs.get(made["status_url"] + "?wait=10")
+        status, told = await jobs.post(made["status_url"] + "/outcome", report)
+        assert status == 200, told
+        await storage.client.raw.delete(storage.keys.record(request_record_id(made["id"])))
+    audit = await storage.audit.read(count=100)
+    assert [e.run_id for e in audit if e.event == "outcome"] == [made["id"], made["id"]]
+
+
 async def _approved_and_asked_again(jobs: Jobs) -> tuple[dict[str, Any], dict[str, Any]]:
     _, checked = await jobs.ask(acts_on="vol-a\nvol-b\n", idempotency_key="checked")
     await jobs.bot.click(ids.APPROVE, jobs.value(), user=ALICE)
