@@ -18,7 +18,8 @@ Entry point::
   (stored, not yet posted: post, then)
   ``mark_posted(id, channel, ts, *, thread_ts, now)``,
   ``decide(id, user_id, decision, *, args_digest, now, channel, message_ts, click_id)
-  -> DecideOutcome`` (``click_id``: a click stream entry, decided at most once),
+  -> DecideOutcome`` (``click_id``: a click stream entry, decided at most once; ``untold``:
+  its refusal, queued until its decider told it),
   ``expire_due(now, *, limit) -> list[ExpiryResult | LostRecord]``,
   ``scan_gone(cursors, *, count) -> GoneScan`` (pending records Redis lost, found before
   their time is up) and ``claim_gone(id, now) -> LostRecord | None`` (one found gone,
@@ -39,7 +40,10 @@ Entry point::
   ``ack``, ``fail`` (a failed resume: retried, or after ``max_attempts`` moved to the
   dead-letter stream), ``dead_letters()`` (see ``storage.resume`` for the worker loop).
 - ``clicks: ClickStream`` - ``append`` (a decision click, before Slack gets its ack),
-  ``claim``, ``reclaim``, ``ack``: the deciders' consumer group (see ``storage.clicks``).
+  ``claim``, ``reclaim``, ``done(entries, *, told)``: the deciders' consumer group (see
+  ``storage.clicks``).
+- ``refusals: RefusalQueue`` - ``claim(now)``, ``done(leased)``: click refusals stored by
+  ``decide(..., untold=)`` whose decider died before telling them (see ``storage.refusals``).
 - ``audit: AuditLog`` - ``append(AuditEntry)``, ``read(*, after, count)``.
 - ``deliveries: Deliveries`` - ``first(event_id) -> bool``: False for a retried Events
   API delivery already handled (ids remembered for an hour).

@@ -28,6 +28,7 @@ from .consumer_group import ConsumerGroup
 from .epoch import from_ms, to_ms
 from .errors import InvalidIdError, StorageError
 from .keys import Keys
+from .refusals import Refusal
 
 log = logging.getLogger(__name__)
 
@@ -228,9 +229,10 @@ class ClickStream:
         except InvalidIdError:
             return 0
 
-    async def done(self, entries: Sequence[ClickEntry]) -> None:
+    async def done(self, entries: Sequence[ClickEntry], *, told: Sequence[Refusal] = ()) -> None:
         """Acknowledge decided clicks (trimming removes them later) and stop counting them
-        as waiting, in one step: a click acknowledged twice is uncounted once."""
+        as waiting, in one step: a click acknowledged twice is uncounted once. ``told``:
+        the refusals their decider told, taken off the untold refusals in the same step."""
         for shard in sorted({entry.shard for entry in entries}):
             counted: list[tuple[str, str]] = []
             uncounted: list[str] = []  # naming no record that could exist: nothing to uncount
@@ -241,8 +243,16 @@ class ClickStream:
                 else:
                     counted.append((entry.id, key))
             if counted:
-                keys = [self._keys.click_stream(shard), *(key for _, key in counted)]
-                args: list[str | int] = [self.group, *(entry_id for entry_id, _ in counted)]
+                # A refusal is stored only for a record that could exist: a counted entry's.
+                members = [r.member for r in told if self._shard_of(r.record_id) == shard]
+                keys = [
+                    self._keys.click_stream(shard),
+                    self._keys.refusals(shard),
+                    self._keys.refusal_reasons(shard),
+                    *(key for _, key in counted),
+                ]
+                ids = [entry_id for entry_id, _ in counted]
+                args: list[str | int] = [self.group, len(ids), *ids, *members]
                 await self._client.eval("clicks_done", keys, args)
             await self.shard_groups[shard].ack(*uncounted)
 

@@ -28,6 +28,7 @@ from .keys import CLUSTER_SHARDS, Keys
 from .notes import NoteQueue
 from .open_index import index_earlier_open_requests
 from .queries import InterruptQueries
+from .refusals import RefusalQueue
 from .reminders import ReminderStore
 from .requests import RequestStore
 from .resume import ResumeQueue
@@ -48,8 +49,9 @@ def default_data_dir() -> Path:
 @dataclass(kw_only=True)
 class Storage:
     """Everything on one connection: sessions, interrupts, reads, reminders, resume queue,
-    click stream, audit, the Events API deliveries already handled, external requests, the
-    API clients that make them and the webhooks that tell them."""
+    click stream and the refusals its deciders have not told yet, audit, the Events API
+    deliveries already handled, external requests, the API clients that make them and the
+    webhooks that tell them."""
 
     client: RedisClient
     keys: Keys
@@ -70,6 +72,7 @@ class Storage:
     trust: TrustGrants
     home: HomeViewers
     notes: NoteQueue
+    refusals: RefusalQueue
     away: AwayList
     embedded: EmbeddedRedis | None = field(default=None)
 
@@ -141,6 +144,7 @@ async def connect(
         trust=TrustGrants(client, keys),
         home=HomeViewers(client, keys),
         notes=NoteQueue(client, keys, marks_kept=kept.decided),
+        refusals=RefusalQueue(client, keys),
         away=AwayList(client, keys),
         embedded=embedded,
     )

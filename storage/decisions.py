@@ -18,6 +18,7 @@ from .errors import CorruptRecordError, InvalidIdError
 from .keys import check_id, is_record_id, split_record_id
 from .outcomes import DecideOutcome, RefusalReason
 from .records import InterruptRecord
+from .refusals import Refusal
 from .retention import millis
 from .transitions import RecordTransitions
 
@@ -46,6 +47,7 @@ class Decisions(RecordTransitions):
         click_id: str | None = None,
         trust_grant: tuple[str, datetime] | None = None,
         hold_for_grant: bool = False,
+        untold: tuple[Refusal, datetime] | None = None,
     ) -> DecideOutcome:
         """Record ``user_id``'s decision in one atomic step (one round trip).
 
@@ -60,6 +62,9 @@ class Decisions(RecordTransitions):
         the decision; refused as ``trust_ended`` when it was revoked or ends by ``now``.
         ``hold_for_grant``: the caller stores a trust grant for this decision next (an
         "Approve and trust" click's), so the run's resume waits for ``grant_stored``.
+        ``untold``: with ``click_id``, the click's refusal entry and when another process
+        may tell it: queued if this step refuses the click, so a decider that dies before
+        telling it leaves it to ``RefusalQueue.claim``.
         """
         try:
             run_id, _ = split_record_id(interrupt_id)
@@ -72,8 +77,15 @@ class Decisions(RecordTransitions):
         if trust_grant is not None:  # its revocation is checked in the same step
             seen.append(self._keys.trust_revoked(self._keys.shard_of(run_id)))
             trust = [trust_grant[0], to_ms(trust_grant[1])]
-        if trust or hold_for_grant:
-            held = "hold" if hold_for_grant else ""
+        if trust_grant is not None and untold is not None:
+            raise ValueError("a trust grant's approval is no click: it has no refusal to tell")
+        held = "hold" if hold_for_grant else ""
+        if untold is not None and seen:
+            refusal, until = untold
+            shard = self._keys.shard_of(run_id)
+            seen += [self._keys.refusals(shard), self._keys.refusal_reasons(shard)]
+            args += ["", "", held, "", refusal.member, to_ms(until)]  # "": no batch items follow
+        elif trust or hold_for_grant:
             args += ["", *(trust[:1] or [""]), held, *trust[1:]]  # "": no batch items follow
         result = await self._transition("decide", interrupt_id, args, extra_keys=seen)
         if result[0] == "replayed":

@@ -259,6 +259,15 @@ class Keys:
         """Sorted set: records not yet posted, scored by when they may next be tried."""
         return f"{self._shard(shard)}:outbox"
 
+    def refusals(self, shard: int) -> str:
+        """Sorted set: refusals a click decider stored and has not told yet (JSON), scored
+        by when another process may tell them (the end of the decider's lease, ms)."""
+        return f"{self._shard(shard)}:refusals"
+
+    def refusal_reasons(self, shard: int) -> str:
+        """Hash: each of ``refusals``'s entries and the reason its click was refused for."""
+        return f"{self._shard(shard)}:refusals:why"
+
     def redraws(self, shard: int) -> str:
         """Sorted set: records whose cards Slack did not redraw, scored by the next try."""
         return f"{self._shard(shard)}:redraws"

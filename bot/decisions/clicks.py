@@ -33,7 +33,9 @@ from storage.clicks import ClickEntry
 from storage.errors import CorruptRecordError, StorageError, StorageTimeoutError
 from storage.outcomes import DecideOutcome
 from storage.records import InterruptRecord
+from storage.refusals import Refusal
 from storage.requests import is_request_run
+from storage.sweeps import POST_LEASE
 
 from .batches import decide_batch
 from .clicked import named_record
@@ -170,8 +172,10 @@ def listener(services: Services) -> Any:
     return on_click
 
 
-async def decide_click(services: Services, entry: ClickEntry) -> None:
-    """Decide a click from the stream, its log lines tagged; see ``_decide_click``."""
+async def decide_click(services: Services, entry: ClickEntry) -> Refusal | None:
+    """Decide a click from the stream, its log lines tagged; see ``_decide_click``. The
+    refusal this call stored and told its clicker, for ``ClickStream.done`` to take off
+    the untold ones."""
     with log_ids(
         record_id=entry.record_id,
         run_id=entry.record_id.partition("/")[0],  # a record id is "<run id>/<interrupt id>"
@@ -187,7 +191,7 @@ async def decide_click(services: Services, entry: ClickEntry) -> None:
             user=entry.user_id,
             action=entry.action_id,
         ):
-            await _decide_click(services, entry)
+            return await _decide_click(services, entry)
 
 
 async def _traceparent(services: Services, record_id: str) -> str | None:
@@ -202,7 +206,7 @@ async def _traceparent(services: Services, record_id: str) -> str | None:
     return meta.traceparent if meta else None
 
 
-async def _decide_click(services: Services, entry: ClickEntry) -> None:
+async def _decide_click(services: Services, entry: ClickEntry) -> Refusal | None:
     """Record an Approve (or Approve and trust) click, or the answer a question's button
     picked; refuse with an ephemeral note.
 
@@ -214,16 +218,25 @@ async def _decide_click(services: Services, entry: ClickEntry) -> None:
     nothing but, if the click counted, the message re-rendered from the record and, if it
     made the decision final, what the dead decider may not have done yet: a trust grant
     kept (and then the run's resume queued, which storage holds back until the grant is
-    kept), the requester told (each once, however many deciders replay it).
+    kept), the requester told (each once, however many deciders replay it). A refusal is
+    queued in the step that stores it, until this decider has told it: should it die
+    first, the scheduler tells it (``tell_untold_refusals``).
     """
     user, channel, thread = entry.user_id, entry.channel_id, entry.thread_ts or None
+    refusal = Refusal(
+        record_id=entry.record_id,
+        click=entry.click_id,
+        user=user,
+        channel=channel,
+        thread_ts=entry.thread_ts,
+    )
     decision = Decision.approve()
     if entry.action_id.startswith(ids.CHOOSE + "."):
         chosen = await _chosen(services, entry)
         if chosen is None:
             text = reason_text("not_offered")  # a forged index: the card never showed it
             await post_ephemeral(services, channel=channel, user=user, thread_ts=thread, text=text)
-            return
+            return None
         decision = Decision.respond(chosen)
     elif entry.action_id == ids.TRUST:
         try:
@@ -252,6 +265,7 @@ async def _decide_click(services: Services, entry: ClickEntry) -> None:
             message_ts=entry.message_ts,
             click_id=click_id,
             hold_for_grant=granting,
+            untold=(refusal, services.clock.now() + POST_LEASE),
         )
 
     try:
@@ -259,11 +273,11 @@ async def _decide_click(services: Services, entry: ClickEntry) -> None:
     except CorruptRecordError as exc:
         await record_damaged(services, exc, entry.record_id, user=user, channel=channel)
         await post_ephemeral(services, channel=channel, user=user, thread_ts=thread, text=DAMAGED)
-        return  # decided for good: nothing can be decided on it; retrying would loop
+        return None  # decided for good: nothing can be decided on it; retrying would loop
     if outcome.reason == "not_allowed" and await refresh_groups(services, outcome.record, user):
         outcome = await decide(f"{entry.click_id}-regrouped")  # the first is marked refused
     if outcome.status == "replayed" and outcome.reason is not None:
-        return
+        return None  # told by the decider that stored it, or else by the scheduler
     if outcome.status == "refused":
         services.metrics.refusals[outcome.reason or "unknown"] += 1
         if outcome.reason == "expired":  # the click is still in the stream: one of its own
@@ -271,7 +285,7 @@ async def _decide_click(services: Services, entry: ClickEntry) -> None:
         else:
             text = refusal_text(outcome)
         await post_ephemeral(services, channel=channel, user=user, thread_ts=thread, text=text)
-        return
+        return refusal
     if outcome.status == "recorded":
         services.metrics.decisions[outcome.state or "approved"] += 1
     final = outcome.status == "recorded" or (
@@ -294,6 +308,7 @@ async def _decide_click(services: Services, entry: ClickEntry) -> None:
     elif outcome.status == "progress":  # a vote toward the quorum: the voter's Home says so
         voted = redraw_homes(services, [user], after=f"a vote on {entry.record_id}")
         services.background.spawn(voted, name=f"voted {entry.record_id}")
+    return None
 
 
 async def decided_news(services: Services, record: InterruptRecord) -> None:

@@ -4,7 +4,9 @@ Each decider is one consumer of one shard of storage's click stream. It reads a 
 clicks concurrently (``decide_click``: storage's atomic step, then ``chat.update`` or a
 refusal) and acknowledges each after its decision. Clicks a dead decider read but did
 not acknowledge are reclaimed once its heartbeat stops for ``reclaim_after``; storage
-remembers which entries it decided, so deciding one again sends no second refusal.
+remembers which entries it decided, so deciding one again sends no second refusal. A
+refusal stays queued until the step that acknowledges its click: one whose decider died
+before telling it is told by the scheduler instead.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from bot.services import Services
 from bot.services.consumer_loop import ConsumerLoop
 from storage.clicks import ClickEntry
 from storage.errors import StorageError
+from storage.refusals import Refusal
 from storage.resume import TAKEOVER_AFTER
 
 from .clicks import decide_click
@@ -56,22 +59,26 @@ class ClickDecider(ConsumerLoop[ClickEntry]):
         await self._services.storage.clicks.heartbeat(entries, consumer=self.consumer)
 
     async def handle(self, entries: list[ClickEntry]) -> None:
-        """Decide the batch concurrently; acknowledge every click that was decided."""
-        done = await asyncio.gather(*(self._decide(entry) for entry in entries))
+        """Decide the batch concurrently; acknowledge every click that was decided, and
+        take the refusals told off the untold ones in the same step."""
+        decided = await asyncio.gather(*(self._decide(entry) for entry in entries))
+        done = [entry for entry, _ in decided if entry is not None]
+        told = [refusal for _, refusal in decided if refusal is not None]
         try:
-            await self._services.storage.clicks.done([e for e in done if e is not None])
+            await self._services.storage.clicks.done(done, told=told)
         except StorageError as exc:
             # Taken over later; deciding them again changes nothing.
             log.error("click decider %s cannot acknowledge clicks: %s", self.consumer, exc)
 
-    async def _decide(self, entry: ClickEntry) -> ClickEntry | None:
-        """Decide one click; the entry when it may be acknowledged, None to retry it later."""
+    async def _decide(self, entry: ClickEntry) -> tuple[ClickEntry | None, Refusal | None]:
+        """Decide one click: the entry when it may be acknowledged (None to retry it later),
+        and the refusal it told."""
         try:
-            await decide_click(self._services, entry)
+            return entry, await decide_click(self._services, entry)
         except StorageError as exc:
             # Left unacknowledged: taken over once idle past ``reclaim_after``.
             log.error("click %s by %s on %s: %s", entry.id, entry.user_id, entry.record_id, exc)
-            return None
+            return None, None
         except Exception:
             log.exception("click %s by %s on %s failed", entry.id, entry.user_id, entry.record_id)
-        return entry
+        return entry, None

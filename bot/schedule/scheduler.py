@@ -1,14 +1,14 @@
 """The scheduler: expires due interrupts, sends reminders in working hours, drains the
-outbox, redraws the cards and posts the notes Slack did not take, keeps the members of
-pending interrupts' user groups current, and ends within minutes a pending request whose
-record Redis lost.
+outbox, redraws the cards and posts the notes Slack did not take, tells the refusals a
+dead click decider did not, keeps the members of pending interrupts' user groups
+current, and ends within minutes a pending request whose record Redis lost.
 
 Working hours are the policy's (``Reminders(start_hour=, end_hour=)``, stored with each
 interrupt) on each approver's own clock. A reminder due while every approver is off work
 is moved to the earliest start of one of their working days.
 
 Every step is safe with several schedulers running: storage hands each expiry, reminder,
-outbox entry and lost record to exactly one caller.
+outbox entry, untold refusal and lost record to exactly one caller.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from bot.ui.outbox import post_claimed
 from bot.ui.redraws import update_message
 from bot.ui.requester import tell_batch_decided
 from bot.ui.slack_failures import SLACK_FAILURES, passing, retry_after, why_failed
+from bot.ui.untold import tell_untold_refusals
 from storage.audit import AuditEntry
 from storage.errors import StorageError
 from storage.interrupts import GROUP_CHECK_EVERY
@@ -116,8 +117,9 @@ class Scheduler:
     async def tick(self) -> None:
         """One pass: expire, remind, hand the resume worker the rounds whose app let go of
         them, (re)post what the outbox holds, redraw the cards and post the notes Slack did
-        not take, check group members, every few minutes end the pending requests whose
-        record Redis lost, forget the stream consumers of stopped processes."""
+        not take, tell the refusals dead click deciders did not, check group members,
+        every few minutes end the pending requests whose record Redis lost, forget the
+        stream consumers of stopped processes."""
         now = self._services.clock.now()
         batches: set[str] = set()
         for expired in await self._services.storage.interrupts.expire_due(now):
@@ -141,6 +143,7 @@ class Scheduler:
         await self.drain_outbox()
         await self.redraw_cards()
         await send_queued_notes(self._services)
+        await tell_untold_refusals(self._services)
         await self.check_groups()
         await self._lost_check.check()
         await self.forget_stopped_consumers()

@@ -6,7 +6,10 @@
 --       15 the trust grant whose granter's approval it is (kept as `trust_grant`), if any,
 --       16 'hold' when the caller stores a trust grant for this decision next: the run's
 --       resume waits for it (granted.lua), 17 with a trust grant: when it ends (ms); its
---       shard's revoked grants are then the last key (refused as trust_ended if it is one).
+--       shard's revoked grants are then the last key (refused as trust_ended if it is one),
+--       18 with a click marker: the click's entry among the untold refusals (KEYS 13, their
+--       reasons KEYS 14), queued when this click is refused (until its decider tells it),
+--       taken off when it counts; 19 when another process may tell it (ms).
 -- Returns {status, reason, job id, record as a JSON object}; status is
 -- recorded|progress|held|refused, or replayed when the click entry of KEYS[12] was decided
 -- before by another call (reason: the refusal it got then, '' if it counted; third, the
@@ -33,6 +36,15 @@ local function decide(seen, trust, granting)
     if seen then
       local kept = table.concat({result[2], ARGV[13], result[1], result[3]}, ' ')
       redis.call('SET', seen, kept, 'PX', ARGV[10])
+      -- A refusal is told by its decider, or, should it die first, by whoever claims it.
+      local untold = ARGV[18] or ''
+      if untold ~= '' and result[1] == 'refused' then
+        redis.call('ZADD', KEYS[13], ARGV[19], untold)
+        redis.call('HSET', KEYS[14], untold, result[2])
+      elseif untold ~= '' then  -- counted after all (its approver's groups looked up again)
+        redis.call('ZREM', KEYS[13], untold)
+        redis.call('HDEL', KEYS[14], untold)
+      end
     end
   end
 

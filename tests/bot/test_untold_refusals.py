@@ -1,0 +1,73 @@
+"""A refused click's refusal is queued in the step that stores it: a decider that dies
+before telling the clicker leaves it to the scheduler, which tells it once; one its
+decider told is not told again."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from harness import MALLORY, Harness
+
+from bot.decisions import clicks
+from bot.decisions.clicks import decide_click
+from bot.schedule.scheduler import Scheduler
+from bot.ui import ids
+from storage import Storage
+from storage.sweeps import POST_LEASE
+
+NOT_AN_APPROVER = "You are not among the approvers of this request; nothing was decided."
+
+
+def _told(bot: Harness) -> list[str]:
+    return [str(e["text"]) for e in bot.slack.called("chat.postEphemeral") if e["user"] == MALLORY]
+
+
+async def test_a_refusal_whose_decider_died_before_telling_it_is_told_once_by_the_scheduler(
+    make_bot: Any, storage: Storage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    front: Harness = await make_bot(workers=0, deciders=0)  # acks only, like --no-workers
+    value = await front.start()
+    await front.click(ids.APPROVE, value, user=MALLORY)  # not an approver: refused
+    [entry] = await storage.clicks.claim("dead-decider", count=10)
+    with monkeypatch.context() as patched:
+
+        async def dies(*_: Any, **__: Any) -> None:  # its process dies as it would tell it
+            raise asyncio.CancelledError
+
+        patched.setattr(clicks, "post_ephemeral", dies)
+        with pytest.raises(asyncio.CancelledError):
+            await decide_click(front.services, entry)
+    record = await storage.queries.get(front.record_id(value))
+    assert record is not None and record.state == "pending" and record.votes == ()
+
+    other: Harness = await make_bot(reclaim_after=0.05)  # takes the click over: a replay
+    await other.clicks_done()
+    await other.loops.stop()
+    assert _told(front) == []
+    await Scheduler(other.services).tick()
+    assert _told(front) == []  # still its decider's to tell
+
+    for _ in range(3):
+        other.clock.advance(POST_LEASE + timedelta(seconds=1))
+        await Scheduler(other.services).tick()
+    [told] = _told(front)
+    assert told.startswith(NOT_AN_APPROVER)
+    [ephemeral] = front.slack.called("chat.postEphemeral")
+    assert ephemeral["channel"] == entry.channel_id
+
+
+async def test_a_refusal_its_decider_told_is_not_told_again(make_bot: Any) -> None:
+    bot: Harness = await make_bot(workers=0)
+    value = await bot.start()
+    await bot.click(ids.APPROVE, value, user=MALLORY)
+    await bot.slack.wait_calls("chat.postEphemeral")
+    await bot.clicks_done()
+
+    for _ in range(3):
+        bot.clock.advance(POST_LEASE + timedelta(seconds=1))
+        await Scheduler(bot.services).tick()
+    [told] = _told(bot)
+    assert told.startswith(NOT_AN_APPROVER)
