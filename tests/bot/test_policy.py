@@ -41,6 +41,8 @@ def _build(store: object) -> object:
         ),
         ({"users": ("U1A",), "expires_after": timedelta(0)}, "positive"),
         ({"users": ("U1A",), "on_expiry": Escalate()}, "Escalate"),
+        # A batch card's items are never held, so never taken back when a window ends.
+        ({"users": ("U1A",), "batch": True, "undo_window": timedelta(seconds=60)}, "no undo"),
         # A channel alone names nobody who could act on the escalation card.
         ({"users": ("U1A",), "on_expiry": Escalate(channel="C0ESC")}, "names nobody new"),
         # "Never" would outlive the run's saved state: the request would vanish unanswered.

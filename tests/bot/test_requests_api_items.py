@@ -51,6 +51,9 @@ async def test_items_come_alone_and_distinct(jobs: Jobs) -> None:
     params = [{"name": "limit", "type": "integer", "value": 4}]
     status, body = await jobs.ask(items=["a", "b"], params=params)
     assert status == 400 and "not with params" in body["error"], body
+    # Never held in an undo window, an item is never taken back there: no card says so.
+    status, body = await jobs.ask(items=["a", "b"], undo_window=60)
+    assert status == 400 and "undo_window" in body["error"], body
     assert [p for p in jobs.bot.slack.called("chat.postMessage") if p.get("blocks")] == []
 
 
