@@ -41,9 +41,8 @@ local function decide(seen, trust, granting)
       if untold ~= '' and result[1] == 'refused' then
         redis.call('ZADD', KEYS[13], ARGV[19], untold)
         redis.call('HSET', KEYS[14], untold, result[2])
-      elseif untold ~= '' then  -- counted after all (its approver's groups looked up again)
-        redis.call('ZREM', KEYS[13], untold)
-        redis.call('HDEL', KEYS[14], untold)
+      elseif untold ~= '' and redis.call('HDEL', KEYS[14], untold) == 1 then
+        redis.call('ZREM', KEYS[13], untold)  -- counted after all (groups looked up again)
       end
     end
   end
