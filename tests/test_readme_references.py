@@ -1,6 +1,6 @@
-"""What the README names to back its claims exists: each test file and test function it
-cites, and each setting it documents, so a renamed test or setting cannot leave a claim
-pointing at nothing."""
+"""What the README names exists: each test file and test function it cites to back a
+claim, each setting it documents, each folder its layout table describes; so a renamed
+test, setting or folder cannot leave the README pointing at nothing, or leave it out."""
 
 from __future__ import annotations
 
@@ -70,3 +70,14 @@ def test_every_setting_the_readme_names_is_one_signoff_reads_or_sets_and_back() 
     documented = {m.group(0) for m in SETTING.finditer(README)}
     assert sorted(documented - in_code) == []
     assert sorted(in_code - documented) == []
+
+
+def test_where_things_live_lists_every_top_level_folder_and_every_room_of_the_bot() -> None:
+    table = README.split("## Where things live", 1)[1]
+    listed = set(re.findall(r"^\| `([\w/.]+)` \|", table, re.MULTILINE))
+    # The folders of code: a build's or a run's own (an .egg-info, artifacts/) hold none.
+    folders = {f"{p.parent.name}/" for p in ROOT.glob("*/*.py") if p.parent.name[0] != "."}
+    rooms = {f"bot/{p.parent.name}/" for p in (ROOT / "bot").glob("*/__init__.py")}
+    assert {"bot/ui/", "examples/"} <= rooms | folders  # the scans find them
+    assert sorted((folders | rooms) - listed) == []
+    assert sorted(name for name in listed if not (ROOT / name).exists()) == []
