@@ -1,6 +1,7 @@
-"""An argument whose schema is an enum of strings, in the Edit form: a select of every
-allowed value (in option groups past Slack's 100 options), or, when Slack cannot list
-them all, a text input; either way only an allowed value is read back."""
+"""An argument whose schema is an enum of strings or of integers, in the Edit form: a
+select of every allowed value (in option groups past Slack's 100 options), or, when Slack
+cannot list them all, a text input; either way only an allowed value is read back, as the
+schema has it (an integer, not its text)."""
 
 from __future__ import annotations
 
@@ -19,17 +20,31 @@ OPTION_VALUE = 150
 """Slack refuses a form with a longer option value: such a choice is typed instead."""
 GROUP_LABEL = 75
 
+Choice = str | int
+"""One allowed value of an enum a form offers: an option's value is its text."""
 
-def listable(values: Sequence[str]) -> bool:
+
+def choices_of(enum: object) -> tuple[Choice, ...]:
+    """An enum's values, each once, when a form can offer them: all non-empty strings, or
+    all integers; else none (the argument is edited as its type says)."""
+    if not isinstance(enum, list) or not enum:
+        return ()
+    texts = all(isinstance(v, str) and v for v in enum)
+    integers = all(isinstance(v, int) and not isinstance(v, bool) for v in enum)
+    return tuple(dict.fromkeys(enum)) if texts or integers else ()
+
+
+def listable(values: Sequence[Choice]) -> bool:
     """Whether one select can offer every one of ``values``: each fits an option's value,
     and they fit 100 groups of 100."""
-    return len(values) <= OPTIONS * OPTIONS and all(len(v) <= OPTION_VALUE for v in values)
+    return len(values) <= OPTIONS * OPTIONS and all(len(str(v)) <= OPTION_VALUE for v in values)
 
 
-def select(values: Sequence[str], current: JSONValue) -> dict[str, Any]:
+def select(values: Sequence[Choice], current: JSONValue) -> dict[str, Any]:
     """A static select of ``values`` (grouped by hundreds past 100), ``current`` picked
-    when it is one of them."""
-    options = [{"text": plain_text(v, OPTION_TEXT), "value": v} for v in values]
+    when it is one of them (the value itself: ``"1"`` or ``True`` is not the integer 1)."""
+    texts = [str(v) for v in values]
+    options = [{"text": plain_text(t, OPTION_TEXT), "value": t} for t in texts]
     element: dict[str, Any] = {"type": "static_select"}
     if len(options) <= OPTIONS:
         element["options"] = options
@@ -37,24 +52,26 @@ def select(values: Sequence[str], current: JSONValue) -> dict[str, Any]:
         element["option_groups"] = [
             _group(options[n : n + OPTIONS]) for n in range(0, len(options), OPTIONS)
         ]
-    if isinstance(current, str) and current in values:
-        element["initial_option"] = options[values.index(current)]
+    same = [n for n, v in enumerate(values) if type(v) is type(current) and v == current]
+    if same:
+        element["initial_option"] = options[same[0]]
     return element
 
 
-def typed_hint(values: Sequence[str]) -> str:
+def typed_hint(values: Sequence[Choice]) -> str:
     """What a text input that stands for a choice of ``values`` takes."""
     return f"One of {len(values)} allowed values, typed exactly, such as {_examples(values)}."
 
 
-def allowed(values: Sequence[str], given: object, *, typed: bool) -> str:
+def allowed(values: Sequence[Choice], given: object, *, typed: bool) -> Choice:
     """The allowed value ``given`` (a picked option's value, or typed text with the spaces
-    around it aside) stands for, as the schema spells it; ValueError with a sentence when
-    it is none of them."""
+    around it aside) stands for, as the schema has it; ValueError with a sentence when it
+    is none of them."""
+    texts = [str(v) for v in values]
     if isinstance(given, str):
         for candidate in (given, given.strip()) if typed else (given,):
-            if candidate in values:
-                return values[values.index(candidate)]
+            if candidate in texts:
+                return values[texts.index(candidate)]
     if typed:
         raise ValueError(
             f"This is not one of the {len(values)} allowed values, typed exactly,"
@@ -70,5 +87,5 @@ def _group(options: list[Block]) -> Block:
     return {"label": plain_text(label, GROUP_LABEL), "options": options}
 
 
-def _examples(values: Sequence[str]) -> str:
-    return " or ".join(f"“{plain(v, 40)}”" for v in values[:2])
+def _examples(values: Sequence[Choice]) -> str:
+    return " or ".join(f"“{plain(str(v), 40)}”" for v in values[:2])

@@ -19,8 +19,9 @@ from typing import Any, Literal, cast
 
 from agent_runtime.messages import JSONValue
 
-from .arg_choices import allowed, listable, select, typed_hint
+from .arg_choices import Choice, allowed, choices_of, listable, select, typed_hint
 from .blocks import Block, plain_text
+from .schema_refs import resolved
 
 Kind = Literal[
     "text",
@@ -49,8 +50,8 @@ class Field:
     name: str
     kind: Kind
     required: bool
-    options: tuple[str, ...] = ()
-    """A choice's allowed values, each once, in the schema's order."""
+    options: tuple[Choice, ...] = ()
+    """A choice's allowed values (strings, or integers), each once, in the schema's order."""
     description: str | None = None
     format: str | None = None
     """The schema's ``format`` of the value (or of a list's items): names the expected form."""
@@ -64,6 +65,7 @@ class Field:
 
 def fields_of(schema: Mapping[str, Any]) -> list[Field] | None:
     """The form's fields for an object schema, or None when a form cannot show it."""
+    root, schema = schema, resolved(schema, schema)
     properties = schema.get("properties")
     if schema.get("type") != "object" or not isinstance(properties, Mapping):
         return None
@@ -74,13 +76,16 @@ def fields_of(schema: Mapping[str, Any]) -> list[Field] | None:
     for name, prop in properties.items():
         if not isinstance(prop, Mapping) or len(BLOCK_PREFIX + name) > 255:
             return None
-        value = _unwrap_optional(prop)
+        prop = resolved(prop, root)
+        value = _unwrap_optional(prop, root)
+        if isinstance(value.get("items"), Mapping):
+            value = {**value, "items": resolved(value["items"], root)}
         fields.append(
             Field(
                 name=name,
                 kind=_kind(value),
                 required=name in required,
-                options=tuple(dict.fromkeys(str(o) for o in value.get("enum") or ())),
+                options=choices_of(value.get("enum")),
                 description=prop.get("description") or value.get("description"),
                 format=value.get("format") or (value.get("items") or {}).get("format"),
                 default=prop.get("default"),
@@ -181,11 +186,12 @@ def _sentence(problem: Mapping[str, Any], field: Field) -> str:
     )
 
 
-def _unwrap_optional(prop: Mapping[str, Any]) -> Mapping[str, Any]:
+def _unwrap_optional(prop: Mapping[str, Any], root: Mapping[str, Any]) -> Mapping[str, Any]:
     """``X | None`` (pydantic's ``anyOf`` with null) as ``X``."""
     variants = prop.get("anyOf")
     if isinstance(variants, list):
-        real = [v for v in variants if isinstance(v, Mapping) and v.get("type") != "null"]
+        variants = [resolved(v, root) for v in variants if isinstance(v, Mapping)]
+        real = [v for v in variants if v.get("type") != "null"]
         if len(real) == 1:
             return {**real[0], **{k: v for k, v in prop.items() if k != "anyOf"}}
     return prop
@@ -201,8 +207,7 @@ _STRING_KINDS: dict[str, Kind] = {
 
 def _kind(prop: Mapping[str, Any]) -> Kind:
     kind, fmt = prop.get("type"), prop.get("format")
-    enum = prop.get("enum")
-    if enum and all(isinstance(o, str) and o for o in enum):
+    if choices_of(prop.get("enum")):
         return "choice"
     if kind == "string":
         return _STRING_KINDS.get(str(fmt), "text")
