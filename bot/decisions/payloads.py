@@ -138,7 +138,8 @@ class Click(_Model):
             picked = action.action_id.removeprefix(ids.CHOOSE + ".")
         else:
             return None
-        return int(picked) if picked.isdecimal() and len(picked) <= 3 else None
+        # An index below the 10,000 answers a card's select offers (100 groups of 100).
+        return int(picked) if picked.isdecimal() and len(picked) <= 4 else None
 
 
 class _View(_Model):

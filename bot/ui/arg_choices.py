@@ -45,17 +45,21 @@ def select(values: Sequence[Choice], current: JSONValue) -> dict[str, Any]:
     when it is one of them (the value itself: ``"1"`` or ``True`` is not the integer 1)."""
     texts = [str(v) for v in values]
     options = [{"text": plain_text(t, OPTION_TEXT), "value": t} for t in texts]
-    element: dict[str, Any] = {"type": "static_select"}
-    if len(options) <= OPTIONS:
-        element["options"] = options
-    else:
-        element["option_groups"] = [
-            _group(options[n : n + OPTIONS]) for n in range(0, len(options), OPTIONS)
-        ]
+    element: dict[str, Any] = {"type": "static_select", **option_list(options)}
     same = [n for n, v in enumerate(values) if type(v) is type(current) and v == current]
     if same:
         element["initial_option"] = options[same[0]]
     return element
+
+
+def option_list(options: Sequence[Block]) -> dict[str, list[Block]]:
+    """A static select's ``options`` as Slack takes them: as they are up to 100, else in
+    ``option_groups`` of 100 (at most 100 groups, so ``listable``'s 10,000 options)."""
+    if len(options) <= OPTIONS:
+        return {"options": list(options)}
+    return {
+        "option_groups": [_group(options[n : n + OPTIONS]) for n in range(0, len(options), OPTIONS)]
+    }
 
 
 def typed_hint(values: Sequence[Choice]) -> str:
@@ -80,9 +84,9 @@ def allowed(values: Sequence[Choice], given: object, *, typed: bool) -> Choice:
     raise ValueError("This is not one of the allowed values: pick one from the list.")
 
 
-def _group(options: list[Block]) -> Block:
-    """An option group labelled with its first and last values, to find one by."""
-    first, last = options[0]["value"], options[-1]["value"]
+def _group(options: Sequence[Block]) -> Block:
+    """An option group labelled with its first and last options, to find one by."""
+    first, last = options[0]["text"]["text"], options[-1]["text"]["text"]
     label = f"{plain(first, 35)} to {plain(last, 35)}"
     return {"label": plain_text(label, GROUP_LABEL), "options": options}
 

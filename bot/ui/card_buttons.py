@@ -4,6 +4,7 @@ offers, the full-details button, and the overflow menu that withdraws the reques
 from __future__ import annotations
 
 from . import ids
+from .arg_choices import OPTIONS, option_list
 from .blocks import (
     BUTTON_TEXT,
     SECTION_TEXT,
@@ -20,13 +21,15 @@ from .refs import short_ref
 
 CHOICE_BUTTONS = 5
 """Up to this many answers are buttons; more are one select."""
-SELECT_OPTIONS = 100
+SELECT_OPTIONS = OPTIONS * OPTIONS
+"""The most answers a select offers: 100 groups of 100."""
 ARGS_CODE = SECTION_TEXT - len("*Arguments*\n")
 """The longest arguments code block of a card, inside a section with its label."""
 
 
 def choices(card: Card) -> Block:
-    """A question's answers: a button each when there are five or fewer, else one select.
+    """A question's answers: a button each when there are five or fewer, else one select
+    (in option groups of 100 past 100).
 
     The block id carries the interrupt reference (a short key for a long id, which fits a
     block id); each answer is only its index, and the decider reads the answer itself
@@ -46,10 +49,12 @@ def choices(card: Card) -> Block:
                 "type": "static_select",
                 "action_id": ids.CHOOSE,
                 "placeholder": plain_text("Choose an answer", BUTTON_TEXT),
-                "options": [
-                    {"text": plain_text(option, BUTTON_TEXT), "value": str(i)}
-                    for i, option in enumerate(card.options[:SELECT_OPTIONS])
-                ],
+                **option_list(
+                    [
+                        {"text": plain_text(option, BUTTON_TEXT), "value": str(i)}
+                        for i, option in enumerate(card.options[:SELECT_OPTIONS])
+                    ]
+                ),
             }
         ]
     return {"type": "actions", "block_id": block_id, "elements": elements}

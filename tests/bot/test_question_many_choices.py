@@ -1,0 +1,76 @@
+"""A question with more answers than a Slack select lists (100) offers every one of them, in
+option groups of 100, and any one can be picked from the card."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from blockkit import check_message
+from harness import ALICE, CHANNEL, Harness
+from test_questions import question_spec
+
+from bot.agents.policy import Policy
+from bot.ui import ids
+from sandbox.blocks import MAX_BLOCK_TEXT, checked_blocks, options_of
+
+REGIONS = [f"region-{n:03d}" for n in range(250)]
+
+
+async def test_any_of_250_answers_can_be_picked_from_the_card(make_bot: Any) -> None:
+    policy = Policy(channel=CHANNEL, users=(ALICE,), decisions=("approve", "reject"))
+    bot: Harness = await make_bot(spec=question_spec(REGIONS, policy))
+    bot.slack.most_block_text = MAX_BLOCK_TEXT  # the card fits Slack's total as well
+    value = await bot.start()
+    posted = bot.posted()
+    check_message(posted["text"], posted["blocks"])
+    choices = checked_blocks(posted["blocks"], surface="message")[-2]
+    [select] = choices["elements"]
+    assert select["type"] == "static_select" and "options" not in select
+    assert [len(g["options"]) for g in select["option_groups"]] == [100, 100, 50]
+    listed = options_of(select)
+    assert [o["text"]["text"] for o in listed] == REGIONS
+    assert [o["value"] for o in listed] == [str(n) for n in range(250)]
+
+    the_180th = listed[179]
+    assert the_180th in select["option_groups"][1]["options"]
+    await bot.click(
+        ids.CHOOSE, "", user=ALICE, block_id=choices["block_id"], selected=the_180th["value"]
+    )
+    assert f"done: {REGIONS[179]}" in await bot.finished()
+    record = await bot.services.storage.queries.get(bot.record_id(value))
+    assert record is not None and record.state == "responded"
+    assert record.decided_by == ALICE and record.decision is not None
+    assert record.decision["message"] == REGIONS[179]
+
+
+async def test_an_answer_past_the_thousandth_can_be_picked(make_bot: Any) -> None:
+    """Its index has four digits, as a select of 100 groups of 100 can send."""
+    short = [f"r{n}" for n in range(1200)]
+    policy = Policy(channel=CHANNEL, users=(ALICE,), decisions=("approve", "reject"))
+    bot: Harness = await make_bot(spec=question_spec(short, policy))
+    bot.slack.most_block_text = MAX_BLOCK_TEXT
+    value = await bot.start()
+    choices = checked_blocks(bot.posted()["blocks"], surface="message")[-2]
+    [select] = choices["elements"]
+    assert len(select["option_groups"]) == 12
+    assert options_of(select)[1100] == {
+        "text": {"type": "plain_text", "text": "r1100", "emoji": True},
+        "value": "1100",
+    }
+    await bot.click(ids.CHOOSE, "", user=ALICE, block_id=choices["block_id"], selected="1100")
+    assert "done: r1100" in await bot.finished()
+    record = await bot.services.storage.queries.get(bot.record_id(value))
+    assert record is not None and record.decision is not None
+    assert record.decision["message"] == "r1100"
+
+
+async def test_an_index_past_the_last_answer_decides_nothing(make_bot: Any) -> None:
+    policy = Policy(channel=CHANNEL, users=(ALICE,), decisions=("approve", "reject"))
+    bot: Harness = await make_bot(spec=question_spec(REGIONS, policy))
+    value = await bot.start()
+    block_id = bot.posted()["blocks"][-2]["block_id"]
+    await bot.click(ids.CHOOSE, "", user=ALICE, block_id=block_id, selected="250")
+    await bot.slack.wait_calls("chat.postEphemeral")
+    assert "not offered" in bot.slack.called("chat.postEphemeral")[-1]["text"]
+    record = await bot.services.storage.queries.get(bot.record_id(value))
+    assert record is not None and record.state == "pending" and record.votes == ()
