@@ -12,6 +12,7 @@ from agent_runtime.messages import JSONValue
 
 from .blocks import Block, plain_text
 from .mrkdwn import plain
+from .option_texts import option_texts
 
 OPTIONS = 100
 """The most options a select holds, the most option groups, and the most in one group."""
@@ -44,7 +45,10 @@ def select(values: Sequence[Choice], current: JSONValue) -> dict[str, Any]:
     """A static select of ``values`` (grouped by hundreds past 100), ``current`` picked
     when it is one of them (the value itself: ``"1"`` or ``True`` is not the integer 1)."""
     texts = [str(v) for v in values]
-    options = [{"text": plain_text(t, OPTION_TEXT), "value": t} for t in texts]
+    shown = option_texts(texts, OPTION_TEXT)
+    options = [
+        {"text": plain_text(s, OPTION_TEXT), "value": t} for s, t in zip(shown, texts, strict=True)
+    ]
     element: dict[str, Any] = {"type": "static_select", **option_list(options)}
     same = [n for n, v in enumerate(values) if type(v) is type(current) and v == current]
     if same:

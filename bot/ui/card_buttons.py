@@ -17,6 +17,7 @@ from .blocks import (
 )
 from .cards import Card
 from .mrkdwn import is_truncated
+from .option_texts import option_texts
 from .refs import short_ref
 
 CHOICE_BUTTONS = 5
@@ -38,10 +39,11 @@ def choices(card: Card) -> Block:
     block_id = " ".join(
         filter(None, (ids.CHOICES_BLOCK, short_ref(card.interrupt_id), card.digest))
     )
+    texts = option_texts(card.options[:SELECT_OPTIONS], BUTTON_TEXT)
     if len(card.options) <= CHOICE_BUTTONS:
         elements = [
-            button(option, action_id=f"{ids.CHOOSE}.{i}", value=str(i))
-            for i, option in enumerate(card.options)
+            button(text, action_id=f"{ids.CHOOSE}.{i}", value=str(i))
+            for i, text in enumerate(texts)
         ]
     else:
         elements = [
@@ -51,8 +53,8 @@ def choices(card: Card) -> Block:
                 "placeholder": plain_text("Choose an answer", BUTTON_TEXT),
                 **option_list(
                     [
-                        {"text": plain_text(option, BUTTON_TEXT), "value": str(i)}
-                        for i, option in enumerate(card.options[:SELECT_OPTIONS])
+                        {"text": plain_text(text, BUTTON_TEXT), "value": str(i)}
+                        for i, text in enumerate(texts)
                     ]
                 ),
             }
