@@ -57,8 +57,9 @@ def select(values: Sequence[Choice], current: JSONValue) -> dict[str, Any]:
 
 
 def option_list(options: Sequence[Block]) -> dict[str, list[Block]]:
-    """A static select's ``options`` as Slack takes them: as they are up to 100, else in
-    ``option_groups`` of 100 (at most 100 groups, so ``listable``'s 10,000 options)."""
+    """A static select's ``options`` (an Edit form's, or a question card's answers) as
+    Slack takes them: as they are up to 100, else in ``option_groups`` of 100 (at most
+    100 groups, so 10,000 options)."""
     if len(options) <= OPTIONS:
         return {"options": list(options)}
     return {

@@ -24,13 +24,18 @@ CHOICE_BUTTONS = 5
 """Up to this many answers are buttons; more are one select."""
 SELECT_OPTIONS = OPTIONS * OPTIONS
 """The most answers a select offers: 100 groups of 100."""
+COMPACT_CHOICES = 6_000
+"""The text a compact card's answers share: about half what Slack takes in a message's
+blocks together (``msg_blocks_too_long``), so many long answers still fit."""
+COMPACT_CHOICE = 16
+"""The shortest an answer is cut to on a compact card: its start and end still show."""
 ARGS_CODE = SECTION_TEXT - len("*Arguments*\n")
 """The longest arguments code block of a card, inside a section with its label."""
 
 
-def choices(card: Card) -> Block:
+def choices(card: Card, *, compact: bool = False) -> Block:
     """A question's answers: a button each when there are five or fewer, else one select
-    (in option groups of 100 past 100).
+    (in option groups of 100 past 100); ``compact``, each answer's text shares a budget.
 
     The block id carries the interrupt reference (a short key for a long id, which fits a
     block id); each answer is only its index, and the decider reads the answer itself
@@ -39,7 +44,11 @@ def choices(card: Card) -> Block:
     block_id = " ".join(
         filter(None, (ids.CHOICES_BLOCK, short_ref(card.interrupt_id), card.digest))
     )
-    texts = option_texts(card.options[:SELECT_OPTIONS], BUTTON_TEXT)
+    offered = card.options[:SELECT_OPTIONS]
+    room = BUTTON_TEXT
+    if compact:
+        room = min(room, max(COMPACT_CHOICE, COMPACT_CHOICES // max(len(offered), 1)))
+    texts = option_texts(offered, room)
     if len(card.options) <= CHOICE_BUTTONS:
         elements = [
             button(text, action_id=f"{ids.CHOOSE}.{i}", value=str(i))

@@ -92,7 +92,7 @@ def pending_message(card: Card, *, compact: bool = False) -> SlackMessage:
         context(status_parts(card)),
     ]
     if card.question and card.options:
-        blocks.append(choices(card))
+        blocks.append(choices(card, compact=compact))
     buttons = decision_buttons(card, compact=compact)
     if buttons:
         blocks.append({"type": "actions", "block_id": ids.ACTIONS_BLOCK, "elements": buttons})

@@ -74,3 +74,29 @@ async def test_an_index_past_the_last_answer_decides_nothing(make_bot: Any) -> N
     assert "not offered" in bot.slack.called("chat.postEphemeral")[-1]["text"]
     record = await bot.services.storage.queries.get(bot.record_id(value))
     assert record is not None and record.state == "pending" and record.votes == ()
+
+
+async def test_250_long_answers_fit_a_compact_card_and_each_can_be_picked(
+    make_bot: Any,
+) -> None:
+    """Their texts together pass Slack's total for a message: the compact card shortens
+    each (its start and end kept, each still told apart) so every answer stays offered."""
+    long = [f"/srv/exports/{'customer-archive-' * 4}{n:03d}.tar.gz" for n in range(250)]
+    policy = Policy(channel=CHANNEL, users=(ALICE,), decisions=("approve", "reject"))
+    bot: Harness = await make_bot(spec=question_spec(long, policy))
+    bot.slack.most_block_text = MAX_BLOCK_TEXT
+    value = await bot.start()
+    assert [c.method for c in bot.slack.failed] == ["chat.postMessage"]  # the full card
+    posted = bot.posted()
+    check_message(posted["text"], posted["blocks"])
+    choices = checked_blocks(posted["blocks"], surface="message")[-2]
+    [select] = choices["elements"]
+    texts = [o["text"]["text"] for o in options_of(select)]
+    assert len(texts) == 250 and len(set(texts)) == 250 and max(map(len, texts)) == 24
+    assert texts[179].endswith("179.tar.gz") and texts[179].startswith("/srv/")
+
+    await bot.click(ids.CHOOSE, "", user=ALICE, block_id=choices["block_id"], selected="179")
+    assert f"done: {long[179]}" in await bot.finished()
+    record = await bot.services.storage.queries.get(bot.record_id(value))
+    assert record is not None and record.decision is not None
+    assert record.decision["message"] == long[179]
