@@ -9,6 +9,7 @@ from typing import Any
 
 import batch_agents
 from harness import ALICE, BOB, CAROL, CHANNEL, MALLORY, Harness
+from undo_cards import WINDOW, card_now, headline
 
 from bot.agents.policy import Escalate, Policy
 from bot.decisions.clicks import decide_click, made_final
@@ -19,18 +20,7 @@ from bot.ui import ids
 from bot.ui.refusals import UNCONFIRMED
 from storage.errors import StorageTimeoutError
 
-WINDOW = timedelta(seconds=60)
 POLICY = Policy(channel=CHANNEL, users=(ALICE, BOB), undo_window=WINDOW)
-
-
-def _card(bot: Harness) -> dict[str, Any]:
-    """The card as it reads now: its last update, else as posted."""
-    updates = bot.slack.called("chat.update")
-    return updates[-1] if updates else bot.posted(0)
-
-
-def _headline(bot: Harness) -> str:
-    return str(_card(bot)["blocks"][0]["text"]["text"])
 
 
 def _buttons(card: dict[str, Any]) -> list[str]:
@@ -52,7 +42,7 @@ async def test_nothing_runs_in_the_window_and_undo_reopens_the_card(make_bot: An
     value = await bot.start(requested_by=CAROL)
     await bot.click(ids.APPROVE, value, user=ALICE)
     await bot.slack.wait_calls("chat.update")
-    held = _card(bot)
+    held = card_now(bot)
     assert held["blocks"][0]["text"]["text"] == "Approved, not yet final: delete_files"
     note = str(held["blocks"])
     assert f"Approved by <@{ALICE}>: runs at <!date^" in note
@@ -68,12 +58,12 @@ async def test_nothing_runs_in_the_window_and_undo_reopens_the_card(make_bot: An
 
     await bot.click(ids.UNDO, value, user=BOB)
     await bot.slack.wait_for(
-        lambda: _card(bot)["blocks"][0]["text"]["text"] == "Approval needed: delete_files",
+        lambda: card_now(bot)["blocks"][0]["text"]["text"] == "Approval needed: delete_files",
         what="the card reopened",
     )
-    reopened = str(_card(bot)["blocks"])
+    reopened = str(card_now(bot)["blocks"])
     assert f"<@{BOB}> undid the decision of <@{ALICE}>" in reopened
-    assert ids.APPROVE in _buttons(_card(bot))
+    assert ids.APPROVE in _buttons(card_now(bot))
     await bot.slack.wait_for(
         lambda: any(t.startswith(f"<@{BOB}> undid the decision") for t in bot.thread()),
         what="the undo in the thread",
@@ -102,8 +92,8 @@ async def test_the_decision_takes_effect_once_when_the_window_ends(make_bot: Any
     await scheduler.tick()
     assert (await bot.finished()).startswith("Finished: done: deleted 2 file(s)")
     assert bot.tool_log.calls == [{"paths": ["/tmp/a", "/tmp/b"]}]
-    assert _card(bot)["blocks"][0]["text"]["text"] == "Approved: delete_files"
-    assert f"Approved by <@{ALICE}>" in str(_card(bot)["blocks"])
+    assert card_now(bot)["blocks"][0]["text"]["text"] == "Approved: delete_files"
+    assert f"Approved by <@{ALICE}>" in str(card_now(bot)["blocks"])
     await scheduler.tick()  # released once
     assert len(bot.tool_log.calls) == 1
 
@@ -132,7 +122,7 @@ async def test_the_requester_is_told_once_when_the_window_ends_and_not_at_the_cl
     [entry] = await bot.services.storage.clicks.claim("decider", count=10)
     await decide_click(bot.services, entry)
     await bot.services.background.idle()  # all the click's work, its news included, is done
-    assert _card(bot)["blocks"][0]["text"]["text"] == "Approved, not yet final: delete_files"
+    assert card_now(bot)["blocks"][0]["text"]["text"] == "Approved, not yet final: delete_files"
     assert _told(bot, CAROL) == []
 
     bot.clock.advance(WINDOW)
@@ -168,7 +158,7 @@ async def test_an_escalation_open_to_its_channel_lets_its_members_undo_only_from
     )
     await bot.click(ids.APPROVE, value, user=ALICE)
     await bot.slack.wait_for(
-        lambda: "not yet final" in str(_card(bot)["blocks"]), what="the held approval"
+        lambda: "not yet final" in str(card_now(bot)["blocks"]), what="the held approval"
     )
     await bot.click(ids.UNDO, value, user=BOB)  # on the first card
     assert "not among the approvers" in await _ephemeral(bot, 1)
@@ -190,7 +180,7 @@ async def test_the_requester_may_not_undo_a_decision_on_their_own_request(make_b
     status, _ = await bot.submit(ids.DENY_VIEW, value, user=ALICE, text="not today")
     assert status == 200
     await bot.slack.wait_for(
-        lambda: "not yet final" in str(_card(bot)["blocks"]), what="the held denial"
+        lambda: "not yet final" in str(card_now(bot)["blocks"]), what="the held denial"
     )
     await bot.click(ids.UNDO, value, user=CAROL)
     assert "someone else has to decide" in await _ephemeral(bot, 1)
@@ -210,71 +200,18 @@ async def test_a_quorums_held_card_and_its_undo_name_every_approver(make_bot: An
     await bot.slack.wait_calls("chat.update")
     await bot.click(ids.APPROVE, value, user=BOB)
     await bot.slack.wait_for(
-        lambda: "not yet final" in _card(bot)["blocks"][0]["text"]["text"], what="held"
+        lambda: "not yet final" in card_now(bot)["blocks"][0]["text"]["text"], what="held"
     )
-    assert f"Approved by <@{ALICE}>, <@{BOB}>: runs at" in str(_card(bot)["blocks"])
+    assert f"Approved by <@{ALICE}>, <@{BOB}>: runs at" in str(card_now(bot)["blocks"])
     await bot.click(ids.UNDO, value, user=MALLORY)
     await bot.slack.wait_for(
         lambda: any("undid the decision" in t for t in bot.thread()), what="the undo's note"
     )
     note = next(t for t in bot.thread() if "undid the decision" in t)
     assert note.startswith(f"<@{MALLORY}> undid the decision of <@{ALICE}>, <@{BOB}>:"), note
-    assert f"undid the decision of <@{ALICE}>, <@{BOB}>" in str(_card(bot)["blocks"])
+    assert f"undid the decision of <@{ALICE}>, <@{BOB}>" in str(card_now(bot)["blocks"])
     record = await bot.services.storage.queries.get(bot.record_id(value))
     assert record is not None and record.approvals == () and record.state == "pending"
-
-
-LOW_RISK = Policy(
-    channel=CHANNEL,
-    users=(ALICE, BOB),
-    expires_after=timedelta(minutes=30),
-    if_nobody_decides="approve",
-    undo_window=WINDOW,
-    reminders=None,
-)
-"""Approved by default when nobody decides within 30 minutes; decisions wait a minute."""
-
-
-async def test_an_approval_undone_past_the_deadline_is_not_approved_by_default(
-    make_bot: Any,
-) -> None:
-    """Someone took the approval back: its expiry, seconds later, is no approval either."""
-    bot: Harness = await make_bot(LOW_RISK)
-    value = await bot.start(requested_by=CAROL)
-    bot.clock.advance(timedelta(minutes=29, seconds=30))
-    await bot.click(ids.APPROVE, value, user=ALICE)
-    await bot.slack.wait_for(lambda: _headline(bot) == "Approved, not yet final: delete_files")
-    bot.clock.advance(timedelta(seconds=45))  # past the deadline, inside the undo window
-    await bot.click(ids.UNDO, value, user=BOB)
-    await bot.slack.wait_for(lambda: _headline(bot) == "Approval needed: delete_files")
-    assert "it is denied" in str(_card(bot)["blocks"])  # no longer "approved by default"
-    await Scheduler(bot.services, made_final=made_final).tick()
-    await bot.services.background.idle()
-    record = await bot.services.storage.queries.get(bot.record_id(value))
-    assert record is not None and record.state == "expired"
-    assert bot.tool_log.calls == []
-    [expired] = [e for e in await bot.services.storage.audit.read() if e.event == "expired"]
-    assert expired.detail == "not approved by default: an approval was undone"
-
-
-async def test_a_denial_taken_back_leaves_the_low_risk_default_as_the_card_said(
-    make_bot: Any,
-) -> None:
-    bot: Harness = await make_bot(LOW_RISK)
-    value = await bot.start(requested_by=CAROL)
-    status, _ = await bot.submit(ids.DENY_VIEW, value, user=ALICE, text="misclick")
-    assert status == 200
-    await bot.slack.wait_for(lambda: "not yet final" in str(_card(bot)["blocks"]), what="held")
-    await bot.click(ids.UNDO, value, user=ALICE)  # Alice takes her own denial back at once
-    await bot.slack.wait_for(lambda: _headline(bot) == "Approval needed: delete_files")
-    card = str(_card(bot)["blocks"])
-    bot.clock.advance(timedelta(minutes=31))
-    await Scheduler(bot.services, made_final=made_final).tick()
-    await bot.services.background.idle()
-    audit = [(e.event, e.detail) for e in await bot.services.storage.audit.read(count=100)]
-    expired = [d for e, d in audit if e == "expired"]
-    assert expired != ["not approved by default: an approval was undone"], audit  # none was
-    assert "it is approved by default" in card, card
 
 
 async def test_an_undo_redis_confirmed_late_is_not_called_unrecorded(make_bot: Any) -> None:
@@ -298,40 +235,7 @@ async def test_an_undo_redis_confirmed_late_is_not_called_unrecorded(make_bot: A
     await bot.services.background.idle()
     bot.clock.advance(timedelta(seconds=31))  # before the window's end
     await Scheduler(bot.services).redraw_cards()
-    assert _headline(bot) == "Approval needed: delete_files"
-
-
-async def test_an_undo_past_the_deadline_says_the_time_is_up_not_that_it_waits(
-    make_bot: Any,
-) -> None:
-    """Undone after its deadline, the request waits for nobody: its expiry comes with the
-    next sweep, and the card and the thread say so rather than that it waits again."""
-    policy = Policy(
-        channel=CHANNEL,
-        users=(ALICE, BOB),
-        expires_after=timedelta(minutes=30),
-        undo_window=WINDOW,
-        reminders=None,
-    )
-    bot: Harness = await make_bot(policy)
-    value = await bot.start(requested_by=CAROL)
-    bot.clock.advance(timedelta(minutes=29, seconds=30))
-    await bot.click(ids.APPROVE, value, user=ALICE)
-    await bot.slack.wait_for(lambda: _headline(bot) == "Approved, not yet final: delete_files")
-    bot.clock.advance(timedelta(seconds=45))  # past the deadline, inside the undo window
-    await bot.click(ids.UNDO, value, user=BOB)
-    await bot.slack.wait_for(
-        lambda: any("undid the decision" in t for t in bot.thread()), what="the undo's note"
-    )
-    note = next(t for t in bot.thread() if "undid the decision" in t)
-    assert "waits for a decision again" not in note, note
-    assert "its time is up, so it is denied" in note, note
-    card = str(_card(bot)["blocks"])
-    assert "waits for a decision again" not in card
-    assert "its time is up, so it is denied" in card
-    await Scheduler(bot.services, made_final=made_final).tick()
-    record = await bot.services.storage.queries.get(bot.record_id(value))
-    assert record is not None and record.state == "expired"
+    assert headline(bot) == "Approval needed: delete_files"
 
 
 async def test_a_held_edit_or_denial_shows_what_takes_effect(make_bot: Any) -> None:
@@ -340,17 +244,17 @@ async def test_a_held_edit_or_denial_shows_what_takes_effect(make_bot: Any) -> N
     bot: Harness = await make_bot(POLICY)
     value = await bot.start(requested_by=CAROL)
     await bot.decide("edit", value, user=ALICE)
-    await bot.slack.wait_for(lambda: "not yet final" in _headline(bot), what="held")
-    blocks = _card(bot)["blocks"]
+    await bot.slack.wait_for(lambda: "not yet final" in headline(bot), what="held")
+    blocks = card_now(bot)["blocks"]
     sections = [b["text"]["text"] for b in blocks if b["type"] == "section"]
     assert any(s.startswith("*Run with*") and '"/tmp/a"' in s for s in sections), sections
     assert not any('"/tmp/b"' in s for s in sections if s.startswith("*Run with*"))
 
     await bot.click(ids.UNDO, value, user=BOB)
-    await bot.slack.wait_for(lambda: _headline(bot) == "Approval needed: delete_files")
+    await bot.slack.wait_for(lambda: headline(bot) == "Approval needed: delete_files")
     await bot.decide("reject", value, user=BOB)
-    await bot.slack.wait_for(lambda: _headline(bot).startswith("Denied, not yet final"))
-    sections = [b["text"]["text"] for b in _card(bot)["blocks"] if b["type"] == "section"]
+    await bot.slack.wait_for(lambda: headline(bot).startswith("Denied, not yet final"))
+    sections = [b["text"]["text"] for b in card_now(bot)["blocks"] if b["type"] == "section"]
     assert "*Reason:* not today" in sections, sections
 
 
@@ -367,7 +271,7 @@ async def test_a_click_on_a_held_quorum_names_every_approver_and_when_it_is_fina
     await bot.click(ids.APPROVE, value, user=ALICE)
     await bot.slack.wait_calls("chat.update")
     await bot.click(ids.APPROVE, value, user=BOB)
-    await bot.slack.wait_for(lambda: "not yet final" in _headline(bot), what="held")
+    await bot.slack.wait_for(lambda: "not yet final" in headline(bot), what="held")
     await bot.click(ids.APPROVE, value, user=MALLORY)
     told = await _ephemeral(bot, 1)
     assert told.startswith(f"Already decided by <@{ALICE}>, <@{BOB}>: it becomes final at "), told
