@@ -7,55 +7,37 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-import pytest
 from fakes import OneToolModel, home_click_payload
 from harness import ALICE, BOB, CAROL, CHANNEL, MALLORY, Harness
-from redis_faults import reply_lost_once
+from trust_runs import (
+    approved_without_a_click,
+    held_cards,
+    posted_cards,
+    start_cleanup,
+    trust_held,
+    trust_policy,
+)
 
 from agent_runtime import Agent, ToolCall, tool
 from agent_runtime.interrupts import Remember
 from agent_runtime.session import SessionStore
 from bot.agents.policy import AgentSpec, Policy
-from bot.decisions import clicks
 from bot.decisions.clicks import made_final
 from bot.runs.drive import start_run
 from bot.runs.place import Place
 from bot.schedule.scheduler import Scheduler
 from bot.ui import ids
-from storage import Storage
-from storage.errors import StorageError, StorageTimeoutError
 
 OTHER = "C0DEV"
 
 
-def _policy(**trust: Any) -> Policy:
-    return Policy(users=(ALICE, BOB), trust=Remember(scope="minutes", minutes=60, **trust))
-
-
-async def _run(bot: Harness, channel: str = CHANNEL) -> dict[str, Any]:
-    """Start a cleanup run from ``channel``; its card, once posted."""
-    before = len(_cards(bot))
-    place = Place(channel=channel, thread_ts=None, requested_by=CAROL)
-    await start_run(bot.services, "cleanup", "clean up", place=place)
-    await bot.slack.wait_for(lambda: len(_cards(bot)) > before, what="the card")
-    return _cards(bot)[before]
-
-
-def _cards(bot: Harness) -> list[dict[str, Any]]:
-    return [p for p in bot.slack.called("chat.postMessage") if p.get("blocks")]
-
-
-async def _approved_without_a_click(bot: Harness, runs: int) -> None:
-    await bot.slack.wait_for(lambda: len(bot.tool_log.calls) == runs, what=f"{runs} runs")
-
-
 async def test_a_trust_covers_later_runs_in_the_channel_until_it_ends(make_bot: Any) -> None:
-    bot: Harness = await make_bot(_policy())
-    card = await _run(bot)
+    bot: Harness = await make_bot(trust_policy())
+    card = await start_cleanup(bot)
     trust = [e for e in card["blocks"][-1]["elements"] if e.get("action_id") == ids.TRUST]
     assert [e["text"]["text"] for e in trust] == ["Approve and trust this tool for 60 min"]
     await bot.click(ids.TRUST, trust[0]["value"], user=ALICE)
-    await _approved_without_a_click(bot, 1)
+    await approved_without_a_click(bot, 1)
     await bot.clicks_done()  # the card drawn by the click decider, not the resumed run
     granted = bot.slack.called("chat.update")[-1]
     assert "Trusted until" in str(granted["blocks"]) and "with any arguments" in str(
@@ -66,9 +48,9 @@ async def test_a_trust_covers_later_runs_in_the_channel_until_it_ends(make_bot: 
     assert entry.user_id == ALICE and "cleanup/delete_files in C0OPS" in entry.detail
 
     # A later run (its own thread) in the same channel: approved in Alice's name, no click.
-    second = await _run(bot)
+    second = await start_cleanup(bot)
     assert second["channel"] == CHANNEL
-    await _approved_without_a_click(bot, 2)
+    await approved_without_a_click(bot, 2)
     await bot.slack.wait_for(
         lambda: (
             "Approved under the trust <@U0ALICE> gave" in str(bot.slack.called("chat.update")[-1])
@@ -80,30 +62,30 @@ async def test_a_trust_covers_later_runs_in_the_channel_until_it_ends(make_bot: 
     assert status["text"].startswith(":white_check_mark: Approved <!date^"), status
 
     # Another channel is asked again; so is this one once the hour is over.
-    elsewhere = await _run(bot, channel=OTHER)
+    elsewhere = await start_cleanup(bot, channel=OTHER)
     assert elsewhere["channel"] == OTHER and "actions" in str(elsewhere["blocks"])
     bot.clock.advance(timedelta(minutes=61))
-    later = await _run(bot)
+    later = await start_cleanup(bot)
     assert any(b["type"] == "actions" for b in later["blocks"])
     assert len(bot.tool_log.calls) == 2
 
 
 async def test_trust_of_exact_arguments_does_not_cover_other_arguments(make_bot: Any) -> None:
-    bot: Harness = await make_bot(_policy(same_args=True), then=({"paths": ["/tmp/c"]},))
-    card = await _run(bot)
+    bot: Harness = await make_bot(trust_policy(same_args=True), then=({"paths": ["/tmp/c"]},))
+    card = await start_cleanup(bot)
     value = card["blocks"][-1]["elements"][0]["value"]
     await bot.click(ids.TRUST, value, user=ALICE)
     # The run's next call has other arguments: a new card asks.
-    await bot.slack.wait_for(lambda: len(_cards(bot)) == 2, what="a second card")
-    assert "/tmp/c" in str(_cards(bot)[1]["blocks"])
+    await bot.slack.wait_for(lambda: len(posted_cards(bot)) == 2, what="a second card")
+    assert "/tmp/c" in str(posted_cards(bot)[1]["blocks"])
     assert bot.tool_log.calls == [{"paths": ["/tmp/a", "/tmp/b"]}]
 
 
 async def test_app_home_lists_the_trust_and_its_granter_revokes_it(make_bot: Any) -> None:
-    bot: Harness = await make_bot(_policy())
-    card = await _run(bot)
+    bot: Harness = await make_bot(trust_policy())
+    card = await start_cleanup(bot)
     await bot.click(ids.TRUST, card["blocks"][-1]["elements"][0]["value"], user=ALICE)
-    await _approved_without_a_click(bot, 1)
+    await approved_without_a_click(bot, 1)
     await bot.clicks_done()  # the grant kept by the click decider, not the resumed run
 
     await bot.event({"type": "app_home_opened", "user": ALICE, "tab": "home"})
@@ -134,7 +116,7 @@ async def test_app_home_lists_the_trust_and_its_granter_revokes_it(make_bot: Any
     [said] = [t for t in bot.thread() if t.startswith(":unlock:")]
     assert "`delete_files` of *cleanup* in this channel is asked again from now on." in said
 
-    again = await _run(bot)
+    again = await start_cleanup(bot)
     assert any(b["type"] == "actions" for b in again["blocks"])
     assert len(bot.tool_log.calls) == 1
 
@@ -153,7 +135,7 @@ async def test_a_quorum_card_offers_no_trust_and_a_forged_trust_click_is_a_plain
     bot: Harness = await make_bot(
         Policy(users=(ALICE, BOB), min_approvals=2, trust=Remember(scope="minutes", minutes=60))
     )
-    card = await _run(bot)
+    card = await start_cleanup(bot)
     offered = [e["action_id"] for e in card["blocks"][-1]["elements"]]
     assert ids.APPROVE in offered and ids.TRUST not in offered
     value = card["blocks"][-1]["elements"][0]["value"]
@@ -165,7 +147,7 @@ async def test_a_quorum_card_offers_no_trust_and_a_forged_trust_click_is_a_plain
     assert record is not None and record.decision is not None
     assert record.decision.get("remember") is None
 
-    later = await _run(bot)
+    later = await start_cleanup(bot)
     assert any(e["action_id"] == ids.APPROVE for e in later["blocks"][-1]["elements"])
     assert len(bot.tool_log.calls) == 1
 
@@ -173,8 +155,8 @@ async def test_a_quorum_card_offers_no_trust_and_a_forged_trust_click_is_a_plain
 async def test_an_admin_revokes_someone_elses_trust_and_the_audit_names_the_admin(
     make_bot: Any,
 ) -> None:
-    bot: Harness = await make_bot(_policy(), admins=(MALLORY,))
-    card = await _run(bot)
+    bot: Harness = await make_bot(trust_policy(), admins=(MALLORY,))
+    card = await start_cleanup(bot)
     await bot.click(ids.TRUST, card["blocks"][-1]["elements"][1]["value"], user=ALICE)
     await bot.slack.wait_for(lambda: _requester_told(bot), what="Alice's decision")
 
@@ -202,12 +184,12 @@ async def test_a_later_call_of_the_same_run_is_covered_on_a_card_of_its_own(
 ) -> None:
     """The grant is storage's (checked, revocable), not a copy the run keeps: the run's
     second call is a card of its own, approved under the grant."""
-    bot: Harness = await make_bot(_policy(), then=({"paths": ["/tmp/c"]},))
-    card = await _run(bot)
+    bot: Harness = await make_bot(trust_policy(), then=({"paths": ["/tmp/c"]},))
+    card = await start_cleanup(bot)
     [value] = [e["value"] for e in card["blocks"][-1]["elements"] if e["action_id"] == ids.TRUST]
     await bot.click(ids.TRUST, value, user=ALICE)
-    await _approved_without_a_click(bot, 2)
-    assert len(_cards(bot)) == 2  # the second call was asked on a card too
+    await approved_without_a_click(bot, 2)
+    assert len(posted_cards(bot)) == 2  # the second call was asked on a card too
     await bot.slack.wait_for(
         lambda: any(
             "Approved under the trust" in str(u["blocks"]) for u in bot.slack.called("chat.update")
@@ -216,31 +198,17 @@ async def test_a_later_call_of_the_same_run_is_covered_on_a_card_of_its_own(
     )
 
 
-async def _trust_held(make_bot: Any, window: timedelta) -> Harness:
-    """A bot whose policy offers trust for an hour behind an undo ``window``, and Alice's
-    "Approve and trust" held in that window."""
-    policy = Policy(
-        users=(ALICE, BOB), trust=Remember(scope="minutes", minutes=60), undo_window=window
-    )
-    bot: Harness = await make_bot(policy)
-    card = await _run(bot)
-    [value] = [e["value"] for e in card["blocks"][-1]["elements"] if e["action_id"] == ids.TRUST]
-    await bot.click(ids.TRUST, value, user=ALICE)
-    await bot.slack.wait_for(lambda: len(_held(bot)) == 1, what="Alice's approval, held")
-    return bot
-
-
 async def test_an_approval_under_trust_with_an_undo_window_is_shown_held_with_undo(
     make_bot: Any,
 ) -> None:
     window = timedelta(seconds=60)
-    bot = await _trust_held(make_bot, window)
+    bot = await trust_held(make_bot, window)
     bot.clock.advance(window * 2)
     await Scheduler(bot.services, made_final=made_final).tick()
-    await _approved_without_a_click(bot, 1)
+    await approved_without_a_click(bot, 1)
 
-    await _run(bot)  # a later run: approved under Alice's grant, held in its own window
-    await bot.slack.wait_for(lambda: len(_held(bot)) == 2, what="the later card shown held")
+    await start_cleanup(bot)  # a later run: approved under Alice's grant, held in its own window
+    await bot.slack.wait_for(lambda: len(held_cards(bot)) == 2, what="the later card shown held")
     assert len(bot.tool_log.calls) == 1  # not yet: it may still be undone
     # Alice did not click it: the card says whose trust approved it, not that she did.
     held = bot.slack.called("chat.update")[-1]
@@ -262,41 +230,6 @@ async def test_an_approval_under_trust_with_an_undo_window_is_shown_held_with_un
     assert len(bot.tool_log.calls) == 1
     record = await bot.services.storage.queries.get(bot.record_id(undo))
     assert record is not None and record.undone is not None and record.undone.trust_grant
-
-
-def _held(bot: Harness) -> set[str]:
-    """The cards that were shown held in their undo window, with Undo."""
-    return {
-        str(u["ts"])
-        for u in bot.slack.called("chat.update")
-        if "not yet final" in str(u["blocks"]) and ids.UNDO in str(u["blocks"])
-    }
-
-
-async def test_a_trusted_approval_whose_reply_redis_lost_still_runs_and_is_drawn(
-    make_bot: Any,
-) -> None:
-    bot: Harness = await make_bot(_policy())
-    card = await _run(bot)
-    await bot.click(ids.TRUST, card["blocks"][-1]["elements"][0]["value"], user=ALICE)
-    await _approved_without_a_click(bot, 1)
-    await bot.clicks_done()  # the grant kept by the click decider, not the resumed run
-    [grant] = await bot.services.storage.trust.active(bot.clock.now())
-    with reply_lost_once(naming=grant.id) as lost:  # the later run's approval under it
-        await _run(bot)
-        await _approved_without_a_click(bot, 2)
-    assert lost == ["EVALSHA"]
-    await bot.slack.wait_for(
-        lambda: (
-            "Approved under the trust <@U0ALICE> gave" in str(bot.slack.called("chat.update")[-1])
-        ),
-        what="the card saying it ran under Alice's trust",
-    )
-    # Nobody clicked it: the card does not say Alice approved it then.
-    [status, *_] = bot.slack.called("chat.update")[-1]["blocks"][-1]["elements"]
-    assert status["text"].startswith(":white_check_mark: Approved <!date^"), status
-    # Alice's click and the approval under her trust, each counted once.
-    assert bot.services.metrics.decisions == {"approved": 2}
 
 
 def _volume_cleanup(volumes: list[dict[str, Any]], deleted: list[list[str]]) -> AgentSpec:
@@ -370,114 +303,3 @@ async def test_trusting_these_arguments_covers_them_acting_on_what_the_card_show
     assert await next_run() == "trusted"  # the same arguments, acting on the same volumes
     volumes.append({"id": "vol-c", "days": 120})
     assert await next_run() == "asked"  # the same arguments, acting on one more
-
-
-async def test_a_trust_click_whose_decision_lost_its_reply_keeps_the_trust_its_card_shows(
-    make_bot: Any,
-) -> None:
-    """Redis decided the click, then its reply was lost and the decision was sent again:
-    the card says "Trusted until", and the trust is kept, so a later run is approved."""
-    bot: Harness = await make_bot(_policy())
-    card = await _run(bot)
-    [trust] = [e for e in card["blocks"][-1]["elements"] if e.get("action_id") == ids.TRUST]
-    with reply_lost_once(naming='"remember":{"scope"') as lost:
-        await bot.click(ids.TRUST, trust["value"], user=ALICE)
-        await _approved_without_a_click(bot, 1)
-    assert lost == ["EVALSHA"]
-    await bot.slack.wait_for(
-        lambda: "Trusted until" in str(bot.slack.called("chat.update")), what="the trust shown"
-    )
-    await _run(bot)
-    await _approved_without_a_click(bot, 2)
-
-
-async def test_a_trust_click_taken_over_from_a_decider_that_died_after_deciding_is_finished_once(
-    make_bot: Any, storage: Storage, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A decider died after storage recorded the "Approve and trust" click but before the
-    grant was kept and the requester told: the decider that takes the click over keeps the
-    grant the card shows and tells the requester, and a later replay does neither again."""
-    bot: Harness = await make_bot(_policy(), deciders=0)
-    card = await _run(bot)
-    [trust] = [e for e in card["blocks"][-1]["elements"] if e.get("action_id") == ids.TRUST]
-    await bot.click(ids.TRUST, trust["value"], user=ALICE)
-    [entry] = await storage.clicks.claim("dead-decider", count=10)
-
-    async def died(*_: Any) -> None:
-        raise RuntimeError("the decider's process died")
-
-    monkeypatch.setattr(clicks, "keep_trust", died)
-    with pytest.raises(RuntimeError):
-        await clicks.decide_click(bot.services, entry)
-    monkeypatch.undo()
-    assert await storage.trust.active(bot.clock.now()) == []
-
-    for _ in range(2):  # taken over, then replayed again by a decider that died after it
-        await clicks.decide_click(bot.services, entry)
-        await bot.services.background.idle()
-    await _approved_without_a_click(bot, 1)
-    assert "Trusted until" in str(bot.slack.called("chat.update")[-1]["blocks"])
-    [grant] = await storage.trust.active(bot.clock.now())
-    assert grant.record_id == trust["value"].split(" ")[0] and grant.granted_by == ALICE
-    trail = await storage.audit.read(count=100)
-    assert len([e for e in trail if e.event == "trust_granted"]) == 1
-    texts = [str(p.get("text")) for p in bot.slack.called("chat.postMessage")]
-    assert len([t for t in texts if t.startswith(f"<@{CAROL}> :white_check_mark:")]) == 1
-    assert bot.services.metrics.decisions == {"approved": 1}  # not again when taken over
-
-    await _run(bot)  # the grant covers the next run
-    await _approved_without_a_click(bot, 2)
-    assert bot.services.metrics.decisions == {"approved": 2}  # the approval under the trust
-
-
-async def test_a_trust_click_whose_grant_redis_failed_to_keep_keeps_it_when_taken_again(
-    make_bot: Any, storage: Storage, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Redis fails as the grant the card shows is stored: the click is left to be taken
-    again (not acknowledged), and the decider that takes it keeps the grant."""
-    bot: Harness = await make_bot(_policy(), deciders=0)
-    card = await _run(bot)
-    [trust] = [e for e in card["blocks"][-1]["elements"] if e.get("action_id") == ids.TRUST]
-    await bot.click(ids.TRUST, trust["value"], user=ALICE)
-    [entry] = await storage.clicks.claim("decider", count=10)
-
-    async def not_kept(**_: Any) -> None:
-        raise StorageTimeoutError("store a trust grant: Redis did not answer in time")
-
-    monkeypatch.setattr(storage.trust, "grant", not_kept)
-    with pytest.raises(StorageError):  # the click stays unacknowledged, to be taken again
-        await clicks.decide_click(bot.services, entry)
-    monkeypatch.undo()
-    assert await storage.trust.active(bot.clock.now()) == []
-
-    await clicks.decide_click(bot.services, entry)
-    [grant] = await storage.trust.active(bot.clock.now())
-    assert grant.record_id == trust["value"].split(" ")[0] and grant.granted_by == ALICE
-
-
-async def test_a_held_trust_approval_whose_grant_redis_failed_to_keep_says_so(
-    make_bot: Any, storage: Storage, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The undo window ends and Redis fails as the grant is stored: the card reads
-    "Trusted until", so its thread says the trust was not kept and later calls are asked."""
-    window = timedelta(seconds=60)
-    bot = await _trust_held(make_bot, window)
-
-    async def not_kept(**_: Any) -> None:
-        raise StorageTimeoutError("store a trust grant: Redis did not answer in time")
-
-    monkeypatch.setattr(storage.trust, "grant", not_kept)
-    bot.clock.advance(window * 2)
-    await Scheduler(bot.services, made_final=made_final).tick()
-    await _approved_without_a_click(bot, 1)
-    monkeypatch.undo()
-
-    assert "Trusted until" in str(bot.slack.called("chat.update")[-1]["blocks"])
-    assert await storage.trust.active(bot.clock.now()) == []
-    [said] = [t for t in bot.thread() if t.startswith(":warning:")]
-    assert said == (
-        ":warning: The trust given with this approval was not kept (Signoff's storage "
-        "failed): later calls of `delete_files` are asked again."
-    )
-    again = await _run(bot)
-    assert any(b["type"] == "actions" for b in again["blocks"])

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from fakes import home_click_payload
 from harness import ALICE, Harness
-from test_trust import _approved_without_a_click, _policy, _run, _trust_held
+from trust_runs import approved_without_a_click, start_cleanup, trust_held, trust_policy
 
 from bot.decisions.clicks import made_final
 from bot.schedule.scheduler import Scheduler
@@ -40,10 +40,10 @@ async def test_a_revoke_whose_audit_entry_redis_failed_to_write_is_still_told_as
 ) -> None:
     """The grant is gone: the log does not say "not revoked", Home is redrawn without it,
     and the granting card's thread says it ended."""
-    bot: Harness = await make_bot(_policy())
-    card = await _run(bot)
+    bot: Harness = await make_bot(trust_policy())
+    card = await start_cleanup(bot)
     await bot.click(ids.TRUST, card["blocks"][-1]["elements"][0]["value"], user=ALICE)
-    await _approved_without_a_click(bot, 1)
+    await approved_without_a_click(bot, 1)
     await bot.clicks_done()  # the grant is kept by the click decider, not the resumed run
     [grant] = await storage.trust.active(bot.clock.now())
     _trust_not_audited(storage, monkeypatch)
@@ -66,16 +66,16 @@ async def test_a_held_trust_approval_whose_audit_entry_failed_does_not_say_not_k
     """The undo window ends, the grant is stored, only its audit entry fails: the trust
     holds, so the thread does not say it was not kept, and later calls are covered."""
     window = timedelta(seconds=60)
-    bot = await _trust_held(make_bot, window)
+    bot = await trust_held(make_bot, window)
     _trust_not_audited(storage, monkeypatch)
     bot.clock.advance(window * 2)
     await Scheduler(bot.services, made_final=made_final).tick()
-    await _approved_without_a_click(bot, 1)
+    await approved_without_a_click(bot, 1)
     monkeypatch.undo()
 
     assert len(await storage.trust.active(bot.clock.now())) == 1
     assert not any(t.startswith(":warning:") for t in bot.thread()), bot.thread()
-    await _run(bot)
+    await start_cleanup(bot)
     await bot.slack.wait_for(
         lambda: f"Approved under the trust <@{ALICE}> gave" in str(bot.slack.called("chat.update")),
         what="the next call approved under the trust",

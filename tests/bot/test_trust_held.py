@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from fakes import home_click_payload
 from harness import ALICE, BOB, CAROL, CHANNEL, Harness
-from test_trust import _approved_without_a_click, _held, _run, _trust_held
 from test_trust_resume import _resume_queued
+from trust_runs import approved_without_a_click, held_cards, start_cleanup, trust_held
 
 from agent_runtime.interrupts import Remember
 from bot.agents.policy import Policy
@@ -61,13 +61,13 @@ async def test_a_held_trusts_resumed_run_meets_the_grant_however_soon_it_resumes
     await bot.slack.wait_calls("chat.postMessage")
     [card] = [p for p in bot.slack.called("chat.postMessage") if p.get("blocks")]
     await bot.click(ids.TRUST, _value(card, ids.TRUST), user=ALICE)
-    await bot.slack.wait_for(lambda: len(_held(bot)) == 1, what="Alice's approval, held")
+    await bot.slack.wait_for(lambda: len(held_cards(bot)) == 1, what="Alice's approval, held")
     bot.clock.advance(WINDOW * 2)
     await Scheduler(bot.services, made_final=made_final).tick()
 
     running = asyncio.create_task(worker.run())  # the first card's job: the second call asks
     try:
-        await bot.slack.wait_for(lambda: len(_held(bot)) == 2, what="the second card, held")
+        await bot.slack.wait_for(lambda: len(held_cards(bot)) == 2, what="the second card, held")
     finally:
         worker.stop()
         await running
@@ -85,7 +85,7 @@ async def test_redis_failing_as_a_held_trusts_resume_is_queued_leaves_it_to_the_
     queued: nothing runs yet, and once ``GRANT_LEASE`` has passed a later sweep queues
     it. The tool runs once, under one grant, the thread never says it was not kept, and
     /metrics counts the approval once."""
-    bot = await _trust_held(make_bot, WINDOW)
+    bot = await trust_held(make_bot, WINDOW)
     grant_stored = storage.interrupts.grant_stored
 
     async def fails(*_: Any, **__: Any) -> str | None:
@@ -104,7 +104,7 @@ async def test_redis_failing_as_a_held_trusts_resume_is_queued_leaves_it_to_the_
 
     bot.clock.advance(GRANT_LEASE)
     await Scheduler(bot.services, made_final=made_final).tick()
-    await _approved_without_a_click(bot, 1)
+    await approved_without_a_click(bot, 1)
     assert len(await storage.trust.active(bot.clock.now())) == 1
     assert not any(t.startswith(":warning:") for t in bot.thread()), bot.thread()
     bot.clock.advance(GRANT_LEASE * 2)
@@ -118,12 +118,12 @@ async def test_redis_failing_as_a_held_trusts_resume_is_queued_leaves_it_to_the_
 async def test_an_approval_under_a_trust_revoked_in_its_undo_window_asks_a_person(
     make_bot: Any, storage: Storage
 ) -> None:
-    bot = await _trust_held(make_bot, WINDOW)
+    bot = await trust_held(make_bot, WINDOW)
     bot.clock.advance(WINDOW * 2)
     await Scheduler(bot.services, made_final=made_final).tick()
-    await _approved_without_a_click(bot, 1)
-    later = await _run(bot)  # approved under Alice's grant, held in its own window
-    await bot.slack.wait_for(lambda: len(_held(bot)) == 2, what="the later card, held")
+    await approved_without_a_click(bot, 1)
+    later = await start_cleanup(bot)  # approved under Alice's grant, held in its own window
+    await bot.slack.wait_for(lambda: len(held_cards(bot)) == 2, what="the later card, held")
     [grant] = await storage.trust.active(bot.clock.now())
 
     await bot.send(home_click_payload(user=ALICE, action_id=ids.REVOKE_TRUST, value=grant.id))

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from harness import ALICE, BOB, Harness
-from test_trust import _approved_without_a_click, _held, _policy, _run
+from trust_runs import approved_without_a_click, held_cards, start_cleanup, trust_policy
 
 from agent_runtime.interrupts import Remember
 from bot.agents.policy import Policy
@@ -44,12 +44,12 @@ def _trust_value(card: dict[str, Any]) -> str:
 async def test_a_trusted_cards_slow_redraw_does_not_leave_the_runs_next_call_asking(
     make_bot: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    bot: Harness = await make_bot(_policy(), then=NEXT_CALL)
-    card = await _run(bot)
+    bot: Harness = await make_bot(trust_policy(), then=NEXT_CALL)
+    card = await start_cleanup(bot)
     answer = _slow_to_redraw(bot, monkeypatch, bot.message_ts())
     try:
         await bot.click(ids.TRUST, _trust_value(card), user=ALICE)
-        await _approved_without_a_click(bot, 2)  # the first card not yet redrawn
+        await approved_without_a_click(bot, 2)  # the first card not yet redrawn
     finally:
         answer.set()
     await bot.slack.wait_for(
@@ -71,14 +71,14 @@ async def test_a_held_trusts_slow_redraw_when_final_does_not_leave_the_runs_next
         users=(ALICE, BOB), trust=Remember(scope="minutes", minutes=60), undo_window=window
     )
     bot: Harness = await make_bot(policy, then=NEXT_CALL)
-    card = await _run(bot)
+    card = await start_cleanup(bot)
     await bot.click(ids.TRUST, _trust_value(card), user=ALICE)
-    await bot.slack.wait_for(lambda: len(_held(bot)) == 1, what="Alice's approval, held")
+    await bot.slack.wait_for(lambda: len(held_cards(bot)) == 1, what="Alice's approval, held")
     answer = _slow_to_redraw(bot, monkeypatch, bot.message_ts())
     bot.clock.advance(window * 2)
     tick = asyncio.create_task(Scheduler(bot.services, made_final=made_final).tick())
     try:
-        await bot.slack.wait_for(lambda: len(_held(bot)) == 2, what="the next call, held")
+        await bot.slack.wait_for(lambda: len(held_cards(bot)) == 2, what="the next call, held")
         assert len(bot.tool_log.calls) == 1 and not tick.done()
     finally:
         answer.set()
