@@ -7,7 +7,7 @@ import re
 
 _URL = re.compile(
     r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)"
-    r"(?:[^\s/?#@'\"]*@)?"  # user and password
+    r"(?:[^\s/?#'\"]*@)?"  # user and password, to the last @: a password may hold one
     r"(?P<place>[^\s/?#'\"]*)"
     r"(?P<path>[^\s?#'\"]*)"
     r"(?:[?#][^\s'\"]*)?"  # query string and fragment
