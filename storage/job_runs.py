@@ -4,9 +4,10 @@ that the approval was used already instead of running the command a second time.
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import cast
+from typing import Literal, cast
 
 from .client import RedisClient
 from .epoch import from_ms, to_ms
@@ -38,7 +39,8 @@ class Start:
 
 
 class JobRuns:
-    """Keeps each request's ``JobRun`` in one hash, written once per field."""
+    """Keeps each request's ``JobRun`` in one hash, written once per field (an outcome is
+    taken back only when the rest of its report failed)."""
 
     def __init__(self, client: RedisClient, keys: Keys) -> None:
         self._client = client
@@ -58,13 +60,27 @@ class JobRuns:
         ms, _, by = stored.partition(" ")
         return Start(first=by == attempt, at=_moment(key, ms))
 
-    async def keep_outcome(self, run_id: str, report: str, *, at: datetime) -> None:
-        """Keep the outcome ``report`` (JSON) of ``run_id``, unless one is kept already."""
-        key = self._keys.run_job(run_id)
-        async with self._client.guard(f"keep the outcome of run {run_id}"):
+    async def report(
+        self, run_id: str, digest: str, *, outcome: str, at: datetime
+    ) -> Literal["first", "again", "other"]:
+        """Keep ``outcome`` (JSON; ``digest`` names its report) as ``run_id``'s, with the
+        run's end mark, in one step: "first" when taken, "again" for that report sent again
+        (its answer was lost), "other" once another report was taken."""
+        mine = f"{digest} {secrets.token_hex(8)}"  # redis-py sending it again finds itself
+        keys = [self._keys.run_ended(run_id), self._keys.run_job(run_id)]
+        args: list[str | int] = [mine, f"{to_ms(at)} {outcome}", int(KEPT.total_seconds() * 1000)]
+        stored = str(await self._client.eval("outcome_report", keys, args))
+        if stored == mine:
+            return "first"
+        return "again" if stored.split(" ")[0] == digest else "other"
+
+    async def forget_report(self, run_id: str) -> None:
+        """Forget ``run_id``'s outcome and end mark in one step: what its report had still
+        to store failed, so the job's retry, that report or another, is the one kept."""
+        async with self._client.guard(f"forget the outcome of run {run_id}"):
             pipe = self._client.raw.pipeline(transaction=True)
-            pipe.hsetnx(key, "outcome", f"{to_ms(at)} {report}")
-            pipe.pexpire(key, int(KEPT.total_seconds() * 1000))
+            pipe.delete(self._keys.run_ended(run_id))
+            pipe.hdel(self._keys.run_job(run_id), "outcome")
             await pipe.execute()
 
     async def read(self, run_id: str) -> JobRun:

@@ -268,26 +268,6 @@ class ResumeQueue:
             action=f"mark the end of run {run_id}",
         )
 
-    async def report_end(self, run_id: str, report: str) -> Literal["first", "again", "other"]:
-        """Mark ``run_id``'s end as reported by ``report`` (a digest of what was reported):
-        "first" for the first report, "again" for that report sent again (its answer was
-        lost), "other" once another report was taken."""
-        mine = f"{report} {secrets.token_hex(8)}"  # redis-py sending it again finds itself
-        async with self._client.guard(f"mark the end of run {run_id}"):
-            key = self._keys.run_ended(run_id)
-            if await self._client.raw.set(key, mine, nx=True, px=self._applied_ms):
-                return "first"
-            stored = str(await self._client.raw.get(key) or "")
-        if stored == mine:
-            return "first"
-        return "again" if stored.split(" ")[0] == report else "other"
-
-    async def forget_end(self, run_id: str) -> None:
-        """Forget that ``run_id``'s end was reported: what the report had to store failed,
-        so the job's retry reports it anew."""
-        async with self._client.guard(f"forget the end of run {run_id}"):
-            await self._client.raw.delete(self._keys.run_ended(run_id))
-
     async def dead_letters(self, *, count: int = 100) -> list[dict[str, str]]:
         """The most recent dead-lettered jobs of every shard, newest first, as stored (for
         an operator)."""

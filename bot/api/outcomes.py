@@ -50,7 +50,9 @@ async def _outcome(
     if view.status not in APPROVED_STATUSES:
         return error(409, f"the request is {view.status}; only an approved job has an outcome")
     digest = hashlib.sha256(f"{caller.name}\0{body.model_dump_json()}".encode()).hexdigest()
-    taken = await services.storage.resume.report_end(record.run_id, digest)
+    at = services.clock.now()
+    detail = body.model_dump_json(exclude_none=True)
+    taken = await services.storage.job_runs.report(record.run_id, digest, outcome=detail, at=at)
     if taken == "again":  # sent again, its answer lost: told once already
         return await answer(services, record, meta)
     if taken == "other":
@@ -67,14 +69,13 @@ async def _outcome(
         event="outcome",
         record_id=record.id,
         run_id=record.run_id,
-        at=services.clock.now(),
+        at=at,
         user_id=caller.name,
         channel=record.channel,
         message_ts=record.message_ts,
-        detail=body.model_dump_json(exclude_none=True),
+        detail=detail,
     )
     try:
-        await services.storage.job_runs.keep_outcome(record.run_id, entry.detail, at=entry.at)
         # Once per report: a retry after the thread's post failed audits it no second time.
         await services.storage.audit.append_once(entry, once=f"outcome {digest}")
         await post_in_thread(
@@ -85,7 +86,7 @@ async def _outcome(
         )
     except StorageError:  # a 503: the client's retry reports it, not a 409
         with contextlib.suppress(StorageError):
-            await services.storage.resume.forget_end(record.run_id)
+            await services.storage.job_runs.forget_report(record.run_id)
         raise
     return await answer(services, record, meta)
 

@@ -340,3 +340,17 @@ async def test_someone_back_and_a_revoked_trust_are_removed_on_a_cluster(
     revoked = await on_cluster.trust.revoke(grant.id, now=NOW)
     assert revoked is not None and revoked.id == grant.id
     assert await on_cluster.trust.revoke(grant.id, now=NOW) is None
+
+
+async def test_an_outcome_report_is_taken_and_forgotten_whole_on_a_cluster(
+    on_cluster: Storage,
+) -> None:
+    """A job's outcome and its run's end mark are written, and taken back, in one step:
+    their keys share the run's slot."""
+    runs, run_id = on_cluster.job_runs, "req_" + "c" * 32
+    assert await runs.report(run_id, "digest-a", outcome='{"not_run": "a"}', at=NOW) == "first"
+    await runs.forget_report(run_id)
+    assert (await runs.read(run_id)).outcome is None
+    assert await runs.report(run_id, "digest-b", outcome='{"not_run": "b"}', at=NOW) == "first"
+    assert await runs.report(run_id, "digest-a", outcome='{"not_run": "a"}', at=NOW) == "other"
+    assert (await runs.read(run_id)).outcome == '{"not_run": "b"}'

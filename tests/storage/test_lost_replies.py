@@ -85,17 +85,19 @@ async def test_an_end_marked_again_by_the_same_call_is_still_the_first(
     assert not await one_server.resume.first_end(run_id)  # another report
 
 
-async def test_a_reported_end_marked_again_by_the_same_call_is_still_the_first(
+async def test_a_reported_outcome_taken_again_by_the_same_call_is_still_the_first(
     one_server: Storage,
 ) -> None:
-    """A job's outcome whose mark lost its reply is told, not taken for itself sent again;
+    """A job's outcome whose step lost its reply is told, not taken for itself sent again;
     the same report sent again later is, and another report is not."""
     run_id = "req_" + "f" * 32
-    with reply_lost_once(naming=run_id, command="SET") as lost:
-        assert await one_server.resume.report_end(run_id, "digest-a") == "first"
-    assert lost == ["SET"]
-    assert await one_server.resume.report_end(run_id, "digest-a") == "again"
-    assert await one_server.resume.report_end(run_id, "digest-b") == "other"
+    report = one_server.job_runs.report
+    with reply_lost_once(naming=run_id) as lost:
+        assert await report(run_id, "digest-a", outcome='{"not_run": "a"}', at=NOW) == "first"
+    assert lost == ["EVALSHA"]
+    assert await report(run_id, "digest-a", outcome='{"not_run": "a"}', at=NOW) == "again"
+    assert await report(run_id, "digest-b", outcome='{"not_run": "b"}', at=NOW) == "other"
+    assert (await one_server.job_runs.read(run_id)).outcome == '{"not_run": "a"}'
 
 
 async def test_a_client_created_again_by_the_same_call_gets_its_token(one_server: Storage) -> None:
