@@ -1,7 +1,8 @@
 """An OpenAI-compatible chat-completions provider over aiohttp, with tool calls.
 
 Works with any server speaking ``POST {base_url}/chat/completions`` (OpenAI, Azure's
-OpenAI-compatible endpoint, vLLM, Ollama, LiteLLM). The api key goes only into the
+OpenAI-compatible endpoint, vLLM, Ollama, LiteLLM); a query the base URL carries
+(``?api-version=``) is sent with each request. The api key goes only into the
 ``Authorization`` header: it never appears in errors, logs or ``repr``.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import urllib.parse
 
 import aiohttp
 import pydantic
@@ -73,7 +75,9 @@ class OpenAIChatModel:
         max_retries: int = 3,
         retry_delay: float = 1.0,
     ) -> None:
-        self.url = base_url.rstrip("/") + "/chat/completions"
+        parts = urllib.parse.urlsplit(base_url)  # a gateway's query stays a query
+        path = parts.path.rstrip("/") + "/chat/completions"
+        self.url = urllib.parse.urlunsplit(parts._replace(path=path, fragment=""))
         self.model = model
         self.timeout = timeout
         self.max_retries = max_retries

@@ -31,6 +31,7 @@ class FakeChatServer:
     replies: list[tuple[int, str] | tuple[int, str, dict[str, str]]] = field(default_factory=list)
     requests: list[dict[str, Any]] = field(default_factory=list)
     auth_headers: list[str] = field(default_factory=list)
+    queries: list[str] = field(default_factory=list)
 
     def reply_json(self, body: dict[str, Any], status: int = 200) -> None:
         self.replies.append((status, json.dumps(body)))
@@ -51,6 +52,7 @@ class FakeChatServer:
     async def handle(self, request: web.Request) -> web.Response:
         self.requests.append(await request.json())
         self.auth_headers.append(request.headers.get("Authorization", ""))
+        self.queries.append(request.query_string)
         status, body, *headers = self.replies.pop(0)
         return web.Response(
             status=status, text=body, content_type="application/json", headers=(headers or [{}])[0]
@@ -330,3 +332,14 @@ def test_repr_never_shows_the_key():
     model = OpenAIChatModel(base_url="http://localhost/v1", api_key=API_KEY, model="gpt-test")
     assert API_KEY not in repr(model)
     assert "gpt-test" in repr(model)
+
+
+async def test_a_base_url_query_is_sent_with_each_request(server):
+    """A gateway's query (``?api-version=``) stays the query: the path goes before it."""
+    server.reply_text("hello")
+    model = OpenAIChatModel(
+        base_url=server.base_url + "/?api-version=2024-10-21", api_key=API_KEY, model="gpt-test"
+    )
+    response = await model.generate(ModelRequest(system_prompt=None, messages=(), tools=()))
+    assert response.text == "hello"
+    assert server.queries == ["api-version=2024-10-21"]
