@@ -3,7 +3,8 @@
 Works with any server speaking ``POST {base_url}/chat/completions`` (OpenAI, Azure's
 OpenAI-compatible endpoint, vLLM, Ollama, LiteLLM); a query the base URL carries
 (``?api-version=``) is sent with each request. The api key goes only into the
-``Authorization`` header: it never appears in errors, logs or ``repr``.
+``Authorization`` header: it never appears in errors, logs or ``repr``, nor do the user,
+password, query or fragment a base URL may carry (a gateway's ``?api-key=``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import pydantic
 
 from ..errors import ModelError
 from ..messages import JSONValue, Message, ToolCall
+from ..shown_urls import shown_url, without_url_secrets
 from .base import ModelRequest, ModelResponse, ToolSpec
 
 log = logging.getLogger(__name__)
@@ -78,6 +80,7 @@ class OpenAIChatModel:
         parts = urllib.parse.urlsplit(base_url)  # a gateway's query stays a query
         path = parts.path.rstrip("/") + "/chat/completions"
         self.url = urllib.parse.urlunsplit(parts._replace(path=path, fragment=""))
+        self._shown = shown_url(self.url)  # what logs, errors and repr say of it
         self.model = model
         self.timeout = timeout
         self.max_retries = max_retries
@@ -85,7 +88,7 @@ class OpenAIChatModel:
         self._api_key = api_key
 
     def __repr__(self) -> str:
-        return f"OpenAIChatModel(url={self.url!r}, model={self.model!r})"
+        return f"OpenAIChatModel(url={self._shown!r}, model={self.model!r})"
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
         body = _request_body(request, model=self.model)
@@ -102,14 +105,14 @@ class OpenAIChatModel:
             except ModelError:
                 if last:
                     raise
-                log.warning("%s unreachable (attempt %d); retrying", self.url, attempt + 1)
+                log.warning("%s unreachable (attempt %d); retrying", self._shown, attempt + 1)
                 await asyncio.sleep(backoff)
                 continue
             if status < 400:
                 return text
-            log.warning("%s answered HTTP %d for model %s", self.url, status, self.model)
+            log.warning("%s answered HTTP %d for model %s", self._shown, status, self.model)
             if last or status not in _RETRIED:
-                raise ModelError(f"{self.url} answered HTTP {status}: {self._excerpt(text)}")
+                raise ModelError(f"{self._shown} answered HTTP {status}: {self._excerpt(text)}")
             await asyncio.sleep(backoff if retry_after is None else retry_after)
         raise AssertionError("unreachable: the last attempt returns or raises")
 
@@ -125,16 +128,17 @@ class OpenAIChatModel:
                 retry_after = _seconds(response.headers.get("Retry-After"))
                 return response.status, raw.decode("utf-8", errors="replace"), retry_after
         except TimeoutError as error:
-            raise ModelError(f"{self.url} did not answer within {self.timeout:g}s") from error
+            raise ModelError(f"{self._shown} did not answer within {self.timeout:g}s") from error
         except aiohttp.ClientError as error:
-            raise ModelError(f"could not reach {self.url}: {self._redact(str(error))}") from error
+            said = without_url_secrets(self._redact(str(error)), self.url)
+            raise ModelError(f"could not reach {self._shown}: {said}") from error
 
     def _parse(self, text: str) -> ModelResponse:
         try:
             data = json.loads(text)
         except ValueError as error:
             raise ModelError(
-                f"{self.url} answered with something that is not JSON: {self._excerpt(text)}"
+                f"{self._shown} answered with something that is not JSON: {self._excerpt(text)}"
             ) from error
         try:
             completion = _Completion.model_validate(data)
@@ -144,7 +148,7 @@ class OpenAIChatModel:
                 for e in error.errors()
             )
             raise ModelError(
-                f"{self.url} answered a malformed chat completion: {problems}"
+                f"{self._shown} answered a malformed chat completion: {problems}"
             ) from error
         message = completion.choices[0].message
         calls = tuple(_tool_call(call) for call in message.tool_calls or ())

@@ -25,12 +25,12 @@ import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
 from aiohttp.resolver import DefaultResolver
 
+from agent_runtime.shown_urls import without_url_secrets
 from bot.services import Services
 from bot.services.callbacks import CallbackPolicy
 from bot.services.consumer_loop import ConsumerLoop
 from storage.audit import AuditEntry
 from storage.errors import CorruptRecordError, StorageError
-from storage.shown_urls import without_url_secrets
 from storage.webhooks import GIVE_UP_AFTER, WebhookDelivery
 
 from .lost_requests import lost_view_of

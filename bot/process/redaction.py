@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import re
 
-from storage.shown_urls import shown_url
+from agent_runtime.shown_urls import shown_url
 
 
 class RedactFilter(logging.Filter):

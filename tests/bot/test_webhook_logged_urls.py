@@ -12,10 +12,10 @@ import pytest
 from harness import ALICE
 from webhook_receiver import Hooked
 
+from agent_runtime.shown_urls import without_url_secrets
 from bot.api import webhooks
 from bot.api.webhooks import WebhookSender
 from bot.ui import ids
-from storage.shown_urls import without_url_secrets
 from storage.webhooks import WebhookDelivery
 
 SECRET = "tok-" + "Hq3vX8mZ2kP7wR5n" * 2

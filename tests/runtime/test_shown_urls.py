@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from redis.connection import parse_url
 
+from agent_runtime.shown_urls import shown_url, without_url_secrets
 from bot.process.redaction import redacted
-from storage.shown_urls import shown_url, without_url_secrets
 
 PASSWORDS = ["p@ss", "p@ss@word", "p:ss", "p:s@s:", "p%40ss", "p%2Fss", "@p@"]
 

@@ -1,5 +1,6 @@
 """URLs as a log line may show them: scheme, host, port and path, never a password or a
-query string (a callback URL may carry ``?token=``, a Redis URL its password)."""
+query string (a callback URL may carry ``?token=``, a Redis URL its password, a model's
+base URL ``?api-key=``)."""
 
 from __future__ import annotations
 
