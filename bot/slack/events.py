@@ -29,7 +29,8 @@ from slack_sdk.signature import SignatureVerifier
 from bot.decisions.clicks import intake, streamed
 from bot.services import Services
 
-from .replays import first_time
+from .rare_warnings import RareWarning
+from .replays import ReplayCheck
 from .requests import parse_request, signed_text
 
 log = logging.getLogger(__name__)
@@ -39,10 +40,6 @@ EVENTS_PATH = "/slack/events"
 CERTIFICATE_CHECK = b"ssl_check=1"
 """How Slack checks a slash command's HTTPS certificate: a form answered with 200, which
 reveals and does nothing (Slack may send it unsigned)."""
-
-
-WARN_EVERY = 60.0
-"""Seconds between two warnings about refused requests: one a minute, not one a request."""
 
 
 BAD_SIGNATURE = (
@@ -56,32 +53,15 @@ REPLAYED = (
 )
 
 
-class _Refusals:
-    """Warns, at most once every ``WARN_EVERY`` seconds, that requests are refused for
-    ``why`` (a %-format of the count and since when). Never quotes a secret or signature."""
-
-    def __init__(self, why: str) -> None:
-        self._why = why
-        self._refused = 0
-        self._warned_at: float | None = None
-
-    def refused(self) -> None:
-        self._refused += 1
-        now = time.monotonic()
-        if self._warned_at is not None and now - self._warned_at < WARN_EVERY:
-            return
-        since = "startup" if self._warned_at is None else "the last warning"
-        log.warning("refusing requests to %s " + self._why, EVENTS_PATH, self._refused, since)
-        self._refused, self._warned_at = 0, now
-
-
 def add_events_route(
     web_app: web.Application, app: AsyncApp, services: Services, *, signing_secret: str
 ) -> None:
     """Serve Slack's requests for ``app`` at ``EVENTS_PATH`` of ``web_app``."""
     verifier = SignatureVerifier(signing_secret)
     metrics = services.metrics
-    bad_signatures, replays = _Refusals(BAD_SIGNATURE), _Refusals(REPLAYED)
+    bad_signatures = RareWarning(log, f"refusing requests to {EVENTS_PATH} " + BAD_SIGNATURE)
+    replays = RareWarning(log, f"refusing requests to {EVENTS_PATH} " + REPLAYED)
+    replay_check = ReplayCheck()
 
     async def events(request: web.Request) -> web.Response:
         started = time.perf_counter()
@@ -90,7 +70,7 @@ def add_events_route(
             return web.Response()
         text = signed_text(verifier, body, request.headers)
         if text is None:
-            bad_signatures.refused()
+            bad_signatures.happened()
             return web.Response(status=401, text="invalid signature")
         slack = parse_request(text, request.content_type)
         if slack is None:
@@ -99,10 +79,10 @@ def add_events_route(
         if slack.click is not None and streamed(slack.click):
             await intake(services, slack.click)  # decided once per trigger id, replays too
             response = web.Response()
-        elif request.content_type != "application/json" and not await first_time(
+        elif request.content_type != "application/json" and not await replay_check.first_time(
             services.storage.deliveries.first_signed(request.headers["X-Slack-Signature"])
         ):
-            replays.refused()
+            replays.happened()
             return web.Response(status=401, text="request received before")
         elif slack.click is not None:
             await intake(services, slack.click)

@@ -39,7 +39,7 @@ from bot.decisions.clicks import signoff_click, streamed
 from bot.services.metrics import Histogram
 from storage.deliveries import Deliveries
 
-from .replays import first_time
+from .replays import ReplayCheck
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +81,7 @@ class TimedSocketModeHandler(AsyncSocketModeHandler):
         super().__init__(app, app_token, logger=CLIENT_LOG, web_client=web_client)
         self.acks = acks
         self._deliveries = deliveries
+        self._replays = ReplayCheck()
         self._in_hand: set[asyncio.Future[None]] = set()
 
     async def handle(self, client: SocketModeClient, req: SocketModeRequest) -> None:  # type: ignore[override]
@@ -113,7 +114,7 @@ class TimedSocketModeHandler(AsyncSocketModeHandler):
         click = signoff_click(req.payload) if req.type == "interactive" else None
         if click is not None and streamed(click):
             return True
-        return await first_time(self._deliveries.first_envelope(req.envelope_id))
+        return await self._replays.first_time(self._deliveries.first_envelope(req.envelope_id))
 
     async def close_after_acks(self) -> None:
         """Close the connection once the envelopes in hand are answered (``SLACK_WAITS``

@@ -18,7 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bot.agents.policy import Policy
-from bot.slack import events
+from bot.slack import rare_warnings
 from bot.slack.events import EVENTS_PATH
 from bot.slack.requests import parse_request
 from bot.ui import ids
@@ -162,7 +162,7 @@ async def test_badly_signed_requests_are_logged_once_a_minute_never_quoting_the_
 
     [first] = warnings()
     assert "(1 since startup)" in first and "check SLACK_SIGNING_SECRET" in first
-    monkeypatch.setattr(events, "WARN_EVERY", 0.0)  # the minute has passed
+    monkeypatch.setattr(rare_warnings, "WARN_EVERY", 0.0)  # the minute has passed
     assert await _post(bot, body, headers) == 401
     assert warnings()[1:] == [first.replace("1 since startup", "3 since the last warning")]
     logged = caplog.text
