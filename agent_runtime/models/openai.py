@@ -78,6 +78,12 @@ class OpenAIChatModel:
         retry_delay: float = 1.0,
     ) -> None:
         parts = urllib.parse.urlsplit(base_url)  # a gateway's query stays a query
+        if parts.username is not None or parts.password is not None:
+            raise ValueError(
+                f"base_url {shown_url(base_url)!r} holds a user or password: the endpoint is "
+                "sent api_key as a Bearer token, and a URL's credentials cannot go with it; "
+                "leave them out of base_url"
+            )
         path = parts.path.rstrip("/") + "/chat/completions"
         self.url = urllib.parse.urlunsplit(parts._replace(path=path, fragment=""))
         self._shown = shown_url(self.url)  # what logs, errors and repr say of it

@@ -1,10 +1,7 @@
 """OpenAIChatModel against a local fake chat-completions server (never the internet)."""
 
 import asyncio
-import json
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
-from typing import Any
 
 import pytest
 from aiohttp import web
@@ -20,64 +17,15 @@ from agent_runtime import (
     tool,
 )
 
+from .fake_chat import FakeChatServer, completion, serving
+
 API_KEY = "sk-test-secret-key-0123456789"
-
-
-@dataclass
-class FakeChatServer:
-    """Answers POST /v1/chat/completions with queued replies and records each request."""
-
-    base_url: str = ""
-    replies: list[tuple[int, str] | tuple[int, str, dict[str, str]]] = field(default_factory=list)
-    requests: list[dict[str, Any]] = field(default_factory=list)
-    auth_headers: list[str] = field(default_factory=list)
-    queries: list[str] = field(default_factory=list)
-
-    def reply_json(self, body: dict[str, Any], status: int = 200) -> None:
-        self.replies.append((status, json.dumps(body)))
-
-    def reply_tool_calls(self, *calls: tuple[str, str, str]) -> None:
-        """Queue an assistant turn calling tools; each call is (id, name, arguments string)."""
-        tool_calls = [
-            {"id": cid, "type": "function", "function": {"name": name, "arguments": args}}
-            for cid, name, args in calls
-        ]
-        self.reply_json(
-            _completion({"role": "assistant", "content": None, "tool_calls": tool_calls})
-        )
-
-    def reply_text(self, text: str) -> None:
-        self.reply_json(_completion({"role": "assistant", "content": text}))
-
-    async def handle(self, request: web.Request) -> web.Response:
-        self.requests.append(await request.json())
-        self.auth_headers.append(request.headers.get("Authorization", ""))
-        self.queries.append(request.query_string)
-        status, body, *headers = self.replies.pop(0)
-        return web.Response(
-            status=status, text=body, content_type="application/json", headers=(headers or [{}])[0]
-        )
-
-
-def _completion(message: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "id": "chatcmpl-1",
-        "object": "chat.completion",
-        "model": "gpt-test",
-        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-    }
 
 
 @pytest.fixture
 async def server() -> AsyncIterator[FakeChatServer]:
-    fake = FakeChatServer()
-    app = web.Application()
-    app.router.add_post("/v1/chat/completions", fake.handle)
-    test_server = TestServer(app, port=0)
-    await test_server.start_server()
-    fake.base_url = str(test_server.make_url("/v1"))
-    yield fake
-    await test_server.close()
+    async with serving() as fake:
+        yield fake
 
 
 def model_for(server: FakeChatServer, *, max_retries: int = 3) -> OpenAIChatModel:
@@ -204,7 +152,7 @@ async def test_text_and_tool_calls_in_one_turn(server):
             {"id": "c1", "type": "function", "function": {"name": "list_files", "arguments": ""}}
         ],
     }
-    server.reply_json(_completion(message))
+    server.reply_json(completion(message))
     response = await model_for(server).generate(
         ModelRequest(system_prompt=None, messages=(), tools=())
     )
@@ -332,72 +280,3 @@ def test_repr_never_shows_the_key():
     model = OpenAIChatModel(base_url="http://localhost/v1", api_key=API_KEY, model="gpt-test")
     assert API_KEY not in repr(model)
     assert "gpt-test" in repr(model)
-
-
-async def test_a_base_url_query_is_sent_with_each_request(server):
-    """A gateway's query (``?api-version=``) stays the query: the path goes before it."""
-    server.reply_text("hello")
-    model = OpenAIChatModel(
-        base_url=server.base_url + "/?api-version=2024-10-21", api_key=API_KEY, model="gpt-test"
-    )
-    response = await model.generate(ModelRequest(system_prompt=None, messages=(), tools=()))
-    assert response.text == "hello"
-    assert server.queries == ["api-version=2024-10-21"]
-
-
-GATEWAY_KEY = "gw-key-5e4d3c2b1a"
-
-
-async def test_a_base_urls_query_shows_in_no_warning_or_error(server, caplog):
-    """A gateway's key in the base URL's query (``?api-key=``) is sent, never logged or
-    told: warnings and the ModelError name the endpoint without it."""
-    server.replies += [(503, "busy"), (400, "bad request")]
-    model = OpenAIChatModel(
-        base_url=f"{server.base_url}?api-key={GATEWAY_KEY}#frag",
-        api_key=API_KEY,
-        model="gpt-test",
-        max_retries=1,
-        retry_delay=0,
-    )
-    with pytest.raises(ModelError) as raised:
-        await model.generate(ModelRequest(system_prompt=None, messages=(), tools=()))
-    assert server.queries == [f"api-key={GATEWAY_KEY}"] * 2
-    endpoint = server.base_url + "/chat/completions"
-    assert str(raised.value) == f"{endpoint} answered HTTP 400: bad request"
-    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
-    assert warnings == [f"{endpoint} answered HTTP {s} for model gpt-test" for s in (503, 400)]
-    assert GATEWAY_KEY not in caplog.text and "api-key" not in caplog.text
-
-
-async def test_an_unreachable_base_url_is_told_without_its_query(caplog):
-    app = web.Application()
-    test_server = TestServer(app, port=0)
-    await test_server.start_server()
-    base_url = str(test_server.make_url("/v1"))
-    await test_server.close()
-    endpoint = base_url + "/chat/completions"
-    model = OpenAIChatModel(
-        base_url=f"{base_url}?api-key={GATEWAY_KEY}",
-        api_key=API_KEY,
-        model="gpt-test",
-        max_retries=1,
-        retry_delay=0,
-    )
-    with pytest.raises(ModelError) as raised:
-        await model.generate(ModelRequest(system_prompt=None, messages=(), tools=()))
-    told = str(raised.value)
-    assert told.startswith(f"could not reach {endpoint}: "), told
-    [warning] = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
-    assert warning == f"{endpoint} unreachable (attempt 1); retrying"
-    assert GATEWAY_KEY not in told + caplog.text and "api-key" not in told + caplog.text
-
-
-def test_repr_shows_neither_a_base_urls_credentials_nor_its_query():
-    model = OpenAIChatModel(
-        base_url=f"https://gw:pw-9d8c7b6a@gw.example/v1?api-key={GATEWAY_KEY}",
-        api_key=API_KEY,
-        model="gpt-test",
-    )
-    assert repr(model) == (
-        "OpenAIChatModel(url='https://gw.example/v1/chat/completions', model='gpt-test')"
-    )
