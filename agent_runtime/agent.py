@@ -77,3 +77,7 @@ class Agent(Runnable):
     def check_edit(self, call: ToolCall, args: dict[str, JSONValue]) -> None:
         """Refuse edited arguments that do not fit the tool's input schema."""
         check_edit(self.tools, call, args)
+
+    def tool_schema(self, name: str) -> dict[str, JSONValue] | None:
+        tool = self.tools.get(name)
+        return tool.input_schema if tool is not None else None

@@ -112,6 +112,11 @@ class Runnable(ABC):
         """Refuse (``ResumeError``) edited arguments the tool ``call`` names would refuse,
         before the edit is recorded; a runnable that cannot tell beforehand takes any."""
 
+    def tool_schema(self, name: str) -> dict[str, JSONValue] | None:
+        """The JSON Schema of the arguments of the tool ``name``, which the Edit form is
+        generated from; None when it cannot tell (the arguments are edited as JSON)."""
+        return None
+
     async def open_interrupts(self, thread_id: str) -> list[Interrupt]:
         """The interrupts the thread waits on now."""
         status = await self.thread_status(thread_id)

@@ -87,7 +87,7 @@ from .genkit_interrupts import (
     shown,
 )
 from .genkit_names import NameCalls, names_of, naming
-from .genkit_tools import called_names, check_input, check_tools
+from .genkit_tools import called_names, check_input, check_tools, input_schema
 
 
 class _KeptResults(KeptResults):
@@ -207,6 +207,9 @@ class GenkitAgent(Runnable):
     def check_edit(self, call: ToolCall, args: dict[str, JSONValue]) -> None:
         """Refuse edited input that Genkit would refuse for the tool as it restarts it."""
         check_input(self.ai, call.name, args)
+
+    def tool_schema(self, name: str) -> dict[str, JSONValue] | None:
+        return input_schema(self.ai, name)
 
     def invocation(self, thread_id: str) -> _GenkitInvocation:
         return _GenkitInvocation(self, thread_id)

@@ -1,8 +1,8 @@
 """The tool names a ``GenkitAgent`` is given, checked against the tools its Genkit instance
 has registered when the agent is made: Genkit itself looks them up at the first
 generation, so a misspelt name would fail the first run (hours later), not the start-up
-build of the agent; the names its cards may carry; and an approver's edit, checked
-against its tool's input type before it is recorded."""
+build of the agent; the names its cards may carry; the schema its Edit form is made from;
+and an approver's edit, checked against its tool's input type before it is recorded."""
 
 from __future__ import annotations
 
@@ -73,6 +73,19 @@ def _registered(ai: Genkit) -> list[str]:
     listing = ai.registry.resolve_actions_by_kind(ActionKind.TOOL)
     with ThreadPoolExecutor(max_workers=1) as thread:
         return sorted(thread.submit(asyncio.run, listing).result())
+
+
+def input_schema(ai: Genkit, tool: str) -> dict[str, JSONValue] | None:
+    """The JSON Schema of the arguments the card shows for ``tool`` as registered on ``ai``:
+    its input's, or, for a tool taking no object, an object of that input as ``input``.
+    None for a tool it has not registered (a plugin's, resolved when first used)."""
+    action = ai.registry.registered_action(ActionKind.TOOL, tool)
+    schema = action.input_schema if action is not None else None
+    if not schema:
+        return None
+    if schema.get("type") == "object":
+        return dict(schema)
+    return {"type": "object", "properties": {"input": schema}, "required": ["input"]}
 
 
 def check_input(ai: Genkit, tool: str, args: dict[str, JSONValue]) -> None:

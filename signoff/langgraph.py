@@ -68,6 +68,7 @@ from .langgraph_interrupts import (
     langchain_tools,
     pending_interrupts,
     tool_node_tools,
+    tool_schema,
 )
 from .langgraph_retry import check_applied, refused_answers, split_applied
 
@@ -122,6 +123,11 @@ class LangGraphAgent(Runnable):
         """Refuse edited arguments that do not fit a LangChain agent's tool ``call`` names."""
         if self._tools is not None:
             check_edit(self._tools, call, args)
+
+    def tool_schema(self, name: str) -> dict[str, JSONValue] | None:
+        """A LangChain agent's tool's arguments (another graph's approvals name what they
+        like: edited as JSON)."""
+        return tool_schema(self._tools, name) if self._tools is not None else None
 
     def invocation(self, thread_id: str) -> _GraphInvocation:
         return _GraphInvocation(self, thread_id)

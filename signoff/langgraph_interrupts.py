@@ -77,6 +77,15 @@ def check_edit(tools: Mapping[str, Any], call: ToolCall, args: dict[str, JSONVal
         check_schema(call.name, schema, args)
 
 
+def tool_schema(tools: Mapping[str, Any], name: str) -> dict[str, JSONValue] | None:
+    """The JSON Schema of the arguments of the LangChain tool ``name`` (its
+    ``tool_call_schema``, as ``check_edit`` checks them), or None."""
+    schema = getattr(tools.get(name), "tool_call_schema", None)
+    if isinstance(schema, type) and issubclass(schema, pydantic.BaseModel):
+        return schema.model_json_schema()
+    return dict(schema) if isinstance(schema, Mapping) else None
+
+
 def pending_interrupts(state: Any) -> list[Interrupt]:
     """The graph's pending interrupts, as Signoff interrupts (a batch: one per action),
     dated by the checkpoint they are pending on unless a marker dates them more closely."""

@@ -160,6 +160,10 @@ class StrandsAgent(Runnable):
         if schema is not None:
             check_schema(call.name, schema, args)
 
+    def tool_schema(self, name: str) -> dict[str, JSONValue] | None:
+        """The tool's ``inputSchema``, as ``check_edit`` checks edits against it."""
+        return self._schemas.get(name)
+
     def invocation(self, thread_id: str) -> _StrandsInvocation:
         return _StrandsInvocation(self, thread_id)
 

@@ -116,6 +116,11 @@ class Workflow(Runnable):
         ``Agent.check_edit`` does (a node's own input is checked when it resumes)."""
         check_edit(self.tools, call, args)
 
+    def tool_schema(self, name: str) -> dict[str, JSONValue] | None:
+        """An agent node's tool's (a node's own input has no schema: edited as JSON)."""
+        tool = self.tools.get(name)
+        return tool.input_schema if tool is not None else None
+
     def invocation(self, thread_id: str) -> WorkflowRun:
         return WorkflowRun(self, thread_id)
 

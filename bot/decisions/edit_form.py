@@ -1,5 +1,6 @@
-"""Which form the Edit modal shows: the fields of the tool's input schema, or of a job's
-editable params; None means the arguments are edited as JSON (a workflow node's input)."""
+"""Which form the Edit modal shows: the fields of the tool's input schema (as its agent
+tells it, an adapted framework's too), or of a job's editable params; None means the
+arguments are edited as JSON (a workflow node's input, a tool of unknown schema)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ from typing import Any
 import pydantic
 
 from agent_runtime import Agent, Workflow
-from agent_runtime.messages import JSONValue
+from agent_runtime.errors import AgentRuntimeError
+from agent_runtime.messages import JSONValue, ToolCall
+from agent_runtime.runnable import Runnable
 from bot.services import Services
 from bot.ui.arg_form import Field, field_errors, fields_of
 from storage.records import InterruptRecord
@@ -32,8 +35,8 @@ async def check_form_args(
         locked = {k: v for k, v in call.args.items() if k not in args}
         return {**locked, **args}, {}  # a job's own rules check types and locks
     tool = _tool(services, record)
-    if tool is None:
-        return args, {}
+    if tool is None:  # an adapted framework's tool: checked as its JSON edit is
+        return args, _refused(_runnable(services, record), call, fields, args)
     try:
         tool.model_validate(args)
     except pydantic.ValidationError as exc:
@@ -43,6 +46,20 @@ async def check_form_args(
             errors = {fields[0].block_id: f"These arguments do not fit {call.name}: {first}."}
         return args, errors
     return args, {}
+
+
+def _refused(
+    runnable: Runnable | None, call: ToolCall, fields: list[Field], args: dict[str, JSONValue]
+) -> dict[str, str]:
+    """What the runnable's own check of the tool says of ``args`` (as of a JSON edit), under
+    the form's first field: its sentence names the argument itself."""
+    if runnable is None or not fields:
+        return {}
+    try:
+        runnable.check_edit(call, args)
+    except AgentRuntimeError as exc:
+        return {fields[0].block_id: f"These arguments do not fit {call.name}: {exc}"}
+    return {}
 
 
 async def _schema(services: Services, record: InterruptRecord) -> dict[str, Any] | None:
@@ -59,16 +76,23 @@ async def _schema(services: Services, record: InterruptRecord) -> dict[str, Any]
             "properties": {p.name: {"type": p.type} for p in editable},
             "required": [p.name for p in editable],
         }
-    tool = _tool(services, record)
-    return tool.model_json_schema() if tool is not None else None
+    runnable = _runnable(services, record)
+    return runnable.tool_schema(call.name) if runnable is not None else None
+
+
+def _runnable(services: Services, record: InterruptRecord) -> Runnable | None:
+    """The agent ``record``'s run is of, when this process has it."""
+    if services.registry.spec(record.agent) is None:
+        return None
+    return services.registry.agent(record.agent)
 
 
 def _tool(services: Services, record: InterruptRecord) -> type[pydantic.BaseModel] | None:
     """The input model of the tool ``record`` asks about, when its agent is an ``Agent`` (or
     a ``Workflow`` with an agent node that has it)."""
     call = record.runtime_interrupt.tool_call
-    if call is None or services.registry.spec(record.agent) is None:
+    agent = _runnable(services, record)
+    if call is None or not isinstance(agent, Agent | Workflow):
         return None
-    agent = services.registry.agent(record.agent)
-    tool = agent.tools.get(call.name) if isinstance(agent, Agent | Workflow) else None
+    tool = agent.tools.get(call.name)
     return tool.input_model if tool is not None else None

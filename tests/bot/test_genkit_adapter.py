@@ -49,7 +49,8 @@ async def test_a_tool_taking_a_string_shows_it_on_its_card_and_takes_its_edit(
     make_bot: Any,
 ) -> None:
     """A Genkit tool's input may be a string: the card shows it (as ``input``), not empty
-    arguments, and an edit of it restarts the tool with the edited string."""
+    arguments, the Edit form has it as a text input, and an edit of it restarts the tool
+    with the edited string."""
     ai, ran = Genkit(), []
 
     async def scripted(request: ModelRequest, ctx: Any) -> ModelResponse:
@@ -81,8 +82,13 @@ async def test_a_tool_taking_a_string_shows_it_on_its_card_and_takes_its_edit(
     bot: Harness = await make_bot(spec=spec)
     value = await bot.start(requested_by=CAROL)
     assert "rm -rf /var/tmp/*" in str(bot.posted(0)["blocks"])
-    edited = '{"input": "rm -rf /var/tmp/old"}'
-    status, body = await bot.submit(ids.EDIT_VIEW, value, user=ALICE, text=edited)
+    await bot.click(ids.EDIT, value, user=ALICE)
+    await bot.slack.wait_calls("views.open")
+    [form] = [b for b in bot.slack.called("views.open")[-1]["view"]["blocks"] if "element" in b]
+    assert form["block_id"] == "arg.input" and form["optional"] is False
+    assert form["element"]["initial_value"] == "rm -rf /var/tmp/*"
+    edited = {"arg.input": {"type": "plain_text_input", "value": "rm -rf /var/tmp/old"}}
+    status, body = await bot.submit_form(value, user=ALICE, values=edited)
     assert status == 200 and "errors" not in body, body
     assert (await bot.finished()).startswith("Finished: done: ran rm -rf /var/tmp/old")
     assert ran == ["rm -rf /var/tmp/old"]
