@@ -20,6 +20,16 @@ class ResumeError(AgentRuntimeError):
     """A resume did not match the run's pending interrupts; the stored run is unchanged."""
 
 
+class EditRefusedError(ResumeError):
+    """Edited arguments the tool would refuse: ``argument`` names the first at fault (None
+    for the arguments as a whole), and ``problem`` says what is wrong with it."""
+
+    def __init__(self, message: str, *, argument: str | None, problem: str) -> None:
+        super().__init__(message)
+        self.argument = argument
+        self.problem = problem
+
+
 class StaleSessionError(AgentRuntimeError):
     """A snapshot was saved over a newer one; reload the run and try again."""
 

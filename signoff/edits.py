@@ -3,31 +3,44 @@ card must not read "Approved with edits" for arguments the tool then refuses."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import jsonschema
 import pydantic
 
-from agent_runtime.errors import ResumeError
+from agent_runtime.errors import EditRefusedError
 from agent_runtime.messages import JSONValue
 
 
 def check_schema(tool: str, schema: Mapping[str, Any], args: dict[str, JSONValue]) -> None:
-    """ResumeError saying what of ``args`` does not fit ``tool``'s JSON Schema."""
+    """EditRefusedError saying what of ``args`` does not fit ``tool``'s JSON Schema."""
     validator = jsonschema.validators.validator_for(schema)(schema)
     error = jsonschema.exceptions.best_match(validator.iter_errors(args))
     if error is not None:
-        where = ".".join(map(str, error.absolute_path)) or "input"
-        raise ResumeError(f"invalid input for {tool}: {where}: {error.message}")
+        path = tuple(error.absolute_path)
+        where = ".".join(map(str, path)) or "input"
+        raise EditRefusedError(
+            f"invalid input for {tool}: {where}: {error.message}",
+            argument=_argument(path),
+            problem=error.message,
+        )
 
 
 def check_model(tool: str, adapter: pydantic.TypeAdapter[Any], value: object) -> None:
-    """ResumeError saying what of ``value`` does not fit ``tool``'s pydantic input type."""
+    """EditRefusedError saying what of ``value`` does not fit ``tool``'s pydantic input type."""
     try:
         adapter.validate_python(value)
     except pydantic.ValidationError as exc:
-        said = "; ".join(
-            f"{'.'.join(map(str, e['loc'])) or 'input'}: {e['msg']}" for e in exc.errors()
-        )
-        raise ResumeError(f"invalid input for {tool}: {said}") from exc
+        problems = exc.errors()
+        said = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'input'}: {e['msg']}" for e in problems)
+        raise EditRefusedError(
+            f"invalid input for {tool}: {said}",
+            argument=_argument(problems[0]["loc"]),
+            problem=problems[0]["msg"],
+        ) from exc
+
+
+def _argument(path: Sequence[object]) -> str | None:
+    """The argument a problem's ``path`` starts at (None: the arguments as a whole)."""
+    return path[0] if path and isinstance(path[0], str) else None

@@ -9,7 +9,7 @@ from typing import Any
 import pydantic
 
 from agent_runtime import Agent, Workflow
-from agent_runtime.errors import AgentRuntimeError
+from agent_runtime.errors import AgentRuntimeError, EditRefusedError
 from agent_runtime.messages import JSONValue, ToolCall
 from agent_runtime.runnable import Runnable
 from bot.services import Services
@@ -51,14 +51,17 @@ async def check_form_args(
 def _refused(
     runnable: Runnable | None, call: ToolCall, fields: list[Field], args: dict[str, JSONValue]
 ) -> dict[str, str]:
-    """What the runnable's own check of the tool says of ``args`` (as of a JSON edit), under
-    the form's first field: its sentence names the argument itself."""
+    """What the runnable's own check of the tool says of ``args`` (as of a JSON edit): a
+    sentence under the field it names, else under the form's first field."""
     if runnable is None or not fields:
         return {}
     try:
         runnable.check_edit(call, args)
     except AgentRuntimeError as exc:
-        return {fields[0].block_id: f"These arguments do not fit {call.name}: {exc}"}
+        whole = {fields[0].block_id: f"These arguments do not fit {call.name}: {exc}"}
+        if not isinstance(exc, EditRefusedError) or exc.argument is None:
+            return whole
+        return field_errors([{"loc": (exc.argument,), "msg": exc.problem}], fields) or whole
     return {}
 
 
