@@ -135,6 +135,13 @@ class SignoffApprovals(HookProvider):
             }
 
 
+def _told(name: str, prop: Any) -> Any:
+    """A parameter's schema without the description Strands gives one left undocumented."""
+    if isinstance(prop, dict) and prop.get("description") == f"Parameter {name}":
+        return {k: v for k, v in prop.items() if k != "description"}
+    return prop
+
+
 class StrandsAgent(Runnable):
     """A Strands agent built afresh for each invocation (``make_agent``), its state restored
     from the thread's snapshot; built once when this is made, so a build that fails (a
@@ -161,8 +168,14 @@ class StrandsAgent(Runnable):
             check_schema(call.name, schema, args)
 
     def tool_schema(self, name: str) -> dict[str, JSONValue] | None:
-        """The tool's ``inputSchema``, as ``check_edit`` checks edits against it."""
-        return self._schemas.get(name)
+        """The tool's ``inputSchema``, as ``check_edit`` checks edits against it, less the
+        descriptions Strands makes up for parameters its docstring leaves out ("Parameter
+        replicas"), which would only repeat the form's labels."""
+        schema = self._schemas.get(name)
+        properties = schema.get("properties") if schema is not None else None
+        if schema is None or not isinstance(properties, dict):
+            return schema
+        return {**schema, "properties": {k: _told(k, v) for k, v in properties.items()}}
 
     def invocation(self, thread_id: str) -> _StrandsInvocation:
         return _StrandsInvocation(self, thread_id)

@@ -72,7 +72,6 @@ def strands_spec(ran: list[dict[str, Any]], *, at_least_one: bool = False) -> Ag
 
         Args:
             service: The service to scale.
-            replicas: How many copies of it to run.
         """
         ran.append({"service": service, "replicas": replicas})
         return "scaled"

@@ -40,12 +40,17 @@ def _spec(
     return genkit_spec(ran)
 
 
-async def _form(bot: Harness, value: str) -> dict[str, dict[str, Any]]:
-    """The Edit modal's inputs by block id, as Slack takes the modal."""
+async def _inputs(bot: Harness, value: str) -> dict[str, dict[str, Any]]:
+    """The Edit modal's input blocks by block id, as Slack takes the modal."""
     await bot.click(ids.EDIT, value, user=ALICE)
     await bot.slack.wait_calls("views.open")
     view = checked_view(bot.slack.called("views.open")[-1]["view"])
-    return {b["block_id"]: b["element"] for b in view["blocks"] if b["type"] == "input"}
+    return {b["block_id"]: b for b in view["blocks"] if b["type"] == "input"}
+
+
+async def _form(bot: Harness, value: str) -> dict[str, dict[str, Any]]:
+    """The Edit modal's input elements by block id."""
+    return {b: i["element"] for b, i in (await _inputs(bot, value)).items()}
 
 
 def _picked(value: str) -> dict[str, Any]:
@@ -63,7 +68,11 @@ async def test_the_edit_modal_is_a_form_of_the_adapted_tools_schema_and_its_edit
     ran: list[dict[str, Any]] = []
     bot: Harness = await make_bot(spec=_spec(framework, saver, ran, at_least_one=False))
     value = await bot.start(requested_by=CAROL)
-    form = await _form(bot, value)
+    inputs = await _inputs(bot, value)
+    # A Strands docstring's description of an argument is its hint; no made-up one is.
+    hints = {"arg.service": "The service to scale."} if framework == "strands" else {}
+    assert {b: i["hint"]["text"] for b, i in inputs.items() if "hint" in i} == hints
+    form = {b: i["element"] for b, i in inputs.items()}
     assert sorted(form) == ["arg.replicas", "arg.service"]
     service, replicas = form["arg.service"], form["arg.replicas"]
     assert service["type"] == "static_select"
