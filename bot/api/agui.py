@@ -130,10 +130,11 @@ def add_agui_routes(
                     alone = bool(resent) or await taking.enter_async_context(
                         services.storage.app_runs.running(str(body["threadId"]))
                     )
+                    # Not alone: a card decided first is still told as such, nothing recorded.
                     answers = (
                         CardAnswers()
-                        if resent or cut_off or not alone
-                        else await answer_cards(services, agent, body)
+                        if resent or cut_off
+                        else await answer_cards(services, agent, body, record=alone)
                     )
                     # A stop whose cards were never stored is answered now, its cards stored.
                     stop = (

@@ -64,9 +64,12 @@ class CardAnswers:
     app_round: str | None = None
 
 
-async def answer_cards(services: Services, agent: Runnable, body: dict[str, Any]) -> CardAnswers:
+async def answer_cards(
+    services: Services, agent: Runnable, body: dict[str, Any], *, record: bool = True
+) -> CardAnswers:
     """Record the resume in ``body`` on its interrupts' cards, first checking each card
-    takes its answer.
+    takes its answer; with ``record=False`` (another round holds the thread) only check
+    whether a card was decided first, and record nothing.
 
     A resume the runtime would refuse anyway (malformed, unknown interrupts) changes no
     card: the run reports it. Interrupts of the round already decided on their cards
@@ -88,6 +91,8 @@ async def answer_cards(services: Services, agent: Runnable, body: dict[str, Any]
         if card.state != "pending":  # decided on its card first (or expired)
             rest_open = bool(open_ids - set(final))
             return CardAnswers(_decided_elsewhere(card, rest_open=rest_open), place_of(card))
+    if not record:
+        return CardAnswers()
     elsewhere = list(final.values())  # open interrupts the app left to their cards
     decided_on_cards = tuple(r for r in (card.response() for card in elsewhere) if r)
     try:

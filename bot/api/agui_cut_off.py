@@ -40,12 +40,13 @@ async def mid_round(services: Services, agent: Runnable, body: dict[str, Any]) -
 
 
 def running_now(body: dict[str, Any]) -> Refusal:
-    """Why a request is refused while a round another request runs holds its thread."""
+    """Why a request is refused while another request holds its thread (taking its
+    answers, or running the round they resume)."""
     return Refusal(
         ROUND_RUNNING,
-        f"a round runs on thread {body.get('threadId')} now, started by an earlier request "
-        "(in this or another of Signoff's processes); send this again once it ends to hear "
-        "how it ended",
+        f"an earlier request holds thread {body.get('threadId')} now, answering its "
+        "interrupts or running its round (in this or another of Signoff's processes); send "
+        "this again once it ends to hear how it ended",
     )
 
 

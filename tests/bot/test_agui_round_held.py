@@ -9,6 +9,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from agui_endpoint import Endpoint, run_client, still_pending
+from harness import ALICE
+
+from bot.ui import ids
 
 
 def _approve(interrupt: dict[str, Any]) -> dict[str, Any]:
@@ -54,3 +57,24 @@ async def test_answers_refused_while_the_last_round_holds_the_thread_are_recorde
     assert after["finished"]["outcome"] == {"type": "success"}, after
     assert not await still_pending(endpoint, card)
     assert bot.tool_log.calls == [{"paths": ["/tmp/a", "/tmp/b"]}, {"paths": ["/tmp/c"]}]
+
+
+async def test_an_answer_whose_card_was_decided_first_is_told_so_while_the_thread_is_held(
+    endpoint_for: Callable[..., Awaitable[Endpoint]],
+) -> None:
+    """A card Alice decided in Slack is told as decided there, not as a running round, to
+    an app answering it while another request holds the thread; nothing is recorded."""
+    endpoint = await endpoint_for()
+    bot, url = endpoint.bot, endpoint.url
+    [first] = await run_client(url, "thread-decided", [{"prompt": "clean up"}])
+    [interrupt] = first["finished"]["outcome"]["interrupts"]
+    value = bot.posted(0)["blocks"][-1]["elements"][0]["value"]
+    assert (await bot.click(ids.APPROVE, value, user=ALICE)).status == 200
+    await bot.finished()
+    async with bot.services.storage.app_runs.running("thread-decided") as alone:
+        assert alone  # held here, as another request taking its answers would
+        [told] = await run_client(url, "thread-decided", [{"resume": [_approve(interrupt)]}])
+    assert told["finished"] is None, told
+    assert told["error"]["code"] == "decided_elsewhere", told
+    assert f"approved in Slack by {ALICE}" in told["error"]["message"]
+    assert bot.tool_log.calls == [{"paths": ["/tmp/a", "/tmp/b"]}]
