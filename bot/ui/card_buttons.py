@@ -29,13 +29,17 @@ COMPACT_CHOICES = 6_000
 blocks together (``msg_blocks_too_long``), so many long answers still fit."""
 COMPACT_CHOICE = 16
 """The shortest an answer is cut to on a compact card: its start and end still show."""
+COMPACT_OFFERED = COMPACT_CHOICES // COMPACT_CHOICE
+"""The most answers a compact card offers: more, even cut that short, would pass Slack's
+total, and the card would never be posted."""
 ARGS_CODE = SECTION_TEXT - len("*Arguments*\n")
 """The longest arguments code block of a card, inside a section with its label."""
 
 
 def choices(card: Card, *, compact: bool = False) -> Block:
     """A question's answers: a button each when there are five or fewer, else one select
-    (in option groups of 100 past 100); ``compact``, each answer's text shares a budget.
+    (in option groups of 100 past 100); ``compact``, each answer's text shares a budget,
+    and only the first answers that fit it are offered (the placeholder says so).
 
     The block id carries the interrupt reference (a short key for a long id, which fits a
     block id); each answer is only its index, and the decider reads the answer itself
@@ -44,10 +48,13 @@ def choices(card: Card, *, compact: bool = False) -> Block:
     block_id = " ".join(
         filter(None, (ids.CHOICES_BLOCK, short_ref(card.interrupt_id), card.digest))
     )
-    offered = card.options[:SELECT_OPTIONS]
+    offered = card.options[: COMPACT_OFFERED if compact else SELECT_OPTIONS]
     room = BUTTON_TEXT
     if compact:
         room = min(room, max(COMPACT_CHOICE, COMPACT_CHOICES // max(len(offered), 1)))
+    placeholder = "Choose an answer"
+    if len(offered) < len(card.options):
+        placeholder += f" (the first {len(offered)} of {len(card.options)})"
     texts = option_texts(offered, room)
     if len(card.options) <= CHOICE_BUTTONS:
         elements = [
@@ -59,7 +66,7 @@ def choices(card: Card, *, compact: bool = False) -> Block:
             {
                 "type": "static_select",
                 "action_id": ids.CHOOSE,
-                "placeholder": plain_text("Choose an answer", BUTTON_TEXT),
+                "placeholder": plain_text(placeholder, BUTTON_TEXT),
                 **option_list(
                     [
                         {"text": plain_text(text, BUTTON_TEXT), "value": str(i)}

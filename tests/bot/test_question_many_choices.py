@@ -100,3 +100,30 @@ async def test_250_long_answers_fit_a_compact_card_and_each_can_be_picked(
     record = await bot.services.storage.queries.get(bot.record_id(value))
     assert record is not None and record.decision is not None
     assert record.decision["message"] == long[179]
+
+
+async def test_a_question_of_2000_answers_is_posted_offering_what_a_compact_card_holds(
+    make_bot: Any,
+) -> None:
+    """Even cut to their start and end, 2,000 answers pass Slack's total for a message: the
+    compact card offers the first ones that fit, says so, and any of them can be picked."""
+    many = [f"region-{n:04d}" for n in range(2000)]
+    policy = Policy(channel=CHANNEL, users=(ALICE,), decisions=("approve", "reject"))
+    bot: Harness = await make_bot(spec=question_spec(many, policy))
+    bot.slack.most_block_text = MAX_BLOCK_TEXT
+    value = await bot.start()
+    posted = bot.posted()
+    check_message(posted["text"], posted["blocks"])
+    choices = checked_blocks(posted["blocks"], surface="message")[-2]
+    [select] = choices["elements"]
+    listed = options_of(select)
+    assert [o["text"]["text"] for o in listed] == many[: len(listed)]
+    assert len(listed) == 375  # 6,000 characters of answers, 16 each at the least
+    assert f"first {len(listed)} of 2000" in select["placeholder"]["text"]
+
+    last = listed[-1]["value"]
+    await bot.click(ids.CHOOSE, "", user=ALICE, block_id=choices["block_id"], selected=last)
+    assert f"done: {many[int(last)]}" in await bot.finished()
+    record = await bot.services.storage.queries.get(bot.record_id(value))
+    assert record is not None and record.decision is not None
+    assert record.decision["message"] == many[int(last)]
