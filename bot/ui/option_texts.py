@@ -13,17 +13,21 @@ from .mrkdwn import ELLIPSIS, visible_bidi
 def option_texts(values: Sequence[str], limit: int) -> list[str]:
     """Each of ``values`` as a ``plain_text`` of at most ``limit`` characters: whole when it
     fits, else its start and its end ("start…end"); texts that still read alike (values
-    differing only in the middle, or repeated) end with their place in the list, "(#3)"."""
+    differing only in the middle, or repeated) end with their place in the list, "(#3)",
+    and should one so numbered read as another value's text, every text does."""
     texts = [_cut(v, limit) for v in values]
-    numbered: set[int] = set()
-    while len(set(texts)) < len(texts):
-        counts = Counter(texts)
-        for n, text in enumerate(texts):
-            if counts[text] > 1 and n not in numbered:
-                numbered.add(n)
-                suffix = f" (#{n + 1})"
-                texts[n] = _cut(values[n], limit - len(suffix)) + suffix
+    counts = Counter(texts)
+    texts = [_numbered(values, n, limit) if counts[t] > 1 else t for n, t in enumerate(texts)]
+    if len(set(texts)) < len(texts):  # in two passes, however the values are made
+        texts = [_numbered(values, n, limit) for n in range(len(values))]
     return texts
+
+
+def _numbered(values: Sequence[str], n: int, limit: int) -> str:
+    """The ``n``-th of ``values`` cut to end with its place in the list: unlike any other
+    text so numbered."""
+    suffix = f" (#{n + 1})"
+    return _cut(values[n], limit - len(suffix)) + suffix
 
 
 def _cut(value: str, limit: int) -> str:

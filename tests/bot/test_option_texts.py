@@ -4,6 +4,7 @@ same, its place in the list."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from blockkit import check_message
@@ -77,3 +78,17 @@ def test_a_numbered_text_never_meets_another_choices_own() -> None:
     texts = option_texts(values, 75)
     assert len(set(texts)) == 3 and texts[:2] == ["x (#1)", "x (#2)"]
     assert texts[2] == "x (#2) (#3)"
+
+
+def test_choices_made_to_meet_each_numbered_text_are_told_apart_in_linear_time() -> None:
+    """Each value is the text the one before it gets once numbered: 10,000 such values
+    (an agent's answers) are told apart at once, not one numbering pass per value."""
+    values = ["x", "x"]
+    for n in range(2, 10_000):
+        suffix = f" (#{n})"
+        values.append(option_texts([values[-1]], 75 - len(suffix))[0] + suffix)
+    started = time.perf_counter()
+    texts = option_texts(values, 75)
+    assert time.perf_counter() - started < 3.0
+    assert len(set(texts)) == len(values) and all(len(t) <= 75 for t in texts)
+    assert all(t.endswith(f" (#{n + 1})") for n, t in enumerate(texts))
