@@ -19,7 +19,6 @@ from bot.services import Services
 from bot.services.consumer_loop import ConsumerLoop
 from storage.clicks import ClickEntry
 from storage.errors import StorageError
-from storage.refusals import Refusal
 from storage.resume import TAKEOVER_AFTER
 
 from .clicks import decide_click
@@ -59,26 +58,34 @@ class ClickDecider(ConsumerLoop[ClickEntry]):
         await self._services.storage.clicks.heartbeat(entries, consumer=self.consumer)
 
     async def handle(self, entries: list[ClickEntry]) -> None:
-        """Decide the batch concurrently; acknowledge every click that was decided, and
-        take the refusals told off the untold ones in the same step."""
-        decided = await asyncio.gather(*(self._decide(entry) for entry in entries))
-        done = [entry for entry, _ in decided if entry is not None]
-        told = [refusal for _, refusal in decided if refusal is not None]
+        """Decide the batch concurrently; acknowledge every click that was decided (a
+        refused one as soon as it is told, see ``_decide``)."""
+        done = await asyncio.gather(*(self._decide(entry) for entry in entries))
         try:
-            await self._services.storage.clicks.done(done, told=told)
+            await self._services.storage.clicks.done([e for e in done if e is not None])
         except StorageError as exc:
             # Taken over later; deciding them again changes nothing.
             log.error("click decider %s cannot acknowledge clicks: %s", self.consumer, exc)
 
-    async def _decide(self, entry: ClickEntry) -> tuple[ClickEntry | None, Refusal | None]:
-        """Decide one click: the entry when it may be acknowledged (None to retry it later),
-        and the refusal it told."""
+    async def _decide(self, entry: ClickEntry) -> ClickEntry | None:
+        """Decide one click; the entry when it may be acknowledged with its batch, None when
+        it was already or is to be retried later. A click whose refusal was told is
+        acknowledged at once, the refusal taken off the untold ones in the same step: a
+        slower click of its batch must not keep it queued past its lease, or the scheduler
+        would tell it again."""
         try:
-            return entry, await decide_click(self._services, entry)
+            refusal = await decide_click(self._services, entry)
         except StorageError as exc:
             # Left unacknowledged: taken over once idle past ``reclaim_after``.
             log.error("click %s by %s on %s: %s", entry.id, entry.user_id, entry.record_id, exc)
-            return None, None
+            return None
         except Exception:
             log.exception("click %s by %s on %s failed", entry.id, entry.user_id, entry.record_id)
-        return entry, None
+            return entry
+        if refusal is None:
+            return entry
+        try:
+            await self._services.storage.clicks.done([entry], told=[refusal])
+        except StorageError as exc:  # taken over later, told nothing: the scheduler tells it again
+            log.error("click %s told, not acknowledged: %s", entry.id, exc)
+        return None

@@ -9,7 +9,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from harness import MALLORY, Harness
+from harness import ALICE, MALLORY, Harness
 
 from bot.decisions import clicks
 from bot.decisions.clicks import decide_click
@@ -70,4 +70,26 @@ async def test_a_refusal_its_decider_told_is_not_told_again(make_bot: Any) -> No
         bot.clock.advance(POST_LEASE + timedelta(seconds=1))
         await Scheduler(bot.services).tick()
     [told] = _told(bot)
+    assert told.startswith(NOT_AN_APPROVER)
+
+
+async def test_a_refusal_told_while_a_click_of_its_batch_is_slow_is_not_told_again(
+    make_bot: Any, storage: Storage
+) -> None:
+    """Its decider told it at once; another click it read with it waits on a slow Slack past
+    the refusal's hold: the scheduler does not tell it a second time meanwhile."""
+    front: Harness = await make_bot(workers=0, deciders=0)
+    value = await front.start()
+    await front.click(ids.APPROVE, value, user=MALLORY)  # refused: told at once
+    await front.click(ids.APPROVE, value, user=ALICE)  # decided: its card waits on Slack
+    slow = front.slack.held["chat.update"] = asyncio.Event()
+
+    decider: Harness = await make_bot(workers=0)  # reads both clicks in one batch
+    await front.slack.wait_calls("chat.postEphemeral")
+    for _ in range(3):
+        decider.clock.advance(POST_LEASE + timedelta(seconds=1))
+        await Scheduler(decider.services).tick()
+    slow.set()
+    await decider.clicks_done()
+    [told] = _told(front)
     assert told.startswith(NOT_AN_APPROVER)
