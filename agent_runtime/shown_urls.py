@@ -6,9 +6,13 @@ from __future__ import annotations
 
 import re
 
+SCHEME = r"(?<![A-Za-z0-9+.-])(?P<lead>[0-9+.-]*)(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)"
+"""A URL's scheme, tried only from the start of a run of the characters a scheme holds
+(``lead``: those before its first letter, which no scheme begins with), so a long run is
+read once, not once from each of its letters."""
+
 _URL = re.compile(
-    r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)"
-    r"(?:[^\s/?#'\"]*@)?"  # user and password, to the last @: a password may hold one
+    SCHEME + r"(?:[^\s/?#'\"]*@)?"  # user and password, to the last @: a password may hold one
     r"(?P<place>[^\s/?#'\"]*)"
     r"(?P<path>[^\s?#'\"]*)"
     r"(?:[?#][^\s'\"]*)?"  # query string and fragment
@@ -30,4 +34,4 @@ def without_url_secrets(text: str, *urls: str) -> str:
 
 
 def _shown(found: re.Match[str]) -> str:
-    return found["scheme"] + found["place"] + found["path"]
+    return found["lead"] + found["scheme"] + found["place"] + found["path"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import re
 
-from agent_runtime.shown_urls import shown_url
+from agent_runtime.shown_urls import SCHEME, shown_url
 
 
 class RedactFilter(logging.Filter):
@@ -35,7 +35,7 @@ def redacted(text: str) -> str:
 _TICKET = re.compile(r"(ticket=)[^&'\"\s]+")
 _URL_PATH = re.compile(r"(https?://[^/\s'\"]+/)[^\s'\",]+")
 _TOKEN = re.compile(r"\b((?:xoxe\.)?xox[a-z]-|xapp-)[A-Za-z0-9-]+")
-_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"]+")
+_URL = re.compile(SCHEME + r"[^\s'\"]+")
 _SLACK_HOOKS = "hooks.slack.com"
 _HOOK_PATHS = ("commands/", "actions/", "services/")
 """The paths of Slack's response_urls and incoming webhooks: the path is the secret. A
