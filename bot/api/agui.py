@@ -136,10 +136,11 @@ def add_agui_routes(
                         if resent or cut_off
                         else await answer_cards(services, agent, body, record=alone)
                     )
-                    # A stop whose cards were never stored is answered now, its cards stored.
+                    # A stop whose cards were never stored is answered now, its cards stored
+                    # (by the request that holds the thread: another's round may change it).
                     stop = (
                         None
-                        if answers.refusal or resent or cut_off
+                        if answers.refusal or resent or cut_off or not alone
                         else await unstored_stop(services, agent, name, body)
                     )
                     runs = not (answers.refusal or resent or stop)

@@ -91,3 +91,33 @@ async def test_the_next_run_on_a_thread_whose_cards_were_not_stored_stores_them_
         what="the card decided in the app",
     )
     assert bot.tool_log.calls == [{"paths": ["/tmp/a", "/tmp/b"]}]
+
+
+async def test_cards_never_stored_are_not_stored_while_another_request_holds_the_thread(
+    endpoint: Endpoint, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A message on a thread whose cards were never stored, sent while another request
+    holds the thread, is told to send it again and posts nothing; sent again once the
+    thread is let go, it stores the cards."""
+    bot, thread = endpoint.bot, "thread-cards-held"
+    create = bot.services.storage.interrupts.create_interrupts
+
+    async def down(*_: Any, **__: Any) -> None:
+        raise StorageUnavailableError("redis is down")
+
+    monkeypatch.setattr(bot.services.storage.interrupts, "create_interrupts", down)
+    [failed] = await run_client(endpoint.url, thread, [{"prompt": "clean up"}])
+    assert failed["error"]["code"] == "cards_not_stored"
+    monkeypatch.setattr(bot.services.storage.interrupts, "create_interrupts", create)
+
+    async with bot.services.storage.app_runs.running(thread) as alone:
+        assert alone  # held here, as a request running a round would
+        [meanwhile] = await run_client(endpoint.url, thread, [{"prompt": "clean up, please"}])
+    assert meanwhile["error"]["code"] == "round_running", meanwhile
+    assert bot.slack.called("chat.postMessage") == []
+
+    [asked] = await run_client(endpoint.url, thread, [{"prompt": "clean up, please"}])
+    assert asked["error"] is None, asked["error"]
+    [interrupt] = asked["finished"]["outcome"]["interrupts"]
+    assert asked["pending"] == [interrupt["id"]]
+    assert "delete_files" in bot.posted(0)["text"]
