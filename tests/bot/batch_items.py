@@ -1,9 +1,7 @@
-"""A batch item decided on its own, as another process did, and a batch card as it reads
-now; shared by the batch card test files."""
+"""A batch item decided on its own, as another process did; shared by the batch card test
+files."""
 
 from __future__ import annotations
-
-from typing import Any
 
 from harness import BOB, CHANNEL, Harness
 
@@ -29,9 +27,3 @@ async def decide_item(
         message_ts=item.message_ts,
     )
     return item, outcome
-
-
-def card_now(bot: Harness) -> dict[str, Any]:
-    """The card as it reads now: its last update, else as posted."""
-    updates = bot.slack.called("chat.update")
-    return updates[-1] if updates else bot.posted(0)

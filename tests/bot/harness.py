@@ -272,3 +272,9 @@ class Harness:
 
     def message_ts(self, index: int = 0) -> str:
         return str(self.slack.answers("chat.postMessage")[index]["ts"])
+
+
+def card_now(bot: Harness) -> dict[str, Any]:
+    """The card as it reads now: its last update, else as posted."""
+    updates = bot.slack.called("chat.update")
+    return updates[-1] if updates else bot.posted(0)

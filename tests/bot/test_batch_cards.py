@@ -10,9 +10,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from batch_agents import FILES, spec
-from batch_items import card_now, decide_item
+from batch_items import decide_item
 from blockkit import check_message
-from harness import ALICE, BOB, CAROL, CHANNEL, Harness
+from harness import ALICE, BOB, CAROL, CHANNEL, Harness, card_now
 
 from agent_runtime import (
     Decision,

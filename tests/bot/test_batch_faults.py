@@ -7,8 +7,8 @@ from datetime import timedelta
 from typing import Any
 
 from batch_agents import FILES, spec
-from batch_items import card_now, decide_item
-from harness import ALICE, BOB, CAROL, CHANNEL, Harness
+from batch_items import decide_item
+from harness import ALICE, BOB, CAROL, CHANNEL, Harness, card_now
 
 from agent_runtime import Decision
 from bot.schedule.scheduler import Scheduler

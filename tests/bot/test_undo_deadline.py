@@ -6,8 +6,8 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from harness import ALICE, BOB, CAROL, CHANNEL, Harness
-from undo_cards import WINDOW, card_now, headline
+from harness import ALICE, BOB, CAROL, CHANNEL, Harness, card_now
+from undo_cards import WINDOW, headline
 
 from bot.agents.policy import Policy
 from bot.decisions.clicks import made_final

@@ -8,8 +8,8 @@ from datetime import timedelta
 from typing import Any
 
 import batch_agents
-from harness import ALICE, BOB, CAROL, CHANNEL, MALLORY, Harness
-from undo_cards import WINDOW, card_now, headline
+from harness import ALICE, BOB, CAROL, CHANNEL, MALLORY, Harness, card_now
+from undo_cards import WINDOW, headline
 
 from bot.agents.policy import Escalate, Policy
 from bot.decisions.clicks import decide_click, made_final

@@ -1,21 +1,14 @@
-"""An undo window, and a card as it reads now (held, reopened or final); shared by the undo
-window test files."""
+"""An undo window, and a card's headline as it reads now (held, reopened or final); shared
+by the undo window test files."""
 
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
 
-from harness import Harness
+from harness import Harness, card_now
 
 WINDOW = timedelta(seconds=60)
 """How long a deciding click is held, undoable, before it takes effect."""
-
-
-def card_now(bot: Harness) -> dict[str, Any]:
-    """The card as it reads now: its last update, else as posted."""
-    updates = bot.slack.called("chat.update")
-    return updates[-1] if updates else bot.posted(0)
 
 
 def headline(bot: Harness) -> str:
