@@ -11,14 +11,16 @@ from agent_runtime.shown_urls import SCHEME, shown_url
 
 class RedactFilter(logging.Filter):
     """Leaves out the ticket of a Socket Mode address, which slack-sdk logs at DEBUG, and
-    the path of a ``response_url``, which it logs as it sends or retries there: for a while
-    either lets whoever holds it connect, or answer, as the app."""
+    the path of a ``response_url``, which it logs as it sends or retries there, and in each
+    Socket Mode envelope it logs whole (with the payload's verification token): for a
+    while either lets whoever holds it connect, or answer, as the app."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
         redacted = _TICKET.sub(r"\1(redacted)", message)
-        if record.name.startswith("slack_sdk.webhook"):
+        if record.name.startswith(("slack_sdk.webhook", "slack_sdk.socket_mode")):
             redacted = _URL_PATH.sub(r"\1(redacted)", redacted)
+            redacted = _VERIFICATION_TOKEN.sub(r"\1(redacted)", redacted)
         if redacted != message:
             record.msg, record.args = redacted, None
         return True
@@ -33,7 +35,10 @@ def redacted(text: str) -> str:
 
 
 _TICKET = re.compile(r"(ticket=)[^&'\"\s]+")
-_URL_PATH = re.compile(r"(https?://[^/\s'\"]+/)[^\s'\",]+")
+_URL_PATH = re.compile(r"(https?:(?:\\*/){2}[^/\\\s'\"]+\\*/)[^\s'\",]+")
+"""A URL's path, also where JSON escapes its slashes (as Slack writes them)."""
+_VERIFICATION_TOKEN = re.compile(r"(\\*\"token\\*\":\s*\\*\")[^\"\\]+")
+"""The verification token every payload Slack sends carries, as a JSON field."""
 _TOKEN = re.compile(r"\b((?:xoxe\.)?xox[a-z]-|xapp-)[A-Za-z0-9-]+")
 _URL = re.compile(SCHEME + r"[^\s'\"]+")
 _SLACK_HOOKS = "hooks.slack.com"

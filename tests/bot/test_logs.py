@@ -20,6 +20,8 @@ from slack_sdk.webhook.async_client import AsyncWebhookClient
 from bot.errors import ConfigError
 from bot.process.logs import configure_logging
 from bot.services.log_context import log_ids
+from bot.slack.app import build_app
+from bot.slack.socket_mode import TimedSocketModeHandler
 from bot.ui.posting import post_ephemeral
 
 
@@ -185,3 +187,43 @@ async def test_a_response_url_slack_sdk_logs_at_debug_is_shown_without_its_path(
     logged = captured.getvalue()
     assert f"url: http://127.0.0.1:{port}/(redacted)," in logged, logged
     assert token not in logged and "T0TEAM" not in logged, logged
+
+
+async def test_a_socket_mode_envelope_slack_sdk_logs_at_debug_shows_no_response_url_path(
+    captured: io.StringIO, make_bot: Any
+) -> None:
+    """slack-sdk logs each Socket Mode envelope whole at DEBUG, as Slack wrote it (its
+    slashes escaped): a command's ``response_url`` path lets whoever holds it answer as
+    the app, and the payload's verification ``token`` is the app's credential too."""
+    bot: Harness = await make_bot()
+    configure_logging({"SIGNOFF_LOG_FORMAT": "json", "SIGNOFF_LOG_LEVEL": "DEBUG"}, captured)
+    handler = TimedSocketModeHandler(
+        build_app(bot.services, signing_secret=None),
+        "xapp-test-token",
+        web_client=bot.services.client,
+        acks=bot.services.metrics.ack,
+        deliveries=bot.services.storage.deliveries,
+    )
+    await handler.connect_async()  # type: ignore[no-untyped-call]
+    secret, verification = "rUrLt0ken" * 3, "vErIfIcAt10nT0ken"
+    command = {
+        "token": verification,
+        "team_id": "T0TEAM",
+        "user_id": ALICE,
+        "channel_id": CHANNEL,
+        "command": "/signoff",
+        "text": "help",
+        "response_url": f"https://hooks.slack.com/commands/T0TEAM/1234567/{secret}",
+        "trigger_id": "1234.5678.abcd",
+    }
+    envelope = {"envelope_id": "env-cmd", "type": "slash_commands", "payload": command}
+    try:
+        await bot.slack.wait_for(lambda: bool(bot.slack.sockets), what="a connection")
+        await bot.slack.sockets[-1].send_str(json.dumps(envelope).replace("/", "\\/"))
+        await bot.slack.acked("env-cmd")
+    finally:
+        await handler.close_async()  # type: ignore[no-untyped-call]
+    lines = [json.loads(line)["event"] for line in captured.getvalue().splitlines()]
+    assert any(line.startswith("Received message") for line in lines), lines
+    leaked = [line for line in lines if secret in line or verification in line]
+    assert not leaked, leaked
