@@ -29,9 +29,10 @@ EXIT_CODES = {
     DENIED: "denied: the command did not run",
     EXPIRED: "expired before anyone approved: the command did not run",
     WITHDRAWN: "withdrawn, or this gate was stopped (Ctrl-C, SIGTERM): not run",
-    UNREACHABLE: "could not reach Signoff: nothing is known to be decided",
+    UNREACHABLE: "could not reach Signoff: nothing is known to be decided; or approved, "
+    "but Signoff could not be told the command starts: not run",
     REFUSED: "Signoff refused the request (token, channel, request unknown, its client at "
-    "its pending limit, or its key used for another request)",
+    "its pending limit, or its key used for another request): not run",
     CHECK_FAILED: "the --check command failed, or kept changing: the command did not run",
     LOST: "lost from Signoff's Redis before anyone approved: the command did not run",
     USED: "approved, but an earlier gate with this --idempotency-key started the command "

@@ -3,12 +3,20 @@ in the words of the options as typed, before anything is asked."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
 from signoff import gate
-from signoff.gate_cli import parse_args, request_of, usage_of
+from signoff.gate_cli import (
+    APPROVED_NO_COMMAND,
+    EXIT_CODES,
+    USAGE,
+    parse_args,
+    request_of,
+    usage_of,
+)
 
 
 def test_the_undo_window_option_reaches_the_request() -> None:
@@ -225,3 +233,22 @@ def test_details_given_both_inline_and_from_a_file_are_a_usage_error(
         parse_args([*options, "--details", "inline", "--details-file", str(plan)])
     assert stopped.value.code == 2
     assert "--details-file: not allowed with argument --details" in capsys.readouterr().err
+
+
+def test_the_usage_says_the_command_did_not_run_for_every_status_but_approval(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A cron log reader learns from ``--help`` alone whether the job ran: every status the
+    gate gives of its own (not 0, approved with no command; not 2, nothing was asked) says so."""
+    with pytest.raises(SystemExit):
+        parse_args(["--help"])
+    out = capsys.readouterr().out.split("exit status:", 1)[1]
+    epilog = " ".join(out.split()).split("otherwise ", 1)[1]
+    said = dict(re.findall(r"(?:^|; )(\d+) (.+?)(?=; \d+ |$)", epilog))
+    assert sorted(int(code) for code in said) == sorted(EXIT_CODES)
+    silent = [
+        code
+        for code, text in said.items()
+        if int(code) not in (APPROVED_NO_COMMAND, USAGE) and "not run" not in text
+    ]
+    assert silent == []
