@@ -76,6 +76,12 @@ class AuditLog:
         appended = await self._client.eval("audit_once", keys, args)
         return cast(str, appended) or None
 
+    def in_script(self, entry: AuditEntry) -> tuple[list[str], list[str | int]]:
+        """What another step's script needs to add ``entry`` along with its own writes: the
+        streams it goes to (in its run's slot), and the trail's cap then its field pairs."""
+        args: list[str | int] = [self._max_entries]
+        return self._streams(entry), args + [p for pair in _fields(entry).items() for p in pair]
+
     def _shard(self, entry: AuditEntry) -> int:
         # An entry of no run (an approver away, a setting) goes to the first shard.
         return self._keys.shard_of(entry.run_id) if entry.run_id else 0

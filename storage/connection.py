@@ -124,6 +124,7 @@ async def connect(
     keys = Keys(prefix=prefix, shards=CLUSTER_SHARDS if client.cluster else None)
     kept = retention or Retention()
     queries = InterruptQueries(client, keys)
+    audit = AuditLog(client, keys, max_entries=kept.audit_entries)
     storage = Storage(
         client=client,
         keys=keys,
@@ -135,10 +136,10 @@ async def connect(
         reminders=ReminderStore(client, keys),
         resume=ResumeQueue(client, keys),
         clicks=ClickStream(client, keys),
-        audit=AuditLog(client, keys, max_entries=kept.audit_entries),
+        audit=audit,
         deliveries=Deliveries(client, keys),
         requests=RequestStore(client, keys),
-        job_runs=JobRuns(client, keys),
+        job_runs=JobRuns(client, keys, audit),
         api_clients=ApiClients(client, keys),
         webhooks=WebhookOutbox(client, keys),
         trust=TrustGrants(client, keys),

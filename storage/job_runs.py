@@ -9,10 +9,17 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal, cast
 
+from .audit import AuditEntry, AuditLog
 from .client import RedisClient
 from .epoch import from_ms, to_ms
 from .errors import CorruptRecordError
 from .keys import Keys
+
+
+def audit_mark(digest: str) -> str:
+    """The ``append_once`` mark of report ``digest``'s audit entry (the Lua steps name it so)."""
+    return f"outcome {digest}"
+
 
 KEPT = timedelta(days=7)
 """How long a run's start and outcome are kept: as long as its ended request is."""
@@ -40,11 +47,12 @@ class Start:
 
 class JobRuns:
     """Keeps each request's ``JobRun`` in one hash, written once per field (an outcome is
-    taken back only when the rest of its report failed)."""
+    taken back only when the rest of its report failed, its audit entry then withdrawn)."""
 
-    def __init__(self, client: RedisClient, keys: Keys) -> None:
+    def __init__(self, client: RedisClient, keys: Keys, audit: AuditLog) -> None:
         self._client = client
         self._keys = keys
+        self._audit = audit
 
     async def start(self, run_id: str, attempt: str, *, record_id: str, at: datetime) -> Start:
         """Mark the approved command of ``run_id`` started by ``attempt`` (a token of the
@@ -61,27 +69,29 @@ class JobRuns:
         return Start(first=by == attempt, at=_moment(key, ms))
 
     async def report(
-        self, run_id: str, digest: str, *, outcome: str, at: datetime
+        self, run_id: str, digest: str, *, outcome: str, at: datetime, withdrawal: AuditEntry
     ) -> Literal["first", "again", "other"]:
         """Keep ``outcome`` (JSON; ``digest`` names its report) as ``run_id``'s, with the
         run's end mark, in one step: "first" when taken, "again" for that report sent again
-        (its answer was lost), "other" once another report was taken."""
+        (its answer was lost), "other" once another report was taken. Taken after another
+        report was forgotten whose entry is in the audit trail (``audit_mark``), that step
+        audits ``withdrawal`` with the forgotten report as its detail."""
         mine = f"{digest} {secrets.token_hex(8)}"  # redis-py sending it again finds itself
+        streams, audit_args = self._audit.in_script(withdrawal)
         keys = [self._keys.run_ended(run_id), self._keys.run_job(run_id)]
+        keys += [self._keys.run_audited(run_id), *streams]
         args: list[str | int] = [mine, f"{to_ms(at)} {outcome}", int(KEPT.total_seconds() * 1000)]
-        stored = str(await self._client.eval("outcome_report", keys, args))
+        stored = str(await self._client.eval("outcome_report", keys, args + audit_args))
         if stored == mine:
             return "first"
         return "again" if stored.split(" ")[0] == digest else "other"
 
-    async def forget_report(self, run_id: str) -> None:
-        """Forget ``run_id``'s outcome and end mark in one step: what its report had still
-        to store failed, so the job's retry, that report or another, is the one kept."""
-        async with self._client.guard(f"forget the outcome of run {run_id}"):
-            pipe = self._client.raw.pipeline(transaction=True)
-            pipe.delete(self._keys.run_ended(run_id))
-            pipe.hdel(self._keys.run_job(run_id), "outcome")
-            await pipe.execute()
+    async def forget_report(self, run_id: str, digest: str) -> None:
+        """Forget ``run_id``'s outcome and end mark, if report ``digest``'s, in one step: what
+        its report had still to store failed, so the job's retry, that report or another, is
+        the one kept (and, if another, withdraws this one's audit entry)."""
+        keys = [self._keys.run_ended(run_id), self._keys.run_job(run_id)]
+        await self._client.eval("outcome_forget", keys, [digest])
 
     async def read(self, run_id: str) -> JobRun:
         """What the job of ``run_id`` told: nothing yet, its start, its outcome."""

@@ -1,11 +1,13 @@
 """``POST /api/requests/{id}/outcome``: a job reports, once, what it did once approved (or
 why it did not run); the report goes to the card's thread and the audit trail. The same
-report sent again (its answer lost) is answered as taken, and told once."""
+report sent again (its answer lost) is answered as taken, and told once; one Redis failed
+to take part of is forgotten, its audit entry withdrawn if the job's retry reports another."""
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+from dataclasses import replace
 
 from aiohttp import web
 
@@ -13,6 +15,7 @@ from bot.services import Services
 from bot.ui.notes import post_in_thread
 from storage.audit import AuditEntry
 from storage.errors import StorageError
+from storage.job_runs import audit_mark
 from storage.records import InterruptRecord
 from storage.requests import RequestMeta
 
@@ -52,7 +55,19 @@ async def _outcome(
     digest = hashlib.sha256(f"{caller.name}\0{body.model_dump_json()}".encode()).hexdigest()
     at = services.clock.now()
     detail = body.model_dump_json(exclude_none=True)
-    taken = await services.storage.job_runs.report(record.run_id, digest, outcome=detail, at=at)
+    entry = AuditEntry(
+        event="outcome",
+        record_id=record.id,
+        run_id=record.run_id,
+        at=at,
+        user_id=caller.name,
+        channel=record.channel,
+        message_ts=record.message_ts,
+        detail=detail,
+    )
+    withdrawal = replace(entry, event="outcome_withdrawn", detail="")
+    runs = services.storage.job_runs
+    taken = await runs.report(record.run_id, digest, outcome=detail, at=at, withdrawal=withdrawal)
     if taken == "again":  # sent again, its answer lost: told once already
         return await answer(services, record, meta)
     if taken == "other":
@@ -65,19 +80,9 @@ async def _outcome(
         text = f"{meta.title}: {how} in {_duration(body.duration_seconds)}."
     if body.summary:
         text += f"\n{body.summary}"
-    entry = AuditEntry(
-        event="outcome",
-        record_id=record.id,
-        run_id=record.run_id,
-        at=at,
-        user_id=caller.name,
-        channel=record.channel,
-        message_ts=record.message_ts,
-        detail=detail,
-    )
     try:
         # Once per report: a retry after the thread's post failed audits it no second time.
-        await services.storage.audit.append_once(entry, once=f"outcome {digest}")
+        await services.storage.audit.append_once(entry, once=audit_mark(digest))
         await post_in_thread(
             services,
             channel=record.channel,
@@ -86,7 +91,7 @@ async def _outcome(
         )
     except StorageError:  # a 503: the client's retry reports it, not a 409
         with contextlib.suppress(StorageError):
-            await services.storage.job_runs.forget_report(record.run_id)
+            await runs.forget_report(record.run_id, digest)
         raise
     return await answer(services, record, meta)
 

@@ -10,6 +10,7 @@ import os
 import signal
 import time
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import replace
 from datetime import timedelta
 from typing import cast
 
@@ -20,11 +21,13 @@ from storage_helpers import DIGEST, NOW, make_record
 
 from agent_runtime.interrupts import Decision
 from storage import Storage, connect
+from storage.audit import AuditEntry
 from storage.away import Away
 from storage.client import RedisClient
 from storage.embedded_cluster import EmbeddedCluster
 from storage.errors import DuplicateInterruptError, StorageError, StorageTimeoutError
 from storage.interrupts import InterruptStore
+from storage.job_runs import audit_mark
 from storage.keys import shard_tag
 from storage.queries import InterruptQueries
 from storage.retention import Retention
@@ -345,12 +348,19 @@ async def test_someone_back_and_a_revoked_trust_are_removed_on_a_cluster(
 async def test_an_outcome_report_is_taken_and_forgotten_whole_on_a_cluster(
     on_cluster: Storage,
 ) -> None:
-    """A job's outcome and its run's end mark are written, and taken back, in one step:
-    their keys share the run's slot."""
+    """A job's outcome and its run's end mark are written, and taken back, in one step, and
+    the report taken after one forgotten withdraws its audit entry in its own: their keys and
+    the run's audit stream share its slot."""
     runs, run_id = on_cluster.job_runs, "req_" + "c" * 32
-    assert await runs.report(run_id, "digest-a", outcome='{"not_run": "a"}', at=NOW) == "first"
-    await runs.forget_report(run_id)
+    entry = AuditEntry(event="outcome", record_id=f"{run_id}/int_1", run_id=run_id, at=NOW)
+    gone = replace(entry, event="outcome_withdrawn", detail="")
+    a, b = '{"not_run": "a"}', '{"not_run": "b"}'
+    assert await runs.report(run_id, "digest-a", outcome=a, at=NOW, withdrawal=gone) == "first"
+    await on_cluster.audit.append_once(replace(entry, detail=a), once=audit_mark("digest-a"))
+    await runs.forget_report(run_id, "digest-a")
     assert (await runs.read(run_id)).outcome is None
-    assert await runs.report(run_id, "digest-b", outcome='{"not_run": "b"}', at=NOW) == "first"
-    assert await runs.report(run_id, "digest-a", outcome='{"not_run": "a"}', at=NOW) == "other"
+    assert await runs.report(run_id, "digest-b", outcome=b, at=NOW, withdrawal=gone) == "first"
+    assert await runs.report(run_id, "digest-a", outcome=a, at=NOW, withdrawal=gone) == "other"
+    trail = [(e.event, e.detail) for e in await on_cluster.audit.read() if e.run_id == run_id]
+    assert trail == [("outcome", a), ("outcome_withdrawn", a)]
     assert (await runs.read(run_id)).outcome == '{"not_run": "b"}'

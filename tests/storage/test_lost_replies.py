@@ -7,6 +7,8 @@ sent again is one write, and the first of something is still told it is the firs
 
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
 from redis_faults import reply_lost_once
 from storage_helpers import NOW, make_record
@@ -91,12 +93,16 @@ async def test_a_reported_outcome_taken_again_by_the_same_call_is_still_the_firs
     """A job's outcome whose step lost its reply is told, not taken for itself sent again;
     the same report sent again later is, and another report is not."""
     run_id = "req_" + "f" * 32
-    report = one_server.job_runs.report
+    report = partial(
+        one_server.job_runs.report,
+        at=NOW,
+        withdrawal=AuditEntry(event="outcome_withdrawn", record_id="", run_id=run_id, at=NOW),
+    )
     with reply_lost_once(naming=run_id) as lost:
-        assert await report(run_id, "digest-a", outcome='{"not_run": "a"}', at=NOW) == "first"
+        assert await report(run_id, "digest-a", outcome='{"not_run": "a"}') == "first"
     assert lost == ["EVALSHA"]
-    assert await report(run_id, "digest-a", outcome='{"not_run": "a"}', at=NOW) == "again"
-    assert await report(run_id, "digest-b", outcome='{"not_run": "b"}', at=NOW) == "other"
+    assert await report(run_id, "digest-a", outcome='{"not_run": "a"}') == "again"
+    assert await report(run_id, "digest-b", outcome='{"not_run": "b"}') == "other"
     assert (await one_server.job_runs.read(run_id)).outcome == '{"not_run": "a"}'
 
 
