@@ -108,6 +108,11 @@ class Runnable(ABC):
         before a run (logged beside a per-tool policy's keys, which go unchecked)."""
         return frozenset()
 
+    def may_name(self, name: str) -> bool:
+        """When ``tool_names`` is None, whether its interrupts may carry ``name`` (a key
+        none may carry fails its build); True when it cannot tell."""
+        return True
+
     def check_edit(self, call: ToolCall, args: dict[str, JSONValue]) -> None:  # noqa: B027
         """Refuse (``ResumeError``) edited arguments the tool ``call`` names would refuse,
         before the edit is recorded; a runnable that cannot tell beforehand takes any."""

@@ -87,7 +87,13 @@ from .genkit_interrupts import (
     shown,
 )
 from .genkit_names import NameCalls, names_of, naming
-from .genkit_tools import called_names, check_input, check_tools, input_schema
+from .genkit_tools import (
+    called_names,
+    check_input,
+    check_tools,
+    input_schema,
+    listed_as_it_runs,
+)
 
 
 class _KeptResults(KeptResults):
@@ -203,6 +209,12 @@ class GenkitAgent(Runnable):
     def some_tool_names(self) -> frozenset[str]:
         """The names its cards may carry under its tools other than wildcard selectors."""
         return called_names([n for n in self.tools if not n.endswith("*")]) or frozenset()
+
+    def may_name(self, name: str) -> bool:
+        """Whether a card may carry ``name``: one of ``some_tool_names``, or one a wildcard
+        selector may list (``srv/...`` for ``mcp:tool/srv/*``)."""
+        listed = listed_as_it_runs(self.tools)
+        return name in self.some_tool_names() or any(name.startswith(p) for p in listed)
 
     def check_edit(self, call: ToolCall, args: dict[str, JSONValue]) -> None:
         """Refuse edited input that Genkit would refuse for the tool as it restarts it."""

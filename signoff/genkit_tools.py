@@ -66,6 +66,13 @@ def called_names(tools: Sequence[str]) -> frozenset[str] | None:
     return frozenset(names)
 
 
+def listed_as_it_runs(tools: Sequence[str]) -> list[str]:
+    """What the names of the tools a selector with a ``*`` among ``tools`` lists begin with
+    (``srv/`` for ``mcp:tool/srv/*``; empty, any name, for ``mcp:tool/*``)."""
+    actions = [(m.group(1) if (m := _SELECTOR.match(n)) else n) for n in tools]
+    return [a.removesuffix("*") for a in actions if a.endswith("*")]
+
+
 def _registered(ai: Genkit) -> list[str]:
     """The names of the tools registered on ``ai``. Genkit lists them only from a coroutine,
     and this runs in a constructor, perhaps inside a running loop; its registry is

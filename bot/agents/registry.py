@@ -113,12 +113,20 @@ class Registry:
 def _check_tool_policies(spec: AgentSpec, built: Runnable) -> None:
     """UsageError naming a key of ``spec.tools`` that is none of the agent's tools: a
     misspelt name's calls would get the agent's policy, perhaps looser, instead of
-    failing. An agent that cannot tell its tools before a run is not checked: a key none
-    of the names it can tell matches is logged, with them."""
+    failing. An agent that cannot tell its tools before a run is checked as far as it can
+    tell (``may_name``); a key none of the names it can tell matches is logged, with them."""
     names = built.tool_names()
     if names is None:
         seen = built.some_tool_names()
         unchecked = sorted(set(spec.tools) - seen)
+        impossible = [key for key in unchecked if not built.may_name(key)]
+        if impossible:
+            raise UsageError(
+                f"agent {spec.name!r}: AgentSpec(tools=...) gives a policy to tools it "
+                f"lacks: {impossible}; none of its tools it tells now ({sorted(seen)}) nor "
+                "any its runs may name has that name (calls of a tool without its own "
+                "policy get the agent's)"
+            )
         if unchecked:
             log.warning(
                 "agent %r: AgentSpec(tools=...) keys %s cannot be checked: its tools are "

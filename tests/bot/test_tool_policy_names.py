@@ -234,6 +234,35 @@ def test_keys_of_an_agent_whose_tools_only_its_runs_tell_are_logged_at_start_up(
     ]
 
 
+def server_wildcard_agent(sessions: SessionStore) -> Runnable:
+    ai = Genkit()
+    define_delete_files(ai, [])
+    tools = ["delete_files", "mcp:tool/srv/*"]
+    return GenkitAgent(ai, model="scripted", tools=tools, session_store=sessions)
+
+
+def test_a_key_no_tool_a_selector_may_list_is_named_by_fails_the_build(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """``mcp:tool/srv/*`` lists tools named ``srv/...`` only: a misspelt local tool's key,
+    which no card of it can carry, fails the build; a key it may list is logged."""
+    caplog.set_level(logging.WARNING, logger="bot.agents.registry")
+    with pytest.raises(UsageError) as refused:
+        _registry(server_wildcard_agent, {"delete_file": STRICT}).agent("ops")
+    assert str(refused.value) == (
+        "agent 'ops': AgentSpec(tools=...) gives a policy to tools it lacks: ['delete_file']; "
+        "none of its tools it tells now (['delete_files']) nor any its runs may name has that "
+        "name (calls of a tool without its own policy get the agent's)"
+    )
+    registry = _registry(server_wildcard_agent, {"delete_files": STRICT, "srv/echo": STRICT})
+    assert registry.agent("ops") is not None
+    assert [r.getMessage() for r in caplog.records] == [
+        "agent 'ops': AgentSpec(tools=...) keys ['srv/echo'] cannot be checked: its tools are "
+        "known only as it runs (those it tells now: ['delete_files']); a key no card names "
+        "leaves that tool's calls under the agent's policy"
+    ]
+
+
 async def test_a_question_a_langchain_agents_tool_asks_gets_the_agents_policy() -> None:
     """Only a tool approval carries a tool's name: a tool calling ``interrupt()`` itself
     asks a question, under the agent's policy, even with a key naming that tool."""
