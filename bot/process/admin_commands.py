@@ -11,6 +11,7 @@ import re
 import sys
 from datetime import UTC, datetime
 
+from agent_runtime.shown_urls import shown_url
 from bot.services.callbacks import CallbackPolicy
 from storage import Storage
 
@@ -98,7 +99,10 @@ async def token_command(
                 where = ",".join(client.channels) or "any channel"
                 made = client.created_at.isoformat() if client.created_at else "?"
                 held = f"{pending[client.name]} of {settings.api_pending_requests} pending"
-                hook = f"\twebhooks to {client.callback_url}" if client.callback_url else ""
+                # As the logs show it: a query may hold a secret (``?token=``).
+                hook = (
+                    f"\twebhooks to {shown_url(client.callback_url)}" if client.callback_url else ""
+                )
                 print(f"{client.name}\t{where}\t{made}\t{held}{hook}")
     finally:
         await storage.close()

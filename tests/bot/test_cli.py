@@ -201,8 +201,10 @@ async def test_a_token_given_no_channel_is_refused_not_made_for_any_channel(
     assert code == 0 and "nightly" not in out, out
 
 
-async def test_token_list_shows_where_a_clients_webhooks_go(env: dict[str, str]) -> None:
-    hook = "https://hooks.example.com/signoff"
+async def test_token_list_shows_where_a_clients_webhooks_go_not_their_secrets(
+    env: dict[str, str],
+) -> None:
+    hook = "https://hooks.example.com/signoff?token=s3cret#frag"
     made = await finished_signoff("token", "create", "deploys", "--callback-url", hook, env=env)
     assert made[0] == 0, made[2]
     assert (await finished_signoff("token", "create", "nightly", "--channels", "C0OPS", env=env))[
@@ -211,7 +213,10 @@ async def test_token_list_shows_where_a_clients_webhooks_go(env: dict[str, str])
     code, out, err = await finished_signoff("token", "list", env=env)
     assert code == 0, err
     rows = {line.split("\t")[0]: line.split("\t") for line in out.splitlines()}
-    assert rows["deploys"][1] == "any channel" and rows["deploys"][4] == f"webhooks to {hook}"
+    assert (
+        rows["deploys"][1] == "any channel"
+        and rows["deploys"][4] == "webhooks to https://hooks.example.com/signoff"
+    )
     assert rows["nightly"][1] == "C0OPS" and len(rows["nightly"]) == 4
 
 
