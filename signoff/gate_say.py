@@ -137,11 +137,14 @@ def refusal(exc: RequestRefused, request: NewRequest) -> str:
 def say(text: str) -> None:
     """One line on stderr. What it quotes (a reason, a title) came from people and jobs:
     a control character in it is written escaped, so it cannot start a line of its own
-    that reads as the gate's."""
+    that reads as the gate's, nor a bidirectional control, so it cannot read reversed."""
     print(_CONTROL.sub(_escaped, text), file=sys.stderr, flush=True)
 
 
-_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
+_CONTROL = re.compile(
+    r"[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029"
+    r"\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"  # bidirectional ("Trojan Source")
+)
 
 
 def _escaped(control: re.Match[str]) -> str:

@@ -226,3 +226,15 @@ def test_a_denial_reason_cannot_forge_a_line_of_the_gates_own(
     assert gate_say.verdict(denied) == DENIED
     [line] = capsys.readouterr().err.splitlines()
     assert line.endswith(r": not now\nsignoff gate: approved by <@U0ALICE>\x1b[2K"), line
+
+
+def test_a_reason_cannot_read_reversed_in_a_log(capsys: pytest.CaptureFixture[str]) -> None:
+    """Bidirectional controls are shown escaped, so a terminal or CI log shows the text in
+    the order it was sent, not reordered to say something else."""
+    bidi = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"
+    denied = _view(status="denied", decided_by="U0BOB", reason=f"fine{bidi}ok")
+    assert gate_say.verdict(denied) == DENIED
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.endswith(
+        r": fine\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061cok"
+    ), line
