@@ -93,8 +93,9 @@ from .errors import (
     StorageResponseError,
     StorageUnavailableError,
 )
+from .ids import record_id, split_record_id
 from .interrupts import InterruptStore
-from .keys import Keys, record_id, split_record_id
+from .keys import Keys
 from .outcomes import (
     DecideOutcome,
     ExpiryResult,

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from agent_runtime.interrupts import DecisionType
 
-from .keys import check_id
+from .ids import check_id
 
 _MODEL = ConfigDict(frozen=True, extra="forbid", ser_json_timedelta="float")
 

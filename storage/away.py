@@ -11,7 +11,8 @@ from datetime import datetime
 
 from .client import RedisClient
 from .epoch import from_ms, to_ms
-from .keys import Keys, check_id
+from .ids import check_id
+from .keys import Keys
 
 
 @dataclass(frozen=True, kw_only=True)

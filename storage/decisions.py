@@ -15,7 +15,7 @@ from agent_runtime.interrupts import Decision
 
 from .epoch import to_ms
 from .errors import CorruptRecordError, InvalidIdError
-from .keys import check_id, is_record_id, split_record_id
+from .ids import check_id, is_record_id, split_record_id
 from .outcomes import DecideOutcome, RefusalReason
 from .records import InterruptRecord
 from .refusals import Refusal

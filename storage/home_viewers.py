@@ -9,7 +9,8 @@ from typing import cast
 
 from .client import RedisClient
 from .epoch import to_ms
-from .keys import Keys, check_id
+from .ids import check_id
+from .keys import Keys
 
 RECENT = timedelta(days=7)
 

@@ -27,7 +27,7 @@ from .errors import (
     PendingLimitError,
     StorageResponseError,
 )
-from .keys import check_id, split_record_id
+from .ids import check_id, split_record_id
 from .outbox import Outbox
 from .records import InterruptRecord
 from .requests import is_request_run, shard_share

@@ -17,58 +17,9 @@ from functools import cache
 
 from redis.crc import REDIS_CLUSTER_HASH_SLOTS, key_slot
 
-from .errors import InvalidIdError
+from .ids import check_id, check_thread_id, split_record_id
 
-_ID = re.compile(r"[A-Za-z0-9_.:\-]{1,128}")
 _PREFIX = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
-
-
-def check_id(kind: str, value: object) -> str:
-    """``value`` if it is a well-formed id, else InvalidIdError naming what was wrong."""
-    if not isinstance(value, str) or not _ID.fullmatch(value):
-        raise InvalidIdError(f"malformed {kind} id {value!r}: use 1-128 letters, digits or _ . : -")
-    return value
-
-
-_THREAD = re.compile(r"[A-Za-z0-9_.:\-]{1,128}(/[A-Za-z0-9_.:\-]{1,128})*")
-
-
-def check_thread_id(value: object) -> str:
-    """A session's thread id: an id, or ids joined by ``/`` (a workflow's agent node runs on
-    ``<workflow thread>/<node id>``); else InvalidIdError."""
-    if not isinstance(value, str) or len(value) > 512 or not _THREAD.fullmatch(value):
-        raise InvalidIdError(
-            f"malformed thread id {value!r}: use 1-128 letters, digits or _ . : - "
-            "(ids joined by / for a workflow's agent node, 512 in all)"
-        )
-    return value
-
-
-def record_id(run_id: str, interrupt_id: str) -> str:
-    """The storage id of a run's interrupt: ``<run_id>/<interrupt_id>``.
-
-    Runtime interrupt ids repeat across runs of one workflow, so the run id makes the
-    record id unique, and carries the run so a decision needs no lookup round trip.
-    """
-    return f"{check_id('run', run_id)}/{check_id('interrupt', interrupt_id)}"
-
-
-def split_record_id(value: object) -> tuple[str, str]:
-    """``(run_id, interrupt_id)`` of a record id; InvalidIdError when malformed."""
-    if not isinstance(value, str) or value.count("/") != 1:
-        raise InvalidIdError(f"malformed interrupt record id {value!r}: expected 'run/interrupt'")
-    run_id, interrupt_id = value.split("/")
-    return check_id("run", run_id), check_id("interrupt", interrupt_id)
-
-
-def is_record_id(value: str) -> bool:
-    """Whether ``value`` is a well-formed record id (``split_record_id`` takes it)."""
-    try:
-        split_record_id(value)
-    except InvalidIdError:
-        return False
-    return True
-
 
 CLUSTER_SHARDS = 8
 """How many shards the Redis Cluster layout splits the indexes into: each holds its

@@ -7,7 +7,8 @@ import logging
 from typing import cast
 
 from .client import RedisClient
-from .keys import Keys, is_record_id
+from .ids import is_record_id
+from .keys import Keys
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,8 @@ from typing import cast
 from .client import RedisClient
 from .damage import what_is_wrong
 from .errors import CorruptRecordError, InvalidIdError
-from .keys import Keys, check_id, is_record_id, split_record_id
+from .ids import check_id, is_record_id, split_record_id
+from .keys import Keys
 from .outcomes import Page
 from .owner_index import OwnerIndex
 from .records import InterruptRecord

@@ -23,7 +23,7 @@ from .damage import what_is_wrong
 from .epoch import from_ms, to_ms
 from .errors import CorruptRecordError
 from .holds import HeldDecision, Undone, held_fields, read_held, read_undone, undone_fields
-from .keys import check_id, record_id
+from .ids import check_id, record_id
 from .record_fields import escalation_step, posted_step, present, stored_policy
 from .votes import Vote
 

@@ -25,7 +25,8 @@ from .client import RedisClient
 from .damage import what_is_wrong
 from .epoch import from_ms
 from .errors import CorruptRecordError
-from .keys import Keys, record_id
+from .ids import record_id
+from .keys import Keys
 
 REQUEST_RUN_PREFIX = "req_"
 REQUEST_INTERRUPT = "ask"

@@ -18,7 +18,8 @@ from agent_runtime.interrupts import Decision
 from .client import RedisClient
 from .epoch import from_ms, to_ms
 from .errors import CorruptRecordError
-from .keys import Keys, is_record_id, split_record_id
+from .ids import is_record_id, split_record_id
+from .keys import Keys
 from .outcomes import ExpiryOutcome, ExpiryResult, GoneScan, LostRecord, ReminderDue
 from .records import InterruptRecord
 from .retention import millis

@@ -9,7 +9,8 @@ from typing import cast
 
 from .client import RedisClient
 from .errors import CorruptRecordError, StorageResponseError
-from .keys import Keys, split_record_id
+from .ids import split_record_id
+from .keys import Keys
 from .queries import InterruptQueries, parse_flat
 from .records import InterruptRecord
 from .retention import Retention

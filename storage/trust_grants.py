@@ -22,7 +22,8 @@ from .client import RedisClient
 from .damage import what_is_wrong
 from .epoch import to_ms
 from .errors import CorruptRecordError
-from .keys import Keys, check_id
+from .ids import check_id
+from .keys import Keys
 
 _MARK_KEPT = timedelta(days=1)
 """How long past its end a grant's request is remembered as having made it."""

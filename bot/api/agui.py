@@ -59,7 +59,7 @@ from bot.runs.drive import unknown_agent
 from bot.services import Services
 from storage.api_clients import ADMIN
 from storage.errors import CorruptRecordError, InvalidIdError, StorageError
-from storage.keys import check_id
+from storage.ids import check_id
 
 from .agui_cards import CardAnswers, answer_cards, carded, post_cards
 from .agui_cut_off import mid_round, ran_meanwhile_now, running_now

@@ -36,7 +36,7 @@ from bot.ui.cards import IN_APP
 from bot.ui.home import refresh_homes
 from bot.ui.redraws import update_message
 from storage.errors import InvalidIdError
-from storage.keys import record_id
+from storage.ids import record_id
 from storage.records import FINAL_STATE_OF, InterruptRecord
 
 log = logging.getLogger(__name__)

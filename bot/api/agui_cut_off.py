@@ -16,7 +16,7 @@ from agent_runtime.errors import AgentRuntimeError
 from agent_runtime.runnable import Runnable
 from bot.services import Services
 from storage.errors import InvalidIdError
-from storage.keys import record_id
+from storage.ids import record_id
 
 from .agui_cards import Refusal
 from .agui_resent import ROUND_RUNNING

@@ -24,7 +24,7 @@ from agent_runtime.runnable import Runnable
 from bot.services import Services
 from bot.ui.cards import IN_APP
 from storage.errors import InvalidIdError, StorageError
-from storage.keys import record_id
+from storage.ids import record_id
 from storage.records import InterruptRecord
 
 from .agui_cards import Refusal, card_decision

@@ -12,7 +12,7 @@ from agent_runtime.errors import AgentRuntimeError
 from agent_runtime.results import AgentResult
 from agent_runtime.runnable import Runnable
 from bot.services import Services
-from storage.keys import record_id
+from storage.ids import record_id
 
 from .agui_cards import carded
 

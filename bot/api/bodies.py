@@ -8,6 +8,8 @@ from typing import TypeVar
 from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
+from storage.ids import quoted_id
+
 from .schemas import ApiError, error_message
 
 M = TypeVar("M", bound=BaseModel)
@@ -52,4 +54,4 @@ def error(status: int, message: str, field: str | None = None) -> web.Response:
 
 def unknown(run_id: str) -> web.Response:
     """The answer for a request this caller has none of (or Redis no longer has)."""
-    return error(404, f"no request {run_id[:40]!r}", "id")
+    return error(404, f"no request {quoted_id(run_id)}", "id")

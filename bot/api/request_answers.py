@@ -13,8 +13,8 @@ from bot.services import Services
 from bot.services.log_context import log_ids
 from storage.damage import what_is_wrong
 from storage.errors import CorruptRecordError
+from storage.ids import split_record_id
 from storage.job_runs import JobRun
-from storage.keys import split_record_id
 from storage.records import InterruptRecord
 from storage.requests import RequestMeta, request_record_id
 

@@ -49,6 +49,7 @@ from storage.errors import (
     StorageError,
     StorageUnavailableError,
 )
+from storage.ids import quoted_id
 from storage.records import InterruptRecord
 
 from .auth import NOT_OPERATOR, bearer_check
@@ -150,7 +151,7 @@ def add_runs_routes(
             log.error("status of %s not read: %s", thread_id, exc)
             return _error(503, "storage is unavailable; try again")
         if found is None:
-            return _error(404, f"no run of {agent} in thread {thread_id!r}")
+            return _error(404, f"no run of {agent} in thread {quoted_id(thread_id)}")
         records = await run_records(services, found.run_id, found.interrupts)
         return web.json_response(
             {

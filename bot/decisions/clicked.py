@@ -11,7 +11,7 @@ from bot.ui.posting import post_ephemeral
 from bot.ui.refs import is_short_ref, short_ref
 from bot.ui.refusals import DAMAGED, reason_text
 from storage.errors import CorruptRecordError, InvalidIdError
-from storage.keys import check_id
+from storage.ids import check_id
 from storage.records import InterruptRecord
 
 from .damaged import record_damaged

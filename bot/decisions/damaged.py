@@ -8,7 +8,7 @@ import logging
 from bot.services import Services
 from storage.audit import AuditEntry
 from storage.errors import CorruptRecordError, StorageError
-from storage.keys import split_record_id
+from storage.ids import split_record_id
 
 log = logging.getLogger(__name__)
 

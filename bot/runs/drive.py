@@ -24,7 +24,7 @@ from bot.ui.redraws import update_message
 from bot.ui.requester import mention_in_thread, tell_finished
 from storage.audit import AuditEntry
 from storage.errors import DuplicateInterruptError, StorageError
-from storage.keys import record_id
+from storage.ids import quoted_id, record_id
 from storage.records import InterruptRecord
 
 from .approvers import interrupt_records
@@ -65,10 +65,10 @@ def unknown_agent(services: Services, agent_name: str) -> str:
     """Why ``agent_name`` cannot run, naming the agents that can."""
     if not services.registry.names:
         return (
-            f"no agent named {agent_name!r}: no agents are loaded (set SIGNOFF_AGENTS, or "
+            f"no agent named {quoted_id(agent_name)}: no agents are loaded (set SIGNOFF_AGENTS, or "
             "--agents, to the module that defines them)"
         )
-    return f"no agent named {agent_name!r} (known: {', '.join(services.registry.names)})"
+    return f"no agent named {quoted_id(agent_name)} (known: {', '.join(services.registry.names)})"
 
 
 async def resume_run(

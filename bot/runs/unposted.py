@@ -11,7 +11,7 @@ from agent_runtime.interrupts import Interrupt
 from bot.services import Services
 from bot.ui.slack_failures import NOT_A_MEMBER
 from storage.errors import InvalidIdError, StorageError
-from storage.keys import record_id
+from storage.ids import record_id
 from storage.records import InterruptRecord
 
 log = logging.getLogger(__name__)

@@ -161,6 +161,26 @@ async def test_a_malformed_body_or_thread_id_is_a_400_and_runs_nothing(endpoint:
     assert endpoint.bot.slack.called("chat.postMessage") == []
 
 
+async def test_an_errors_quote_of_a_malformed_thread_id_is_its_first_40_characters(
+    endpoint: Endpoint,
+) -> None:
+    """A thread id may be as long as the body: the error quotes only its start."""
+    prompt = {"runId": "r", "messages": [{"id": "m", "role": "user", "content": "clean up"}]}
+    auth = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+    sent_and_quoted = [
+        ("x" * 40 + "y" * 500_000, "'" + "x" * 40 + "'"),
+        ([7] * 100_000, "[" + "7, " * 13),
+    ]
+    async with aiohttp.ClientSession() as http:
+        for thread_id, quoted in sent_and_quoted:
+            body = json.dumps({**prompt, "threadId": thread_id})
+            async with http.post(endpoint.url, data=body, headers=auth) as refused:
+                assert refused.status == 400, await refused.text()
+                error = (await refused.json())["error"]
+            assert error.startswith(f"threadId: malformed thread id {quoted}: use"), error[:200]
+    assert endpoint.bot.tool_log.calls == []
+
+
 async def test_the_real_client_keeps_one_turns_tool_calls_in_one_assistant_message(
     endpoint_for: Callable[..., Awaitable[Endpoint]],
 ) -> None:

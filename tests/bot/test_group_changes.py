@@ -16,7 +16,7 @@ from bot.runs.drive import start_run
 from bot.runs.place import Place
 from bot.schedule.scheduler import Scheduler
 from bot.ui import ids
-from storage.keys import record_id
+from storage.ids import record_id
 from storage.records import InterruptRecord
 
 ONCALL = "S0ONCALL"

@@ -144,6 +144,13 @@ async def test_an_unknown_run_is_not_found(api: Api) -> None:
         assert r.status == 404
     async with http.get(f"{url}/nope/thread_unknown", headers=AUTH) as r:
         assert r.status == 404 and "no agent named 'nope'" in (await r.json())["error"]
+    long = "x" * 40 + "y" * 5000  # a URL's path may be 8 KB: the error quotes its start
+    async with http.get(f"{url}/cleanup/{long}", headers=AUTH) as r:
+        said = (await r.json())["error"]
+        assert r.status == 404 and said == f"no run of cleanup in thread '{'x' * 40}'", said
+    async with http.get(f"{url}/{long}/thread_unknown", headers=AUTH) as r:
+        said = (await r.json())["error"]
+        assert r.status == 404 and said.startswith(f"no agent named '{'x' * 40}' (known"), said
 
 
 async def test_a_run_is_not_told_under_another_agents_name(make_bot: Any) -> None:
