@@ -1,5 +1,6 @@
 """What a request to ``/slack/events`` must be before anything reads it: signed by Slack,
-UTF-8, and shaped like one of the requests Signoff handles.
+UTF-8, and shaped like one of the requests Signoff handles (a Socket Mode envelope's
+payload too).
 
 Slack's own requests always fit; anything else is refused here, with 401 (not signed)
 or 400 (signed but malformed), so neither Bolt nor a listener meets a payload it would
@@ -179,6 +180,20 @@ def parse_request(text: str, content_type: str) -> SlackRequest | None:
         return SlackRequest(text=text, click=click)
     model = _PAYLOADS.get(str(payload.get("type")))
     return SlackRequest(text=text) if model is not None and _fits(model, payload) else None
+
+
+def envelope_fits(kind: str, payload: object) -> bool:
+    """Whether a Socket Mode envelope's ``payload`` (of type ``kind``) has the shape
+    ``parse_request`` requires of the same request over HTTP."""
+    if not isinstance(payload, dict):
+        return False
+    if kind == "slash_commands":
+        return _fits(_Command, payload)
+    if kind == "interactive" and signoff_click(payload) is not None:
+        return True
+    models = {"interactive": _PAYLOADS, "events_api": _EVENTS}.get(kind, {})
+    model = models.get(str(payload.get("type")))
+    return model is not None and _fits(model, payload)
 
 
 def _json_object(text: str) -> dict[str, Any] | None:

@@ -40,6 +40,7 @@ from bot.services.metrics import Histogram
 from storage.deliveries import Deliveries
 
 from .replays import ReplayCheck
+from .requests import envelope_fits
 
 log = logging.getLogger(__name__)
 
@@ -86,22 +87,23 @@ class TimedSocketModeHandler(AsyncSocketModeHandler):
 
     async def handle(self, client: SocketModeClient, req: SocketModeRequest) -> None:  # type: ignore[override]
         """Bolt's own handling (its adapters' two steps), timed; an envelope received
-        before only acked."""
+        before, or malformed (as HTTP mode refuses with a 400), only acked."""
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._in_hand.add(done)
         try:
             started, wall_clock = time.perf_counter(), time.time()
-            if not await self._to_act_on(req):
-                log.info("envelope %s was received before: acked, not acted on", req.envelope_id)
-                await client.send_socket_mode_response(
-                    SocketModeResponse(envelope_id=req.envelope_id)
-                )
-                self.acks.observe(time.perf_counter() - started)
+            if not envelope_fits(req.type, req.payload):
+                log.warning("envelope %s is malformed: acked, not acted on", req.envelope_id)
+            elif await self._to_act_on(req):
+                response = await run_async_bolt_app(self.app, req)
+                await send_async_response(client, req, response, wall_clock)
+                if response.status == 200:  # Bolt acks only these; Slack sends the others again
+                    self.acks.observe(time.perf_counter() - started)
                 return
-            response = await run_async_bolt_app(self.app, req)
-            await send_async_response(client, req, response, wall_clock)
-            if response.status == 200:  # Bolt acks only these; Slack sends the others again
-                self.acks.observe(time.perf_counter() - started)
+            else:
+                log.info("envelope %s was received before: acked, not acted on", req.envelope_id)
+            await client.send_socket_mode_response(SocketModeResponse(envelope_id=req.envelope_id))
+            self.acks.observe(time.perf_counter() - started)
         finally:
             self._in_hand.discard(done)
             done.set_result(None)

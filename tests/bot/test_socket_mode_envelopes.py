@@ -5,9 +5,11 @@ envelope goes over a real local WebSocket to slack-sdk's client, the check to Re
 from __future__ import annotations
 
 import asyncio
+import logging
 import urllib.parse
 from typing import Any
 
+import pytest
 from fakes import FakeSlack, click_payload, command_body
 from harness import ALICE, CAROL, CHANNEL
 from socket_bot import SocketBot
@@ -135,3 +137,27 @@ async def test_an_event_is_guarded_by_its_event_id_not_its_envelope(socket_bot: 
     storage = sb.bot.services.storage
     envelopes = storage.client.raw.scan_iter(f"{storage.keys.prefix}:envelope:*")
     assert [key async for key in envelopes] == []
+
+
+async def test_a_malformed_envelope_is_acked_and_not_acted_on(
+    socket_bot: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A payload HTTP mode would refuse with a 400 (here a command whose user id is not
+    one) is acked, so Slack does not send it again, logged, and not acted on."""
+    sb: SocketBot = await socket_bot()
+    slack = sb.bot.slack
+    malformed = _run_command("run cleanup tidy") | {"user_id": "not a user"}
+    with caplog.at_level(logging.WARNING, logger="bot.slack.socket_mode"):
+        sent = await slack.deliver(malformed, kind="slash_commands")
+        assert (await slack.acked(sent)).get("payload") is None
+        clicked = await slack.deliver({"type": "block_actions", "actions": []})
+        await slack.acked(clicked)
+    assert [r.getMessage() for r in caplog.records] == [
+        f"envelope {sent} is malformed: acked, not acted on",
+        f"envelope {clicked} is malformed: acked, not acted on",
+    ]
+    well_formed = await slack.deliver(_run_command("run cleanup tidy"), kind="slash_commands")
+    assert (await slack.acked(well_formed))["payload"] == {"text": STARTING}
+    await slack.wait_calls("chat.postMessage")
+    await sb.bot.services.background.idle()
+    assert len(slack.called("chat.postMessage")) == 1
