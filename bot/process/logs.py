@@ -62,13 +62,17 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(line, ensure_ascii=False, default=str)
 
 
-_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+_CONTROL = re.compile(
+    r"[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029"
+    r"\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"  # bidirectional ("Trojan Source")
+)
 
 
 class TextFormatter(logging.Formatter):
     """The classic line, with the ids at its end when there are any. Control characters in
     the message (a tool name or an error an agent gives) are shown escaped: they could
-    forge a line or take over the terminal. A traceback keeps its lines, not its secrets."""
+    forge a line, take over the terminal or make a line read reversed. A traceback keeps
+    its lines, not its secrets."""
 
     def __init__(self) -> None:
         super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s")

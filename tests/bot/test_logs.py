@@ -77,8 +77,8 @@ def test_on_a_terminal_the_default_is_text_at_info(captured: io.StringIO) -> Non
 def test_a_text_line_shows_control_characters_in_what_it_quotes_instead_of_obeying_them(
     captured: io.StringIO,
 ) -> None:
-    """A tool name or error an agent gives cannot forge a second log line, or clear or
-    recolour an operator's terminal."""
+    """A tool name or error an agent gives cannot forge a second log line, clear or
+    recolour an operator's terminal, or read reversed."""
     configure_logging({"SIGNOFF_LOG_FORMAT": "text"}, captured)
     forged = "x\n2026-11-27 09:00:00,000 INFO bot: approved by admin\x1b[2J"
     logging.getLogger("signoff.test").info("tool %s failed", forged)
@@ -86,6 +86,8 @@ def test_a_text_line_shows_control_characters_in_what_it_quotes_instead_of_obeyi
     assert line.endswith(
         "signoff.test: tool x\\n2026-11-27 09:00:00,000 INFO bot: approved by admin\\x1b[2J failed"
     )
+    logging.getLogger("signoff.test").info("tool %s failed", "rm\u202e gol.txt")
+    assert captured.getvalue().splitlines()[-1].endswith("tool rm\\u202e gol.txt failed")
     try:
         raise ValueError("a traceback keeps its own lines")
     except ValueError:
