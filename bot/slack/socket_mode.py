@@ -38,6 +38,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.decisions.clicks import signoff_click, streamed
 from bot.services.metrics import Histogram
 from storage.deliveries import Deliveries
+from storage.errors import InvalidIdError
+from storage.ids import check_id, quoted_id
 
 from .replays import ReplayCheck
 from .requests import envelope_fits
@@ -87,13 +89,15 @@ class TimedSocketModeHandler(AsyncSocketModeHandler):
 
     async def handle(self, client: SocketModeClient, req: SocketModeRequest) -> None:  # type: ignore[override]
         """Bolt's own handling (its adapters' two steps), timed; an envelope received
-        before, or malformed (as HTTP mode refuses with a 400), only acked."""
+        before, or malformed (its id, or its payload as HTTP mode refuses with a 400), only
+        acked."""
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._in_hand.add(done)
         try:
             started, wall_clock = time.perf_counter(), time.time()
-            if not envelope_fits(req.type, req.payload):
-                log.warning("envelope %s is malformed: acked, not acted on", req.envelope_id)
+            if _malformed(req):
+                shown = quoted_id(req.envelope_id)
+                log.warning("envelope %s is malformed: acked, not acted on", shown)
             elif await self._to_act_on(req):
                 response = await run_async_bolt_app(self.app, req)
                 await send_async_response(client, req, response, wall_clock)
@@ -125,6 +129,16 @@ class TimedSocketModeHandler(AsyncSocketModeHandler):
         if self._in_hand:
             await asyncio.wait(set(self._in_hand), timeout=SLACK_WAITS)
         await self.close_async()  # type: ignore[no-untyped-call]
+
+
+def _malformed(req: SocketModeRequest) -> bool:
+    """Whether an envelope is one Slack does not send: an id its replay check cannot keep
+    (not a Redis outage, which the check meets by acting on it), or a malformed payload."""
+    try:
+        check_id("envelope", req.envelope_id)
+    except InvalidIdError:
+        return True
+    return not envelope_fits(req.type, req.payload)
 
 
 def connection_check(handler: AsyncSocketModeHandler) -> Callable[[], Awaitable[str | None]]:

@@ -138,7 +138,7 @@ class FakeSlack:
         opened); its envelope id. ``retry`` > 0 sends it as Slack's retry of an event (a new
         envelope, the same payload); ``envelope_id`` sends an envelope sent before again."""
         await self.wait_for(lambda: bool(self.sockets), what="a Socket Mode connection")
-        envelope_id = envelope_id or f"env-{next(self._ts)}"
+        envelope_id = f"env-{next(self._ts)}" if envelope_id is None else envelope_id
         envelope = {
             "envelope_id": envelope_id,
             "type": kind,

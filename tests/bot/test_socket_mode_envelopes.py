@@ -153,9 +153,32 @@ async def test_a_malformed_envelope_is_acked_and_not_acted_on(
         clicked = await slack.deliver({"type": "block_actions", "actions": []})
         await slack.acked(clicked)
     assert [r.getMessage() for r in caplog.records] == [
-        f"envelope {sent} is malformed: acked, not acted on",
-        f"envelope {clicked} is malformed: acked, not acted on",
+        f"envelope {sent!r} is malformed: acked, not acted on",
+        f"envelope {clicked!r} is malformed: acked, not acted on",
     ]
+    well_formed = await slack.deliver(_run_command("run cleanup tidy"), kind="slash_commands")
+    assert (await slack.acked(well_formed))["payload"] == {"text": STARTING}
+    await slack.wait_calls("chat.postMessage")
+    await sb.bot.services.background.idle()
+    assert len(slack.called("chat.postMessage")) == 1
+
+
+@pytest.mark.parametrize("envelope_id", ["", "a b", "e" * 200])
+async def test_an_envelope_whose_id_is_malformed_is_acked_not_acted_on_and_not_blamed_on_redis(
+    socket_bot: Any, caplog: pytest.LogCaptureFixture, envelope_id: str
+) -> None:
+    """Slack's envelope ids are always well formed: one that is not (empty, with a space,
+    too long to keep) is acked and not acted on, as a malformed payload is, and the log says
+    so instead of warning that Redis could not check it for a replay."""
+    sb: SocketBot = await socket_bot()
+    slack = sb.bot.slack
+    with caplog.at_level(logging.WARNING):
+        await slack.deliver(
+            _run_command("run cleanup tidy"), kind="slash_commands", envelope_id=envelope_id
+        )
+        assert (await slack.acked(envelope_id)).get("payload") is None
+    said = [r.getMessage() for r in caplog.records]
+    assert said == [f"envelope {envelope_id[:40]!r} is malformed: acked, not acted on"], said
     well_formed = await slack.deliver(_run_command("run cleanup tidy"), kind="slash_commands")
     assert (await slack.acked(well_formed))["payload"] == {"text": STARTING}
     await slack.wait_calls("chat.postMessage")
