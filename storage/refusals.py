@@ -98,6 +98,13 @@ class RefusalQueue:
         keys = [self._keys.refusals(leased.shard), self._keys.refusal_reasons(leased.shard)]
         await self._client.eval("refusal_told", keys, [leased.member, to_ms(leased.leased_until)])
 
+    async def hold(self, shard: int, member: str, leased_until: datetime, until: datetime) -> bool:
+        """Renew the lease on refusal ``member`` of ``shard``, ending at ``leased_until``, to
+        ``until``: False when it was told or queued again since (nothing to renew)."""
+        keys = [self._keys.refusals(shard)]
+        args: list[str | int] = [member, to_ms(leased_until), to_ms(until)]
+        return bool(await self._client.eval("refusal_hold", keys, args))
+
     async def _drop(self, shard: int, member: str) -> None:
         async with self._client.guard("drop an unreadable refusal"):
             pipe = self._client.pipeline()

@@ -29,6 +29,7 @@ from bot.ui.posting import post_ephemeral
 from bot.ui.redraws import update_message
 from bot.ui.refusals import DAMAGED, STORAGE_DOWN, UNCONFIRMED, reason_text, refusal_text
 from bot.ui.requester import tell_decided
+from bot.ui.untold import holding_refusal
 from storage.clicks import ClickEntry
 from storage.errors import CorruptRecordError, StorageError, StorageTimeoutError
 from storage.outcomes import DecideOutcome
@@ -253,6 +254,7 @@ async def _decide_click(services: Services, entry: ClickEntry) -> Refusal | None
 
     # A trust for minutes is a grant, stored before the run resumes (keep_trust).
     granting = decision.remember is not None and decision.remember.scope == "minutes"
+    untold_until = services.clock.now() + POST_LEASE  # then another process may tell it
 
     async def decide(click_id: str) -> DecideOutcome:
         return await services.storage.interrupts.decide(
@@ -265,7 +267,7 @@ async def _decide_click(services: Services, entry: ClickEntry) -> Refusal | None
             message_ts=entry.message_ts,
             click_id=click_id,
             hold_for_grant=granting,
-            untold=(refusal, services.clock.now() + POST_LEASE),
+            untold=(refusal, untold_until),
         )
 
     try:
@@ -284,7 +286,10 @@ async def _decide_click(services: Services, entry: ClickEntry) -> Refusal | None
             text = await expired_text(services, outcome, own_clicks=1)
         else:
             text = refusal_text(outcome)
-        await post_ephemeral(services, channel=channel, user=user, thread_ts=thread, text=text)
+        telling = post_ephemeral(services, channel=channel, user=user, thread_ts=thread, text=text)
+        # Held while Slack takes it, however slow, so no scheduler tells it too.
+        shard = services.storage.keys.shard_of_record(entry.record_id)
+        await holding_refusal(services, shard, refusal.member, untold_until, telling)
         return refusal
     if outcome.status == "recorded":
         services.metrics.decisions[outcome.state or "approved"] += 1

@@ -1,9 +1,16 @@
 """Refusals a click decider stored but did not tell its clicker (it died first): told by
-the scheduler once the decider's lease on them lapses, from the record as stored now."""
+the scheduler once the decider's lease on them lapses, from the record as stored now.
+Whoever tells one holds its lease while Slack takes the telling, however slow, so no
+other process tells it too."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import dataclasses
 import logging
+from collections.abc import Awaitable
+from datetime import datetime
 from typing import cast
 
 from bot.services import Services
@@ -11,6 +18,7 @@ from storage.errors import CorruptRecordError, StorageError
 from storage.outcomes import DecideOutcome, RefusalReason
 from storage.records import InterruptRecord
 from storage.refusals import LeasedRefusal
+from storage.sweeps import POST_LEASE
 
 from .posting import post_ephemeral
 from .refusals import late_text, refusal_text
@@ -20,27 +28,60 @@ log = logging.getLogger(__name__)
 
 async def tell_untold_refusals(services: Services) -> int:
     """Tell each clicker the refusal its dead decider stored and did not tell; how many."""
-    told = 0
-    for leased in await services.storage.refusals.claim(services.clock.now()):
-        refusal = leased.refusal
-        try:
-            record = await services.storage.queries.get(refusal.record_id)
-        except CorruptRecordError:
-            record = None  # told why in the words that need no record
-        await post_ephemeral(
-            services,
-            channel=refusal.channel,
-            user=refusal.user,
-            thread_ts=refusal.thread_ts or None,
-            text=_text(leased, record),
-        )
-        services.metrics.refusals[leased.reason] += 1
-        told += 1
-        try:
-            await services.storage.refusals.done(leased)
-        except StorageError as exc:  # told again once its lease lapses
-            log.error("refusal of click %s told, but still queued: %s", refusal.click, exc)
-    return told
+    leased = await services.storage.refusals.claim(services.clock.now())
+    await asyncio.gather(*(_tell(services, each) for each in leased))
+    return len(leased)
+
+
+async def holding_refusal(
+    services: Services, shard: int, member: str, leased_until: datetime, tell: Awaitable[None]
+) -> datetime:
+    """Await ``tell``, the telling of refusal ``member`` of ``shard``, while renewing its
+    lease (ending at ``leased_until``) every third of ``POST_LEASE``; the lease's end then."""
+    told = asyncio.Event()
+    held = leased_until
+
+    async def hold() -> None:
+        nonlocal held
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(told.wait(), POST_LEASE.total_seconds() / 3)
+                return
+            until = services.clock.now() + POST_LEASE
+            with contextlib.suppress(StorageError):  # its lease may lapse: told again, then
+                if not await services.storage.refusals.hold(shard, member, held, until):
+                    return
+                held = until
+
+    holder = asyncio.create_task(hold(), name=f"hold refusal {member}")
+    try:
+        await tell
+    finally:
+        told.set()
+        await holder
+    return held
+
+
+async def _tell(services: Services, leased: LeasedRefusal) -> None:
+    refusal = leased.refusal
+    try:
+        record = await services.storage.queries.get(refusal.record_id)
+    except CorruptRecordError:
+        record = None  # told why in the words that need no record
+    telling = post_ephemeral(
+        services,
+        channel=refusal.channel,
+        user=refusal.user,
+        thread_ts=refusal.thread_ts or None,
+        text=_text(leased, record),
+    )
+    until = leased.leased_until
+    held = await holding_refusal(services, leased.shard, leased.member, until, telling)
+    services.metrics.refusals[leased.reason] += 1
+    try:
+        await services.storage.refusals.done(dataclasses.replace(leased, leased_until=held))
+    except StorageError as exc:  # told again once its lease lapses
+        log.error("refusal of click %s told, but still queued: %s", refusal.click, exc)
 
 
 def _text(leased: LeasedRefusal, record: InterruptRecord | None) -> str:

@@ -4,6 +4,7 @@ once its lease lapses; a click that counts after all leaves nothing queued."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
 from storage_helpers import DIGEST, NOW, make_record
@@ -61,6 +62,24 @@ async def test_a_refusal_whose_decider_died_is_claimed_once_its_lease_lapses(
     # Deciding the click again is a replay: nothing is queued again.
     assert await _click(storage, record, "UMALLORY", refusal, click_id="click1") == "replayed"
     assert await storage.refusals.claim(LAPSED + timedelta(hours=1)) == []
+
+
+async def test_a_refusal_held_by_its_teller_is_not_claimed_and_is_taken_off_once_told(
+    storage: Storage,
+) -> None:
+    """Its teller renews the lease it was given while Slack is slow; a renewal of a lease
+    that is no longer its own (told, or queued again) changes nothing."""
+    record = await _posted(storage)
+    await _click(storage, record, "UMALLORY", _refusal(record, "click1"), click_id="click1")
+    [leased] = await storage.refusals.claim(LAPSED)
+    later = leased.leased_until + POST_LEASE
+    shard, member = leased.shard, leased.member
+    assert not await storage.refusals.hold(shard, member, LAPSED, later)  # not its lease
+    assert await storage.refusals.hold(shard, member, leased.leased_until, later)
+    assert await storage.refusals.claim(leased.leased_until) == []  # held past that
+    await storage.refusals.done(replace(leased, leased_until=later))
+    assert await storage.refusals.claim(later + timedelta(hours=1)) == []
+    assert not await storage.refusals.hold(shard, member, later, later + POST_LEASE)
 
 
 async def test_a_refusal_acknowledged_as_told_is_not_claimed(storage: Storage) -> None:
