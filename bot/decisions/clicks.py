@@ -32,6 +32,7 @@ from bot.ui.requester import tell_decided
 from bot.ui.untold import holding_refusal
 from storage.clicks import ClickEntry
 from storage.errors import CorruptRecordError, StorageError, StorageTimeoutError
+from storage.ids import is_record_id
 from storage.outcomes import DecideOutcome
 from storage.records import InterruptRecord
 from storage.refusals import Refusal
@@ -287,6 +288,9 @@ async def _decide_click(services: Services, entry: ClickEntry) -> Refusal | None
         else:
             text = refusal_text(outcome)
         telling = post_ephemeral(services, channel=channel, user=user, thread_ts=thread, text=text)
+        if not is_record_id(entry.record_id):  # a forged id, refused as unknown: none queued
+            await telling
+            return refusal
         # Held while Slack takes it, however slow, so no scheduler tells it too.
         shard = services.storage.keys.shard_of_record(entry.record_id)
         await holding_refusal(services, shard, refusal.member, untold_until, telling)

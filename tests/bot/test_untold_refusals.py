@@ -75,6 +75,17 @@ async def test_a_refusal_its_decider_told_is_not_told_again(make_bot: Any) -> No
     assert told.startswith(NOT_AN_APPROVER)
 
 
+async def test_a_click_naming_no_record_id_is_told_so_and_acknowledged(make_bot: Any) -> None:
+    """A forged button value that is no record id is refused as unknown, told, and its
+    click acknowledged, with nothing queued to hold."""
+    bot: Harness = await make_bot(workers=0)
+    await bot.start()
+    await bot.click(ids.APPROVE, "x", user=MALLORY)
+    await bot.clicks_done()
+    [told] = _told(bot)
+    assert "nothing was decided" in told
+
+
 async def test_a_refusal_told_while_a_click_of_its_batch_is_slow_is_not_told_again(
     make_bot: Any, storage: Storage
 ) -> None:
