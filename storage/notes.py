@@ -110,6 +110,13 @@ class NoteQueue:
                 await pipe.execute()
         return leased
 
+    async def hold(self, leased: LeasedNote, held_until: datetime, until: datetime) -> bool:
+        """Renew the lease on ``leased``, ending at ``held_until``, to ``until``: False when
+        the note was taken off or queued again since (nothing to renew)."""
+        key = self._keys.notes(self._keys.shard_of(leased.note.channel))
+        args: list[str | int] = [leased.member, to_ms(held_until), to_ms(until)]
+        return bool(await self._client.eval("lease_hold", [key], args))
+
     async def done(self, leased: LeasedNote) -> None:
         """Take a note off the queue, unless it was queued again since it was leased."""
         key = self._keys.notes(self._keys.shard_of(leased.note.channel))

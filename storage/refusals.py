@@ -103,7 +103,7 @@ class RefusalQueue:
         ``until``: False when it was told or queued again since (nothing to renew)."""
         keys = [self._keys.refusals(shard)]
         args: list[str | int] = [member, to_ms(leased_until), to_ms(until)]
-        return bool(await self._client.eval("refusal_hold", keys, args))
+        return bool(await self._client.eval("lease_hold", keys, args))
 
     async def _drop(self, shard: int, member: str) -> None:
         async with self._client.guard("drop an unreadable refusal"):

@@ -4,10 +4,13 @@ posts it when Slack answers again, as the outbox does for cards."""
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import logging
 import secrets
 import time
-from datetime import timedelta
+from collections.abc import Awaitable
+from datetime import datetime, timedelta
 
 from bot.services import Services
 from storage.epoch import to_ms
@@ -15,6 +18,7 @@ from storage.errors import StorageError
 from storage.notes import NOTE_KEPT, LeasedNote, Note
 from storage.sweeps import POST_LEASE
 
+from .holding import held_while
 from .mrkdwn import escape_truncate
 from .slack_failures import SLACK_FAILURES, passing, retry_after, why_failed
 
@@ -102,16 +106,25 @@ async def direct_channel(services: Services, user: str) -> str | None:
 
 
 async def send_queued_notes(services: Services) -> int:
-    """Post the notes Slack did not take before; the number posted. One it still does not
-    take stays queued, and so do the later ones of its thread, which keep their order;
-    one it refuses is dropped (or sent to its ``or_tell`` user instead)."""
-    sent = 0
-    stuck: dict[tuple[str, str | None], BaseException] = {}
+    """Post the notes Slack did not take before, each thread's in order and threads side
+    by side; the number posted."""
+    threads: dict[tuple[str, str | None], list[LeasedNote]] = {}
     for leased in await services.storage.notes.claim(services.clock.now(), lease=POST_LEASE):
+        threads.setdefault((leased.note.channel, leased.note.thread_ts), []).append(leased)
+    posted = await asyncio.gather(*(_send_thread(services, notes) for notes in threads.values()))
+    return sum(posted)
+
+
+async def _send_thread(services: Services, notes: list[LeasedNote]) -> int:
+    """Post one thread's claimed notes in order; the number posted. One Slack still does
+    not take stays queued, and so do the later ones, which keep their order; one it
+    refuses is dropped (or sent to its ``or_tell`` user instead)."""
+    sent = 0
+    stuck: BaseException | None = None
+    for leased in notes:
         note = leased.note
-        where = (note.channel, note.thread_ts)
-        if where in stuck:
-            await _later(services, note, stuck[where], member=leased.member)
+        if stuck is not None:
+            await _later(services, note, stuck, member=leased.member)
             continue
         if note.while_pending and not await _pending(services, note.while_pending):
             await services.storage.notes.done(leased)
@@ -120,27 +133,40 @@ async def send_queued_notes(services: Services) -> int:
         if failed is None:
             sent += 1
         elif passing(failed):
-            stuck[where] = failed
+            stuck = failed
     return sent
 
 
 async def _send(services: Services, leased: LeasedNote) -> BaseException | None:
-    """Post a leased note and take it off the queue; one Slack did not take for a passing
-    reason is queued again, one it refuses goes to its ``or_tell`` user. What failed."""
+    """Post a leased note, holding its lease while Slack takes it, and take it off the
+    queue; one Slack did not take for a passing reason is queued again, one it refuses
+    goes to its ``or_tell`` user. What failed."""
     note = leased.note
-    try:
-        await send_mrkdwn(services, note.channel, note.thread_ts, note.text)
-    except SLACK_FAILURES as exc:
-        log.warning("note %s not posted: %s", note.id, why_failed(exc))
-        if passing(exc):
-            await _later(services, note, exc, member=leased.member)
-            return exc
-        if note.or_tell is not None:
-            await post_direct(services, note.or_tell, note.text)
-        await _done(services, leased)
-        return exc
-    await _done(services, leased)
-    return None
+    failure: BaseException | None = None
+
+    async def posting() -> None:
+        nonlocal failure
+        try:
+            await send_mrkdwn(services, note.channel, note.thread_ts, note.text)
+        except SLACK_FAILURES as exc:
+            failure = exc
+
+    def renew(held: datetime, until: datetime) -> Awaitable[bool]:
+        return services.storage.notes.hold(leased, held, until)
+
+    held = await held_while(services, posting(), leased.leased_until, renew)
+    as_held = dataclasses.replace(leased, leased_until=held)
+    if failure is None:
+        await _done(services, as_held)
+        return None
+    log.warning("note %s not posted: %s", note.id, why_failed(failure))
+    if passing(failure):
+        await _later(services, note, failure, member=leased.member)
+        return failure
+    if note.or_tell is not None:
+        await post_direct(services, note.or_tell, note.text)
+    await _done(services, as_held)
+    return failure
 
 
 async def _done(services: Services, leased: LeasedNote) -> None:

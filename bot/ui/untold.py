@@ -6,7 +6,6 @@ other process tells it too."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import logging
 from collections.abc import Awaitable
@@ -18,8 +17,8 @@ from storage.errors import CorruptRecordError, StorageError
 from storage.outcomes import DecideOutcome, RefusalReason
 from storage.records import InterruptRecord
 from storage.refusals import LeasedRefusal
-from storage.sweeps import POST_LEASE
 
+from .holding import held_while
 from .posting import post_ephemeral
 from .refusals import late_text, refusal_text
 
@@ -36,30 +35,13 @@ async def tell_untold_refusals(services: Services) -> int:
 async def holding_refusal(
     services: Services, shard: int, member: str, leased_until: datetime, tell: Awaitable[None]
 ) -> datetime:
-    """Await ``tell``, the telling of refusal ``member`` of ``shard``, while renewing its
-    lease (ending at ``leased_until``) every third of ``POST_LEASE``; the lease's end then."""
-    told = asyncio.Event()
-    held = leased_until
+    """Await ``tell``, the telling of refusal ``member`` of ``shard``, holding its lease
+    (ending at ``leased_until``); the lease's end then."""
 
-    async def hold() -> None:
-        nonlocal held
-        while True:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(told.wait(), POST_LEASE.total_seconds() / 3)
-                return
-            until = services.clock.now() + POST_LEASE
-            with contextlib.suppress(StorageError):  # its lease may lapse: told again, then
-                if not await services.storage.refusals.hold(shard, member, held, until):
-                    return
-                held = until
+    def renew(held: datetime, until: datetime) -> Awaitable[bool]:
+        return services.storage.refusals.hold(shard, member, held, until)
 
-    holder = asyncio.create_task(hold(), name=f"hold refusal {member}")
-    try:
-        await tell
-    finally:
-        told.set()
-        await holder
-    return held
+    return await held_while(services, tell, leased_until, renew)
 
 
 async def _tell(services: Services, leased: LeasedRefusal) -> None:

@@ -15,7 +15,7 @@ from harness import ALICE, MALLORY, Harness
 from bot.decisions import clicks
 from bot.decisions.clicks import decide_click
 from bot.schedule.scheduler import Scheduler
-from bot.ui import ids, untold
+from bot.ui import holding, ids
 from storage import Storage
 from storage.epoch import to_ms
 from storage.sweeps import POST_LEASE
@@ -138,7 +138,7 @@ async def test_a_refusal_its_decider_is_slow_to_tell_is_held_not_told_again(
 ) -> None:
     """Slack takes longer than the refusal's lease to take its telling (a rate limit slept
     out): the decider holds it meanwhile, so another process's scheduler does not tell it."""
-    monkeypatch.setattr(untold, "POST_LEASE", timedelta(seconds=0.3))  # held every 0.1 s
+    monkeypatch.setattr(holding, "POST_LEASE", timedelta(seconds=0.3))  # held every 0.1 s
     bot: Harness = await make_bot(workers=0)
     value = await bot.start()
     slow = bot.slack.held["chat.postEphemeral"] = asyncio.Event()
@@ -164,7 +164,7 @@ async def test_a_refusal_the_scheduler_is_slow_to_tell_is_held_not_told_again(
 ) -> None:
     """The scheduler telling a dead decider's refusal holds it while Slack is slow, so
     another process's scheduler does not tell it too."""
-    monkeypatch.setattr(untold, "POST_LEASE", timedelta(seconds=0.3))  # held every 0.1 s
+    monkeypatch.setattr(holding, "POST_LEASE", timedelta(seconds=0.3))  # held every 0.1 s
     bot: Harness = await make_bot(workers=0, deciders=0)
     value = await bot.start()
     await bot.click(ids.APPROVE, value, user=MALLORY)

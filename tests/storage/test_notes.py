@@ -3,6 +3,7 @@ a day, an unreadable entry dropped."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
 from storage_helpers import later
@@ -67,3 +68,20 @@ async def test_a_note_its_first_caller_never_posted_is_handed_out_when_its_hold_
     assert await storage.notes.once("decided:run_1/int_1", note(1), now=later(), lease=hold)
     [due] = await storage.notes.claim(later(seconds=30))
     assert due.note.text == "n1"
+
+
+async def test_a_note_held_by_its_poster_is_not_claimed_and_is_taken_off_once_posted(
+    storage: Storage,
+) -> None:
+    """Its poster renews the lease it was given while Slack is slow; a renewal of a lease
+    that is no longer its own (posted, or queued again) changes nothing."""
+    await storage.notes.later(note(1), at=later(seconds=30))
+    lease = timedelta(seconds=30)
+    [leased] = await storage.notes.claim(later(seconds=30), lease=lease)
+    renewed = leased.leased_until + lease
+    assert not await storage.notes.hold(leased, later(), renewed)  # not its lease
+    assert await storage.notes.hold(leased, leased.leased_until, renewed)
+    assert await storage.notes.claim(leased.leased_until) == []  # held past that
+    await storage.notes.done(replace(leased, leased_until=renewed))
+    assert await storage.notes.claim(renewed + timedelta(hours=1)) == []
+    assert not await storage.notes.hold(leased, renewed, renewed + lease)

@@ -1,0 +1,59 @@
+"""Queued notes the scheduler posts while Slack is slow (a rate limit slept out): each is
+held while Slack takes it, so another process's scheduler does not post it too, and the
+notes of different threads are posted side by side."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from harness import CHANNEL, Harness
+
+from bot.schedule.scheduler import Scheduler
+from bot.ui import holding
+from bot.ui.notes import post_mrkdwn
+from storage.epoch import to_ms
+from storage.sweeps import POST_LEASE
+
+
+async def _scores(bot: Harness) -> list[float]:
+    storage = bot.services.storage
+    key = storage.keys.notes(storage.keys.shard_of(CHANNEL))
+    return [score for _, score in await storage.client.raw.zrange(key, 0, -1, withscores=True)]
+
+
+async def _until(bot: Harness, holds: Any) -> None:
+    """Wait until the queue's scores satisfy ``holds``: the scheduler's task writes them,
+    its holder on its own clock, so there is nothing to wait on but Redis."""
+    async with asyncio.timeout(10):
+        while True:
+            if holds(await _scores(bot)):
+                return
+            await asyncio.sleep(0.02)
+
+
+async def test_notes_slack_is_slow_to_take_are_held_side_by_side_and_posted_once(
+    make_bot: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(holding, "POST_LEASE", timedelta(seconds=0.3))  # held every 0.1 s
+    bot: Harness = await make_bot()
+    bot.slack.down = True
+    await post_mrkdwn(bot.services, channel=CHANNEL, thread_ts="1.1", text="in one thread")
+    await post_mrkdwn(bot.services, channel=CHANNEL, thread_ts="2.2", text="in another")
+    bot.slack.down = False
+    slow = bot.slack.held["chat.postMessage"] = asyncio.Event()
+    bot.clock.advance(POST_LEASE + timedelta(seconds=1))
+    claimed = to_ms(bot.clock.now() + POST_LEASE)
+    posting = asyncio.create_task(Scheduler(bot.services).tick())
+    await _until(bot, lambda scores: scores == [claimed, claimed])
+    bot.clock.advance(POST_LEASE + timedelta(seconds=1))  # past the lease it claimed
+    now = to_ms(bot.clock.now())
+    await _until(bot, lambda scores: len(scores) == 2 and min(scores) > now)  # both held
+    await asyncio.wait_for(Scheduler(bot.services).tick(), 10)  # another process's
+    slow.set()
+    await posting
+    texts = sorted(p["text"] for p in bot.slack.called("chat.postMessage"))
+    assert texts == ["in another", "in one thread"]
+    assert await _scores(bot) == []
