@@ -14,22 +14,23 @@ acked and not acted on again (HTTP mode's replay check, on the envelope id inste
 signature), so Undo, Withdraw, a batch card's buttons and ``/signoff run`` act once. A
 decision click skips the check, as in HTTP mode: the deciders decide each trigger id once.
 So does an event: Slack sends one again when the first was not acked, and its listener
-skips what it already did by the ``event_id``.
+skips what it already did by the ``event_id``. A copy of any envelope this process is
+still acting on is acked as the first is, once it is: a command's reply or a form's
+errors ride on the first ack Slack gets, which may be the copy's.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
 
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
-from slack_bolt.adapter.socket_mode.async_internals import (
-    run_async_bolt_app,
-    send_async_response,
-)
+from slack_bolt.adapter.socket_mode.async_internals import run_async_bolt_app
 from slack_bolt.async_app import AsyncApp
+from slack_bolt.response import BoltResponse
 from slack_sdk.socket_mode.aiohttp import SocketModeClient
 from slack_sdk.socket_mode.request import SocketModeRequest
 from slack_sdk.socket_mode.response import SocketModeResponse
@@ -62,6 +63,9 @@ class _FailedAttempts(logging.Filter):
 SLACK_WAITS = 3.0
 """Seconds Slack waits for an envelope's ack: an ack later than that is of no use."""
 
+_Answer = asyncio.Future[SocketModeResponse | None]
+"""An envelope's ack, once Bolt has answered it (None: none sent)."""
+
 CLIENT_LOG = logging.getLogger("slack_sdk.socket_mode")
 """The logger to give the Socket Mode client (Bolt would give it the app's)."""
 CLIENT_LOG.addFilter(_FailedAttempts())
@@ -86,31 +90,53 @@ class TimedSocketModeHandler(AsyncSocketModeHandler):
         self._deliveries = deliveries
         self._replays = ReplayCheck()
         self._in_hand: set[asyncio.Future[None]] = set()
+        self._answering: dict[str, _Answer] = {}
+        """The ack of each envelope this process is acting on, once Bolt has answered it."""
 
     async def handle(self, client: SocketModeClient, req: SocketModeRequest) -> None:  # type: ignore[override]
-        """Bolt's own handling (its adapters' two steps), timed; an envelope received
-        before, or malformed (its id, or its payload as HTTP mode refuses with a 400), only
-        acked."""
+        """Bolt's own handling, timed; an envelope malformed (its id, or its payload as HTTP
+        mode refuses with a 400), or received before, only acked; a copy of one this process
+        is handling acked as the first is."""
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._in_hand.add(done)
         try:
-            started, wall_clock = time.perf_counter(), time.time()
-            if _malformed(req):
-                shown = quoted_id(req.envelope_id)
-                log.warning("envelope %s is malformed: acked, not acted on", shown)
-            elif await self._to_act_on(req):
-                response = await run_async_bolt_app(self.app, req)
-                await send_async_response(client, req, response, wall_clock)
-                if response.status == 200:  # Bolt acks only these; Slack sends the others again
-                    self.acks.observe(time.perf_counter() - started)
-                return
-            else:
-                log.info("envelope %s was received before: acked, not acted on", req.envelope_id)
-            await client.send_socket_mode_response(SocketModeResponse(envelope_id=req.envelope_id))
-            self.acks.observe(time.perf_counter() - started)
+            started = time.perf_counter()
+            ack = await self._ack(req)
+            if ack is not None:
+                await client.send_socket_mode_response(ack)
+                self.acks.observe(time.perf_counter() - started)
         finally:
             self._in_hand.discard(done)
             done.set_result(None)
+
+    async def _ack(self, req: SocketModeRequest) -> SocketModeResponse | None:
+        """What to ack ``req`` with; None for a Bolt failure, not acked so Slack sends it
+        again."""
+        bare = SocketModeResponse(envelope_id=req.envelope_id)
+        if _malformed(req):
+            log.warning("envelope %s is malformed: acked, not acted on", quoted_id(req.envelope_id))
+            return bare
+        first = self._answering.get(req.envelope_id)
+        if first is not None:  # its reply (a command's, a form's errors) rides on the first ack
+            log.info("envelope %s arrived again while handled: acked as the first", req.envelope_id)
+            try:
+                return await asyncio.wait_for(asyncio.shield(first), SLACK_WAITS)
+            except TimeoutError:
+                return bare
+        answer: _Answer = asyncio.get_running_loop().create_future()
+        self._answering[req.envelope_id] = answer
+        try:
+            if await self._to_act_on(req):
+                ack = ack_of(req, await run_async_bolt_app(self.app, req))
+            else:
+                log.info("envelope %s was received before: acked, not acted on", req.envelope_id)
+                ack = bare
+            answer.set_result(ack)
+            return ack
+        finally:
+            del self._answering[req.envelope_id]
+            if not answer.done():
+                answer.set_result(None)
 
     async def _to_act_on(self, req: SocketModeRequest) -> bool:
         """Whether ``req`` is to be acted on: an event or a decision click always, any other
@@ -129,6 +155,19 @@ class TimedSocketModeHandler(AsyncSocketModeHandler):
         if self._in_hand:
             await asyncio.wait(set(self._in_hand), timeout=SLACK_WAITS)
         await self.close_async()  # type: ignore[no-untyped-call]
+
+
+def ack_of(req: SocketModeRequest, response: BoltResponse) -> SocketModeResponse | None:
+    """The ack Bolt's Socket Mode adapter sends for ``response``: its JSON body as the
+    payload, other text as ``text``; None when Bolt failed (it acks only a 200)."""
+    if response.status != 200:
+        log.info("Bolt answered envelope %s with %d: not acked", req.envelope_id, response.status)
+        return None
+    if not response.body:
+        return SocketModeResponse(envelope_id=req.envelope_id)
+    if response.headers.get("content-type", [""])[0].startswith("application/json"):
+        return SocketModeResponse(envelope_id=req.envelope_id, payload=json.loads(response.body))
+    return SocketModeResponse(envelope_id=req.envelope_id, payload={"text": response.body})
 
 
 def _malformed(req: SocketModeRequest) -> bool:

@@ -28,7 +28,6 @@ from bot.process.web import operator_app
 from bot.slack.app import build_app
 from bot.slack.events import EVENTS_PATH
 from bot.slack.socket_mode import (
-    CLIENT_LOG,
     TimedSocketModeHandler,
     connection_check,
     watch_connection,
@@ -36,6 +35,7 @@ from bot.slack.socket_mode import (
 from bot.ui import ids
 
 ROOT = Path(__file__).resolve().parents[2]
+HANDLER_LOG = logging.getLogger("bot.slack.socket_mode")
 
 
 async def test_approve_over_socket_mode_runs_the_tool_once(make_bot: Any) -> None:
@@ -77,11 +77,11 @@ async def test_socket_mode_measures_how_long_each_ack_took(
         acks=bot.services.metrics.ack,
         deliveries=bot.services.storage.deliveries,
     )
-    unacked = _Heard("Unsuccessful Bolt execution result")
-    CLIENT_LOG.addHandler(unacked)
+    unacked = _Heard("Bolt answered envelope")
+    HANDLER_LOG.addHandler(unacked)
     await handler.connect_async()  # type: ignore[no-untyped-call]
     try:
-        with caplog.at_level(logging.INFO, logger=CLIENT_LOG.name):
+        with caplog.at_level(logging.INFO, logger=HANDLER_LOG.name):
             unhandled = {"type": "event_callback", "event": {"type": "reaction_added"}}
             await bot.slack.deliver(unhandled, kind="events_api")
             await asyncio.wait_for(unacked.heard.wait(), 5)
@@ -99,7 +99,7 @@ async def test_socket_mode_measures_how_long_each_ack_took(
         assert 'signoff_ack_seconds_bucket{le="+Inf"} 1' in text
         assert "signoff_ack_seconds_sum 0.000000" not in text
     finally:
-        CLIENT_LOG.removeHandler(unacked)
+        HANDLER_LOG.removeHandler(unacked)
         await handler.close_async()  # type: ignore[no-untyped-call]
 
 

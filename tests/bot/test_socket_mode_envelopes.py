@@ -184,3 +184,42 @@ async def test_an_envelope_whose_id_is_malformed_is_acked_not_acted_on_and_not_b
     await slack.wait_calls("chat.postMessage")
     await sb.bot.services.background.idle()
     assert len(slack.called("chat.postMessage")) == 1
+
+
+async def test_an_envelope_sent_again_while_in_hand_is_acked_with_the_first_reply(
+    socket_bot: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``/signoff`` arrives again while its pending list is still read: the copy's ack
+    carries the same list (Slack shows the first ack it gets), and the list is read once."""
+    sb: SocketBot = await socket_bot()
+    slack, queries = sb.bot.slack, sb.bot.services.storage.queries
+    reading, release = asyncio.Event(), asyncio.Event()
+    read, reads = queries.pending_for_user, []
+
+    async def slow_read(*args: Any, **kwargs: Any) -> Any:
+        reads.append(args)
+        reading.set()
+        await release.wait()
+        return await read(*args, **kwargs)
+
+    monkeypatch.setattr(queries, "pending_for_user", slow_read)
+    listeners = sb.handler.client.socket_mode_request_listeners
+    [handle], copy_in = listeners, asyncio.Event()
+
+    async def handle_copy(client: Any, req: Any) -> None:
+        if reading.is_set():
+            copy_in.set()
+        await handle(client, req)
+
+    listeners[:] = [handle_copy]
+    payload = _run_command("")
+    sent = await slack.deliver(payload, kind="slash_commands")
+    await asyncio.wait_for(reading.wait(), 5)
+    await slack.deliver(payload, kind="slash_commands", envelope_id=sent)
+    await asyncio.wait_for(copy_in.wait(), 5)
+    release.set()
+    await slack.wait_for(lambda: len(_replies(slack, sent)) == 2, what="both acks")
+    first, again = _replies(slack, sent)
+    assert first is not None and "waiting" in first.lower()
+    assert again == first
+    assert len(reads) == 1
