@@ -28,13 +28,18 @@ from bot.api.schemas import NewRequest
 
 from .client import Client, SignoffError
 from .gate_ask import ask
-from .gate_cli import APPROVED_NO_COMMAND, REFUSED, USAGE, parse_args, request_of, usage_of
+from .gate_cli import (
+    APPROVED_NO_COMMAND,
+    FOLLOWED,
+    REFUSED,
+    USAGE,
+    parse_args,
+    request_of,
+    usage_of,
+)
 from .gate_run import SUMMARY_CHARS, environment, run
 from .gate_say import say, verdict
 from .gate_used import take, used
-
-_FOLLOW = 5
-"""How many approvals asked again before its command started a gate follows."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -99,7 +104,7 @@ async def _gate(
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     async with client:
-        for _ in range(_FOLLOW):
+        for _ in range(FOLLOWED):
             try:
                 answer = await ask(client, request, check, stop)
             finally:
@@ -122,7 +127,12 @@ async def _gate(
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.add_signal_handler(sig, stop.set)
         else:
-            say(f"signoff gate: its approval was asked again {_FOLLOW} times; giving up")
+            say(
+                f"signoff gate: its approval was asked again {FOLLOWED} times before the "
+                "command could start (other gates on its --idempotency-key saw what they "
+                "check change); the command was not run. Run the gate again to follow the "
+                "latest request once what it acts on has settled"
+            )
             return REFUSED
         if as_json:
             print(answer.model_dump_json(), flush=True)

@@ -23,6 +23,8 @@ REFUSED = 14
 CHECK_FAILED = 15
 LOST = 16
 USED = 17
+FOLLOWED = 5
+"""How many approvals asked again before its command started a gate follows."""
 EXIT_CODES = {
     APPROVED_NO_COMMAND: "approved (no command given)",
     USAGE: "usage error: bad arguments or settings, or a COMMAND that cannot be run",
@@ -32,7 +34,8 @@ EXIT_CODES = {
     UNREACHABLE: "could not reach Signoff: nothing is known to be decided; or approved, "
     "but Signoff could not be told the command starts: not run",
     REFUSED: "Signoff refused the request (token, channel, request unknown, its client at "
-    "its pending limit, or its key used for another request): not run",
+    "its pending limit, or its key used for another request), or its approval was asked "
+    f"again {FOLLOWED} times before the command could start: not run",
     CHECK_FAILED: "the --check command failed, or kept changing: the command did not run",
     LOST: "lost from Signoff's Redis before anyone approved: the command did not run",
     USED: "approved, but an earlier gate with this --idempotency-key started the command "
