@@ -38,7 +38,7 @@ from .gate_cli import (
     usage_of,
 )
 from .gate_run import SUMMARY_CHARS, environment, run
-from .gate_say import say, verdict
+from .gate_say import json_line, say, verdict
 from .gate_used import take, used
 
 
@@ -115,7 +115,7 @@ async def _gate(
             code = verdict(answer)
             if code is not None or not command:
                 if as_json:
-                    print(answer.model_dump_json(), flush=True)
+                    print(json_line(answer), flush=True)
                 return APPROVED_NO_COMMAND if code is None else code
             taken: int | str | None = used(answer)
             if taken is None:
@@ -135,7 +135,7 @@ async def _gate(
             )
             return REFUSED
         if as_json:
-            print(answer.model_dump_json(), flush=True)
+            print(json_line(answer), flush=True)
         if isinstance(taken, int):
             return taken
         started = time.monotonic()

@@ -147,6 +147,12 @@ _CONTROL = re.compile(
 )
 
 
+def json_line(view: RequestView) -> str:
+    """``view`` as one line of JSON, for ``--json``: what ``say`` escapes is written as a
+    JSON escape, the same value to a parser and inert on a terminal showing the line."""
+    return _CONTROL.sub(lambda c: f"\\u{ord(c.group()):04x}", view.model_dump_json())
+
+
 def _escaped(control: re.Match[str]) -> str:
     return control.group().encode("unicode_escape").decode("ascii")
 

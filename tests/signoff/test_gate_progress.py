@@ -238,3 +238,13 @@ def test_a_reason_cannot_read_reversed_in_a_log(capsys: pytest.CaptureFixture[st
     assert line.endswith(
         r": fine\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061cok"
     ), line
+
+
+def test_json_output_escapes_what_a_terminal_would_act_on() -> None:
+    """``--json`` writes bidirectional and C1 controls as JSON escapes: a parser reads the
+    reason as it was sent, a terminal showing the line cannot reorder or act on it."""
+    reason = "fine\u202e\u2066\x9b\u2028ok"
+    line = gate_say.json_line(_view(status="denied", decided_by="U0BOB", reason=reason))
+    assert line.isascii()
+    assert r'"reason":"fine\u202e\u2066\u009b\u2028ok"' in line
+    assert RequestView.model_validate_json(line).reason == reason
