@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -110,11 +111,15 @@ class NoteQueue:
                 await pipe.execute()
         return leased
 
-    async def hold(self, leased: LeasedNote, held_until: datetime, until: datetime) -> bool:
-        """Renew the lease on ``leased``, ending at ``held_until``, to ``until``: False when
-        the note was taken off or queued again since (nothing to renew)."""
-        key = self._keys.notes(self._keys.shard_of(leased.note.channel))
-        args: list[str | int] = [leased.member, to_ms(held_until), to_ms(until)]
+    async def hold(
+        self, notes: Sequence[LeasedNote], held_until: datetime, until: datetime
+    ) -> bool:
+        """Renew the leases on ``notes`` (of one channel, so one shard), ending at
+        ``held_until``, to ``until`` in one step: False when every one was taken off or
+        queued again since (nothing to renew)."""
+        key = self._keys.notes(self._keys.shard_of(notes[0].note.channel))
+        args: list[str | int] = [to_ms(held_until), to_ms(until)]
+        args += [leased.member for leased in notes]
         return bool(await self._client.eval("lease_hold", [key], args))
 
     async def done(self, leased: LeasedNote) -> None:

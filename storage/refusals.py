@@ -102,7 +102,7 @@ class RefusalQueue:
         """Renew the lease on refusal ``member`` of ``shard``, ending at ``leased_until``, to
         ``until``: False when it was told or queued again since (nothing to renew)."""
         keys = [self._keys.refusals(shard)]
-        args: list[str | int] = [member, to_ms(leased_until), to_ms(until)]
+        args: list[str | int] = [to_ms(leased_until), to_ms(until), member]
         return bool(await self._client.eval("lease_hold", keys, args))
 
     async def _drop(self, shard: int, member: str) -> None:

@@ -9,7 +9,7 @@ import dataclasses
 import logging
 import secrets
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from datetime import datetime, timedelta
 
 from bot.services import Services
@@ -121,7 +121,9 @@ async def _send_thread(services: Services, notes: list[LeasedNote]) -> int:
     refuses is dropped (or sent to its ``or_tell`` user instead)."""
     sent = 0
     stuck: BaseException | None = None
-    for leased in notes:
+    held = notes[0].leased_until  # claimed in one step: one lease, held as one
+    for at, claimed in enumerate(notes):
+        leased = dataclasses.replace(claimed, leased_until=held)
         note = leased.note
         if stuck is not None:
             await _later(services, note, stuck, member=leased.member)
@@ -129,7 +131,7 @@ async def _send_thread(services: Services, notes: list[LeasedNote]) -> int:
         if note.while_pending and not await _pending(services, note.while_pending):
             await services.storage.notes.done(leased)
             continue
-        failed = await _send(services, leased)
+        failed, held = await _send(services, leased, waiting=notes[at + 1 :])
         if failed is None:
             sent += 1
         elif passing(failed):
@@ -137,10 +139,13 @@ async def _send_thread(services: Services, notes: list[LeasedNote]) -> int:
     return sent
 
 
-async def _send(services: Services, leased: LeasedNote) -> BaseException | None:
-    """Post a leased note, holding its lease while Slack takes it, and take it off the
-    queue; one Slack did not take for a passing reason is queued again, one it refuses
-    goes to its ``or_tell`` user. What failed."""
+async def _send(
+    services: Services, leased: LeasedNote, *, waiting: Sequence[LeasedNote] = ()
+) -> tuple[BaseException | None, datetime]:
+    """Post a leased note, holding its lease and those of the thread's notes ``waiting``
+    on it while Slack takes it, and take it off the queue; one Slack did not take for a
+    passing reason is queued again, one it refuses goes to its ``or_tell`` user. What
+    failed, and where the leases were held to."""
     note = leased.note
     failure: BaseException | None = None
 
@@ -152,21 +157,21 @@ async def _send(services: Services, leased: LeasedNote) -> BaseException | None:
             failure = exc
 
     def renew(held: datetime, until: datetime) -> Awaitable[bool]:
-        return services.storage.notes.hold(leased, held, until)
+        return services.storage.notes.hold([leased, *waiting], held, until)
 
     held = await held_while(services, posting(), leased.leased_until, renew)
     as_held = dataclasses.replace(leased, leased_until=held)
     if failure is None:
         await _done(services, as_held)
-        return None
+        return None, held
     log.warning("note %s not posted: %s", note.id, why_failed(failure))
     if passing(failure):
         await _later(services, note, failure, member=leased.member)
-        return failure
+        return failure, held
     if note.or_tell is not None:
         await post_direct(services, note.or_tell, note.text)
     await _done(services, as_held)
-    return failure
+    return failure, held
 
 
 async def _done(services: Services, leased: LeasedNote) -> None:

@@ -1,10 +1,13 @@
--- Move member ARGV[1]'s lease on the sorted set KEYS[1] (a queue scored by when another
--- process may claim each entry) from its end ARGV[2] to ARGV[3], if ARGV[2] is still its
--- end: its claimer is still handing it to Slack (Slack slow, or a rate limit slept out),
--- so no other process claims it meanwhile. One taken off (done) or queued again is left as
--- it is. Returns 1 when moved.
-if redis.call('ZSCORE', KEYS[1], ARGV[1]) == ARGV[2] then
-  redis.call('ZADD', KEYS[1], 'XX', ARGV[3], ARGV[1])
-  return 1
+-- Move the leases of members ARGV[3..] on the sorted set KEYS[1] (a queue scored by when
+-- another process may claim each entry) from their end ARGV[1] to ARGV[2], each only if
+-- ARGV[1] is still its end: their claimer is still handing them to Slack (Slack slow, or
+-- a rate limit slept out), so no other process claims them meanwhile. One taken off
+-- (done) or queued again is left as it is. Returns how many moved.
+local moved = 0
+for i = 3, #ARGV do
+  if redis.call('ZSCORE', KEYS[1], ARGV[i]) == ARGV[1] then
+    redis.call('ZADD', KEYS[1], 'XX', ARGV[2], ARGV[i])
+    moved = moved + 1
+  end
 end
-return 0
+return moved

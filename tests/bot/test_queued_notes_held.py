@@ -57,3 +57,31 @@ async def test_notes_slack_is_slow_to_take_are_held_side_by_side_and_posted_once
     texts = sorted(p["text"] for p in bot.slack.called("chat.postMessage"))
     assert texts == ["in another", "in one thread"]
     assert await _scores(bot) == []
+
+
+async def test_the_notes_waiting_behind_a_slow_one_in_its_thread_are_held_and_keep_order(
+    make_bot: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While Slack is slow to take a thread's first note, its later ones wait on it, held
+    too: another process's scheduler neither posts them again nor before it."""
+    monkeypatch.setattr(holding, "POST_LEASE", timedelta(seconds=0.3))  # held every 0.1 s
+    bot: Harness = await make_bot()
+    bot.slack.down = True
+    for text in ("first", "second", "third"):
+        await post_mrkdwn(bot.services, channel=CHANNEL, thread_ts="1.1", text=text)
+    bot.slack.down = False
+    slow = bot.slack.held["chat.postMessage"] = asyncio.Event()
+    bot.clock.advance(POST_LEASE + timedelta(seconds=1))
+    claimed = to_ms(bot.clock.now() + POST_LEASE)
+    posting = asyncio.create_task(Scheduler(bot.services).tick())
+    await _until(bot, lambda scores: scores == [claimed] * 3)
+    bot.clock.advance(POST_LEASE + timedelta(seconds=1))  # past the lease it claimed
+    now = to_ms(bot.clock.now())
+    await _until(bot, lambda scores: max(scores) > now)  # the first one held
+    assert all(score > now for score in await _scores(bot))  # and those waiting on it
+    await asyncio.wait_for(Scheduler(bot.services).tick(), 10)  # another process's
+    slow.set()
+    await posting
+    texts = [p["text"] for p in bot.slack.called("chat.postMessage")]
+    assert texts == ["first", "second", "third"]
+    assert await _scores(bot) == []

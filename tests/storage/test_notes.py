@@ -70,18 +70,27 @@ async def test_a_note_its_first_caller_never_posted_is_handed_out_when_its_hold_
     assert due.note.text == "n1"
 
 
-async def test_a_note_held_by_its_poster_is_not_claimed_and_is_taken_off_once_posted(
+async def test_the_notes_of_a_thread_held_by_their_poster_are_not_claimed_until_handled(
     storage: Storage,
 ) -> None:
-    """Its poster renews the lease it was given while Slack is slow; a renewal of a lease
-    that is no longer its own (posted, or queued again) changes nothing."""
-    await storage.notes.later(note(1), at=later(seconds=30))
+    """Their poster renews, in one step, the leases of the note it posts and of those
+    waiting on it while Slack is slow; a note no longer leased to it (posted, or queued
+    again) is left as it is."""
+    for n in (1, 2, 3):
+        await storage.notes.later(note(n), at=later(seconds=30))
     lease = timedelta(seconds=30)
-    [leased] = await storage.notes.claim(later(seconds=30), lease=lease)
-    renewed = leased.leased_until + lease
-    assert not await storage.notes.hold(leased, later(), renewed)  # not its lease
-    assert await storage.notes.hold(leased, leased.leased_until, renewed)
-    assert await storage.notes.claim(leased.leased_until) == []  # held past that
-    await storage.notes.done(replace(leased, leased_until=renewed))
-    assert await storage.notes.claim(renewed + timedelta(hours=1)) == []
-    assert not await storage.notes.hold(leased, renewed, renewed + lease)
+    claimed = await storage.notes.claim(later(seconds=30), lease=lease)
+    first, second, third = claimed
+    held, renewed = first.leased_until, first.leased_until + lease
+    assert not await storage.notes.hold(claimed, later(), renewed)  # not their lease
+    await storage.notes.later(third.note, at=later(seconds=31), member=third.member)
+    assert await storage.notes.hold(claimed, held, renewed)
+    [again] = await storage.notes.claim(held)  # the others are held past that
+    assert again.note.text == "n3"
+    await storage.notes.done(replace(first, leased_until=renewed))
+    assert await storage.notes.hold([first, second], renewed, renewed + lease)
+    await storage.notes.done(replace(second, leased_until=renewed + lease))
+    assert not await storage.notes.hold([first, second], renewed + lease, renewed + lease * 2)
+    assert await storage.notes.claim(renewed + timedelta(hours=1)) == [
+        replace(again, leased_until=renewed + timedelta(hours=1, seconds=30))
+    ]
