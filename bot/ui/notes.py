@@ -142,10 +142,10 @@ async def _send_thread(services: Services, notes: list[LeasedNote]) -> int:
 async def _send(
     services: Services, leased: LeasedNote, *, waiting: Sequence[LeasedNote] = ()
 ) -> tuple[BaseException | None, datetime]:
-    """Post a leased note, holding its lease and those of the thread's notes ``waiting``
-    on it while Slack takes it, and take it off the queue; one Slack did not take for a
-    passing reason is queued again, one it refuses goes to its ``or_tell`` user. What
-    failed, and where the leases were held to."""
+    """Post a leased note and take it off the queue; one Slack did not take for a passing
+    reason is queued again, one it refuses goes to its ``or_tell`` user. Its lease, and
+    those of the thread's notes ``waiting`` on it, are held meanwhile. What failed, and
+    where the leases were held to."""
     note = leased.note
     failure: BaseException | None = None
 
@@ -155,22 +155,18 @@ async def _send(
             await send_mrkdwn(services, note.channel, note.thread_ts, note.text)
         except SLACK_FAILURES as exc:
             failure = exc
+            log.warning("note %s not posted: %s", note.id, why_failed(exc))
+        if failure is not None and not passing(failure) and note.or_tell is not None:
+            await post_direct(services, note.or_tell, note.text)
 
     def renew(held: datetime, until: datetime) -> Awaitable[bool]:
         return services.storage.notes.hold([leased, *waiting], held, until)
 
     held = await held_while(services, posting(), leased.leased_until, renew)
-    as_held = dataclasses.replace(leased, leased_until=held)
-    if failure is None:
-        await _done(services, as_held)
-        return None, held
-    log.warning("note %s not posted: %s", note.id, why_failed(failure))
-    if passing(failure):
+    if failure is not None and passing(failure):
         await _later(services, note, failure, member=leased.member)
-        return failure, held
-    if note.or_tell is not None:
-        await post_direct(services, note.or_tell, note.text)
-    await _done(services, as_held)
+    else:
+        await _done(services, dataclasses.replace(leased, leased_until=held))
     return failure, held
 
 

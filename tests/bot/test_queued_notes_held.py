@@ -9,7 +9,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from harness import CHANNEL, Harness
+from harness import CAROL, CHANNEL, Harness
 
 from bot.schedule.scheduler import Scheduler
 from bot.ui import holding
@@ -84,4 +84,31 @@ async def test_the_notes_waiting_behind_a_slow_one_in_its_thread_are_held_and_ke
     await posting
     texts = [p["text"] for p in bot.slack.called("chat.postMessage")]
     assert texts == ["first", "second", "third"]
+    assert await _scores(bot) == []
+
+
+async def test_a_note_slack_refuses_is_held_while_its_requester_is_told_by_dm(
+    make_bot: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Slack refuses a queued note for good (the app left the channel) and is slow to open
+    the requester's DM: the note stays held meanwhile, so they are told once."""
+    monkeypatch.setattr(holding, "POST_LEASE", timedelta(seconds=0.3))  # held every 0.1 s
+    bot: Harness = await make_bot()
+    bot.slack.down = True
+    await post_mrkdwn(bot.services, channel="C0LEFT", thread_ts="1.1", text="done", or_tell=CAROL)
+    bot.slack.down = False
+    bot.slack.not_in.add("C0LEFT")
+    slow = bot.slack.held["conversations.open"] = asyncio.Event()
+    bot.clock.advance(POST_LEASE + timedelta(seconds=1))
+    tried = len(bot.slack.failed)
+    posting = asyncio.create_task(Scheduler(bot.services).tick())
+    await bot.slack.wait_for(lambda: len(bot.slack.failed) > tried, what="the note refused")
+    bot.clock.advance(POST_LEASE + timedelta(seconds=1))  # past the lease it claimed
+    now = to_ms(bot.clock.now())
+    await _until(bot, lambda scores: scores[0] > now)  # held while its DM is opened
+    await asyncio.wait_for(Scheduler(bot.services).tick(), 10)  # another process's
+    slow.set()
+    await posting
+    assert len(bot.slack.called("conversations.open")) == 1
+    assert [p["text"] for p in bot.slack.called("chat.postMessage")] == ["done"]
     assert await _scores(bot) == []
