@@ -125,12 +125,12 @@ async def test_how_a_run_ended_is_posted_once_slack_answers_again(
     once, when Slack is back."""
     bot: Harness = await make_bot()
     notes = bot.services.storage.notes
-    queued, later, texts_queued = asyncio.Condition(), notes.later, []
+    queued, later, made = asyncio.Condition(), notes.later, []
 
     async def later_and_tell(note: Note, *, at: datetime, member: str | None = None) -> None:
         await later(note, at=at, member=member)
         async with queued:
-            texts_queued.append(note.text)
+            made.append(note)
             queued.notify_all()
 
     monkeypatch.setattr(notes, "later", later_and_tell)
@@ -138,7 +138,7 @@ async def test_how_a_run_ended_is_posted_once_slack_answers_again(
     bot.slack.down = True
     await bot.click(ids.APPROVE, value, user=ALICE)
     async with queued, asyncio.timeout(5):
-        await queued.wait_for(lambda: len(texts_queued) == 3)
+        await queued.wait_for(lambda: len(made) == 3)
     assert await _queued_notes(bot) == 3 and bot.thread() == []
     bot.slack.down = False
 
@@ -148,10 +148,12 @@ async def test_how_a_run_ended_is_posted_once_slack_answers_again(
     for _ in range(2):
         bot.clock.advance(timedelta(seconds=31))
         await scheduler.tick()
-    assert bot.thread() == texts_queued  # in the order they were queued
-    # The decision's note is queued in the background, so the run's may be queued first.
-    [decided] = [t for t in texts_queued if "Approved by" in t]
-    tool, end = [t for t in texts_queued if t != decided]
+    # The decision's note is made in the background, so the run's may be made, or
+    # queued, first: they are posted in the order they were made.
+    texts_made = [note.text for note in sorted(made, key=lambda note: note.id)]
+    assert bot.thread() == texts_made
+    [decided] = [t for t in texts_made if "Approved by" in t]
+    tool, end = [t for t in texts_made if t != decided]
     assert tool.startswith("delete_files:") and end.startswith("Finished:")
     assert await _queued_notes(bot) == 0
 
