@@ -7,10 +7,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import urllib.parse
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
-from fakes import FakeSlack, click_payload, command_body
+from fakes import FakeSlack, click_payload, command_body, submit_payload
 from harness import ALICE, CAROL, CHANNEL
 from socket_bot import SocketBot
 
@@ -186,40 +187,80 @@ async def test_an_envelope_whose_id_is_malformed_is_acked_not_acted_on_and_not_b
     assert len(slack.called("chat.postMessage")) == 1
 
 
+class _Held:
+    """An async callable that holds each call until ``release`` is set; ``calls`` lists the
+    arguments of each, ``reached`` is set by the first."""
+
+    def __init__(self, call: Callable[..., Awaitable[Any]]) -> None:
+        self.call, self.calls = call, list[tuple[Any, ...]]()
+        self.reached, self.release = asyncio.Event(), asyncio.Event()
+
+    async def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        self.calls.append(args)
+        self.reached.set()
+        await self.release.wait()
+        return await self.call(*args, **kwargs)
+
+
+async def _sent_again_while_in_hand(
+    sb: SocketBot, payload: dict[str, Any], *, kind: str, held: _Held
+) -> list[dict[str, Any]]:
+    """Deliver ``payload`` in an envelope, and again once its first copy reaches ``held``;
+    release the first once the copy is in the handler too. Both acks, in order."""
+    slack = sb.bot.slack
+    listeners = sb.handler.client.socket_mode_request_listeners
+    [handle], copy_in = listeners, asyncio.Event()
+
+    async def handle_copy(client: Any, req: Any) -> None:
+        if held.reached.is_set():
+            copy_in.set()
+        await handle(client, req)
+
+    listeners[:] = [handle_copy]
+    sent = await slack.deliver(payload, kind=kind)
+    await asyncio.wait_for(held.reached.wait(), 5)
+    await slack.deliver(payload, kind=kind, envelope_id=sent)
+    await asyncio.wait_for(copy_in.wait(), 5)
+    held.release.set()
+
+    def acks() -> list[dict[str, Any]]:
+        return [a for a in slack.socket_acks if a.get("envelope_id") == sent]
+
+    await slack.wait_for(lambda: len(acks()) == 2, what="both acks")
+    return acks()
+
+
 async def test_an_envelope_sent_again_while_in_hand_is_acked_with_the_first_reply(
     socket_bot: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``/signoff`` arrives again while its pending list is still read: the copy's ack
     carries the same list (Slack shows the first ack it gets), and the list is read once."""
     sb: SocketBot = await socket_bot()
-    slack, queries = sb.bot.slack, sb.bot.services.storage.queries
-    reading, release = asyncio.Event(), asyncio.Event()
-    read, reads = queries.pending_for_user, []
-
-    async def slow_read(*args: Any, **kwargs: Any) -> Any:
-        reads.append(args)
-        reading.set()
-        await release.wait()
-        return await read(*args, **kwargs)
-
-    monkeypatch.setattr(queries, "pending_for_user", slow_read)
-    listeners = sb.handler.client.socket_mode_request_listeners
-    [handle], copy_in = listeners, asyncio.Event()
-
-    async def handle_copy(client: Any, req: Any) -> None:
-        if reading.is_set():
-            copy_in.set()
-        await handle(client, req)
-
-    listeners[:] = [handle_copy]
-    payload = _run_command("")
-    sent = await slack.deliver(payload, kind="slash_commands")
-    await asyncio.wait_for(reading.wait(), 5)
-    await slack.deliver(payload, kind="slash_commands", envelope_id=sent)
-    await asyncio.wait_for(copy_in.wait(), 5)
-    release.set()
-    await slack.wait_for(lambda: len(_replies(slack, sent)) == 2, what="both acks")
-    first, again = _replies(slack, sent)
-    assert first is not None and "waiting" in first.lower()
+    queries = sb.bot.services.storage.queries
+    held = _Held(queries.pending_for_user)
+    monkeypatch.setattr(queries, "pending_for_user", held)
+    acks = await _sent_again_while_in_hand(sb, _run_command(""), kind="slash_commands", held=held)
+    first, again = (ack.get("payload") for ack in acks)
     assert again == first
-    assert len(reads) == 1
+    assert first is not None and "waiting" in first["text"].lower()
+    assert len(held.calls) == 1
+
+
+async def test_a_form_sent_again_while_in_hand_is_acked_with_the_first_errors(
+    socket_bot: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Reply form left blank arrives again while its request is still read: the copy's
+    ack carries the same errors, shown in the form, and the form is judged once."""
+    sb: SocketBot = await socket_bot()
+    value = await sb.bot.start()
+    queries = sb.bot.services.storage.queries
+    held = _Held(queries.get)
+    monkeypatch.setattr(queries, "get", held)
+    blank = submit_payload(callback_id=ids.REPLY_VIEW, metadata=value, user=ALICE, text=" ")
+    acks = await _sent_again_while_in_hand(sb, blank, kind="interactive", held=held)
+    errors = {
+        "response_action": "errors",
+        "errors": {ids.INPUT_BLOCK: "Write the reply the agent should receive."},
+    }
+    assert [ack.get("payload") for ack in acks] == [errors, errors]
+    assert held.calls == [(sb.bot.record_id(value),)]
