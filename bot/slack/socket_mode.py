@@ -127,7 +127,7 @@ class TimedSocketModeHandler(AsyncSocketModeHandler):
         self._answering[req.envelope_id] = answer
         try:
             if await self._to_act_on(req):
-                ack = ack_of(req, await run_async_bolt_app(self.app, req))
+                ack = _ack_of(req, await run_async_bolt_app(self.app, req))
             else:
                 log.info("envelope %s was received before: acked, not acted on", req.envelope_id)
                 ack = bare
@@ -157,7 +157,7 @@ class TimedSocketModeHandler(AsyncSocketModeHandler):
         await self.close_async()  # type: ignore[no-untyped-call]
 
 
-def ack_of(req: SocketModeRequest, response: BoltResponse) -> SocketModeResponse | None:
+def _ack_of(req: SocketModeRequest, response: BoltResponse) -> SocketModeResponse | None:
     """The ack Bolt's Socket Mode adapter sends for ``response``: its JSON body as the
     payload, other text as ``text``; None when Bolt failed (it acks only a 200)."""
     if response.status != 200:
