@@ -13,10 +13,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 from genkit import ActionKind, Genkit
 
+from agent_runtime.edit_checks import check_model
 from agent_runtime.errors import UsageError
 from agent_runtime.messages import JSONValue
-
-from .edits import check_model
 
 
 def check_tools(ai: Genkit, tools: Sequence[str]) -> None:

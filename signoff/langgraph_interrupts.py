@@ -14,12 +14,13 @@ from typing import Any, TypeGuard
 import pydantic
 from langchain_core.messages import AIMessage
 
+from agent_runtime.edit_checks import check_model
 from agent_runtime.errors import UsageError
 from agent_runtime.interrupts import DECISION_TYPES, DecisionType, Interrupt
 from agent_runtime.messages import JSONValue, ToolCall
 from agent_runtime.results import json_safe
 
-from .edits import check_model, check_schema
+from .edits import check_schema
 
 APPROVAL_SHAPE = "tool_approval"
 PREFIX = "lg_"
