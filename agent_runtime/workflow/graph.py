@@ -8,7 +8,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
+import pydantic
+
 from ..agent import Agent
+from ..edit_checks import check_model
 from ..errors import UsageError
 from ..hooks import HookCallback, HookProvider, HookRegistry
 from ..interrupts import DecisionType
@@ -33,7 +36,10 @@ class Workflow(Runnable):
     edge ends the run. Without ``edges`` the nodes run in the order given. A
     ``BeforeNodeCall`` hook may interrupt, cancel (the run ends ``cancelled``) or replace
     ``event.input``. The state is saved to ``session_store`` after every node, so any
-    process holding the same workflow and store can resume it.
+    process holding the same workflow and store can resume it. ``input_models`` gives a
+    guarded node's input as its approvers edit it (a dict input's keys, ``input`` for any
+    other) a pydantic model: its Edit form is built from the model, and an edit that
+    does not fit it is refused; a node without one is edited as JSON.
     """
 
     def __init__(
@@ -44,6 +50,7 @@ class Workflow(Runnable):
         start: str | None = None,
         hooks: Iterable[HookCallback[Any] | HookProvider] = (),
         interrupt_before: InterruptBefore | None = None,
+        input_models: Mapping[str, type[pydantic.BaseModel]] | None = None,
         session_store: SessionStore | None = None,
         name: str = "workflow",
         max_steps: int = 50,
@@ -73,6 +80,15 @@ class Workflow(Runnable):
                 f"interrupt_before names nodes this workflow lacks: {sorted(unguarded)}; "
                 f"its nodes are {names}"
             )
+        self.input_models = dict(input_models or {})
+        modelled = set(self.input_models) - set(rules)
+        if modelled:
+            raise UsageError(
+                f"input_models names nodes interrupt_before does not guard: {sorted(modelled)}"
+            )
+        for node_name, model in self.input_models.items():
+            if not (isinstance(model, type) and issubclass(model, pydantic.BaseModel)):
+                raise UsageError(f"input_models[{node_name!r}] must be a pydantic model class")
         self.hooks = HookRegistry()
         if rules:
             self.hooks.add(NodeApprovalPolicy(rules))
@@ -112,12 +128,20 @@ class Workflow(Runnable):
         return frozenset(self.nodes) | frozenset(self.tools)
 
     def check_edit(self, call: ToolCall, args: dict[str, JSONValue]) -> None:
-        """Refuse edited arguments that do not fit the agent node's tool ``call`` names, as
-        ``Agent.check_edit`` does (a node's own input is checked when it resumes)."""
-        check_edit(self.tools, call, args)
+        """Refuse edited arguments that do not fit the node's input model, or the agent
+        node's tool ``call`` names, as ``Agent.check_edit`` does."""
+        model = self.input_models.get(call.name)
+        if model is not None:
+            check_model(call.name, pydantic.TypeAdapter(model), args)
+        else:
+            check_edit(self.tools, call, args)
 
     def tool_schema(self, name: str) -> dict[str, JSONValue] | None:
-        """An agent node's tool's (a node's own input has no schema: edited as JSON)."""
+        """A guarded node's input model's, or an agent node's tool's (a node without an
+        input model has no schema: edited as JSON)."""
+        model = self.input_models.get(name)
+        if model is not None:
+            return model.model_json_schema()
         tool = self.tools.get(name)
         return tool.input_schema if tool is not None else None
 

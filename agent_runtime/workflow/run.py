@@ -12,8 +12,11 @@ import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Protocol
 
+import pydantic
+
 from ..agent import Agent
 from ..asking import InterruptPoint
+from ..edit_checks import check_model
 from ..errors import ResumeError
 from ..events import AfterInvocation, AfterNodeCall, BeforeInvocation, BeforeNodeCall, Interrupted
 from ..hooks import HookRegistry
@@ -43,6 +46,8 @@ class WorkflowParts(Protocol):
     def session_store(self) -> SessionStore: ...
     @property
     def max_steps(self) -> int: ...
+    @property
+    def input_models(self) -> Mapping[str, type[pydantic.BaseModel]]: ...
 
     def next_node(self, node: str, output: JSONValue) -> str | None:
         """The node to run after ``node`` produced ``output``; None when the run is over."""
@@ -118,6 +123,9 @@ class WorkflowRun:
                 raise ResumeError(
                     f"node {self.state.node} takes a single input: edit it as {{'input': ...}}"
                 )
+            model = self.workflow.input_models.get(call.name)
+            if model is not None:
+                check_model(call.name, pydantic.TypeAdapter(model), args)
             return
         node = self.workflow.nodes.get(self.state.node or "")
         if isinstance(node, Agent):

@@ -1,6 +1,7 @@
 """Which form the Edit modal shows: the fields of the tool's input schema (as its agent
-tells it, an adapted framework's too), or of a job's editable params; None means the
-arguments are edited as JSON (a workflow node's input, a tool of unknown schema)."""
+tells it, an adapted framework's too), of a workflow node's input model, or of a job's
+editable params; None means the arguments are edited as JSON (a workflow node without an
+input model, a tool of unknown schema)."""
 
 from __future__ import annotations
 
@@ -92,10 +93,12 @@ def _runnable(services: Services, record: InterruptRecord) -> Runnable | None:
 
 def _tool(services: Services, record: InterruptRecord) -> type[pydantic.BaseModel] | None:
     """The input model of the tool ``record`` asks about, when its agent is an ``Agent`` (or
-    a ``Workflow`` with an agent node that has it)."""
+    a ``Workflow`` with an agent node that has it), or of the workflow node it asks about."""
     call = record.runtime_interrupt.tool_call
     agent = _runnable(services, record)
     if call is None or not isinstance(agent, Agent | Workflow):
         return None
+    if isinstance(agent, Workflow) and call.name in agent.input_models:
+        return agent.input_models[call.name]
     tool = agent.tools.get(call.name)
     return tool.input_model if tool is not None else None
