@@ -39,7 +39,7 @@ from .gate_cli import (
 )
 from .gate_run import SUMMARY_CHARS, environment, run
 from .gate_say import json_line, say, verdict
-from .gate_used import take, used
+from .gate_used import ASK_AFRESH, take, used
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -127,12 +127,14 @@ async def _gate(
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.add_signal_handler(sig, stop.set)
         else:
+            # A retry on this key starts again from its first request, as each round here
+            # did; a new key asks afresh.
             say(
                 f"signoff gate: its approval was asked again {FOLLOWED} times before the "
                 "command could start (other gates on its --idempotency-key saw what they "
-                "check change); the command was not run. Run the gate again to follow the "
-                "latest request once what it acts on has settled"
+                "check change); the command was not run"
             )
+            say(ASK_AFRESH)
             return REFUSED
         if as_json:
             print(json_line(answer), flush=True)

@@ -13,7 +13,7 @@ from .client import Client, RequestRefused, SignoffError
 from .gate_cli import REFUSED, UNREACHABLE, USED
 from .gate_say import say
 
-_ASK_AFRESH = "signoff gate: to ask for a new approval, give a new --idempotency-key"
+ASK_AFRESH = "signoff gate: to ask for a new approval, give a new --idempotency-key"
 
 
 async def take(client: Client, view: RequestView) -> int | str | None:
@@ -55,7 +55,7 @@ def used(view: RequestView) -> int | None:
             f"{how}{took}; not run again: {card}"
         )
         say(f"signoff gate: exiting {outcome.exit_status % 256}, as that run did")
-        say(_ASK_AFRESH)
+        say(ASK_AFRESH)
         return outcome.exit_status % 256
     if outcome is not None:
         say(
@@ -70,7 +70,7 @@ def used(view: RequestView) -> int | None:
         )
     else:
         return None
-    say(_ASK_AFRESH)
+    say(ASK_AFRESH)
     return USED
 
 

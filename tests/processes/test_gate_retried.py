@@ -14,12 +14,33 @@ from procs import ALICE, BOB, GENERAL
 
 from bot.api.schemas import NewRequest
 from bot.ui import ids
+from sandbox.entities import Message
 from signoff import Client
-from signoff.gate_cli import CHECK_FAILED, USED
+from signoff.gate_cli import CHECK_FAILED, EXIT_CODES, FOLLOWED, REFUSED, USED
 from storage import connect
 from storage.requests import Param
 
 KEY = ("--idempotency-key", "cleanup-2026-11-28")
+
+
+async def _said_until(gate: asyncio.subprocess.Process, text: bytes) -> list[bytes]:
+    """The gate's lines on stderr up to the first that says ``text``."""
+    assert gate.stderr is not None
+    said: list[bytes] = []
+    while not said or text not in said[-1]:
+        said.append(await asyncio.wait_for(gate.stderr.readline(), 30))
+        assert said[-1], said
+    return said
+
+
+async def _asking_again(stack: Stack, card: Message, count: int) -> Message:
+    """The ``count``-th card in ``card``'s thread asking again for an approval."""
+    ws = stack.sandbox.workspace
+    cards = await stack.sandbox.wait_for(
+        lambda: [m for m in ws.replies(GENERAL, card.ts)[1:] if m.blocks][count - 1 :] or None,
+        within=15,
+    )
+    return cards[0]
 
 
 async def _events(stack: Stack) -> list[str]:
@@ -214,3 +235,58 @@ async def test_a_gate_whose_approval_is_asked_again_before_it_starts_follows_tha
     assert gate.returncode == 0, err
     assert stack.marks.read_text() == f"{ALICE} limit=42\n"
     assert (await _events(stack)).count("started") == 1
+
+
+async def test_a_gate_whose_approval_is_asked_again_time_after_time_gives_up_running_nothing(
+    stack: Stack, tmp_path: Path
+) -> None:
+    """Each approval it waits on is asked again before its start is taken: it follows,
+    FOLLOWED times, then exits 14 saying the command was not run and how to go on; that
+    advice, a new key, asks afresh and runs the command once approved."""
+    volumes, hold, checking = (tmp_path / name for name in ("volumes", "hold", "checking"))
+    listed = "vol-a 10G\n"
+    volumes.write_text(listed)
+    check = (
+        f"cat {volumes}; if [ -e {hold} ]; then touch {checking}; fi; "
+        f"while [ -e {hold} ]; do sleep 0.05; done"
+    )
+    gate = await stack.gate(*KEY, "--check", check)
+    async with Client(stack.env["SIGNOFF_URL"], stack.env["SIGNOFF_TOKEN"]) as client:
+        for asked in range(FOLLOWED):
+            waiting = (await _said_until(gate, b"waiting for approval"))[-1]
+            if asked == 0:
+                card = shown = await stack.card()
+            else:
+                shown = await _asking_again(stack, card, asked)
+            hold.touch()  # its check once approved waits while the approval is asked again
+            await stack.click(shown, ids.APPROVE)
+            assert await stack.sandbox.wait_for(lambda: checking.exists() or None, within=15)
+            asking = NewRequest(
+                title="Delete 42 stale volumes",
+                channel=GENERAL,
+                approvers=[ALICE, BOB],
+                params=[Param(name="limit", type="integer", value=42, editable=True)],
+                acts_on=listed,
+                supersedes=waiting.split()[3].decode(),
+                idempotency_key=f"asked-again-{asked}",
+            )
+            await client.create(asking)
+            checking.unlink()
+            hold.unlink()
+
+    _, err = await asyncio.wait_for(gate.communicate(), 30)
+    said = err.decode()
+    assert gate.returncode == REFUSED, said
+    assert f"its approval was asked again {FOLLOWED} times before the command could start" in said
+    assert "the command was not run" in said
+    assert "to ask for a new approval, give a new --idempotency-key" in said
+    assert f"asked again {FOLLOWED} times" in EXIT_CODES[REFUSED]
+    assert not stack.marks.exists()
+    assert "started" not in await _events(stack)
+
+    fresh = await stack.gate("--idempotency-key", "cleanup-2026-11-28-again", "--check", check)
+    await stack.waiting(fresh)
+    await stack.click(await stack.card(2), ids.APPROVE)
+    _, err = await asyncio.wait_for(fresh.communicate(), 30)
+    assert fresh.returncode == 0, err
+    assert stack.marks.read_text() == f"{ALICE} limit=42\n"

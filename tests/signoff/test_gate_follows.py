@@ -45,5 +45,5 @@ async def test_a_gate_asked_again_time_after_time_gives_up_and_runs_nothing(
     assert not ran.exists()
     said = capsys.readouterr().err
     assert f"its approval was asked again {FOLLOWED} times before the command could start" in said
-    assert "the command was not run" in said and "Run the gate again" in said
+    assert "the command was not run" in said and "give a new --idempotency-key" in said
     assert f"asked again {FOLLOWED} times" in EXIT_CODES[REFUSED]
