@@ -208,3 +208,18 @@ async def test_a_param_an_approver_edits_on_the_card_reaches_the_command(stack: 
     _, err = await asyncio.wait_for(gate.communicate(), 30)
     assert gate.returncode == 0, err
     assert stack.marks.read_text() == f"{BOB} limit=7\n"
+
+
+async def test_json_output_writes_bidirectional_controls_as_escapes(stack: Stack) -> None:
+    """A terminal or log showing ``--json`` cannot reorder what the job sent: each
+    bidirectional control is a JSON escape, read back by a parser as it was sent."""
+    title = "Delete 42 stale volumes\u202e\u2066 of vol-b\u2069\u202c"
+    gate = await stack.gate("--json", "--title", title, command=None)
+    await stack.waiting(gate)
+    await stack.click(await stack.card(), ids.APPROVE)
+    out, err = await asyncio.wait_for(gate.communicate(), 30)
+    assert gate.returncode == 0, err
+    [decision] = out.decode().splitlines()
+    assert r'"title":"Delete 42 stale volumes\u202e\u2066 of vol-b\u2069\u202c"' in decision
+    assert not re.search("[\u202a-\u202e\u2066-\u2069]", decision), decision
+    assert json.loads(decision)["title"] == title
