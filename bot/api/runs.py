@@ -140,15 +140,15 @@ def add_runs_routes(
         try:
             found = await services.registry.thread_status(agent, thread_id)
         except (UsageError, AgentBuildError) as exc:  # its build failed: JSON, not a text page
-            log.exception("status of %s not read", thread_id)
+            log.exception("status of %s not read", quoted_id(thread_id))
             return _error(500, f"{exc}; see the bot's log")
         except InvalidIdError:
             found = None
         except CorruptRecordError as exc:  # asking again will not help: not a 503
-            log.error("status of %s not read: %s", thread_id, exc)
+            log.error("status of %s not read: %s", quoted_id(thread_id), exc)
             return _error(500, "the run's stored state is damaged; see the bot's log")
         except StorageError as exc:
-            log.error("status of %s not read: %s", thread_id, exc)
+            log.error("status of %s not read: %s", quoted_id(thread_id), exc)
             return _error(503, "storage is unavailable; try again")
         if found is None:
             return _error(404, f"no run of {agent} in thread {quoted_id(thread_id)}")

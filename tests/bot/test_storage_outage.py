@@ -24,6 +24,7 @@ from bot.ui.refusals import LIST_DOWN, STORAGE_DOWN, UNCONFIRMED
 from signoff import Client, NewRequest
 from storage import EmbeddedRedis, Storage
 from storage.errors import StorageError
+from storage.ids import quoted_id
 
 API_TOKEN = "api-token-for-the-outage-test"
 
@@ -108,9 +109,12 @@ async def test_a_modal_decision_while_redis_is_down_shows_the_problem_in_the_mod
 
 
 async def test_the_runs_api_answers_503_while_redis_is_down_and_starts_nothing(
-    make_bot: Any, server: EmbeddedRedis
+    make_bot: Any, server: EmbeddedRedis, caplog: pytest.LogCaptureFixture
 ) -> None:
+    """Its log says which thread's status was not read, quoting no more of the caller's
+    id (up to 512 characters) than its errors do."""
     bot: Harness = await make_bot()
+    thread_id = "/".join(["t" * 127] * 4)
     app = operator_app(bot.services, api_token=SecretStr(API_TOKEN))
     api = TestServer(app, host="127.0.0.1", port=0)
     await api.start_server()
@@ -121,8 +125,12 @@ async def test_the_runs_api_answers_503_while_redis_is_down_and_starts_nothing(
             server.stop()
             async with http.post(RUNS_PATH, json=start, headers=headers) as r:
                 assert r.status == 503 and "nothing was started" in (await r.json())["error"]
-            async with http.get(f"{RUNS_PATH}/cleanup/thread_1", headers=headers) as r:
+            sent = thread_id.replace("/", "%2F")
+            async with http.get(f"{RUNS_PATH}/cleanup/{sent}", headers=headers) as r:
                 assert r.status == 503
+            [logged] = [r.getMessage() for r in caplog.records if r.msg.startswith("status of")]
+            assert logged.startswith(f"status of {quoted_id(thread_id)} not read: "), logged
+            assert "t" * 41 not in logged
             assert bot.slack.called("chat.postMessage") == []
 
             server.start()
