@@ -31,11 +31,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import pydantic
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.graph import END
 from langgraph.types import Command
 
-from agent_runtime.errors import ResumeError
+from agent_runtime.edit_checks import check_model
+from agent_runtime.errors import ResumeError, UsageError
 from agent_runtime.interrupts import Interrupt, InterruptResponse
 from agent_runtime.messages import JSONValue, ToolCall
 from agent_runtime.results import AgentResult
@@ -84,6 +86,9 @@ class LangGraphAgent(Runnable):
     input; ``output`` turns its final state into the run's last message; ``close`` is
     awaited once when the bot stops. A LangChain agent whose human-in-the-loop
     ``interrupt_on`` names a tool it lacks is refused here (``check_interrupt_on``).
+    ``input_models`` gives the approvals another graph raises (by the name each gives) a
+    pydantic model of their arguments: their Edit form is built from it, and an edit
+    that does not fit it is refused; a LangChain agent's tools have their own.
     """
 
     def __init__(
@@ -94,9 +99,19 @@ class LangGraphAgent(Runnable):
         output: Callable[[Mapping[str, Any]], str] = _default_output,
         session_store: SessionStore | None = None,
         close: Callable[[], Awaitable[object]] | None = None,
+        input_models: Mapping[str, type[pydantic.BaseModel]] | None = None,
     ) -> None:
         check_interrupt_on(graph)
         self._tools = langchain_tools(graph)
+        self._input_models = dict(input_models or {})
+        for name, model in self._input_models.items():
+            if not (isinstance(model, type) and issubclass(model, pydantic.BaseModel)):
+                raise UsageError(f"input_models[{name!r}] must be a pydantic model class")
+            if self._tools is not None and name in self._tools:
+                raise UsageError(
+                    f"input_models[{name!r}]: {name} is a tool of this LangChain agent, "
+                    "whose edits are checked against its own schema"
+                )
         self.graph = graph
         self.make_input = input
         self.make_output = output
@@ -120,13 +135,20 @@ class LangGraphAgent(Runnable):
         return tool_node_tools(self.graph)
 
     def check_edit(self, call: ToolCall, args: dict[str, JSONValue]) -> None:
-        """Refuse edited arguments that do not fit a LangChain agent's tool ``call`` names."""
-        if self._tools is not None:
+        """Refuse edited arguments that do not fit the input model of the approval ``call``
+        names, or the LangChain agent's tool it names."""
+        model = self._input_models.get(call.name)
+        if model is not None:
+            check_model(call.name, pydantic.TypeAdapter(model), args)
+        elif self._tools is not None:
             check_edit(self._tools, call, args)
 
     def tool_schema(self, name: str) -> dict[str, JSONValue] | None:
-        """A LangChain agent's tool's arguments (another graph's approvals name what they
-        like: edited as JSON)."""
+        """The input model's schema of approval ``name``, or a LangChain agent's tool's
+        arguments' (another approval names what it likes: edited as JSON)."""
+        model = self._input_models.get(name)
+        if model is not None:
+            return model.model_json_schema()
         return tool_schema(self._tools, name) if self._tools is not None else None
 
     def invocation(self, thread_id: str) -> _GraphInvocation:

@@ -3,16 +3,17 @@ JSON schema makes, as Signoff's own tools do: a select for a ``Literal``, a numb
 for an ``int``; the form's edit reaches the tool, and one the tool's own schema refuses
 is refused with a sentence under its field, nothing decided; the card of a run an AG-UI
 app started has the same form (the real packages and npm client, offline, scripted
-models)."""
+models). Another LangGraph graph's approval gets its form from the input model given
+for it."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
-from typing import Any, TypedDict
+from typing import Any, Literal, TypedDict
 
 import pytest
-from adapter_scales import genkit_spec, langchain_spec, strands_spec
+from adapter_scales import POLICY, genkit_spec, langchain_spec, strands_spec
 from agui_endpoint import Endpoint, run_client
 from harness import ALICE, CAROL, Harness
 from langchain_core.tools import tool as lc_tool
@@ -21,7 +22,10 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.prebuilt import ToolNode
 from langgraph.types import interrupt
+from pydantic import BaseModel, Field
 
+from agent_runtime import InMemorySessionStore
+from agent_runtime.errors import UsageError
 from bot.agents.policy import AgentSpec
 from bot.ui import ids
 from sandbox.blocks import checked_view
@@ -167,3 +171,70 @@ def test_another_graphs_approval_has_no_schema_so_its_arguments_are_json() -> No
     graph = LangGraphAgent(builder.compile(checkpointer=InMemorySaver()), input=lambda t: {})
     assert graph.some_tool_names() == {"delete_files"}
     assert graph.tool_schema("delete_files") is None
+
+
+class _Scale(BaseModel):
+    service: Literal["api", "web"]
+    replicas: int = Field(ge=1)
+
+
+def _approving_graph(saver: AsyncSqliteSaver, answers: list[Any]) -> AgentSpec:
+    """A graph that is not a LangChain agent, asking approval of a ``scale`` it names, with
+    an input model for it; what the approval was answered, as the node got it."""
+
+    def asks(state: _Asking) -> _Asking:
+        args = {"service": "api", "replicas": 2}
+        answers.append(interrupt({"type": "tool_approval", "name": "scale", "args": args}))
+        return {}
+
+    builder = StateGraph(_Asking)
+    builder.add_node("ask", asks)
+    builder.add_edge(START, "ask")
+    builder.add_edge("ask", END)
+    return AgentSpec(
+        name="lg-approval",
+        build=lambda sessions: LangGraphAgent(
+            builder.compile(checkpointer=saver),
+            input=lambda text: {"request": text},
+            session_store=sessions,
+            input_models={"scale": _Scale},
+        ),
+        policy=POLICY,
+    )
+
+
+async def test_another_graphs_approval_with_an_input_model_is_edited_in_its_form(
+    make_bot: Any, saver: AsyncSqliteSaver
+) -> None:
+    answers: list[Any] = []
+    bot: Harness = await make_bot(spec=_approving_graph(saver, answers))
+    value = await bot.start(requested_by=CAROL)
+    form = await _form(bot, value)
+    assert sorted(form) == ["arg.replicas", "arg.service"]
+    assert form["arg.service"]["type"] == "static_select"
+    assert form["arg.replicas"]["initial_value"] == "2"
+    status, body = await bot.submit_form(
+        value, user=ALICE, values={"arg.service": _picked("web"), "arg.replicas": _number("0")}
+    )
+    assert status == 200
+    assert json.loads(body)["errors"] == {
+        "arg.replicas": "This should be greater than or equal to 1."
+    }
+    status, body = await bot.submit_form(
+        value, user=ALICE, values={"arg.service": _picked("web"), "arg.replicas": _number("4")}
+    )
+    assert status == 200 and "errors" not in body, body
+    await bot.finished()
+    edited = {"name": "scale", "args": {"service": "web", "replicas": 4}}
+    assert answers == [{"type": "edit", "edited_action": edited}]
+
+
+def test_an_input_model_for_a_langchain_agents_own_tool_or_not_a_model_stops_the_build(
+    saver: AsyncSqliteSaver,
+) -> None:
+    agent = langchain_spec(saver, []).build(InMemorySessionStore())
+    assert isinstance(agent, LangGraphAgent)
+    with pytest.raises(UsageError, match="is a tool of this LangChain agent"):
+        LangGraphAgent(agent.graph, input=lambda t: {}, input_models={"scale": _Scale})
+    with pytest.raises(UsageError, match="must be a pydantic model class"):
+        LangGraphAgent(agent.graph, input=lambda t: {}, input_models={"scale": dict})  # type: ignore[dict-item]
