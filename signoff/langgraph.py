@@ -130,9 +130,10 @@ class LangGraphAgent(Runnable):
         return frozenset(self._tools) if self._tools is not None else None
 
     def some_tool_names(self) -> frozenset[str]:
-        """The tools of its ``ToolNode``s: what a tool approval of the graph names, if its
-        nodes name the calls they gate (nothing in the graph says they do)."""
-        return tool_node_tools(self.graph)
+        """The tools of its ``ToolNode``s and the approvals it has input models for: what a
+        tool approval of the graph names, if its nodes name the calls they gate (nothing
+        in the graph says they do)."""
+        return tool_node_tools(self.graph) | frozenset(self._input_models)
 
     def check_edit(self, call: ToolCall, args: dict[str, JSONValue]) -> None:
         """Refuse edited arguments that do not fit the input model of the approval ``call``

@@ -207,7 +207,10 @@ async def test_another_graphs_approval_with_an_input_model_is_edited_in_its_form
     make_bot: Any, saver: AsyncSqliteSaver
 ) -> None:
     answers: list[Any] = []
-    bot: Harness = await make_bot(spec=_approving_graph(saver, answers))
+    spec = _approving_graph(saver, answers)
+    graph = spec.build(InMemorySessionStore())
+    assert isinstance(graph, LangGraphAgent) and graph.some_tool_names() == {"scale"}
+    bot: Harness = await make_bot(spec=spec)
     value = await bot.start(requested_by=CAROL)
     form = await _form(bot, value)
     assert sorted(form) == ["arg.replicas", "arg.service"]
