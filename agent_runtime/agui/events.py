@@ -149,6 +149,9 @@ interrupt allows)."""
 Remembers = Callable[[Interrupt], bool]
 """Whether an approval's answer may ``remember`` (trust later calls): the serving app may
 give trust on another surface alone."""
+ArgsSchema = Callable[[str], dict[str, JSONValue] | None]
+"""The JSON Schema of the arguments of the tool (or workflow node) a name names, if known:
+what an edit must fit (``Runnable.tool_schema``)."""
 
 
 def run_finished(
@@ -159,6 +162,7 @@ def run_finished(
     expiry: Expiry | None = None,
     offered: Offered | None = None,
     remembers: Remembers | None = None,
+    args_schema: ArgsSchema | None = None,
 ) -> RunFinishedEvent | RunErrorEvent:
     """The event that ends the run: finished (success, interrupt, cancelled) or an error.
 
@@ -181,6 +185,7 @@ def run_finished(
                 expires_at=expiry(i) if expiry else None,
                 decisions=offered(i) if offered else None,
                 remember=remembers(i) if remembers else True,
+                args_schema=args_schema(i.tool_call.name) if args_schema and i.tool_call else None,
             )
             for i in result.interrupts
         ]
@@ -199,10 +204,12 @@ def agui_interrupt(
     expires_at: datetime | None = None,
     decisions: tuple[DecisionType, ...] | None = None,
     remember: bool = True,
+    args_schema: dict[str, JSONValue] | None = None,
 ) -> AguiInterrupt:
     """An open interrupt as AG-UI shows it; approvals carry the schema of a decision (one
-    of ``decisions``, by default those it allows, with a ``remember`` when ``remember``),
-    and a question with options the schema of one of them."""
+    of ``decisions``, by default those it allows, with a ``remember`` when ``remember``,
+    and an edit's ``args`` as ``args_schema`` says when it takes one), and a question with
+    options the schema of one of them."""
     wire: AguiInterrupt = {"id": interrupt.id, "reason": interrupt.name}
     if expires_at is not None:
         wire["expiresAt"] = expires_at.astimezone(UTC).isoformat().replace("+00:00", "Z")
@@ -214,9 +221,9 @@ def agui_interrupt(
     if interrupt.tool_call is not None:
         wire["toolCallId"] = interrupt.tool_call.id
     if interrupt.is_approval:
-        wire["responseSchema"] = _decision_schema(
-            interrupt.allowed_decisions if decisions is None else decisions, remember=remember
-        )
+        allowed = interrupt.allowed_decisions if decisions is None else decisions
+        edits = args_schema if "edit" in allowed else None
+        wire["responseSchema"] = _decision_schema(allowed, remember=remember, args=edits)
     elif interrupt.options:
         wire["responseSchema"] = {"type": "string", "enum": list(interrupt.options)}
     if interrupt.reason is not None:
@@ -224,11 +231,17 @@ def agui_interrupt(
     return wire
 
 
-def _decision_schema(allowed: tuple[DecisionType, ...], *, remember: bool) -> dict[str, JSONValue]:
-    """The JSON schema of an approval's answer, e.g. ``{"type": "approve"}``."""
+def _decision_schema(
+    allowed: tuple[DecisionType, ...], *, remember: bool, args: dict[str, JSONValue] | None
+) -> dict[str, JSONValue]:
+    """The JSON schema of an approval's answer, e.g. ``{"type": "approve"}``; ``args``:
+    what an edit's arguments must fit, when known (its ``$defs`` moved to the root, where
+    its references point)."""
+    edit = dict(args or {"type": "object"})
+    defs = edit.pop("$defs", None)
     properties: dict[str, JSONValue] = {
         "type": {"enum": list(allowed)},
-        "args": {"type": "object", "description": "new arguments, for edit"},
+        "args": {**edit, "description": "new arguments, for edit"},
         "message": {"type": "string", "description": "the reason, for reject or respond"},
     }
     if remember:
@@ -241,7 +254,14 @@ def _decision_schema(allowed: tuple[DecisionType, ...], *, remember: bool) -> di
             },
             "required": ["scope"],
         }
-    return {"type": "object", "properties": properties, "required": ["type"]}
+    schema: dict[str, JSONValue] = {
+        "type": "object",
+        "properties": properties,
+        "required": ["type"],
+    }
+    if defs is not None:
+        schema["$defs"] = defs
+    return schema
 
 
 def text_message(event: TextMessage) -> list[AguiEvent]:

@@ -110,6 +110,7 @@ async def run_agui(
             expiry=expiry,
             offered=offered,
             remembers=remembers,
+            args_schema=agent.tool_schema,
         )
     except AgentRuntimeError as error:
         log.info("AG-UI run %s on thread %s ended with an error: %s", run_id, thread_id, error)

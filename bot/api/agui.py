@@ -191,6 +191,7 @@ def add_agui_routes(
                     expiry=expiry,
                     offered=_offered(services, name),
                     remembers=_remembers(services, name),
+                    args_schema=agent.tool_schema,
                 )
                 # A round's end told again: its cards were posted when it ended.
                 told = await _post_cards(services, name, stop, answers) if stop else None

@@ -31,6 +31,8 @@ async def test_run_interrupt_resume_success_with_the_real_client(endpoint: Endpo
     assert interrupt["reason"] == "approval" and interrupt["toolCallId"] == "call_1"
     assert interrupt["expiresAt"].endswith("Z")  # from the agent's policy (24 h)
     assert interrupt["responseSchema"]["properties"]["type"]["enum"]
+    edit_args = interrupt["responseSchema"]["properties"]["args"]  # the tool's input schema
+    assert edit_args["properties"]["paths"]["type"] == "array"
     assert first["events"][0] == "RUN_STARTED" and "TOOL_CALL_START" in first["events"]
     assert first["pending"] == [interrupt["id"]]
     assert "TOOL_CALL_RESULT" not in first["events"]  # nothing ran before the approval
