@@ -80,7 +80,9 @@ def _mutated(draw: st.DrawFn, base: dict[str, Any]) -> dict[str, Any]:
     return value
 
 
-def _interactions(value: str, ts: str) -> st.SearchStrategy[Sent]:
+def interaction_payloads(value: str, ts: str) -> list[dict[str, Any]]:
+    """A click on each of a card's buttons, each form submitted and one closed, as Mallory
+    sends them, for request ``value`` on message ``ts``."""
     clicks = [
         click_payload(action_id=a, value=value, user=MALLORY, channel="C0OPS", message_ts=ts)
         for a in (ids.APPROVE, ids.DENY, ids.EDIT, ids.REPLY, ids.FULL_ARGS, ids.OPEN_PENDING)
@@ -94,7 +96,11 @@ def _interactions(value: str, ts: str) -> st.SearchStrategy[Sent]:
         )
     ]
     closed = {**views[0], "type": "view_closed"}
-    payloads = st.sampled_from([*clicks, *views, closed]).flatmap(_mutated)
+    return [*clicks, *views, closed]
+
+
+def _interactions(value: str, ts: str) -> st.SearchStrategy[Sent]:
+    payloads = st.sampled_from(interaction_payloads(value, ts)).flatmap(_mutated)
     forms = payloads.map(lambda p: urllib.parse.urlencode({"payload": json.dumps(p)}))
     return forms.map(lambda body: Sent(body.encode(), FORM, "signed"))
 

@@ -15,13 +15,11 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from fakes import click_payload, command_body, event_body, submit_payload
+from fakes import command_body, event_body
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from socket_bot import SocketBot
-from test_fuzz import JSON, MALLORY, _mutated
-
-from bot.ui import ids
+from test_fuzz import JSON, MALLORY, _mutated, interaction_payloads
 
 UNACKED = "Bolt answered envelope "
 
@@ -40,18 +38,6 @@ class _Unacked(logging.Handler):
 
 def _payloads(value: str, ts: str) -> list[tuple[str, dict[str, Any]]]:
     """Each kind of envelope the bot acts on, with a payload it handles, as Mallory sends it."""
-    clicks = [
-        click_payload(action_id=a, value=value, user=MALLORY, channel="C0OPS", message_ts=ts)
-        for a in (ids.APPROVE, ids.DENY, ids.EDIT, ids.REPLY, ids.FULL_ARGS, ids.OPEN_PENDING)
-    ]
-    views = [
-        submit_payload(callback_id=c, metadata=value, user=MALLORY, text=t)
-        for c, t in (
-            (ids.EDIT_VIEW, '{"paths": []}'),
-            (ids.DENY_VIEW, "no"),
-            (ids.REPLY_VIEW, "hi"),
-        )
-    ]
     command = dict(
         urllib.parse.parse_qsl(
             command_body(text="", user=MALLORY, channel="C0OPS"), keep_blank_values=True
@@ -60,7 +46,7 @@ def _payloads(value: str, ts: str) -> list[tuple[str, dict[str, Any]]]:
     mention = {"type": "app_mention", "user": MALLORY, "text": "<@U0BOT> hi", "channel": "C0OPS"}
     event = json.loads(event_body(mention | {"ts": "1.2"}))
     return [
-        *(("interactive", p) for p in [*clicks, *views]),
+        *(("interactive", p) for p in interaction_payloads(value, ts)),
         ("slash_commands", command),
         ("events_api", event),
     ]
