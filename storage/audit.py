@@ -9,7 +9,7 @@ from __future__ import annotations
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from .client import RedisClient
 from .consumer_group import stream_order
@@ -17,6 +17,9 @@ from .epoch import from_ms, to_ms
 from .keys import Keys
 from .requests import is_request_run
 from .retention import millis
+
+if TYPE_CHECKING:
+    from .records import InterruptRecord
 
 MARKS_KEPT = timedelta(days=7)
 """How long a run remembers which tool outcomes it audited: as long as a resume of it may
@@ -39,6 +42,28 @@ class AuditEntry:
     detail: str = ""
     entry_id: str | None = None
     shard: int | None = None
+
+    @classmethod
+    def on_record(
+        cls,
+        record: InterruptRecord,
+        event: str,
+        at: datetime,
+        *,
+        user_id: str | None = None,
+        detail: str = "",
+    ) -> AuditEntry:
+        """An entry about ``record`` (its run, and where its card is)."""
+        return cls(
+            event=event,
+            record_id=record.id,
+            run_id=record.run_id,
+            at=at,
+            user_id=user_id,
+            channel=record.channel,
+            message_ts=record.message_ts,
+            detail=detail,
+        )
 
     @property
     def ref(self) -> str | None:

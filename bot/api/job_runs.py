@@ -57,15 +57,7 @@ async def _start(
     if not start.first:
         note = f"its command was started already, at {at.isoformat()}"
         return respond(await view_of(services, record, meta), status=409, note=note)
-    entry = AuditEntry(
-        event="started",
-        record_id=record.id,
-        run_id=record.run_id,
-        at=at,
-        user_id=caller.name,
-        channel=record.channel,
-        message_ts=record.message_ts,
-    )
+    entry = AuditEntry.on_record(record, "started", at, user_id=caller.name)
     await services.storage.audit.append_once(entry, once=f"start {body.attempt}")
     return respond(await view_of(services, record, meta))
 

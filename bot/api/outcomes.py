@@ -55,16 +55,7 @@ async def _outcome(
     digest = hashlib.sha256(f"{caller.name}\0{body.model_dump_json()}".encode()).hexdigest()
     at = services.clock.now()
     detail = body.model_dump_json(exclude_none=True)
-    entry = AuditEntry(
-        event="outcome",
-        record_id=record.id,
-        run_id=record.run_id,
-        at=at,
-        user_id=caller.name,
-        channel=record.channel,
-        message_ts=record.message_ts,
-        detail=detail,
-    )
+    entry = AuditEntry.on_record(record, "outcome", at, user_id=caller.name, detail=detail)
     withdrawal = replace(entry, event="outcome_withdrawn", detail="")
     runs = services.storage.job_runs
     taken = await runs.report(record.run_id, digest, outcome=detail, at=at, withdrawal=withdrawal)

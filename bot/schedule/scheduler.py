@@ -282,14 +282,5 @@ class Scheduler:
                 wait = max(timedelta(seconds=retry_after(exc) or 0), POST_LEASE)
                 await services.storage.reminders.defer(record.id, due.number, until=now + wait)
             return
-        await services.storage.audit.append(
-            AuditEntry(
-                event="reminded",
-                record_id=record.id,
-                run_id=record.run_id,
-                at=now,
-                channel=record.channel,
-                message_ts=record.message_ts,
-                detail=" ".join(awake[:30]),
-            )
-        )
+        reminded = AuditEntry.on_record(record, "reminded", now, detail=" ".join(awake[:30]))
+        await services.storage.audit.append(reminded)
