@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pydantic import BaseModel, Field
-
 from agent_runtime import NodeContext, SessionStore, ToolCall, Workflow
 from agent_runtime.messages import JSONValue
 
@@ -42,14 +40,6 @@ async def inspect(ctx: NodeContext) -> JSONValue:
     }
 
 
-class DeleteVolumes(BaseModel):
-    """What ``delete_volumes`` acts on, as its approvers see it in the Edit form."""
-
-    region: str
-    volumes: list[str] = Field(description="One volume id per line")
-    size_gb: int = Field(ge=0, description="Their total size")
-
-
 async def delete_volumes(ctx: NodeContext) -> JSONValue:
     """Delete the volumes in the input (simulated)."""
     args = ctx.input if isinstance(ctx.input, dict) else {}
@@ -83,7 +73,6 @@ def oncall_cleanup(store: SessionStore) -> Workflow:
     return Workflow(
         nodes={"inspect": inspect, "delete_volumes": delete_volumes, "report": report},
         interrupt_before={"delete_volumes": {"description": _describe}},
-        input_models={"delete_volumes": DeleteVolumes},
         session_store=store,
         name="oncall-cleanup",
     )

@@ -12,10 +12,8 @@ from harness import ALICE, CAROL, CHANNEL, Harness
 from pydantic import BaseModel, Field
 from test_adapter_edit_forms import _form, _number, _picked
 
-from agent_runtime import InMemorySessionStore, NodeContext, SessionStore, Workflow
+from agent_runtime import NodeContext, SessionStore, Workflow
 from bot.agents.policy import AgentSpec, Policy
-from bot.ui.arg_form import fields_of
-from demo.oncall import oncall_cleanup
 
 
 class Scale(BaseModel):
@@ -78,10 +76,3 @@ async def test_a_node_without_an_input_model_is_edited_as_json(make_bot: Any) ->
     [element] = form.values()
     assert element["type"] == "plain_text_input" and element.get("multiline") is True
     assert json.loads(element["initial_value"]) == {"service": "api", "replicas": 2}
-
-
-def test_the_demos_oncall_workflow_edits_its_deletion_in_a_form() -> None:
-    workflow = oncall_cleanup(InMemorySessionStore())
-    schema = workflow.tool_schema("delete_volumes")
-    assert schema is not None
-    assert [f.block_id for f in fields_of(schema)] == ["arg.region", "arg.volumes", "arg.size_gb"]
