@@ -184,13 +184,12 @@ def parse_request(text: str, content_type: str) -> SlackRequest | None:
 
 def envelope_fits(kind: str, payload: object) -> bool:
     """Whether a Socket Mode envelope's ``payload`` (of type ``kind``) has the shape
-    ``parse_request`` requires of the same request over HTTP."""
+    ``parse_request`` requires of the same request over HTTP; a click on Signoff's
+    buttons too has the shape Bolt reads, as Bolt builds its context from it here."""
     if not isinstance(payload, dict):
         return False
     if kind == "slash_commands":
         return _fits(_Command, payload)
-    if kind == "interactive" and signoff_click(payload) is not None:
-        return True
     models = {"interactive": _PAYLOADS, "events_api": _EVENTS}.get(kind, {})
     model = models.get(str(payload.get("type")))
     return model is not None and _fits(model, payload)

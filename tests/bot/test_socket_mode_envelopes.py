@@ -264,3 +264,25 @@ async def test_a_form_sent_again_while_in_hand_is_acked_with_the_first_errors(
     }
     assert [ack.get("payload") for ack in acks] == [errors, errors]
     assert held.calls == [(sb.bot.record_id(value),)]
+
+
+@pytest.mark.parametrize("channel", [1.5, True, "C0OPS"])
+async def test_a_decision_click_bolt_could_not_read_is_acked_as_malformed(
+    socket_bot: Any, caplog: pytest.LogCaptureFixture, channel: Any
+) -> None:
+    """A click on Signoff's button whose ``channel`` is not the object Slack sends (Bolt
+    reads it to build its context, and would raise) is acked, logged as malformed and not
+    acted on; nothing is logged with a traceback."""
+    sb: SocketBot = await socket_bot(workers=0, deciders=0)
+    value = await sb.bot.start()
+    payload = click_payload(
+        action_id=ids.APPROVE, value=value, user=ALICE, channel=CHANNEL, message_ts="1.1"
+    )
+    payload["channel"] = channel
+    with caplog.at_level(logging.WARNING):
+        sent = await sb.bot.slack.deliver(payload)
+        assert (await sb.bot.slack.acked(sent)).get("payload") is None
+    said = [r.getMessage() for r in caplog.records]
+    assert said == [f"envelope {sent!r} is malformed: acked, not acted on"], said
+    assert not [r for r in caplog.records if r.exc_info]
+    assert await sb.bot.services.storage.clicks.lag() == 0
