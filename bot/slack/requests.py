@@ -185,11 +185,12 @@ def parse_request(text: str, content_type: str) -> SlackRequest | None:
 def envelope_fits(kind: str, payload: object) -> bool:
     """Whether a Socket Mode envelope's ``payload`` (of type ``kind``) has the shape
     ``parse_request`` requires of the same request over HTTP; a click on Signoff's
-    buttons too has the shape Bolt reads, as Bolt builds its context from it here."""
+    buttons, and a command's typed fields, too have the shape Bolt reads, as Bolt builds
+    its context from them here."""
     if not isinstance(payload, dict):
         return False
-    if kind == "slash_commands":
-        return _fits(_Command, payload)
+    if kind == "slash_commands":  # JSON here, not a form: Bolt's context fields checked too
+        return _fits(_Command, payload) and _fits(_Common, payload)
     models = {"interactive": _PAYLOADS, "events_api": _EVENTS}.get(kind, {})
     model = models.get(str(payload.get("type")))
     return model is not None and _fits(model, payload)

@@ -286,3 +286,21 @@ async def test_a_decision_click_bolt_could_not_read_is_acked_as_malformed(
     assert said == [f"envelope {sent!r} is malformed: acked, not acted on"], said
     assert not [r for r in caplog.records if r.exc_info]
     assert await sb.bot.services.storage.clicks.lag() == 0
+
+
+@pytest.mark.parametrize("field", ["enterprise", "team", "authorizations"])
+async def test_a_command_bolt_could_not_read_is_acked_as_malformed(
+    socket_bot: Any, caplog: pytest.LogCaptureFixture, field: str
+) -> None:
+    """A command's payload comes as JSON over Socket Mode, so its fields can be any type:
+    one Bolt reads to build its context that is not what Slack sends (a number) is acked,
+    logged as malformed and not acted on, with no traceback."""
+    sb: SocketBot = await socket_bot()
+    with caplog.at_level(logging.WARNING):
+        sent = await sb.bot.slack.deliver(
+            _run_command("run cleanup tidy") | {field: 1.5}, kind="slash_commands"
+        )
+        assert (await sb.bot.slack.acked(sent)).get("payload") is None
+    said = [r.getMessage() for r in caplog.records]
+    assert said == [f"envelope {sent!r} is malformed: acked, not acted on"], said
+    assert sb.bot.slack.called("chat.postMessage") == []
