@@ -43,6 +43,31 @@ async def _asking_again(stack: Stack, card: Message, count: int) -> Message:
     return cards[0]
 
 
+def _held_check(tmp_path: Path, listed: str) -> tuple[str, Path, Path]:
+    """A ``--check`` printing ``listed`` that, while the ``hold`` file exists, marks that
+    it runs (``checking``) and waits: the test asks the approval again meanwhile."""
+    volumes, hold, checking = (tmp_path / name for name in ("volumes", "hold", "checking"))
+    volumes.write_text(listed)
+    check = (
+        f"cat {volumes}; if [ -e {hold} ]; then touch {checking}; fi; "
+        f"while [ -e {hold} ]; do sleep 0.05; done"
+    )
+    return check, hold, checking
+
+
+def _asking_again_for(request_id: str, listed: str, *, key: str) -> NewRequest:
+    """Another gate's request asking again for the approval of ``request_id``."""
+    return NewRequest(
+        title="Delete 42 stale volumes",
+        channel=GENERAL,
+        approvers=[ALICE, BOB],
+        params=[Param(name="limit", type="integer", value=42, editable=True)],
+        acts_on=listed,
+        supersedes=request_id,
+        idempotency_key=key,
+    )
+
+
 async def _events(stack: Stack) -> list[str]:
     storage = await connect(
         stack.env["REDIS_URL"], prefix=stack.env.get("SIGNOFF_REDIS_PREFIX", "signoff")
@@ -196,13 +221,8 @@ async def test_a_gate_whose_approval_is_asked_again_before_it_starts_follows_tha
     """Approved, and checked unchanged, but asked again (by another gate on its key, whose
     check changed) before its start was taken: the gate runs nothing under the approval
     asked again; it follows to the request asking again, waits, checks, and runs once."""
-    volumes, hold, checking = (tmp_path / name for name in ("volumes", "hold", "checking"))
     listed = "vol-a 10G\nvol-b 20G\n"
-    volumes.write_text(listed)
-    check = (
-        f"cat {volumes}; if [ -e {hold} ]; then touch {checking}; fi; "
-        f"while [ -e {hold} ]; do sleep 0.05; done"
-    )
+    check, hold, checking = _held_check(tmp_path, listed)
     gate = await stack.gate(*KEY, "--check", check)
     first = (await stack.waiting(gate)).split()[3]
     card = await stack.card()
@@ -210,23 +230,10 @@ async def test_a_gate_whose_approval_is_asked_again_before_it_starts_follows_tha
     await stack.click(card, ids.APPROVE)
     assert await stack.sandbox.wait_for(lambda: checking.exists() or None, within=15)
     async with Client(stack.env["SIGNOFF_URL"], stack.env["SIGNOFF_TOKEN"]) as client:
-        asking = NewRequest(
-            title="Delete 42 stale volumes",
-            channel=GENERAL,
-            approvers=[ALICE, BOB],
-            params=[Param(name="limit", type="integer", value=42, editable=True)],
-            acts_on=listed,
-            supersedes=first,
-            idempotency_key="asked-again",
-        )
-        again = await client.create(asking)
+        again = await client.create(_asking_again_for(first, listed, key="asked-again"))
     hold.unlink()
 
-    assert gate.stderr is not None
-    said = []
-    while not said or b"; following it" not in said[-1]:
-        said.append(await asyncio.wait_for(gate.stderr.readline(), 30))
-        assert said[-1], said
+    said = await _said_until(gate, b"; following it")
     assert f"request {first} was asked again as {again.id}".encode() in said[-1], said
     await stack.waiting(gate)
     assert not stack.marks.exists()
@@ -243,13 +250,8 @@ async def test_a_gate_whose_approval_is_asked_again_time_after_time_gives_up_run
     """Each approval it waits on is asked again before its start is taken: it follows,
     FOLLOWED times, then exits 14 saying the command was not run and how to go on; that
     advice, a new key, asks afresh and runs the command once approved."""
-    volumes, hold, checking = (tmp_path / name for name in ("volumes", "hold", "checking"))
     listed = "vol-a 10G\n"
-    volumes.write_text(listed)
-    check = (
-        f"cat {volumes}; if [ -e {hold} ]; then touch {checking}; fi; "
-        f"while [ -e {hold} ]; do sleep 0.05; done"
-    )
+    check, hold, checking = _held_check(tmp_path, listed)
     gate = await stack.gate(*KEY, "--check", check)
     async with Client(stack.env["SIGNOFF_URL"], stack.env["SIGNOFF_TOKEN"]) as client:
         for asked in range(FOLLOWED):
@@ -261,16 +263,8 @@ async def test_a_gate_whose_approval_is_asked_again_time_after_time_gives_up_run
             hold.touch()  # its check once approved waits while the approval is asked again
             await stack.click(shown, ids.APPROVE)
             assert await stack.sandbox.wait_for(lambda: checking.exists() or None, within=15)
-            asking = NewRequest(
-                title="Delete 42 stale volumes",
-                channel=GENERAL,
-                approvers=[ALICE, BOB],
-                params=[Param(name="limit", type="integer", value=42, editable=True)],
-                acts_on=listed,
-                supersedes=waiting.split()[3].decode(),
-                idempotency_key=f"asked-again-{asked}",
-            )
-            await client.create(asking)
+            superseded = waiting.split()[3].decode()
+            await client.create(_asking_again_for(superseded, listed, key=f"asked-again-{asked}"))
             checking.unlink()
             hold.unlink()
 
