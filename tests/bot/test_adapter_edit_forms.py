@@ -65,6 +65,12 @@ def _number(text: str) -> dict[str, Any]:
     return {"type": "number_input", "value": text}
 
 
+async def scale_in_form(bot: Harness, value: str, service: str, replicas: int) -> tuple[int, str]:
+    """Alice submits the Edit form of a ``scale`` call: its status and body."""
+    values = {"arg.service": _picked(service), "arg.replicas": _number(str(replicas))}
+    return await bot.submit_form(value, user=ALICE, values=values)
+
+
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 async def test_the_edit_modal_is_a_form_of_the_adapted_tools_schema_and_its_edit_runs(
     make_bot: Any, saver: AsyncSqliteSaver, framework: str
@@ -84,9 +90,7 @@ async def test_the_edit_modal_is_a_form_of_the_adapted_tools_schema_and_its_edit
     assert service["initial_option"]["value"] == "api"
     assert replicas["type"] == "number_input" and replicas["is_decimal_allowed"] is False
     assert replicas["initial_value"] == "2"
-    status, body = await bot.submit_form(
-        value, user=ALICE, values={"arg.service": _picked("web"), "arg.replicas": _number("5")}
-    )
+    status, body = await scale_in_form(bot, value, "web", 5)
     assert status == 200 and "errors" not in body, body
     await bot.finished()
     assert ran == [{"service": "web", "replicas": 5}]
@@ -103,9 +107,7 @@ async def test_a_form_edit_the_adapted_tools_schema_refuses_decides_nothing(
     bot: Harness = await make_bot(spec=_spec(framework, saver, ran, at_least_one=True))
     value = await bot.start(requested_by=CAROL)
     await _form(bot, value)
-    status, body = await bot.submit_form(
-        value, user=ALICE, values={"arg.service": _picked("web"), "arg.replicas": _number("0")}
-    )
+    status, body = await scale_in_form(bot, value, "web", 0)
     assert status == 200
     said = {
         "langchain": "This should be greater than or equal to 1.",  # pydantic's, as ours
@@ -115,9 +117,7 @@ async def test_a_form_edit_the_adapted_tools_schema_refuses_decides_nothing(
     assert json.loads(body)["errors"] == {"arg.replicas": said}
     record = await bot.services.storage.queries.get(bot.record_id(value))
     assert record is not None and record.state == "pending" and record.votes == ()
-    status, body = await bot.submit_form(
-        value, user=ALICE, values={"arg.service": _picked("web"), "arg.replicas": _number("3")}
-    )
+    status, body = await scale_in_form(bot, value, "web", 3)
     assert status == 200 and "errors" not in body, body
     await bot.finished()
     assert ran == [{"service": "web", "replicas": 3}]
@@ -137,9 +137,7 @@ async def test_the_card_of_a_run_an_agui_app_started_has_the_form_and_its_edit_r
     form = await _form(bot, value)
     assert form["arg.service"]["type"] == "static_select"
     assert form["arg.replicas"]["type"] == "number_input"
-    status, body = await bot.submit_form(
-        value, user=ALICE, values={"arg.service": _picked("web"), "arg.replicas": _number("4")}
-    )
+    status, body = await scale_in_form(bot, value, "web", 4)
     assert status == 200 and "errors" not in body, body
     await bot.finished()
     assert ran == [{"service": "web", "replicas": 4}]
@@ -216,16 +214,12 @@ async def test_another_graphs_approval_with_an_input_model_is_edited_in_its_form
     assert sorted(form) == ["arg.replicas", "arg.service"]
     assert form["arg.service"]["type"] == "static_select"
     assert form["arg.replicas"]["initial_value"] == "2"
-    status, body = await bot.submit_form(
-        value, user=ALICE, values={"arg.service": _picked("web"), "arg.replicas": _number("0")}
-    )
+    status, body = await scale_in_form(bot, value, "web", 0)
     assert status == 200
     assert json.loads(body)["errors"] == {
         "arg.replicas": "This should be greater than or equal to 1."
     }
-    status, body = await bot.submit_form(
-        value, user=ALICE, values={"arg.service": _picked("web"), "arg.replicas": _number("4")}
-    )
+    status, body = await scale_in_form(bot, value, "web", 4)
     assert status == 200 and "errors" not in body, body
     await bot.finished()
     edited = {"name": "scale", "args": {"service": "web", "replicas": 4}}

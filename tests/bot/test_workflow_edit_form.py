@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from harness import ALICE, CAROL, CHANNEL, Harness
 from pydantic import BaseModel, Field
-from test_adapter_edit_forms import _form, _number, _picked
+from test_adapter_edit_forms import _form, scale_in_form
 
 from agent_runtime import NodeContext, SessionStore, Workflow
 from bot.agents.policy import AgentSpec, Policy
@@ -52,18 +52,14 @@ async def test_a_node_with_an_input_model_is_edited_in_its_form_and_runs_with_th
     assert [o["value"] for o in form["arg.service"]["options"]] == ["api", "web"]
     assert form["arg.replicas"]["type"] == "number_input"
     assert form["arg.replicas"]["initial_value"] == "2"
-    status, body = await bot.submit_form(
-        value, user=ALICE, values={"arg.service": _picked("web"), "arg.replicas": _number("0")}
-    )
+    status, body = await scale_in_form(bot, value, "web", 0)
     assert status == 200
     assert json.loads(body)["errors"] == {
         "arg.replicas": "This should be greater than or equal to 1."
     }
     record = await bot.services.storage.queries.get(bot.record_id(value))
     assert record is not None and record.state == "pending" and record.votes == ()
-    status, body = await bot.submit_form(
-        value, user=ALICE, values={"arg.service": _picked("web"), "arg.replicas": _number("5")}
-    )
+    status, body = await scale_in_form(bot, value, "web", 5)
     assert status == 200 and "errors" not in body, body
     await bot.finished()
     assert ran == [{"service": "web", "replicas": 5}]
