@@ -81,3 +81,16 @@ def test_where_things_live_lists_every_top_level_folder_and_every_room_of_the_bo
     assert {"bot/ui/", "examples/"} <= rooms | folders  # the scans find them
     assert sorted((folders | rooms) - listed) == []
     assert sorted(name for name in listed if not (ROOT / name).exists()) == []
+
+
+def _slug(heading: str) -> str:
+    """The anchor GitHub gives a heading: lower case, punctuation dropped, spaces as ``-``."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_every_link_within_the_readme_names_one_of_its_headings() -> None:
+    headings = {_slug(h) for h in re.findall(r"^#+ (.+)$", README, re.MULTILINE)}
+    assert "any-job-can-ask-signoff-gate-the-requests-api-webhooks" in headings
+    linked = set(re.findall(r"\]\(#([^)]+)\)", README))
+    assert len(linked) > 10  # the contents list, and links in the text
+    assert sorted(linked - headings) == []
