@@ -1,9 +1,10 @@
 """Sweeps and queues whose reply was lost (see test_lost_replies): a reminder, an expiry,
-a release, a lost record, a queued note or a failed job taken again by the same call is
-still handed out and reported, once."""
+a release, a lost record, a queued note (or its lease held) or a failed job taken again by
+the same call is still handed out and reported, once."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
 from redis_faults import reply_lost_once
@@ -112,3 +113,23 @@ async def test_a_reminder_deferred_again_by_the_same_call_is_deferred(one_server
     assert await one_server.interrupts.due_reminders(until - timedelta(seconds=1)) == []
     [again] = await one_server.interrupts.due_reminders(until)
     assert again.number == reminder.number
+
+
+async def test_a_notes_lease_held_again_by_the_same_call_is_held(one_server: Storage) -> None:
+    """A poster whose renewal of a note's lease lost its reply is told it still holds it
+    (the note and those of its thread waiting on it), so it keeps holding, and takes it off
+    the queue once posted: the note is not handed out, and posted, a second time."""
+    notes, lease = one_server.notes, timedelta(seconds=30)
+    for n in (1, 2):
+        text = f"n{n}"
+        until = to_ms(NOW + timedelta(days=1))
+        note = Note(id=f"note_{n}", channel="CAPPROVALS", thread_ts=None, text=text, until_ms=until)
+        await notes.later(note, at=NOW)
+    claimed = await notes.claim(NOW, lease=lease)
+    held, renewed = claimed[0].leased_until, claimed[0].leased_until + lease
+    with reply_lost_once(naming=":notes") as lost:
+        assert await notes.hold(claimed, held, renewed)
+    assert lost == ["EVALSHA"]
+    for leased in claimed:
+        await notes.done(replace(leased, leased_until=renewed))
+    assert await notes.claim(renewed + timedelta(hours=1)) == []
