@@ -145,8 +145,9 @@ local function decide(seen, trust, granting)
     end
   end
   -- The click came from the card before its ts was recorded (its poster may have died
-  -- there): the click says where the card is, and it is posted, so no repost follows.
-  if posted_ts == '' and ARGV[9] ~= '' then
+  -- there): the click says where the card is, and it is posted, so no repost follows. A
+  -- click on an escalation card says where that card is, not the request's own.
+  if on_own_card and posted_ts == '' and ARGV[9] ~= '' then
     redis.call('HSET', key, 'message_ts', ARGV[9])
     if field(key, 'thread_ts') == '' then redis.call('HSET', key, 'thread_ts', ARGV[9]) end
     redis.call('ZREM', KEYS[6], rid)

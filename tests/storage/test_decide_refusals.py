@@ -142,3 +142,52 @@ async def test_a_first_vote_from_an_unrecorded_card_keeps_it_from_being_posted_a
     assert await storage.interrupts.claim_outbox(NOW + timedelta(hours=1)) == []
     stored = await storage.queries.get(record.id)
     assert stored is not None and stored.message_ts == "1700.0002"
+
+
+async def test_a_vote_on_an_escalation_card_is_not_taken_for_where_the_own_card_is(
+    storage: Storage,
+) -> None:
+    """A request escalated before its own card's ts was stored (Slack slow, or its poster
+    died there): a vote on the escalation card does not record that card as the request's
+    own, so a click on the own card, in the request's channel, still counts."""
+    record = await storage.interrupts.create_interrupt(
+        make_record(
+            channel="CAPPROVALS",
+            min_approvals=2,
+            expires_in=timedelta(hours=1),
+            on_expiry="escalate",
+            escalate_to_users=("UBOSS",),
+            escalate_to_channel="CESCALATE",
+        )
+    )
+    [escalated] = await storage.interrupts.expire_due(NOW + timedelta(hours=1))
+    assert escalated.outcome == "escalated"
+    now = NOW + timedelta(hours=1, minutes=1)
+    card = await storage.interrupts.set_escalation_message(
+        record.id, "CESCALATE", "1700.0009", step=1, now=now
+    )
+    assert card
+    decide = storage.interrupts.decide
+    vote = await decide(
+        record.id,
+        "UBOSS",
+        Decision.approve(),
+        args_digest=DIGEST,
+        now=now,
+        channel="CESCALATE",
+        message_ts="1700.0009",
+    )
+    assert vote.status == "progress"
+    assert vote.record is not None and vote.record.message_ts is None
+    assert vote.record.thread_ts is None
+    own = await decide(
+        record.id,
+        "UBOB",
+        Decision.approve(),
+        args_digest=DIGEST,
+        now=now,
+        channel="CAPPROVALS",
+        message_ts="1700.0001",
+    )
+    assert (own.status, own.reason, own.state) == ("recorded", None, "approved")
+    assert own.record is not None and own.record.message_ts == "1700.0001"
