@@ -43,5 +43,6 @@ if redis.call('EXISTS', KEYS[3]) == 1 then
     redis.call('HSET', KEYS[3], name, cjson.encode(listed))
   end
 end
-redis.call('ZREM', KEYS[2], redis.call('HGET', key, 'id'))
+-- Out of the outbox, unless the request's own card is not in Slack yet: it still waits.
+if field(key, 'message_ts') ~= '' then redis.call('ZREM', KEYS[2], field(key, 'id')) end
 return 1
