@@ -26,7 +26,7 @@ from .blocks import (
     section,
     user_mention,
 )
-from .card_buttons import ARGS_CODE, choices, decision_buttons, full_details, more_menu
+from .card_buttons import choices, decision_buttons, full_details, more_menu
 from .cards import Card, Held, Outcome, Verdict
 from .mrkdwn import code_block, code_span
 
@@ -175,8 +175,7 @@ def _what_it_does(
         }.get(outcome, "Reason")
         blocks.append(section(f"*{label}:* {escaped(message, _room(SECTION_TEXT, compact))}"))
     if args is not None:
-        run_with = code_block(args_json(args), _room(ARGS_CODE, compact))
-        blocks.append(section("*Run with*\n" + run_with))
+        blocks.append(_code_section("*Run with*", args_json(args), compact))
     return blocks
 
 
@@ -245,8 +244,7 @@ def _summary(card: Card, *, edited: bool = False, compact: bool = False) -> list
         blocks.append(section("*Why:* " + escaped(card.reason, room)))
     if card.args is not None:
         label = "*Arguments as asked*" if edited else "*Arguments*"
-        args = code_block(args_json(card.args), _room(ARGS_CODE, compact))
-        blocks.append(section(f"{label}\n" + args))
+        blocks.append(_code_section(label, args_json(card.args), compact))
     return blocks + _acts_on(card, compact) + note
 
 
@@ -255,11 +253,6 @@ def _acts_on(card: Card, compact: bool = False) -> list[Block]:
     earlier approval, so the approver sees the difference they are asked about."""
     blocks = []
     if card.changed is not None:
-        lines = [
-            f"{label}: {code_block(printed(card.changed[key]), _room(ARGS_CODE // 3, compact))}"
-            for key, label in (("added", "Added"), ("removed", "Removed"), ("now", "Now"))
-            if card.changed.get(key) not in (None, [])
-        ]
         title = (
             "Edited: not what the earlier card showed"
             if card.changed_by_edit
@@ -267,11 +260,31 @@ def _acts_on(card: Card, compact: bool = False) -> list[Block]:
             if card.changed_after_reply
             else "Changed since it was approved"
         )
-        blocks.append(section(f":warning: *{title}*\n" + "\n".join(lines)))
+        blocks.append(_changes_section(f":warning: *{title}*", card.changed, compact))
     if card.acts_on is not None:
-        acts_on = code_block(printed(card.acts_on), _room(ARGS_CODE, compact))
-        blocks.append(section("*It will act on*\n" + acts_on))
+        blocks.append(_code_section("*It will act on*", printed(card.acts_on), compact))
     return blocks
+
+
+def _code_section(label: str, text: str, compact: bool) -> Block:
+    """``label`` over ``text`` in a code block cut to the room the label leaves in a
+    section: a section cut past its limit would take the block's closing fence, and show
+    the rest as mrkdwn."""
+    heading = f"{label}\n"
+    return section(heading + code_block(text, _room(SECTION_TEXT - len(heading), compact)))
+
+
+def _changes_section(title: str, changed: Mapping[str, JSONValue], compact: bool) -> Block:
+    """``title`` over what changed (added, removed, now), each in a code block that gets
+    an equal share of the room the section leaves, so every block stays closed."""
+    shown = [
+        (f"\n{label}: ", changed[key])
+        for key, label in (("added", "Added"), ("removed", "Removed"), ("now", "Now"))
+        if changed.get(key) not in (None, [])
+    ]
+    room = (SECTION_TEXT - len(title) - sum(len(lead) for lead, _ in shown)) // max(len(shown), 1)
+    lines = [lead + code_block(printed(value), _room(room, compact)) for lead, value in shown]
+    return section(title + "".join(lines))
 
 
 def printed(value: JSONValue) -> str:
@@ -291,8 +304,7 @@ def _request_summary(card: Card, edited: bool, compact: bool) -> list[Block]:
         blocks.append(section(escaped(card.reason, _room(SECTION_TEXT, compact))))
     if card.args:
         label = "*Params as asked*" if edited else "*Params*"
-        params = code_block(args_json(card.args), _room(ARGS_CODE, compact))
-        blocks.append(section(f"{label}\n" + params))
+        blocks.append(_code_section(label, args_json(card.args), compact))
     return blocks
 
 
