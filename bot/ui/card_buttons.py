@@ -12,7 +12,6 @@ from .blocks import (
     args_json,
     button,
     confirm_dialog,
-    escaped,
     plain_text,
 )
 from .cards import Card
@@ -78,11 +77,11 @@ def choices(card: Card, *, compact: bool = False) -> Block:
     return {"type": "actions", "block_id": block_id, "elements": elements}
 
 
-def decision_buttons(card: Card, *, compact: bool) -> list[Block]:
-    """The decisions the card's policy offers, then the full-details button where the card
-    shows less than there is, and the overflow menu."""
+def decision_buttons(card: Card, *, details: bool) -> list[Block]:
+    """The decisions the card's policy offers, then the button that shows what the card
+    cut (``see_all``), and the overflow menu."""
     if card.question:
-        return question_buttons(card, compact=compact)
+        return question_buttons(card, details=details)
     value = card.button_value
     approve_confirm = (
         confirm_dialog(
@@ -119,7 +118,7 @@ def decision_buttons(card: Card, *, compact: bool) -> list[Block]:
         elements.append(button("Reply", action_id=ids.REPLY, value=value))
     if "reject" in card.decisions:
         elements.append(button("Deny", action_id=ids.DENY, value=value, style="danger"))
-    return elements + _see_all_and_more(card, details=compact or (card.external and is_cut(card)))
+    return [*elements, *see_all(card, details=details), more_menu(card)]
 
 
 def more_menu(card: Card) -> Block:
@@ -149,7 +148,7 @@ def more_menu(card: Card) -> Block:
     }
 
 
-def question_buttons(card: Card, *, compact: bool) -> list[Block]:
+def question_buttons(card: Card, *, details: bool) -> list[Block]:
     """Beside a question's answers: a reply in the approver's words, and Decline."""
     value = card.button_value
     elements: list[Block] = []
@@ -158,20 +157,18 @@ def question_buttons(card: Card, *, compact: bool) -> list[Block]:
         elements.append(button(label, action_id=ids.REPLY, value=value, style="primary"))
     if "reject" in card.decisions:
         elements.append(button("Decline", action_id=ids.DENY, value=value, style="danger"))
-    return elements + _see_all_and_more(card, details=compact)
+    return [*elements, *see_all(card, details=details), more_menu(card)]
 
 
-def _see_all_and_more(card: Card, *, details: bool) -> list[Block]:
-    """The button that shows what the card cut (Full details, or its arguments where only
-    they were cut), then the overflow menu."""
-    see_all = []
-    if details:
-        see_all.append(full_details(card))
-    elif is_cut(card):
-        see_all.append(
-            button("Show full arguments", action_id=ids.FULL_ARGS, value=card.button_value)
-        )
-    return [*see_all, more_menu(card)]
+def see_all(card: Card, *, details: bool) -> list[Block]:
+    """The button that shows what the card cut: Full details (``details``: a compact card,
+    or one that cut more than its arguments; or a job's params cut), else Show full
+    arguments where only a call's arguments were cut; none when nothing was."""
+    if details or (card.external and args_cut(card)):
+        return [full_details(card)]
+    if args_cut(card):
+        return [button("Show full arguments", action_id=ids.FULL_ARGS, value=card.button_value)]
+    return []
 
 
 def full_details(card: Card) -> Block:
@@ -179,7 +176,6 @@ def full_details(card: Card) -> Block:
     return button("Full details", action_id=ids.FULL_ARGS, value=card.button_value)
 
 
-def is_cut(card: Card) -> bool:
-    """Whether the card shows less than there is: the arguments, or a request's details."""
-    args_cut = card.args is not None and is_truncated(args_json(card.args), ARGS_CODE)
-    return args_cut or (card.external and len(escaped(card.reason or "", 100_000)) > SECTION_TEXT)
+def args_cut(card: Card) -> bool:
+    """Whether the card cuts its arguments (a job's params)."""
+    return card.args is not None and is_truncated(args_json(card.args), ARGS_CODE)

@@ -26,9 +26,9 @@ from .blocks import (
     section,
     user_mention,
 )
-from .card_buttons import choices, decision_buttons, full_details, more_menu
+from .card_buttons import choices, decision_buttons, full_details, more_menu, see_all
 from .cards import Card, Held, Outcome, Verdict
-from .mrkdwn import code_block, code_span
+from .mrkdwn import code_block, code_span, escape, is_truncated
 
 FALLBACK_TEXT = 3000
 COMPACT_TEXT = 500
@@ -93,7 +93,7 @@ def pending_message(card: Card, *, compact: bool = False) -> SlackMessage:
     ]
     if card.question and card.options:
         blocks.append(choices(card, compact=compact))
-    buttons = decision_buttons(card, compact=compact)
+    buttons = decision_buttons(card, details=compact or cuts_beside_args(card))
     if buttons:
         blocks.append({"type": "actions", "block_id": ids.ACTIONS_BLOCK, "elements": buttons})
     return SlackMessage(text=_fallback(title, card), blocks=blocks)
@@ -197,7 +197,8 @@ def _held_message(card: Card, held: Held, *, compact: bool) -> SlackMessage:
     if card.requested_by:
         parts.append(f"Requested by {user_mention(card.requested_by)}")
     undo = button("Undo", action_id=ids.UNDO, value=card.button_value, style="danger")
-    elements = [undo, full_details(card), more_menu(card)] if compact else [undo, more_menu(card)]
+    see = see_all(card, details=compact or cuts_beside_args(card))
+    elements = [undo, *see, more_menu(card)]
     blocks = [
         header(f"{headline}, not yet final: {card.action}"),
         *_summary(card, edited=held.args is not None, compact=compact),
@@ -226,26 +227,63 @@ def _summary(card: Card, *, edited: bool = False, compact: bool = False) -> list
     """What was asked; once ``edited``, its description and arguments are labelled as
     asked, since the call that ran is the edit (shown below them). A ``compact`` one cuts
     each long part short and says so."""
-    note = [context([CUT_NOTE])] if compact else []
+    blocks = [section(text) for text in _asked(card, edited, _room(SECTION_TEXT, compact))]
+    label = _args_label(card, edited)
+    if label is not None:
+        blocks.append(_code_section(label, args_json(card.args), compact))
+    blocks += _acts_on(card, compact)
+    return blocks + ([context([CUT_NOTE])] if compact else [])
+
+
+def _asked(card: Card, edited: bool, room: int | None) -> list[str]:
+    """What was asked, as the texts of the card's first sections before each is cut to a
+    section: a job's details, or a call's (or a question's) description and why; each
+    long part cut to ``room``, or whole (None)."""
+
+    def shown(text: str) -> str:
+        return escape(text) if room is None else escaped(text, room)
+
     if card.external:
-        return _request_summary(card, edited, compact) + _acts_on(card, compact) + note
-    room = _room(SECTION_TEXT, compact)
+        return [shown(card.reason)] if card.reason else []
     what = f"*{escaped(card.agent, 200)}* wants to run {code_span(card.action, 300)}"
     if card.question:
         what = f"*{escaped(card.agent, 200)}* asks"
         if card.args is not None:
             what += f" while running {code_span(card.action, 300)}"
     if card.description:
-        what += "\n" + ("As asked: " if edited else "") + escaped(card.description, room)
+        what += "\n" + ("As asked: " if edited else "") + shown(card.description)
     if card.question and card.reason:
-        what += ":\n" + escaped(card.reason, room)
-    blocks = [section(what)]
+        what += ":\n" + shown(card.reason)
     if card.reason and not card.question:
-        blocks.append(section("*Why:* " + escaped(card.reason, room)))
-    if card.args is not None:
-        label = "*Arguments as asked*" if edited else "*Arguments*"
-        blocks.append(_code_section(label, args_json(card.args), compact))
-    return blocks + _acts_on(card, compact) + note
+        return [what, "*Why:* " + shown(card.reason)]
+    return [what]
+
+
+def _args_label(card: Card, edited: bool) -> str | None:
+    """The label over the card's arguments (a job's params, shown when it has some);
+    None when it shows none."""
+    if card.external:
+        return ("*Params as asked*" if edited else "*Params*") if card.args else None
+    if card.args is None:
+        return None
+    return "*Arguments as asked*" if edited else "*Arguments*"
+
+
+def cuts_beside_args(card: Card) -> bool:
+    """Whether the full card cuts what it shows beside its arguments: what was asked (a
+    job's details, a call's description and why, a question), what the call will act on,
+    or what changed since an earlier card. Full details then shows them whole."""
+    if any(len(text) > SECTION_TEXT for text in _asked(card, False, None)):
+        return True
+    if card.acts_on is not None and is_truncated(printed(card.acts_on), _code_room(_ACTS_ON)):
+        return True
+    if card.changed is None:
+        return False
+    _, lines, room = _changes(card)
+    return any(is_truncated(text, room) for _, text in lines)
+
+
+_ACTS_ON = "*It will act on*"
 
 
 def _acts_on(card: Card, compact: bool = False) -> list[Block]:
@@ -253,38 +291,45 @@ def _acts_on(card: Card, compact: bool = False) -> list[Block]:
     earlier approval, so the approver sees the difference they are asked about."""
     blocks = []
     if card.changed is not None:
-        title = (
-            "Edited: not what the earlier card showed"
-            if card.changed_by_edit
-            else "Changed since it was answered"
-            if card.changed_after_reply
-            else "Changed since it was approved"
-        )
-        blocks.append(_changes_section(f":warning: *{title}*", card.changed, compact))
+        title, lines, room = _changes(card)
+        shown = [lead + code_block(text, _room(room, compact)) for lead, text in lines]
+        blocks.append(section(title + "".join(shown)))
     if card.acts_on is not None:
-        blocks.append(_code_section("*It will act on*", printed(card.acts_on), compact))
+        blocks.append(_code_section(_ACTS_ON, printed(card.acts_on), compact))
     return blocks
 
 
+def _code_room(label: str) -> int:
+    """The room a code block under ``label`` has in a section: a section cut past its
+    limit would take the block's closing fence, and show the rest as mrkdwn."""
+    return SECTION_TEXT - len(f"{label}\n")
+
+
 def _code_section(label: str, text: str, compact: bool) -> Block:
-    """``label`` over ``text`` in a code block cut to the room the label leaves in a
-    section: a section cut past its limit would take the block's closing fence, and show
-    the rest as mrkdwn."""
-    heading = f"{label}\n"
-    return section(heading + code_block(text, _room(SECTION_TEXT - len(heading), compact)))
+    """``label`` over ``text`` in a code block cut to the room the label leaves."""
+    return section(f"{label}\n" + code_block(text, _room(_code_room(label), compact)))
 
 
-def _changes_section(title: str, changed: Mapping[str, JSONValue], compact: bool) -> Block:
-    """``title`` over what changed (added, removed, now), each in a code block that gets
-    an equal share of the room the section leaves, so every block stays closed."""
-    shown = [
-        (f"\n{label}: ", changed[key])
+def _changes(card: Card) -> tuple[str, list[tuple[str, str]], int]:
+    """What changed since an earlier card, as its section shows it: the title, what was
+    added, removed and is now (each its lead and text), and the room each code block
+    gets, an equal share of what the section leaves, so every block stays closed."""
+    changed = card.changed or {}
+    title = (
+        "Edited: not what the earlier card showed"
+        if card.changed_by_edit
+        else "Changed since it was answered"
+        if card.changed_after_reply
+        else "Changed since it was approved"
+    )
+    heading = f":warning: *{title}*"
+    lines = [
+        (f"\n{label}: ", printed(changed[key]))
         for key, label in (("added", "Added"), ("removed", "Removed"), ("now", "Now"))
         if changed.get(key) not in (None, [])
     ]
-    room = (SECTION_TEXT - len(title) - sum(len(lead) for lead, _ in shown)) // max(len(shown), 1)
-    lines = [lead + code_block(printed(value), _room(room, compact)) for lead, value in shown]
-    return section(title + "".join(lines))
+    room = (SECTION_TEXT - len(heading) - sum(len(lead) for lead, _ in lines)) // max(len(lines), 1)
+    return heading, lines, room
 
 
 def printed(value: JSONValue) -> str:
@@ -294,18 +339,6 @@ def printed(value: JSONValue) -> str:
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return "\n".join(str(v) for v in value)
     return json.dumps(value, indent=2, ensure_ascii=False, default=str)
-
-
-def _request_summary(card: Card, edited: bool, compact: bool) -> list[Block]:
-    """A job's request: its details (in full in a modal when long) and its params, once
-    ``edited`` labelled as asked (the job runs with the edit, shown below them)."""
-    blocks = []
-    if card.reason:
-        blocks.append(section(escaped(card.reason, _room(SECTION_TEXT, compact))))
-    if card.args:
-        label = "*Params as asked*" if edited else "*Params*"
-        blocks.append(_code_section(label, args_json(card.args), compact))
-    return blocks
 
 
 def status_parts(card: Card) -> list[str]:
