@@ -247,8 +247,14 @@ async def _decide_click(services: Services, entry: ClickEntry) -> Refusal | None
             record = None  # the decision below is refused as damaged, and reported
         agent_run = record is not None and not is_request_run(record.run_id)
         spec = services.registry.spec(record.agent) if record and agent_run else None
-        # A quorum is asked every time: its card offers no trust, nor does a forged click get it.
-        if record is not None and spec is not None and record.policy.min_approvals == 1:
+        # A quorum is asked every time, and no trust covers an interrupt a tool's own code
+        # raised: their cards offer no trust, nor does a forged click get it.
+        if (
+            record is not None
+            and spec is not None
+            and record.policy.min_approvals == 1
+            and record.runtime_interrupt.is_approval
+        ):
             call = record.runtime_interrupt.tool_call
             remember = spec.policy_for(call.name if call else None).trust
             decision = Decision.approve(remember=remember)

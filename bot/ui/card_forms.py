@@ -29,9 +29,12 @@ log = logging.getLogger(__name__)
 
 def trust_label(services: Services, record: InterruptRecord) -> str | None:
     """The "Approve and trust" label from the agent's policy for this tool, if offered: never
-    on a quorum's card, which is asked every time."""
+    on a quorum's card, which is asked every time, nor on an interrupt a tool's own code
+    raised (not an approval): no trust covers one, neither the run's nor a grant's."""
     spec = None if is_request_run(record.run_id) else services.registry.spec(record.agent)
     if spec is None or record.policy.min_approvals > 1:
+        return None
+    if not record.runtime_interrupt.is_approval:
         return None
     call = record.runtime_interrupt.tool_call
     return spec.policy_for(call.name if call else None).trust_label
