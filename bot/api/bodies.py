@@ -19,12 +19,22 @@ MAX_BODY = 1024**2
 
 async def read(request: web.Request) -> bytes | web.Response:
     """The body, or a JSON 413 when it is larger than the server takes (aiohttp's own
-    answer is a text page, which clients of a JSON API cannot read as an error)."""
+    answer is a text page, which clients of a JSON API cannot read as an error), or a
+    JSON 400 when it is not what its headers say (a ``Content-Encoding: gzip`` body that
+    is not gzip): the caller's mistake, not the server's failure."""
     try:
         return await request.read()
     except web.HTTPRequestEntityTooLarge:
         limit = request.client_max_size
         return error(413, f"the body is larger than the {limit} bytes Signoff takes")
+    except web.RequestPayloadError as exc:
+        why = str(exc).strip().splitlines()[-1].strip()  # aiohttp's reason, after its status
+        refusal = error(400, f"the body could not be read as its headers describe it: {why}")
+        # Where its body ends is unknown now: the connection closes after this answer,
+        # and what is left of the body is not read (reading it could only fail again).
+        refusal.force_close()
+        request.content.feed_eof()
+        return refusal
 
 
 async def parse(

@@ -1,10 +1,12 @@
 """Every error under the JSON APIs' prefixes (``/api``, ``/agui``) is JSON ``{"error"}``
 over real HTTP: unknown paths, wrong methods (with ``Allow``), bodies that are not JSON
-whatever their Content-Type, and unexpected exceptions (no traceback, nothing secret);
+whatever their Content-Type or not in their Content-Encoding, and unexpected exceptions
+(no traceback, nothing secret);
 the operator endpoints outside them keep their text answers."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
@@ -78,6 +80,29 @@ async def test_a_body_that_is_not_json_is_a_json_400_whatever_its_content_type(
     sent = {**(headers or jobs.auth), "Content-Type": content_type}
     status, _, _, body = await _call(jobs, "POST", path, data=b"title=x&", headers=sent)
     assert status == 400 and isinstance(body, dict) and body["error"]
+
+
+@pytest.mark.parametrize(
+    ("path", "headers"),
+    [
+        ("/api/requests", None),
+        ("/api/runs", ADMIN),
+        ("/agui/cleanup", ADMIN),
+    ],
+)
+async def test_a_body_not_in_its_content_encoding_is_a_json_400_not_a_failure_of_the_server(
+    jobs: Jobs, caplog: pytest.LogCaptureFixture, path: str, headers: dict[str, str] | None
+) -> None:
+    sent = {**(headers or jobs.auth), "Content-Encoding": "gzip"}
+    status, answered, _, body = await _call(
+        jobs, "POST", path, data=b'{"title": "x"}', headers=sent
+    )
+    assert status == 400, body
+    said = "Can not decode content-encoding: gzip"
+    assert body == {"error": f"the body could not be read as its headers describe it: {said}"}
+    assert answered["Connection"] == "close"  # where the body ends is unknown
+    assert [r for r in caplog.records if r.levelno >= logging.ERROR] == []
+    assert jobs.bot.slack.called("chat.postMessage") == []
 
 
 @pytest.mark.parametrize(
