@@ -16,15 +16,13 @@ from .client import Client, RequestRefused, SignoffError
 from .gate_cli import CHECK_FAILED, REFUSED, UNREACHABLE, USAGE, WITHDRAWN
 from .gate_run import without_token
 from .gate_say import refusal, say, say_waiting
-from .gate_wait import report_not_run, wait, withdraw
+from .gate_wait import SETTLE, report_not_run, wait, withdraw
 
 T = TypeVar("T")
 
 _ASK_AGAIN = 5
 """How many approvals a changing --check output gets asked for before the gate gives up."""
 _CHECK_TIMEOUT = 300.0
-_SETTLE = 5.0
-"""Seconds a gate stopped while its request was being made waits for it, to withdraw it."""
 
 
 async def ask(
@@ -127,7 +125,7 @@ async def _stopped_while_asking(
     client: Client, creating: asyncio.Task[RequestView]
 ) -> RequestView | int:
     """A gate stopped while its request was being made: the request, if Signoff answers
-    within ``_SETTLE`` s, withdrawn (its card must not stay live for a job that is gone).
+    within ``SETTLE`` s, withdrawn (its card must not stay live for a job that is gone).
     While no call has reached Signoff there is nothing to withdraw, so it stops at once."""
     if not client.sent:
         creating.cancel()
@@ -139,7 +137,7 @@ async def _stopped_while_asking(
         )
         return WITHDRAWN
     try:
-        view = await asyncio.wait_for(creating, _SETTLE)
+        view = await asyncio.wait_for(creating, SETTLE)
     except (TimeoutError, SignoffError):
         say(
             "signoff gate: stopped before Signoff answered; the command was not run (if the "

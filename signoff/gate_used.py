@@ -4,14 +4,17 @@ earlier gate used says how that one went instead of running the command again.""
 
 from __future__ import annotations
 
+import asyncio
+import signal
 import uuid
 from datetime import datetime
 
 from bot.api.schemas import RequestView
 
 from .client import Client, RequestRefused, SignoffError
-from .gate_cli import REFUSED, UNREACHABLE, USED
+from .gate_cli import REFUSED, UNREACHABLE, USED, WITHDRAWN
 from .gate_say import say
+from .gate_wait import SETTLE, report_not_run
 
 ASK_AFRESH = "signoff gate: to ask for a new approval, give a new --idempotency-key"
 
@@ -21,7 +24,50 @@ async def take(client: Client, view: RequestView) -> int | str | None:
     request that asked again for the approval meanwhile (its approval is the one to run
     under); else the exit status, said why: an earlier gate used the approval (``used``),
     or Signoff could not be told, so the command did not run (it would run unrecorded,
-    and again on a retry)."""
+    and again on a retry), or the gate was stopped meanwhile (Ctrl-C, or SIGTERM: a CI
+    step's time up while an unreachable Signoff is asked again), so it runs nothing."""
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        starting = asyncio.create_task(_start(client, view))
+        stopping = asyncio.create_task(stop.wait())
+        await asyncio.wait({starting, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        stopping.cancel()
+        if not stop.is_set():
+            return starting.result()
+        return await _stopped_while_starting(client, view, starting)
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+
+
+async def _stopped_while_starting(
+    client: Client, view: RequestView, starting: asyncio.Task[int | str | None]
+) -> int:
+    """A gate stopped while it told Signoff it starts the command: the start's answer, if
+    it comes within ``SETTLE`` s, says whether this gate took the approval, and so whether
+    the card's thread is told the command did not run (an approval another gate took is
+    not this gate's to tell of)."""
+    try:
+        taken = await asyncio.wait_for(starting, SETTLE)
+    except TimeoutError:
+        say(
+            "signoff gate: stopped before Signoff answered that the command starts; the "
+            "command was not run"
+        )
+        return WITHDRAWN
+    if isinstance(taken, int):  # not this gate's to run: said why
+        return taken
+    say("signoff gate: stopped as the command was to start; the command was not run")
+    if taken is None:  # this gate took the approval: its thread hears it was not used
+        await report_not_run(client, view, "its gate was stopped before it ran it")
+    return WITHDRAWN
+
+
+async def _start(client: Client, view: RequestView) -> int | str | None:
+    """``take``'s call to Signoff, as ``take`` answers it."""
     try:
         await client.start(view.id, uuid.uuid4().hex)
     except RequestRefused as exc:

@@ -42,6 +42,10 @@ async def wait(client: Client, view: RequestView, stop: asyncio.Event) -> Reques
         return UNREACHABLE
 
 
+SETTLE = 5.0
+"""Seconds a gate stopped while a call to Signoff is under way (its request being made,
+its start being told) waits for the answer, to know what to undo or say."""
+
 GRACE = 600.0
 """Seconds past a request's expiry (or its held approval's end) that a gate waits for a
 Signoff it cannot reach before it gives up (exit 13)."""

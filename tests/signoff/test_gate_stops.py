@@ -17,7 +17,7 @@ import pytest
 from test_gate_progress import _view
 
 from bot.api.schemas import NewRequest, RequestView
-from signoff import gate, gate_ask, gate_run, gate_say, gate_wait
+from signoff import gate, gate_ask, gate_run, gate_say, gate_used, gate_wait
 from signoff.client import Client, RequestRefused
 from signoff.gate_cli import CHECK_FAILED, REFUSED, WITHDRAWN
 
@@ -96,6 +96,60 @@ async def test_a_gate_stopped_as_it_was_approved_does_not_run_its_command(
     assert not ran.exists()
     assert "approved before the withdrawal landed" in capsys.readouterr().err
     assert told == ["its gate was stopped before it ran it, so the command did not run."]
+
+
+@pytest.mark.parametrize("answered", [True, False])
+async def test_a_gate_stopped_while_it_tells_signoff_the_command_starts_does_not_run_it(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    answered: bool,
+) -> None:
+    """Stopped (a CI step's time up) while an unreachable Signoff is asked again to take its
+    start: it runs nothing and exits 12, saying so; when the start lands after all, this
+    gate holds the approval, so its card's thread is told the command did not run."""
+    approved = _view(status="approved", decided_by="U0ALICE")
+    starting, answer, stopped = asyncio.Event(), asyncio.Event(), asyncio.Event()
+
+    async def decided(self: Client, *_: Any, **__: Any) -> RequestView:
+        return approved
+
+    async def start(self: Client, request_id: str, attempt: str, **_: Any) -> RequestView:
+        starting.set()
+        await answer.wait()  # Signoff out of reach, asked again, until it answers
+        return approved
+
+    def stopping(*args: Any) -> Any:
+        stopped.set()
+        return settle(*args)
+
+    told = _told_not_run(monkeypatch)
+    monkeypatch.setattr(Client, "create", decided)
+    monkeypatch.setattr(Client, "wait", decided)
+    monkeypatch.setattr(Client, "start", start)
+    settle = gate_used._stopped_while_starting
+    monkeypatch.setattr(gate_used, "_stopped_while_starting", stopping)
+    monkeypatch.setattr(gate_used, "SETTLE", 10 if answered else 0.05)
+    ran = tmp_path / "ran"
+    gating = asyncio.create_task(
+        gate._gate(
+            Client("http://127.0.0.1:9", "token"),
+            NewRequest(title="Clear", channel="C0OPS", approvers=["U0ALICE"]),
+            ["touch", str(ran)],
+        )
+    )
+    await asyncio.wait_for(starting.wait(), 10)
+    # Deaf to its signals now, the gate would die of this one, saying nothing.
+    assert signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+    os.kill(os.getpid(), signal.SIGTERM)
+    if answered:  # the start lands once the stop was seen
+        await asyncio.wait_for(stopped.wait(), 10)
+        answer.set()
+    assert await asyncio.wait_for(gating, 10) == WITHDRAWN
+    assert not ran.exists()
+    assert "the command was not run" in capsys.readouterr().err
+    not_run = ["its gate was stopped before it ran it, so the command did not run."]
+    assert told == (not_run if answered else [])
 
 
 async def test_a_refused_withdrawal_is_said_and_exits_refused(
