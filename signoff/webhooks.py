@@ -33,8 +33,14 @@ def verify(
     tolerance: int = TOLERANCE,
 ) -> bool:
     """True when ``body`` and ``headers`` are a delivery signed with ``secret``, recently.
-    ``body`` as received, or as the text a framework decoded it to (a delivery is ASCII)."""
+    ``body`` as received, or as the text a framework decoded it to (a delivery is ASCII).
+    ``secret`` as read from a file or a mounted secret, its newline too; ValueError when
+    there is none (a setting left unset), which would pass a forgery signed with none."""
+    key = secret.strip()
+    if not key:
+        raise ValueError(
+            "no webhook secret to check the delivery with: give the one 'signoff token "
+            "create' printed for this client"
+        )
     raw = body.encode() if isinstance(body, str) else body
-    return _verify(
-        raw, headers, secret, now=time.time() if now is None else now, tolerance=tolerance
-    )
+    return _verify(raw, headers, key, now=time.time() if now is None else now, tolerance=tolerance)

@@ -16,6 +16,7 @@ from harness import ALICE, CAROL
 from webhook_receiver import Hooked
 
 from agent_runtime import Decision
+from bot.api.signatures import signed_headers
 from bot.api.webhooks import WebhookEvents, WebhookSender
 from bot.schedule.scheduler import Scheduler
 from bot.ui import ids
@@ -109,6 +110,19 @@ def test_a_timestamp_too_long_to_be_one_fails_verify_rather_than_raising() -> No
     for stamp in ("9" * 400, "9" * 5000):
         forged = {"X-Signoff-Timestamp": stamp, "X-Signoff-Signature": "v1=" + "0" * 64}
         assert not verify(b"{}", forged, "secret", now=1_800_000_000)
+
+
+@pytest.mark.parametrize("unset", ["", "\n", "  "])
+def test_verify_without_a_secret_raises_rather_than_passing_a_forgery(unset: str) -> None:
+    """A receiver whose secret setting is unset (``os.environ.get(..., "")``, an empty
+    mounted file) is told so, rather than taking deliveries anyone can sign with no key;
+    a secret read with its newline checks as the secret."""
+    body, now = b'{"delivery_id":"1700000000000-0"}', 1_800_000_000
+    forged = signed_headers(body, unset, timestamp=now, delivery_id="1700000000000-0")
+    with pytest.raises(ValueError, match="no webhook secret"):
+        verify(body, forged, unset, now=now)
+    signed = signed_headers(body, "s3cret", timestamp=now, delivery_id="1700000000000-0")
+    assert verify(body, signed, "s3cret\n", now=now)
 
 
 async def test_a_request_approved_by_default_is_delivered_as_approved(hooked: Hooked) -> None:
