@@ -56,8 +56,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ]
     if not url or not token:
         _usage(f"set {' and '.join(missing)}")
-    where = urlsplit(url)
     try:
+        where = urlsplit(url)  # an unclosed IPv6 bracket raises
         where.port  # noqa: B018  # a port out of range or not a number raises
     except ValueError as exc:
         _usage(f"SIGNOFF_URL: {exc}")

@@ -194,16 +194,24 @@ def test_a_token_with_a_control_character_is_a_usage_error_not_a_traceback(
     assert "SIGNOFF_TOKEN" in capsys.readouterr().err
 
 
-def test_a_url_whose_port_cannot_be_one_is_a_usage_error_at_once(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [
+        ("https://signoff.example.com:99999", "Port out of range"),
+        ("http://[::1:8080/", "Invalid IPv6 URL"),  # its bracket never closed
+    ],
+)
+def test_a_url_that_cannot_be_one_is_a_usage_error_at_once(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, url: str, said: str
 ) -> None:
-    """Not a minute of retrying a server that cannot exist, then "unreachable" (13)."""
-    monkeypatch.setenv("SIGNOFF_URL", "https://signoff.example.com:99999")
+    """Not a minute of retrying a server that cannot exist, then "unreachable" (13), nor a
+    traceback."""
+    monkeypatch.setenv("SIGNOFF_URL", url)
     monkeypatch.setenv("SIGNOFF_TOKEN", "sgn_token")
     with pytest.raises(SystemExit) as stopped:
         gate.main(["--channel", "C0OPS", "--title", "Rotate keys", "--approvers", "U0A"])
     assert stopped.value.code == 2
-    assert capsys.readouterr().err.startswith("signoff gate: SIGNOFF_URL: Port out of range")
+    assert capsys.readouterr().err.startswith(f"signoff gate: SIGNOFF_URL: {said}")
 
 
 def test_details_are_read_from_a_file_and_one_too_long_is_named_as_typed(
