@@ -65,7 +65,13 @@ def add_events_route(
 
     async def events(request: web.Request) -> web.Response:
         started = time.perf_counter()
-        body = await request.read()
+        try:
+            body = await request.read()
+        except web.RequestPayloadError:  # not in the Content-Encoding it names: not Slack's
+            refusal = web.Response(status=400, text="the body is not in its content encoding")
+            refusal.force_close()  # where the body ends is unknown: nothing more is read
+            request.content.feed_eof()
+            return refusal
         if body.startswith(CERTIFICATE_CHECK):
             return web.Response()
         text = signed_text(verifier, body, request.headers)

@@ -235,3 +235,16 @@ async def test_no_request_gets_a_5xx_or_a_traceback_or_changes_a_stored_request(
     tracebacks = [r for r in caplog.records if r.exc_info or "Traceback" in r.getMessage()]
     assert tracebacks == []
     assert await bot.services.storage.client.raw.hgetall(key) == before
+
+
+async def test_a_body_not_in_its_content_encoding_is_a_400_without_a_traceback(
+    make_bot: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    bot: Harness = await make_bot()
+    caplog.set_level(logging.WARNING)
+    headers = {"Content-Type": FORM, "Content-Encoding": "gzip"}
+    async with bot.http.post(bot.url + EVENTS_PATH, data=b"payload=%7B%7D", headers=headers) as r:
+        said = await r.text()
+        assert (r.status, said) == (400, "the body is not in its content encoding")
+        assert r.headers["Connection"] == "close"
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
