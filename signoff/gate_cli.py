@@ -30,7 +30,8 @@ EXIT_CODES = {
     USAGE: "usage error: bad arguments or settings, or a COMMAND that cannot be run",
     DENIED: "denied: the command did not run",
     EXPIRED: "expired before anyone approved: the command did not run",
-    WITHDRAWN: "withdrawn, or this gate was stopped (Ctrl-C, SIGTERM): not run",
+    WITHDRAWN: "withdrawn (by this gate too, when nothing expired it 10 minutes past its "
+    "expiry), or this gate was stopped (Ctrl-C, SIGTERM): not run",
     UNREACHABLE: "could not reach Signoff: nothing is known to be decided; or approved, "
     "but Signoff could not be told the command starts: not run",
     REFUSED: "Signoff refused the request (token, channel, request unknown, its client at "

@@ -33,13 +33,14 @@ async def wait(client: Client, view: RequestView, stop: asyncio.Event) -> Reques
     if stop.is_set():  # stopped as the answer came: a stopped gate never runs its command
         return await withdraw(client, view) or UNREACHABLE
     try:
-        return waiting.result()
+        view = waiting.result()
     except RequestRefused as exc:
         say(f"signoff gate: {exc}")
         return REFUSED
     except SignoffError as exc:
         say(f"signoff gate: {exc}")
         return UNREACHABLE
+    return view if view.final else await _give_up(client, view)
 
 
 SETTLE = 5.0
@@ -65,6 +66,26 @@ async def _decision(client: Client, view: RequestView) -> RequestView:
         )
         if view.final or view.held_until is None:
             return view
+
+
+async def _give_up(client: Client, view: RequestView) -> RequestView:
+    """A request still undecided ``GRACE`` past its expiry (nothing expired it: no
+    Signoff process runs its scheduler): withdrawn, so its card cannot be approved for a
+    gate no longer waiting; a decision that landed first stands, and is the answer."""
+    say(
+        f"signoff gate: still {view.status} {GRACE / 60:.0f} minutes past its expiry (is a "
+        "Signoff process running its scheduler?); withdrawing the request"
+    )
+    reason = "its gate stopped waiting: nobody decided, and it was not expired in time"
+    try:
+        return await client.withdraw(view.id, reason=reason)
+    except RequestRefused as exc:
+        if exc.view is not None:
+            return exc.view
+        say(f"signoff gate: the withdrawal was refused, and the request stays: {exc}")
+    except SignoffError as exc:
+        say(f"signoff gate: could not withdraw it, and the request stays: {exc}")
+    return view
 
 
 async def withdraw(client: Client, view: RequestView) -> RequestView | int | None:

@@ -362,3 +362,58 @@ async def test_a_command_whose_output_nobody_reads_any_more_runs_to_its_end(
         script = "for n in range(2000): print('line', n, 'x' * 100)"
         status, tail = await gate_run.run([sys.executable, "-c", script], dict(os.environ))
     assert status == 0 and tail[-1] == "line 1999 " + "x" * 100
+
+
+@pytest.mark.parametrize("decided_first", [False, True])
+async def test_a_request_nothing_expired_is_withdrawn_when_its_gate_stops_waiting(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    decided_first: bool,
+) -> None:
+    """Still pending past its expiry and the gate's grace (no Signoff process ran its
+    scheduler to expire it): the gate withdraws it, so nobody can approve its card for a
+    job no longer waiting, and runs nothing; an approval that landed first is the answer."""
+    pending = _view(expires_at=datetime.now(UTC) - timedelta(seconds=1))
+    approved = _view(status="approved", decided_by="U0ALICE")
+    withdrawals: list[str] = []
+
+    async def create(self: Client, *_: Any, **__: Any) -> RequestView:
+        return pending
+
+    async def get(self: Client, request_id: str, *, wait: float | None = None) -> RequestView:
+        await asyncio.sleep(min(wait or 0, 0.01))  # the long-poll, short
+        return pending
+
+    async def withdraw(self: Client, request_id: str, *, reason: str = "") -> RequestView:
+        withdrawals.append(reason)
+        if decided_first:
+            raise RequestRefused(409, "it was decided already", view=approved)
+        return _view(status="withdrawn", reason=reason)
+
+    async def start(self: Client, *_: Any, **__: Any) -> RequestView:
+        return approved
+
+    async def report_outcome(self: Client, *_: Any, **__: Any) -> RequestView:
+        return approved
+
+    for name, fake in (("create", create), ("get", get), ("withdraw", withdraw)):
+        monkeypatch.setattr(Client, name, fake)
+    monkeypatch.setattr(Client, "start", start)
+    monkeypatch.setattr(Client, "report_outcome", report_outcome)
+    monkeypatch.setattr(gate_wait, "GRACE", 0.1)
+    ran = tmp_path / "ran"
+    status = await asyncio.wait_for(
+        gate._gate(
+            Client("http://127.0.0.1:9", "token"),
+            NewRequest(title="Clear", channel="C0OPS", approvers=["U0ALICE"]),
+            ["touch", str(ran)],
+        ),
+        10,
+    )
+    said = capsys.readouterr().err
+    assert "past its expiry (is a Signoff process running its scheduler?)" in said
+    assert withdrawals == [
+        "its gate stopped waiting: nobody decided, and it was not expired in time"
+    ]
+    assert (status, ran.exists()) == ((0, True) if decided_first else (WITHDRAWN, False))
