@@ -22,7 +22,7 @@ from ..events import AfterInvocation, AfterNodeCall, BeforeInvocation, BeforeNod
 from ..hooks import HookRegistry
 from ..interrupts import Interrupt, InterruptRequested, InterruptResponse
 from ..messages import JSONValue, ToolCall, new_id
-from ..results import AgentResult, StopReason
+from ..results import AgentResult, StopReason, json_safe
 from ..resume import ContinueRun, RunInput, begin, parse_input
 from ..run_events import RunEvent, RunFinished, RunStarted, TextMessage
 from ..session import SessionStore
@@ -219,7 +219,9 @@ class WorkflowRun:
         return before if self.result is None else None
 
     async def _function_output(self, function: NodeFunction, before: BeforeNodeCall) -> JSONValue:
-        """Call a function node; an interrupt or a failure stops the run (sets ``result``)."""
+        """Call a function node; an interrupt or a failure stops the run (sets ``result``).
+        Its output is kept as JSON, as a tool's is (a datetime as its text, a tuple as a
+        list): what the next node and the router get here is what a resume elsewhere gets."""
         node_id = self.state.node_id
         run = self.state.run
         run.start_attempts([node_id])
@@ -242,7 +244,7 @@ class WorkflowRun:
             original_input=self.state.input if before.input != self.state.input else None,
         )
         try:
-            return await function(context)
+            return json_safe(await function(context))
         except InterruptRequested as raised:
             self.result = await self._stop_for_humans(node_id, [raised.interrupt])
         except Exception as error:  # a failing node ends the run as "error"

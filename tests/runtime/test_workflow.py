@@ -1,6 +1,7 @@
 """Workflows: node approvals, their decisions, and resuming elsewhere."""
 
 import json
+from datetime import UTC, datetime
 
 import pytest
 
@@ -162,3 +163,33 @@ async def test_a_bad_resume_is_refused_and_changes_nothing(bad_input):
         await workflow.invoke(bad_input, thread_id="t")
     assert await snapshot_of(store, "t") == before
     assert runs == ["inspect"]
+
+
+async def test_a_node_output_json_cannot_hold_is_kept_as_json_the_next_node_gets_anywhere():
+    """A node returning a datetime or a tuple: its output is kept as JSON (the datetime as
+    its text), so the run stops at the next node's approval instead of failing its save,
+    and the next node gets the same input in this process as in another that resumes."""
+    seen: list[object] = []
+
+    async def inspect(ctx: NodeContext) -> dict:
+        return {"since": datetime(2026, 1, 2, 3, 4, tzinfo=UTC), "files": ("a.log", "b.log")}
+
+    async def delete(ctx: NodeContext) -> str:
+        seen.append(ctx.input)
+        return "deleted"
+
+    def workflow(store: InMemorySessionStore, *, guarded: bool = True) -> Workflow:
+        return Workflow(
+            nodes={"inspect": inspect, "delete": delete},
+            interrupt_before={"delete": True} if guarded else {},
+            session_store=store,
+        )
+
+    kept = {"since": "2026-01-02 03:04:00+00:00", "files": ["a.log", "b.log"]}
+    store = InMemorySessionStore()
+    [asked] = (await workflow(store).invoke("go", thread_id="t")).interrupts
+    assert asked.tool_call is not None and asked.tool_call.args == kept
+    final = await workflow(store).invoke({asked.id: Decision.approve()}, thread_id="t")
+    assert final.message == "deleted"
+    await workflow(InMemorySessionStore(), guarded=False).invoke("go", thread_id="t")
+    assert seen == [kept, kept]
