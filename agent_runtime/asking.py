@@ -13,6 +13,7 @@ from .interrupts import (
     interrupt_id,
 )
 from .messages import JSONValue, ToolCall
+from .results import json_safe
 
 
 class InterruptPoint:
@@ -67,8 +68,9 @@ class InterruptPoint:
     ) -> JSONValue:
         """Return the human's answer to ``name``; raise ``InterruptRequested`` if none yet.
 
-        ``tool_call``: the call the interrupt proposes, when not this point's own (an
-        approver's edit, asked again)."""
+        ``reason`` is kept as JSON (a datetime as its text, a tuple as a list), so the run's
+        state is saved with it and reads the same in any process. ``tool_call``: the call
+        the interrupt proposes, when not this point's own (an approver's edit, asked again)."""
         if not name:
             raise UsageError("an interrupt needs a name")
         if name in self._taken:
@@ -89,7 +91,7 @@ class InterruptPoint:
             Interrupt(
                 id=iid,
                 name=name,
-                reason=reason,
+                reason=json_safe(reason),
                 tool_call=tool_call or self.tool_call,
                 allowed_decisions=tuple(allowed_decisions),
                 description=description,

@@ -1,5 +1,6 @@
 """Tools that stop for a human and continue with the answer."""
 
+from datetime import UTC, datetime
 from typing import Annotated
 
 import pytest
@@ -8,6 +9,7 @@ from pydantic import BaseModel, Field
 from agent_runtime import (
     Agent,
     Decision,
+    InMemorySessionStore,
     InterruptResponse,
     ScriptedModel,
     ToolCall,
@@ -184,3 +186,30 @@ def test_a_tools_annotated_constraints_are_in_its_schema_and_enforced():
     assert resize.input_schema["properties"]["size"]["description"] == "new size in GB"
     with pytest.raises(ToolInputError, match="greater than 0"):
         resize.validate({"size": 0})
+
+
+async def test_an_interrupt_reason_json_cannot_hold_is_asked_as_json_and_resumed_anywhere():
+    """A reason holding a datetime or a tuple is kept as JSON (the datetime as its text):
+    the run stops and asks instead of failing its save, and shows the same reason as the
+    thread's stored state, which another process resumes from."""
+
+    @tool
+    def book_flight(city: str, context: ToolContext) -> str:
+        """Book a flight after a human picks the seat."""
+        departs = datetime(2026, 3, 1, 9, 30, tzinfo=UTC)
+        seat = context.interrupt("seat", reason={"departs": departs, "free": ("12A", "14C")})
+        return f"booked {city} seat {seat}"
+
+    def agent(store: InMemorySessionStore, *turns: str | list[ToolCall]) -> Agent:
+        return Agent(model=ScriptedModel(list(turns)), tools=[book_flight], session_store=store)
+
+    store = InMemorySessionStore()
+    calls = [ToolCall(id="c1", name="book_flight", args={"city": "Oslo"})]
+    [pending] = (await agent(store, calls).invoke("book", thread_id="t")).interrupts
+    kept = {"departs": "2026-03-01 09:30:00+00:00", "free": ["12A", "14C"]}
+    assert pending.reason == kept
+    status = await agent(store).thread_status("t")
+    assert status is not None and [i.reason for i in status.interrupts] == [kept]
+    final = await agent(store, "booked").invoke({pending.id: "14C"}, thread_id="t")
+    assert final.stop_reason == "end_turn"
+    assert (await store.load("t")).snapshot["messages"][-2]["content"] == "booked Oslo seat 14C"
