@@ -25,7 +25,8 @@ from .run import WorkflowRun
 from .state import WorkflowState
 
 Router = Callable[[JSONValue], str | None]
-"""Chooses the next node by name from a node's output; None ends the workflow."""
+"""Chooses the next node by name from a node's output; None ends the workflow. One that
+raises, or names no node, ends the run as an error (its node ran and is not run again)."""
 Edge = str | Router
 
 

@@ -17,7 +17,7 @@ import pydantic
 from ..agent import Agent
 from ..asking import InterruptPoint
 from ..edit_checks import check_model
-from ..errors import ResumeError
+from ..errors import ResumeError, UsageError
 from ..events import AfterInvocation, AfterNodeCall, BeforeInvocation, BeforeNodeCall, Interrupted
 from ..hooks import HookRegistry
 from ..interrupts import Interrupt, InterruptRequested, InterruptResponse
@@ -263,17 +263,28 @@ class WorkflowRun:
         return finished.message
 
     async def _complete(self, name: str, output: JSONValue) -> None:
-        """AfterNodeCall, then move to the next node and save: the node is done for good."""
+        """AfterNodeCall, then move to the next node and save: the node is done for good.
+        A router that fails ends the run as an error, which a node run again would meet."""
         await self.workflow.hooks.emit(
             AfterNodeCall(source=self.workflow, run=self.info, node=name, output=output)
         )
+        try:
+            following = self.workflow.next_node(name, output)
+        except UsageError as error:  # it chose a node the workflow lacks
+            self.result = await self._finish("error", str(error))
+            return
+        except Exception as error:  # the app's router failed
+            log.warning("thread %s: the router after %s failed: %r", self.thread_id, name, error)
+            failure = f"the router after {name!r} failed: {type(error).__name__}: {error}"
+            self.result = await self._finish("error", failure)
+            return
         run = self.state.run
         run.steps += 1
         run.answers = {}
         run.attempts = {}
         self.agent_answers = []
         self.continuing = False
-        self.state.node = self.workflow.next_node(name, output)
+        self.state.node = following
         self.state.input = output
         await self._save()
 

@@ -115,6 +115,40 @@ async def test_a_router_chooses_the_next_node_from_the_output():
     assert runs == ["inspect", "nothing", "inspect", "delete"]
 
 
+async def test_a_failing_router_ends_the_run_as_an_error_and_its_node_runs_once():
+    """A router that raises, or names no node, after its node ran: the run ends as an
+    error naming the router, so the node is not run again and the thread takes a new
+    prompt (it was left mid-run, and ContinueRun ran the node again into the same fault)."""
+    runs: list[str] = []
+
+    async def inspect(ctx: NodeContext) -> dict:
+        runs.append(ctx.input)
+        return {"count": 2}
+
+    async def delete(ctx: NodeContext) -> str:
+        runs.append("delete")
+        return "deleted"
+
+    def route(output: dict) -> str:
+        return "delete" if output["files"] else "nowhere"
+
+    store = InMemorySessionStore()
+    nodes = {"inspect": inspect, "delete": delete}
+    workflow = Workflow(nodes=nodes, edges={"inspect": route}, session_store=store)
+    failed = await workflow.invoke("first", thread_id="t")
+    assert failed.stop_reason == "error"
+    assert failed.message == "the router after 'inspect' failed: KeyError: 'files'"
+    assert (await workflow.thread_status("t")).status == "idle"
+    assert (await workflow.invoke("second", thread_id="t")).stop_reason == "error"
+    assert runs == ["first", "second"]
+
+    astray = Workflow(nodes=nodes, edges={"inspect": lambda _: "nowhere"}, session_store=store)
+    lost = await astray.invoke("third", thread_id="t")
+    assert lost.stop_reason == "error"
+    assert lost.message == "the router after 'inspect' chose 'nowhere', which is not a node"
+    assert runs == ["first", "second", "third"]
+
+
 async def test_a_looping_graph_stops_at_max_steps():
     async def retry(ctx: NodeContext) -> str:
         return "again"
