@@ -98,6 +98,11 @@ class Runnable(ABC):
         run; None when only its runs tell (an adapted framework asks as it goes)."""
         return None
 
+    def keeps_run_trust(self) -> bool:
+        """Whether an approval saying ``Remember(scope="run")`` spares the rest of its run
+        the same question (the run's trust ledger); False when each call asks anew."""
+        return True
+
     def tool_names(self) -> frozenset[str] | None:
         """The names its interrupts' tool calls may carry (a workflow's nodes too), which a
         per-tool policy is checked against; None when only its runs tell."""

@@ -201,6 +201,11 @@ class GenkitAgent(Runnable):
         self.tools = list(tools)
         self.session_store = session_store or InMemorySessionStore()
 
+    def keeps_run_trust(self) -> bool:
+        """False: a gated tool raises its ``Interrupt`` at each call; a decision's
+        ``remember`` is not kept for the generation's later calls."""
+        return False
+
     def tool_names(self) -> frozenset[str] | None:
         """The names its cards may carry (``called_names``); None when a provider's
         selector with a ``*`` (``mcp:tool/*``) leaves its tools to each generation."""

@@ -124,6 +124,11 @@ class LangGraphAgent(Runnable):
         if self._close is not None:
             await self._close()
 
+    def keeps_run_trust(self) -> bool:
+        """False: the graph's nodes (LangChain's middleware too) interrupt at each call they
+        gate; a decision's ``remember`` is not kept for the run's later calls."""
+        return False
+
     def tool_names(self) -> frozenset[str] | None:
         """A LangChain agent's tools; None for another graph (its interrupts name what
         they like, known only as they are asked)."""

@@ -158,6 +158,11 @@ class StrandsAgent(Runnable):
         self.make_agent = make_agent
         self.session_store = session_store or InMemorySessionStore()
 
+    def keeps_run_trust(self) -> bool:
+        """False: ``SignoffApprovals`` asks at each call of a gated tool; a decision's
+        ``remember`` is not kept for the run's later calls."""
+        return False
+
     def tool_names(self) -> frozenset[str]:
         return frozenset(self._schemas)
 

@@ -53,8 +53,8 @@ class Registry:
         """The agent (or workflow) called ``name``, built on first use; UnknownAgentError
         naming this process's agents when it has none so called (its SIGNOFF_AGENTS lacks
         it). A build the runtime refuses (a bad ``interrupt_on``, say), or one lacking a
-        tool its ``AgentSpec(tools=...)`` names (kept for ``aclose``, not built again),
-        is a UsageError naming the agent: with
+        tool its ``AgentSpec(tools=...)`` names or offering trust for the run it cannot
+        keep (kept for ``aclose``, not built again), is a UsageError naming the agent: with
         several, the runtime's own message does not say which one is wrong; any other
         error of the build (a missing API key), or a build that returns no agent, is an
         AgentBuildError naming it."""
@@ -71,6 +71,7 @@ class Registry:
             built = refused if refused is not None else self._build(spec)
             try:
                 _check_tool_policies(spec, built)
+                _check_run_trust(spec, built)
             except UsageError:  # kept, not built again, so that ``aclose`` releases it
                 self._refused[name] = built
                 raise
@@ -143,6 +144,23 @@ def _check_tool_policies(spec: AgentSpec, built: Runnable) -> None:
             f"agent {spec.name!r}: AgentSpec(tools=...) gives a policy to tools it lacks: "
             f"{unknown}; its tools are {sorted(names)} (calls of a tool without its own "
             f"policy get the agent's){_full_names(unknown, names)}"
+        )
+
+
+def _check_run_trust(spec: AgentSpec, built: Runnable) -> None:
+    """UsageError naming the policies of ``spec`` offering trust for the run, when the agent
+    asks at each call whatever a decision remembers (an adapted framework's): its cards
+    would say "Trusted for the rest of this run" and then ask again."""
+    if built.keeps_run_trust():
+        return
+    policies = [("policy", spec.policy), *((f"tools[{k!r}]", p) for k, p in spec.tools.items())]
+    said = [where for where, p in policies if p.trust is not None and p.trust.scope == "run"]
+    if said:
+        raise UsageError(
+            f"agent {spec.name!r}: trust=Remember(scope='run') ({', '.join(said)}) cannot hold "
+            f"for a {type(built).__name__}, which asks again at each call of the tool; use "
+            "Remember(scope='minutes', minutes=...), which covers the tool's later calls in "
+            "that channel (of this run and later ones) until then, or leave trust unset"
         )
 
 
