@@ -30,6 +30,18 @@ class RunRefusedError(BotError):
     approvers never see): the request is wrong, not the bot, and nothing was started."""
 
 
+class UndecidableError(BotError):
+    """A run stopped for an approval its policy offers no decision for that the call allows
+    (known only as it asks, as an adapted framework's gates do): no card could decide it."""
+
+    def __init__(self, agent: str, why: str) -> None:
+        super().__init__(
+            f"not asked: {why}, so no card of agent {agent} could decide it, and the call "
+            "did not run; its policy (Policy(decisions=...), or one of its own in "
+            "AgentSpec(tools=...)) must offer a decision the call allows"
+        )
+
+
 class SlackUnreachableError(BotError):
     """Slack could not be reached for something a request needs now: try again later."""
 

@@ -126,6 +126,12 @@ class Policy:
             )
         if not self.decisions or any(d not in DECISION_TYPES for d in self.decisions):
             raise PolicyError(f"decisions must be a non-empty subset of {DECISION_TYPES}")
+        if self.min_approvals > 1 and not {"approve", "reject"} & set(self.decisions):
+            raise PolicyError(
+                f"min_approvals={self.min_approvals}: a quorum approves or denies the call as "
+                "shown (one person's edit or reply would end it alone), so its cards offer "
+                f"only approve and reject, and decisions={self.decisions!r} has neither"
+            )
         if self.trust is not None and "approve" not in self.decisions:
             raise PolicyError("trust needs 'approve' among the decisions")
         if self.trust is not None and self.trust.scope == "thread":
@@ -202,6 +208,34 @@ class Policy:
             what = "these arguments" if self.trust.same_args else "this tool"
             return f"{what} for {self.trust.minutes} min"
         return "these arguments for this run" if self.trust.same_args else "for this run"
+
+    def offers(
+        self, allowed: tuple[DecisionType, ...], *, editable: bool = True
+    ) -> tuple[DecisionType, ...]:
+        """The decisions a card offers for a call that allows ``allowed`` (any, when empty):
+        this policy's that the call allows, Edit only with arguments to edit, and only
+        Approve and Deny for a quorum (one person's edit or reply would end it alone).
+        Empty when none is left: no button of such a card could work."""
+        decisions = tuple(d for d in self.decisions if d in (allowed or self.decisions))
+        if not editable:
+            decisions = tuple(d for d in decisions if d != "edit")
+        if self.min_approvals > 1:
+            decisions = tuple(d for d in decisions if d in ("approve", "reject"))
+        return decisions
+
+    def offers_none(self, tool: str, allowed: tuple[DecisionType, ...]) -> str:
+        """Why a card asking about ``tool``, which allows ``allowed``, offers no decision
+        under this policy (``offers`` is empty)."""
+        said = (
+            f"{tool} allows {', '.join(allowed or self.decisions)}, and its policy offers "
+            f"{', '.join(self.decisions)}"
+        )
+        if not any(d in (allowed or self.decisions) for d in self.decisions):
+            return f"{said}: none of them"
+        if self.min_approvals > 1:
+            quorum = f"a quorum (min_approvals={self.min_approvals})"
+            return f"{said}, with {quorum} taking only approve or reject"
+        return f"{said}, and an edit needs arguments this approval does not have"
 
     def with_channel(self, channel: str | None) -> Policy:
         """This policy, posting to ``channel`` when it names none itself."""

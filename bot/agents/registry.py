@@ -53,8 +53,9 @@ class Registry:
         """The agent (or workflow) called ``name``, built on first use; UnknownAgentError
         naming this process's agents when it has none so called (its SIGNOFF_AGENTS lacks
         it). A build the runtime refuses (a bad ``interrupt_on``, say), or one lacking a
-        tool its ``AgentSpec(tools=...)`` names or offering trust for the run it cannot
-        keep (kept for ``aclose``, not built again), is a UsageError naming the agent: with
+        tool its ``AgentSpec(tools=...)`` names, offering trust for the run it cannot keep,
+        or offering a tool it asks about none of the decisions that tool allows (kept for
+        ``aclose``, not built again), is a UsageError naming the agent: with
         several, the runtime's own message does not say which one is wrong; any other
         error of the build (a missing API key), or a build that returns no agent, is an
         AgentBuildError naming it."""
@@ -72,6 +73,7 @@ class Registry:
             try:
                 _check_tool_policies(spec, built)
                 _check_run_trust(spec, built)
+                _check_offers(spec, built)
             except UsageError:  # kept, not built again, so that ``aclose`` releases it
                 self._refused[name] = built
                 raise
@@ -162,6 +164,21 @@ def _check_run_trust(spec: AgentSpec, built: Runnable) -> None:
             "Remember(scope='minutes', minutes=...), which covers the tool's later calls in "
             "that channel (of this run and later ones) until then, or leave trust unset"
         )
+
+
+def _check_offers(spec: AgentSpec, built: Runnable) -> None:
+    """UsageError naming a tool (or node) the agent asks about whose policy offers none of
+    the decisions it allows: its cards' buttons could only fail as the run resumed. An
+    adapted framework's gates tell theirs only as they ask (``settle`` ends such a run)."""
+    for tool, allowed in sorted((built.declared_decisions() or {}).items()):
+        policy = spec.policy_for(tool)
+        if not policy.offers(allowed):
+            raise UsageError(
+                f"agent {spec.name!r}: {policy.offers_none(tool, allowed)}, so no card asking "
+                "about it could be decided; offer one it allows (Policy(decisions=...), or "
+                "its own policy in AgentSpec(tools=...)), or allow more where the agent asks "
+                "(allowed_decisions)"
+            )
 
 
 def _full_names(keys: list[str], names: frozenset[str]) -> str:

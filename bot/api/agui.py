@@ -54,7 +54,7 @@ from agent_runtime.results import AgentResult
 from agent_runtime.runnable import Runnable
 from bot.agents.policy import AgentSpec
 from bot.errors import AgentBuildError
-from bot.runs.approvers import call_decisions, card_decisions
+from bot.runs.approvers import card_decisions
 from bot.runs.drive import unknown_agent
 from bot.services import Services
 from storage.api_clients import ADMIN
@@ -259,10 +259,11 @@ def add_agui_routes(
 async def _post_cards(
     services: Services, name: str, result: AgentResult | None, answers: CardAnswers
 ) -> RunErrorEvent | None:
-    """Post the run's cards; when its interrupts' cards cannot be stored, the RUN_ERROR
-    the app gets instead of a RUN_FINISHED that would offer answers no card checks."""
+    """Post the run's cards; when its interrupts' cards cannot be stored, or the run was
+    ended instead as no card could decide them, the RUN_ERROR the app gets instead of a
+    RUN_FINISHED that would offer answers no card checks."""
     try:
-        await post_cards(services, name, result, answers.place)
+        ended = await post_cards(services, name, result, answers.place)
     except StorageError as exc:
         log.error("cards of AG-UI run of %s not stored: %s", name, exc)
         if result is None or result.stop_reason != "interrupt":
@@ -272,7 +273,7 @@ async def _post_cards(
             "see the bot's log",
             code="cards_not_stored",
         )
-    return None
+    return run_error(ended.message, code=ended.stop_reason) if ended else None
 
 
 def _decisions(spec: AgentSpec, agent: Runnable) -> frozenset[DecisionType]:
@@ -283,9 +284,7 @@ def _decisions(spec: AgentSpec, agent: Runnable) -> frozenset[DecisionType]:
     if declared is None:
         return frozenset(spec.policy.decisions)
     return frozenset(
-        d
-        for tool, allowed in declared.items()
-        for d in call_decisions(spec.policy_for(tool), allowed)
+        d for tool, allowed in declared.items() for d in spec.policy_for(tool).offers(allowed)
     )
 
 

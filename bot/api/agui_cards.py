@@ -218,18 +218,20 @@ def _kept(recorded: Sequence[InterruptRecord]) -> str:
 
 async def post_cards(
     services: Services, name: str, result: AgentResult | None, place: Place | None
-) -> None:
+) -> AgentResult | None:
     """After an AG-UI run: post its new interrupts as cards when the policy names where,
-    or, when it ended, say so in its cards' thread. Nothing after a failed run (None)."""
+    or, when it ended, say so in its cards' thread. Nothing after a failed run (None).
+    The run's end instead, when its interrupts could not be asked (``settle``)."""
     if result is None:
-        return
+        return None
     if result.stop_reason != "interrupt":
         if place is not None:
             await settle(services, name, result, place=place)
-        return
+        return None
     if all(carded(services, name, i) for i in result.interrupts):
         where = place or Place(channel=None, thread_ts=None, requested_by=IN_APP)
-        await settle(services, name, result, place=where)
+        return await settle(services, name, result, place=where)
+    return None
 
 
 def carded(services: Services, name: str, interrupt: Interrupt) -> bool:

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from agent_runtime.interrupts import DecisionType, Interrupt
 from agent_runtime.results import AgentResult
 from bot.agents.policy import Policy, Reminders
+from bot.errors import UndecidableError
 from bot.services import Services
 from storage.approvers import ApproverPolicy, Rung
 from storage.records import InterruptRecord
@@ -19,13 +20,19 @@ from .stand_ins import with_stand_ins
 async def interrupt_records(
     services: Services, agent_name: str, result: AgentResult, *, place: Place
 ) -> list[InterruptRecord]:
-    """One record per interrupt of ``result``, under the policy of its agent and tool."""
+    """One record per interrupt of ``result``, under the policy of its agent and tool;
+    UndecidableError when the policy offers one of them no decision its call allows."""
     spec = services.registry.spec(agent_name)
     assert spec is not None
     now = services.clock.now()
     records = []
     for interrupt in result.interrupts:
         policy = spec.policy_for(_tool(interrupt)).with_channel(services.default_channel)
+        if not card_decisions(policy, interrupt):
+            said = policy.offers_none(
+                _tool(interrupt) or interrupt.name, interrupt.allowed_decisions
+            )
+            raise UndecidableError(agent_name, said)
         channel = policy.channel or (None if policy.dm else place.channel)
         record = InterruptRecord.new(
             interrupt,
@@ -134,25 +141,12 @@ async def approver_policy(
 
 def card_decisions(policy: Policy, interrupt: Interrupt) -> tuple[DecisionType, ...]:
     """The decisions the card offers: a question is answered (or declined, when the policy
-    lets approvers deny); an edit needs tool arguments to edit; a quorum only approves (an
-    edit or a reply by one person would end it alone)."""
+    lets approvers deny); an approval, what ``Policy.offers`` gives for its call (none:
+    the policy offers nothing the call allows, and no card can be decided)."""
     if interrupt.question:
         return ("respond", "reject") if "reject" in policy.decisions else ("respond",)
     editable = interrupt.tool_call is not None
-    return call_decisions(policy, interrupt.allowed_decisions, editable=editable)
-
-
-def call_decisions(
-    policy: Policy, allowed: tuple[DecisionType, ...], *, editable: bool = True
-) -> tuple[DecisionType, ...]:
-    """The decisions a card offers for a call that allows ``allowed`` (any, when empty)."""
-    offered = allowed or policy.decisions
-    decisions = tuple(d for d in policy.decisions if d in offered)
-    if not editable:
-        decisions = tuple(d for d in decisions if d != "edit")
-    if policy.min_approvals > 1:  # a quorum approves the call as shown, or one denial ends it
-        decisions = tuple(d for d in decisions if d in ("approve", "reject"))
-    return decisions or ("approve", "reject")
+    return policy.offers(interrupt.allowed_decisions, editable=editable)
 
 
 def _tool(interrupt: Interrupt) -> str | None:

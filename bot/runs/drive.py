@@ -16,7 +16,7 @@ from agent_runtime.results import AgentResult, ToolResult
 from agent_runtime.resume import ContinueRun
 from agent_runtime.run_events import RunFinished, RunStarted, ToolCallFinished
 from bot.agents.policy import is_channel_id
-from bot.errors import RunRefusedError, UnknownAgentError
+from bot.errors import RunRefusedError, UndecidableError, UnknownAgentError
 from bot.services import Services
 from bot.ui.notes import post_in_thread
 from bot.ui.posting import post_interrupt
@@ -150,19 +150,25 @@ async def _drive(
     return result
 
 
-async def settle(services: Services, agent_name: str, result: AgentResult, *, place: Place) -> None:
-    """Store and post the run's new interrupts, or post how it ended (at most once).
+async def settle(
+    services: Services, agent_name: str, result: AgentResult, *, place: Place
+) -> AgentResult | None:
+    """Store and post the run's new interrupts, or post how it ended (at most once); the
+    run's end instead, when its interrupts could not be asked (``_end_undecidable``).
 
     Interrupts an earlier attempt already stored are not an error: they are left as stored.
     """
     if result.stop_reason == "interrupt" and result.interrupts:
-        records = await interrupt_records(services, agent_name, result, place=place)
+        try:
+            records = await interrupt_records(services, agent_name, result, place=place)
+        except UndecidableError as exc:
+            return await _end_undecidable(services, agent_name, result, str(exc), place=place)
         try:
             await services.storage.interrupts.create_interrupts(records)
         except DuplicateInterruptError:
             # An earlier attempt stored them; the outbox posts any it did not (once, leased).
             log.info("interrupts of run %s were already stored", result.run_id)
-            return
+            return None
         services.due_soon.due(*(r.expires_at for r in records))
         for record in records:
             await _supersede(services, record)
@@ -172,10 +178,10 @@ async def settle(services: Services, agent_name: str, result: AgentResult, *, pl
                 trusted = await approve_if_trusted(services, posted)
                 if trusted is not posted:
                     await update_message(services, trusted)
-        return
+        return None
     if not await services.storage.resume.first_end(result.run_id):
         log.info("run %s: its end was announced before; not again", result.run_id)
-        return
+        return None
     outcome = "Finished" if result.stop_reason == "end_turn" else f"Stopped ({result.stop_reason})"
     text = f"{outcome}: {result.message}" if result.message else outcome
     ended = "finished" if result.stop_reason == "end_turn" else f"stopped_{result.stop_reason}"
@@ -198,6 +204,21 @@ async def settle(services: Services, agent_name: str, result: AgentResult, *, pl
         thread_ts=thread_ts,
         text=text,
     )
+    return None
+
+
+async def _end_undecidable(
+    services: Services, agent_name: str, result: AgentResult, why: str, *, place: Place
+) -> AgentResult | None:
+    """End a run stopped for an approval no card could decide (its policy offers nothing
+    the call allows): nothing is posted to decide, the calls it waits on do not run, and
+    the requester is told why, as the run's end (returned; None when the run moved on
+    meanwhile, told by whoever moved it)."""
+    log.error("run %s of %s ended: %s", result.run_id, agent_name, why)
+    ended = await services.registry.agent(agent_name).cancel(result.thread_id, why)
+    if ended is not None:
+        await settle(services, agent_name, ended, place=place)
+    return ended
 
 
 async def _supersede(services: Services, record: InterruptRecord) -> None:
