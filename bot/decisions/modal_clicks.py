@@ -67,13 +67,14 @@ async def open_modal(services: Services, click: Click) -> None:
     if record is None:
         return
     message_ts = click.container.message_ts
-    if not _may_submit_from(record, user, channel, message_ts):
+    reads_only = click.action.action_id == ids.FULL_ARGS  # the card's whole text: anyone's
+    if not reads_only and not _may_submit_from(record, user, channel, message_ts):
         outcome = DecideOutcome(status="refused", reason="not_allowed", record=record)
         await post_ephemeral(
             services, channel=channel, user=user, thread_ts=thread, text=refusal_text(outcome)
         )
         return
-    if record.state != "pending" and click.action.action_id != ids.FULL_ARGS:
+    if record.state != "pending" and not reads_only:
         outcome = DecideOutcome(status="refused", reason="already_decided", record=record)
         await post_ephemeral(
             services, channel=channel, user=user, thread_ts=thread, text=refusal_text(outcome)
@@ -117,7 +118,7 @@ async def open_modal(services: Services, click: Click) -> None:
             services, channel=channel, user=user, thread_ts=thread, text=FORM_NOT_OPENED
         )
         return
-    if click.action.action_id != ids.FULL_ARGS:  # a decision will be submitted from it
+    if not reads_only:  # a decision will be submitted from it
         # The submission must be answered within 3 s, too soon to ask Slack about groups.
         await refresh_groups(services, record, user)
 

@@ -204,7 +204,8 @@ async def test_a_step_open_to_its_channel_takes_clicks_on_its_own_card_only(
     make_bot: Any,
 ) -> None:
     """Step 1 asks Bob in #nyc; step 2 anyone in #tokyo. Once step 2 is reached, Mallory,
-    who is in #nyc and named nowhere, is refused on the #nyc card; in #tokyo she decides."""
+    who is in #nyc and named nowhere, is refused on the #nyc card (though its Full details
+    open for her); in #tokyo she decides."""
     nyc, tokyo, mallory = "C0NYC", "C0TOKYO", "U0MALLORY"
     policy = Policy(
         channel=CHANNEL,
@@ -232,6 +233,10 @@ async def test_a_step_open_to_its_channel_takes_clicks_on_its_own_card_only(
     await bot.slack.wait_calls("chat.postEphemeral")
     record = await bot.services.storage.queries.get(bot.record_id(value))
     assert record is not None and record.state == "pending"
+    # Full details decides nothing: it shows her the whole card there, as to anyone.
+    await bot.click(ids.FULL_ARGS, value, user=mallory, channel=nyc, message_ts=cards[nyc])
+    await bot.slack.wait_calls("views.open")
+    assert len(bot.slack.called("chat.postEphemeral")) == 1
     await bot.click(ids.APPROVE, value, user=mallory, channel=tokyo, message_ts=cards[tokyo])
     await bot.finished()
     record = await bot.services.storage.queries.get(bot.record_id(value))
