@@ -182,8 +182,8 @@ async def _serve(settings: Settings, args: argparse.Namespace, stopping: asyncio
         try:
             await stopping.wait()
         finally:
+            await runner.cleanup()  # first: the work a request in hand hands on is still done
             await loops.stop()
-            await runner.cleanup()
     return 0
 
 
@@ -209,6 +209,7 @@ async def _socket(settings: Settings, args: argparse.Namespace, stopping: asynci
         )
         runner = web.AppRunner(operator, access_log_class=PathAccessLogger)
         await runner.setup()
+        loops: Loops | None = None
         try:
             port = await _listen(runner, settings.host, settings.port)
             connecting = handler.connect_async()  # type: ignore[no-untyped-call]
@@ -230,10 +231,13 @@ async def _socket(settings: Settings, args: argparse.Namespace, stopping: asynci
                 await stopping.wait()
             finally:
                 watchdog.cancel()
-                await loops.stop()
                 await handler.close_after_acks()
         finally:
+            # What Slack and the APIs handed over is answered before the loops stop: the
+            # work it hands on (a run a command starts, an Undo) is then still done.
             await runner.cleanup()
+            if loops is not None:
+                await loops.stop()
     return 0
 
 
