@@ -8,6 +8,7 @@ import json
 import logging
 
 from agent_runtime.errors import AgentRuntimeError
+from bot.errors import AgentBuildError
 from bot.runs.drive import settle
 from bot.runs.place import Place, place_of
 from bot.services import Services
@@ -132,6 +133,9 @@ async def _end_agent_run(
         return
     try:
         ended = await services.registry.agent(agent).cancel(thread_id, reason)
+    except AgentBuildError as exc:  # its own code fails in this process (a missing key)
+        log.error("thread %s waits on a lost request and was not ended: %s", thread_id, exc)
+        return
     except AgentRuntimeError as exc:  # a resume saved first: storage refused it anyway
         log.warning("thread %s not cancelled: %s", thread_id, exc)
         return

@@ -5,14 +5,18 @@ within minutes, once, with several schedulers running; what is intact is left al
 from __future__ import annotations
 
 import asyncio
+import logging
 from datetime import datetime, timedelta
 from typing import Any
 
 import batch_agents
-from harness import CAROL, Harness
+import pytest
+from harness import ALICE, CAROL, Harness
 from requests_jobs import Jobs
 from webhook_receiver import Hooked
 
+from agent_runtime.session import SessionStore
+from bot.agents.policy import AgentSpec, Policy
 from bot.api.request_records import REQUESTS_PATH
 from bot.schedule.lost_check import LOST_CHECK_EVERY
 from bot.schedule.scheduler import Scheduler
@@ -113,3 +117,40 @@ async def test_a_scheduler_checks_again_only_once_the_period_is_over(jobs: Jobs)
     await scheduler.tick()
     [entry] = await _lost_entries(bot)
     assert entry.record_id == request_record_id(made["id"])
+
+
+def _unbuildable(store: SessionStore) -> Any:
+    raise KeyError("OPENAI_API_KEY")  # as a build lacking its model's API key fails
+
+
+async def test_a_lost_request_of_an_agent_whose_build_fails_leaves_the_scheduler_running(
+    make_bot: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The scheduler that finds the loss runs where the agent's build fails (a key that
+    process lacks): the run cannot be ended there, which the log says, and the scheduler
+    goes on expiring, reminding and posting instead of stopping for good."""
+    bot: Harness = await make_bot()
+    record_id = bot.record_id(await bot.start(requested_by=CAROL))
+    await _lose(bot, record_id)
+    elsewhere: Harness = await make_bot(
+        spec=AgentSpec(name="cleanup", build=_unbuildable, policy=Policy(users=(ALICE,)))
+    )
+    caplog.set_level(logging.ERROR)
+    scheduler = Scheduler(elsewhere.services, interval=timedelta(milliseconds=10))
+    running = asyncio.create_task(scheduler.run())
+    try:
+        async with asyncio.timeout(10):
+            while True:
+                if running.done() or "was not ended" in caplog.text:
+                    break
+                await asyncio.sleep(0.01)  # the scheduler's first pass finds the loss
+        assert not running.done(), running
+    finally:
+        scheduler.stop()
+        await asyncio.wait_for(running, 10)
+    [logged] = [r for r in caplog.records if "was not ended" in r.getMessage()]
+    assert "build() raised KeyError" in logged.getMessage(), logged.getMessage()
+    [entry] = await _lost_entries(bot)
+    assert entry.record_id == record_id
+    lost_card = [u for u in bot.slack.called("chat.update") if u["ts"] == bot.message_ts()]
+    assert "can no longer be decided" in str(lost_card[-1]["blocks"]), lost_card
