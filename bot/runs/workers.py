@@ -106,15 +106,13 @@ class ResumeWorker(ConsumerLoop[ResumeJob]):
         if taken.status == "busy":
             return
         version, records = taken.session_version, list(taken.records)
+        decided_at = max((r.decided_at for r in records if r.decided_at), default=None)
+        resuming = services.clock.now()
         try:
             if taken.missing or not records:
                 log.error("resume job %s: records %s are gone; dropping it", job.id, taken.missing)
                 await queue.complete(job, consumer=self.consumer, session_version=version)
                 return
-            decided_at = max((r.decided_at for r in records if r.decided_at), default=None)
-            if decided_at is not None:
-                lag = (services.clock.now() - decided_at).total_seconds()
-                services.metrics.click_to_resume.observe(max(lag, 0.0))
             if taken.session is None:
                 await resume_run(services, records, thread_id=job.thread_id)
             else:
@@ -128,6 +126,9 @@ class ResumeWorker(ConsumerLoop[ResumeJob]):
             log.exception("resume job %s of run %s failed", job.id, job.run_id)
             await self._failed(job, records, exc)
             return
+        if decided_at is not None:  # timed once it resumed: a failed attempt did not
+            lag = (resuming - decided_at).total_seconds()
+            services.metrics.click_to_resume.observe(max(lag, 0.0))
         await queue.complete(job, consumer=self.consumer, session_version=version)
 
     async def _failed(

@@ -66,7 +66,45 @@ async def test_a_resume_that_always_fails_is_dead_lettered_after_five_attempts(
     retried = [r for r in caplog.records if "will be retried" in r.getMessage()]
     assert len(retried) == 4
     async with bot.http.get(bot.url + "/metrics") as response:
-        assert "signoff_resume_dead_letters_total 1" in await response.text()
+        metrics = await response.text()
+    assert "signoff_resume_dead_letters_total 1" in metrics
+    assert "signoff_click_to_resume_seconds_count 0" in metrics  # it never resumed
+
+
+class FailsOnce:
+    """A session store whose first load fails; it answers as ``store`` from then on."""
+
+    def __init__(self, store: SessionStore) -> None:
+        self.store = store
+        self.failed = False
+
+    async def load(self, thread_id: str) -> StoredSession | None:
+        if not self.failed:
+            self.failed = True
+            raise StoreDown(f"cannot load {thread_id}")
+        return await self.store.load(thread_id)
+
+    async def save(self, thread_id: str, snapshot: Snapshot, *, expected_version: int) -> int:
+        return await self.store.save(thread_id, snapshot, expected_version=expected_version)
+
+    async def delete(self, thread_id: str) -> None:
+        await self.store.delete(thread_id)
+
+
+async def test_a_resume_that_succeeds_on_its_second_attempt_is_timed_once(make_bot: Any) -> None:
+    """``signoff_click_to_resume_seconds`` times each decision to its run resuming: a
+    failed attempt is not a resume, so the histogram holds the one that resumed it."""
+    bot: Harness = await make_bot(workers=1, reclaim_after=0.01)
+    value = await bot.start()
+    agent = bot.services.registry.agent("cleanup")
+    flaky = agent.session_store = FailsOnce(agent.session_store)
+
+    await bot.click(ids.APPROVE, value, user=ALICE)
+    assert "deleted 2 file(s)" in await bot.finished()
+    assert flaky.failed
+    async with bot.http.get(bot.url + "/metrics") as response:
+        metrics = await response.text()
+    assert "signoff_click_to_resume_seconds_count 1" in metrics
 
 
 async def test_a_refused_resume_given_up_is_never_logged_as_to_be_retried(
