@@ -1,4 +1,5 @@
--- Record where an interrupt was posted; take it out of the outbox; index its channel.
+-- Record where an interrupt was posted; index its channel; take it out of the outbox,
+-- unless the card of the escalation step it reached is not in Slack yet: it still waits.
 -- Audited once per message: the same message marked again (the call sent again after its
 -- reply was lost, or the outbox recording a post whose mark failed) is not a new post.
 -- KEYS as in common.lua, plus 12 the run's place (where its first card's thread is, and
@@ -8,7 +9,6 @@
 -- Returns {status, '', record hash...}; status posted|unknown.
 local key, rid, channel = KEYS[1], ARGV[1], ARGV[2]
 if redis.call('EXISTS', key) == 0 or field(key, 'id') ~= rid then return {'unknown', ''} end
-redis.call('ZREM', KEYS[6], rid)
 local old = field(key, 'channel')
 local again = old == channel and field(key, 'message_ts') == ARGV[3]
 local pending = field(key, 'state') == 'pending'
@@ -24,6 +24,10 @@ if redis.call('EXISTS', KEYS[12]) == 1 then
     redis.call('HSET', KEYS[12], 'channel', channel, 'thread_ts', root)
   end
   redis.call('HSET', KEYS[12], 'card:' .. rid, channel .. ' ' .. ARGV[3])
+end
+local step = tonumber(field(key, 'escalated')) or 0
+if not pending or step <= (tonumber(field(key, 'escalation_posted')) or 0) then
+  redis.call('ZREM', KEYS[6], rid)
 end
 if not again then audit(KEYS[10], ARGV[6], 'posted', rid, '', ARGV[5], '') end
 return with_record({'posted', ''})

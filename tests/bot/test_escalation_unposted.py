@@ -7,11 +7,13 @@ import json
 from datetime import timedelta
 from typing import Any
 
+import pytest
 from harness import ALICE, BOB, CAROL, CHANNEL, Harness
 from requests_jobs import Jobs, escalated_to_a_refusing_channel
 
 from bot.agents.policy import Escalate, Policy
 from bot.schedule.scheduler import Scheduler
+from bot.ui import outbox
 
 RANDOM = "C0RANDOM"
 
@@ -53,6 +55,43 @@ async def test_an_escalation_slack_refuses_says_so_until_it_is_posted(jobs: Jobs
     assert view["escalation_not_posted"] is None
     trail = await jobs.bot.services.storage.audit.read(count=50)
     assert "escalation_posted" in [e.event for e in trail]
+
+
+async def test_an_escalation_card_left_unposted_by_a_stopped_poster_is_posted_by_the_outbox(
+    jobs: Jobs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Slack refused both cards until the request escalated; the outbox posts its own card,
+    then stops before the escalation card: the next try posts that card, and each card is
+    posted once."""
+    jobs = await jobs.as_client("weekly-cleanup", (CHANNEL, RANDOM))
+    jobs.bot.slack.not_in |= {CHANNEL, RANDOM}
+    status, made = await jobs.ask(
+        approvers=[ALICE],
+        expires_in=3600,
+        on_expiry="escalate",
+        escalate_channel=RANDOM,
+        escalate_to=[BOB],
+    )
+    assert status == 201, made
+    scheduler = Scheduler(jobs.bot.services)
+    jobs.bot.clock.advance(timedelta(seconds=3600))
+    await scheduler.tick()
+    jobs.bot.slack.not_in.clear()
+
+    async def stopped(services: Any, record: Any) -> bool:
+        return False
+
+    monkeypatch.setattr(outbox, "_repost_escalation", stopped)
+    jobs.bot.clock.advance(timedelta(seconds=31))
+    await scheduler.tick()
+    monkeypatch.undo()
+    for _ in range(3):
+        jobs.bot.clock.advance(timedelta(seconds=31))
+        await scheduler.tick()
+    posted = [p["channel"] for p in jobs.bot.slack.called("chat.postMessage") if p.get("blocks")]
+    assert posted == [CHANNEL, RANDOM]
+    _, view = await jobs.get(made["status_url"])
+    assert view["escalation_channel"] == RANDOM and view["escalation_not_posted"] is None
 
 
 async def test_a_ladder_step_slack_refuses_says_so_on_every_earlier_card(jobs: Jobs) -> None:
