@@ -54,8 +54,12 @@ class Outbox(DueSweeps):
         ids = [str(rid) for members in found for rid in members]
         records, _ = await self._queries.many(ids)
         waiting = [r for r in records if r.state == "pending" and _unposted_in(r) == channel]
+        token = secrets.token_hex(8)
         calls: list[tuple[list[str], list[str | int]]] = [
-            ([self._outbox_of(r.id), self._keys.record(r.id)], [r.id, to_ms(now), millis(lease)])
+            (
+                [self._outbox_of(r.id), self._keys.record(r.id)],
+                [r.id, to_ms(now), millis(lease), token],
+            )
             for r in waiting
         ]
         claimed = await self._client.eval_each("claim_waiting", calls) if calls else []

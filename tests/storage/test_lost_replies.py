@@ -191,3 +191,17 @@ async def test_approvers_refreshed_again_by_the_same_call_are_audited_once(
     assert updated is not None and updated.policy.group_members == ("UNEW",)
     events = [e.event for e in await one_server.audit.read()]
     assert events.count("approvers_refreshed") == 1
+
+
+async def test_a_waiting_card_claimed_again_by_the_same_call_is_still_its_claimers(
+    one_server: Storage,
+) -> None:
+    """A card Slack refused, claimed when the app joins its channel by a call whose reply
+    was lost: the call is handed the card to post at once, and another call is not."""
+    record = await one_server.interrupts.create_interrupt(make_record())
+    assert await one_server.interrupts.post_failed(record.id, "not_in_channel")
+    with reply_lost_once(naming=record.id) as lost:
+        claimed = await one_server.interrupts.claim_waiting("CAPPROVALS", NOW)
+    assert lost == ["EVALSHA"]
+    assert [r.id for r in claimed] == [record.id]
+    assert await one_server.interrupts.claim_waiting("CAPPROVALS", NOW) == []
