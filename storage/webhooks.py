@@ -11,6 +11,7 @@ it is delivered or ``GIVE_UP_AFTER`` has passed.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import cast
 
@@ -46,6 +47,14 @@ class WebhookDelivery(BaseModel):
     body: str
     created_at: datetime
     attempts: int = 0
+
+
+@dataclass(frozen=True)
+class LeasedDelivery:
+    """A delivery handed to one sender until ``leased_until_ms`` (as Redis keeps it)."""
+
+    delivery: WebhookDelivery
+    leased_until_ms: int
 
 
 class WebhookOutbox:
@@ -98,38 +107,44 @@ class WebhookOutbox:
 
     async def claim_due(
         self, now: datetime, *, limit: int = 20, lease: timedelta = SEND_LEASE
-    ) -> list[WebhookDelivery]:
+    ) -> list[LeasedDelivery]:
         """Deliveries due by ``now``, leased to this caller for ``lease``."""
-        args: list[str | int] = [to_ms(now), limit, int(lease.total_seconds() * 1000)]
+        lease_ms = int(lease.total_seconds() * 1000)
+        args: list[str | int] = [to_ms(now), limit, lease_ms]
         ids = cast(list[str], await self._client.eval("lease_due", [self._keys.webhooks], args))
         if not ids:
             return []
         async with self._client.guard("read webhook deliveries"):
             texts = await self._client.raw.mget([self._keys.webhook(i) for i in ids])
-        found: list[WebhookDelivery] = []
+        found: list[LeasedDelivery] = []
         for delivery_id, text in zip(ids, cast(list[str | None], texts), strict=True):
             if text is None or text == FINISHED:  # expired, or finished by another sender
                 await self.done(delivery_id)
                 continue
             try:
-                found.append(WebhookDelivery.model_validate_json(text))
+                delivery = WebhookDelivery.model_validate_json(text)
             except ValidationError as exc:
                 await self.done(delivery_id)
                 raise CorruptRecordError(
                     self._keys.webhook(delivery_id), what_is_wrong(exc)
                 ) from exc
+            found.append(LeasedDelivery(delivery, leased_until_ms=to_ms(now) + lease_ms))
         return found
 
-    async def retry(self, delivery: WebhookDelivery, *, at: datetime) -> None:
-        """Count a failed attempt and make the delivery due again at ``at``."""
+    async def retry(self, leased: LeasedDelivery, *, at: datetime) -> bool:
+        """Count a failed attempt and make the delivery due again at ``at``, if it is still
+        leased to this caller; False when its lease ran out and another sender took it over
+        (and may have finished it, which stands)."""
+        delivery = leased.delivery
         again = delivery.model_copy(update={"attempts": delivery.attempts + 1})
-        async with self._client.guard("reschedule a webhook delivery"):
-            pipe = self._client.raw.pipeline(transaction=True)
-            pipe.set(
-                self._keys.webhook(delivery.id), again.model_dump_json(), xx=True, keepttl=True
-            )
-            pipe.zadd(self._keys.webhooks, {delivery.id: to_ms(at)}, xx=True)
-            await pipe.execute()
+        keys = [self._keys.webhooks, self._keys.webhook(delivery.id)]
+        args: list[str | int] = [
+            delivery.id,
+            leased.leased_until_ms,
+            again.model_dump_json(),
+            to_ms(at),
+        ]
+        return bool(await self._client.eval("webhook_retry", keys, args))
 
     async def done(self, delivery_id: str) -> None:
         """Finish a delivery (delivered, or given up): it is sent no more, and its id is kept

@@ -31,7 +31,7 @@ from bot.services.callbacks import CallbackPolicy
 from bot.services.consumer_loop import ConsumerLoop
 from storage.audit import AuditEntry
 from storage.errors import CorruptRecordError, StorageError
-from storage.webhooks import GIVE_UP_AFTER, WebhookDelivery
+from storage.webhooks import GIVE_UP_AFTER, LeasedDelivery, WebhookDelivery
 
 from .lost_requests import lost_view_of
 from .request_records import request_view, with_names
@@ -92,8 +92,9 @@ class WebhookSender:
         sent = await asyncio.gather(*(self._send(d) for d in due))
         return sum(sent)
 
-    async def _send(self, delivery: WebhookDelivery) -> bool:
+    async def _send(self, leased: LeasedDelivery) -> bool:
         services, outbox = self._services, self._services.storage.webhooks
+        delivery = leased.delivery
         try:
             client = await services.storage.api_clients.get(delivery.client)
         except CorruptRecordError as exc:  # no secret to sign with, ever: retrying holds it
@@ -160,6 +161,15 @@ class WebhookSender:
         # At the latest when it is given up: it is stored only a little longer than that.
         give_up_at = delivery.created_at + GIVE_UP_AFTER
         wait = min(_FIRST_RETRY * (2**delivery.attempts), _LAST_RETRY, give_up_at - now)
+        if not await outbox.retry(leased, at=now + wait):
+            log.warning(
+                "webhook %s to %s not taken (%s); its lease ran out meanwhile: left to the "
+                "sender that took it over",
+                delivery.id,
+                delivery.client,
+                status,
+            )
+            return False
         log.warning(
             "webhook %s to %s not taken (%s); again in %s",
             delivery.id,
@@ -167,7 +177,6 @@ class WebhookSender:
             status,
             wait,
         )
-        await outbox.retry(delivery, at=now + wait)
         services.metrics.webhooks["retried"] += 1
         return False
 

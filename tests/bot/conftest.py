@@ -37,7 +37,7 @@ from bot.services.callbacks import CallbackPolicy
 from bot.services.limits import ApiLimits
 from bot.slack.app import build_app
 from storage import EmbeddedRedis, Storage, connect
-from storage.webhooks import WebhookDelivery
+from storage.webhooks import LeasedDelivery
 
 BACKOFF = 0.01
 """The bots' Slack client retries as often as an operator's, without its seconds of backoff."""
@@ -267,9 +267,10 @@ async def hooked(make_bot: Any, monkeypatch: pytest.MonkeyPatch) -> AsyncIterato
             outcomes.append(what)
             rescheduled.notify_all()
 
-    async def retry_and_tell(delivery: WebhookDelivery, *, at: datetime) -> None:
-        await retry(delivery, at=at)
+    async def retry_and_tell(leased: LeasedDelivery, *, at: datetime) -> bool:
+        kept = await retry(leased, at=at)
         await tell("retried")
+        return kept
 
     async def done_and_tell(delivery_id: str) -> None:
         await done(delivery_id)
