@@ -33,7 +33,7 @@ from .events import (
 from .hooks import HookRegistry
 from .interrupts import Interrupt, InterruptRequested, InterruptResponse
 from .messages import JSONValue, Message, ToolCall, new_id
-from .models.base import Model, ModelRequest, ModelResponse
+from .models.base import Model, ModelRequest, ModelResponse, held_as_json
 from .results import AgentResult, StopReason, ToolResult, json_safe
 from .resume import RunInput, begin, parse_input
 from .run_events import (
@@ -179,7 +179,7 @@ class Invocation:
             await self.agent.hooks.emit(before)
             response, failure = None, None
             try:
-                response = await self.agent.model.generate(request)
+                response = held_as_json(await self.agent.model.generate(request))
             except Exception as error:  # a provider failure ends the run as "error"
                 failure = error
                 log.warning("thread %s: model call failed: %s", self.thread_id, error)
