@@ -15,12 +15,10 @@ StopReason = Literal["end_turn", "interrupt", "cancelled", "max_steps", "error"]
 
 def json_safe(value: object) -> JSONValue:
     """``value`` as JSON a checkpoint can keep, as the model reads it: what has no JSON
-    form (a datetime, a model) as its text, and the whole as text when a number in it is
-    not finite. A tool's return value goes through this before anything is saved."""
-    try:
-        return cast(JSONValue, json.loads(json.dumps(value, default=str, allow_nan=False)))
-    except ValueError:
-        return json.dumps(value, ensure_ascii=False, default=str)
+    form (a datetime, a model) as its text, and so a number that is not finite ("NaN",
+    "Infinity"), its place in the whole kept (an approval's arguments stay an object). A
+    tool's return value goes through this before anything is saved."""
+    return cast(JSONValue, json.loads(json.dumps(value, default=str), parse_constant=str))
 
 
 @dataclass(frozen=True, kw_only=True)

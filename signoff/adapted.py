@@ -15,7 +15,7 @@ from datetime import datetime
 from agent_runtime.errors import ResumeError
 from agent_runtime.interrupts import Interrupt, InterruptResponse
 from agent_runtime.messages import JSONValue, ToolCall
-from agent_runtime.results import AgentResult, ToolResult
+from agent_runtime.results import AgentResult, ToolResult, json_safe
 from agent_runtime.resume import RunInput
 from agent_runtime.run_events import RunEvent, ToolCallFinished
 from agent_runtime.runnable import Runnable, ThreadStatus
@@ -282,8 +282,11 @@ order: a worker catching up a run whose worker failed before telling them tells 
 
 
 def ran(finished: Iterable[ToolCallFinished]) -> list[JSONValue]:
-    """What ``finished`` tools did, for the snapshot's ``RAN`` field."""
-    return [{"call": f.tool_call.to_dict(), "result": f.result.to_dict()} for f in finished]
+    """What ``finished`` tools did, for the snapshot's ``RAN`` field (as JSON: a model's
+    arguments may hold NaN, which its framework's parser reads)."""
+    return [
+        json_safe({"call": f.tool_call.to_dict(), "result": f.result.to_dict()}) for f in finished
+    ]
 
 
 def tool_results(snapshot: Mapping[str, JSONValue]) -> tuple[tuple[ToolCall, ToolResult], ...]:
