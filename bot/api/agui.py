@@ -28,7 +28,6 @@ next continues that round (``agui_cut_off``).
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 from datetime import datetime
 from typing import Any
@@ -57,6 +56,7 @@ from bot.errors import AgentBuildError
 from bot.runs.approvers import card_decisions
 from bot.runs.drive import unknown_agent
 from bot.services import Services
+from bot.ui.arg_form import loads_finite
 from storage.api_clients import ADMIN
 from storage.errors import CorruptRecordError, InvalidIdError, StorageError
 from storage.ids import check_id
@@ -99,10 +99,10 @@ def add_agui_routes(
         raw = await read(request)
         if isinstance(raw, web.Response):
             return raw
-        try:
-            body = json.loads(raw)
-        except (ValueError, UnicodeDecodeError, RecursionError):
-            return _error(400, "the body must be a RunAgentInput as JSON")
+        try:  # NaN or Infinity in an answer would be recorded, and no run state can keep it
+            body = loads_finite(raw.decode())
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+            return _error(400, f"the body must be a RunAgentInput as JSON: {exc}")
         if not isinstance(body, dict):
             return _error(400, "the body must be a RunAgentInput object")
         try:  # the thread's session is kept under its id: refused before anything starts

@@ -1,10 +1,18 @@
 """Bad AG-UI requests are told what is wrong and change nothing: an unknown agent, a
-body too large, a resume naming an interrupt the thread does not have."""
+body too large, a resume naming an interrupt the thread does not have, a number JSON
+cannot hold."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Awaitable, Callable
+
 import aiohttp
-from agui_endpoint import TOKEN, Endpoint, ask_one, run_raw, still_pending
+from agui_endpoint import TOKEN, Endpoint, answer_one, ask_one, run_raw, still_pending
+from harness import ALICE, BOB, CHANNEL
+
+from agent_runtime import Agent, ScriptedModel, ToolCall, tool
+from bot.agents.policy import AgentSpec, Policy
 
 AUTH = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
 
@@ -45,3 +53,54 @@ async def test_a_resume_naming_another_threads_interrupt_is_a_run_error_and_deci
     assert events[-1]["type"] == "RUN_ERROR" and "no-such-interrupt" in events[-1]["message"]
     assert await still_pending(endpoint, my_card)
     assert endpoint.bot.tool_log.calls == []
+
+
+async def test_an_edit_holding_nan_is_refused_and_the_card_then_takes_a_good_one(
+    endpoint_for: Callable[..., Awaitable[Endpoint]],
+) -> None:
+    """Python's JSON parser reads ``NaN`` and ``Infinity``, which a run's state cannot keep:
+    an app's edit holding one was recorded on the card, and every resume of the run failed
+    its save, leaving the thread waiting on a card already decided (every new prompt
+    refused). The body is refused as not JSON; the card is still the app's to answer."""
+    scaled: list[float] = []
+
+    @tool
+    def scale(ratio: float) -> str:
+        """Scale the service."""
+        scaled.append(ratio)
+        return f"scaled by {ratio}"
+
+    model = ScriptedModel([[ToolCall(id="c1", name="scale", args={"ratio": 0.5})], "done"])
+    spec = AgentSpec(
+        name="cleanup",
+        build=lambda sessions: Agent(
+            model=model, tools=[scale], interrupt_on={"scale": True}, session_store=sessions
+        ),
+        policy=Policy(channel=CHANNEL, users=(ALICE, BOB), decisions=("approve", "edit")),
+    )
+    endpoint = await endpoint_for(spec=spec)
+    interrupt, rid = await ask_one(endpoint, "thread-nan")
+    for number, why in (
+        ("NaN", "NaN is not a JSON number"),
+        ("-Infinity", "-Infinity is not a JSON number"),
+        ("1e999", "1e999 is too large a number"),
+    ):
+        edit = {"type": "edit", "args": {"ratio": "NUMBER"}}
+        answer = {"interruptId": interrupt["id"], "status": "resolved", "payload": edit}
+        body = json.dumps({"threadId": "thread-nan", "runId": "r", "resume": [answer]})
+        async with (
+            aiohttp.ClientSession() as http,
+            http.post(
+                endpoint.url, data=body.replace('"NUMBER"', number).encode(), headers=AUTH
+            ) as refused,
+        ):
+            assert refused.status == 400
+            said = (await refused.json())["error"]
+            assert said.startswith("the body must be a RunAgentInput as JSON") and why in said
+    assert await still_pending(endpoint, rid)
+    good = {"type": "edit", "args": {"ratio": 0.25}}
+    seen = await answer_one(
+        endpoint, "thread-nan", interrupt["id"], status="resolved", payload=good
+    )
+    assert seen["error"] is None and seen["finished"]["outcome"] == {"type": "success"}
+    assert scaled == [0.25]
