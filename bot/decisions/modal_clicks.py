@@ -13,7 +13,7 @@ from bot.services import Services
 from bot.ui import ids
 from bot.ui.batch_message import damaged_places, item_args, numbered
 from bot.ui.card_forms import trust_label
-from bot.ui.cards import card_from_record
+from bot.ui.cards import card_from_record, verdict_from_record
 from bot.ui.modals import args_modal, batch_details_modal, deny_modal, edit_modal, reply_modal
 from bot.ui.posting import post_ephemeral
 from bot.ui.refusals import (
@@ -107,6 +107,8 @@ async def open_modal(services: Services, click: Click) -> None:
             return
         items = [(n, item_args(r)) for n, r in numbered(batch)]
         view = batch_details_modal(card, items, damaged_places(batch))
+    elif click.action.action_id == ids.FULL_ARGS:
+        view = args_modal(card, verdict_from_record(record))
     else:
         view = _MODALS[click.action.action_id](card)
     view["private_metadata"] = opened_from(view["private_metadata"], channel, message_ts)

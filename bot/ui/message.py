@@ -26,7 +26,7 @@ from .blocks import (
     section,
     user_mention,
 )
-from .card_buttons import choices, decision_buttons, full_details, more_menu, see_all
+from .card_buttons import args_cut, choices, decision_buttons, full_details, more_menu, see_all
 from .cards import Card, Held, Outcome, Verdict
 from .mrkdwn import code_block, code_span, escape, is_truncated
 
@@ -101,7 +101,7 @@ def pending_message(card: Card, *, compact: bool = False) -> SlackMessage:
 
 def decided_message(card: Card, verdict: Verdict, *, compact: bool = False) -> SlackMessage:
     """The same message after the decision: outcome, who, when; the buttons are gone
-    (but Full details, on a ``compact`` one)."""
+    but Full details, on a card that cuts something (a ``compact`` one does)."""
     headline = HEADLINE[verdict.outcome]
     parts = _verdict_parts(verdict)
     if card.approvals and len(card.approvals) < card.min_approvals:  # a quorum cut short
@@ -116,13 +116,12 @@ def decided_message(card: Card, verdict: Verdict, *, compact: bool = False) -> S
     if card.requested_by:
         parts.append(f"Requested by {user_mention(card.requested_by)}")
     edited = verdict.outcome == "edited" and verdict.args is not None
+    run_with = verdict.args if edited else None
     blocks = [
         header(f"{headline}: {card.action}"),
         *_summary(card, edited=edited, compact=compact),
         context(parts),
-        *_what_it_does(
-            verdict.outcome, verdict.message, verdict.args if edited else None, compact=compact
-        ),
+        *_what_it_does(verdict.outcome, verdict.message, run_with, compact=compact),
     ]
     if verdict.outcome in ("changed", "reply_changed", "edit_changed"):
         why = {
@@ -138,7 +137,8 @@ def decided_message(card: Card, verdict: Verdict, *, compact: bool = False) -> S
         )
     if verdict.run_lost and verdict.outcome not in ("cancelled", "withdrawn"):
         blocks.append(section(lost_run_note(verdict.outcome, verdict.run_lost)))
-    if compact:
+    cut = cuts_beside_args(card) or args_cut(card)
+    if compact or cut or _cuts_what_it_does(verdict.outcome, verdict.message, run_with):
         elements = [full_details(card)]
         blocks.append({"type": "actions", "block_id": ids.ACTIONS_BLOCK, "elements": elements})
     return SlackMessage(text=_fallback(f"{headline}:", card), blocks=blocks)
@@ -164,19 +164,39 @@ def _what_it_does(
     *,
     compact: bool = False,
 ) -> list[Block]:
-    """A decision's reason, reply or answer, and the arguments an edit runs with."""
+    """A decision's reason, reply or answer, cut to the room its label leaves, and the
+    arguments an edit runs with."""
     blocks = []
     if message:
-        label = {
-            "responded": "Reply",
-            "replied": "Reply",
-            "reply_changed": "Reply",
-            "answered": "Answer",
-        }.get(outcome, "Reason")
-        blocks.append(section(f"*{label}:* {escaped(message, _room(SECTION_TEXT, compact))}"))
+        label = message_label(outcome)
+        text = escaped(message, _room(SECTION_TEXT - len(label), compact))
+        blocks.append(section(label + text))
     if args is not None:
-        blocks.append(_code_section("*Run with*", args_json(args), compact))
+        blocks.append(_code_section(RUN_WITH, args_json(args), compact))
     return blocks
+
+
+RUN_WITH = "*Run with*"
+
+
+def message_label(outcome: Outcome) -> str:
+    """The label before a decision's text: a reply's, an answer's, or a reason's."""
+    label = {
+        "responded": "Reply",
+        "replied": "Reply",
+        "reply_changed": "Reply",
+        "answered": "Answer",
+    }.get(outcome, "Reason")
+    return f"*{label}:* "
+
+
+def _cuts_what_it_does(
+    outcome: Outcome, message: str | None, args: Mapping[str, JSONValue] | None
+) -> bool:
+    """Whether the full card cuts a decision's text or the arguments an edit runs with."""
+    if message and len(escape(message)) > SECTION_TEXT - len(message_label(outcome)):
+        return True
+    return args is not None and is_truncated(args_json(args), _code_room(RUN_WITH))
 
 
 def _held_message(card: Card, held: Held, *, compact: bool) -> SlackMessage:
@@ -197,7 +217,8 @@ def _held_message(card: Card, held: Held, *, compact: bool) -> SlackMessage:
     if card.requested_by:
         parts.append(f"Requested by {user_mention(card.requested_by)}")
     undo = button("Undo", action_id=ids.UNDO, value=card.button_value, style="danger")
-    see = see_all(card, details=compact or cuts_beside_args(card))
+    cut = cuts_beside_args(card) or _cuts_what_it_does(held.outcome, held.message, held.args)
+    see = see_all(card, details=compact or cut)
     elements = [undo, *see, more_menu(card)]
     blocks = [
         header(f"{headline}, not yet final: {card.action}"),

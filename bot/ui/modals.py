@@ -26,8 +26,8 @@ from .blocks import (
     plain_text,
     section,
 )
-from .cards import Card
-from .message import printed
+from .cards import Card, Outcome, Verdict
+from .message import RUN_WITH, message_label, printed
 from .mrkdwn import code_span, code_text, escape, fence_safe
 
 _TITLE = 24
@@ -131,9 +131,10 @@ def _reply_intro(card: Card) -> str:
     return "Your reply becomes the tool's result; the tool does not run."
 
 
-def args_modal(card: Card) -> Block:
-    """The full arguments (a request's details first), in sections that each fit; and the
-    card's other long parts, which a compact card (one Slack found too long) cuts short."""
+def args_modal(card: Card, verdict: Verdict | None = None) -> Block:
+    """The full arguments (a request's details first), in sections that each fit; the
+    card's other long parts, which a compact card (one Slack found too long) cuts short;
+    and its decision's text and edited arguments (``verdict``'s, or the held decision's)."""
     sections = _about(card)
     if card.args is not None:
         sections += _code_sections(args_json(card.args))
@@ -142,7 +143,25 @@ def args_modal(card: Card) -> Block:
             sections += [section(f"*{label}*"), *_code_sections(printed(card.changed[key]))]
     if card.acts_on is not None:
         sections += [section("*It will act on*"), *_code_sections(printed(card.acts_on))]
+    if verdict is not None:
+        edited = verdict.args if verdict.outcome == "edited" else None
+        sections += _decision(verdict.outcome, verdict.message, edited)
+    elif card.held is not None:
+        sections += _decision(card.held.outcome, card.held.message, card.held.args)
     return _details_view(card, sections)
+
+
+def _decision(
+    outcome: Outcome, message: str | None, args: Mapping[str, JSONValue] | None
+) -> list[Block]:
+    """A decision's text whole under its label, and the arguments an edit runs with."""
+    sections = []
+    if message:
+        text = message_label(outcome) + escape(message)
+        sections += [section(p) for p in _split(text, SECTION_TEXT)]
+    if args is not None:
+        sections += [section(RUN_WITH), *_code_sections(args_json(args))]
+    return sections
 
 
 def batch_details_modal(
