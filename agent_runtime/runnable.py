@@ -100,7 +100,8 @@ class Runnable(ABC):
 
     def keeps_run_trust(self) -> bool:
         """Whether an approval saying ``Remember(scope="run")`` spares the rest of its run
-        the same question (the run's trust ledger); False when each call asks anew."""
+        the same question (the run's trust ledger, which keeps a thread's or minutes'
+        ``remember`` too); False when each call asks anew, whatever a decision remembers."""
         return True
 
     def tool_names(self) -> frozenset[str] | None:

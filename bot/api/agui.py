@@ -190,7 +190,7 @@ def add_agui_routes(
                     run_id=ids[1],
                     expiry=expiry,
                     offered=_offered(services, name),
-                    remembers=_remembers(services, name),
+                    remembers=_remembers(services, name, agent),
                     args_schema=agent.tool_schema,
                 )
                 # A round's end told again: its cards were posted when it ended.
@@ -205,7 +205,7 @@ def add_agui_routes(
                         body,
                         expiry=expiry,
                         offered=_offered(services, name),
-                        remembers=_remembers(services, name),
+                        remembers=_remembers(services, name, agent),
                         decided_elsewhere=answers.decided_on_cards,
                         finished=results.append,
                         cut_off=cut_off,
@@ -316,10 +316,12 @@ def _offered(services: Services, agent: str) -> Offered:
     return offered
 
 
-def _remembers(services: Services, agent: str) -> Remembers:
-    """Whether the app's answer to an interrupt of ``agent`` may trust later calls: only
-    where no card asks it, as a card gives trust by its own "Approve and trust"."""
-    return lambda interrupt: not carded(services, agent, interrupt)
+def _remembers(services: Services, name: str, agent: Runnable) -> Remembers:
+    """Whether the app's answer to an interrupt of agent ``name`` may trust later calls:
+    only where no card asks it, as a card gives trust by its own "Approve and trust", and
+    the agent keeps what a decision remembers (an adapted framework asks at each call)."""
+    keeps = agent.keeps_run_trust()
+    return lambda interrupt: keeps and not carded(services, name, interrupt)
 
 
 def _error(status: int, message: str) -> web.Response:
