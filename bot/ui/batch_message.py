@@ -29,10 +29,9 @@ from .blocks import (
     user_mention,
 )
 from .card_buttons import full_details, more_menu
+from .card_summary import COMPACT_TEXT, CUT_NOTE
 from .cards import Card, card_from_record, verdict_from_record
 from .message import (
-    COMPACT_TEXT,
-    CUT_NOTE,
     HEADLINE,
     ICON,
     WOULD_RUN,

@@ -6,7 +6,6 @@ the ``text`` notification fallback included, and every Block Kit limit holds for
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -27,14 +26,11 @@ from .blocks import (
     user_mention,
 )
 from .card_buttons import args_cut, choices, decision_buttons, full_details, more_menu, see_all
+from .card_summary import code_room, code_section, cuts_beside_args, part_length, summary
 from .cards import Card, Held, Outcome, Verdict
-from .mrkdwn import code_block, code_span, escape, is_truncated
+from .mrkdwn import code_span, escape, is_truncated
 
 FALLBACK_TEXT = 3000
-COMPACT_TEXT = 500
-"""Each long part's length on a compact card: the one drawn when Slack refuses the whole
-card as too long (``msg_blocks_too_long``), though each block is within its own limit."""
-CUT_NOTE = "Cut to fit in Slack: *Full details* shows all of it."
 
 HEADLINE: dict[Outcome, str] = {
     "approved": "Approved",
@@ -88,7 +84,7 @@ def pending_message(card: Card, *, compact: bool = False) -> SlackMessage:
     title = "Question:" if card.question else "Approval needed:"
     blocks = [
         header(f"{title} {card.action}"),
-        *_summary(card, compact=compact),
+        *summary(card, compact=compact),
         context(status_parts(card)),
     ]
     if card.question and card.options:
@@ -119,7 +115,7 @@ def decided_message(card: Card, verdict: Verdict, *, compact: bool = False) -> S
     run_with = verdict.args if edited else None
     blocks = [
         header(f"{headline}: {card.action}"),
-        *_summary(card, edited=edited, compact=compact),
+        *summary(card, edited=edited, compact=compact),
         context(parts),
         *_what_it_does(verdict.outcome, verdict.message, run_with, compact=compact),
     ]
@@ -169,10 +165,10 @@ def _what_it_does(
     blocks = []
     if message:
         label = message_label(outcome)
-        text = escaped(message, _room(SECTION_TEXT - len(label), compact))
+        text = escaped(message, part_length(SECTION_TEXT - len(label), compact))
         blocks.append(section(label + text))
     if args is not None:
-        blocks.append(_code_section(RUN_WITH, args_json(args), compact))
+        blocks.append(code_section(RUN_WITH, args_json(args), compact))
     return blocks
 
 
@@ -196,7 +192,7 @@ def _cuts_what_it_does(
     """Whether the full card cuts a decision's text or the arguments an edit runs with."""
     if message and len(escape(message)) > SECTION_TEXT - len(message_label(outcome)):
         return True
-    return args is not None and is_truncated(args_json(args), _code_room(RUN_WITH))
+    return args is not None and is_truncated(args_json(args), code_room(RUN_WITH))
 
 
 def _held_message(card: Card, held: Held, *, compact: bool) -> SlackMessage:
@@ -222,7 +218,7 @@ def _held_message(card: Card, held: Held, *, compact: bool) -> SlackMessage:
     elements = [undo, *see, more_menu(card)]
     blocks = [
         header(f"{headline}, not yet final: {card.action}"),
-        *_summary(card, edited=held.args is not None, compact=compact),
+        *summary(card, edited=held.args is not None, compact=compact),
         context(parts),
         *_what_it_does(held.outcome, held.message, held.args, compact=compact),
         {"type": "actions", "block_id": ids.ACTIONS_BLOCK, "elements": elements},
@@ -237,129 +233,6 @@ def verdict_note(card: Card, verdict: Verdict) -> str:
 
 def _fallback(prefix: str, card: Card) -> str:
     return escaped(f"{prefix} {card.action} ({card.agent})", FALLBACK_TEXT)
-
-
-def _room(full: int, compact: bool) -> int:
-    """How long one long part may be: ``full``, or COMPACT_TEXT on a compact card."""
-    return min(full, COMPACT_TEXT) if compact else full
-
-
-def _summary(card: Card, *, edited: bool = False, compact: bool = False) -> list[Block]:
-    """What was asked; once ``edited``, its description and arguments are labelled as
-    asked, since the call that ran is the edit (shown below them). A ``compact`` one cuts
-    each long part short and says so."""
-    blocks = [section(text) for text in _asked(card, edited, _room(SECTION_TEXT, compact))]
-    label = _args_label(card, edited)
-    if label is not None:
-        blocks.append(_code_section(label, args_json(card.args), compact))
-    blocks += _acts_on(card, compact)
-    return blocks + ([context([CUT_NOTE])] if compact else [])
-
-
-def _asked(card: Card, edited: bool, room: int | None) -> list[str]:
-    """What was asked, as the texts of the card's first sections before each is cut to a
-    section: a job's details, or a call's (or a question's) description and why; each
-    long part cut to ``room``, or whole (None)."""
-
-    def shown(text: str) -> str:
-        return escape(text) if room is None else escaped(text, room)
-
-    if card.external:
-        return [shown(card.reason)] if card.reason else []
-    what = f"*{escaped(card.agent, 200)}* wants to run {code_span(card.action, 300)}"
-    if card.question:
-        what = f"*{escaped(card.agent, 200)}* asks"
-        if card.args is not None:
-            what += f" while running {code_span(card.action, 300)}"
-    if card.description:
-        what += "\n" + ("As asked: " if edited else "") + shown(card.description)
-    if card.question and card.reason:
-        what += ":\n" + shown(card.reason)
-    if card.reason and not card.question:
-        return [what, "*Why:* " + shown(card.reason)]
-    return [what]
-
-
-def _args_label(card: Card, edited: bool) -> str | None:
-    """The label over the card's arguments (a job's params, shown when it has some);
-    None when it shows none."""
-    if card.external:
-        return ("*Params as asked*" if edited else "*Params*") if card.args else None
-    if card.args is None:
-        return None
-    return "*Arguments as asked*" if edited else "*Arguments*"
-
-
-def cuts_beside_args(card: Card) -> bool:
-    """Whether the full card cuts what it shows beside its arguments: what was asked (a
-    job's details, a call's description and why, a question), what the call will act on,
-    or what changed since an earlier card. Full details then shows them whole."""
-    if any(len(text) > SECTION_TEXT for text in _asked(card, False, None)):
-        return True
-    if card.acts_on is not None and is_truncated(printed(card.acts_on), _code_room(_ACTS_ON)):
-        return True
-    if card.changed is None:
-        return False
-    _, lines, room = _changes(card)
-    return any(is_truncated(text, room) for _, text in lines)
-
-
-_ACTS_ON = "*It will act on*"
-
-
-def _acts_on(card: Card, compact: bool = False) -> list[Block]:
-    """What the call will act on (its precondition's answer), and what changed since an
-    earlier approval, so the approver sees the difference they are asked about."""
-    blocks = []
-    if card.changed is not None:
-        title, lines, room = _changes(card)
-        shown = [lead + code_block(text, _room(room, compact)) for lead, text in lines]
-        blocks.append(section(title + "".join(shown)))
-    if card.acts_on is not None:
-        blocks.append(_code_section(_ACTS_ON, printed(card.acts_on), compact))
-    return blocks
-
-
-def _code_room(label: str) -> int:
-    """The room a code block under ``label`` has in a section: a section cut past its
-    limit would take the block's closing fence, and show the rest as mrkdwn."""
-    return SECTION_TEXT - len(f"{label}\n")
-
-
-def _code_section(label: str, text: str, compact: bool) -> Block:
-    """``label`` over ``text`` in a code block cut to the room the label leaves."""
-    return section(f"{label}\n" + code_block(text, _room(_code_room(label), compact)))
-
-
-def _changes(card: Card) -> tuple[str, list[tuple[str, str]], int]:
-    """What changed since an earlier card, as its section shows it: the title, what was
-    added, removed and is now (each its lead and text), and the room each code block
-    gets, an equal share of what the section leaves, so every block stays closed."""
-    changed = card.changed or {}
-    title = (
-        "Edited: not what the earlier card showed"
-        if card.changed_by_edit
-        else "Changed since it was answered"
-        if card.changed_after_reply
-        else "Changed since it was approved"
-    )
-    heading = f":warning: *{title}*"
-    lines = [
-        (f"\n{label}: ", printed(changed[key]))
-        for key, label in (("added", "Added"), ("removed", "Removed"), ("now", "Now"))
-        if changed.get(key) not in (None, [])
-    ]
-    room = (SECTION_TEXT - len(heading) - sum(len(lead) for lead, _ in lines)) // max(len(lines), 1)
-    return heading, lines, room
-
-
-def printed(value: JSONValue) -> str:
-    """A check's output as printed (a job's lines of text), anything else as JSON."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return "\n".join(str(v) for v in value)
-    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
 
 
 def status_parts(card: Card) -> list[str]:

@@ -26,8 +26,9 @@ from .blocks import (
     plain_text,
     section,
 )
+from .card_summary import printed
 from .cards import Card, Outcome, Verdict
-from .message import RUN_WITH, message_label, printed
+from .message import RUN_WITH, message_label
 from .mrkdwn import code_span, code_text, escape, fence_safe
 
 _TITLE = 24

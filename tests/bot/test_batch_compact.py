@@ -13,7 +13,7 @@ from harness import ALICE, CAROL, CHANNEL, Harness
 from agent_runtime import Interrupt, ToolCall
 from bot.ui import ids
 from bot.ui.batch_message import batch_message
-from bot.ui.message import CUT_NOTE
+from bot.ui.card_summary import CUT_NOTE
 from sandbox.blocks import MAX_BLOCK_TEXT, block_text_length, checked_blocks, checked_view
 from storage.approvers import ApproverPolicy
 from storage.queries import Batch

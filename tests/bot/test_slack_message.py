@@ -15,9 +15,10 @@ from agent_runtime.interrupts import Interrupt
 from agent_runtime.messages import ToolCall
 from bot.ui import ids
 from bot.ui.blocks import date_token
+from bot.ui.card_summary import CUT_NOTE
 from bot.ui.cards import Verdict, card_from_record
 from bot.ui.deciders import if_nobody_decides
-from bot.ui.message import CUT_NOTE, decided_message, pending_message
+from bot.ui.message import decided_message, pending_message
 from bot.ui.modals import args_modal, parse_args
 from storage.approvers import ApproverPolicy
 from storage.records import InterruptRecord
