@@ -75,7 +75,18 @@
     location.hash = params.toString();
   }
 
-  window.addEventListener("hashchange", () => { readHash(); restart(); });
+  // Someone opening the Home tab is one app_home_opened, as in Slack: arriving there, or
+  // switching "Acting as" while there, so the app publishes that person's Home afresh.
+  function openHome() {
+    api("/ui/home", { user: state.user }).catch((error) => localNotice(error.message));
+  }
+
+  window.addEventListener("hashchange", () => {
+    const before = { user: state.user, home: state.home };
+    readHash();
+    restart();
+    if (state.home && (!before.home || before.user !== state.user)) openHome();
+  });
 
   // -- polling -------------------------------------------------------------
 
@@ -201,10 +212,10 @@
     const link = el("a", state.home ? "active" : "", `${state.app.name} (Home)`);
     link.href = "#";
     link.id = "open-home";
-    link.addEventListener("click", async (e) => {
+    link.addEventListener("click", (e) => {
       e.preventDefault();
-      go({ home: true, thread: null });
-      try { await api("/ui/home", { user: state.user }); } catch (error) { localNotice(error.message); }
+      if (state.home) openHome();  // already there: the hash does not change
+      else go({ home: true, thread: null });
     });
     home.append(link);
     apps.prepend(home);
@@ -351,7 +362,7 @@
     composer("thread-composer", "thread-input", () => state.thread);
     readHash();
     restart();
-    if (state.home) api("/ui/home", { user: state.user }).catch((e) => localNotice(e.message));
+    if (state.home) openHome();
   }
 
   start();

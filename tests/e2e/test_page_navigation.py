@@ -1,10 +1,14 @@
-"""The page as a newcomer uses it: switching "Acting as" answers at once every time, and a
-permalink opens its channel at its message."""
+"""The page as a newcomer uses it: switching "Acting as" answers at once every time (on the
+Home tab too, which opens for the new person), and a permalink opens its channel at its message."""
 
 from __future__ import annotations
 
+from collections import Counter
+from typing import Any
+
 from playwright.async_api import Page
 from playwright.async_api import expect as async_expect
+from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from sandbox import Sandbox
@@ -55,3 +59,32 @@ async def test_a_group_dm_is_listed_for_its_people_and_opens(sb: Sandbox, tab: P
     await tab.locator("#acting-as").select_option("U0CAROL")  # not one of its people
     await async_expect(tab.locator("#acting-tz")).to_contain_text("Asia/Tokyo")
     await async_expect(group).to_have_count(0)
+
+
+async def test_switching_acting_as_on_the_home_tab_opens_that_persons_home(
+    sb: Sandbox, bolt: AsyncApp, tab: Page
+) -> None:
+    """Each person who opens the Home tab is one `app_home_opened`, as in Slack: switching
+    "Acting as" there shows the new person's Home, not "not published" or a stale one."""
+
+    opened: Counter[str] = Counter()
+
+    @bolt.event("app_home_opened")
+    async def home(event: dict[str, Any], client: AsyncWebClient) -> None:
+        opened[event["user"]] += 1
+        text = f"Home of {event['user']}, opened {opened[event['user']]} times"
+        view = {"type": "home", "blocks": [{"type": "section", "text": _plain(text)}]}
+        await client.views_publish(user_id=event["user"], view=view)
+
+    await tab.goto(f"{sb.base_url}/#user=U0ALICE&channel=C0GENERAL")
+    await tab.locator("#open-home").click()
+    await async_expect(tab.locator("#home")).to_have_text("Home of U0ALICE, opened 1 times")
+
+    await tab.locator("#acting-as").select_option("U0BOB")
+    await async_expect(tab.locator("#home")).to_have_text("Home of U0BOB, opened 1 times")
+    await tab.locator("#acting-as").select_option("U0ALICE")
+    await async_expect(tab.locator("#home")).to_have_text("Home of U0ALICE, opened 2 times")
+
+
+def _plain(text: str) -> dict[str, str]:
+    return {"type": "plain_text", "text": text}
