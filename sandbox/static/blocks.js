@@ -44,7 +44,12 @@ const Blocks = (() => {
     const node = el("select", "bk-select");
     node.dataset.actionId = element.action_id;
     node.dataset.blockId = block.block_id;
-    const placeholder = el("option", "", element.placeholder ? element.placeholder.text : "Select…");
+    // An overflow menu is Slack's "⋯" button: it never holds a choice, so after a pick (or
+    // a cancelled confirm) it shows "⋯" again and the same option can be picked once more.
+    const menu = element.type === "overflow";
+    if (menu) node.setAttribute("aria-label", "More actions");
+    const label = menu ? "⋯" : element.placeholder ? element.placeholder.text : "Select…";
+    const placeholder = el("option", "", label);
     placeholder.value = "";
     node.append(placeholder);
     for (const option of options(element)) {
@@ -54,7 +59,13 @@ const Blocks = (() => {
     }
     const initial = element.initial_option;
     if (initial) node.value = initial.value;
-    if (onChange) node.addEventListener("change", () => node.value && onChange(node.value, node));
+    if (onChange) {
+      node.addEventListener("change", () => {
+        const value = node.value;
+        if (menu) node.value = "";
+        if (value) onChange(value, node);
+      });
+    }
     return node;
   }
 

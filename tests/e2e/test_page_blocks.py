@@ -274,3 +274,34 @@ async def test_ticks_in_a_message_go_with_its_button_as_slack_sends_them(
     ticked = values["items"]["pick"]
     assert ticked["type"] == "checkboxes"
     assert [o["value"] for o in ticked["selected_options"]] == ["vol-1", "vol-3"]
+
+
+async def test_an_overflow_menu_is_a_menu_that_holds_no_choice(
+    sb: Sandbox, bolt: AsyncApp, tab: Page
+) -> None:
+    """As in Slack, an overflow menu is a "More actions" button: after a pick, or a pick
+    whose confirm was cancelled, it shows no option chosen, so the same option can be
+    picked again (a native select would take that pick as no change and send nothing)."""
+    picked: list[str] = []
+
+    @bolt.action("more")
+    async def more(ack: AsyncAck, body: dict[str, Any]) -> None:
+        await ack()
+        picked.append(body["actions"][0]["selected_option"]["value"])
+
+    menu = {"type": "overflow", "action_id": "more", "options": _options("Withdraw")}
+    blocks = [{"type": "actions", "elements": [{**menu, "confirm": CONFIRM}]}]
+    client = AsyncWebClient(base_url=sb.api_url, token=sb.bot_token)
+    await client.chat_postMessage(channel="C0OPS", text="a request", blocks=blocks)
+    await tab.goto(f"{sb.base_url}/#user=U0ALICE&channel=C0OPS")
+
+    overflow = tab.locator("#messages article.message").get_by_role("combobox")
+    await expect(overflow).to_have_accessible_name("More actions")
+    await overflow.select_option(label="Withdraw")
+    await tab.get_by_role("alertdialog").get_by_role("button", name="Not yet").click()
+    await expect(overflow).to_have_value("")
+
+    await overflow.select_option(label="Withdraw")
+    await tab.get_by_role("alertdialog").get_by_role("button", name="Deploy").click()
+    assert await sb.wait_for(lambda: picked) == ["withdraw"]
+    await expect(overflow).to_have_value("")
