@@ -5,6 +5,7 @@
 (() => {
   const { el } = Mrkdwn;
   const $ = (id) => document.getElementById(id);
+  const PERMALINK = /^\/archives\/([A-Z0-9]+)\/p(\d{10})(\d{1,8})$/;
   const state = {
     users: {}, groups: {}, channels: {}, app: null,
     user: null, channel: null, thread: null, home: false,
@@ -43,10 +44,25 @@
     state.thread = params.get("thread");
     state.home = params.get("home") === "1";
     // A permalink (/archives/<channel>/p<ts digits>) opens its channel at its message.
-    const link = /^\/archives\/([A-Z0-9]+)\/p(\d{10})(\d{1,8})$/.exec(location.pathname);
+    const link = PERMALINK.exec(location.pathname);
     if (link && !state.channel && !state.home) {
       state.channel = link[1];
       state.linked = `${link[2]}.${link[3]}`;
+    }
+  }
+
+  // A link button's url, opened as Slack does: a permalink of this workspace in the page,
+  // as the same person; any other web address in a new tab.
+  function follow(url) {
+    let link;
+    try { link = new URL(url); } catch { return; }  // Slack takes absolute addresses only
+    const permalink = link.origin === location.origin && PERMALINK.exec(link.pathname);
+    if (permalink) {
+      state.linked = `${permalink[2]}.${permalink[3]}`;
+      if (state.channel === permalink[1] && !state.home) showLinked();
+      else go({ channel: permalink[1], thread: null, home: false });
+    } else if (link.protocol === "http:" || link.protocol === "https:") {
+      window.open(link.href, "_blank", "noopener");
     }
   }
 
@@ -170,6 +186,7 @@
 
   async function click(element, target, button) {
     if (element.confirm && !(await Views.confirm($("confirm-layer"), element.confirm, ctx()))) return;
+    if (element.type === "button" && element.url) follow(element.url);
     if (button) button.disabled = true;
     try {
       await api("/ui/click", { user: state.user, ...target });

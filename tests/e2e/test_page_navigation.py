@@ -1,5 +1,6 @@
 """The page as a newcomer uses it: switching "Acting as" answers at once every time (on the
-Home tab too, which opens for the new person), and a permalink opens its channel at its message."""
+Home tab too, which opens for the new person), and a permalink, or a link button to one,
+opens its channel at its message."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 
 from playwright.async_api import Page
 from playwright.async_api import expect as async_expect
-from slack_bolt.async_app import AsyncApp
+from slack_bolt.async_app import AsyncAck, AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from sandbox import Sandbox
@@ -42,6 +43,50 @@ async def test_a_permalink_opens_its_channel_at_its_message(sb: Sandbox, tab: Pa
     linked = tab.locator("#messages article.message.linked")
     await async_expect(linked).to_contain_text("the card to find")
     await async_expect(linked).to_be_in_viewport()
+
+
+async def test_a_link_button_to_a_permalink_opens_its_message_as_the_same_person(
+    sb: Sandbox, bolt: AsyncApp, tab: Page
+) -> None:
+    """A button with a ``url`` (the "Open" beside a request in ``/signoff`` and Home) opens
+    its link as Slack does, and its click still reaches the app; a permalink of this
+    workspace opens in the page, still acting as the same person."""
+    clicked: list[str] = []
+
+    @bolt.action("open")
+    async def opened(ack: AsyncAck, body: dict[str, Any]) -> None:
+        await ack()
+        clicked.append(body["user"]["id"])
+
+    client = AsyncWebClient(base_url=sb.api_url, token=sb.bot_token)
+    card = await client.chat_postMessage(channel="C0OPS", text="the card to open")
+    for n in range(40):  # enough to push the card out of view
+        await client.chat_postMessage(channel="C0OPS", text=f"later message {n}")
+    link = (await client.chat_getPermalink(channel="C0OPS", message_ts=card["ts"]))["permalink"]
+    button = {"type": "button", "action_id": "open", "text": _plain("Open"), "url": link}
+    blocks = [{"type": "actions", "elements": [button]}]
+    await client.chat_postMessage(channel="C0GENERAL", text="a listing", blocks=blocks)
+
+    await tab.goto(f"{sb.base_url}/#user=U0BOB&channel=C0GENERAL")
+    await tab.get_by_role("button", name="Open", exact=True).click()
+    linked = tab.locator("#messages article.message.linked")
+    await async_expect(linked).to_contain_text("the card to open")
+    await async_expect(linked).to_be_in_viewport()
+    await async_expect(tab.locator("#acting-as")).to_have_value("U0BOB")
+    assert await sb.wait_for(lambda: clicked) == ["U0BOB"]
+
+    # Any other web address opens in a new tab, leaving the workspace where it was.
+    runbook = "https://example.com/runbook"
+    await tab.context.route(runbook, lambda route: route.fulfill(body="the runbook"))
+    button = {"type": "button", "action_id": "open", "text": _plain("Runbook"), "url": runbook}
+    await client.chat_postMessage(
+        channel="C0OPS", text="a link", blocks=[{"type": "actions", "elements": [button]}]
+    )
+    async with tab.context.expect_page() as opening:
+        await tab.get_by_role("button", name="Runbook", exact=True).click()
+    page = await opening.value
+    await async_expect(page.locator("body")).to_have_text("the runbook")
+    await async_expect(tab.locator("#channel-title")).to_have_text("# ops")
 
 
 async def test_a_group_dm_is_listed_for_its_people_and_opens(sb: Sandbox, tab: Page) -> None:
