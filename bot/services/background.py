@@ -1,7 +1,7 @@
 """Work that runs after a listener has acknowledged Slack, owned so shutdown can wait for it.
 
 A listener acks, hands its slow part to ``Background.spawn`` and returns, so Slack gets
-its answer in about a millisecond; ``close`` waits for (then cancels) what is left.
+its answer in about a millisecond; ``close`` waits for (then cancels, and logs) what is left.
 """
 
 from __future__ import annotations
@@ -47,12 +47,18 @@ class Background:
             await asyncio.wait(set(self._tasks))
 
     async def close(self, *, grace: float = 5.0) -> None:
-        """Refuse new work, give running tasks ``grace`` seconds, then cancel the rest."""
+        """Refuse new work, give running tasks ``grace`` seconds, then cancel the rest,
+        logging each one cut off so a change it left half done is not a mystery."""
         self._closed = True
         if not self._tasks:
             return
         _, late = await asyncio.wait(set(self._tasks), timeout=grace)
         for task in late:
-            task.cancel()
+            if task.cancel():
+                log.warning(
+                    "background task %s cancelled: still running %g s after shutdown began",
+                    task.get_name(),
+                    grace,
+                )
         if late:
             await asyncio.wait(late)
