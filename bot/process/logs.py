@@ -22,6 +22,7 @@ from bot.errors import ConfigError
 from bot.services.log_context import FIELDS, current_ids
 
 from .redaction import RedactFilter, redacted
+from .settings import env_value
 
 _ExcInfo: TypeAlias = (
     tuple[type[BaseException], BaseException, TracebackType | None] | tuple[None, None, None]
@@ -125,13 +126,13 @@ def _said(error: BaseException | None) -> list[str]:
 
 def configure_logging(environ: Mapping[str, str], stream: TextIO | None = None) -> None:
     """Log to ``stream`` (stderr) at ``SIGNOFF_LOG_LEVEL`` (INFO) in ``SIGNOFF_LOG_FORMAT``
-    (``text`` on a terminal, else ``json``)."""
+    (``text`` on a terminal, else ``json``), each read as the other settings are."""
     out = stream or sys.stderr
-    given = environ.get("SIGNOFF_LOG_FORMAT") or ("text" if out.isatty() else "json")
+    given = env_value(environ, "SIGNOFF_LOG_FORMAT") or ("text" if out.isatty() else "json")
     chosen = given.lower()  # read in any case, as the level is
     if chosen not in FORMATS:
         raise ConfigError(f"SIGNOFF_LOG_FORMAT={given!r}: use one of {', '.join(FORMATS)}")
-    level = environ.get("SIGNOFF_LOG_LEVEL") or "INFO"
+    level = env_value(environ, "SIGNOFF_LOG_LEVEL") or "INFO"
     if level.upper() not in LEVELS:
         raise ConfigError(f"SIGNOFF_LOG_LEVEL={level!r}: use one of {', '.join(LEVELS)}")
     handler = logging.StreamHandler(out)

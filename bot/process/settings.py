@@ -46,6 +46,12 @@ _ENV_NAMES = {
 }
 
 
+def env_value(environ: Mapping[str, str], name: str) -> str | None:
+    """``name``'s value without surrounding whitespace, such as the newline that ends a
+    value mounted from a file or read by ``$(cat ...)``; None when unset or only whitespace."""
+    return environ.get(name, "").strip() or None
+
+
 def _token(prefix: str, value: SecretStr | None) -> SecretStr | None:
     if value is not None and not value.get_secret_value().startswith(prefix):
         raise ValueError(f"must start with {prefix!r}; copy it from the app settings page")
@@ -186,9 +192,9 @@ class Settings(BaseModel):
     def from_env(cls, environ: Mapping[str, str]) -> Settings:
         """Read and validate the settings; raise ``ConfigError`` naming the first bad one.
         Values are taken without surrounding whitespace, such as the newline that ends a
-        secret mounted from a file; one that is only whitespace is unset."""
-        given = {field: environ.get(name, "").strip() for field, name in _ENV_NAMES.items()}
-        raw = {field: value for field, value in given.items() if value}
+        secret mounted from a file; one that is only whitespace is unset (``env_value``)."""
+        given = {field: env_value(environ, name) for field, name in _ENV_NAMES.items()}
+        raw = {field: value for field, value in given.items() if value is not None}
         try:
             return cls(**raw)  # type: ignore[arg-type]
         except ValidationError as exc:

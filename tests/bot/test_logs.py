@@ -229,3 +229,22 @@ async def test_a_socket_mode_envelope_slack_sdk_logs_at_debug_shows_no_response_
     assert any(line.startswith("Received message") for line in lines), lines
     leaked = [line for line in lines if secret in line or verification in line]
     assert not leaked, leaked
+
+
+def test_the_level_and_format_are_read_without_surrounding_whitespace_and_blank_is_unset(
+    captured: io.StringIO,
+) -> None:
+    """As every other setting: a value from a mounted file or ``$(cat ...)`` ends in a
+    newline, and one that is only spaces means the default."""
+    configure_logging(
+        {"SIGNOFF_LOG_FORMAT": "json\n", "SIGNOFF_LOG_LEVEL": " warning\r\n"}, captured
+    )
+    logging.getLogger("signoff.test").info("hidden")
+    logging.getLogger("signoff.test").warning("shown")
+    assert [json.loads(line)["event"] for line in captured.getvalue().splitlines()] == ["shown"]
+    captured.seek(0)
+    captured.truncate()
+    configure_logging({"SIGNOFF_LOG_FORMAT": "  ", "SIGNOFF_LOG_LEVEL": " "}, captured)
+    logging.getLogger("signoff.test").debug("hidden")
+    logging.getLogger("signoff.test").info("shown")  # INFO, in JSON off a terminal
+    assert [json.loads(line)["event"] for line in captured.getvalue().splitlines()] == ["shown"]
