@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import Iterator
 from datetime import timedelta
 
 from bot.services.outage import Outage
 from storage import Storage
 from storage.errors import StorageError
+
+log = logging.getLogger(__name__)
 
 _BLOCK = timedelta(milliseconds=500)
 """How long one read waits for an entry: bounds how long ``stop`` takes and how long the
@@ -66,9 +69,16 @@ class RequestWatch:
     async def _follow(self, shard: int) -> None:
         """Read ``shard``'s request events while anyone waits, waking their waiters. The
         reader leaves ``_readers`` in the same step as it sees nobody waiting, so a new
-        waiter either finds it still reading or starts another."""
+        waiter either finds it still reading or starts another. One that fails says so:
+        until a new waiter starts another, long-polls answer only when their wait is over."""
         try:
             await self._read(shard)
+        except Exception:  # Redis failing is retried in _read; this is anything else
+            log.exception(
+                "%s stopped on an unexpected error: a change wakes no long-poll until the "
+                "next long-poll starts it again",
+                _reader(shard),
+            )
         finally:
             del self._readers[shard]
             self._outage.forget(_reader(shard))
