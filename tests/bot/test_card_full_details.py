@@ -75,7 +75,9 @@ async def test_what_a_call_acts_on_cut_on_its_card_is_in_full_details(make_bot: 
     assert "vol-099" in await _full_details(bot, card_now(bot))
 
 
-async def test_why_a_call_is_asked_cut_on_its_card_is_in_full_details(make_bot: Any) -> None:
+def asking_why() -> AgentSpec:
+    """An agent whose tool asks Alice to agree with ``WHY``, too long for its card."""
+
     @tool
     def delete_files(paths: list[str], context: ToolContext) -> str:
         """Delete files once a person agrees with why."""
@@ -91,7 +93,11 @@ async def test_why_a_call_is_asked_cut_on_its_card_is_in_full_details(make_bot: 
         )
 
     policy = Policy(channel=CHANNEL, users=(ALICE,))
-    bot: Harness = await make_bot(spec=AgentSpec(name="cleanup", build=build, policy=policy))
+    return AgentSpec(name="cleanup", build=build, policy=policy)
+
+
+async def test_why_a_call_is_asked_cut_on_its_card_is_in_full_details(make_bot: Any) -> None:
+    bot: Harness = await make_bot(spec=asking_why())
     await bot.start(requested_by=CAROL)
     card = bot.posted(0)
     assert "*Why:* reason-0000" in str(card["blocks"]) and "reason-0599" not in str(card)

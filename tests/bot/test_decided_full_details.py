@@ -6,12 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from fakes import OneToolModel
 from harness import ALICE, CAROL, CHANNEL, Harness, card_now
-from test_card_full_details import WHY, _buttons, _full_details
+from test_card_full_details import _buttons, _full_details, asking_why
 
-from agent_runtime import Agent, SessionStore, ToolContext, tool
-from bot.agents.policy import AgentSpec, Policy
+from bot.agents.policy import Policy
 from bot.ui import ids
 from bot.ui.blocks import SECTION_TEXT
 from bot.ui.mrkdwn import escape_truncate
@@ -54,22 +52,7 @@ async def test_a_long_denial_reason_is_cut_to_its_room_and_whole_in_full_details
 async def test_why_a_call_was_asked_cut_on_its_decided_card_is_in_full_details(
     make_bot: Any,
 ) -> None:
-    @tool
-    def delete_files(paths: list[str], context: ToolContext) -> str:
-        """Delete files once a person agrees with why."""
-        context.interrupt("confirm", reason=WHY)
-        return f"deleted {len(paths)}"
-
-    def build(store: SessionStore) -> Agent:
-        return Agent(
-            model=OneToolModel("delete_files", {"paths": ["/tmp/a"]}),
-            tools=[delete_files],
-            session_store=store,
-            name="cleanup",
-        )
-
-    policy = Policy(channel=CHANNEL, users=(ALICE,))
-    bot: Harness = await make_bot(spec=AgentSpec(name="cleanup", build=build, policy=policy))
+    bot: Harness = await make_bot(spec=asking_why())
     value = await bot.start(requested_by=CAROL)
     await bot.click(ids.APPROVE, value, user=ALICE)
 

@@ -134,36 +134,6 @@ async def test_outbox_hands_out_unposted_until_marked_posted(storage: Storage) -
     ]
 
 
-async def test_a_card_slack_refused_stays_in_the_outbox_once_its_escalation_card_is_posted(
-    storage: Storage,
-) -> None:
-    """A request whose own channel refuses the app escalates to a channel that takes its
-    card: the own card still waits in the outbox, posted at its next try or at once when
-    the app is invited to its channel."""
-    record = await storage.interrupts.create_interrupt(
-        make_record(
-            channel="CAPPROVALS",
-            expires_in=timedelta(hours=1),
-            on_expiry="escalate",
-            escalate_to_users=("UBOSS",),
-            escalate_to_channel="CESCALATE",
-        )
-    )
-    [claimed] = await storage.interrupts.claim_outbox(later(seconds=30))
-    assert await storage.interrupts.post_failed(claimed.id, "not_in_channel")
-    [escalated] = await storage.interrupts.expire_due(later(hours=1))
-    assert escalated.outcome == "escalated"
-    assert await storage.interrupts.set_escalation_message(
-        record.id, "CESCALATE", "1700.0009", step=1, now=later(hours=1)
-    )
-    [waiting] = await storage.interrupts.claim_waiting("CAPPROVALS", later(hours=1, minutes=1))
-    assert waiting.id == record.id and waiting.message_ts is None
-    [again] = await storage.interrupts.claim_outbox(later(hours=2))
-    assert again.id == record.id
-    await storage.interrupts.mark_posted(record.id, "CAPPROVALS", "1700.1", now=later(hours=2))
-    assert await storage.interrupts.claim_outbox(later(hours=3)) == []
-
-
 async def test_a_queued_redraw_is_handed_out_until_redrawn_unless_queued_again(
     storage: Storage,
 ) -> None:
