@@ -47,8 +47,10 @@ async def run_agui(
     cancelled) or RUN_ERROR; an input that cannot be read at all yields RUN_ERROR alone.
     A refused input (a resume that leaves an interrupt unanswered, answers one past its
     ``expiry``, with a decision not ``offered`` or a ``remember`` it does not offer (see
-    ``remembers``), or a prompt while the thread waits for a human) is a RUN_ERROR and
-    changes nothing stored. The tool calls of one model turn share one ``parentMessageId``.
+    ``remembers``; by default every approval's, unless the agent asks again at each call
+    whatever a decision remembers: ``keeps_run_trust``), or a prompt while the thread
+    waits for a human) is a RUN_ERROR and changes nothing stored. The tool calls of one
+    model turn share one ``parentMessageId``.
     Interrupts answered on another surface (``decided_elsewhere``: a Slack card) need no
     answer in the resume; the run takes their answers with the app's. ``finished`` is
     given the run's result before its RUN_FINISHED is yielded. A ``cut_off`` thread (its
@@ -61,6 +63,8 @@ async def run_agui(
         yield run_error(str(error), code=type(error).__name__)
         return
     thread_id, run_id = request.thread_id, request.run_id
+    if remembers is None and not agent.keeps_run_trust():
+        remembers = _remembers_nothing
     yield run_started(thread_id=thread_id, run_id=run_id)
     try:
         if cut_off:
@@ -177,3 +181,8 @@ def _answers(
                 f"interrupt {interrupt.id} does not offer remember; answer it without one"
             )
     return responses
+
+
+def _remembers_nothing(_: Interrupt) -> bool:
+    """No answer may ``remember``: the agent would ask again at its next call anyway."""
+    return False

@@ -13,6 +13,8 @@ from harness import ALICE
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from twice_agents import FRAMEWORKS, PATHS, twice_spec
 
+from agent_runtime import InMemorySessionStore
+from agent_runtime.agui import run_agui
 from bot.agents.policy import Policy
 
 NAMES = {"strands": "st-twice", "langchain": "lc-twice", "genkit": "gk-twice"}
@@ -46,3 +48,28 @@ async def test_an_adapted_agents_interrupt_no_card_asks_offers_no_remember(
     assert seen["finished"]["outcome"] == {"type": "success"}, seen
     assert deleted == list(PATHS)
     assert endpoint.bot.slack.called("chat.postMessage") == []  # no channel: no card
+
+
+async def test_run_agui_offers_an_adapted_agent_no_remember_by_default(
+    saver: AsyncSqliteSaver,
+) -> None:
+    """``run_agui`` serving a Strands agent itself, outside the bot, with no policy of its
+    own: no ``remember`` offered, and one given is refused before anything runs."""
+    deleted: list[list[str]] = []
+    agent = twice_spec("strands", deleted, Policy(users=(ALICE,)), saver).build(
+        InMemorySessionStore()
+    )
+    start = {"threadId": "t1", "runId": "r1", "messages": [_said("clean up")]}
+    events = [dict(e) async for e in run_agui(agent, start)]
+    [interrupt] = events[-1]["outcome"]["interrupts"]
+    assert "remember" not in interrupt["responseSchema"]["properties"]
+    trusted = {"type": "approve", "remember": {"scope": "run"}}
+    answer = {"interruptId": interrupt["id"], "status": "resolved", "payload": trusted}
+    resume = {"threadId": "t1", "runId": "r2", "messages": [], "resume": [answer]}
+    events = [dict(e) async for e in run_agui(agent, resume)]
+    assert events[-1]["type"] == "RUN_ERROR", events
+    assert "does not offer remember" in events[-1]["message"] and deleted == []
+
+
+def _said(text: str) -> dict[str, str]:
+    return {"id": "m1", "role": "user", "content": text}
