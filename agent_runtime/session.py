@@ -74,8 +74,9 @@ class InMemorySessionStore:
                 f"thread {thread_id}: expected version {expected_version}, "
                 f"stored version is {current_version}"
             )
-        # A JSON round trip both copies the snapshot and proves it is JSON-safe.
-        stored = json.loads(json.dumps(snapshot))
+        # A JSON round trip both copies the snapshot and proves it is JSON-safe (a NaN
+        # too is refused, as the Redis store refuses it).
+        stored = json.loads(json.dumps(snapshot, allow_nan=False))
         self._sessions[thread_id] = StoredSession(version=current_version + 1, snapshot=stored)
         return current_version + 1
 

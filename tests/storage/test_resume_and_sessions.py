@@ -10,6 +10,7 @@ import redis.asyncio as aioredis
 from redis.asyncio.cluster import RedisCluster
 from storage_helpers import DIGEST, NOW, make_record, wait_for
 
+from agent_runtime import InMemorySessionStore
 from agent_runtime.errors import StaleSessionError, ThreadBusyError
 from agent_runtime.interrupts import Decision
 from storage import ResumeJob, Storage
@@ -150,6 +151,18 @@ async def test_stale_session_save_is_refused(storage: Storage) -> None:
     )
     assert await storage.client.raw.pttl(storage.keys.session("t1")) > 0
     await sessions.delete("t1")
+    assert await sessions.load("t1") is None
+
+
+@pytest.mark.parametrize("kept", ["redis", "memory"])
+async def test_a_snapshot_json_cannot_hold_is_refused_alike_in_redis_and_in_memory(
+    storage: Storage, kept: str
+) -> None:
+    """A NaN is not JSON: either store refuses it and keeps nothing, so what works in
+    memory (a test, one process) works on Redis too."""
+    sessions = storage.sessions if kept == "redis" else InMemorySessionStore()
+    with pytest.raises(ValueError, match="not JSON compliant"):
+        await sessions.save("t1", {"ratio": float("nan")}, expected_version=0)
     assert await sessions.load("t1") is None
 
 
