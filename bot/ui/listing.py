@@ -136,8 +136,9 @@ def _entry(
 ) -> list[Block]:
     """One card in a list: what it asks, a link to it, since when, what happens if nobody
     decides (as its card says) or that its time ran out by ``now``, and whether
-    ``viewer``'s approval already counts toward its quorum, or a decision waits out its
-    undo window (nobody decides it then: it can only be undone, on its card)."""
+    ``viewer``'s approval already counts toward its quorum (else how many approvals it
+    has), or a decision waits out its undo window (nobody decides it then: it can only be
+    undone, on its card); and, as its card says, a dangerous action."""
     record = items[0]
     block = section(_summary(items))
     if record.permalink:
@@ -159,6 +160,10 @@ def _entry(
         so_far = f"{len(record.approvals)} of {record.policy.min_approvals}"
         deny = "; a denial still ends it" if "reject" in record.policy.decisions else ""
         parts.append(f"Your approval is counted ({so_far}){deny}.")
+    elif record.policy.min_approvals > 1:
+        parts.append(f"{len(record.approvals)} of {record.policy.min_approvals} approvals so far")
+    if record.policy.dangerous:
+        parts.append(":warning: Dangerous action")
     return [block, context(parts)]
 
 

@@ -63,6 +63,16 @@ async def test_signoff_tells_a_voter_their_approval_counts_toward_the_quorum(
     assert "Your approval is counted (1 of 2); a denial still ends it." in str(alices["blocks"])
     bobs = await bot.command("", user=BOB)
     assert bobs["text"] == "1 waiting for you" and "counted" not in str(bobs["blocks"])
+    assert "1 of 2 approvals so far" in str(bobs["blocks"])  # as the card says
+
+
+async def test_signoff_says_a_request_is_a_dangerous_action_as_its_card_does(
+    make_bot: Any,
+) -> None:
+    bot: Harness = await make_bot(Policy(channel=CHANNEL, users=(ALICE,), dangerous=True))
+    await bot.start(requested_by=CAROL)
+    assert ":warning: Dangerous action" in str(bot.posted(0)["blocks"])
+    assert ":warning: Dangerous action" in str((await bot.command("", user=ALICE))["blocks"])
 
 
 async def test_a_voter_is_not_told_a_denial_ends_a_quorum_that_offers_none(
